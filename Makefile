@@ -1,0 +1,113 @@
+# cugrade — top-level build. Two commands matter (see README.md):
+#   make run    install what is missing, build, start server (+ runner when a GPU is present)
+#   make test   install what the tests need, build, run every test that needs no GPU
+#
+# Layout: common/ is linked into both binaries; server/*.c (but main.c) form
+# libserver.a, runner/*.c (but main.c) form librunner.a. Unit tests in
+# tests/unit/{server,runner,common}_*.c link the matching library.
+
+BUILD   ?= build
+CC      ?= cc
+NVCC    ?= /usr/local/cuda/bin/nvcc
+
+CFLAGS_BASE = -std=c17 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter \
+              -Wshadow -Wstrict-prototypes -Wformat=2 -g -I. -Icommon
+HARDEN      = -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fPIE
+LDHARDEN    = -pie -Wl,-z,relro -Wl,-z,now
+
+ifeq ($(SAN),1)
+  OPT      = -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+  LDSAN    = -fsanitize=address,undefined
+  HARDEN   = -fstack-protector-strong -fPIE
+else
+  OPT      = -O2
+  LDSAN    =
+endif
+
+CFLAGS  += $(CFLAGS_BASE) $(HARDEN) $(OPT)
+LDFLAGS += $(LDHARDEN) $(LDSAN)
+
+SERVER_LIBS = -luv -lhttp_parser -ljansson -lsqlite3 -lcrypto -lm -lpthread
+RUNNER_LIBS = -lcurl -ljansson -lseccomp -lcrypto -lm -lpthread
+
+COMMON_SRC  = $(wildcard common/*.c)
+SERVER_SRC  = $(filter-out server/main.c,$(wildcard server/*.c))
+RUNNER_SRC  = $(filter-out runner/main.c,$(wildcard runner/*.c))
+
+COMMON_OBJ  = $(COMMON_SRC:%.c=$(BUILD)/%.o)
+SERVER_OBJ  = $(SERVER_SRC:%.c=$(BUILD)/%.o)
+RUNNER_OBJ  = $(RUNNER_SRC:%.c=$(BUILD)/%.o)
+
+UNIT_SERVER = $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(wildcard tests/unit/server_*.c))
+UNIT_RUNNER = $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(wildcard tests/unit/runner_*.c))
+UNIT_COMMON = $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(wildcard tests/unit/common_*.c))
+TOOLS       = $(patsubst tests/tools/%.c,$(BUILD)/tests/tools/%,$(wildcard tests/tools/*.c))
+
+BINS = $(BUILD)/cugrade-server $(BUILD)/cugrade-runner
+
+.PHONY: all deps test-deps run test asan test-gpu dist bench clean format
+all: $(BINS) $(UNIT_SERVER) $(UNIT_RUNNER) $(UNIT_COMMON) $(TOOLS)
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/libcommon.a: $(COMMON_OBJ)
+	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
+$(BUILD)/libserver.a: $(SERVER_OBJ)
+	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
+$(BUILD)/librunner.a: $(RUNNER_OBJ)
+	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
+
+$(BUILD)/cugrade-server: $(BUILD)/server/main.o $(BUILD)/libserver.a $(BUILD)/libcommon.a
+	$(CC) $(LDFLAGS) $^ $(SERVER_LIBS) -o $@
+$(BUILD)/cugrade-runner: $(BUILD)/runner/main.o $(BUILD)/librunner.a $(BUILD)/libcommon.a
+	$(CC) $(LDFLAGS) $^ $(RUNNER_LIBS) -o $@
+
+$(BUILD)/tests/unit/server_%: $(BUILD)/tests/unit/server_%.o $(BUILD)/libserver.a $(BUILD)/libcommon.a
+	$(CC) $(LDFLAGS) $^ $(SERVER_LIBS) -o $@
+$(BUILD)/tests/unit/runner_%: $(BUILD)/tests/unit/runner_%.o $(BUILD)/librunner.a $(BUILD)/libcommon.a
+	$(CC) $(LDFLAGS) $^ $(RUNNER_LIBS) -o $@
+$(BUILD)/tests/unit/common_%: $(BUILD)/tests/unit/common_%.o $(BUILD)/libcommon.a
+	$(CC) $(LDFLAGS) $^ -ljansson -lcrypto -lm -o $@
+$(BUILD)/tests/tools/%: $(BUILD)/tests/tools/%.o $(BUILD)/librunner.a $(BUILD)/libcommon.a
+	$(CC) $(LDFLAGS) $^ $(RUNNER_LIBS) -o $@
+
+deps:
+	@sh deploy/install-deps.sh run
+test-deps:
+	@sh deploy/install-deps.sh test
+
+run: deps
+	@$(MAKE) --no-print-directory all
+	@sh deploy/run.sh
+
+test: test-deps
+	@$(MAKE) --no-print-directory all
+	@sh tests/run.sh $(BUILD)
+
+# The same suite against an ASan+UBSan build.
+asan: test-deps
+	@$(MAKE) --no-print-directory BUILD=build-asan SAN=1 all
+	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  sh tests/run.sh build-asan
+
+# On a GPU host (the device tool): the real pipeline on a real GPU.
+test-gpu:
+	@sh tests/gpu/run.sh $(BUILD)
+
+# Binaries, their shared libraries (ldd) and Debian's bwrap in one folder,
+# to carry to a GPU host that has no libuv/libcurl development files.
+dist: all
+	@sh deploy/dist.sh $(BUILD) dist
+
+bench:
+	@sh tests/bench/run.sh $(BUILD)
+
+format:
+	clang-format -i $(wildcard common/*.[ch] server/*.[ch] runner/*.[ch])
+
+clean:
+	rm -rf build build-asan dist
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,64 @@
+/*
+ * lab.h - a lab as defined by labs/<lab>/lab.json (see docs/formats.md).
+ * Used by the server (title, interface, handout, case names) and the runner
+ * (allow-list, cases, flags, limits).
+ */
+#ifndef CUGRADE_LAB_H
+#define CUGRADE_LAB_H
+
+#include <stddef.h>
+#include <jansson.h>
+
+struct lab_case {
+    char *name;
+    json_t *params;     /* the case's "params" object (borrowed from lab->doc) */
+    int timing;         /* 1 if this case may be timed */
+};
+
+struct lab_pattern {
+    char *pattern;      /* exact name, or prefix ending in '*' */
+    char *reason;       /* for forbidden patterns; NULL for allowed ones */
+};
+
+struct lab {
+    char *name;         /* "matmul" */
+    char *dir;          /* "labs/matmul" */
+    char *title;
+    char *interface;    /* the extern "C" prototype, verbatim */
+    char *symbol;       /* the interface's function name */
+    char *handout;      /* README.md text; NULL if absent */
+    char **nvcc_flags;  size_t nnvcc_flags;
+    char **link_libs;   size_t nlink_libs;
+    struct lab_pattern *allowed;   size_t nallowed;
+    struct lab_pattern *forbidden; size_t nforbidden;
+    struct lab_case *cases;        size_t ncases;
+    char *sanitize_case;           /* may be NULL */
+    char *timing_case;             /* may be NULL */
+    char **baselines;   size_t nbaselines;
+    double compile_seconds, run_seconds;
+    unsigned long long memory_mb;
+    json_t *doc;        /* the parsed lab.json (owned) */
+};
+
+/* Load labs/<name>/lab.json (and README.md) from dir. Returns 0, or -errno
+ * with a human sentence in err (e.g. "labs/matmul/lab.json: cases[2]: missing name"). */
+int lab_load(const char *dir, struct lab *lab, char *err, size_t errlen);
+
+/* Load every lab under root (e.g. "labs"); skips dirs without lab.json.
+ * Returns the count (>= 0) and a malloc'd array in *labs, or -errno. */
+int lab_load_all(const char *root, struct lab **labs, char *err, size_t errlen);
+
+/* Find a case by name; NULL if absent. */
+const struct lab_case *lab_case_find(const struct lab *lab, const char *name);
+
+/* 1 if name matches pattern ("cuda*" prefix or exact). */
+int lab_pattern_match(const char *pattern, const char *name);
+
+/* Is an undefined symbol allowed? Returns 1 if allowed; 0 if not, with
+ * *reason set to the forbidden pattern's reason or NULL for "not on the list". */
+int lab_symbol_allowed(const struct lab *lab, const char *name, const char **reason);
+
+void lab_free(struct lab *lab);
+void lab_free_all(struct lab *labs, size_t n);
+
+#endif

@@ -1,0 +1,32 @@
+#!/bin/sh
+# Install the Debian packages cugrade needs, only those missing.
+#   sh deploy/install-deps.sh run    build + run the service
+#   sh deploy/install-deps.sh test   also what the tests need (browser, nginx, wrk...)
+set -e
+want="build-essential pkg-config libuv1-dev libhttp-parser-dev libjansson-dev libsqlite3-dev
+      libcurl4-openssl-dev libseccomp-dev libssl-dev bubblewrap sqlite3 curl ca-certificates"
+if [ "${1:-run}" = test ]; then
+    want="$want python3 chromium nodejs nginx-light wrk iproute2 procps"
+fi
+missing=""
+for p in $want; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+# node may come from another repository (nodesource) under the same name: a working node is enough.
+case " $missing " in *" nodejs "*) command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 && missing=$(echo "$missing" | sed 's/ nodejs//') ;; esac
+if [ -n "$missing" ]; then
+    echo "cugrade: installing missing Debian packages:$missing"
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "cugrade: not root; run: sudo apt-get install -y$missing" >&2; exit 1
+    fi
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends $missing >/dev/null
+    # Debian's nodejs ships without npm.
+    case " $missing " in *" nodejs "*) command -v npm >/dev/null 2>&1 || apt-get install -y -qq npm >/dev/null ;; esac
+fi
+# Browser tests drive Debian's chromium with playwright-core from npm.
+if [ "${1:-run}" = test ] && [ -f tests/pages/package.json ] && [ ! -d tests/pages/node_modules/playwright-core ]; then
+    (cd tests/pages && npm ci --silent --no-audit --no-fund >/dev/null 2>&1 || npm install --silent --no-audit --no-fund)
+fi
+exit 0

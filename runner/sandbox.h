@@ -1,0 +1,86 @@
+/*
+ * sandbox.h - run one untrusted command (nvcc on a student's file, or a
+ * program linked with a student's object) under bubblewrap, in its own
+ * cgroup, with hard limits, and return a verdict.
+ *
+ * Two ways to fail, kept apart (as in isolate):
+ *   - sandbox_run() returns a negative errno: the sandbox itself broke
+ *     (bwrap missing, cgroup not writable...). The job is a system_error.
+ *   - sandbox_run() returns 0 and fills a verdict: the command ran and the
+ *     verdict says how it ended (exit code, signal, timeout, OOM...).
+ */
+#ifndef CUGRADE_SANDBOX_H
+#define CUGRADE_SANDBOX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct sandbox_bind {
+    const char *src;  /* host path */
+    const char *dst;  /* path inside the sandbox; NULL means same as src */
+    int writable;     /* 0: read-only bind */
+};
+
+struct sandbox_config {
+    const char *const *argv;     /* command inside the sandbox, argv[0] resolved via PATH */
+    const char *const *env;      /* complete environment, NULL-terminated; nothing else leaks */
+    const char *workdir;         /* host dir, fresh, bound read-write at /work; cwd is /work */
+    const struct sandbox_bind *binds; /* extra binds (lab files, CUDA toolkit); may be NULL */
+    size_t nbinds;
+    const char *const *devices;  /* extra /dev nodes, e.g. "/dev/nvidia0"; NULL-terminated or NULL */
+    int result_fd;               /* -1, or a host fd that appears as fd 3 inside */
+    double wall_seconds;         /* wall-clock limit, measured by the supervisor */
+    double cpu_seconds;          /* CPU-time limit (cgroup usage; RLIMIT_CPU as backstop) */
+    uint64_t memory_bytes;       /* cgroup memory limit (never RLIMIT_AS: it breaks CUDA) */
+    uint64_t pids;               /* cgroup pids limit */
+    uint64_t file_bytes;         /* RLIMIT_FSIZE */
+    uint64_t workdir_bytes;      /* size cap of /work (tmpfs size or quota) */
+    size_t output_cap;           /* bytes kept of stdout and of stderr each */
+    int allow_gpu;               /* bind the GPU nodes named in devices */
+};
+
+struct sandbox_verdict {
+    int exited;           /* 1 if exited normally */
+    int exit_code;        /* valid when exited */
+    int signal;           /* terminating signal, 0 if none */
+    int timed_out;        /* wall or CPU limit hit (killed by the supervisor) */
+    int cpu_limit;        /* the CPU limit, not the wall limit, was hit */
+    int oom_killed;       /* the cgroup's OOM killer fired */
+    int output_truncated; /* stdout or stderr exceeded output_cap */
+    double wall_seconds;
+    double cpu_seconds;
+    uint64_t peak_memory_bytes;
+    uint64_t stdout_bytes, stderr_bytes; /* total produced, kept or not */
+    char *out;            /* captured stdout, NUL-terminated, at most output_cap; caller frees via sandbox_verdict_free */
+    char *err;            /* captured stderr, same */
+    char message[256];    /* a sentence for the student when not a clean exit 0 */
+};
+
+/* Fill *cfg with safe defaults (10 s wall, 10 s CPU, 1 GiB memory, 64 pids,
+ * 64 MiB files and work dir, 64 KiB output). */
+void sandbox_config_init(struct sandbox_config *cfg);
+
+/* Run cfg->argv in a fresh sandbox and wait for it and all its descendants.
+ * Returns 0 and fills *v, or a negative errno if the sandbox could not be
+ * built or supervised (then *v is zeroed and must still be freed). Never
+ * leaves processes or cgroups behind. */
+int sandbox_run(const struct sandbox_config *cfg, struct sandbox_verdict *v);
+
+/* Free what sandbox_run allocated in *v. Safe on a zeroed verdict. */
+void sandbox_verdict_free(struct sandbox_verdict *v);
+
+/* Read a file that the sandboxed program left in workdir: opened with
+ * openat(O_NOFOLLOW) beneath workdir, regular files only, at most cap bytes.
+ * Returns 0 and a malloc'd buffer (NUL-terminated, *len excludes the NUL),
+ * -ELOOP for a link, -EINVAL for a non-regular file, -EFBIG over cap. */
+int sandbox_take_file(const char *workdir, const char *name, size_t cap,
+                      char **buf, size_t *len);
+
+/* Create a fresh, empty work directory under parent (mode 0700, owned by the
+ * sandbox's uid). Returns 0 and a malloc'd path. */
+int sandbox_workdir_create(const char *parent, char **path);
+
+/* Remove a work directory tree without following any link. Returns 0 or -errno. */
+int sandbox_workdir_remove(const char *path);
+
+#endif

@@ -1,0 +1,53 @@
+#!/bin/sh
+# Run every test that needs no GPU and print one summary line last.
+#
+# A suite is either a unit-test binary under $BUILD/tests/unit/, or an
+# executable file tests/<area>/*.t (any language, by its #! line). Every suite
+# prints TAP-style lines: "ok - name" or "not ok - name" (numbers optional).
+# A suite that exits non-zero, or prints nothing, counts as one failure.
+#
+#   sh tests/run.sh [BUILD]            all suites
+#   ONLY=server sh tests/run.sh        only suites whose path contains "server"
+BUILD=${1:-build}
+export CUGRADE_BUILD="$(cd "$BUILD" 2>/dev/null && pwd || echo "$BUILD")"
+export CUGRADE_ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$CUGRADE_ROOT" || exit 2
+LOGDIR="$CUGRADE_BUILD/test-logs"
+mkdir -p "$LOGDIR"
+passed=0; failed=0; failures=""
+SUITE_TIMEOUT=${SUITE_TIMEOUT:-900}
+
+run_suite() {
+    name=$1; shift
+    case "$name" in *"${ONLY:-}"*) ;; *) return ;; esac
+    log="$LOGDIR/$(echo "$name" | tr '/' '_').log"
+    start=$(date +%s)
+    timeout -k 10 "$SUITE_TIMEOUT" "$@" >"$log" 2>&1
+    rc=$?
+    p=$(grep -cE '^ok( [0-9]+)?( -|$)' "$log")
+    f=$(grep -cE '^not ok( [0-9]+)?( -|$)' "$log")
+    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+        f=1; echo "not ok - $name exited with status $rc" >>"$log"
+    fi
+    if [ "$p" -eq 0 ] && [ "$f" -eq 0 ]; then
+        f=1; echo "not ok - $name printed no results" >>"$log"
+    fi
+    passed=$((passed + p)); failed=$((failed + f))
+    printf '%-44s %4d passed %3d failed  (%ss)\n' "$name" "$p" "$f" "$(( $(date +%s) - start ))"
+    if [ "$f" -gt 0 ]; then
+        grep -E '^not ok' "$log" | sed 's/^/    /'
+        echo "    --- last lines of $log:"; tail -n 15 "$log" | sed 's/^/    | /'
+        failures="$failures $name"
+    fi
+}
+
+for t in "$CUGRADE_BUILD"/tests/unit/*; do
+    [ -x "$t" ] && [ -f "$t" ] && case "$t" in *.o|*.d) continue;; esac && run_suite "unit/$(basename "$t")" "$t"
+done
+for t in tests/*/*.t; do
+    [ -f "$t" ] && run_suite "${t#tests/}" "./$t"
+done
+
+[ -n "$failures" ] && echo "failed suites:$failures"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
