@@ -37,6 +37,9 @@ struct sandbox_config {
     uint64_t workdir_bytes;      /* size cap of /work (tmpfs size or quota) */
     size_t output_cap;           /* bytes kept of stdout and of stderr each */
     int allow_gpu;               /* bind the GPU nodes named in devices */
+    /* Extensions (sandbox_config_init sets them; zero is a safe default). */
+    const char *bwrap;           /* NULL: $CUGRADE_BWRAP, else /usr/bin/bwrap */
+    uint64_t nofile;             /* RLIMIT_NOFILE; 0 means 1024 */
 };
 
 struct sandbox_verdict {
@@ -54,6 +57,9 @@ struct sandbox_verdict {
     char *out;            /* captured stdout, NUL-terminated, at most output_cap; caller frees via sandbox_verdict_free */
     char *err;            /* captured stderr, same */
     char message[256];    /* a sentence for the student when not a clean exit 0 */
+    /* Extensions. */
+    int file_limit;       /* killed by SIGXFSZ: a file grew past file_bytes */
+    double setup_seconds; /* fork to the command's start (bwrap setup), included in wall_seconds */
 };
 
 /* Fill *cfg with safe defaults (10 s wall, 10 s CPU, 1 GiB memory, 64 pids,
@@ -79,6 +85,12 @@ int sandbox_take_file(const char *workdir, const char *name, size_t cap,
 /* Create a fresh, empty work directory under parent (mode 0700, owned by the
  * sandbox's uid). Returns 0 and a malloc'd path. */
 int sandbox_workdir_create(const char *parent, char **path);
+
+/* Set the size cap of a work directory made by sandbox_workdir_create (a
+ * tmpfs) to bytes; what is in it stays. sandbox_run calls it with
+ * cfg->workdir_bytes. Returns 0, -ENOTSUP when path is not a tmpfs mount
+ * (then only RLIMIT_FSIZE bounds it), or -errno. */
+int sandbox_workdir_resize(const char *path, uint64_t bytes);
 
 /* Remove a work directory tree without following any link. Returns 0 or -errno. */
 int sandbox_workdir_remove(const char *path);

@@ -1,0 +1,675 @@
+/*
+ * lab.c - load and validate labs/<lab>/lab.json (format: docs/formats.md).
+ *
+ * The lab file is written by course staff, but a mistake in it must be caught
+ * at load time with a sentence that names the field, not at grading time:
+ * case names end up on the harness command line ("--cases a,b"), in the
+ * channel ("<case>@recheck") and in file names, so they are restricted to a
+ * small alphabet here, once, for both binaries.
+ */
+#include "lab.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define LAB_README_MAX (1u << 20)    /* a handout larger than 1 MiB is a mistake */
+#define LAB_CASE_NAME_MAX 64
+
+static void lab__err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void lab__err(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    if (err == NULL || errlen == 0)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+/* Read a whole regular file (at most max bytes) into a NUL-terminated buffer.
+ * Returns 0 and *out (caller frees), or -errno (-EFBIG when too large). */
+static int lab__read_file(const char *path, size_t max, char **out)
+{
+    int fd, rc;
+    struct stat st;
+    char *buf = NULL;
+    size_t len = 0;
+
+    *out = NULL;
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return -errno;
+    if (fstat(fd, &st) != 0) {
+        rc = -errno;
+        goto fail;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        rc = -EINVAL;
+        goto fail;
+    }
+    if ((unsigned long long)st.st_size > max) {
+        rc = -EFBIG;
+        goto fail;
+    }
+    buf = malloc((size_t)st.st_size + 1);
+    if (buf == NULL) {
+        rc = -ENOMEM;
+        goto fail;
+    }
+    while (len < (size_t)st.st_size) {
+        ssize_t n = read(fd, buf + len, (size_t)st.st_size - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            rc = -errno;
+            goto fail;
+        }
+        if (n == 0)
+            break;  /* file shrank under us: take what is there */
+        len += (size_t)n;
+    }
+    buf[len] = '\0';
+    close(fd);
+    *out = buf;
+    return 0;
+fail:
+    free(buf);
+    close(fd);
+    return rc;
+}
+
+/* A case name: 1..64 of [A-Za-z0-9_+^.-]. No ',' (list separator on the
+ * harness command line), no '@' (the "@recheck" suffix), no '/', quotes or
+ * spaces (file names, JSON, shell-free argv but still logs). */
+static int lab__case_name_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > LAB_CASE_NAME_MAX)
+        return 0;
+    for (; *s; s++)
+        if (!isalnum((unsigned char)*s) && strchr("_+^.-", *s) == NULL)
+            return 0;
+    return 1;
+}
+
+/* A lab name: 1..32 of [a-z0-9_-], used in URLs and paths. */
+static int lab__name_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 32)
+        return 0;
+    for (; *s; s++)
+        if (!islower((unsigned char)*s) && !isdigit((unsigned char)*s) && *s != '_' && *s != '-')
+            return 0;
+    return 1;
+}
+
+static int lab__ident_ok(const char *s)
+{
+    if (!isalpha((unsigned char)*s) && *s != '_')
+        return 0;
+    for (; *s; s++)
+        if (!isalnum((unsigned char)*s) && *s != '_')
+            return 0;
+    return 1;
+}
+
+/* An allow-list pattern: a symbol name (C, or demangled C++ such as
+ * "operator new(unsigned long)"), optionally ending in one '*'. Printable
+ * ASCII only, no '*' elsewhere (a "cu*blas" would look like a glob but only
+ * prefixes are supported), no surrounding blanks. */
+static int lab__pattern_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 256 || s[0] == ' ' || s[n - 1] == ' ')
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20 || c > 0x7e)
+            return 0;
+        if (c == '*' && i != n - 1)
+            return 0;
+    }
+    return 1;
+}
+
+/* Required string member. Returns a borrowed pointer or NULL (err set). */
+static const char *lab__get_str(json_t *obj, const char *key, const char *file, char *err,
+                                size_t errlen)
+{
+    json_t *v = json_object_get(obj, key);
+    if (v == NULL) {
+        lab__err(err, errlen, "%s: missing %s", file, key);
+        return NULL;
+    }
+    if (!json_is_string(v) || json_string_length(v) == 0) {
+        lab__err(err, errlen, "%s: %s: must be a non-empty string", file, key);
+        return NULL;
+    }
+    return json_string_value(v);
+}
+
+/* Optional array of strings -> malloc'd array of strdup'd strings. */
+static int lab__get_str_array(json_t *obj, const char *key, char ***out, size_t *n,
+                              const char *file, char *err, size_t errlen)
+{
+    json_t *arr = json_object_get(obj, key), *v;
+    size_t i;
+
+    *out = NULL;
+    *n = 0;
+    if (arr == NULL || json_is_null(arr))
+        return 0;
+    if (!json_is_array(arr)) {
+        lab__err(err, errlen, "%s: %s: must be an array of strings", file, key);
+        return -EINVAL;
+    }
+    if (json_array_size(arr) == 0)
+        return 0;
+    *out = calloc(json_array_size(arr), sizeof(char *));
+    if (*out == NULL)
+        return -ENOMEM;
+    json_array_foreach(arr, i, v) {
+        if (!json_is_string(v) || json_string_length(v) == 0) {
+            lab__err(err, errlen, "%s: %s[%zu]: must be a non-empty string", file, key, i);
+            return -EINVAL;
+        }
+        (*out)[i] = strdup(json_string_value(v));
+        if ((*out)[i] == NULL)
+            return -ENOMEM;
+        *n = i + 1;
+    }
+    return 0;
+}
+
+static int lab__get_number(json_t *obj, const char *key, double dflt, double min, double max,
+                           double *out, const char *file, char *err, size_t errlen)
+{
+    json_t *v = json_object_get(obj, key);
+    if (v == NULL || json_is_null(v)) {
+        *out = dflt;
+        return 0;
+    }
+    if (!json_is_number(v) || json_number_value(v) < min || json_number_value(v) > max) {
+        lab__err(err, errlen, "%s: limits.%s: must be a number in [%g, %g]", file, key, min, max);
+        return -EINVAL;
+    }
+    *out = json_number_value(v);
+    return 0;
+}
+
+static int lab__parse_allow(struct lab *lab, json_t *allow, const char *file, char *err,
+                            size_t errlen)
+{
+    json_t *und, *forb, *v;
+    const char *key;
+    size_t i;
+
+    if (allow == NULL) {
+        lab__err(err, errlen, "%s: missing allow", file);
+        return -EINVAL;
+    }
+    if (!json_is_object(allow)) {
+        lab__err(err, errlen, "%s: allow: must be an object", file);
+        return -EINVAL;
+    }
+    und = json_object_get(allow, "undefined");
+    if (!json_is_array(und)) {
+        lab__err(err, errlen, "%s: allow.undefined: must be an array of symbol patterns", file);
+        return -EINVAL;
+    }
+    if (json_array_size(und) > 0) {
+        lab->allowed = calloc(json_array_size(und), sizeof(*lab->allowed));
+        if (lab->allowed == NULL)
+            return -ENOMEM;
+    }
+    json_array_foreach(und, i, v) {
+        if (!json_is_string(v) || !lab__pattern_ok(json_string_value(v))) {
+            lab__err(err, errlen,
+                     "%s: allow.undefined[%zu]: must be a symbol name, optionally ending in '*'",
+                     file, i);
+            return -EINVAL;
+        }
+        lab->allowed[i].pattern = strdup(json_string_value(v));
+        if (lab->allowed[i].pattern == NULL)
+            return -ENOMEM;
+        lab->nallowed = i + 1;
+    }
+    forb = json_object_get(allow, "forbidden");
+    if (forb == NULL || json_is_null(forb))
+        return 0;
+    if (!json_is_object(forb)) {
+        lab__err(err, errlen, "%s: allow.forbidden: must be an object {pattern: reason}", file);
+        return -EINVAL;
+    }
+    if (json_object_size(forb) == 0)
+        return 0;
+    lab->forbidden = calloc(json_object_size(forb), sizeof(*lab->forbidden));
+    if (lab->forbidden == NULL)
+        return -ENOMEM;
+    json_object_foreach(forb, key, v) {
+        struct lab_pattern *p = &lab->forbidden[lab->nforbidden];
+        if (!lab__pattern_ok(key)) {
+            lab__err(err, errlen,
+                     "%s: allow.forbidden: \"%s\": must be a symbol name, optionally ending in '*'",
+                     file, key);
+            return -EINVAL;
+        }
+        if (!json_is_string(v) || json_string_length(v) == 0) {
+            lab__err(err, errlen, "%s: allow.forbidden.%s: the reason must be a non-empty string",
+                     file, key);
+            return -EINVAL;
+        }
+        p->pattern = strdup(key);
+        p->reason = strdup(json_string_value(v));
+        lab->nforbidden++;
+        if (p->pattern == NULL || p->reason == NULL)
+            return -ENOMEM;
+    }
+    return 0;
+}
+
+static int lab__parse_cases(struct lab *lab, json_t *cases, const char *file, char *err,
+                            size_t errlen)
+{
+    json_t *c, *v;
+    size_t i;
+
+    if (!json_is_array(cases) || json_array_size(cases) == 0) {
+        lab__err(err, errlen, "%s: cases: must be a non-empty array", file);
+        return -EINVAL;
+    }
+    lab->cases = calloc(json_array_size(cases), sizeof(*lab->cases));
+    if (lab->cases == NULL)
+        return -ENOMEM;
+    json_array_foreach(cases, i, c) {
+        struct lab_case *lc = &lab->cases[i];
+        const char *name;
+        if (!json_is_object(c)) {
+            lab__err(err, errlen, "%s: cases[%zu]: must be an object", file, i);
+            return -EINVAL;
+        }
+        v = json_object_get(c, "name");
+        if (v == NULL) {
+            lab__err(err, errlen, "%s: cases[%zu]: missing name", file, i);
+            return -EINVAL;
+        }
+        if (!json_is_string(v) || !lab__case_name_ok(json_string_value(v))) {
+            lab__err(err, errlen,
+                     "%s: cases[%zu].name: must be 1-64 characters of A-Z a-z 0-9 _ + ^ . -",
+                     file, i);
+            return -EINVAL;
+        }
+        name = json_string_value(v);
+        for (size_t j = 0; j < lab->ncases; j++)
+            if (strcmp(lab->cases[j].name, name) == 0) {
+                lab__err(err, errlen, "%s: cases[%zu].name: \"%s\" appears twice", file, i, name);
+                return -EINVAL;
+            }
+        v = json_object_get(c, "params");
+        if (v != NULL && !json_is_object(v)) {
+            lab__err(err, errlen, "%s: cases[%zu].params: must be an object", file, i);
+            return -EINVAL;
+        }
+        lc->params = v;   /* borrowed from lab->doc */
+        v = json_object_get(c, "timing");
+        if (v != NULL && !json_is_boolean(v)) {
+            lab__err(err, errlen, "%s: cases[%zu].timing: must be true or false", file, i);
+            return -EINVAL;
+        }
+        lc->timing = json_is_true(v);
+        lc->name = strdup(name);
+        if (lc->name == NULL)
+            return -ENOMEM;
+        lab->ncases = i + 1;
+    }
+    return 0;
+}
+
+/* Optional member naming one of the lab's cases. */
+static int lab__get_case_ref(struct lab *lab, const char *key, int need_timing, char **out,
+                             const char *file, char *err, size_t errlen)
+{
+    json_t *v = json_object_get(lab->doc, key);
+    const struct lab_case *c;
+
+    *out = NULL;
+    if (v == NULL || json_is_null(v))
+        return 0;
+    if (!json_is_string(v)) {
+        lab__err(err, errlen, "%s: %s: must be a case name", file, key);
+        return -EINVAL;
+    }
+    c = lab_case_find(lab, json_string_value(v));
+    if (c == NULL) {
+        lab__err(err, errlen, "%s: %s: \"%s\" is not one of the lab's cases", file, key,
+                 json_string_value(v));
+        return -EINVAL;
+    }
+    if (need_timing && !c->timing) {
+        lab__err(err, errlen, "%s: %s: case \"%s\" is not marked \"timing\": true", file, key,
+                 c->name);
+        return -EINVAL;
+    }
+    *out = strdup(c->name);
+    return *out ? 0 : -ENOMEM;
+}
+
+static const char *lab__basename(const char *path, char *buf, size_t len)
+{
+    size_t n = strlen(path);
+    const char *b;
+    while (n > 1 && path[n - 1] == '/')
+        n--;
+    if (n >= len)
+        n = len - 1;
+    memcpy(buf, path, n);
+    buf[n] = '\0';
+    b = strrchr(buf, '/');
+    return b ? b + 1 : buf;
+}
+
+/* Load labs/<name>/lab.json (and README.md) from dir. Returns 0, or -errno
+ * with a human sentence in err. On failure *lab is left zeroed (nothing to free). */
+int lab_load(const char *dir, struct lab *lab, char *err, size_t errlen)
+{
+    char file[4096], readme[4096], base[4096];
+    char *text = NULL;
+    json_error_t jerr;
+    const char *s, *dirname_;
+    json_t *limits;
+    int rc;
+
+    memset(lab, 0, sizeof(*lab));
+    if (err && errlen)
+        err[0] = '\0';
+    if (snprintf(file, sizeof(file), "%s/lab.json", dir) >= (int)sizeof(file) ||
+        snprintf(readme, sizeof(readme), "%s/README.md", dir) >= (int)sizeof(readme)) {
+        lab__err(err, errlen, "%s: path too long", dir);
+        return -ENAMETOOLONG;
+    }
+    rc = lab__read_file(file, LAB_README_MAX, &text);
+    if (rc < 0) {
+        lab__err(err, errlen, "%s: %s", file, strerror(-rc));
+        return rc;
+    }
+    lab->doc = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
+    free(text);
+    text = NULL;
+    if (lab->doc == NULL) {
+        lab__err(err, errlen, "%s:%d:%d: %s", file, jerr.line, jerr.column, jerr.text);
+        rc = -EINVAL;
+        goto fail;
+    }
+    rc = -EINVAL;
+    if (!json_is_object(lab->doc)) {
+        lab__err(err, errlen, "%s: must be a JSON object", file);
+        goto fail;
+    }
+    if ((s = lab__get_str(lab->doc, "lab", file, err, errlen)) == NULL)
+        goto fail;
+    if (!lab__name_ok(s)) {
+        lab__err(err, errlen, "%s: lab: must be 1-32 characters of a-z 0-9 _ -", file);
+        goto fail;
+    }
+    /* The directory is the lab's identity on disk; a copied folder whose
+     * lab.json still says the old name would silently shadow the old lab. */
+    dirname_ = lab__basename(dir, base, sizeof(base));
+    if (strcmp(dirname_, s) != 0) {
+        lab__err(err, errlen, "%s: lab: \"%s\" does not match its folder name \"%s\"", file, s,
+                 dirname_);
+        goto fail;
+    }
+    lab->name = strdup(s);
+    lab->dir = strdup(dir);
+    if (lab->name == NULL || lab->dir == NULL)
+        goto nomem;
+    if ((s = lab__get_str(lab->doc, "title", file, err, errlen)) == NULL)
+        goto fail;
+    if ((lab->title = strdup(s)) == NULL)
+        goto nomem;
+    if ((s = lab__get_str(lab->doc, "interface", file, err, errlen)) == NULL)
+        goto fail;
+    if ((lab->interface = strdup(s)) == NULL)
+        goto nomem;
+    if ((s = lab__get_str(lab->doc, "symbol", file, err, errlen)) == NULL)
+        goto fail;
+    if (!lab__ident_ok(s)) {
+        lab__err(err, errlen, "%s: symbol: must be a C identifier", file);
+        goto fail;
+    }
+    if (strstr(lab->interface, s) == NULL) {
+        lab__err(err, errlen, "%s: symbol: \"%s\" does not appear in interface", file, s);
+        goto fail;
+    }
+    if ((lab->symbol = strdup(s)) == NULL)
+        goto nomem;
+
+    if ((rc = lab__get_str_array(lab->doc, "nvcc_flags", &lab->nvcc_flags, &lab->nnvcc_flags,
+                                 file, err, errlen)) < 0)
+        goto fail_rc;
+    if ((rc = lab__get_str_array(lab->doc, "link_libs", &lab->link_libs, &lab->nlink_libs, file,
+                                 err, errlen)) < 0)
+        goto fail_rc;
+    if ((rc = lab__get_str_array(lab->doc, "baselines", &lab->baselines, &lab->nbaselines, file,
+                                 err, errlen)) < 0)
+        goto fail_rc;
+    for (size_t i = 0; i < lab->nbaselines; i++)
+        if (!lab__name_ok(lab->baselines[i])) {
+            lab__err(err, errlen, "%s: baselines[%zu]: must be 1-32 characters of a-z 0-9 _ -",
+                     file, i);
+            rc = -EINVAL;
+            goto fail_rc;
+        }
+    if ((rc = lab__parse_allow(lab, json_object_get(lab->doc, "allow"), file, err, errlen)) < 0)
+        goto fail_rc;
+    if ((rc = lab__parse_cases(lab, json_object_get(lab->doc, "cases"), file, err, errlen)) < 0)
+        goto fail_rc;
+    if ((rc = lab__get_case_ref(lab, "sanitize_case", 0, &lab->sanitize_case, file, err,
+                                errlen)) < 0)
+        goto fail_rc;
+    if ((rc = lab__get_case_ref(lab, "timing_case", 1, &lab->timing_case, file, err, errlen)) <
+        0)
+        goto fail_rc;
+
+    limits = json_object_get(lab->doc, "limits");
+    if (limits != NULL && !json_is_object(limits)) {
+        lab__err(err, errlen, "%s: limits: must be an object", file);
+        rc = -EINVAL;
+        goto fail_rc;
+    }
+    {
+        double mem = 0;
+        if ((rc = lab__get_number(limits, "compile_seconds", 60, 1, 3600, &lab->compile_seconds,
+                                  file, err, errlen)) < 0 ||
+            (rc = lab__get_number(limits, "run_seconds", 120, 1, 36000, &lab->run_seconds, file,
+                                  err, errlen)) < 0 ||
+            (rc = lab__get_number(limits, "memory_mb", 16384, 16, 16777216, &mem, file, err,
+                                  errlen)) < 0)
+            goto fail_rc;
+        lab->memory_mb = (unsigned long long)mem;
+    }
+
+    rc = lab__read_file(readme, LAB_README_MAX, &lab->handout);
+    if (rc < 0 && rc != -ENOENT) {
+        lab__err(err, errlen, "%s: %s", readme, strerror(-rc));
+        goto fail_rc;
+    }
+    return 0;
+
+nomem:
+    lab__err(err, errlen, "%s: out of memory", file);
+    rc = -ENOMEM;
+    goto fail_rc;
+fail:
+    rc = -EINVAL;
+fail_rc:
+    if (rc == -ENOMEM && err && errlen && err[0] == '\0')
+        lab__err(err, errlen, "%s: out of memory", file);
+    lab_free(lab);
+    return rc;
+}
+
+static int lab__cmp_name(const void *a, const void *b)
+{
+    return strcmp(((const struct lab *)a)->name, ((const struct lab *)b)->name);
+}
+
+/* Load every lab under root; skips entries without lab.json (e.g. labs/common).
+ * Returns the count and a malloc'd array in *labs (free with lab_free_all), or
+ * -errno with err naming the first broken lab (then *labs is NULL). Sorted by name. */
+int lab_load_all(const char *root, struct lab **labs, char *err, size_t errlen)
+{
+    DIR *d;
+    struct dirent *de;
+    struct lab *arr = NULL, *tmp;
+    size_t n = 0, cap = 0;
+    int rc = 0;
+
+    *labs = NULL;
+    d = opendir(root);
+    if (d == NULL) {
+        rc = -errno;
+        lab__err(err, errlen, "%s: %s", root, strerror(-rc));
+        return rc;
+    }
+    while ((de = readdir(d)) != NULL) {
+        char path[4096], json[4200];
+        struct stat st;
+        if (de->d_name[0] == '.')
+            continue;
+        if (snprintf(path, sizeof(path), "%s/%s", root, de->d_name) >= (int)sizeof(path))
+            continue;
+        if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+            continue;
+        snprintf(json, sizeof(json), "%s/lab.json", path);
+        if (access(json, F_OK) != 0)
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 8;
+            tmp = realloc(arr, cap * sizeof(*arr));
+            if (tmp == NULL) {
+                rc = -ENOMEM;
+                lab__err(err, errlen, "%s: out of memory", root);
+                goto fail;
+            }
+            arr = tmp;
+        }
+        rc = lab_load(path, &arr[n], err, errlen);
+        if (rc < 0)
+            goto fail;
+        n++;
+    }
+    closedir(d);
+    if (n > 1)
+        qsort(arr, n, sizeof(*arr), lab__cmp_name);
+    *labs = arr;
+    return (int)n;
+fail:
+    closedir(d);
+    lab_free_all(arr, n);
+    return rc;
+}
+
+/* Find a case by name; NULL if absent (or lab/name NULL). */
+const struct lab_case *lab_case_find(const struct lab *lab, const char *name)
+{
+    if (lab == NULL || name == NULL)
+        return NULL;
+    for (size_t i = 0; i < lab->ncases; i++)
+        if (strcmp(lab->cases[i].name, name) == 0)
+            return &lab->cases[i];
+    return NULL;
+}
+
+/* 1 if name matches pattern: exact, or a prefix when pattern ends in '*'
+ * ("*" alone matches every name). */
+int lab_pattern_match(const char *pattern, const char *name)
+{
+    size_t n;
+    if (pattern == NULL || name == NULL)
+        return 0;
+    n = strlen(pattern);
+    if (n > 0 && pattern[n - 1] == '*')
+        return strncmp(pattern, name, n - 1) == 0;
+    return strcmp(pattern, name) == 0;
+}
+
+/* Is an undefined symbol allowed? Forbidden patterns win over allowed ones
+ * (a broad "cuda*" allow must not let "cudaStreamCreate" through when that is
+ * forbidden). Returns 1 if allowed; 0 if not, with *reason (may be NULL) set
+ * to the forbidden pattern's reason, or NULL for "not on the allow-list". */
+int lab_symbol_allowed(const struct lab *lab, const char *name, const char **reason)
+{
+    if (reason)
+        *reason = NULL;
+    for (size_t i = 0; i < lab->nforbidden; i++)
+        if (lab_pattern_match(lab->forbidden[i].pattern, name)) {
+            if (reason)
+                *reason = lab->forbidden[i].reason;
+            return 0;
+        }
+    for (size_t i = 0; i < lab->nallowed; i++)
+        if (lab_pattern_match(lab->allowed[i].pattern, name))
+            return 1;
+    return 0;
+}
+
+static void lab__free_strv(char **v, size_t n)
+{
+    if (v == NULL)
+        return;
+    for (size_t i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+/* Free everything lab owns and zero it; safe on a zeroed or partly loaded lab. */
+void lab_free(struct lab *lab)
+{
+    if (lab == NULL)
+        return;
+    free(lab->name);
+    free(lab->dir);
+    free(lab->title);
+    free(lab->interface);
+    free(lab->symbol);
+    free(lab->handout);
+    lab__free_strv(lab->nvcc_flags, lab->nnvcc_flags);
+    lab__free_strv(lab->link_libs, lab->nlink_libs);
+    lab__free_strv(lab->baselines, lab->nbaselines);
+    for (size_t i = 0; i < lab->nallowed; i++)
+        free(lab->allowed[i].pattern);
+    free(lab->allowed);
+    for (size_t i = 0; i < lab->nforbidden; i++) {
+        free(lab->forbidden[i].pattern);
+        free(lab->forbidden[i].reason);
+    }
+    free(lab->forbidden);
+    for (size_t i = 0; i < lab->ncases; i++)
+        free(lab->cases[i].name);
+    free(lab->cases);
+    free(lab->sanitize_case);
+    free(lab->timing_case);
+    json_decref(lab->doc);
+    memset(lab, 0, sizeof(*lab));
+}
+
+/* Free n labs and the array (as returned by lab_load_all). */
+void lab_free_all(struct lab *labs, size_t n)
+{
+    if (labs == NULL)
+        return;
+    for (size_t i = 0; i < n; i++)
+        lab_free(&labs[i]);
+    free(labs);
+}

@@ -1,0 +1,79 @@
+#!/bin/sh
+# Build a lab's trusted programs for one GPU architecture (docs/labs.md).
+#
+#   sh labs/build-lab.sh LAB OUTDIR ARCH        e.g. sh labs/build-lab.sh matmul /tmp/x sm_90
+#
+# Writes into OUTDIR:
+#   cases.h             the cases of labs/LAB/lab.json, as C (generated)
+#   harness.o           the trusted harness: link a student object with it
+#   judge               the trusted judge (runs outside the sandbox, needs the GPU)
+#   baseline-<name>     harness.o + reference/LAB/<name>.cu, for each GPU baseline
+#                       listed in lab.json ("naive", "optimized", "cublas")
+#   cpu-baseline        reference/LAB/cpu.c, when lab.json lists "cpu"
+#   link.txt            the exact command that links a student's object
+#
+# The runner runs this once at start (trusted, outside any sandbox), then per
+# submission:  nvcc -c <nvcc_flags> -arch=ARCH student.cu -o student.o
+#              nvcc -arch=ARCH -cudart static OUTDIR/harness.o student.o -o prog
+# Environment: NVCC (default: nvcc on PATH, else /usr/local/cuda/bin/nvcc),
+# CC (default cc), PYTHON (default python3).
+set -eu
+
+if [ $# -ne 3 ]; then
+    echo "usage: sh labs/build-lab.sh LAB OUTDIR ARCH   (ARCH like sm_90)" >&2
+    exit 2
+fi
+LAB=$1 OUT=$2 ARCH=$3
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+
+case "$LAB" in *[!a-z0-9_-]*|"") echo "build-lab: bad lab name '$LAB'" >&2; exit 2;; esac
+case "$ARCH" in sm_[0-9]*) ;; *) echo "build-lab: ARCH must look like sm_90, got '$ARCH'" >&2; exit 2;; esac
+[ -f "$ROOT/labs/$LAB/lab.json" ] || { echo "build-lab: no labs/$LAB/lab.json" >&2; exit 2; }
+
+if [ -z "${NVCC:-}" ]; then
+    if command -v nvcc >/dev/null 2>&1; then NVCC=nvcc; else NVCC=/usr/local/cuda/bin/nvcc; fi
+fi
+CC=${CC:-cc}
+PYTHON=${PYTHON:-python3}
+command -v "$PYTHON" >/dev/null 2>&1 || { echo "build-lab: $PYTHON is needed to read lab.json" >&2; exit 2; }
+
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+INC="-I$OUT -I$ROOT/labs/common"
+# Trusted code: optimise, and keep the host side hardened like our C.
+NVFLAGS="-O3 -arch=$ARCH -std=c++17 -Xcompiler -fstack-protector-strong"
+
+"$PYTHON" "$ROOT/labs/common/gen-cases.py" "$ROOT/labs/$LAB/lab.json" > "$OUT/cases.h.tmp"
+mv "$OUT/cases.h.tmp" "$OUT/cases.h"
+
+# Which baselines lab.json lists (one word per line).
+BASELINES=$("$PYTHON" -c 'import json,sys; print("\n".join(json.load(open(sys.argv[1])).get("baselines", [])))' \
+    "$ROOT/labs/$LAB/lab.json")
+
+run() { echo "  $*" >&2; "$@"; }
+
+echo "build-lab: $LAB for $ARCH into $OUT" >&2
+run "$NVCC" $NVFLAGS $INC -c "$ROOT/labs/$LAB/harness.cu" -o "$OUT/harness.o"
+run "$NVCC" $NVFLAGS $INC "$ROOT/reference/$LAB/judge.cu" -o "$OUT/judge"
+
+for b in $BASELINES; do
+    case "$b" in
+    cpu)
+        run "$CC" -std=c17 -D_GNU_SOURCE -O2 $INC "$ROOT/reference/$LAB/cpu.c" -o "$OUT/cpu-baseline"
+        ;;
+    *)
+        libs=""
+        if [ "$b" = cublas ]; then
+            cudalib=$(dirname "$(command -v "$NVCC")")/../lib64
+            libs="-lcublas -Xlinker -rpath -Xlinker $cudalib"
+        fi
+        run "$NVCC" $NVFLAGS -c "$ROOT/reference/$LAB/$b.cu" -o "$OUT/ref-$b.o"
+        # cuBLAS is linked dynamically (its static archives are ~1 GB); the
+        # baseline runs on the runner host, where the CUDA toolkit is.
+        run "$NVCC" -arch="$ARCH" -cudart static "$OUT/harness.o" "$OUT/ref-$b.o" -o "$OUT/baseline-$b" $libs
+        ;;
+    esac
+done
+
+echo "$NVCC -arch=$ARCH -cudart static $OUT/harness.o student.o -o prog" > "$OUT/link.txt"
+echo "build-lab: ok" >&2

@@ -1,0 +1,142 @@
+/*
+ * gen.cuh - the counter-based input generator shared by the harness (device),
+ * the judge (device) and the CPU baseline (host C or C++).
+ *
+ * Every input element is a pure function of (seed, index): no state, no
+ * order, so the 8.6 GB reduction input is generated on the GPU in one pass,
+ * the judge regenerates exactly the same values without ever reading the
+ * student's process, and a host program gets bit-identical floats (every
+ * value is an integer times a power of two, exact in float: no FMA or
+ * rounding-mode difference between host and device can change a bit).
+ *
+ * Seeds: the run seed (64 bits, secret, from the runner) -> one seed per case
+ * (gen_case_seed, mixing in the case name) -> one stream per buffer
+ * (gen_stream). The top bit of every derived seed is the run seed's top bit;
+ * gen_recheck_seed flips it. The reduction lab takes the sign of its values
+ * from that bit, so the timed inputs and the re-check inputs always have sums
+ * of opposite sign and a cached answer can never pass the re-check.
+ */
+#ifndef CUGRADE_GEN_CUH
+#define CUGRADE_GEN_CUH
+
+#include <stdint.h>
+
+#ifdef __CUDACC__
+#define GEN_FN static inline __host__ __device__
+#else
+#define GEN_FN static inline
+#endif
+
+#define GEN_TOP_BIT 0x8000000000000000ull
+#define GEN_RECHECK_KEY 0x5245434845434b21ull   /* "RECHECK!" */
+
+/* splitmix64's finalizer: a bijection on 64 bits with full avalanche. */
+GEN_FN uint64_t gen_mix64(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebull;
+    x ^= x >> 31;
+    return x;
+}
+
+/* The 64 random bits of element i of the stream seeded by seed. */
+GEN_FN uint64_t gen_u64(uint64_t seed, uint64_t i)
+{
+    return gen_mix64(seed ^ gen_mix64(i * 0x9e3779b97f4a7c15ull + 0x632be59bd9b4e019ull));
+}
+
+/* Keep the top bit of parent, take the other 63 from h. */
+GEN_FN uint64_t gen__keep_top(uint64_t parent, uint64_t h)
+{
+    return (h & ~GEN_TOP_BIT) | (parent & GEN_TOP_BIT);
+}
+
+/* The seed of one case: the run seed mixed with the case name (FNV-1a). */
+GEN_FN uint64_t gen_case_seed(uint64_t run_seed, const char *name)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (; *name; name++) {
+        h ^= (unsigned char)*name;
+        h *= 0x100000001b3ull;
+    }
+    return gen__keep_top(run_seed, gen_mix64(run_seed ^ gen_mix64(h)));
+}
+
+/* The seed of buffer k (0 = first input, 1 = second...) of a case. */
+GEN_FN uint64_t gen_stream(uint64_t case_seed, uint64_t k)
+{
+    return gen__keep_top(case_seed, gen_mix64(case_seed + (k + 1) * 0xd1b54a32d192ed03ull));
+}
+
+/* The seed of the inputs used to re-check timed outputs: unpredictable
+ * without the run seed, top bit flipped. */
+GEN_FN uint64_t gen_recheck_seed(uint64_t run_seed)
+{
+    return (gen_mix64(run_seed ^ GEN_RECHECK_KEY) & ~GEN_TOP_BIT) | (~run_seed & GEN_TOP_BIT);
+}
+
+/* A float in [-1, 1) on a grid of 2^-23: (k - 2^23) * 2^-23, k a 24-bit
+ * integer. Used for matmul and embedding values. */
+GEN_FN float gen_f32_sym(uint64_t seed, uint64_t i)
+{
+    int32_t k = (int32_t)(gen_u64(seed, i) >> 40) - (1 << 23);
+    return (float)k * (1.0f / 8388608.0f);
+}
+
+/* The reduction lab's values: s * (k + 2^21) * 2^-23 with k a 23-bit integer,
+ * so |x| is in [0.25, 1.25) (mean 0.75) and the sign s is the seed's top bit.
+ * All values of one case share a sign: the sum is well conditioned
+ * (|sum| = sum of |x|), so losing even a small fraction of the elements moves
+ * the sum far outside the tolerance. */
+GEN_FN float gen_f32_reduction(uint64_t seed, uint64_t i)
+{
+    int32_t k = (int32_t)(gen_u64(seed, i) >> 41) + (1 << 21);
+    float x = (float)k * (1.0f / 8388608.0f);
+    return (seed & GEN_TOP_BIT) ? -x : x;
+}
+
+/* An index in [0, range) (range >= 1), nearly uniform (64-bit modulo). */
+GEN_FN int64_t gen_index(uint64_t seed, uint64_t i, uint64_t range)
+{
+    return (int64_t)(gen_u64(seed, i) % range);
+}
+
+/* One case of a lab, as generated from lab.json into cases.h by
+ * labs/common/gen-cases.py. p[] holds the lab's parameters in a fixed order:
+ * reduction {n}, matmul {M, N, K}, embedding {num_indices, dim, vocab}. */
+struct lab_case_def {
+    const char *name;
+    int timing;
+    long long p[4];
+};
+
+/* Parse a seed written as hex ("0x" optional, 1-16 digits). Returns 0 or -1. */
+GEN_FN int gen_seed_parse(const char *s, uint64_t *out)
+{
+    uint64_t v = 0;
+    int n = 0;
+    if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+        s += 2;
+    for (; *s; s++, n++) {
+        int d;
+        if (*s >= '0' && *s <= '9')
+            d = *s - '0';
+        else if (*s >= 'a' && *s <= 'f')
+            d = *s - 'a' + 10;
+        else if (*s >= 'A' && *s <= 'F')
+            d = *s - 'A' + 10;
+        else
+            return -1;
+        if (n == 16)
+            return -1;
+        v = v << 4 | (uint64_t)d;
+    }
+    if (n == 0)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+#endif

@@ -1,0 +1,771 @@
+/*
+ * harness_common.cu - the trusted harness's shared half: included at the end
+ * of labs/<lab>/harness.cu after the lab has defined `static const struct
+ * hc_lab HC_LAB` and `LAB_CASES` (cases.h). See harness_common.cuh.
+ *
+ *   prog check --seed HEX --cases a,b,c [--no-guard]
+ *   prog time  --seed HEX --case NAME [--max-ms N] [--no-guard]
+ *   prog device
+ *
+ * Writes the records of docs/formats.md ("The harness result channel") to fd
+ * 3 and never prints a verdict: the student's code shares this process, so
+ * nothing here can be trusted as a score; the judge decides, outside.
+ *
+ * Exit status: 0 all records written ("done" last); 2 bad command line or a
+ * harness failure (our fault: the runner reports system_error); 3 the
+ * student's code left the GPU context broken (sticky error): the case record
+ * says why, no "done" follows; 4 the channel could not be written.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define HC_CHANNEL_FD 3
+#define HC_MAX_SAMPLES 1000
+#define HC_MIN_SAMPLES 10
+#define HC_TARGET_REL_ERR 0.01
+#define HC_CHUNK_BYTES (64u << 20)
+
+static int hc_guard_on = 1;
+static void *hc_flush_buf;
+static size_t hc_flush_bytes;
+static unsigned hc_flush_round;
+
+/* ------------------------------------------------------------------ time */
+
+static double hc_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* --------------------------------------------------------------- channel */
+
+static void hc_die(const char *fmt, ...)
+{
+    va_list ap;
+    fputs("harness: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    exit(2);
+}
+
+/* write(2) until everything is out; a short or failed write of the channel
+ * is fatal (exit 4): a record cut in half would desynchronise the reader. */
+static void hc_write_all(const void *buf, size_t len)
+{
+    const char *p = (const char *)buf;
+    while (len > 0) {
+        ssize_t n = write(HC_CHANNEL_FD, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            fprintf(stderr, "harness: writing the result channel (fd %d): %s\n", HC_CHANNEL_FD,
+                    n < 0 ? strerror(errno) : "short write");
+            exit(4);
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+}
+
+/* A growable string for one JSON line. Out of memory is a harness failure. */
+struct hc_sb {
+    char *p;
+    size_t len, cap;
+};
+
+static void hc_sb_add(struct hc_sb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void hc_sb_add(struct hc_sb *b, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+    for (;;) {
+        size_t room = b->cap - b->len;
+        va_start(ap, fmt);
+        n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? room : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+            hc_die("formatting a record failed");
+        if (b->p && (size_t)n < room) {
+            b->len += (size_t)n;
+            return;
+        }
+        b->cap = (b->cap + (size_t)n + 1) * 2;
+        b->p = (char *)realloc(b->p, b->cap);
+        if (b->p == NULL)
+            hc_die("out of memory");
+    }
+}
+
+/* A JSON string literal; bytes outside printable ASCII are escaped. */
+static void hc_sb_str(struct hc_sb *b, const char *s)
+{
+    hc_sb_add(b, "\"");
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            hc_sb_add(b, "\\%c", c);
+        else if (c < 0x20 || c > 0x7e)
+            hc_sb_add(b, "\\u%04x", c);
+        else
+            hc_sb_add(b, "%c", c);
+    }
+    hc_sb_add(b, "\"");
+}
+
+static void hc_sb_send(struct hc_sb *b)
+{
+    hc_sb_add(b, "\n");
+    hc_write_all(b->p, b->len);
+    free(b->p);
+    b->p = NULL;
+    b->len = b->cap = 0;
+}
+
+/* The channel must be fd 3, open for writing, before any student code runs.
+ * Close-on-exec: nothing this process could start should inherit it. */
+static void hc_channel_check(void)
+{
+    int fl = fcntl(HC_CHANNEL_FD, F_GETFL);
+    if (fl < 0 || (fl & O_ACCMODE) == O_RDONLY)
+        hc_die("fd %d (the result channel) is not open for writing; run me as "
+               "`prog ... 3>channel`", HC_CHANNEL_FD);
+    (void)fcntl(HC_CHANNEL_FD, F_SETFD, FD_CLOEXEC);
+}
+
+/* ---------------------------------------------------------- CUDA helpers */
+
+static __global__ void hc_fill_u32(uint32_t *p, size_t n, uint32_t v)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        p[i] = v;
+}
+
+static __global__ void hc_count_ne_u32(const uint32_t *p, size_t n, uint32_t v,
+                                       unsigned long long *count)
+{
+    unsigned long long c = 0;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        c += p[i] != v;
+    if (c)
+        atomicAdd(count, c);
+}
+
+static int hc_grid(size_t n)
+{
+    size_t b = (n + 255) / 256;
+    return (int)(b < 1 ? 1 : b > 65536 ? 65536 : b);
+}
+
+/* Fill n 32-bit words with v (on the legacy default stream, then wait). */
+static void hc_fill(void *p, size_t words, uint32_t v)
+{
+    if (words == 0)
+        return;
+    hc_fill_u32<<<hc_grid(words), 256>>>((uint32_t *)p, words, v);
+    HC_CUDA(cudaGetLastError());
+}
+
+/* Number of the n words at p that are not v. */
+static unsigned long long hc_count_ne(const void *p, size_t words, uint32_t v)
+{
+    unsigned long long c = 0;
+    if (words == 0)
+        return 0;
+    HC_CUDA(cudaMemset(hc_dcounter, 0, sizeof(*hc_dcounter)));
+    hc_count_ne_u32<<<hc_grid(words), 256>>>((const uint32_t *)p, words, v, hc_dcounter);
+    HC_CUDA(cudaGetLastError());
+    HC_CUDA(cudaMemcpy(&c, hc_dcounter, sizeof(c), cudaMemcpyDeviceToHost));
+    return c;
+}
+
+/* Allocations of the current case, each followed by a guard. */
+#define HC_MAX_ALLOCS 8
+static struct {
+    void *p;
+    size_t bytes;      /* the buffer the student sees */
+    uint32_t guard;    /* bit pattern of the guard words */
+} hc_allocs[HC_MAX_ALLOCS];
+static int hc_nallocs;
+
+static size_t hc_guard_bytes(void)
+{
+    return hc_guard_on ? HC_GUARD_BYTES : 0;
+}
+
+/* Allocate bytes (a multiple of 4) plus the guard, fill the guard with
+ * guard_bits. Returns 0, or -1 with a message on stderr. */
+static int hc_alloc(void **out, size_t bytes, uint32_t guard_bits)
+{
+    void *p = NULL;
+    cudaError_t e;
+    if (hc_nallocs == HC_MAX_ALLOCS)
+        hc_die("too many allocations");
+    e = cudaMalloc(&p, bytes + hc_guard_bytes());
+    if (e != cudaSuccess) {
+        fprintf(stderr, "harness: cudaMalloc(%zu bytes): %s\n", bytes + hc_guard_bytes(),
+                cudaGetErrorString(e));
+        cudaGetLastError();
+        return -1;
+    }
+    hc_allocs[hc_nallocs].p = p;
+    hc_allocs[hc_nallocs].bytes = bytes;
+    hc_allocs[hc_nallocs].guard = guard_bits;
+    hc_nallocs++;
+    hc_fill((char *)p + bytes, hc_guard_bytes() / 4, guard_bits);
+    HC_CUDA(cudaDeviceSynchronize());
+    *out = p;
+    return 0;
+}
+
+static void hc_free_all(void)
+{
+    for (int i = 0; i < hc_nallocs; i++)
+        cudaFree(hc_allocs[i].p);
+    hc_nallocs = 0;
+}
+
+/* Guard words of the allocation at p that no longer hold their pattern. */
+static unsigned long long hc_guard_damage(const void *p)
+{
+    for (int i = 0; i < hc_nallocs; i++)
+        if (hc_allocs[i].p == p)
+            return hc_count_ne((const char *)p + hc_allocs[i].bytes, hc_guard_bytes() / 4,
+                               hc_allocs[i].guard);
+    hc_die("guard check of an unknown buffer");
+}
+
+/* Poison the output and its guard before every call. */
+static void hc_poison_output(void)
+{
+    size_t n;
+    float *out = HC_LAB.output(&n);
+    hc_fill(out, n + hc_guard_bytes() / 4, HC_POISON_BITS);
+}
+
+/* ------------------------------------------------------- error naming */
+
+/* The cause of a CUDA error in words a student can act on. */
+static const char *hc_cause(cudaError_t e)
+{
+    switch (e) {
+    case cudaErrorInvalidConfiguration:
+        return "invalid configuration argument: a block may have at most 1024 threads "
+               "(blockDim.x*y*z <= 1024, blockDim.z <= 64), gridDim.y and gridDim.z at most "
+               "65535, gridDim.x at most 2^31-1, and dynamic shared memory over 48 KiB needs "
+               "cudaFuncSetAttribute";
+    case cudaErrorLaunchOutOfResources:
+        return "too many resources requested for launch: registers per thread times threads "
+               "per block exceed the SM's register file; use fewer threads per block or "
+               "__launch_bounds__";
+    case cudaErrorIllegalAddress:
+        return "an illegal memory access: check your bounds (an index past the end of a "
+               "buffer, a negative or 32-bit-overflowed index, or a host pointer used on the "
+               "device)";
+    case cudaErrorMisalignedAddress:
+        return "a misaligned address: a vector access (float4, int64_t...) at an address "
+               "that is not a multiple of its size";
+    case cudaErrorIllegalInstruction:
+        return "an illegal instruction: often a __syncthreads() that not all threads of a "
+               "block reach, or a corrupted function pointer";
+    case cudaErrorHardwareStackError:
+        return "a stack overflow on the device: deep recursion or large local arrays";
+    case cudaErrorAssert:
+        return "a device-side assert() failed";
+    case cudaErrorLaunchFailure:
+        return "the kernel crashed (unspecified launch failure): usually an out-of-bounds "
+               "access";
+    case cudaErrorLaunchTimeout:
+        return "the kernel ran too long and was stopped";
+    case cudaErrorMemoryAllocation:
+        return "out of memory: your scratch allocation is too large, or you allocate on "
+               "every call and never free";
+    case cudaErrorInvalidValue:
+        return "an invalid argument to a CUDA call (a size, a direction, a null pointer)";
+    case cudaErrorInvalidDevicePointer:
+        return "a pointer that is not a device pointer was passed to a CUDA call";
+    case cudaErrorInvalidDeviceFunction:
+    case cudaErrorNoKernelImageForDevice:
+        return "no kernel image for this GPU: do not hard-code -arch flags or use features "
+               "this GPU lacks";
+    case cudaErrorInvalidPitchValue:
+        return "an invalid pitch in a 2D copy or allocation";
+    case cudaErrorInvalidResourceHandle:
+        return "an invalid handle (stream, event...): was it destroyed already?";
+    case cudaErrorCooperativeLaunchTooLarge:
+        return "a cooperative launch with more blocks than can be resident at once";
+    default:
+        return "a CUDA error in your code";
+    }
+}
+
+/* Whether the context is unusable after e: the known sticky errors, or any
+ * error a fresh harmless call still reports. */
+static int hc_sticky(cudaError_t e)
+{
+    switch (e) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorHardwareStackError:
+    case cudaErrorAssert:
+    case cudaErrorLaunchFailure:
+    case cudaErrorLaunchTimeout:
+    case cudaErrorInvalidPc:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorECCUncorrectable:
+        return 1;
+    default:
+        break;
+    }
+    cudaGetLastError();
+    if (cudaDeviceSynchronize() != cudaSuccess || cudaMemset(hc_dcounter, 0, 8) != cudaSuccess ||
+        cudaDeviceSynchronize() != cudaSuccess)
+        return 1;
+    return 0;
+}
+
+/* Call the student's function once with every error caught: the launch
+ * error (cudaGetLastError) and the execution error (the device sync, which
+ * also waits for work hidden on other streams). Returns cudaSuccess or the
+ * first error; *ms is the host time of call + sync. */
+static cudaError_t hc_call(double *ms)
+{
+    cudaError_t e1, e2;
+    double t0, t1;
+    (void)cudaGetLastError();
+    t0 = hc_now_ms();
+    HC_LAB.call();
+    e1 = cudaGetLastError();
+    e2 = cudaDeviceSynchronize();
+    t1 = hc_now_ms();
+    if (ms)
+        *ms = t1 - t0;
+    if (e1 != cudaSuccess)
+        return e1;
+    if (e2 != cudaSuccess)
+        return e2;
+    return cudaGetLastError();
+}
+
+/* Write the record of a case whose call failed; exit 3 when the context is
+ * broken (nothing more can run in this process). */
+static void hc_report_error(const char *name, cudaError_t e)
+{
+    struct hc_sb b = {NULL, 0, 0};
+    int sticky = hc_sticky(e);
+    hc_sb_add(&b, "{\"type\":\"case\",\"name\":");
+    hc_sb_str(&b, name);
+    hc_sb_add(&b, ",\"status\":\"%s\",\"error\":", sticky ? "runtime_error" : "launch_error");
+    hc_sb_str(&b, cudaGetErrorString(e));
+    hc_sb_add(&b, ",\"error_name\":");
+    hc_sb_str(&b, cudaGetErrorName(e));
+    hc_sb_add(&b, ",\"cause\":");
+    hc_sb_str(&b, hc_cause(e));
+    hc_sb_add(&b, ",\"fatal\":%s}", sticky ? "true" : "false");
+    hc_sb_send(&b);
+    if (sticky)
+        exit(3);
+}
+
+/* Write an "ok" case record and the output bytes, in chunks. */
+static void hc_report_output(const char *name, uint64_t case_seed, double call_ms)
+{
+    struct hc_sb b = {NULL, 0, 0};
+    size_t n, done = 0;
+    float *out = HC_LAB.output(&n);
+    unsigned long long modified = HC_LAB.inputs_modified(case_seed);
+    unsigned long long oob = hc_guard_damage(out);
+    char *buf = (char *)malloc(HC_CHUNK_BYTES);
+    if (buf == NULL)
+        hc_die("out of memory");
+    hc_sb_add(&b, "{\"type\":\"case\",\"name\":");
+    hc_sb_str(&b, name);
+    hc_sb_add(&b,
+              ",\"status\":\"ok\",\"dtype\":\"f32\",\"count\":%zu,\"bytes\":%zu,"
+              "\"inputs_modified\":%s,\"modified_count\":%llu,\"oob_writes\":%llu,"
+              "\"call_ms\":%.6f}",
+              n, n * 4, modified ? "true" : "false", modified, oob, call_ms);
+    hc_sb_send(&b);
+    while (done < n * 4) {
+        size_t len = n * 4 - done < HC_CHUNK_BYTES ? n * 4 - done : HC_CHUNK_BYTES;
+        HC_CUDA(cudaMemcpy(buf, (char *)out + done, len, cudaMemcpyDeviceToHost));
+        hc_write_all(buf, len);
+        done += len;
+    }
+    free(buf);
+}
+
+/* ---------------------------------------------------------------- cases */
+
+static const struct lab_case_def *hc_case_find(const char *name)
+{
+    for (size_t i = 0; i < LAB_NCASES; i++)
+        if (strcmp(LAB_CASES[i].name, name) == 0)
+            return &LAB_CASES[i];
+    return NULL;
+}
+
+static void hc_setup(const struct lab_case_def *c, uint64_t case_seed)
+{
+    if (HC_LAB.setup(c, case_seed) != 0) {
+        hc_free_all();
+        hc_die("case %s: could not set up its buffers (see above)", c->name);
+    }
+    HC_CUDA(cudaDeviceSynchronize());
+}
+
+/* One correctness case: fresh inputs, poisoned output, one call. */
+static void hc_run_check(const struct lab_case_def *c, uint64_t seed)
+{
+    uint64_t cs = gen_case_seed(seed, c->name);
+    double ms = 0;
+    cudaError_t e;
+    hc_setup(c, cs);
+    hc_poison_output();
+    HC_CUDA(cudaDeviceSynchronize());
+    e = hc_call(&ms);
+    if (e != cudaSuccess)
+        hc_report_error(c->name, e);
+    else
+        hc_report_output(c->name, cs, ms);
+    HC_LAB.teardown();
+    hc_free_all();
+}
+
+/* ---------------------------------------------------------------- timing */
+
+static int hc_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Median of sorted x and the relative half-width of its 95% confidence
+ * interval from order statistics (no distribution assumed): ranks
+ * n/2 -+ 0.98*sqrt(n). */
+static double hc_median_rel_err(const double *sorted, int n, double *median)
+{
+    int lo, hi;
+    double half;
+    *median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+    lo = (int)floor(n / 2.0 - 0.98 * sqrt((double)n));
+    hi = (int)ceil(n / 2.0 + 0.98 * sqrt((double)n));
+    if (lo < 0)
+        lo = 0;
+    if (hi > n - 1)
+        hi = n - 1;
+    half = (sorted[hi] - sorted[lo]) / 2;
+    return *median > 0 ? half / *median : INFINITY;
+}
+
+/* Evict the inputs from L2 before a sample: write a buffer twice the L2's
+ * size, and drop any persisting-L2 lines (they would survive the writes). */
+static void hc_flush_l2(void)
+{
+    HC_CUDA(cudaMemsetAsync(hc_flush_buf, (int)(hc_flush_round++ & 0xff), hc_flush_bytes, 0));
+    (void)cudaCtxResetPersistingL2Cache();
+    (void)cudaGetLastError();
+}
+
+static void hc_run_time(const struct lab_case_def *c, uint64_t seed, double max_ms)
+{
+    uint64_t cs = gen_case_seed(seed, c->name), seed2, cs2;
+    double *samples = (double *)malloc(HC_MAX_SAMPLES * sizeof(double));
+    double *sorted = (double *)malloc(HC_MAX_SAMPLES * sizeof(double));
+    float *evs = (float *)malloc(HC_MAX_SAMPLES * sizeof(float));
+    double start, median = 0, rel = INFINITY, ms;
+    int n = 0, warm = 0, l2 = 0, converged = 0;
+    cudaEvent_t ev0, ev1;
+    cudaError_t e;
+    struct hc_sb b = {NULL, 0, 0};
+    char name2[128];
+
+    if (samples == NULL || sorted == NULL || evs == NULL)
+        hc_die("out of memory");
+    HC_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
+    hc_flush_bytes = 2 * (size_t)l2 > (64u << 20) ? 2 * (size_t)l2 : (64u << 20);
+    HC_CUDA(cudaMalloc(&hc_flush_buf, hc_flush_bytes));
+    HC_CUDA(cudaEventCreate(&ev0));
+    HC_CUDA(cudaEventCreate(&ev1));
+    hc_setup(c, cs);
+
+    /* Warm-up: lazy module loading, first-touch allocations, clocks. */
+    start = hc_now_ms();
+    do {
+        hc_poison_output();
+        HC_CUDA(cudaDeviceSynchronize());
+        e = hc_call(NULL);
+        if (e != cudaSuccess)
+            hc_report_error(c->name, e);
+        if (e != cudaSuccess)
+            goto out;   /* a launch error: nothing to time */
+        warm++;
+    } while (warm < 20 && (warm < 2 || hc_now_ms() - start < 30) &&
+             hc_now_ms() - start < max_ms / 4);
+
+    start = hc_now_ms();
+    for (;;) {
+        double t0, t1;
+        cudaError_t e1, e2;
+        hc_poison_output();
+        hc_flush_l2();
+        HC_CUDA(cudaDeviceSynchronize());
+        (void)cudaGetLastError();
+        t0 = hc_now_ms();
+        cudaEventRecord(ev0, 0);
+        HC_LAB.call();
+        e1 = cudaGetLastError();
+        cudaEventRecord(ev1, 0);
+        /* Synchronize the whole device before the end timestamp: work the
+         * student hid on a non-blocking stream is counted too. */
+        e2 = cudaDeviceSynchronize();
+        t1 = hc_now_ms();
+        e = e1 != cudaSuccess ? e1 : e2;
+        if (e != cudaSuccess) {
+            hc_report_error(c->name, e);
+            goto out;
+        }
+        samples[n] = t1 - t0;
+        evs[n] = 0;
+        (void)cudaEventElapsedTime(&evs[n], ev0, ev1);
+        (void)cudaGetLastError();
+        n++;
+        memcpy(sorted, samples, n * sizeof(double));
+        qsort(sorted, n, sizeof(double), hc_cmp_double);
+        rel = hc_median_rel_err(sorted, n, &median);
+        if (n >= HC_MIN_SAMPLES && rel < HC_TARGET_REL_ERR) {
+            converged = 1;
+            break;
+        }
+        if (n == HC_MAX_SAMPLES)
+            break;
+        ms = hc_now_ms() - start;
+        if (ms >= max_ms && n >= 3)
+            break;
+        if (ms >= 2 * max_ms)   /* one call longer than the whole budget */
+            break;
+    }
+
+    hc_sb_add(&b, "{\"type\":\"timing\",\"name\":");
+    hc_sb_str(&b, c->name);
+    hc_sb_add(&b, ",\"samples_ms\":[");
+    for (int i = 0; i < n; i++)
+        hc_sb_add(&b, "%s%.6f", i ? "," : "", samples[i]);
+    {
+        float evsorted_med;
+        qsort(evs, n, sizeof(float), [](const void *x, const void *y) {
+            float a = *(const float *)x, bb = *(const float *)y;
+            return a < bb ? -1 : a > bb;
+        });
+        evsorted_med = evs[n / 2];
+        seed2 = gen_recheck_seed(seed);
+        hc_sb_add(&b,
+                  "],\"median_ms\":%.6f,\"rel_err\":%.6f,\"n\":%d,\"converged\":%s,"
+                  "\"warmup\":%d,\"event_median_ms\":%.6f,\"flush_bytes\":%zu,"
+                  "\"seed2\":\"%016llx\"}",
+                  median, rel, n, converged ? "true" : "false", warm, (double)evsorted_med,
+                  hc_flush_bytes, (unsigned long long)seed2);
+    }
+    hc_sb_send(&b);
+
+    /* Re-check on fresh inputs: a cached answer fails here. */
+    cs2 = gen_case_seed(seed2, c->name);
+    HC_LAB.regen(cs2);
+    hc_poison_output();
+    HC_CUDA(cudaDeviceSynchronize());
+    snprintf(name2, sizeof(name2), "%s@recheck", c->name);
+    e = hc_call(&ms);
+    if (e != cudaSuccess)
+        hc_report_error(name2, e);
+    else
+        hc_report_output(name2, cs2, ms);
+out:
+    HC_LAB.teardown();
+    hc_free_all();
+    cudaFree(hc_flush_buf);
+    cudaEventDestroy(ev0);
+    cudaEventDestroy(ev1);
+    free(samples);
+    free(sorted);
+    free(evs);
+}
+
+/* ---------------------------------------------------------------- device */
+
+/* FP32 lanes per SM by compute capability (CUDA C Programming Guide, "Arithmetic
+ * Instructions" throughput table). */
+static int hc_fp32_per_sm(int major, int minor)
+{
+    if (major == 6)
+        return minor == 0 ? 64 : 128;
+    if (major == 7)
+        return 64;
+    if (major == 8)
+        return minor == 0 ? 64 : 128;
+    return 128;   /* 9.x, 10.x, 12.x */
+}
+
+/* Device-to-device copy bandwidth, (bytes read + bytes written) / time,
+ * median of 15 copies of 256 MiB (less on small GPUs). */
+static double hc_copy_gbs(void)
+{
+    size_t freeb = 0, total = 0, bytes = 256u << 20;
+    void *a, *b;
+    cudaEvent_t e0, e1;
+    float t[15];
+    HC_CUDA(cudaMemGetInfo(&freeb, &total));
+    while (bytes > (1u << 20) && 2 * bytes > freeb / 2)
+        bytes /= 2;
+    HC_CUDA(cudaMalloc(&a, bytes));
+    HC_CUDA(cudaMalloc(&b, bytes));
+    HC_CUDA(cudaMemset(a, 1, bytes));
+    HC_CUDA(cudaMemset(b, 2, bytes));
+    HC_CUDA(cudaEventCreate(&e0));
+    HC_CUDA(cudaEventCreate(&e1));
+    for (int i = 0; i < 3; i++)
+        HC_CUDA(cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice));
+    for (int i = 0; i < 15; i++) {
+        HC_CUDA(cudaEventRecord(e0, 0));
+        HC_CUDA(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, 0));
+        HC_CUDA(cudaEventRecord(e1, 0));
+        HC_CUDA(cudaEventSynchronize(e1));
+        HC_CUDA(cudaEventElapsedTime(&t[i], e0, e1));
+    }
+    qsort(t, 15, sizeof(float), [](const void *x, const void *y) {
+        float p = *(const float *)x, q = *(const float *)y;
+        return p < q ? -1 : p > q;
+    });
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    cudaFree(a);
+    cudaFree(b);
+    return 2.0 * bytes / (t[7] * 1e-3) / 1e9;
+}
+
+static void hc_report_device(void)
+{
+    struct cudaDeviceProp prop;
+    struct hc_sb b = {NULL, 0, 0};
+    int clock_khz = 0, l2 = 0, rt = 0, drv = 0;
+    double peak;
+    HC_CUDA(cudaGetDeviceProperties(&prop, 0));
+    HC_CUDA(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
+    HC_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
+    cudaRuntimeGetVersion(&rt);
+    cudaDriverGetVersion(&drv);
+    peak = 2.0 * prop.multiProcessorCount * hc_fp32_per_sm(prop.major, prop.minor) *
+           (clock_khz * 1e3) / 1e9;
+    hc_sb_add(&b, "{\"type\":\"device\",\"name\":");
+    hc_sb_str(&b, prop.name);
+    hc_sb_add(&b,
+              ",\"cc\":\"%d.%d\",\"sms\":%d,\"copy_gbs\":%.1f,\"peak_fp32_gflops\":%.0f,"
+              "\"clock_mhz\":%d,\"l2_bytes\":%d,\"mem_bytes\":%zu,\"runtime\":%d,\"driver\":%d}",
+              prop.major, prop.minor, prop.multiProcessorCount, hc_copy_gbs(), peak,
+              clock_khz / 1000, l2, prop.totalGlobalMem, rt, drv);
+    hc_sb_send(&b);
+}
+
+/* ------------------------------------------------------------------ main */
+
+static void hc_usage(void) __attribute__((noreturn));
+static void hc_usage(void)
+{
+    fprintf(stderr,
+            "usage: prog check --seed HEX --cases a,b,c [--no-guard]\n"
+            "       prog time  --seed HEX --case NAME [--max-ms N] [--no-guard]\n"
+            "       prog device\n"
+            "Records go to fd 3 (docs/formats.md). Lab %s, cases:",
+            LAB_NAME);
+    for (size_t i = 0; i < LAB_NCASES; i++)
+        fprintf(stderr, " %s", LAB_CASES[i].name);
+    fputc('\n', stderr);
+    exit(2);
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode, *seed_s = NULL, *cases = NULL, *one = NULL;
+    double max_ms = 3000;
+    uint64_t seed = 0;
+    struct hc_sb b = {NULL, 0, 0};
+
+    if (argc < 2)
+        hc_usage();
+    mode = argv[1];
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--no-guard") == 0) {
+            hc_guard_on = 0;
+        } else if (i + 1 < argc && strcmp(argv[i], "--seed") == 0) {
+            seed_s = argv[++i];
+        } else if (i + 1 < argc && strcmp(argv[i], "--cases") == 0) {
+            cases = argv[++i];
+        } else if (i + 1 < argc && strcmp(argv[i], "--case") == 0) {
+            one = argv[++i];
+        } else if (i + 1 < argc && strcmp(argv[i], "--max-ms") == 0) {
+            char *end;
+            max_ms = strtod(argv[++i], &end);
+            if (*end || !(max_ms >= 1 && max_ms <= 600000))
+                hc_die("--max-ms: a number of milliseconds in [1, 600000]");
+        } else {
+            hc_usage();
+        }
+    }
+    /* compute-sanitizer's memcheck must see the exact allocations. */
+    if (getenv("CUDA_INJECTION64_PATH") != NULL)
+        hc_guard_on = 0;
+
+    if (strcmp(mode, "check") == 0 || strcmp(mode, "time") == 0) {
+        if (seed_s == NULL || gen_seed_parse(seed_s, &seed) != 0)
+            hc_die("--seed: 1 to 16 hex digits");
+    } else if (strcmp(mode, "device") != 0) {
+        hc_usage();
+    }
+    if (strcmp(mode, "check") == 0 && (cases == NULL || one != NULL))
+        hc_usage();
+    if (strcmp(mode, "time") == 0 && (one == NULL || cases != NULL))
+        hc_usage();
+
+    /* Validate every name before any student code runs. */
+    if (cases != NULL) {
+        char *list = strdup(cases), *save = NULL;
+        if (list == NULL)
+            hc_die("out of memory");
+        for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save))
+            if (hc_case_find(t) == NULL)
+                hc_die("unknown case \"%s\"", t);
+        free(list);
+    }
+    if (one != NULL && hc_case_find(one) == NULL)
+        hc_die("unknown case \"%s\"", one);
+
+    hc_channel_check();
+    HC_CUDA(cudaSetDevice(0));
+    HC_CUDA(cudaFree(0));
+    HC_CUDA(cudaMalloc(&hc_dcounter, sizeof(*hc_dcounter)));
+    hc_report_device();
+
+    if (strcmp(mode, "check") == 0) {
+        char *list = strdup(cases), *save = NULL;
+        for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save))
+            hc_run_check(hc_case_find(t), seed);
+        free(list);
+    } else if (strcmp(mode, "time") == 0) {
+        hc_run_time(hc_case_find(one), seed, max_ms);
+    }
+    hc_sb_add(&b, "{\"type\":\"done\"}");
+    hc_sb_send(&b);
+    return 0;
+}

@@ -1,0 +1,74 @@
+/*
+ * cgroup.h - one control group per sandboxed run: memory and pids limits,
+ * CPU accounting, peak memory, OOM events, whole-tree kill, removal.
+ *
+ * Two layouts are handled, detected at run time:
+ *   - cgroup v2 (GPU hosts): /sys/fs/cgroup is cgroup2; the run's group is
+ *     created below a parent that has +memory +pids in subtree_control.
+ *   - cgroup v1 (this CI machine): memory and pids controllers mounted at
+ *     /sys/fs/cgroup/{memory,pids} (cpuacct if mounted, for CPU time), with
+ *     a controller-less v2 tree beside them that we ignore.
+ * The parent is the caller's own cgroup, or $CUGRADE_CGROUP when set (a
+ * delegated subtree, path relative to the v2 mount or to each v1 mount).
+ */
+#ifndef CUGRADE_CGROUP_H
+#define CUGRADE_CGROUP_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+enum cgroup_version { CGROUP_NONE = 0, CGROUP_V1 = 1, CGROUP_V2 = 2 };
+
+struct cgroup {
+    enum cgroup_version version;
+    char name[64];        /* leaf name, e.g. "cugrade-1234-7" */
+    char v2[4096];        /* v2: the run's group directory */
+    char mem[4096];       /* v1: memory group directory */
+    char pids[4096];      /* v1: pids group directory */
+    char cpuacct[4096];   /* v1: cpuacct group directory, "" when unmounted */
+    int procs_fd[3];      /* open cgroup.procs of each group, -1 unused (O_CLOEXEC) */
+    uint64_t peak_sampled; /* highest memory.current seen by cgroup_sample */
+};
+
+/* Which layout this host has, detected once. Returns CGROUP_V1, CGROUP_V2,
+ * or CGROUP_NONE when neither memory+pids layout is usable. */
+enum cgroup_version cgroup_detect(void);
+
+/* Create a fresh, empty group for one run with memory_bytes (0 = no limit;
+ * swap set to 0 where the kernel has a knob for it) and pids (0 = none).
+ * Returns 0 and fills *cg, or -errno (then nothing is left behind).
+ * The caller must call cgroup_destroy. */
+int cgroup_create(struct cgroup *cg, uint64_t memory_bytes, uint64_t pids);
+
+/* Move the calling process into cg. Async-signal-safe: meant for the child
+ * between fork and exec (it only uses the fds opened by cgroup_create). */
+int cgroup_enter_self(const struct cgroup *cg);
+
+/* CPU time consumed by the group so far, in seconds, or -1 when unknown. */
+double cgroup_cpu_seconds(const struct cgroup *cg);
+
+/* Record memory usage now (for hosts without a peak counter). */
+void cgroup_sample(struct cgroup *cg);
+
+/* Peak memory of the group in bytes (kernel counter where present, else the
+ * highest sample). */
+uint64_t cgroup_peak_memory(struct cgroup *cg);
+
+/* Number of OOM kills the group has seen (0 when unknown). */
+uint64_t cgroup_oom_kills(const struct cgroup *cg);
+
+/* 1 when the group still holds processes, 0 when empty, -errno on error. */
+int cgroup_populated(const struct cgroup *cg);
+
+/* Kill every process in the group and wait until it is empty, at most
+ * timeout_ms. Uses cgroup.kill where the kernel has it, else SIGKILLs every
+ * listed pid in a loop (a fork bomb racing us is bounded by pids.max).
+ * Returns 0 when empty, -ETIMEDOUT or -errno otherwise. */
+int cgroup_kill(const struct cgroup *cg, int timeout_ms);
+
+/* Kill what is left, then remove the group directories. Safe on a zeroed or
+ * half-created *cg. Returns 0 or the first -errno (the sandbox reports it as
+ * a system error: a group that cannot be removed is a leak). */
+int cgroup_destroy(struct cgroup *cg);
+
+#endif

@@ -1,0 +1,52 @@
+/*
+ * client.h - the runner's side of the runner protocol (docs/api.md):
+ * claim (long poll), progress (lease heartbeat), result. libcurl, one easy
+ * handle per call, so the heartbeat thread and the main loop never share
+ * one. A server error is never fatal: calls return -EAGAIN and the caller
+ * backs off (client_backoff) and tries again.
+ */
+#ifndef CUGRADE_CLIENT_H
+#define CUGRADE_CLIENT_H
+
+#include <jansson.h>
+
+struct client {
+    char *server;      /* "http://host:port", no trailing slash */
+    char *token;       /* runner token (cgr_...) */
+    char *runner;      /* this runner's name: "hostname-gpu0" */
+    char *gpu;         /* GPU model name */
+    double timeout_s;  /* per-request limit besides the long poll (default 30) */
+};
+
+/* Call once per process before any other client_* call (curl_global_init). */
+int client_global_init(void);
+
+/* Fill *c with copies of the strings. Returns 0 or -ENOMEM. */
+int client_init(struct client *c, const char *server, const char *token, const char *runner,
+                const char *gpu);
+void client_free(struct client *c);
+
+/* POST /api/runner/claim with {"runner","gpu","wait"}. Returns 0 and a new
+ * reference to the "job" object in *job (NULL when the server answered 204:
+ * nothing to do), -EACCES when the token is refused (401/403), -EAGAIN on a
+ * network or server error. */
+int client_claim(struct client *c, int wait_seconds, json_t **job);
+
+/* POST /api/runner/jobs/{id}/progress. Returns 0 (and the lease seconds left
+ * in *lease_left when not NULL), -ECANCELED on 409 (the lease is lost:
+ * abandon the job), -EAGAIN on a network or server error. */
+int client_progress(struct client *c, long long id, const char *phase, const char *detail,
+                    int *lease_left);
+
+/* POST /api/runner/jobs/{id}/result {"status","result"}. Retries with
+ * backoff on network/server errors for up to give_up_s seconds. Returns 0,
+ * -ECANCELED on 409 (someone else holds the job now), -EINVAL on another 4xx,
+ * -ETIMEDOUT when it gave up. */
+int client_result(struct client *c, long long id, const char *status, const json_t *result,
+                  double give_up_s);
+
+/* Sleep for the attempt-th backoff step: 0.5 s doubling to 30 s, with
+ * jitter so that many runners do not hammer a restarted server in step. */
+void client_backoff(int attempt);
+
+#endif

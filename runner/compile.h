@@ -1,0 +1,72 @@
+/*
+ * compile.h - nvcc on the student's file, and the link with the lab's
+ * trusted harness, both inside the sandbox (DESIGN steps 3 and 5).
+ *
+ * The sandbox sees the job's work directory at /work (the student's source
+ * and, after the compile, student.o), the CUDA toolkit read-only, and for
+ * the link the lab's built harness object read-only at /lab/harness.o.
+ * Compiler output comes back with the sandbox's paths cleaned
+ * ("/work/kernel.cu(12): error" -> "kernel.cu(12): error"), line numbers
+ * intact.
+ */
+#ifndef CUGRADE_COMPILE_H
+#define CUGRADE_COMPILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "lab.h"
+
+struct compile_toolchain {
+    const char *cuda_home;  /* host path of the CUDA toolkit, e.g. "/usr/local/cuda" */
+    const char *arch;       /* "sm_90" */
+};
+
+struct compile_result {
+    int ok;                 /* 1: the output file was produced and nvcc exited 0 */
+    int timed_out;          /* the compile/link time cap was hit */
+    int oom;                /* the memory cap was hit */
+    double seconds;         /* wall time */
+    char *log;              /* cleaned compiler output (stderr then stdout), caller frees */
+    char message[256];      /* a sentence for the student when !ok */
+};
+
+/* Build the nvcc argv for the student's compile: nvcc -c <lab flags>
+ * [-O3] [-lineinfo] -arch=<arch> <src> -o <obj> (-O3 and -lineinfo added when
+ * the lab's flags lack them). Returns a NULL-terminated malloc'd array whose
+ * strings are malloc'd (free with compile_argv_free), or NULL on ENOMEM. */
+char **compile_argv_student(const struct compile_toolchain *tc, const struct lab *lab,
+                            const char *src, const char *obj);
+
+/* Free an argv from compile_argv_*. */
+void compile_argv_free(char **argv);
+
+/* Compile workdir/<src> to workdir/<obj> inside the sandbox, with the lab's
+ * compile_seconds and a memory cap. Returns 0 and fills *res (res->ok says
+ * whether it compiled), or a negative errno when the sandbox failed (a
+ * system_error). Caller frees with compile_result_free. */
+int compile_student(const struct compile_toolchain *tc, const struct lab *lab,
+                    const char *workdir, const char *src, const char *obj,
+                    struct compile_result *res);
+
+/* Link workdir/<obj> with the trusted harness object harness_obj (host path)
+ * and static cudart into workdir/<prog>, inside the sandbox. Same returns. */
+int compile_link(const struct compile_toolchain *tc, const struct lab *lab,
+                 const char *workdir, const char *obj, const char *harness_obj,
+                 const char *prog, struct compile_result *res);
+
+/* Clean sandbox paths out of compiler output: "/work/" and nvcc's
+ * "/tmp/tmpxft_..._" temporary prefixes disappear, "/lab/" becomes "".
+ * Returns a new string (caller frees), or NULL on ENOMEM. */
+char *compile_log_clean(const char *log);
+
+void compile_result_free(struct compile_result *res);
+
+struct sandbox_bind;
+/* Read-only binds that make the CUDA toolkit at cuda_home visible in the
+ * sandbox, which already sees /usr: none when it lives under /usr, else the
+ * toolkit's real path (and cuda_home itself when that is not a link into
+ * it). Fills up to 2 entries of out, using real (PATH_MAX bytes) for the
+ * real path; returns how many. */
+size_t compile_cuda_binds(const char *cuda_home, struct sandbox_bind *out, char *real);
+
+#endif

@@ -1,0 +1,94 @@
+/*
+ * grade.h - one submission through the whole pipeline (DESIGN steps 3-9):
+ * compile -> inspect -> link -> check cases -> sanitize -> time -> score.
+ *
+ * Everything the student's code touches runs in the sandbox (sandbox.h).
+ * What judges it runs outside: the symbol inspection (inspect.h), the lab's
+ * trusted judge (reference/<lab>/judge, built by labs/build-lab.sh), the
+ * statistics (stats.h) and the scoring (score.h).
+ *
+ * Failures are kept apart as in isolate: a misbehaving submission is a
+ * status (compile_error, rejected, runtime_error, timeout, or graded with
+ * failed cases); a failure of ours (sandbox broken, judge crashed, lab not
+ * built) is system_error with a message for the admins.
+ */
+#ifndef CUGRADE_GRADE_H
+#define CUGRADE_GRADE_H
+
+#include <stddef.h>
+#include <jansson.h>
+
+/* Where and on what the runner grades. Strings are borrowed. */
+struct grade_env {
+    const char *root;          /* source tree: labs/, reference/, rubrics/ */
+    const char *cache;         /* built labs and cached baselines: CACHE/ARCH/LAB/ */
+    const char *work;          /* parent of per-job directories */
+    const char *cuda_home;     /* "/usr/local/cuda" */
+    const char *arch;          /* "sm_90" */
+    const char *gpu_name;      /* "NVIDIA H100 80GB HBM3", "" when none */
+    const char *gpu_index;     /* value of CUDA_VISIBLE_DEVICES inside runs, or NULL */
+    const char *const *gpu_devices; /* /dev nodes of this GPU, NULL-terminated; may be NULL */
+};
+
+/* The job as claimed (docs/api.md "Runner protocol"). Strings borrowed. */
+struct grade_job {
+    long long id;              /* 0 for local grading */
+    const char *lab;
+    const char *filename;      /* "kernel.cu"; anything else safe is kept */
+    const char *source;
+    size_t source_len;
+    const char *seed;          /* 32 hex chars, fresh per claim */
+    const json_t *rubric;      /* the rubric document */
+    int rubric_version;
+    const char *stop_after;    /* NULL, or "compile" | "inspect" | "link": stop there (for
+                                  tests and hosts without a GPU); the status is then
+                                  "graded" and the document says "stopped_after" */
+};
+
+/* Called at each phase change ("compiling", "checking" + "3/6", "running",
+ * "timing"). Returns 0 to go on, or -ECANCELED when the job must be
+ * abandoned (the server answered 409: another runner holds the lease). May
+ * be called from a helper thread. */
+typedef int (*grade_progress_fn)(void *arg, const char *phase, const char *detail);
+
+/* Grade one job. Returns 0 with *status (a static string: graded |
+ * compile_error | rejected | runtime_error | timeout | system_error) and
+ * *result (new reference: the result document; for system_error a document
+ * whose "output" says what broke), or -ECANCELED when abandoned (nothing to
+ * post), or -ENOMEM. Never lets a submission crash the runner. */
+int grade_job_run(const struct grade_env *env, const struct grade_job *job,
+                  grade_progress_fn progress, void *arg, const char **status, json_t **result);
+
+/* Build lab `lab` for env->arch into CACHE/ARCH/LAB with
+ * `labs/build-lab.sh LAB DIR ARCH` (trusted, outside the sandbox) unless a
+ * previous build finished there. Serialised with a lock file. Returns 0, or
+ * -errno with a sentence in err. */
+int grade_lab_ensure(const struct grade_env *env, const char *lab, char *err, size_t errlen);
+
+/* Measure what a lab's first job would otherwise wait for: the GPU's device
+ * record and the baselines of the timed case (both cached). Needs a GPU
+ * (env->gpu_devices); a no-op without one. Returns 0 or -errno. */
+int grade_lab_warm(const struct grade_env *env, const char *lab);
+
+/* Run a trusted command outside the sandbox (build script, judge,
+ * nvidia-smi) with a wall-clock limit; its process group is killed at the
+ * limit. stdout is returned in *out (malloc'd, NUL-terminated, at most cap
+ * bytes kept; caller frees; out may be NULL to discard); stderr goes to the
+ * runner's stderr. extra_env entries ("K=V") are added to the runner's own
+ * environment. Returns the exit status (>= 0), 128+signal when killed by a
+ * signal, -ETIMEDOUT, or -errno. */
+int grade_exec_trusted(const char *const *argv, const char *const *extra_env,
+                       double seconds, size_t cap, char **out);
+
+struct score_sanitizer;
+/* Parse compute-sanitizer's report text into s->findings (at most 10): one
+ * finding per error line, with the student's file:line from the device
+ * frame when -lineinfo provided it, and a hint (bounds check, barrier...).
+ * Appends to what s already holds. */
+void grade_sanitizer_parse(const char *text, struct score_sanitizer *s);
+
+/* Result document for a failure of ours (system_error): score 0 and a
+ * message. Returns a new reference or NULL. */
+json_t *grade_system_error_doc(const char *lab, const char *gpu, const char *message);
+
+#endif

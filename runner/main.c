@@ -1,0 +1,626 @@
+/*
+ * main.c - cugrade-runner: one runner per GPU. Claims one job at a time
+ * from the server, grades it (grade.h) and posts the result; or grades one
+ * file locally with `cugrade-runner grade`. See docs/runner.md.
+ *
+ * Each job is graded in a forked child of the runner: whatever a
+ * submission does to the grading code (a parser bug, a crash we did not
+ * foresee), the runner itself survives, posts system_error for that job and
+ * claims the next one.
+ */
+#include "client.h"
+#include "grade.h"
+#include "lab.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define EXIT_POSTED    0   /* child: the result was posted */
+#define EXIT_ABANDONED 3   /* child: the lease was lost (409), nothing posted */
+#define EXIT_UNPOSTED  4   /* child: graded, but the result could not be posted */
+
+static volatile sig_atomic_t stopping;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    stopping = 1;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: cugrade-runner --server URL --token-file F [--gpu N] [--cache DIR]\n"
+            "                      [--work DIR] [--root DIR] [--once]\n"
+            "       cugrade-runner grade --lab L --file kernel.cu [--seed HEX] [--rubric F]\n"
+            "                      [--gpu N] [--cache DIR] [--work DIR] [--root DIR]\n"
+            "                      [--arch sm_XX] [--stop-after compile|inspect|link]\n"
+            "       cugrade-runner --help\n"
+            "\n"
+            "Claims jobs from a cugrade-server and grades them on one GPU (see docs/runner.md).\n"
+            "`grade` runs the whole pipeline on one file without a server and prints\n"
+            "{\"status\":...,\"result\":{...}}.\n"
+            "\n"
+            "  --server URL      the cugrade-server, e.g. http://127.0.0.1:8080\n"
+            "  --token-file F    file holding the runner token (cgr_...)\n"
+            "  --gpu N           GPU index (nvidia-smi order); default $CUDA_VISIBLE_DEVICES or 0\n"
+            "  --cache DIR       built labs and cached baselines (default ROOT/var/runner-cache)\n"
+            "  --work DIR        per-job directories (default /tmp/cugrade-runner-gpuN)\n"
+            "  --root DIR        source tree with labs/ and rubrics/ (default: found from cwd/exe)\n"
+            "  --arch sm_XX      GPU architecture when no GPU can be queried (or $CUGRADE_ARCH)\n"
+            "  --once            exit after one job\n"
+            "  --lazy-build      build a lab on its first job instead of at start\n"
+            "Environment: CUDA_HOME (default /usr/local/cuda), CUGRADE_KEEP_JOBS=1 keeps job dirs.\n");
+}
+
+/* ---------------------------------------------------------------------- */
+/* The host: GPU, arch, device nodes, tree. */
+
+struct host {
+    char root[PATH_MAX];
+    char cache[PATH_MAX];
+    char work[PATH_MAX];
+    char cuda_home[PATH_MAX];
+    char gpu_index[64];
+    char gpu_name[256];
+    char arch[32];
+    char minor[16];
+    char hostname[128];
+    const char *devices[16];
+    char devbuf[16][64];
+    int have_gpu;
+};
+
+static int dir_has(const char *dir, const char *name)
+{
+    char p[PATH_MAX + 64];
+    struct stat st;
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    return stat(p, &st) == 0;
+}
+
+static void find_root(struct host *h, const char *opt)
+{
+    char exe[PATH_MAX];
+    const char *env = getenv("CUGRADE_ROOT");
+    if (opt) {
+        snprintf(h->root, sizeof h->root, "%s", opt);
+        return;
+    }
+    if (env && dir_has(env, "labs")) {
+        snprintf(h->root, sizeof h->root, "%s", env);
+        return;
+    }
+    if (getcwd(h->root, sizeof h->root) && dir_has(h->root, "labs"))
+        return;
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        for (int up = 0; up < 3; up++) {
+            char *s = strrchr(exe, '/');
+            if (!s)
+                break;
+            *s = '\0';
+            if (dir_has(exe, "labs")) {
+                snprintf(h->root, sizeof h->root, "%s", exe);
+                return;
+            }
+        }
+    }
+    if (!getcwd(h->root, sizeof h->root))
+        snprintf(h->root, sizeof h->root, ".");
+}
+
+/* Strip surrounding whitespace in place. */
+static char *trim(char *s)
+{
+    while (*s == ' ' || *s == '\t')
+        s++;
+    size_t n = strlen(s);
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\n' || s[n - 1] == '\r' || s[n - 1] == '\t'))
+        s[--n] = '\0';
+    return s;
+}
+
+/* Ask nvidia-smi for the GPU's name, compute capability and minor number. */
+static void detect_gpu(struct host *h, const char *arch_opt)
+{
+    char *out = NULL;
+    const char *argv[] = {"nvidia-smi", "--query-gpu=name,compute_cap,minor_number",
+                          "--format=csv,noheader", "-i", h->gpu_index, NULL};
+    int r = grade_exec_trusted(argv, NULL, 30, 4096, &out);
+    if (r == 0 && out && *out) {
+        char *line = strtok(out, "\n");
+        char *name = line ? strtok(line, ",") : NULL;
+        char *cc = name ? strtok(NULL, ",") : NULL;
+        char *minor = cc ? strtok(NULL, ",") : NULL;
+        if (name && cc) {
+            int maj = 0, min = 0;
+            snprintf(h->gpu_name, sizeof h->gpu_name, "%s", trim(name));
+            if (sscanf(trim(cc), "%d.%d", &maj, &min) == 2)
+                snprintf(h->arch, sizeof h->arch, "sm_%d%d", maj, min);
+            if (minor)
+                snprintf(h->minor, sizeof h->minor, "%s", trim(minor));
+            h->have_gpu = 1;
+        }
+    }
+    free(out);
+    if (arch_opt)
+        snprintf(h->arch, sizeof h->arch, "%s", arch_opt);
+    else if (!h->arch[0] && getenv("CUGRADE_ARCH"))
+        snprintf(h->arch, sizeof h->arch, "%s", getenv("CUGRADE_ARCH"));
+    if (!h->arch[0])
+        snprintf(h->arch, sizeof h->arch, "sm_90");
+    if (!h->gpu_name[0])
+        snprintf(h->gpu_name, sizeof h->gpu_name, "%s", "none");
+    /* The device nodes of this GPU only: another job's GPU stays invisible. */
+    size_t n = 0;
+    const char *common[] = {"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools",
+                            "/dev/nvidia-modeset", NULL};
+    for (size_t i = 0; common[i] && n < 14; i++)
+        if (access(common[i], F_OK) == 0) {
+            snprintf(h->devbuf[n], sizeof h->devbuf[n], "%s", common[i]);
+            h->devices[n] = h->devbuf[n];
+            n++;
+        }
+    if (h->minor[0]) {
+        snprintf(h->devbuf[n], sizeof h->devbuf[n], "/dev/nvidia%s", h->minor);
+        if (access(h->devbuf[n], F_OK) == 0) {
+            h->devices[n] = h->devbuf[n];
+            n++;
+        }
+    }
+    h->devices[n] = NULL;
+}
+
+static int host_setup(struct host *h, const char *gpu, const char *cache, const char *work,
+                      const char *root, const char *arch)
+{
+    memset(h, 0, sizeof *h);
+    find_root(h, root);
+    const char *cvd = getenv("CUDA_VISIBLE_DEVICES");
+    snprintf(h->gpu_index, sizeof h->gpu_index, "%s",
+             gpu ? gpu : (cvd && *cvd && !strchr(cvd, ',')) ? cvd : "0");
+    const char *ch = getenv("CUDA_HOME");
+    snprintf(h->cuda_home, sizeof h->cuda_home, "%s", ch && *ch ? ch : "/usr/local/cuda");
+    if (cache)
+        snprintf(h->cache, sizeof h->cache, "%s", cache);
+    else
+        snprintf(h->cache, sizeof h->cache, "%.3000s/var/runner-cache", h->root);
+    if (work)
+        snprintf(h->work, sizeof h->work, "%s", work);
+    else
+        snprintf(h->work, sizeof h->work, "/tmp/cugrade-runner-gpu%s", h->gpu_index);
+    if (gethostname(h->hostname, sizeof h->hostname) < 0)
+        snprintf(h->hostname, sizeof h->hostname, "runner");
+    detect_gpu(h, arch);
+    /* Every CUDA program the runner starts (judge, sandboxed runs, build
+     * scripts) sees this one GPU, in nvidia-smi's order. */
+    setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1);
+    setenv("CUDA_VISIBLE_DEVICES", h->gpu_index, 1);
+    return 0;
+}
+
+static void host_env(const struct host *h, struct grade_env *env)
+{
+    env->root = h->root;
+    env->cache = h->cache;
+    env->work = h->work;
+    env->cuda_home = h->cuda_home;
+    env->arch = h->arch;
+    env->gpu_name = h->gpu_name;
+    env->gpu_index = h->gpu_index;
+    env->gpu_devices = h->have_gpu ? h->devices : NULL;
+}
+
+static char *read_small_file(const char *path, size_t cap)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *b = malloc(cap + 1);
+    size_t n = b ? fread(b, 1, cap, f) : 0;
+    int more = fgetc(f) != EOF;
+    fclose(f);
+    if (!b || more) {
+        free(b);
+        return NULL;
+    }
+    b[n] = '\0';
+    return b;
+}
+
+static void random_seed(char *out, size_t len)
+{
+    unsigned char b[16] = {0};
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        if (read(fd, b, sizeof b) != (ssize_t)sizeof b)
+            memset(b, 0x5a, sizeof b);
+        close(fd);
+    }
+    for (size_t i = 0; i < sizeof b && 2 * i + 2 < len; i++)
+        snprintf(out + 2 * i, 3, "%02x", b[i]);
+}
+
+/* ---------------------------------------------------------------------- */
+/* `cugrade-runner grade`: the pipeline on one file, no server. */
+
+static int progress_print(void *arg, const char *phase, const char *detail)
+{
+    (void)arg;
+    fprintf(stderr, "cugrade-runner: %s %s\n", phase, detail ? detail : "");
+    return 0;
+}
+
+static int cmd_grade(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"lab", required_argument, 0, 'l'},   {"file", required_argument, 0, 'f'},
+        {"seed", required_argument, 0, 's'},  {"rubric", required_argument, 0, 'r'},
+        {"gpu", required_argument, 0, 'g'},   {"cache", required_argument, 0, 'c'},
+        {"work", required_argument, 0, 'w'},  {"root", required_argument, 0, 'R'},
+        {"arch", required_argument, 0, 'a'},  {"stop-after", required_argument, 0, 'S'},
+        {"help", no_argument, 0, 'h'},        {0, 0, 0, 0}};
+    const char *lab = NULL, *file = NULL, *seed = NULL, *rubric = NULL, *gpu = NULL;
+    const char *cache = NULL, *work = NULL, *root = NULL, *arch = NULL, *stop = NULL;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case 'l': lab = optarg; break;
+        case 'f': file = optarg; break;
+        case 's': seed = optarg; break;
+        case 'r': rubric = optarg; break;
+        case 'g': gpu = optarg; break;
+        case 'c': cache = optarg; break;
+        case 'w': work = optarg; break;
+        case 'R': root = optarg; break;
+        case 'a': arch = optarg; break;
+        case 'S': stop = optarg; break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (!lab || !file) {
+        usage(stderr);
+        return 2;
+    }
+    if (stop && strcmp(stop, "compile") && strcmp(stop, "inspect") && strcmp(stop, "link")) {
+        fprintf(stderr, "cugrade-runner: --stop-after takes compile, inspect or link\n");
+        return 2;
+    }
+    struct host h;
+    struct grade_env env;
+    host_setup(&h, gpu, cache, work, root, arch);
+    host_env(&h, &env);
+    char *src = read_small_file(file, 256u << 10);
+    if (!src) {
+        fprintf(stderr, "cugrade-runner: cannot read %s (or it is over 256 KiB)\n", file);
+        return 2;
+    }
+    char rpath[PATH_MAX + 64];
+    if (!rubric)
+        snprintf(rpath, sizeof rpath, "%.3000s/rubrics/%s.json", h.root, lab);
+    json_error_t je;
+    json_t *rdoc = json_load_file(rubric ? rubric : rpath, 0, &je);
+    if (!rdoc) {
+        fprintf(stderr, "cugrade-runner: cannot load rubric %s: %s\n", rubric ? rubric : rpath,
+                je.text);
+        free(src);
+        return 2;
+    }
+    char seedbuf[40] = "";
+    if (!seed) {
+        random_seed(seedbuf, sizeof seedbuf);
+        seed = seedbuf;
+    }
+    const char *base = strrchr(file, '/');
+    struct grade_job job = {
+        .id = 0, .lab = lab, .filename = base ? base + 1 : file, .source = src,
+        .source_len = strlen(src), .seed = seed, .rubric = rdoc, .rubric_version = 1,
+        .stop_after = stop,
+    };
+    const char *status = NULL;
+    json_t *result = NULL;
+    int r = grade_job_run(&env, &job, progress_print, NULL, &status, &result);
+    free(src);
+    json_decref(rdoc);
+    if (r < 0) {
+        fprintf(stderr, "cugrade-runner: grading failed: %s\n", strerror(-r));
+        return 1;
+    }
+    json_t *out = json_pack("{s:s, s:o}", "status", status, "result", result);
+    char *txt = out ? json_dumps(out, JSON_INDENT(2)) : NULL;
+    if (txt)
+        printf("%s\n", txt);
+    free(txt);
+    json_decref(out);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Serving: one job at a time, heartbeats while grading. */
+
+struct heartbeat {
+    struct client *cl;
+    long long id;
+    int period;                   /* seconds between posts when nothing changed */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    char phase[32], detail[128];
+    int dirty, stop, cancelled;
+    pthread_t thread;
+};
+
+static void *heartbeat_main(void *p)
+{
+    struct heartbeat *hb = p;
+    char phase[32], detail[128];
+    pthread_mutex_lock(&hb->mu);
+    while (!hb->stop) {
+        if (!hb->dirty) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_sec += hb->period;
+            pthread_cond_timedwait(&hb->cv, &hb->mu, &ts);
+            if (hb->stop)
+                break;
+        }
+        hb->dirty = 0;
+        snprintf(phase, sizeof phase, "%s", hb->phase);
+        snprintf(detail, sizeof detail, "%s", hb->detail);
+        pthread_mutex_unlock(&hb->mu);
+        int r = client_progress(hb->cl, hb->id, phase, detail, NULL);
+        pthread_mutex_lock(&hb->mu);
+        if (r == -ECANCELED) {
+            fprintf(stderr, "cugrade-runner: job %lld: lease lost (409), abandoning\n", hb->id);
+            hb->cancelled = 1;
+        }
+    }
+    pthread_mutex_unlock(&hb->mu);
+    return NULL;
+}
+
+static int progress_post(void *arg, const char *phase, const char *detail)
+{
+    struct heartbeat *hb = arg;
+    int cancelled;
+    pthread_mutex_lock(&hb->mu);
+    snprintf(hb->phase, sizeof hb->phase, "%s", phase);
+    snprintf(hb->detail, sizeof hb->detail, "%s", detail ? detail : "");
+    hb->dirty = 1;
+    cancelled = hb->cancelled;
+    pthread_cond_signal(&hb->cv);
+    pthread_mutex_unlock(&hb->mu);
+    return cancelled ? -ECANCELED : 0;
+}
+
+/* In the child: grade the job, heartbeat, post the result. Returns an EXIT_* code. */
+static int job_child(struct client *cl, const struct grade_env *env, const json_t *j)
+{
+    struct heartbeat hb;
+    long long id = (long long)json_integer_value(json_object_get(j, "id"));
+    int lease = (int)json_integer_value(json_object_get(j, "lease_seconds"));
+    const char *src = json_string_value(json_object_get(j, "source"));
+    struct grade_job job = {
+        .id = id,
+        .lab = json_string_value(json_object_get(j, "lab")),
+        .filename = json_string_value(json_object_get(j, "filename")),
+        .source = src ? src : "",
+        .source_len = src ? json_string_length(json_object_get(j, "source")) : 0,
+        .seed = json_string_value(json_object_get(j, "seed")),
+        .rubric = json_object_get(j, "rubric"),
+        .rubric_version = (int)json_integer_value(json_object_get(j, "rubric_version")),
+    };
+    memset(&hb, 0, sizeof hb);
+    hb.cl = cl;
+    hb.id = id;
+    hb.period = lease > 0 ? lease / 3 : 20;
+    if (hb.period < 2)
+        hb.period = 2;
+    if (hb.period > 20)
+        hb.period = 20;
+    pthread_mutex_init(&hb.mu, NULL);
+    pthread_cond_init(&hb.cv, NULL);
+    snprintf(hb.phase, sizeof hb.phase, "compiling");
+    int have_thread = pthread_create(&hb.thread, NULL, heartbeat_main, &hb) == 0;
+
+    const char *status = NULL;
+    json_t *result = NULL;
+    int r;
+    if (!job.lab || !job.seed || !job.rubric) {
+        status = "system_error";
+        result = grade_system_error_doc(job.lab, env->gpu_name,
+                                        "the claimed job lacks lab, seed or rubric");
+        r = result ? 0 : -ENOMEM;
+    } else {
+        r = grade_job_run(env, &job, progress_post, &hb, &status, &result);
+    }
+    if (have_thread) {
+        pthread_mutex_lock(&hb.mu);
+        hb.stop = 1;
+        pthread_cond_signal(&hb.cv);
+        pthread_mutex_unlock(&hb.mu);
+        pthread_join(hb.thread, NULL);
+    }
+    if (r == -ECANCELED || hb.cancelled) {
+        json_decref(result);
+        return EXIT_ABANDONED;
+    }
+    if (r < 0 || !result)
+        return EXIT_UNPOSTED;
+    fprintf(stderr, "cugrade-runner: job %lld: %s, score %g/%g\n", id, status,
+            json_number_value(json_object_get(result, "score")),
+            json_number_value(json_object_get(result, "max_score")));
+    r = client_result(cl, id, status, result, 600);
+    json_decref(result);
+    if (r == -ECANCELED)
+        return EXIT_ABANDONED;
+    return r == 0 ? EXIT_POSTED : EXIT_UNPOSTED;
+}
+
+/* Build every lab once at start, so the first student does not wait for it. */
+static void build_labs(const struct grade_env *env)
+{
+    char dir[PATH_MAX + 16], err[512];
+    struct lab *labs = NULL;
+    snprintf(dir, sizeof dir, "%s/labs", env->root);
+    int n = lab_load_all(dir, &labs, err, sizeof err);
+    if (n < 0) {
+        fprintf(stderr, "cugrade-runner: cannot load labs from %s: %s\n", dir, err);
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        if (grade_lab_ensure(env, labs[i].name, err, sizeof err) < 0)
+            fprintf(stderr, "cugrade-runner: lab %s not built: %s\n", labs[i].name, err);
+        else
+            grade_lab_warm(env, labs[i].name);
+    }
+    lab_free_all(labs, (size_t)n);
+}
+
+static int cmd_serve(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"server", required_argument, 0, 's'}, {"token-file", required_argument, 0, 't'},
+        {"gpu", required_argument, 0, 'g'},    {"cache", required_argument, 0, 'c'},
+        {"work", required_argument, 0, 'w'},   {"root", required_argument, 0, 'R'},
+        {"arch", required_argument, 0, 'a'},   {"once", no_argument, 0, 'o'},
+        {"lazy-build", no_argument, 0, 'L'},   {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
+    const char *server = NULL, *token_file = NULL, *gpu = NULL, *cache = NULL, *work = NULL;
+    const char *root = NULL, *arch = NULL;
+    int once = 0, lazy = 0, c;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case 's': server = optarg; break;
+        case 't': token_file = optarg; break;
+        case 'g': gpu = optarg; break;
+        case 'c': cache = optarg; break;
+        case 'w': work = optarg; break;
+        case 'R': root = optarg; break;
+        case 'a': arch = optarg; break;
+        case 'o': once = 1; break;
+        case 'L': lazy = 1; break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (!server || !token_file) {
+        usage(stderr);
+        return 2;
+    }
+    char *token = read_small_file(token_file, 4096);
+    if (!token) {
+        fprintf(stderr, "cugrade-runner: cannot read the token file %s\n", token_file);
+        return 2;
+    }
+    char *t = token;
+    while (*t == ' ' || *t == '\n')
+        t++;
+    t[strcspn(t, " \r\n\t")] = '\0';
+
+    struct host h;
+    struct grade_env env;
+    struct client cl;
+    char name[256];
+    host_setup(&h, gpu, cache, work, root, arch);
+    host_env(&h, &env);
+    snprintf(name, sizeof name, "%s-gpu%s", h.hostname, h.gpu_index);
+    if (client_global_init() < 0 || client_init(&cl, server, t, name, h.gpu_name) < 0) {
+        free(token);
+        return 1;
+    }
+    free(token);
+    fprintf(stderr, "cugrade-runner: %s: GPU %s (%s), root %s, cache %s\n", name, h.gpu_name,
+            h.arch, h.root, h.cache);
+    if (!h.have_gpu)
+        fprintf(stderr, "cugrade-runner: warning: no GPU found with nvidia-smi; jobs will "
+                        "fail as system_error after compiling\n");
+    if (!lazy)
+        build_labs(&env);
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    srand((unsigned)time(NULL) ^ (unsigned)getpid());
+
+    int attempt = 0, done = 0;
+    while (!stopping && !(once && done)) {
+        json_t *job = NULL;
+        int r = client_claim(&cl, 20, &job);
+        if (r < 0) {
+            /* Server down, restarting, or refusing us: never die, back off. */
+            client_backoff(attempt < 8 ? attempt++ : attempt);
+            continue;
+        }
+        attempt = 0;
+        if (!job)
+            continue;
+        long long id = (long long)json_integer_value(json_object_get(job, "id"));
+        fprintf(stderr, "cugrade-runner: job %lld: lab %s, attempt %lld\n", id,
+                json_string_value(json_object_get(job, "lab")),
+                (long long)json_integer_value(json_object_get(job, "attempt")));
+        fflush(stderr);
+        pid_t pid = fork();
+        if (pid == 0) {
+            signal(SIGTERM, SIG_DFL);
+            signal(SIGINT, SIG_IGN); /* a Ctrl-C lets the current job finish */
+            _exit(job_child(&cl, &env, job));
+        }
+        int status = 0;
+        if (pid > 0)
+            while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+                ;
+        if (pid < 0 || !WIFEXITED(status) ||
+            (WEXITSTATUS(status) != EXIT_POSTED && WEXITSTATUS(status) != EXIT_ABANDONED)) {
+            char msg[256];
+            if (pid < 0)
+                snprintf(msg, sizeof msg, "the runner could not fork: %s", strerror(errno));
+            else if (WIFSIGNALED(status))
+                snprintf(msg, sizeof msg, "the runner's grading process died (signal %d)",
+                         WTERMSIG(status));
+            else
+                snprintf(msg, sizeof msg, "the runner's grading process failed (status %d)",
+                         WEXITSTATUS(status));
+            fprintf(stderr, "cugrade-runner: job %lld: %s\n", id, msg);
+            json_t *doc = grade_system_error_doc(json_string_value(json_object_get(job, "lab")),
+                                                 h.gpu_name, msg);
+            if (doc)
+                client_result(&cl, id, "system_error", doc, 120);
+            json_decref(doc);
+        }
+        json_decref(job);
+        done++;
+    }
+    client_free(&cl);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    setvbuf(stderr, NULL, _IOLBF, 0);
+    if (argc >= 2 && strcmp(argv[1], "grade") == 0)
+        return cmd_grade(argc - 1, argv + 1);
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            usage(stdout);
+            return 0;
+        }
+    return cmd_serve(argc, argv);
+}

@@ -1,0 +1,423 @@
+/*
+ * score.c - see score.h.
+ */
+#include "score.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+double score_metric(const char *metric, const struct score_timing *t)
+{
+    if (!t->have || !(t->student_ms > 0))
+        return NAN;
+    if (strcmp(metric, "ratio_to_cublas") == 0)
+        return t->cublas_ms > 0 ? t->student_ms / t->cublas_ms : NAN;
+    if (strcmp(metric, "ratio_to_optimized") == 0)
+        return t->optimized_ms > 0 ? t->student_ms / t->optimized_ms : NAN;
+    if (strcmp(metric, "speedup_vs_cpu") == 0)
+        return t->cpu_ms > 0 ? t->cpu_ms / t->student_ms : NAN;
+    if (strcmp(metric, "speedup_vs_naive") == 0)
+        return t->naive_ms > 0 ? t->naive_ms / t->student_ms : NAN;
+    if (strcmp(metric, "bandwidth_share") == 0) {
+        if (!(t->bytes > 0) || !(t->copy_gbs > 0))
+            return NAN;
+        double gbs = t->bytes / (t->student_ms * 1e-3) / 1e9;
+        return gbs / t->copy_gbs;
+    }
+    return NAN;
+}
+
+double score_floor_ms(const struct score_timing *t)
+{
+    double f = 0;
+    if (t->bytes > 0 && t->copy_gbs > 0)
+        f = t->bytes / (t->copy_gbs * 1e9) * 1e3;
+    if (t->flops > 0 && t->peak_gflops > 0) {
+        double g = t->flops / (t->peak_gflops * 1e9) * 1e3;
+        if (g > f)
+            f = g;
+    }
+    return f;
+}
+
+void score_cases_free(struct score_case *cases, size_t n)
+{
+    if (!cases)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        free(cases[i].name);
+        free(cases[i].message);
+    }
+    free(cases);
+}
+
+void score_sanitizer_clear(struct score_sanitizer *s)
+{
+    for (size_t i = 0; i < s->nfindings; i++) {
+        free(s->findings[i].file);
+        free(s->findings[i].message);
+        free(s->findings[i].hint);
+    }
+    free(s->findings);
+    s->findings = NULL;
+    s->nfindings = 0;
+}
+
+static double num_or(const json_t *o, const char *k, double def)
+{
+    const json_t *v = json_object_get(o, k);
+    return json_is_number(v) ? json_number_value(v) : def;
+}
+
+int score_cases_from_judge(const json_t *doc, struct score_case **cases, size_t *n)
+{
+    const json_t *arr = json_object_get(doc, "cases");
+    *cases = NULL;
+    *n = 0;
+    if (!json_is_array(arr))
+        return -EINVAL;
+    size_t m = json_array_size(arr);
+    struct score_case *c = calloc(m ? m : 1, sizeof *c);
+    if (!c)
+        return -ENOMEM;
+    for (size_t i = 0; i < m; i++) {
+        const json_t *e = json_array_get(arr, i);
+        const char *name = json_string_value(json_object_get(e, "name"));
+        const json_t *p = json_object_get(e, "passed");
+        if (!json_is_object(e) || !name || !json_is_boolean(p)) {
+            score_cases_free(c, i);
+            return -EINVAL;
+        }
+        const char *msg = json_string_value(json_object_get(e, "message"));
+        c[i].name = strdup(name);
+        c[i].message = msg ? strdup(msg) : NULL;
+        if (!c[i].name || (msg && !c[i].message)) {
+            score_cases_free(c, i + 1);
+            return -ENOMEM;
+        }
+        c[i].ran = 1;
+        c[i].passed = json_is_true(p);
+        c[i].max_abs_err = num_or(e, "max_abs_err", NAN);
+        c[i].max_rel_err = num_or(e, "max_rel_err", NAN);
+        c[i].first_bad_index = (long long)num_or(e, "first_bad_index", -1);
+        c[i].unwritten = (long long)num_or(e, "unwritten", -1);
+    }
+    *cases = c;
+    *n = m;
+    return 0;
+}
+
+static const struct score_case *case_find(const struct score_input *in, const char *name)
+{
+    for (size_t i = 0; i < in->ncases; i++)
+        if (in->cases[i].name && strcmp(in->cases[i].name, name) == 0)
+            return &in->cases[i];
+    return NULL;
+}
+
+static json_t *num_or_null(double x)
+{
+    return isfinite(x) ? json_real(x) : json_null();
+}
+
+static json_t *test_new(const char *name, double score, double max, int passed,
+                        const char *output, const char *visibility)
+{
+    return json_pack("{s:s, s:f, s:f, s:s, s:s, s:s}", "name", name, "score", score,
+                     "max_score", max, "status", passed ? "passed" : "failed", "output",
+                     output ? output : "", "visibility", visibility ? visibility : "visible");
+}
+
+/* The one-line feedback of a case for tests[].output. */
+static void case_output(const struct score_case *c, char *buf, size_t len)
+{
+    if (!c) {
+        snprintf(buf, len, "not run");
+        return;
+    }
+    if (!c->ran) {
+        snprintf(buf, len, "%s", c->message ? c->message : "not run: the program stopped before this case");
+        return;
+    }
+    int o = snprintf(buf, len, "%s", c->passed ? "correct" : "wrong");
+    if (isfinite(c->max_abs_err) && o >= 0 && (size_t)o < len)
+        o += snprintf(buf + o, len - (size_t)o, "; max abs err %.3g", c->max_abs_err);
+    if (isfinite(c->max_rel_err) && o >= 0 && (size_t)o < len)
+        o += snprintf(buf + o, len - (size_t)o, ", max rel err %.3g", c->max_rel_err);
+    if (c->first_bad_index >= 0 && o >= 0 && (size_t)o < len)
+        o += snprintf(buf + o, len - (size_t)o, "; first bad index %lld", c->first_bad_index);
+    if (c->unwritten > 0 && o >= 0 && (size_t)o < len)
+        o += snprintf(buf + o, len - (size_t)o,
+                      "; %lld outputs were never written (your grid does not cover all elements)",
+                      c->unwritten);
+    if (c->message && *c->message && o >= 0 && (size_t)o < len)
+        snprintf(buf + o, len - (size_t)o, "; %s", c->message);
+}
+
+static int add_hint(json_t *hints, const char *h)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(hints, i, v) if (strcmp(json_string_value(v), h) == 0) return 0;
+    return json_array_append_new(hints, json_string(h));
+}
+
+json_t *score_result(const struct rubric *r, const struct score_input *in)
+{
+    json_t *doc = NULL, *tests = json_array(), *cases = json_array(), *sans = json_array();
+    json_t *hints = json_array(), *cg = NULL;
+    double score = 0, max = 0;
+    int all_correct = 1, graded = in->status && strcmp(in->status, "graded") == 0;
+    char buf[2048];
+
+    if (!tests || !cases || !sans || !hints)
+        goto fail;
+
+    /* Correctness lines: one per rubric case. */
+    for (size_t i = 0; i < r->ncorrectness; i++) {
+        const struct rubric_line *l = &r->correctness[i];
+        const struct score_case *c = case_find(in, l->case_name);
+        int passed = c && c->ran && c->passed;
+        if (!passed)
+            all_correct = 0;
+        char name[300];
+        snprintf(name, sizeof name, "correctness: %s", l->case_name);
+        if (!c && in->status && (strcmp(in->status, "compile_error") == 0 ||
+                                 strcmp(in->status, "rejected") == 0))
+            snprintf(buf, sizeof buf, "not run: %s", in->status);
+        else
+            case_output(c, buf, sizeof buf);
+        double pts = passed ? l->points : 0;
+        score += pts;
+        max += l->points;
+        if (json_array_append_new(tests, test_new(name, pts, l->points, passed, buf,
+                                                  l->visibility)))
+            goto fail;
+        if (c && c->ran && !c->passed && c->unwritten > 0)
+            add_hint(hints, "Some outputs were never written: check that your grid covers "
+                            "every element (round the block count up: (n + block - 1) / block).");
+    }
+    if (r->ncorrectness == 0)
+        all_correct = in->ncases > 0;
+    for (size_t i = 0; i < in->ncases; i++) {
+        const struct score_case *c = &in->cases[i];
+        if (c->ran && !c->passed)
+            all_correct = 0;
+        if (json_array_append_new(
+                cases, json_pack("{s:s, s:b, s:o, s:o, s:o, s:o, s:s?}", "name", c->name,
+                                 "passed", c->ran && c->passed, "max_abs_err",
+                                 num_or_null(c->max_abs_err), "max_rel_err",
+                                 num_or_null(c->max_rel_err), "first_bad_index",
+                                 c->first_bad_index >= 0 ? json_integer(c->first_bad_index)
+                                                         : json_null(),
+                                 "unwritten",
+                                 c->unwritten >= 0 ? json_integer(c->unwritten) : json_null(),
+                                 "message", c->message)))
+            goto fail;
+    }
+
+    /* Sanitizer line: all requested tools ran and were clean. */
+    if (r->sanitizer_points > 0) {
+        int clean = in->nsanitizers > 0;
+        int o = 0;
+        buf[0] = '\0';
+        for (size_t i = 0; i < in->nsanitizers; i++) {
+            const struct score_sanitizer *s = &in->sanitizers[i];
+            if (!s->ran || !s->clean)
+                clean = 0;
+            if (o >= 0 && (size_t)o < sizeof buf)
+                o += snprintf(buf + o, sizeof buf - (size_t)o, "%s%s: %s", i ? "; " : "",
+                              s->tool,
+                              !s->ran ? (s->note[0] ? s->note : "not run")
+                              : s->clean ? "clean"
+                                         : (s->note[0] ? s->note : "errors found"));
+            for (size_t k = 0; k < s->nfindings && k < 3; k++)
+                if (o >= 0 && (size_t)o < sizeof buf)
+                    o += snprintf(buf + o, sizeof buf - (size_t)o, "; %s:%d %s",
+                                  s->findings[k].file ? s->findings[k].file : "?",
+                                  s->findings[k].line, s->findings[k].message);
+        }
+        if (!in->nsanitizers)
+            snprintf(buf, sizeof buf, "not run");
+        double pts = clean ? r->sanitizer_points : 0;
+        score += pts;
+        max += r->sanitizer_points;
+        if (json_array_append_new(tests, test_new("sanitizer (memcheck, racecheck)", pts,
+                                                  r->sanitizer_points, clean, buf, "visible")))
+            goto fail;
+    }
+    for (size_t i = 0; i < in->nsanitizers; i++) {
+        const struct score_sanitizer *s = &in->sanitizers[i];
+        json_t *f = json_array();
+        if (!f)
+            goto fail;
+        for (size_t k = 0; k < s->nfindings; k++) {
+            json_array_append_new(
+                f, json_pack("{s:s?, s:i, s:s, s:s?}", "file", s->findings[k].file, "line",
+                             s->findings[k].line, "message",
+                             s->findings[k].message ? s->findings[k].message : "", "hint",
+                             s->findings[k].hint));
+            if (s->findings[k].hint)
+                add_hint(hints, s->findings[k].hint);
+        }
+        json_t *e = json_pack("{s:s, s:b, s:b, s:o}", "tool", s->tool, "ran", s->ran,
+                              "clean", s->ran && s->clean, "findings", f);
+        if (!e || (s->note[0] && json_object_set_new(e, "note", json_string(s->note))) ||
+            json_array_append_new(sans, e))
+            goto fail;
+    }
+
+    /* Speed lines. */
+    const struct score_timing *t = &in->timing;
+    double floor_ms = score_floor_ms(t);
+    int flagged = t->have && floor_ms > 0 && t->student_ms < SCORE_FLOOR_FACTOR * floor_ms;
+    char flag_reason[512] = "";
+    if (t->have && t->judge_flag_reason && !flagged) {
+        flagged = 1;
+        snprintf(flag_reason, sizeof flag_reason, "%s; the timing is not rewarded.",
+                 t->judge_flag_reason);
+        add_hint(hints, flag_reason);
+    } else if (flagged) {
+        snprintf(flag_reason, sizeof flag_reason,
+                 "%.4g ms is faster than this GPU can physically do the case (%.4g ms: "
+                 "bytes over the measured copy bandwidth, flops over the FP32 peak); "
+                 "the timing is not rewarded.",
+                 t->student_ms, floor_ms);
+        add_hint(hints, flag_reason);
+    }
+    if (t->have && !t->recheck_passed)
+        add_hint(hints, "The outputs after the timed loop were wrong on fresh inputs "
+                        "(a cached or precomputed answer?): no speed points.");
+    double primary = NAN;
+    const char *primary_metric = NULL;
+    for (size_t i = 0; i < r->nspeed; i++) {
+        const struct rubric_speed *sp = &r->speed[i];
+        double best = 0;
+        for (size_t k = 0; k < sp->ntiers; k++)
+            if (sp->tiers[k].points > best)
+                best = sp->tiers[k].points;
+        max += best;
+        double v = score_metric(sp->metric, t);
+        if (i == 0) {
+            primary = v;
+            primary_metric = sp->metric;
+        }
+        const char *tier = NULL;
+        double pts = 0;
+        if (!t->have)
+            snprintf(buf, sizeof buf, "not timed%s",
+                     !graded ? "" : (sp->requires_correct && !all_correct)
+                                        ? ": every correctness case must pass first"
+                                        : "");
+        else if (!isfinite(v))
+            snprintf(buf, sizeof buf, "%s: not available (a baseline is missing)", sp->metric);
+        else if (flagged)
+            snprintf(buf, sizeof buf, "%s = %.3g; flagged: %s", sp->metric, v, flag_reason);
+        else if (!t->recheck_passed)
+            snprintf(buf, sizeof buf, "%s = %.3g; the re-check after timing failed", sp->metric,
+                     v);
+        else if (sp->requires_correct && !all_correct)
+            snprintf(buf, sizeof buf, "%s = %.3g; no points: every correctness case must pass",
+                     sp->metric, v);
+        else {
+            pts = rubric_speed_points(sp, v, &tier);
+            snprintf(buf, sizeof buf, "%s = %.3g (%.4g ms, median of %zu samples, +-%.1f%%): %s",
+                     sp->metric, v, t->student_ms, t->samples, t->rel_err * 100,
+                     tier ? tier : "no tier met");
+        }
+        score += pts;
+        if (json_array_append_new(tests, test_new(sp->name, pts, best, pts > 0, buf, "visible")))
+            goto fail;
+    }
+
+    /* The scoreboard's "speedup": the primary metric, higher is better. */
+    double speedup = NAN;
+    if (isfinite(primary) && primary > 0 && primary_metric)
+        speedup = strncmp(primary_metric, "ratio_", 6) == 0 ? 1.0 / primary : primary;
+    if (flagged || (t->have && !t->recheck_passed))
+        speedup = NAN;
+
+    double gflops = NAN, gbs = NAN;
+    if (t->have && t->student_ms > 0) {
+        if (t->flops > 0)
+            gflops = t->flops / (t->student_ms * 1e-3) / 1e9;
+        if (t->bytes > 0)
+            gbs = t->bytes / (t->student_ms * 1e-3) / 1e9;
+    }
+    json_t *timing = json_null();
+    if (t->have) {
+        timing = json_pack(
+            "{s:o, s:{s:o, s:o}, s:o, s:o, s:o, s:s?, s:o, s:o, s:o, s:i, s:o, s:b, s:o, "
+            "s:o, s:b, s:s?}",
+            "student_ms", num_or_null(t->student_ms), "reference_ms", "naive",
+            num_or_null(t->naive_ms), "optimized", num_or_null(t->optimized_ms), "cublas_ms",
+            num_or_null(t->cublas_ms), "cpu_ms", num_or_null(t->cpu_ms), "speedup",
+            num_or_null(speedup), "metric", primary_metric, "metric_value",
+            num_or_null(primary), "bandwidth_gbs", num_or_null(gbs), "gflops",
+            num_or_null(gflops), "samples", (int)t->samples, "rel_err", num_or_null(t->rel_err),
+            "flagged", flagged, "floor_ms", num_or_null(floor_ms > 0 ? floor_ms : NAN),
+            "case", t->case_name ? json_string(t->case_name) : json_null(), "recheck_passed",
+            t->recheck_passed, "flag_reason", flagged ? flag_reason : NULL);
+        if (!timing)
+            goto fail;
+        if (!flagged)
+            json_object_set_new(timing, "flag_reason", json_null());
+    }
+
+    /* The score is the sum of the tests: a compile error or a rejection ran
+     * nothing and earns nothing; a runtime_error or timeout keeps the points
+     * of the cases that passed before the program stopped. */
+
+    /* Summary paragraph. */
+    char summary[2048];
+    if (in->status && strcmp(in->status, "compile_error") == 0)
+        snprintf(summary, sizeof summary, "Your file did not compile%s%s See the compiler log.",
+                 in->status_message ? ": " : ".", in->status_message ? in->status_message : "");
+    else if (in->status && strcmp(in->status, "rejected") == 0)
+        snprintf(summary, sizeof summary, "Your file was rejected: %s",
+                 in->rejection_reason ? in->rejection_reason : "forbidden construct");
+    else {
+        size_t passed = 0;
+        for (size_t i = 0; i < r->ncorrectness; i++) {
+            const struct score_case *c = case_find(in, r->correctness[i].case_name);
+            passed += c && c->ran && c->passed;
+        }
+        int o = snprintf(summary, sizeof summary, "%s%s%zu of %zu correctness cases passed.",
+                         in->status_message ? in->status_message : "",
+                         in->status_message ? " " : "", passed, r->ncorrectness);
+        if (t->have && isfinite(primary) && o >= 0 && (size_t)o < sizeof summary)
+            snprintf(summary + o, sizeof summary - (size_t)o, " %s %.3g on %s (%.4g ms)%s.",
+                     primary_metric, primary, t->case_name ? t->case_name : "the timed case",
+                     t->student_ms, flagged ? ", flagged as faster than physically possible" : "");
+    }
+
+    cg = json_pack("{s:s, s:i, s:s, s:o, s:o, s:o, s:o, s:o, s:o}", "lab", in->lab ? in->lab : "",
+                   "rubric_version", in->rubric_version, "gpu", in->gpu ? in->gpu : "",
+                   "compile_log", in->compile_log ? json_string(in->compile_log) : json_null(),
+                   "rejection",
+                   in->rejection_reason
+                       ? json_pack("{s:s, s:s}", "symbol",
+                                   in->rejection_symbol ? in->rejection_symbol : "", "reason",
+                                   in->rejection_reason)
+                       : json_null(),
+                   "cases", cases, "sanitizer", sans, "timing", timing, "hints", hints);
+    cases = sans = hints = NULL;
+    if (!cg)
+        goto fail;
+    if (in->status)
+        json_object_set_new(cg, "status", json_string(in->status));
+    doc = json_pack("{s:f, s:f, s:s, s:o, s:o}", "score", score, "max_score", max, "output",
+                    summary, "tests", tests, "cugrade", cg);
+    tests = cg = NULL;
+    return doc;
+fail:
+    json_decref(tests);
+    json_decref(cases);
+    json_decref(sans);
+    json_decref(hints);
+    json_decref(cg);
+    return NULL;
+}

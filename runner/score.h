@@ -1,0 +1,90 @@
+/*
+ * score.h - the rubric applied to what the pipeline measured (DESIGN step
+ * 9): case verdicts from the judge, sanitizer verdicts, timings and
+ * baselines -> the result document of docs/api.md (a superset of
+ * Gradescope's results.json).
+ */
+#ifndef CUGRADE_SCORE_H
+#define CUGRADE_SCORE_H
+
+#include <stddef.h>
+#include <jansson.h>
+#include "rubric.h"
+
+/* A timing faster than this share of the physical floor is flagged: the
+ * floor uses the copy bandwidth measured on the same GPU (a read-mostly
+ * kernel can beat a copy by a little, not by 20%) and the FP32 peak. */
+#define SCORE_FLOOR_FACTOR 0.8
+
+struct score_case {
+    char *name;
+    int ran;                   /* 0: no verdict (the program died before it) */
+    int passed;
+    double max_abs_err, max_rel_err;   /* NAN when unknown */
+    long long first_bad_index;         /* -1 when none */
+    long long unwritten;               /* -1 when unknown */
+    char *message;             /* may be NULL */
+};
+
+struct score_finding {
+    char *file;                /* "kernel.cu", may be NULL */
+    int line;                  /* 0 when unknown */
+    char *message;
+    char *hint;                /* may be NULL */
+};
+
+struct score_sanitizer {
+    const char *tool;          /* "memcheck" | "racecheck" */
+    int ran;                   /* 0: not run (e.g. the program crashed earlier) */
+    int clean;
+    struct score_finding *findings; size_t nfindings;
+    char note[256];            /* why not run / how it ended, for the student */
+};
+
+struct score_timing {
+    int have;                  /* 0: not timed */
+    const char *case_name;
+    double student_ms;         /* median, runner's statistics */
+    size_t samples;
+    double rel_err;
+    int recheck_passed;        /* the re-check on fresh inputs after timing */
+    double naive_ms, optimized_ms, cublas_ms, cpu_ms;   /* NAN when absent */
+    double bytes, flops;       /* work of the timed case; 0 when unknown */
+    double copy_gbs, peak_gflops;                       /* from the device record */
+    const char *judge_flag_reason; /* the judge flagged the time (past the floor); NULL if not */
+};
+
+struct score_input {
+    const char *lab;
+    const char *gpu;
+    int rubric_version;
+    const char *status;        /* graded | compile_error | rejected | runtime_error | timeout */
+    const char *status_message;/* a sentence when status is not graded; may be NULL */
+    const char *compile_log;   /* may be NULL */
+    const char *rejection_symbol, *rejection_reason;   /* when rejected */
+    struct score_case *cases;  size_t ncases;
+    struct score_sanitizer *sanitizers; size_t nsanitizers;
+    struct score_timing timing;
+};
+
+/* Value of a rubric metric from the timing, or NAN when it cannot be computed
+ * (baseline or work missing). */
+double score_metric(const char *metric, const struct score_timing *t);
+
+/* The fastest time the GPU could physically do the timed case in
+ * (max(bytes / copy bandwidth, flops / peak)), in ms; 0 when unknown. */
+double score_floor_ms(const struct score_timing *t);
+
+/* Parse the judge's stdout document {"cases":[...]} into an array of cases.
+ * Returns 0 and a malloc'd array (free with score_cases_free), -EINVAL when
+ * the document is not of that shape, -ENOMEM. */
+int score_cases_from_judge(const json_t *doc, struct score_case **cases, size_t *n);
+
+void score_cases_free(struct score_case *cases, size_t n);
+void score_sanitizer_clear(struct score_sanitizer *s);
+
+/* Build the result document. Returns a new reference (caller decrefs), or
+ * NULL on ENOMEM. */
+json_t *score_result(const struct rubric *r, const struct score_input *in);
+
+#endif

@@ -1,0 +1,380 @@
+/*
+ * app.c - the application's life: open the database, load labs/ and
+ * rubrics/, serve, stop. See api.h.
+ */
+#include "server/api.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "server/pages.h"
+
+/* Defined in api.c: the route table and the cache hooks. */
+extern const struct route api_routes[];
+extern const size_t api_nroutes;
+void api_cache_invalidate(struct app *app, long long id);
+
+void api_time_iso(double t, char *buf, size_t len)
+{
+    if (t <= 0) {
+        if (len)
+            buf[0] = '\0';
+        return;
+    }
+    time_t s = (time_t)t;
+    struct tm tm;
+    gmtime_r(&s, &tm);
+    strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+struct app_lab *app_lab_find(struct app *app, const char *name)
+{
+    if (!name)
+        return NULL;
+    for (size_t i = 0; i < app->nlabs; i++)
+        if (strcmp(app->labs[i].lab.name, name) == 0)
+            return &app->labs[i];
+    return NULL;
+}
+
+int app_auth(struct app *app, const struct http_request *req, struct auth_user *user)
+{
+    return auth_request_user(app->db, req, user);
+}
+
+void api_deadlines(struct app *app, const struct app_lab *l, long long user_id,
+                   double *due, double *hard)
+{
+    *due = l->has_rubric ? l->rubric.due : 0;
+    *hard = l->has_rubric ? l->rubric.hard_deadline : 0;
+    if (user_id <= 0)
+        return;
+    sqlite3_stmt *st = db_stmt(app->db, "SELECT due, hard_deadline FROM extensions"
+                                        " WHERE user_id = ?1 AND lab = ?2");
+    if (!st)
+        return;
+    sqlite3_bind_int64(st, 1, user_id);
+    sqlite3_bind_text(st, 2, l->lab.name, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        double d = sqlite3_column_double(st, 0), h = sqlite3_column_double(st, 1);
+        if (d > 0)
+            *due = d;
+        if (h > 0)
+            *hard = h;
+        if (*hard > 0 && *hard < *due)
+            *hard = *due;
+    }
+    sqlite3_reset(st);
+}
+
+static char *json_canonical(const json_t *doc)
+{
+    return json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
+}
+
+/* Make the lab's current rubric the newest stored version, after storing
+ * rubrics/<lab>.json as a new version when it is new or was edited on disk
+ * since it was last loaded. */
+static int app_rubric_load(struct app *app, struct app_lab *l, char *err, size_t errlen)
+{
+    char path[1024];
+    json_error_t jerr;
+    json_t *file = NULL, *latest = NULL;
+    char *file_c = NULL;
+    int rc = 0, maxv = 0;
+
+    snprintf(path, sizeof(path), "%s/%s.json", app->cfg.rubrics_dir, l->lab.name);
+    file = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+    if (!file) {
+        FILE *f = fopen(path, "r");
+        if (f) {
+            fclose(f);
+            snprintf(err, errlen, "%s:%d:%d: %s", path, jerr.line, jerr.column, jerr.text);
+            return -EINVAL;
+        }
+    } else {
+        struct rubric r;
+        char perr[256];
+        if (rubric_parse(file, &l->lab, &r, perr, sizeof(perr)) != 0) {
+            snprintf(err, errlen, "%s: %s", path, perr);
+            json_decref(file);
+            return -EINVAL;
+        }
+        rubric_free(&r);
+        file_c = json_canonical(file);
+    }
+    /* The last version that came from the file, and the newest version. */
+    sqlite3_stmt *st = db_stmt(app->db, "SELECT MAX(version) FROM rubrics WHERE lab = ?1");
+    if (!st) {
+        rc = -EIO;
+        goto out;
+    }
+    sqlite3_bind_text(st, 1, l->lab.name, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        maxv = sqlite3_column_int(st, 0);
+    sqlite3_reset(st);
+    if (file_c) {
+        int changed = 1;
+        st = db_stmt(app->db, "SELECT doc FROM rubrics WHERE lab = ?1 AND created_by IS NULL"
+                              " ORDER BY version DESC LIMIT 1");
+        if (!st) {
+            rc = -EIO;
+            goto out;
+        }
+        sqlite3_bind_text(st, 1, l->lab.name, -1, SQLITE_STATIC);
+        if (sqlite3_step(st) == SQLITE_ROW) {
+            json_t *prev = json_loads(db_col_text(st, 0), 0, NULL);
+            char *prev_c = prev ? json_canonical(prev) : NULL;
+            changed = !prev_c || strcmp(prev_c, file_c) != 0;
+            free(prev_c);
+            json_decref(prev);
+        }
+        sqlite3_reset(st);
+        if (changed) {
+            st = db_stmt(app->db, "INSERT INTO rubrics(lab, version, doc, created_at, created_by)"
+                                  " VALUES(?1, ?2, ?3, ?4, NULL)");
+            if (!st) {
+                rc = -EIO;
+                goto out;
+            }
+            char *doc = json_dumps(file, JSON_COMPACT);
+            sqlite3_bind_text(st, 1, l->lab.name, -1, SQLITE_STATIC);
+            sqlite3_bind_int(st, 2, maxv + 1);
+            sqlite3_bind_text(st, 3, doc, -1, SQLITE_TRANSIENT);
+            sqlite3_bind_double(st, 4, db_now());
+            rc = db_step_done(st);
+            free(doc);
+            if (rc)
+                goto out;
+            maxv++;
+            if (maxv > 1)
+                fprintf(stderr, "cugrade-server: %s changed on disk: stored as rubric version %d\n",
+                        path, maxv);
+        }
+    }
+    if (maxv == 0) {
+        fprintf(stderr, "cugrade-server: lab %s has no rubric (%s): submissions are refused\n",
+                l->lab.name, path);
+        goto out;
+    }
+    st = db_stmt(app->db, "SELECT doc FROM rubrics WHERE lab = ?1 AND version = ?2");
+    if (!st) {
+        rc = -EIO;
+        goto out;
+    }
+    sqlite3_bind_text(st, 1, l->lab.name, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 2, maxv);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        latest = json_loads(db_col_text(st, 0), 0, NULL);
+    sqlite3_reset(st);
+    if (!latest) {
+        snprintf(err, errlen, "lab %s: rubric version %d in the database is not JSON", l->lab.name, maxv);
+        rc = -EINVAL;
+        goto out;
+    }
+    char perr[256];
+    if (rubric_parse(latest, &l->lab, &l->rubric, perr, sizeof(perr)) != 0) {
+        snprintf(err, errlen, "lab %s: rubric version %d: %s", l->lab.name, maxv, perr);
+        json_decref(latest);
+        rc = -EINVAL;
+        goto out;
+    }
+    l->rubric_doc = latest;
+    l->rubric_version = maxv;
+    l->has_rubric = 1;
+out:
+    free(file_c);
+    json_decref(file);
+    return rc;
+}
+
+static void app_queue_changed(void *arg, long long id)
+{
+    api_cache_invalidate(arg, id);
+}
+
+int app_open(struct app *app, uv_loop_t *loop, const struct app_config *cfg,
+             char *err, size_t errlen)
+{
+    struct lab *labs = NULL;
+    int rc, n;
+
+    memset(app, 0, sizeof(*app));
+    app->loop = loop;
+    app->cfg = *cfg;
+    if (app->cfg.lease_s <= 0) app->cfg.lease_s = 60;
+    if (app->cfg.sweep_s <= 0) app->cfg.sweep_s = 1;
+    if (app->cfg.max_wait_s <= 0) app->cfg.max_wait_s = 30;
+    if (app->cfg.header_timeout_s <= 0) app->cfg.header_timeout_s = 10;
+    if (app->cfg.idle_timeout_s <= 0) app->cfg.idle_timeout_s = 60;
+    app->started_at = db_now();
+    rc = db_open(cfg->db_path, 0, &app->db);
+    if (rc == -ENOENT || rc == -ENODATA) {
+        snprintf(err, errlen, "%s: no initialized database here; run `cugrade-server init --db %s` first",
+                 cfg->db_path, cfg->db_path);
+        return rc;
+    }
+    if (rc) {
+        snprintf(err, errlen, "%s: cannot open the database: %s", cfg->db_path, strerror(-rc));
+        return rc;
+    }
+    n = lab_load_all(cfg->labs_dir, &labs, err, errlen);
+    if (n < 0) {
+        if (n != -ENOENT)
+            goto fail_labs;
+        fprintf(stderr, "cugrade-server: %s: no labs directory; serving no labs\n", cfg->labs_dir);
+        n = 0;
+        labs = NULL;
+    }
+    app->labs = calloc(n ? (size_t)n : 1, sizeof(*app->labs));
+    if (!app->labs) {
+        rc = -ENOMEM;
+        lab_free_all(labs, (size_t)n);
+        goto fail;
+    }
+    for (int i = 0; i < n; i++)
+        app->labs[i].lab = labs[i];         /* moved: labs[] itself is freed below */
+    app->nlabs = (size_t)n;
+    free(labs);
+    rc = db_begin(app->db, 1);
+    if (rc)
+        goto fail;
+    for (size_t i = 0; i < app->nlabs; i++) {
+        struct app_lab *l = &app->labs[i];
+        sqlite3_stmt *st = db_stmt(app->db, "INSERT INTO labs(lab, title, lab_json) VALUES(?1, ?2, ?3)"
+                                            " ON CONFLICT(lab) DO UPDATE SET title = ?2, lab_json = ?3");
+        char *doc = l->lab.doc ? json_dumps(l->lab.doc, JSON_COMPACT) : NULL;
+        if (!st) {
+            free(doc);
+            rc = -EIO;
+            break;
+        }
+        sqlite3_bind_text(st, 1, l->lab.name, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, l->lab.title, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, doc, -1, SQLITE_TRANSIENT);
+        rc = db_step_done(st);
+        free(doc);
+        if (!rc)
+            rc = app_rubric_load(app, l, err, errlen);
+        if (rc)
+            break;
+    }
+    if (rc) {
+        db_rollback(app->db);
+        if (!err[0])
+            snprintf(err, errlen, "loading labs and rubrics: %s", strerror(-rc));
+        goto fail;
+    }
+    rc = db_commit(app->db);
+    if (rc)
+        goto fail;
+    rc = queue_new(loop, app->db, app->cfg.sweep_s, &app->queue);
+    if (rc)
+        goto fail;
+    queue_on_change(app->queue, app_queue_changed, app);
+    return 0;
+fail_labs:
+    rc = n;
+fail:
+    app_close(app);
+    return rc;
+}
+
+static void app_http_done(void *a, struct http_request *req)
+{
+    struct app *app = a;
+    router_record(&app->router, req);
+}
+
+static size_t app_http_limit(void *a, struct http_request *req)
+{
+    struct app *app = a;
+    return router_body_limit(&app->router, req);
+}
+
+static int app_http_handle(void *a, struct http_request *req)
+{
+    struct app *app = a;
+    return router_dispatch(&app->router, app, req);
+}
+
+int app_listen(struct app *app, const char *host, int port)
+{
+    static const struct http_callbacks cb = {
+        .body_limit = app_http_limit,
+        .handle = app_http_handle,
+        .done = app_http_done,
+    };
+    int rc = router_init(&app->router, api_routes, api_nroutes, pages_handle, PAGES_BODY_MAX);
+    if (rc)
+        return rc;
+    struct http_limits lim = {.header_timeout_s = app->cfg.header_timeout_s,
+                              .idle_timeout_s = app->cfg.idle_timeout_s,
+                              .write_timeout_s = 30,
+                              .max_conns = 10000};
+    return http_server_start(app->loop, host, port, &lim, &cb, app, &app->http);
+}
+
+struct app_stop {
+    struct app *app;
+    void (*done)(void *arg);
+    void *arg;
+};
+
+static void app_http_stopped(void *arg)
+{
+    struct app_stop *s = arg;
+    s->app->http = NULL;
+    void (*done)(void *) = s->done;
+    void *darg = s->arg;
+    free(s);
+    if (done)
+        done(darg);
+}
+
+void app_shutdown(struct app *app, void (*done)(void *arg), void *arg)
+{
+    struct app_stop *s = calloc(1, sizeof(*s));
+    if (!s)
+        abort();
+    s->app = app;
+    s->done = done;
+    s->arg = arg;
+    if (app->http)
+        http_server_shutdown(app->http, 10.0, app_http_stopped, s);
+    /* Parked claims answer 204 now (with Connection: close). */
+    if (app->queue)
+        queue_drain(app->queue);
+    if (!app->http)
+        app_http_stopped(s);
+}
+
+void app_close(struct app *app)
+{
+    if (app->queue) {
+        queue_close(app->queue);
+        app->queue = NULL;
+    }
+    for (size_t i = 0; i < app->nlabs; i++) {
+        struct app_lab *l = &app->labs[i];
+        lab_free(&l->lab);
+        if (l->has_rubric)
+            rubric_free(&l->rubric);
+        json_decref(l->rubric_doc);
+        for (int k = 0; k < 4; k++)
+            http_buf_free(&l->sb_cache[k]);
+    }
+    free(app->labs);
+    app->labs = NULL;
+    app->nlabs = 0;
+    api_cache_invalidate(app, 0);
+    free(app->subcache);
+    app->subcache = NULL;
+    router_free(&app->router);
+    auth_cache_clear();
+    db_close(app->db);
+    app->db = NULL;
+}

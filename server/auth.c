@@ -1,0 +1,404 @@
+/*
+ * auth.c - tokens, sessions, users. See auth.h.
+ */
+#include "server/auth.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
+#include <openssl/sha.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+static const char *const role_names[] = {"none", "student", "ta", "admin", "runner"};
+static const char *const role_prefix[] = {"", "cgs_", "cgt_", "cga_", "cgr_"};
+
+const char *auth_role_name(enum auth_role role)
+{
+    return (unsigned)role < 5 ? role_names[role] : "none";
+}
+
+int auth_role_parse(const char *s, enum auth_role *out)
+{
+    for (int i = 1; i < 5; i++) {
+        if (s && strcmp(s, role_names[i]) == 0) {
+            *out = (enum auth_role)i;
+            return 0;
+        }
+    }
+    return -EINVAL;
+}
+
+int auth_role_human(enum auth_role role)
+{
+    return role == AUTH_STUDENT || role == AUTH_TA || role == AUTH_ADMIN;
+}
+
+int auth_role_staff(enum auth_role role)
+{
+    return role == AUTH_TA || role == AUTH_ADMIN;
+}
+
+void auth_sha256_hex(const void *data, size_t len, char out[65])
+{
+    static const char hx[] = "0123456789abcdef";
+    unsigned char md[SHA256_DIGEST_LENGTH];
+    SHA256(data, len, md);
+    for (int i = 0; i < SHA256_DIGEST_LENGTH; i++) {
+        out[2 * i] = hx[md[i] >> 4];
+        out[2 * i + 1] = hx[md[i] & 15];
+    }
+    out[64] = '\0';
+}
+
+int auth_random_hex(size_t n, char *out)
+{
+    static const char hx[] = "0123456789abcdef";
+    unsigned char b[64];
+    if (n > sizeof(b) || RAND_bytes(b, (int)n) != 1)
+        return -EIO;
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = hx[b[i] >> 4];
+        out[2 * i + 1] = hx[b[i] & 15];
+    }
+    out[2 * n] = '\0';
+    OPENSSL_cleanse(b, sizeof(b));
+    return 0;
+}
+
+int auth_equal(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la != lb)
+        return 0;
+    return CRYPTO_memcmp(a, b, la) == 0;
+}
+
+int auth_name_valid(const char *name)
+{
+    size_t n = strlen(name);
+    if (n == 0 || n > 64)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)name[i];
+        if (!isalnum(ch) && ch != '_' && ch != '.' && ch != '@' && ch != '-')
+            return 0;
+    }
+    return 1;
+}
+
+static int token_make(enum auth_role role, char out[AUTH_TOKEN_LEN + 1], char hash[65])
+{
+    strcpy(out, role_prefix[role]);
+    if (auth_random_hex(32, out + 4))
+        return -EIO;
+    auth_sha256_hex(out, strlen(out), hash);
+    return 0;
+}
+
+static int token_store(struct db *db, long long user_id, const char *hash)
+{
+    sqlite3_stmt *st = db_stmt(db, "INSERT INTO tokens(user_id, hash, created_at) VALUES(?1, ?2, ?3)");
+    if (!st)
+        return -EIO;
+    sqlite3_bind_int64(st, 1, user_id);
+    sqlite3_bind_text(st, 2, hash, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_double(st, 3, db_now());
+    return db_step_done(st);
+}
+
+/* Pseudonyms shown on the scoreboard to other students. */
+static const char *const adjectives[] = {
+    "amber", "brisk", "calm", "daring", "eager", "fuzzy", "gentle", "hasty", "icy", "jolly",
+    "keen", "lucky", "mellow", "nimble", "odd", "proud", "quiet", "rapid", "sunny", "tidy",
+    "upbeat", "vivid", "witty", "young", "zesty", "bold", "clever", "dusty", "fancy", "grand"};
+static const char *const animals[] = {
+    "otter", "falcon", "lynx", "panda", "heron", "koala", "marten", "newt", "orca", "puffin",
+    "quokka", "raven", "salmon", "tapir", "urchin", "viper", "walrus", "yak", "zebra", "badger",
+    "beaver", "crane", "dingo", "egret", "ferret", "gecko", "ibis", "jackal", "lemur", "moose"};
+
+static void pseudonym_make(char *out, size_t len)
+{
+    unsigned char r[4];
+    if (RAND_bytes(r, sizeof(r)) != 1)
+        memset(r, 0, sizeof(r));
+    snprintf(out, len, "%s-%s-%u", adjectives[r[0] % 30], animals[r[1] % 30],
+             (unsigned)((r[2] << 8 | r[3]) % 1000));
+}
+
+int auth_user_add(struct db *db, const char *name, enum auth_role role,
+                  const char *display_name, char token_out[AUTH_TOKEN_LEN + 1])
+{
+    char token[AUTH_TOKEN_LEN + 1], hash[65], pseudo[64];
+    int rc;
+    if (!auth_name_valid(name) || role == AUTH_NONE)
+        return -EINVAL;
+    if (display_name && strlen(display_name) > 128)
+        return -EINVAL;
+    struct auth_user tmp;
+    if (auth_user_get(db, name, &tmp) == 0)
+        return -EEXIST;
+    for (int attempt = 0; attempt < 8; attempt++) {
+        sqlite3_stmt *st = db_stmt(db, "INSERT INTO users(name, role, display_name, pseudonym, created_at)"
+                                       " VALUES(?1, ?2, ?3, ?4, ?5)");
+        if (!st)
+            return -EIO;
+        pseudonym_make(pseudo, sizeof(pseudo));
+        sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 2, auth_role_name(role), -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, display_name && *display_name ? display_name : name, -1,
+                          SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 4, pseudo, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_double(st, 5, db_now());
+        rc = db_step_done(st);
+        if (rc != -EEXIST)
+            break;                  /* -EEXIST here: a pseudonym collision; retry */
+    }
+    if (rc)
+        return rc;
+    long long uid = db_last_id(db);
+    rc = token_make(role, token, hash);
+    if (!rc)
+        rc = token_store(db, uid, hash);
+    if (rc)
+        return rc;
+    if (token_out)
+        memcpy(token_out, token, sizeof(token));
+    OPENSSL_cleanse(token, sizeof(token));
+    return 0;
+}
+
+static void user_from_row(sqlite3_stmt *st, struct auth_user *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->id = sqlite3_column_int64(st, 0);
+    snprintf(out->name, sizeof(out->name), "%s", db_col_text(st, 1));
+    auth_role_parse(db_col_text(st, 2), &out->role);
+    snprintf(out->display_name, sizeof(out->display_name), "%s", db_col_text(st, 3));
+    snprintf(out->pseudonym, sizeof(out->pseudonym), "%s", db_col_text(st, 4));
+    out->show_name = sqlite3_column_int(st, 5);
+}
+
+int auth_user_get(struct db *db, const char *name, struct auth_user *out)
+{
+    sqlite3_stmt *st = db_stmt(db, "SELECT id, name, role, display_name, pseudonym, show_name"
+                                   " FROM users WHERE name = ?1");
+    if (!st)
+        return -EIO;
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        user_from_row(st, out);
+        sqlite3_reset(st);
+        return 0;
+    }
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? -ENOENT : db_errno(rc);
+}
+
+int auth_user_get_id(struct db *db, long long id, struct auth_user *out)
+{
+    sqlite3_stmt *st = db_stmt(db, "SELECT id, name, role, display_name, pseudonym, show_name"
+                                   " FROM users WHERE id = ?1");
+    if (!st)
+        return -EIO;
+    sqlite3_bind_int64(st, 1, id);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        user_from_row(st, out);
+        sqlite3_reset(st);
+        return 0;
+    }
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? -ENOENT : db_errno(rc);
+}
+
+int auth_token_new(struct db *db, const char *name, char token_out[AUTH_TOKEN_LEN + 1])
+{
+    struct auth_user u;
+    char hash[65];
+    int rc = auth_user_get(db, name, &u);
+    if (rc)
+        return rc;
+    rc = token_make(u.role, token_out, hash);
+    if (!rc)
+        rc = token_store(db, u.id, hash);
+    return rc;
+}
+
+int auth_token_revoke_all(struct db *db, const char *name)
+{
+    struct auth_user u;
+    auth_cache_clear();
+    int rc = auth_user_get(db, name, &u);
+    if (rc)
+        return rc;
+    sqlite3_stmt *st = db_stmt(db, "UPDATE tokens SET revoked = 1 WHERE user_id = ?1");
+    if (!st)
+        return -EIO;
+    sqlite3_bind_int64(st, 1, u.id);
+    return db_step_done(st);
+}
+
+/* Recently resolved tokens, so that a busy client does not cost a database
+ * lookup per request. Entries live AUTH_CACHE_TTL_S: a token revoked from
+ * the CLI (another process) stops working within that time. */
+#define AUTH_CACHE_N 1024
+#define AUTH_CACHE_TTL_S 2.0
+
+struct auth_cached {
+    char hash[65];
+    double expires;
+    struct auth_user user;
+};
+
+static struct auth_cached *auth_cache;
+
+void auth_cache_clear(void)
+{
+    free(auth_cache);
+    auth_cache = NULL;
+}
+
+static struct auth_cached *auth_cache_slot(const char *hash)
+{
+    if (!auth_cache) {
+        auth_cache = calloc(AUTH_CACHE_N, sizeof(*auth_cache));
+        if (!auth_cache)
+            return NULL;
+    }
+    unsigned idx = 0;
+    for (int i = 0; i < 4; i++)
+        idx = idx << 4 | (unsigned)(hash[i] <= '9' ? hash[i] - '0' : hash[i] - 'a' + 10);
+    return &auth_cache[idx % AUTH_CACHE_N];
+}
+
+int auth_token_check(struct db *db, const char *token, struct auth_user *out)
+{
+    char hash[65];
+    size_t len = strlen(token);
+    /* Cheap shape check first: nothing else reaches the database. */
+    if (len != AUTH_TOKEN_LEN || token[3] != '_')
+        return -ENOENT;
+    auth_sha256_hex(token, len, hash);
+    double now = db_now();
+    struct auth_cached *slot = auth_cache_slot(hash);
+    if (slot && slot->expires > now && auth_equal(slot->hash, hash)) {
+        *out = slot->user;
+        return 0;
+    }
+    sqlite3_stmt *st = db_stmt(db, "SELECT u.id, u.name, u.role, u.display_name, u.pseudonym,"
+                                   " u.show_name, t.hash FROM tokens t JOIN users u ON u.id = t.user_id"
+                                   " WHERE t.hash = ?1 AND t.revoked = 0");
+    if (!st)
+        return -EIO;
+    sqlite3_bind_text(st, 1, hash, 64, SQLITE_TRANSIENT);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        /* The index lookup compared hashes, not tokens; compare again in
+         * constant time so no code path branches on secret bytes early. */
+        int same = auth_equal(db_col_text(st, 6), hash);
+        user_from_row(st, out);
+        sqlite3_reset(st);
+        /* A token's prefix must match its user's role (a cgs_ token of an
+         * admin is a bug elsewhere, not a reason to grant admin). */
+        if (!same || strncmp(token, role_prefix[out->role], 4) != 0)
+            return -ENOENT;
+        if (slot) {
+            memcpy(slot->hash, hash, sizeof(slot->hash));
+            slot->user = *out;
+            slot->expires = now + AUTH_CACHE_TTL_S;
+        }
+        return 0;
+    }
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? -ENOENT : db_errno(rc);
+}
+
+int auth_session_create(struct db *db, long long user_id, char cookie_out[65], char csrf_out[65])
+{
+    char hash[65];
+    if (auth_random_hex(32, cookie_out) || auth_random_hex(32, csrf_out))
+        return -EIO;
+    auth_sha256_hex(cookie_out, 64, hash);
+    sqlite3_stmt *st = db_stmt(db, "INSERT INTO sessions(user_id, hash, csrf, created_at, expires_at)"
+                                   " VALUES(?1, ?2, ?3, ?4, ?5)");
+    if (!st)
+        return -EIO;
+    double now = db_now();
+    sqlite3_bind_int64(st, 1, user_id);
+    sqlite3_bind_text(st, 2, hash, 64, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 3, csrf_out, 64, SQLITE_TRANSIENT);
+    sqlite3_bind_double(st, 4, now);
+    sqlite3_bind_double(st, 5, now + AUTH_SESSION_TTL_S);
+    int rc = db_step_done(st);
+    /* Expired sessions are swept whenever a new one starts. */
+    st = db_stmt(db, "DELETE FROM sessions WHERE expires_at < ?1");
+    if (st) {
+        sqlite3_bind_double(st, 1, now);
+        db_step_done(st);
+    }
+    return rc;
+}
+
+int auth_session_check(struct db *db, const char *cookie, struct auth_user *out)
+{
+    char hash[65];
+    if (strlen(cookie) != 64)
+        return -ENOENT;
+    auth_sha256_hex(cookie, 64, hash);
+    sqlite3_stmt *st = db_stmt(db, "SELECT u.id, u.name, u.role, u.display_name, u.pseudonym,"
+                                   " u.show_name, s.csrf FROM sessions s JOIN users u ON u.id = s.user_id"
+                                   " WHERE s.hash = ?1 AND s.expires_at > ?2");
+    if (!st)
+        return -EIO;
+    sqlite3_bind_text(st, 1, hash, 64, SQLITE_TRANSIENT);
+    sqlite3_bind_double(st, 2, db_now());
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        user_from_row(st, out);
+        out->via_session = 1;
+        snprintf(out->csrf, sizeof(out->csrf), "%s", db_col_text(st, 6));
+        sqlite3_reset(st);
+        return 0;
+    }
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? -ENOENT : db_errno(rc);
+}
+
+int auth_session_destroy(struct db *db, const char *cookie)
+{
+    char hash[65];
+    if (strlen(cookie) != 64)
+        return 0;
+    auth_sha256_hex(cookie, 64, hash);
+    sqlite3_stmt *st = db_stmt(db, "DELETE FROM sessions WHERE hash = ?1");
+    if (!st)
+        return -EIO;
+    sqlite3_bind_text(st, 1, hash, 64, SQLITE_TRANSIENT);
+    return db_step_done(st);
+}
+
+int auth_request_user(struct db *db, const struct http_request *req, struct auth_user *out)
+{
+    const char *h = http_request_header(req, "Authorization");
+    if (h) {
+        if (strncasecmp(h, "Bearer ", 7) != 0)
+            return -EACCES;
+        h += 7;
+        while (*h == ' ')
+            h++;
+        int rc = auth_token_check(db, h, out);
+        return rc == -ENOENT ? -EACCES : rc;
+    }
+    char cookie[96];
+    int rc = http_request_cookie(req, AUTH_SESSION_COOKIE, cookie, sizeof(cookie));
+    if (rc == -ENOENT)
+        return -ENOENT;
+    if (rc)
+        return -EACCES;
+    rc = auth_session_check(db, cookie, out);
+    return rc == -ENOENT ? -EACCES : rc;
+}

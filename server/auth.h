@@ -1,0 +1,99 @@
+/*
+ * auth.h - users, tokens, sessions and roles (docs/api.md "Authentication").
+ *
+ * Tokens are 32 random bytes in hex behind a role prefix ("cgs_", "cgt_",
+ * "cga_", "cgr_"); the database keeps only their SHA-256. Web sessions use
+ * the cookie cugrade_session (also random, also stored hashed) with a CSRF
+ * token per session for the forms of the web UI.
+ */
+#ifndef CUGRADE_AUTH_H
+#define CUGRADE_AUTH_H
+
+#include <stddef.h>
+#include "server/db.h"
+#include "server/http.h"
+
+#define AUTH_TOKEN_LEN 68          /* "cgs_" + 64 hex */
+#define AUTH_SESSION_COOKIE "cugrade_session"
+#define AUTH_SESSION_TTL_S (12 * 3600.0)
+
+enum auth_role { AUTH_NONE = 0, AUTH_STUDENT, AUTH_TA, AUTH_ADMIN, AUTH_RUNNER };
+
+struct auth_user {
+    long long id;
+    enum auth_role role;
+    char name[65];
+    char display_name[129];
+    char pseudonym[65];
+    int show_name;
+    int via_session;               /* 1: authenticated by the session cookie */
+    char csrf[65];                 /* the session's CSRF token when via_session */
+};
+
+/* "student", "ta", "admin", "runner" ("none" for AUTH_NONE). */
+const char *auth_role_name(enum auth_role role);
+
+/* Parse a role name. Returns 0 or -EINVAL. */
+int auth_role_parse(const char *s, enum auth_role *out);
+
+/* 1 if role is a person's role (student, ta, admin). */
+int auth_role_human(enum auth_role role);
+
+/* 1 if role may read everyone's data (ta, admin). */
+int auth_role_staff(enum auth_role role);
+
+/* SHA-256 of len bytes as 64 lowercase hex chars + NUL in out. */
+void auth_sha256_hex(const void *data, size_t len, char out[65]);
+
+/* n random bytes as 2n hex chars + NUL in out. Returns 0 or -EIO. */
+int auth_random_hex(size_t n, char *out);
+
+/* Constant-time string equality (the time depends only on the lengths). */
+int auth_equal(const char *a, const char *b);
+
+/* Valid user name: ^[A-Za-z0-9_.@-]{1,64}$. Returns 1 or 0. */
+int auth_name_valid(const char *name);
+
+/* Create a user and a first token. display_name may be NULL (the name is
+ * used). Writes the token (shown once, never stored) to token_out when not
+ * NULL. Returns 0, -EEXIST when the name is taken, -EINVAL for a bad name,
+ * or -errno. Runs in the caller's transaction when one is open. */
+int auth_user_add(struct db *db, const char *name, enum auth_role role,
+                  const char *display_name, char token_out[AUTH_TOKEN_LEN + 1]);
+
+/* Issue an additional token for an existing user. 0, -ENOENT, -errno. */
+int auth_token_new(struct db *db, const char *name, char token_out[AUTH_TOKEN_LEN + 1]);
+
+/* Revoke every token of a user. Returns 0, -ENOENT, -errno. */
+int auth_token_revoke_all(struct db *db, const char *name);
+
+/* Forget cached token lookups (after changing tokens or users). */
+void auth_cache_clear(void);
+
+/* Look a user up by name or id. 0, -ENOENT, -errno. */
+int auth_user_get(struct db *db, const char *name, struct auth_user *out);
+int auth_user_get_id(struct db *db, long long id, struct auth_user *out);
+
+/* Resolve a bearer token. 0, -ENOENT (unknown or revoked), -errno. Results
+ * are cached in this process for 2 seconds (a revocation made by another
+ * process takes effect within that time). */
+int auth_token_check(struct db *db, const char *token, struct auth_user *out);
+
+/* Create a web session for user_id. Writes the cookie value (64 hex) and the
+ * CSRF token (64 hex). Returns 0 or -errno. The caller sets the cookie:
+ * "cugrade_session=<value>; Path=/; HttpOnly; SameSite=Lax". */
+int auth_session_create(struct db *db, long long user_id, char cookie_out[65], char csrf_out[65]);
+
+/* Resolve a session cookie value; fills out (via_session=1, csrf set).
+ * 0, -ENOENT (unknown or expired), -errno. */
+int auth_session_check(struct db *db, const char *cookie, struct auth_user *out);
+
+/* End a session (logout). 0 or -errno; an unknown cookie is not an error. */
+int auth_session_destroy(struct db *db, const char *cookie);
+
+/* Authenticate a request: the Bearer token first, else the session cookie.
+ * Returns 0 and fills out; -ENOENT when the request carries no credentials;
+ * -EACCES when it carries a wrong, revoked or expired one; -errno. */
+int auth_request_user(struct db *db, const struct http_request *req, struct auth_user *out);
+
+#endif

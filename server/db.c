@@ -1,0 +1,331 @@
+/*
+ * db.c - SQLite in WAL mode, the schema of docs/database.md, a statement
+ * cache. See db.h for the contracts.
+ */
+#include "server/db.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#define DB_STMT_MAX 128
+
+struct db_cached {
+    const char *sql;            /* the key: a string literal's address */
+    sqlite3_stmt *st;
+};
+
+struct db {
+    sqlite3 *h;
+    struct db_cached cache[DB_STMT_MAX];
+    size_t ncache;
+};
+
+static const char db_schema[] =
+    "CREATE TABLE IF NOT EXISTS users("
+    " id INTEGER PRIMARY KEY,"
+    " name TEXT NOT NULL UNIQUE,"
+    " role TEXT NOT NULL CHECK(role IN ('student','ta','admin','runner')),"
+    " display_name TEXT,"
+    " pseudonym TEXT UNIQUE,"
+    " show_name INTEGER NOT NULL DEFAULT 0,"
+    " created_at REAL NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS tokens("
+    " id INTEGER PRIMARY KEY,"
+    " user_id INTEGER NOT NULL REFERENCES users(id),"
+    " hash TEXT NOT NULL UNIQUE,"
+    " created_at REAL NOT NULL,"
+    " revoked INTEGER NOT NULL DEFAULT 0);"
+    "CREATE TABLE IF NOT EXISTS sessions("
+    " id INTEGER PRIMARY KEY,"
+    " user_id INTEGER NOT NULL REFERENCES users(id),"
+    " hash TEXT NOT NULL UNIQUE,"
+    " csrf TEXT NOT NULL,"
+    " created_at REAL NOT NULL,"
+    " expires_at REAL NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS labs("
+    " lab TEXT PRIMARY KEY,"
+    " title TEXT,"
+    " lab_json TEXT);"
+    "CREATE TABLE IF NOT EXISTS rubrics("
+    " lab TEXT NOT NULL,"
+    " version INTEGER NOT NULL,"
+    " doc TEXT NOT NULL,"
+    " created_at REAL NOT NULL,"
+    " created_by INTEGER," /* NULL: loaded from rubrics/<lab>.json */
+    " PRIMARY KEY(lab, version));"
+    "CREATE TABLE IF NOT EXISTS submissions("
+    " id INTEGER PRIMARY KEY,"
+    " user_id INTEGER NOT NULL REFERENCES users(id),"
+    " lab TEXT NOT NULL,"
+    " filename TEXT NOT NULL,"
+    " source BLOB NOT NULL,"
+    " sha256 TEXT NOT NULL,"
+    " size INTEGER NOT NULL,"
+    " late INTEGER NOT NULL DEFAULT 0,"
+    " late_days REAL NOT NULL DEFAULT 0,"
+    " status TEXT NOT NULL,"
+    " phase TEXT NOT NULL DEFAULT '',"
+    " detail TEXT NOT NULL DEFAULT '',"
+    " attempts INTEGER NOT NULL DEFAULT 0,"
+    " max_attempts INTEGER NOT NULL DEFAULT 3,"
+    " lease_runner TEXT,"
+    " lease_user INTEGER,"
+    " lease_expires REAL,"
+    " rubric_version INTEGER,"
+    " score REAL,"
+    " max_score REAL,"
+    " speedup REAL,"
+    " result TEXT,"
+    " created_at REAL NOT NULL,"
+    " updated_at REAL NOT NULL,"
+    " graded_at REAL);"
+    "CREATE INDEX IF NOT EXISTS submissions_status ON submissions(status, id);"
+    "CREATE INDEX IF NOT EXISTS submissions_user_lab ON submissions(user_id, lab, id);"
+    "CREATE INDEX IF NOT EXISTS submissions_lab ON submissions(lab, id);"
+    "CREATE TABLE IF NOT EXISTS runners("
+    " name TEXT PRIMARY KEY,"
+    " gpu TEXT,"
+    " last_seen REAL,"
+    " jobs_done INTEGER NOT NULL DEFAULT 0);"
+    "CREATE TABLE IF NOT EXISTS overrides("
+    " id INTEGER PRIMARY KEY,"
+    " submission_id INTEGER NOT NULL REFERENCES submissions(id),"
+    " score REAL NOT NULL,"
+    " reason TEXT NOT NULL,"
+    " by_user INTEGER,"
+    " created_at REAL NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS overrides_submission ON overrides(submission_id, id);"
+    "CREATE TABLE IF NOT EXISTS audit_log("
+    " id INTEGER PRIMARY KEY,"
+    " at REAL NOT NULL,"
+    " actor_user_id INTEGER,"
+    " action TEXT NOT NULL,"
+    " target TEXT,"
+    " detail TEXT);"
+    "CREATE TABLE IF NOT EXISTS extensions("
+    " user_id INTEGER NOT NULL REFERENCES users(id),"
+    " lab TEXT NOT NULL,"
+    " due REAL,"
+    " hard_deadline REAL,"
+    " PRIMARY KEY(user_id, lab));";
+
+int db_errno(int rc)
+{
+    switch (rc & 0xff) {
+    case SQLITE_OK: case SQLITE_ROW: case SQLITE_DONE: return 0;
+    case SQLITE_BUSY: case SQLITE_LOCKED: return -EBUSY;
+    case SQLITE_CONSTRAINT: return -EEXIST;
+    case SQLITE_NOMEM: return -ENOMEM;
+    case SQLITE_FULL: return -ENOSPC;
+    case SQLITE_READONLY: case SQLITE_PERM: case SQLITE_AUTH: return -EACCES;
+    case SQLITE_CANTOPEN: return -ENOENT;
+    default: return -EIO;
+    }
+}
+
+double db_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int db_exec(struct db *db, const char *sql)
+{
+    char *msg = NULL;
+    int rc = sqlite3_exec(db->h, sql, NULL, NULL, &msg);
+    if (rc != SQLITE_OK) {
+        fprintf(stderr, "cugrade-server: db: %s\n", msg ? msg : sqlite3_errstr(rc));
+        sqlite3_free(msg);
+        return db_errno(rc) ? db_errno(rc) : -EIO;
+    }
+    return 0;
+}
+
+static int db_user_version(struct db *db, int *out)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db->h, "PRAGMA user_version", -1, &st, NULL);
+    if (rc != SQLITE_OK)
+        return db_errno(rc);
+    rc = sqlite3_step(st);
+    *out = rc == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0;
+    sqlite3_finalize(st);
+    return rc == SQLITE_ROW ? 0 : -EIO;
+}
+
+int db_open(const char *path, int create, struct db **out)
+{
+    struct db *db = NULL;
+    struct stat sb;
+    int rc, ver = 0, flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX;
+
+    *out = NULL;
+    if (stat(path, &sb) != 0) {
+        if (!create)
+            return -ENOENT;
+        flags |= SQLITE_OPEN_CREATE;
+    }
+    db = calloc(1, sizeof(*db));
+    if (!db)
+        return -ENOMEM;
+    rc = sqlite3_open_v2(path, &db->h, flags, NULL);
+    if (rc != SQLITE_OK) {
+        rc = db_errno(rc);
+        goto fail;
+    }
+    sqlite3_busy_timeout(db->h, 5000);
+    sqlite3_extended_result_codes(db->h, 0);
+    /* WAL + FULL: a commit is on disk before the 202 goes out (kill -9,
+     * power loss). foreign_keys guards against dangling user ids. */
+    rc = db_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
+                     " PRAGMA foreign_keys=ON; PRAGMA temp_store=MEMORY;");
+    if (rc)
+        goto fail;
+    rc = db_user_version(db, &ver);
+    if (rc)
+        goto fail;
+    if (ver == 0) {
+        if (!create) {
+            rc = -ENODATA;
+            goto fail;
+        }
+        rc = db_exec(db, "BEGIN IMMEDIATE");
+        if (rc)
+            goto fail;
+        rc = db_exec(db, db_schema);
+        if (!rc)
+            rc = db_exec(db, "PRAGMA user_version=1");
+        if (rc) {
+            db_exec(db, "ROLLBACK");
+            goto fail;
+        }
+        rc = db_exec(db, "COMMIT");
+        if (rc)
+            goto fail;
+    } else if (ver > DB_SCHEMA_VERSION) {
+        fprintf(stderr, "cugrade-server: %s has schema version %d, newer than this binary (%d)\n",
+                path, ver, DB_SCHEMA_VERSION);
+        rc = -EPROTO;
+        goto fail;
+    }
+    *out = db;
+    return 0;
+fail:
+    if (db->h)
+        sqlite3_close(db->h);
+    free(db);
+    return rc;
+}
+
+void db_close(struct db *db)
+{
+    if (!db)
+        return;
+    for (size_t i = 0; i < db->ncache; i++)
+        sqlite3_finalize(db->cache[i].st);
+    /* A clean checkpoint leaves no -wal content behind on a graceful stop. */
+    sqlite3_wal_checkpoint_v2(db->h, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+    sqlite3_close(db->h);
+    free(db);
+}
+
+sqlite3 *db_handle(struct db *db)
+{
+    return db->h;
+}
+
+sqlite3_stmt *db_stmt(struct db *db, const char *sql)
+{
+    sqlite3_stmt *st = NULL;
+    for (size_t i = 0; i < db->ncache; i++) {
+        if (db->cache[i].sql == sql) {
+            st = db->cache[i].st;
+            sqlite3_reset(st);
+            sqlite3_clear_bindings(st);
+            return st;
+        }
+    }
+    int rc = sqlite3_prepare_v3(db->h, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, NULL);
+    if (rc != SQLITE_OK) {
+        fprintf(stderr, "cugrade-server: db: prepare: %s: %s\n", sqlite3_errmsg(db->h), sql);
+        return NULL;
+    }
+    if (db->ncache < DB_STMT_MAX) {
+        db->cache[db->ncache].sql = sql;
+        db->cache[db->ncache].st = st;
+        db->ncache++;
+    } else {
+        /* Should not happen (the set of statements is fixed); leak-free
+         * fallback would need the caller to finalize, so refuse instead. */
+        sqlite3_finalize(st);
+        fprintf(stderr, "cugrade-server: db: statement cache full\n");
+        return NULL;
+    }
+    return st;
+}
+
+int db_begin(struct db *db, int immediate)
+{
+    return db_exec(db, immediate ? "BEGIN IMMEDIATE" : "BEGIN");
+}
+
+int db_commit(struct db *db)
+{
+    int rc = db_exec(db, "COMMIT");
+    if (rc)
+        db_rollback(db);
+    return rc;
+}
+
+void db_rollback(struct db *db)
+{
+    if (!sqlite3_get_autocommit(db->h))
+        sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
+}
+
+int db_step_done(sqlite3_stmt *st)
+{
+    int rc = sqlite3_step(st);
+    int err = db_errno(rc);
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+        fprintf(stderr, "cugrade-server: db: %s\n", sqlite3_errmsg(sqlite3_db_handle(st)));
+    sqlite3_reset(st);
+    return err;
+}
+
+long long db_last_id(struct db *db)
+{
+    return (long long)sqlite3_last_insert_rowid(db->h);
+}
+
+int db_changes(struct db *db)
+{
+    return sqlite3_changes(db->h);
+}
+
+const char *db_col_text(sqlite3_stmt *st, int col)
+{
+    const unsigned char *t = sqlite3_column_text(st, col);
+    return t ? (const char *)t : "";
+}
+
+int db_audit(struct db *db, long long actor, const char *action,
+             const char *target, const char *detail)
+{
+    sqlite3_stmt *st = db_stmt(db, "INSERT INTO audit_log(at, actor_user_id, action, target, detail)"
+                                   " VALUES(?1, ?2, ?3, ?4, ?5)");
+    if (!st)
+        return -EIO;
+    sqlite3_bind_double(st, 1, db_now());
+    if (actor > 0)
+        sqlite3_bind_int64(st, 2, actor);
+    sqlite3_bind_text(st, 3, action, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, target, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, detail, -1, SQLITE_STATIC);
+    return db_step_done(st);
+}

@@ -1,0 +1,70 @@
+/*
+ * db.h - the SQLite database (docs/database.md): one file in WAL mode with
+ * synchronous=FULL, so that every 202 the server sends survives kill -9 and
+ * power loss. Statements are prepared once and cached for the process's life.
+ * Every function returns 0 or -errno; SQLite codes never leave this module
+ * (db_errno() converts them for the modules that step statements themselves).
+ */
+#ifndef CUGRADE_DB_H
+#define CUGRADE_DB_H
+
+#include <stddef.h>
+#include <sqlite3.h>
+
+#define DB_SCHEMA_VERSION 1
+
+struct db;
+
+/* Open the database at path. With create=0 the file must exist and hold an
+ * initialized schema (-ENOENT when the file is missing, -ENODATA when it has
+ * no schema); with create=1 the file and schema are created when missing.
+ * Returns 0 and a new handle in *out (free with db_close), or -errno. */
+int db_open(const char *path, int create, struct db **out);
+
+/* Finalize every cached statement, checkpoint the WAL and close. NULL is fine. */
+void db_close(struct db *db);
+
+/* The raw handle, for modules that bind and step statements themselves. */
+sqlite3 *db_handle(struct db *db);
+
+/* A cached prepared statement for sql, reset and with bindings cleared.
+ * sql must be a string literal (or otherwise live forever): the cache keys on
+ * its address. Returns NULL on a prepare error (logged to stderr). The
+ * statement stays owned by the db; callers must not finalize it. */
+sqlite3_stmt *db_stmt(struct db *db, const char *sql);
+
+/* Run one or more statements with no results. Returns 0 or -errno. */
+int db_exec(struct db *db, const char *sql);
+
+/* Transactions. immediate=1 takes the write lock at BEGIN (BEGIN IMMEDIATE),
+ * which is how claims stay atomic across processes. Return 0 or -errno. */
+int db_begin(struct db *db, int immediate);
+int db_commit(struct db *db);
+void db_rollback(struct db *db);
+
+/* Convert an SQLite result code to 0 / -errno:
+ * SQLITE_OK/ROW/DONE -> 0, BUSY/LOCKED -> -EBUSY, CONSTRAINT -> -EEXIST,
+ * NOMEM -> -ENOMEM, FULL -> -ENOSPC, READONLY/PERM -> -EACCES, others -> -EIO. */
+int db_errno(int rc);
+
+/* Step a statement that returns no row (or whose row is ignored), then reset
+ * it. Returns 0 or -errno. */
+int db_step_done(sqlite3_stmt *st);
+
+/* Current time as Unix seconds with sub-second precision. */
+double db_now(void);
+
+/* Last rowid inserted on this connection. */
+long long db_last_id(struct db *db);
+
+/* Rows changed by the last statement. */
+int db_changes(struct db *db);
+
+/* Column text or "" when NULL (the pointer lives until the next step/reset). */
+const char *db_col_text(sqlite3_stmt *st, int col);
+
+/* Append one row to the audit log (actor may be 0 for the system). 0 or -errno. */
+int db_audit(struct db *db, long long actor, const char *action,
+             const char *target, const char *detail);
+
+#endif

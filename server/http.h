@@ -1,0 +1,177 @@
+/*
+ * http.h - HTTP/1.1 server on libuv + http-parser: keep-alive, pipelining,
+ * caps on header and body sizes, slow-client timeouts, write backpressure,
+ * graceful shutdown. One request per connection is handled at a time; bytes
+ * of pipelined requests that arrive meanwhile wait, unparsed, in order.
+ *
+ * A handler gets a struct http_request, fills in the response with the
+ * http_response_* helpers and returns HTTP_DONE; or it returns HTTP_DEFERRED,
+ * keeps the request (long polls) and later calls http_request_finish() once.
+ * Request memory belongs to the connection and is valid until the response
+ * is finished (or until the abort callback ran, for a deferred request).
+ */
+#ifndef CUGRADE_HTTP_H
+#define CUGRADE_HTTP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+#include <jansson.h>
+#include <http_parser.h>   /* enum http_method: HTTP_GET, HTTP_POST, ... */
+
+#define HTTP_DONE 0
+#define HTTP_DEFERRED 1
+
+#define HTTP_HEADER_MAX (16 * 1024)      /* request line + headers; 431 beyond */
+#define HTTP_HEADERS_COUNT_MAX 100       /* 431 beyond */
+#define HTTP_BODY_DEFAULT_MAX (64 * 1024)
+
+struct http_kv {
+    const char *name;
+    const char *value;
+};
+
+/* Growable byte buffer (used for response headers and bodies). */
+struct http_buf {
+    char *data;
+    size_t len, cap;
+};
+
+struct http_conn;
+struct http_server;
+struct http_request;
+
+typedef void (*http_abort_cb)(struct http_request *req, void *data);
+
+struct http_request {
+    struct http_conn *conn;
+    /* request */
+    int method;                 /* enum http_method (http_parser.h): HTTP_GET... */
+    const char *method_name;    /* "GET" */
+    const char *target;         /* raw request target, "/api/x?y=1" */
+    const char *path;           /* percent-decoded path, NUL-free, "/api/x" */
+    const char *query;          /* raw query string after '?', "" if none */
+    struct http_kv *headers;    /* names as sent; use http_request_header() */
+    size_t nheaders;
+    struct http_kv params[8];   /* route {params}, set by the router */
+    size_t nparams;
+    const char *body;           /* NUL-terminated for convenience; may hold NULs */
+    size_t body_len;
+    const char *route;          /* route name for metrics, set by the router */
+    const char *body_note;      /* set by body_limit: says the limit in a 413 */
+    uint64_t start_ns;          /* uv_hrtime() when the request line began */
+    const char *remote;         /* peer address, "1.2.3.4" */
+    void *user;                 /* for the application (auth result) */
+    void *app;                  /* the application passed to http_server_start */
+    /* response (filled by the http_response_* helpers) */
+    int status;
+    struct http_buf res_headers;   /* extra header lines, each "Name: value\r\n" */
+    struct http_buf res_body;
+    const char *body_ext;       /* a borrowed body (http_response_body_borrowed) */
+    size_t body_ext_len;
+    const char *content_type;
+    int close_after;            /* send "Connection: close" and close */
+    /* deferred requests */
+    http_abort_cb on_abort;
+    void *abort_data;
+    /* private */
+    struct http_kv *qparams;
+    size_t nqparams;
+    int qparsed;
+};
+
+struct http_callbacks {
+    /* Body cap for this request, decided from method and path once the
+     * headers are in. NULL: HTTP_BODY_DEFAULT_MAX. */
+    size_t (*body_limit)(void *app, struct http_request *req);
+    /* Handle a complete request: HTTP_DONE or HTTP_DEFERRED. */
+    int (*handle)(void *app, struct http_request *req);
+    /* Called once per response just before it is written (metrics, logs). */
+    void (*done)(void *app, struct http_request *req);
+};
+
+struct http_limits {
+    double header_timeout_s;    /* first byte to end of request; 408 after */
+    double idle_timeout_s;      /* keep-alive wait for the next request */
+    double write_timeout_s;     /* a client that does not read its response */
+    size_t max_conns;           /* new connections beyond are closed at once */
+};
+
+/* Start listening on host:port ("127.0.0.1", 8080; port 0 picks one).
+ * Returns 0 and a server in *out, or -errno. The server lives until
+ * http_server_shutdown's callback has run. */
+int http_server_start(uv_loop_t *loop, const char *host, int port,
+                      const struct http_limits *limits,
+                      const struct http_callbacks *cb, void *app,
+                      struct http_server **out);
+
+/* The bound port (useful after port 0). */
+int http_server_port(struct http_server *srv);
+
+/* Number of open connections. */
+size_t http_server_conns(struct http_server *srv);
+
+/* Graceful stop: stop accepting, close idle connections, let in-flight
+ * requests finish (each then closes), force-close what is left after
+ * grace_s seconds, free the server and call done(arg) once. */
+void http_server_shutdown(struct http_server *srv, double grace_s,
+                          void (*done)(void *arg), void *arg);
+
+/* 1 once shutdown began (deferred handlers should answer now). */
+int http_server_stopping(struct http_server *srv);
+
+/* Finish a deferred request: write its response. Exactly once. */
+void http_request_finish(struct http_request *req);
+
+/* Header value by case-insensitive name; NULL if absent. */
+const char *http_request_header(const struct http_request *req, const char *name);
+
+/* Decoded query parameter (first occurrence); NULL if absent. Pointers
+ * stay valid until the response is finished. */
+const char *http_request_query(struct http_request *req, const char *name);
+
+/* Route parameter set by the router; NULL if absent. */
+const char *http_request_param(const struct http_request *req, const char *name);
+
+/* Value of cookie name from the Cookie header, copied to buf (NUL-terminated).
+ * Returns 0, -ENOENT when absent, -ENAMETOOLONG when it does not fit. */
+int http_request_cookie(const struct http_request *req, const char *name, char *buf, size_t len);
+
+/* Response helpers. Each returns 0 or -ENOMEM (then the request gets a 500). */
+void http_response_status(struct http_request *req, int status);
+int http_response_header(struct http_request *req, const char *name, const char *value);
+/* Body bytes (copied) with a content type (a string literal or static). */
+int http_response_body(struct http_request *req, int status, const char *content_type,
+                       const void *data, size_t len);
+/* The body is len bytes at data, not copied: data must stay unchanged until
+ * the handler returns HTTP_DONE (the bytes are written or copied before
+ * anything else runs). For cached responses; not for deferred requests. */
+void http_response_body_borrowed(struct http_request *req, int status, const char *content_type,
+                                 const void *data, size_t len);
+/* Append to the body (content type set separately or by http_response_body). */
+int http_response_append(struct http_request *req, const void *data, size_t len);
+/* printf-style append to the body. */
+int http_response_printf(struct http_request *req, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Serialize json (borrowed, not stolen) as the body with status. */
+int http_response_json(struct http_request *req, int status, const json_t *json);
+/* {"error":{"code","message"}} with status; message is printf-style. */
+int http_response_error(struct http_request *req, int status, const char *code,
+                        const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* 303 (or status) redirect to location. */
+int http_response_redirect(struct http_request *req, int status, const char *location);
+
+/* Buffer helpers (also used by other modules). */
+int http_buf_append(struct http_buf *b, const void *data, size_t len);
+int http_buf_printf(struct http_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void http_buf_free(struct http_buf *b);
+
+/* Reason phrase for a status code ("Not Found"). */
+const char *http_status_text(int status);
+
+/* Percent-decode src (len bytes) into dst (at least len+1 bytes); plus=1
+ * turns '+' into ' ' (query strings). Returns the decoded length, or -EINVAL
+ * on a bad escape or a decoded NUL byte. */
+long http_url_decode(const char *src, size_t len, char *dst, int plus);
+
+#endif

@@ -1,0 +1,514 @@
+/*
+ * queue.c - the submissions table as a durable queue. See queue.h.
+ */
+#include "server/queue.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/auth.h"
+
+struct queue_waiter {
+    struct queue *q;
+    struct http_request *req;
+    uv_timer_t timer;
+    queue_wait_cb cb;
+    void *data;
+    char runner[72];
+    struct queue_waiter *prev, *next;
+    int done;
+};
+
+struct queue {
+    uv_loop_t *loop;
+    struct db *db;
+    uv_timer_t sweeper;
+    uv_timer_t waker;
+    struct queue_waiter *head, *tail;
+    size_t nwaiting;
+    int closing, handles;
+    void (*on_change)(void *arg, long long id);
+    void *on_change_arg;
+};
+
+#define IN_PROGRESS "('compiling','checking','running','timing')"
+
+int queue_status_in_progress(const char *s)
+{
+    return !strcmp(s, "compiling") || !strcmp(s, "checking") || !strcmp(s, "running") ||
+           !strcmp(s, "timing");
+}
+
+int queue_status_final(const char *s)
+{
+    return !strcmp(s, "graded") || !strcmp(s, "compile_error") || !strcmp(s, "rejected") ||
+           !strcmp(s, "runtime_error") || !strcmp(s, "timeout") || !strcmp(s, "system_error");
+}
+
+static void changed(struct queue *q, long long id)
+{
+    if (q->on_change)
+        q->on_change(q->on_change_arg, id);
+}
+
+static void sweep_cb(uv_timer_t *t)
+{
+    struct queue *q = t->data;
+    if (queue_sweep(q, db_now()) > 0)
+        queue_notify(q);
+}
+
+int queue_new(uv_loop_t *loop, struct db *db, double sweep_interval_s, struct queue **out)
+{
+    struct queue *q = calloc(1, sizeof(*q));
+    if (!q)
+        return -ENOMEM;
+    q->loop = loop;
+    q->db = db;
+    uv_timer_init(loop, &q->sweeper);
+    uv_timer_init(loop, &q->waker);
+    q->sweeper.data = q;
+    q->waker.data = q;
+    q->handles = 2;
+    if (sweep_interval_s > 0) {
+        uint64_t ms = (uint64_t)(sweep_interval_s * 1000);
+        uv_timer_start(&q->sweeper, sweep_cb, ms, ms);
+    }
+    *out = q;
+    return 0;
+}
+
+void queue_on_change(struct queue *q, void (*fn)(void *arg, long long id), void *arg)
+{
+    q->on_change = fn;
+    q->on_change_arg = arg;
+}
+
+static void queue_handle_closed(uv_handle_t *h)
+{
+    struct queue *q = h->data;
+    if (--q->handles == 0)
+        free(q);
+}
+
+static void waiter_closed(uv_handle_t *h)
+{
+    free(h->data);
+}
+
+static void waiter_unlink(struct queue_waiter *w)
+{
+    struct queue *q = w->q;
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        q->head = w->next;
+    if (w->next)
+        w->next->prev = w->prev;
+    else
+        q->tail = w->prev;
+    w->prev = w->next = NULL;
+    q->nwaiting--;
+    w->done = 1;
+    uv_close((uv_handle_t *)&w->timer, waiter_closed);
+}
+
+/* Answer a waiter with wake (0: timeout/shutdown) and forget it if it
+ * answered. Returns 1 when the waiter is gone. */
+static int waiter_fire(struct queue_waiter *w, int wake)
+{
+    struct http_request *req = w->req;
+    int answered = w->cb(w->q, req, wake, w->runner, w->data);
+    if (!wake || answered) {
+        req->on_abort = NULL;
+        waiter_unlink(w);
+        http_request_finish(req);
+        return 1;
+    }
+    return 0;
+}
+
+void queue_drain(struct queue *q)
+{
+    q->closing = 1;
+    while (q->head)
+        waiter_fire(q->head, 0);
+}
+
+void queue_close(struct queue *q)
+{
+    queue_drain(q);
+    uv_close((uv_handle_t *)&q->sweeper, queue_handle_closed);
+    uv_close((uv_handle_t *)&q->waker, queue_handle_closed);
+}
+
+static void wake_cb(uv_timer_t *t)
+{
+    struct queue *q = t->data;
+    /* First come, first served: stop at the first waiter that found nothing. */
+    while (q->head && !q->closing) {
+        if (!waiter_fire(q->head, 1))
+            break;
+    }
+}
+
+void queue_notify(struct queue *q)
+{
+    /* From the loop, not from inside the handler that enqueued: the 202
+     * goes out first, and no handler runs nested in another. */
+    if (q->head && !q->closing)
+        uv_timer_start(&q->waker, wake_cb, 0, 0);
+}
+
+static void waiter_timeout(uv_timer_t *t)
+{
+    struct queue_waiter *w = t->data;
+    if (!w->done)
+        waiter_fire(w, 0);
+}
+
+static void waiter_abort(struct http_request *req, void *data)
+{
+    struct queue_waiter *w = data;
+    (void)req;
+    if (!w->done)
+        waiter_unlink(w);
+}
+
+int queue_wait(struct queue *q, struct http_request *req, double wait_s, const char *runner,
+               queue_wait_cb cb, void *data)
+{
+    if (q->closing)
+        return -ESHUTDOWN;
+    struct queue_waiter *w = calloc(1, sizeof(*w));
+    if (!w)
+        return -ENOMEM;
+    w->q = q;
+    w->req = req;
+    w->cb = cb;
+    w->data = data;
+    snprintf(w->runner, sizeof(w->runner), "%s", runner ? runner : "");
+    uv_timer_init(q->loop, &w->timer);
+    w->timer.data = w;
+    uv_timer_start(&w->timer, waiter_timeout, (uint64_t)(wait_s * 1000), 0);
+    w->prev = q->tail;
+    if (q->tail)
+        q->tail->next = w;
+    else
+        q->head = w;
+    q->tail = w;
+    q->nwaiting++;
+    req->on_abort = waiter_abort;
+    req->abort_data = w;
+    return 0;
+}
+
+size_t queue_waiting(struct queue *q)
+{
+    return q->nwaiting;
+}
+
+int queue_enqueue(struct queue *q, const struct queue_submit *in, long long *id_out)
+{
+    char hash[65];
+    auth_sha256_hex(in->source, in->size, hash);
+    double now = db_now();
+    int rc = db_begin(q->db, 1);
+    if (rc)
+        return rc;
+    sqlite3_stmt *st = db_stmt(q->db,
+        "INSERT INTO submissions(user_id, lab, filename, source, sha256, size, late, late_days,"
+        " status, phase, detail, attempts, max_attempts, created_at, updated_at)"
+        " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'queued', '', '', 0, ?9, ?10, ?10)");
+    if (!st) {
+        rc = -EIO;
+        goto fail;
+    }
+    sqlite3_bind_int64(st, 1, in->user_id);
+    sqlite3_bind_text(st, 2, in->lab, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, in->filename, -1, SQLITE_STATIC);
+    sqlite3_bind_blob(st, 4, in->source, (int)in->size, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, hash, 64, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 6, (long long)in->size);
+    sqlite3_bind_int(st, 7, in->late ? 1 : 0);
+    sqlite3_bind_double(st, 8, in->late_days);
+    sqlite3_bind_int(st, 9, in->max_attempts > 0 ? in->max_attempts : 3);
+    sqlite3_bind_double(st, 10, now);
+    rc = db_step_done(st);
+    if (rc)
+        goto fail;
+    *id_out = db_last_id(q->db);
+    /* COMMIT with synchronous=FULL: on disk before the caller answers 202. */
+    rc = db_commit(q->db);
+    if (rc)
+        return rc;
+    queue_notify(q);
+    return 0;
+fail:
+    db_rollback(q->db);
+    return rc;
+}
+
+int queue_claim(struct queue *q, const char *runner, long long runner_user, double lease_s,
+                int (*rubric_version)(void *ctx, const char *lab), void *ctx,
+                struct queue_job *job)
+{
+    double now = db_now();
+    memset(job, 0, sizeof(*job));
+    /* BEGIN IMMEDIATE takes the write lock first: two claimers (threads,
+     * processes, a second server on the same file) cannot pick the same row. */
+    int rc = db_begin(q->db, 1);
+    if (rc)
+        return rc;
+    sqlite3_stmt *st = db_stmt(q->db,
+        "SELECT id, user_id, lab, filename, sha256, attempts, source FROM submissions"
+        " WHERE status = 'queued' ORDER BY id LIMIT 1");
+    if (!st) {
+        rc = -EIO;
+        goto fail;
+    }
+    rc = sqlite3_step(st);
+    if (rc != SQLITE_ROW) {
+        rc = rc == SQLITE_DONE ? -ENOENT : db_errno(rc);
+        sqlite3_reset(st);
+        goto fail;
+    }
+    job->id = sqlite3_column_int64(st, 0);
+    job->user_id = sqlite3_column_int64(st, 1);
+    snprintf(job->lab, sizeof(job->lab), "%s", db_col_text(st, 2));
+    snprintf(job->filename, sizeof(job->filename), "%s", db_col_text(st, 3));
+    snprintf(job->sha256, sizeof(job->sha256), "%s", db_col_text(st, 4));
+    job->attempt = sqlite3_column_int(st, 5) + 1;
+    const void *src = sqlite3_column_blob(st, 6);
+    job->size = (size_t)sqlite3_column_bytes(st, 6);
+    job->source = malloc(job->size + 1);
+    if (!job->source) {
+        sqlite3_reset(st);
+        rc = -ENOMEM;
+        goto fail;
+    }
+    if (job->size)
+        memcpy(job->source, src, job->size);
+    job->source[job->size] = '\0';
+    sqlite3_reset(st);
+    int rv = rubric_version ? rubric_version(ctx, job->lab) : 0;
+    st = db_stmt(q->db,
+        "UPDATE submissions SET status = 'compiling', phase = 'compiling', detail = '',"
+        " attempts = attempts + 1, lease_runner = ?1, lease_user = ?2, lease_expires = ?3,"
+        " rubric_version = ?4, updated_at = ?5 WHERE id = ?6 AND status = 'queued'");
+    if (!st) {
+        rc = -EIO;
+        goto fail;
+    }
+    sqlite3_bind_text(st, 1, runner, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, runner_user);
+    sqlite3_bind_double(st, 3, now + lease_s);
+    if (rv > 0)
+        sqlite3_bind_int(st, 4, rv);
+    sqlite3_bind_double(st, 5, now);
+    sqlite3_bind_int64(st, 6, job->id);
+    rc = db_step_done(st);
+    if (rc)
+        goto fail;
+    rc = db_commit(q->db);
+    if (rc)
+        goto fail_nocommit;
+    changed(q, job->id);
+    return 0;
+fail:
+    db_rollback(q->db);
+fail_nocommit:
+    free(job->source);
+    job->source = NULL;
+    return rc;
+}
+
+/* Is the lease of id held by this runner? 0 yes, -ENOENT, -ESTALE. */
+static int lease_check(struct queue *q, long long id, long long runner_user, const char *runner,
+                       int attempt, int *attempts, int *max_attempts)
+{
+    sqlite3_stmt *st = db_stmt(q->db,
+        "SELECT status, lease_user, lease_runner, attempts, max_attempts FROM submissions WHERE id = ?1");
+    if (!st)
+        return -EIO;
+    sqlite3_bind_int64(st, 1, id);
+    int rc = sqlite3_step(st);
+    if (rc != SQLITE_ROW) {
+        sqlite3_reset(st);
+        return rc == SQLITE_DONE ? -ENOENT : db_errno(rc);
+    }
+    int held = queue_status_in_progress(db_col_text(st, 0)) &&
+               sqlite3_column_int64(st, 1) == runner_user &&
+               (!runner || !*runner || strcmp(runner, db_col_text(st, 2)) == 0) &&
+               (attempt <= 0 || attempt == sqlite3_column_int(st, 3));
+    *attempts = sqlite3_column_int(st, 3);
+    *max_attempts = sqlite3_column_int(st, 4);
+    sqlite3_reset(st);
+    return held ? 0 : -ESTALE;
+}
+
+int queue_progress(struct queue *q, long long id, long long runner_user, const char *runner,
+                   int attempt, const char *phase, const char *detail, double lease_s)
+{
+    int attempts, max_attempts;
+    int rc = lease_check(q, id, runner_user, runner, attempt, &attempts, &max_attempts);
+    if (rc)
+        return rc;
+    double now = db_now();
+    sqlite3_stmt *st = db_stmt(q->db,
+        "UPDATE submissions SET status = ?1, phase = ?1, detail = ?2, lease_expires = ?3,"
+        " updated_at = ?4 WHERE id = ?5 AND status IN " IN_PROGRESS " AND lease_user = ?6");
+    if (!st)
+        return -EIO;
+    sqlite3_bind_text(st, 1, phase, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, detail ? detail : "", -1, SQLITE_STATIC);
+    sqlite3_bind_double(st, 3, now + lease_s);
+    sqlite3_bind_double(st, 4, now);
+    sqlite3_bind_int64(st, 5, id);
+    sqlite3_bind_int64(st, 6, runner_user);
+    rc = db_step_done(st);
+    if (!rc && db_changes(q->db) == 0)
+        rc = -ESTALE;
+    if (!rc)
+        changed(q, id);
+    return rc;
+}
+
+int queue_result(struct queue *q, long long id, long long runner_user, const char *runner,
+                 int attempt, const struct queue_result *res, const char **final_status)
+{
+    int attempts, max_attempts;
+    int rc = db_begin(q->db, 1);
+    if (rc)
+        return rc;
+    rc = lease_check(q, id, runner_user, runner, attempt, &attempts, &max_attempts);
+    if (rc)
+        goto fail;
+    double now = db_now();
+    sqlite3_stmt *st;
+    if (strcmp(res->status, "system_error") == 0 && attempts < max_attempts) {
+        /* Our fault, not the student's: try again on another claim. */
+        st = db_stmt(q->db,
+            "UPDATE submissions SET status = 'queued', phase = '', detail = ?1, lease_runner = NULL,"
+            " lease_user = NULL, lease_expires = NULL, updated_at = ?2 WHERE id = ?3");
+        if (!st) {
+            rc = -EIO;
+            goto fail;
+        }
+        sqlite3_bind_text(st, 1, "system error; retrying", -1, SQLITE_STATIC);
+        sqlite3_bind_double(st, 2, now);
+        sqlite3_bind_int64(st, 3, id);
+        *final_status = "queued";
+    } else {
+        st = db_stmt(q->db,
+            "UPDATE submissions SET status = ?1, phase = '', detail = '', result = ?2, score = ?3,"
+            " max_score = ?4, speedup = ?5, graded_at = ?6, updated_at = ?6, lease_runner = NULL,"
+            " lease_user = NULL, lease_expires = NULL WHERE id = ?7");
+        if (!st) {
+            rc = -EIO;
+            goto fail;
+        }
+        sqlite3_bind_text(st, 1, res->status, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, res->result_json, -1, SQLITE_STATIC);
+        if (res->has_score) {
+            sqlite3_bind_double(st, 3, res->score);
+            sqlite3_bind_double(st, 4, res->max_score);
+        }
+        if (res->has_speedup)
+            sqlite3_bind_double(st, 5, res->speedup);
+        sqlite3_bind_double(st, 6, now);
+        sqlite3_bind_int64(st, 7, id);
+        *final_status = res->status;
+    }
+    rc = db_step_done(st);
+    if (rc)
+        goto fail;
+    rc = db_commit(q->db);
+    if (rc)
+        return rc;
+    changed(q, id);
+    if (strcmp(*final_status, "queued") == 0)
+        queue_notify(q);
+    return 0;
+fail:
+    db_rollback(q->db);
+    return rc;
+}
+
+int queue_regrade(struct queue *q, long long id)
+{
+    sqlite3_stmt *st = db_stmt(q->db,
+        "UPDATE submissions SET status = 'queued', phase = '', detail = 'regrade requested',"
+        " attempts = 0, lease_runner = NULL, lease_user = NULL, lease_expires = NULL,"
+        " updated_at = ?1 WHERE id = ?2");
+    if (!st)
+        return -EIO;
+    sqlite3_bind_double(st, 1, db_now());
+    sqlite3_bind_int64(st, 2, id);
+    int rc = db_step_done(st);
+    if (rc)
+        return rc;
+    if (db_changes(q->db) == 0)
+        return -ENOENT;
+    changed(q, id);
+    queue_notify(q);
+    return 0;
+}
+
+int queue_sweep(struct queue *q, double now)
+{
+    int n = 0;
+    int rc = db_begin(q->db, 1);
+    if (rc)
+        return rc;
+    sqlite3_stmt *st = db_stmt(q->db,
+        "UPDATE submissions SET status = CASE WHEN attempts >= max_attempts THEN 'system_error'"
+        " ELSE 'queued' END,"
+        " detail = CASE WHEN attempts >= max_attempts THEN 'the runner stopped answering '"
+        "   || attempts || ' times; an admin has been notified' ELSE 'lease expired; requeued' END,"
+        " phase = '', lease_runner = NULL, lease_user = NULL, lease_expires = NULL, updated_at = ?1"
+        " WHERE status IN " IN_PROGRESS " AND lease_expires < ?1");
+    if (!st) {
+        rc = -EIO;
+        goto fail;
+    }
+    sqlite3_bind_double(st, 1, now);
+    rc = db_step_done(st);
+    if (rc)
+        goto fail;
+    n = db_changes(q->db);
+    rc = db_commit(q->db);
+    if (rc)
+        return rc;
+    if (n > 0)
+        changed(q, 0);
+    return n;
+fail:
+    db_rollback(q->db);
+    return rc;
+}
+
+long long queue_position(struct queue *q, long long id)
+{
+    sqlite3_stmt *st = db_stmt(q->db,
+        "SELECT COUNT(*) FROM submissions WHERE status = 'queued' AND id <= ?1"
+        " AND EXISTS (SELECT 1 FROM submissions WHERE id = ?1 AND status = 'queued')");
+    if (!st)
+        return 0;
+    sqlite3_bind_int64(st, 1, id);
+    long long n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    sqlite3_reset(st);
+    return n;
+}
+
+long long queue_depth(struct queue *q)
+{
+    sqlite3_stmt *st = db_stmt(q->db, "SELECT COUNT(*) FROM submissions WHERE status = 'queued'");
+    if (!st)
+        return 0;
+    long long n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    sqlite3_reset(st);
+    return n;
+}

@@ -1,0 +1,133 @@
+/*
+ * queue.h - the durable job queue: submissions rows in SQLite are the queue.
+ *
+ *   enqueue  source + hash + queue row in one transaction (before the 202)
+ *   claim    BEGIN IMMEDIATE; oldest queued row; lease to a runner
+ *   progress the holder reports a phase; the lease is extended
+ *   result   the holder posts the verdict; system_error requeues until
+ *            max_attempts, then stays system_error
+ *   sweep    a libuv timer requeues jobs whose lease expired (same rule)
+ *
+ * Runners long-poll for claims: queue_wait parks a request and calls back
+ * when a job may be available (enqueue, requeue, regrade) or on timeout.
+ */
+#ifndef CUGRADE_QUEUE_H
+#define CUGRADE_QUEUE_H
+
+#include <stddef.h>
+#include <uv.h>
+#include <jansson.h>
+#include "server/db.h"
+#include "server/http.h"
+
+struct queue;
+
+struct queue_submit {
+    long long user_id;
+    const char *lab;
+    const char *filename;
+    const char *source;
+    size_t size;
+    int late;
+    double late_days;
+    int max_attempts;
+};
+
+struct queue_job {
+    long long id;
+    long long user_id;
+    char lab[65];
+    char filename[72];
+    char sha256[65];
+    int attempt;
+    char *source;               /* malloc'd, NUL-terminated; caller frees */
+    size_t size;
+};
+
+/* Called for parked claims: wake=1 when a job may be available (claim now,
+ * answer and return 1; return 0 to keep waiting), wake=0 on timeout or
+ * shutdown (answer 204; the return value is ignored). */
+typedef int (*queue_wait_cb)(struct queue *q, struct http_request *req, int wake,
+                             const char *runner, void *data);
+
+/* Create the queue. sweep_interval_s: how often expired leases are looked
+ * for (0: never; tests call queue_sweep). Returns 0 or -errno. */
+int queue_new(uv_loop_t *loop, struct db *db, double sweep_interval_s, struct queue **out);
+
+/* Answer every parked claim (wake=0); later queue_wait calls fail with
+ * -ESHUTDOWN. The queue keeps working otherwise (shutdown in progress). */
+void queue_drain(struct queue *q);
+
+/* Drain, stop the sweeper; frees the queue once its handles are closed
+ * (the loop must run). */
+void queue_close(struct queue *q);
+
+/* Called after a sweep changed jobs (to invalidate caches). */
+void queue_on_change(struct queue *q, void (*fn)(void *arg, long long id), void *arg);
+
+/* Store a new submission as queued (one transaction, synchronous=FULL).
+ * Returns 0 and the id, or -errno. Wakes parked claims. */
+int queue_enqueue(struct queue *q, const struct queue_submit *in, long long *id_out);
+
+/* Claim the oldest queued job for runner (runner_user: the token's user).
+ * rubric_version is recorded on the row. Returns 0 and fills job (free its
+ * source), -ENOENT when nothing is queued, -errno. */
+int queue_claim(struct queue *q, const char *runner, long long runner_user, double lease_s,
+                int (*rubric_version)(void *ctx, const char *lab), void *ctx,
+                struct queue_job *job);
+
+/* Extend the lease of job id held by runner_user (and by runner / attempt
+ * when they are not NULL / 0) and record phase and detail. Returns 0,
+ * -ENOENT (no such job), -ESTALE (the lease is not held: answer 409). */
+int queue_progress(struct queue *q, long long id, long long runner_user, const char *runner,
+                   int attempt, const char *phase, const char *detail, double lease_s);
+
+struct queue_result {
+    const char *status;         /* graded | compile_error | ... | system_error */
+    const char *result_json;    /* stored verbatim */
+    int has_score;
+    double score, max_score;    /* score after the late penalty */
+    int has_speedup;
+    double speedup;
+};
+
+/* Store a result for job id (same lease rules as queue_progress). A
+ * system_error requeues the job while attempts < max_attempts. Sets
+ * *final_status to the status the row ends in. Returns 0, -ENOENT, -ESTALE,
+ * -errno. */
+int queue_result(struct queue *q, long long id, long long runner_user, const char *runner,
+                 int attempt, const struct queue_result *res, const char **final_status);
+
+/* Put a submission back in the queue (admin regrade): attempts reset, old
+ * result kept until the new one arrives. Returns 0, -ENOENT, -errno. */
+int queue_regrade(struct queue *q, long long id);
+
+/* Requeue jobs whose lease expired before now; jobs at max_attempts become
+ * system_error. Returns the number of rows changed (>= 0) or -errno. */
+int queue_sweep(struct queue *q, double now);
+
+/* 1-based position of a queued job, 0 when it is not queued. */
+long long queue_position(struct queue *q, long long id);
+
+/* Jobs with status 'queued'. */
+long long queue_depth(struct queue *q);
+
+/* Park req until a job may be available or wait_s passed; runner (copied)
+ * and data are handed to cb. The http layer's abort callback is installed
+ * (the client may hang up; then cb is not called). Returns 0 or -errno. */
+int queue_wait(struct queue *q, struct http_request *req, double wait_s, const char *runner,
+               queue_wait_cb cb, void *data);
+
+/* Parked claims now. */
+size_t queue_waiting(struct queue *q);
+
+/* Wake parked claims (they try to claim in arrival order). */
+void queue_notify(struct queue *q);
+
+/* 1 for in-progress statuses (compiling, checking, running, timing). */
+int queue_status_in_progress(const char *status);
+
+/* 1 for final statuses (graded ... system_error). */
+int queue_status_final(const char *status);
+
+#endif

@@ -1,0 +1,224 @@
+/*
+ * router.c - route matching and request metrics. See router.h.
+ */
+#include "server/router.h"
+
+#include <errno.h>
+#include <http_parser.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const double router_buckets[ROUTER_BUCKETS] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
+                                               0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0};
+
+#define ROUTE_PAGES "(pages)"
+#define ROUTE_NONE "(unmatched)"
+
+int router_init(struct router *r, const struct route *routes, size_t n,
+                route_fn fallback, size_t fallback_body_max)
+{
+    memset(r, 0, sizeof(*r));
+    r->routes = routes;
+    r->nroutes = n;
+    r->fallback = fallback;
+    r->fallback_body_max = fallback_body_max;
+    r->metrics = calloc(n + 2, sizeof(*r->metrics));
+    return r->metrics ? 0 : -ENOMEM;
+}
+
+void router_free(struct router *r)
+{
+    free(r->metrics);
+    r->metrics = NULL;
+}
+
+static int is_api_path(const char *path)
+{
+    return strncmp(path, "/api/", 5) == 0 || strcmp(path, "/api") == 0 ||
+           strcmp(path, "/healthz") == 0 || strcmp(path, "/metrics") == 0;
+}
+
+/* Match path against pattern; on success fill req->params (values copied
+ * into a store that lives as long as the request) and return 1. */
+static int pattern_match(const char *pattern, const char *path, struct http_request *req,
+                         char *store, size_t storelen)
+{
+    const char *p = pattern, *s = path;
+    size_t np = 0, used = 0;
+    while (*p && *s) {
+        if (*p == '{') {
+            const char *pe = strchr(p, '}');
+            const char *se = strchr(s, '/');
+            size_t vlen = se ? (size_t)(se - s) : strlen(s);
+            size_t klen = (size_t)(pe - p - 1);
+            if (vlen == 0 || np == 8 || used + vlen + klen + 2 > storelen)
+                return 0;
+            char *k = store + used;
+            memcpy(k, p + 1, klen);
+            k[klen] = '\0';
+            used += klen + 1;
+            char *v = store + used;
+            memcpy(v, s, vlen);
+            v[vlen] = '\0';
+            used += vlen + 1;
+            req->params[np].name = k;
+            req->params[np].value = v;
+            np++;
+            p = pe + 1;
+            s += vlen;
+            continue;
+        }
+        if (*p != *s)
+            return 0;
+        p++;
+        s++;
+    }
+    if (*p || *s)
+        return 0;
+    req->nparams = np;
+    return 1;
+}
+
+/* Per-request store for params: the request line is at most 16 KiB, but a
+ * param is a lab name or an id; 512 bytes is plenty, longer is a 404. */
+static char param_store[512];
+
+static int route_find(struct router *r, struct http_request *req, size_t *idx, int *path_matched)
+{
+    int method = req->method == HTTP_HEAD ? HTTP_GET : req->method;
+    *path_matched = 0;
+    for (size_t i = 0; i < r->nroutes; i++) {
+        if (!pattern_match(r->routes[i].pattern, req->path, req, param_store, sizeof(param_store)))
+            continue;
+        *path_matched = 1;
+        if (r->routes[i].method == method) {
+            *idx = i;
+            return 1;
+        }
+    }
+    req->nparams = 0;
+    return 0;
+}
+
+size_t router_body_limit(struct router *r, struct http_request *req)
+{
+    if (!is_api_path(req->path))
+        return r->fallback_body_max;
+    size_t i;
+    int pm;
+    if (route_find(r, req, &i, &pm)) {
+        req->body_note = r->routes[i].body_note;
+        return r->routes[i].body_max;
+    }
+    return 0;
+}
+
+int router_dispatch(struct router *r, struct app *app, struct http_request *req)
+{
+    size_t i;
+    int pm;
+    if (!is_api_path(req->path)) {
+        req->route = ROUTE_PAGES;
+        if (!r->fallback) {
+            http_response_error(req, 404, "not_found", "There is no page at %s.", req->path);
+            return HTTP_DONE;
+        }
+        return r->fallback(app, req);
+    }
+    if (route_find(r, req, &i, &pm)) {
+        req->route = r->routes[i].pattern;
+        /* req->params point into param_store, valid while the handler
+         * runs; handlers that defer (the claim long poll) take no params. */
+        return r->routes[i].fn(app, req);
+    }
+    req->route = ROUTE_NONE;
+    if (pm) {
+        char allow[128] = "";
+        size_t used = 0;
+        for (size_t k = 0; k < r->nroutes; k++) {
+            struct http_request tmp = {0};
+            char st[512];
+            if (pattern_match(r->routes[k].pattern, req->path, &tmp, st, sizeof(st)) &&
+                used + 12 < sizeof(allow)) {
+                used += (size_t)snprintf(allow + used, sizeof(allow) - used, "%s%s",
+                                         used ? ", " : "", http_method_str(r->routes[k].method));
+            }
+        }
+        http_response_header(req, "Allow", allow);
+        http_response_error(req, 405, "method_not_allowed", "%s is not allowed on %s; use %s.",
+                            req->method_name, req->path, allow);
+        return HTTP_DONE;
+    }
+    http_response_error(req, 404, "not_found", "There is no API endpoint %s %s.",
+                        req->method_name, req->path);
+    return HTTP_DONE;
+}
+
+void router_record(struct router *r, struct http_request *req)
+{
+    size_t idx = r->nroutes + 1;
+    if (req->route) {
+        if (strcmp(req->route, ROUTE_PAGES) == 0) {
+            idx = r->nroutes;
+        } else {
+            for (size_t i = 0; i < r->nroutes; i++) {
+                if (req->route == r->routes[i].pattern) {
+                    idx = i;
+                    break;
+                }
+            }
+        }
+    }
+    struct route_metrics *m = &r->metrics[idx];
+    int cls = req->status / 100;
+    if (cls < 1 || cls > 5)
+        cls = 5;
+    m->count[cls]++;
+    double s = (double)(uv_hrtime() - req->start_ns) / 1e9;
+    m->sum_s += s;
+    size_t b = 0;
+    while (b < ROUTER_BUCKETS && s > router_buckets[b])
+        b++;
+    m->buckets[b]++;
+}
+
+int router_metrics_write(struct router *r, struct http_buf *out)
+{
+    int rc = 0;
+    rc |= http_buf_printf(out, "# HELP cugrade_http_requests_total HTTP requests by route and status class.\n"
+                               "# TYPE cugrade_http_requests_total counter\n");
+    for (size_t i = 0; i < r->nroutes + 2; i++) {
+        const char *name = i < r->nroutes ? r->routes[i].pattern : i == r->nroutes ? ROUTE_PAGES : ROUTE_NONE;
+        const char *method = i < r->nroutes ? http_method_str(r->routes[i].method) : "any";
+        for (int c = 1; c <= 5; c++)
+            if (r->metrics[i].count[c])
+                rc |= http_buf_printf(out, "cugrade_http_requests_total{route=\"%s\",method=\"%s\",code=\"%dxx\"} %llu\n",
+                                      name, method, c, (unsigned long long)r->metrics[i].count[c]);
+    }
+    rc |= http_buf_printf(out, "# HELP cugrade_http_request_duration_seconds Time from the request line to the response.\n"
+                               "# TYPE cugrade_http_request_duration_seconds histogram\n");
+    for (size_t i = 0; i < r->nroutes + 2; i++) {
+        const char *name = i < r->nroutes ? r->routes[i].pattern : i == r->nroutes ? ROUTE_PAGES : ROUTE_NONE;
+        const char *method = i < r->nroutes ? http_method_str(r->routes[i].method) : "any";
+        struct route_metrics *m = &r->metrics[i];
+        uint64_t total = 0;
+        for (int c = 1; c <= 5; c++)
+            total += m->count[c];
+        if (!total)
+            continue;
+        uint64_t cum = 0;
+        for (size_t b = 0; b < ROUTER_BUCKETS; b++) {
+            cum += m->buckets[b];
+            rc |= http_buf_printf(out, "cugrade_http_request_duration_seconds_bucket{route=\"%s\",method=\"%s\",le=\"%g\"} %llu\n",
+                                  name, method, router_buckets[b], (unsigned long long)cum);
+        }
+        cum += m->buckets[ROUTER_BUCKETS];
+        rc |= http_buf_printf(out, "cugrade_http_request_duration_seconds_bucket{route=\"%s\",method=\"%s\",le=\"+Inf\"} %llu\n"
+                                   "cugrade_http_request_duration_seconds_sum{route=\"%s\",method=\"%s\"} %.6f\n"
+                                   "cugrade_http_request_duration_seconds_count{route=\"%s\",method=\"%s\"} %llu\n",
+                              name, method, (unsigned long long)cum, name, method, m->sum_s, name, method,
+                              (unsigned long long)cum);
+    }
+    return rc ? -ENOMEM : 0;
+}

@@ -1,0 +1,63 @@
+/*
+ * router.h - method + path dispatch with {params}, per-route body caps and
+ * request metrics (count by status class, latency histogram) per route.
+ * Paths that are not /api/..., /healthz or /metrics go to the fallback
+ * (the web pages, server/pages.h).
+ */
+#ifndef CUGRADE_ROUTER_H
+#define CUGRADE_ROUTER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "server/http.h"
+
+struct app;
+
+/* A handler: fill the response and return HTTP_DONE, or HTTP_DEFERRED
+ * (then call http_request_finish later). */
+typedef int (*route_fn)(struct app *app, struct http_request *req);
+
+struct route {
+    int method;                /* HTTP_GET, HTTP_POST, ... (HEAD matches GET) */
+    const char *pattern;       /* "/api/labs/{lab}/submissions" */
+    route_fn fn;
+    size_t body_max;           /* 0: no body accepted */
+    const char *body_note;     /* the 413 message's end, e.g. "source files may be at most 256 KiB." */
+};
+
+#define ROUTER_BUCKETS 14
+extern const double router_buckets[ROUTER_BUCKETS];   /* seconds, upper bounds */
+
+struct route_metrics {
+    uint64_t count[6];                     /* by status class: [2]=2xx ... [5]=5xx */
+    uint64_t buckets[ROUTER_BUCKETS + 1];  /* last is +Inf */
+    double sum_s;
+};
+
+struct router {
+    const struct route *routes;
+    size_t nroutes;
+    route_fn fallback;         /* pages; NULL: 404 */
+    size_t fallback_body_max;
+    struct route_metrics *metrics;   /* nroutes + 2: [n] fallback, [n+1] unmatched */
+};
+
+/* Set up a router over a static route table. Returns 0 or -ENOMEM. */
+int router_init(struct router *r, const struct route *routes, size_t n,
+                route_fn fallback, size_t fallback_body_max);
+void router_free(struct router *r);
+
+/* Body cap for a request (http_callbacks.body_limit). */
+size_t router_body_limit(struct router *r, struct http_request *req);
+
+/* Match and run the handler; 404/405 JSON errors for /api paths that do not
+ * match. Returns HTTP_DONE or HTTP_DEFERRED. */
+int router_dispatch(struct router *r, struct app *app, struct http_request *req);
+
+/* Record a finished request in the metrics (http_callbacks.done). */
+void router_record(struct router *r, struct http_request *req);
+
+/* Append Prometheus text for the request metrics to out. 0 or -ENOMEM. */
+int router_metrics_write(struct router *r, struct http_buf *out);
+
+#endif

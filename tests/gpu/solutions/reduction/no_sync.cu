@@ -1,0 +1,24 @@
+// expect: status=graded correctness=fail sanitizer=dirty tier=none flagged=no note="missing __syncthreads() in the shared-memory tree"
+#include <cuda_runtime.h>
+#include <stddef.h>
+
+__global__ void block_sum(const float *in, float *out, size_t n)
+{
+    __shared__ float s[1024];
+    size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    s[threadIdx.x] = i < n ? in[i] : 0.0f;
+    __syncthreads();
+    for (int k = blockDim.x / 2; k > 0; k /= 2) {
+        if (threadIdx.x < k)
+            s[threadIdx.x] += s[threadIdx.x + k];
+        // BUG: no __syncthreads(): other warps read partial sums not yet written
+    }
+    if (threadIdx.x == 0)
+        atomicAdd(out, s[0]);
+}
+
+extern "C" void reduce_sum(const float *d_in, float *d_out, size_t n)
+{
+    cudaMemset(d_out, 0, sizeof(float));
+    block_sum<<<(unsigned)((n + 1023) / 1024), 1024>>>(d_in, d_out, n);
+}

@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""CI (no GPU, real nvcc, real sandbox): student files through
+`cugrade-runner grade --stop-after inspect`: good files compile and pass the
+symbol inspection; cuBLAS, dlopen/dlsym, a redefined cudaEventElapsedTime, a
+static constructor, a syntax error and an #include of /etc/shadow each get
+the right status and message. Prints TAP lines."""
+import json, os, shutil, subprocess, sys, tempfile
+
+ROOT = os.environ.get("CUGRADE_ROOT") or os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
+BUILD = os.environ.get("CUGRADE_BUILD") or os.path.join(ROOT, "build")
+RUNNER = os.path.join(BUILD, "cugrade-runner")
+FIX = os.path.join(ROOT, "tests/runner/fixtures")
+failures = 0
+
+def ok(cond, name, detail=""):
+    global failures
+    print(("ok" if cond else "not ok") + " - " + name)
+    if not cond:
+        failures += 1
+        for line in str(detail).splitlines()[:20]:
+            print("#   " + line)
+
+if not os.path.exists("/usr/local/cuda/bin/nvcc"):
+    print("ok - # SKIP nvcc not installed")
+    sys.exit(0)
+if os.geteuid() != 0:
+    print("ok - # SKIP the sandbox needs root (CI runs as root)")
+    sys.exit(0)
+
+tmp = tempfile.mkdtemp(prefix="cugrade-runner-t-")
+os.chmod(tmp, 0o755)  # the sandbox may drop to an unprivileged uid before bwrap: it must traverse
+
+def grade(lab, fixture, stop="inspect"):
+    p = subprocess.run([RUNNER, "grade", "--lab", lab, "--file", os.path.join(FIX, fixture),
+                        "--stop-after", stop, "--root", ROOT, "--cache", os.path.join(tmp, "cache"),
+                        "--work", os.path.join(tmp, "work"), "--arch", "sm_90"],
+                       capture_output=True, text=True, timeout=300)
+    try:
+        doc = json.loads(p.stdout)
+    except ValueError:
+        doc = {"status": "unparsable", "result": {"cugrade": {}}, "stderr": p.stderr, "stdout": p.stdout}
+    return doc
+
+try:
+    p = subprocess.run([RUNNER, "--help"], capture_output=True, text=True)
+    ok(p.returncode == 0 and "--token-file" in p.stdout and "grade --lab" in p.stdout, "--help prints the usage")
+
+    for lab, f in [("matmul", "good_matmul.cu"), ("reduction", "good_reduction.cu"), ("embedding", "good_embedding.cu")]:
+        d = grade(lab, f)
+        ok(d["status"] == "graded" and d["result"]["cugrade"].get("stopped_after") == "inspect"
+           and d["result"]["cugrade"].get("rejection") is None,
+           f"{f} compiles in the sandbox and passes inspection", json.dumps(d)[:2000])
+
+    cases = [
+        ("cublas_matmul.cu", "rejected", "cublasSgemm", "cuBLAS is not allowed"),
+        ("dlopen_matmul.cu", "rejected", "dlopen", "loading libraries at run time"),
+        ("define_event_elapsed.cu", "rejected", "cudaEventElapsedTime", "CUDA runtime"),
+        ("define_write.cu", "rejected", "write", "C library"),
+        ("static_ctor.cu", "rejected", "_GLOBAL__sub_I", "static constructor"),
+        ("attr_ctor.cu", "rejected", "before_main", "static constructor"),
+        ("raw_syscall.cu", "rejected", "matmul", "raw syscall"),
+    ]
+    for f, status, sym, why in cases:
+        d = grade("matmul", f)
+        rej = d["result"]["cugrade"].get("rejection") or {}
+        ok(d["status"] == status and sym in rej.get("symbol", "") and why in rej.get("reason", "")
+           and why in d["result"]["output"] and d["result"]["score"] == 0,
+           f"{f}: {status}, names {sym} and why", json.dumps(d)[:2000])
+
+    d = grade("matmul", "syntax_error.cu")
+    log = d["result"]["cugrade"].get("compile_log") or ""
+    ok(d["status"] == "compile_error" and "syntax_error.cu(6): error" in log, "a syntax error: compile_error with file(line)", json.dumps(d)[:2000])
+    ok("/work/" not in log and "/tmp/tmpxft" not in log, "the compile log has no sandbox paths", log)
+
+    d = grade("matmul", "include_shadow.cu")
+    log = d["result"]["cugrade"].get("compile_log") or ""
+    shadow = open("/etc/shadow").read() if os.path.exists("/etc/shadow") else ""
+    root_line = shadow.split("\n")[0] if shadow else "root:"
+    ok(d["status"] == "compile_error" and root_line not in log and "/etc/shadow" in log,
+       "#include \"/etc/shadow\" shows nothing of it: compile_error", log)
+finally:
+    shutil.rmtree(tmp, ignore_errors=True)
+sys.exit(1 if failures else 0)

@@ -1,0 +1,192 @@
+#!/bin/sh
+# The hostile-program suite: each student program below attacks the sandbox
+# one way; each test asserts the verdict sandbox_run gives it and what the
+# program managed to see or do, then the host is checked (no process, cgroup,
+# mount or file left behind). Runs as root (CI); see docs/sandbox.md.
+. "$(dirname "$0")/lib.sh"
+
+if ! $CC -O1 -o "$T/hostile" "$ROOT/tests/sandbox/hostile.c" 2>"$T/cc.log"; then
+    echo "not ok - compile tests/sandbox/hostile.c"; cat "$T/cc.log"; exit 1
+fi
+P="--put $T/hostile:hostile-prog"
+MARK="cugrade-escape-$$"
+
+# --- the sandbox runs things at all, and reports exit codes ---------------
+run $P -- ./hostile-prog exit 0
+check "a normal program exits 0 with a clean verdict" all 'has "\"exited\":1,\"exit_code\":0"' 'has "\"message\":\"\""'
+run $P -- ./hostile-prog exit 3
+check "an exit status is reported as such" all 'has "\"exit_code\":3"' 'has "exited with status 3"'
+run -- /bin/sh -c 'kill -SEGV $$'
+check "a crash is reported as its signal" all 'has "\"signal\":11"' 'has "Segmentation fault"'
+RUN_ENV=CUGRADE_BWRAP=/nonexistent/bwrap; run -- /bin/true; RUN_ENV=
+check "a broken sandbox is a system error, not a verdict" has '"rc":-2}'
+run --bind /nonexistent-lab-file -- /bin/true
+check "a bwrap setup failure (missing bind) is a system error too" has '"rc":-5}'
+run -- no-such-command
+check "a command that is not found is a verdict (127), not a system error" has '"exit_code":127'
+
+# --- fork bomb -------------------------------------------------------------
+run $P --pids 32 --wall 2 -- ./hostile-prog forkbomb
+check "fork bomb: stopped at the time limit" all 'has "\"timed_out\":1"' 'has "time limit exceeded"'
+check "fork bomb: nothing left on the host" host_clean
+
+# --- endless loop: wall clock and CPU --------------------------------------
+run $P --wall 1.5 --cpu 30 -- ./hostile-prog spin
+w=$(num wall_seconds)
+check "endless loop: killed at the wall limit" all 'has "\"timed_out\":1,\"cpu_limit\":0"' 'lt 1.4 $w' 'lt $w 2.5'
+run $P --wall 30 --cpu 1 -- ./hostile-prog spin
+c=$(num cpu_seconds)
+# (the wall time depends on the machine's load; the CPU time must not)
+check "endless loop: killed at the CPU limit" all 'has "\"timed_out\":1,\"cpu_limit\":1"' 'has "CPU time limit"' 'lt 0.99 $c' 'lt $c 1.5'
+check "endless loop: nothing left on the host" host_clean
+
+# --- sleeping forever, children left behind ----------------------------------
+run $P --wall 10 -- ./hostile-prog orphans
+w=$(num wall_seconds)
+check "orphans: main exits 0, the run ends at once" all 'has "\"exited\":1,\"exit_code\":0"' 'lt $w 3'
+check "orphans: setsid()'d grandchildren are gone" host_clean
+run $P --wall 1 -- ./hostile-prog orphans wait
+check "orphans + sleeping parent: killed at the wall limit" has '"timed_out":1'
+check "orphans + sleeping parent: the whole tree is gone" host_clean
+
+# --- memory bomb -----------------------------------------------------------
+run $P --mem 64M -- ./hostile-prog membomb
+peak=$(num peak_memory_bytes)
+check "memory bomb: OOM-killed at the cgroup limit" all 'has "\"oom_killed\":1"' 'has "memory limit exceeded"'
+check "memory bomb: peak memory reported near the limit" all 'lt 33554432 $peak' 'lt $peak 71303168'
+check "memory bomb: nothing left on the host" host_clean
+
+# --- output flood: truncated, counted, stopped by the clock ----------------
+run $P --output-cap 4096 --wall 2 --quiet -- ./hostile-prog flood 0
+b=$(num stdout_bytes)
+check "endless output: truncated, counted, killed at the wall limit" all 'has "\"output_truncated\":1"' 'has "\"timed_out\":1"' 'lt 10000000 $b'
+run $P --output-cap 4096 -- ./hostile-prog flood 1000000
+check "1 MB of output: kept 4 KiB, counted all, exit 0" all 'has "\"output_truncated\":1"' 'has "\"exit_code\":0"' 'has "\"stdout_bytes\":1003520"' 'has "output truncated to 4096 bytes"'
+out_len=$(printf '%s' "$J" | sed -n 's/.*"out":"\([^"]*\)".*/\1/p' | sed 's/\\n/\n/g' | wc -c)
+check "1 MB of output: the kept part is at most the cap" lt "$out_len" 4200
+
+# --- disk fill -------------------------------------------------------------
+run $P --workdir-size 8M --fsize 64M -- ./hostile-prog diskfill
+bytes=$(printf '%s' "$J" | sed -n 's/.*after \([0-9]*\) bytes.*/\1/p')
+check "disk fill: writes stop at the work directory's cap" all 'has "stopped"' 'lt ${bytes:-99999999} 8388609' 'has "\"exit_code\":0"'
+run $P --workdir-size 16M --fsize 2M -- ./hostile-prog bigfile
+check "one huge file: killed at RLIMIT_FSIZE (SIGXFSZ)" all 'has "\"signal\":25"' 'has "\"file_limit\":1"' 'has "file size limit"'
+run $P --mem 64M --wall 10 -- ./hostile-prog diskfill /tmp
+check "filling /tmp: bounded by the memory limit" all 'has "No space left on device" || has "\"oom_killed\":1"' 'lacks "\"timed_out\":1"'
+run $P --wall 10 -- ./hostile-prog diskfill /dev/shm
+check "filling /dev/shm: bounded too" all 'has "No space left on device" || has "\"oom_killed\":1"' 'lacks "\"timed_out\":1"'
+
+# --- writes outside the work directory -------------------------------------
+run $P -- ./hostile-prog escape "/etc/$MARK" "/usr/$MARK" "/$MARK" "/tmp/$MARK" "/sys/$MARK" \
+    "/proc/$MARK" "/work/../$MARK.up" "$T/$MARK" "/usr/local/cuda/$MARK"
+nwrote=$(printf '%s' "$J" | sed 's/\\n/\n/g' | grep -c ': WROTE')
+check "writes outside: / /etc /usr /sys /proc all refused, only /tmp (private) writable" all \
+    'has "/etc/$MARK: Read-only file system"' 'has "/usr/$MARK: Read-only file system"' \
+    'has "/sys/$MARK: Read-only file system"' 'has "/tmp/$MARK: WROTE"' 'test "$nwrote" = 1'
+found=$(ls -d /etc/$MARK* /usr/$MARK* /$MARK* /tmp/$MARK* /sys/$MARK* /usr/local/cuda/$MARK* "$T"/$MARK* "$T"/*/$MARK* 2>/dev/null)
+check "writes outside: nothing appeared on the host (/tmp is private)" test -z "$found"
+
+# --- a link planted as the output file --------------------------------------
+mkdir -p "$T/canary" && echo alive >"$T/canary/file"
+run $P --keep -- ./hostile-prog plant "$T/canary"
+WD=$(printf '%s' "$J" | sed -n 's/.*"workdir":"\([^"]*\)".*/\1/p')
+check "plant: the program planted its links" all 'has "symlink: 0"' 'has "mkfifo: 0"' 'test -n "$WD"'
+check "plant: no hard link to a host file (separate filesystem)" has "hardlink: Invalid cross-device link"
+run --workdir "$WD" --take out.txt -- /bin/true
+check "take_file refuses a symlink to /etc/passwd (-ELOOP)" all 'has "\"take_rc\":-40"' 'lacks "root:"'
+run --workdir "$WD" --take rel.txt -- /bin/true
+check "take_file refuses a relative symlink (-ELOOP)" all 'has "\"take_rc\":-40"' 'lacks "root:"'
+run --workdir "$WD" --take d/etc/passwd -- /bin/true
+check "take_file refuses a path through a linked directory" all 'lacks "\"take_rc\":0"' 'lacks "root:"'
+run --workdir "$WD" --take ../../../../etc/passwd -- /bin/true
+check "take_file refuses a name climbing out of the work directory" all 'lacks "\"take_rc\":0"' 'lacks "root:"'
+RUN_ENV=; run --workdir "$WD" --take fifo -- /bin/true
+check "take_file refuses a FIFO without hanging (-EINVAL)" has '"take_rc":-22'
+run --workdir "$WD" --remove -- /bin/sh -c 'head -c 5000 /dev/zero > /work/big; echo ok > /work/small'
+check "workdir_remove does not follow links into the host" all 'has "\"remove_rc\":0"' 'test -f "$T/canary/file"' 'test ! -e "$WD"'
+
+# take_file size cap and regular file, on a fresh dir
+run $P --keep -- /bin/sh -c 'head -c 5000 /dev/zero > big; echo hello > small'
+WD=$(printf '%s' "$J" | sed -n 's/.*"workdir":"\([^"]*\)".*/\1/p')
+run --workdir "$WD" --take small -- /bin/true
+check "take_file returns a regular file" has '"take_rc":0,"take":"hello\n"'
+run --workdir "$WD" --take big:4096 --remove -- /bin/true
+check "take_file refuses a file over its cap (-EFBIG)" has '"take_rc":-27'
+
+# --- secrets: /etc/shadow, /proc/1/environ, the runner's environment --------
+if grep -q '^root:' /etc/shadow 2>/dev/null; then ok "control: the host's /etc/shadow exists and is readable by root"
+else nok "control: the host's /etc/shadow exists and is readable by root"; fi
+RUN_ENV="CUGRADE_SECRET=s3cr3t-token-$$"; run $P -- ./hostile-prog read /etc/shadow /proc/1/environ /proc/1/cmdline /etc/passwd /root/.bashrc; RUN_ENV=
+check "reading /etc/shadow: not there" all 'has "/etc/shadow: No such file or directory"' 'lacks "root:"'
+check "reading /proc/1/environ: no runner environment" all 'has "/proc/1/environ: read"' 'lacks "s3cr3t-token"' 'lacks "CUGRADE_SECRET"'
+check "reading /proc/1/cmdline: no host paths or environment" all 'lacks "s3cr3t"' 'lacks "$T"' 'lacks "--setenv"'
+
+# --- listing / -------------------------------------------------------------
+run $P -- ./hostile-prog ls /
+extra=$(printf '%s' "$J" | sed -n 's/.*"out":"\([^"]*\)".*/\1/p' | sed 's/\\n/\n/g' |
+    grep -vxE 'bin|dev|etc|lib|lib32|lib64|libx32|proc|sbin|sys|tmp|usr|work|' || true)
+check "listing /: only the system dirs, /proc /dev /sys /tmp /work" test -z "$extra"
+run $P -- ./hostile-prog ls /etc
+extra=$(printf '%s' "$J" | sed -n 's/.*"out":"\([^"]*\)".*/\1/p' | sed 's/\\n/\n/g' |
+    grep -vxE 'ld.so.cache|ld.so.conf|ld.so.conf.d|alternatives|localtime|' || true)
+check "listing /etc: only what the linker and compilers need" test -z "$extra"
+run $P -- ./hostile-prog ls /dev
+check "listing /dev: no disks, no GPU unless given" all 'lacks "nvidia"' 'lacks "sda"' 'lacks "vda"' 'lacks "kmsg"' 'lacks "mem\\n"'
+
+# --- network ---------------------------------------------------------------
+"$T/hostile" listen "$T/port" & LISTENER=$!
+for i in 1 2 3 4 5 6 7 8 9 10; do [ -s "$T/port" ] && break; sleep 0.1; done
+PORT=$(cat "$T/port" 2>/dev/null)
+if "$T/hostile" connect 127.0.0.1 "$PORT" | grep -q CONNECTED; then ok "control: the host listener on 127.0.0.1:$PORT accepts"
+else nok "control: the host listener on 127.0.0.1:$PORT accepts"; fi
+run $P -- ./hostile-prog connect 127.0.0.1 "$PORT"
+check "connect to the host's 127.0.0.1: refused (empty network namespace)" all 'lacks "CONNECTED"' 'has "\"exit_code\":1"'
+run $P -- ./hostile-prog connect 1.1.1.1 80
+check "connect to an outside address: unreachable" all 'lacks "CONNECTED"' 'has "\"exit_code\":1"'
+kill "$LISTENER" 2>/dev/null; wait "$LISTENER" 2>/dev/null; LISTENER=""
+
+# --- ptrace and friends ------------------------------------------------------
+run $P -- ./hostile-prog ptrace
+check "ptrace of the parent, pid 1, process_vm_readv: all EPERM" all \
+    'has "ptrace attach parent: Operation not permitted"' 'has "ptrace attach pid 1: Operation not permitted"' \
+    'has "process_vm_readv: Operation not permitted"' 'lacks "ATTACHED"' 'lacks "TRACED"' 'lacks "READ\\n"'
+
+# --- inherited descriptors ----------------------------------------------------
+echo "runner-private" >"$T/private"
+run $P -- ./hostile-prog fds 7<"$T/private" 9<"$T/private"
+check "inherited descriptors: the child sees only 0 1 2" has '"out":"fds: 0 1 2\n"'
+run $P --result-file "$T/result" -- ./hostile-prog fds 7<"$T/private"
+check "result channel: fd 3 and nothing else" has '"out":"fds: 0 1 2 3\nfd3 write: 10\n"'
+check "result channel: what fd 3 got reached the runner" grep -qx RESULT-OK "$T/result"
+
+# --- environment -------------------------------------------------------------
+RUN_ENV="CUGRADE_SECRET=s3cr3t-$$"; run $P --env PATH=/usr/bin:/bin --env FOO=bar -- ./hostile-prog env; RUN_ENV=
+check "environment: only the given variables (and bwrap's PWD)" has '"out":"PATH=/usr/bin:/bin\nFOO=bar\nPWD=/work\n"'
+
+# --- identity, capabilities, seccomp ------------------------------------------
+run $P -- ./hostile-prog status
+check "status: uid 65534, no capabilities at all, no_new_privs, seccomp on" all \
+    'has "Uid:\\u000965534"' 'has "CapEff:\\u00090000000000000000"' 'has "CapBnd:\\u00090000000000000000"' \
+    'has "NoNewPrivs:\\u00091"' 'has "Seccomp:\\u00092"' 'has "hostname: cugrade"'
+run $P --keep -- /bin/sh -c 'echo x > /work/owner'
+WD=$(printf '%s' "$J" | sed -n 's/.*"workdir":"\([^"]*\)".*/\1/p')
+owner=$(stat -c %u "$WD/owner" 2>/dev/null)
+run --workdir "$WD" --remove -- /bin/true
+echo "# host uid of the sandboxed program: $owner (65534: unprivileged mode, 0: root-mapped mode)"
+if [ "${CUGRADE_SANDBOX_USER:-}" != root ] && [ "${SANDBOX_EXPECT_ROOT_MODE:-0}" != 1 ]; then
+    check "identity: the program is host uid 65534 (unprivileged mode)" test "$owner" = 65534
+fi
+run $P -- ./hostile-prog syscalls
+allowed=$(printf '%s' "$J" | sed -n 's/.*"out":"\([^"]*\)".*/\1/p' | sed 's/\\n/\n/g' | grep ALLOWED | grep -v -e personality_query -e socket_unix)
+check "seccomp: keyctl bpf perf io_uring userfaultfd unshare mount setns vsock... denied" all 'test -z "$allowed"' 'has "socket_unix: ALLOWED"'
+run $P -- ./hostile-prog i386
+# (31: our filter's SIGSYS; 11: a kernel booted without ia32 emulation)
+check "seccomp: an i386 system call (int 0x80) kills the process" all 'has "\"signal\":31" || has "\"signal\":11"' 'lacks "NOT KILLED"'
+run $P -- ./hostile-prog x32
+check "seccomp: an x32 system call kills the process" all 'has "\"signal\":31"' 'lacks "NOT KILLED"'
+
+# --- the host, at the end ----------------------------------------------------
+check "host: no process left behind" test -z "$(sandbox_procs)"
+check "host: no cgroup left behind" test -z "$(cg_dirs)"
+check "host: no work directory mount left behind" test -z "$(grep "$T" /proc/self/mountinfo)"
+exit 0

@@ -1,0 +1,78 @@
+# Shared helpers of the sandbox suites (sourced, POSIX sh).
+#   $SR    the sandbox_run CLI          $T   this suite's temp dir (0755)
+#   run ARGS...   runs "$SR ARGS", the JSON verdict line in $J, stderr in $T/stderr
+#   has STR / lacks STR   does $J contain STR
+#   num KEY       a numeric field of $J
+#   check NAME CMD...   ok/not ok on CMD's status, with $J as diagnostics
+ROOT=${CUGRADE_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
+BUILD=${CUGRADE_BUILD:-$ROOT/build}
+SR=${SANDBOX_RUN:-$BUILD/tests/tools/sandbox_run}
+CC=${CC:-cc}
+command -v "$CC" >/dev/null 2>&1 || CC=gcc
+NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
+T=$(mktemp -d /tmp/cugrade-sbtest.XXXXXX) || exit 2
+# The sandbox may run as host "nobody": it must reach what we hand it.
+chmod 755 "$T"
+J=""
+FAILED=0
+
+ok() { echo "ok - $1"; }
+nok() {
+    echo "not ok - $1"
+    FAILED=$((FAILED + 1))
+    printf '%s\n' "#   verdict: $J" | cut -c1-2000
+    [ -s "$T/stderr" ] && sed 's/^/#   stderr: /' "$T/stderr" | head -n 10
+    return 0
+}
+check() { _n=$1; shift; if "$@"; then ok "$_n"; else nok "$_n"; fi; }
+# Every CLI run is recorded by pid: its cgroups are named cugrade-<pid>-<n>,
+# which is how the host checks tell ours from other suites' running beside.
+RUN_ENV=""
+run() {
+    env $RUN_ENV "$SR" --parent "$T" "$@" >"$T/out" 2>"$T/stderr" &
+    _p=$!
+    echo "$_p" >>"$T/pids"
+    wait "$_p"
+    J=$(cat "$T/out")
+}
+has() { case "$J" in *"$1"*) return 0 ;; esac; return 1; }
+lacks() { ! has "$1"; }
+num() { printf '%s' "$J" | sed -n "s/.*\"$1\":\([-0-9.]*\).*/\1/p"; }
+# float compare: lt A B
+lt() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a + 0 < b + 0) }'; }
+all() { for _c; do eval "$_c" || return 1; done; return 0; }
+
+if [ ! -x "$SR" ]; then
+    echo "not ok - sandbox_run CLI built at $SR"
+    exit 1
+fi
+
+# Host state: processes and cgroups the sandbox must never leave behind.
+our_cg_pattern() {
+    [ -s "$T/pids" ] || { echo 'cugrade-none-'; return; }
+    printf 'cugrade-(%s)-[0-9]+' "$(paste -sd'|' "$T/pids")"
+}
+cg_dirs() {
+    find /sys/fs/cgroup -maxdepth 9 -type d -name 'cugrade-[0-9]*' 2>/dev/null | grep -E "/$(our_cg_pattern)\$"
+}
+sandbox_procs() {
+    # processes still in one of our run cgroups; our hostile programs
+    # (alive or zombie); bwrap zombies nobody reaped
+    grep -lEs "$(our_cg_pattern)" /proc/[0-9]*/cgroup 2>/dev/null | sed 's|/proc/\([0-9]*\)/cgroup|\1|'
+    ps -eo pid=,stat=,comm= 2>/dev/null | awk '$3 == "hostile-prog" || ($3 == "bwrap" && $2 ~ /^Z/)'
+}
+host_clean() {
+    # give the kernel a moment to finish reaping
+    for _i in 1 2 3 4 5 6 7 8 9 10; do
+        [ -z "$(sandbox_procs)$(cg_dirs)" ] && return 0
+        sleep 0.2
+    done
+    echo "#   left behind: $(sandbox_procs | tr '\n' ' ') cgroups: $(cg_dirs | tr '\n' ' ')"
+    return 1
+}
+cleanup() {
+    [ -n "${LISTENER:-}" ] && kill "$LISTENER" 2>/dev/null
+    grep -o "$T/[^ ]*" /proc/self/mountinfo 2>/dev/null | while read -r m; do umount -l "$m" 2>/dev/null; done
+    rm -rf "$T"
+}
+trap cleanup EXIT INT TERM

@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+# The auth matrix: every endpoint of docs/api.md against every role (the
+# owning student, another student, a TA, an admin, a runner), no token, and a
+# wrong token.  One check per cell: the status, and for 401/403 the error code.
+import json
+import os
+import sys
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cugrade_test import Tap, Server, require_binary, kernel, FIXTURES  # noqa: E402
+
+COLS = ["owner", "other", "ta", "admin", "runner", "none", "wrong"]
+WRONG = "cgs_" + "0123456789abcdef" * 4     # well formed, never issued
+HUMANS_OK = lambda ok: [ok, ok, ok, ok, 403, 401, 401]       # noqa: E731
+ADMIN_ONLY = lambda ok: [403, 403, 403, ok, 403, 401, 401]   # noqa: E731
+RUNNER_ONLY = lambda ok: [403, 403, 403, 403, ok, 401, 401]  # noqa: E731
+OWNER_TA_ADMIN = [200, (403, 404), 200, 200, 403, 401, 401]
+PUBLIC = [200] * 7
+
+
+def main(t):
+    s = Server(labs=["vadd"], tap=t)
+    token_of = {"owner": s.tok["alice_q7"], "other": s.tok["bob_z3"], "ta": s.tok["tina_ta"],
+                "admin": s.tok["admin"], "runner": s.tok["runner1"], "none": None,
+                "wrong": WRONG}
+
+    # B: a graded submission (for regrade); A: a queued one (never leased).
+    r = s.submit("vadd", kernel("B"))
+    b = (r.json() or {}).get("id")
+    run = s.runner()
+    job = run.claim(wait=2)
+    t.ok(job is not None and job.get("id") == b, "setup: the fake runner claims submission B",
+         run.last)
+    if job:
+        t.status(run.grade(job), 200, "setup: the fake runner posts B's result")
+    r = s.submit("vadd", kernel("A"))
+    a = (r.json() or {}).get("id")
+    t.ok(isinstance(a, int) and isinstance(b, int), "setup: two submissions accepted", r.brief())
+    with open(os.path.join(FIXTURES, "rubrics", "vadd.json")) as f:
+        rubric = json.load(f)
+
+    counter = [0]
+
+    def new_user(_col):
+        counter[0] += 1
+        return {"users": [{"name": "matrix_%d" % counter[0], "role": "student"}]}
+
+    # (method, path, body or a function of the column, expected per column)
+    rows = [
+        ("GET", "/healthz", None, PUBLIC),
+        ("GET", "/metrics", None, PUBLIC),
+        ("GET", "/api/me", None, HUMANS_OK(200)),
+        ("GET", "/api/labs", None, HUMANS_OK(200)),
+        ("GET", "/api/labs/vadd", None, HUMANS_OK(200)),
+        ("POST", "/api/labs/vadd/submissions", kernel("matrix"), HUMANS_OK(202)),
+        ("GET", "/api/submissions/%d" % a, None, OWNER_TA_ADMIN),
+        ("GET", "/api/submissions/%d/source" % a, None, OWNER_TA_ADMIN),
+        ("GET", "/api/submissions?lab=vadd", None, HUMANS_OK(200)),
+        ("GET", "/api/submissions?lab=vadd&user=alice_q7", None,
+         [200, 403, 200, 200, 403, 401, 401]),
+        ("GET", "/api/labs/vadd/scoreboard", None, HUMANS_OK(200)),
+        ("GET", "/api/labs/vadd/scoreboard?format=csv", None, HUMANS_OK(200)),
+        ("POST", "/api/admin/users", new_user, ADMIN_ONLY(201)),
+        ("GET", "/api/admin/labs/vadd/rubric", None, ADMIN_ONLY(200)),
+        ("PUT", "/api/admin/labs/vadd/rubric", rubric, ADMIN_ONLY(200)),
+        ("POST", "/api/admin/submissions/%d/regrade" % b, None, ADMIN_ONLY(202)),
+        ("GET", "/api/admin/export/grades.csv", None, ADMIN_ONLY(200)),
+        # A is queued and leased by nobody: a runner gets 409 conflict.
+        ("POST", "/api/runner/jobs/%d/progress" % a, {"phase": "compiling", "detail": ""},
+         RUNNER_ONLY(409)),
+        ("POST", "/api/runner/jobs/%d/result" % a, {"status": "graded", "result": {
+            "score": 1, "max_score": 100, "tests": []}}, RUNNER_ONLY(409)),
+        ("POST", "/api/runner/claim", {"runner": "matrix-gpu0", "gpu": "fake", "wait": 0},
+         RUNNER_ONLY((200, 204))),
+    ]
+    for method, path, body, want in rows:
+        for col, exp in zip(COLS, want):
+            b_ = body(col) if callable(body) else body
+            headers = {}
+            if isinstance(b_, (dict, list)):
+                data = json.dumps(b_).encode()
+                headers["Content-Type"] = "application/json"
+            else:
+                data = b_
+                if data is not None:
+                    headers["Content-Type"] = "application/octet-stream"
+            r = s.request(method, path, token=token_of[col], body=data, headers=headers)
+            exps = exp if isinstance(exp, tuple) else (exp,)
+            good = r.status in exps
+            if good and r.status in (401, 403):
+                err = r.error() or {}
+                good = err.get("code") == ("unauthorized" if r.status == 401 else "forbidden")
+            t.ok(good, "%-6s %-45s as %-6s -> %s" % (
+                method, path, col, "/".join(map(str, exps))),
+                "got %s\n%s" % (r.status, r.brief()))
+
+
+t = Tap()
+require_binary(t)
+t.run(main)
+t.exit()

@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+# Leases: an expired lease puts the job back in the queue (a fresh seed on the
+# next claim, the old runner gets 409); progress extends a lease; after
+# max_attempts failed leases/attempts the job ends in system_error, visible to
+# admins.  Uses a short lease when the server offers an option for it.
+import os
+import re
+import sys
+import time
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cugrade_test import Tap, Server, require_binary, kernel, sha256, BINARY  # noqa: E402
+import subprocess  # noqa: E402
+
+SHORT = 2
+
+
+def lease_option():
+    """The serve option (or env var) that sets the lease, from `serve --help`."""
+    try:
+        p = subprocess.run([BINARY, "serve", "--help"], capture_output=True, text=True,
+                           timeout=10)
+        h = p.stdout + p.stderr
+    except OSError:
+        return [], {}, ""
+    m = re.search(r"(--lease[-_a-z]*)", h)
+    if m:
+        return [m.group(1), str(SHORT)], {}, "serve %s %d" % (m.group(1), SHORT)
+    m = re.search(r"\b(CUGRADE_LEASE[A-Z_]*)\b", h)
+    if m:
+        return [], {m.group(1): str(SHORT)}, "%s=%d" % (m.group(1), SHORT)
+    return [], {}, ""
+
+
+def main(t):
+    args, env, how = lease_option()
+    if how:
+        t.diag("short lease through: " + how)
+    else:
+        t.diag("the server offers no lease option in `serve --help`: waiting out the default")
+    # Two runner users: the protocol names the lease holder by its token
+    # (progress and result bodies carry no runner name).
+    s = Server(labs=["retry", "vadd"], args=args, env=env, tap=t,
+               users=Server.DEFAULT_USERS + [("runner2", "runner", "runner two")])
+    a = s.runner("runner1", runner_name="runner-a")
+    b = s.runner("runner2", runner_name="runner-b")
+
+    src = kernel("lease")
+    r = s.submit("retry", src)
+    sid = (r.json() or {}).get("id")
+    t.status(r, 202, "submission to lab retry (max_attempts 2) accepted")
+
+    t0 = time.time()
+    job = a.claim(wait=2)
+    t.ok(job is not None and job.get("id") == sid, "runner A claims it", a.last)
+    job = job or {}
+    lease = job.get("lease_seconds")
+    t.ok(isinstance(lease, int) and lease > 0, "the job has an integer lease_seconds", lease)
+    if how:
+        t.eq(lease, SHORT, "the lease option is honoured (lease_seconds = %d)" % SHORT)
+    lease = lease if isinstance(lease, int) and 0 < lease <= 120 else 60
+    t.eq(job.get("lab"), "retry", "job.lab")
+    t.eq(job.get("attempt"), 1, "job.attempt is 1 on the first claim")
+    t.eq(job.get("source"), src.decode(), "job.source is the submitted source")
+    t.eq(job.get("sha256"), sha256(src), "job.sha256 is its hash")
+    t.eq(job.get("filename"), "kernel.cu", "job.filename")
+    seed1 = job.get("seed")
+    t.ok(isinstance(seed1, str) and re.fullmatch(r"[0-9a-f]{32}", seed1),
+         "job.seed is 32 hex chars", seed1)
+    t.ok(isinstance(job.get("rubric_version"), int) and isinstance(job.get("rubric"), dict)
+         and job["rubric"].get("lab") == "retry",
+         "job has rubric_version and the rubric document", job.get("rubric_version"))
+
+    r = a.progress(sid, "compiling")
+    t.status(r, 200, "runner A reports progress: compiling")
+    t.ok(isinstance((r.json() or {}).get("lease_expires_in"), (int, float)),
+         "progress answers lease_expires_in", r)
+    o = s.submission(sid)
+    t.eq((o or {}).get("status"), "compiling", "status is compiling while A holds the lease")
+
+    # Let the lease run out.
+    o = s.wait_status(sid, "queued", timeout=lease + 8)
+    waited = time.time() - t0
+    t.eq((o or {}).get("status"), "queued",
+         "the expired lease puts the job back to queued (after %.1f s, lease %d s)"
+         % (waited, lease))
+    t.ok(waited >= lease - 0.5, "not before the lease ran out (%.1f s >= %d s)"
+         % (waited, lease))
+    r = a.progress(sid, "checking", "1/2")
+    t.ok(r.status == 409 and ((r.json() or {}).get("error") or {}).get("code") == "conflict",
+         "runner A's progress after expiry is 409 conflict", r)
+
+    job2 = b.claim(wait=2)
+    t.ok(job2 is not None and job2.get("id") == sid, "runner B claims the requeued job", b.last)
+    job2 = job2 or {}
+    t.eq(job2.get("attempt"), 2, "job.attempt is 2 on the second claim")
+    t.ok(job2.get("seed") and job2.get("seed") != seed1, "the second claim has a fresh seed",
+         (seed1, job2.get("seed")))
+    r = a.progress(sid, "checking", "1/2")
+    t.eq(r.status, 409, "runner A's progress while B holds the lease is 409")
+    r = a.result(sid, "graded")
+    t.eq(r.status, 409, "runner A's result while B holds the lease is 409")
+    o = s.submission(sid)
+    t.ok(o and o.get("status") != "graded", "A's refused result did not grade the job",
+         o and o.get("status"))
+
+    # B lets its lease run out too: max_attempts (2) reached -> system_error.
+    o = s.wait_status(sid, "system_error", timeout=lease + 8)
+    t.eq((o or {}).get("status"), "system_error",
+         "after max_attempts (2) expired leases the job is system_error")
+    t.eq((o or {}).get("attempts"), 2, "attempts is 2")
+    r = b.claim(wait=1)
+    t.ok(r is None, "a system_error job is not handed out again", r)
+    r = s.get("/api/submissions?status=system_error", token="admin")
+    ids = [x.get("id") for x in (r.json() or {}).get("submissions", [])]
+    t.ok(r.status == 200 and sid in ids,
+         "admins see it in GET /api/submissions?status=system_error", r.brief())
+    o = s.submission(sid, token="alice_q7")
+    t.eq((o or {}).get("status"), "system_error", "the student sees system_error too")
+
+    # Heartbeats keep a lease: progress every lease/3 for 2 leases.
+    r = s.submit("vadd", kernel("heartbeat"))
+    hid = (r.json() or {}).get("id")
+    job = a.claim(wait=2)
+    t.ok(job and job.get("id") == hid, "runner A claims a vadd job", a.last)
+    end = time.time() + 2 * lease
+    codes = set()
+    while time.time() < end:
+        codes.add(a.progress(hid, "checking", "1/2").status)
+        time.sleep(lease / 3)
+    t.eq(codes, {200}, "progress every lease/3 for two lease periods is always 200")
+    o = s.submission(hid)
+    t.eq((o or {}).get("status"), "checking", "the heartbeated job never went back to queued")
+
+    # A system_error result requeues (attempt + 1) until max_attempts (3).
+    statuses = []
+    for attempt in (1, 2, 3):
+        if attempt > 1:
+            job = a.claim(wait=2)
+            t.ok(job and job.get("id") == hid and job.get("attempt") == attempt,
+                 "system_error result %d: the job is claimed again, attempt %d"
+                 % (attempt - 1, attempt), job and (job.get("id"), job.get("attempt")))
+        r = a.result(hid, "system_error")
+        t.status(r, 200, "runner posts system_error (attempt %d)" % attempt)
+        statuses.append((s.submission(hid) or {}).get("status"))
+    t.eq(statuses, ["queued", "queued", "system_error"],
+         "system_error results requeue twice, then stay system_error (max_attempts 3)")
+    t.ok(a.claim(wait=1) is None, "nothing left to claim")
+
+
+t = Tap()
+require_binary(t)
+t.run(main)
+t.exit()

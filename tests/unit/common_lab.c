@@ -1,0 +1,247 @@
+/*
+ * common_lab.c - unit tests for common/lab.c: loading lab.json, the errors a
+ * course author sees, allow-list matching, and the real labs/ of this repo.
+ * TAP: "ok - name" / "not ok - name".
+ */
+#include "lab.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int failures;
+
+static void check(int cond, const char *name)
+{
+    printf("%s - %s\n", cond ? "ok" : "not ok", name);
+    if (!cond)
+        failures++;
+}
+
+static char root[200];
+
+static void write_file(const char *lab, const char *file, const char *text)
+{
+    char path[512];
+    FILE *f;
+    snprintf(path, sizeof(path), "%s/%s", root, lab);
+    mkdir(path, 0755);
+    snprintf(path, sizeof(path), "%s/%s/%s", root, lab, file);
+    f = fopen(path, "w");
+    if (f == NULL) {
+        perror(path);
+        exit(2);
+    }
+    fputs(text, f);
+    fclose(f);
+}
+
+static const char *good =
+    "{\"lab\":\"matmul\",\"title\":\"Tiled matrix multiply\",\n"
+    " \"interface\":\"extern \\\"C\\\" void matmul(const float* A, const float* B, float* C, "
+    "int M, int N, int K);\",\n"
+    " \"symbol\":\"matmul\",\"nvcc_flags\":[\"-O3\",\"-lineinfo\"],\"link_libs\":[],\n"
+    " \"allow\":{\"undefined\":[\"cudaMalloc\",\"cuda*\",\"__cuda*\",\"printf\"],\n"
+    "   \"forbidden\":{\"cublas*\":\"cuBLAS is not allowed\",\"cudaStreamCreate*\":\"default "
+    "stream only\",\"dlopen\":\"no dlopen\"}},\n"
+    " \"cases\":[{\"name\":\"1x1x1\",\"params\":{\"M\":1,\"N\":1,\"K\":1}},\n"
+    "           {\"name\":\"17x31x13\",\"params\":{\"M\":17,\"N\":31,\"K\":13}},\n"
+    "           {\"name\":\"4096^3\",\"params\":{\"M\":4096,\"N\":4096,\"K\":4096},"
+    "\"timing\":true}],\n"
+    " \"sanitize_case\":\"17x31x13\",\"timing_case\":\"4096^3\",\n"
+    " \"baselines\":[\"naive\",\"optimized\",\"cublas\"],\n"
+    " \"limits\":{\"compile_seconds\":60,\"run_seconds\":120,\"memory_mb\":16384}}\n";
+
+/* Replace the first occurrence of from in good by to, write it as lab "name". */
+static int load_variant(const char *name, const char *from, const char *to, char *err,
+                        size_t errlen)
+{
+    char text[8192], dir[512];
+    const char *p = strstr(good, from);
+    struct lab lab;
+    int rc;
+    if (p == NULL) {
+        fprintf(stderr, "# variant %s: pattern not found\n", name);
+        exit(2);
+    }
+    snprintf(text, sizeof(text), "%.*s%s%s", (int)(p - good), good, to, p + strlen(from));
+    /* root/<name>/matmul: the folder name must match "lab" */
+    snprintf(dir, sizeof(dir), "%s/%s", root, name);
+    mkdir(dir, 0755);
+    snprintf(dir, sizeof(dir), "%s/matmul", name);
+    write_file(dir, "lab.json", text);
+    snprintf(dir, sizeof(dir), "%s/%s/matmul", root, name);
+    rc = lab_load(dir, &lab, err, errlen);
+    if (rc == 0)
+        lab_free(&lab);
+    return rc;
+}
+
+static int err_has(int rc, const char *err, const char *needle)
+{
+    if (rc == 0 || strstr(err, needle) == NULL) {
+        fprintf(stderr, "# rc=%d err=\"%s\" (wanted \"%s\")\n", rc, err, needle);
+        return 0;
+    }
+    return 1;
+}
+
+int main(void)
+{
+    char err[512], dir[512];
+    struct lab lab, *labs = NULL;
+    const char *reason;
+    int rc, n;
+
+    snprintf(root, sizeof(root), "/tmp/cugrade-lab-test.%d", (int)getpid());
+    mkdir(root, 0755);
+    write_file("matmul", "lab.json", good);
+    write_file("matmul", "README.md", "# Matmul\nWrite a kernel.\n");
+    snprintf(dir, sizeof(dir), "%s/matmul", root);
+
+    rc = lab_load(dir, &lab, err, sizeof(err));
+    check(rc == 0, "a good lab.json loads");
+    if (rc != 0) {
+        fprintf(stderr, "# %s\n", err);
+        return 1;
+    }
+    check(strcmp(lab.name, "matmul") == 0 && strcmp(lab.symbol, "matmul") == 0 &&
+              strcmp(lab.title, "Tiled matrix multiply") == 0,
+          "name, symbol and title are read");
+    check(lab.handout && strstr(lab.handout, "Write a kernel.") != NULL, "README.md is the handout");
+    check(lab.nnvcc_flags == 2 && strcmp(lab.nvcc_flags[1], "-lineinfo") == 0, "nvcc_flags read");
+    check(lab.nlink_libs == 0, "empty link_libs");
+    check(lab.ncases == 3 && lab.cases[2].timing == 1 && lab.cases[0].timing == 0,
+          "cases and their timing flag");
+    check(json_integer_value(json_object_get(lab.cases[1].params, "N")) == 31,
+          "case params are the JSON object");
+    check(lab_case_find(&lab, "17x31x13") == &lab.cases[1] && lab_case_find(&lab, "17x31") == NULL,
+          "lab_case_find exact names only");
+    check(strcmp(lab.sanitize_case, "17x31x13") == 0 && strcmp(lab.timing_case, "4096^3") == 0,
+          "sanitize_case and timing_case");
+    check(lab.nbaselines == 3 && strcmp(lab.baselines[2], "cublas") == 0, "baselines");
+    check(lab.compile_seconds == 60 && lab.run_seconds == 120 && lab.memory_mb == 16384, "limits");
+
+    check(lab_pattern_match("cuda*", "cudaMalloc"), "prefix pattern matches");
+    check(!lab_pattern_match("cuda*", "xcudaMalloc"), "prefix pattern anchors at the start");
+    check(lab_pattern_match("printf", "printf") && !lab_pattern_match("printf", "printf_chk") &&
+              !lab_pattern_match("printf", "print"),
+          "exact pattern is exact");
+    check(lab_pattern_match("*", "anything"), "a lone * matches everything");
+
+    check(lab_symbol_allowed(&lab, "cudaMalloc", &reason) == 1 && reason == NULL,
+          "allowed symbol is allowed");
+    check(lab_symbol_allowed(&lab, "cublasSgemm_v2", &reason) == 0 && reason &&
+              strcmp(reason, "cuBLAS is not allowed") == 0,
+          "forbidden symbol names its reason");
+    check(lab_symbol_allowed(&lab, "cudaStreamCreateWithFlags", &reason) == 0 && reason &&
+              strstr(reason, "default stream") != NULL,
+          "forbidden wins over a broader allowed prefix");
+    check(lab_symbol_allowed(&lab, "fork", &reason) == 0 && reason == NULL,
+          "unlisted symbol is refused with no reason");
+    check(lab_symbol_allowed(&lab, "dlopen", NULL) == 0, "reason pointer may be NULL");
+    lab_free(&lab);
+    check(lab.name == NULL && lab.ncases == 0, "lab_free zeroes the struct");
+
+    /* Errors a course author makes, each named by field. */
+    rc = load_variant("a1", "\"title\"", "\"title\"", err, sizeof(err));
+    check(rc == 0, "an unchanged copy in another folder loads");
+    rc = load_variant("a2", "\"lab\":\"matmul\"", "\"lab\":\"other\"", err, sizeof(err));
+    check(rc == -EINVAL && err_has(rc, err, "does not match its folder name"),
+          "lab name must match the folder");
+    rc = load_variant("a3", "{\"name\":\"17x31x13\",", "{", err, sizeof(err));
+    check(err_has(rc, err, "cases[1]: missing name"), "missing case name is named with its index");
+    rc = load_variant("a4", "\"name\":\"17x31x13\"", "\"name\":\"1x1x1\"", err, sizeof(err));
+    check(err_has(rc, err, "appears twice"), "duplicate case names refused");
+    rc = load_variant("a5", "\"name\":\"17x31x13\"", "\"name\":\"a,b\"", err, sizeof(err));
+    check(err_has(rc, err, "cases[1].name"), "a comma in a case name is refused");
+    rc = load_variant("a6", "\"name\":\"17x31x13\"", "\"name\":\"x@recheck\"", err, sizeof(err));
+    check(err_has(rc, err, "cases[1].name"), "an @ in a case name is refused");
+    rc = load_variant("a7", "\"sanitize_case\":\"17x31x13\"", "\"sanitize_case\":\"nope\"", err,
+                      sizeof(err));
+    check(err_has(rc, err, "sanitize_case: \"nope\" is not one of the lab's cases"),
+          "sanitize_case must be a case");
+    rc = load_variant("a8", "\"timing_case\":\"4096^3\"", "\"timing_case\":\"1x1x1\"", err,
+                      sizeof(err));
+    check(err_has(rc, err, "not marked \"timing\""), "timing_case must be a timing case");
+    rc = load_variant("a9", "\"symbol\":\"matmul\"", "\"symbol\":\"matmul2\"", err, sizeof(err));
+    check(err_has(rc, err, "does not appear in interface"), "symbol must be in the interface");
+    rc = load_variant("a10", "\"cublas*\"", "\"cu*blas\"", err, sizeof(err));
+    check(err_has(rc, err, "allow.forbidden"), "a * inside a pattern is refused");
+    rc = load_variant("a11", "\"title\":\"Tiled matrix multiply\",", "", err, sizeof(err));
+    check(err_has(rc, err, "missing title"), "missing title is named");
+    rc = load_variant("a12", "\"memory_mb\":16384", "\"memory_mb\":\"lots\"", err, sizeof(err));
+    check(err_has(rc, err, "limits.memory_mb"), "bad limit is named");
+    rc = load_variant("a13", "\"nvcc_flags\":[\"-O3\",", "\"nvcc_flags\":[3,", err, sizeof(err));
+    check(err_has(rc, err, "nvcc_flags[0]"), "non-string flag is named");
+    rc = load_variant("a14", "\"limits\"", "\"lab\":\"x\",\"limits\"", err, sizeof(err));
+    check(rc == -EINVAL && strstr(err, "lab.json:") != NULL, "duplicate JSON keys are refused");
+    rc = load_variant("a15", "\"timing\":true", "\"timing\":1", err, sizeof(err));
+    check(err_has(rc, err, "cases[2].timing"), "timing must be a boolean");
+
+    snprintf(dir, sizeof(dir), "%s/nonexistent", root);
+    rc = lab_load(dir, &lab, err, sizeof(err));
+    check(rc == -ENOENT && strstr(err, "nonexistent/lab.json") != NULL, "missing lab.json is -ENOENT");
+
+    /* lab_load_all: skips folders without lab.json, stops at a broken one. */
+    {
+        char saved[200], text[8192];
+        const char *p;
+        snprintf(saved, sizeof(saved), "%s", root);
+        if (snprintf(root, sizeof(root), "%.150s/all", saved) < 0)
+            return 2;
+        mkdir(root, 0755);
+        p = strstr(good, "\"lab\":\"matmul\"");
+        snprintf(text, sizeof(text), "%.*s\"lab\":\"zeta\"%s", (int)(p - good), good,
+                 p + strlen("\"lab\":\"matmul\""));
+        write_file("zeta", "lab.json", text);
+        snprintf(text, sizeof(text), "%.*s\"lab\":\"alpha\"%s", (int)(p - good), good,
+                 p + strlen("\"lab\":\"matmul\""));
+        write_file("alpha", "lab.json", text);
+        write_file("common", "gen.cuh", "/* not a lab */");
+        n = lab_load_all(root, &labs, err, sizeof(err));
+        check(n == 2 && strcmp(labs[0].name, "alpha") == 0 && strcmp(labs[1].name, "zeta") == 0,
+              "lab_load_all loads every lab, sorted, skipping folders without lab.json");
+        if (n > 0)
+            lab_free_all(labs, (size_t)n);
+        write_file("broken", "lab.json", "{\"lab\":");
+        n = lab_load_all(root, &labs, err, sizeof(err));
+        check(n < 0 && labs == NULL && strstr(err, "broken/lab.json") != NULL,
+              "lab_load_all names the broken lab");
+        snprintf(root, sizeof(root), "%s", saved);
+    }
+
+    /* The repository's own labs must load (when run from tests/run.sh). */
+    {
+        const char *repo = getenv("CUGRADE_ROOT");
+        char path[512];
+        if (repo) {
+            snprintf(path, sizeof(path), "%s/labs", repo);
+            n = lab_load_all(path, &labs, err, sizeof(err));
+            if (n < 0)
+                fprintf(stderr, "# %s\n", err);
+            check(n >= 3, "the repository's labs/ load (reduction, matmul, embedding)");
+            for (int i = 0; i < n; i++) {
+                char name[128];
+                snprintf(name, sizeof(name), "lab %s has a handout, a timing case and a sanitize case",
+                         labs[i].name);
+                check(labs[i].handout != NULL && labs[i].timing_case != NULL &&
+                          labs[i].sanitize_case != NULL,
+                      name);
+            }
+            if (n > 0)
+                lab_free_all(labs, (size_t)n);
+        }
+    }
+
+    {
+        char cmd[600];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+        if (system(cmd) != 0)
+            fprintf(stderr, "# could not remove %s\n", root);
+    }
+    return failures ? 1 : 0;
+}
