@@ -35,7 +35,6 @@ if [ -z "${NVCC:-}" ]; then
 fi
 CC=${CC:-cc}
 PYTHON=${PYTHON:-python3}
-command -v "$PYTHON" >/dev/null 2>&1 || { echo "build-lab: $PYTHON is needed to read lab.json" >&2; exit 2; }
 
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
@@ -43,12 +42,19 @@ INC="-I$OUT -I$ROOT/labs/common"
 # Trusted code: optimise, and keep the host side hardened like our C.
 NVFLAGS="-O3 -arch=$ARCH -std=c++17 -Xcompiler -fstack-protector-strong"
 
-"$PYTHON" "$ROOT/labs/common/gen-cases.py" "$ROOT/labs/$LAB/lab.json" > "$OUT/cases.h.tmp"
-mv "$OUT/cases.h.tmp" "$OUT/cases.h"
+# The cases, from lab.json. A host without python3 uses the copy generated
+# into the repository (labs/LAB/cases.generated.h; tests/labs/build.t keeps
+# it in sync with lab.json).
+if command -v "$PYTHON" >/dev/null 2>&1; then
+    (cd "$ROOT" && "$PYTHON" labs/common/gen-cases.py "labs/$LAB/lab.json") > "$OUT/cases.h.tmp"
+    mv "$OUT/cases.h.tmp" "$OUT/cases.h"
+else
+    echo "build-lab: no $PYTHON; using labs/$LAB/cases.generated.h" >&2
+    cp "$ROOT/labs/$LAB/cases.generated.h" "$OUT/cases.h"
+fi
 
-# Which baselines lab.json lists (one word per line).
-BASELINES=$("$PYTHON" -c 'import json,sys; print("\n".join(json.load(open(sys.argv[1])).get("baselines", [])))' \
-    "$ROOT/labs/$LAB/lab.json")
+# Which baselines lab.json lists: its one-line "baselines": [...] array.
+BASELINES=$(sed -n 's/.*"baselines": *\[\(.*\)\].*/\1/p' "$ROOT/labs/$LAB/lab.json" | tr -d '"' | tr ',' ' ')
 
 run() { echo "  $*" >&2; "$@"; }
 

@@ -9,6 +9,7 @@
  */
 #include "runner/cgroup.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -256,14 +257,85 @@ static int open_procs(const char *dir)
     return fd < 0 ? -errno : fd;
 }
 
+/* v2, when our own group is not given memory and pids by its parent (the
+ * usual case for a process in someone else's service or session group):
+ * the nearest ancestor that does distribute them gets a "cugrade" child of
+ * its own, with the controllers on, and runs go below it. No existing
+ * group's settings are touched; only a new subtree is created. */
+static int v2_fallback_parent(const char *from, char *out, size_t cap)
+{
+    char dir[PATH_MAX], buf[512];
+    snprintf(dir, sizeof dir, "%s", from);
+    for (;;) {
+        char *slash = strrchr(dir, '/');
+        if (strcmp(dir, CG_MNT) == 0 || !slash || slash == dir)
+            return -EOPNOTSUPP;
+        *slash = 0;
+        if (file_read(dir, "cgroup.subtree_control", buf, sizeof buf) >= 0 &&
+            has_word(buf, "memory") && has_word(buf, "pids"))
+            break;
+        if (strcmp(dir, CG_MNT) == 0)
+            return -EOPNOTSUPP;
+    }
+    if (snprintf(out, cap, "%s/cugrade", dir) >= (int)cap)
+        return -ENAMETOOLONG;
+    if (mkdir(out, 0755) < 0 && errno != EEXIST)
+        return -errno;
+    return v2_prepare(out);
+}
+
+/* A runner that crashed (SIGKILL, OOM) never removed its run groups: its
+ * sandbox died with it (PDEATHSIG -> bwrap -> --die-with-parent), but the
+ * empty directories stay. Remove groups named cugrade-<pid>-<n> below
+ * parent whose <pid> is gone, that are empty, and are over a minute old
+ * (a runner in another pid namespace sharing this parent has live groups
+ * that are never empty for longer than the instant between mkdir and
+ * entering them). */
+static void sweep_stale(const char *parent)
+{
+    DIR *d = opendir(parent);
+    if (!d)
+        return;
+    const char *age_env = getenv("CUGRADE_CGROUP_SWEEP_AGE"); /* tests: 0 */
+    long min_age = age_env && *age_env ? atol(age_env) : 60;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        int pid;
+        unsigned seq;
+        char tail;
+        if (sscanf(e->d_name, "cugrade-%d-%u%c", &pid, &seq, &tail) != 2 || pid <= 0 || pid == getpid())
+            continue;
+        if (kill(pid, 0) == 0 || errno != ESRCH)
+            continue; /* its runner lives (or is not ours to judge) */
+        char dir[PATH_MAX], buf[4096];
+        struct stat st;
+        if (snprintf(dir, sizeof dir, "%s/%s", parent, e->d_name) >= (int)sizeof dir ||
+            stat(dir, &st) < 0 || time(NULL) - st.st_mtime < min_age)
+            continue;
+        uint64_t populated = 1;
+        if (keyed_u64(dir, "cgroup.events", "populated", &populated) < 0)
+            populated = file_read(dir, "cgroup.procs", buf, sizeof buf) != 0;
+        if (!populated)
+            (void)rmdir(dir);
+    }
+    closedir(d);
+}
+
 static int make_group(const char *mnt, const char *ctrl, const char *name, char *out, size_t cap)
 {
     char parent[PATH_MAX];
     int rc = parent_dir(mnt, ctrl, parent, sizeof parent);
     if (rc < 0)
         return rc;
-    if (cgroup_detect() == CGROUP_V2 && (rc = v2_prepare(parent)) < 0)
-        return rc;
+    if (cgroup_detect() == CGROUP_V2 && (rc = v2_prepare(parent)) < 0) {
+        char alt[PATH_MAX];
+        if (rc != -EOPNOTSUPP || getenv("CUGRADE_CGROUP"))
+            return rc;
+        if ((rc = v2_fallback_parent(parent, alt, sizeof alt)) < 0)
+            return rc;
+        snprintf(parent, sizeof parent, "%s", alt);
+    }
+    sweep_stale(parent);
     if (snprintf(out, cap, "%s/%s", parent, name) >= (int)cap)
         return -ENAMETOOLONG;
     if (mkdir(out, 0755) < 0) {

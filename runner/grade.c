@@ -84,6 +84,9 @@ int grade_exec_trusted(const char *const *argv, const char *const *extra_env,
         int dn = open("/dev/null", O_RDONLY);
         if (dn >= 0)
             dup2(dn, 0);
+        /* LD_LIBRARY_PATH of a dist/ install is for our binaries only: the
+         * host's nvcc, gcc and nvidia-smi must load their own libraries. */
+        unsetenv("LD_LIBRARY_PATH");
         for (size_t i = 0; extra_env && extra_env[i]; i++)
             putenv((char *)extra_env[i]);
         execvp(argv[0], (char *const *)argv);
@@ -137,6 +140,34 @@ int grade_exec_trusted(const char *const *argv, const char *const *extra_env,
     if (WIFSIGNALED(status))
         return 128 + WTERMSIG(status);
     return WEXITSTATUS(status);
+}
+
+/* ---------------------------------------------------------------------- */
+/* The GPU lock. Timing needs the GPU to itself (DESIGN step 8); checks and
+ * sanitizer runs do not. Runners that share one GPU (a test host running
+ * several) take CACHE/gpu-<index>.lock shared for GPU work and exclusive for
+ * timing, so a timed kernel never runs beside another job's kernels. With
+ * one runner per GPU the lock is always free. Returns an fd to pass to
+ * gpu_unlock, or -1 (then the caller goes on unlocked). */
+static int gpu_lock(const struct grade_env *env, int exclusive)
+{
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/gpu-%s.lock", env->cache, env->gpu_index ? env->gpu_index : "0");
+    int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0)
+        return -1;
+    while (flock(fd, exclusive ? LOCK_EX : LOCK_SH) < 0)
+        if (errno != EINTR) {
+            close(fd);
+            return -1;
+        }
+    return fd;
+}
+
+static void gpu_unlock(int fd)
+{
+    if (fd >= 0)
+        close(fd); /* releases the flock */
 }
 
 /* ---------------------------------------------------------------------- */
@@ -615,7 +646,9 @@ static int judge_run(const struct run_ctx *rc, const char *seed, const char *cha
         extra[1] = "CUDA_DEVICE_ORDER=PCI_BUS_ID";
     }
     double lim = (rc->lab->run_seconds > 0 ? rc->lab->run_seconds : 120) * 2 + 60;
+    int lk = gpu_lock(rc->env, 0);
     int r = grade_exec_trusted(argv, extra, lim, 16u << 20, &out);
+    gpu_unlock(lk);
     if (r != 0) {
         snprintf(err, errlen, "the judge failed (%s %d)", r < 0 ? "error" : "status", r);
         free(out);
@@ -665,7 +698,9 @@ static void device_record_ensure(struct run_ctx *rc)
     memset(&v, 0, sizeof v);
     char ldp[PATH_MAX + 64];
     snprintf(ldp, sizeof ldp, "LD_LIBRARY_PATH=%s/lib64", rc->env->cuda_home);
+    int lk = gpu_lock(rc->env, 1);
     int r = run_sandboxed_env(rc, argv, fd, 120, prog, ldp, &v);
+    gpu_unlock(lk);
     close(fd);
     if (r == 0 && v.exited && v.exit_code == 0 && rename(tmp, path) == 0)
         snprintf(rc->device_path, sizeof rc->device_path, "%s", path);
@@ -901,7 +936,9 @@ static double baseline_time(const struct run_ctx *rc, const char *name, const ch
     /* The cuBLAS baseline links libcublas dynamically (build-lab.sh). */
     char ldp[PATH_MAX + 64];
     snprintf(ldp, sizeof ldp, "LD_LIBRARY_PATH=%s/lib64", rc->env->cuda_home);
+    int lk = gpu_lock(rc->env, 1);
     int r = run_sandboxed_env(rc, argv, fd, lim, prog, ldp, &v);
+    gpu_unlock(lk);
     struct channel_info ci;
     memset(&ci, 0, sizeof ci);
     if (r == 0 && v.exited && v.exit_code == 0 && channel_read_all(fd, &ci) == 0 && ci.timing) {
@@ -1055,6 +1092,23 @@ out:
     return r;
 }
 
+/* Seconds spent per phase, for the result document ("phases") and the
+ * latency benchmark: each mark adds the time since the previous mark. */
+struct phase_clock {
+    double last;
+    json_t *obj;
+};
+
+static void phase_mark(struct phase_clock *pc, const char *name)
+{
+    double now = now_seconds();
+    if (pc->obj) {
+        double prev = json_real_value(json_object_get(pc->obj, name));
+        json_object_set_new(pc->obj, name, json_real(prev + (now - pc->last)));
+    }
+    pc->last = now;
+}
+
 static int stop_at(const struct grade_job *job, const char *phase)
 {
     return job->stop_after && strcmp(job->stop_after, phase) == 0;
@@ -1082,6 +1136,8 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
     char status_msg[600] = "", judge_flag[400] = "", seed[17] = "";
     json_t *doc = NULL;
 
+    struct phase_clock pc = {now_seconds(), json_object()};
+    double t_start = pc.last;
     memset(&lab, 0, sizeof lab);
     memset(&rub, 0, sizeof rub);
     memset(&rc, 0, sizeof rc);
@@ -1154,10 +1210,13 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
     }
 
     /* --- 3. compile ----------------------------------------------- */
+    phase_mark(&pc, "setup");
     if (progress_call(progress, arg, "compiling", "nvcc") == -ECANCELED)
         goto cancelled;
     struct compile_toolchain tc = {env->cuda_home, env->arch};
-    if ((r = compile_student(&tc, &lab, workdir, src, "student.o", &cres)) < 0) {
+    r = compile_student(&tc, &lab, workdir, src, "student.o", &cres);
+    phase_mark(&pc, "compile");
+    if (r < 0) {
         snprintf(err, sizeof err, "the compile sandbox failed: %s", strerror(-r));
         goto syserr;
     }
@@ -1202,6 +1261,7 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
         }
     }
 
+    phase_mark(&pc, "inspect");
     if (stop_at(job, "inspect"))
         goto stopped;
 
@@ -1213,7 +1273,9 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
     if (progress_call(progress, arg, "compiling", "linking") == -ECANCELED)
         goto cancelled;
     compile_result_free(&cres);
-    if ((r = compile_link(&tc, &lab, workdir, "student.o", harness, "prog", &cres)) < 0) {
+    r = compile_link(&tc, &lab, workdir, "student.o", harness, "prog", &cres);
+    phase_mark(&pc, "link");
+    if (r < 0) {
         snprintf(err, sizeof err, "the link sandbox failed: %s", strerror(-r));
         goto syserr;
     }
@@ -1278,8 +1340,11 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
         struct watch w;
         watch_start(&w, chk_fd, (int)ncase_names, progress, arg);
         double lim = lab.run_seconds > 0 ? lab.run_seconds : 120;
+        int lk = gpu_lock(env, 0);
         r = run_sandboxed(&rc, argv, chk_fd, lim, NULL, &v);
+        gpu_unlock(lk);
         int wc = watch_stop(&w);
+        phase_mark(&pc, "check_run");
         if (r < 0) {
             free(list);
             snprintf(err, sizeof err, "the run sandbox failed: %s", strerror(-r));
@@ -1302,7 +1367,9 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
         channel_path(&rc, "check", chan, sizeof chan);
         device_record_ensure(&rc);
         json_t *jdoc = NULL;
+        phase_mark(&pc, "device_record");
         r = judge_run(&rc, seed, chan, list, &jdoc, &in.cases, &in.ncases, err, sizeof err);
+        phase_mark(&pc, "judge");
         free(list);
         if (r < 0)
             goto syserr;
@@ -1360,6 +1427,8 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
     }
     verdict_reset(&v);
 
+    phase_mark(&pc, "check_other");
+
     /* --- 7. sanitize --------------------------------------------- */
     if (lab.sanitize_case && (rub.sanitize_memcheck || rub.sanitize_racecheck)) {
         const char *tools[2] = {rub.sanitize_memcheck ? "memcheck" : NULL,
@@ -1388,7 +1457,9 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
                                   lab.sanitize_case, "--no-guard", NULL};
             double lim = (lab.run_seconds > 0 ? lab.run_seconds : 120) * 3;
             memset(&v, 0, sizeof v);
+            int lk = gpu_lock(env, 0);
             r = run_sandboxed(&rc, argv, fd, lim, NULL, &v);
+            gpu_unlock(lk);
             close(fd);
             if (r < 0) {
                 snprintf(err, sizeof err, "the sanitizer sandbox failed: %s", strerror(-r));
@@ -1396,9 +1467,18 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
             }
             const char *text = v.out ? v.out : "";
             if (!strstr(text, "COMPUTE-SANITIZER") && !(v.err && strstr(v.err, "COMPUTE-SANITIZER"))) {
-                snprintf(err, sizeof err, "compute-sanitizer %s did not start (exit %d, signal %d): %.300s",
-                         tools[t], v.exit_code, v.signal, v.err ? v.err : "");
-                goto syserr;
+                /* The sanitizer itself could not start in the sandbox: ours,
+                 * not the student's. The rest of the grade stands; the line
+                 * is not charged (score.c) and the admins see why. */
+                fprintf(stderr, "cugrade-runner: job %lld: compute-sanitizer %s did not start "
+                        "(exit %d, signal %d): %.300s\n", job->id, tools[t], v.exit_code,
+                        v.signal, v.err ? v.err : "");
+                s->infra_failed = 1;
+                snprintf(s->note, sizeof s->note,
+                         "compute-sanitizer could not run on this runner (our problem, not "
+                         "yours): %.150s", v.err ? v.err : "");
+                verdict_reset(&v);
+                continue;
             }
             s->ran = 1;
             grade_sanitizer_parse(text, s);
@@ -1417,6 +1497,8 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
             verdict_reset(&v);
         }
     }
+
+    phase_mark(&pc, "sanitize");
 
     /* --- 8. time ------------------------------------------------- */
     {
@@ -1440,12 +1522,15 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
                               lab.timing_case, "--max-ms", TIME_MAX_MS, NULL};
         double lim = (lab.run_seconds > 0 ? lab.run_seconds : 120) * 2;
         memset(&v, 0, sizeof v);
+        int lk = gpu_lock(env, 1);
         r = run_sandboxed(&rc, argv, fd, lim, NULL, &v);
+        gpu_unlock(lk);
         if (r < 0) {
             close(fd);
             snprintf(err, sizeof err, "the timing sandbox failed: %s", strerror(-r));
             goto syserr;
         }
+        phase_mark(&pc, "time_run");
         struct channel_info ti;
         channel_read_all(fd, &ti);
         close(fd);
@@ -1473,7 +1558,9 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
         json_t *jdoc = NULL;
         struct score_case *rcs = NULL;
         size_t nrc = 0;
-        if ((r = judge_run(&rc, seed, chan, NULL, &jdoc, &rcs, &nrc, err, sizeof err)) < 0)
+        r = judge_run(&rc, seed, chan, NULL, &jdoc, &rcs, &nrc, err, sizeof err);
+        phase_mark(&pc, "judge");
+        if (r < 0)
             goto syserr;
         score_cases_free(rcs, nrc);
         json_t *jt = json_object_get(jdoc, "timing");
@@ -1531,6 +1618,7 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
             in.timing.peak_gflops = json_number_value(json_object_get(device, "peak_fp32_gflops"));
         }
         json_decref(device);
+        phase_mark(&pc, "baselines");
     }
 graded:
     st = "graded";
@@ -1545,6 +1633,11 @@ score:
     doc = score_result(&rub, &in);
     if (!doc)
         goto oom;
+    phase_mark(&pc, "score");
+    if (pc.obj) {
+        json_object_set_new(pc.obj, "total", json_real(now_seconds() - t_start));
+        json_object_set(json_object_get(doc, "cugrade"), "phases", pc.obj);
+    }
     if ((v.out && *v.out) || (v.err && *v.err)) {
         /* The student's own prints are feedback, never a verdict. */
         char buf[4096];
@@ -1570,6 +1663,7 @@ syserr:
     *result = grade_system_error_doc(job->lab, env->gpu_name, err);
     r = *result ? 0 : -ENOMEM;
 out:
+    json_decref(pc.obj);
     if (chk_fd >= 0)
         close(chk_fd);
     channel_info_clear(&ci);

@@ -710,8 +710,24 @@ int inspect_buffer(const unsigned char *buf, size_t len, const struct lab *lab,
         rc = -ENOMEM;
         goto out;
     }
-    /* Step 2: undefined symbols against the lab's allow-list. */
-    for (size_t i = 0; i < nn; i++) {
+    /* Step 2: undefined symbols against the lab's allow-list, in name order
+     * so that the rejection named is the same whatever the compiler's order
+     * (cublasCreate before cublasSgemm, dlopen before dlsym). */
+    size_t *order = malloc((nn ? nn : 1) * sizeof *order);
+    if (!order) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    for (size_t i = 0; i < nn; i++)
+        order[i] = i;
+    for (size_t i = 1; i < nn; i++) /* insertion sort: a few hundred names at most */
+        for (size_t k = i; k > 0 && strcmp(names[order[k - 1]], names[order[k]]) > 0; k--) {
+            size_t t = order[k];
+            order[k] = order[k - 1];
+            order[k - 1] = t;
+        }
+    for (size_t oi = 0; oi < nn; oi++) {
+        size_t i = order[oi];
         if (kinds[i] != 0)
             continue;
         rep->nundefined++;
@@ -729,6 +745,7 @@ int inspect_buffer(const unsigned char *buf, size_t len, const struct lab *lab,
         if (forbid) {
             reject(rep, dem[i], "%s uses %s: %s", "your file", base ? base : dem[i], forbid);
             free(base);
+            free(order);
             goto out;
         }
         free(base);
@@ -738,8 +755,10 @@ int inspect_buffer(const unsigned char *buf, size_t len, const struct lab *lab,
                "your file uses %s, which this lab does not allow (it is not on the lab's "
                "list of functions student code may call).",
                dem[i]);
+        free(order);
         goto out;
     }
+    free(order);
     /* Step 3: defined global symbols. */
     for (size_t i = 0; i < nn; i++) {
         if (kinds[i] != 1)

@@ -42,15 +42,17 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: cugrade-runner --server URL --token-file F [--gpu N] [--cache DIR]\n"
-            "                      [--work DIR] [--root DIR] [--once]\n"
+            "                      [--work DIR] [--root DIR] [--name NAME] [--once]\n"
             "       cugrade-runner grade --lab L --file kernel.cu [--seed HEX] [--rubric F]\n"
             "                      [--gpu N] [--cache DIR] [--work DIR] [--root DIR]\n"
             "                      [--arch sm_XX] [--stop-after compile|inspect|link]\n"
+            "       cugrade-runner prepare [--gpu N] [--cache DIR] [--root DIR] [--arch sm_XX]\n"
             "       cugrade-runner --help\n"
             "\n"
             "Claims jobs from a cugrade-server and grades them on one GPU (see docs/runner.md).\n"
             "`grade` runs the whole pipeline on one file without a server and prints\n"
-            "{\"status\":...,\"result\":{...}}.\n"
+            "{\"status\":...,\"result\":{...}}. `prepare` builds every lab and caches the\n"
+            "GPU's device record and the baselines, then exits.\n"
             "\n"
             "  --server URL      the cugrade-server, e.g. http://127.0.0.1:8080\n"
             "  --token-file F    file holding the runner token (cgr_...)\n"
@@ -61,6 +63,7 @@ static void usage(FILE *f)
             "  --arch sm_XX      GPU architecture when no GPU can be queried (or $CUGRADE_ARCH)\n"
             "  --once            exit after one job\n"
             "  --lazy-build      build a lab on its first job instead of at start\n"
+            "  --name NAME       runner name reported to the server (default HOST-gpuN)\n"
             "Environment: CUDA_HOME (default /usr/local/cuda), CUGRADE_KEEP_JOBS=1 keeps job dirs.\n");
 }
 
@@ -133,27 +136,70 @@ static char *trim(char *s)
     return s;
 }
 
-/* Ask nvidia-smi for the GPU's name, compute capability and minor number. */
+/* The /dev/nvidiaN minor of the GPU at PCI address bus ("00000000:19:00.0"
+ * as nvidia-smi prints it), from the driver's /proc entry; "" if unknown. */
+static void gpu_minor_from_bus(const char *bus, char *minor, size_t len)
+{
+    char p[256], line[256], b[64];
+    size_t n = strlen(bus);
+    /* /proc uses a 4-digit PCI domain and lower case: 0000:19:00.0 */
+    snprintf(b, sizeof b, "%s", n > 12 ? bus + n - 12 : bus);
+    for (char *c = b; *c; c++)
+        if (*c >= 'A' && *c <= 'F')
+            *c = (char)(*c - 'A' + 'a');
+    snprintf(p, sizeof p, "/proc/driver/nvidia/gpus/%s/information", b);
+    FILE *f = fopen(p, "r");
+    if (!f)
+        return;
+    while (fgets(line, sizeof line, f)) {
+        unsigned m;
+        if (sscanf(line, "Device Minor: %u", &m) == 1) {
+            snprintf(minor, len, "%u", m);
+            break;
+        }
+    }
+    fclose(f);
+}
+
+/* Ask nvidia-smi for the GPU's name, compute capability and PCI address
+ * (minor_number is not a --query-gpu field; the minor comes from /proc). */
 static void detect_gpu(struct host *h, const char *arch_opt)
 {
     char *out = NULL;
-    const char *argv[] = {"nvidia-smi", "--query-gpu=name,compute_cap,minor_number",
+    const char *argv[] = {"nvidia-smi", "--query-gpu=index,name,compute_cap,pci.bus_id",
                           "--format=csv,noheader", "-i", h->gpu_index, NULL};
+    const char *argv_old[] = {"nvidia-smi", "--query-gpu=index,name,pci.bus_id",
+                              "--format=csv,noheader", "-i", h->gpu_index, NULL};
+    int old = 0;
     int r = grade_exec_trusted(argv, NULL, 30, 4096, &out);
+    if (r != 0 || !out || !strchr(out, ',')) {
+        /* A driver too old for compute_cap: the arch comes from --arch. */
+        free(out);
+        out = NULL;
+        old = 1;
+        r = grade_exec_trusted(argv_old, NULL, 30, 4096, &out);
+    }
     if (r == 0 && out && *out) {
-        char *line = strtok(out, "\n");
-        char *name = line ? strtok(line, ",") : NULL;
-        char *cc = name ? strtok(NULL, ",") : NULL;
-        char *minor = cc ? strtok(NULL, ",") : NULL;
-        if (name && cc) {
+        char *save = NULL;
+        char *line = strtok_r(out, "\n", &save);
+        char *idx = line ? strtok_r(line, ",", &save) : NULL;
+        char *name = idx ? strtok_r(NULL, ",", &save) : NULL;
+        char *cc = name && !old ? strtok_r(NULL, ",", &save) : NULL;
+        char *bus = name ? strtok_r(NULL, ",", &save) : NULL;
+        if (name) {
             int maj = 0, min = 0;
             snprintf(h->gpu_name, sizeof h->gpu_name, "%s", trim(name));
-            if (sscanf(trim(cc), "%d.%d", &maj, &min) == 2)
+            if (cc && sscanf(trim(cc), "%d.%d", &maj, &min) == 2)
                 snprintf(h->arch, sizeof h->arch, "sm_%d%d", maj, min);
-            if (minor)
-                snprintf(h->minor, sizeof h->minor, "%s", trim(minor));
+            if (bus)
+                gpu_minor_from_bus(trim(bus), h->minor, sizeof h->minor);
+            if (!h->minor[0] && idx) /* usually equal to the index */
+                snprintf(h->minor, sizeof h->minor, "%s", trim(idx));
             h->have_gpu = 1;
         }
+    } else {
+        fprintf(stderr, "cugrade-runner: nvidia-smi found no GPU %s (status %d): %.200s\n",
+                h->gpu_index, r, out ? out : "");
     }
     free(out);
     if (arch_opt)
@@ -167,7 +213,7 @@ static void detect_gpu(struct host *h, const char *arch_opt)
     /* The device nodes of this GPU only: another job's GPU stays invisible. */
     size_t n = 0;
     const char *common[] = {"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools",
-                            "/dev/nvidia-modeset", NULL};
+                            "/dev/nvidia-caps", NULL};
     for (size_t i = 0; common[i] && n < 14; i++)
         if (access(common[i], F_OK) == 0) {
             snprintf(h->devbuf[n], sizeof h->devbuf[n], "%s", common[i]);
@@ -482,12 +528,30 @@ static void build_labs(const struct grade_env *env)
         fprintf(stderr, "cugrade-runner: cannot load labs from %s: %s\n", dir, err);
         return;
     }
+    /* Builds are independent nvcc runs: one child per lab, in parallel. */
+    pid_t *kids = calloc((size_t)n + 1, sizeof *kids);
     for (int i = 0; i < n; i++) {
-        if (grade_lab_ensure(env, labs[i].name, err, sizeof err) < 0)
+        pid_t pid = kids ? fork() : -1;
+        if (pid == 0)
+            _exit(grade_lab_ensure(env, labs[i].name, err, sizeof err) < 0
+                      ? (fprintf(stderr, "cugrade-runner: lab %s not built: %s\n",
+                                 labs[i].name, err),
+                         1)
+                      : 0);
+        if (pid < 0 && grade_lab_ensure(env, labs[i].name, err, sizeof err) < 0)
             fprintf(stderr, "cugrade-runner: lab %s not built: %s\n", labs[i].name, err);
-        else
-            grade_lab_warm(env, labs[i].name);
+        if (kids)
+            kids[i] = pid;
     }
+    for (int i = 0; kids && i < n; i++)
+        if (kids[i] > 0)
+            while (waitpid(kids[i], NULL, 0) < 0 && errno == EINTR)
+                ;
+    free(kids);
+    /* Then the device record and baselines, one lab at a time (timed). */
+    for (int i = 0; i < n; i++)
+        if (grade_lab_ensure(env, labs[i].name, err, sizeof err) == 0)
+            grade_lab_warm(env, labs[i].name);
     lab_free_all(labs, (size_t)n);
 }
 
@@ -498,10 +562,11 @@ static int cmd_serve(int argc, char **argv)
         {"gpu", required_argument, 0, 'g'},    {"cache", required_argument, 0, 'c'},
         {"work", required_argument, 0, 'w'},   {"root", required_argument, 0, 'R'},
         {"arch", required_argument, 0, 'a'},   {"once", no_argument, 0, 'o'},
-        {"lazy-build", no_argument, 0, 'L'},   {"help", no_argument, 0, 'h'},
+        {"lazy-build", no_argument, 0, 'L'},   {"name", required_argument, 0, 'n'},
+        {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     const char *server = NULL, *token_file = NULL, *gpu = NULL, *cache = NULL, *work = NULL;
-    const char *root = NULL, *arch = NULL;
+    const char *root = NULL, *arch = NULL, *rname = NULL;
     int once = 0, lazy = 0, c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
@@ -514,6 +579,7 @@ static int cmd_serve(int argc, char **argv)
         case 'a': arch = optarg; break;
         case 'o': once = 1; break;
         case 'L': lazy = 1; break;
+        case 'n': rname = optarg; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -538,7 +604,10 @@ static int cmd_serve(int argc, char **argv)
     char name[256];
     host_setup(&h, gpu, cache, work, root, arch);
     host_env(&h, &env);
-    snprintf(name, sizeof name, "%s-gpu%s", h.hostname, h.gpu_index);
+    if (rname)
+        snprintf(name, sizeof name, "%s", rname);
+    else
+        snprintf(name, sizeof name, "%s-gpu%s", h.hostname, h.gpu_index);
     if (client_global_init() < 0 || client_init(&cl, server, t, name, h.gpu_name) < 0) {
         free(token);
         return 1;
@@ -612,11 +681,47 @@ static int cmd_serve(int argc, char **argv)
     return 0;
 }
 
+/* `cugrade-runner prepare`: build every lab and measure the device record
+ * and the baselines, then exit (a deploy step, or before several runners
+ * share a GPU so that they do not all measure the same baselines). */
+static int cmd_prepare(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"gpu", required_argument, 0, 'g'},  {"cache", required_argument, 0, 'c'},
+        {"work", required_argument, 0, 'w'}, {"root", required_argument, 0, 'R'},
+        {"arch", required_argument, 0, 'a'}, {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
+    const char *gpu = NULL, *cache = NULL, *work = NULL, *root = NULL, *arch = NULL;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case 'g': gpu = optarg; break;
+        case 'c': cache = optarg; break;
+        case 'w': work = optarg; break;
+        case 'R': root = optarg; break;
+        case 'a': arch = optarg; break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    struct host h;
+    struct grade_env env;
+    host_setup(&h, gpu, cache, work, root, arch);
+    host_env(&h, &env);
+    fprintf(stderr, "cugrade-runner: preparing labs for GPU %s (%s) in %s\n", h.gpu_name, h.arch,
+            h.cache);
+    build_labs(&env);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stderr, NULL, _IOLBF, 0);
     if (argc >= 2 && strcmp(argv[1], "grade") == 0)
         return cmd_grade(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "prepare") == 0)
+        return cmd_prepare(argc - 1, argv + 1);
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             usage(stdout);

@@ -13,9 +13,8 @@
  * As in isolate, two ways to fail are kept apart: a negative return means
  * the sandbox broke (the job is a system_error and is retried); a verdict
  * means the student's command ran and says how it ended. The line between
- * them is bwrap's --json-status-fd: until bwrap reports "child-pid", any
- * failure is ours; after it, the command is running and what happens is
- * the command's doing.
+ * them is the ready pipe: a launcher inside writes one byte on it once
+ * bwrap's setup is over, then becomes the command. No byte, our failure.
  */
 #include "runner/sandbox.h"
 
@@ -289,6 +288,7 @@ struct child_plan {
     const char *bwrap;
     char *const *argv;
     char *const *envp;
+    pid_t runner, reaper;  /* to notice a parent that died before PDEATHSIG was set */
 };
 
 static void child_fail(int errpipe, int err)
@@ -316,9 +316,10 @@ static void grandchild_run(const struct child_plan *p)
     /* setuid binaries and file capabilities are inert from here on. */
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
         child_fail(p->errpipe, errno);
-    /* The reaper dies: bwrap dies, and --die-with-parent takes the rest. */
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
-        child_fail(p->errpipe, errno);
+    /* The reaper dies: bwrap dies, and --die-with-parent takes the rest.
+     * (If it died before the prctl, we are orphaned already: stop.) */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != p->reaper)
+        child_fail(p->errpipe, errno ? errno : ESRCH);
     for (int i = 0; i < p->n; i++)
         if (dup2(p->src[i], p->dst[i]) < 0)
             child_fail(p->errpipe, errno);
@@ -348,11 +349,12 @@ static void grandchild_run(const struct child_plan *p)
  * re-parented. As a child subreaper we inherit them and reap them, so no
  * zombie lands on the host's init; we exit once none is left, with bwrap's
  * status (code, or 128+signal). */
-static void child_run(const struct child_plan *p)
+static void child_run(struct child_plan *p)
 {
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 ||
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != p->runner ||
         prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
-        child_fail(p->errpipe, errno);
+        child_fail(p->errpipe, errno ? errno : ESRCH);
+    p->reaper = getpid();
     pid_t g = fork();
     if (g < 0)
         child_fail(p->errpipe, errno);
@@ -390,7 +392,9 @@ struct capture {
 static int capture_read(struct capture *c)
 {
     char scratch[65536];
-    for (;;) {
+    /* At most 1 MiB per call: a writer as fast as we read must not keep
+     * the supervisor from looking at its clocks. */
+    for (int round = 0; round < 16; round++) {
         ssize_t n = read(c->fd, scratch, sizeof scratch);
         if (n < 0)
             return errno == EINTR ? 0 : errno == EAGAIN ? 0 : 1;
@@ -401,6 +405,7 @@ static int capture_read(struct capture *c)
         c->kept += k;
         c->total += (uint64_t)n;
     }
+    return 0;
 }
 
 /* ---- the run ----------------------------------------------------------- */
@@ -418,12 +423,10 @@ static const char *bwrap_path(const struct sandbox_config *cfg)
     return e && *e ? e : "/usr/bin/bwrap";
 }
 
-/* Parse bwrap's JSON status lines: "child-pid" (the command started) and
- * "exit-code". Only bwrap writes to this pipe; the command never holds it. */
-static void status_parse(const char *s, int *started, int *exit_code)
+/* Parse bwrap's JSON status lines for "exit-code" (the command's status).
+ * Only bwrap writes to this pipe; the command never holds it. */
+static void status_parse(const char *s, int *exit_code)
 {
-    if (strstr(s, "\"child-pid\""))
-        *started = 1;
     const char *e = strstr(s, "\"exit-code\"");
     if (e && (e = strchr(e, ':')))
         *exit_code = atoi(e + 1);
@@ -613,6 +616,7 @@ static int run_once(const struct sandbox_config *cfg, enum sandbox_mode mode,
     plan.argv = bargv;
     plan.envp = benv;
 
+    plan.runner = getpid();
     double t0 = now_s();
     pid = fork();
     if (pid < 0) {
@@ -654,7 +658,7 @@ static int run_once(const struct sandbox_config *cfg, enum sandbox_mode mode,
 
     char status[4096];
     size_t status_len = 0;
-    int started = 0, ready = 0, bwrap_exit = -1, out_eof = 0, err_eof = 0, status_eof = 0, done = 0;
+    int ready = 0, bwrap_exit = -1, out_eof = 0, err_eof = 0, status_eof = 0, done = 0;
     int wstatus = 0;
     struct rusage ru;
     memset(&ru, 0, sizeof ru);
@@ -689,7 +693,7 @@ static int run_once(const struct sandbox_config *cfg, enum sandbox_mode mode,
             } else {
                 status_len += (size_t)r;
                 status[status_len] = 0;
-                status_parse(status, &started, &bwrap_exit);
+                status_parse(status, &bwrap_exit);
                 if (status_len > sizeof status / 2) {
                     /* keep the tail: only the last document matters now */
                     memmove(status, status + status_len / 2, status_len - status_len / 2 + 1);
@@ -738,7 +742,6 @@ static int run_once(const struct sandbox_config *cfg, enum sandbox_mode mode,
         /* The launcher never ran: bwrap's own setup failed (namespaces
          * refused, a bind source missing, a mount denied...) or hung past
          * the wall limit. Not the student's doing. */
-        (void)started;
         cgroup_kill(&cg, 5000);
         capture_read(&err);
         err.buf[err.kept] = 0;

@@ -83,7 +83,11 @@ int sandbox_take_file(const char *workdir, const char *name, size_t cap,
                       char **buf, size_t *len);
 
 /* Create a fresh, empty work directory under parent (mode 0700, owned by the
- * sandbox's uid). Returns 0 and a malloc'd path. */
+ * sandbox's uid). Returns 0 and a malloc'd path. It is a tmpfs mount of its
+ * own (the size cap; sandbox_run resizes it to workdir_bytes and refuses,
+ * -ENOTSUP, a workdir that is not one while workdir_bytes is non-zero).
+ * parent should be traversable by others (o+x) so the sandbox can run as
+ * host uid 65534; remove it with sandbox_workdir_remove (it unmounts). */
 int sandbox_workdir_create(const char *parent, char **path);
 
 /* Set the size cap of a work directory made by sandbox_workdir_create (a

@@ -226,7 +226,7 @@ json_t *score_result(const struct rubric *r, const struct score_input *in)
         buf[0] = '\0';
         for (size_t i = 0; i < in->nsanitizers; i++) {
             const struct score_sanitizer *s = &in->sanitizers[i];
-            if (!s->ran || !s->clean)
+            if ((!s->ran && !s->infra_failed) || (s->ran && !s->clean))
                 clean = 0;
             if (o >= 0 && (size_t)o < sizeof buf)
                 o += snprintf(buf + o, sizeof buf - (size_t)o, "%s%s: %s", i ? "; " : "",
@@ -265,6 +265,8 @@ json_t *score_result(const struct rubric *r, const struct score_input *in)
         }
         json_t *e = json_pack("{s:s, s:b, s:b, s:o}", "tool", s->tool, "ran", s->ran,
                               "clean", s->ran && s->clean, "findings", f);
+        if (e && s->infra_failed)
+            json_object_set_new(e, "runner_problem", json_true());
         if (!e || (s->note[0] && json_object_set_new(e, "note", json_string(s->note))) ||
             json_array_append_new(sans, e))
             goto fail;
@@ -288,9 +290,19 @@ json_t *score_result(const struct rubric *r, const struct score_input *in)
                  t->student_ms, floor_ms);
         add_hint(hints, flag_reason);
     }
-    if (t->have && !t->recheck_passed)
+    if (t->have && !t->recheck_passed) {
+        /* A cached or precomputed answer: the time is not of real work. */
+        if (!flagged)
+            snprintf(flag_reason, sizeof flag_reason,
+                     "the outputs after the timed loop were wrong on fresh inputs (a cached "
+                     "or precomputed answer?): the timing is not rewarded.");
+        flagged = 1;
         add_hint(hints, "The outputs after the timed loop were wrong on fresh inputs "
                         "(a cached or precomputed answer?): no speed points.");
+    }
+    json_t *speed = json_array();
+    if (!speed)
+        goto fail;
     double primary = NAN;
     const char *primary_metric = NULL;
     for (size_t i = 0; i < r->nspeed; i++) {
@@ -316,9 +328,6 @@ json_t *score_result(const struct rubric *r, const struct score_input *in)
             snprintf(buf, sizeof buf, "%s: not available (a baseline is missing)", sp->metric);
         else if (flagged)
             snprintf(buf, sizeof buf, "%s = %.3g; flagged: %s", sp->metric, v, flag_reason);
-        else if (!t->recheck_passed)
-            snprintf(buf, sizeof buf, "%s = %.3g; the re-check after timing failed", sp->metric,
-                     v);
         else if (sp->requires_correct && !all_correct)
             snprintf(buf, sizeof buf, "%s = %.3g; no points: every correctness case must pass",
                      sp->metric, v);
@@ -329,15 +338,21 @@ json_t *score_result(const struct rubric *r, const struct score_input *in)
                      tier ? tier : "no tier met");
         }
         score += pts;
-        if (json_array_append_new(tests, test_new(sp->name, pts, best, pts > 0, buf, "visible")))
+        if (json_array_append_new(tests, test_new(sp->name, pts, best, pts > 0, buf, "visible")) ||
+            json_array_append_new(speed, json_pack("{s:s, s:s, s:o, s:s?, s:f, s:f}", "name",
+                                                   sp->name, "metric", sp->metric, "value",
+                                                   num_or_null(v), "tier", tier, "points", pts,
+                                                   "max_points", best))) {
+            json_decref(speed);
             goto fail;
+        }
     }
 
     /* The scoreboard's "speedup": the primary metric, higher is better. */
     double speedup = NAN;
     if (isfinite(primary) && primary > 0 && primary_metric)
         speedup = strncmp(primary_metric, "ratio_", 6) == 0 ? 1.0 / primary : primary;
-    if (flagged || (t->have && !t->recheck_passed))
+    if (flagged)
         speedup = NAN;
 
     double gflops = NAN, gbs = NAN;
@@ -394,7 +409,8 @@ json_t *score_result(const struct rubric *r, const struct score_input *in)
                      t->student_ms, flagged ? ", flagged as faster than physically possible" : "");
     }
 
-    cg = json_pack("{s:s, s:i, s:s, s:o, s:o, s:o, s:o, s:o, s:o}", "lab", in->lab ? in->lab : "",
+    cg = json_pack("{s:o, s:s, s:i, s:s, s:o, s:o, s:o, s:o, s:o, s:o}", "speed", speed,
+                   "lab", in->lab ? in->lab : "",
                    "rubric_version", in->rubric_version, "gpu", in->gpu ? in->gpu : "",
                    "compile_log", in->compile_log ? json_string(in->compile_log) : json_null(),
                    "rejection",

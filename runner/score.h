@@ -37,6 +37,7 @@ struct score_sanitizer {
     const char *tool;          /* "memcheck" | "racecheck" */
     int ran;                   /* 0: not run (e.g. the program crashed earlier) */
     int clean;
+    int infra_failed;          /* the sanitizer could not run for a reason of ours: not charged */
     struct score_finding *findings; size_t nfindings;
     char note[256];            /* why not run / how it ended, for the student */
 };

@@ -122,6 +122,18 @@ static int need(struct app *app, struct http_request *req, struct auth_user *u, 
         send_err(req, &e);
         return -1;
     }
+    /* Cross-site request forgery: a browser sends the session cookie with
+     * any request to us, so a state-changing API call authenticated by the
+     * cookie alone must also prove it came from our pages. */
+    if (u->via_session && req->method != HTTP_GET && req->method != HTTP_HEAD) {
+        const char *t = http_request_header(req, "X-CSRF-Token");
+        if (!t || !auth_equal(t, u->csrf)) {
+            api_fail(&e, 403, "forbidden",
+                     "A request signed in by the session cookie must send the page's X-CSRF-Token header.");
+            send_err(req, &e);
+            return -1;
+        }
+    }
     if (!(ROLE(u->role) & roles)) {
         if (u->role == AUTH_RUNNER)
             api_fail(&e, 403, "forbidden", "Runner tokens may only use /api/runner/*.");

@@ -810,6 +810,9 @@ static int on_headers_complete(http_parser *p)
 
     c->body_max = s->cb.body_limit ? s->cb.body_limit(s->app, r) : HTTP_BODY_DEFAULT_MAX;
     if ((p->flags & F_CONTENTLENGTH) && p->content_length > c->body_max) {
+        if (c->body_max == 0)
+            return conn_reject(c, 413, "payload_too_large", "%s %s takes no request body.",
+                               r->method_name, r->path);
         if (r->body_note)
             return conn_reject(c, 413, "payload_too_large", "The request body is %llu bytes; %s",
                                (unsigned long long)p->content_length, r->body_note);
@@ -1127,7 +1130,15 @@ static void conn_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
     if (n < 0) {
         if (n == UV_ENOBUFS)
             return;
-        /* EOF or error. A half-received request gets no answer. */
+        /* EOF or error. A half-received request gets no answer, and a parked
+         * one is dropped (its owner must not hand a job to a client that
+         * left). A client that half-closed after its request still gets the
+         * response that is being written. */
+        if (n == UV_EOF && !c->in_message && !c->deferred && c->write_pending > 0) {
+            conn_read_stop(c);
+            c->close_after_write = 1;
+            return;
+        }
         conn_close(c);
         return;
     }

@@ -83,8 +83,11 @@ static const char *static_etag(struct static_file *f)
 /* The link to a static file with its version: /static/app.js?v=0123abcd... */
 static void static_link(struct html_buf *b, int idx)
 {
-    const char *tag = static_etag(&static_files[idx]);
-    html_fmt(b, "%s?v=%.16R", static_files[idx].path, tag + 1);
+    char v[17];
+
+    memcpy(v, static_etag(&static_files[idx]) + 1, 16); /* the hex between the quotes */
+    v[16] = '\0';
+    html_fmt(b, "%s?v=%s", static_files[idx].path, v);
 }
 
 /* ---- one page being rendered -------------------------------------------- */
@@ -508,8 +511,9 @@ static const struct form_field *field_get(const struct page *p, const char *name
 
 /* Check a POST: parse the body, then demand the session's CSRF token.
  * A request authenticated by a Bearer token is not exposed to CSRF (a
- * browser never adds that header by itself) and needs none. Returns 0, or
- * renders the refusal (403) and returns HTTP_DONE's twin -EPERM. */
+ * browser never adds that header by itself) and needs none. Returns 0 to go
+ * on, or -EPERM after rendering the refusal (400/403/500): the caller then
+ * returns HTTP_DONE without touching the response. */
 static int post_check(struct page *p)
 {
     const char *csrf;
@@ -620,6 +624,8 @@ static int post_logout(struct page *p)
 
 /* ---- labs -------------------------------------------------------------------------- */
 
+static void put_show_name(struct page *p, const char *lab);
+
 /* The best score per lab among the viewer's own submissions. */
 static json_t *best_scores(struct page *p)
 {
@@ -659,9 +665,10 @@ static int page_labs(struct page *p)
     if (json_array_size(json_object_get(labs, "labs")) == 0)
         html_raw(&p->b, "<p class=\"muted\">No labs are set up yet.</p>\n");
     else
-        html_raw(&p->b, "<table class=\"labs\"><thead><tr><th>Lab</th><th>Due</th>"
-                        "<th>Hard deadline</th><th>Status</th><th class=\"num\">Your best score</th>"
-                        "</tr></thead><tbody>\n");
+        html_fmt(&p->b, "<table class=\"labs\"><thead><tr><th>Lab</th><th>Due</th>"
+                        "<th>Hard deadline</th><th>Status</th><th class=\"num\">%R</th>"
+                        "</tr></thead><tbody>\n",
+                 is_staff(p) ? "Students with a score" : "Your best score");
     json_array_foreach(json_object_get(labs, "labs"), i, l) {
         const char *lab = jstr(l, "lab");
         struct app_lab *al = app_lab_find(p->app, lab);
@@ -683,6 +690,19 @@ static int page_labs(struct page *p)
         else
             html_raw(&p->b, "<span class=\"badge good\">open</span>");
         html_raw(&p->b, "</td><td class=\"num\">");
+        if (is_staff(p)) {
+            json_t *sb = NULL;
+            struct api_error e2;
+            if (api_scoreboard(p->app, &p->user, lab, &sb, &e2) == 0)
+                html_fmt(&p->b, "<a href=\"/labs/%u/scoreboard\">%zu</a> &middot; "
+                                "<a href=\"/labs/%u/stats\">charts</a>",
+                         lab, json_array_size(json_object_get(sb, "rows")), lab);
+            if (is_admin(p))
+                html_fmt(&p->b, " &middot; <a href=\"/admin/labs/%u/rubric\">rubric</a>", lab);
+            json_decref(sb);
+            html_raw(&p->b, "</td></tr>\n");
+            continue;
+        }
         if (mine)
             html_fmt(&p->b, "<a href=\"/submissions/%lld\">", (long long)jnum(mine, "id", 0));
         put_score(&p->b, json_object_get(mine, "score"), json_object_get(mine, "max_score"));
@@ -692,6 +712,8 @@ static int page_labs(struct page *p)
     }
     if (json_array_size(json_object_get(labs, "labs")) > 0)
         html_raw(&p->b, "</tbody></table>\n");
+    if (p->user.role == AUTH_STUDENT)
+        put_show_name(p, "");
     json_decref(labs);
     json_decref(best);
     return page_end(p, 200);
@@ -1095,7 +1117,7 @@ static void put_live(struct page *p, json_t *sub)
 {
     const char *st = jstr(sub, "status");
     long long id = (long long)jnum(sub, "id", 0);
-    int final = queue_status_final(st) && !(strcmp(st, "system_error") == 0 && 0);
+    int final = queue_status_final(st);
     int pi = phase_index(st);
     char title[96];
 
@@ -1201,6 +1223,7 @@ static int page_submission(struct page *p, long long id)
     json_t *sub = NULL;
     const char *part = http_request_query(p->req, "part");
     const char *done = http_request_query(p->req, "done");
+    char title[48];
 
     if (api_submission_get(p->app, &p->user, id, &sub, &e) != 0)
         return page_api_error(p, &e);
@@ -1214,7 +1237,8 @@ static int page_submission(struct page *p, long long id)
     }
     if (!queue_status_final(jstr(sub, "status")))
         p->refresh = 3;
-    page_begin(p, "Submission");
+    snprintf(title, sizeof(title), "Submission #%lld", id);
+    page_begin(p, title);
     html_fmt(&p->b, "<h1>Submission #%lld <span class=\"muted\">&middot; <a href=\"/labs/%u\">%s</a></span></h1>\n",
              id, jstr(sub, "lab"), jstr(sub, "lab"));
     if (done && strcmp(done, "override") == 0)
@@ -1429,6 +1453,21 @@ static int override_of(struct page *p, long long sub, char *reason, size_t len)
     return found;
 }
 
+/* The student's scoreboard name and the toggle between pseudonym and real
+ * name; the form returns to lab's scoreboard (or to /labs when lab is ""). */
+static void put_show_name(struct page *p, const char *lab)
+{
+    html_fmt(&p->b, "<div class=\"notice\"><p>On scoreboards other students see you as <strong>%s</strong>%R</p>",
+             p->user.show_name ? p->user.display_name : p->user.pseudonym,
+             p->user.show_name ? " (your real name)." : " (a pseudonym).");
+    html_raw(&p->b, "<form class=\"inline\" method=\"post\" action=\"/me/show-name\">");
+    csrf_field(p);
+    html_fmt(&p->b, "<input type=\"hidden\" name=\"show\" value=\"%R\"><input type=\"hidden\" name=\"lab\" value=\"%s\">"
+                    "<button type=\"submit\" class=\"secondary\" id=\"show-name\">%R</button></form></div>\n",
+             p->user.show_name ? "0" : "1", lab,
+             p->user.show_name ? "Hide my name (use my pseudonym)" : "Show my real name instead");
+}
+
 /* 1 if the viewer made submission id (a student's own scoreboard row
  * carries a pseudonym, not their name). */
 static int submission_is_mine(struct page *p, long long id)
@@ -1476,14 +1515,7 @@ static int page_scoreboard(struct page *p, const char *lab)
     html_fmt(&p->b, "<h1>Scoreboard <span class=\"muted\">&middot; <a href=\"/labs/%u\">%s</a></span></h1>\n",
              lab, al ? al->lab.title : lab);
     if (p->user.role == AUTH_STUDENT) {
-        html_fmt(&p->b, "<div class=\"notice\"><p>Others see you as <strong>%s</strong>.</p>",
-                 p->user.show_name ? p->user.display_name : p->user.pseudonym);
-        html_fmt(&p->b, "<form class=\"inline\" method=\"post\" action=\"/me/show-name\">");
-        csrf_field(p);
-        html_fmt(&p->b, "<input type=\"hidden\" name=\"show\" value=\"%R\"><input type=\"hidden\" name=\"lab\" value=\"%s\">"
-                        "<button type=\"submit\" class=\"secondary\" id=\"show-name\">%R</button></form></div>\n",
-                 p->user.show_name ? "0" : "1", lab,
-                 p->user.show_name ? "Hide my name (use my pseudonym)" : "Show my real name instead");
+        put_show_name(p, lab);
     } else {
         html_raw(&p->b, "<p class=\"muted small\">Staff view: real names. Students see pseudonyms "
                         "unless they chose to show their name.</p>\n");
@@ -1526,8 +1558,8 @@ static int page_scoreboard(struct page *p, const char *lab)
                 html_raw(&p->b, "</a>");
             if (ov && is_staff(p))
                 html_fmt(&p->b, " <span class=\"badge warn\" title=\"%s\">override: %s</span>", reason, reason);
-            else if (ov)
-                html_raw(&p->b, " <span class=\"badge warn\">adjusted</span>");
+            else if (ov && me) /* others' adjustments are their business */
+                html_raw(&p->b, " <span class=\"badge warn\">adjusted by staff</span>");
             html_fmt(&p->b, "</td><td class=\"num\" data-value=\"%f\">", v[i].speedup);
             if (v[i].speedup >= 0)
                 html_fmt(&p->b, "%.2f&times;", v[i].speedup);
@@ -1703,11 +1735,13 @@ static int page_users(struct page *p, json_t *created, const char *problem, int 
                     "<option>student</option><option>ta</option><option>admin</option><option>runner</option></select>"
                     "<p><button type=\"submit\">Add user</button></p></form></div>\n"
                     "<div class=\"panel\"><h2>Import a roster</h2>\n"
-                    "<form class=\"stack\" method=\"post\" action=\"/admin/users\">");
+                    "<form class=\"stack\" method=\"post\" action=\"/admin/users\" enctype=\"multipart/form-data\">");
     csrf_field(p);
     html_raw(&p->b, "<label for=\"roster\">CSV: <code>name,role,display_name</code>, one user per line "
                     "(header optional)</label><textarea id=\"roster\" name=\"roster\" class=\"code\" "
                     "placeholder=\"name,role,display_name&#10;ada,student,Ada Lovelace\"></textarea>"
+                    "<label for=\"roster-file\">&hellip;or upload the CSV file</label>"
+                    "<input type=\"file\" id=\"roster-file\" name=\"roster_file\" accept=\".csv,text/csv\">"
                     "<p><button type=\"submit\">Import</button></p></form></div></div>\n");
     html_fmt(&p->b, "<h2>All users (%zu)</h2>\n<table class=\"sortable\"><thead><tr><th data-sort=\"text\">Name</th>"
                     "<th data-sort=\"text\">Display name</th><th data-sort=\"text\">Role</th>"
@@ -1726,6 +1760,7 @@ static int post_users(struct page *p)
 {
     struct api_error e;
     const struct form_field *roster;
+    const struct multipart_part *file;
     const char *name;
     json_t *out = NULL, *list;
     int rc;
@@ -1736,8 +1771,11 @@ static int post_users(struct page *p)
         return HTTP_DONE;
     roster = field_get(p, "roster");
     name = field(p, "name");
+    file = multipart_find(p->parts, p->nparts, "roster_file");
     if (roster && roster->len > 0) {
         rc = api_users_add_csv(p->app, &p->user, roster->value, roster->len, &out, &e);
+    } else if (file && file->has_filename && file->len > 0) {
+        rc = api_users_add_csv(p->app, &p->user, file->data, file->len, &out, &e);
     } else if (name && *name) {
         const char *dn = field(p, "display_name");
         list = json_pack("[{s:s,s:s,s:s}]", "name", name, "role", field(p, "role") ? field(p, "role") : "student",
@@ -1747,7 +1785,7 @@ static int post_users(struct page *p)
         rc = api_users_add(p->app, &p->user, list, &out, &e);
         json_decref(list);
     } else {
-        return page_users(p, NULL, "Fill in a user name, or paste a roster.", 400);
+        return page_users(p, NULL, "Fill in a user name, or paste or upload a roster.", 400);
     }
     if (rc != 0)
         return page_users(p, NULL, e.message, e.status ? e.status : 400);

@@ -111,7 +111,9 @@ size_t router_body_limit(struct router *r, struct http_request *req)
         req->body_note = r->routes[i].body_note;
         return r->routes[i].body_max;
     }
-    return 0;
+    /* No route: let the body arrive (within reason) so the answer is the
+     * 404 or 405 the client needs, not a 413. */
+    return HTTP_BODY_DEFAULT_MAX;
 }
 
 int router_dispatch(struct router *r, struct app *app, struct http_request *req)

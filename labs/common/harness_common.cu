@@ -293,7 +293,10 @@ static const char *hc_cause(cudaError_t e)
         return "out of memory: your scratch allocation is too large, or you allocate on "
                "every call and never free";
     case cudaErrorInvalidValue:
-        return "an invalid argument to a CUDA call (a size, a direction, a null pointer)";
+        /* CUDA 13 reports a block of more than 1024 threads this way too. */
+        return "an invalid argument: a kernel launch with more than 1024 threads per block "
+               "(or a grid or shared-memory size out of range), or a bad argument to a CUDA "
+               "call (a size, a copy direction, a null pointer)";
     case cudaErrorInvalidDevicePointer:
         return "a pointer that is not a device pointer was passed to a CUDA call";
     case cudaErrorInvalidDeviceFunction:

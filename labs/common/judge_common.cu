@@ -119,6 +119,8 @@ static int jd_parse_str(struct jd_cur *c, char *out, size_t cap)
                         return -1;
                     v = v * 16 + (unsigned)d;
                 }
+                if (v == 0)   /* a NUL would cut "1\u0000x" to the case name "1" */
+                    return -1;
                 ch = v < 0x80 ? (char)v : '?';
                 break;
             }
@@ -580,8 +582,8 @@ int main(int argc, char **argv)
         }
         free(list);
     }
-    JD_CUDA(cudaSetDevice(0));
-    JD_CUDA(cudaFree(0));
+    /* CUDA starts lazily, at the first reference computed: a channel that
+     * holds no judgeable output (or a hostile one) is judged without a GPU. */
 
     /* A trusted device record (from a baseline program's `device` run)
      * overrides the one measured inside the student's process. */

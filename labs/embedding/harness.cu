@@ -5,7 +5,7 @@
  *
  * Buffers: weight (vocab x dim floats from gen_f32_sym, stream 0), indices
  * (num_indices int64 in [0, vocab), stream 1), out (num_indices x dim).
- * The "bigvocab" case has a 16 GiB table so that indices[i]*dim passes 2^31
+ * The "bigvocab" case has a 19.7 GB table so that indices[i]*dim passes 2^31
  * (and 2^32): a 32-bit row offset reads the wrong row or faults.
  * The guard after indices is zeros (an index read past the end is row 0, and
  * the write it causes lands in out's guard).

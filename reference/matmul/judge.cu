@@ -117,9 +117,10 @@ static void mm_judge(const struct lab_case_def *c, uint64_t case_seed, const flo
                      "C[%lld][%lld] was never written (expected %.9g)", i, j, hr);
         else
             snprintf(r->message + len, sizeof(r->message) - len,
-                     "C[%lld][%lld] = %.9g but expected %.9g (error %.3g of the scale %.3g; "
-                     "allowed %.0e)%s",
-                     i, j, out[e], hr, fabs(out[e] - hr), hs, MM_TOL,
+                     "C[%lld][%lld] = %.9g but expected %.9g: off by %.3g, which is %.2g of "
+                     "sqrt(sum_k (A[i][k]*B[k][j])^2) = %.3g (allowed: %.0e)%s",
+                     i, j, out[e], hr, fabs(out[e] - hr), hs > 0 ? fabs(out[e] - hr) / hs : INFINITY,
+                     hs, MM_TOL,
                      r->unwritten == 0 && r->max_rel_err < 1e-2 && bad * 10 > count
                          ? ": this looks like reduced precision (TF32 or half); the lab "
                            "requires FP32 arithmetic"

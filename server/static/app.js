@@ -113,7 +113,15 @@
     if (!input || !note) return;
     input.addEventListener('change', function () {
       var f = input.files && input.files[0];
-      note.textContent = f ? f.name + ' (' + f.size + ' bytes) will be sent.' : '';
+      if (!f) { note.textContent = ''; return; }
+      if (f.size > 256 * 1024) {
+        note.textContent = f.name + ' is ' + Math.round(f.size / 1024) + ' KiB; the limit is 256 KiB. ' +
+          'Submit only your kernel source file.';
+      } else if (!/\.cu$/.test(f.name)) {
+        note.textContent = f.name + ' does not end in .cu; the server accepts only .cu files.';
+      } else {
+        note.textContent = f.name + ' (' + f.size + ' bytes) will be sent.';
+      }
     });
   }
 

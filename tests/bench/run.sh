@@ -1,3 +1,10 @@
 #!/bin/sh
-# `make bench`: every benchmark under tests/bench/ (today: the server against nginx).
-exec sh "$(dirname "$0")/server_bench.sh" "${1:-build}"
+# `make bench`: every tests/bench/*_bench.sh in turn, each given BUILD
+# (server_bench.sh: the server against nginx; sandbox_bench.sh: the sandbox's
+# added time per run). Not tests: they print tables and always go on.
+BUILD=${1:-build}
+for b in "$(dirname "$0")"/*_bench.sh; do
+    echo "=== $(basename "$b")"
+    sh "$b" "$BUILD" || echo "($(basename "$b") exited $?)"
+    echo
+done

@@ -8,7 +8,7 @@
 # outside = fork+exec+wait of the same command by the same CLI (--direct).
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-WHERE=${1:-${CUGRADE_BUILD:-$ROOT/build}}
+WHERE=$(cd "${1:-${CUGRADE_BUILD:-$ROOT/build}}" && pwd) || exit 2
 N=${2:-20}
 NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
 T=$(mktemp -d /tmp/cugrade-bench.XXXXXX) || exit 2
@@ -20,14 +20,21 @@ if [ -x "$WHERE/tools/sandbox_run" ]; then
 else
     SR() { "$WHERE/tests/tools/sandbox_run" "$@"; }
 fi
-med() { sed -n 's/.*"median_ms":\([0-9.]*\).*/\1/p'; }
+# the median, only when every run exited 0 (a failing exec measures nothing)
+med() { sed -n 's/.*"median_ms":\([0-9.]*\).*"failed":0}.*/\1/p'; }
 ROWS=""
 measure() { # name, sandbox_run options..., -- command
+    # Outside runs in $T, where the program also is, as inside it runs in
+    # /work: the same relative command works for both.
     name=$1; shift
-    out=$(SR --bench "$N" --direct "$@" | med)
+    out=$(cd "$T" && SR --bench "$N" --direct "$@" | med)
     in=$(SR --bench "$N" "$@" | med)
-    add=$(awk -v a="$in" -v b="$out" 'BEGIN { printf "%.1f", a - b }')
-    verdict=$(awk -v x="$add" 'BEGIN { print (x <= 50 ? "yes" : "NO") }')
+    if [ -z "$in" ] || [ -z "$out" ]; then
+        add="error"; verdict="NO"
+    else
+        add=$(awk -v a="$in" -v b="$out" 'BEGIN { printf "%.1f", a - b }')
+        verdict=$(awk -v x="$add" 'BEGIN { print (x <= 50 ? "yes" : "NO") }')
+    fi
     ROWS="$ROWS$(printf '| %-28s | %12s | %12s | %10s | %-6s |' "$name" "$out" "$in" "$add" "$verdict")
 "
 }

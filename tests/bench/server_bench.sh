@@ -48,7 +48,8 @@ trap cleanup EXIT INT TERM
 
 # 1000 connections need 1000+ descriptors in wrk, the server and nginx.
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
-echo "ulimit -n: $(ulimit -n); cores: $(nproc); wrk threads: $THREADS; $DURATION s per run"
+echo "ulimit -n: $(ulimit -n); cores: $(nproc); wrk threads: $THREADS; $DURATION s per run;" \
+     "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
@@ -171,6 +172,7 @@ RSS_AFTER=$(rss_kb)
 echo
 echo "server VmRSS with $SUBMISSIONS submissions stored: $((RSS_SEEDED / 1024)) MB after seeding," \
      "$((RSS_AFTER / 1024)) MB after the runs ($RSS_SEEDED kB / $RSS_AFTER kB)"
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg) (other work on this machine skews p99)"
 echo "targets:$verdict"
 echo "  RSS < 50 MB: $(awk -v k="$RSS_AFTER" 'BEGIN { print (k < 50 * 1024 ? "met" : "MISSED") }')"
 [ -n "$notes" ] && echo "errors:$notes"

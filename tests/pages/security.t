@@ -95,15 +95,15 @@ run(async (t) => {
     });
 
     await t.step('forms without the CSRF token are refused', async () => {
+      const count = async () => (await s.api('GET', '/api/submissions?user=eve&lab=vadd', 'eve')).json.submissions.length;
+      const before = await count();
       await page.goto(s.url + '/labs/vadd');
       await page.fill('textarea#source', kernel('csrf'));
       await page.evaluate(() => document.querySelector('#submit-form input[name=csrf]').remove());
       const [resp] = await Promise.all([page.waitForNavigation(), page.click('#submit-form button[type=submit]')]);
       t.eq(resp.status(), 403, 'a submit without the CSRF token answers 403');
       t.ok(await page.isVisible('text=This form has expired'), 'and says to reload the page and send it again');
-      const list = await s.api('GET', '/api/submissions?user=eve&lab=vadd', 'eve');
-      t.ok(list.json && !list.json.submissions.some((x) => x.status === 'queued' && x.size === Buffer.byteLength(kernel('csrf'))),
-        'no submission was stored', list.text.slice(0, 300));
+      t.eq(await count(), before, 'no submission was stored');
 
       const ta = await newPage(b);
       await signIn(ta, s, 'tina');
@@ -131,8 +131,7 @@ run(async (t) => {
       const r4 = await fetch(s.url + '/login', { method: 'POST', redirect: 'manual',
         headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: `csrf=abc&token=${s.tok.alice}` });
       t.eq(r4.status, 403, 'a sign-in post without the login cookie is refused');
-      t.ok(!(r4.headers.get('set-cookie') || '').includes('cugrade_session=' + 'x'.slice(1)) || !/cugrade_session=[0-9a-f]{64}/.test(r4.headers.get('set-cookie') || ''),
-        'and starts no session');
+      t.ok(!/cugrade_session=[0-9a-f]{64}/.test(r4.headers.get('set-cookie') || ''), 'and starts no session', r4.headers.get('set-cookie'));
     });
 
     await t.step('security headers and cookies', async () => {
@@ -156,6 +155,7 @@ run(async (t) => {
       const js = await fetch(s.url + '/static/app.js');
       t.ok(/javascript/.test(js.headers.get('content-type')), 'the script is served as JavaScript', js.headers.get('content-type'));
       const link = await page.getAttribute('script[src]', 'src');
+      t.ok(/^\/static\/app\.js\?v=[0-9a-f]{16}$/.test(link), 'the script link carries a content version', link);
       const vjs = await fetch(s.url + link);
       t.ok(/immutable/.test(vjs.headers.get('cache-control') || ''), 'the versioned script link may be cached', vjs.headers.get('cache-control'));
       const etag = vjs.headers.get('etag');

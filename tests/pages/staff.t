@@ -167,7 +167,18 @@ run(async (t) => {
       await admin.fill('textarea#roster', 'name,role\nbad,professor\n');
       await Promise.all([admin.waitForNavigation(), admin.click('form:has(textarea#roster) button')]);
       t.ok(await admin.isVisible('.notice.bad'), 'a bad roster line is refused with a message');
+      await admin.setInputFiles('input#roster-file', { name: 'roster.csv', mimeType: 'text/csv', buffer: Buffer.from('linus,student,Linus T\n') });
+      await Promise.all([admin.waitForNavigation(), admin.click('form:has(textarea#roster) button')]);
+      t.ok(/linus/.test(await admin.textContent('#new-tokens').catch(() => '')), 'a roster CSV file can be uploaded too');
       await admin.goto(s.url + '/admin/deadlines');
+      const before = (await s.api('GET', '/api/admin/labs/vadd/rubric', 'admin')).json.version;
+      const row = admin.locator('form[action="/admin/labs/vadd/deadline"]');
+      await row.locator('input[name=due]').fill('2099-11-30T18:00');
+      await Promise.all([admin.waitForNavigation(), row.locator('button').click()]);
+      t.ok(await admin.isVisible('text=Deadlines of vadd saved'), 'a lab deadline change is confirmed');
+      const after = await s.api('GET', '/api/admin/labs/vadd/rubric', 'admin');
+      t.ok(after.json.version === before + 1 && after.json.rubric.due === '2099-11-30T18:00:00Z',
+        'a deadline change is stored as a new rubric version', after.text.slice(0, 200));
       await admin.fill('form[action="/admin/extensions"] input[name=user]', 'alice');
       await admin.selectOption('form[action="/admin/extensions"] select[name=lab]', 'vadd');
       await admin.fill('form[action="/admin/extensions"] input[name=due]', '2100-01-05T12:00');

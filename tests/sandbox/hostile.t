@@ -49,6 +49,29 @@ run $P --wall 1 -- ./hostile-prog orphans wait
 check "orphans + sleeping parent: killed at the wall limit" has '"timed_out":1'
 check "orphans + sleeping parent: the whole tree is gone" host_clean
 
+# --- the runner itself is killed (crash, OOM): the sandbox dies with it -----
+env "$SR" --parent "$T" $P --wall 60 -- ./hostile-prog orphans wait >/dev/null 2>&1 &
+RUNNER=$!
+echo "$RUNNER" >>"$T/pids"
+sleep 1
+kill -9 "$RUNNER"; wait "$RUNNER" 2>/dev/null
+alive=""
+for i in 1 2 3 4 5 6 7 8 9 10; do
+    alive=$(ps -eo pid=,stat=,comm= | awk '$3 == "hostile-prog" && $2 !~ /^Z/')
+    [ -z "$alive" ] && break
+    sleep 0.2
+done
+check "runner killed: the whole sandbox dies with it (PDEATHSIG chain)" test -z "$alive"
+# Its zombies are its parent's to reap (systemd does; a bare container init
+# may not): the host checks leave them out.
+ps -eo pid=,stat=,comm= | awk '($3 == "hostile-prog" || $3 == "bwrap") && $2 ~ /^Z/ { print $1 }' >>"$T/ignore"
+RUN_ENV=CUGRADE_CGROUP_SWEEP_AGE=0; run -- /bin/true; RUN_ENV=
+check "runner killed: its leftover cgroup is swept by the next run" test -z "$(cg_dirs)"
+# Its work directory is the restarted runner's to remove (as it does with
+# its job directories): sandbox_workdir_remove on it.
+for m in $(grep -o "$T/cugrade-work-[A-Za-z0-9]*" /proc/self/mountinfo); do run --workdir "$m" --remove -- /bin/true; done
+check "runner killed: its work directory is removable afterwards" test -z "$(grep "$T" /proc/self/mountinfo)"
+
 # --- memory bomb -----------------------------------------------------------
 run $P --mem 64M -- ./hostile-prog membomb
 peak=$(num peak_memory_bytes)

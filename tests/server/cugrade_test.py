@@ -69,6 +69,7 @@ class Tap:
         self.n = 0
         self.failed = 0
         self.server = None          # set by Server: its log tail is shown on failure
+        self.servers = []           # every Server started with tap=self
         sys.stdout.reconfigure(line_buffering=True)
 
     def ok(self, cond, name, diag=None):
@@ -121,6 +122,12 @@ class Tap:
             print("# " + line)
 
     def exit(self):
+        for srv in self.servers:    # ASan/UBSan builds (make asan) report here
+            if srv.alive():         # a graceful stop lets LeakSanitizer run
+                srv.stop(timeout=20)
+            bad = srv.sanitizer_reports()
+            self.ok(not bad, "the server log has no AddressSanitizer/UBSan/leak reports",
+                    "\n".join(bad))
         print("1..%d" % self.n)
         sys.exit(1 if self.failed else 0)
 
@@ -201,74 +208,85 @@ def free_port():
     return port
 
 
-def read_response(sock, timeout=10.0):
-    """Read one HTTP/1.1 response from a socket.  Returns a Response, or None
-    when the peer closed (or reset) before sending a status line."""
-    sock.settimeout(timeout)
-    buf = b""
-    try:
-        while b"\r\n\r\n" not in buf:
-            chunk = sock.recv(65536)
-            if not chunk:
+class SockReader:
+    """Buffered reader of HTTP/1.1 responses on one socket, so pipelined
+    responses that arrive in one recv() are not lost between calls."""
+
+    def __init__(self, sock):
+        self.sock = sock
+        self.buf = b""
+
+    def _fill(self):
+        """Read more; False on EOF/reset/timeout."""
+        try:
+            d = self.sock.recv(65536)
+        except (ConnectionResetError, socket.timeout, BrokenPipeError, OSError):
+            return False
+        if not d:
+            return False
+        self.buf += d
+        return True
+
+    def _take(self, n):
+        while len(self.buf) < n:
+            if not self._fill():
                 break
-            buf += chunk
-    except (ConnectionResetError, socket.timeout, BrokenPipeError):
-        pass
-    if b"\r\n\r\n" not in buf:
-        return None
-    head, rest = buf.split(b"\r\n\r\n", 1)
-    lines = head.decode("latin-1").split("\r\n")
-    parts = lines[0].split(" ", 2)
-    if len(parts) < 2 or not parts[0].startswith("HTTP/"):
-        return None
-    headers = []
-    for line in lines[1:]:
-        if ":" in line:
-            k, v = line.split(":", 1)
-            headers.append((k.strip(), v.strip()))
-    resp = Response(int(parts[1]), headers, b"", parts[2] if len(parts) > 2 else "")
-    n = resp.header("content-length")
-    try:
-        if n is not None:
-            n = int(n)
-            while len(rest) < n:
-                chunk = sock.recv(65536)
-                if not chunk:
-                    break
-                rest += chunk
-            rest = rest[:n]
+        out, self.buf = self.buf[:n], self.buf[n:]
+        return out
+
+    def _line(self):
+        while b"\r\n" not in self.buf:
+            if not self._fill():
+                return None
+        line, self.buf = self.buf.split(b"\r\n", 1)
+        return line
+
+    def response(self, timeout=10.0):
+        """The next Response, or None when the peer closed (or reset) before
+        sending a whole header block."""
+        self.sock.settimeout(timeout)
+        while b"\r\n\r\n" not in self.buf:
+            if not self._fill():
+                return None
+        head, self.buf = self.buf.split(b"\r\n\r\n", 1)
+        lines = head.decode("latin-1").split("\r\n")
+        parts = lines[0].split(" ", 2)
+        if len(parts) < 2 or not parts[0].startswith("HTTP/"):
+            return None
+        headers = []
+        for line in lines[1:]:
+            if ":" in line:
+                k, v = line.split(":", 1)
+                headers.append((k.strip(), v.strip()))
+        resp = Response(int(parts[1]), headers, b"", parts[2] if len(parts) > 2 else "")
+        n = resp.header("content-length")
+        if resp.status in (204, 304) or (100 <= resp.status < 200):
+            body = b""
+        elif n is not None:
+            body = self._take(int(n))
         elif (resp.header("transfer-encoding") or "").lower() == "chunked":
-            out = b""
+            body = b""
             while True:
-                while b"\r\n" not in rest:
-                    c = sock.recv(65536)
-                    if not c:
-                        break
-                    rest += c
-                if b"\r\n" not in rest:
+                size_line = self._line()
+                if size_line is None:
                     break
-                size_line, rest = rest.split(b"\r\n", 1)
                 size = int(size_line.split(b";")[0], 16)
-                while len(rest) < size + 2:
-                    c = sock.recv(65536)
-                    if not c:
-                        break
-                    rest += c
-                out += rest[:size]
-                rest = rest[size + 2:]
+                body += self._take(size)
+                self._line()
                 if size == 0:
                     break
-            rest = out
-        elif resp.status not in (204, 304):
-            while True:
-                chunk = sock.recv(65536)
-                if not chunk:
-                    break
-                rest += chunk
-    except (ConnectionResetError, socket.timeout):
-        pass
-    resp.body = rest
-    return resp
+        else:
+            while self._fill():
+                pass
+            body, self.buf = self.buf, b""
+        resp.body = body
+        return resp
+
+
+def read_response(sock, timeout=10.0):
+    """Read one HTTP/1.1 response from a socket (bytes after it are lost: use
+    SockReader for pipelining).  None when the peer closed before answering."""
+    return SockReader(sock).response(timeout)
 
 
 def multipart(fields, boundary="cugradeBoundary7MA4YWxkTrZu0gW"):
@@ -333,6 +351,7 @@ class Server:
         self.tap = tap
         if tap is not None:
             tap.server = self
+            tap.servers.append(self)
         self._install_labs(labs)
         atexit.register(self.cleanup)
         if start:
@@ -482,6 +501,23 @@ class Server:
                 if line.startswith("VmRSS:"):
                     return int(line.split()[1])
         return None
+
+    def sanitizer_reports(self):
+        """Lines of the server log that are sanitizer reports (with context)."""
+        try:
+            with open(self.log, "rb") as f:
+                lines = f.read().decode("utf-8", "replace").splitlines()
+        except OSError:
+            return []
+        pat = re.compile(r"(ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error:|"
+                         r"SUMMARY: (Address|Undefined|Leak)Sanitizer)")
+        out = []
+        for i, line in enumerate(lines):
+            if pat.search(line):
+                out.extend(lines[i:i + 12])
+                if len(out) > 60:
+                    break
+        return out
 
     def log_tail(self, n=30):
         try:

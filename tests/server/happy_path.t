@@ -38,6 +38,10 @@ def check_accept(t, s, how, status, body, src, filename):
     t.ok(isinstance(o.get("created_at"), str) and re.match(ISO, o["created_at"]),
          "%s: created_at is ISO 8601 UTC" % how, o.get("created_at"))
     t.ok("result" in o and o["result"] is None, "%s: result is null before grading" % how)
+    keys = {"id", "lab", "user", "status", "phase", "detail", "filename", "sha256", "size",
+            "late", "created_at", "updated_at", "attempts", "queue_position", "score",
+            "max_score", "rubric_version", "result"}
+    t.eq(sorted(keys - set(o)), [], "%s: the submission object has every documented field" % how)
     r = s.get("/api/submissions/%s/source" % sid, token="alice_q7")
     t.status(r, 200, "%s: GET .../source answers 200" % how)
     t.eq(r.body, src, "%s: GET .../source returns exactly the bytes sent" % how)
@@ -80,6 +84,17 @@ def main(t):
     ids = [x.get("id") for x in (r.json() or {}).get("submissions", [])]
     t.ok(sid1 in ids and sid2 in ids, "listing has both submissions", ids)
     t.ok(ids == sorted(ids, reverse=True), "listing is newest first", ids)
+
+    # limit/offset
+    r = s.get("/api/submissions?lab=vadd&limit=2", token="alice_q7")
+    page1 = [x.get("id") for x in (r.json() or {}).get("submissions", [])]
+    r = s.get("/api/submissions?lab=vadd&limit=2&offset=2", token="alice_q7")
+    page2 = [x.get("id") for x in (r.json() or {}).get("submissions", [])]
+    t.ok(len(page1) == 2 and len(page2) == 1 and page1 + page2 == ids,
+         "limit=2 then offset=2 page through the listing", (page1, page2, ids))
+    r = s.get("/api/submissions?status=graded", token="alice_q7")
+    t.ok(r.status == 200 and (r.json() or {}).get("submissions") == [],
+         "status=graded filters (none graded yet)", r.brief())
 
     # /api/me, /api/labs, /api/labs/{lab}
     r = s.get("/api/me", token="alice_q7")

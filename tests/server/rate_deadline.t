@@ -78,6 +78,10 @@ def main(t):
     # --- not yet open
     r = s.submit("notyet", kernel("early"))
     t.error(r, 403, "lab_closed", "notyet: a submission before the lab opens")
+    r = s.get("/api/labs", token="alice_q7")
+    opened = {x.get("lab"): x.get("open") for x in (r.json() or {}).get("labs", [])}
+    t.eq(opened, {"inflight": True, "hourly": True, "late": True, "closed": False,
+                  "refuse": False, "notyet": False}, "GET /api/labs: open for each lab")
 
     # --- a 429 stored nothing
     r = s.get("/api/submissions?lab=inflight&user=alice_q7", token="admin")

@@ -109,6 +109,23 @@ def main(t):
     if job:
         run.grade(job, score=40, speedup=0.5, phases=[])
 
+    # A result with an after_due_date test (vadd is due in 2099): hidden from
+    # the student until then, shown to staff.
+    r = s.submit("vadd", kernel("bob 3"), token="bob_z3")
+    bid3 = (r.json() or {}).get("id")
+    job = run.claim(wait=2) or {}
+    doc = canned_result(job, score=35, speedup=0.4)
+    doc["tests"].append({"name": "after due: big timing", "score": 0, "max_score": 5,
+                         "status": "failed", "output": "AFTER-DUE-OUTPUT",
+                         "visibility": "after_due_date"})
+    if job:
+        run.result(bid3, "graded", doc)
+    r = s.get("/api/submissions/%d" % bid3, token="bob_z3")
+    t.ok(r.status == 200 and b"AFTER-DUE-OUTPUT" not in r.body,
+         "an after_due_date test is hidden from the student before the due date", r.brief())
+    r = s.get("/api/submissions/%d" % bid3, token="tina_ta")
+    t.ok(b"AFTER-DUE-OUTPUT" in r.body, "...and shown to a TA", r.brief())
+
     # Privacy between students.
     r = s.get("/api/submissions/%d" % sid, token="bob_z3")
     t.ok(r.status in (403, 404) and b"72.5" not in r.body and b"alice" not in r.body.lower(),
@@ -118,7 +135,7 @@ def main(t):
          "bob cannot read alice's source", r.brief())
     r = s.get("/api/submissions?lab=vadd", token="bob_z3")
     ids = {x.get("id") for x in (r.json() or {}).get("submissions", [])}
-    t.ok(r.status == 200 and ids == {bid, bid2}, "bob's listing has only his own", ids)
+    t.ok(r.status == 200 and ids == {bid, bid2, bid3}, "bob's listing has only his own", ids)
     r = s.get("/api/submissions?lab=vadd&user=alice_q7", token="bob_z3")
     t.eq(r.status, 403, "bob asking for user=alice_q7 is 403")
 
@@ -135,6 +152,9 @@ def main(t):
              and rows[0].get("display_name") == "Alice Quartermaine",
              "TA scoreboard row 1: alice, rank 1, 72.5/100, speedup 1.37, her submission",
              rows[0])
+        t.eq(sorted(rows[0]), sorted(["rank", "user", "display_name", "score", "max_score",
+                                      "speedup", "submission", "submitted_at"]),
+             "a scoreboard row has exactly the documented fields")
         t.ok(rows[1].get("user") == "bob_z3" and rows[1].get("score") == 40
              and rows[1].get("submission") == bid2 and rows[1].get("rank") == 2,
              "TA scoreboard row 2: bob's best (graded 40), not the compile error", rows[1])

@@ -108,7 +108,9 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static double run_direct(char *const *argv)
+/* Time one fork+exec+wait of argv outside any sandbox; *failed is set
+ * when it did not exit 0 (a benchmark of a failing exec measures nothing). */
+static double run_direct(char *const *argv, int *failed)
 {
     double t = now_ms();
     pid_t p = fork();
@@ -118,7 +120,10 @@ static double run_direct(char *const *argv)
         execvp(argv[0], argv);
         _exit(127);
     }
-    waitpid(p, NULL, 0);
+    int st = 0;
+    waitpid(p, &st, 0);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        (*failed)++;
     return now_ms() - t;
 }
 
@@ -203,11 +208,13 @@ int main(int argc, char **argv)
 
     if (bench > 0 && direct) {
         double *t = calloc((size_t)bench, sizeof *t);
+        int failed = 0;
         for (int k = 0; k < bench; k++)
-            t[k] = run_direct(argv + i);
+            t[k] = run_direct(argv + i, &failed);
         qsort(t, (size_t)bench, sizeof *t, cmp_double);
-        printf("{\"median_ms\":%.3f,\"min_ms\":%.3f,\"max_ms\":%.3f}\n", t[bench / 2], t[0], t[bench - 1]);
-        return 0;
+        printf("{\"median_ms\":%.3f,\"min_ms\":%.3f,\"max_ms\":%.3f,\"failed\":%d}\n", t[bench / 2], t[0],
+               t[bench - 1], failed);
+        return failed ? 1 : 0;
     }
 
     char *created = NULL;
@@ -236,10 +243,13 @@ int main(int argc, char **argv)
     struct sandbox_verdict v;
     if (bench > 0) {
         double *t = calloc((size_t)bench, sizeof *t);
+        int failed = 0;
         for (int k = 0; k < bench; k++) {
             double t0 = now_ms();
             rc = sandbox_run(&cfg, &v);
             t[k] = now_ms() - t0;
+            if (rc == 0 && !(v.exited && v.exit_code == 0))
+                failed++;
             sandbox_verdict_free(&v);
             if (rc < 0) {
                 fprintf(stderr, "sandbox_run: %s\n", strerror(-rc));
@@ -247,10 +257,11 @@ int main(int argc, char **argv)
             }
         }
         qsort(t, (size_t)bench, sizeof *t, cmp_double);
-        printf("{\"median_ms\":%.3f,\"min_ms\":%.3f,\"max_ms\":%.3f}\n", t[bench / 2], t[0], t[bench - 1]);
+        printf("{\"median_ms\":%.3f,\"min_ms\":%.3f,\"max_ms\":%.3f,\"failed\":%d}\n", t[bench / 2], t[0],
+               t[bench - 1], failed);
         if (created && !keep)
             sandbox_workdir_remove(created);
-        return 0;
+        return failed ? 1 : 0;
     }
 
     rc = sandbox_run(&cfg, &v);

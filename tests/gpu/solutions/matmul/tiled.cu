@@ -1,4 +1,4 @@
-// expect: status=graded correctness=pass sanitizer=clean tier=none flagged=no note="correct 16x16 shared-memory tiles (a middle solution)"
+// expect: status=graded correctness=pass sanitizer=clean tier=any flagged=no note="correct 16x16 shared-memory tiles (a middle solution: about 6x cuBLAS, on the edge of the last tier)"
 #include <cuda_runtime.h>
 #include <stddef.h>
 

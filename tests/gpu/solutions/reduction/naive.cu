@@ -1,4 +1,4 @@
-// expect: status=graded correctness=pass sanitizer=clean tier="100x faster than one CPU thread" flagged=no note="correct but naive: shared-memory tree per block, one atomicAdd per block"
+// expect: status=graded correctness=pass sanitizer=clean tier="30x faster than one CPU thread" flagged=no note="correct but naive: interleaved shared-memory tree (divergent modulo), one atomicAdd per block"
 #include <cuda_runtime.h>
 #include <stddef.h>
 
@@ -8,8 +8,8 @@ __global__ void block_sum(const float *in, float *out, size_t n)
     size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
     s[threadIdx.x] = i < n ? in[i] : 0.0f;
     __syncthreads();
-    for (int k = blockDim.x / 2; k > 0; k /= 2) {
-        if (threadIdx.x < k)
+    for (unsigned k = 1; k < blockDim.x; k *= 2) {
+        if (threadIdx.x % (2 * k) == 0)
             s[threadIdx.x] += s[threadIdx.x + k];
         __syncthreads();
     }

@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""Grading benchmark on a GPU host (tests/bench/grade_bench.sh runs it).
+
+1. Latency: a correct matmul (tests/gpu/solutions/matmul/fast.cu) submitted
+   through the real server to one real runner, one at a time, N times
+   (default 10): submit-to-graded seconds, median, split by phase (the
+   result's cugrade.phases), next to the floor = nvcc -c of the same file
+   outside the sandbox (median of 3) + the GPU work (the sandboxed check and
+   timing runs themselves). Target: latency <= 1.5x the floor.
+2. Regrade stability: the same submission regraded N times
+   (POST /api/admin/submissions/ID/regrade): spread of the metric
+   (max-min over the median) and whether the speed tier flipped.
+
+Environment as tests/gpu/e2e.py (CUGRADE_SERVER_BIN, CUGRADE_RUNNER_BIN,
+CUGRADE_BIN_ENV, OUT), plus BENCH_N (default 10), BENCH_BUDGET (seconds for
+the whole benchmark, default 1200: it reports what it measured by then),
+BENCH_FILE (the solution to submit).
+"""
+import importlib.util, json, os, statistics, subprocess, sys, tempfile, time, shutil, re
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
+spec = importlib.util.spec_from_file_location("e2e", os.path.join(ROOT, "tests/gpu/e2e.py"))
+e2e = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(e2e)
+
+N = int(os.environ.get("BENCH_N", "10"))
+BUDGET = float(os.environ.get("BENCH_BUDGET", "1200"))
+FILE = os.environ.get("BENCH_FILE", os.path.join(ROOT, "tests/gpu/solutions/matmul/fast.cu"))
+OUT = os.environ.get("OUT") or None
+T0 = time.time()
+
+
+def left():
+    return BUDGET - (time.time() - T0)
+
+
+def wait_final(base, admin, sid, since_status=None, timeout=300):
+    t = time.time()
+    while time.time() - t < timeout:
+        st, sub = e2e.api(base, "GET", f"/api/submissions/{sid}", admin)
+        if st == 200 and sub.get("status") in e2e.FINAL and (since_status is None or
+                                                             sub.get("updated_at") != since_status):
+            return sub
+        time.sleep(0.2)
+    return None
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="cugrade-bench-")
+    os.chmod(tmp, 0o755)
+    logs = OUT or tmp
+    env = e2e.bin_env()
+    procs = []
+    try:
+        db = os.path.join(tmp, "db")
+        p = subprocess.run([e2e.SERVER, "init", "--db", db], env=env, capture_output=True, text=True)
+        admin = re.search(r"(cga_[0-9a-f]{64})", p.stdout + p.stderr).group(1)
+        p = subprocess.run([e2e.SERVER, "user", "add", "--db", db, "bench-runner", "runner"], env=env,
+                           capture_output=True, text=True)
+        tf = os.path.join(tmp, "runner.token")
+        with open(tf, "w") as f:
+            f.write(re.search(r"(cgr_[0-9a-f]{64})", p.stdout + p.stderr).group(1) + "\n")
+        port = e2e.free_port()
+        base = f"http://127.0.0.1:{port}"
+        slog = open(os.path.join(logs, "bench-server.log"), "w")
+        procs.append(subprocess.Popen([e2e.SERVER, "serve", "--db", db, "--listen", f"127.0.0.1:{port}",
+                                       "--labs", os.path.join(ROOT, "labs"), "--rubrics",
+                                       os.path.join(ROOT, "rubrics")], env=env, stdout=slog, stderr=slog))
+        for _ in range(100):
+            try:
+                e2e.urllib.request.urlopen(base + "/healthz", timeout=1)
+                break
+            except Exception:
+                time.sleep(0.1)
+        cache = os.path.join(tmp, "cache")
+        common = ["--gpu", "0", "--cache", cache, "--root", ROOT]
+        with open(os.path.join(logs, "bench-prepare.log"), "w") as plog:
+            subprocess.run([e2e.RUNNER, "prepare"] + common + ["--work", os.path.join(tmp, "wp")],
+                           env=env, stdout=plog, stderr=plog)
+        rlog = open(os.path.join(logs, "bench-runner.log"), "w")
+        procs.append(subprocess.Popen([e2e.RUNNER, "--server", base, "--token-file", tf, "--work",
+                                       os.path.join(tmp, "w"), "--lazy-build"] + common,
+                                      env=env, stdout=rlog, stderr=rlog))
+        st, users = e2e.api(base, "POST", "/api/admin/users", admin,
+                            {"users": [{"name": "bench1", "role": "student"},
+                                       {"name": "bench2", "role": "student"}]})
+        toks = [u["token"] for u in users["users"]]
+        src = open(FILE, "rb").read()
+
+        # The floor: nvcc -c of the student file, outside any sandbox.
+        nv = []
+        for _ in range(3):
+            t = time.time()
+            subprocess.run(["/usr/local/cuda/bin/nvcc", "-c", "-O3", "-lineinfo", "-arch=sm_90", FILE,
+                            "-o", os.path.join(tmp, "floor.o")], check=False,
+                           env={k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"})
+            nv.append(time.time() - t)
+        nvcc_s = statistics.median(nv)
+
+        lat, phases, first_id = [], [], None
+        for i in range(N):
+            if left() < 60:
+                break
+            t = time.time()
+            st, r = e2e.api(base, "POST", f"/api/labs/matmul/submissions?filename=kernel.cu",
+                            toks[i % 2], src, "application/octet-stream")
+            if st != 202:
+                print(f"bench: submit failed {st} {r}", file=sys.stderr)
+                break
+            sub = wait_final(base, admin, r["id"])
+            if sub is None:
+                break
+            lat.append(time.time() - t)
+            ph = ((sub.get("result") or {}).get("cugrade") or {}).get("phases") or {}
+            phases.append(ph)
+            first_id = first_id or r["id"]
+            e2e.log(f"latency run {i + 1}: {lat[-1]:.2f} s, status {sub['status']}")
+
+        metrics, tiers = [], []
+        if first_id:
+            for i in range(N):
+                if left() < 45:
+                    break
+                st, cur = e2e.api(base, "GET", f"/api/submissions/{first_id}", admin)
+                before = cur.get("updated_at")
+                st, r = e2e.api(base, "POST", f"/api/admin/submissions/{first_id}/regrade", admin, {})
+                if st != 202:
+                    print(f"bench: regrade failed {st} {r}", file=sys.stderr)
+                    break
+                time.sleep(0.3)
+                sub = wait_final(base, admin, first_id, since_status=before)
+                if sub is None:
+                    break
+                cg = (sub.get("result") or {}).get("cugrade") or {}
+                sp = (cg.get("speed") or [{}])[0]
+                metrics.append(sp.get("value"))
+                tiers.append(sp.get("tier"))
+                e2e.log(f"regrade {i + 1}: {sp.get('metric')}={sp.get('value')} tier={sp.get('tier')}")
+
+        print("== grading latency (correct matmul, fast.cu, one runner, H200)")
+        if lat:
+            med = statistics.median(lat)
+            keys = sorted({k for p in phases for k in p if k != "total"},
+                          key=lambda k: -statistics.median([p.get(k, 0) for p in phases]))
+            print(f"runs: {len(lat)}; submit-to-graded median {med:.2f} s (min {min(lat):.2f}, max {max(lat):.2f})")
+            for k in keys:
+                print(f"  {k:14s} {statistics.median([p.get(k, 0) for p in phases]):7.2f} s")
+            gpu_work = statistics.median([p.get("check_run", 0) + p.get("time_run", 0) for p in phases])
+            floor = nvcc_s + gpu_work
+            print(f"floor: nvcc -c outside the sandbox {nvcc_s:.2f} s + GPU work (check and timing runs) "
+                  f"{gpu_work:.2f} s = {floor:.2f} s; latency / floor = {med / floor:.2f} (target <= 1.5)")
+        else:
+            print("no latency measured")
+        print("== regrade stability (same submission)")
+        vals = [m for m in metrics if isinstance(m, (int, float))]
+        if vals:
+            mv = statistics.median(vals)
+            print(f"regrades: {len(vals)}; metric median {mv:.4g}, min {min(vals):.4g}, max {max(vals):.4g}, "
+                  f"spread {(max(vals) - min(vals)) / mv * 100:.1f}% of the median")
+            print(f"tiers seen: {sorted(set(str(t) for t in tiers))}; flipped: {'yes' if len(set(tiers)) > 1 else 'no'}")
+        else:
+            print("no regrade measured")
+        if OUT:
+            with open(os.path.join(OUT, "bench.json"), "w") as f:
+                json.dump({"latency_s": lat, "phases": phases, "nvcc_s": nv, "metrics": metrics,
+                           "tiers": tiers}, f, indent=1)
+        return 0
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+        for p in reversed(procs):
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,26 @@
+#!/bin/sh
+# Grading benchmark on the GPU host (see tests/bench/grade_bench.py):
+# submit-to-graded latency of a correct matmul (median of BENCH_N=10) split
+# by phase next to the floor (nvcc -c + the GPU work), and regrade stability
+# (the same submission graded BENCH_N times: spread of the metric, tier flips).
+#   sh tests/bench/grade_bench.sh [BUILD]
+# Binaries from dist/ when present (as tests/gpu/run.sh), else BUILD/.
+set -u
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD=${1:-build}
+cd "$ROOT" || exit 2
+if [ "${BENCH_FORCE:-0}" != 1 ] && ! (env -u LD_LIBRARY_PATH nvidia-smi -L 2>/dev/null | grep -q '^GPU'); then
+    echo "grade_bench: no GPU on this host (nvidia-smi -L): skipped (run it through the device tool)"
+    exit 0
+fi
+if [ -x "$ROOT/dist/cugrade-runner" ] && [ -x "$ROOT/dist/cugrade-server" ]; then
+    D=$(mktemp -d /tmp/cugrade-dist.XXXXXX) || exit 2
+    trap 'rm -rf "$D"' EXIT INT TERM
+    cp -r "$ROOT/dist/." "$D/" && chmod -R go+rX "$D" && chmod 755 "$D"
+    export CUGRADE_SERVER_BIN="$D/cugrade-server" CUGRADE_RUNNER_BIN="$D/cugrade-runner"
+    export CUGRADE_BIN_ENV="LD_LIBRARY_PATH=$D/lib;CUGRADE_BWRAP=$D/bwrap"
+else
+    export CUGRADE_SERVER_BIN="$ROOT/$BUILD/cugrade-server" CUGRADE_RUNNER_BIN="$ROOT/$BUILD/cugrade-runner"
+fi
+export PATH="/usr/local/cuda/bin:$PATH"
+exec python3 tests/bench/grade_bench.py

@@ -1,0 +1,307 @@
+#!/usr/bin/env python3
+"""End to end on a GPU host (tests/gpu/run.sh calls this; see docs/runner.md).
+
+Starts the real server and real runners, submits every
+tests/gpu/solutions/<lab>/*.cu through the API (one student each: the
+rubric allows one submission in flight per student), waits for the results
+and prints a table: file, status, score, key metric, expected (the file's
+`// expect:` header), match. Exits 1 on any mismatch.
+
+Expectation keys (all optional but status): status=, correctness=pass|fail,
+sanitizer=clean|dirty, tier="name"|none|any (the first speed line's tier),
+flagged=yes|no, symbol= (the rejection's symbol).
+
+Environment: CUGRADE_SERVER_BIN, CUGRADE_RUNNER_BIN (binaries),
+CUGRADE_BIN_ENV (K=V;K=V for our binaries only, e.g. LD_LIBRARY_PATH of
+dist/), CUGRADE_GPU_RUNNERS (runners sharing GPU 0, default 3),
+CUGRADE_GPU_TIMEOUT (seconds to wait for results, default 330),
+CUGRADE_GPU_ONLY (substring of lab/file to run a subset), OUT (logs dir).
+"""
+import json, os, re, shlex, shutil, socket, subprocess, sys, tempfile, time, urllib.request, urllib.error
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
+SERVER = os.environ.get("CUGRADE_SERVER_BIN", os.path.join(ROOT, "build/cugrade-server"))
+RUNNER = os.environ.get("CUGRADE_RUNNER_BIN", os.path.join(ROOT, "build/cugrade-runner"))
+NRUNNERS = int(os.environ.get("CUGRADE_GPU_RUNNERS", "3"))
+TIMEOUT = float(os.environ.get("CUGRADE_GPU_TIMEOUT", "330"))
+ONLY = os.environ.get("CUGRADE_GPU_ONLY", "")
+OUT = os.environ.get("OUT") or None
+FINAL = {"graded", "compile_error", "rejected", "runtime_error", "timeout", "system_error"}
+T0 = time.time()
+
+
+def log(msg):
+    print(f"[{time.time() - T0:6.1f}s] {msg}", file=sys.stderr, flush=True)
+
+
+def bin_env():
+    env = dict(os.environ)
+    for kv in filter(None, os.environ.get("CUGRADE_BIN_ENV", "").split(";")):
+        k, _, v = kv.partition("=")
+        env[k] = v
+    return env
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def api(base, method, path, token, body=None, ctype="application/json"):
+    data = None
+    if body is not None:
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    req = urllib.request.Request(base + path, data=data, method=method)
+    req.add_header("Authorization", "Bearer " + token)
+    if data is not None:
+        req.add_header("Content-Type", ctype)
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, json.loads(r.read() or b"null")
+    except urllib.error.HTTPError as e:
+        raw = e.read()
+        try:
+            return e.code, json.loads(raw)
+        except ValueError:
+            return e.code, {"raw": raw.decode(errors="replace")}
+
+
+def parse_expect(path):
+    with open(path) as f:
+        first = f.readline()
+    m = re.match(r"\s*//\s*expect:\s*(.*)", first)
+    if not m:
+        return {}
+    return {k: v for k, v in (t.split("=", 1) for t in shlex.split(m.group(1)) if "=" in t)}
+
+
+def observe(sub):
+    """What the result says, in the expectation's words."""
+    res = sub.get("result") or {}
+    cg = res.get("cugrade") or {}
+    cases = cg.get("cases") or []
+    sans = cg.get("sanitizer") or []
+    speed = cg.get("speed") or []
+    timing = cg.get("timing") or {}
+    o = {"status": sub.get("status")}
+    o["correctness"] = "pass" if cases and all(c.get("passed") for c in cases) else "fail"
+    if any(s.get("runner_problem") for s in sans):
+        o["sanitizer"] = "not-run"
+    elif sans:
+        o["sanitizer"] = "clean" if all(s.get("clean") for s in sans) else "dirty"
+    o["tier"] = (speed[0].get("tier") if speed else None) or "none"
+    o["flagged"] = "yes" if timing.get("flagged") else "no"
+    o["symbol"] = (cg.get("rejection") or {}).get("symbol", "")
+    return o
+
+
+def key_metric(sub):
+    res = sub.get("result") or {}
+    cg = res.get("cugrade") or {}
+    if sub.get("status") == "rejected":
+        return "symbol " + (cg.get("rejection") or {}).get("symbol", "?")
+    if sub.get("status") == "compile_error":
+        log_ = cg.get("compile_log") or ""
+        m = re.search(r"\((\d+)\): error", log_)
+        return f"error at line {m.group(1)}" if m else "compile error"
+    speed = cg.get("speed") or []
+    t = cg.get("timing") or {}
+    if speed and speed[0].get("value") is not None:
+        s = f"{speed[0]['metric']}={speed[0]['value']:.3g}"
+        if t.get("student_ms"):
+            s += f" ({t['student_ms']:.3g} ms)"
+        return s
+    bad = [c for c in cg.get("cases") or [] if not c.get("passed")]
+    if bad:
+        return f"{len(bad)} case(s) wrong, first {bad[0].get('name')}"
+    if sub.get("status") == "system_error":
+        return (res.get("output") or "")[:60]
+    return "-"
+
+
+def matches(exp, obs):
+    for k, v in exp.items():
+        if k == "note":
+            continue
+        if k == "tier" and v == "any":
+            continue
+        if k == "symbol":
+            if v not in obs.get("symbol", ""):
+                return False
+            continue
+        if obs.get(k) != v:
+            return False
+    return True
+
+
+def main():
+    files = []
+    for lab in sorted(os.listdir(os.path.join(ROOT, "tests/gpu/solutions"))):
+        d = os.path.join(ROOT, "tests/gpu/solutions", lab)
+        for f in sorted(os.listdir(d)):
+            if f.endswith(".cu") and ONLY in f"{lab}/{f}":
+                files.append((lab, os.path.join(d, f)))
+    if not files:
+        print("e2e: no solutions found under tests/gpu/solutions", file=sys.stderr)
+        return 2
+
+    tmp = tempfile.mkdtemp(prefix="cugrade-e2e-")
+    os.chmod(tmp, 0o755)  # the sandbox (uid nobody before bwrap) must reach binds below
+    logs = OUT or tmp
+    os.makedirs(logs, exist_ok=True)
+    env = bin_env()
+    procs = []
+    try:
+        db = os.path.join(tmp, "cugrade.db")
+        p = subprocess.run([SERVER, "init", "--db", db], env=env, capture_output=True, text=True)
+        text = p.stdout + p.stderr
+        m = re.search(r"(cga_[0-9a-f]{64})", text)
+        if not m:
+            print("e2e: server init failed:\n" + text, file=sys.stderr)
+            return 2
+        admin = m.group(1)
+        rtoks = []
+        for i in range(NRUNNERS):
+            p = subprocess.run([SERVER, "user", "add", "--db", db, f"runner{i}", "runner"], env=env,
+                               capture_output=True, text=True)
+            m = re.search(r"(cgr_[0-9a-f]{64})", p.stdout + p.stderr)
+            if not m:
+                print("e2e: runner token failed:\n" + p.stdout + p.stderr, file=sys.stderr)
+                return 2
+            tf = os.path.join(tmp, f"runner{i}.token")
+            with open(tf, "w") as f:
+                f.write(m.group(1) + "\n")
+            os.chmod(tf, 0o600)
+            rtoks.append(tf)
+
+        port = free_port()
+        base = f"http://127.0.0.1:{port}"
+        slog = open(os.path.join(logs, "server.log"), "w")
+        procs.append(subprocess.Popen([SERVER, "serve", "--db", db, "--listen", f"127.0.0.1:{port}",
+                                       "--labs", os.path.join(ROOT, "labs"),
+                                       "--rubrics", os.path.join(ROOT, "rubrics")],
+                                      env=env, stdout=slog, stderr=slog, cwd=ROOT))
+        for _ in range(100):
+            try:
+                urllib.request.urlopen(base + "/healthz", timeout=1)
+                break
+            except Exception:
+                time.sleep(0.1)
+        else:
+            print("e2e: the server did not start; see server.log", file=sys.stderr)
+            return 2
+        log(f"server on {base}")
+
+        cache = os.path.join(tmp, "cache")
+        common = ["--gpu", "0", "--cache", cache, "--root", ROOT]
+        with open(os.path.join(logs, "prepare.log"), "w") as plog:
+            t = time.time()
+            rc = subprocess.run([RUNNER, "prepare"] + common + ["--work", os.path.join(tmp, "work-prep")],
+                                env=env, stdout=plog, stderr=plog, cwd=ROOT).returncode
+            log(f"runner prepare (build labs, device record, baselines): rc {rc}, {time.time() - t:.1f} s")
+
+        for i in range(NRUNNERS):
+            rl = open(os.path.join(logs, f"runner{i}.log"), "w")
+            procs.append(subprocess.Popen([RUNNER, "--server", base, "--token-file", rtoks[i],
+                                           "--work", os.path.join(tmp, f"work-{i}"), "--name",
+                                           f"gpu0-r{i}", "--lazy-build"] + common,
+                                          env=env, stdout=rl, stderr=rl, cwd=ROOT))
+        log(f"{NRUNNERS} runner(s) on GPU 0")
+
+        st, users = api(base, "POST", "/api/admin/users", admin,
+                        {"users": [{"name": f"s{i}", "role": "student"} for i in range(len(files))]})
+        if st != 201:
+            print(f"e2e: creating students failed: {st} {users}", file=sys.stderr)
+            return 2
+        toks = [u["token"] for u in users["users"]]
+        subs = []
+        for i, (lab, path) in enumerate(files):
+            with open(path, "rb") as f:
+                src = f.read()
+            name = os.path.basename(path)
+            st, r = api(base, "POST", f"/api/labs/{lab}/submissions?filename={name}", toks[i], src,
+                        "application/octet-stream")
+            if st != 202:
+                print(f"e2e: submit {lab}/{name}: {st} {r}", file=sys.stderr)
+                subs.append((lab, path, None, time.time()))
+                continue
+            subs.append((lab, path, r["id"], time.time()))
+        log(f"submitted {len(subs)} files")
+
+        results = {}
+        deadline = time.time() + TIMEOUT
+        while time.time() < deadline:
+            pending = 0
+            for lab, path, sid, t_sub in subs:
+                if sid is None or sid in results:
+                    continue
+                st, sub = api(base, "GET", f"/api/submissions/{sid}", admin)
+                if st == 200 and sub.get("status") in FINAL:
+                    sub["_latency"] = time.time() - t_sub
+                    results[sid] = sub
+                    log(f"{lab}/{os.path.basename(path)}: {sub['status']} {sub.get('score')}")
+                else:
+                    pending += 1
+            if not pending:
+                break
+            time.sleep(1)
+
+        rows, mismatches = [], 0
+        for lab, path, sid, _ in subs:
+            exp = parse_expect(path)
+            sub = results.get(sid) if sid is not None else None
+            fname = f"{lab}/{os.path.basename(path)}"
+            if sub is None:
+                rows.append((fname, "unfinished", "-", "-", exp_str(exp), "no"))
+                mismatches += 1
+                continue
+            obs = observe(sub)
+            ok = matches(exp, obs)
+            mismatches += not ok
+            score = f"{sub.get('score', 0):g}/{sub.get('max_score', 0):g}" if sub.get("score") is not None else "-"
+            rows.append((fname, sub["status"], score, key_metric(sub), exp_str(exp),
+                         "yes" if ok else "NO (" + obs_str(exp, obs) + ")"))
+        print_table(rows)
+        if OUT:
+            with open(os.path.join(OUT, "results.json"), "w") as f:
+                json.dump({str(k): v for k, v in results.items()}, f, indent=1)
+        print(f"\n{len(rows) - mismatches} of {len(rows)} match; "
+              f"wall {time.time() - T0:.0f} s", flush=True)
+        return 1 if mismatches else 0
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+        for p in reversed(procs):
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        if not os.environ.get("CUGRADE_KEEP"):
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def exp_str(exp):
+    return " ".join(f"{k}={v}" for k, v in exp.items() if k not in ("note",))
+
+
+def obs_str(exp, obs):
+    return " ".join(f"{k}={obs.get(k)}" for k in exp if k not in ("note",) and not
+                    (k == "tier" and exp[k] == "any"))
+
+
+def print_table(rows):
+    head = ("file", "status", "score", "key metric", "expected", "match")
+    w = [max(len(str(r[i])) for r in rows + [head]) for i in range(len(head))]
+    w[4] = min(w[4], 70)
+    line = lambda r: " | ".join(str(c)[:w[i]].ljust(w[i]) for i, c in enumerate(r))
+    print(line(head))
+    print("-+-".join("-" * x for x in w))
+    for r in rows:
+        print(line(r))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

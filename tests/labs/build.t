@@ -1,0 +1,133 @@
+#!/bin/sh
+# The labs build here (nvcc, no GPU): build-lab.sh for all three labs, the
+# committed cases.generated.h in sync with lab.json, the harness exporting
+# nothing but main, every test solution compiling (or failing to, when its
+# header says compile_error) and the graded ones linking with the harness,
+# and the judge surviving hostile channels without a GPU. TAP output.
+ROOT=${CUGRADE_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
+if [ -z "${NVCC:-}" ]; then
+    if command -v nvcc >/dev/null 2>&1; then NVCC=nvcc; else NVCC=/usr/local/cuda/bin/nvcc; fi
+fi
+export NVCC
+ARCH=${ARCH:-sm_90}
+TMP=$(mktemp -d /tmp/cugrade-labs-build.XXXXXX)
+trap 'rm -rf "$TMP"' EXIT INT TERM
+fails=0
+ok() { echo "ok - $1"; }
+notok() { echo "not ok - $1"; fails=$((fails + 1)); }
+check() { if [ "$1" = 0 ]; then ok "$2"; else notok "$2"; fi; }
+
+if ! "$NVCC" --version >/dev/null 2>&1; then
+    notok "nvcc found ($NVCC)"
+    exit 1
+fi
+
+for lab in reduction matmul embedding; do
+    B="$TMP/$lab"
+    sh "$ROOT/labs/build-lab.sh" "$lab" "$B" "$ARCH" >"$TMP/$lab.log" 2>&1
+    rc=$?
+    [ $rc = 0 ] || sed 's/^/# /' "$TMP/$lab.log" | tail -20
+    check $rc "build-lab.sh $lab $ARCH"
+    want="harness.o judge link.txt"
+    for b in $(sed -n 's/.*"baselines": *\[\(.*\)\].*/\1/p' "$ROOT/labs/$lab/lab.json" | tr -d '"' | tr ',' ' '); do
+        if [ "$b" = cpu ]; then want="$want cpu-baseline"; else want="$want baseline-$b"; fi
+    done
+    missing=""
+    for f in $want; do [ -s "$B/$f" ] || missing="$missing $f"; done
+    [ -z "$missing" ] || echo "# missing:$missing"
+    check "$([ -z "$missing" ]; echo $?)" "$lab: built$(echo " $want" | sed 's/ /, /g; s/^,//')"
+    diff -u "$ROOT/labs/$lab/cases.generated.h" "$B/cases.h" >"$TMP/$lab.diff" 2>&1
+    rc=$?
+    [ $rc = 0 ] || { echo "# run: python3 labs/common/gen-cases.py labs/$lab/lab.json > labs/$lab/cases.generated.h"; sed 's/^/# /' "$TMP/$lab.diff" | head -10; }
+    check $rc "$lab: labs/$lab/cases.generated.h matches lab.json"
+    # A student's helper named like a harness function must not collide.
+    exported=$(nm -g --defined-only "$B/harness.o" | awk '$2 ~ /[TDBR]/ {print $3}' | tr '\n' ' ')
+    check "$([ "$exported" = "main " ]; echo $?)" "$lab: harness.o exports only main (got: $exported)"
+
+    "$NVCC" -c -O3 -lineinfo -arch="$ARCH" "$ROOT/labs/$lab/starter.cu" -o "$B/starter.o" >"$B/starter.log" 2>&1 &&
+        "$NVCC" -arch="$ARCH" -cudart static "$B/harness.o" "$B/starter.o" -o "$B/starter" >>"$B/starter.log" 2>&1
+    rc=$?
+    [ $rc = 0 ] || sed 's/^/# /' "$B/starter.log" | tail -5
+    check $rc "$lab: starter.cu compiles and links with the harness"
+
+    # Every test solution: compile (and link the ones that should run).
+    for f in "$ROOT/tests/gpu/solutions/$lab"/*.cu; do
+        echo "$f"
+    done | xargs -P 2 -I{} sh -c '
+        f={}; n=$(basename "$f" .cu); o="$1/sol-$n"
+        head -1 "$f" | grep -q "^// expect: status=" || { echo "header" >"$o.res"; exit 0; }
+        if head -1 "$f" | grep -q "status=compile_error"; then
+            if "$NVCC" -c -O3 -lineinfo -arch="$2" "$f" -o "$o.o" >"$o.log" 2>&1; then echo "compiled" >"$o.res"; else echo ok >"$o.res"; fi
+            exit 0
+        fi
+        "$NVCC" -c -O3 -lineinfo -arch="$2" "$f" -o "$o.o" >"$o.log" 2>&1 || { echo "compile" >"$o.res"; exit 0; }
+        if head -1 "$f" | grep -q "status=graded"; then
+            "$NVCC" -arch="$2" -cudart static "$1/harness.o" "$o.o" -o "$o.prog" >>"$o.log" 2>&1 || { echo "link" >"$o.res"; exit 0; }
+        fi
+        echo ok >"$o.res"' _ "$B" "$ARCH"
+    for f in "$ROOT/tests/gpu/solutions/$lab"/*.cu; do
+        n=$(basename "$f" .cu)
+        res=$(cat "$B/sol-$n.res" 2>/dev/null)
+        what="compiles"
+        head -1 "$f" | grep -q "status=compile_error" && what="fails to compile, as its header says"
+        head -1 "$f" | grep -q "status=graded" && what="compiles and links with the harness"
+        [ "$res" = ok ] || { echo "# $n: $res"; tail -5 "$B/sol-$n.log" 2>/dev/null | sed 's/^/# /'; }
+        check "$([ "$res" = ok ]; echo $?)" "$lab/$n.cu $what"
+    done
+done
+
+# The judge on hostile channels: no GPU is touched, no crash, valid JSON.
+J="$TMP/reduction/judge"
+judge_json() { # judge_json NAME CHANNEL-FILE EXPECTED-SUBSTRING [extra judge args]
+    name=$1 chan=$2 want=$3
+    shift 3
+    "$J" --seed 1f "$@" --channel "$chan" >"$TMP/j.out" 2>"$TMP/j.err"
+    rc=$?
+    if [ $rc = 0 ] && python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$TMP/j.out" 2>/dev/null &&
+        grep -qF -- "$want" "$TMP/j.out"; then
+        ok "judge: $name"
+    else
+        echo "# rc=$rc out: $(head -c 400 "$TMP/j.out") err: $(head -c 200 "$TMP/j.err")"
+        notok "judge: $name"
+    fi
+}
+dev='{"type":"device","name":"G","cc":"9.0","sms":132,"copy_gbs":3000,"peak_fp32_gflops":60000}'
+printf '%s\n{"type":"case","name":"1000","status":"launch_error","error":"invalid configuration argument","cause":"a block may have at most 1024 threads","fatal":false}\n{"type":"done"}\n' "$dev" >"$TMP/c1"
+judge_json "a launch error fails the case with its cause" "$TMP/c1" 'launch error: invalid configuration argument. a block may have at most 1024 threads' --cases 1000
+judge_json "a requested case with no record fails" "$TMP/c1" 'no result: the program stopped before this case' --cases 1,1000
+printf '%s\n{"type":"case","name":"1000","status":"ok","dtype":"f32","count":5,"bytes":20}\n0123456789abcdefghij{"type":"done"}\n' "$dev" >"$TMP/c2"
+judge_json "a wrong output size fails the case" "$TMP/c2" 'wrong size'
+printf '%s\n{"type":"case","name":"1000","status":"ok","dtype":"f32","count":1,"bytes":4}\nab' "$dev" >"$TMP/c3"
+judge_json "a truncated payload fails the case" "$TMP/c3" 'stopped while its outputs were being written'
+printf '{"type":"case","name":"../../etc/passwd","status":"ok","count":1,"bytes":4}\nabcd{"type":"done"}\n' >"$TMP/c4"
+judge_json "an unknown case name is an error, not a case" "$TMP/c4" 'a record for a case this lab does not have'
+head -c 3000000 /dev/zero | tr '\0' 'x' >"$TMP/c5"
+judge_json "a 3 MB line without a newline" "$TMP/c5" 'the channel ends in the middle of a record'
+head -c 100000 /dev/urandom >"$TMP/c6"
+judge_json "random bytes" "$TMP/c6" '"complete":false'
+printf '{"type":"case","name":"1000","name":"1","status":"ok"}\n' >"$TMP/c7"
+judge_json "duplicate keys are malformed" "$TMP/c7" 'a malformed record'
+printf '{"type":"case","name":"1000","status":{"ok":1}}\n' >"$TMP/c8"
+judge_json "nested objects are malformed" "$TMP/c8" 'a malformed record'
+printf '{"type":"timing","name":"2^28","samples_ms":[1.0,-5,1e300]}\n{"type":"done"}\n' >"$TMP/c9"
+judge_json "impossible timing samples are refused" "$TMP/c9" 'a timing record with impossible samples'
+printf '{"type":"timing","name":"2^28","samples_ms":[1.0,1.1,0.9],"seed2":"0"}\n{"type":"done"}\n' >"$TMP/c10"
+judge_json "a timing record without its re-check is flagged" "$TMP/c10" '"recheck_passed":false,"flagged":true'
+printf '%s\n{"type":"done"}\n{"type":"case","name":"1","status":"launch_error"}\n' "$dev" >"$TMP/c11"
+judge_json "records after done are an error" "$TMP/c11" 'records after'
+printf '{"type":"case","name":"1\\u0000x","status":"ok","count":1,"bytes":4}\nabcd' >"$TMP/c12"
+judge_json "a NUL smuggled into a name is malformed" "$TMP/c12" 'a malformed record'
+ln -s "$TMP/c1" "$TMP/link"
+"$J" --seed 1 --channel "$TMP/link" >/dev/null 2>&1
+check "$([ $? = 2 ]; echo $?)" "judge: refuses a channel that is a symlink (exit 2)"
+"$J" --seed zz --channel "$TMP/c1" >/dev/null 2>&1
+check "$([ $? = 2 ]; echo $?)" "judge: refuses a bad seed (exit 2)"
+
+# The harness refuses to run without its channel (before any student code).
+H="$TMP/reduction/baseline-naive"
+"$H" check --seed 1 --cases 1000 3>&- >/dev/null 2>"$TMP/h.err"
+rc=$?
+check "$([ $rc = 2 ] && grep -q 'fd 3' "$TMP/h.err"; echo $?)" "harness: exits 2 when fd 3 is not open"
+"$H" check --seed 1 --cases 1000,bogus 3>/dev/null 2>"$TMP/h.err"
+check "$([ $? = 2 ] && grep -q 'unknown case "bogus"' "$TMP/h.err"; echo $?)" "harness: refuses an unknown case before running anything"
+[ $fails = 0 ]

@@ -1,0 +1,152 @@
+/*
+ * runner_sandbox.c - unit tests of the sandbox's host-side pieces: defaults,
+ * the work directory (size cap, removal that follows no link), taking files
+ * out (links, FIFOs, size caps, climbing out), the seccomp export, cgroup
+ * detection. The hostile programs themselves are in tests/sandbox/ (the .t files).
+ */
+#include "runner/cgroup.h"
+#include "runner/sandbox.h"
+#include "runner/seccomp.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+static int failures;
+
+static void check(int cond, const char *name)
+{
+    printf("%s - %s\n", cond ? "ok" : "not ok", name);
+    if (!cond)
+        failures++;
+}
+
+static void write_file(const char *dir, const char *name, const char *data, size_t len)
+{
+    char p[4096];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) {
+        if (write(fd, data, len) < 0)
+            perror("write");
+        close(fd);
+    }
+}
+
+int main(void)
+{
+    struct sandbox_config cfg;
+    sandbox_config_init(&cfg);
+    check(cfg.wall_seconds == 10 && cfg.cpu_seconds == 10 && cfg.memory_bytes == (1ULL << 30) &&
+              cfg.pids == 64 && cfg.file_bytes == (64ULL << 20) && cfg.workdir_bytes == (64ULL << 20) &&
+              cfg.output_cap == (64 << 10) && cfg.result_fd == -1 && cfg.nofile == 1024,
+          "sandbox_config_init: the documented defaults");
+
+    struct sandbox_verdict v;
+    memset(&v, 0, sizeof v);
+    sandbox_verdict_free(&v);
+    check(1, "sandbox_verdict_free: safe on a zeroed verdict");
+    check(sandbox_run(&cfg, &v) == -EINVAL, "sandbox_run: no argv is -EINVAL, not a crash");
+
+    char parent[] = "/tmp/cugrade-unit-XXXXXX";
+    if (!mkdtemp(parent)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    chmod(parent, 0755);
+    char *wd = NULL;
+    int rc = sandbox_workdir_create(parent, &wd);
+    check(rc == 0 && wd, "sandbox_workdir_create: a fresh directory");
+    if (rc != 0)
+        return 1;
+    struct statfs sf;
+    int is_tmpfs = statfs(wd, &sf) == 0 && sf.f_type == 0x01021994;
+    if (getuid() == 0) {
+        check(is_tmpfs, "workdir: a tmpfs of its own (the size cap)");
+        check(sandbox_workdir_resize(wd, 1 << 20) == 0, "workdir: resized to a run's cap");
+        char big[4096];
+        memset(big, 'x', sizeof big);
+        char p[4096];
+        snprintf(p, sizeof p, "%s/fill", wd);
+        int fd = open(p, O_WRONLY | O_CREAT, 0644), err = 0;
+        for (int i = 0; i < 1024 && fd >= 0; i++)
+            if (write(fd, big, sizeof big) < 0) {
+                err = errno;
+                break;
+            }
+        if (fd >= 0)
+            close(fd);
+        unlink(p);
+        check(err == ENOSPC, "workdir: writing past the cap is ENOSPC");
+    }
+
+    write_file(wd, "small", "hello\n", 6);
+    char *buf = NULL;
+    size_t len = 0;
+    rc = sandbox_take_file(wd, "small", 100, &buf, &len);
+    check(rc == 0 && len == 6 && strcmp(buf, "hello\n") == 0, "take_file: a regular file");
+    free(buf);
+    rc = sandbox_take_file(wd, "small", 5, &buf, &len);
+    check(rc == -EFBIG && buf == NULL, "take_file: over the cap is -EFBIG");
+    char lp[4096];
+    snprintf(lp, sizeof lp, "%s/link", wd);
+    if (symlink("/etc/passwd", lp) < 0)
+        perror("symlink");
+    rc = sandbox_take_file(wd, "link", 1 << 20, &buf, &len);
+    check(rc == -ELOOP && buf == NULL, "take_file: a symlink to /etc/passwd is -ELOOP");
+    snprintf(lp, sizeof lp, "%s/dir", wd);
+    if (symlink("/etc", lp) < 0)
+        perror("symlink");
+    rc = sandbox_take_file(wd, "dir/passwd", 1 << 20, &buf, &len);
+    check(rc < 0 && buf == NULL, "take_file: a path through a linked directory fails");
+    rc = sandbox_take_file(wd, "../../../etc/passwd", 1 << 20, &buf, &len);
+    check(rc < 0 && buf == NULL, "take_file: ../ out of the work directory fails");
+    rc = sandbox_take_file(wd, "/etc/passwd", 1 << 20, &buf, &len);
+    check(rc < 0 && buf == NULL, "take_file: an absolute name fails");
+    snprintf(lp, sizeof lp, "%s/fifo", wd);
+    mkfifo(lp, 0644);
+    rc = sandbox_take_file(wd, "fifo", 1 << 20, &buf, &len);
+    check(rc == -EINVAL, "take_file: a FIFO is -EINVAL, without blocking");
+    rc = sandbox_take_file(wd, "missing", 1 << 20, &buf, &len);
+    check(rc == -ENOENT, "take_file: a missing file is -ENOENT");
+
+    /* removal must not follow a link into the host */
+    char canary[4096];
+    snprintf(canary, sizeof canary, "%s/canary", parent);
+    mkdir(canary, 0755);
+    write_file(canary, "keep", "x", 1);
+    snprintf(lp, sizeof lp, "%s/victim", wd);
+    if (symlink(canary, lp) < 0)
+        perror("symlink");
+    snprintf(lp, sizeof lp, "%s/sub", wd);
+    mkdir(lp, 0755);
+    snprintf(lp, sizeof lp, "%s/sub/victim", wd);
+    if (symlink(canary, lp) < 0)
+        perror("symlink");
+    rc = sandbox_workdir_remove(wd);
+    char keep[4200];
+    snprintf(keep, sizeof keep, "%s/keep", canary);
+    check(rc == 0 && access(wd, F_OK) != 0, "workdir_remove: the work directory is gone");
+    check(access(keep, F_OK) == 0, "workdir_remove: a linked host directory is untouched");
+    free(wd);
+
+    int fd = seccomp_filter_export();
+    struct stat st;
+    check(fd >= 0 && fstat(fd, &st) == 0 && st.st_size > 0 && st.st_size % 8 == 0,
+          "seccomp_filter_export: a BPF program (8-byte instructions) in a memfd");
+    if (fd >= 0)
+        close(fd);
+
+    if (getuid() == 0)
+        check(cgroup_detect() != CGROUP_NONE, "cgroup_detect: v1 or v2 found (running as root)");
+
+    unlink(keep);
+    rmdir(canary);
+    rmdir(parent);
+    return failures ? 1 : 0;
+}
