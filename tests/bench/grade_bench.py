@@ -72,7 +72,8 @@ def main():
                 break
             except Exception:
                 time.sleep(0.1)
-        cache = os.path.join(tmp, "cache")
+        # CUGRADE_CACHE: built labs and baselines kept between runs (0755 path).
+        cache = os.environ.get("CUGRADE_CACHE") or os.path.join(tmp, "cache")
         common = ["--gpu", "0", "--cache", cache, "--root", ROOT]
         with open(os.path.join(logs, "bench-prepare.log"), "w") as plog:
             subprocess.run([e2e.RUNNER, "prepare"] + common + ["--work", os.path.join(tmp, "wp")],

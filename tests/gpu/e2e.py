@@ -13,7 +13,8 @@ flagged=yes|no, symbol= (the rejection's symbol).
 
 Environment: CUGRADE_SERVER_BIN, CUGRADE_RUNNER_BIN (binaries),
 CUGRADE_BIN_ENV (K=V;K=V for our binaries only, e.g. LD_LIBRARY_PATH of
-dist/), CUGRADE_GPU_RUNNERS (runners sharing GPU 0, default 3),
+dist/), CUGRADE_GPU_RUNNERS (runners sharing GPU 0, default 4; they take the
+GPU lock exclusively for timing), CUGRADE_CACHE (a cache dir kept between runs),
 CUGRADE_GPU_TIMEOUT (seconds to wait for results, default 330),
 CUGRADE_GPU_ONLY (substring of lab/file to run a subset), OUT (logs dir).
 """
@@ -22,7 +23,7 @@ import json, os, re, shlex, shutil, socket, subprocess, sys, tempfile, time, url
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
 SERVER = os.environ.get("CUGRADE_SERVER_BIN", os.path.join(ROOT, "build/cugrade-server"))
 RUNNER = os.environ.get("CUGRADE_RUNNER_BIN", os.path.join(ROOT, "build/cugrade-runner"))
-NRUNNERS = int(os.environ.get("CUGRADE_GPU_RUNNERS", "3"))
+NRUNNERS = int(os.environ.get("CUGRADE_GPU_RUNNERS", "4"))
 TIMEOUT = float(os.environ.get("CUGRADE_GPU_TIMEOUT", "330"))
 ONLY = os.environ.get("CUGRADE_GPU_ONLY", "")
 OUT = os.environ.get("OUT") or None
@@ -195,7 +196,8 @@ def main():
             return 2
         log(f"server on {base}")
 
-        cache = os.path.join(tmp, "cache")
+        # CUGRADE_CACHE: built labs and baselines kept between runs (0755 path).
+        cache = os.environ.get("CUGRADE_CACHE") or os.path.join(tmp, "cache")
         common = ["--gpu", "0", "--cache", cache, "--root", ROOT]
         with open(os.path.join(logs, "prepare.log"), "w") as plog:
             t = time.time()
