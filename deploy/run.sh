@@ -25,6 +25,8 @@ mkdir -p var
 chmod 700 var
 if [ ! -f "$DB" ]; then
     "$SERVER" init --db "$DB"
+    # A runner token from an earlier database would not work with this one.
+    rm -f var/runner.token
 fi
 
 gpu=""

@@ -655,7 +655,7 @@ int inspect_buffer(const unsigned char *buf, size_t len, const struct lab *lab,
 {
     struct elf_obj o;
     const char **names = NULL;
-    int *kinds = NULL; /* 0 undefined, 1 defined global */
+    int *kinds = NULL; /* 0 undefined, 1 defined global, 2 defined weak */
     char **dem = NULL;
     size_t nn = 0;
     int rc = 0, have_iface = 0;
@@ -702,7 +702,7 @@ int inspect_buffer(const unsigned char *buf, size_t len, const struct lab *lab,
         if (!undef && lab->symbol && strcmp(n, lab->symbol) == 0 && type == STT_FUNC)
             have_iface = 1;
         names[nn] = n;
-        kinds[nn] = undef ? 0 : 1;
+        kinds[nn] = undef ? 0 : bind == STB_GLOBAL ? 1 : 2;
         nn++;
     }
     dem = inspect_demangle(names, nn);
@@ -761,10 +761,18 @@ int inspect_buffer(const unsigned char *buf, size_t len, const struct lab *lab,
     free(order);
     /* Step 3: defined global symbols. */
     for (size_t i = 0; i < nn; i++) {
-        if (kinds[i] != 1)
+        if (kinds[i] == 0)
             continue;
         rep->ndefined++;
         if (lab->symbol && strcmp(names[i], lab->symbol) == 0)
+            continue;
+        /* Weak definitions in std:: are the standard library's own templates
+         * instantiated from its headers (std::vector<int>::_M_realloc_insert):
+         * the same code libstdc++ would run. A strong definition in std:: is
+         * the student's and is refused below. */
+        if (kinds[i] == 2 && (strncmp(dem[i], "std::", 5) == 0 ||
+                              strncmp(dem[i], "__gnu_cxx::", 11) == 0 ||
+                              strstr(dem[i], " std::") == dem[i] + strcspn(dem[i], " ")))
             continue;
         const char *why = inspect_defined_denied(names[i], dem[i]);
         if (why) {

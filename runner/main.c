@@ -210,7 +210,13 @@ static void detect_gpu(struct host *h, const char *arch_opt)
         snprintf(h->arch, sizeof h->arch, "sm_90");
     if (!h->gpu_name[0])
         snprintf(h->gpu_name, sizeof h->gpu_name, "%s", "none");
-    /* The device nodes of this GPU only: another job's GPU stays invisible. */
+}
+
+/* The device nodes of this GPU only: another job's GPU stays invisible.
+ * Scanned again before every job: /dev/nvidia-uvm appears only once some
+ * CUDA program (or nvidia-modprobe) has loaded the UVM module. */
+static void host_scan_devices(struct host *h)
+{
     size_t n = 0;
     const char *common[] = {"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools",
                             "/dev/nvidia-caps", NULL};
@@ -228,6 +234,34 @@ static void detect_gpu(struct host *h, const char *arch_opt)
         }
     }
     h->devices[n] = NULL;
+}
+
+/* Make sure the UVM nodes exist before the first sandboxed CUDA program (the
+ * sandbox can only bind what is there): nvidia-modprobe creates them, as
+ * libcuda would on its first use outside a sandbox. */
+static void host_ensure_uvm(struct host *h, const char *lab)
+{
+    if (!h->have_gpu || access("/dev/nvidia-uvm", F_OK) == 0)
+        return;
+    const char *argv[] = {"nvidia-modprobe", "-u", "-c=0", NULL};
+    int r = grade_exec_trusted(argv, NULL, 30, 0, NULL);
+    if (access("/dev/nvidia-uvm", F_OK) != 0 && lab) {
+        /* No nvidia-modprobe: a trusted CUDA program outside the sandbox (a
+         * built lab's judge on an empty channel) makes libcuda create them. */
+        char judge[PATH_MAX + 64], chan[] = "/tmp/cugrade-empty-XXXXXX";
+        snprintf(judge, sizeof judge, "%s/%s/%s/judge", h->cache, h->arch, lab);
+        int fd = mkstemp(chan);
+        if (fd >= 0) {
+            close(fd);
+            const char *jargv[] = {judge, "--seed", "1", "--channel", chan, NULL};
+            r = grade_exec_trusted(jargv, NULL, 60, 0, NULL);
+            unlink(chan);
+        }
+    }
+    if (access("/dev/nvidia-uvm", F_OK) != 0)
+        fprintf(stderr, "cugrade-runner: warning: /dev/nvidia-uvm is missing (%d); sandboxed "
+                        "CUDA programs may find no device\n", r);
+    host_scan_devices(h);
 }
 
 static int host_setup(struct host *h, const char *gpu, const char *cache, const char *work,
@@ -251,6 +285,10 @@ static int host_setup(struct host *h, const char *gpu, const char *cache, const 
     if (gethostname(h->hostname, sizeof h->hostname) < 0)
         snprintf(h->hostname, sizeof h->hostname, "runner");
     detect_gpu(h, arch);
+    if (h->have_gpu) {
+        host_scan_devices(h);
+        host_ensure_uvm(h, NULL);
+    }
     /* Every CUDA program the runner starts (judge, sandboxed runs, build
      * scripts) sees this one GPU, in nvidia-smi's order. */
     setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1);
@@ -380,6 +418,10 @@ static int cmd_grade(int argc, char **argv)
     };
     const char *status = NULL;
     json_t *result = NULL;
+    char berr[512];
+    if (h.have_gpu && access("/dev/nvidia-uvm", F_OK) != 0 &&
+        grade_lab_ensure(&env, lab, berr, sizeof berr) == 0)
+        host_ensure_uvm(&h, lab);
     int r = grade_job_run(&env, &job, progress_print, NULL, &status, &result);
     free(src);
     json_decref(rdoc);
@@ -454,7 +496,8 @@ static int progress_post(void *arg, const char *phase, const char *detail)
 }
 
 /* In the child: grade the job, heartbeat, post the result. Returns an EXIT_* code. */
-static int job_child(struct client *cl, const struct grade_env *env, const json_t *j)
+static int job_child(struct client *cl, struct host *hst, const struct grade_env *env,
+                     const json_t *j)
 {
     struct heartbeat hb;
     long long id = (long long)json_integer_value(json_object_get(j, "id"));
@@ -486,6 +529,7 @@ static int job_child(struct client *cl, const struct grade_env *env, const json_
     const char *status = NULL;
     json_t *result = NULL;
     int r;
+    host_scan_devices(hst);
     if (!job.lab || !job.seed || !job.rubric) {
         status = "system_error";
         result = grade_system_error_doc(job.lab, env->gpu_name,
@@ -518,7 +562,7 @@ static int job_child(struct client *cl, const struct grade_env *env, const json_
 }
 
 /* Build every lab once at start, so the first student does not wait for it. */
-static void build_labs(const struct grade_env *env)
+static void build_labs(struct host *h, const struct grade_env *env)
 {
     char dir[PATH_MAX + 16], err[512];
     struct lab *labs = NULL;
@@ -548,6 +592,8 @@ static void build_labs(const struct grade_env *env)
             while (waitpid(kids[i], NULL, 0) < 0 && errno == EINTR)
                 ;
     free(kids);
+    if (n > 0)
+        host_ensure_uvm(h, labs[0].name);
     /* Then the device record and baselines, one lab at a time (timed). */
     for (int i = 0; i < n; i++)
         if (grade_lab_ensure(env, labs[i].name, err, sizeof err) == 0)
@@ -619,7 +665,7 @@ static int cmd_serve(int argc, char **argv)
         fprintf(stderr, "cugrade-runner: warning: no GPU found with nvidia-smi; jobs will "
                         "fail as system_error after compiling\n");
     if (!lazy)
-        build_labs(&env);
+        build_labs(&h, &env);
 
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -650,7 +696,7 @@ static int cmd_serve(int argc, char **argv)
         if (pid == 0) {
             signal(SIGTERM, SIG_DFL);
             signal(SIGINT, SIG_IGN); /* a Ctrl-C lets the current job finish */
-            _exit(job_child(&cl, &env, job));
+            _exit(job_child(&cl, &h, &env, job));
         }
         int status = 0;
         if (pid > 0)
@@ -711,7 +757,7 @@ static int cmd_prepare(int argc, char **argv)
     host_env(&h, &env);
     fprintf(stderr, "cugrade-runner: preparing labs for GPU %s (%s) in %s\n", h.gpu_name, h.arch,
             h.cache);
-    build_labs(&env);
+    build_labs(&h, &env);
     return 0;
 }
 

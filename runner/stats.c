@@ -71,7 +71,12 @@ int stats_summarize(const double *samples, size_t n, struct stats_summary *out)
      * identical samples, a coarse clock) nothing is called an outlier. */
     size_t kept = m;
     if (out->mad > 0 && m >= 5) {
+        /* ...and never closer than 5% to the median: with a very tight
+         * distribution, 5 MADs is a hair, and dropping half the samples
+         * would shrink the interval below what the clock can tell. */
         double cut = med + 5.0 * 1.4826 * out->mad;
+        if (cut < med * 1.05)
+            cut = med * 1.05;
         while (kept > 0 && s[kept - 1] > cut)
             kept--;
     }

@@ -29,7 +29,8 @@ double stats_median(const double *x, size_t n);
  * dropped first (a broken clock, not a fast kernel). Outliers are samples
  * more than 5 scaled MADs above the median (timing noise is one-sided:
  * preemption, clock ramps, another tenant), removed once. Returns 0, or
- * -EINVAL when no usable sample is left, or -ENOMEM. */
+ * -EINVAL when no usable sample is left, or -ENOMEM. A sample within 5% of
+ * the median is never an outlier. */
 int stats_summarize(const double *samples, size_t n, struct stats_summary *out);
 
 #endif

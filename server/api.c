@@ -40,15 +40,24 @@ static int api_fail(struct api_error *e, int status, const char *code, const cha
     vsnprintf(e->message, sizeof(e->message), fmt, ap);
     va_end(ap);
     switch (status) {
-    case 400: return -EINVAL;
-    case 401: return -EACCES;
-    case 403: return -EPERM;
-    case 404: return -ENOENT;
-    case 409: return -EEXIST;
-    case 413: return -EFBIG;
-    case 415: return -ENOTSUP;
-    case 429: return -EAGAIN;
-    default: return -EIO;
+    case 400:
+        return -EINVAL;
+    case 401:
+        return -EACCES;
+    case 403:
+        return -EPERM;
+    case 404:
+        return -ENOENT;
+    case 409:
+        return -EEXIST;
+    case 413:
+        return -EFBIG;
+    case 415:
+        return -ENOTSUP;
+    case 429:
+        return -EAGAIN;
+    default:
+        return -EIO;
     }
 }
 
@@ -56,7 +65,8 @@ static int api_internal(struct api_error *e, int rc)
 {
     if (rc == -EBUSY)
         return api_fail(e, 503, "internal", "The database is busy; try again in a moment.");
-    return api_fail(e, 500, "internal", "Internal error (%s); the staff can see it in the server log.",
+    return api_fail(e, 500, "internal",
+                    "Internal error (%s); the staff can see it in the server log.",
                     strerror(rc < 0 ? -rc : rc));
 }
 
@@ -113,7 +123,8 @@ static int need(struct app *app, struct http_request *req, struct auth_user *u, 
     }
     if (rc == -EACCES) {
         api_fail(&e, 401, "unauthorized",
-                 "Your token or session is not valid (mistyped, revoked or expired); ask the course staff for a new one.");
+                 "Your token or session is not valid (mistyped, revoked or expired); ask the "
+                 "course staff for a new one.");
         send_err(req, &e);
         return -1;
     }
@@ -129,7 +140,8 @@ static int need(struct app *app, struct http_request *req, struct auth_user *u, 
         const char *t = http_request_header(req, "X-CSRF-Token");
         if (!t || !auth_equal(t, u->csrf)) {
             api_fail(&e, 403, "forbidden",
-                     "A request signed in by the session cookie must send the page's X-CSRF-Token header.");
+                     "A request signed in by the session cookie must send the page's X-CSRF-Token "
+                     "header.");
             send_err(req, &e);
             return -1;
         }
@@ -143,7 +155,8 @@ static int need(struct app *app, struct http_request *req, struct auth_user *u, 
             api_fail(&e, 403, "forbidden", "Only admins may do this; you are signed in as %s (%s).",
                      u->name, auth_role_name(u->role));
         else
-            api_fail(&e, 403, "forbidden", "Your role (%s) may not do this.", auth_role_name(u->role));
+            api_fail(&e, 403, "forbidden", "Your role (%s) may not do this.",
+                     auth_role_name(u->role));
         send_err(req, &e);
         return -1;
     }
@@ -151,8 +164,7 @@ static int need(struct app *app, struct http_request *req, struct auth_user *u, 
     return 0;
 }
 
-int api_json_parse(const char *body, size_t len, int allow_empty, json_t **out,
-                   struct api_error *e)
+int api_json_parse(const char *body, size_t len, int allow_empty, json_t **out, struct api_error *e)
 {
     json_error_t jerr;
     *out = NULL;
@@ -171,8 +183,9 @@ int api_json_parse(const char *body, size_t len, int allow_empty, json_t **out,
     }
     json_t *j = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!j)
-        return api_fail(e, 400, "malformed_json", "The body is not valid JSON: %s (line %d, column %d).",
-                        jerr.text, jerr.line, jerr.column);
+        return api_fail(e, 400, "malformed_json",
+                        "The body is not valid JSON: %s (line %d, column %d).", jerr.text,
+                        jerr.line, jerr.column);
     if (!json_is_object(j)) {
         json_decref(j);
         return api_fail(e, 400, "malformed_json", "The body must be a JSON object.");
@@ -181,7 +194,8 @@ int api_json_parse(const char *body, size_t len, int allow_empty, json_t **out,
     return 0;
 }
 
-static int json_body_err(struct http_request *req, json_t **out, int allow_empty, struct api_error *e)
+static int json_body_err(struct http_request *req, json_t **out, int allow_empty,
+                         struct api_error *e)
 {
     return api_json_parse(req->body, req->body_len, allow_empty, out, e);
 }
@@ -228,7 +242,8 @@ static int lab_open_now(const struct app_lab *l, double due, double hard, double
     return 1;
 }
 
-int api_labs_list(struct app *app, const struct auth_user *viewer, json_t **out, struct api_error *e)
+int api_labs_list(struct app *app, const struct auth_user *viewer, json_t **out,
+                  struct api_error *e)
 {
     json_t *arr = json_array();
     double now = db_now();
@@ -255,28 +270,49 @@ int api_lab_get(struct app *app, const struct auth_user *viewer, const char *lab
         return api_fail(e, 404, "not_found", "There is no lab called '%.64s'.", lab);
     double due, hard;
     api_deadlines(app, l, viewer ? viewer->id : 0, &due, &hard);
-    *out = json_pack("{s:s,s:s,s:o,s:o,s:s,s:s?,s:b,s:o,s:i,s:o}", "lab", l->lab.name, "title",
-                     l->lab.title ? l->lab.title : l->lab.name, "due", json_time(due),
-                     "hard_deadline", json_time(hard), "interface",
-                     l->lab.interface ? l->lab.interface : "", "handout", l->lab.handout, "open",
-                     lab_open_now(l, due, hard, db_now()), "opens",
-                     json_time(l->has_rubric ? l->rubric.opens : 0), "rubric_version",
-                     l->rubric_version,
-                     "max_score", l->has_rubric ? json_real(l->rubric.max_score) : json_null());
+    *out = json_pack(
+        "{s:s,s:s,s:o,s:o,s:s,s:s?,s:b,s:o,s:i,s:o}", "lab", l->lab.name, "title",
+        l->lab.title ? l->lab.title : l->lab.name, "due", json_time(due), "hard_deadline",
+        json_time(hard), "interface", l->lab.interface ? l->lab.interface : "", "handout",
+        l->lab.handout, "open", lab_open_now(l, due, hard, db_now()), "opens",
+        json_time(l->has_rubric ? l->rubric.opens : 0), "rubric_version", l->rubric_version,
+        "max_score", l->has_rubric ? json_real(l->rubric.max_score) : json_null());
     return *out ? 0 : api_internal(e, -ENOMEM);
 }
 
 /* ---- submissions ---- */
 
-#define SUB_COLS                                                                                \
-    "s.id, s.lab, u.name, s.status, s.phase, s.detail, s.filename, s.sha256, s.size, s.late,"   \
-    " s.created_at, s.updated_at, s.attempts, s.score, s.max_score, s.rubric_version,"          \
-    " s.user_id, (SELECT o.score FROM overrides o WHERE o.submission_id = s.id"                 \
+#define SUB_COLS                                                                                   \
+    "s.id, s.lab, u.name, s.status, s.phase, s.detail, s.filename, s.sha256, s.size, s.late,"      \
+    " s.created_at, s.updated_at, s.attempts, s.score, s.max_score, s.rubric_version,"             \
+    " s.user_id, (SELECT o.score FROM overrides o WHERE o.submission_id = s.id"                    \
     " ORDER BY o.id DESC LIMIT 1), s.speedup, s.late_days, s.max_attempts, s.graded_at"
 
-enum { C_ID, C_LAB, C_USER, C_STATUS, C_PHASE, C_DETAIL, C_FILENAME, C_SHA, C_SIZE, C_LATE,
-       C_CREATED, C_UPDATED, C_ATTEMPTS, C_SCORE, C_MAX, C_RV, C_UID, C_OVERRIDE, C_SPEEDUP,
-       C_LATE_DAYS, C_MAX_ATTEMPTS, C_GRADED, C_RESULT };
+enum {
+    C_ID,
+    C_LAB,
+    C_USER,
+    C_STATUS,
+    C_PHASE,
+    C_DETAIL,
+    C_FILENAME,
+    C_SHA,
+    C_SIZE,
+    C_LATE,
+    C_CREATED,
+    C_UPDATED,
+    C_ATTEMPTS,
+    C_SCORE,
+    C_MAX,
+    C_RV,
+    C_UID,
+    C_OVERRIDE,
+    C_SPEEDUP,
+    C_LATE_DAYS,
+    C_MAX_ATTEMPTS,
+    C_GRADED,
+    C_RESULT
+};
 
 static json_t *col_number(sqlite3_stmt *st, int c)
 {
@@ -292,7 +328,7 @@ static int visible_to_student(const char *vis, double due, double now)
         return 1;
     if (strcmp(vis, "after_due_date") == 0)
         return due > 0 && now > due;
-    return 0;                    /* hidden, after_published (no publishing yet) */
+    return 0; /* hidden, after_published (no publishing yet) */
 }
 
 /* A copy of result without what the student may not see yet: tests by their
@@ -322,7 +358,8 @@ static json_t *result_filter(struct app *app, const char *lab, long long uid, co
             const char *name = json_string_value(json_object_get(json_array_get(cases, i), "name"));
             for (size_t k = 0; name && k < l->rubric.ncorrectness; k++) {
                 const struct rubric_line *rl = &l->rubric.correctness[k];
-                if (strcmp(rl->case_name, name) == 0 && !visible_to_student(rl->visibility, due, now)) {
+                if (strcmp(rl->case_name, name) == 0 &&
+                    !visible_to_student(rl->visibility, due, now)) {
                     json_array_remove(cases, i);
                     break;
                 }
@@ -345,23 +382,27 @@ static json_t *submission_json(struct app *app, sqlite3_stmt *st, const struct a
     json_t *qpos = json_null();
     if (strcmp(status, "queued") == 0)
         qpos = json_integer(queue_position(app->queue, id));
-    json_t *o = json_pack("{s:I,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:b,s:s,s:s,s:i,s:o,s:o,s:o,s:o,s:b,s:o,s:o,s:i}",
+    json_t *o = json_pack(
+        "{s:I,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:b,s:s,s:s,s:i,s:o,s:o,s:o,s:o,s:b,s:o,s:o,s:i}",
         "id", (json_int_t)id, "lab", db_col_text(st, C_LAB), "user", db_col_text(st, C_USER),
         "status", status, "phase", db_col_text(st, C_PHASE), "detail", db_col_text(st, C_DETAIL),
-        "filename", db_col_text(st, C_FILENAME), "sha256", db_col_text(st, C_SHA),
-        "size", (json_int_t)sqlite3_column_int64(st, C_SIZE), "late", sqlite3_column_int(st, C_LATE),
-        "created_at", created, "updated_at", updated, "attempts", sqlite3_column_int(st, C_ATTEMPTS),
-        "queue_position", qpos, "score", score, "max_score", col_number(st, C_MAX),
-        "rubric_version", sqlite3_column_type(st, C_RV) == SQLITE_NULL ? json_null()
-                                                                       : json_integer(sqlite3_column_int(st, C_RV)),
-        "overridden", sqlite3_column_type(st, C_OVERRIDE) != SQLITE_NULL,
-        "speedup", col_number(st, C_SPEEDUP), "graded_at", json_time(sqlite3_column_double(st, C_GRADED)),
+        "filename", db_col_text(st, C_FILENAME), "sha256", db_col_text(st, C_SHA), "size",
+        (json_int_t)sqlite3_column_int64(st, C_SIZE), "late", sqlite3_column_int(st, C_LATE),
+        "created_at", created, "updated_at", updated, "attempts",
+        sqlite3_column_int(st, C_ATTEMPTS), "queue_position", qpos, "score", score, "max_score",
+        col_number(st, C_MAX), "rubric_version",
+        sqlite3_column_type(st, C_RV) == SQLITE_NULL ? json_null()
+                                                     : json_integer(sqlite3_column_int(st, C_RV)),
+        "overridden", sqlite3_column_type(st, C_OVERRIDE) != SQLITE_NULL, "speedup",
+        col_number(st, C_SPEEDUP), "graded_at", json_time(sqlite3_column_double(st, C_GRADED)),
         "max_attempts", sqlite3_column_int(st, C_MAX_ATTEMPTS));
     if (!o)
         return NULL;
     if (sqlite3_column_int(st, C_LATE)) {
         struct app_lab *l = app_lab_find(app, db_col_text(st, C_LAB));
-        double pct = l && l->has_rubric ? l->rubric.penalty_percent_per_day * sqlite3_column_double(st, C_LATE_DAYS) : 0;
+        double pct = l && l->has_rubric ? l->rubric.penalty_percent_per_day *
+                                              sqlite3_column_double(st, C_LATE_DAYS)
+                                        : 0;
         json_object_set_new(o, "late_days", json_real(sqlite3_column_double(st, C_LATE_DAYS)));
         json_object_set_new(o, "late_penalty_percent", json_real(pct > 100 ? 100 : pct));
     }
@@ -370,7 +411,8 @@ static json_t *submission_json(struct app *app, sqlite3_stmt *st, const struct a
         if (queue_status_final(status) && sqlite3_column_type(st, C_RESULT) != SQLITE_NULL) {
             json_t *full = json_loads(db_col_text(st, C_RESULT), 0, NULL);
             if (full && viewer->role == AUTH_STUDENT) {
-                res = result_filter(app, db_col_text(st, C_LAB), sqlite3_column_int64(st, C_UID), full);
+                res = result_filter(app, db_col_text(st, C_LAB), sqlite3_column_int64(st, C_UID),
+                                    full);
                 json_decref(full);
             } else {
                 res = full;
@@ -387,14 +429,14 @@ static json_t *submission_json(struct app *app, sqlite3_stmt *st, const struct a
 #define SUBCACHE_N 2048
 
 struct subcache_entry {
-    long long id;               /* 0: empty */
+    long long id; /* 0: empty */
     long long owner;
-    double valid_until;         /* 0: until invalidated */
+    double valid_until; /* 0: until invalidated */
     struct http_buf body;
 };
 
 struct app_subcache {
-    struct subcache_entry e[SUBCACHE_N][2];   /* [.][0] staff view, [.][1] student view */
+    struct subcache_entry e[SUBCACHE_N][2]; /* [.][0] staff view, [.][1] student view */
 };
 
 void api_cache_invalidate(struct app *app, long long id)
@@ -537,7 +579,8 @@ static int submission_get_cached(struct app *app, struct http_request *req,
 int api_submission_source(struct app *app, const struct auth_user *viewer, long long id, char **src,
                           size_t *len, char filename[72], struct api_error *e)
 {
-    sqlite3_stmt *st = db_stmt(app->db, "SELECT user_id, filename, source FROM submissions WHERE id = ?1");
+    sqlite3_stmt *st =
+        db_stmt(app->db, "SELECT user_id, filename, source FROM submissions WHERE id = ?1");
     if (!st)
         return api_internal(e, -EIO);
     sqlite3_bind_int64(st, 1, id);
@@ -592,17 +635,18 @@ int api_submissions_list(struct app *app, const struct auth_user *viewer, const 
     if (lab && *lab && !app_lab_find(app, lab))
         return api_fail(e, 404, "not_found", "There is no lab called '%.64s'.", lab);
     if (status && *status && !status_valid(status))
-        return api_fail(e, 400, "bad_request", "status '%.32s' is not a submission status.", status);
+        return api_fail(e, 400, "bad_request", "status '%.32s' is not a submission status.",
+                        status);
     if (limit <= 0)
         limit = 50;
     if (limit > 500)
         limit = 500;
     if (offset < 0)
         offset = 0;
-    sqlite3_stmt *st = db_stmt(app->db,
-        "SELECT " SUB_COLS " FROM submissions s JOIN users u ON u.id = s.user_id"
-        " WHERE (?1 = 0 OR s.user_id = ?1) AND (?2 IS NULL OR s.lab = ?2)"
-        " AND (?3 IS NULL OR s.status = ?3) ORDER BY s.id DESC LIMIT ?4 OFFSET ?5");
+    sqlite3_stmt *st = db_stmt(
+        app->db, "SELECT " SUB_COLS " FROM submissions s JOIN users u ON u.id = s.user_id"
+                 " WHERE (?1 = 0 OR s.user_id = ?1) AND (?2 IS NULL OR s.lab = ?2)"
+                 " AND (?3 IS NULL OR s.status = ?3) ORDER BY s.id DESC LIMIT ?4 OFFSET ?5");
     if (!st)
         return api_internal(e, -EIO);
     sqlite3_bind_int64(st, 1, uid);
@@ -625,11 +669,13 @@ int api_submissions_list(struct app *app, const struct auth_user *viewer, const 
     return *out ? 0 : api_internal(e, -ENOMEM);
 }
 
-int api_queue_list(struct app *app, const struct auth_user *viewer, json_t **out, struct api_error *e)
+int api_queue_list(struct app *app, const struct auth_user *viewer, json_t **out,
+                   struct api_error *e)
 {
     if (!auth_role_staff(viewer->role))
         return api_fail(e, 403, "forbidden", "Only the course staff may see the queue.");
-    sqlite3_stmt *st = db_stmt(app->db,
+    sqlite3_stmt *st = db_stmt(
+        app->db,
         "SELECT " SUB_COLS " FROM submissions s JOIN users u ON u.id = s.user_id"
         " WHERE s.status IN ('queued','compiling','checking','running','timing','system_error')"
         " ORDER BY CASE s.status WHEN 'system_error' THEN 0 WHEN 'queued' THEN 2 ELSE 1 END, s.id"
@@ -648,34 +694,7 @@ int api_queue_list(struct app *app, const struct auth_user *viewer, json_t **out
 /* Valid UTF-8 (no overlongs, no surrogates) and no NUL bytes. */
 static int source_text_ok(const unsigned char *s, size_t n)
 {
-    size_t i = 0;
-    while (i < n) {
-        unsigned c = s[i];
-        if (c == 0)
-            return 0;
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        size_t k;
-        unsigned cp;
-        if (c >= 0xc2 && c <= 0xdf) { k = 1; cp = c & 0x1f; }
-        else if (c >= 0xe0 && c <= 0xef) { k = 2; cp = c & 0x0f; }
-        else if (c >= 0xf0 && c <= 0xf4) { k = 3; cp = c & 0x07; }
-        else return 0;
-        if (i + k >= n)
-            return 0;
-        for (size_t j = 1; j <= k; j++) {
-            if ((s[i + j] & 0xc0) != 0x80)
-                return 0;
-            cp = cp << 6 | (s[i + j] & 0x3f);
-        }
-        if ((k == 2 && cp < 0x800) || (k == 3 && (cp < 0x10000 || cp > 0x10ffff)) ||
-            (cp >= 0xd800 && cp <= 0xdfff))
-            return 0;
-        i += k + 1;
-    }
-    return 1;
+    return http_utf8_valid((const char *)s, n);
 }
 
 int api_submit(struct app *app, const struct auth_user *viewer, const char *labname,
@@ -694,11 +713,12 @@ int api_submit(struct app *app, const struct auth_user *viewer, const char *labn
     if (!l)
         return api_fail(e, 404, "not_found", "There is no lab called '%.64s'.", labname);
     if (!l->has_rubric)
-        return api_fail(e, 403, "lab_closed", "Lab %s is not open for submissions yet (it has no rubric).",
-                        l->lab.name);
+        return api_fail(e, 403, "lab_closed",
+                        "Lab %s is not open for submissions yet (it has no rubric).", l->lab.name);
     if (!multipart_filename_valid(filename))
         return api_fail(e, 400, "bad_request",
-                        "The file name '%.64s' is not allowed: use 1-64 letters, digits, '_', '-' or '.', ending in .cu (no folders).",
+                        "The file name '%.64s' is not allowed: use 1-64 letters, digits, '_', '-' "
+                        "or '.', ending in .cu (no folders).",
                         filename);
     if (len == 0)
         return api_fail(e, 400, "bad_request", "The source file is empty.");
@@ -706,8 +726,9 @@ int api_submit(struct app *app, const struct auth_user *viewer, const char *labn
         return api_fail(e, 413, "payload_too_large",
                         "The source file is %zu bytes; source files may be at most 256 KiB.", len);
     if (!source_text_ok((const unsigned char *)source, len))
-        return api_fail(e, 400, "binary_source",
-                        "The file is not text: source files must be UTF-8 or ASCII without NUL bytes.");
+        return api_fail(
+            e, 400, "binary_source",
+            "The file is not text: source files must be UTF-8 or ASCII without NUL bytes.");
     if (viewer->role == AUTH_STUDENT) {
         if (l->rubric.opens > 0 && now < l->rubric.opens) {
             api_time_iso(l->rubric.opens, when, sizeof(when));
@@ -717,22 +738,24 @@ int api_submit(struct app *app, const struct auth_user *viewer, const char *labn
         if (due > 0 && now > due) {
             if (l->rubric.late_policy == RUBRIC_LATE_REFUSE) {
                 api_time_iso(due, when, sizeof(when));
-                return api_fail(e, 403, "deadline_passed",
-                                "The deadline of %s was %s and this lab accepts no late submissions.",
-                                l->lab.name, when);
+                return api_fail(
+                    e, 403, "deadline_passed",
+                    "The deadline of %s was %s and this lab accepts no late submissions.",
+                    l->lab.name, when);
             }
             if (hard > 0 && now > hard) {
                 api_time_iso(hard, when, sizeof(when));
                 return api_fail(e, 403, "deadline_passed",
-                                "The hard deadline of %s was %s; submissions are closed.", l->lab.name, when);
+                                "The hard deadline of %s was %s; submissions are closed.",
+                                l->lab.name, when);
             }
             late = 1;
             late_days = ceil((now - due) / 86400.0);
         }
         /* Rate limits: at most max_in_flight unfinished, max_per_hour per hour. */
-        sqlite3_stmt *st = db_stmt(app->db,
-            "SELECT COUNT(*), MIN(id) FROM submissions WHERE user_id = ?1 AND lab = ?2"
-            " AND status IN ('queued','compiling','checking','running','timing')");
+        sqlite3_stmt *st = db_stmt(
+            app->db, "SELECT COUNT(*), MIN(id) FROM submissions WHERE user_id = ?1 AND lab = ?2"
+                     " AND status IN ('queued','compiling','checking','running','timing')");
         if (!st)
             return api_internal(e, -EIO);
         sqlite3_bind_int64(st, 1, viewer->id);
@@ -746,7 +769,8 @@ int api_submit(struct app *app, const struct auth_user *viewer, const char *labn
         sqlite3_reset(st);
         if (inflight >= l->rubric.max_in_flight) {
             rc = api_fail(e, 429, "rate_limited",
-                          "You already have %d submission%s in flight for %s (#%lld); wait until it is graded, then submit again.",
+                          "You already have %d submission%s in flight for %s (#%lld); wait until "
+                          "it is graded, then submit again.",
                           inflight, inflight == 1 ? "" : "s", l->lab.name, first);
             e->retry_after = 10;
             return rc;
@@ -770,14 +794,20 @@ int api_submit(struct app *app, const struct auth_user *viewer, const char *labn
             if (wait < 1)
                 wait = 1;
             rc = api_fail(e, 429, "rate_limited",
-                          "You submitted %d times to %s in the last hour (the limit is %d); try again in %d seconds.",
+                          "You submitted %d times to %s in the last hour (the limit is %d); try "
+                          "again in %d seconds.",
                           hour, l->lab.name, l->rubric.max_per_hour, wait);
             e->retry_after = wait;
             return rc;
         }
     }
-    struct queue_submit qs = {.user_id = viewer->id, .lab = l->lab.name, .filename = filename,
-                              .source = source, .size = len, .late = late, .late_days = late_days,
+    struct queue_submit qs = {.user_id = viewer->id,
+                              .lab = l->lab.name,
+                              .filename = filename,
+                              .source = source,
+                              .size = len,
+                              .late = late,
+                              .late_days = late_days,
                               .max_attempts = l->rubric.max_attempts};
     long long id = 0;
     rc = queue_enqueue(app->queue, &qs, &id);
@@ -891,7 +921,8 @@ int api_extension_set(struct app *app, const struct auth_user *viewer, const cha
     return 0;
 }
 
-int api_show_name_set(struct app *app, const struct auth_user *viewer, int show, struct api_error *e)
+int api_show_name_set(struct app *app, const struct auth_user *viewer, int show,
+                      struct api_error *e)
 {
     sqlite3_stmt *st = db_stmt(app->db, "UPDATE users SET show_name = ?1 WHERE id = ?2");
     if (!st)
@@ -921,13 +952,15 @@ struct sb_row {
  * earliest. Overrides replace scores. *rows is malloc'd (caller frees). */
 static int scoreboard_rows(struct app *app, const char *lab, struct sb_row **rows, size_t *n)
 {
-    sqlite3_stmt *st = db_stmt(app->db,
+    sqlite3_stmt *st = db_stmt(
+        app->db,
         "WITH e AS (SELECT s.id, s.user_id, s.max_score, s.speedup, s.created_at, s.late,"
         "  COALESCE((SELECT o.score FROM overrides o WHERE o.submission_id = s.id"
         "            ORDER BY o.id DESC LIMIT 1), s.score) AS eff"
         "  FROM submissions s WHERE s.lab = ?1),"
         " r AS (SELECT e.*, ROW_NUMBER() OVER (PARTITION BY e.user_id ORDER BY e.eff DESC,"
-        "  e.speedup IS NULL, e.speedup DESC, e.created_at, e.id) AS rn FROM e WHERE e.eff IS NOT NULL)"
+        "  e.speedup IS NULL, e.speedup DESC, e.created_at, e.id) AS rn FROM e WHERE e.eff IS NOT "
+        "NULL)"
         " SELECT u.name, u.display_name, u.pseudonym, u.show_name, r.eff, r.max_score, r.speedup,"
         "  r.id, r.created_at, r.late FROM r JOIN users u ON u.id = r.user_id"
         " WHERE r.rn = 1 AND u.role = 'student'"
@@ -960,7 +993,8 @@ static int scoreboard_rows(struct app *app, const char *lab, struct sb_row **row
         r->show_name = sqlite3_column_int(st, 3);
         r->score = sqlite3_column_double(st, 4);
         r->max_score = sqlite3_column_type(st, 5) != SQLITE_NULL ? sqlite3_column_double(st, 5)
-                       : l && l->has_rubric ? l->rubric.max_score : 0;
+                       : l && l->has_rubric                      ? l->rubric.max_score
+                                                                 : 0;
         r->has_speedup = sqlite3_column_type(st, 6) != SQLITE_NULL;
         r->speedup = sqlite3_column_double(st, 6);
         r->submission = sqlite3_column_int64(st, 7);
@@ -986,18 +1020,20 @@ static const char *sb_display(const struct sb_row *r, int student_view)
     return student_view && !r->show_name ? r->pseudonym : r->display;
 }
 
-static json_t *scoreboard_json(const char *lab, const struct sb_row *rows, size_t n, int student_view)
+static json_t *scoreboard_json(const char *lab, const struct sb_row *rows, size_t n,
+                               int student_view)
 {
     json_t *arr = json_array();
     for (size_t i = 0; i < n; i++) {
         const struct sb_row *r = &rows[i];
         char at[40];
         api_time_iso(r->submitted_at, at, sizeof(at));
-        json_array_append_new(arr, json_pack("{s:I,s:s,s:s,s:f,s:f,s:o,s:I,s:s}",
-            "rank", (json_int_t)(i + 1), "user", sb_name(r, student_view), "display_name",
-            sb_display(r, student_view), "score", r->score, "max_score", r->max_score, "speedup",
-            r->has_speedup ? json_real(r->speedup) : json_null(), "submission",
-            (json_int_t)r->submission, "submitted_at", at));
+        json_array_append_new(
+            arr, json_pack("{s:I,s:s,s:s,s:f,s:f,s:o,s:I,s:s}", "rank", (json_int_t)(i + 1), "user",
+                           sb_name(r, student_view), "display_name", sb_display(r, student_view),
+                           "score", r->score, "max_score", r->max_score, "speedup",
+                           r->has_speedup ? json_real(r->speedup) : json_null(), "submission",
+                           (json_int_t)r->submission, "submitted_at", at));
     }
     return json_pack("{s:s,s:o}", "lab", lab, "rows", arr);
 }
@@ -1007,7 +1043,8 @@ static json_t *scoreboard_json(const char *lab, const struct sb_row *rows, size_
 static void csv_cell(struct http_buf *b, const char *s)
 {
     int quote = strpbrk(s, ",\"\r\n") != NULL;
-    int formula = s[0] == '=' || s[0] == '+' || s[0] == '-' || s[0] == '@' || s[0] == '\t' || s[0] == '\r';
+    int formula =
+        s[0] == '=' || s[0] == '+' || s[0] == '-' || s[0] == '@' || s[0] == '\t' || s[0] == '\r';
     if (!quote && !formula) {
         http_buf_append(b, s, strlen(s));
         return;
@@ -1023,9 +1060,11 @@ static void csv_cell(struct http_buf *b, const char *s)
     http_buf_append(b, "\"", 1);
 }
 
-static void scoreboard_csv(struct http_buf *b, const struct sb_row *rows, size_t n, int student_view)
+static void scoreboard_csv(struct http_buf *b, const struct sb_row *rows, size_t n,
+                           int student_view)
 {
-    http_buf_printf(b, "rank,user,display_name,score,max_score,speedup,submission,submitted_at\r\n");
+    http_buf_printf(b,
+                    "rank,user,display_name,score,max_score,speedup,submission,submitted_at\r\n");
     for (size_t i = 0; i < n; i++) {
         const struct sb_row *r = &rows[i];
         char at[40], sp[40] = "";
@@ -1042,7 +1081,8 @@ static void scoreboard_csv(struct http_buf *b, const struct sb_row *rows, size_t
 
 /* The rendered scoreboard (kind: 0 json staff, 1 json student, 2 csv staff,
  * 3 csv student), from the cache or built now. */
-static int scoreboard_render(struct app *app, struct app_lab *l, int kind, const struct http_buf **out)
+static int scoreboard_render(struct app *app, struct app_lab *l, int kind,
+                             const struct http_buf **out)
 {
     if (l->sb_valid[kind]) {
         *out = &l->sb_cache[kind];
@@ -1146,8 +1186,8 @@ int api_rubric_get(struct app *app, const struct auth_user *viewer, const char *
     return *out ? 0 : api_internal(e, -ENOMEM);
 }
 
-int api_rubric_put(struct app *app, const struct auth_user *viewer, const char *lab, const json_t *doc,
-                   int *version, struct api_error *e)
+int api_rubric_put(struct app *app, const struct auth_user *viewer, const char *lab,
+                   const json_t *doc, int *version, struct api_error *e)
 {
     if (viewer->role != AUTH_ADMIN)
         return api_fail(e, 403, "forbidden", "Only admins may change rubrics.");
@@ -1158,7 +1198,8 @@ int api_rubric_put(struct app *app, const struct auth_user *viewer, const char *
         return api_fail(e, 400, "bad_request", "A rubric is a JSON object.");
     const char *dl = json_string_value(json_object_get(doc, "lab"));
     if (dl && strcmp(dl, lab) != 0)
-        return api_fail(e, 400, "bad_request", "lab: the rubric says '%.64s' but this is lab %s.", dl, lab);
+        return api_fail(e, 400, "bad_request", "lab: the rubric says '%.64s' but this is lab %s.",
+                        dl, lab);
     struct rubric r;
     char perr[300];
     if (rubric_parse(doc, &l->lab, &r, perr, sizeof(perr)) != 0)
@@ -1244,8 +1285,9 @@ static int users_add_rows(struct app *app, const struct auth_user *viewer, size_
         else
             snprintf(where, sizeof(where), "users[%zu]", i);
         if (auth_role_parse(roles[i], &role)) {
-            rc = api_fail(e, 400, "bad_request", "%s: role '%.32s' is not one of student, ta, admin, runner.",
-                          where, roles[i] ? roles[i] : "");
+            rc = api_fail(e, 400, "bad_request",
+                          "%s: role '%.32s' is not one of student, ta, admin, runner.", where,
+                          roles[i] ? roles[i] : "");
             goto fail;
         }
         if (!names[i] || !auth_name_valid(names[i])) {
@@ -1254,13 +1296,19 @@ static int users_add_rows(struct app *app, const struct auth_user *viewer, size_
             goto fail;
         }
         if (displays[i] && strlen(displays[i]) > 128) {
-            rc = api_fail(e, 400, "bad_request", "%s: display_name is longer than 128 characters.", where);
+            rc = api_fail(e, 400, "bad_request", "%s: display_name is longer than 128 characters.",
+                          where);
             goto fail;
         }
         char token[AUTH_TOKEN_LEN + 1];
         rc = auth_user_add(app->db, names[i], role, displays[i], token);
         if (rc == -EEXIST) {
-            rc = api_fail(e, 409, "conflict", "%s: a user called '%s' already exists.", where, names[i]);
+            rc = api_fail(e, 409, "conflict", "%s: a user called '%s' already exists.", where,
+                          names[i]);
+            goto fail;
+        }
+        if (rc == -EINVAL) {
+            rc = api_fail(e, 400, "bad_request", "%s: display_name must be UTF-8 text.", where);
             goto fail;
         }
         if (rc) {
@@ -1284,11 +1332,13 @@ fail:
     return rc;
 }
 
-int api_users_add(struct app *app, const struct auth_user *viewer, const json_t *users, json_t **out,
-                  struct api_error *e)
+int api_users_add(struct app *app, const struct auth_user *viewer, const json_t *users,
+                  json_t **out, struct api_error *e)
 {
     if (!json_is_array(users) || json_array_size(users) == 0)
-        return api_fail(e, 400, "bad_request", "users: expected a non-empty array of {\"name\",\"role\",\"display_name\"}.");
+        return api_fail(
+            e, 400, "bad_request",
+            "users: expected a non-empty array of {\"name\",\"role\",\"display_name\"}.");
     size_t n = json_array_size(users);
     if (n > ROSTER_MAX_ROWS)
         return api_fail(e, 400, "bad_request", "users: at most %d at a time.", ROSTER_MAX_ROWS);
@@ -1365,7 +1415,8 @@ int api_users_add_csv(struct app *app, const struct auth_user *viewer, const cha
     return rc;
 }
 
-int api_users_list(struct app *app, const struct auth_user *viewer, json_t **out, struct api_error *e)
+int api_users_list(struct app *app, const struct auth_user *viewer, json_t **out,
+                   struct api_error *e)
 {
     if (!auth_role_staff(viewer->role))
         return api_fail(e, 403, "forbidden", "Only the course staff may list users.");
@@ -1375,10 +1426,12 @@ int api_users_list(struct app *app, const struct auth_user *viewer, json_t **out
         return api_internal(e, -EIO);
     json_t *arr = json_array();
     while (sqlite3_step(st) == SQLITE_ROW)
-        json_array_append_new(arr, json_pack("{s:I,s:s,s:s,s:s,s:s,s:b,s:o}",
-            "id", (json_int_t)sqlite3_column_int64(st, 0), "name", db_col_text(st, 1), "role",
-            db_col_text(st, 2), "display_name", db_col_text(st, 3), "pseudonym", db_col_text(st, 4),
-            "show_name", sqlite3_column_int(st, 5), "created_at", json_time(sqlite3_column_double(st, 6))));
+        json_array_append_new(
+            arr, json_pack("{s:I,s:s,s:s,s:s,s:s,s:b,s:o}", "id",
+                           (json_int_t)sqlite3_column_int64(st, 0), "name", db_col_text(st, 1),
+                           "role", db_col_text(st, 2), "display_name", db_col_text(st, 3),
+                           "pseudonym", db_col_text(st, 4), "show_name", sqlite3_column_int(st, 5),
+                           "created_at", json_time(sqlite3_column_double(st, 6))));
     sqlite3_reset(st);
     *out = json_pack("{s:o}", "users", arr);
     return *out ? 0 : api_internal(e, -ENOMEM);
@@ -1408,13 +1461,14 @@ static int h_metrics(struct app *app, struct http_request *req)
     req->content_type = "text/plain; version=0.0.4; charset=utf-8";
     b->len = 0;
     double now = db_now();
-    http_buf_printf(b, "# HELP cugrade_queue_depth Submissions waiting for a runner.\n"
-                       "# TYPE cugrade_queue_depth gauge\ncugrade_queue_depth %lld\n",
+    http_buf_printf(b,
+                    "# HELP cugrade_queue_depth Submissions waiting for a runner.\n"
+                    "# TYPE cugrade_queue_depth gauge\ncugrade_queue_depth %lld\n",
                     queue_depth(app->queue));
     http_buf_printf(b, "# HELP cugrade_jobs Submissions by status.\n# TYPE cugrade_jobs gauge\n");
-    static const char *const statuses[] = {"queued", "compiling", "checking", "running", "timing",
-                                           "graded", "compile_error", "rejected", "runtime_error",
-                                           "timeout", "system_error"};
+    static const char *const statuses[] = {
+        "queued",        "compiling", "checking",      "running", "timing",      "graded",
+        "compile_error", "rejected",  "runtime_error", "timeout", "system_error"};
     long long counts[11] = {0};
     sqlite3_stmt *st = db_stmt(app->db, "SELECT status, COUNT(*) FROM submissions GROUP BY status");
     while (st && sqlite3_step(st) == SQLITE_ROW) {
@@ -1442,30 +1496,37 @@ static int h_metrics(struct app *app, struct http_request *req)
         for (char *p = name; *p; p++)
             if (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20)
                 *p = '_';
-        http_buf_printf(&per, "cugrade_runner_last_seen_seconds{runner=\"%s\"} %.3f\n"
-                              "cugrade_runner_jobs_done_total{runner=\"%s\"} %lld\n",
+        http_buf_printf(&per,
+                        "cugrade_runner_last_seen_seconds{runner=\"%s\"} %.3f\n"
+                        "cugrade_runner_jobs_done_total{runner=\"%s\"} %lld\n",
                         name, ls, name, (long long)sqlite3_column_int64(st, 3));
     }
     if (st)
         sqlite3_reset(st);
     http_buf_printf(b, "cugrade_runners_seen %lld\n", nr);
-    http_buf_printf(b, "# HELP cugrade_runners_active Runners seen in the last 120 seconds.\n"
-                       "# TYPE cugrade_runners_active gauge\ncugrade_runners_active %lld\n", recent);
-    http_buf_printf(b, "# HELP cugrade_runners_waiting Runners parked in a claim long poll.\n"
-                       "# TYPE cugrade_runners_waiting gauge\ncugrade_runners_waiting %zu\n",
+    http_buf_printf(b,
+                    "# HELP cugrade_runners_active Runners seen in the last 120 seconds.\n"
+                    "# TYPE cugrade_runners_active gauge\ncugrade_runners_active %lld\n",
+                    recent);
+    http_buf_printf(b,
+                    "# HELP cugrade_runners_waiting Runners parked in a claim long poll.\n"
+                    "# TYPE cugrade_runners_waiting gauge\ncugrade_runners_waiting %zu\n",
                     queue_waiting(app->queue));
-    http_buf_printf(b, "# HELP cugrade_runner_last_seen_seconds Unix time a runner last talked to us.\n"
-                       "# TYPE cugrade_runner_last_seen_seconds gauge\n"
-                       "# HELP cugrade_runner_jobs_done_total Results a runner posted.\n"
-                       "# TYPE cugrade_runner_jobs_done_total counter\n");
+    http_buf_printf(
+        b, "# HELP cugrade_runner_last_seen_seconds Unix time a runner last talked to us.\n"
+           "# TYPE cugrade_runner_last_seen_seconds gauge\n"
+           "# HELP cugrade_runner_jobs_done_total Results a runner posted.\n"
+           "# TYPE cugrade_runner_jobs_done_total counter\n");
     if (per.len)
         http_buf_append(b, per.data, per.len);
     http_buf_free(&per);
-    http_buf_printf(b, "# HELP cugrade_http_connections Open HTTP connections.\n"
-                       "# TYPE cugrade_http_connections gauge\ncugrade_http_connections %zu\n",
+    http_buf_printf(b,
+                    "# HELP cugrade_http_connections Open HTTP connections.\n"
+                    "# TYPE cugrade_http_connections gauge\ncugrade_http_connections %zu\n",
                     app->http ? http_server_conns(app->http) : 0);
-    http_buf_printf(b, "# HELP cugrade_uptime_seconds Seconds since the server started.\n"
-                       "# TYPE cugrade_uptime_seconds gauge\ncugrade_uptime_seconds %.0f\n",
+    http_buf_printf(b,
+                    "# HELP cugrade_uptime_seconds Seconds since the server started.\n"
+                    "# TYPE cugrade_uptime_seconds gauge\ncugrade_uptime_seconds %.0f\n",
                     now - app->started_at);
     router_metrics_write(&app->router, b);
     return HTTP_DONE;
@@ -1476,10 +1537,10 @@ static int h_me(struct app *app, struct http_request *req)
     struct auth_user u;
     if (need(app, req, &u, HUMANS))
         return HTTP_DONE;
-    return send_json(req, 200, json_pack("{s:I,s:s,s:s,s:s,s:s,s:b}", "id", (json_int_t)u.id, "name",
-                                         u.name, "role", auth_role_name(u.role), "display_name",
-                                         u.display_name, "pseudonym", u.pseudonym, "show_name",
-                                         u.show_name));
+    return send_json(req, 200,
+                     json_pack("{s:I,s:s,s:s,s:s,s:s,s:b}", "id", (json_int_t)u.id, "name", u.name,
+                               "role", auth_role_name(u.role), "display_name", u.display_name,
+                               "pseudonym", u.pseudonym, "show_name", u.show_name));
 }
 
 static int h_me_patch(struct app *app, struct http_request *req)
@@ -1556,8 +1617,9 @@ static int h_submit(struct app *app, struct http_request *req)
         char boundary[80], err[200];
         size_t n;
         if (multipart_boundary(ct, boundary, sizeof(boundary))) {
-            api_fail(&e, 400, "bad_request",
-                     "The multipart boundary in Content-Type is missing or invalid (1-70 characters).");
+            api_fail(
+                &e, 400, "bad_request",
+                "The multipart boundary in Content-Type is missing or invalid (1-70 characters).");
             return send_err(req, &e);
         }
         if (multipart_parse(req->body, req->body_len, boundary, parts, MULTIPART_MAX_PARTS, &n, err,
@@ -1586,7 +1648,8 @@ static int h_submit(struct app *app, struct http_request *req)
         len = req->body_len;
     } else {
         api_fail(&e, 415, "unsupported_media_type",
-                 "Send the file as multipart/form-data (curl -F file=@kernel.cu) or as a raw body (curl --data-binary @kernel.cu), not %.64s.",
+                 "Send the file as multipart/form-data (curl -F file=@kernel.cu) or as a raw body "
+                 "(curl --data-binary @kernel.cu), not %.64s.",
                  ct);
         return send_err(req, &e);
     }
@@ -1663,8 +1726,9 @@ static int h_submissions(struct app *app, struct http_request *req)
         api_fail(&e, 400, "bad_request", "limit and offset must be non-negative integers.");
         return send_err(req, &e);
     }
-    if (api_submissions_list(app, &u, http_request_query(req, "lab"), http_request_query(req, "user"),
-                             http_request_query(req, "status"), limit, offset, &j, &e))
+    if (api_submissions_list(app, &u, http_request_query(req, "lab"),
+                             http_request_query(req, "user"), http_request_query(req, "status"),
+                             limit, offset, &j, &e))
         return send_err(req, &e);
     return send_json(req, 200, j);
 }
@@ -1677,7 +1741,8 @@ static int h_scoreboard(struct app *app, struct http_request *req)
         return HTTP_DONE;
     struct app_lab *l = app_lab_find(app, http_request_param(req, "lab"));
     if (!l) {
-        api_fail(&e, 404, "not_found", "There is no lab called '%.64s'.", http_request_param(req, "lab"));
+        api_fail(&e, 404, "not_found", "There is no lab called '%.64s'.",
+                 http_request_param(req, "lab"));
         return send_err(req, &e);
     }
     const char *fmt = http_request_query(req, "format");
@@ -1698,8 +1763,8 @@ static int h_scoreboard(struct app *app, struct http_request *req)
         snprintf(cd, sizeof(cd), "attachment; filename=\"%s-scoreboard.csv\"", l->lab.name);
         http_response_header(req, "Content-Disposition", cd);
     }
-    http_response_body_borrowed(req, 200, csv ? "text/csv; charset=utf-8" : "application/json", b->data,
-                                b->len);
+    http_response_body_borrowed(req, 200, csv ? "text/csv; charset=utf-8" : "application/json",
+                                b->data, b->len);
     return HTTP_DONE;
 }
 
@@ -1758,7 +1823,8 @@ static int h_rubric_put(struct app *app, struct http_request *req)
     if (need(app, req, &u, ADMIN))
         return HTTP_DONE;
     if (!app_lab_find(app, http_request_param(req, "lab"))) {
-        api_fail(&e, 404, "not_found", "There is no lab called '%.64s'.", http_request_param(req, "lab"));
+        api_fail(&e, 404, "not_found", "There is no lab called '%.64s'.",
+                 http_request_param(req, "lab"));
         return send_err(req, &e);
     }
     if (json_body_err(req, &body, 0, &e))
@@ -1811,7 +1877,8 @@ static int h_override(struct app *app, struct http_request *req)
     json_decref(body);
     if (rc)
         return send_err(req, &e);
-    return send_json(req, 200, json_pack("{s:I,s:f}", "id", (json_int_t)id, "score", json_number_value(sc)));
+    return send_json(req, 200,
+                     json_pack("{s:I,s:f}", "id", (json_int_t)id, "score", json_number_value(sc)));
 }
 
 static int h_extension(struct app *app, struct http_request *req)
@@ -1830,9 +1897,12 @@ static int h_extension(struct app *app, struct http_request *req)
     double due = 0, hard = 0;
     int rc;
     if (!user || !lab)
-        rc = api_fail(&e, 400, "bad_request", "Send {\"user\",\"lab\",\"due\",\"hard_deadline\"?}.");
-    else if ((due_s && rubric_time_parse(due_s, &due)) || (hard_s && rubric_time_parse(hard_s, &hard)))
-        rc = api_fail(&e, 400, "bad_request", "due, hard_deadline: use ISO 8601 UTC like 2026-12-04T23:59:00Z.");
+        rc =
+            api_fail(&e, 400, "bad_request", "Send {\"user\",\"lab\",\"due\",\"hard_deadline\"?}.");
+    else if ((due_s && rubric_time_parse(due_s, &due)) ||
+             (hard_s && rubric_time_parse(hard_s, &hard)))
+        rc = api_fail(&e, 400, "bad_request",
+                      "due, hard_deadline: use ISO 8601 UTC like 2026-12-04T23:59:00Z.");
     else
         rc = api_extension_set(app, &u, user, lab, due, hard, &e);
     json_decref(body);
@@ -1872,9 +1942,10 @@ static int h_grades(struct app *app, struct http_request *req)
 
 static void runner_seen(struct app *app, const char *name, const char *gpu)
 {
-    sqlite3_stmt *st = db_stmt(app->db, "INSERT INTO runners(name, gpu, last_seen) VALUES(?1, ?2, ?3)"
-                                        " ON CONFLICT(name) DO UPDATE SET gpu = COALESCE(?2, gpu),"
-                                        " last_seen = ?3");
+    sqlite3_stmt *st =
+        db_stmt(app->db, "INSERT INTO runners(name, gpu, last_seen) VALUES(?1, ?2, ?3)"
+                         " ON CONFLICT(name) DO UPDATE SET gpu = COALESCE(?2, gpu),"
+                         " last_seen = ?3");
     if (!st)
         return;
     sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
@@ -1912,18 +1983,19 @@ static int claim_now(struct app *app, struct http_request *req, const char *runn
         return 1;
     }
     struct app_lab *l = app_lab_find(app, job.lab);
-    json_t *j = json_pack("{s:{s:I,s:s,s:i,s:I,s:s,s:s%,s:s,s:s,s:i,s:O?}}", "job", "id", (json_int_t)job.id,
-                          "lab", job.lab, "attempt", job.attempt, "lease_seconds", (json_int_t)app->cfg.lease_s,
-                          "filename", job.filename, "source", job.source, job.size, "sha256", job.sha256,
-                          "seed", seed, "rubric_version", l ? l->rubric_version : 0, "rubric",
-                          l ? l->rubric_doc : NULL);
+    json_t *j = json_pack(
+        "{s:{s:I,s:s,s:i,s:I,s:s,s:s%,s:s,s:s,s:i,s:O?}}", "job", "id", (json_int_t)job.id, "lab",
+        job.lab, "attempt", job.attempt, "lease_seconds", (json_int_t)app->cfg.lease_s, "filename",
+        job.filename, "source", job.source, job.size, "sha256", job.sha256, "seed", seed,
+        "rubric_version", l ? l->rubric_version : 0, "rubric", l ? l->rubric_doc : NULL);
     free(job.source);
     api_cache_invalidate(app, job.id);
     send_json(req, 200, j);
     return 1;
 }
 
-static int claim_wake(struct queue *q, struct http_request *req, int wake, const char *runner, void *data)
+static int claim_wake(struct queue *q, struct http_request *req, int wake, const char *runner,
+                      void *data)
 {
     struct app *app = req->app;
     long long uid = (long long)(intptr_t)data;
@@ -1982,7 +2054,8 @@ static int h_claim(struct app *app, struct http_request *req)
     runner_seen(app, runner, gpu[0] ? gpu : NULL);
     if (claim_now(app, req, runner, u.id))
         return HTTP_DONE;
-    if (wait > 0 && queue_wait(app->queue, req, wait, runner, claim_wake, (void *)(intptr_t)u.id) == 0)
+    if (wait > 0 &&
+        queue_wait(app->queue, req, wait, runner, claim_wake, (void *)(intptr_t)u.id) == 0)
         return HTTP_DEFERRED;
     http_response_status(req, 204);
     return HTTP_DONE;
@@ -2017,7 +2090,8 @@ static int h_progress(struct app *app, struct http_request *req)
     int attempt, rc;
     job_lease_args(body, &runner, &attempt);
     if (!phase || !queue_status_in_progress(phase)) {
-        rc = api_fail(&e, 400, "bad_request", "phase: one of compiling, checking, running, timing.");
+        rc =
+            api_fail(&e, 400, "bad_request", "phase: one of compiling, checking, running, timing.");
     } else if (jd && !json_is_string(jd)) {
         rc = api_fail(&e, 400, "bad_request", "detail: expected a string.");
     } else if (detail && strlen(detail) > 200) {
@@ -2027,7 +2101,8 @@ static int h_progress(struct app *app, struct http_request *req)
         if (rc == -ENOENT)
             api_fail(&e, 404, "not_found", "There is no job %lld.", id);
         else if (rc == -ESTALE)
-            api_fail(&e, 409, "conflict", "This runner no longer holds the lease of job %lld; abandon it.", id);
+            api_fail(&e, 409, "conflict",
+                     "This runner no longer holds the lease of job %lld; abandon it.", id);
         else if (rc)
             api_internal(&e, rc);
     }
@@ -2036,7 +2111,8 @@ static int h_progress(struct app *app, struct http_request *req)
     json_decref(body);
     if (rc)
         return send_err(req, &e);
-    return send_json(req, 200, json_pack("{s:I}", "lease_expires_in", (json_int_t)app->cfg.lease_s));
+    return send_json(req, 200,
+                     json_pack("{s:I}", "lease_expires_in", (json_int_t)app->cfg.lease_s));
 }
 
 static int h_result(struct app *app, struct http_request *req)
@@ -2062,11 +2138,23 @@ static int h_result(struct app *app, struct http_request *req)
     job_lease_args(body, &runner, &attempt);
     if (!status || !queue_status_final(status)) {
         rc = api_fail(&e, 400, "bad_request",
-                      "status: one of graded, compile_error, rejected, runtime_error, timeout, system_error.");
+                      "status: one of graded, compile_error, rejected, runtime_error, timeout, "
+                      "system_error.");
         goto out;
     }
     if (result && !json_is_object(result) && !json_is_null(result)) {
         rc = api_fail(&e, 400, "bad_request", "result: expected an object.");
+        goto out;
+    }
+    if (strcmp(status, "system_error") != 0 && !json_is_object(result)) {
+        rc = api_fail(&e, 400, "bad_request",
+                      "result: a %s result needs its result document (an object).", status);
+        goto out;
+    }
+    if (strcmp(status, "graded") == 0 && (!json_is_number(json_object_get(result, "score")) ||
+                                          !json_is_number(json_object_get(result, "max_score")))) {
+        rc = api_fail(&e, 400, "bad_request",
+                      "result.score and result.max_score: a graded result needs both numbers.");
         goto out;
     }
     struct queue_result qr = {.status = status};
@@ -2077,7 +2165,8 @@ static int h_result(struct app *app, struct http_request *req)
     }
     /* The late penalty applies to the stored score; the document stays verbatim. */
     double late_days = 0, pct = 0;
-    sqlite3_stmt *st = db_stmt(app->db, "SELECT lab, late, late_days FROM submissions WHERE id = ?1");
+    sqlite3_stmt *st =
+        db_stmt(app->db, "SELECT lab, late, late_days FROM submissions WHERE id = ?1");
     if (st) {
         sqlite3_bind_int64(st, 1, id);
         if (sqlite3_step(st) == SQLITE_ROW) {
@@ -2099,12 +2188,15 @@ static int h_result(struct app *app, struct http_request *req)
             qr.score = 0;
         qr.max_score = jm ? json_number_value(jm) : l && l->has_rubric ? l->rubric.max_score : 0;
     }
-    json_t *sp = json_object_get(json_object_get(json_object_get(result, "cugrade"), "timing"), "speedup");
+    json_t *sp =
+        json_object_get(json_object_get(json_object_get(result, "cugrade"), "timing"), "speedup");
     if (json_is_number(sp) && isfinite(json_number_value(sp))) {
         qr.has_speedup = 1;
         qr.speedup = json_number_value(sp);
     }
-    text = result && json_is_object(result) ? json_dumps(result, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
+    text = result && json_is_object(result)
+               ? json_dumps(result, JSON_COMPACT | JSON_REAL_PRECISION(15))
+               : NULL;
     qr.result_json = text;
     const char *final = status;
     rc = queue_result(app->queue, id, u.id, runner, attempt, &qr, &final);
@@ -2113,14 +2205,17 @@ static int h_result(struct app *app, struct http_request *req)
         goto out;
     }
     if (rc == -ESTALE) {
-        api_fail(&e, 409, "conflict", "This runner no longer holds the lease of job %lld; the result was not stored.", id);
+        api_fail(&e, 409, "conflict",
+                 "This runner no longer holds the lease of job %lld; the result was not stored.",
+                 id);
         goto out;
     }
     if (rc) {
         api_internal(&e, rc);
         goto out;
     }
-    st = db_stmt(app->db, "UPDATE runners SET jobs_done = jobs_done + 1, last_seen = ?1 WHERE name = ?2");
+    st = db_stmt(app->db,
+                 "UPDATE runners SET jobs_done = jobs_done + 1, last_seen = ?1 WHERE name = ?2");
     if (st && runner) {
         sqlite3_bind_double(st, 1, db_now());
         sqlite3_bind_text(st, 2, runner, -1, SQLITE_STATIC);
@@ -2129,7 +2224,7 @@ static int h_result(struct app *app, struct http_request *req)
     scoreboard_invalidate(app, lab);
     api_cache_invalidate(app, id);
     json_t *ans = json_pack("{s:I,s:s}", "id", (json_int_t)id, "status", final);
-    json_decref(body);            /* final may point into body */
+    json_decref(body); /* final may point into body */
     free(text);
     return send_json(req, 200, ans);
 out:
@@ -2157,7 +2252,8 @@ const struct route api_routes[] = {
     {HTTP_POST, "/api/admin/users", h_admin_users, 4096 * KiB, "a roster may be at most 4 MiB."},
     {HTTP_GET, "/api/admin/users", h_admin_users_list, 0, NULL},
     {HTTP_GET, "/api/admin/labs/{lab}/rubric", h_rubric_get, 0, NULL},
-    {HTTP_PUT, "/api/admin/labs/{lab}/rubric", h_rubric_put, 256 * KiB, "a rubric may be at most 256 KiB."},
+    {HTTP_PUT, "/api/admin/labs/{lab}/rubric", h_rubric_put, 256 * KiB,
+     "a rubric may be at most 256 KiB."},
     {HTTP_POST, "/api/admin/submissions/{id}/regrade", h_regrade, 4 * KiB, NULL},
     {HTTP_POST, "/api/admin/submissions/{id}/override", h_override, 16 * KiB, NULL},
     {HTTP_POST, "/api/admin/extensions", h_extension, 16 * KiB, NULL},
@@ -2165,6 +2261,7 @@ const struct route api_routes[] = {
     {HTTP_GET, "/api/admin/export/grades.csv", h_grades, 0, NULL},
     {HTTP_POST, "/api/runner/claim", h_claim, 16 * KiB, NULL},
     {HTTP_POST, "/api/runner/jobs/{id}/progress", h_progress, 16 * KiB, NULL},
-    {HTTP_POST, "/api/runner/jobs/{id}/result", h_result, 8192 * KiB, "a result may be at most 8 MiB."},
+    {HTTP_POST, "/api/runner/jobs/{id}/result", h_result, 8192 * KiB,
+     "a result may be at most 8 MiB."},
 };
 const size_t api_nroutes = sizeof(api_routes) / sizeof(api_routes[0]);

@@ -13,8 +13,8 @@
 #ifndef CUGRADE_API_H
 #define CUGRADE_API_H
 
-#include <stddef.h>
 #include <jansson.h>
+#include <stddef.h>
 #include <uv.h>
 
 #include "lab.h"
@@ -28,32 +28,32 @@
 #define API_SOURCE_MAX (256 * 1024)
 
 struct api_error {
-    int status;                /* 400, 403, 404, 409, 413, 429, 500 ... */
-    const char *code;          /* "bad_request", "rate_limited", ... */
+    int status;       /* 400, 403, 404, 409, 413, 429, 500 ... */
+    const char *code; /* "bad_request", "rate_limited", ... */
     char message[400];
-    int retry_after;           /* seconds, for 429 */
+    int retry_after; /* seconds, for 429 */
 };
 
 /* A lab with its current rubric. */
 struct app_lab {
     struct lab lab;
     int has_rubric;
-    struct rubric rubric;      /* current version, parsed */
-    json_t *rubric_doc;        /* current version, as stored */
+    struct rubric rubric; /* current version, parsed */
+    json_t *rubric_doc;   /* current version, as stored */
     int rubric_version;
-    struct http_buf sb_cache[4];  /* rendered scoreboards: json/csv x staff/student */
+    struct http_buf sb_cache[4]; /* rendered scoreboards: json/csv x staff/student */
     int sb_valid[4];
 };
 
 struct app_config {
-    const char *db_path;       /* var/cugrade.db */
-    const char *labs_dir;      /* labs */
-    const char *rubrics_dir;   /* rubrics */
-    double lease_s;            /* runner lease (60) */
-    double sweep_s;            /* how often expired leases are swept (1) */
-    double max_wait_s;         /* cap on a claim's long poll (30) */
-    double header_timeout_s;   /* request line + headers must arrive within (10); the body 3x */
-    double idle_timeout_s;     /* keep-alive connections idle longer are closed (60) */
+    const char *db_path;     /* var/cugrade.db */
+    const char *labs_dir;    /* labs */
+    const char *rubrics_dir; /* rubrics */
+    double lease_s;          /* runner lease (60) */
+    double sweep_s;          /* how often expired leases are swept (1) */
+    double max_wait_s;       /* cap on a claim's long poll (30) */
+    double header_timeout_s; /* request line + headers must arrive within (10); the body 3x */
+    double idle_timeout_s;   /* keep-alive connections idle longer are closed (60) */
 };
 
 struct app_subcache;
@@ -73,8 +73,8 @@ struct app {
 
 /* Open the database (must be initialized), load labs/ and rubrics/, start
  * the queue. Returns 0, or -errno with a sentence in err. */
-int app_open(struct app *app, uv_loop_t *loop, const struct app_config *cfg,
-             char *err, size_t errlen);
+int app_open(struct app *app, uv_loop_t *loop, const struct app_config *cfg, char *err,
+             size_t errlen);
 
 /* Install the routes and start serving on host:port. 0 or -errno. */
 int app_listen(struct app *app, const char *host, int port);
@@ -103,8 +103,8 @@ int api_json_parse(const char *body, size_t len, int allow_empty, json_t **out,
 void api_error_send(struct http_request *req, const struct api_error *e);
 
 /* Deadlines for user in lab (an extension replaces the rubric's). */
-void api_deadlines(struct app *app, const struct app_lab *l, long long user_id,
-                   double *due, double *hard_deadline);
+void api_deadlines(struct app *app, const struct app_lab *l, long long user_id, double *due,
+                   double *hard_deadline);
 
 /* ISO 8601 UTC "2026-11-21T08:00:00Z" of t into buf (>= 24 bytes); "" for 0. */
 void api_time_iso(double t, char *buf, size_t len);
@@ -114,8 +114,8 @@ int api_labs_list(struct app *app, const struct auth_user *viewer, json_t **out,
                   struct api_error *e);
 
 /* {"lab","title","due","hard_deadline","interface","handout"}. */
-int api_lab_get(struct app *app, const struct auth_user *viewer, const char *lab,
-                json_t **out, struct api_error *e);
+int api_lab_get(struct app *app, const struct auth_user *viewer, const char *lab, json_t **out,
+                struct api_error *e);
 
 /* Submit a source file (the checks of POST /api/labs/{lab}/submissions:
  * role, lab open, deadlines, size, UTF-8, rate limits). On success *out is
@@ -125,30 +125,29 @@ int api_submit(struct app *app, const struct auth_user *viewer, const char *lab,
                struct api_error *e);
 
 /* The submission object of docs/api.md (result filtered for students). */
-int api_submission_get(struct app *app, const struct auth_user *viewer, long long id,
-                       json_t **out, struct api_error *e);
+int api_submission_get(struct app *app, const struct auth_user *viewer, long long id, json_t **out,
+                       struct api_error *e);
 
 /* The stored source; *src is malloc'd (caller frees), *filename copied. */
-int api_submission_source(struct app *app, const struct auth_user *viewer, long long id,
-                          char **src, size_t *len, char filename[72], struct api_error *e);
+int api_submission_source(struct app *app, const struct auth_user *viewer, long long id, char **src,
+                          size_t *len, char filename[72], struct api_error *e);
 
 /* {"submissions":[...]} newest first. lab, user, status may be NULL;
  * limit <= 500. Items are submission objects without "result". */
 int api_submissions_list(struct app *app, const struct auth_user *viewer, const char *lab,
-                         const char *user, const char *status, int limit, int offset,
-                         json_t **out, struct api_error *e);
+                         const char *user, const char *status, int limit, int offset, json_t **out,
+                         struct api_error *e);
 
 /* {"lab","rows":[...]} as the viewer may see it (pseudonyms for students). */
-int api_scoreboard(struct app *app, const struct auth_user *viewer, const char *lab,
-                   json_t **out, struct api_error *e);
+int api_scoreboard(struct app *app, const struct auth_user *viewer, const char *lab, json_t **out,
+                   struct api_error *e);
 
 /* Admin: requeue a submission. */
-int api_regrade(struct app *app, const struct auth_user *viewer, long long id,
-                struct api_error *e);
+int api_regrade(struct app *app, const struct auth_user *viewer, long long id, struct api_error *e);
 
 /* Admin: {"version":N,"rubric":{...}}. */
-int api_rubric_get(struct app *app, const struct auth_user *viewer, const char *lab,
-                   json_t **out, struct api_error *e);
+int api_rubric_get(struct app *app, const struct auth_user *viewer, const char *lab, json_t **out,
+                   struct api_error *e);
 
 /* Admin: validate and store doc as the lab's next rubric version. */
 int api_rubric_put(struct app *app, const struct auth_user *viewer, const char *lab,
@@ -160,16 +159,16 @@ int api_users_add(struct app *app, const struct auth_user *viewer, const json_t 
                   json_t **out, struct api_error *e);
 
 /* Admin: the same from a roster CSV. */
-int api_users_add_csv(struct app *app, const struct auth_user *viewer, const char *csv,
-                      size_t len, json_t **out, struct api_error *e);
+int api_users_add_csv(struct app *app, const struct auth_user *viewer, const char *csv, size_t len,
+                      json_t **out, struct api_error *e);
 
 /* Staff: {"users":[{"id","name","role","display_name","pseudonym","show_name"}]}. */
 int api_users_list(struct app *app, const struct auth_user *viewer, json_t **out,
                    struct api_error *e);
 
 /* Staff: override a submission's score (reason required); audit-logged. */
-int api_override_add(struct app *app, const struct auth_user *viewer, long long id,
-                     double score, const char *reason, struct api_error *e);
+int api_override_add(struct app *app, const struct auth_user *viewer, long long id, double score,
+                     const char *reason, struct api_error *e);
 
 /* Admin: give user an extension in lab (0 keeps the rubric's deadline). */
 int api_extension_set(struct app *app, const struct auth_user *viewer, const char *user,

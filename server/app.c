@@ -45,8 +45,8 @@ int app_auth(struct app *app, const struct http_request *req, struct auth_user *
     return auth_request_user(app->db, req, user);
 }
 
-void api_deadlines(struct app *app, const struct app_lab *l, long long user_id,
-                   double *due, double *hard)
+void api_deadlines(struct app *app, const struct app_lab *l, long long user_id, double *due,
+                   double *hard)
 {
     *due = l->has_rubric ? l->rubric.due : 0;
     *hard = l->has_rubric ? l->rubric.hard_deadline : 0;
@@ -171,7 +171,8 @@ static int app_rubric_load(struct app *app, struct app_lab *l, char *err, size_t
         latest = json_loads(db_col_text(st, 0), 0, NULL);
     sqlite3_reset(st);
     if (!latest) {
-        snprintf(err, errlen, "lab %s: rubric version %d in the database is not JSON", l->lab.name, maxv);
+        snprintf(err, errlen, "lab %s: rubric version %d in the database is not JSON", l->lab.name,
+                 maxv);
         rc = -EINVAL;
         goto out;
     }
@@ -196,8 +197,8 @@ static void app_queue_changed(void *arg, long long id)
     api_cache_invalidate(arg, id);
 }
 
-int app_open(struct app *app, uv_loop_t *loop, const struct app_config *cfg,
-             char *err, size_t errlen)
+int app_open(struct app *app, uv_loop_t *loop, const struct app_config *cfg, char *err,
+             size_t errlen)
 {
     struct lab *labs = NULL;
     int rc, n;
@@ -205,15 +206,21 @@ int app_open(struct app *app, uv_loop_t *loop, const struct app_config *cfg,
     memset(app, 0, sizeof(*app));
     app->loop = loop;
     app->cfg = *cfg;
-    if (app->cfg.lease_s <= 0) app->cfg.lease_s = 60;
-    if (app->cfg.sweep_s <= 0) app->cfg.sweep_s = 1;
-    if (app->cfg.max_wait_s <= 0) app->cfg.max_wait_s = 30;
-    if (app->cfg.header_timeout_s <= 0) app->cfg.header_timeout_s = 10;
-    if (app->cfg.idle_timeout_s <= 0) app->cfg.idle_timeout_s = 60;
+    if (app->cfg.lease_s <= 0)
+        app->cfg.lease_s = 60;
+    if (app->cfg.sweep_s <= 0)
+        app->cfg.sweep_s = 1;
+    if (app->cfg.max_wait_s <= 0)
+        app->cfg.max_wait_s = 30;
+    if (app->cfg.header_timeout_s <= 0)
+        app->cfg.header_timeout_s = 10;
+    if (app->cfg.idle_timeout_s <= 0)
+        app->cfg.idle_timeout_s = 60;
     app->started_at = db_now();
     rc = db_open(cfg->db_path, 0, &app->db);
     if (rc == -ENOENT || rc == -ENODATA) {
-        snprintf(err, errlen, "%s: no initialized database here; run `cugrade-server init --db %s` first",
+        snprintf(err, errlen,
+                 "%s: no initialized database here; run `cugrade-server init --db %s` first",
                  cfg->db_path, cfg->db_path);
         return rc;
     }
@@ -236,7 +243,7 @@ int app_open(struct app *app, uv_loop_t *loop, const struct app_config *cfg,
         goto fail;
     }
     for (int i = 0; i < n; i++)
-        app->labs[i].lab = labs[i];         /* moved: labs[] itself is freed below */
+        app->labs[i].lab = labs[i]; /* moved: labs[] itself is freed below */
     app->nlabs = (size_t)n;
     free(labs);
     rc = db_begin(app->db, 1);
@@ -244,8 +251,9 @@ int app_open(struct app *app, uv_loop_t *loop, const struct app_config *cfg,
         goto fail;
     for (size_t i = 0; i < app->nlabs; i++) {
         struct app_lab *l = &app->labs[i];
-        sqlite3_stmt *st = db_stmt(app->db, "INSERT INTO labs(lab, title, lab_json) VALUES(?1, ?2, ?3)"
-                                            " ON CONFLICT(lab) DO UPDATE SET title = ?2, lab_json = ?3");
+        sqlite3_stmt *st =
+            db_stmt(app->db, "INSERT INTO labs(lab, title, lab_json) VALUES(?1, ?2, ?3)"
+                             " ON CONFLICT(lab) DO UPDATE SET title = ?2, lab_json = ?3");
         char *doc = l->lab.doc ? json_dumps(l->lab.doc, JSON_COMPACT) : NULL;
         if (!st) {
             free(doc);

@@ -100,7 +100,8 @@ static int token_make(enum auth_role role, char out[AUTH_TOKEN_LEN + 1], char ha
 
 static int token_store(struct db *db, long long user_id, const char *hash)
 {
-    sqlite3_stmt *st = db_stmt(db, "INSERT INTO tokens(user_id, hash, created_at) VALUES(?1, ?2, ?3)");
+    sqlite3_stmt *st =
+        db_stmt(db, "INSERT INTO tokens(user_id, hash, created_at) VALUES(?1, ?2, ?3)");
     if (!st)
         return -EIO;
     sqlite3_bind_int64(st, 1, user_id);
@@ -111,13 +112,13 @@ static int token_store(struct db *db, long long user_id, const char *hash)
 
 /* Pseudonyms shown on the scoreboard to other students. */
 static const char *const adjectives[] = {
-    "amber", "brisk", "calm", "daring", "eager", "fuzzy", "gentle", "hasty", "icy", "jolly",
-    "keen", "lucky", "mellow", "nimble", "odd", "proud", "quiet", "rapid", "sunny", "tidy",
-    "upbeat", "vivid", "witty", "young", "zesty", "bold", "clever", "dusty", "fancy", "grand"};
+    "amber",  "brisk", "calm",   "daring", "eager", "fuzzy", "gentle", "hasty", "icy",   "jolly",
+    "keen",   "lucky", "mellow", "nimble", "odd",   "proud", "quiet",  "rapid", "sunny", "tidy",
+    "upbeat", "vivid", "witty",  "young",  "zesty", "bold",  "clever", "dusty", "fancy", "grand"};
 static const char *const animals[] = {
-    "otter", "falcon", "lynx", "panda", "heron", "koala", "marten", "newt", "orca", "puffin",
-    "quokka", "raven", "salmon", "tapir", "urchin", "viper", "walrus", "yak", "zebra", "badger",
-    "beaver", "crane", "dingo", "egret", "ferret", "gecko", "ibis", "jackal", "lemur", "moose"};
+    "otter",  "falcon", "lynx",   "panda", "heron",  "koala", "marten", "newt",   "orca",  "puffin",
+    "quokka", "raven",  "salmon", "tapir", "urchin", "viper", "walrus", "yak",    "zebra", "badger",
+    "beaver", "crane",  "dingo",  "egret", "ferret", "gecko", "ibis",   "jackal", "lemur", "moose"};
 
 static void pseudonym_make(char *out, size_t len)
 {
@@ -128,21 +129,25 @@ static void pseudonym_make(char *out, size_t len)
              (unsigned)((r[2] << 8 | r[3]) % 1000));
 }
 
-int auth_user_add(struct db *db, const char *name, enum auth_role role,
-                  const char *display_name, char token_out[AUTH_TOKEN_LEN + 1])
+int auth_user_add(struct db *db, const char *name, enum auth_role role, const char *display_name,
+                  char token_out[AUTH_TOKEN_LEN + 1])
 {
     char token[AUTH_TOKEN_LEN + 1], hash[65], pseudo[64];
     int rc;
     if (!auth_name_valid(name) || role == AUTH_NONE)
         return -EINVAL;
-    if (display_name && strlen(display_name) > 128)
+    /* A display name that is not UTF-8 would break every JSON page that
+     * shows it (the scoreboard for the whole class). */
+    if (display_name && (strlen(display_name) > 128 ||
+                         !http_utf8_valid(display_name, strlen(display_name))))
         return -EINVAL;
     struct auth_user tmp;
     if (auth_user_get(db, name, &tmp) == 0)
         return -EEXIST;
     for (int attempt = 0; attempt < 8; attempt++) {
-        sqlite3_stmt *st = db_stmt(db, "INSERT INTO users(name, role, display_name, pseudonym, created_at)"
-                                       " VALUES(?1, ?2, ?3, ?4, ?5)");
+        sqlite3_stmt *st =
+            db_stmt(db, "INSERT INTO users(name, role, display_name, pseudonym, created_at)"
+                        " VALUES(?1, ?2, ?3, ?4, ?5)");
         if (!st)
             return -EIO;
         pseudonym_make(pseudo, sizeof(pseudo));
@@ -154,7 +159,7 @@ int auth_user_add(struct db *db, const char *name, enum auth_role role,
         sqlite3_bind_double(st, 5, db_now());
         rc = db_step_done(st);
         if (rc != -EEXIST)
-            break;                  /* -EEXIST here: a pseudonym collision; retry */
+            break; /* -EEXIST here: a pseudonym collision; retry */
     }
     if (rc)
         return rc;
@@ -289,9 +294,10 @@ int auth_token_check(struct db *db, const char *token, struct auth_user *out)
         *out = slot->user;
         return 0;
     }
-    sqlite3_stmt *st = db_stmt(db, "SELECT u.id, u.name, u.role, u.display_name, u.pseudonym,"
-                                   " u.show_name, t.hash FROM tokens t JOIN users u ON u.id = t.user_id"
-                                   " WHERE t.hash = ?1 AND t.revoked = 0");
+    sqlite3_stmt *st =
+        db_stmt(db, "SELECT u.id, u.name, u.role, u.display_name, u.pseudonym,"
+                    " u.show_name, t.hash FROM tokens t JOIN users u ON u.id = t.user_id"
+                    " WHERE t.hash = ?1 AND t.revoked = 0");
     if (!st)
         return -EIO;
     sqlite3_bind_text(st, 1, hash, 64, SQLITE_TRANSIENT);
@@ -323,8 +329,9 @@ int auth_session_create(struct db *db, long long user_id, char cookie_out[65], c
     if (auth_random_hex(32, cookie_out) || auth_random_hex(32, csrf_out))
         return -EIO;
     auth_sha256_hex(cookie_out, 64, hash);
-    sqlite3_stmt *st = db_stmt(db, "INSERT INTO sessions(user_id, hash, csrf, created_at, expires_at)"
-                                   " VALUES(?1, ?2, ?3, ?4, ?5)");
+    sqlite3_stmt *st =
+        db_stmt(db, "INSERT INTO sessions(user_id, hash, csrf, created_at, expires_at)"
+                    " VALUES(?1, ?2, ?3, ?4, ?5)");
     if (!st)
         return -EIO;
     double now = db_now();
@@ -349,9 +356,10 @@ int auth_session_check(struct db *db, const char *cookie, struct auth_user *out)
     if (strlen(cookie) != 64)
         return -ENOENT;
     auth_sha256_hex(cookie, 64, hash);
-    sqlite3_stmt *st = db_stmt(db, "SELECT u.id, u.name, u.role, u.display_name, u.pseudonym,"
-                                   " u.show_name, s.csrf FROM sessions s JOIN users u ON u.id = s.user_id"
-                                   " WHERE s.hash = ?1 AND s.expires_at > ?2");
+    sqlite3_stmt *st =
+        db_stmt(db, "SELECT u.id, u.name, u.role, u.display_name, u.pseudonym,"
+                    " u.show_name, s.csrf FROM sessions s JOIN users u ON u.id = s.user_id"
+                    " WHERE s.hash = ?1 AND s.expires_at > ?2");
     if (!st)
         return -EIO;
     sqlite3_bind_text(st, 1, hash, 64, SQLITE_TRANSIENT);

@@ -9,11 +9,11 @@
 #ifndef CUGRADE_AUTH_H
 #define CUGRADE_AUTH_H
 
-#include <stddef.h>
 #include "server/db.h"
 #include "server/http.h"
+#include <stddef.h>
 
-#define AUTH_TOKEN_LEN 68          /* "cgs_" + 64 hex */
+#define AUTH_TOKEN_LEN 68 /* "cgs_" + 64 hex */
 #define AUTH_SESSION_COOKIE "cugrade_session"
 #define AUTH_SESSION_TTL_S (12 * 3600.0)
 
@@ -26,8 +26,8 @@ struct auth_user {
     char display_name[129];
     char pseudonym[65];
     int show_name;
-    int via_session;               /* 1: authenticated by the session cookie */
-    char csrf[65];                 /* the session's CSRF token when via_session */
+    int via_session; /* 1: authenticated by the session cookie */
+    char csrf[65];   /* the session's CSRF token when via_session */
 };
 
 /* "student", "ta", "admin", "runner" ("none" for AUTH_NONE). */
@@ -58,8 +58,8 @@ int auth_name_valid(const char *name);
  * used). Writes the token (shown once, never stored) to token_out when not
  * NULL. Returns 0, -EEXIST when the name is taken, -EINVAL for a bad name,
  * or -errno. Runs in the caller's transaction when one is open. */
-int auth_user_add(struct db *db, const char *name, enum auth_role role,
-                  const char *display_name, char token_out[AUTH_TOKEN_LEN + 1]);
+int auth_user_add(struct db *db, const char *name, enum auth_role role, const char *display_name,
+                  char token_out[AUTH_TOKEN_LEN + 1]);
 
 /* Issue an additional token for an existing user. 0, -ENOENT, -errno. */
 int auth_token_new(struct db *db, const char *name, char token_out[AUTH_TOKEN_LEN + 1]);

@@ -14,7 +14,7 @@
 #define DB_STMT_MAX 128
 
 struct db_cached {
-    const char *sql;            /* the key: a string literal's address */
+    const char *sql; /* the key: a string literal's address */
     sqlite3_stmt *st;
 };
 
@@ -116,14 +116,27 @@ static const char db_schema[] =
 int db_errno(int rc)
 {
     switch (rc & 0xff) {
-    case SQLITE_OK: case SQLITE_ROW: case SQLITE_DONE: return 0;
-    case SQLITE_BUSY: case SQLITE_LOCKED: return -EBUSY;
-    case SQLITE_CONSTRAINT: return -EEXIST;
-    case SQLITE_NOMEM: return -ENOMEM;
-    case SQLITE_FULL: return -ENOSPC;
-    case SQLITE_READONLY: case SQLITE_PERM: case SQLITE_AUTH: return -EACCES;
-    case SQLITE_CANTOPEN: return -ENOENT;
-    default: return -EIO;
+    case SQLITE_OK:
+    case SQLITE_ROW:
+    case SQLITE_DONE:
+        return 0;
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+        return -EBUSY;
+    case SQLITE_CONSTRAINT:
+        return -EEXIST;
+    case SQLITE_NOMEM:
+        return -ENOMEM;
+    case SQLITE_FULL:
+        return -ENOSPC;
+    case SQLITE_READONLY:
+    case SQLITE_PERM:
+    case SQLITE_AUTH:
+        return -EACCES;
+    case SQLITE_CANTOPEN:
+        return -ENOENT;
+    default:
+        return -EIO;
     }
 }
 
@@ -314,11 +327,12 @@ const char *db_col_text(sqlite3_stmt *st, int col)
     return t ? (const char *)t : "";
 }
 
-int db_audit(struct db *db, long long actor, const char *action,
-             const char *target, const char *detail)
+int db_audit(struct db *db, long long actor, const char *action, const char *target,
+             const char *detail)
 {
-    sqlite3_stmt *st = db_stmt(db, "INSERT INTO audit_log(at, actor_user_id, action, target, detail)"
-                                   " VALUES(?1, ?2, ?3, ?4, ?5)");
+    sqlite3_stmt *st =
+        db_stmt(db, "INSERT INTO audit_log(at, actor_user_id, action, target, detail)"
+                    " VALUES(?1, ?2, ?3, ?4, ?5)");
     if (!st)
         return -EIO;
     sqlite3_bind_double(st, 1, db_now());

@@ -8,8 +8,8 @@
 #ifndef CUGRADE_DB_H
 #define CUGRADE_DB_H
 
-#include <stddef.h>
 #include <sqlite3.h>
+#include <stddef.h>
 
 #define DB_SCHEMA_VERSION 1
 
@@ -64,7 +64,7 @@ int db_changes(struct db *db);
 const char *db_col_text(sqlite3_stmt *st, int col);
 
 /* Append one row to the audit log (actor may be 0 for the system). 0 or -errno. */
-int db_audit(struct db *db, long long actor, const char *action,
-             const char *target, const char *detail);
+int db_audit(struct db *db, long long actor, const char *action, const char *target,
+             const char *detail);
 
 #endif

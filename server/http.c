@@ -20,11 +20,11 @@
 #include <time.h>
 
 #define HTTP_READ_CHUNK (64 * 1024)
-#define HTTP_WRITE_HIGH (1024 * 1024)   /* stop reading above this much unsent */
-#define HTTP_LINGER_MAX (1024 * 1024)   /* bytes discarded after an error answer */
+#define HTTP_WRITE_HIGH (1024 * 1024) /* stop reading above this much unsent */
+#define HTTP_LINGER_MAX (1024 * 1024) /* bytes discarded after an error answer */
 #define HTTP_LINGER_S 2.0
-#define HTTP_KEEP_BUF (64 * 1024)       /* buffers above this are freed between requests */
-#define HTTP_WRITEV_MIN (8 * 1024)      /* bodies this big are written, not copied */
+#define HTTP_KEEP_BUF (64 * 1024)  /* buffers above this are freed between requests */
+#define HTTP_WRITEV_MIN (8 * 1024) /* bodies this big are written, not copied */
 
 struct http_server {
     uv_loop_t *loop;
@@ -51,16 +51,16 @@ struct http_conn {
     struct http_request req;
     /* request line and headers, NUL-separated: url, name, value, ... */
     struct http_buf hbuf;
-    size_t url_end;             /* 0 until the url is terminated */
+    size_t url_end; /* 0 until the url is terminated */
     size_t hname[HTTP_HEADERS_COUNT_MAX], hvalue[HTTP_HEADERS_COUNT_MAX];
     size_t nh;
-    int hstate;                 /* 0 url, 1 in a field, 2 in a value */
+    int hstate; /* 0 url, 1 in a field, 2 in a value */
     struct http_kv kv[HTTP_HEADERS_COUNT_MAX];
-    struct http_buf pbuf;       /* decoded path and query parameters */
+    struct http_buf pbuf; /* decoded path and query parameters */
     struct http_buf body;
     size_t body_max;
     int in_message, complete;
-    int reject_status;          /* answer this and close (413, 431, 400) */
+    int reject_status; /* answer this and close (413, 431, 400) */
     const char *reject_code;
     char reject_msg[160];
     /* input received but not parsed yet (while a request is handled) */
@@ -69,10 +69,10 @@ struct http_conn {
     /* output */
     struct http_buf out;
     size_t write_pending;
-    int reading;                /* uv_read_start is active */
-    int deferred;               /* a handler holds req */
+    int reading;  /* uv_read_start is active */
+    int deferred; /* a handler holds req */
     int lingering, closing, close_after_write, resume;
-    int handles;                /* open handles; free at 0 */
+    int handles; /* open handles; free at 0 */
     char remote[INET6_ADDRSTRLEN];
 };
 
@@ -178,40 +178,69 @@ static int http_buf_reserve(struct http_buf *b, size_t extra)
 const char *http_status_text(int status)
 {
     switch (status) {
-    case 100: return "Continue";
-    case 200: return "OK";
-    case 201: return "Created";
-    case 202: return "Accepted";
-    case 204: return "No Content";
-    case 301: return "Moved Permanently";
-    case 302: return "Found";
-    case 303: return "See Other";
-    case 304: return "Not Modified";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 408: return "Request Timeout";
-    case 409: return "Conflict";
-    case 411: return "Length Required";
-    case 413: return "Payload Too Large";
-    case 415: return "Unsupported Media Type";
-    case 422: return "Unprocessable Entity";
-    case 429: return "Too Many Requests";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 501: return "Not Implemented";
-    case 503: return "Service Unavailable";
-    default: return "Unknown";
+    case 100:
+        return "Continue";
+    case 200:
+        return "OK";
+    case 201:
+        return "Created";
+    case 202:
+        return "Accepted";
+    case 204:
+        return "No Content";
+    case 301:
+        return "Moved Permanently";
+    case 302:
+        return "Found";
+    case 303:
+        return "See Other";
+    case 304:
+        return "Not Modified";
+    case 400:
+        return "Bad Request";
+    case 401:
+        return "Unauthorized";
+    case 403:
+        return "Forbidden";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 408:
+        return "Request Timeout";
+    case 409:
+        return "Conflict";
+    case 411:
+        return "Length Required";
+    case 413:
+        return "Payload Too Large";
+    case 415:
+        return "Unsupported Media Type";
+    case 422:
+        return "Unprocessable Entity";
+    case 429:
+        return "Too Many Requests";
+    case 431:
+        return "Request Header Fields Too Large";
+    case 500:
+        return "Internal Server Error";
+    case 501:
+        return "Not Implemented";
+    case 503:
+        return "Service Unavailable";
+    default:
+        return "Unknown";
     }
 }
 
 static int hexval(int ch)
 {
-    if (ch >= '0' && ch <= '9') return ch - '0';
-    if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
-    if (ch >= 'A' && ch <= 'F') return ch - 'A' + 10;
+    if (ch >= '0' && ch <= '9')
+        return ch - '0';
+    if (ch >= 'a' && ch <= 'f')
+        return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F')
+        return ch - 'A' + 10;
     return -1;
 }
 
@@ -231,7 +260,7 @@ long http_url_decode(const char *src, size_t len, char *dst, int plus)
         } else if (plus && ch == '+') {
             ch = ' ';
         }
-        if (ch == 0)            /* %00 would cut C strings short: refuse it */
+        if (ch == 0) /* %00 would cut C strings short: refuse it */
             return -EINVAL;
         dst[o++] = (char)ch;
     }
@@ -282,7 +311,7 @@ static void request_parse_query(struct http_request *req)
     for (size_t i = 0; i < qlen; i++)
         n += q[i] == '&';
     if (n > 64)
-        n = 64;                 /* parameter floods: the rest are ignored */
+        n = 64; /* parameter floods: the rest are ignored */
     req->qparams = calloc(n, sizeof(*req->qparams));
     /* Reserve once so pointers into pbuf stay valid. */
     if (!req->qparams || http_buf_reserve(&c->pbuf, 2 * qlen + 2 * n + 2))
@@ -418,19 +447,67 @@ int http_response_json(struct http_request *req, int status, const json_t *json)
     req->content_type = "application/json";
     req->res_body.len = 0;
     req->body_ext = NULL;
-    if (json_dump_callback(json, json_dump_cb, &req->res_body, JSON_COMPACT | JSON_REAL_PRECISION(15)) != 0)
+    if (json_dump_callback(json, json_dump_cb, &req->res_body,
+                           JSON_COMPACT | JSON_REAL_PRECISION(15)) != 0)
         return -ENOMEM;
     return http_buf_append(&req->res_body, "\n", 1);
 }
 
-int http_response_error(struct http_request *req, int status, const char *code,
-                        const char *fmt, ...)
+int http_utf8_valid(const char *str, size_t n)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    size_t i = 0;
+    while (i < n) {
+        unsigned c = s[i];
+        if (c == 0)
+            return 0;
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        size_t k;
+        unsigned cp;
+        if (c >= 0xc2 && c <= 0xdf) {
+            k = 1;
+            cp = c & 0x1f;
+        } else if (c >= 0xe0 && c <= 0xef) {
+            k = 2;
+            cp = c & 0x0f;
+        } else if (c >= 0xf0 && c <= 0xf4) {
+            k = 3;
+            cp = c & 0x07;
+        } else {
+            return 0;
+        }
+        if (i + k >= n)
+            return 0;
+        for (size_t j = 1; j <= k; j++) {
+            if ((s[i + j] & 0xc0) != 0x80)
+                return 0;
+            cp = cp << 6 | (s[i + j] & 0x3f);
+        }
+        if ((k == 2 && cp < 0x800) || (k == 3 && (cp < 0x10000 || cp > 0x10ffff)) ||
+            (cp >= 0xd800 && cp <= 0xdfff))
+            return 0;
+        i += k + 1;
+    }
+    return 1;
+}
+
+int http_response_error(struct http_request *req, int status, const char *code, const char *fmt,
+                        ...)
 {
     char msg[512];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
+    /* Messages quote what the client sent (a lab name from the path...):
+     * bytes that are not UTF-8 would make the JSON unencodable. */
+    if (!http_utf8_valid(msg, strlen(msg)))
+        for (char *p = msg; *p; p++)
+            if ((unsigned char)*p >= 0x80 || (unsigned char)*p < 0x20)
+                *p = '?';
     json_t *j = json_pack("{s:{s:s,s:s}}", "error", "code", code, "message", msg);
     if (!j)
         return -ENOMEM;
@@ -504,7 +581,8 @@ static void conn_timer_arm(struct http_conn *c, double seconds);
 
 static void linger_alloc(uv_handle_t *h, size_t sug, uv_buf_t *buf)
 {
-    (void)h; (void)sug;
+    (void)h;
+    (void)sug;
     buf->base = http_read_buf;
     buf->len = sizeof(http_read_buf);
 }
@@ -607,7 +685,7 @@ static void conn_flush(struct http_conn *c)
     }
     hw->conn = c;
     if (off == 0) {
-        hw->buf = c->out;           /* hand the buffer over, no copy */
+        hw->buf = c->out; /* hand the buffer over, no copy */
         memset(&c->out, 0, sizeof(c->out));
     } else if (http_buf_append(&hw->buf, c->out.data + off, c->out.len - off)) {
         free(hw);
@@ -667,7 +745,7 @@ static void conn_timer_cb(uv_timer_t *t)
         conn_flush(c);
         return;
     }
-    conn_close(c);                  /* idle keep-alive connection */
+    conn_close(c); /* idle keep-alive connection */
 }
 
 /* ---- parsing ---- */
@@ -682,7 +760,7 @@ static int conn_reject(struct http_conn *c, int status, const char *code, const 
     va_start(ap, fmt);
     vsnprintf(c->reject_msg, sizeof(c->reject_msg), fmt, ap);
     va_end(ap);
-    return -1;                      /* makes http-parser stop with an error */
+    return -1; /* makes http-parser stop with an error */
 }
 
 static int on_message_begin(http_parser *p)
@@ -723,13 +801,13 @@ static int on_header_field(http_parser *p, const char *at, size_t len)
 {
     struct http_conn *c = p->data;
     if (c->hstate != 1) {
-        if (hbuf_add(c, "", 1))         /* terminate the url or previous value */
+        if (hbuf_add(c, "", 1)) /* terminate the url or previous value */
             return -1;
         if (c->hstate == 0)
             c->url_end = c->hbuf.len;
         if (c->nh == HTTP_HEADERS_COUNT_MAX)
-            return conn_reject(c, 431, "header_too_large",
-                               "The request has more than %d headers.", HTTP_HEADERS_COUNT_MAX);
+            return conn_reject(c, 431, "header_too_large", "The request has more than %d headers.",
+                               HTTP_HEADERS_COUNT_MAX);
         c->hname[c->nh++] = c->hbuf.len;
         c->hstate = 1;
     }
@@ -758,7 +836,7 @@ static int on_headers_complete(http_parser *p)
         return -1;
     if (c->hstate == 0)
         c->url_end = c->hbuf.len;
-    if (c->hstate == 1)                  /* a field with no value */
+    if (c->hstate == 1) /* a field with no value */
         c->hvalue[c->nh - 1] = c->hbuf.len - 1;
     for (size_t i = 0; i < c->nh; i++) {
         c->kv[i].name = c->hbuf.data + c->hname[i];
@@ -795,7 +873,7 @@ static int on_headers_complete(http_parser *p)
     if (dl < 0)
         return conn_reject(c, 400, "bad_request", "The request path has a bad %%-escape.");
     c->pbuf.len = (size_t)dl + 1;
-    r->path = NULL;                      /* set below: pbuf may move in reserve */
+    r->path = NULL; /* set below: pbuf may move in reserve */
     r->query = q ? q + 1 : "";
     /* Reserve room for the query parameters now so that the path pointer
      * stays valid (request_parse_query reserves the same amount). */
@@ -925,9 +1003,8 @@ static void conn_respond(struct http_conn *c)
     int no_body = r->status == 204 || r->status == 304;
     const char *body = r->body_ext ? r->body_ext : r->res_body.data;
     size_t blen = r->body_ext ? r->body_ext_len : r->res_body.len;
-    http_buf_printf(&c->out,
-                    "HTTP/1.1 %d %s\r\nServer: cugrade\r\nDate: %s\r\n",
-                    r->status, http_status_text(r->status), http_date());
+    http_buf_printf(&c->out, "HTTP/1.1 %d %s\r\nServer: cugrade\r\nDate: %s\r\n", r->status,
+                    http_status_text(r->status), http_date());
     if (!no_body)
         http_buf_printf(&c->out, "Content-Type: %s\r\nContent-Length: %zu\r\n",
                         r->content_type ? r->content_type : "application/json", blen);
@@ -937,7 +1014,7 @@ static void conn_respond(struct http_conn *c)
                     keep ? 26 : 21);
     if (!head && !no_body && blen) {
         if (blen >= HTTP_WRITEV_MIN && c->write_pending == 0 && !c->closing)
-            conn_write_body(c, body, blen);     /* big bodies: no copy */
+            conn_write_body(c, body, blen); /* big bodies: no copy */
         else
             http_buf_append(&c->out, body, blen);
     }
@@ -964,7 +1041,7 @@ static void conn_dispatch(struct http_conn *c)
 {
     struct http_server *s = c->srv;
     struct http_request *r = &c->req;
-    if (http_buf_append(&c->body, "", 0)) {  /* NUL-terminate the body */
+    if (http_buf_append(&c->body, "", 0)) { /* NUL-terminate the body */
         http_response_error(r, 500, "internal", "Out of memory.");
         conn_respond(c);
         return;
@@ -1026,7 +1103,10 @@ static void conn_save_pending(struct http_conn *c, const char *data, size_t len)
 static void conn_feed(struct http_conn *c, const char *data, size_t len)
 {
     int from_pending = c->pending && data == c->pending + c->pending_off;
-    while (len > 0 && !c->closing && !c->lingering && !c->deferred && !c->close_after_write) {
+    /* Pipelined requests from a client that does not read its answers stop
+     * being handled once 1 MiB of answers wait (memory exhaustion). */
+    while (len > 0 && !c->closing && !c->lingering && !c->deferred && !c->close_after_write &&
+           c->out.len + c->write_pending <= HTTP_WRITE_HIGH) {
         size_t n = http_parser_execute(&c->parser, &parser_settings, data, len);
         enum http_errno e = HTTP_PARSER_ERRNO(&c->parser);
         if (n > len)
@@ -1110,7 +1190,8 @@ static void conn_resume_cb(uv_timer_t *t)
 
 static void conn_alloc(uv_handle_t *h, size_t sug, uv_buf_t *buf)
 {
-    (void)h; (void)sug;
+    (void)h;
+    (void)sug;
     /* One shared buffer: every read is parsed before the next one, and the
      * leftovers of a parked request are copied out. */
     if (http_read_buf_busy) {
@@ -1203,7 +1284,7 @@ static void on_connection(uv_stream_t *ls, int status)
         return;
     }
     if (s->nconns > s->lim.max_conns) {
-        conn_close(c);              /* connection floods: shed at once */
+        conn_close(c); /* connection floods: shed at once */
         return;
     }
     uv_tcp_nodelay(&c->tcp, 1);
@@ -1226,10 +1307,8 @@ static void server_listen_failed(uv_handle_t *h)
     free(h->data);
 }
 
-int http_server_start(uv_loop_t *loop, const char *host, int port,
-                      const struct http_limits *limits,
-                      const struct http_callbacks *cb, void *app,
-                      struct http_server **out)
+int http_server_start(uv_loop_t *loop, const char *host, int port, const struct http_limits *limits,
+                      const struct http_callbacks *cb, void *app, struct http_server **out)
 {
     struct sockaddr_storage sa;
     int rc;
@@ -1240,10 +1319,14 @@ int http_server_start(uv_loop_t *loop, const char *host, int port,
     s->cb = *cb;
     s->app = app;
     s->lim = limits ? *limits : (struct http_limits){0};
-    if (s->lim.header_timeout_s <= 0) s->lim.header_timeout_s = 10;
-    if (s->lim.idle_timeout_s <= 0) s->lim.idle_timeout_s = 30;
-    if (s->lim.write_timeout_s <= 0) s->lim.write_timeout_s = 30;
-    if (s->lim.max_conns == 0) s->lim.max_conns = 10000;
+    if (s->lim.header_timeout_s <= 0)
+        s->lim.header_timeout_s = 10;
+    if (s->lim.idle_timeout_s <= 0)
+        s->lim.idle_timeout_s = 30;
+    if (s->lim.write_timeout_s <= 0)
+        s->lim.write_timeout_s = 30;
+    if (s->lim.max_conns == 0)
+        s->lim.max_conns = 10000;
     if (strchr(host, ':'))
         rc = uv_ip6_addr(host, port, (struct sockaddr_in6 *)&sa);
     else
@@ -1320,8 +1403,8 @@ static void grace_expired(uv_timer_t *t)
     server_maybe_done(s);
 }
 
-void http_server_shutdown(struct http_server *srv, double grace_s,
-                          void (*done)(void *arg), void *arg)
+void http_server_shutdown(struct http_server *srv, double grace_s, void (*done)(void *arg),
+                          void *arg)
 {
     if (srv->stopping)
         return;

@@ -13,17 +13,17 @@
 #ifndef CUGRADE_HTTP_H
 #define CUGRADE_HTTP_H
 
+#include <http_parser.h> /* enum http_method: HTTP_GET, HTTP_POST, ... */
+#include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <uv.h>
-#include <jansson.h>
-#include <http_parser.h>   /* enum http_method: HTTP_GET, HTTP_POST, ... */
 
 #define HTTP_DONE 0
 #define HTTP_DEFERRED 1
 
-#define HTTP_HEADER_MAX (16 * 1024)      /* request line + headers; 431 beyond */
-#define HTTP_HEADERS_COUNT_MAX 100       /* 431 beyond */
+#define HTTP_HEADER_MAX (16 * 1024) /* request line + headers; 431 beyond */
+#define HTTP_HEADERS_COUNT_MAX 100  /* 431 beyond */
 #define HTTP_BODY_DEFAULT_MAX (64 * 1024)
 
 struct http_kv {
@@ -46,31 +46,31 @@ typedef void (*http_abort_cb)(struct http_request *req, void *data);
 struct http_request {
     struct http_conn *conn;
     /* request */
-    int method;                 /* enum http_method (http_parser.h): HTTP_GET... */
-    const char *method_name;    /* "GET" */
-    const char *target;         /* raw request target, "/api/x?y=1" */
-    const char *path;           /* percent-decoded path, NUL-free, "/api/x" */
-    const char *query;          /* raw query string after '?', "" if none */
-    struct http_kv *headers;    /* names as sent; use http_request_header() */
+    int method;              /* enum http_method (http_parser.h): HTTP_GET... */
+    const char *method_name; /* "GET" */
+    const char *target;      /* raw request target, "/api/x?y=1" */
+    const char *path;        /* percent-decoded path, NUL-free, "/api/x" */
+    const char *query;       /* raw query string after '?', "" if none */
+    struct http_kv *headers; /* names as sent; use http_request_header() */
     size_t nheaders;
-    struct http_kv params[8];   /* route {params}, set by the router */
+    struct http_kv params[8]; /* route {params}, set by the router */
     size_t nparams;
-    const char *body;           /* NUL-terminated for convenience; may hold NULs */
+    const char *body; /* NUL-terminated for convenience; may hold NULs */
     size_t body_len;
-    const char *route;          /* route name for metrics, set by the router */
-    const char *body_note;      /* set by body_limit: says the limit in a 413 */
-    uint64_t start_ns;          /* uv_hrtime() when the request line began */
-    const char *remote;         /* peer address, "1.2.3.4" */
-    void *user;                 /* for the application (auth result) */
-    void *app;                  /* the application passed to http_server_start */
+    const char *route;     /* route name for metrics, set by the router */
+    const char *body_note; /* set by body_limit: says the limit in a 413 */
+    uint64_t start_ns;     /* uv_hrtime() when the request line began */
+    const char *remote;    /* peer address, "1.2.3.4" */
+    void *user;            /* for the application (auth result) */
+    void *app;             /* the application passed to http_server_start */
     /* response (filled by the http_response_* helpers) */
     int status;
-    struct http_buf res_headers;   /* extra header lines, each "Name: value\r\n" */
+    struct http_buf res_headers; /* extra header lines, each "Name: value\r\n" */
     struct http_buf res_body;
-    const char *body_ext;       /* a borrowed body (http_response_body_borrowed) */
+    const char *body_ext; /* a borrowed body (http_response_body_borrowed) */
     size_t body_ext_len;
     const char *content_type;
-    int close_after;            /* send "Connection: close" and close */
+    int close_after; /* send "Connection: close" and close */
     /* deferred requests */
     http_abort_cb on_abort;
     void *abort_data;
@@ -91,19 +91,17 @@ struct http_callbacks {
 };
 
 struct http_limits {
-    double header_timeout_s;    /* first byte to end of request; 408 after */
-    double idle_timeout_s;      /* keep-alive wait for the next request */
-    double write_timeout_s;     /* a client that does not read its response */
-    size_t max_conns;           /* new connections beyond are closed at once */
+    double header_timeout_s; /* first byte to end of request; 408 after */
+    double idle_timeout_s;   /* keep-alive wait for the next request */
+    double write_timeout_s;  /* a client that does not read its response */
+    size_t max_conns;        /* new connections beyond are closed at once */
 };
 
 /* Start listening on host:port ("127.0.0.1", 8080; port 0 picks one).
  * Returns 0 and a server in *out, or -errno. The server lives until
  * http_server_shutdown's callback has run. */
-int http_server_start(uv_loop_t *loop, const char *host, int port,
-                      const struct http_limits *limits,
-                      const struct http_callbacks *cb, void *app,
-                      struct http_server **out);
+int http_server_start(uv_loop_t *loop, const char *host, int port, const struct http_limits *limits,
+                      const struct http_callbacks *cb, void *app, struct http_server **out);
 
 /* The bound port (useful after port 0). */
 int http_server_port(struct http_server *srv);
@@ -114,8 +112,8 @@ size_t http_server_conns(struct http_server *srv);
 /* Graceful stop: stop accepting, close idle connections, let in-flight
  * requests finish (each then closes), force-close what is left after
  * grace_s seconds, free the server and call done(arg) once. */
-void http_server_shutdown(struct http_server *srv, double grace_s,
-                          void (*done)(void *arg), void *arg);
+void http_server_shutdown(struct http_server *srv, double grace_s, void (*done)(void *arg),
+                          void *arg);
 
 /* 1 once shutdown began (deferred handlers should answer now). */
 int http_server_stopping(struct http_server *srv);
@@ -156,8 +154,8 @@ int http_response_printf(struct http_request *req, const char *fmt, ...)
 /* Serialize json (borrowed, not stolen) as the body with status. */
 int http_response_json(struct http_request *req, int status, const json_t *json);
 /* {"error":{"code","message"}} with status; message is printf-style. */
-int http_response_error(struct http_request *req, int status, const char *code,
-                        const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+int http_response_error(struct http_request *req, int status, const char *code, const char *fmt,
+                        ...) __attribute__((format(printf, 4, 5)));
 /* 303 (or status) redirect to location. */
 int http_response_redirect(struct http_request *req, int status, const char *location);
 
@@ -165,6 +163,10 @@ int http_response_redirect(struct http_request *req, int status, const char *loc
 int http_buf_append(struct http_buf *b, const void *data, size_t len);
 int http_buf_printf(struct http_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void http_buf_free(struct http_buf *b);
+
+/* 1 if s (len bytes) is valid UTF-8 (no overlongs, no surrogates) without
+ * NUL bytes; 0 otherwise. */
+int http_utf8_valid(const char *s, size_t len);
 
 /* Reason phrase for a status code ("Not Found"). */
 const char *http_status_text(int status);

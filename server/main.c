@@ -82,30 +82,61 @@ static const char usage_token[] =
 
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
-    static const struct option lo[] = {
-        {"db", required_argument, NULL, 'd'},       {"listen", required_argument, NULL, 'l'},
-        {"labs", required_argument, NULL, 'L'},     {"rubrics", required_argument, NULL, 'r'},
-        {"display-name", required_argument, NULL, 'n'},
-        {"lease-seconds", required_argument, NULL, 's'},
-        {"sweep-seconds", required_argument, NULL, 'w'},
-        {"request-timeout", required_argument, NULL, 't'},
-        {"idle-timeout", required_argument, NULL, 'i'},
-        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
+    static const struct option lo[] = {{"db", required_argument, NULL, 'd'},
+                                       {"listen", required_argument, NULL, 'l'},
+                                       {"labs", required_argument, NULL, 'L'},
+                                       {"rubrics", required_argument, NULL, 'r'},
+                                       {"display-name", required_argument, NULL, 'n'},
+                                       {"lease-seconds", required_argument, NULL, 's'},
+                                       {"sweep-seconds", required_argument, NULL, 'w'},
+                                       {"request-timeout", required_argument, NULL, 't'},
+                                       {"idle-timeout", required_argument, NULL, 'i'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "+h", lo, NULL)) != -1) {
         switch (c) {
-        case 'd': o->db = optarg; break;
-        case 'l': o->listen = optarg; break;
-        case 'L': o->labs = optarg; break;
-        case 'r': o->rubrics = optarg; break;
-        case 'n': o->display_name = optarg; break;
-        case 's': o->lease_s = atof(optarg); if (o->lease_s <= 0) return -1; break;
-        case 'w': o->sweep_s = atof(optarg); if (o->sweep_s <= 0) return -1; break;
-        case 't': o->request_timeout_s = atof(optarg); if (o->request_timeout_s <= 0) return -1; break;
-        case 'i': o->idle_timeout_s = atof(optarg); if (o->idle_timeout_s <= 0) return -1; break;
-        case 'h': o->help = 1; break;
-        default: return -1;
+        case 'd':
+            o->db = optarg;
+            break;
+        case 'l':
+            o->listen = optarg;
+            break;
+        case 'L':
+            o->labs = optarg;
+            break;
+        case 'r':
+            o->rubrics = optarg;
+            break;
+        case 'n':
+            o->display_name = optarg;
+            break;
+        case 's':
+            o->lease_s = atof(optarg);
+            if (o->lease_s <= 0)
+                return -1;
+            break;
+        case 'w':
+            o->sweep_s = atof(optarg);
+            if (o->sweep_s <= 0)
+                return -1;
+            break;
+        case 't':
+            o->request_timeout_s = atof(optarg);
+            if (o->request_timeout_s <= 0)
+                return -1;
+            break;
+        case 'i':
+            o->idle_timeout_s = atof(optarg);
+            if (o->idle_timeout_s <= 0)
+                return -1;
+            break;
+        case 'h':
+            o->help = 1;
+            break;
+        default:
+            return -1;
         }
     }
     return optind;
@@ -138,7 +169,10 @@ static int do_init(const char *path)
     if (stat(path, &sb) == 0) {
         if (db_open(path, 0, &db) == 0) {
             db_close(db);
-            fprintf(stderr, "cugrade-server: %s is already initialized; use `cugrade-server user add` or `token new` for more tokens\n", path);
+            fprintf(stderr,
+                    "cugrade-server: %s is already initialized; use `cugrade-server user add` or "
+                    "`token new` for more tokens\n",
+                    path);
             return 1;
         }
     }
@@ -168,7 +202,8 @@ static int do_init(const char *path)
     printf("cugrade: created %s\n"
            "cugrade: admin token   (user admin): %s\n"
            "cugrade: student token (user demo):  %s\n"
-           "cugrade: these tokens are shown only now; keep them (new ones: cugrade-server token new NAME)\n",
+           "cugrade: these tokens are shown only now; keep them (new ones: cugrade-server token "
+           "new NAME)\n",
            path, admin, demo);
     fflush(stdout);
     return 0;
@@ -178,7 +213,9 @@ static int open_db(const char *path, struct db **db)
 {
     int rc = db_open(path, 0, db);
     if (rc == -ENOENT || rc == -ENODATA)
-        fprintf(stderr, "cugrade-server: %s: no initialized database; run `cugrade-server init --db %s` first\n",
+        fprintf(stderr,
+                "cugrade-server: %s: no initialized database; run `cugrade-server init --db %s` "
+                "first\n",
                 path, path);
     else if (rc)
         fprintf(stderr, "cugrade-server: %s: %s\n", path, strerror(-rc));
@@ -200,7 +237,8 @@ static int do_user(int argc, char **argv, struct opts *o)
             return 2;
         }
         if (!auth_name_valid(argv[1])) {
-            fprintf(stderr, "cugrade-server: name must be 1-64 letters, digits, '_', '.', '@' or '-'\n");
+            fprintf(stderr,
+                    "cugrade-server: name must be 1-64 letters, digits, '_', '.', '@' or '-'\n");
             return 2;
         }
         if (open_db(o->db, &db))
@@ -210,7 +248,9 @@ static int do_user(int argc, char **argv, struct opts *o)
             db_audit(db, 0, "user_add", argv[1], argv[2]);
         db_close(db);
         if (rc == -EEXIST) {
-            fprintf(stderr, "cugrade-server: user %s already exists (for another token: cugrade-server token new %s)\n",
+            fprintf(stderr,
+                    "cugrade-server: user %s already exists (for another token: cugrade-server "
+                    "token new %s)\n",
                     argv[1], argv[1]);
             return 1;
         }
@@ -224,10 +264,12 @@ static int do_user(int argc, char **argv, struct opts *o)
     if (strcmp(argv[0], "list") == 0) {
         if (open_db(o->db, &db))
             return 1;
-        sqlite3_stmt *st = db_stmt(db, "SELECT u.name, u.role, u.display_name, u.pseudonym,"
-                                       " (SELECT COUNT(*) FROM tokens t WHERE t.user_id = u.id AND t.revoked = 0)"
-                                       " FROM users u ORDER BY u.id");
-        printf("%-24s %-8s %-28s %-24s %s\n", "NAME", "ROLE", "DISPLAY NAME", "PSEUDONYM", "TOKENS");
+        sqlite3_stmt *st =
+            db_stmt(db, "SELECT u.name, u.role, u.display_name, u.pseudonym,"
+                        " (SELECT COUNT(*) FROM tokens t WHERE t.user_id = u.id AND t.revoked = 0)"
+                        " FROM users u ORDER BY u.id");
+        printf("%-24s %-8s %-28s %-24s %s\n", "NAME", "ROLE", "DISPLAY NAME", "PSEUDONYM",
+               "TOKENS");
         while (st && sqlite3_step(st) == SQLITE_ROW)
             printf("%-24s %-8s %-28s %-24s %d\n", db_col_text(st, 0), db_col_text(st, 1),
                    db_col_text(st, 2), db_col_text(st, 3), sqlite3_column_int(st, 4));
@@ -355,8 +397,12 @@ static int do_serve(struct opts *o)
     }
     signal(SIGPIPE, SIG_IGN);
     uv_loop_t *loop = uv_default_loop();
-    struct app_config cfg = {.db_path = o->db, .labs_dir = o->labs, .rubrics_dir = o->rubrics,
-                             .lease_s = o->lease_s, .sweep_s = o->sweep_s, .max_wait_s = 30,
+    struct app_config cfg = {.db_path = o->db,
+                             .labs_dir = o->labs,
+                             .rubrics_dir = o->rubrics,
+                             .lease_s = o->lease_s,
+                             .sweep_s = o->sweep_s,
+                             .max_wait_s = 30,
                              .header_timeout_s = o->request_timeout_s,
                              .idle_timeout_s = o->idle_timeout_s};
     int rc = app_open(&the_app, loop, &cfg, err, sizeof(err));
@@ -378,9 +424,11 @@ static int do_serve(struct opts *o)
     size_t with_rubric = 0;
     for (size_t i = 0; i < the_app.nlabs; i++)
         with_rubric += the_app.labs[i].has_rubric;
-    fprintf(stderr, "cugrade-server: listening on http://%s:%d (%zu labs, %zu with a rubric; database %s)\n",
-            strchr(host, ':') ? "[::]" : host, http_server_port(the_app.http), the_app.nlabs,
-            with_rubric, o->db);
+    fprintf(
+        stderr,
+        "cugrade-server: listening on http://%s:%d (%zu labs, %zu with a rubric; database %s)\n",
+        strchr(host, ':') ? "[::]" : host, http_server_port(the_app.http), the_app.nlabs,
+        with_rubric, o->db);
     long long depth = queue_depth(the_app.queue);
     if (depth > 0)
         fprintf(stderr, "cugrade-server: %lld submission%s queued, waiting for a runner\n", depth,
@@ -393,8 +441,8 @@ static int do_serve(struct opts *o)
 
 int main(int argc, char **argv)
 {
-    struct opts o = {.db = "var/cugrade.db", .listen = "127.0.0.1:8080", .labs = "labs",
-                     .rubrics = "rubrics"};
+    struct opts o = {
+        .db = "var/cugrade.db", .listen = "127.0.0.1:8080", .labs = "labs", .rubrics = "rubrics"};
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
         strcmp(argv[1], "help") == 0) {
         fputs(usage_main, argc < 2 ? stderr : stdout);
@@ -421,13 +469,12 @@ int main(int argc, char **argv)
     for (int i = 2; i < argc; i++) {
         if (argv[i][0] == '-' && argv[i][1]) {
             args[nargs++] = argv[i];
-            int takes = strcmp(argv[i], "--db") == 0 || strcmp(argv[i], "--listen") == 0 ||
-                        strcmp(argv[i], "--labs") == 0 || strcmp(argv[i], "--rubrics") == 0 ||
-                        strcmp(argv[i], "--display-name") == 0 ||
-                        strcmp(argv[i], "--lease-seconds") == 0 ||
-                        strcmp(argv[i], "--sweep-seconds") == 0 ||
-                        strcmp(argv[i], "--request-timeout") == 0 ||
-                        strcmp(argv[i], "--idle-timeout") == 0;
+            int takes =
+                strcmp(argv[i], "--db") == 0 || strcmp(argv[i], "--listen") == 0 ||
+                strcmp(argv[i], "--labs") == 0 || strcmp(argv[i], "--rubrics") == 0 ||
+                strcmp(argv[i], "--display-name") == 0 || strcmp(argv[i], "--lease-seconds") == 0 ||
+                strcmp(argv[i], "--sweep-seconds") == 0 ||
+                strcmp(argv[i], "--request-timeout") == 0 || strcmp(argv[i], "--idle-timeout") == 0;
             if (takes && i + 1 < argc)
                 args[nargs++] = argv[++i];
         } else if (npos < 8) {

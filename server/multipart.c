@@ -75,7 +75,7 @@ static int disposition_param(const char *h, size_t hlen, const char *param, char
             klen--;
         if (i >= hlen || h[i] == ';')
             continue;
-        i++;                                /* '=' */
+        i++; /* '=' */
         int match = klen == pl && strncasecmp(h + start, param, pl) == 0;
         size_t o = 0;
         if (i < hlen && h[i] == '"') {
@@ -92,7 +92,7 @@ static int disposition_param(const char *h, size_t hlen, const char *param, char
                 i++;
             }
             if (i >= hlen)
-                return -1;                  /* unterminated quote */
+                return -1; /* unterminated quote */
             i++;
         } else {
             while (i < hlen && h[i] != ';') {
@@ -114,8 +114,8 @@ static int disposition_param(const char *h, size_t hlen, const char *param, char
     return 0;
 }
 
-static int part_headers(const char *h, size_t hlen, struct multipart_part *part,
-                        char *err, size_t errlen)
+static int part_headers(const char *h, size_t hlen, struct multipart_part *part, char *err,
+                        size_t errlen)
 {
     int have_cd = 0;
     size_t i = 0;
@@ -160,7 +160,8 @@ static int part_headers(const char *h, size_t hlen, struct multipart_part *part,
                 return -EINVAL;
             }
         } else if (nlen == 12 && strncasecmp(line, "Content-Type", 12) == 0) {
-            size_t n = vlen < sizeof(part->content_type) - 1 ? vlen : sizeof(part->content_type) - 1;
+            size_t n =
+                vlen < sizeof(part->content_type) - 1 ? vlen : sizeof(part->content_type) - 1;
             memcpy(part->content_type, v, n);
             part->content_type[n] = '\0';
         }
@@ -176,8 +177,8 @@ static int part_headers(const char *h, size_t hlen, struct multipart_part *part,
 }
 
 int multipart_parse(const char *body, size_t len, const char *boundary,
-                    struct multipart_part *parts, size_t max, size_t *nparts,
-                    char *err, size_t errlen)
+                    struct multipart_part *parts, size_t max, size_t *nparts, char *err,
+                    size_t errlen)
 {
     char delim[80];
     size_t blen = strlen(boundary);
@@ -193,9 +194,10 @@ int multipart_parse(const char *body, size_t len, const char *boundary,
     if (len >= dlen - 2 && memcmp(body, delim + 2, dlen - 2) == 0) {
         pos = dlen - 2;
     } else {
-        const char *d = find(body, len, delim, dlen);   /* skip a preamble */
+        const char *d = find(body, len, delim, dlen); /* skip a preamble */
         if (!d) {
-            snprintf(err, errlen, "the body does not contain the multipart boundary given in Content-Type.");
+            snprintf(err, errlen,
+                     "the body does not contain the multipart boundary given in Content-Type.");
             return -EINVAL;
         }
         pos = (size_t)(d - body) + dlen;
@@ -205,7 +207,7 @@ int multipart_parse(const char *body, size_t len, const char *boundary,
         if (len - pos >= 2 && body[pos] == '-' && body[pos + 1] == '-')
             break;
         while (pos < len && (body[pos] == ' ' || body[pos] == '\t'))
-            pos++;                           /* transport padding */
+            pos++; /* transport padding */
         if (len - pos < 2 || body[pos] != '\r' || body[pos + 1] != '\n') {
             snprintf(err, errlen, "the multipart body is truncated or malformed after a boundary.");
             return -EINVAL;
@@ -215,7 +217,7 @@ int multipart_parse(const char *body, size_t len, const char *boundary,
         size_t hlen;
         size_t dstart;
         if (len - pos >= 2 && body[pos] == '\r' && body[pos + 1] == '\n') {
-            hlen = 0;                        /* a part with no headers */
+            hlen = 0; /* a part with no headers */
             dstart = pos + 2;
         } else {
             if (!hend) {

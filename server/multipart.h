@@ -11,11 +11,11 @@
 #define MULTIPART_MAX_PARTS 16
 
 struct multipart_part {
-    char name[64];             /* form field name */
-    char filename[256];        /* "" when the part has no filename */
+    char name[64];      /* form field name */
+    char filename[256]; /* "" when the part has no filename */
     int has_filename;
-    char content_type[128];    /* "" when absent */
-    const char *data;          /* into the body; not NUL-terminated */
+    char content_type[128]; /* "" when absent */
+    const char *data;       /* into the body; not NUL-terminated */
     size_t len;
 };
 
@@ -28,8 +28,8 @@ int multipart_boundary(const char *content_type, char *out, size_t len);
 /* Parse body into at most max parts. Returns 0 and *nparts, or -EINVAL with
  * a sentence in err ("the body does not start with the boundary"). */
 int multipart_parse(const char *body, size_t len, const char *boundary,
-                    struct multipart_part *parts, size_t max, size_t *nparts,
-                    char *err, size_t errlen);
+                    struct multipart_part *parts, size_t max, size_t *nparts, char *err,
+                    size_t errlen);
 
 /* The first part named name, or NULL. */
 const struct multipart_part *multipart_find(const struct multipart_part *parts, size_t n,

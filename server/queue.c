@@ -218,7 +218,8 @@ int queue_enqueue(struct queue *q, const struct queue_submit *in, long long *id_
     int rc = db_begin(q->db, 1);
     if (rc)
         return rc;
-    sqlite3_stmt *st = db_stmt(q->db,
+    sqlite3_stmt *st = db_stmt(
+        q->db,
         "INSERT INTO submissions(user_id, lab, filename, source, sha256, size, late, late_days,"
         " status, phase, detail, attempts, max_attempts, created_at, updated_at)"
         " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'queued', '', '', 0, ?9, ?10, ?10)");
@@ -252,8 +253,7 @@ fail:
 }
 
 int queue_claim(struct queue *q, const char *runner, long long runner_user, double lease_s,
-                int (*rubric_version)(void *ctx, const char *lab), void *ctx,
-                struct queue_job *job)
+                int (*rubric_version)(void *ctx, const char *lab), void *ctx, struct queue_job *job)
 {
     double now = db_now();
     memset(job, 0, sizeof(*job));
@@ -262,9 +262,9 @@ int queue_claim(struct queue *q, const char *runner, long long runner_user, doub
     int rc = db_begin(q->db, 1);
     if (rc)
         return rc;
-    sqlite3_stmt *st = db_stmt(q->db,
-        "SELECT id, user_id, lab, filename, sha256, attempts, source FROM submissions"
-        " WHERE status = 'queued' ORDER BY id LIMIT 1");
+    sqlite3_stmt *st = db_stmt(
+        q->db, "SELECT id, user_id, lab, filename, sha256, attempts, source FROM submissions"
+               " WHERE status = 'queued' ORDER BY id LIMIT 1");
     if (!st) {
         rc = -EIO;
         goto fail;
@@ -295,9 +295,9 @@ int queue_claim(struct queue *q, const char *runner, long long runner_user, doub
     sqlite3_reset(st);
     int rv = rubric_version ? rubric_version(ctx, job->lab) : 0;
     st = db_stmt(q->db,
-        "UPDATE submissions SET status = 'compiling', phase = 'compiling', detail = '',"
-        " attempts = attempts + 1, lease_runner = ?1, lease_user = ?2, lease_expires = ?3,"
-        " rubric_version = ?4, updated_at = ?5 WHERE id = ?6 AND status = 'queued'");
+                 "UPDATE submissions SET status = 'compiling', phase = 'compiling', detail = '',"
+                 " attempts = attempts + 1, lease_runner = ?1, lease_user = ?2, lease_expires = ?3,"
+                 " rubric_version = ?4, updated_at = ?5 WHERE id = ?6 AND status = 'queued'");
     if (!st) {
         rc = -EIO;
         goto fail;
@@ -329,8 +329,8 @@ fail_nocommit:
 static int lease_check(struct queue *q, long long id, long long runner_user, const char *runner,
                        int attempt, int *attempts, int *max_attempts)
 {
-    sqlite3_stmt *st = db_stmt(q->db,
-        "SELECT status, lease_user, lease_runner, attempts, max_attempts FROM submissions WHERE id = ?1");
+    sqlite3_stmt *st = db_stmt(q->db, "SELECT status, lease_user, lease_runner, attempts, "
+                                      "max_attempts FROM submissions WHERE id = ?1");
     if (!st)
         return -EIO;
     sqlite3_bind_int64(st, 1, id);
@@ -357,9 +357,9 @@ int queue_progress(struct queue *q, long long id, long long runner_user, const c
     if (rc)
         return rc;
     double now = db_now();
-    sqlite3_stmt *st = db_stmt(q->db,
-        "UPDATE submissions SET status = ?1, phase = ?1, detail = ?2, lease_expires = ?3,"
-        " updated_at = ?4 WHERE id = ?5 AND status IN " IN_PROGRESS " AND lease_user = ?6");
+    sqlite3_stmt *st = db_stmt(
+        q->db, "UPDATE submissions SET status = ?1, phase = ?1, detail = ?2, lease_expires = ?3,"
+               " updated_at = ?4 WHERE id = ?5 AND status IN " IN_PROGRESS " AND lease_user = ?6");
     if (!st)
         return -EIO;
     sqlite3_bind_text(st, 1, phase, -1, SQLITE_STATIC);
@@ -391,8 +391,9 @@ int queue_result(struct queue *q, long long id, long long runner_user, const cha
     if (strcmp(res->status, "system_error") == 0 && attempts < max_attempts) {
         /* Our fault, not the student's: try again on another claim. */
         st = db_stmt(q->db,
-            "UPDATE submissions SET status = 'queued', phase = '', detail = ?1, lease_runner = NULL,"
-            " lease_user = NULL, lease_expires = NULL, updated_at = ?2 WHERE id = ?3");
+                     "UPDATE submissions SET status = 'queued', phase = '', detail = ?1, "
+                     "lease_runner = NULL,"
+                     " lease_user = NULL, lease_expires = NULL, updated_at = ?2 WHERE id = ?3");
         if (!st) {
             rc = -EIO;
             goto fail;
@@ -402,7 +403,8 @@ int queue_result(struct queue *q, long long id, long long runner_user, const cha
         sqlite3_bind_int64(st, 3, id);
         *final_status = "queued";
     } else {
-        st = db_stmt(q->db,
+        st = db_stmt(
+            q->db,
             "UPDATE submissions SET status = ?1, phase = '', detail = '', result = ?2, score = ?3,"
             " max_score = ?4, speedup = ?5, graded_at = ?6, updated_at = ?6, lease_runner = NULL,"
             " lease_user = NULL, lease_expires = NULL WHERE id = ?7");
@@ -439,10 +441,10 @@ fail:
 
 int queue_regrade(struct queue *q, long long id)
 {
-    sqlite3_stmt *st = db_stmt(q->db,
-        "UPDATE submissions SET status = 'queued', phase = '', detail = 'regrade requested',"
-        " attempts = 0, lease_runner = NULL, lease_user = NULL, lease_expires = NULL,"
-        " updated_at = ?1 WHERE id = ?2");
+    sqlite3_stmt *st = db_stmt(
+        q->db, "UPDATE submissions SET status = 'queued', phase = '', detail = 'regrade requested',"
+               " attempts = 0, lease_runner = NULL, lease_user = NULL, lease_expires = NULL,"
+               " updated_at = ?1 WHERE id = ?2");
     if (!st)
         return -EIO;
     sqlite3_bind_double(st, 1, db_now());
@@ -460,10 +462,22 @@ int queue_regrade(struct queue *q, long long id)
 int queue_sweep(struct queue *q, double now)
 {
     int n = 0;
+    /* Look before taking the write lock: most sweeps find nothing, and the
+     * CLI (another process) should not wait on an empty sweep. */
+    sqlite3_stmt *probe = db_stmt(q->db, "SELECT 1 FROM submissions WHERE status IN " IN_PROGRESS
+                                         " AND lease_expires < ?1 LIMIT 1");
+    if (!probe)
+        return -EIO;
+    sqlite3_bind_double(probe, 1, now);
+    int found = sqlite3_step(probe) == SQLITE_ROW;
+    sqlite3_reset(probe);
+    if (!found)
+        return 0;
     int rc = db_begin(q->db, 1);
     if (rc)
         return rc;
-    sqlite3_stmt *st = db_stmt(q->db,
+    sqlite3_stmt *st = db_stmt(
+        q->db,
         "UPDATE submissions SET status = CASE WHEN attempts >= max_attempts THEN 'system_error'"
         " ELSE 'queued' END,"
         " detail = CASE WHEN attempts >= max_attempts THEN 'the runner stopped answering '"
@@ -492,9 +506,9 @@ fail:
 
 long long queue_position(struct queue *q, long long id)
 {
-    sqlite3_stmt *st = db_stmt(q->db,
-        "SELECT COUNT(*) FROM submissions WHERE status = 'queued' AND id <= ?1"
-        " AND EXISTS (SELECT 1 FROM submissions WHERE id = ?1 AND status = 'queued')");
+    sqlite3_stmt *st = db_stmt(
+        q->db, "SELECT COUNT(*) FROM submissions WHERE status = 'queued' AND id <= ?1"
+               " AND EXISTS (SELECT 1 FROM submissions WHERE id = ?1 AND status = 'queued')");
     if (!st)
         return 0;
     sqlite3_bind_int64(st, 1, id);

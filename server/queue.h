@@ -14,11 +14,11 @@
 #ifndef CUGRADE_QUEUE_H
 #define CUGRADE_QUEUE_H
 
-#include <stddef.h>
-#include <uv.h>
-#include <jansson.h>
 #include "server/db.h"
 #include "server/http.h"
+#include <jansson.h>
+#include <stddef.h>
+#include <uv.h>
 
 struct queue;
 
@@ -40,7 +40,7 @@ struct queue_job {
     char filename[72];
     char sha256[65];
     int attempt;
-    char *source;               /* malloc'd, NUL-terminated; caller frees */
+    char *source; /* malloc'd, NUL-terminated; caller frees */
     size_t size;
 };
 
@@ -83,10 +83,10 @@ int queue_progress(struct queue *q, long long id, long long runner_user, const c
                    int attempt, const char *phase, const char *detail, double lease_s);
 
 struct queue_result {
-    const char *status;         /* graded | compile_error | ... | system_error */
-    const char *result_json;    /* stored verbatim */
+    const char *status;      /* graded | compile_error | ... | system_error */
+    const char *result_json; /* stored verbatim */
     int has_score;
-    double score, max_score;    /* score after the late penalty */
+    double score, max_score; /* score after the late penalty */
     int has_speedup;
     double speedup;
 };

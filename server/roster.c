@@ -56,7 +56,8 @@ static int csv_next(const char *s, size_t len, size_t *pos, int *line, int *rec_
             }
         } else if (ch == '"') {
             if (o != 0 || was_quoted) {
-                snprintf(err, errlen, "line %d: a quote in the middle of field %zu.", *rec_line, out->nf);
+                snprintf(err, errlen, "line %d: a quote in the middle of field %zu.", *rec_line,
+                         out->nf);
                 return -1;
             }
             quoted = was_quoted = 1;
@@ -80,7 +81,8 @@ static int csv_next(const char *s, size_t len, size_t *pos, int *line, int *rec_
             (*line)++;
             break;
         } else if (was_quoted) {
-            snprintf(err, errlen, "line %d: text after a closing quote in field %zu.", *rec_line, out->nf);
+            snprintf(err, errlen, "line %d: text after a closing quote in field %zu.", *rec_line,
+                     out->nf);
             return -1;
         }
         if (ch == '\0') {
@@ -111,8 +113,8 @@ static void trim(char *s)
         memmove(s, s + k, n - k + 1);
 }
 
-int roster_parse(const char *csv, size_t len, struct roster_row **rows, size_t *nrows,
-                 char *err, size_t errlen)
+int roster_parse(const char *csv, size_t len, struct roster_row **rows, size_t *nrows, char *err,
+                 size_t errlen)
 {
     struct csv_line *cl = malloc(sizeof(*cl));
     struct roster_row *out = NULL;
@@ -129,11 +131,12 @@ int roster_parse(const char *csv, size_t len, struct roster_row **rows, size_t *
         for (size_t k = 0; k < cl->nf; k++)
             trim(cl->f[k]);
         if (cl->nf == 1 && cl->f[0][0] == '\0')
-            continue;                               /* blank line */
+            continue; /* blank line */
         if (first) {
             first = 0;
-            if (strcasecmp(cl->f[0], "name") == 0 && cl->nf >= 2 && strcasecmp(cl->f[1], "role") == 0)
-                continue;                           /* header */
+            if (strcasecmp(cl->f[0], "name") == 0 && cl->nf >= 2 &&
+                strcasecmp(cl->f[1], "role") == 0)
+                continue; /* header */
         }
         if (cl->nf < 2 || cl->nf > 3) {
             snprintf(err, errlen, "line %d: expected name,role[,display_name], got %zu field%s.",
@@ -141,7 +144,8 @@ int roster_parse(const char *csv, size_t len, struct roster_row **rows, size_t *
             goto fail;
         }
         if (!auth_name_valid(cl->f[0])) {
-            snprintf(err, errlen, "line %d: name '%.64s' must be 1-64 letters, digits, '_', '.', '@' or '-'.",
+            snprintf(err, errlen,
+                     "line %d: name '%.64s' must be 1-64 letters, digits, '_', '.', '@' or '-'.",
                      rec_line, cl->f[0]);
             goto fail;
         }
@@ -149,6 +153,10 @@ int roster_parse(const char *csv, size_t len, struct roster_row **rows, size_t *
         if (auth_role_parse(cl->f[1], &role)) {
             snprintf(err, errlen, "line %d: role '%.32s' is not one of student, ta, admin, runner.",
                      rec_line, cl->f[1]);
+            goto fail;
+        }
+        if (cl->nf == 3 && !http_utf8_valid(cl->f[2], strlen(cl->f[2]))) {
+            snprintf(err, errlen, "line %d: display_name is not valid UTF-8.", rec_line);
             goto fail;
         }
         if (cl->nf == 3 && strlen(cl->f[2]) > 128) {
@@ -163,7 +171,8 @@ int roster_parse(const char *csv, size_t len, struct roster_row **rows, size_t *
             }
         }
         if (n == ROSTER_MAX_ROWS) {
-            snprintf(err, errlen, "line %d: a roster has at most %d rows.", rec_line, ROSTER_MAX_ROWS);
+            snprintf(err, errlen, "line %d: a roster has at most %d rows.", rec_line,
+                     ROSTER_MAX_ROWS);
             goto fail;
         }
         if (n == cap) {

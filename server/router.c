@@ -10,13 +10,13 @@
 #include <string.h>
 
 const double router_buckets[ROUTER_BUCKETS] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
-                                               0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0};
+                                               0.025,  0.05,    0.1,    0.25,  0.5,    1.0,   5.0};
 
 #define ROUTE_PAGES "(pages)"
 #define ROUTE_NONE "(unmatched)"
 
-int router_init(struct router *r, const struct route *routes, size_t n,
-                route_fn fallback, size_t fallback_body_max)
+int router_init(struct router *r, const struct route *routes, size_t n, route_fn fallback,
+                size_t fallback_body_max)
 {
     memset(r, 0, sizeof(*r));
     r->routes = routes;
@@ -152,8 +152,8 @@ int router_dispatch(struct router *r, struct app *app, struct http_request *req)
                             req->method_name, req->path, allow);
         return HTTP_DONE;
     }
-    http_response_error(req, 404, "not_found", "There is no API endpoint %s %s.",
-                        req->method_name, req->path);
+    http_response_error(req, 404, "not_found", "There is no API endpoint %s %s.", req->method_name,
+                        req->path);
     return HTTP_DONE;
 }
 
@@ -188,20 +188,29 @@ void router_record(struct router *r, struct http_request *req)
 int router_metrics_write(struct router *r, struct http_buf *out)
 {
     int rc = 0;
-    rc |= http_buf_printf(out, "# HELP cugrade_http_requests_total HTTP requests by route and status class.\n"
-                               "# TYPE cugrade_http_requests_total counter\n");
+    rc |= http_buf_printf(
+        out, "# HELP cugrade_http_requests_total HTTP requests by route and status class.\n"
+             "# TYPE cugrade_http_requests_total counter\n");
     for (size_t i = 0; i < r->nroutes + 2; i++) {
-        const char *name = i < r->nroutes ? r->routes[i].pattern : i == r->nroutes ? ROUTE_PAGES : ROUTE_NONE;
+        const char *name = i < r->nroutes    ? r->routes[i].pattern
+                           : i == r->nroutes ? ROUTE_PAGES
+                                             : ROUTE_NONE;
         const char *method = i < r->nroutes ? http_method_str(r->routes[i].method) : "any";
         for (int c = 1; c <= 5; c++)
             if (r->metrics[i].count[c])
-                rc |= http_buf_printf(out, "cugrade_http_requests_total{route=\"%s\",method=\"%s\",code=\"%dxx\"} %llu\n",
-                                      name, method, c, (unsigned long long)r->metrics[i].count[c]);
+                rc |= http_buf_printf(
+                    out,
+                    "cugrade_http_requests_total{route=\"%s\",method=\"%s\",code=\"%dxx\"} %llu\n",
+                    name, method, c, (unsigned long long)r->metrics[i].count[c]);
     }
-    rc |= http_buf_printf(out, "# HELP cugrade_http_request_duration_seconds Time from the request line to the response.\n"
-                               "# TYPE cugrade_http_request_duration_seconds histogram\n");
+    rc |= http_buf_printf(
+        out,
+        "# HELP cugrade_http_request_duration_seconds Time from the request line to the response.\n"
+        "# TYPE cugrade_http_request_duration_seconds histogram\n");
     for (size_t i = 0; i < r->nroutes + 2; i++) {
-        const char *name = i < r->nroutes ? r->routes[i].pattern : i == r->nroutes ? ROUTE_PAGES : ROUTE_NONE;
+        const char *name = i < r->nroutes    ? r->routes[i].pattern
+                           : i == r->nroutes ? ROUTE_PAGES
+                                             : ROUTE_NONE;
         const char *method = i < r->nroutes ? http_method_str(r->routes[i].method) : "any";
         struct route_metrics *m = &r->metrics[i];
         uint64_t total = 0;
@@ -212,15 +221,20 @@ int router_metrics_write(struct router *r, struct http_buf *out)
         uint64_t cum = 0;
         for (size_t b = 0; b < ROUTER_BUCKETS; b++) {
             cum += m->buckets[b];
-            rc |= http_buf_printf(out, "cugrade_http_request_duration_seconds_bucket{route=\"%s\",method=\"%s\",le=\"%g\"} %llu\n",
+            rc |= http_buf_printf(out,
+                                  "cugrade_http_request_duration_seconds_bucket{route=\"%s\","
+                                  "method=\"%s\",le=\"%g\"} %llu\n",
                                   name, method, router_buckets[b], (unsigned long long)cum);
         }
         cum += m->buckets[ROUTER_BUCKETS];
-        rc |= http_buf_printf(out, "cugrade_http_request_duration_seconds_bucket{route=\"%s\",method=\"%s\",le=\"+Inf\"} %llu\n"
-                                   "cugrade_http_request_duration_seconds_sum{route=\"%s\",method=\"%s\"} %.6f\n"
-                                   "cugrade_http_request_duration_seconds_count{route=\"%s\",method=\"%s\"} %llu\n",
-                              name, method, (unsigned long long)cum, name, method, m->sum_s, name, method,
-                              (unsigned long long)cum);
+        rc |= http_buf_printf(
+            out,
+            "cugrade_http_request_duration_seconds_bucket{route=\"%s\",method=\"%s\",le=\"+Inf\"} "
+            "%llu\n"
+            "cugrade_http_request_duration_seconds_sum{route=\"%s\",method=\"%s\"} %.6f\n"
+            "cugrade_http_request_duration_seconds_count{route=\"%s\",method=\"%s\"} %llu\n",
+            name, method, (unsigned long long)cum, name, method, m->sum_s, name, method,
+            (unsigned long long)cum);
     }
     return rc ? -ENOMEM : 0;
 }

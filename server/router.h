@@ -7,9 +7,9 @@
 #ifndef CUGRADE_ROUTER_H
 #define CUGRADE_ROUTER_H
 
+#include "server/http.h"
 #include <stddef.h>
 #include <stdint.h>
-#include "server/http.h"
 
 struct app;
 
@@ -18,33 +18,33 @@ struct app;
 typedef int (*route_fn)(struct app *app, struct http_request *req);
 
 struct route {
-    int method;                /* HTTP_GET, HTTP_POST, ... (HEAD matches GET) */
-    const char *pattern;       /* "/api/labs/{lab}/submissions" */
+    int method;          /* HTTP_GET, HTTP_POST, ... (HEAD matches GET) */
+    const char *pattern; /* "/api/labs/{lab}/submissions" */
     route_fn fn;
-    size_t body_max;           /* 0: no body accepted */
-    const char *body_note;     /* the 413 message's end, e.g. "source files may be at most 256 KiB." */
+    size_t body_max;       /* 0: no body accepted */
+    const char *body_note; /* the 413 message's end, e.g. "source files may be at most 256 KiB." */
 };
 
 #define ROUTER_BUCKETS 14
-extern const double router_buckets[ROUTER_BUCKETS];   /* seconds, upper bounds */
+extern const double router_buckets[ROUTER_BUCKETS]; /* seconds, upper bounds */
 
 struct route_metrics {
-    uint64_t count[6];                     /* by status class: [2]=2xx ... [5]=5xx */
-    uint64_t buckets[ROUTER_BUCKETS + 1];  /* last is +Inf */
+    uint64_t count[6];                    /* by status class: [2]=2xx ... [5]=5xx */
+    uint64_t buckets[ROUTER_BUCKETS + 1]; /* last is +Inf */
     double sum_s;
 };
 
 struct router {
     const struct route *routes;
     size_t nroutes;
-    route_fn fallback;         /* pages; NULL: 404 */
+    route_fn fallback; /* pages; NULL: 404 */
     size_t fallback_body_max;
-    struct route_metrics *metrics;   /* nroutes + 2: [n] fallback, [n+1] unmatched */
+    struct route_metrics *metrics; /* nroutes + 2: [n] fallback, [n+1] unmatched */
 };
 
 /* Set up a router over a static route table. Returns 0 or -ENOMEM. */
-int router_init(struct router *r, const struct route *routes, size_t n,
-                route_fn fallback, size_t fallback_body_max);
+int router_init(struct router *r, const struct route *routes, size_t n, route_fn fallback,
+                size_t fallback_body_max);
 void router_free(struct router *r);
 
 /* Body cap for a request (http_callbacks.body_limit). */

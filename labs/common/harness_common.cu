@@ -48,14 +48,26 @@ static double hc_now_ms(void)
 
 /* --------------------------------------------------------------- channel */
 
+/* The case whose student code has run and whose record is not yet written
+ * (NULL otherwise), and whether any student code has run in this process.
+ * A harness operation that fails then is blamed on the student (a freed or
+ * overwritten buffer, device memory kept across calls), not reported as our
+ * failure: otherwise a submission could turn its own bug into a
+ * system_error that is retried and never charged. */
+static const char *hc_blame_case;
+static int hc_student_ran;
+static void hc_blame(const char *msg) __attribute__((noreturn));
+
 static void hc_die(const char *fmt, ...)
 {
     va_list ap;
-    fputs("harness: ", stderr);
+    char msg[400];
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
+    fprintf(stderr, "harness: %s\n", msg);
+    if (hc_blame_case != NULL)
+        hc_blame(msg);
     exit(2);
 }
 
@@ -383,6 +395,24 @@ static void hc_report_error(const char *name, cudaError_t e)
         exit(3);
 }
 
+/* A fatal record for hc_blame_case (see above), then exit 3. */
+static void hc_blame(const char *msg)
+{
+    struct hc_sb b = {NULL, 0, 0};
+    const char *name = hc_blame_case;
+    hc_blame_case = NULL;   /* a failure while writing this must not recurse */
+    hc_sb_add(&b, "{\"type\":\"case\",\"name\":");
+    hc_sb_str(&b, name);
+    hc_sb_add(&b, ",\"status\":\"runtime_error\",\"error\":");
+    hc_sb_str(&b, msg);
+    hc_sb_add(&b, ",\"error_name\":\"harness\",\"cause\":\"after your code ran, the harness "
+                  "could not use its own buffers or allocate the next case's: did you free or "
+                  "overwrite memory you were not given, or keep device memory allocated across "
+                  "calls?\",\"fatal\":true}");
+    hc_sb_send(&b);
+    exit(3);
+}
+
 /* Write an "ok" case record and the output bytes, in chunks. */
 static void hc_report_output(const char *name, uint64_t case_seed, double call_ms)
 {
@@ -423,11 +453,15 @@ static const struct lab_case_def *hc_case_find(const char *name)
 
 static void hc_setup(const struct lab_case_def *c, uint64_t case_seed)
 {
+    /* Once student code has run, memory it kept can be why this fails. */
+    if (hc_student_ran)
+        hc_blame_case = c->name;
     if (HC_LAB.setup(c, case_seed) != 0) {
         hc_free_all();
-        hc_die("case %s: could not set up its buffers (see above)", c->name);
+        hc_die("case %s: could not allocate its buffers", c->name);
     }
     HC_CUDA(cudaDeviceSynchronize());
+    hc_blame_case = NULL;
 }
 
 /* One correctness case: fresh inputs, poisoned output, one call. */
@@ -439,11 +473,14 @@ static void hc_run_check(const struct lab_case_def *c, uint64_t seed)
     hc_setup(c, cs);
     hc_poison_output();
     HC_CUDA(cudaDeviceSynchronize());
+    hc_blame_case = c->name;
+    hc_student_ran = 1;
     e = hc_call(&ms);
     if (e != cudaSuccess)
         hc_report_error(c->name, e);
     else
         hc_report_output(c->name, cs, ms);
+    hc_blame_case = NULL;
     HC_LAB.teardown();
     hc_free_all();
 }
@@ -506,6 +543,8 @@ static void hc_run_time(const struct lab_case_def *c, uint64_t seed, double max_
     hc_setup(c, cs);
 
     /* Warm-up: lazy module loading, first-touch allocations, clocks. */
+    hc_blame_case = c->name;
+    hc_student_ran = 1;
     start = hc_now_ms();
     do {
         hc_poison_output();
@@ -590,12 +629,14 @@ static void hc_run_time(const struct lab_case_def *c, uint64_t seed, double max_
     hc_poison_output();
     HC_CUDA(cudaDeviceSynchronize());
     snprintf(name2, sizeof(name2), "%s@recheck", c->name);
+    hc_blame_case = name2;
     e = hc_call(&ms);
     if (e != cudaSuccess)
         hc_report_error(name2, e);
     else
         hc_report_output(name2, cs2, ms);
 out:
+    hc_blame_case = NULL;
     HC_LAB.teardown();
     hc_free_all();
     cudaFree(hc_flush_buf);

@@ -17,6 +17,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <cuda_runtime.h>
 
 #include "gen.cuh"
@@ -64,13 +65,21 @@ static int hc_alloc(void **out, size_t bytes, uint32_t guard_bits);
 /* Guard words after an hc_alloc'd buffer that lost their pattern. */
 static unsigned long long hc_guard_damage(const void *p);
 
-/* Abort the harness (exit 2, a system error) when a CUDA call of the
- * harness's own fails: never blamed on the student. */
-#define HC_CUDA(call)                                                                   \
-    do {                                                                                \
-        cudaError_t e_ = (call);                                                        \
-        if (e_ != cudaSuccess)                                                          \
-            hc_die("%s:%d: %s: %s", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+/* The file name without its directories (no build paths in messages). */
+static inline const char *hc_base(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+/* A CUDA call of the harness's own failed: exit 2 (a system error), unless
+ * student code has just run (then hc_die blames it: see harness_common.cu). */
+#define HC_CUDA(call)                                                                    \
+    do {                                                                                 \
+        cudaError_t e_ = (call);                                                         \
+        if (e_ != cudaSuccess)                                                           \
+            hc_die("%s:%d: %s: %s", hc_base(__FILE__), __LINE__, #call,                 \
+                   cudaGetErrorString(e_));                                              \
     } while (0)
 
 #endif

@@ -471,10 +471,13 @@ static int jd_case_record(struct jd_chan *ch, const struct jd_obj *o, uint64_t s
         snprintf(e2, sizeof(e2), "%s", cause ? cause->str : "");
         jd_sanitize(e1, 150);
         jd_sanitize(e2, 400);
-        if (v && strcmp(v->str, "runtime_error") == 0)
+        const struct jd_val *en = jd_get(o, "error_name", JD_STR);
+        if (v && strcmp(v->str, "runtime_error") == 0 && en && strcmp(en->str, "harness") == 0)
+            jd_fail(&jc->r, "%s (%s)", e2, e1);
+        else if (v && strcmp(v->str, "runtime_error") == 0)
             jd_fail(&jc->r, "your kernel crashed: %s. %s", e1, e2);
         else if (v && strcmp(v->str, "launch_error") == 0)
-            jd_fail(&jc->r, "launch error: %s. %s", e1, e2);
+            jd_fail(&jc->r, "CUDA error: %s. %s", e1, e2);
         else
             jd_fail(&jc->r, "the harness reported an unknown status");
         return bytes ? -1 : 0;

@@ -1,7 +1,7 @@
 /* Generated from labs/matmul/lab.json by labs/common/gen-cases.py: do not edit. */
 #define LAB_NAME "matmul"
 #define LAB_TIMING_CASE "4096^3"
-#define LAB_SANITIZE_CASE "17x31x13"
+#define LAB_SANITIZE_CASE "100x1x300"
 static const struct lab_case_def LAB_CASES[] = {
     {"1x1x1", 0, {1LL, 1LL, 1LL, 0LL}},
     {"17x31x13", 0, {17LL, 31LL, 13LL, 0LL}},

@@ -31,6 +31,10 @@ GRADED=${GRADED:-1000}
 CONNS=${CONNS:-"1 64 1000"}
 THREADS=${THREADS:-1}
 LAB=bench
+# PIN=1 (default with 2+ cores): the server and nginx on CPU 0, wrk on CPU 1,
+# so that the load generator does not steal the server's core.
+PIN=${PIN:-$([ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null && echo 1 || echo 0)}
+if [ "$PIN" = 1 ]; then ON_SERVER="taskset -c 0"; ON_CLIENT="taskset -c 1"; else ON_SERVER=""; ON_CLIENT=""; fi
 
 for tool in wrk nginx curl python3; do
     command -v $tool >/dev/null || { echo "server_bench: $tool is not installed" >&2; exit 2; }
@@ -48,7 +52,7 @@ trap cleanup EXIT INT TERM
 
 # 1000 connections need 1000+ descriptors in wrk, the server and nginx.
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
-echo "ulimit -n: $(ulimit -n); cores: $(nproc); wrk threads: $THREADS; $DURATION s per run;" \
+echo "ulimit -n: $(ulimit -n); cores: $(nproc); wrk threads: $THREADS; pinned (server/nginx CPU 0, wrk CPU 1): $PIN; $DURATION s per run;" \
      "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 free_port() {
@@ -70,7 +74,7 @@ cp "$ROOT/tests/server/fixtures/rubrics/$LAB.json" "$TMP/rubrics/"
 ADMIN=$(grep -o 'cga_[0-9a-f]\{64\}' "$TMP/init.txt" | head -n 1)
 [ -n "$ADMIN" ] || { echo "server_bench: init printed no admin token" >&2; cat "$TMP/init.txt"; exit 1; }
 SPORT=$(free_port)
-"$BIN" serve --db "$TMP/cugrade.db" --listen "127.0.0.1:$SPORT" --labs "$TMP/labs" \
+$ON_SERVER "$BIN" serve --db "$TMP/cugrade.db" --listen "127.0.0.1:$SPORT" --labs "$TMP/labs" \
     --rubrics "$TMP/rubrics" >"$TMP/server.log" 2>&1 &
 SPID=$!
 wait_http "http://127.0.0.1:$SPORT/healthz"
@@ -113,7 +117,7 @@ http {
     }
 }
 EOF
-nginx -p "$TMP/nginx" -c "$TMP/nginx/nginx.conf" -e "$TMP/nginx/error.log" &
+$ON_SERVER nginx -p "$TMP/nginx" -c "$TMP/nginx/nginx.conf" -e "$TMP/nginx/error.log" &
 NPID=$!
 wait_http "http://127.0.0.1:$NPORT$SB"
 for p in "$SB" "$SU"; do
@@ -134,7 +138,7 @@ end
 EOF
 run_wrk() { # URL CONNS -> "rps p50 p99 errors non2xx"
     t=$THREADS; [ "$2" -lt "$t" ] && t=$2
-    wrk -t "$t" -c "$2" -d "${DURATION}s" --timeout 10s -s "$TMP/auth.lua" "$1" \
+    $ON_CLIENT wrk -t "$t" -c "$2" -d "${DURATION}s" --timeout 10s -s "$TMP/auth.lua" "$1" \
         >"$TMP/wrk.out" 2>&1 || true
     line=$(grep '^BENCH ' "$TMP/wrk.out" | tail -n 1)
     [ -n "$line" ] && echo "${line#BENCH }" || echo "0 0 0 -1 -1"

@@ -13,7 +13,7 @@ flagged=yes|no, symbol= (the rejection's symbol).
 
 Environment: CUGRADE_SERVER_BIN, CUGRADE_RUNNER_BIN (binaries),
 CUGRADE_BIN_ENV (K=V;K=V for our binaries only, e.g. LD_LIBRARY_PATH of
-dist/), CUGRADE_GPU_RUNNERS (runners sharing GPU 0, default 4; they take the
+dist/), CUGRADE_GPU_RUNNERS (runners sharing GPU 0, default 5; they take the
 GPU lock exclusively for timing), CUGRADE_CACHE (a cache dir kept between runs),
 CUGRADE_GPU_TIMEOUT (seconds to wait for results, default 330),
 CUGRADE_GPU_ONLY (substring of lab/file to run a subset), OUT (logs dir).
@@ -23,7 +23,7 @@ import json, os, re, shlex, shutil, socket, subprocess, sys, tempfile, time, url
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
 SERVER = os.environ.get("CUGRADE_SERVER_BIN", os.path.join(ROOT, "build/cugrade-server"))
 RUNNER = os.environ.get("CUGRADE_RUNNER_BIN", os.path.join(ROOT, "build/cugrade-runner"))
-NRUNNERS = int(os.environ.get("CUGRADE_GPU_RUNNERS", "4"))
+NRUNNERS = int(os.environ.get("CUGRADE_GPU_RUNNERS", "5"))
 TIMEOUT = float(os.environ.get("CUGRADE_GPU_TIMEOUT", "330"))
 ONLY = os.environ.get("CUGRADE_GPU_ONLY", "")
 OUT = os.environ.get("OUT") or None
@@ -199,11 +199,13 @@ def main():
         # CUGRADE_CACHE: built labs and baselines kept between runs (0755 path).
         cache = os.environ.get("CUGRADE_CACHE") or os.path.join(tmp, "cache")
         common = ["--gpu", "0", "--cache", cache, "--root", ROOT]
-        with open(os.path.join(logs, "prepare.log"), "w") as plog:
-            t = time.time()
-            rc = subprocess.run([RUNNER, "prepare"] + common + ["--work", os.path.join(tmp, "work-prep")],
-                                env=env, stdout=plog, stderr=plog, cwd=ROOT).returncode
-            log(f"runner prepare (build labs, device record, baselines): rc {rc}, {time.time() - t:.1f} s")
+        # `prepare` builds the labs and times the baselines while the runners
+        # already compile and check: they wait for a lab's build on its lock
+        # file, and the GPU lock keeps every timing run exclusive.
+        plog = open(os.path.join(logs, "prepare.log"), "w")
+        prep = subprocess.Popen([RUNNER, "prepare"] + common + ["--work", os.path.join(tmp, "work-prep")],
+                                env=env, stdout=plog, stderr=plog, cwd=ROOT)
+        procs.append(prep)
 
         for i in range(NRUNNERS):
             rl = open(os.path.join(logs, f"runner{i}.log"), "w")
@@ -251,6 +253,8 @@ def main():
                 break
             time.sleep(1)
 
+        if prep.poll() is not None:
+            log(f"runner prepare exited {prep.returncode}")
         rows, mismatches = [], 0
         for lab, path, sid, _ in subs:
             exp = parse_expect(path)

@@ -93,7 +93,9 @@ judge_json() { # judge_json NAME CHANNEL-FILE EXPECTED-SUBSTRING [extra judge ar
 }
 dev='{"type":"device","name":"G","cc":"9.0","sms":132,"copy_gbs":3000,"peak_fp32_gflops":60000}'
 printf '%s\n{"type":"case","name":"1000","status":"launch_error","error":"invalid configuration argument","cause":"a block may have at most 1024 threads","fatal":false}\n{"type":"done"}\n' "$dev" >"$TMP/c1"
-judge_json "a launch error fails the case with its cause" "$TMP/c1" 'launch error: invalid configuration argument. a block may have at most 1024 threads' --cases 1000
+judge_json "a CUDA error fails the case with its cause" "$TMP/c1" 'CUDA error: invalid configuration argument. a block may have at most 1024 threads' --cases 1000
+printf '{"type":"case","name":"1","status":"runtime_error","error":"x.cu:1: cudaMemcpy: invalid argument","error_name":"harness","cause":"after your code ran, the harness could not use its own buffers","fatal":true}\n' >"$TMP/c13"
+judge_json "a harness failure after student code is blamed with its cause" "$TMP/c13" 'after your code ran, the harness could not use its own buffers (x.cu:1'
 judge_json "a requested case with no record fails" "$TMP/c1" 'no result: the program stopped before this case' --cases 1,1000
 printf '%s\n{"type":"case","name":"1000","status":"ok","dtype":"f32","count":5,"bytes":20}\n0123456789abcdefghij{"type":"done"}\n' "$dev" >"$TMP/c2"
 judge_json "a wrong output size fails the case" "$TMP/c2" 'wrong size'

@@ -166,12 +166,17 @@ class Response:
     def __init__(self, status, headers, body, reason=""):
         self.status = status
         self.reason = reason
-        self.headers = {k.lower(): v for k, v in headers}
+        self.headers = {k.lower(): v for k, v in headers}   # the last of each name
+        self.header_list = list(headers)
         self.body = body
         self._json = None
 
     def header(self, name, default=None):
         return self.headers.get(name.lower(), default)
+
+    def header_all(self, name):
+        """Every value of a header that may repeat (Set-Cookie)."""
+        return [v for k, v in self.header_list if k.lower() == name.lower()]
 
     def json(self):
         if self._json is None:

@@ -112,6 +112,10 @@ def main(t):
          "GET /api/labs lists vadd with title, due, hard_deadline, open", r.brief())
     r = s.get("/api/labs/vadd", token="alice_q7")
     lab = r.json() or {}
+    t.ok(r.status == 200 and lab.get("lab") == "vadd" and lab.get("due") == "2099-12-01T23:59:00Z"
+         and lab.get("hard_deadline") == "2099-12-31T23:59:00Z"
+         and (lab.get("title") or "").startswith("Vector add"),
+         "GET /api/labs/vadd has lab, title, due and hard_deadline", r.brief())
     t.ok(r.status == 200 and "extern \"C\" void vadd" in (lab.get("interface") or "")
          and "Write" in (lab.get("handout") or ""),
          "GET /api/labs/vadd has the interface and the README handout", r.brief())

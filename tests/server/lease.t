@@ -146,6 +146,22 @@ def main(t):
          "system_error results requeue twice, then stay system_error (max_attempts 3)")
     t.ok(a.claim(wait=1) is None, "nothing left to claim")
 
+    # A lease that runs out while the server is down is requeued after restart.
+    r = s.submit("vadd", kernel("downtime"))
+    did = (r.json() or {}).get("id")
+    job = a.claim(wait=2) or {}
+    t.eq(job.get("id"), did, "runner A claims a job, then the server is killed (-9)")
+    s.kill9()
+    time.sleep(lease + 1)
+    s.start()
+    a.port = b.port = s.port
+    o = s.wait_status(did, "queued", timeout=5)
+    t.eq((o or {}).get("status"), "queued",
+         "a lease that expired while the server was down is requeued after restart")
+    job = b.claim(wait=2) or {}
+    t.ok(job.get("id") == did and job.get("attempt") == 2,
+         "runner B claims it as attempt 2", {k: job.get(k) for k in ("id", "attempt")})
+
 
 t = Tap()
 require_binary(t)

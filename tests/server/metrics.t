@@ -136,6 +136,13 @@ def main(t):
     ids = {k[1] for k in after}
     t.ok(not any(re.search(r"/api/submissions/\d+", x) for x in ids),
          "routes are labelled by template, not by raw path (no ids in labels)", sorted(ids))
+    for i in range(60):         # label cardinality attack: unknown paths
+        s.get("/api/no/such/path/%d" % i)
+        s.get("/api/submissions/%d" % (100000 + i), token="admin")
+    final, _ = counters()
+    t.ok(len(final) - len(after) < 20,
+         "120 requests to distinct unknown paths and ids add few series (%d -> %d)"
+         % (len(after), len(final)), sorted({k[1] for k in final}))
     names = {k[0] for k in after}
     t.ok(all(ty.get(n[: -len("_total")]) == "counter" or ty.get(n) == "counter" for n in names),
          "request counters are declared TYPE counter", {n: ty.get(n) for n in names})

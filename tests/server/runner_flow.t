@@ -75,6 +75,10 @@ def main(t):
     t.eq(o.get("status"), "graded", "owner sees status graded")
     t.eq(o.get("score"), 72.5, "owner sees score 72.5")
     t.eq(o.get("max_score"), 100, "owner sees max_score 100")
+    t.ok("queue_position" in o and o["queue_position"] is None,
+         "queue_position is null once graded", o.get("queue_position"))
+    t.ok(isinstance(o.get("updated_at"), str) and o["updated_at"] >= o.get("created_at", ""),
+         "updated_at is set and not before created_at", (o.get("created_at"), o.get("updated_at")))
     t.ok(isinstance(o.get("rubric_version"), int), "the submission records a rubric_version",
          o.get("rubric_version"))
     res = o.get("result") or {}
@@ -85,6 +89,11 @@ def main(t):
          "owner does NOT see the hidden test (filtered for students)", names)
     t.eq(((res.get("cugrade") or {}).get("timing") or {}).get("speedup"), 1.37,
          "result.cugrade.timing.speedup stored")
+    r = s.get("/api/submissions?lab=vadd", token="alice_q7")
+    t.ok(r.status == 200 and b"SECRET-HIDDEN-OUTPUT" not in r.body,
+         "owner's listing does not leak the hidden test either", r.brief())
+    r = s.get("/api/labs/vadd/scoreboard", token="alice_q7")
+    t.ok(b"SECRET-HIDDEN-OUTPUT" not in r.body, "nor does the scoreboard")
     ot = s.submission(sid, token="tina_ta") or {}
     names = [x.get("name") for x in (ot.get("result") or {}).get("tests", [])]
     t.ok("hidden: big case" in names, "a TA sees the hidden test", names)

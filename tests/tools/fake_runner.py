@@ -156,11 +156,14 @@ class FakeRunner:
                              else canned_result(None, status=status)})
 
     def grade(self, job, status="graded", score=72.5, max_score=100.0, speedup=1.37,
-              phases=PHASES, phase_delay=0.0, result=None, on_phase=None):
+              phases=None, phase_delay=0.0, result=None, on_phase=None):
         """Report every phase (stops early if one answers non-200), then post
-        the result.  on_phase(phase, detail, response) is called after each
-        progress call.  Returns the result Response (or the failing progress
-        Response)."""
+        the result.  phases: list of (phase, detail); None = all of PHASES, or
+        only compiling for compile_error/rejected.  on_phase(phase, detail,
+        response) is called after each progress call.  Returns the result
+        Response (or the failing progress Response)."""
+        if phases is None:
+            phases = PHASES[:1] if status in ("compile_error", "rejected") else PHASES
         for phase, detail in phases:
             r = self.progress(job["id"], phase, detail)
             if on_phase:
@@ -231,7 +234,7 @@ def main(argv=None):
         n = r.run(jobs=a.jobs, wait=a.wait, idle_exit=a.idle_exit, out=sys.stdout,
                   status=a.status, score=a.score, max_score=a.max_score,
                   speedup=a.speedup, phase_delay=a.phase_delay,
-                  phases=[] if a.no_progress else PHASES, result=result)
+                  phases=[] if a.no_progress else None, result=result)
     except (RuntimeError, OSError) as e:
         print("fake_runner: %s" % e, file=sys.stderr)
         return 2

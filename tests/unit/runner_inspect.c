@@ -105,6 +105,19 @@ static void test_sanitizer_parse(void)
               strstr(rc.findings[0].hint, "__syncthreads()"),
           "racecheck: a race at kernel.cu:20 with the __syncthreads() hint");
     score_sanitizer_clear(&rc);
+
+    /* compute-sanitizer 2023+: "ERROR: Race reported ... at 0x.. in file:line:function". */
+    struct score_sanitizer r2 = {.tool = "racecheck"};
+    grade_sanitizer_parse(
+        "========= COMPUTE-SANITIZER\n"
+        "========= ERROR: Race reported between Read access at 0x6360 in /work/kernel.cu:23:tile(float const*, int)\n"
+        "=========     and Write access at 0x1fe0 in /work/kernel.cu:19:tile(float const*, int) [1088 hazards]\n"
+        "========= RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)\n",
+        &r2);
+    check(r2.nfindings == 1 && r2.findings[0].line == 23 && r2.findings[0].file &&
+              strcmp(r2.findings[0].file, "kernel.cu") == 0,
+          "racecheck, newer format: ERROR: Race reported ... kernel.cu:23:function");
+    score_sanitizer_clear(&r2);
 }
 
 int main(void)
@@ -184,6 +197,18 @@ int main(void)
            "extern \"C\" void matmul(const float* A, const float* B, float* C, int M, int N, int K)\n"
            "{ static int calls; if (!calls++) printf(\"hi\\n\"); k<<<1, 1>>>(C, cube(2)); }\n",
            1, NULL, NULL, "own helpers, globals, printf and function-local statics pass");
+
+    expect(&lab, "std_templates.cu",
+           "#include <vector>\n#include <algorithm>\n"
+           "extern \"C\" void matmul(const float* A, const float* B, float* C, int M, int N, int K)\n"
+           "{ std::vector<int> v; for (int i = 0; i < M; i++) v.push_back(i * 7 % 13);\n"
+           "  std::vector<std::vector<float>> w(N); for (auto& x : w) x.push_back(1.0f);\n"
+           "  std::sort(v.begin(), v.end()); }\n",
+           1, NULL, NULL, "weak std:: template instantiations (vector<T>::_M_realloc_insert) pass");
+    expect(&lab, "std_strong.cu",
+           "namespace std { void terminate() noexcept { } }\n"
+           "extern \"C\" void matmul(const float* A, const float* B, float* C, int M, int N, int K) {}\n",
+           0, "std::terminate", "C++ runtime", "a strong definition in std:: is rejected");
 
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);

@@ -157,7 +157,40 @@ int main(void)
     doc = score_result(&r, &in);
     check(num(test_named(doc, "speed vs cuBLAS"), "score") == 0,
           "a failed re-check earns no speed points");
+    tm = json_object_get(json_object_get(doc, "cugrade"), "timing");
+    check(json_is_true(json_object_get(tm, "flagged")) &&
+              strstr(json_string_value(json_object_get(tm, "flag_reason")), "fresh inputs"),
+          "a failed re-check is flagged: a cached answer");
     json_decref(doc);
+
+    /* 5b. The judge flagged the time (past its bandwidth or peak bound). */
+    in.timing = timing(15.0, 10.0);
+    in.timing.judge_flag_reason = "faster than the memory system allows";
+    doc = score_result(&r, &in);
+    tm = json_object_get(json_object_get(doc, "cugrade"), "timing");
+    check(json_is_true(json_object_get(tm, "flagged")) &&
+              num(test_named(doc, "speed vs cuBLAS"), "score") == 0,
+          "a time the judge flags earns no speed points");
+    json_decref(doc);
+
+    /* 5c. The speed lines, as the GPU test reads them. */
+    in.timing = timing(25.0, 10.0);
+    doc = score_result(&r, &in);
+    json_t *sl = json_array_get(json_object_get(json_object_get(doc, "cugrade"), "speed"), 0);
+    check(sl && strcmp(json_string_value(json_object_get(sl, "tier")), "within 3x of cuBLAS") == 0 &&
+              num(sl, "points") == 20 && fabs(num(sl, "value") - 2.5) < 1e-9,
+          "cugrade.speed names the tier met, its points and the metric");
+    json_decref(doc);
+
+    /* 5d. compute-sanitizer could not run (ours): the line is not charged. */
+    struct score_sanitizer broken[2] = {{.tool = "memcheck", .ran = 0, .infra_failed = 1},
+                                        {.tool = "racecheck", .ran = 1, .clean = 1}};
+    in.sanitizers = broken;
+    doc = score_result(&r, &in);
+    check(num(test_named(doc, "sanitizer (memcheck, racecheck)"), "score") == 10,
+          "a sanitizer that could not run for the runner's reasons is not charged");
+    json_decref(doc);
+    in.sanitizers = clean;
     score_cases_free(in.cases, in.ncases);
 
     /* 6. One case wrong, with unwritten outputs; racecheck found a race. */

@@ -61,6 +61,13 @@ int main(void)
     check(stats_summarize(noisy, 10, &s) == 0 && s.rel_err > 0.05,
           "noisy samples report a large relative error");
 
+    /* A very tight kernel: 5 MADs is a hair, but nothing within 5% goes. */
+    double tight[40];
+    for (int i = 0; i < 40; i++)
+        tight[i] = 1.0 + (i % 2 ? 0.0001 : 0.0) + (i < 10 ? 0.01 : 0);
+    check(stats_summarize(tight, 40, &s) == 0 && s.outliers == 0,
+          "samples within 5% of the median are never outliers");
+
     double same[8] = {2, 2, 2, 2, 2, 2, 2, 2};
     check(stats_summarize(same, 8, &s) == 0 && s.rel_err == 0 && s.outliers == 0,
           "identical samples: zero error, no outliers");

@@ -16,18 +16,18 @@
 
 static int failures, count;
 
-#define ok(cond, ...)                                                                             \
-    do {                                                                                          \
-        count++;                                                                                  \
-        if (cond) {                                                                               \
-            printf("ok %d - ", count);                                                            \
-        } else {                                                                                  \
-            failures++;                                                                           \
-            printf("not ok %d - ", count);                                                        \
-        }                                                                                         \
-        printf(__VA_ARGS__);                                                                      \
-        printf("\n");                                                                             \
-        fflush(stdout);                                                                           \
+#define ok(cond, ...)                                                                              \
+    do {                                                                                           \
+        count++;                                                                                   \
+        if (cond) {                                                                                \
+            printf("ok %d - ", count);                                                             \
+        } else {                                                                                   \
+            failures++;                                                                            \
+            printf("not ok %d - ", count);                                                         \
+        }                                                                                          \
+        printf(__VA_ARGS__);                                                                       \
+        printf("\n");                                                                              \
+        fflush(stdout);                                                                            \
     } while (0)
 
 static char dir[256], path[300];
@@ -59,10 +59,12 @@ static void test_db_and_auth(void)
     ok(db_open(path, 0, &db) == -ENODATA, "an empty file is not an initialized database: -ENODATA");
     ok(db_open(path, 1, &db) == 0, "create the schema");
     sqlite3_stmt *st = db_stmt(db, "PRAGMA journal_mode");
-    ok(st && sqlite3_step(st) == SQLITE_ROW && strcmp(db_col_text(st, 0), "wal") == 0, "journal_mode is WAL");
+    ok(st && sqlite3_step(st) == SQLITE_ROW && strcmp(db_col_text(st, 0), "wal") == 0,
+       "journal_mode is WAL");
     sqlite3_reset(st);
     st = db_stmt(db, "PRAGMA synchronous");
-    ok(st && sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) == 2, "synchronous is FULL");
+    ok(st && sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) == 2,
+       "synchronous is FULL");
     sqlite3_reset(st);
     static const char sel1[] = "SELECT 1";
     sqlite3_stmt *s1 = db_stmt(db, sel1);
@@ -82,7 +84,8 @@ static void test_db_and_auth(void)
        "admin token: cga_");
     st = db_stmt(db, "SELECT COUNT(*) FROM tokens WHERE hash = ?1");
     sqlite3_bind_text(st, 1, tok, -1, SQLITE_STATIC);
-    ok(sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) == 0, "tokens are not stored in clear");
+    ok(sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) == 0,
+       "tokens are not stored in clear");
     sqlite3_reset(st);
     ok(auth_token_check(db, tok, &u) == 0 && strcmp(u.name, "alice") == 0 && u.role == AUTH_STUDENT,
        "token resolves to its user and role");
@@ -94,7 +97,8 @@ static void test_db_and_auth(void)
     char relabeled[AUTH_TOKEN_LEN + 1];
     strcpy(relabeled, tok);
     memcpy(relabeled, "cga_", 4);
-    ok(auth_token_check(db, relabeled, &u) == -ENOENT, "a student token relabeled cga_ is not an admin token");
+    ok(auth_token_check(db, relabeled, &u) == -ENOENT,
+       "a student token relabeled cga_ is not an admin token");
     ok(auth_token_check(db, "", &u) == -ENOENT && auth_token_check(db, "cgs_", &u) == -ENOENT,
        "empty and short tokens: -ENOENT");
     ok(auth_token_new(db, "alice", tok2) == 0 && auth_token_check(db, tok2, &u) == 0 &&
@@ -109,7 +113,8 @@ static void test_db_and_auth(void)
     char cookie[65], csrf[65];
     struct auth_user root;
     auth_user_get(db, "root", &root);
-    ok(auth_session_create(db, root.id, cookie, csrf) == 0 && strlen(cookie) == 64 && strlen(csrf) == 64,
+    ok(auth_session_create(db, root.id, cookie, csrf) == 0 && strlen(cookie) == 64 &&
+           strlen(csrf) == 64,
        "session created");
     ok(auth_session_check(db, cookie, &u) == 0 && u.id == root.id && u.via_session &&
            strcmp(u.csrf, csrf) == 0,
@@ -127,8 +132,12 @@ static int rv_cb(void *ctx, const char *lab)
 
 static long long submit(struct queue *q, long long uid, const char *src)
 {
-    struct queue_submit s = {.user_id = uid, .lab = "matmul", .filename = "kernel.cu",
-                             .source = src, .size = strlen(src), .max_attempts = 3};
+    struct queue_submit s = {.user_id = uid,
+                             .lab = "matmul",
+                             .filename = "kernel.cu",
+                             .source = src,
+                             .size = strlen(src),
+                             .max_attempts = 3};
     long long id = 0;
     return queue_enqueue(q, &s, &id) == 0 ? id : -1;
 }
@@ -149,7 +158,8 @@ static void test_queue(void)
     auth_user_get(db, "r", &runner);
     ok(queue_new(&loop, db, 0, &q) == 0, "queue created");
 
-    ok(queue_claim(q, "gpu0", runner.id, 60, rv_cb, NULL, &job) == -ENOENT, "claim on an empty queue: -ENOENT");
+    ok(queue_claim(q, "gpu0", runner.id, 60, rv_cb, NULL, &job) == -ENOENT,
+       "claim on an empty queue: -ENOENT");
     long long a = submit(q, alice.id, "int a;"), b = submit(q, alice.id, "int b;");
     ok(a > 0 && b > a, "two submissions enqueued (%lld, %lld)", a, b);
     ok(queue_depth(q) == 2 && queue_position(q, a) == 1 && queue_position(q, b) == 2,
@@ -163,15 +173,16 @@ static void test_queue(void)
        "source, size and SHA-256 stored with the row");
     sqlite3_reset(st);
 
-    ok(queue_claim(q, "gpu0", runner.id, 60, rv_cb, NULL, &job) == 0 && job.id == a && job.attempt == 1 &&
-           strcmp(job.source, "int a;") == 0,
+    ok(queue_claim(q, "gpu0", runner.id, 60, rv_cb, NULL, &job) == 0 && job.id == a &&
+           job.attempt == 1 && strcmp(job.source, "int a;") == 0,
        "the oldest job is claimed first, attempt 1, with its source");
     free(job.source);
     ok(strcmp(status_of(db, a, NULL), "compiling") == 0 && queue_position(q, b) == 1,
        "claimed job is compiling; the other moves to position 1");
     st = db_stmt(db, "SELECT rubric_version FROM submissions WHERE id = ?1");
     sqlite3_bind_int64(st, 1, a);
-    ok(sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) == 7, "the claim recorded the rubric version");
+    ok(sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) == 7,
+       "the claim recorded the rubric version");
     sqlite3_reset(st);
 
     ok(queue_progress(q, a, runner.id, NULL, 0, "checking", "3/6", 60) == 0 &&
@@ -183,7 +194,8 @@ static void test_queue(void)
        "progress naming another runner: -ESTALE");
     ok(queue_progress(q, a, runner.id, NULL, 2, "timing", "", 60) == -ESTALE,
        "progress for an older attempt: -ESTALE");
-    ok(queue_progress(q, 999999, runner.id, NULL, 0, "timing", "", 60) == -ENOENT, "progress on no job: -ENOENT");
+    ok(queue_progress(q, 999999, runner.id, NULL, 0, "timing", "", 60) == -ENOENT,
+       "progress on no job: -ENOENT");
 
     /* lease expiry: nothing expires now, everything at now + 61 */
     ok(queue_sweep(q, db_now()) == 0, "a live lease is not swept");
@@ -196,7 +208,8 @@ static void test_queue(void)
     /* attempts: claim + expire until max_attempts (3) */
     int attempts = 0;
     for (int i = 2; i <= 3; i++) {
-        ok(queue_claim(q, "gpu0", runner.id, 60, rv_cb, NULL, &job) == 0 && job.id == a && job.attempt == i,
+        ok(queue_claim(q, "gpu0", runner.id, 60, rv_cb, NULL, &job) == 0 && job.id == a &&
+               job.attempt == i,
            "claim again: attempt %d", i);
         free(job.source);
         queue_sweep(q, db_now() + 61);
@@ -205,22 +218,30 @@ static void test_queue(void)
        "after 3 expired leases the job is system_error");
 
     /* results */
-    ok(queue_claim(q, "gpu0", runner.id, 60, rv_cb, NULL, &job) == 0 && job.id == b, "claim the second job");
+    ok(queue_claim(q, "gpu0", runner.id, 60, rv_cb, NULL, &job) == 0 && job.id == b,
+       "claim the second job");
     free(job.source);
     struct queue_result se = {.status = "system_error", .result_json = "{}"};
     const char *fin;
     ok(queue_result(q, b, runner.id, NULL, 0, &se, &fin) == 0 && strcmp(fin, "queued") == 0 &&
            strcmp(status_of(db, b, NULL), "queued") == 0,
        "a system_error result requeues while attempts remain");
-    ok(queue_claim(q, "gpu0", runner.id, 60, rv_cb, NULL, &job) == 0 && job.id == b && job.attempt == 2,
+    ok(queue_claim(q, "gpu0", runner.id, 60, rv_cb, NULL, &job) == 0 && job.id == b &&
+           job.attempt == 2,
        "claimed again as attempt 2");
     free(job.source);
-    struct queue_result g = {.status = "graded", .result_json = "{\"score\":5}", .has_score = 1,
-                             .score = 5, .max_score = 10, .has_speedup = 1, .speedup = 1.5};
+    struct queue_result g = {.status = "graded",
+                             .result_json = "{\"score\":5}",
+                             .has_score = 1,
+                             .score = 5,
+                             .max_score = 10,
+                             .has_speedup = 1,
+                             .speedup = 1.5};
     ok(queue_result(q, b, runner.id, NULL, 0, &g, &fin) == 0 && strcmp(fin, "graded") == 0 &&
            strcmp(status_of(db, b, NULL), "graded") == 0,
        "a graded result is stored");
-    ok(queue_result(q, b, runner.id, NULL, 0, &g, &fin) == -ESTALE, "a second result for the same job: -ESTALE");
+    ok(queue_result(q, b, runner.id, NULL, 0, &g, &fin) == -ESTALE,
+       "a second result for the same job: -ESTALE");
     st = db_stmt(db, "SELECT score, max_score, speedup, result FROM submissions WHERE id = ?1");
     sqlite3_bind_int64(st, 1, b);
     ok(sqlite3_step(st) == SQLITE_ROW && sqlite3_column_double(st, 0) == 5 &&
@@ -228,7 +249,8 @@ static void test_queue(void)
            strcmp(db_col_text(st, 3), "{\"score\":5}") == 0,
        "score, max_score, speedup and the document are stored");
     sqlite3_reset(st);
-    ok(queue_regrade(q, b) == 0 && strcmp(status_of(db, b, &attempts), "queued") == 0 && attempts == 0,
+    ok(queue_regrade(q, b) == 0 && strcmp(status_of(db, b, &attempts), "queued") == 0 &&
+           attempts == 0,
        "regrade requeues with attempts reset");
     ok(queue_regrade(q, 424242) == -ENOENT, "regrade of no submission: -ENOENT");
 
@@ -307,8 +329,8 @@ static void test_claim_race(void)
             clean = 0;
     }
     ok(clean, "%d processes claimed without errors", PROCS);
-    ok(total == JOBS && dup == 0, "every one of %d jobs claimed exactly once (%d claims, %d duplicates)", JOBS,
-       total, dup);
+    ok(total == JOBS && dup == 0,
+       "every one of %d jobs claimed exactly once (%d claims, %d duplicates)", JOBS, total, dup);
 }
 
 int main(void)

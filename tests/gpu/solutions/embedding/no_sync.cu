@@ -1,26 +1,25 @@
-// expect: status=graded correctness=fail sanitizer=dirty tier=none flagged=no note="indices staged in shared memory without __syncthreads() before they are read by other warps"
+// expect: status=graded correctness=fail sanitizer=dirty tier=none flagged=no note="missing __syncthreads(): values staged in shared memory are read back by another warp before they are written"
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-#define ROWS 64
-
-// One block copies ROWS rows; the block first stages their indices in shared memory.
-__global__ void lookup(const float *weight, const int64_t *indices, float *out, int64_t n, int dim)
+// Each block gathers 256 consecutive output elements into shared memory, then
+// writes them out in reverse thread order (a stand-in for any re-mapping).
+__global__ void lookup(const float *weight, const int64_t *indices, float *out, int64_t total, int dim)
 {
-    __shared__ int64_t rows[ROWS];
-    int64_t first = blockIdx.x * (int64_t)ROWS;
-    if (threadIdx.x < ROWS && first + threadIdx.x < n)
-        rows[threadIdx.x] = indices[first + threadIdx.x];
-    // BUG: no __syncthreads(): warps 2..7 read rows[] before warps 0-1 wrote it
-    for (int64_t e = threadIdx.x; e < (int64_t)ROWS * dim; e += blockDim.x) {
-        int64_t r = e / dim, j = e % dim;
-        if (first + r < n)
-            out[(first + r) * dim + j] = weight[rows[r] * dim + j];
-    }
+    __shared__ float buf[256];
+    int64_t base = blockIdx.x * (int64_t)blockDim.x;
+    int64_t e = base + threadIdx.x;
+    if (e < total)
+        buf[threadIdx.x] = weight[indices[e / dim] * dim + e % dim];
+    // BUG: no __syncthreads(): thread t reads the slot thread 255-t (another warp) writes
+    int r = blockDim.x - 1 - threadIdx.x;
+    if (base + r < total)
+        out[base + r] = buf[r];
 }
 
 extern "C" void embedding_lookup(const float *weight, const int64_t *indices, float *out,
                                  int64_t num_indices, int dim)
 {
-    lookup<<<(unsigned)((num_indices + ROWS - 1) / ROWS), 256>>>(weight, indices, out, num_indices, dim);
+    int64_t total = num_indices * dim;
+    lookup<<<(unsigned)((total + 255) / 256), 256>>>(weight, indices, out, total, dim);
 }

@@ -1,0 +1,14 @@
+#!/bin/sh
+# The fake lab's build: harness.o, judge, baseline-naive, cpu-baseline.
+set -eu
+LAB=$1 OUT=$2 ARCH=$3
+HERE=$(cd "$(dirname "$0")" && pwd)
+NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
+mkdir -p "$OUT"
+"$NVCC" -arch="$ARCH" -c -x cu "$HERE/harness.cpp" -o "$OUT/harness.o"
+cp "$HERE/judge.py" "$OUT/judge" && chmod 755 "$OUT/judge"
+printf 'extern "C" void fill(float* o, int n) { for (int i = 0; i < n; i++) { volatile float x = 0; for (int k = 0; k < 40; k++) x += 1; o[i] = 2.0f * i + (x - 40); } }\n' > "$OUT/naive.cu"
+"$NVCC" -arch="$ARCH" -c "$OUT/naive.cu" -o "$OUT/naive.o"
+"$NVCC" -arch="$ARCH" "$OUT/harness.o" "$OUT/naive.o" -o "$OUT/baseline-naive"
+printf '#!/bin/sh\necho "{\\"case\\":\\"big\\",\\"median_ms\\":5.0,\\"samples_ms\\":[5.0,5.1,4.9]}"\n' > "$OUT/cpu-baseline"
+chmod 755 "$OUT/cpu-baseline"

@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""CI (no GPU): the whole grading pipeline -- compile, inspect, link, check
+(sandboxed, result channel on fd 3), the judge, timing, baselines (sandboxed
+and CPU, cached), scoring -- on a CPU-only fake lab (tests/runner/fakelab/:
+a harness and judge speaking the real channel protocol). A correct file is
+graded with speed tiers; a wrong one fails its cases and is not timed; a crash
+is a runtime_error naming the signal; an endless loop is a timeout. Prints
+TAP lines."""
+import json, os, shutil, subprocess, sys, tempfile
+
+ROOT = os.environ.get("CUGRADE_ROOT") or os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
+BUILD = os.environ.get("CUGRADE_BUILD") or os.path.join(ROOT, "build")
+RUNNER = os.path.join(BUILD, "cugrade-runner")
+FAKE = os.path.join(ROOT, "tests/runner/fakelab")
+failures = 0
+
+def ok(cond, name, detail=""):
+    global failures
+    print(("ok" if cond else "not ok") + " - " + name)
+    if not cond:
+        failures += 1
+        for line in str(detail).splitlines()[:30]:
+            print("#   " + line)
+
+if not os.path.exists("/usr/local/cuda/bin/nvcc") or os.geteuid() != 0:
+    print("ok - # SKIP needs nvcc and root (the sandbox)")
+    sys.exit(0)
+
+tmp = tempfile.mkdtemp(prefix="cugrade-pipe-")
+os.chmod(tmp, 0o755)
+root = os.path.join(tmp, "root")
+os.makedirs(os.path.join(root, "labs/fakelab"))
+os.makedirs(os.path.join(root, "rubrics"))
+for f in ("build-lab.sh", "harness.cpp", "judge.py"):
+    shutil.copy(os.path.join(FAKE, f), os.path.join(root, "labs", f))
+shutil.copy(os.path.join(FAKE, "lab.json"), os.path.join(root, "labs/fakelab/lab.json"))
+shutil.copy(os.path.join(FAKE, "rubric.json"), os.path.join(root, "rubrics/fakelab.json"))
+
+SOURCES = {
+    "good.cu": 'extern "C" void fill(float* o, int n) { for (int i = 0; i < n; i++) o[i] = 2.0f * i; }\n',
+    "wrong.cu": 'extern "C" void fill(float* o, int n) { for (int i = 0; i < n - 1; i++) o[i] = 2.0f * i; }\n',
+    "crash.cu": 'extern "C" void fill(float* o, int n) { volatile float* p = 0; *p = 1; }\n',
+    "hang.cu": 'extern "C" void fill(float* o, int n) { volatile int x = 1; while (x) { } }\n',
+}
+
+def grade(name, extra=()):
+    path = os.path.join(tmp, name)
+    with open(path, "w") as f:
+        f.write(SOURCES[name])
+    p = subprocess.run([RUNNER, "grade", "--root", root, "--lab", "fakelab", "--file", path,
+                        "--cache", os.path.join(tmp, "cache"), "--work", os.path.join(tmp, "work"),
+                        "--arch", "sm_90", "--seed", "0123456789abcdef0123456789abcdef"] + list(extra),
+                       capture_output=True, text=True, timeout=300)
+    try:
+        return json.loads(p.stdout), p.stderr
+    except ValueError:
+        return {"status": "unparsable", "result": {}}, p.stderr + p.stdout
+
+try:
+    d, log = grade("good.cu")
+    r = d.get("result", {})
+    cg = r.get("cugrade", {})
+    t = cg.get("timing") or {}
+    ok(d["status"] == "graded", "a correct file is graded", log[-3000:] + json.dumps(d)[:3000])
+    ok(all(c["passed"] for c in cg.get("cases", [])) and len(cg.get("cases", [])) == 2,
+       "both cases pass (judged outside, from the channel)", json.dumps(cg.get("cases")))
+    ok("checking 2/2" in log, "progress counts the cases as the channel fills", log[-2000:])
+    ok(t.get("student_ms", 0) > 0 and t.get("samples", 0) >= 20 and t.get("recheck_passed") is True,
+       "timed: median of the samples, re-check passed", json.dumps(t))
+    ok(t.get("reference_ms", {}).get("naive", 0) > 0 and t.get("cpu_ms") == 5.0,
+       "baselines: the naive program timed in the sandbox, the CPU one from its JSON", json.dumps(t))
+    sp = cg.get("speed") or []
+    ok(len(sp) == 2 and sp[0]["value"] and sp[0]["value"] > 2 and sp[0]["tier"] == "2x naive",
+       "speedup over the naive baseline earns its tier", json.dumps(sp))
+    ok(r.get("score") == r.get("max_score") == 35, "full marks: 20 correctness + 10 + 5 speed",
+       json.dumps({k: r.get(k) for k in ("score", "max_score")}))
+    ph = cg.get("phases") or {}
+    ok(all(k in ph for k in ("compile", "check_run", "judge", "time_run")), "phases are timed", ph)
+    cache = os.path.join(tmp, "cache/sm_90/fakelab/baselines")
+    ok(os.path.isdir(cache) and len(os.listdir(cache)) == 2, "the baselines are cached per GPU and case",
+       os.listdir(cache) if os.path.isdir(cache) else "no cache dir")
+
+    d, log = grade("wrong.cu")
+    cg = d.get("result", {}).get("cugrade", {})
+    bad = [c for c in cg.get("cases", []) if not c["passed"]]
+    ok(d["status"] == "graded" and len(bad) == 2 and cg.get("timing") is None,
+       "a wrong file: graded, both cases fail, not timed", json.dumps(d)[:3000])
+    ok(bad and bad[0].get("unwritten", 0) >= 1 and any("never written" in h for h in cg.get("hints", [])),
+       "the unwritten output is counted and hinted", json.dumps(cg)[:3000])
+
+    d, log = grade("crash.cu")
+    out = d.get("result", {}).get("output", "")
+    ok(d["status"] == "runtime_error" and "signal 11" in out, "a crash is a runtime_error naming the signal",
+       json.dumps(d)[:3000])
+
+    d, log = grade("hang.cu")
+    ok(d["status"] == "timeout" and "time limit" in d.get("result", {}).get("output", ""),
+       "an endless loop is a timeout", json.dumps(d)[:3000])
+
+    d, log = grade("good.cu", ["--seed", "0123456789abcdef0"])  # 17 digits: still cut to 16
+    ok(d["status"] == "graded", "a 17-digit seed is cut to the harness's 16", json.dumps(d)[:1500])
+finally:
+    shutil.rmtree(tmp, ignore_errors=True)
+sys.exit(1 if failures else 0)
