@@ -742,6 +742,9 @@ static const char *sanitizer_hint(const char *msg)
                "writing, for threads of the last block that fall past the end.";
     if (strstr(msg, "misaligned") || strstr(msg, "Misaligned"))
         return "A misaligned access: vector loads (float4) need 16-byte aligned addresses.";
+    if (strstr(msg, "invalid configuration") || strstr(msg, "InvalidConfiguration"))
+        return "An invalid launch configuration: a block may have at most 1024 threads "
+               "(x*y*z), and the grid's y and z at most 65535 blocks.";
     if (strstr(msg, "Uninitialized") || strstr(msg, "uninitialized"))
         return "A read of memory that was never written: initialise it first.";
     return NULL;

@@ -25,6 +25,8 @@ import time
 import urllib.parse
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# No __pycache__ in tests/tools (a folder shared with other areas).
+sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(HERE, "..", "tools"))
 from fake_runner import FakeRunner, canned_result  # noqa: E402
 

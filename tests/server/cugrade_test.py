@@ -41,6 +41,8 @@ BINARY = os.path.join(BUILD, "cugrade-server")
 FIXTURES = os.path.join(ROOT, "tests", "server", "fixtures")
 VERBOSE = os.environ.get("VERBOSE") == "1"
 
+# No __pycache__ in tests/tools (a folder shared with other areas).
+sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(ROOT, "tests", "tools"))
 
 TOKEN_RE = re.compile(r"\bcg([star])_[0-9a-f]{64}\b")

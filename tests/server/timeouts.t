@@ -46,6 +46,24 @@ def trickle(s, data, per_byte, limit):
 def main(t):
     s = Server(labs=["vadd"], args=["--request-timeout", "2", "--idle-timeout", "2"], tap=t)
 
+    # In the background: a claim asking to wait 100 s on an empty queue is
+    # capped at 30 s (docs/api.md) and answered 204; the idle timeout does
+    # not cut a parked long-poll.
+    import threading
+    lp = {}
+
+    def longpoll():
+        run = s.runner()
+        t0 = time.time()
+        try:
+            job = run.claim(wait=100)
+            lp["status"], lp["job"] = run.last.status, job
+        except Exception as e:  # noqa: BLE001
+            lp["error"] = repr(e)
+        lp["took"] = time.time() - t0
+    th = threading.Thread(target=longpoll, daemon=True)
+    th.start()
+
     took, st = trickle(s, b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"z" * 100, 0.25, 12)
     t.ok(st in (408, None) and 1.5 <= took <= 4,
          "headers trickling at 4 bytes/s are cut off after about 2 s (408 or close)",
@@ -114,6 +132,11 @@ def main(t):
         time.sleep(0.5)
     c.close()
     t.eq(codes, [200] * 6, "a keep-alive client sending every 0.5 s is served throughout")
+
+    th.join(45)
+    t.ok(lp.get("status") == 204 and 29 <= lp.get("took", 0) <= 33,
+         "a claim with wait 100 on an empty queue answers 204 after the 30 s cap "
+         "(%.1f s)" % lp.get("took", -1), lp)
 
 
 t = Tap()
