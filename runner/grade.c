@@ -701,16 +701,23 @@ static void device_record_ensure(struct run_ctx *rc)
             snprintf(prog, sizeof prog, "%s/baseline-%s", dir, rc->lab->baselines[i]);
     if (!prog[0] || access(prog, X_OK) != 0)
         return;
+    int lk = gpu_lock(rc->env, 1);
+    if (stat(path, &st) == 0 && st.st_size > 0) { /* measured meanwhile by another runner */
+        gpu_unlock(lk);
+        snprintf(rc->device_path, sizeof rc->device_path, "%s", path);
+        return;
+    }
     snprintf(tmp, sizeof tmp, "%s.%d", path, (int)getpid());
     int fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (fd < 0)
+    if (fd < 0) {
+        gpu_unlock(lk);
         return;
+    }
     const char *argv[] = {"/lab/prog", "device", NULL};
     struct sandbox_verdict v;
     memset(&v, 0, sizeof v);
     char ldp[PATH_MAX + 64];
     snprintf(ldp, sizeof ldp, "LD_LIBRARY_PATH=%s/lib64", rc->env->cuda_home);
-    int lk = gpu_lock(rc->env, 1);
     int r = run_sandboxed_env(rc, argv, fd, 120, prog, ldp, &v);
     gpu_unlock(lk);
     close(fd);
@@ -914,6 +921,25 @@ static double cpu_baseline_time(const struct run_ctx *rc, const char *prog,
     return ms;
 }
 
+/* The cached median of a baseline (and its device record into *device when
+ * that is NULL), or NAN. */
+static double baseline_cached(const char *cache, json_t **device)
+{
+    json_t *doc = json_load_file(cache, 0, NULL);
+    double ms = NAN;
+    if (doc) {
+        ms = json_number_value(json_object_get(doc, "median_ms"));
+        if (!*device && json_is_object(json_object_get(doc, "device")))
+            *device = json_incref(json_object_get(doc, "device"));
+        json_decref(doc);
+    }
+    return ms > 0 ? ms : NAN;
+}
+
+static double baseline_run(const struct run_ctx *rc, const char *name, const char *prog,
+                           const char *case_name, const char *cache, const char *dir,
+                           json_t **device);
+
 /* Time one baseline (cached). Returns its median in ms, or NAN. A device
  * record seen on the way is stored into *device when that is NULL. */
 static double baseline_time(const struct run_ctx *rc, const char *name, const char *case_name,
@@ -924,23 +950,32 @@ static double baseline_time(const struct run_ctx *rc, const char *name, const ch
     slug(rc->env->gpu_name && *rc->env->gpu_name ? rc->env->gpu_name : "gpu", g, sizeof g);
     slug(case_name, c, sizeof c);
     snprintf(cache, sizeof cache, "%s/baselines/%s__%s__%s.json", dir, g, c, name);
-    json_t *doc = json_load_file(cache, 0, NULL);
-    if (doc) {
-        double ms = json_number_value(json_object_get(doc, "median_ms"));
-        if (!*device && json_is_object(json_object_get(doc, "device")))
-            *device = json_incref(json_object_get(doc, "device"));
-        json_decref(doc);
-        if (ms > 0)
-            return ms;
-    }
+    double ms = baseline_cached(cache, device);
+    if (ms > 0)
+        return ms;
     baseline_prog(rc, name, prog, sizeof prog);
     if (!prog[0]) {
         fprintf(stderr, "cugrade-runner: no baseline program %s for lab %s\n", name,
                 rc->lab->name);
         return NAN;
     }
-    if (strcmp(name, "cpu") == 0)
-        return cpu_baseline_time(rc, prog, case_name, cache, dir);
+    /* Exclusive GPU, and a second look at the cache under the lock: another
+     * runner sharing the cache may have just measured it. */
+    int lk = gpu_lock(rc->env, 1);
+    ms = baseline_cached(cache, device);
+    if (!(ms > 0))
+        ms = strcmp(name, "cpu") == 0 ? cpu_baseline_time(rc, prog, case_name, cache, dir)
+                                      : baseline_run(rc, name, prog, case_name, cache, dir, device);
+    gpu_unlock(lk);
+    return ms;
+}
+
+/* Time the GPU baseline prog (harness + reference kernel) in the sandbox and
+ * cache it. Called with the GPU lock held exclusively. Returns ms or NAN. */
+static double baseline_run(const struct run_ctx *rc, const char *name, const char *prog,
+                           const char *case_name, const char *cache, const char *dir,
+                           json_t **device)
+{
     int fd = channel_open(rc, name);
     if (fd < 0)
         return NAN;
@@ -953,9 +988,7 @@ static double baseline_time(const struct run_ctx *rc, const char *name, const ch
     /* The cuBLAS baseline links libcublas dynamically (build-lab.sh). */
     char ldp[PATH_MAX + 64];
     snprintf(ldp, sizeof ldp, "LD_LIBRARY_PATH=%s/lib64", rc->env->cuda_home);
-    int lk = gpu_lock(rc->env, 1);
     int r = run_sandboxed_env(rc, argv, fd, lim, prog, ldp, &v);
-    gpu_unlock(lk);
     struct channel_info ci;
     memset(&ci, 0, sizeof ci);
     if (r == 0 && v.exited && v.exit_code == 0 && channel_read_all(fd, &ci) == 0 && ci.timing) {

@@ -23,7 +23,6 @@
 #define ADMIN ROLE(AUTH_ADMIN)
 #define RUNNER ROLE(AUTH_RUNNER)
 
-void api_cache_invalidate(struct app *app, long long id);
 
 /* ---- errors ---- */
 
@@ -815,6 +814,8 @@ int api_submit(struct app *app, const struct auth_user *viewer, const char *labn
         return api_internal(e, rc);
     char url[64];
     snprintf(url, sizeof(url), "/api/submissions/%lld", id);
+    app_log("submission %lld queued: %s, lab %s, %zu bytes%s", id, viewer->name, l->lab.name, len,
+            late ? ", late" : "");
     *out = json_pack("{s:I,s:s,s:s,s:b}", "id", (json_int_t)id, "status", "queued", "url", url,
                      "late", late);
     return *out ? 0 : api_internal(e, -ENOMEM);
@@ -842,6 +843,7 @@ int api_regrade(struct app *app, const struct auth_user *viewer, long long id, s
     char target[32];
     snprintf(target, sizeof(target), "submission:%lld", id);
     db_audit(app->db, viewer->id, "regrade", target, lab);
+    app_log("submission %lld requeued for regrade by %s", id, viewer->name);
     api_cache_invalidate(app, id);
     scoreboard_invalidate(app, lab);
     return 0;
@@ -1254,6 +1256,7 @@ int api_rubric_put(struct app *app, const struct auth_user *viewer, const char *
     json_decref(l->rubric_doc);
     l->rubric = r;
     l->rubric_doc = copy;
+    app_log("lab %s: rubric version %d stored by %s", lab, v, viewer->name);
     l->rubric_version = v;
     l->has_rubric = 1;
     *version = v;
@@ -1990,6 +1993,7 @@ static int claim_now(struct app *app, struct http_request *req, const char *runn
         "rubric_version", l ? l->rubric_version : 0, "rubric", l ? l->rubric_doc : NULL);
     free(job.source);
     api_cache_invalidate(app, job.id);
+    app_log("job %lld claimed by %s (attempt %d, lab %s)", job.id, runner, job.attempt, job.lab);
     send_json(req, 200, j);
     return 1;
 }
@@ -2223,6 +2227,11 @@ static int h_result(struct app *app, struct http_request *req)
     }
     scoreboard_invalidate(app, lab);
     api_cache_invalidate(app, id);
+    if (qr.has_score)
+        app_log("job %lld: %s -> %s, score %g/%g%s", id, status, final, qr.score, qr.max_score,
+                pct > 0 ? " (late penalty applied)" : "");
+    else
+        app_log("job %lld: %s -> %s", id, status, final);
     json_t *ans = json_pack("{s:I,s:s}", "id", (json_int_t)id, "status", final);
     json_decref(body); /* final may point into body */
     free(text);

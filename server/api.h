@@ -99,6 +99,9 @@ int app_auth(struct app *app, const struct http_request *req, struct auth_user *
 int api_json_parse(const char *body, size_t len, int allow_empty, json_t **out,
                    struct api_error *e);
 
+/* One line to stderr: "2026-11-21T08:00:00Z cugrade-server: <message>". */
+void app_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* Fill req with the API's JSON error for e. */
 void api_error_send(struct http_request *req, const struct api_error *e);
 
@@ -190,5 +193,15 @@ int api_grades_csv(struct app *app, const struct auth_user *viewer, struct http_
 /* The scoreboard as CSV (rank,user,display_name,...) into out. */
 int api_scoreboard_csv(struct app *app, const struct auth_user *viewer, const char *lab,
                        struct http_buf *out, struct api_error *e);
+
+/* ---- between app.c and api.c ---- */
+
+/* The API's route table (api.c), installed by app_listen. */
+extern const struct route api_routes[];
+extern const size_t api_nroutes;
+
+/* Forget the cached rendering of submission id (0: of every submission).
+ * Called whenever a submissions row changes. */
+void api_cache_invalidate(struct app *app, long long id);
 
 #endif

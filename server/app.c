@@ -5,6 +5,7 @@
 #include "server/api.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,10 +13,6 @@
 
 #include "server/pages.h"
 
-/* Defined in api.c: the route table and the cache hooks. */
-extern const struct route api_routes[];
-extern const size_t api_nroutes;
-void api_cache_invalidate(struct app *app, long long id);
 
 void api_time_iso(double t, char *buf, size_t len)
 {
@@ -28,6 +25,17 @@ void api_time_iso(double t, char *buf, size_t len)
     struct tm tm;
     gmtime_r(&s, &tm);
     strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+void app_log(const char *fmt, ...)
+{
+    char when[32], msg[600];
+    va_list ap;
+    api_time_iso(db_now(), when, sizeof(when));
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "%s cugrade-server: %s\n", when, msg);
 }
 
 struct app_lab *app_lab_find(struct app *app, const char *name)

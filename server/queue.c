@@ -56,8 +56,12 @@ static void changed(struct queue *q, long long id)
 static void sweep_cb(uv_timer_t *t)
 {
     struct queue *q = t->data;
-    if (queue_sweep(q, db_now()) > 0)
+    int n = queue_sweep(q, db_now());
+    if (n > 0) {
+        fprintf(stderr, "cugrade-server: %d expired lease%s requeued (or ended in system_error)\n",
+                n, n == 1 ? "" : "s");
         queue_notify(q);
+    }
 }
 
 int queue_new(uv_loop_t *loop, struct db *db, double sweep_interval_s, struct queue **out)
