@@ -23,7 +23,6 @@
 #define ADMIN ROLE(AUTH_ADMIN)
 #define RUNNER ROLE(AUTH_RUNNER)
 
-
 /* ---- errors ---- */
 
 static int api_fail(struct api_error *e, int status, const char *code, const char *fmt, ...)
@@ -368,6 +367,19 @@ static json_t *result_filter(struct app *app, const char *lab, long long uid, co
     return out;
 }
 
+/* 1 if a runner is parked in a claim or talked to us in the last 2 minutes. */
+static int runners_active(struct app *app)
+{
+    if (queue_waiting(app->queue) > 0)
+        return 1;
+    sqlite3_stmt *st = db_stmt(app->db, "SELECT MAX(last_seen) FROM runners");
+    if (!st)
+        return 1;
+    int active = sqlite3_step(st) == SQLITE_ROW && db_now() - sqlite3_column_double(st, 0) < 120;
+    sqlite3_reset(st);
+    return active;
+}
+
 static json_t *submission_json(struct app *app, sqlite3_stmt *st, const struct auth_user *viewer,
                                int with_result)
 {
@@ -379,12 +391,17 @@ static json_t *submission_json(struct app *app, sqlite3_stmt *st, const struct a
     json_t *score = sqlite3_column_type(st, C_OVERRIDE) != SQLITE_NULL ? col_number(st, C_OVERRIDE)
                                                                        : col_number(st, C_SCORE);
     json_t *qpos = json_null();
-    if (strcmp(status, "queued") == 0)
+    const char *detail = db_col_text(st, C_DETAIL);
+    if (strcmp(status, "queued") == 0) {
         qpos = json_integer(queue_position(app->queue, id));
+        /* Jobs wait visibly: say so when no GPU runner is there to take them. */
+        if (!*detail && !runners_active(app))
+            detail = "waiting for a GPU runner: none is connected right now";
+    }
     json_t *o = json_pack(
         "{s:I,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:b,s:s,s:s,s:i,s:o,s:o,s:o,s:o,s:b,s:o,s:o,s:i}",
         "id", (json_int_t)id, "lab", db_col_text(st, C_LAB), "user", db_col_text(st, C_USER),
-        "status", status, "phase", db_col_text(st, C_PHASE), "detail", db_col_text(st, C_DETAIL),
+        "status", status, "phase", db_col_text(st, C_PHASE), "detail", detail,
         "filename", db_col_text(st, C_FILENAME), "sha256", db_col_text(st, C_SHA), "size",
         (json_int_t)sqlite3_column_int64(st, C_SIZE), "late", sqlite3_column_int(st, C_LATE),
         "created_at", created, "updated_at", updated, "attempts",
@@ -942,6 +959,7 @@ int api_show_name_set(struct app *app, const struct auth_user *viewer, int show,
 /* ---- scoreboard ---- */
 
 struct sb_row {
+    long long user_id;
     char user[65], display[129], pseudonym[65];
     int show_name;
     double score, max_score, speedup;
@@ -952,64 +970,177 @@ struct sb_row {
 
 /* Best submission per student in lab, ranked: score, then speedup, then
  * earliest. Overrides replace scores. *rows is malloc'd (caller frees). */
+struct sb_override {
+    long long submission;
+    double score;
+};
+
+static int sb_override_cmp(const void *a, const void *b)
+{
+    long long x = ((const struct sb_override *)a)->submission;
+    long long y = ((const struct sb_override *)b)->submission;
+    return x < y ? -1 : x > y;
+}
+
+/* Ranking: score, then speedup (higher first, none last), then earliest. */
+static int sb_better(const struct sb_row *a, const struct sb_row *b)
+{
+    if (a->score != b->score)
+        return a->score > b->score;
+    if (a->has_speedup != b->has_speedup)
+        return a->has_speedup;
+    if (a->has_speedup && a->speedup != b->speedup)
+        return a->speedup > b->speedup;
+    if (a->submitted_at != b->submitted_at)
+        return a->submitted_at < b->submitted_at;
+    return a->submission < b->submission;
+}
+
+static int sb_row_cmp(const void *a, const void *b)
+{
+    const struct sb_row *x = a, *y = b;
+    return sb_better(x, y) ? -1 : sb_better(y, x) ? 1 : 0;
+}
+
+/* Best submission per student in lab, ranked by sb_better. Overrides replace
+ * scores. One pass over a covering index (no table rows, no sort in SQL):
+ * the scoreboard is rebuilt after every result, on the event loop.
+ * *rows is malloc'd (caller frees). */
 static int scoreboard_rows(struct app *app, const char *lab, struct sb_row **rows, size_t *n)
 {
-    sqlite3_stmt *st = db_stmt(
-        app->db,
-        "WITH e AS (SELECT s.id, s.user_id, s.max_score, s.speedup, s.created_at, s.late,"
-        "  COALESCE((SELECT o.score FROM overrides o WHERE o.submission_id = s.id"
-        "            ORDER BY o.id DESC LIMIT 1), s.score) AS eff"
-        "  FROM submissions s WHERE s.lab = ?1),"
-        " r AS (SELECT e.*, ROW_NUMBER() OVER (PARTITION BY e.user_id ORDER BY e.eff DESC,"
-        "  e.speedup IS NULL, e.speedup DESC, e.created_at, e.id) AS rn FROM e WHERE e.eff IS NOT "
-        "NULL)"
-        " SELECT u.name, u.display_name, u.pseudonym, u.show_name, r.eff, r.max_score, r.speedup,"
-        "  r.id, r.created_at, r.late FROM r JOIN users u ON u.id = r.user_id"
-        " WHERE r.rn = 1 AND u.role = 'student'"
-        " ORDER BY r.eff DESC, r.speedup IS NULL, r.speedup DESC, r.created_at, r.id");
-    if (!st)
-        return -EIO;
     struct app_lab *l = app_lab_find(app, lab);
-    sqlite3_bind_text(st, 1, lab, -1, SQLITE_STATIC);
-    size_t cap = 0;
+    struct sb_override *ov = NULL;
+    size_t nov = 0, capov = 0, cap = 0;
+    struct sb_row best;
+    long long cur_user = 0;
+    int have = 0, rc;
+
     *rows = NULL;
     *n = 0;
-    int rc;
+    /* The latest override of each submission (rare: a few per lab). */
+    sqlite3_stmt *st = db_stmt(app->db, "SELECT o.submission_id, o.score FROM overrides o"
+                                        " JOIN submissions s ON s.id = o.submission_id"
+                                        " WHERE s.lab = ?1 ORDER BY o.submission_id, o.id");
+    if (!st)
+        return -EIO;
+    sqlite3_bind_text(st, 1, lab, -1, SQLITE_STATIC);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 64;
-            struct sb_row *p = realloc(*rows, cap * sizeof(**rows));
+        long long sid = sqlite3_column_int64(st, 0);
+        if (nov && ov[nov - 1].submission == sid) {
+            ov[nov - 1].score = sqlite3_column_double(st, 1); /* a later one */
+            continue;
+        }
+        if (nov == capov) {
+            capov = capov ? capov * 2 : 16;
+            struct sb_override *p = realloc(ov, capov * sizeof(*ov));
             if (!p) {
                 sqlite3_reset(st);
-                free(*rows);
-                *rows = NULL;
-                return -ENOMEM;
+                rc = -ENOMEM;
+                goto fail;
             }
-            *rows = p;
+            ov = p;
         }
-        struct sb_row *r = &(*rows)[(*n)++];
-        memset(r, 0, sizeof(*r));
-        snprintf(r->user, sizeof(r->user), "%s", db_col_text(st, 0));
-        snprintf(r->display, sizeof(r->display), "%s", db_col_text(st, 1));
-        snprintf(r->pseudonym, sizeof(r->pseudonym), "%s", db_col_text(st, 2));
-        r->show_name = sqlite3_column_int(st, 3);
-        r->score = sqlite3_column_double(st, 4);
-        r->max_score = sqlite3_column_type(st, 5) != SQLITE_NULL ? sqlite3_column_double(st, 5)
-                       : l && l->has_rubric                      ? l->rubric.max_score
-                                                                 : 0;
-        r->has_speedup = sqlite3_column_type(st, 6) != SQLITE_NULL;
-        r->speedup = sqlite3_column_double(st, 6);
-        r->submission = sqlite3_column_int64(st, 7);
-        r->submitted_at = sqlite3_column_double(st, 8);
-        r->late = sqlite3_column_int(st, 9);
+        ov[nov].submission = sid;
+        ov[nov].score = sqlite3_column_double(st, 1);
+        nov++;
     }
     sqlite3_reset(st);
     if (rc != SQLITE_DONE) {
-        free(*rows);
-        *rows = NULL;
-        return db_errno(rc);
+        rc = db_errno(rc);
+        goto fail;
     }
+
+    st = db_stmt(app->db, "SELECT user_id, id, score, speedup, created_at, max_score, late"
+                          " FROM submissions WHERE lab = ?1 ORDER BY user_id");
+    if (!st) {
+        rc = -EIO;
+        goto fail;
+    }
+    sqlite3_bind_text(st, 1, lab, -1, SQLITE_STATIC);
+    for (;;) {
+        rc = sqlite3_step(st);
+        int row = rc == SQLITE_ROW;
+        long long uid = row ? sqlite3_column_int64(st, 0) : -1;
+        if ((!row || uid != cur_user) && have) {
+            /* The previous student's best is final. */
+            if (*n == cap) {
+                cap = cap ? cap * 2 : 64;
+                struct sb_row *p = realloc(*rows, cap * sizeof(**rows));
+                if (!p) {
+                    sqlite3_reset(st);
+                    rc = -ENOMEM;
+                    goto fail;
+                }
+                *rows = p;
+            }
+            (*rows)[(*n)++] = best;
+            have = 0;
+        }
+        if (!row)
+            break;
+        cur_user = uid;
+        struct sb_row r;
+        memset(&r, 0, sizeof(r));
+        r.submission = sqlite3_column_int64(st, 1);
+        struct sb_override key = {.submission = r.submission}, *o = NULL;
+        if (nov)
+            o = bsearch(&key, ov, nov, sizeof(*ov), sb_override_cmp);
+        if (o) {
+            r.score = o->score;
+        } else if (sqlite3_column_type(st, 2) != SQLITE_NULL) {
+            r.score = sqlite3_column_double(st, 2);
+        } else {
+            continue; /* not graded: not on the board */
+        }
+        r.has_speedup = sqlite3_column_type(st, 3) != SQLITE_NULL;
+        r.speedup = sqlite3_column_double(st, 3);
+        r.submitted_at = sqlite3_column_double(st, 4);
+        r.max_score = sqlite3_column_type(st, 5) != SQLITE_NULL ? sqlite3_column_double(st, 5)
+                      : l && l->has_rubric                      ? l->rubric.max_score
+                                                                : 0;
+        r.late = sqlite3_column_int(st, 6);
+        r.user_id = uid;
+        if (!have || sb_better(&r, &best)) {
+            best = r; /* names are filled in below, for winners only */
+            have = 1;
+        }
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE) {
+        rc = db_errno(rc);
+        goto fail;
+    }
+
+    /* Names, and only students: staff test submissions stay off the board. */
+    st = db_stmt(app->db, "SELECT name, display_name, pseudonym, show_name, role FROM users"
+                          " WHERE id = ?1");
+    if (!st) {
+        rc = -EIO;
+        goto fail;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < *n; i++) {
+        struct sb_row *r = &(*rows)[i];
+        sqlite3_bind_int64(st, 1, r->user_id);
+        if (sqlite3_step(st) == SQLITE_ROW && strcmp(db_col_text(st, 4), "student") == 0) {
+            snprintf(r->user, sizeof(r->user), "%s", db_col_text(st, 0));
+            snprintf(r->display, sizeof(r->display), "%s", db_col_text(st, 1));
+            snprintf(r->pseudonym, sizeof(r->pseudonym), "%s", db_col_text(st, 2));
+            r->show_name = sqlite3_column_int(st, 3);
+            (*rows)[k++] = *r;
+        }
+        sqlite3_reset(st);
+    }
+    *n = k;
+    qsort(*rows, *n, sizeof(**rows), sb_row_cmp);
+    free(ov);
     return 0;
+fail:
+    free(ov);
+    free(*rows);
+    *rows = NULL;
+    *n = 0;
+    return rc;
 }
 
 static const char *sb_name(const struct sb_row *r, int student_view)

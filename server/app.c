@@ -13,7 +13,6 @@
 
 #include "server/pages.h"
 
-
 void api_time_iso(double t, char *buf, size_t len)
 {
     if (t <= 0) {

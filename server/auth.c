@@ -138,8 +138,8 @@ int auth_user_add(struct db *db, const char *name, enum auth_role role, const ch
         return -EINVAL;
     /* A display name that is not UTF-8 would break every JSON page that
      * shows it (the scoreboard for the whole class). */
-    if (display_name && (strlen(display_name) > 128 ||
-                         !http_utf8_valid(display_name, strlen(display_name))))
+    if (display_name &&
+        (strlen(display_name) > 128 || !http_utf8_valid(display_name, strlen(display_name))))
         return -EINVAL;
     struct auth_user tmp;
     if (auth_user_get(db, name, &tmp) == 0)

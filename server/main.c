@@ -3,11 +3,13 @@
  * commands (user add/list, token new/revoke). See docs/server.md.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -388,6 +390,18 @@ static int do_serve(struct opts *o)
         fprintf(stderr, "cugrade-server: %s does not exist: initializing it\n", o->db);
         if (do_init(o->db))
             return 1;
+    }
+    /* One server per database: the caches (scoreboards, rendered
+     * submissions) assume no other writer of results. The lock goes away
+     * with the process, kill -9 included. */
+    char lockpath[1100];
+    snprintf(lockpath, sizeof(lockpath), "%s.serve-lock", o->db);
+    int lockfd = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (lockfd < 0 || flock(lockfd, LOCK_EX | LOCK_NB) != 0) {
+        fprintf(stderr,
+                "cugrade-server: %s is already being served by another cugrade-server (%s)\n",
+                o->db, lockfd < 0 ? strerror(errno) : "lock held");
+        return 1;
     }
     /* Many keep-alive clients (and wrk -c 1000) need descriptors. */
     struct rlimit rl;

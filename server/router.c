@@ -128,6 +128,8 @@ int router_dispatch(struct router *r, struct app *app, struct http_request *req)
         }
         return r->fallback(app, req);
     }
+    /* API answers are per user (tokens, cookies): no cache may keep them. */
+    http_response_header(req, "Cache-Control", "no-store");
     if (route_find(r, req, &i, &pm)) {
         req->route = r->routes[i].pattern;
         /* req->params point into param_store, valid while the handler

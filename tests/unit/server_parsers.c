@@ -235,8 +235,7 @@ static void test_json(void)
 static void test_utf8(void)
 {
     const char *text = "int x; // caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80";
-    ok(http_utf8_valid(text, strlen(text)),
-       "utf8: ASCII, 2-, 3- and 4-byte sequences are text");
+    ok(http_utf8_valid(text, strlen(text)), "utf8: ASCII, 2-, 3- and 4-byte sequences are text");
     ok(!http_utf8_valid("a\0b", 3), "utf8: a NUL byte is binary");
     ok(!http_utf8_valid("\xff", 1), "utf8: 0xff is not UTF-8");
     ok(!http_utf8_valid("\xc0\xaf", 2), "utf8: an overlong '/' is refused");
@@ -247,7 +246,8 @@ static void test_utf8(void)
     size_t n;
     char err[256];
     const char bad[] = "a,student,\xff\xfe\n";
-    ok(roster_parse(bad, sizeof(bad) - 1, &rows, &n, err, sizeof(err)) == -EINVAL && strstr(err, "UTF-8"),
+    ok(roster_parse(bad, sizeof(bad) - 1, &rows, &n, err, sizeof(err)) == -EINVAL &&
+           strstr(err, "UTF-8"),
        "roster: a display_name that is not UTF-8 is refused: %s", err);
 }
 
