@@ -401,8 +401,8 @@ static json_t *submission_json(struct app *app, sqlite3_stmt *st, const struct a
     json_t *o = json_pack(
         "{s:I,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:b,s:s,s:s,s:i,s:o,s:o,s:o,s:o,s:b,s:o,s:o,s:i}",
         "id", (json_int_t)id, "lab", db_col_text(st, C_LAB), "user", db_col_text(st, C_USER),
-        "status", status, "phase", db_col_text(st, C_PHASE), "detail", detail,
-        "filename", db_col_text(st, C_FILENAME), "sha256", db_col_text(st, C_SHA), "size",
+        "status", status, "phase", db_col_text(st, C_PHASE), "detail", detail, "filename",
+        db_col_text(st, C_FILENAME), "sha256", db_col_text(st, C_SHA), "size",
         (json_int_t)sqlite3_column_int64(st, C_SIZE), "late", sqlite3_column_int(st, C_LATE),
         "created_at", created, "updated_at", updated, "attempts",
         sqlite3_column_int(st, C_ATTEMPTS), "queue_position", qpos, "score", score, "max_score",
@@ -1132,7 +1132,8 @@ static int scoreboard_rows(struct app *app, const char *lab, struct sb_row **row
         sqlite3_reset(st);
     }
     *n = k;
-    qsort(*rows, *n, sizeof(**rows), sb_row_cmp);
+    if (*n > 1) /* qsort(NULL, 0, ...) is undefined: an empty board has no array */
+        qsort(*rows, *n, sizeof(**rows), sb_row_cmp);
     free(ov);
     return 0;
 fail:
