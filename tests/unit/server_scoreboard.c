@@ -117,11 +117,12 @@ int main(void)
     uv_loop_t loop;
     uv_loop_init(&loop);
     queue_new(&loop, db, 0, &app.queue);
-    struct app_lab lab;
-    memset(&lab, 0, sizeof(lab));
-    lab.lab.name = "board";
-    app.labs = &lab;
-    app.nlabs = 1;
+    struct app_lab labs[2];
+    memset(labs, 0, sizeof(labs));
+    labs[0].lab.name = "board";
+    labs[1].lab.name = "empty";
+    app.labs = labs;
+    app.nlabs = 2;
 
     struct auth_user ta, ann;
     auth_user_get(db, "tim", &ta);
@@ -175,9 +176,14 @@ int main(void)
     http_buf_free(&csv);
     ok(api_scoreboard(&app, &ta, "nolab", &sb, &e) == -ENOENT && e.status == 404,
        "an unknown lab is a 404");
+    ok(api_scoreboard(&app, &ann, "empty", &sb, &e) == 0 &&
+           json_array_size(json_object_get(sb, "rows")) == 0,
+       "a lab without graded submissions has an empty board");
+    json_decref(sb);
 
-    for (int k = 0; k < 4; k++)
-        http_buf_free(&lab.sb_cache[k]);     /* app_close's job in the server */
+    for (int l = 0; l < 2; l++)
+        for (int k = 0; k < 4; k++)
+            http_buf_free(&labs[l].sb_cache[k]); /* app_close's job in the server */
     auth_cache_clear();
     queue_close(app.queue);
     uv_run(&loop, UV_RUN_DEFAULT);
