@@ -109,6 +109,16 @@ run(async (t) => {
       await shot(ta, '10-charts');
     });
 
+    await t.step('TA: regrade a submission', async () => {
+      await ta.goto(`${s.url}/submissions/${ids.alice}`);
+      await Promise.all([ta.waitForNavigation(), ta.click('form[action$="/regrade"] button')]);
+      const api = await s.submission(ids.alice);
+      t.ok(api && api.status === 'queued', 'a TA regrade puts the submission back in the queue', JSON.stringify(api && api.status));
+      await ta.goto(s.url + '/audit');
+      const audit = await ta.locator('#audit tbody tr', { hasText: 'regrade' }).first().textContent();
+      t.ok(audit.includes('tina'), 'the audit log records the TA\'s regrade', audit);
+    });
+
     const admin = await newPage(b);
     await signIn(admin, s, 'adam');
 

@@ -12,6 +12,7 @@ COLS = ["owner", "other", "ta", "admin", "runner", "none", "wrong"]
 WRONG = "cgs_" + "0123456789abcdef" * 4     # well formed, never issued
 HUMANS_OK = lambda ok: [ok, ok, ok, ok, 403, 401, 401]       # noqa: E731
 ADMIN_ONLY = lambda ok: [403, 403, 403, ok, 403, 401, 401]   # noqa: E731
+STAFF_ONLY = lambda ok: [403, 403, ok, ok, 403, 401, 401]   # noqa: E731
 RUNNER_ONLY = lambda ok: [403, 403, 403, 403, ok, 401, 401]  # noqa: E731
 OWNER_TA_ADMIN = [200, (403, 404), 200, 200, 403, 401, 401]
 PUBLIC = [200] * 7
@@ -62,7 +63,7 @@ def main(t):
         ("POST", "/api/admin/users", new_user, ADMIN_ONLY(201)),
         ("GET", "/api/admin/labs/vadd/rubric", None, ADMIN_ONLY(200)),
         ("PUT", "/api/admin/labs/vadd/rubric", rubric, ADMIN_ONLY(200)),
-        ("POST", "/api/admin/submissions/%d/regrade" % b, None, ADMIN_ONLY(202)),
+        ("POST", "/api/admin/submissions/%d/regrade" % b, None, STAFF_ONLY(202)),
         ("GET", "/api/admin/export/grades.csv", None, ADMIN_ONLY(200)),
         # A is queued and leased by nobody: a runner gets 409 conflict.
         ("POST", "/api/runner/jobs/%d/progress" % a, {"phase": "compiling", "detail": ""},
