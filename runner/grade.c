@@ -749,7 +749,11 @@ static const char *sanitizer_hint(const char *msg)
                "writing, for threads of the last block that fall past the end.";
     if (strstr(msg, "misaligned") || strstr(msg, "Misaligned"))
         return "A misaligned access: vector loads (float4) need 16-byte aligned addresses.";
-    if (strstr(msg, "invalid configuration") || strstr(msg, "InvalidConfiguration"))
+    /* CUDA 13 reports a block of more than 1024 threads as cudaErrorInvalidValue
+     * on cudaLaunchKernel (seen on the H200 runner), older ones as
+     * cudaErrorInvalidConfiguration. */
+    if (strstr(msg, "invalid configuration") || strstr(msg, "InvalidConfiguration") ||
+        strstr(msg, "call to cudaLaunchKernel"))
         return "An invalid launch configuration: a block may have at most 1024 threads "
                "(x*y*z), and the grid's y and z at most 65535 blocks.";
     if (strstr(msg, "Uninitialized") || strstr(msg, "uninitialized"))

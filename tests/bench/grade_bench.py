@@ -100,7 +100,7 @@ def main():
 
         lat, phases, first_id = [], [], None
         for i in range(N):
-            if left() < 60:
+            if left() < 45:
                 break
             t = time.time()
             st, r = e2e.api(base, "POST", f"/api/labs/matmul/submissions?filename=kernel.cu",
@@ -120,7 +120,7 @@ def main():
         metrics, tiers = [], []
         if first_id:
             for i in range(N):
-                if left() < 45:
+                if left() < 35:
                     break
                 st, cur = e2e.api(base, "GET", f"/api/submissions/{first_id}", admin)
                 before = cur.get("updated_at")

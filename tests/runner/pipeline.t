@@ -99,6 +99,60 @@ try:
 
     d, log = grade("good.cu", ["--seed", "0123456789abcdef0"])  # 17 digits: still cut to 16
     ok(d["status"] == "graded", "a 17-digit seed is cut to the harness's 16", json.dumps(d)[:1500])
+
+    # The sanitizer step with a stand-in compute-sanitizer (CI has none): a
+    # CUDA_HOME whose bin/ links the real nvcc and holds a script that prints
+    # the tool's banner and findings and exits as the real one would.
+    fake = os.path.join(tmp, "cuda")
+    os.makedirs(os.path.join(fake, "bin"))
+    for t in os.listdir("/usr/local/cuda/bin"):
+        os.symlink(os.path.join("/usr/local/cuda/bin", t), os.path.join(fake, "bin", t))
+    for t in ("include", "lib64", "nvvm", "targets"):
+        if os.path.exists(os.path.join("/usr/local/cuda", t)):
+            os.symlink(os.path.join("/usr/local/cuda", t), os.path.join(fake, t))
+    cs = os.path.join(fake, "bin/compute-sanitizer")
+    os.unlink(cs) if os.path.lexists(cs) else None
+    with open(cs, "w") as f:
+        f.write("""#!/bin/sh
+echo "========= COMPUTE-SANITIZER"
+tool=$2
+while [ "$1" != /work/prog ]; do shift; done
+"$@" >/dev/null
+if [ "$tool" = racecheck ] && [ -f /work/racy.cu ]; then
+  echo "========= ERROR: Race reported between Read access at 0x60 in /work/racy.cu:1:fill(float*, int)"
+  echo "=========     and Write access at 0x40 in /work/racy.cu:1:fill(float*, int) [32 hazards]"
+  echo "========= RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)"
+  exit 86
+fi
+echo "========= ERROR SUMMARY: 0 errors"
+""")
+    os.chmod(cs, 0o755)
+    rub = json.load(open(os.path.join(root, "rubrics/fakelab.json")))
+    rub["sanitizer"] = {"points": 10, "tools": ["memcheck", "racecheck"]}
+    rpath = os.path.join(tmp, "rubric-san.json")
+    json.dump(rub, open(rpath, "w"))
+    SOURCES["racy.cu"] = SOURCES["good.cu"]
+    os.environ["CUDA_HOME"] = fake
+    d, log = grade("good.cu", ["--rubric", rpath])
+    san = d.get("result", {}).get("cugrade", {}).get("sanitizer") or []
+    ok(d["status"] == "graded" and len(san) == 2 and all(x["clean"] for x in san) and
+       d["result"]["score"] == d["result"]["max_score"] == 45,
+       "memcheck and racecheck exit 0: clean, the sanitizer points are earned", json.dumps(d)[:2500] + log[-1500:])
+    d, log = grade("racy.cu", ["--rubric", rpath])
+    san = d.get("result", {}).get("cugrade", {}).get("sanitizer") or []
+    rc = [x for x in san if x["tool"] == "racecheck"]
+    ok(rc and not rc[0]["clean"] and rc[0]["findings"][0]["line"] == 1 and
+       rc[0]["findings"][0]["file"] == "racy.cu" and "__syncthreads()" in rc[0]["findings"][0]["hint"] and
+       d["result"]["score"] == 35,
+       "racecheck exit 86: not clean, racy.cu:1 with the barrier hint, no sanitizer points", json.dumps(san)[:2000])
+    with open(cs, "w") as f:
+        f.write("#!/bin/sh\necho 'error while loading shared libraries' >&2\nexit 127\n")
+    d, log = grade("good.cu", ["--rubric", rpath])
+    san = d.get("result", {}).get("cugrade", {}).get("sanitizer") or []
+    ok(d["status"] == "graded" and san and all(x.get("runner_problem") for x in san) and
+       d["result"]["score"] == 45,
+       "a compute-sanitizer that cannot start is the runner's problem: not charged", json.dumps(san)[:2000])
+    del os.environ["CUDA_HOME"]
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
 sys.exit(1 if failures else 0)

@@ -118,6 +118,18 @@ static void test_sanitizer_parse(void)
               strcmp(r2.findings[0].file, "kernel.cu") == 0,
           "racecheck, newer format: ERROR: Race reported ... kernel.cu:23:function");
     score_sanitizer_clear(&r2);
+
+    /* As memcheck printed it on the H200 for a 2048-thread block (CUDA 13). */
+    struct score_sanitizer m2 = {.tool = "memcheck"};
+    grade_sanitizer_parse(
+        "========= COMPUTE-SANITIZER\n"
+        "========= Program hit cudaErrorInvalidValue (error 1) due to \"invalid argument\" on CUDA API call to cudaLaunchKernel.\n"
+        "=========     Saved host backtrace up to driver entry point at error\n"
+        "========= ERROR SUMMARY: 1 error\n",
+        &m2);
+    check(m2.nfindings == 1 && m2.findings[0].hint && strstr(m2.findings[0].hint, "1024 threads"),
+          "memcheck: a failed launch gets the launch-configuration hint");
+    score_sanitizer_clear(&m2);
 }
 
 int main(void)
