@@ -74,8 +74,9 @@ int grade_lab_warm(const struct grade_env *env, const char *lab);
  * nvidia-smi) with a wall-clock limit; its process group is killed at the
  * limit. stdout is returned in *out (malloc'd, NUL-terminated, at most cap
  * bytes kept; caller frees; out may be NULL to discard); stderr goes to the
- * runner's stderr. extra_env entries ("K=V") are added to the runner's own
- * environment. Returns the exit status (>= 0), 128+signal when killed by a
+ * runner's stderr. The child gets the runner's environment without
+ * LD_LIBRARY_PATH (a dist/ install's, meant for our binaries only), plus
+ * extra_env entries ("K=V"). Returns the exit status (>= 0), 128+signal when killed by a
  * signal, -ETIMEDOUT, or -errno. */
 int grade_exec_trusted(const char *const *argv, const char *const *extra_env,
                        double seconds, size_t cap, char **out);

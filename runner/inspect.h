@@ -11,8 +11,9 @@
  *   2. every undefined symbol is on the lab's allow-list (lab_symbol_allowed;
  *      a forbidden pattern's reason wins), or is one of the few names that
  *      nvcc and g++ themselves emit for plain code (see inspect.c);
- *   3. every defined global symbol is the lab's interface, a kernel or one
- *      of the student's own helpers: never a name of the CUDA runtime or
+ *   3. every defined global symbol is the lab's interface, a kernel, one of
+ *      the student's own helpers or a weak std:: template instantiation from
+ *      the standard headers: never a name of the CUDA runtime or
  *      driver, libc, libstdc++ or the C++ ABI (interposing one of those would
  *      replace it for the trusted harness in the same process);
  *   4. static initialisation: the only .init_array entry allowed is nvcc's
