@@ -654,6 +654,25 @@ static void write_cb(uv_write_t *w, int status)
         conn_after_writes(c);
 }
 
+/* Hand hw (owning hw->buf) to uv_write, or, when failed is non-zero or
+ * uv_write refuses, free it and close the connection. Either way hw is no
+ * longer the caller's. */
+static void conn_write_queue(struct http_conn *c, struct http_write *hw, int failed)
+{
+    uv_buf_t b = uv_buf_init(hw->buf.data, (unsigned)hw->buf.len);
+    if (failed || uv_write(&hw->w, (uv_stream_t *)&c->tcp, &b, 1, write_cb) != 0) {
+        http_buf_free(&hw->buf);
+        free(hw);
+        conn_close(c);
+        return;
+    }
+    c->write_pending += hw->buf.len;
+    /* Backpressure: a client that does not read gets no more parsing. */
+    if (c->write_pending > HTTP_WRITE_HIGH)
+        conn_read_stop(c);
+    conn_timer_arm(c, c->srv->lim.write_timeout_s);
+}
+
 static void conn_flush(struct http_conn *c)
 {
     if (c->closing || c->out.len == 0) {
@@ -694,18 +713,7 @@ static void conn_flush(struct http_conn *c)
     } else {
         c->out.len = 0;
     }
-    uv_buf_t b = uv_buf_init(hw->buf.data, (unsigned)hw->buf.len);
-    if (uv_write(&hw->w, (uv_stream_t *)&c->tcp, &b, 1, write_cb) != 0) {
-        http_buf_free(&hw->buf);
-        free(hw);
-        conn_close(c);
-        return;
-    }
-    c->write_pending += hw->buf.len;
-    /* Backpressure: a client that does not read gets no more parsing. */
-    if (c->write_pending > HTTP_WRITE_HIGH)
-        conn_read_stop(c);
-    conn_timer_arm(c, c->srv->lim.write_timeout_s);
+    conn_write_queue(c, hw, 0);
 }
 
 /* ---- timers ---- */
@@ -974,17 +982,7 @@ static void conn_write_body(struct http_conn *c, const char *body, size_t blen)
     if (!rc)
         rc = http_buf_append(&hw->buf, body + boff, blen - boff);
     c->out.len = 0;
-    uv_buf_t wb = uv_buf_init(hw->buf.data, (unsigned)hw->buf.len);
-    if (rc || uv_write(&hw->w, (uv_stream_t *)&c->tcp, &wb, 1, write_cb) != 0) {
-        http_buf_free(&hw->buf);
-        free(hw);
-        conn_close(c);
-        return;
-    }
-    c->write_pending += hw->buf.len;
-    if (c->write_pending > HTTP_WRITE_HIGH)
-        conn_read_stop(c);
-    conn_timer_arm(c, c->srv->lim.write_timeout_s);
+    conn_write_queue(c, hw, rc);
 }
 
 /* Format the response of c->req into c->out and reset the request. */
