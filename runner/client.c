@@ -154,11 +154,14 @@ int client_claim(struct client *c, int wait_seconds, json_t **job)
     return rc;
 }
 
-int client_progress(struct client *c, long long id, const char *phase, const char *detail,
-                    int *lease_left)
+int client_progress(struct client *c, long long id, int attempt, const char *phase,
+                    const char *detail, int *lease_left)
 {
     char path[128], *resp = NULL, *req;
-    json_t *body = json_pack("{s:s, s:s}", "phase", phase, "detail", detail ? detail : "");
+    /* runner + attempt name the lease: a runner whose lease expired and
+     * was re-granted to another (a later attempt) gets 409, not a say. */
+    json_t *body = json_pack("{s:s, s:s, s:s, s:i}", "phase", phase, "detail",
+                             detail ? detail : "", "runner", c->runner, "attempt", attempt);
     if (!body)
         return -ENOMEM;
     req = json_dumps(body, JSON_COMPACT);
@@ -184,11 +187,12 @@ int client_progress(struct client *c, long long id, const char *phase, const cha
     return rc;
 }
 
-int client_result(struct client *c, long long id, const char *status, const json_t *result,
-                  double give_up_s)
+int client_result(struct client *c, long long id, int attempt, const char *status,
+                  const json_t *result, double give_up_s)
 {
     char path[128], *resp = NULL, *req;
-    json_t *body = json_pack("{s:s, s:O}", "status", status, "result", result);
+    json_t *body = json_pack("{s:s, s:O, s:s, s:i}", "status", status, "result", result, "runner",
+                             c->runner, "attempt", attempt);
     if (!body)
         return -ENOMEM;
     req = json_dumps(body, JSON_COMPACT);
@@ -199,7 +203,7 @@ int client_result(struct client *c, long long id, const char *status, const json
     struct timespec t0, t;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     int rc = -ETIMEDOUT;
-    for (int attempt = 0;; attempt++) {
+    for (int try_ = 0;; try_++) {
         int code = post_json(c, path, req, c->timeout_s, &resp);
         if (code == 200) {
             rc = 0;
@@ -219,7 +223,7 @@ int client_result(struct client *c, long long id, const char *status, const json
         clock_gettime(CLOCK_MONOTONIC, &t);
         if ((double)(t.tv_sec - t0.tv_sec) > give_up_s)
             break;
-        client_backoff(attempt);
+        client_backoff(try_);
     }
     free(req);
     return rc;

@@ -32,18 +32,19 @@ void client_free(struct client *c);
  * network or server error. */
 int client_claim(struct client *c, int wait_seconds, json_t **job);
 
-/* POST /api/runner/jobs/{id}/progress. Returns 0 (and the lease seconds left
+/* POST /api/runner/jobs/{id}/progress {"phase","detail","runner","attempt"}
+ * (attempt: the job's "attempt" from the claim). Returns 0 (and the lease seconds left
  * in *lease_left when not NULL), -ECANCELED on 409 (the lease is lost:
  * abandon the job), -EAGAIN on a network or server error. */
-int client_progress(struct client *c, long long id, const char *phase, const char *detail,
-                    int *lease_left);
+int client_progress(struct client *c, long long id, int attempt, const char *phase,
+                    const char *detail, int *lease_left);
 
-/* POST /api/runner/jobs/{id}/result {"status","result"}. Retries with
+/* POST /api/runner/jobs/{id}/result {"status","result","runner","attempt"}. Retries with
  * backoff on network/server errors for up to give_up_s seconds. Returns 0,
  * -ECANCELED on 409 (someone else holds the job now), -EINVAL on another 4xx,
  * -ETIMEDOUT when it gave up. */
-int client_result(struct client *c, long long id, const char *status, const json_t *result,
-                  double give_up_s);
+int client_result(struct client *c, long long id, int attempt, const char *status,
+                  const json_t *result, double give_up_s);
 
 /* Sleep for the attempt-th backoff step: 0.5 s doubling to 30 s, with
  * jitter so that many runners do not hammer a restarted server in step. */

@@ -49,7 +49,7 @@ extern char **environ;
 #define CHANNEL_LINE_MAX  (1u << 20)
 #define TIME_MAX_MS       "3000"
 #define DIRLEN            2048           /* directories; file paths below get PATH_MAX */
-#define BASELINE_SEED     "00000000c0ffee00" /* the harness takes at most 16 hex digits */
+#define BASELINE_SEED     "00000000c0ffee00" /* fixed: baselines are cached across jobs */
 
 /* ---------------------------------------------------------------------- */
 /* Trusted commands. */
@@ -373,6 +373,7 @@ struct channel_info {
     json_t *device;          /* the device record, or NULL */
     json_t *timing;          /* the timing record, or NULL */
     json_t *case_errors;     /* object: case name -> "error: cause" of launch errors */
+    char *harness_error;     /* the harness's own failure ("harness_error" record), or NULL */
 };
 
 static void channel_info_clear(struct channel_info *ci)
@@ -380,6 +381,7 @@ static void channel_info_clear(struct channel_info *ci)
     json_decref(ci->device);
     json_decref(ci->timing);
     json_decref(ci->case_errors);
+    free(ci->harness_error);
     memset(ci, 0, sizeof *ci);
 }
 
@@ -412,6 +414,9 @@ static int channel_read_all(int fd, struct channel_info *ci)
             ci->device = json_incref(h);
         } else if (strcmp(t, "timing") == 0 && !ci->timing) {
             ci->timing = json_incref(h);
+        } else if (strcmp(t, "harness_error") == 0 && !ci->harness_error) {
+            const char *m = json_string_value(json_object_get(h, "message"));
+            ci->harness_error = strndup(m ? m : "", 400);
         }
         json_decref(h);
     }
@@ -590,6 +595,13 @@ static const char *run_failure(const struct sandbox_verdict *v, char *buf, size_
     else if (v->signal)
         snprintf(buf, len, "Your program was killed by signal %d (%s)%s%s.", v->signal,
                  strsignal(v->signal), v->message[0] ? ": " : "", v->message);
+    else if (v->exited && (v->exit_code == 2 || v->exit_code == 4))
+        /* The harness's "ours" statuses, but without its harness_error
+         * record: student code called exit() (see harness_failed). */
+        snprintf(buf, len, "Your program exited with status %d, and the harness reported no "
+                 "failure of its own: your code ended the process (exit(), abort path, "
+                 "or a library call that exits). Return from your function instead.",
+                 v->exit_code);
     else if (v->exited && v->exit_code != 0)
         snprintf(buf, len, "Your program exited with status %d%s%s.", v->exit_code,
                  v->message[0] ? ": " : "", v->message);
@@ -600,13 +612,20 @@ static const char *run_failure(const struct sandbox_verdict *v, char *buf, size_
 
 /* The harness's own exit statuses (labs/common/harness_common.cu): 2 a
  * harness failure or bad command line, 4 the channel could not be written:
- * ours, not the student's. Returns 1 (and a sentence in err) for those. */
-static int harness_failed(const struct sandbox_verdict *v, char *err, size_t errlen)
+ * ours, not the student's -- but only with the harness's
+ * {"type":"harness_error"} record on the channel before it. Student code
+ * can call exit(2) too, and cannot write fd 3: an exit 2 or 4 without the
+ * record is the student's (run_failure words it), never a free retry.
+ * Returns 1 (and a sentence in err) for a failure the harness claimed. */
+static int harness_failed(const struct sandbox_verdict *v, const struct channel_info *ci,
+                          char *err, size_t errlen)
 {
     if (!v->exited || v->timed_out || v->oom_killed || (v->exit_code != 2 && v->exit_code != 4))
         return 0;
-    snprintf(err, errlen, "the harness failed (exit %d): %.400s", v->exit_code,
-             v->err ? v->err : "");
+    if (!ci->harness_error)
+        return 0;
+    snprintf(err, errlen, "the harness failed (exit %d): %.300s; stderr: %.300s", v->exit_code,
+             ci->harness_error, v->err ? v->err : "");
     return 1;
 }
 
@@ -840,6 +859,124 @@ void grade_sanitizer_parse(const char *text, struct score_sanitizer *s)
         if (cur && !cur->file)
             source_position(body, &cur->file, &cur->line);
     }
+}
+
+/* ---------------------------------------------------------------------- */
+/* Work that runs at once after the check (threads; each starts its own
+ * process): compute-sanitizer memcheck and racecheck in the sandbox, and the
+ * trusted judge on the check's and the timing's channels. They are
+ * independent of each other and all take the GPU lock shared, so together
+ * they cost the longest of them instead of their sum (the submit-to-graded
+ * latency, tests/bench/grade_bench.sh). sandbox_run and grade_exec_trusted
+ * wait for their own pids only, so threads do not take each other's
+ * children. */
+
+struct sanitize_task {
+    pthread_t thread;
+    int started;
+    const struct run_ctx *rc;
+    const char *tool, *cs, *seed, *sanitize_case;
+    long long job_id;
+    struct score_sanitizer *s;
+    int r;                       /* < 0: the sandbox failed (system_error) */
+    char err[256];
+};
+
+static void *sanitize_main(void *p)
+{
+    struct sanitize_task *t = p;
+    const struct run_ctx *rc = t->rc;
+    struct score_sanitizer *s = t->s;
+    struct sandbox_verdict v;
+    memset(&v, 0, sizeof v);
+    int fd = channel_open(rc, t->tool);
+    if (fd < 0) {
+        t->r = fd;
+        snprintf(t->err, sizeof t->err, "cannot open a channel: %s", strerror(-fd));
+        return NULL;
+    }
+    const char *argv[] = {t->cs, "--tool", t->tool, "--error-exitcode", "86",
+                          "--print-limit", "20", "--launch-timeout", "60",
+                          "/work/prog", "check", "--seed", t->seed, "--cases",
+                          t->sanitize_case, "--no-guard", NULL};
+    double lim = (rc->lab->run_seconds > 0 ? rc->lab->run_seconds : 120) * 3;
+    int lk = gpu_lock(rc->env, 0);
+    int r = run_sandboxed(rc, argv, fd, lim, NULL, &v);
+    gpu_unlock(lk);
+    close(fd);
+    if (r < 0) {
+        t->r = r;
+        snprintf(t->err, sizeof t->err, "the sanitizer sandbox failed: %s", strerror(-r));
+        sandbox_verdict_free(&v);
+        return NULL;
+    }
+    const char *text = v.out ? v.out : "";
+    if (!strstr(text, "COMPUTE-SANITIZER") && !(v.err && strstr(v.err, "COMPUTE-SANITIZER"))) {
+        /* The sanitizer itself could not start in the sandbox: ours, not the
+         * student's. The rest of the grade stands; the line is not charged
+         * (score.c) and the admins see why. */
+        fprintf(stderr, "cugrade-runner: job %lld: compute-sanitizer %s did not start "
+                "(exit %d, signal %d): %.300s\n", t->job_id, t->tool, v.exit_code,
+                v.signal, v.err ? v.err : "");
+        s->infra_failed = 1;
+        snprintf(s->note, sizeof s->note,
+                 "compute-sanitizer could not run on this runner (our problem, not "
+                 "yours): %.150s", v.err ? v.err : "");
+        sandbox_verdict_free(&v);
+        return NULL;
+    }
+    s->ran = 1;
+    grade_sanitizer_parse(text, s);
+    if (v.err)
+        grade_sanitizer_parse(v.err, s);
+    if (v.exited && v.exit_code == 0) {
+        s->clean = 1;
+    } else if (v.exited && v.exit_code == SANITIZER_EXIT) {
+        snprintf(s->note, sizeof s->note, "%zu error(s) found", s->nfindings);
+    } else {
+        char fail[256];
+        const char *why = run_failure(&v, fail, sizeof fail);
+        snprintf(s->note, sizeof s->note, "the program failed under %s: %s", t->tool,
+                 why ? why : "unknown");
+    }
+    sandbox_verdict_free(&v);
+    return NULL;
+}
+
+struct judge_task {
+    pthread_t thread;
+    int started;
+    const struct run_ctx *rc;
+    const char *seed, *cases_csv;
+    char channel[PATH_MAX];
+    json_t *doc;
+    struct score_case *cases;
+    size_t ncases;
+    int r;
+    char err[512];
+};
+
+static void *judge_main(void *p)
+{
+    struct judge_task *t = p;
+    t->r = judge_run(t->rc, t->seed, t->channel, t->cases_csv, &t->doc, &t->cases, &t->ncases,
+                     t->err, sizeof t->err);
+    return NULL;
+}
+
+/* Start fn(arg) on a thread; when no thread can be made, run it here. */
+static void task_start(pthread_t *th, int *started, void *(*fn)(void *), void *arg)
+{
+    *started = pthread_create(th, NULL, fn, arg) == 0;
+    if (!*started)
+        fn(arg);
+}
+
+static void task_join(pthread_t *th, int *started)
+{
+    if (*started)
+        pthread_join(*th, NULL);
+    *started = 0;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1085,7 +1222,7 @@ static int valid_filename(const char *f)
 static int valid_seed(const char *s)
 {
     size_t n = s ? strlen(s) : 0;
-    if (n == 0 || n > 64)
+    if (n == 0 || n > 32) /* the harness and judge take 1 to 32 hex digits */
         return 0;
     for (size_t i = 0; i < n; i++)
         if (!isxdigit((unsigned char)s[i]))
@@ -1187,8 +1324,17 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
     size_t ncase_names = 0;
     int r, chk_fd = -1, lab_loaded = 0, rub_loaded = 0;
     const char *st = "system_error", *stopped_after = NULL;
-    char status_msg[800] = "", judge_flag[400] = "", seed[17] = "";
+    char status_msg[800] = "", judge_flag[400] = "", seed[33] = "";
     json_t *doc = NULL;
+    /* The check's aftermath, run at once (see sanitize_task). */
+    struct sanitize_task san_tasks[2];
+    size_t nsan_tasks = 0;
+    struct judge_task jt_task;
+    int jt_launched = 0, timed = 0;
+    struct sandbox_verdict tv;   /* the timing run */
+    struct channel_info ti;      /* and its channel */
+    const char *why = NULL;
+    char fatal[700] = "", cs[512] = "";
 
     struct phase_clock pc = {now_seconds(), json_object()};
     double t_start = pc.last;
@@ -1200,6 +1346,10 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
     memset(&cres, 0, sizeof cres);
     memset(&v, 0, sizeof v);
     memset(&ci, 0, sizeof ci);
+    memset(san_tasks, 0, sizeof san_tasks);
+    memset(&jt_task, 0, sizeof jt_task);
+    memset(&tv, 0, sizeof tv);
+    memset(&ti, 0, sizeof ti);
     *status = NULL;
     *result = NULL;
     in.timing.naive_ms = in.timing.optimized_ms = in.timing.cublas_ms = in.timing.cpu_ms = NAN;
@@ -1223,9 +1373,9 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
         snprintf(err, sizeof err, "the job's seed is not hex");
         goto syserr;
     }
-    /* The harness and judge take 1 to 16 hex digits (a 64-bit seed): the
-     * server's 128-bit seed is cut to its first 64 bits. */
-    snprintf(seed, sizeof seed, "%.16s", job->seed);
+    /* The server's 128-bit seed, whole: the harness and judge take 1 to 32
+     * hex digits (labs/common/gen.cuh gen_seed_parse_wide). */
+    snprintf(seed, sizeof seed, "%s", job->seed);
 
     in.lab = job->lab;
     in.gpu = env->gpu_name;
@@ -1413,26 +1563,17 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
             snprintf(err, sizeof err, "cannot read the result channel: %s", strerror(-r));
             goto syserr;
         }
-        if (harness_failed(&v, err, sizeof err)) {
+        if (harness_failed(&v, &ci, err, sizeof err)) {
             free(list);
             goto syserr;
         }
         char chan[PATH_MAX], fail[512];
         channel_path(&rc, "check", chan, sizeof chan);
         device_record_ensure(&rc);
-        json_t *jdoc = NULL;
         phase_mark(&pc, "device_record");
-        r = judge_run(&rc, seed, chan, list, &jdoc, &in.cases, &in.ncases, err, sizeof err);
-        phase_mark(&pc, "judge");
-        free(list);
-        if (r < 0)
-            goto syserr;
-        json_t *jdev = json_object_get(jdoc, "device");
-        in.timing.copy_gbs = json_number_value(json_object_get(jdev, "copy_gbs"));
-        in.timing.peak_gflops = json_number_value(json_object_get(jdev, "peak_fp32_gflops"));
-        json_decref(jdoc);
-        const char *why = run_failure(&v, fail, sizeof fail);
-        char fatal[700];
+        /* How the check run ended needs no judge: the verdict and the
+         * channel say it. */
+        why = run_failure(&v, fail, sizeof fail);
         if (v.exited && v.exit_code == 3) {
             fatal_case_message(&ci, fatal, sizeof fatal);
             if (fatal[0])
@@ -1440,6 +1581,115 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
         }
         if (!why && !ci.done)
             why = "Your program stopped before the harness finished (no final record).";
+        snprintf(d, sizeof d, "%zu/%zu", ncase_names, ncase_names);
+        progress_call(progress, arg, "checking", d);
+
+        if (!why) {
+            /* Timing first, before the judge has said that every case passed
+             * (it is thrown away below when speed points need correctness
+             * and a case failed): it needs the GPU alone, and everything
+             * after it -- the check's judge, the timing's judge, memcheck
+             * and racecheck -- then runs at once. A run whose cases already
+             * reported launch errors is not timed when that cannot pay. */
+            int need_correct = 0;
+            for (size_t i = 0; i < rub.nspeed; i++)
+                if (rub.speed[i].requires_correct)
+                    need_correct = 1;
+            if (lab.timing_case && rub.nspeed > 0 &&
+                !(need_correct && json_object_size(ci.case_errors) > 0)) {
+                if (progress_call(progress, arg, "timing", lab.timing_case) == -ECANCELED) {
+                    free(list);
+                    goto cancelled;
+                }
+                int fd = channel_open(&rc, "timing");
+                if (fd < 0) {
+                    free(list);
+                    snprintf(err, sizeof err, "cannot open a channel: %s", strerror(-fd));
+                    goto syserr;
+                }
+                const char *targv[] = {"/work/prog", "time", "--seed", seed, "--case",
+                                       lab.timing_case, "--max-ms", TIME_MAX_MS, NULL};
+                double tlim = (lab.run_seconds > 0 ? lab.run_seconds : 120) * 2;
+                int tlk = gpu_lock(env, 1);
+                r = run_sandboxed(&rc, targv, fd, tlim, NULL, &tv);
+                gpu_unlock(tlk);
+                if (r < 0) {
+                    close(fd);
+                    free(list);
+                    snprintf(err, sizeof err, "the timing sandbox failed: %s", strerror(-r));
+                    goto syserr;
+                }
+                phase_mark(&pc, "time_run");
+                channel_read_all(fd, &ti);
+                close(fd);
+                if (harness_failed(&tv, &ti, err, sizeof err)) {
+                    free(list);
+                    goto syserr;
+                }
+                timed = 1;
+                if (!run_failure(&tv, fail, sizeof fail) && ti.timing) {
+                    jt_task.rc = &rc;
+                    jt_task.seed = seed;
+                    jt_task.cases_csv = NULL;
+                    channel_path(&rc, "timing", jt_task.channel, sizeof jt_task.channel);
+                    task_start(&jt_task.thread, &jt_task.started, judge_main, &jt_task);
+                    jt_launched = 1;
+                }
+            }
+            /* --- 7. sanitize (at once with the judges) ---------------- */
+            if (lab.sanitize_case && (rub.sanitize_memcheck || rub.sanitize_racecheck)) {
+                const char *tools[2] = {rub.sanitize_memcheck ? "memcheck" : NULL,
+                                        rub.sanitize_racecheck ? "racecheck" : NULL};
+                snprintf(cs, sizeof cs, "%s/bin/compute-sanitizer", env->cuda_home);
+                if (access(cs, X_OK) != 0) {
+                    free(list);
+                    snprintf(err, sizeof err, "compute-sanitizer not found at %s", cs);
+                    goto syserr;
+                }
+                progress_call(progress, arg, "running",
+                              tools[0] && tools[1] ? "memcheck, racecheck"
+                                                   : tools[0] ? tools[0] : tools[1]);
+                for (int t = 0; t < 2; t++) {
+                    if (!tools[t])
+                        continue;
+                    struct sanitize_task *sk = &san_tasks[nsan_tasks++];
+                    struct score_sanitizer *s = &sans[in.nsanitizers++];
+                    s->tool = tools[t];
+                    sk->rc = &rc;
+                    sk->tool = tools[t];
+                    sk->cs = cs;
+                    sk->seed = seed;
+                    sk->sanitize_case = lab.sanitize_case;
+                    sk->job_id = job->id;
+                    sk->s = s;
+                    task_start(&sk->thread, &sk->started, sanitize_main, sk);
+                }
+            }
+        }
+
+        json_t *jdoc = NULL;
+        r = judge_run(&rc, seed, chan, list, &jdoc, &in.cases, &in.ncases, err, sizeof err);
+        phase_mark(&pc, "judge");
+        free(list);
+        /* Every task ends before anything below reads what it wrote. */
+        task_join(&jt_task.thread, &jt_task.started);
+        for (size_t i = 0; i < nsan_tasks; i++)
+            task_join(&san_tasks[i].thread, &san_tasks[i].started);
+        phase_mark(&pc, "sanitize");
+        if (r < 0) {
+            json_decref(jdoc);
+            goto syserr;
+        }
+        for (size_t i = 0; i < nsan_tasks; i++)
+            if (san_tasks[i].r < 0) {
+                json_decref(jdoc);
+                snprintf(err, sizeof err, "%s", san_tasks[i].err);
+                goto syserr;
+            }
+        json_t *jdev = json_object_get(jdoc, "device");
+        in.timing.copy_gbs = json_number_value(json_object_get(jdev, "copy_gbs"));
+        in.timing.peak_gflops = json_number_value(json_object_get(jdev, "peak_fp32_gflops"));
+        json_decref(jdoc);
         if (why) {
             st = v.timed_out ? "timeout" : "runtime_error";
             snprintf(status_msg, sizeof status_msg, "%s", why);
@@ -1472,8 +1722,6 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
             nc[in.ncases].max_abs_err = nc[in.ncases].max_rel_err = NAN;
             in.ncases++;
         }
-        snprintf(d, sizeof d, "%zu/%zu", ncase_names, ncase_names);
-        progress_call(progress, arg, "checking", d);
         if (why)
             goto score;
     }
@@ -1483,80 +1731,7 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
     }
     verdict_reset(&v);
 
-    phase_mark(&pc, "check_other");
-
-    /* --- 7. sanitize --------------------------------------------- */
-    if (lab.sanitize_case && (rub.sanitize_memcheck || rub.sanitize_racecheck)) {
-        const char *tools[2] = {rub.sanitize_memcheck ? "memcheck" : NULL,
-                                rub.sanitize_racecheck ? "racecheck" : NULL};
-        char cs[512];
-        snprintf(cs, sizeof cs, "%s/bin/compute-sanitizer", env->cuda_home);
-        for (int t = 0; t < 2; t++) {
-            if (!tools[t])
-                continue;
-            struct score_sanitizer *s = &sans[in.nsanitizers++];
-            s->tool = tools[t];
-            if (access(cs, X_OK) != 0) {
-                snprintf(err, sizeof err, "compute-sanitizer not found at %s", cs);
-                goto syserr;
-            }
-            if (progress_call(progress, arg, "running", tools[t]) == -ECANCELED)
-                goto cancelled;
-            int fd = channel_open(&rc, tools[t]);
-            if (fd < 0) {
-                snprintf(err, sizeof err, "cannot open a channel: %s", strerror(-fd));
-                goto syserr;
-            }
-            const char *argv[] = {cs, "--tool", tools[t], "--error-exitcode", "86",
-                                  "--print-limit", "20", "--launch-timeout", "60",
-                                  "/work/prog", "check", "--seed", seed, "--cases",
-                                  lab.sanitize_case, "--no-guard", NULL};
-            double lim = (lab.run_seconds > 0 ? lab.run_seconds : 120) * 3;
-            memset(&v, 0, sizeof v);
-            int lk = gpu_lock(env, 0);
-            r = run_sandboxed(&rc, argv, fd, lim, NULL, &v);
-            gpu_unlock(lk);
-            close(fd);
-            if (r < 0) {
-                snprintf(err, sizeof err, "the sanitizer sandbox failed: %s", strerror(-r));
-                goto syserr;
-            }
-            const char *text = v.out ? v.out : "";
-            if (!strstr(text, "COMPUTE-SANITIZER") && !(v.err && strstr(v.err, "COMPUTE-SANITIZER"))) {
-                /* The sanitizer itself could not start in the sandbox: ours,
-                 * not the student's. The rest of the grade stands; the line
-                 * is not charged (score.c) and the admins see why. */
-                fprintf(stderr, "cugrade-runner: job %lld: compute-sanitizer %s did not start "
-                        "(exit %d, signal %d): %.300s\n", job->id, tools[t], v.exit_code,
-                        v.signal, v.err ? v.err : "");
-                s->infra_failed = 1;
-                snprintf(s->note, sizeof s->note,
-                         "compute-sanitizer could not run on this runner (our problem, not "
-                         "yours): %.150s", v.err ? v.err : "");
-                verdict_reset(&v);
-                continue;
-            }
-            s->ran = 1;
-            grade_sanitizer_parse(text, s);
-            if (v.err)
-                grade_sanitizer_parse(v.err, s);
-            if (v.exited && v.exit_code == 0) {
-                s->clean = 1;
-            } else if (v.exited && v.exit_code == SANITIZER_EXIT) {
-                snprintf(s->note, sizeof s->note, "%zu error(s) found", s->nfindings);
-            } else {
-                char fail[256];
-                const char *why = run_failure(&v, fail, sizeof fail);
-                snprintf(s->note, sizeof s->note, "the program failed under %s: %s", tools[t],
-                         why ? why : "unknown");
-            }
-            verdict_reset(&v);
-        }
-    }
-
-    phase_mark(&pc, "sanitize");
-
-    /* --- 8. time ------------------------------------------------- */
+    /* --- 8. time (ran above; judged at once with the check) ----------- */
     {
         int all_correct = 1, need_correct = 1;
         for (size_t i = 0; i < in.ncases; i++)
@@ -1565,60 +1740,30 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
         for (size_t i = 0; i < rub.nspeed; i++)
             if (!rub.speed[i].requires_correct)
                 need_correct = 0;
-        if (!lab.timing_case || rub.nspeed == 0 || (need_correct && !all_correct))
+        if (!timed || (need_correct && !all_correct))
             goto graded;
-        if (progress_call(progress, arg, "timing", lab.timing_case) == -ECANCELED)
-            goto cancelled;
-        int fd = channel_open(&rc, "timing");
-        if (fd < 0) {
-            snprintf(err, sizeof err, "cannot open a channel: %s", strerror(-fd));
-            goto syserr;
-        }
-        const char *argv[] = {"/work/prog", "time", "--seed", seed, "--case",
-                              lab.timing_case, "--max-ms", TIME_MAX_MS, NULL};
-        double lim = (lab.run_seconds > 0 ? lab.run_seconds : 120) * 2;
-        memset(&v, 0, sizeof v);
-        int lk = gpu_lock(env, 1);
-        r = run_sandboxed(&rc, argv, fd, lim, NULL, &v);
-        gpu_unlock(lk);
-        if (r < 0) {
-            close(fd);
-            snprintf(err, sizeof err, "the timing sandbox failed: %s", strerror(-r));
-            goto syserr;
-        }
-        phase_mark(&pc, "time_run");
-        struct channel_info ti;
-        channel_read_all(fd, &ti);
-        close(fd);
         char fail[512];
-        if (harness_failed(&v, err, sizeof err)) {
-            channel_info_clear(&ti);
-            goto syserr;
-        }
-        const char *why = run_failure(&v, fail, sizeof fail);
-        if (why || !ti.timing) {
-            st = v.timed_out ? "timeout" : "runtime_error";
+        const char *why_t = run_failure(&tv, fail, sizeof fail);
+        if (why_t || !ti.timing) {
+            st = tv.timed_out ? "timeout" : "runtime_error";
             snprintf(status_msg, sizeof status_msg, "Timing failed: %s",
-                     why ? why : "the harness sent no timing record.");
-            channel_info_clear(&ti);
+                     why_t ? why_t : "the harness sent no timing record.");
+            /* The timing run's prints are the feedback now. */
+            sandbox_verdict_free(&v);
+            v = tv;
+            memset(&tv, 0, sizeof tv);
             goto score;
         }
-        channel_info_clear(&ti);
-        verdict_reset(&v);
-        /* The judge checks the re-check (fresh inputs from seed2: a cached
-         * answer fails), computes the case's bytes and flops and flags a
+        /* The judge checked the re-check (fresh inputs from seed2: a cached
+         * answer fails), computed the case's bytes and flops and flagged a
          * time past the physical floor; the runner recomputes the median and
          * its error from the raw samples. */
-        char chan[PATH_MAX];
-        channel_path(&rc, "timing", chan, sizeof chan);
-        json_t *jdoc = NULL;
-        struct score_case *rcs = NULL;
-        size_t nrc = 0;
-        r = judge_run(&rc, seed, chan, NULL, &jdoc, &rcs, &nrc, err, sizeof err);
-        phase_mark(&pc, "judge");
-        if (r < 0)
+        if (jt_task.r < 0 || !jt_launched) {
+            snprintf(err, sizeof err, "%s", jt_launched ? jt_task.err : "the timing judge did not run");
             goto syserr;
-        score_cases_free(rcs, nrc);
+        }
+        json_t *jdoc = jt_task.doc;
+        jt_task.doc = NULL;
         json_t *jt = json_object_get(jdoc, "timing");
         json_t *samples = json_object_get(jt, "samples_ms");
         size_t n = json_array_size(samples), k;
@@ -1719,6 +1864,14 @@ syserr:
     *result = grade_system_error_doc(job->lab, env->gpu_name, err);
     r = *result ? 0 : -ENOMEM;
 out:
+    /* No thread may outlive the buffers it writes (a goto from above). */
+    task_join(&jt_task.thread, &jt_task.started);
+    for (size_t i = 0; i < nsan_tasks; i++)
+        task_join(&san_tasks[i].thread, &san_tasks[i].started);
+    json_decref(jt_task.doc);
+    score_cases_free(jt_task.cases, jt_task.ncases);
+    channel_info_clear(&ti);
+    sandbox_verdict_free(&tv);
     json_decref(pc.obj);
     if (chk_fd >= 0)
         close(chk_fd);

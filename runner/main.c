@@ -444,6 +444,7 @@ static int cmd_grade(int argc, char **argv)
 struct heartbeat {
     struct client *cl;
     long long id;
+    int attempt;                  /* the claim's "attempt": names our lease */
     int period;                   /* seconds between posts when nothing changed */
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -470,7 +471,7 @@ static void *heartbeat_main(void *p)
         snprintf(phase, sizeof phase, "%s", hb->phase);
         snprintf(detail, sizeof detail, "%s", hb->detail);
         pthread_mutex_unlock(&hb->mu);
-        int r = client_progress(hb->cl, hb->id, phase, detail, NULL);
+        int r = client_progress(hb->cl, hb->id, hb->attempt, phase, detail, NULL);
         pthread_mutex_lock(&hb->mu);
         if (r == -ECANCELED) {
             fprintf(stderr, "cugrade-runner: job %lld: lease lost (409), abandoning\n", hb->id);
@@ -516,6 +517,7 @@ static int job_child(struct client *cl, struct host *hst, const struct grade_env
     memset(&hb, 0, sizeof hb);
     hb.cl = cl;
     hb.id = id;
+    hb.attempt = (int)json_integer_value(json_object_get(j, "attempt"));
     hb.period = lease > 0 ? lease / 3 : 20;
     if (hb.period < 2)
         hb.period = 2;
@@ -554,7 +556,7 @@ static int job_child(struct client *cl, struct host *hst, const struct grade_env
     fprintf(stderr, "cugrade-runner: job %lld: %s, score %g/%g\n", id, status,
             json_number_value(json_object_get(result, "score")),
             json_number_value(json_object_get(result, "max_score")));
-    r = client_result(cl, id, status, result, 600);
+    r = client_result(cl, id, hb.attempt, status, result, 600);
     json_decref(result);
     if (r == -ECANCELED)
         return EXIT_ABANDONED;
@@ -717,7 +719,8 @@ static int cmd_serve(int argc, char **argv)
             json_t *doc = grade_system_error_doc(json_string_value(json_object_get(job, "lab")),
                                                  h.gpu_name, msg);
             if (doc)
-                client_result(&cl, id, "system_error", doc, 120);
+                client_result(&cl, id, (int)json_integer_value(json_object_get(job, "attempt")),
+                              "system_error", doc, 120);
             json_decref(doc);
         }
         json_decref(job);

@@ -139,4 +139,38 @@ GEN_FN int gen_seed_parse(const char *s, uint64_t *out)
     return 0;
 }
 
+/* Parse a run seed of 1 to 32 hex digits ("0x" optional): the server sends
+ * 128 bits. Up to 16 digits the seed is the number itself (so every seed
+ * used before, e.g. the baselines' fixed one, makes the same inputs); with
+ * 17 to 32 digits the high part is folded in: lo ^ gen_mix64(hi ^ key),
+ * so every digit changes the inputs. The generator's state stays 64 bits
+ * (2^64 input sets are far beyond guessing). The harness, the judge and the
+ * CPU baseline all parse with this, so they agree. Returns 0 or -1. */
+GEN_FN int gen_seed_parse_wide(const char *s, uint64_t *out)
+{
+    uint64_t hi = 0, lo = 0;
+    int n = 0;
+    if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+        s += 2;
+    for (; *s; s++, n++) {
+        int d;
+        if (*s >= '0' && *s <= '9')
+            d = *s - '0';
+        else if (*s >= 'a' && *s <= 'f')
+            d = *s - 'a' + 10;
+        else if (*s >= 'A' && *s <= 'F')
+            d = *s - 'A' + 10;
+        else
+            return -1;
+        if (n == 32)
+            return -1;
+        hi = hi << 4 | lo >> 60;
+        lo = lo << 4 | (uint64_t)d;
+    }
+    if (n == 0)
+        return -1;
+    *out = n <= 16 ? lo : lo ^ gen_mix64(hi ^ 0x5eed5eed5eed5eedull);
+    return 0;
+}
+
 #endif

@@ -568,7 +568,7 @@ int main(int argc, char **argv)
         else
             jd_usage();
     }
-    if (seed_s == NULL || path == NULL || gen_seed_parse(seed_s, &seed) != 0)
+    if (seed_s == NULL || path == NULL || gen_seed_parse_wide(seed_s, &seed) != 0)
         jd_usage();
     for (size_t i = 0; i < LAB_NCASES; i++) {
         jd_cases[i].def = &LAB_CASES[i];
@@ -675,6 +675,10 @@ int main(int argc, char **argv)
             }
         } else if (strcmp(t->str, "done") == 0) {
             complete = 1;
+        } else if (strcmp(t->str, "harness_error") == 0) {
+            /* The harness claims a failure of its own (exit 2): the runner
+             * reads it and makes the job a system_error; nothing to judge. */
+            stop = jd_get(&o, "bytes", JD_NUM) != NULL;
         } else {
             jd_error("a record of unknown type");
             stop = jd_get(&o, "bytes", JD_NUM) != NULL;

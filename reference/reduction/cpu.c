@@ -57,7 +57,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < LAB_NCASES; i++)
         if (strcmp(LAB_CASES[i].name, name) == 0)
             c = &LAB_CASES[i];
-    if (c == NULL || gen_seed_parse(seed_s, &seed) != 0 || reps < 1 || reps > 100) {
+    if (c == NULL || gen_seed_parse_wide(seed_s, &seed) != 0 || reps < 1 || reps > 100) {
         fprintf(stderr, "cpu-baseline: unknown case, bad seed or bad --reps\n");
         return 2;
     }

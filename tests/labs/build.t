@@ -125,6 +125,21 @@ check "$([ $? = 2 ]; echo $?)" "judge: refuses a channel that is a symlink (exit
 "$J" --seed zz --channel "$TMP/c1" >/dev/null 2>&1
 check "$([ $? = 2 ]; echo $?)" "judge: refuses a bad seed (exit 2)"
 
+# Seeds: the server's 32 hex digits are taken whole, 33 are refused.
+"$J" --seed 0123456789abcdef0123456789abcdef --channel "$TMP/c1" >/dev/null 2>&1
+check "$([ $? = 0 ]; echo $?)" "judge: takes a 32-digit seed"
+"$J" --seed 0123456789abcdef0123456789abcdef0 --channel "$TMP/c1" >/dev/null 2>&1
+check "$([ $? = 2 ]; echo $?)" "judge: refuses a 33-digit seed (exit 2)"
+C="$TMP/reduction/cpu-baseline"
+s1=$("$C" --case 1000 --reps 1 --seed 00000000000000000000000000000001 2>&1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["sum"])')
+s2=$("$C" --case 1000 --reps 1 --seed ffffffffffffffff0000000000000001 2>&1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["sum"])')
+s3=$("$C" --case 1000 --reps 1 --seed 1 2>&1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["sum"])')
+s4=$("$C" --case 1000 --reps 1 --seed 0000000000000001 2>&1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["sum"])')
+check "$([ -n "$s1" ] && [ -n "$s2" ] && [ "$s1" != "$s2" ] && [ "$s3" = "$s4" ]; echo $?)" \
+    "seeds: the high 64 bits of a 32-digit seed change the inputs; up to 16 digits the value is the seed ($s1 / $s2 / $s3)"
+printf '%s\n{"type":"harness_error","message":"x"}\n' "$dev" >"$TMP/c14"
+judge_json "a harness_error record is skipped, not an error" "$TMP/c14" '"errors":[]'
+
 # The harness refuses to run without its channel (before any student code).
 H="$TMP/reduction/baseline-naive"
 "$H" check --seed 1 --cases 1000 3>&- >/dev/null 2>"$TMP/h.err"
@@ -132,4 +147,11 @@ rc=$?
 check "$([ $rc = 2 ] && grep -q 'fd 3' "$TMP/h.err"; echo $?)" "harness: exits 2 when fd 3 is not open"
 "$H" check --seed 1 --cases 1000,bogus 3>/dev/null 2>"$TMP/h.err"
 check "$([ $? = 2 ] && grep -q 'unknown case "bogus"' "$TMP/h.err"; echo $?)" "harness: refuses an unknown case before running anything"
+"$H" check --seed 1 --cases 1000,bogus 3>"$TMP/h.chan" >/dev/null 2>"$TMP/h.err"
+check "$([ $? = 2 ] && grep -q '^{"type":"harness_error","message":"unknown case \\"bogus\\""}$' "$TMP/h.chan"; echo $?)" \
+    "harness: claims its own failure with a harness_error record before exit 2"
+"$H" check --seed 0123456789abcdef0123456789abcdef --cases 1000 3>"$TMP/h.chan" >/dev/null 2>"$TMP/h.err"
+check "$(! grep -q -- '--seed' "$TMP/h.err"; echo $?)" "harness: takes a 32-digit seed"
+"$H" check --seed 0123456789abcdef0123456789abcdef0 --cases 1000 3>"$TMP/h.chan" >/dev/null 2>"$TMP/h.err"
+check "$([ $? = 2 ] && grep -q -- '--seed: 1 to 32' "$TMP/h.err" && grep -q harness_error "$TMP/h.chan"; echo $?)" "harness: refuses a 33-digit seed (exit 2, harness_error)"
 [ $fails = 0 ]

@@ -30,11 +30,12 @@ if os.geteuid() != 0:
 tmp = tempfile.mkdtemp(prefix="cugrade-runner-t-")
 os.chmod(tmp, 0o755)  # the sandbox may drop to an unprivileged uid before bwrap: it must traverse
 
-def grade(lab, fixture, stop="inspect"):
+def grade(lab, fixture, stop="inspect", env=None):
     p = subprocess.run([RUNNER, "grade", "--lab", lab, "--file", os.path.join(FIX, fixture),
                         "--stop-after", stop, "--root", ROOT, "--cache", os.path.join(tmp, "cache"),
                         "--work", os.path.join(tmp, "work"), "--arch", "sm_90"],
-                       capture_output=True, text=True, timeout=300)
+                       capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, **(env or {})))
     try:
         doc = json.loads(p.stdout)
     except ValueError:
@@ -51,7 +52,18 @@ try:
            and d["result"]["cugrade"].get("rejection") is None,
            f"{f} compiles in the sandbox and passes inspection", json.dumps(d)[:2000])
 
+    # Harmless parts of libstdc++ (containers, std::string, exceptions) are
+    # allowed; its file, stream and thread APIs are not (docs/runner.md).
+    d = grade("matmul", "std_containers_matmul.cu")
+    ok(d["status"] == "graded" and d["result"]["cugrade"].get("rejection") is None,
+       "std::map, std::string, std::unordered_map and a std::runtime_error pass inspection", json.dumps(d)[:2000])
+    d = grade("matmul", "std_fstream_matmul.cu")
+    rej = d["result"]["cugrade"].get("rejection") or {}
+    ok(d["status"] == "rejected" and rej.get("symbol", "").startswith("std::"),
+       "std::ifstream is rejected", json.dumps(d)[:2000])
+
     cases = [
+        ("std_thread_matmul.cu", "rejected", "std::thread::_M_start_thread", "threads are not allowed"),
         ("cublas_matmul.cu", "rejected", "cublasCreate_v2", "cuBLAS is not allowed"),
         ("dlopen_matmul.cu", "rejected", "dlopen", "loading libraries at run time"),
         ("define_event_elapsed.cu", "rejected", "cudaEventElapsedTime", "CUDA runtime"),
@@ -71,6 +83,17 @@ try:
     log = d["result"]["cugrade"].get("compile_log") or ""
     ok(d["status"] == "compile_error" and "syntax_error.cu(6): error" in log, "a syntax error: compile_error with file(line)", json.dumps(d)[:2000])
     ok("/work/" not in log and "/tmp/tmpxft" not in log, "the compile log has no sandbox paths", log)
+
+    # The sandbox failing before nvcc starts is ours, never a compile_error:
+    # no bwrap at all, and a "bwrap" that exits at once without starting the
+    # command (as it does when a bind source is missing or namespaces are
+    # refused: the ready pipe never gets its byte).
+    for bw, what in [("/nonexistent/bwrap", "a missing bwrap"), ("/bin/false", "a bwrap that fails to set up")]:
+        d = grade("matmul", "good_matmul.cu", env={"CUGRADE_BWRAP": bw})
+        out = d["result"].get("output", "")
+        ok(d["status"] == "system_error" and "compile sandbox failed" in out and
+           not d["result"]["cugrade"].get("compile_log"),
+           f"{what} ({bw}): the compile step is a system_error, not a compile_error", json.dumps(d)[:2000])
 
     d = grade("matmul", "include_shadow.cu")
     log = d["result"]["cugrade"].get("compile_log") or ""

@@ -41,6 +41,10 @@ SOURCES = {
     "wrong.cu": 'extern "C" void fill(float* o, int n) { for (int i = 0; i < n - 1; i++) o[i] = 2.0f * i; }\n',
     "crash.cu": 'extern "C" void fill(float* o, int n) { volatile float* p = 0; *p = 1; }\n',
     "hang.cu": 'extern "C" void fill(float* o, int n) { volatile int x = 1; while (x) { } }\n',
+    # exit(2) is what the harness does on a failure of its own: without the
+    # harness's harness_error record it must still be the student's.
+    "exit2.cu": '#include <cstdlib>\nextern "C" void fill(float* o, int n) { exit(2); }\n',
+    "exit4.cu": '#include <cstdlib>\nextern "C" void fill(float* o, int n) { for (int i = 0; i < n; i++) o[i] = 2.0f * i; if (n > 5000) exit(4); }\n',
 }
 
 def grade(name, extra=()):
@@ -97,8 +101,26 @@ try:
     ok(d["status"] == "timeout" and "time limit" in d.get("result", {}).get("output", ""),
        "an endless loop is a timeout", json.dumps(d)[:3000])
 
-    d, log = grade("good.cu", ["--seed", "0123456789abcdef0"])  # 17 digits: still cut to 16
-    ok(d["status"] == "graded", "a 17-digit seed is cut to the harness's 16", json.dumps(d)[:1500])
+    d, log = grade("exit2.cu")
+    out = d.get("result", {}).get("output", "")
+    ok(d["status"] == "runtime_error" and "status 2" in out and "harness reported no failure" in out,
+       "a program that exits 2 without the harness's record is charged: runtime_error, not system_error",
+       json.dumps(d)[:3000])
+    ok("harness seed: 0123456789abcdef0123456789abcdef" in d.get("result", {}).get("cugrade", {}).get("program_output", ""),
+       "the server's 32-digit seed reaches the harness whole", json.dumps(d)[:3000])
+    d, log = grade("exit4.cu")
+    out = d.get("result", {}).get("output", "")
+    cases = d.get("result", {}).get("cugrade", {}).get("cases", [])
+    ok(d["status"] == "runtime_error" and "status 4" in out and
+       [c["name"] for c in cases if c.get("passed")] == ["small"],
+       "exit 4 in the second case: runtime_error, the case that passed before keeps its points",
+       json.dumps(d)[:3000])
+    d, log = grade("good.cu", ["--seed", "bad0" + "0" * 28])
+    ok(d["status"] == "system_error" and "could not allocate" in d.get("result", {}).get("output", ""),
+       "exit 2 with the harness's harness_error record is ours: system_error", json.dumps(d)[:1500])
+    d, log = grade("good.cu", ["--seed", "0123456789abcdef0123456789abcdef0"])  # 33 digits
+    ok(d["status"] == "system_error" and "seed" in d.get("result", {}).get("output", ""),
+       "a 33-digit seed is refused by the runner (the harness takes 1 to 32)", json.dumps(d)[:1500])
 
     # The sanitizer step with a stand-in compute-sanitizer (CI has none): a
     # CUDA_HOME whose bin/ links the real nvcc and holds a script that prints
@@ -116,6 +138,7 @@ try:
         f.write("""#!/bin/sh
 echo "========= COMPUTE-SANITIZER"
 tool=$2
+[ -f /work/slow.cu ] && sleep 1.5
 while [ "$1" != /work/prog ]; do shift; done
 "$@" >/dev/null
 if [ "$tool" = racecheck ] && [ -f /work/racy.cu ]; then
@@ -138,6 +161,13 @@ echo "========= ERROR SUMMARY: 0 errors"
     ok(d["status"] == "graded" and len(san) == 2 and all(x["clean"] for x in san) and
        d["result"]["score"] == d["result"]["max_score"] == 45,
        "memcheck and racecheck exit 0: clean, the sanitizer points are earned", json.dumps(d)[:2500] + log[-1500:])
+    SOURCES["slow.cu"] = SOURCES["good.cu"]
+    d, log = grade("slow.cu", ["--rubric", rpath])
+    ph = d.get("result", {}).get("cugrade", {}).get("phases") or {}
+    waited = ph.get("judge", 9) + ph.get("sanitize", 9)
+    ok(d["status"] == "graded" and d["result"]["score"] == 45 and 1.4 < waited < 2.8,
+       "memcheck and racecheck (1.5 s each here) run at once with the judges: %.2f s, not 3+" % waited,
+       json.dumps(ph))
     d, log = grade("racy.cu", ["--rubric", rpath])
     san = d.get("result", {}).get("cugrade", {}).get("sanitizer") or []
     rc = [x for x in san if x["tool"] == "racecheck"]

@@ -27,7 +27,7 @@ if not os.path.exists("/usr/local/cuda/bin/nvcc") or os.geteuid() != 0:
 
 rubric = json.load(open(os.path.join(ROOT, "rubrics/matmul.json")))
 def job(i, fixture):
-    return {"id": i, "lab": "matmul", "attempt": 1, "lease_seconds": 30, "filename": "kernel.cu",
+    return {"id": i, "lab": "matmul", "attempt": i + 2, "lease_seconds": 30, "filename": "kernel.cu",
             "source": open(os.path.join(FIX, fixture)).read(), "sha256": "x" * 64,
             "seed": "0123456789abcdef0123456789abcdef", "rubric_version": 2, "rubric": rubric}
 
@@ -61,6 +61,7 @@ class H(BaseHTTPRequestHandler):
             elif self.path.endswith("/progress"):
                 jid = int(self.path.split("/")[4])
                 state["progress"].setdefault(jid, []).append((body.get("phase"), body.get("detail")))
+                state.setdefault("progress_lease", {}).setdefault(jid, []).append((body.get("runner"), body.get("attempt")))
                 if jid == 2:
                     return self.reply(409, {"error": {"code": "conflict", "message": "lease lost"}})
                 return self.reply(200, {"lease_expires_in": 30})
@@ -107,6 +108,13 @@ try:
     ok(r1 is not None and r1["status"] == "compile_error" and "(6): error" in r1["result"]["cugrade"]["compile_log"],
        "job 1 posted compile_error with the compiler's line", json.dumps(r1)[:1500])
     ok(s["result_tries"].get("1") == 2, "the result was retried after a 500", s["result_tries"])
+    leases = s.get("progress_lease", {}).get("1", []) + s.get("progress_lease", {}).get("2", [])
+    ok(leases and all(r == cb.get("runner") for r, _ in leases) and
+       all(a == 3 for r, a in s.get("progress_lease", {}).get("1", [])) and
+       all(a == 4 for r, a in s.get("progress_lease", {}).get("2", [])),
+       "every progress post names this runner and the job's attempt (the lease)", leases)
+    ok(r1 is not None and r1.get("runner") == cb.get("runner") and r1.get("attempt") == 3,
+       "the result names this runner and the job's attempt", {k: (r1 or {}).get(k) for k in ("runner", "attempt")})
     ok(r1 is not None and r1["result"]["cugrade"]["rubric_version"] == 2 and r1["result"]["max_score"] == 80,
        "the result uses the claimed rubric and its version")
     ok("2" not in s["results"], "job 2 (409 on progress) was abandoned: no result posted", s["results"].keys())

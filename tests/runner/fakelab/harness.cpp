@@ -56,7 +56,21 @@ int main(int argc, char** argv)
         else if (!strcmp(argv[i], "--case")) one = argv[++i];
         else if (!strcmp(argv[i], "--max-ms")) ++i;
     }
-    if (strcmp(mode, "device") && (!seed || strlen(seed) > 16)) { fprintf(stderr, "harness: --seed: 1 to 16 hex digits\n"); return 2; }
+    // Like the real harness: a failure of its own (before any student code
+    // ran) is claimed with a harness_error record, then exit 2.
+    if (strcmp(mode, "device") && (!seed || strlen(seed) > 32)) {
+        rec("{\"type\":\"harness_error\",\"message\":\"--seed: 1 to 32 hex digits\"}");
+        fprintf(stderr, "harness: --seed: 1 to 32 hex digits\n");
+        return 2;
+    }
+    // Test hook: a seed starting "bad0" plays a harness that cannot set up
+    // (the real one: no GPU, an allocation refused before the student's call).
+    if (seed && strncmp(seed, "bad0", 4) == 0) {
+        rec("{\"type\":\"harness_error\",\"message\":\"case small: could not allocate its buffers\"}");
+        fprintf(stderr, "harness: case small: could not allocate its buffers\n");
+        return 2;
+    }
+    if (seed) { printf("harness seed: %s\n", seed); fflush(stdout); }
     rec("{\"type\":\"device\",\"name\":\"Fake GPU\",\"cc\":\"9.0\",\"sms\":1,\"copy_gbs\":100.0,\"peak_fp32_gflops\":1000}");
     if (!strcmp(mode, "check")) {
         char* list = strdup(cases);
