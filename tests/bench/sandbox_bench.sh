@@ -6,6 +6,8 @@
 # Inside = sandbox_run() around the command (cgroup create/remove, bwrap,
 # namespaces, seccomp, supervisor), timed in-process by the CLI's --bench;
 # outside = fork+exec+wait of the same command by the same CLI (--direct).
+# The CUDA program is measured twice: as the GPU's only user, and while
+# another process holds a context open (as the runner's gpu-hold does).
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 WHERE=$(cd "${1:-${CUGRADE_BUILD:-$ROOT/build}}" && pwd) || exit 2
@@ -51,6 +53,16 @@ if [ -e /dev/nvidiactl ] && [ -x "$NVCC" ]; then
             done
         fi
         measure "trivial CUDA program" --gpu --mem 4G --pids 128 --wall 60 --cpu 60 $GPUENV --put "$T/cuda-prog:cuda-prog" -- ./cuda-prog trivial
+        # As the runner runs them: its `gpu-hold` process keeps a context
+        # open on the GPU (docs/runner.md), so no run pays the driver's GPU
+        # initialisation and teardown, which cost ~90 ms more inside the
+        # run's cgroup than outside (tests/bench/sandbox_diag.sh).
+        "$T/cuda-prog" hold 600 >/dev/null 2>&1 &
+        HOLD=$!
+        sleep 2
+        measure "trivial CUDA, GPU held" --gpu --mem 4G --pids 128 --wall 60 --cpu 60 $GPUENV --put "$T/cuda-prog:cuda-prog" -- ./cuda-prog trivial
+        kill "$HOLD" 2>/dev/null
+        wait "$HOLD" 2>/dev/null
     else
         echo "# nvcc failed; no CUDA row" >&2
     fi

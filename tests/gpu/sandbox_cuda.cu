@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <time.h>
+#include <unistd.h>
 #include <cuda_runtime.h>
 
 #define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
@@ -81,6 +83,36 @@ int main(int argc, char **argv)
     if (!strcmp(mode, "trivial")) {
         empty<<<1, 1>>>();
         CK(cudaDeviceSynchronize());
+        return 0;
+    }
+    if (!strcmp(mode, "phases")) {
+        /* tests/bench/sandbox_diag.sh: CLOCK_MONOTONIC (not namespaced by
+         * bwrap) at main, after the context, after the kernel; the
+         * speculation mitigations the kernel applies to this process. */
+        struct timespec a, b, c;
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        CK(cudaFree(0));
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        empty<<<1, 1>>>();
+        CK(cudaDeviceSynchronize());
+        clock_gettime(CLOCK_MONOTONIC, &c);
+        printf("main %.6f ctx %.6f kernel %.6f\n", a.tv_sec + a.tv_nsec / 1e9, b.tv_sec + b.tv_nsec / 1e9,
+               c.tv_sec + c.tv_nsec / 1e9);
+        FILE *f = fopen("/proc/self/status", "r");
+        char line[256];
+        while (f && fgets(line, sizeof line, f))
+            if (!strncmp(line, "Seccomp", 7) || !strncmp(line, "Speculation", 11) ||
+                !strncmp(line, "Cpus_allowed_list", 17) || !strncmp(line, "NoNewPrivs", 10))
+                fputs(line, stdout);
+        if (f)
+            fclose(f);
+        fflush(stdout);
+        return 0;
+    }
+    if (!strcmp(mode, "hold")) {
+        /* keep a context open (the GPU initialised) for argv[2] seconds */
+        CK(cudaFree(0));
+        sleep(argc > 2 ? atoi(argv[2]) : 60);
         return 0;
     }
     if (!strcmp(mode, "meminfo")) {

@@ -264,9 +264,12 @@ int main(int argc, char **argv)
         return failed ? 1 : 0;
     }
 
+    double t_start = now_ms();
     rc = sandbox_run(&cfg, &v);
+    double t_end = now_ms();
     printf("{\"rc\":%d", rc);
     if (rc == 0) {
+        printf(",\"t_start\":%.6f,\"t_end\":%.6f", t_start / 1e3, t_end / 1e3);
         printf(",\"exited\":%d,\"exit_code\":%d,\"signal\":%d,\"timed_out\":%d,\"cpu_limit\":%d,"
                "\"oom_killed\":%d,\"output_truncated\":%d,\"file_limit\":%d,\"wall_seconds\":%.3f,"
                "\"cpu_seconds\":%.3f,\"setup_seconds\":%.3f,\"peak_memory_bytes\":%llu,"
