@@ -113,16 +113,23 @@ static int post_json(struct client *c, const char *path, const char *json, doubl
     return rc;
 }
 
+/* Encode body (a new reference, always released here) as compact JSON.
+ * Returns a malloc'd string (caller frees) or NULL when out of memory. */
+static char *body_encode(json_t *body)
+{
+    if (!body)
+        return NULL;
+    char *req = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
+    return req;
+}
+
 int client_claim(struct client *c, int wait_seconds, json_t **job)
 {
     char *resp = NULL, *req;
-    json_t *body = json_pack("{s:s, s:s, s:i}", "runner", c->runner, "gpu", c->gpu, "wait",
-                             wait_seconds);
     *job = NULL;
-    if (!body)
-        return -ENOMEM;
-    req = json_dumps(body, JSON_COMPACT);
-    json_decref(body);
+    req = body_encode(json_pack("{s:s, s:s, s:i}", "runner", c->runner, "gpu", c->gpu, "wait",
+                                wait_seconds));
     if (!req)
         return -ENOMEM;
     int code = post_json(c, "/api/runner/claim", req, wait_seconds + c->timeout_s, &resp);
@@ -160,12 +167,8 @@ int client_progress(struct client *c, long long id, int attempt, const char *pha
     char path[128], *resp = NULL, *req;
     /* runner + attempt name the lease: a runner whose lease expired and
      * was re-granted to another (a later attempt) gets 409, not a say. */
-    json_t *body = json_pack("{s:s, s:s, s:s, s:i}", "phase", phase, "detail",
-                             detail ? detail : "", "runner", c->runner, "attempt", attempt);
-    if (!body)
-        return -ENOMEM;
-    req = json_dumps(body, JSON_COMPACT);
-    json_decref(body);
+    req = body_encode(json_pack("{s:s, s:s, s:s, s:i}", "phase", phase, "detail",
+                                detail ? detail : "", "runner", c->runner, "attempt", attempt));
     if (!req)
         return -ENOMEM;
     snprintf(path, sizeof path, "/api/runner/jobs/%lld/progress", id);
@@ -191,12 +194,8 @@ int client_result(struct client *c, long long id, int attempt, const char *statu
                   const json_t *result, double give_up_s)
 {
     char path[128], *resp = NULL, *req;
-    json_t *body = json_pack("{s:s, s:O, s:s, s:i}", "status", status, "result", result, "runner",
-                             c->runner, "attempt", attempt);
-    if (!body)
-        return -ENOMEM;
-    req = json_dumps(body, JSON_COMPACT);
-    json_decref(body);
+    req = body_encode(json_pack("{s:s, s:O, s:s, s:i}", "status", status, "result", result,
+                                "runner", c->runner, "attempt", attempt));
     if (!req)
         return -ENOMEM;
     snprintf(path, sizeof path, "/api/runner/jobs/%lld/result", id);
