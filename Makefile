@@ -3,7 +3,8 @@
 #   make test   install what the tests need, build, run every test that needs no GPU
 #
 # Layout: common/ is linked into both binaries; server/*.c (but main.c) form
-# libserver.a, runner/*.c (but main.c) form librunner.a. Unit tests in
+# libserver.a, runner/*.c (but main.c and launch.c, cugrade-launch) form
+# librunner.a. Unit tests in
 # tests/unit/{server,runner,common}_*.c link the matching library.
 
 BUILD   ?= build
@@ -32,7 +33,7 @@ RUNNER_LIBS = -lcurl -ljansson -lseccomp -lcrypto -lm -lpthread
 
 COMMON_SRC  = $(wildcard common/*.c)
 SERVER_SRC  = $(filter-out server/main.c,$(wildcard server/*.c))
-RUNNER_SRC  = $(filter-out runner/main.c,$(wildcard runner/*.c))
+RUNNER_SRC  = $(filter-out runner/main.c runner/launch.c,$(wildcard runner/*.c))
 
 COMMON_OBJ  = $(COMMON_SRC:%.c=$(BUILD)/%.o)
 SERVER_OBJ  = $(SERVER_SRC:%.c=$(BUILD)/%.o)
@@ -43,7 +44,7 @@ UNIT_RUNNER = $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(wildcard tests/u
 UNIT_COMMON = $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(wildcard tests/unit/common_*.c))
 TOOLS       = $(patsubst tests/tools/%.c,$(BUILD)/tests/tools/%,$(wildcard tests/tools/*.c))
 
-BINS = $(BUILD)/cugrade-server $(BUILD)/cugrade-runner
+BINS = $(BUILD)/cugrade-server $(BUILD)/cugrade-runner $(BUILD)/cugrade-launch
 
 .PHONY: all deps test-deps run test asan test-gpu dist bench clean format
 all: $(BINS) $(UNIT_SERVER) $(UNIT_RUNNER) $(UNIT_COMMON) $(TOOLS)
@@ -63,6 +64,9 @@ $(BUILD)/cugrade-server: $(BUILD)/server/main.o $(BUILD)/libserver.a $(BUILD)/li
 	$(CC) $(LDFLAGS) $^ $(SERVER_LIBS) -o $@
 $(BUILD)/cugrade-runner: $(BUILD)/runner/main.o $(BUILD)/librunner.a $(BUILD)/libcommon.a
 	$(CC) $(LDFLAGS) $^ $(RUNNER_LIBS) -o $@
+# The sanitizer runs' pre-started target (runner/launch.c): libc and dlopen only.
+$(BUILD)/cugrade-launch: $(BUILD)/runner/launch.o
+	$(CC) $(LDFLAGS) $^ -ldl -o $@
 
 $(BUILD)/tests/unit/server_%: $(BUILD)/tests/unit/server_%.o $(BUILD)/libserver.a $(BUILD)/libcommon.a
 	$(CC) $(LDFLAGS) $^ $(SERVER_LIBS) -o $@

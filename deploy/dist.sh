@@ -2,7 +2,7 @@
 # Pack what a GPU host needs to run cugrade without our build dependencies:
 #   sh deploy/dist.sh BUILD DIST        (make dist runs it)
 #
-#   DIST/cugrade-server, DIST/cugrade-runner   (when built)
+#   DIST/cugrade-server, DIST/cugrade-runner, DIST/cugrade-launch   (when built)
 #   DIST/tools/*      every test tool from BUILD/tests/tools (sandbox_run...)
 #   DIST/bwrap        Debian's bubblewrap (the GPU host has none)
 #   DIST/lib/         every shared library those need per ldd, except the
@@ -22,7 +22,7 @@ rm -rf "$DIST"
 mkdir -p "$DIST/lib" "$DIST/tools"
 
 bins=""
-for b in cugrade-server cugrade-runner; do
+for b in cugrade-server cugrade-runner cugrade-launch; do
     if [ -x "$BUILD/$b" ]; then
         cp "$BUILD/$b" "$DIST/$b"
         bins="$bins $DIST/$b"

@@ -15,6 +15,7 @@
 # The runner runs this once at start (trusted, outside any sandbox), then per
 # submission:  nvcc -c <nvcc_flags> -arch=ARCH student.cu -o student.o
 #              nvcc -arch=ARCH -cudart static OUTDIR/harness.o student.o -o prog
+#              nvcc ... -shared -o prog.so      (the same, for the sanitizers)
 # Environment: NVCC (default: nvcc on PATH, else /usr/local/cuda/bin/nvcc),
 # CC (default cc), PYTHON (default python3).
 set -eu
@@ -40,7 +41,9 @@ mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 INC="-I$OUT -I$ROOT/labs/common"
 # Trusted code: optimise, and keep the host side hardened like our C.
-NVFLAGS="-O3 -arch=$ARCH -std=c++17 -Xcompiler -fstack-protector-strong"
+# Position-independent: harness.o links into the check run's executable and
+# into the shared object the sanitizers load (runner/launch.c).
+NVFLAGS="-O3 -arch=$ARCH -std=c++17 -Xcompiler -fstack-protector-strong -Xcompiler -fPIC"
 
 # The cases, from lab.json. A host without python3 uses the copy generated
 # into the repository (labs/LAB/cases.generated.h; tests/labs/build.t keeps

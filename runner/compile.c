@@ -65,7 +65,8 @@ char **compile_argv_student(const struct compile_toolchain *tc, const struct lab
         goto fail;
     if (!lab_has_flag(lab, "-lineinfo") && argv_push(v, &n, cap, "-lineinfo"))
         goto fail;
-    if (argv_push(v, &n, cap, arch) || argv_push(v, &n, cap, src) ||
+    if (argv_push(v, &n, cap, "-Xcompiler") || argv_push(v, &n, cap, "-fPIC") ||
+        argv_push(v, &n, cap, arch) || argv_push(v, &n, cap, src) ||
         argv_push(v, &n, cap, "-o") || argv_push(v, &n, cap, obj))
         goto fail;
     return v;
@@ -257,7 +258,7 @@ int compile_student(const struct compile_toolchain *tc, const struct lab *lab,
 
 int compile_link(const struct compile_toolchain *tc, const struct lab *lab,
                  const char *workdir, const char *obj, const char *harness_obj,
-                 const char *prog, struct compile_result *res)
+                 const char *prog, int shared, struct compile_result *res)
 {
     size_t cap = lab->nlink_libs + 16, n = 0;
     char **v = calloc(cap, sizeof *v);
@@ -274,7 +275,7 @@ int compile_link(const struct compile_toolchain *tc, const struct lab *lab,
      * cudart (nvcc's default) last. */
     if (argv_push(v, &n, cap, nvcc) || argv_push(v, &n, cap, arch) ||
         argv_push(v, &n, cap, "-cudart=static") || argv_push(v, &n, cap, obj) ||
-        argv_push(v, &n, cap, "/lab/harness.o"))
+        argv_push(v, &n, cap, "/lab/harness.o") || (shared && argv_push(v, &n, cap, "-shared")))
         goto out;
     for (size_t i = 0; i < lab->nlink_libs; i++)
         if (argv_push(v, &n, cap, lab->link_libs[i]))

@@ -31,8 +31,10 @@ struct compile_result {
 };
 
 /* Build the nvcc argv for the student's compile: nvcc -c <lab flags>
- * [-O3] [-lineinfo] -arch=<arch> <src> -o <obj> (-O3 and -lineinfo added when
- * the lab's flags lack them). Returns a NULL-terminated malloc'd array whose
+ * [-O3] [-lineinfo] -Xcompiler -fPIC -arch=<arch> <src> -o <obj> (-O3 and
+ * -lineinfo added when the lab's flags lack them; position-independent host
+ * code so the object links into the executable and the shared object the
+ * sanitizers load alike). Returns a NULL-terminated malloc'd array whose
  * strings are malloc'd (free with compile_argv_free), or NULL on ENOMEM. */
 char **compile_argv_student(const struct compile_toolchain *tc, const struct lab *lab,
                             const char *src, const char *obj);
@@ -49,10 +51,12 @@ int compile_student(const struct compile_toolchain *tc, const struct lab *lab,
                     struct compile_result *res);
 
 /* Link workdir/<obj> with the trusted harness object harness_obj (host path)
- * and static cudart into workdir/<prog>, inside the sandbox. Same returns. */
+ * and static cudart into workdir/<prog>, inside the sandbox: an executable,
+ * or with shared a shared object whose main() cugrade-launch calls
+ * (runner/launch.c). Same returns. */
 int compile_link(const struct compile_toolchain *tc, const struct lab *lab,
                  const char *workdir, const char *obj, const char *harness_obj,
-                 const char *prog, struct compile_result *res);
+                 const char *prog, int shared, struct compile_result *res);
 
 /* Clean sandbox paths out of compiler output: "/work/" and nvcc's
  * "/tmp/tmpxft_..._" temporary prefixes disappear, "/lab/" becomes "".

@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -46,6 +47,9 @@ extern char **environ;
 #define RUN_WORKDIR_BYTES (256ull << 20)
 #define RUN_OUTPUT_CAP    (64u << 10)
 #define SANITIZER_EXIT    86             /* --error-exitcode: "found errors" */
+#define SANITIZE_LOAD_SECONDS 30        /* a pre-started sanitizer must load the program by then */
+#define JUDGE_READY_SECONDS 120         /* judge --serve must have CUDA up by then */
+#define JUDGE_OUTPUT_CAP  (16u << 20)    /* one verdict line at most */
 #define CHANNEL_LINE_MAX  (1u << 20)
 #define TIME_MAX_MS       "3000"
 #define DIRLEN            2048           /* directories; file paths below get PATH_MAX */
@@ -251,7 +255,10 @@ int grade_lab_ensure(const struct grade_env *env, const char *lab, char *err, si
     char dir[DIRLEN], stamp[PATH_MAX], lock[PATH_MAX], script[PATH_MAX];
     int rc, lfd = -1;
     lab_dir(env, lab, dir, sizeof dir);
-    snprintf(stamp, sizeof stamp, "%s/.cugrade-built", dir);
+    /* The stamp names the build's shape: bump it when build-lab.sh's
+     * outputs change incompatibly (2: a position-independent harness.o,
+     * linked into the sanitizers' shared object too). */
+    snprintf(stamp, sizeof stamp, "%s/.cugrade-built-2", dir);
     if (access(stamp, F_OK) == 0)
         return 0;
     if ((rc = mkdir_p(dir)) < 0) {
@@ -290,6 +297,57 @@ int grade_lab_ensure(const struct grade_env *env, const char *lab, char *err, si
 out:
     if (lfd >= 0)
         close(lfd);
+    return rc;
+}
+
+/* cugrade-launch where every sandbox can reach it: CACHE/cugrade-launch
+ * (the cache is traversable by the sandbox's uid, as the lab builds it
+ * binds; the runner's own directory need not be), refreshed when the
+ * runner's copy differs. Writes its path into out. */
+static int launch_ensure(const struct grade_env *env, char *out, size_t len, char *err,
+                         size_t errlen)
+{
+    struct stat a, b;
+    char tmp[PATH_MAX + 32];
+    snprintf(out, len, "%s/cugrade-launch", env->cache);
+    if (!env->launch || !*env->launch || stat(env->launch, &a) < 0) {
+        snprintf(err, errlen, "cugrade-launch not found (%s): build it with make, or set "
+                 "CUGRADE_LAUNCH", env->launch && *env->launch ? env->launch : "beside the runner");
+        return -ENOENT;
+    }
+    if (stat(out, &b) == 0 && b.st_size == a.st_size && b.st_mtime >= a.st_mtime)
+        return 0;
+    int in = open(env->launch, O_RDONLY | O_CLOEXEC), fd = -1, rc = 0;
+    snprintf(tmp, sizeof tmp, "%s.%d.tmp", out, (int)getpid());
+    if (in < 0 || mkdir_p(env->cache) < 0 ||
+        (fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0755)) < 0) {
+        rc = -errno;
+        goto done;
+    }
+    char buf[65536];
+    ssize_t n;
+    while ((n = read(in, buf, sizeof buf)) > 0)
+        if (write(fd, buf, (size_t)n) != n) {
+            rc = -EIO;
+            goto done;
+        }
+    if (n < 0 || fchmod(fd, 0755) < 0 || fsync(fd) < 0) {
+        rc = n < 0 ? -errno : -errno;
+        goto done;
+    }
+    close(fd);
+    fd = -1;
+    if (rename(tmp, out) < 0)
+        rc = -errno;
+done:
+    if (in >= 0)
+        close(in);
+    if (fd >= 0)
+        close(fd);
+    if (rc < 0) {
+        unlink(tmp);
+        snprintf(err, errlen, "cannot copy %.300s to %.300s: %s", env->launch, out, strerror(-rc));
+    }
     return rc;
 }
 
@@ -527,16 +585,24 @@ static void channel_path(const struct run_ctx *rc, const char *name, char *out, 
     snprintf(out, len, "%s/channel-%s", rc->jobdir, name);
 }
 
-/* Run argv in the sandbox on the GPU with the lab's run limits. prog_bind,
- * when set, binds a host program read-only at /lab/prog; extra_env (may be
- * NULL) is one more "K=V" for the environment. */
-static int run_sandboxed_env(const struct run_ctx *rc, const char *const *argv, int channel_fd,
-                             double seconds, const char *prog_bind, const char *extra_env,
-                             struct sandbox_verdict *v)
+/* How a sandboxed run differs from a plain one (zero it, then set what is
+ * needed; fds are -1 when unused). */
+struct run_opts {
+    const char *prog_bind;   /* host program bound read-only at /lab/prog */
+    const char *launch_bind; /* host cugrade-launch bound read-only at /lab/launch */
+    const char *extra_env;   /* one more "K=V" for the environment */
+    int control_fd;          /* fd 4 inside (sandbox_config.control_fd) */
+    int cancel_fd;           /* sandbox_config.cancel_fd */
+};
+
+/* Run argv in the sandbox on the GPU with the lab's run limits. */
+static int run_sandboxed_opts(const struct run_ctx *rc, const char *const *argv, int channel_fd,
+                              double seconds, const struct run_opts *o,
+                              struct sandbox_verdict *v)
 {
     const struct grade_env *env = rc->env;
     struct sandbox_config cfg;
-    struct sandbox_bind binds[3];
+    struct sandbox_bind binds[4];
     size_t nb = 0;
     char path[PATH_MAX + 64], cvd[64], real[PATH_MAX];
     const char *envv[12];
@@ -554,12 +620,14 @@ static int run_sandboxed_env(const struct run_ctx *rc, const char *const *argv, 
         snprintf(cvd, sizeof cvd, "CUDA_VISIBLE_DEVICES=%s", env->gpu_index);
         envv[ne++] = cvd;
     }
-    if (extra_env)
-        envv[ne++] = extra_env;
+    if (o && o->extra_env)
+        envv[ne++] = o->extra_env;
     envv[ne] = NULL;
     nb = compile_cuda_binds(env->cuda_home, binds, real);
-    if (prog_bind)
-        binds[nb++] = (struct sandbox_bind){prog_bind, "/lab/prog", 0};
+    if (o && o->prog_bind)
+        binds[nb++] = (struct sandbox_bind){o->prog_bind, "/lab/prog", 0};
+    if (o && o->launch_bind)
+        binds[nb++] = (struct sandbox_bind){o->launch_bind, "/lab/launch", 0};
     cfg.argv = argv;
     cfg.env = envv;
     cfg.workdir = rc->workdir;
@@ -568,6 +636,8 @@ static int run_sandboxed_env(const struct run_ctx *rc, const char *const *argv, 
     cfg.devices = env->gpu_devices;
     cfg.allow_gpu = env->gpu_devices != NULL;
     cfg.result_fd = channel_fd;
+    cfg.control_fd = o ? o->control_fd : -1;
+    cfg.cancel_fd = o ? o->cancel_fd : -1;
     cfg.wall_seconds = seconds;
     cfg.cpu_seconds = seconds * 4; /* the CUDA runtime's threads spin while they wait */
     cfg.memory_bytes = (rc->lab->memory_mb ? rc->lab->memory_mb : 16384) << 20;
@@ -576,6 +646,16 @@ static int run_sandboxed_env(const struct run_ctx *rc, const char *const *argv, 
     cfg.workdir_bytes = RUN_WORKDIR_BYTES;
     cfg.output_cap = RUN_OUTPUT_CAP;
     return sandbox_run(&cfg, v);
+}
+
+/* prog_bind, when set, binds a host program read-only at /lab/prog;
+ * extra_env (may be NULL) is one more "K=V" for the environment. */
+static int run_sandboxed_env(const struct run_ctx *rc, const char *const *argv, int channel_fd,
+                             double seconds, const char *prog_bind, const char *extra_env,
+                             struct sandbox_verdict *v)
+{
+    struct run_opts o = {prog_bind, NULL, extra_env, -1, -1};
+    return run_sandboxed_opts(rc, argv, channel_fd, seconds, &o, v);
 }
 
 static int run_sandboxed(const struct run_ctx *rc, const char *const *argv, int channel_fd,
@@ -640,16 +720,279 @@ static void fatal_case_message(const struct channel_info *ci, char *buf, size_t 
                            "cases could not run.", k, json_string_value(e));
 }
 
+/* Start fn(arg) on a thread; when no thread can be made, run it here. */
+static void task_start(pthread_t *th, int *started, void *(*fn)(void *), void *arg)
+{
+    *started = pthread_create(th, NULL, fn, arg) == 0;
+    if (!*started)
+        fn(arg);
+}
+
+static void task_join(pthread_t *th, int *started)
+{
+    if (*started)
+        pthread_join(*th, NULL);
+    *started = 0;
+}
+
+/* The trusted judge, started once per job as `judge --serve` before the
+ * compile (labs/common/judge_common.cu): its CUDA context comes up while
+ * nvcc runs, and each channel is then one command line on its stdin and
+ * one verdict line on its stdout. Without a session (it could not start)
+ * judge_run runs the one-shot `judge --seed ...` as before. */
+struct judge_session {
+    const struct run_ctx *rc;
+    pid_t pid;                   /* -1: none */
+    int in, out;                 /* its stdin, its stdout */
+    char *buf;                   /* what has been read of its stdout */
+    size_t len, cap;
+    pthread_t thread;            /* reads "ready" holding the GPU lock shared */
+    int started;
+    int ready;                   /* 1 ready, -1 it failed */
+};
+
+static void judge_extra_env(const struct run_ctx *rc, char *cvd, size_t len, const char *extra[3])
+{
+    extra[0] = extra[1] = extra[2] = NULL;
+    if (rc->env->gpu_index) {
+        snprintf(cvd, len, "CUDA_VISIBLE_DEVICES=%s", rc->env->gpu_index);
+        extra[0] = cvd;
+        extra[1] = "CUDA_DEVICE_ORDER=PCI_BUS_ID";
+    }
+}
+
+/* One line of the session's stdout (without its '\n', NUL-terminated,
+ * valid until the next call), or NULL at EOF, an error, past the deadline
+ * or past JUDGE_OUTPUT_CAP. */
+static char *judge_line(struct judge_session *js, double deadline)
+{
+    for (;;) {
+        char *nl = js->len ? memchr(js->buf, '\n', js->len) : NULL;
+        if (nl) {
+            /* Hand out the line; what follows it moves to the front on the
+             * next call (the line is used before then). */
+            *nl = '\0';
+            return js->buf;
+        }
+        double left = deadline - now_seconds();
+        if (left <= 0 || js->len >= JUDGE_OUTPUT_CAP)
+            return NULL;
+        if (js->cap - js->len < 65536) {
+            size_t nc = js->cap ? js->cap * 2 : 1 << 20;
+            char *nb = realloc(js->buf, nc);
+            if (!nb)
+                return NULL;
+            js->buf = nb;
+            js->cap = nc;
+        }
+        struct pollfd p = {js->out, POLLIN, 0};
+        int r = poll(&p, 1, (int)(left * 1000) + 1);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            continue;
+        ssize_t n = read(js->out, js->buf + js->len, js->cap - js->len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return NULL;
+        js->len += (size_t)n;
+    }
+}
+
+/* Drop the line judge_line returned. */
+static void judge_line_done(struct judge_session *js)
+{
+    size_t k = strlen(js->buf) + 1;
+    memmove(js->buf, js->buf + k, js->len - k);
+    js->len -= k;
+}
+
+static void *judge_ready_main(void *p)
+{
+    struct judge_session *js = p;
+    int lk = gpu_lock(js->rc->env, 0);
+    char *l = judge_line(js, now_seconds() + JUDGE_READY_SECONDS);
+    js->ready = l && strcmp(l, "ready") == 0 ? 1 : -1;
+    if (l)
+        judge_line_done(js);
+    gpu_unlock(lk);
+    return NULL;
+}
+
+static void judge_session_start(const struct run_ctx *rc, struct judge_session *js)
+{
+    char judge[PATH_MAX], cvd[64];
+    const char *extra[3];
+    int in[2], out[2];
+    memset(js, 0, sizeof *js);
+    js->rc = rc;
+    js->pid = -1;
+    js->in = js->out = -1;
+    lab_dir(rc->env, rc->lab->name, judge, sizeof judge);
+    strncat(judge, "/judge", sizeof judge - strlen(judge) - 1);
+    judge_extra_env(rc, cvd, sizeof cvd, extra);
+    if (pipe2(in, O_CLOEXEC) < 0)
+        return;
+    if (pipe2(out, O_CLOEXEC) < 0) {
+        close(in[0]);
+        close(in[1]);
+        return;
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        setpgid(0, 0);
+        dup2(in[0], 0);
+        dup2(out[1], 1);
+        unsetenv("LD_LIBRARY_PATH"); /* as grade_exec_trusted */
+        for (size_t i = 0; extra[i]; i++)
+            putenv((char *)extra[i]);
+        execl(judge, judge, "--serve", (char *)NULL);
+        fprintf(stderr, "cugrade-runner: cannot run %s: %s\n", judge, strerror(errno));
+        _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    if (pid < 0) {
+        close(in[1]);
+        close(out[0]);
+        return;
+    }
+    setpgid(pid, pid);
+    js->pid = pid;
+    js->in = in[1];
+    js->out = out[0];
+    task_start(&js->thread, &js->started, judge_ready_main, js);
+}
+
+/* The session ends in the background: the judge exits at EOF on its stdin
+ * (its CUDA teardown is not the student's wait); a straggler is killed. */
+struct judge_reap {
+    pid_t pid;
+};
+
+static void *judge_reap_main(void *p)
+{
+    struct judge_reap *jr = p;
+    int st;
+    for (int i = 0; i < 1000; i++) {
+        pid_t w = waitpid(jr->pid, &st, WNOHANG);
+        if (w == jr->pid || (w < 0 && errno != EINTR))
+            break;
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        if (i == 999) {
+            kill(-jr->pid, SIGKILL);
+            while (waitpid(jr->pid, &st, 0) < 0 && errno == EINTR)
+                ;
+        }
+    }
+    kill(-jr->pid, SIGKILL); /* anything it left in its group */
+    free(jr);
+    return NULL;
+}
+
+static void judge_session_end(struct judge_session *js)
+{
+    task_join(&js->thread, &js->started);
+    if (js->in >= 0)
+        close(js->in);
+    if (js->out >= 0)
+        close(js->out);
+    js->in = js->out = -1;
+    if (js->pid > 0) {
+        struct judge_reap *jr = malloc(sizeof *jr);
+        pthread_t th;
+        pthread_attr_t at;
+        int ok = 0;
+        if (jr && pthread_attr_init(&at) == 0) {
+            jr->pid = js->pid;
+            pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+            ok = pthread_create(&th, &at, judge_reap_main, jr) == 0;
+            pthread_attr_destroy(&at);
+        }
+        if (!ok) {
+            if (jr) {
+                jr->pid = js->pid;
+                judge_reap_main(jr);
+            } else {
+                kill(-js->pid, SIGKILL);
+                waitpid(js->pid, NULL, 0);
+            }
+        }
+    }
+    js->pid = -1;
+    free(js->buf);
+    js->buf = NULL;
+    js->len = js->cap = 0;
+}
+
+/* One verdict from the session. Returns 0 and the line (malloc'd) in *out,
+ * -EAGAIN when there is no usable session (the caller runs the one-shot
+ * judge), or another negative errno (the session broke: ours). */
+static int judge_ask(struct judge_session *js, const char *const *argv, double seconds, char **out)
+{
+    *out = NULL;
+    if (!js || js->pid <= 0)
+        return -EAGAIN;
+    task_join(&js->thread, &js->started);
+    if (js->ready != 1)
+        return -EAGAIN;
+    char cmd[3 * PATH_MAX];
+    size_t o = 0;
+    for (size_t i = 1; argv[i]; i++) {
+        if (strchr(argv[i], '\t') || strchr(argv[i], '\n'))
+            return -EINVAL;
+        int k = snprintf(cmd + o, sizeof cmd - o, "%s%s", i > 1 ? "\t" : "", argv[i]);
+        if (k < 0 || (size_t)k >= sizeof cmd - o)
+            return -E2BIG;
+        o += (size_t)k;
+    }
+    if (o + 1 >= sizeof cmd)
+        return -E2BIG;
+    cmd[o++] = '\n';
+    int lk = gpu_lock(js->rc->env, 0);
+    int r = 0;
+    size_t w = 0;
+    while (w < o) {
+        ssize_t n = write(js->in, cmd + w, o - w);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            r = -EPIPE;
+            break;
+        }
+        w += (size_t)n;
+    }
+    char *l = r == 0 ? judge_line(js, now_seconds() + seconds) : NULL;
+    if (l) {
+        *out = strdup(l);
+        judge_line_done(js);
+        if (!*out)
+            r = -ENOMEM;
+    } else if (r == 0) {
+        r = -EIO;
+    }
+    gpu_unlock(lk);
+    if (r < 0) {
+        /* Broken: no later verdict may come from it. */
+        kill(-js->pid, SIGKILL);
+        js->ready = -1;
+    }
+    return r;
+}
+
 /* Run the trusted judge on a channel: `judge --seed S --channel F [--cases
- * a,b] [--device D]`. Returns 0 with its verdict document in *doc (new
- * reference) and the cases parsed into *cases and *n, or a negative errno with a
- * sentence in err (a system_error: the judge is ours). */
-static int judge_run(const struct run_ctx *rc, const char *seed, const char *channel,
-                     const char *cases_csv, json_t **doc, struct score_case **cases, size_t *n,
-                     char *err, size_t errlen)
+ * a,b] [--device D]`, through the job's session when it has one. Returns 0
+ * with its verdict document in *doc (new reference) and the cases parsed
+ * into *cases and *n, or a negative errno with a sentence in err (a
+ * system_error: the judge is ours). */
+static int judge_run(const struct run_ctx *rc, struct judge_session *js, const char *seed,
+                     const char *channel, const char *cases_csv, json_t **doc,
+                     struct score_case **cases, size_t *n, char *err, size_t errlen)
 {
     char judge[PATH_MAX], *out = NULL, cvd[64];
-    const char *extra[3] = {NULL, NULL, NULL};
+    const char *extra[3];
     const char *argv[10];
     size_t a = 0;
     *doc = NULL;
@@ -671,15 +1014,14 @@ static int judge_run(const struct run_ctx *rc, const char *seed, const char *cha
         argv[a++] = rc->device_path;
     }
     argv[a] = NULL;
-    if (rc->env->gpu_index) {
-        snprintf(cvd, sizeof cvd, "CUDA_VISIBLE_DEVICES=%s", rc->env->gpu_index);
-        extra[0] = cvd;
-        extra[1] = "CUDA_DEVICE_ORDER=PCI_BUS_ID";
-    }
+    judge_extra_env(rc, cvd, sizeof cvd, extra);
     double lim = (rc->lab->run_seconds > 0 ? rc->lab->run_seconds : 120) * 2 + 60;
-    int lk = gpu_lock(rc->env, 0);
-    int r = grade_exec_trusted(argv, extra, lim, 16u << 20, &out);
-    gpu_unlock(lk);
+    int r = judge_ask(js, argv, lim, &out);
+    if (r == -EAGAIN) {
+        int lk = gpu_lock(rc->env, 0);
+        r = grade_exec_trusted(argv, extra, lim, JUDGE_OUTPUT_CAP, &out);
+        gpu_unlock(lk);
+    }
     if (r != 0) {
         snprintf(err, errlen, "the judge failed (%s %d)", r < 0 ? "error" : "status", r);
         free(out);
@@ -871,16 +1213,58 @@ void grade_sanitizer_parse(const char *text, struct score_sanitizer *s)
  * wait for their own pids only, so threads do not take each other's
  * children. */
 
+/* The shared object the sanitizers load, linked beside the executable. */
+struct link_task {
+    pthread_t thread;
+    int started;
+    const struct compile_toolchain *tc;
+    const struct lab *lab;
+    const char *workdir, *harness;
+    struct compile_result res;
+    int r;
+};
+
+static void *link_so_main(void *p)
+{
+    struct link_task *t = p;
+    t->r = compile_link(t->tc, t->lab, t->workdir, "student.o", t->harness, "prog.so", 1, &t->res);
+    return NULL;
+}
+
+/* A sanitizer run, pre-started (runner/launch.c): compute-sanitizer with
+ * cugrade-launch as its target starts in the sandbox while nvcc compiles,
+ * brings up its injection and the CUDA context (most of its cost), and
+ * waits on its control socket. After the link, sanitize_go() hands it
+ * /work/prog.so; sanitize_cancel() ends a run whose program never came. */
 struct sanitize_task {
     pthread_t thread;
     int started;
     const struct run_ctx *rc;
-    const char *tool, *cs, *seed, *sanitize_case;
+    const char *tool, *cs, *seed, *sanitize_case, *launch;
     long long job_id;
     struct score_sanitizer *s;
+    int ctl;                     /* our end of the launcher's control socket */
+    int ctl_child;               /* its end: fd 4 in the sandbox */
+    int cancel[2];               /* a byte on [1]: the sandbox ends at once */
+    int done[2];                 /* [1] closed by the thread when the run ended */
+    int gone;                    /* cancelled: nothing to report */
     int r;                       /* < 0: the sandbox failed (system_error) */
     char err[256];
 };
+
+static void sanitize_task_init(struct sanitize_task *t)
+{
+    memset(t, 0, sizeof *t);
+    t->ctl = t->ctl_child = -1;
+    t->cancel[0] = t->cancel[1] = t->done[0] = t->done[1] = -1;
+}
+
+static void fd_close(int *fd)
+{
+    if (*fd >= 0)
+        close(*fd);
+    *fd = -1;
+}
 
 static void *sanitize_main(void *p)
 {
@@ -893,17 +1277,27 @@ static void *sanitize_main(void *p)
     if (fd < 0) {
         t->r = fd;
         snprintf(t->err, sizeof t->err, "cannot open a channel: %s", strerror(-fd));
+        fd_close(&t->done[1]);
         return NULL;
     }
     const char *argv[] = {t->cs, "--tool", t->tool, "--error-exitcode", "86",
                           "--print-limit", "20", "--launch-timeout", "60",
-                          "/work/prog", "check", "--seed", t->seed, "--cases",
+                          "/lab/launch", "/work/prog.so", "check", "--seed", t->seed, "--cases",
                           t->sanitize_case, "--no-guard", NULL};
-    double lim = (rc->lab->run_seconds > 0 ? rc->lab->run_seconds : 120) * 3;
+    /* The limit covers the wait for the compile and link too. */
+    double lim = (rc->lab->run_seconds > 0 ? rc->lab->run_seconds : 120) * 3 +
+                 (rc->lab->compile_seconds > 0 ? rc->lab->compile_seconds : 60) * 2;
+    struct run_opts o = {NULL, t->launch, NULL, t->ctl_child, t->cancel[0]};
     int lk = gpu_lock(rc->env, 0);
-    int r = run_sandboxed(rc, argv, fd, lim, NULL, &v);
+    int r = run_sandboxed_opts(rc, argv, fd, lim, &o, &v);
     gpu_unlock(lk);
     close(fd);
+    fd_close(&t->done[1]);
+    if (r == -ECANCELED || (r == 0 && v.cancelled)) {
+        t->gone = 1;
+        sandbox_verdict_free(&v);
+        return NULL;
+    }
     if (r < 0) {
         t->r = r;
         snprintf(t->err, sizeof t->err, "the sanitizer sandbox failed: %s", strerror(-r));
@@ -911,10 +1305,12 @@ static void *sanitize_main(void *p)
         return NULL;
     }
     const char *text = v.out ? v.out : "";
-    if (!strstr(text, "COMPUTE-SANITIZER") && !(v.err && strstr(v.err, "COMPUTE-SANITIZER"))) {
-        /* The sanitizer itself could not start in the sandbox: ours, not the
-         * student's. The rest of the grade stands; the line is not charged
-         * (score.c) and the admins see why. */
+    int launch_failed = v.err && strstr(v.err, "cugrade-launch:") != NULL;
+    if (launch_failed ||
+        (!strstr(text, "COMPUTE-SANITIZER") && !(v.err && strstr(v.err, "COMPUTE-SANITIZER")))) {
+        /* The sanitizer itself (or our launcher) could not start in the
+         * sandbox: ours, not the student's. The rest of the grade stands;
+         * the line is not charged (score.c) and the admins see why. */
         fprintf(stderr, "cugrade-runner: job %lld: compute-sanitizer %s did not start "
                 "(exit %d, signal %d): %.300s\n", t->job_id, t->tool, v.exit_code,
                 v.signal, v.err ? v.err : "");
@@ -943,40 +1339,82 @@ static void *sanitize_main(void *p)
     return NULL;
 }
 
-struct judge_task {
-    pthread_t thread;
-    int started;
-    const struct run_ctx *rc;
-    const char *seed, *cases_csv;
-    char channel[PATH_MAX];
-    json_t *doc;
-    struct score_case *cases;
-    size_t ncases;
-    int r;
-    char err[512];
-};
-
-static void *judge_main(void *p)
+/* Start t (tool, rc, cs, seed... filled in) waiting for its program.
+ * Returns 0, or -errno with nothing started. */
+static int sanitize_prestart(struct sanitize_task *t)
 {
-    struct judge_task *t = p;
-    t->r = judge_run(t->rc, t->seed, t->channel, t->cases_csv, &t->doc, &t->cases, &t->ncases,
-                     t->err, sizeof t->err);
-    return NULL;
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+        return -errno;
+    t->ctl = sv[0];
+    t->ctl_child = sv[1];
+    if (pipe2(t->cancel, O_CLOEXEC) < 0 || pipe2(t->done, O_CLOEXEC) < 0) {
+        int e = -errno;
+        fd_close(&t->ctl);
+        fd_close(&t->ctl_child);
+        fd_close(&t->cancel[0]);
+        fd_close(&t->cancel[1]);
+        return e;
+    }
+    task_start(&t->thread, &t->started, sanitize_main, t);
+    return 0;
 }
 
-/* Start fn(arg) on a thread; when no thread can be made, run it here. */
-static void task_start(pthread_t *th, int *started, void *(*fn)(void *), void *arg)
+/* The program is linked: let t load it, and wait until it has (so that
+ * nothing the student's check run does can change what it loads) or its
+ * run has ended. */
+static void sanitize_go(struct sanitize_task *t)
 {
-    *started = pthread_create(th, NULL, fn, arg) == 0;
-    if (!*started)
-        fn(arg);
+    char c = 'g';
+    if (t->ctl < 0 || write(t->ctl, &c, 1) != 1)
+        return;
+    double end = now_seconds() + SANITIZE_LOAD_SECONDS;
+    for (;;) {
+        struct pollfd pf[2] = {{t->ctl, POLLIN, 0}, {t->done[0], POLLIN, 0}};
+        double left = end - now_seconds();
+        if (left <= 0) {
+            /* Never answered: its verdict says what happened; the check
+             * run does not wait for it any longer. */
+            fprintf(stderr, "cugrade-runner: %s did not load the program in %d s\n", t->tool,
+                    SANITIZE_LOAD_SECONDS);
+            break;
+        }
+        int n = poll(pf, 2, (int)(left * 1000) + 1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 || pf[1].revents)
+            break; /* the run ended */
+        if (pf[0].revents) {
+            ssize_t k = read(t->ctl, &c, 1);
+            if (k <= 0 || c == 'l' || c == 'e')
+                break;
+            /* 'r': CUDA is up; keep waiting for the load */
+        }
+    }
+    fd_close(&t->ctl);
 }
 
-static void task_join(pthread_t *th, int *started)
+/* No program will come: end t's run at once and wait for its thread. */
+static void sanitize_cancel(struct sanitize_task *t)
 {
-    if (*started)
-        pthread_join(*th, NULL);
-    *started = 0;
+    if (t->cancel[1] >= 0) {
+        char c = 'c';
+        ssize_t w = write(t->cancel[1], &c, 1);
+        (void)w;
+    }
+    fd_close(&t->ctl);
+}
+
+/* Wait for t's run, then free what it held. */
+static void sanitize_finish(struct sanitize_task *t)
+{
+    task_join(&t->thread, &t->started);
+    fd_close(&t->ctl);
+    fd_close(&t->ctl_child);
+    fd_close(&t->cancel[0]);
+    fd_close(&t->cancel[1]);
+    fd_close(&t->done[0]);
+    fd_close(&t->done[1]);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1329,8 +1767,9 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
     /* The check's aftermath, run at once (see sanitize_task). */
     struct sanitize_task san_tasks[2];
     size_t nsan_tasks = 0;
-    struct judge_task jt_task;
-    int jt_launched = 0, timed = 0;
+    struct judge_session js;
+    struct link_task so_task;
+    char launch[PATH_MAX];
     struct sandbox_verdict tv;   /* the timing run */
     struct channel_info ti;      /* and its channel */
     const char *why = NULL;
@@ -1346,8 +1785,11 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
     memset(&cres, 0, sizeof cres);
     memset(&v, 0, sizeof v);
     memset(&ci, 0, sizeof ci);
-    memset(san_tasks, 0, sizeof san_tasks);
-    memset(&jt_task, 0, sizeof jt_task);
+    for (size_t i = 0; i < 2; i++)
+        sanitize_task_init(&san_tasks[i]);
+    memset(&js, 0, sizeof js);
+    js.pid = js.in = js.out = -1;
+    memset(&so_task, 0, sizeof so_task);
     memset(&tv, 0, sizeof tv);
     memset(&ti, 0, sizeof ti);
     *status = NULL;
@@ -1413,8 +1855,49 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
         close(fd);
     }
 
+    /* --- pre-start: what waits for the program starts during nvcc ---- */
+    /* The judge's CUDA context and the sanitizers' injection and context
+     * are most of their cost and need no program: they come up while the
+     * student's file compiles (docs/runner.md "Order and overlap"). */
+    if ((r = grade_lab_ensure(env, job->lab, err, sizeof err)) < 0)
+        goto syserr;
+    if (!job->stop_after) {
+        judge_session_start(&rc, &js);
+        if (lab.sanitize_case && (rub.sanitize_memcheck || rub.sanitize_racecheck)) {
+            const char *tools[2] = {rub.sanitize_memcheck ? "memcheck" : NULL,
+                                    rub.sanitize_racecheck ? "racecheck" : NULL};
+            snprintf(cs, sizeof cs, "%s/bin/compute-sanitizer", env->cuda_home);
+            if (access(cs, X_OK) != 0) {
+                snprintf(err, sizeof err, "compute-sanitizer not found at %s", cs);
+                goto syserr;
+            }
+            if ((r = launch_ensure(env, launch, sizeof launch, err, sizeof err)) < 0)
+                goto syserr;
+            for (int t = 0; t < 2; t++) {
+                if (!tools[t])
+                    continue;
+                struct sanitize_task *sk = &san_tasks[nsan_tasks];
+                sanitize_task_init(sk);
+                sk->rc = &rc;
+                sk->tool = tools[t];
+                sk->cs = cs;
+                sk->launch = launch;
+                sk->seed = seed;
+                sk->sanitize_case = lab.sanitize_case;
+                sk->job_id = job->id;
+                sk->s = &sans[nsan_tasks];
+                sans[nsan_tasks].tool = tools[t];
+                if ((r = sanitize_prestart(sk)) < 0) {
+                    snprintf(err, sizeof err, "cannot start %s: %s", tools[t], strerror(-r));
+                    goto syserr;
+                }
+                nsan_tasks++;
+            }
+        }
+    }
+    phase_mark(&pc, "prestart");
+
     /* --- 3. compile ----------------------------------------------- */
-    phase_mark(&pc, "setup");
     if (progress_call(progress, arg, "compiling", "nvcc") == -ECANCELED)
         goto cancelled;
     struct compile_toolchain tc = {env->cuda_home, env->arch};
@@ -1469,15 +1952,22 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
     if (stop_at(job, "inspect"))
         goto stopped;
 
-    /* --- 5. link -------------------------------------------------- */
-    if ((r = grade_lab_ensure(env, job->lab, err, sizeof err)) < 0)
-        goto syserr;
+    /* --- 5. link: the executable, and beside it the shared object the
+     * pre-started sanitizers load ---------------------------------- */
     lab_dir(env, job->lab, harness, sizeof harness);
     strncat(harness, "/harness.o", sizeof harness - strlen(harness) - 1);
     if (progress_call(progress, arg, "compiling", "linking") == -ECANCELED)
         goto cancelled;
     compile_result_free(&cres);
-    r = compile_link(&tc, &lab, workdir, "student.o", harness, "prog", &cres);
+    if (nsan_tasks) {
+        so_task.tc = &tc;
+        so_task.lab = &lab;
+        so_task.workdir = workdir;
+        so_task.harness = harness;
+        task_start(&so_task.thread, &so_task.started, link_so_main, &so_task);
+    }
+    r = compile_link(&tc, &lab, workdir, "student.o", harness, "prog", 0, &cres);
+    task_join(&so_task.thread, &so_task.started);
     phase_mark(&pc, "link");
     if (r < 0) {
         snprintf(err, sizeof err, "the link sandbox failed: %s", strerror(-r));
@@ -1502,6 +1992,28 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
 
     if (stop_at(job, "link"))
         goto stopped;
+
+    /* The sanitizers get the program now, before any student code runs. */
+    if (nsan_tasks && (so_task.r < 0 || !so_task.res.ok)) {
+        /* The executable linked and the same objects as a shared object
+         * did not: ours. The sanitizers do not run; their line is not
+         * charged (score.c, infra_failed). */
+        fprintf(stderr, "cugrade-runner: job %lld: the sanitizers' prog.so did not link (%s): %.400s\n",
+                job->id, so_task.r < 0 ? strerror(-so_task.r) : so_task.res.message,
+                so_task.res.log ? so_task.res.log : "");
+        for (size_t i = 0; i < nsan_tasks; i++) {
+            sanitize_cancel(&san_tasks[i]);
+            sanitize_finish(&san_tasks[i]);
+            sans[i].infra_failed = 1;
+            snprintf(sans[i].note, sizeof sans[i].note,
+                     "compute-sanitizer could not run on this runner (our problem, not yours): "
+                     "the program did not link as a shared object");
+        }
+    } else {
+        for (size_t i = 0; i < nsan_tasks; i++)
+            sanitize_go(&san_tasks[i]);
+    }
+    in.nsanitizers = nsan_tasks;
 
     /* --- 6. check ------------------------------------------------- */
     {
@@ -1584,108 +2096,15 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
         snprintf(d, sizeof d, "%zu/%zu", ncase_names, ncase_names);
         progress_call(progress, arg, "checking", d);
 
-        if (!why) {
-            /* Timing first, before the judge has said that every case passed
-             * (it is thrown away below when speed points need correctness
-             * and a case failed): it needs the GPU alone, and everything
-             * after it -- the check's judge, the timing's judge, memcheck
-             * and racecheck -- then runs at once. A run whose cases already
-             * reported launch errors is not timed when that cannot pay. */
-            int need_correct = 0;
-            for (size_t i = 0; i < rub.nspeed; i++)
-                if (rub.speed[i].requires_correct)
-                    need_correct = 1;
-            if (lab.timing_case && rub.nspeed > 0 &&
-                !(need_correct && json_object_size(ci.case_errors) > 0)) {
-                if (progress_call(progress, arg, "timing", lab.timing_case) == -ECANCELED) {
-                    free(list);
-                    goto cancelled;
-                }
-                int fd = channel_open(&rc, "timing");
-                if (fd < 0) {
-                    free(list);
-                    snprintf(err, sizeof err, "cannot open a channel: %s", strerror(-fd));
-                    goto syserr;
-                }
-                const char *targv[] = {"/work/prog", "time", "--seed", seed, "--case",
-                                       lab.timing_case, "--max-ms", TIME_MAX_MS, NULL};
-                double tlim = (lab.run_seconds > 0 ? lab.run_seconds : 120) * 2;
-                int tlk = gpu_lock(env, 1);
-                r = run_sandboxed(&rc, targv, fd, tlim, NULL, &tv);
-                gpu_unlock(tlk);
-                if (r < 0) {
-                    close(fd);
-                    free(list);
-                    snprintf(err, sizeof err, "the timing sandbox failed: %s", strerror(-r));
-                    goto syserr;
-                }
-                phase_mark(&pc, "time_run");
-                channel_read_all(fd, &ti);
-                close(fd);
-                if (harness_failed(&tv, &ti, err, sizeof err)) {
-                    free(list);
-                    goto syserr;
-                }
-                timed = 1;
-                if (!run_failure(&tv, fail, sizeof fail) && ti.timing) {
-                    jt_task.rc = &rc;
-                    jt_task.seed = seed;
-                    jt_task.cases_csv = NULL;
-                    channel_path(&rc, "timing", jt_task.channel, sizeof jt_task.channel);
-                    task_start(&jt_task.thread, &jt_task.started, judge_main, &jt_task);
-                    jt_launched = 1;
-                }
-            }
-            /* --- 7. sanitize (at once with the judges) ---------------- */
-            if (lab.sanitize_case && (rub.sanitize_memcheck || rub.sanitize_racecheck)) {
-                const char *tools[2] = {rub.sanitize_memcheck ? "memcheck" : NULL,
-                                        rub.sanitize_racecheck ? "racecheck" : NULL};
-                snprintf(cs, sizeof cs, "%s/bin/compute-sanitizer", env->cuda_home);
-                if (access(cs, X_OK) != 0) {
-                    free(list);
-                    snprintf(err, sizeof err, "compute-sanitizer not found at %s", cs);
-                    goto syserr;
-                }
-                progress_call(progress, arg, "running",
-                              tools[0] && tools[1] ? "memcheck, racecheck"
-                                                   : tools[0] ? tools[0] : tools[1]);
-                for (int t = 0; t < 2; t++) {
-                    if (!tools[t])
-                        continue;
-                    struct sanitize_task *sk = &san_tasks[nsan_tasks++];
-                    struct score_sanitizer *s = &sans[in.nsanitizers++];
-                    s->tool = tools[t];
-                    sk->rc = &rc;
-                    sk->tool = tools[t];
-                    sk->cs = cs;
-                    sk->seed = seed;
-                    sk->sanitize_case = lab.sanitize_case;
-                    sk->job_id = job->id;
-                    sk->s = s;
-                    task_start(&sk->thread, &sk->started, sanitize_main, sk);
-                }
-            }
-        }
-
+        /* The check's judge, while the sanitizers finish beside it. */
         json_t *jdoc = NULL;
-        r = judge_run(&rc, seed, chan, list, &jdoc, &in.cases, &in.ncases, err, sizeof err);
+        r = judge_run(&rc, &js, seed, chan, list, &jdoc, &in.cases, &in.ncases, err, sizeof err);
         phase_mark(&pc, "judge");
         free(list);
-        /* Every task ends before anything below reads what it wrote. */
-        task_join(&jt_task.thread, &jt_task.started);
-        for (size_t i = 0; i < nsan_tasks; i++)
-            task_join(&san_tasks[i].thread, &san_tasks[i].started);
-        phase_mark(&pc, "sanitize");
         if (r < 0) {
             json_decref(jdoc);
             goto syserr;
         }
-        for (size_t i = 0; i < nsan_tasks; i++)
-            if (san_tasks[i].r < 0) {
-                json_decref(jdoc);
-                snprintf(err, sizeof err, "%s", san_tasks[i].err);
-                goto syserr;
-            }
         json_t *jdev = json_object_get(jdoc, "device");
         in.timing.copy_gbs = json_number_value(json_object_get(jdev, "copy_gbs"));
         in.timing.peak_gflops = json_number_value(json_object_get(jdev, "peak_fp32_gflops"));
@@ -1723,7 +2142,7 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
             in.ncases++;
         }
         if (why)
-            goto score;
+            goto sanitized;
     }
     if (ci.device && !(in.timing.copy_gbs > 0)) {
         in.timing.copy_gbs = json_number_value(json_object_get(ci.device, "copy_gbs"));
@@ -1731,7 +2150,8 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
     }
     verdict_reset(&v);
 
-    /* --- 8. time (ran above; judged at once with the check) ----------- */
+    /* --- 8. time: alone on the GPU (the exclusive lock waits for the
+     * sanitizers), then its judge ---------------------------------- */
     {
         int all_correct = 1, need_correct = 1;
         for (size_t i = 0; i < in.ncases; i++)
@@ -1740,8 +2160,32 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
         for (size_t i = 0; i < rub.nspeed; i++)
             if (!rub.speed[i].requires_correct)
                 need_correct = 0;
-        if (!timed || (need_correct && !all_correct))
-            goto graded;
+        if (!lab.timing_case || rub.nspeed == 0 || (need_correct && !all_correct))
+            goto sanitized;
+        if (progress_call(progress, arg, "timing", lab.timing_case) == -ECANCELED)
+            goto cancelled;
+        int fd = channel_open(&rc, "timing");
+        if (fd < 0) {
+            snprintf(err, sizeof err, "cannot open a channel: %s", strerror(-fd));
+            goto syserr;
+        }
+        const char *targv[] = {"/work/prog", "time", "--seed", seed, "--case",
+                               lab.timing_case, "--max-ms", TIME_MAX_MS, NULL};
+        double tlim = (lab.run_seconds > 0 ? lab.run_seconds : 120) * 2;
+        int tlk = gpu_lock(env, 1);
+        phase_mark(&pc, "sanitize_wait");
+        r = run_sandboxed(&rc, targv, fd, tlim, NULL, &tv);
+        gpu_unlock(tlk);
+        if (r < 0) {
+            close(fd);
+            snprintf(err, sizeof err, "the timing sandbox failed: %s", strerror(-r));
+            goto syserr;
+        }
+        phase_mark(&pc, "time_run");
+        channel_read_all(fd, &ti);
+        close(fd);
+        if (harness_failed(&tv, &ti, err, sizeof err))
+            goto syserr;
         char fail[512];
         const char *why_t = run_failure(&tv, fail, sizeof fail);
         if (why_t || !ti.timing) {
@@ -1752,18 +2196,24 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
             sandbox_verdict_free(&v);
             v = tv;
             memset(&tv, 0, sizeof tv);
-            goto score;
+            goto sanitized;
         }
-        /* The judge checked the re-check (fresh inputs from seed2: a cached
-         * answer fails), computed the case's bytes and flops and flagged a
+        /* The judge checks the re-check (fresh inputs from seed2: a cached
+         * answer fails), computes the case's bytes and flops and flags a
          * time past the physical floor; the runner recomputes the median and
          * its error from the raw samples. */
-        if (jt_task.r < 0 || !jt_launched) {
-            snprintf(err, sizeof err, "%s", jt_launched ? jt_task.err : "the timing judge did not run");
+        char tchan[PATH_MAX];
+        json_t *jdoc = NULL;
+        struct score_case *tcases = NULL;
+        size_t ntcases = 0;
+        channel_path(&rc, "timing", tchan, sizeof tchan);
+        r = judge_run(&rc, &js, seed, tchan, NULL, &jdoc, &tcases, &ntcases, err, sizeof err);
+        score_cases_free(tcases, ntcases);
+        phase_mark(&pc, "time_judge");
+        if (r < 0) {
+            json_decref(jdoc);
             goto syserr;
         }
-        json_t *jdoc = jt_task.doc;
-        jt_task.doc = NULL;
         json_t *jt = json_object_get(jdoc, "timing");
         json_t *samples = json_object_get(jt, "samples_ms");
         size_t n = json_array_size(samples), k;
@@ -1782,7 +2232,7 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
             st = "runtime_error";
             snprintf(status_msg, sizeof status_msg,
                      "Timing failed: the judge accepted no timing samples.");
-            goto score;
+            goto sanitized;
         }
         in.timing.have = 1;
         in.timing.case_name = lab.timing_case;
@@ -1821,7 +2271,18 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
         json_decref(device);
         phase_mark(&pc, "baselines");
     }
-graded:
+sanitized:
+    /* --- 7. the sanitizers' verdicts (they ran beside the check) ---- */
+    for (size_t i = 0; i < nsan_tasks; i++)
+        sanitize_finish(&san_tasks[i]);
+    phase_mark(&pc, "sanitize");
+    for (size_t i = 0; i < nsan_tasks; i++)
+        if (san_tasks[i].r < 0) {
+            snprintf(err, sizeof err, "%s", san_tasks[i].err);
+            goto syserr;
+        }
+    if (strcmp(st, "runtime_error") == 0 || strcmp(st, "timeout") == 0)
+        goto score; /* how the check or timing run ended, set above */
     st = "graded";
     goto score;
 stopped:
@@ -1865,11 +2326,13 @@ syserr:
     r = *result ? 0 : -ENOMEM;
 out:
     /* No thread may outlive the buffers it writes (a goto from above). */
-    task_join(&jt_task.thread, &jt_task.started);
-    for (size_t i = 0; i < nsan_tasks; i++)
-        task_join(&san_tasks[i].thread, &san_tasks[i].started);
-    json_decref(jt_task.doc);
-    score_cases_free(jt_task.cases, jt_task.ncases);
+    task_join(&so_task.thread, &so_task.started);
+    compile_result_free(&so_task.res);
+    for (size_t i = 0; i < nsan_tasks; i++) {
+        sanitize_cancel(&san_tasks[i]); /* a no-op for a run that ended */
+        sanitize_finish(&san_tasks[i]);
+    }
+    judge_session_end(&js);
     channel_info_clear(&ti);
     sandbox_verdict_free(&tv);
     json_decref(pc.obj);

@@ -28,6 +28,7 @@ struct grade_env {
     const char *gpu_name;      /* "NVIDIA H100 80GB HBM3", "" when none */
     const char *gpu_index;     /* value of CUDA_VISIBLE_DEVICES inside runs, or NULL */
     const char *const *gpu_devices; /* /dev nodes of this GPU, NULL-terminated; may be NULL */
+    const char *launch;        /* cugrade-launch (runner/launch.c): the sanitizers' target */
 };
 
 /* The job as claimed (docs/api.md "Runner protocol"). Strings borrowed. */

@@ -83,6 +83,7 @@ struct host {
     char arch[32];
     char minor[16];
     char hostname[128];
+    char launch[PATH_MAX];     /* cugrade-launch: beside this binary, or $CUGRADE_LAUNCH */
     const char *devices[16];
     char devbuf[16][64];
     int have_gpu;
@@ -387,8 +388,32 @@ static void gpu_hold_start(const struct host *h)
     write_end = p[1];
 }
 
-static void host_env(const struct host *h, struct grade_env *env)
+/* cugrade-launch (runner/launch.c), the sanitizer runs' target: built and
+ * shipped beside cugrade-runner (make, make dist). */
+static void find_launch(struct host *h)
 {
+    const char *e = getenv("CUGRADE_LAUNCH");
+    char exe[PATH_MAX];
+    ssize_t n;
+    if (e && *e) {
+        snprintf(h->launch, sizeof h->launch, "%s", e);
+        return;
+    }
+    h->launch[0] = '\0';
+    if ((n = readlink("/proc/self/exe", exe, sizeof exe - 1)) <= 0)
+        return;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash) {
+        *slash = '\0';
+        snprintf(h->launch, sizeof h->launch, "%.*s/cugrade-launch", PATH_MAX - 32, exe);
+    }
+}
+
+static void host_env(struct host *h, struct grade_env *env)
+{
+    find_launch(h);
+    env->launch = h->launch;
     env->root = h->root;
     env->cache = h->cache;
     env->work = h->work;

@@ -69,6 +69,8 @@ void sandbox_config_init(struct sandbox_config *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
     cfg->result_fd = -1;
+    cfg->control_fd = -1;
+    cfg->cancel_fd = -1;
     cfg->wall_seconds = 10;
     cfg->cpu_seconds = 10;
     cfg->memory_bytes = 1ULL << 30;
@@ -297,7 +299,7 @@ struct child_plan {
     const struct cgroup *cg;
     struct rlimit fsize, core, nofile, cpu;
     int uid, gid;          /* -1: keep root */
-    int src[8], dst[8], n; /* dup2 plan; all src >= 10, all dst < 10 */
+    int src[9], dst[9], n; /* dup2 plan; all src >= 10, all dst < 10 */
     int keep_from;         /* close everything from here up, but the error pipe */
     int errpipe;           /* CLOEXEC; errno written here if exec fails */
     const char *bwrap;
@@ -561,21 +563,23 @@ static int run_once(const struct sandbox_config *cfg, enum sandbox_mode mode,
     }
 
     /* Descriptor layout inside: 0 /dev/null, 1 and 2 the capture pipes,
-     * 3 the result channel (only when given), then bwrap's own args,
+     * 3 the result channel (only when given), 4 the control socket (only
+     * when given, and only with a channel), then bwrap's own args,
      * seccomp and status descriptors, which bwrap closes before exec'ing
      * the command, and the ready pipe, which the launcher closes. Sources
      * are first copied above 10 so the dup2s cannot clobber each other. */
     struct child_plan plan = {.cg = &cg};
-    int base = cfg->result_fd >= 0 ? 4 : 3;
-    int src[8] = {null_fd, p_out[1], p_err[1], cfg->result_fd, -1, seccomp_fd, p_status[1], p_ready[1]};
-    int dst[8] = {0, 1, 2, 3, base, base + 1, base + 2, base + 3};
+    int base = cfg->result_fd >= 0 ? (cfg->control_fd >= 0 ? 5 : 4) : 3;
+    int src[9] = {null_fd, p_out[1], p_err[1], cfg->result_fd, -1, seccomp_fd, p_status[1], p_ready[1],
+                  cfg->result_fd >= 0 ? cfg->control_fd : -1};
+    int dst[9] = {0, 1, 2, 3, base, base + 1, base + 2, base + 3, 4};
     char fdnum[16];
     if ((args_fd = args_build(cfg, mode, base + 1, base + 2)) < 0) {
         rc = args_fd;
         goto fail;
     }
     src[4] = args_fd;
-    for (int i = 0; i < 8; i++) {
+    for (int i = 0; i < 9; i++) {
         if (src[i] < 0)
             continue;
         if ((hi[nhi] = fcntl(src[i], F_DUPFD_CLOEXEC, 10)) < 0) {
@@ -685,12 +689,13 @@ static int run_once(const struct sandbox_config *cfg, enum sandbox_mode mode,
     struct rusage ru;
     memset(&ru, 0, sizeof ru);
     while (!done) {
-        struct pollfd pfd[5] = {
+        struct pollfd pfd[6] = {
             {pidfd, POLLIN, 0},
             {out_eof ? -1 : out.fd, POLLIN, 0},
             {err_eof ? -1 : err.fd, POLLIN, 0},
             {status_eof ? -1 : p_status[0], POLLIN, 0},
             {ready ? -1 : p_ready[0], POLLIN, 0},
+            {v->cancelled || v->timed_out ? -1 : cfg->cancel_fd, POLLIN, 0},
         };
         double now = now_s();
         int wait_ms = SANDBOX_TICK_MS;
@@ -699,7 +704,7 @@ static int run_once(const struct sandbox_config *cfg, enum sandbox_mode mode,
             if (left * 1000 < wait_ms)
                 wait_ms = left > 0 ? (int)(left * 1000) + 1 : 0;
         }
-        int n = poll(pfd, 5, wait_ms);
+        int n = poll(pfd, 6, wait_ms);
         if (n < 0 && errno != EINTR) {
             rc = -errno;
             goto fail;
@@ -738,8 +743,20 @@ static int run_once(const struct sandbox_config *cfg, enum sandbox_mode mode,
                 done = 1;
             }
         }
+        if (pfd[5].revents && !done) {
+            /* The runner no longer wants this run (a pre-started sanitizer
+             * whose submission did not compile): the whole tree, now. */
+            v->cancelled = 1;
+            if (cg.version == CGROUP_NONE)
+                kill(pid, SIGKILL);
+            int k = cgroup_kill(&cg, 5000);
+            if (k < 0) {
+                rc = k;
+                goto fail;
+            }
+        }
         now = now_s();
-        if (!v->timed_out && !done) {
+        if (!v->timed_out && !v->cancelled && !done) {
             int over_wall = cfg->wall_seconds > 0 && now >= t0 + cfg->wall_seconds;
             double cpu_used = cgroup_cpu_seconds(&cg);
             int over_cpu = cfg->cpu_seconds > 0 && cpu_used >= cfg->cpu_seconds;
@@ -760,6 +777,10 @@ static int run_once(const struct sandbox_config *cfg, enum sandbox_mode mode,
         }
     }
     v->wall_seconds = now_s() - t0;
+    if (ready != 1 && v->cancelled) {
+        rc = -ECANCELED; /* cancelled before the command started: nothing ran */
+        goto fail;
+    }
     if (ready != 1) {
         /* The launcher never ran: bwrap's own setup failed (namespaces
          * refused, a bind source missing, a mount denied...) or hung past
@@ -808,7 +829,7 @@ static int run_once(const struct sandbox_config *cfg, enum sandbox_mode mode,
     }
     if (v->signal == SIGXFSZ)
         v->file_limit = 1;
-    if (v->oom_killed || v->timed_out)
+    if (v->oom_killed || v->timed_out || v->cancelled)
         v->exited = 0;
     v->stdout_bytes = out.total;
     v->stderr_bytes = err.total;
@@ -874,6 +895,8 @@ int sandbox_run(const struct sandbox_config *cfg, struct sandbox_verdict *v)
     memset(v, 0, sizeof *v);
     if (!cfg || !cfg->argv || !cfg->argv[0] || !cfg->workdir || cfg->workdir[0] != '/')
         return -EINVAL;
+    if (cfg->control_fd >= 0 && cfg->result_fd < 0)
+        return -EINVAL; /* fd 4 inside needs fd 3 below it */
     enum sandbox_mode mode = mode_initial(cfg);
     int rc = run_once(cfg, mode, v);
     if (rc == -EAGAIN && mode == MODE_NOBODY && !getenv("CUGRADE_SANDBOX_USER")) {

@@ -40,6 +40,11 @@ struct sandbox_config {
     /* Extensions (sandbox_config_init sets them; zero is a safe default). */
     const char *bwrap;           /* NULL: $CUGRADE_BWRAP, else /usr/bin/bwrap */
     uint64_t nofile;             /* RLIMIT_NOFILE; 0 means 1024 */
+    int control_fd;              /* -1, or a host fd that appears as fd 4 inside
+                                    (needs result_fd): a control socket to a
+                                    trusted program inside (cugrade-launch) */
+    int cancel_fd;               /* -1, or a host fd the supervisor polls: a byte
+                                    or EOF on it kills the run (v->cancelled) */
 };
 
 struct sandbox_verdict {
@@ -60,6 +65,7 @@ struct sandbox_verdict {
     /* Extensions. */
     int file_limit;       /* killed by SIGXFSZ: a file grew past file_bytes */
     double setup_seconds; /* fork to the command's start (bwrap setup), included in wall_seconds */
+    int cancelled;        /* ended through cancel_fd: killed, nothing to judge */
 };
 
 /* Fill *cfg with safe defaults (10 s wall, 10 s CPU, 1 GiB memory, 64 pids,

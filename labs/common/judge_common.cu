@@ -539,11 +539,15 @@ static void jd_print_result(const char *name, const struct jd_result *r)
 static void jd_usage(void) __attribute__((noreturn));
 static void jd_usage(void)
 {
-    fprintf(stderr, "usage: judge --seed HEX --channel FILE [--cases a,b,c] [--device FILE]\n");
+    fprintf(stderr, "usage: judge --seed HEX --channel FILE [--cases a,b,c] [--device FILE]\n"
+                    "       judge --serve   (commands on stdin, one per line, arguments\n"
+                    "                        separated by tabs; one verdict line each)\n");
     exit(2);
 }
 
-int main(int argc, char **argv)
+/* Judge one channel: print the verdict line. Every call starts from a clean
+ * slate (the --serve loop judges several channels in one process). */
+static int jd_judge(int argc, char **argv)
 {
     const char *seed_s = NULL, *path = NULL, *cases = NULL, *devpath = NULL;
     uint64_t seed = 0;
@@ -556,6 +560,9 @@ int main(int argc, char **argv)
     memset(&dev, 0, sizeof(dev));
     memset(&fdev, 0, sizeof(fdev));
     memset(&tm, 0, sizeof(tm));
+    memset(jd_cases, 0, sizeof(jd_cases));
+    memset(&jd_recheck, 0, sizeof(jd_recheck));
+    jd_nerrors = 0;
     for (int i = 1; i < argc; i++) {
         if (i + 1 < argc && strcmp(argv[i], "--seed") == 0)
             seed_s = argv[++i];
@@ -806,7 +813,43 @@ int main(int argc, char **argv)
         }
         printf("]}\n");
     }
+    fflush(stdout);
     free(tm.samples);
     free(ch.line);
     return 0;
+}
+
+/* judge --serve: the runner starts the judge while nvcc still compiles the
+ * student's file, so that CUDA is up (the context costs ~0.1 s) by the time
+ * a channel is ready. "ready" once CUDA is up; then per stdin line (the
+ * arguments of a one-shot judge, tab-separated) one verdict line; EOF ends
+ * it. A failure of ours exits 2 as in the one-shot form. */
+static int jd_serve(void)
+{
+    char *line = NULL, *av[16];
+    size_t cap = 0;
+    ssize_t n;
+    JD_CUDA(cudaFree(0));
+    printf("ready\n");
+    fflush(stdout);
+    while ((n = getline(&line, &cap, stdin)) > 0) {
+        int ac = 0;
+        if (line[n - 1] == '\n')
+            line[n - 1] = '\0';
+        av[ac++] = (char *)"judge";
+        for (char *save = NULL, *t = strtok_r(line, "\t", &save); t && ac < 15;
+             t = strtok_r(NULL, "\t", &save))
+            av[ac++] = t;
+        av[ac] = NULL;
+        jd_judge(ac, av);
+    }
+    free(line);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 2 && strcmp(argv[1], "--serve") == 0)
+        return jd_serve();
+    return jd_judge(argc, argv);
 }

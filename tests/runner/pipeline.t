@@ -6,7 +6,7 @@ a harness and judge speaking the real channel protocol). A correct file is
 graded with speed tiers; a wrong one fails its cases and is not timed; a crash
 is a runtime_error naming the signal; an endless loop is a timeout. Prints
 TAP lines."""
-import json, os, shutil, subprocess, sys, tempfile
+import json, os, shutil, subprocess, sys, tempfile, time
 
 ROOT = os.environ.get("CUGRADE_ROOT") or os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
 BUILD = os.environ.get("CUGRADE_BUILD") or os.path.join(ROOT, "build")
@@ -138,9 +138,13 @@ try:
         f.write("""#!/bin/sh
 echo "========= COMPUTE-SANITIZER"
 tool=$2
-[ -f /work/slow.cu ] && sleep 1.5
-while [ "$1" != /work/prog ]; do shift; done
+# The tool's own start-up, before its target: hidden behind the compile.
+[ -f /work/slowstart.cu ] && sleep 1
+while [ "$1" != /lab/launch ]; do shift; done
 "$@" >/dev/null
+rc=$?
+# Work after the program ran (both tools at once: 1.5 s, not 3).
+[ -f /work/slow.cu ] && sleep 1.5
 if [ "$tool" = racecheck ] && [ -f /work/racy.cu ]; then
   echo "========= ERROR: Race reported between Read access at 0x60 in /work/racy.cu:1:fill(float*, int)"
   echo "=========     and Write access at 0x40 in /work/racy.cu:1:fill(float*, int) [32 hazards]"
@@ -148,6 +152,7 @@ if [ "$tool" = racecheck ] && [ -f /work/racy.cu ]; then
   exit 86
 fi
 echo "========= ERROR SUMMARY: 0 errors"
+exit $rc
 """)
     os.chmod(cs, 0o755)
     rub = json.load(open(os.path.join(root, "rubrics/fakelab.json")))
@@ -161,13 +166,31 @@ echo "========= ERROR SUMMARY: 0 errors"
     ok(d["status"] == "graded" and len(san) == 2 and all(x["clean"] for x in san) and
        d["result"]["score"] == d["result"]["max_score"] == 45,
        "memcheck and racecheck exit 0: clean, the sanitizer points are earned", json.dumps(d)[:2500] + log[-1500:])
+    AFTER_LINK = ("check_run", "device_record", "judge", "sanitize_wait", "time_run", "time_judge",
+                  "baselines", "sanitize")
     SOURCES["slow.cu"] = SOURCES["good.cu"]
     d, log = grade("slow.cu", ["--rubric", rpath])
     ph = d.get("result", {}).get("cugrade", {}).get("phases") or {}
-    waited = ph.get("judge", 9) + ph.get("sanitize", 9)
+    waited = sum(ph.get(k, 0) for k in AFTER_LINK)
     ok(d["status"] == "graded" and d["result"]["score"] == 45 and 1.4 < waited < 2.8,
-       "memcheck and racecheck (1.5 s each here) run at once with the judges: %.2f s, not 3+" % waited,
-       json.dumps(ph))
+       "memcheck and racecheck (1.5 s each here) run at once, beside the check: %.2f s after the link, not 3+"
+       % waited, json.dumps(ph))
+    SOURCES["slowstart.cu"] = SOURCES["good.cu"]
+    d, log = grade("slowstart.cu", ["--rubric", rpath])
+    ph = d.get("result", {}).get("cugrade", {}).get("phases") or {}
+    waited = sum(ph.get(k, 0) for k in AFTER_LINK)
+    ok(d["status"] == "graded" and d["result"]["score"] == 45 and ph.get("compile", 0) > 0.5 and waited < 0.9,
+       "the sanitizers start before the compile (1 s start-up here, %.2f s compile): "
+       "%.2f s waited after the link" % (ph.get("compile", 0), waited), json.dumps(ph))
+    SOURCES["broken.cu"] = 'extern "C" void fill(float* o, int n) { this is not C++ }\n'
+    t0 = time.time()
+    d, log = grade("broken.cu", ["--rubric", rpath])
+    left = subprocess.run(["pgrep", "-f", "/lab/launch"], capture_output=True, text=True).stdout.strip()
+    ph = d.get("result", {}).get("cugrade", {}).get("phases") or {}
+    ok(d["status"] == "compile_error" and not d["result"].get("cugrade", {}).get("sanitizer") and
+       not left and ph.get("total", 9) < ph.get("compile", 0) + 0.5,
+       "a compile error cancels the waiting sanitizers at once (%.2f s after the compile), nothing left running"
+       % (ph.get("total", 9) - ph.get("compile", 0)), json.dumps(d)[:1500] + " left: " + left)
     d, log = grade("racy.cu", ["--rubric", rpath])
     san = d.get("result", {}).get("cugrade", {}).get("sanitizer") or []
     rc = [x for x in san if x["tool"] == "racecheck"]

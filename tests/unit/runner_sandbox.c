@@ -10,6 +10,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +27,81 @@ static void check(int cond, const char *name)
     printf("%s - %s\n", cond ? "ok" : "not ok", name);
     if (!cond)
         failures++;
+}
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+static void *cancel_later(void *p)
+{
+    int fd = *(int *)p;
+    struct timespec ts = {0, 500 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    if (write(fd, "c", 1) != 1)
+        perror("write");
+    return NULL;
+}
+
+/* fd 4 (control_fd) and cancel_fd: the pre-started sanitizers' plumbing. */
+static void test_control_and_cancel(const char *parent)
+{
+    char *wd = NULL, chan[4096], buf[64] = "";
+    struct sandbox_config cfg;
+    struct sandbox_verdict v;
+    int sv[2], cp[2];
+    if (sandbox_workdir_create(parent, &wd) != 0 ||
+        socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0 || pipe2(cp, O_CLOEXEC) < 0) {
+        check(0, "control/cancel: set-up");
+        return;
+    }
+    snprintf(chan, sizeof chan, "%s/chan", parent);
+    sandbox_config_init(&cfg);
+    check(cfg.control_fd == -1 && cfg.cancel_fd == -1, "sandbox_config_init: no control or cancel fd");
+    const char *env[] = {"PATH=/usr/bin:/bin", NULL};
+    const char *echo[] = {"/bin/sh", "-c", "printf r >&4; read x <&4; echo \"got $x\" >&3", NULL};
+    cfg.argv = echo;
+    cfg.env = env;
+    cfg.workdir = wd;
+    cfg.control_fd = sv[1];
+    check(sandbox_run(&cfg, &v) == -EINVAL, "control_fd without a result channel: -EINVAL");
+    cfg.result_fd = open(chan, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (write(sv[0], "go\n", 3) != 3)
+        perror("write");
+    int rc = sandbox_run(&cfg, &v);
+    char c = 0;
+    ssize_t k = recv(sv[0], &c, 1, MSG_DONTWAIT);
+    ssize_t n = pread(cfg.result_fd, buf, sizeof buf - 1, 0);
+    buf[n > 0 ? n : 0] = '\0';
+    check(rc == 0 && v.exited && v.exit_code == 0 && k == 1 && c == 'r' && strcmp(buf, "got go\n") == 0,
+          "control_fd is fd 4 inside: both ways");
+    sandbox_verdict_free(&v);
+
+    const char *sleeper[] = {"/bin/sh", "-c", "sleep 30", NULL};
+    cfg.argv = sleeper;
+    cfg.control_fd = -1;
+    cfg.cancel_fd = cp[0];
+    cfg.wall_seconds = 20;
+    pthread_t th;
+    pthread_create(&th, NULL, cancel_later, &cp[1]);
+    double t0 = now_s();
+    rc = sandbox_run(&cfg, &v);
+    double took = now_s() - t0;
+    pthread_join(th, NULL);
+    check(rc == 0 && v.cancelled && !v.exited && !v.timed_out && took < 5,
+          "cancel_fd: a byte ends the run at once, cancelled (not a timeout)");
+    sandbox_verdict_free(&v);
+    close(cfg.result_fd);
+    close(sv[0]);
+    close(sv[1]);
+    close(cp[0]);
+    close(cp[1]);
+    unlink(chan);
+    sandbox_workdir_remove(wd);
+    free(wd);
 }
 
 static void write_file(const char *dir, const char *name, const char *data, size_t len)
@@ -142,8 +220,10 @@ int main(void)
     if (fd >= 0)
         close(fd);
 
-    if (getuid() == 0)
+    if (getuid() == 0) {
         check(cgroup_detect() != CGROUP_NONE, "cgroup_detect: v1 or v2 found (running as root)");
+        test_control_and_cancel(parent);
+    }
 
     unlink(keep);
     rmdir(canary);

@@ -5,7 +5,7 @@ LAB=$1 OUT=$2 ARCH=$3
 HERE=$(cd "$(dirname "$0")" && pwd)
 NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
 mkdir -p "$OUT"
-"$NVCC" -arch="$ARCH" -c -x cu "$HERE/harness.cpp" -o "$OUT/harness.o"
+"$NVCC" -arch="$ARCH" -Xcompiler -fPIC -c -x cu "$HERE/harness.cpp" -o "$OUT/harness.o"
 cp "$HERE/judge.py" "$OUT/judge" && chmod 755 "$OUT/judge"
 printf 'extern "C" void fill(float* o, int n) { for (int i = 0; i < n; i++) { volatile float x = 0; for (int k = 0; k < 40; k++) x += 1; o[i] = 2.0f * i + (x - 40); } }\n' > "$OUT/naive.cu"
 "$NVCC" -arch="$ARCH" -c "$OUT/naive.cu" -o "$OUT/naive.o"
