@@ -48,6 +48,10 @@ extern char **environ;
 #define RUN_OUTPUT_CAP    (64u << 10)
 #define SANITIZER_EXIT    86             /* --error-exitcode: "found errors" */
 #define SANITIZE_LOAD_SECONDS 30        /* a pre-started sanitizer must load the program by then */
+/* The lab build's stamp names its shape: bump it when build-lab.sh's outputs
+ * change incompatibly (2: a position-independent harness.o, linked into the
+ * sanitizers' shared object too). */
+#define LAB_STAMP ".cugrade-built-2"
 #define JUDGE_READY_SECONDS 120         /* judge --serve must have CUDA up by then */
 #define JUDGE_OUTPUT_CAP  (16u << 20)    /* one verdict line at most */
 #define CHANNEL_LINE_MAX  (1u << 20)
@@ -255,10 +259,7 @@ int grade_lab_ensure(const struct grade_env *env, const char *lab, char *err, si
     char dir[DIRLEN], stamp[PATH_MAX], lock[PATH_MAX], script[PATH_MAX];
     int rc, lfd = -1;
     lab_dir(env, lab, dir, sizeof dir);
-    /* The stamp names the build's shape: bump it when build-lab.sh's
-     * outputs change incompatibly (2: a position-independent harness.o,
-     * linked into the sanitizers' shared object too). */
-    snprintf(stamp, sizeof stamp, "%s/.cugrade-built-2", dir);
+    snprintf(stamp, sizeof stamp, "%s/" LAB_STAMP, dir);
     if (access(stamp, F_OK) == 0)
         return 0;
     if ((rc = mkdir_p(dir)) < 0) {
@@ -1248,6 +1249,9 @@ struct sanitize_task {
     int cancel[2];               /* a byte on [1]: the sandbox ends at once */
     int done[2];                 /* [1] closed by the thread when the run ended */
     int gone;                    /* cancelled: nothing to report */
+    int overtime;                /* cancelled past its limit: a timeout of the program's */
+    double limit;                /* seconds from go; sanitize_go sets deadline from it */
+    double deadline;             /* 0 until go */
     int r;                       /* < 0: the sandbox failed (system_error) */
     char err[256];
 };
@@ -1293,6 +1297,15 @@ static void *sanitize_main(void *p)
     gpu_unlock(lk);
     close(fd);
     fd_close(&t->done[1]);
+    if (t->overtime && (r == -ECANCELED || (r == 0 && v.cancelled))) {
+        /* Ended by sanitizers_settle: the program (slow under the tool, or
+         * endless) ran past the limit counted from the go. */
+        s->ran = 1;
+        snprintf(s->note, sizeof s->note, "the program failed under %s: it ran past the "
+                 "time limit (%.0f s) under the tool", t->tool, t->limit);
+        sandbox_verdict_free(&v);
+        return NULL;
+    }
     if (r == -ECANCELED || (r == 0 && v.cancelled)) {
         t->gone = 1;
         sandbox_verdict_free(&v);
@@ -1366,6 +1379,7 @@ static int sanitize_prestart(struct sanitize_task *t)
 static void sanitize_go(struct sanitize_task *t)
 {
     char c = 'g';
+    t->deadline = now_seconds() + t->limit;
     if (t->ctl < 0 || write(t->ctl, &c, 1) != 1)
         return;
     double end = now_seconds() + SANITIZE_LOAD_SECONDS;
@@ -1403,6 +1417,28 @@ static void sanitize_cancel(struct sanitize_task *t)
         (void)w;
     }
     fd_close(&t->ctl);
+}
+
+/* Wait for the runs that got their program, each until its deadline (its
+ * limit counted from the go, as a run started then would have had); one
+ * still running then is ended, a timeout of the program's. */
+static void sanitizers_settle(struct sanitize_task *t, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        while (t[i].deadline > 0 && t[i].done[0] >= 0 && !t[i].overtime) {
+            double left = t[i].deadline - now_seconds();
+            struct pollfd pf = {t[i].done[0], POLLIN, 0};
+            int k = left > 0 ? poll(&pf, 1, (int)(left * 1000) + 1) : 0;
+            if (k < 0 && errno == EINTR)
+                continue;
+            if (k > 0)
+                break; /* ended */
+            if (k == 0 && now_seconds() >= t[i].deadline) {
+                t[i].overtime = 1;
+                sanitize_cancel(&t[i]);
+            }
+        }
+    }
 }
 
 /* Wait for t's run, then free what it held. */
@@ -1744,6 +1780,61 @@ static int stop_at(const struct grade_job *job, const char *phase)
 }
 
 
+static int lab_built(const struct grade_env *env, const char *lab)
+{
+    char dir[DIRLEN], stamp[PATH_MAX];
+    lab_dir(env, lab, dir, sizeof dir);
+    snprintf(stamp, sizeof stamp, "%s/" LAB_STAMP, dir);
+    return access(stamp, F_OK) == 0;
+}
+
+/* Start the job's judge session and, when the rubric asks for them, its
+ * sanitizers, waiting for the program (the lab is built). Returns 0, or
+ * -errno with a sentence in err (a system_error). */
+static int prestart(struct run_ctx *rc, const struct grade_job *job, const struct lab *lab,
+                    const struct rubric *rub, const char *seed, struct judge_session *js,
+                    struct sanitize_task *tasks, struct score_sanitizer *sans, size_t *ntasks,
+                    char *cs, size_t cslen, char *launch, size_t launchlen, char *err,
+                    size_t errlen)
+{
+    const struct grade_env *env = rc->env;
+    int r;
+    judge_session_start(rc, js);
+    if (!lab->sanitize_case || !(rub->sanitize_memcheck || rub->sanitize_racecheck))
+        return 0;
+    const char *tools[2] = {rub->sanitize_memcheck ? "memcheck" : NULL,
+                            rub->sanitize_racecheck ? "racecheck" : NULL};
+    snprintf(cs, cslen, "%s/bin/compute-sanitizer", env->cuda_home);
+    if (access(cs, X_OK) != 0) {
+        snprintf(err, errlen, "compute-sanitizer not found at %.300s", cs);
+        return -ENOENT;
+    }
+    if ((r = launch_ensure(env, launch, launchlen, err, errlen)) < 0)
+        return r;
+    for (int t = 0; t < 2; t++) {
+        if (!tools[t])
+            continue;
+        struct sanitize_task *sk = &tasks[*ntasks];
+        sanitize_task_init(sk);
+        sk->rc = rc;
+        sk->tool = tools[t];
+        sk->cs = cs;
+        sk->launch = launch;
+        sk->seed = seed;
+        sk->sanitize_case = lab->sanitize_case;
+        sk->job_id = job->id;
+        sk->limit = (lab->run_seconds > 0 ? lab->run_seconds : 120) * 3;
+        sk->s = &sans[*ntasks];
+        sans[*ntasks].tool = tools[t];
+        if ((r = sanitize_prestart(sk)) < 0) {
+            snprintf(err, errlen, "cannot start %s: %s", tools[t], strerror(-r));
+            return r;
+        }
+        (*ntasks)++;
+    }
+    return 0;
+}
+
 int grade_job_run(const struct grade_env *env, const struct grade_job *job,
                   grade_progress_fn progress, void *arg, const char **status, json_t **result)
 {
@@ -1770,6 +1861,7 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
     struct judge_session js;
     struct link_task so_task;
     char launch[PATH_MAX];
+    int check_timed_out = 0, prestarted = 0;
     struct sandbox_verdict tv;   /* the timing run */
     struct channel_info ti;      /* and its channel */
     const char *why = NULL;
@@ -1858,42 +1950,14 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
     /* --- pre-start: what waits for the program starts during nvcc ---- */
     /* The judge's CUDA context and the sanitizers' injection and context
      * are most of their cost and need no program: they come up while the
-     * student's file compiles (docs/runner.md "Order and overlap"). */
-    if ((r = grade_lab_ensure(env, job->lab, err, sizeof err)) < 0)
-        goto syserr;
-    if (!job->stop_after) {
-        judge_session_start(&rc, &js);
-        if (lab.sanitize_case && (rub.sanitize_memcheck || rub.sanitize_racecheck)) {
-            const char *tools[2] = {rub.sanitize_memcheck ? "memcheck" : NULL,
-                                    rub.sanitize_racecheck ? "racecheck" : NULL};
-            snprintf(cs, sizeof cs, "%s/bin/compute-sanitizer", env->cuda_home);
-            if (access(cs, X_OK) != 0) {
-                snprintf(err, sizeof err, "compute-sanitizer not found at %s", cs);
-                goto syserr;
-            }
-            if ((r = launch_ensure(env, launch, sizeof launch, err, sizeof err)) < 0)
-                goto syserr;
-            for (int t = 0; t < 2; t++) {
-                if (!tools[t])
-                    continue;
-                struct sanitize_task *sk = &san_tasks[nsan_tasks];
-                sanitize_task_init(sk);
-                sk->rc = &rc;
-                sk->tool = tools[t];
-                sk->cs = cs;
-                sk->launch = launch;
-                sk->seed = seed;
-                sk->sanitize_case = lab.sanitize_case;
-                sk->job_id = job->id;
-                sk->s = &sans[nsan_tasks];
-                sans[nsan_tasks].tool = tools[t];
-                if ((r = sanitize_prestart(sk)) < 0) {
-                    snprintf(err, sizeof err, "cannot start %s: %s", tools[t], strerror(-r));
-                    goto syserr;
-                }
-                nsan_tasks++;
-            }
-        }
+     * student's file compiles (docs/runner.md "Order and overlap"). A lab
+     * not built yet (--lazy-build) is built before the link, as it always
+     * was, and they start then: a compile error never waits for a build. */
+    if (!job->stop_after && lab_built(env, job->lab)) {
+        if ((r = prestart(&rc, job, &lab, &rub, seed, &js, san_tasks, sans, &nsan_tasks, cs,
+                          sizeof cs, launch, sizeof launch, err, sizeof err)) < 0)
+            goto syserr;
+        prestarted = 1;
     }
     phase_mark(&pc, "prestart");
 
@@ -1954,6 +2018,14 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
 
     /* --- 5. link: the executable, and beside it the shared object the
      * pre-started sanitizers load ---------------------------------- */
+    if ((r = grade_lab_ensure(env, job->lab, err, sizeof err)) < 0)
+        goto syserr;
+    if (!prestarted && !job->stop_after) {
+        if ((r = prestart(&rc, job, &lab, &rub, seed, &js, san_tasks, sans, &nsan_tasks, cs,
+                          sizeof cs, launch, sizeof launch, err, sizeof err)) < 0)
+            goto syserr;
+        prestarted = 1;
+    }
     lab_dir(env, job->lab, harness, sizeof harness);
     strncat(harness, "/harness.o", sizeof harness - strlen(harness) - 1);
     if (progress_call(progress, arg, "compiling", "linking") == -ECANCELED)
@@ -2061,6 +2133,7 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
         gpu_unlock(lk);
         int wc = watch_stop(&w);
         phase_mark(&pc, "check_run");
+        check_timed_out = r == 0 && v.timed_out;
         if (r < 0) {
             free(list);
             snprintf(err, sizeof err, "the run sandbox failed: %s", strerror(-r));
@@ -2172,6 +2245,7 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
         const char *targv[] = {"/work/prog", "time", "--seed", seed, "--case",
                                lab.timing_case, "--max-ms", TIME_MAX_MS, NULL};
         double tlim = (lab.run_seconds > 0 ? lab.run_seconds : 120) * 2;
+        sanitizers_settle(san_tasks, nsan_tasks);
         int tlk = gpu_lock(env, 1);
         phase_mark(&pc, "sanitize_wait");
         r = run_sandboxed(&rc, targv, fd, tlim, NULL, &tv);
@@ -2273,6 +2347,15 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
     }
 sanitized:
     /* --- 7. the sanitizers' verdicts (they ran beside the check) ---- */
+    if (check_timed_out) {
+        /* An endless program: the sanitizers would only run into their
+         * own limit. Ended now and not reported, as when they started
+         * after the check. (A crash keeps them: their findings say why.) */
+        for (size_t i = 0; i < nsan_tasks; i++)
+            sanitize_cancel(&san_tasks[i]);
+        in.nsanitizers = 0;
+    }
+    sanitizers_settle(san_tasks, nsan_tasks);
     for (size_t i = 0; i < nsan_tasks; i++)
         sanitize_finish(&san_tasks[i]);
     phase_mark(&pc, "sanitize");

@@ -145,6 +145,8 @@ while [ "$1" != /lab/launch ]; do shift; done
 rc=$?
 # Work after the program ran (both tools at once: 1.5 s, not 3).
 [ -f /work/slow.cu ] && sleep 1.5
+# A tool that never ends after its program (the runner's limit ends it).
+[ -f /work/slowtool.cu ] && sleep 60
 if [ "$tool" = racecheck ] && [ -f /work/racy.cu ]; then
   echo "========= ERROR: Race reported between Read access at 0x60 in /work/racy.cu:1:fill(float*, int)"
   echo "=========     and Write access at 0x40 in /work/racy.cu:1:fill(float*, int) [32 hazards]"
@@ -191,6 +193,23 @@ exit $rc
        not left and ph.get("total", 9) < ph.get("compile", 0) + 0.5,
        "a compile error cancels the waiting sanitizers at once (%.2f s after the compile), nothing left running"
        % (ph.get("total", 9) - ph.get("compile", 0)), json.dumps(d)[:1500] + " left: " + left)
+    SOURCES["hang2.cu"] = SOURCES["hang.cu"]
+    t0 = time.time()
+    d, log = grade("hang2.cu", ["--rubric", rpath])
+    took = time.time() - t0
+    left = subprocess.run(["pgrep", "-f", "/lab/launch"], capture_output=True, text=True).stdout.strip()
+    ok(d["status"] == "timeout" and not d["result"].get("cugrade", {}).get("sanitizer") and took < 10 and not left,
+       "an endless loop with sanitizers: timeout after the check's limit (%.1f s), the waiting sanitizers "
+       "ended, not reported" % took, json.dumps(d)[:1500] + " left: " + left)
+    SOURCES["slowtool.cu"] = SOURCES["good.cu"]
+    t0 = time.time()
+    d, log = grade("slowtool.cu", ["--rubric", rpath])
+    took = time.time() - t0
+    san = d.get("result", {}).get("cugrade", {}).get("sanitizer") or []
+    ok(d["status"] == "graded" and d["result"]["score"] == 35 and len(san) == 2 and
+       all(not x["clean"] and "time limit (12 s)" in (x.get("note") or "") for x in san) and took < 20,
+       "a sanitizer run past 3x run_seconds from its go is ended: not clean, the rest graded (%.1f s)" % took,
+       json.dumps(san)[:1500])
     d, log = grade("racy.cu", ["--rubric", rpath])
     san = d.get("result", {}).get("cugrade", {}).get("sanitizer") or []
     rc = [x for x in san if x["tool"] == "racecheck"]
