@@ -64,9 +64,16 @@ $(BUILD)/cugrade-server: $(BUILD)/server/main.o $(BUILD)/libserver.a $(BUILD)/li
 	$(CC) $(LDFLAGS) $^ $(SERVER_LIBS) -o $@
 $(BUILD)/cugrade-runner: $(BUILD)/runner/main.o $(BUILD)/librunner.a $(BUILD)/libcommon.a
 	$(CC) $(LDFLAGS) $^ $(RUNNER_LIBS) -o $@
-# The sanitizer runs' pre-started target (runner/launch.c): libc and dlopen only.
+# The sanitizer runs' pre-started target (runner/launch.c): libc and dlopen
+# only, and never built with ASan/UBSan -- it becomes the student's process
+# inside the sandbox, where LeakSanitizer cannot work (seccomp denies ptrace)
+# and its runtime would intercept the student's and the harness's malloc.
+LAUNCH_CFLAGS = $(CFLAGS_BASE) -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fPIE -O2
+$(BUILD)/runner/launch.o: runner/launch.c
+	@mkdir -p $(dir $@)
+	$(CC) $(LAUNCH_CFLAGS) -MMD -MP -c $< -o $@
 $(BUILD)/cugrade-launch: $(BUILD)/runner/launch.o
-	$(CC) $(LDFLAGS) $^ -ldl -o $@
+	$(CC) $(LDHARDEN) $^ -ldl -o $@
 
 $(BUILD)/tests/unit/server_%: $(BUILD)/tests/unit/server_%.o $(BUILD)/libserver.a $(BUILD)/libcommon.a
 	$(CC) $(LDFLAGS) $^ $(SERVER_LIBS) -o $@
