@@ -809,15 +809,15 @@ static void judge_line_done(struct judge_session *js)
     js->len -= k;
 }
 
+/* No GPU lock here: only the judge's context comes up (see the lock rules
+ * at grade_job_run). */
 static void *judge_ready_main(void *p)
 {
     struct judge_session *js = p;
-    int lk = gpu_lock(js->rc->env, 0);
     char *l = judge_line(js, now_seconds() + JUDGE_READY_SECONDS);
     js->ready = l && strcmp(l, "ready") == 0 ? 1 : -1;
     if (l)
         judge_line_done(js);
-    gpu_unlock(lk);
     return NULL;
 }
 
@@ -952,7 +952,6 @@ static int judge_ask(struct judge_session *js, const char *const *argv, double s
     if (o + 1 >= sizeof cmd)
         return -E2BIG;
     cmd[o++] = '\n';
-    int lk = gpu_lock(js->rc->env, 0);
     int r = 0;
     size_t w = 0;
     while (w < o) {
@@ -974,7 +973,6 @@ static int judge_ask(struct judge_session *js, const char *const *argv, double s
     } else if (r == 0) {
         r = -EIO;
     }
-    gpu_unlock(lk);
     if (r < 0) {
         /* Broken: no later verdict may come from it. */
         kill(-js->pid, SIGKILL);
@@ -987,7 +985,7 @@ static int judge_ask(struct judge_session *js, const char *const *argv, double s
  * a,b] [--device D]`, through the job's session when it has one. Returns 0
  * with its verdict document in *doc (new reference) and the cases parsed
  * into *cases and *n, or a negative errno with a sentence in err (a
- * system_error: the judge is ours). */
+ * system_error: the judge is ours). The caller holds the GPU lock shared. */
 static int judge_run(const struct run_ctx *rc, struct judge_session *js, const char *seed,
                      const char *channel, const char *cases_csv, json_t **doc,
                      struct score_case **cases, size_t *n, char *err, size_t errlen)
@@ -1018,11 +1016,8 @@ static int judge_run(const struct run_ctx *rc, struct judge_session *js, const c
     judge_extra_env(rc, cvd, sizeof cvd, extra);
     double lim = (rc->lab->run_seconds > 0 ? rc->lab->run_seconds : 120) * 2 + 60;
     int r = judge_ask(js, argv, lim, &out);
-    if (r == -EAGAIN) {
-        int lk = gpu_lock(rc->env, 0);
+    if (r == -EAGAIN)
         r = grade_exec_trusted(argv, extra, lim, JUDGE_OUTPUT_CAP, &out);
-        gpu_unlock(lk);
-    }
     if (r != 0) {
         snprintf(err, errlen, "the judge failed (%s %d)", r < 0 ? "error" : "status", r);
         free(out);
@@ -1292,9 +1287,9 @@ static void *sanitize_main(void *p)
     double lim = (rc->lab->run_seconds > 0 ? rc->lab->run_seconds : 120) * 3 +
                  (rc->lab->compile_seconds > 0 ? rc->lab->compile_seconds : 60) * 2;
     struct run_opts o = {NULL, t->launch, NULL, t->ctl_child, t->cancel[0]};
-    int lk = gpu_lock(rc->env, 0);
+    /* No lock of its own: the job takes one for all its sanitizers at the
+     * go (grade_job_run). */
     int r = run_sandboxed_opts(rc, argv, fd, lim, &o, &v);
-    gpu_unlock(lk);
     close(fd);
     fd_close(&t->done[1]);
     if (t->overtime && (r == -ECANCELED || (r == 0 && v.cancelled))) {
@@ -1861,7 +1856,7 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
     struct judge_session js;
     struct link_task so_task;
     char launch[PATH_MAX];
-    int check_timed_out = 0, prestarted = 0;
+    int check_timed_out = 0, prestarted = 0, job_lk = -1;
     struct sandbox_verdict tv;   /* the timing run */
     struct channel_info ti;      /* and its channel */
     const char *why = NULL;
@@ -1954,6 +1949,7 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
      * not built yet (--lazy-build) is built before the link, as it always
      * was, and they start then: a compile error never waits for a build. */
     if (!job->stop_after && lab_built(env, job->lab)) {
+        device_record_ensure(&rc);
         if ((r = prestart(&rc, job, &lab, &rub, seed, &js, san_tasks, sans, &nsan_tasks, cs,
                           sizeof cs, launch, sizeof launch, err, sizeof err)) < 0)
             goto syserr;
@@ -2021,6 +2017,7 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
     if ((r = grade_lab_ensure(env, job->lab, err, sizeof err)) < 0)
         goto syserr;
     if (!prestarted && !job->stop_after) {
+        device_record_ensure(&rc);
         if ((r = prestart(&rc, job, &lab, &rub, seed, &js, san_tasks, sans, &nsan_tasks, cs,
                           sizeof cs, launch, sizeof launch, err, sizeof err)) < 0)
             goto syserr;
@@ -2081,10 +2078,14 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
                      "compute-sanitizer could not run on this runner (our problem, not yours): "
                      "the program did not link as a shared object");
         }
-    } else {
+    }
+    /* The job's shared GPU lock: the sanitizers' work, the check run and
+     * its judge happen under it; it is let go (after the sanitizers ended)
+     * before the timing run's exclusive lock. */
+    job_lk = gpu_lock(env, 0);
+    if (!(nsan_tasks && (so_task.r < 0 || !so_task.res.ok)))
         for (size_t i = 0; i < nsan_tasks; i++)
             sanitize_go(&san_tasks[i]);
-    }
     in.nsanitizers = nsan_tasks;
 
     /* --- 6. check ------------------------------------------------- */
@@ -2128,9 +2129,7 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
         struct watch w;
         watch_start(&w, chk_fd, (int)ncase_names, progress, arg);
         double lim = lab.run_seconds > 0 ? lab.run_seconds : 120;
-        int lk = gpu_lock(env, 0);
-        r = run_sandboxed(&rc, argv, chk_fd, lim, NULL, &v);
-        gpu_unlock(lk);
+        r = run_sandboxed(&rc, argv, chk_fd, lim, NULL, &v); /* under job_lk */
         int wc = watch_stop(&w);
         phase_mark(&pc, "check_run");
         check_timed_out = r == 0 && v.timed_out;
@@ -2154,8 +2153,6 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
         }
         char chan[PATH_MAX], fail[512];
         channel_path(&rc, "check", chan, sizeof chan);
-        device_record_ensure(&rc);
-        phase_mark(&pc, "device_record");
         /* How the check run ended needs no judge: the verdict and the
          * channel say it. */
         why = run_failure(&v, fail, sizeof fail);
@@ -2246,6 +2243,8 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
                                lab.timing_case, "--max-ms", TIME_MAX_MS, NULL};
         double tlim = (lab.run_seconds > 0 ? lab.run_seconds : 120) * 2;
         sanitizers_settle(san_tasks, nsan_tasks);
+        gpu_unlock(job_lk);
+        job_lk = -1;
         int tlk = gpu_lock(env, 1);
         phase_mark(&pc, "sanitize_wait");
         r = run_sandboxed(&rc, targv, fd, tlim, NULL, &tv);
@@ -2281,7 +2280,9 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
         struct score_case *tcases = NULL;
         size_t ntcases = 0;
         channel_path(&rc, "timing", tchan, sizeof tchan);
+        int jlk = gpu_lock(env, 0);
         r = judge_run(&rc, &js, seed, tchan, NULL, &jdoc, &tcases, &ntcases, err, sizeof err);
+        gpu_unlock(jlk);
         score_cases_free(tcases, ntcases);
         phase_mark(&pc, "time_judge");
         if (r < 0) {
@@ -2356,6 +2357,8 @@ sanitized:
         in.nsanitizers = 0;
     }
     sanitizers_settle(san_tasks, nsan_tasks);
+    gpu_unlock(job_lk);
+    job_lk = -1;
     for (size_t i = 0; i < nsan_tasks; i++)
         sanitize_finish(&san_tasks[i]);
     phase_mark(&pc, "sanitize");
@@ -2415,6 +2418,7 @@ out:
         sanitize_cancel(&san_tasks[i]); /* a no-op for a run that ended */
         sanitize_finish(&san_tasks[i]);
     }
+    gpu_unlock(job_lk);
     judge_session_end(&js);
     channel_info_clear(&ti);
     sandbox_verdict_free(&tv);
