@@ -69,6 +69,27 @@ static double now_seconds(void)
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* In a forked child: a process group of its own, stdin from in_fd (-1:
+ * /dev/null), stdout to out_fd, the runner's environment less
+ * LD_LIBRARY_PATH plus extra_env, then exec argv. Never returns. */
+static void exec_trusted_child(const char *const *argv, const char *const *extra_env, int in_fd,
+                               int out_fd)
+{
+    setpgid(0, 0);
+    dup2(out_fd, 1);
+    int dn = in_fd >= 0 ? in_fd : open("/dev/null", O_RDONLY);
+    if (dn >= 0)
+        dup2(dn, 0);
+    /* LD_LIBRARY_PATH of a dist/ install is for our binaries only: the
+     * host's nvcc, gcc and nvidia-smi must load their own libraries. */
+    unsetenv("LD_LIBRARY_PATH");
+    for (size_t i = 0; extra_env && extra_env[i]; i++)
+        putenv((char *)extra_env[i]);
+    execvp(argv[0], (char *const *)argv);
+    fprintf(stderr, "cugrade-runner: cannot run %s: %s\n", argv[0], strerror(errno));
+    _exit(127);
+}
+
 int grade_exec_trusted(const char *const *argv, const char *const *extra_env,
                        double seconds, size_t cap, char **out)
 {
@@ -86,21 +107,8 @@ int grade_exec_trusted(const char *const *argv, const char *const *extra_env,
         close(pfd[1]);
         return e;
     }
-    if (pid == 0) {
-        setpgid(0, 0);
-        dup2(pfd[1], 1);
-        int dn = open("/dev/null", O_RDONLY);
-        if (dn >= 0)
-            dup2(dn, 0);
-        /* LD_LIBRARY_PATH of a dist/ install is for our binaries only: the
-         * host's nvcc, gcc and nvidia-smi must load their own libraries. */
-        unsetenv("LD_LIBRARY_PATH");
-        for (size_t i = 0; extra_env && extra_env[i]; i++)
-            putenv((char *)extra_env[i]);
-        execvp(argv[0], (char *const *)argv);
-        fprintf(stderr, "cugrade-runner: cannot run %s: %s\n", argv[0], strerror(errno));
-        _exit(127);
-    }
+    if (pid == 0)
+        exec_trusted_child(argv, extra_env, -1, pfd[1]);
     setpgid(pid, pid);
     close(pfd[1]);
     buf = malloc(cap + 1);
@@ -333,7 +341,7 @@ static int launch_ensure(const struct grade_env *env, char *out, size_t len, cha
             goto done;
         }
     if (n < 0 || fchmod(fd, 0755) < 0 || fsync(fd) < 0) {
-        rc = n < 0 ? -errno : -errno;
+        rc = -errno;
         goto done;
     }
     close(fd);
@@ -747,7 +755,7 @@ struct judge_session {
     int in, out;                 /* its stdin, its stdout */
     char *buf;                   /* what has been read of its stdout */
     size_t len, cap;
-    pthread_t thread;            /* reads "ready" holding the GPU lock shared */
+    pthread_t thread;            /* reads its "ready" */
     int started;
     int ready;                   /* 1 ready, -1 it failed */
 };
@@ -821,15 +829,20 @@ static void *judge_ready_main(void *p)
     return NULL;
 }
 
+/* No session (yet): judge_session_end and judge_run are safe on it. */
+static void judge_session_init(struct judge_session *js, const struct run_ctx *rc)
+{
+    memset(js, 0, sizeof *js);
+    js->rc = rc;
+    js->pid = js->in = js->out = -1;
+}
+
 static void judge_session_start(const struct run_ctx *rc, struct judge_session *js)
 {
     char judge[PATH_MAX], cvd[64];
     const char *extra[3];
     int in[2], out[2];
-    memset(js, 0, sizeof *js);
-    js->rc = rc;
-    js->pid = -1;
-    js->in = js->out = -1;
+    judge_session_init(js, rc);
     lab_dir(rc->env, rc->lab->name, judge, sizeof judge);
     strncat(judge, "/judge", sizeof judge - strlen(judge) - 1);
     judge_extra_env(rc, cvd, sizeof cvd, extra);
@@ -840,18 +853,10 @@ static void judge_session_start(const struct run_ctx *rc, struct judge_session *
         close(in[1]);
         return;
     }
+    const char *argv[] = {judge, "--serve", NULL};
     pid_t pid = fork();
-    if (pid == 0) {
-        setpgid(0, 0);
-        dup2(in[0], 0);
-        dup2(out[1], 1);
-        unsetenv("LD_LIBRARY_PATH"); /* as grade_exec_trusted */
-        for (size_t i = 0; extra[i]; i++)
-            putenv((char *)extra[i]);
-        execl(judge, judge, "--serve", (char *)NULL);
-        fprintf(stderr, "cugrade-runner: cannot run %s: %s\n", judge, strerror(errno));
-        _exit(127);
-    }
+    if (pid == 0)
+        exec_trusted_child(argv, extra, in[0], out[1]);
     close(in[0]);
     close(out[1]);
     if (pid < 0) {
@@ -875,20 +880,18 @@ struct judge_reap {
 static void *judge_reap_main(void *p)
 {
     struct judge_reap *jr = p;
-    int st;
-    for (int i = 0; i < 1000; i++) {
+    int st, reaped = 0;
+    for (int i = 0; i < 1000 && !reaped; i++) { /* 10 s */
         pid_t w = waitpid(jr->pid, &st, WNOHANG);
-        if (w == jr->pid || (w < 0 && errno != EINTR))
-            break;
+        reaped = w == jr->pid || (w < 0 && errno != EINTR);
         struct timespec ts = {0, 10 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-        if (i == 999) {
-            kill(-jr->pid, SIGKILL);
-            while (waitpid(jr->pid, &st, 0) < 0 && errno == EINTR)
-                ;
-        }
+        if (!reaped)
+            nanosleep(&ts, NULL);
     }
-    kill(-jr->pid, SIGKILL); /* anything it left in its group */
+    kill(-jr->pid, SIGKILL); /* a straggler, and anything it left in its group */
+    if (!reaped)
+        while (waitpid(jr->pid, &st, 0) < 0 && errno == EINTR)
+            ;
     free(jr);
     return NULL;
 }
@@ -1283,9 +1286,9 @@ static void *sanitize_main(void *p)
                           "--print-limit", "20", "--launch-timeout", "60",
                           "/lab/launch", "/work/prog.so", "check", "--seed", t->seed, "--cases",
                           t->sanitize_case, "--no-guard", NULL};
-    /* The limit covers the wait for the compile and link too. */
-    double lim = (rc->lab->run_seconds > 0 ? rc->lab->run_seconds : 120) * 3 +
-                 (rc->lab->compile_seconds > 0 ? rc->lab->compile_seconds : 60) * 2;
+    /* The sandbox's limit covers the wait for the compile and link too;
+     * the run's own (t->limit from the go) is sanitizers_settle's. */
+    double lim = t->limit + (rc->lab->compile_seconds > 0 ? rc->lab->compile_seconds : 60) * 2;
     struct run_opts o = {NULL, t->launch, NULL, t->ctl_child, t->cancel[0]};
     /* No lock of its own: the job takes one for all its sanitizers at the
      * go (grade_job_run). */
@@ -1403,7 +1406,8 @@ static void sanitize_go(struct sanitize_task *t)
     fd_close(&t->ctl);
 }
 
-/* No program will come: end t's run at once and wait for its thread. */
+/* End t's run at once (no program will come, or it is past its deadline);
+ * sanitize_finish waits for its thread. */
 static void sanitize_cancel(struct sanitize_task *t)
 {
     if (t->cancel[1] >= 0) {
@@ -1783,8 +1787,9 @@ static int lab_built(const struct grade_env *env, const char *lab)
     return access(stamp, F_OK) == 0;
 }
 
-/* Start the job's judge session and, when the rubric asks for them, its
- * sanitizers, waiting for the program (the lab is built). Returns 0, or
+/* Measure the device record if this GPU has none yet, then start the job's
+ * judge session and, when the rubric asks for them, its sanitizers, waiting
+ * for the program (the lab is built). Returns 0, or
  * -errno with a sentence in err (a system_error). */
 static int prestart(struct run_ctx *rc, const struct grade_job *job, const struct lab *lab,
                     const struct rubric *rub, const char *seed, struct judge_session *js,
@@ -1794,6 +1799,7 @@ static int prestart(struct run_ctx *rc, const struct grade_job *job, const struc
 {
     const struct grade_env *env = rc->env;
     int r;
+    device_record_ensure(rc); /* exclusive GPU lock: before anything of ours holds one */
     judge_session_start(rc, js);
     if (!lab->sanitize_case || !(rub->sanitize_memcheck || rub->sanitize_racecheck))
         return 0;
@@ -1850,7 +1856,7 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
     const char *st = "system_error", *stopped_after = NULL;
     char status_msg[800] = "", judge_flag[400] = "", seed[33] = "";
     json_t *doc = NULL;
-    /* The check's aftermath, run at once (see sanitize_task). */
+    /* Pre-started before the compile (see prestart). */
     struct sanitize_task san_tasks[2];
     size_t nsan_tasks = 0;
     struct judge_session js;
@@ -1874,8 +1880,7 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
     memset(&ci, 0, sizeof ci);
     for (size_t i = 0; i < 2; i++)
         sanitize_task_init(&san_tasks[i]);
-    memset(&js, 0, sizeof js);
-    js.pid = js.in = js.out = -1;
+    judge_session_init(&js, &rc);
     memset(&so_task, 0, sizeof so_task);
     memset(&tv, 0, sizeof tv);
     memset(&ti, 0, sizeof ti);
@@ -1949,7 +1954,6 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
      * not built yet (--lazy-build) is built before the link, as it always
      * was, and they start then: a compile error never waits for a build. */
     if (!job->stop_after && lab_built(env, job->lab)) {
-        device_record_ensure(&rc);
         if ((r = prestart(&rc, job, &lab, &rub, seed, &js, san_tasks, sans, &nsan_tasks, cs,
                           sizeof cs, launch, sizeof launch, err, sizeof err)) < 0)
             goto syserr;
@@ -2017,7 +2021,6 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
     if ((r = grade_lab_ensure(env, job->lab, err, sizeof err)) < 0)
         goto syserr;
     if (!prestarted && !job->stop_after) {
-        device_record_ensure(&rc);
         if ((r = prestart(&rc, job, &lab, &rub, seed, &js, san_tasks, sans, &nsan_tasks, cs,
                           sizeof cs, launch, sizeof launch, err, sizeof err)) < 0)
             goto syserr;
@@ -2063,7 +2066,8 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
         goto stopped;
 
     /* The sanitizers get the program now, before any student code runs. */
-    if (nsan_tasks && (so_task.r < 0 || !so_task.res.ok)) {
+    int so_failed = nsan_tasks && (so_task.r < 0 || !so_task.res.ok);
+    if (so_failed) {
         /* The executable linked and the same objects as a shared object
          * did not: ours. The sanitizers do not run; their line is not
          * charged (score.c, infra_failed). */
@@ -2083,7 +2087,7 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
      * its judge happen under it; it is let go (after the sanitizers ended)
      * before the timing run's exclusive lock. */
     job_lk = gpu_lock(env, 0);
-    if (!(nsan_tasks && (so_task.r < 0 || !so_task.res.ok)))
+    if (!so_failed)
         for (size_t i = 0; i < nsan_tasks; i++)
             sanitize_go(&san_tasks[i]);
     in.nsanitizers = nsan_tasks;

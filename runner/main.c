@@ -97,6 +97,16 @@ static int dir_has(const char *dir, const char *name)
     return stat(p, &st) == 0;
 }
 
+/* This binary's path (NUL-terminated) into exe; 0, or -1. */
+static int self_exe(char *exe, size_t len)
+{
+    ssize_t n = readlink("/proc/self/exe", exe, len - 1);
+    if (n <= 0)
+        return -1;
+    exe[n] = '\0';
+    return 0;
+}
+
 static void find_root(struct host *h, const char *opt)
 {
     char exe[PATH_MAX];
@@ -111,9 +121,7 @@ static void find_root(struct host *h, const char *opt)
     }
     if (getcwd(h->root, sizeof h->root) && dir_has(h->root, "labs"))
         return;
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-        exe[n] = '\0';
+    if (self_exe(exe, sizeof exe) == 0) {
         for (int up = 0; up < 3; up++) {
             char *s = strrchr(exe, '/');
             if (!s)
@@ -127,6 +135,26 @@ static void find_root(struct host *h, const char *opt)
     }
     if (!getcwd(h->root, sizeof h->root))
         snprintf(h->root, sizeof h->root, ".");
+}
+
+/* cugrade-launch (runner/launch.c), the sanitizer runs' target: built and
+ * shipped beside cugrade-runner (make, make dist). */
+static void find_launch(struct host *h)
+{
+    const char *e = getenv("CUGRADE_LAUNCH");
+    char exe[PATH_MAX];
+    if (e && *e) {
+        snprintf(h->launch, sizeof h->launch, "%s", e);
+        return;
+    }
+    h->launch[0] = '\0';
+    if (self_exe(exe, sizeof exe) < 0)
+        return;
+    char *slash = strrchr(exe, '/');
+    if (slash) {
+        *slash = '\0';
+        snprintf(h->launch, sizeof h->launch, "%.*s/cugrade-launch", PATH_MAX - 32, exe);
+    }
 }
 
 /* Strip surrounding whitespace in place. */
@@ -273,6 +301,7 @@ static int host_setup(struct host *h, const char *gpu, const char *cache, const 
 {
     memset(h, 0, sizeof *h);
     find_root(h, root);
+    find_launch(h);
     const char *cvd = getenv("CUDA_VISIBLE_DEVICES");
     snprintf(h->gpu_index, sizeof h->gpu_index, "%s",
              gpu ? gpu : (cvd && *cvd && !strchr(cvd, ',')) ? cvd : "0");
@@ -358,11 +387,9 @@ static void gpu_hold_start(const struct host *h)
     if (!h->have_gpu || write_end >= 0 || (e && strcmp(e, "0") == 0))
         return;
     char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     int p[2];
-    if (n <= 0 || pipe2(p, O_CLOEXEC) < 0)
+    if (self_exe(exe, sizeof exe) < 0 || pipe2(p, O_CLOEXEC) < 0)
         return;
-    exe[n] = 0;
     pid_t a = fork();
     if (a == 0) {
         /* only async-signal-safe calls from here to exec */
@@ -388,31 +415,8 @@ static void gpu_hold_start(const struct host *h)
     write_end = p[1];
 }
 
-/* cugrade-launch (runner/launch.c), the sanitizer runs' target: built and
- * shipped beside cugrade-runner (make, make dist). */
-static void find_launch(struct host *h)
+static void host_env(const struct host *h, struct grade_env *env)
 {
-    const char *e = getenv("CUGRADE_LAUNCH");
-    char exe[PATH_MAX];
-    ssize_t n;
-    if (e && *e) {
-        snprintf(h->launch, sizeof h->launch, "%s", e);
-        return;
-    }
-    h->launch[0] = '\0';
-    if ((n = readlink("/proc/self/exe", exe, sizeof exe - 1)) <= 0)
-        return;
-    exe[n] = '\0';
-    char *slash = strrchr(exe, '/');
-    if (slash) {
-        *slash = '\0';
-        snprintf(h->launch, sizeof h->launch, "%.*s/cugrade-launch", PATH_MAX - 32, exe);
-    }
-}
-
-static void host_env(struct host *h, struct grade_env *env)
-{
-    find_launch(h);
     env->launch = h->launch;
     env->root = h->root;
     env->cache = h->cache;

@@ -393,6 +393,16 @@ static void child_run(struct child_plan *p)
     _exit(WIFEXITED(bst) ? WEXITSTATUS(bst) : 128 + WTERMSIG(bst));
 }
 
+/* Kill a running sandbox: the whole tree -- bwrap, its init, every fork and
+ * every setsid()'d grandchild are in the group. Returns 0 or -errno. */
+static int kill_tree(struct cgroup *cg, pid_t pid)
+{
+    if (cg->version == CGROUP_NONE)
+        kill(pid, SIGKILL); /* the PDEATHSIG chain takes the rest */
+    int k = cgroup_kill(cg, 5000);
+    return k < 0 ? k : 0;
+}
+
 /* ---- output capture ---------------------------------------------------- */
 
 struct capture {
@@ -747,13 +757,8 @@ static int run_once(const struct sandbox_config *cfg, enum sandbox_mode mode,
             /* The runner no longer wants this run (a pre-started sanitizer
              * whose submission did not compile): the whole tree, now. */
             v->cancelled = 1;
-            if (cg.version == CGROUP_NONE)
-                kill(pid, SIGKILL);
-            int k = cgroup_kill(&cg, 5000);
-            if (k < 0) {
-                rc = k;
+            if ((rc = kill_tree(&cg, pid)) < 0)
                 goto fail;
-            }
         }
         now = now_s();
         if (!v->timed_out && !v->cancelled && !done) {
@@ -763,15 +768,8 @@ static int run_once(const struct sandbox_config *cfg, enum sandbox_mode mode,
             if (over_wall || over_cpu) {
                 v->timed_out = 1;
                 v->cpu_limit = over_cpu;
-                /* The whole tree: bwrap, its init, every fork and every
-                 * setsid()'d grandchild are in the group. */
-                if (cg.version == CGROUP_NONE)
-                    kill(pid, SIGKILL); /* the PDEATHSIG chain takes the rest */
-                int k = cgroup_kill(&cg, 5000);
-                if (k < 0) {
-                    rc = k;
+                if ((rc = kill_tree(&cg, pid)) < 0)
                     goto fail;
-                }
             }
             cgroup_sample(&cg);
         }
