@@ -45,7 +45,15 @@ struct sandbox_config {
                                     trusted program inside (cugrade-launch) */
     int cancel_fd;               /* -1, or a host fd the supervisor polls: a byte
                                     or EOF on it kills the run (v->cancelled) */
+    uint64_t output_limit;       /* stdout + stderr together, in bytes: past it the
+                                    run is killed at once (v->output_limit, as
+                                    DOMjudge and isolate do); 0: never killed for
+                                    output (only truncated to output_cap).
+                                    sandbox_config_init: SANDBOX_OUTPUT_LIMIT */
 };
+
+/* The default output limit: 8 MiB of stdout + stderr (DOMjudge's default). */
+#define SANDBOX_OUTPUT_LIMIT (8ULL << 20)
 
 struct sandbox_verdict {
     int exited;           /* 1 if exited normally */
@@ -66,10 +74,14 @@ struct sandbox_verdict {
     int file_limit;       /* killed by SIGXFSZ: a file grew past file_bytes */
     double setup_seconds; /* fork to the command's start (bwrap setup), included in wall_seconds */
     int cancelled;        /* ended through cancel_fd: killed, nothing to judge */
+    int output_limit;     /* killed for producing more than cfg->output_limit bytes
+                             of stdout + stderr ("output limit exceeded"); the
+                             byte counts say how far it got (at most ~1 MiB past) */
 };
 
 /* Fill *cfg with safe defaults (10 s wall, 10 s CPU, 1 GiB memory, 64 pids,
- * 64 MiB files and work dir, 64 KiB output). */
+ * 64 MiB files and work dir, 64 KiB of output kept per stream, killed past
+ * SANDBOX_OUTPUT_LIMIT bytes of output). */
 void sandbox_config_init(struct sandbox_config *cfg);
 
 /* Run cfg->argv in a fresh sandbox and wait for it and all its descendants.

@@ -15,7 +15,6 @@
 #include <stddef.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/personality.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -93,18 +92,22 @@ static int seccomp_build(scmp_filter_ctx ctx)
         if (rc < 0)
             return rc;
     }
-    /* personality tricks: turning off ASLR, READ_IMPLIES_EXEC (W^X off),
-     * mapping page zero (NULL-dereference exploits). The query value
-     * 0xffffffff has every bit set, so each rule also requires the top bit
-     * to be clear (libseccomp allows one comparison per argument). */
-    static const unsigned long bad_persona[] = {
-        ADDR_NO_RANDOMIZE, READ_IMPLIES_EXEC, MMAP_PAGE_ZERO,
-        ADDR_COMPAT_LAYOUT, ADDR_LIMIT_3GB, ADDR_LIMIT_32BIT,
-    };
-    for (size_t i = 0; i < sizeof bad_persona / sizeof bad_persona[0]; i++) {
-        rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(personality), 1,
-                              SCMP_A0_32(SCMP_CMP_MASKED_EQ, bad_persona[i] | 0x80000000UL, bad_persona[i]));
-        if (rc < 0)
+    /* personality: only the query personality(0xffffffff) and PER_LINUX (0,
+     * what every process already has) pass. Anything else could turn off
+     * ASLR (ADDR_NO_RANDOMIZE), W^X (READ_IMPLIES_EXEC), map page zero
+     * (MMAP_PAGE_ZERO, NULL-dereference exploits) or change the layout.
+     * The kernel reads the low 32 bits. libseccomp allows one comparison
+     * per argument and no ALLOW rule under a default of ALLOW, so "neither
+     * 0 nor 0xffffffff" is written bit by bit: with bit 31 clear, any other
+     * bit set is denied; with bit 31 set, any other bit clear is denied.
+     * (The old rules, "this flag set and bit 31 clear", let
+     * 0x80000000 | ADDR_NO_RANDOMIZE through: bit 31 is no flag at all.) */
+    for (unsigned i = 0; i < 31; i++) {
+        const scmp_datum_t bit = 1UL << i, top = 0x80000000UL;
+        if ((rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(personality), 1,
+                                   SCMP_A0_32(SCMP_CMP_MASKED_EQ, top | bit, bit))) < 0 ||
+            (rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(personality), 1,
+                                   SCMP_A0_32(SCMP_CMP_MASKED_EQ, top | bit, top))) < 0)
             return rc;
     }
     if ((rc = seccomp_socket_rules(ctx, SCMP_SYS(socket))) < 0 ||

@@ -84,13 +84,14 @@ static void membomb(void)
     }
 }
 
-static void flood(long long n)
+/* n bytes (0: forever) of lines on stdout, or on stdout and stderr in turn */
+static void flood(long long n, int both)
 {
     static char line[4096];
     memset(line, 'x', sizeof line - 1);
     line[sizeof line - 1] = '\n';
     for (long long w = 0; n == 0 || w < n; w += (long long)sizeof line)
-        if (write(1, line, sizeof line) < 0)
+        if (write(both && (w / (long long)sizeof line) % 2 ? 2 : 1, line, sizeof line) < 0)
             return;
 }
 
@@ -293,7 +294,18 @@ static void syscalls(void)
     report("pivot_root", syscall(SYS_pivot_root, "/tmp", "/tmp"));
     report("setns", syscall(SYS_setns, 0, 0));
     report("personality_aslr_off", personality(ADDR_NO_RANDOMIZE) >= 0 && (personality(0xffffffff) & ADDR_NO_RANDOMIZE) ? 0 : -1);
+    /* bit 31 is no flag: the old rule only matched with it clear */
+    report("personality_aslr_off_bit31", personality(0x80000000 | ADDR_NO_RANDOMIZE) >= 0 &&
+                                                 (personality(0xffffffff) & ADDR_NO_RANDOMIZE) ? 0 : -1);
+    report("personality_read_implies_exec_bit31", personality(0x80000000 | READ_IMPLIES_EXEC) >= 0 &&
+                                                          (personality(0xffffffff) & READ_IMPLIES_EXEC) ? 0 : -1);
+    report("personality_page_zero", personality(MMAP_PAGE_ZERO) >= 0 && (personality(0xffffffff) & MMAP_PAGE_ZERO) ? 0 : -1);
+    report("personality_linux32", personality(PER_LINUX32) >= 0 && personality(0xffffffff) == PER_LINUX32 ? 0 : -1);
+    report("personality_top_bit", personality(0x80000000) >= 0 && personality(0xffffffff) != 0 ? 0 : -1);
+    report("personality_high_bits", syscall(SYS_personality, 0xffffffff00000000UL | ADDR_NO_RANDOMIZE) >= 0 &&
+                                            (personality(0xffffffff) & ADDR_NO_RANDOMIZE) ? 0 : -1);
     report("personality_query", personality(0xffffffff));
+    report("personality_linux", personality(PER_LINUX));
     report("socket_vsock", socket(AF_VSOCK, SOCK_STREAM, 0));
     report("socket_packet", socket(AF_PACKET, SOCK_RAW, 0));
     report("socket_alg", socket(AF_ALG, SOCK_SEQPACKET, 0));
@@ -341,7 +353,7 @@ int main(int argc, char **argv)
     else if (!strcmp(c, "spin")) spin();
     else if (!strcmp(c, "orphans")) orphans(argc > 2);
     else if (!strcmp(c, "membomb")) membomb();
-    else if (!strcmp(c, "flood")) flood(argc > 2 ? atoll(argv[2]) : 0);
+    else if (!strcmp(c, "flood")) flood(argc > 2 ? atoll(argv[2]) : 0, argc > 3 && !strcmp(argv[3], "both"));
     else if (!strcmp(c, "diskfill")) fill(argc > 2 ? argv[2] : "/work", 0);
     else if (!strcmp(c, "bigfile")) fill("/work", 1);
     else if (!strcmp(c, "escape")) escape(argv + 2, argc - 2);

@@ -79,10 +79,25 @@ check "memory bomb: OOM-killed at the cgroup limit" all 'has "\"oom_killed\":1"'
 check "memory bomb: peak memory reported near the limit" all 'lt 33554432 $peak' 'lt $peak 71303168'
 check "memory bomb: nothing left on the host" host_clean
 
-# --- output flood: truncated, counted, stopped by the clock ----------------
-run $P --output-cap 4096 --wall 2 --quiet -- ./hostile-prog flood 0
+# --- output flood: killed at the output limit, not left to the clock --------
+# (the wall limit is far: a flood that is not killed for its output ends as
+# timed_out, and fails these checks)
+run $P --output-cap 4096 --output-limit 4M --wall 120 --quiet -- ./hostile-prog flood 0
 b=$(num stdout_bytes)
-check "endless output: truncated, counted, killed at the wall limit" all 'has "\"output_truncated\":1"' 'has "\"timed_out\":1"' 'lt 10000000 $b'
+check "endless output: killed at the output limit (4 MiB), not at the time limit" all \
+    'has "\"output_limit\":1"' 'has "\"timed_out\":0"' 'has "\"exited\":0"' 'has "output limit exceeded"' \
+    'has "\"output_truncated\":1"'
+check "endless output: stopped just past the limit (4 MiB < bytes <= 4 MiB + 1.1 MiB)" all 'lt 4194304 $b' 'lt $b 5400000'
+run $P --wall 120 --quiet -- ./hostile-prog flood 0 both
+o=$(num stdout_bytes); e=$(num stderr_bytes)
+check "endless output on stdout and stderr: the default limit (8 MiB) counts both" all \
+    'has "\"output_limit\":1"' 'has "\"timed_out\":0"' 'lt 1000000 $o' 'lt 1000000 $e' \
+    'lt 8388608 $((o + e))' 'lt $((o + e)) 9600000'
+run $P --output-cap 4096 --output-limit 0 --wall 2 --quiet -- ./hostile-prog flood 0
+b=$(num stdout_bytes)
+check "output limit 0: only truncated, counted, killed at the wall limit" all 'has "\"output_truncated\":1"' \
+    'has "\"timed_out\":1"' 'has "\"output_limit\":0"' 'lt 10000000 $b'
+check "endless output: nothing left on the host" host_clean
 run $P --output-cap 4096 -- ./hostile-prog flood 1000000
 check "1 MB of output: kept 4 KiB, counted all, exit 0" all 'has "\"output_truncated\":1"' 'has "\"exit_code\":0"' 'has "\"stdout_bytes\":1003520"' 'has "output truncated to 4096 bytes"'
 out_len=$(printf '%s' "$J" | sed -n 's/.*"out":"\([^"]*\)".*/\1/p' | sed 's/\\n/\n/g' | wc -c)
@@ -200,8 +215,14 @@ if [ "${CUGRADE_SANDBOX_USER:-}" != root ] && [ "${SANDBOX_EXPECT_ROOT_MODE:-0}"
     check "identity: the program is host uid 65534 (unprivileged mode)" test "$owner" = 65534
 fi
 run $P -- ./hostile-prog syscalls
-allowed=$(printf '%s' "$J" | sed -n 's/.*"out":"\([^"]*\)".*/\1/p' | sed 's/\\n/\n/g' | grep ALLOWED | grep -v -e personality_query -e socket_unix)
+allowed=$(printf '%s' "$J" | sed -n 's/.*"out":"\([^"]*\)".*/\1/p' | sed 's/\\n/\n/g' | grep ALLOWED |
+    grep -v -e personality_query -e personality_linux: -e socket_unix)
 check "seccomp: keyctl bpf perf io_uring userfaultfd unshare mount setns vsock... denied" all 'test -z "$allowed"' 'has "socket_unix: ALLOWED"'
+# personality(0x80000000 | ADDR_NO_RANDOMIZE) passed the old rule and turned ASLR off
+check "seccomp: personality only queries and PER_LINUX (bit 31 set or not, high bits)" all \
+    'has "personality_aslr_off_bit31: Operation not permitted"' 'has "personality_read_implies_exec_bit31: Operation not permitted"' \
+    'has "personality_top_bit: Operation not permitted"' 'has "personality_high_bits: Operation not permitted"' \
+    'has "personality_linux32: Operation not permitted"' 'has "personality_query: ALLOWED"' 'has "personality_linux: ALLOWED"'
 run $P -- ./hostile-prog i386
 # (31: our filter's SIGSYS; 11: a kernel booted without ia32 emulation)
 check "seccomp: an i386 system call (int 0x80) kills the process" all 'has "\"signal\":31" || has "\"signal\":11"' 'lacks "NOT KILLED"'

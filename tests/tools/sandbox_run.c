@@ -6,6 +6,7 @@
  *   sandbox_run [options] -- command [args...]
  *     --wall S  --cpu S  --mem BYTES  --pids N  --fsize BYTES
  *     --workdir-size BYTES  --output-cap BYTES  --nofile N   (K/M/G suffixes)
+ *     --output-limit BYTES  kill past this much stdout+stderr (0: never)
  *     --workdir DIR       use this host work directory (default: a fresh one
  *                         from sandbox_workdir_create under --parent, removed after)
  *     --parent DIR        where to create it (default /tmp)
@@ -153,6 +154,7 @@ int main(int argc, char **argv)
         else if (ARG("--workdir-size")) cfg.workdir_bytes = parse_size(v);
         else if (ARG("--output-cap")) cfg.output_cap = (size_t)parse_size(v);
         else if (ARG("--nofile")) cfg.nofile = parse_size(v);
+        else if (ARG("--output-limit")) cfg.output_limit = parse_size(v);
         else if (ARG("--workdir")) workdir = v;
         else if (ARG("--parent")) parent = v;
         else if (ARG("--put") && np < MAXN) puts_[np++] = v;
@@ -271,11 +273,11 @@ int main(int argc, char **argv)
     if (rc == 0) {
         printf(",\"t_start\":%.6f,\"t_end\":%.6f", t_start / 1e3, t_end / 1e3);
         printf(",\"exited\":%d,\"exit_code\":%d,\"signal\":%d,\"timed_out\":%d,\"cpu_limit\":%d,"
-               "\"oom_killed\":%d,\"output_truncated\":%d,\"file_limit\":%d,\"wall_seconds\":%.3f,"
+               "\"oom_killed\":%d,\"output_truncated\":%d,\"output_limit\":%d,\"file_limit\":%d,\"wall_seconds\":%.3f,"
                "\"cpu_seconds\":%.3f,\"setup_seconds\":%.3f,\"peak_memory_bytes\":%llu,"
                "\"stdout_bytes\":%llu,\"stderr_bytes\":%llu,\"message\":",
                v.exited, v.exit_code, v.signal, v.timed_out, v.cpu_limit, v.oom_killed,
-               v.output_truncated, v.file_limit, v.wall_seconds, v.cpu_seconds, v.setup_seconds,
+               v.output_truncated, v.output_limit, v.file_limit, v.wall_seconds, v.cpu_seconds, v.setup_seconds,
                (unsigned long long)v.peak_memory_bytes, (unsigned long long)v.stdout_bytes,
                (unsigned long long)v.stderr_bytes);
         json_str(stdout, v.message);

@@ -46,6 +46,36 @@ static void *cancel_later(void *p)
     return NULL;
 }
 
+/* The output limit, as the runner sees it: `yes` prints forever and is
+ * killed once stdout passes the limit, long before its wall limit. */
+static void test_output_limit(const char *parent)
+{
+    char *wd = NULL;
+    struct sandbox_config cfg;
+    struct sandbox_verdict v;
+    if (sandbox_workdir_create(parent, &wd) != 0) {
+        check(0, "output limit: set-up");
+        return;
+    }
+    sandbox_config_init(&cfg);
+    const char *env[] = {"PATH=/usr/bin:/bin", NULL};
+    const char *yes[] = {"yes", "cugrade", NULL};
+    cfg.argv = yes;
+    cfg.env = env;
+    cfg.workdir = wd;
+    cfg.wall_seconds = 120;
+    cfg.cpu_seconds = 120;
+    cfg.output_limit = 1 << 20;
+    int rc = sandbox_run(&cfg, &v);
+    check(rc == 0 && v.output_limit && !v.timed_out && !v.exited && v.stdout_bytes > (1 << 20) &&
+              v.stdout_bytes < (3 << 20) && strstr(v.message, "output limit exceeded") &&
+              strncmp(v.out, "cugrade\n", 8) == 0,
+          "output limit: a program printing forever is killed past it, with its verdict");
+    sandbox_verdict_free(&v);
+    sandbox_workdir_remove(wd);
+    free(wd);
+}
+
 /* fd 4 (control_fd) and cancel_fd: the pre-started sanitizers' plumbing. */
 static void test_control_and_cancel(const char *parent)
 {
@@ -122,8 +152,9 @@ int main(void)
     sandbox_config_init(&cfg);
     check(cfg.wall_seconds == 10 && cfg.cpu_seconds == 10 && cfg.memory_bytes == (1ULL << 30) &&
               cfg.pids == 64 && cfg.file_bytes == (64ULL << 20) && cfg.workdir_bytes == (64ULL << 20) &&
-              cfg.output_cap == (64 << 10) && cfg.result_fd == -1 && cfg.nofile == 1024,
-          "sandbox_config_init: the documented defaults");
+              cfg.output_cap == (64 << 10) && cfg.result_fd == -1 && cfg.nofile == 1024 &&
+              cfg.output_limit == SANDBOX_OUTPUT_LIMIT && SANDBOX_OUTPUT_LIMIT == (8ULL << 20),
+          "sandbox_config_init: the documented defaults (8 MiB output limit)");
 
     struct sandbox_verdict v;
     memset(&v, 0, sizeof v);
@@ -223,6 +254,7 @@ int main(void)
     if (getuid() == 0) {
         check(cgroup_detect() != CGROUP_NONE, "cgroup_detect: v1 or v2 found (running as root)");
         test_control_and_cancel(parent);
+        test_output_limit(parent);
     }
 
     unlink(keep);
