@@ -26,15 +26,19 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
+#include <linux/capability.h>
 #include <linux/magic.h>
 #include <linux/openat2.h>
 #include <math.h>
 #include <poll.h>
+#include <sched.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -45,25 +49,201 @@
 #include <time.h>
 #include <unistd.h>
 
-/* The uid/gid the command has inside, and (in unprivileged mode) on the
- * host: "nobody", which owns nothing on the host. */
+/* The uid/gid the command has inside in box mode (root mode: 0). */
 #define SANDBOX_UID 65534
 #define SANDBOX_GID 65534
 #define SANDBOX_TICK_MS 20
 
-/* How bwrap is started.
- *   NOBODY: we drop to host uid 65534 before exec'ing bwrap, which then
- *           builds an unprivileged user namespace. A file that only root
- *           may read stays unreadable even if a bind exposes it.
- *   ROOT:   bwrap runs as host root and maps uid 65534 inside to host
- *           root, without capabilities. Needed where unprivileged user
- *           namespaces are off, or paths are not traversable by nobody;
- *           then root-owned 0600 files under a bind are readable, which is
- *           why the view binds so little of /etc.
- * Chosen per process: NOBODY first, ROOT when bwrap cannot set up as
- * nobody ($CUGRADE_SANDBOX_USER=root|nobody forces one). */
-enum sandbox_mode { MODE_UNKNOWN, MODE_NOBODY, MODE_ROOT };
+/* How bwrap is started. In the first two modes the command's host uid/gid
+ * is its box's (below): never root, never another running job's.
+ *   BOX:  we drop to the box uid before exec'ing bwrap, which builds an
+ *         unprivileged user namespace (uid 65534 inside). Needs
+ *         unprivileged user namespaces.
+ *   ROOT: where they are off: we (root) create the user namespace
+ *         ourselves as the box uid (kept CAP_SYS_ADMIN), map uid 0 inside
+ *         to the box uid, and exec bwrap as that namespace's root, which
+ *         builds the rest without a user namespace of its own. The command
+ *         is uid 0 inside, host uid = the box, no capabilities: root-owned
+ *         0400/0600 files (/proc/timer_list, /sys/class/zram-control/
+ *         hot_add) are not its own. (The old root-mapped mode mapped it to
+ *         host root: such files were readable, and reading hot_add made a
+ *         zram device on the host.)
+ *   SELF: we are not root: bwrap runs as whoever we are (unprivileged user
+ *         namespace, uid 65534 inside); no boxes.
+ * Chosen per process: BOX first, ROOT when bwrap cannot set up as the box
+ * ($CUGRADE_SANDBOX_USER=root|nobody forces one). */
+enum sandbox_mode { MODE_UNKNOWN, MODE_BOX, MODE_ROOT, MODE_SELF };
 static enum sandbox_mode sandbox_mode_cached = MODE_UNKNOWN;
+
+static const char *mode_name(enum sandbox_mode m)
+{
+    return m == MODE_BOX ? "box" : m == MODE_ROOT ? "root" : "self";
+}
+
+/* ---- boxes: one host uid/gid per concurrent sandbox -----------------------
+ * As isolate gives each box its own uid: per-user kernel limits
+ * (inotify instances and watches, user namespaces, RLIMIT_NPROC, pending
+ * signals, mqueue bytes) are counted per host uid, so one job that takes
+ * them all must starve only itself. A box is uid = gid = base + i, held
+ * through flock() on DIR/box-<i>.lock (one open file each: threads of one
+ * runner and separate runner processes exclude each other alike; a dead
+ * runner's locks go with it). A work directory made by
+ * sandbox_workdir_create holds its box until sandbox_workdir_remove, so
+ * every run of one job (and runs that share its work directory at the
+ * same time) has the same uid; a run in any other directory holds a box
+ * of its own for the run. */
+static struct {
+    pthread_mutex_t mu;
+    int configured;
+    unsigned base, count, next;
+    char dir[256];
+    struct box_held {
+        char *path;
+        unsigned uid;
+        int fd;
+    } *held;
+    size_t nheld, capheld;
+} boxes = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static unsigned env_unsigned(const char *name, unsigned dflt)
+{
+    const char *e = getenv(name);
+    char *end;
+    if (!e || !*e)
+        return dflt;
+    unsigned long v = strtoul(e, &end, 10);
+    return *end || v == 0 || v > 0xfffffff0UL ? dflt : (unsigned)v;
+}
+
+/* Under boxes.mu. */
+static void boxes_setup(void)
+{
+    if (boxes.configured)
+        return;
+    boxes.base = env_unsigned("CUGRADE_SANDBOX_UID_BASE", SANDBOX_BOX_UID_BASE);
+    boxes.count = env_unsigned("CUGRADE_SANDBOX_BOXES", SANDBOX_BOXES);
+    const char *d = getenv("CUGRADE_SANDBOX_BOX_DIR");
+    if (!d || *d != '/')
+        /* /run where there is one to write (a container may lack it) */
+        d = access("/run", W_OK) == 0 ? SANDBOX_BOX_DIR : SANDBOX_BOX_DIR_FALLBACK;
+    snprintf(boxes.dir, sizeof boxes.dir, "%s", d);
+    boxes.next = (unsigned)getpid() * 7919u;
+    boxes.configured = 1;
+}
+
+void sandbox_boxes_configure(unsigned base, unsigned count, const char *dir)
+{
+    pthread_mutex_lock(&boxes.mu);
+    boxes_setup();
+    if (base)
+        boxes.base = base;
+    if (count)
+        boxes.count = count;
+    if (dir && *dir == '/')
+        snprintf(boxes.dir, sizeof boxes.dir, "%s", dir);
+    pthread_mutex_unlock(&boxes.mu);
+}
+
+/* Take a free box. Returns the lock's fd (O_CLOEXEC; closing it frees the
+ * box) and *uid, or -EBUSY when every box is taken, or -errno. */
+static int box_take(unsigned *uid)
+{
+    pthread_mutex_lock(&boxes.mu);
+    boxes_setup();
+    unsigned base = boxes.base, count = boxes.count, start = boxes.next++;
+    char dir[256];
+    memcpy(dir, boxes.dir, sizeof dir);
+    pthread_mutex_unlock(&boxes.mu);
+    if (base > 0xfffffff0u - count)
+        return -ERANGE;
+    if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+        return -errno;
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd < 0)
+        return -errno;
+    struct stat st;
+    if (fstat(dfd, &st) < 0 || st.st_uid != getuid() || (st.st_mode & 022)) {
+        /* someone else's directory: they could hold every lock */
+        close(dfd);
+        return -EPERM;
+    }
+    int rc = -EBUSY;
+    for (unsigned k = 0; k < count; k++) {
+        unsigned i = (start + k) % count;
+        char name[32];
+        snprintf(name, sizeof name, "box-%u.lock", i);
+        int fd = openat(dfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0) {
+            rc = -errno;
+            break;
+        }
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+            *uid = base + i;
+            close(dfd);
+            return fd;
+        }
+        int e = errno;
+        close(fd);
+        if (e != EWOULDBLOCK) {
+            rc = -e;
+            break;
+        }
+    }
+    close(dfd);
+    return rc;
+}
+
+/* The box a work directory made by sandbox_workdir_create holds, or 0. */
+static unsigned box_of_workdir(const char *path)
+{
+    unsigned uid = 0;
+    pthread_mutex_lock(&boxes.mu);
+    for (size_t i = 0; i < boxes.nheld; i++)
+        if (strcmp(boxes.held[i].path, path) == 0)
+            uid = boxes.held[i].uid;
+    pthread_mutex_unlock(&boxes.mu);
+    return uid;
+}
+
+static int box_hold(const char *path, unsigned uid, int fd)
+{
+    int rc = 0;
+    pthread_mutex_lock(&boxes.mu);
+    if (boxes.nheld == boxes.capheld) {
+        size_t nc = boxes.capheld ? boxes.capheld * 2 : 16;
+        struct box_held *nh = realloc(boxes.held, nc * sizeof *nh);
+        if (!nh)
+            rc = -ENOMEM;
+        else {
+            boxes.held = nh;
+            boxes.capheld = nc;
+        }
+    }
+    char *p = rc == 0 ? strdup(path) : NULL;
+    if (rc == 0 && !p)
+        rc = -ENOMEM;
+    if (rc == 0)
+        boxes.held[boxes.nheld++] = (struct box_held){p, uid, fd};
+    pthread_mutex_unlock(&boxes.mu);
+    return rc;
+}
+
+/* Let a work directory's box go (nothing when it holds none). */
+static void box_release_workdir(const char *path)
+{
+    int fd = -1;
+    pthread_mutex_lock(&boxes.mu);
+    for (size_t i = 0; i < boxes.nheld; i++)
+        if (strcmp(boxes.held[i].path, path) == 0) {
+            fd = boxes.held[i].fd;
+            free(boxes.held[i].path);
+            boxes.held[i] = boxes.held[--boxes.nheld];
+            break;
+        }
+    pthread_mutex_unlock(&boxes.mu);
+    if (fd >= 0)
+        close(fd);
+}
 
 void sandbox_config_init(struct sandbox_config *cfg)
 {
@@ -204,19 +384,24 @@ static int args_build(const struct sandbox_config *cfg, enum sandbox_mode mode,
     char num[32], num2[32];
     int fd = -1, rc;
 
-    arg_add(&a, "--unshare-user");
+    if (mode != MODE_ROOT)
+        arg_add(&a, "--unshare-user"); /* ROOT: we made it, see grandchild_run */
     arg_add(&a, "--unshare-pid");
     arg_add(&a, "--unshare-net");       /* only a down loopback inside */
     arg_add(&a, "--unshare-ipc");       /* no SysV shm shared with the harness of another job */
     arg_add(&a, "--unshare-uts");
     arg_add(&a, "--unshare-cgroup-try"); /* /proc/self/cgroup shows "/" */
-    arg_add(&a, "--disable-userns");    /* no nested user namespace: kernel attack surface */
-    snprintf(num, sizeof num, "%d", SANDBOX_UID);
-    snprintf(num2, sizeof num2, "%d", SANDBOX_GID);
-    arg_add2(&a, "--uid", num);
-    arg_add2(&a, "--gid", num2);
+    if (mode != MODE_ROOT) {
+        /* No nested user namespace: kernel attack surface. (ROOT: the
+         * grandchild set max_user_namespaces to 0 in ours.) */
+        arg_add(&a, "--disable-userns");
+        snprintf(num, sizeof num, "%d", SANDBOX_UID);
+        snprintf(num2, sizeof num2, "%d", SANDBOX_GID);
+        arg_add2(&a, "--uid", num);
+        arg_add2(&a, "--gid", num2);
+    }
     arg_add2(&a, "--hostname", "cugrade");
-    if (mode == MODE_ROOT)
+    if (mode != MODE_BOX)
         arg_add2(&a, "--cap-drop", "ALL"); /* bounding set too, not only effective */
     arg_add(&a, "--die-with-parent");   /* runner dies: the sandbox dies */
     arg_add(&a, "--new-session");       /* TIOCSTI into a terminal we might share */
@@ -299,7 +484,11 @@ fail:
 struct child_plan {
     const struct cgroup *cg;
     struct rlimit fsize, core, nofile, cpu;
-    int uid, gid;          /* -1: keep root */
+    int uid, gid;          /* -1: keep who we are; else the box */
+    int own_userns;        /* ROOT mode: make the user namespace ourselves */
+    gid_t groups[8];       /* supplementary groups: the GPU nodes' */
+    int ngroups;
+    char uid_map[32], gid_map[32]; /* "0 <box> 1" */
     int src[9], dst[9], n; /* dup2 plan; all src >= 10, all dst < 10 */
     int keep_from;         /* close everything from here up, but the error pipe */
     int errpipe;           /* CLOEXEC; errno written here if exec fails */
@@ -353,10 +542,62 @@ static void grandchild_run(const struct child_plan *p)
         close_range((unsigned)p->keep_from, (unsigned)ep - 1, 0);
     close_range((unsigned)ep + 1, ~0U, 0);
     if (p->gid >= 0) {
-        if (setgroups(0, NULL) < 0 || setresgid((gid_t)p->gid, (gid_t)p->gid, (gid_t)p->gid) < 0 ||
+        /* The box. ROOT mode keeps its capabilities through the switch
+         * (PR_SET_KEEPCAPS, then effective = permitted) for one thing:
+         * creating a user namespace whose owner is the box uid where
+         * unprivileged ones are refused. */
+        if ((p->own_userns && prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0) ||
+            setgroups((size_t)p->ngroups, p->groups) < 0 ||
+            setresgid((gid_t)p->gid, (gid_t)p->gid, (gid_t)p->gid) < 0 ||
             setresuid((uid_t)p->uid, (uid_t)p->uid, (uid_t)p->uid) < 0)
             child_fail(ep, errno);
     }
+    if (p->own_userns) {
+        struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+        struct __user_cap_data_struct d[2];
+        if (syscall(SYS_capget, &h, d) < 0)
+            child_fail(ep, errno);
+        d[0].effective = d[0].permitted;
+        d[1].effective = d[1].permitted;
+        /* The uid change made us non-dumpable, which makes /proc/self
+         * root's: writing our own maps needs it to be ours again. */
+        if (syscall(SYS_capset, &h, d) < 0 || unshare(CLONE_NEWUSER) < 0 ||
+            prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0)
+            child_fail(ep, errno);
+        /* Inside it: uid/gid 0 is the box, nothing else is mapped (host
+         * root's files are "nobody" here), no supplementary group can be
+         * set again, and no user namespace can be nested. Then bwrap runs
+         * as this namespace's root and drops every capability before the
+         * command (--cap-drop ALL). */
+        static const char *const files[] = {"/proc/self/setgroups", "/proc/self/uid_map",
+                                            "/proc/self/gid_map", "/proc/sys/user/max_user_namespaces"};
+        const char *data[] = {"deny", p->uid_map, p->gid_map, "0"};
+        for (int i = 0; i < 4; i++) {
+            int fd = open(files[i], O_WRONLY | O_CLOEXEC);
+            size_t l = strlen(data[i]);
+            if (fd < 0 || write(fd, data[i], l) != (ssize_t)l)
+                child_fail(ep, errno ? errno : EIO);
+            close(fd);
+        }
+        /* Empty the bounding set now: bwrap only does it when it makes a
+         * user namespace itself, and every exec of uid 0 would otherwise
+         * be given the whole set back (no_new_privs stops that too; this
+         * is the second wall). bwrap still gets what it needs for its
+         * setup through the inheritable set, and --cap-drop ALL clears
+         * that before the command. */
+        if (syscall(SYS_capget, &h, d) < 0)
+            child_fail(ep, errno);
+        d[0].inheritable = d[0].permitted;
+        d[1].inheritable = d[1].permitted;
+        if (syscall(SYS_capset, &h, d) < 0)
+            child_fail(ep, errno);
+        for (int cap = 0; cap < 64; cap++)
+            if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
+                child_fail(ep, errno);
+    }
+    /* A change of credentials clears the parent-death signal: again. */
+    if (p->gid >= 0 && (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != p->reaper))
+        child_fail(ep, errno ? errno : ESRCH);
     execve(p->bwrap, p->argv, p->envp);
     child_fail(ep, errno);
 }
@@ -494,7 +735,7 @@ static void verdict_message(struct sandbox_verdict *v, const struct sandbox_conf
 /* One attempt in one mode. Returns 0 with a verdict, -EAGAIN when bwrap
  * could not set up (the caller may retry in the other mode), -errno when
  * the sandbox broke. */
-static int run_once(const struct sandbox_config *cfg, enum sandbox_mode mode,
+static int run_once(const struct sandbox_config *cfg, enum sandbox_mode mode, unsigned box,
                     struct sandbox_verdict *v)
 {
     struct cgroup cg;
@@ -518,8 +759,8 @@ static int run_once(const struct sandbox_config *cfg, enum sandbox_mode mode,
     /* The work directory belongs to the uid that writes it (the uid the
      * command has on the host in this mode); only the top directory, and
      * never through a link. */
-    uid_t owner = mode == MODE_NOBODY ? SANDBOX_UID : getuid();
-    gid_t group = mode == MODE_NOBODY ? SANDBOX_GID : getgid();
+    uid_t owner = mode == MODE_SELF ? getuid() : (uid_t)box;
+    gid_t group = mode == MODE_SELF ? getgid() : (gid_t)box;
     if (fchownat(AT_FDCWD, cfg->workdir, owner, group, AT_SYMLINK_NOFOLLOW) < 0) {
         rc = -errno;
         goto fail_early;
@@ -615,8 +856,26 @@ static int run_once(const struct sandbox_config *cfg, enum sandbox_mode mode,
     rlim_t cpu = cfg->cpu_seconds > 0 ? (rlim_t)ceil(cfg->cpu_seconds) + 1 : RLIM_INFINITY;
     plan.cpu.rlim_cur = cpu;
     plan.cpu.rlim_max = cpu == RLIM_INFINITY ? cpu : cpu + 1;
-    plan.uid = mode == MODE_NOBODY ? SANDBOX_UID : -1;
-    plan.gid = mode == MODE_NOBODY ? SANDBOX_GID : -1;
+    plan.uid = mode == MODE_SELF ? -1 : (int)box;
+    plan.gid = mode == MODE_SELF ? -1 : (int)box;
+    plan.own_userns = mode == MODE_ROOT;
+    snprintf(plan.uid_map, sizeof plan.uid_map, "0 %u 1\n", box);
+    snprintf(plan.gid_map, sizeof plan.gid_map, "0 %u 1\n", box);
+    /* A GPU node that is not open to others but to its group (root:video
+     * 0660): the box joins that group, nothing more. One open to neither
+     * (root's alone) stays closed to the program: said on stderr. */
+    if (cfg->allow_gpu && mode != MODE_SELF)
+        for (const char *const *d = cfg->devices; d && *d; d++) {
+            struct stat st;
+            if (stat(*d, &st) < 0 || dev_is_open_to_all(*d))
+                continue;
+            mode_t need = S_ISDIR(st.st_mode) ? 050 : 060;
+            if (st.st_gid != 0 && (st.st_mode & need) == need && plan.ngroups < 8)
+                plan.groups[plan.ngroups++] = st.st_gid;
+            else
+                fprintf(stderr, "sandbox: %s is open to root alone: the program cannot use it\n", *d);
+        }
+    v->host_uid = owner;
     plan.bwrap = bwrap;
     snprintf(fdnum, sizeof fdnum, "%d", base);
     size_t nargv = 0;
@@ -682,7 +941,7 @@ static int run_once(const struct sandbox_config *cfg, enum sandbox_mode mode,
         waitpid(pid, NULL, 0);
         pid = -1;
         fprintf(stderr, "sandbox: could not start bwrap: %s\n", strerror(child_err));
-        rc = mode == MODE_NOBODY ? -EAGAIN : -child_err;
+        rc = mode == MODE_BOX ? -EAGAIN : -child_err;
         goto fail;
     }
     if ((pidfd = pidfd_open_(pid)) < 0) {
@@ -798,9 +1057,9 @@ static int run_once(const struct sandbox_config *cfg, enum sandbox_mode mode,
         cgroup_kill(&cg, 5000);
         capture_read(&err);
         err.buf[err.kept] = 0;
-        fprintf(stderr, "sandbox: bwrap (%s mode) failed to set up%s: %s\n",
-                mode == MODE_NOBODY ? "nobody" : "root", v->timed_out ? " in time" : "", err.buf);
-        rc = mode == MODE_NOBODY ? -EAGAIN : -EIO;
+        fprintf(stderr, "sandbox: bwrap (%s mode) failed to set up%s: %s\n", mode_name(mode),
+                v->timed_out ? " in time" : "", err.buf);
+        rc = mode == MODE_BOX ? -EAGAIN : -EIO;
         goto fail;
     }
     /* Whatever bwrap's init left (it kills its namespace when it exits,
@@ -883,21 +1142,16 @@ fail_early:
     return rc;
 }
 
-static enum sandbox_mode mode_initial(const struct sandbox_config *cfg)
+static enum sandbox_mode mode_initial(void)
 {
+    if (getuid() != 0)
+        return MODE_SELF; /* not root: bwrap runs as whoever we are */
     const char *e = getenv("CUGRADE_SANDBOX_USER");
     if (e && strcmp(e, "root") == 0)
         return MODE_ROOT;
-    if (e && strcmp(e, "nobody") == 0)
-        return MODE_NOBODY;
-    if (getuid() != 0)
-        return MODE_ROOT; /* not root: bwrap runs as whoever we are */
-    /* A GPU node only root may open: nobody would see no device. */
-    if (cfg->allow_gpu)
-        for (const char *const *d = cfg->devices; d && *d; d++)
-            if (!dev_is_open_to_all(*d))
-                return MODE_ROOT;
-    return sandbox_mode_cached == MODE_ROOT ? MODE_ROOT : MODE_NOBODY;
+    if (e && (strcmp(e, "nobody") == 0 || strcmp(e, "box") == 0))
+        return MODE_BOX;
+    return sandbox_mode_cached == MODE_ROOT ? MODE_ROOT : MODE_BOX;
 }
 
 int sandbox_run(const struct sandbox_config *cfg, struct sandbox_verdict *v)
@@ -907,14 +1161,23 @@ int sandbox_run(const struct sandbox_config *cfg, struct sandbox_verdict *v)
         return -EINVAL;
     if (cfg->control_fd >= 0 && cfg->result_fd < 0)
         return -EINVAL; /* fd 4 inside needs fd 3 below it */
-    enum sandbox_mode mode = mode_initial(cfg);
-    int rc = run_once(cfg, mode, v);
-    if (rc == -EAGAIN && mode == MODE_NOBODY && !getenv("CUGRADE_SANDBOX_USER")) {
-        fprintf(stderr, "sandbox: retrying in root-mapped mode (kept for this process if it works)\n");
-        rc = run_once(cfg, MODE_ROOT, v);
+    enum sandbox_mode mode = mode_initial();
+    /* The box: the work directory's, else one for this run only. */
+    unsigned box = 0;
+    int box_fd = -1;
+    if (mode != MODE_SELF && !(box = box_of_workdir(cfg->workdir)) && (box_fd = box_take(&box)) < 0) {
+        fprintf(stderr, "sandbox: no free box (uid) for this run: %s\n", strerror(-box_fd));
+        return box_fd;
+    }
+    int rc = run_once(cfg, mode, box, v);
+    if (rc == -EAGAIN && mode == MODE_BOX && !getenv("CUGRADE_SANDBOX_USER")) {
+        fprintf(stderr, "sandbox: retrying in root mode (kept for this process if it works)\n");
+        rc = run_once(cfg, MODE_ROOT, box, v);
         if (rc == 0)
             sandbox_mode_cached = MODE_ROOT;
     }
+    if (box_fd >= 0)
+        close(box_fd); /* the run is over and its cgroup empty: the box is free */
     if (rc == -EAGAIN)
         rc = -EIO;
     return rc;
@@ -1024,10 +1287,22 @@ int sandbox_workdir_create(const char *parent, char **path)
         rmdir(p);
         goto fail;
     }
-    if (chown(p, SANDBOX_UID, SANDBOX_GID) < 0 && errno != EPERM) {
-        rc = -errno;
-        sandbox_workdir_remove(p);
-        goto fail;
+    if (getuid() == 0) {
+        /* Its box, held until sandbox_workdir_remove. */
+        unsigned uid = 0;
+        rc = 0;
+        int fd = box_take(&uid);
+        if (fd < 0) {
+            rc = fd;
+            sandbox_workdir_remove(p);
+            goto fail;
+        }
+        if (chown(p, uid, uid) < 0 || (rc = box_hold(p, uid, fd)) < 0) {
+            rc = rc < 0 ? rc : -errno;
+            close(fd);
+            sandbox_workdir_remove(p);
+            goto fail;
+        }
     }
     *path = p;
     return 0;
@@ -1096,11 +1371,14 @@ int sandbox_workdir_remove(const char *path)
      * the path itself could have been swapped for a link. */
     while (umount2(path, UMOUNT_NOFOLLOW | MNT_DETACH) == 0)
         ;
-    int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        return errno == ENOENT ? 0 : -errno;
-    int rc = remove_tree_at(fd, 0);
-    if (rmdir(path) < 0 && rc == 0)
-        rc = -errno;
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), rc = 0;
+    if (fd < 0) {
+        rc = errno == ENOENT ? 0 : -errno;
+    } else {
+        rc = remove_tree_at(fd, 0);
+        if (rmdir(path) < 0 && rc == 0)
+            rc = -errno;
+    }
+    box_release_workdir(path);
     return rc;
 }

@@ -74,10 +74,30 @@ struct sandbox_verdict {
     int file_limit;       /* killed by SIGXFSZ: a file grew past file_bytes */
     double setup_seconds; /* fork to the command's start (bwrap setup), included in wall_seconds */
     int cancelled;        /* ended through cancel_fd: killed, nothing to judge */
+    unsigned host_uid;    /* the command's uid (and gid) on the host: its box's
+                             uid, or the runner's own when it is not root */
     int output_limit;     /* killed for producing more than cfg->output_limit bytes
                              of stdout + stderr ("output limit exceeded"); the
                              byte counts say how far it got (at most ~1 MiB past) */
 };
+
+/* Boxes: every sandbox that runs at the same time as another has a host
+ * uid/gid of its own (as isolate gives each box its own), uid = gid =
+ * base + i for i < count, held through a lock file DIR/box-<i>.lock, so
+ * that per-user kernel limits (inotify instances, user namespaces,
+ * processes...) taken by one job starve only that job. A work directory
+ * from sandbox_workdir_create holds one box until sandbox_workdir_remove:
+ * all runs in it have that uid. Only when the caller is root (otherwise
+ * the command runs as the caller). Defaults below; $CUGRADE_SANDBOX_UID_BASE,
+ * $CUGRADE_SANDBOX_BOXES, $CUGRADE_SANDBOX_BOX_DIR override them, and
+ * sandbox_boxes_configure (0/NULL: keep) overrides both. No user with
+ * these uids needs to exist; nothing on the host should own files with
+ * them (the range sits above systemd's container range, below 2^31). */
+#define SANDBOX_BOX_UID_BASE 1900000000u
+#define SANDBOX_BOXES 1000u
+#define SANDBOX_BOX_DIR "/run/cugrade-sandbox"          /* when /run is writable */
+#define SANDBOX_BOX_DIR_FALLBACK "/tmp/cugrade-sandbox-boxes" /* else (root's, 0700, checked) */
+void sandbox_boxes_configure(unsigned base, unsigned count, const char *dir);
 
 /* Fill *cfg with safe defaults (10 s wall, 10 s CPU, 1 GiB memory, 64 pids,
  * 64 MiB files and work dir, 64 KiB of output kept per stream, killed past
@@ -101,11 +121,12 @@ int sandbox_take_file(const char *workdir, const char *name, size_t cap,
                       char **buf, size_t *len);
 
 /* Create a fresh, empty work directory under parent (mode 0700, owned by the
- * sandbox's uid). Returns 0 and a malloc'd path. It is a tmpfs mount of its
+ * uid of a box it takes and holds until sandbox_workdir_remove). Returns 0 and a malloc'd path. It is a tmpfs mount of its
  * own (the size cap; sandbox_run resizes it to workdir_bytes and refuses,
  * -ENOTSUP, a workdir that is not one while workdir_bytes is non-zero).
  * parent should be traversable by others (o+x) so the sandbox can run as
- * host uid 65534; remove it with sandbox_workdir_remove (it unmounts). */
+ * its box's uid; remove it with sandbox_workdir_remove (it unmounts, and
+ * lets the box go). -EBUSY: every box is taken (a system error). */
 int sandbox_workdir_create(const char *parent, char **path);
 
 /* Set the size cap of a work directory made by sandbox_workdir_create (a
@@ -114,7 +135,8 @@ int sandbox_workdir_create(const char *parent, char **path);
  * (then only RLIMIT_FSIZE bounds it), or -errno. */
 int sandbox_workdir_resize(const char *path, uint64_t bytes);
 
-/* Remove a work directory tree without following any link. Returns 0 or -errno. */
+/* Remove a work directory tree without following any link, and let its box
+ * go. Returns 0 or -errno. */
 int sandbox_workdir_remove(const char *path);
 
 #endif

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/mount.h>
 #include <sys/personality.h>
 #include <sys/ptrace.h>
@@ -331,6 +332,37 @@ static void status(void)
     printf("pid: %d\n", getpid());
 }
 
+/* Take up to n inotify instances (a per-user kernel limit). With "hold":
+ * say how many on fd 3, then keep them until the test creates /work/stop. */
+static void inotify_take(int n, int hold)
+{
+    int got = 0, err = 0;
+    while (got < n) {
+        if (inotify_init1(IN_CLOEXEC) < 0) {
+            err = errno;
+            break;
+        }
+        got++;
+    }
+    if (hold) {
+        dprintf(3, "HELD %d %s\n", got, err ? strerror(err) : "-");
+        for (int i = 0; i < 600 && access("/work/stop", F_OK) != 0; i++)
+            usleep(50000);
+    }
+    printf("inotify: got %d (%s)\n", got, err ? strerror(err) : "no error");
+}
+
+/* access(): the permission check alone, nothing is opened. A read of
+ * /sys/class/zram-control/hot_add creates a zram device; a write to
+ * /proc/sysrq-trigger or /proc/sys/kernel/core_pattern acts on the host:
+ * the suite must not do them even if the sandbox were broken. */
+static void access_check(int mode, char **paths, int n)
+{
+    for (int i = 0; i < n; i++)
+        printf("%s: %s\n", paths[i],
+               access(paths[i], mode) == 0 ? (mode == W_OK ? "WRITABLE" : "READABLE") : strerror(errno));
+}
+
 static void i386_call(void)
 {
     /* getpid through the 32-bit entry point: a different syscall table */
@@ -367,6 +399,9 @@ int main(int argc, char **argv)
     else if (!strcmp(c, "env")) env();
     else if (!strcmp(c, "syscalls")) syscalls();
     else if (!strcmp(c, "status")) status();
+    else if (!strcmp(c, "inotify")) inotify_take(atoi(argv[2]), argc > 3 && !strcmp(argv[3], "hold"));
+    else if (!strcmp(c, "access")) access_check(R_OK, argv + 2, argc - 2);
+    else if (!strcmp(c, "waccess")) access_check(W_OK, argv + 2, argc - 2);
     else if (!strcmp(c, "i386")) i386_call();
     else if (!strcmp(c, "x32")) x32_call();
     else if (!strcmp(c, "exit")) return atoi(argv[2]);

@@ -10,6 +10,8 @@ if ! $CC -O1 -o "$T/hostile" "$ROOT/tests/sandbox/hostile.c" 2>"$T/cc.log"; then
 fi
 P="--put $T/hostile:hostile-prog"
 MARK="cugrade-escape-$$"
+MODE=${CUGRADE_SANDBOX_USER:-box}
+BOX_BASE=${CUGRADE_SANDBOX_UID_BASE:-1900000000}
 
 # --- the sandbox runs things at all, and reports exit codes ---------------
 run $P -- ./hostile-prog exit 0
@@ -202,18 +204,98 @@ RUN_ENV="CUGRADE_SECRET=s3cr3t-$$"; run $P --env PATH=/usr/bin:/bin --env FOO=ba
 check "environment: only the given variables (and bwrap's PWD)" has '"out":"PATH=/usr/bin:/bin\nFOO=bar\nPWD=/work\n"'
 
 # --- identity, capabilities, seccomp ------------------------------------------
+# Box mode: uid 65534 inside (bwrap's unprivileged user namespace); root mode
+# (CUGRADE_SANDBOX_USER=root, hostile_root.t): uid 0 inside a namespace we
+# made. Both: the host uid is the box's, never root, no capabilities.
+if [ "$MODE" = root ]; then INSIDE=0; else INSIDE=65534; fi
 run $P -- ./hostile-prog status
-check "status: uid 65534, no capabilities at all, no_new_privs, seccomp on" all \
-    'has "Uid:\\u000965534"' 'has "CapEff:\\u00090000000000000000"' 'has "CapBnd:\\u00090000000000000000"' \
+check "status: uid $INSIDE inside, no capabilities at all, no_new_privs, seccomp on" all \
+    'has "Uid:\\u0009$INSIDE\\u0009"' 'has "CapEff:\\u00090000000000000000"' 'has "CapPrm:\\u00090000000000000000"' \
+    'has "CapBnd:\\u00090000000000000000"' 'has "CapInh:\\u00090000000000000000"' \
     'has "NoNewPrivs:\\u00091"' 'has "Seccomp:\\u00092"' 'has "hostname: cugrade"'
 run $P --keep -- /bin/sh -c 'echo x > /work/owner'
 WD=$(printf '%s' "$J" | sed -n 's/.*"workdir":"\([^"]*\)".*/\1/p')
+hu=$(num host_uid)
 owner=$(stat -c %u "$WD/owner" 2>/dev/null)
 run --workdir "$WD" --remove -- /bin/true
-echo "# host uid of the sandboxed program: $owner (65534: unprivileged mode, 0: root-mapped mode)"
-if [ "${CUGRADE_SANDBOX_USER:-}" != root ] && [ "${SANDBOX_EXPECT_ROOT_MODE:-0}" != 1 ]; then
-    check "identity: the program is host uid 65534 (unprivileged mode)" test "$owner" = 65534
+echo "# host uid of the sandboxed program: $owner (mode $MODE; boxes from $BOX_BASE)"
+check "identity: the program's host uid is its box's (not root, not 65534), as the verdict says" all \
+    'test "$owner" = "$hu"' 'test "$owner" -ge "$BOX_BASE"' 'test "$owner" -lt "$((BOX_BASE + 1000))"'
+
+# --- files only root may read (/proc, /sys) ---------------------------------
+# The old root-mapped mode ran the program as host root: root-only files were
+# readable, and reading /sys/class/zram-control/hot_add made a zram device.
+# Only access() is asked of /sys (no read: no side effect even if it failed).
+RO=""
+for f in /proc/timer_list /proc/slabinfo /proc/vmallocinfo; do
+    [ "$(stat -c %a:%u "$f" 2>/dev/null)" = 400:0 ] && RO="$RO $f"
+done
+RS=""
+for f in /sys/class/zram-control/hot_add $(ls -d /sys/kernel/slab/*/objects 2>/dev/null | head -n 1); do
+    [ "$(stat -c %a:%u "$f" 2>/dev/null)" = 400:0 ] && RS="$RS $f"
+done
+if [ -n "$RO" ]; then
+    run $P -- ./hostile-prog read $RO
+    n=$(printf '%s' "$J" | grep -o 'Permission denied' | wc -l)
+    check "root-only files under /proc ($RO ): permission denied" all 'lacks ": read "' 'test "$n" = "$(echo $RO | wc -w)"'
+else
+    ok "root-only files under /proc: none on this host to try # SKIP"
 fi
+if [ -n "$RS" ]; then
+    run $P -- ./hostile-prog access $RS
+    n=$(printf '%s' "$J" | grep -o 'Permission denied' | wc -l)
+    check "root-only files under /sys ($RS ): not readable" all 'lacks "READABLE"' 'test "$n" = "$(echo $RS | wc -w)"'
+else
+    ok "root-only files under /sys: none on this host to try # SKIP"
+fi
+# (The old root-mapped mode could write /proc/sys/kernel/core_pattern on the
+# host: bwrap leaves /proc/sys writable when it looks read-only to it, and
+# host root owns those files. Asked with access(W_OK) only: never written.)
+run $P -- ./hostile-prog waccess /proc/sysrq-trigger /proc/sys/kernel/core_pattern /proc/sys/vm/drop_caches \
+    /sys/kernel/uevent_helper /proc/sys/user/max_user_namespaces
+check "/proc/sysrq-trigger, /proc/sys (core_pattern...), /sys: not writable" all 'lacks "WRITABLE"' \
+    'has "core_pattern: Permission denied" || has "core_pattern: Read-only file system"'
+
+# --- a GPU node open to its group only (root:video 0660): the box joins it -----
+if mknod "$T/gpunode" c 1 3 2>/dev/null && chown root:44 "$T/gpunode" && chmod 0660 "$T/gpunode"; then
+    run --dev "$T/gpunode" -- /bin/sh -c "echo x > $T/gpunode && echo OPENED"
+    check "a device node open to its group only is usable (supplementary group)" has 'OPENED'
+    chmod 0600 "$T/gpunode"
+    run --dev "$T/gpunode" -- /bin/sh -c "echo x > $T/gpunode && echo OPENED"
+    check "a device node open to root alone is not" all 'lacks "OPENED"' 'grep -q "open to root alone" "$T/stderr"'
+else
+    ok "device node by group: cannot mknod here # SKIP"
+fi
+
+# --- per-box uids: one job's per-user kernel limits are its own ----------------
+# Every job ran as host uid 65534: one that took all 128 inotify instances
+# (fs.inotify.max_user_instances) left none to a job running beside it.
+MAXI=$(cat /proc/sys/fs/inotify/max_user_instances 2>/dev/null || echo 0)
+if [ "$MAXI" -gt 0 ] && [ "$MAXI" -le 8192 ]; then
+    run --keep -- /bin/true
+    HWD=$(printf '%s' "$J" | sed -n 's/.*"workdir":"\([^"]*\)".*/\1/p')
+    : >"$T/held"
+    env $RUN_ENV "$SR" --parent "$T" --workdir "$HWD" $P --nofile $((MAXI + 64)) --wall 60 --result-file "$T/held" \
+        -- ./hostile-prog inotify $((MAXI + 10)) hold >"$T/hog.json" 2>"$T/hog.err" &
+    HOG=$!
+    echo "$HOG" >>"$T/pids"
+    for i in $(seq 1 300); do grep -q HELD "$T/held" && break; sleep 0.1; done
+    held=$(cat "$T/held")
+    check "inotify hog: holds every instance its uid may have ($MAXI, then EMFILE)" \
+        test "$held" = "HELD $MAXI Too many open files"
+    run $P -- ./hostile-prog inotify 1
+    other=$(num host_uid)
+    check "while the hog holds them, a job beside it still gets an inotify instance" has "inotify: got 1 (no error)"
+    touch "$HWD/stop"
+    wait "$HOG"
+    J=$(cat "$T/hog.json")
+    check "inotify hog: ended normally once told to, with its own host uid" all 'has "\"exit_code\":0"' \
+        'test "$(num host_uid)" != "$other"'
+    run --workdir "$HWD" --remove -- /bin/true
+else
+    ok "per-box uids: fs.inotify.max_user_instances is $MAXI, too many to hold in a test # SKIP"
+fi
+
 run $P -- ./hostile-prog syscalls
 allowed=$(printf '%s' "$J" | sed -n 's/.*"out":"\([^"]*\)".*/\1/p' | sed 's/\\n/\n/g' | grep ALLOWED |
     grep -v -e personality_query -e personality_linux: -e socket_unix)

@@ -17,9 +17,10 @@ J=""
 FAILED=0
 echo 0 >"$T/ignore" # pids the host checks leave out (see the killed-runner test)
 
-ok() { echo "ok - $1"; }
+TAP_PREFIX=${TAP_PREFIX:-}
+ok() { echo "ok - $TAP_PREFIX$1"; }
 nok() {
-    echo "not ok - $1"
+    echo "not ok - $TAP_PREFIX$1"
     FAILED=$((FAILED + 1))
     printf '%s\n' "#   verdict: $J" | cut -c1-2000
     [ -s "$T/stderr" ] && sed 's/^/#   stderr: /' "$T/stderr" | head -n 10

@@ -275,11 +275,11 @@ int main(int argc, char **argv)
         printf(",\"exited\":%d,\"exit_code\":%d,\"signal\":%d,\"timed_out\":%d,\"cpu_limit\":%d,"
                "\"oom_killed\":%d,\"output_truncated\":%d,\"output_limit\":%d,\"file_limit\":%d,\"wall_seconds\":%.3f,"
                "\"cpu_seconds\":%.3f,\"setup_seconds\":%.3f,\"peak_memory_bytes\":%llu,"
-               "\"stdout_bytes\":%llu,\"stderr_bytes\":%llu,\"message\":",
+               "\"stdout_bytes\":%llu,\"stderr_bytes\":%llu,\"host_uid\":%u,\"message\":",
                v.exited, v.exit_code, v.signal, v.timed_out, v.cpu_limit, v.oom_killed,
                v.output_truncated, v.output_limit, v.file_limit, v.wall_seconds, v.cpu_seconds, v.setup_seconds,
                (unsigned long long)v.peak_memory_bytes, (unsigned long long)v.stdout_bytes,
-               (unsigned long long)v.stderr_bytes);
+               (unsigned long long)v.stderr_bytes, v.host_uid);
         json_str(stdout, v.message);
         if (!quiet) {
             printf(",\"out\":");

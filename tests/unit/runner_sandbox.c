@@ -76,6 +76,66 @@ static void test_output_limit(const char *parent)
     free(wd);
 }
 
+/* Boxes: each work directory holds its own uid until it is removed; when
+ * every box is taken, a new one is -EBUSY (a system error, retried), and a
+ * removed directory's box is free again. A run in a directory that holds
+ * no box takes one for the run, and lets it go after. */
+static void test_boxes(const char *parent)
+{
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/boxes", parent);
+    sandbox_boxes_configure(1900005000u, 2, dir);
+    char *a = NULL, *b = NULL, *c = NULL;
+    struct stat sa, sb;
+    int ra = sandbox_workdir_create(parent, &a), rb = sandbox_workdir_create(parent, &b);
+    check(ra == 0 && rb == 0 && stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_uid != sb.st_uid &&
+              sa.st_uid >= 1900005000u && sa.st_uid < 1900005002u && sb.st_uid >= 1900005000u &&
+              sb.st_uid < 1900005002u && sa.st_gid == sa.st_uid,
+          "boxes: two work directories, two uids from the range (uid = gid)");
+    check(sandbox_workdir_create(parent, &c) == -EBUSY && c == NULL, "boxes: all taken is -EBUSY");
+    struct sandbox_config cfg;
+    struct sandbox_verdict v;
+    const char *env[] = {"PATH=/usr/bin:/bin", NULL};
+    const char *idu[] = {"/bin/true", NULL};
+    sandbox_config_init(&cfg);
+    cfg.argv = idu;
+    cfg.env = env;
+    cfg.workdir = a;
+    int rc = sandbox_run(&cfg, &v);
+    check(rc == 0 && v.exited && v.exit_code == 0 && v.host_uid == sa.st_uid,
+          "boxes: a run in a work directory has that directory's uid");
+    sandbox_verdict_free(&v);
+    char plain[4096];
+    snprintf(plain, sizeof plain, "%s/plain", parent);
+    mkdir(plain, 0755);
+    cfg.workdir = plain;
+    cfg.workdir_bytes = 0;
+    check(sandbox_run(&cfg, &v) == -EBUSY, "boxes: a run that needs a box of its own, none free: -EBUSY");
+    sandbox_verdict_free(&v);
+    sandbox_workdir_remove(a);
+    rc = sandbox_run(&cfg, &v);
+    check(rc == 0 && v.exited && v.host_uid == sa.st_uid, "boxes: a removed directory's box is free again");
+    sandbox_verdict_free(&v);
+    rc = sandbox_workdir_create(parent, &c);
+    check(rc == 0 && c && stat(c, &sa) == 0 && sa.st_uid != sb.st_uid,
+          "boxes: and so is a run's, once the run is over");
+    if (c)
+        sandbox_workdir_remove(c);
+    sandbox_workdir_remove(b);
+    rmdir(plain);
+    free(a);
+    free(b);
+    free(c);
+    for (int i = 0; i < 2; i++) {
+        char p[4200];
+        snprintf(p, sizeof p, "%s/box-%d.lock", dir, i);
+        unlink(p);
+    }
+    rmdir(dir);
+    sandbox_boxes_configure(SANDBOX_BOX_UID_BASE, SANDBOX_BOXES,
+                            access("/run", W_OK) == 0 ? SANDBOX_BOX_DIR : SANDBOX_BOX_DIR_FALLBACK);
+}
+
 /* fd 4 (control_fd) and cancel_fd: the pre-started sanitizers' plumbing. */
 static void test_control_and_cancel(const char *parent)
 {
@@ -255,6 +315,7 @@ int main(void)
         check(cgroup_detect() != CGROUP_NONE, "cgroup_detect: v1 or v2 found (running as root)");
         test_control_and_cancel(parent);
         test_output_limit(parent);
+        test_boxes(parent);
     }
 
     unlink(keep);
