@@ -82,7 +82,7 @@ LIM="--mem 4G --pids 128 --wall 60 --cpu 60"
 # and go on without one, to learn what else holds (marked FAIL regardless).
 J=$("$SR" -- /bin/true 2>"$T/err")
 case "$J" in
-'{"rc":0'*) pass "sandbox_run works on this host" "$(grep -h 'root-mapped' "$T/err" | head -n 1)" ;;
+'{"rc":0'*) pass "sandbox_run works on this host" "$(grep -h 'root mode' "$T/err" | head -n 1)" ;;
 *) fail "sandbox_run works on this host" "$J $(cat "$T/err")"
    if grep -q cgroup "$T/err"; then
        export CUGRADE_SANDBOX_CGROUP=off
@@ -132,8 +132,23 @@ J=$("$SR" $GPUENV $LIM --gpu $P -- ./cuda-prog vecadd 2>"$T/err")
 if has '"exit_code":0' && has 'PASS'; then pass "next CUDA program after the memory hog" "$(outof); before: $MEM0; after: $MEM1"
 else fail "next CUDA program after the memory hog" "$J $(cat "$T/err")"; fi
 
+# 4b. boxes: two CUDA programs at once, each its own host uid; and root mode
+# (the user namespace made by us for the box, uid 0 inside): the GPU works
+"$SR" $GPUENV $LIM --gpu $P -- ./cuda-prog vecadd >"$T/j1" 2>"$T/err1" &
+"$SR" $GPUENV $LIM --gpu $P -- ./cuda-prog vecadd >"$T/j2" 2>"$T/err2" &
+wait
+J=$(cat "$T/j1"); u1=$(num host_uid); okb=0
+has '"exit_code":0' && has 'PASS' && okb=1
+J=$(cat "$T/j2"); u2=$(num host_uid)
+if [ "$okb" = 1 ] && has '"exit_code":0' && has 'PASS' && [ -n "$u1" ] && [ "$u1" != "$u2" ]; then
+    pass "two CUDA programs at once: both PASS, each its own host uid" "host uids $u1 and $u2"
+else fail "two CUDA programs at once: both PASS, each its own host uid" "$(cat "$T/j1") $J $(cat "$T/err1" "$T/err2")"; fi
+J=$(CUGRADE_SANDBOX_USER=root "$SR" $GPUENV $LIM --gpu $P -- ./cuda-prog vecadd 2>"$T/err")
+if has '"exit_code":0' && has 'PASS'; then pass "CUDA program correct inside, root mode (box uid $(num host_uid))" "$(outof), $(num wall_seconds) s"
+else fail "CUDA program correct inside, root mode" "$J $(cat "$T/err")"; fi
+
 # 5. the CPU suites on this host: nvcc inside, hostile programs (cgroup v2)
-for suite in compile hostile; do
+for suite in compile hostile hostile_root; do
     SANDBOX_RUN="$SR" CUGRADE_ROOT="$ROOT" sh "$ROOT/tests/sandbox/$suite.t" >"$T/$suite.log" 2>&1
     p=$(grep -c '^ok' "$T/$suite.log"); f=$(grep -c '^not ok' "$T/$suite.log")
     sed 's/^/# '"$suite"': /' "$T/$suite.log" | grep -E '^# [a-z]+: (not ok|#)' | head -n 40
