@@ -98,7 +98,8 @@ static struct {
     unsigned base, count, next;
     char dir[256];
     struct box_held {
-        char *path;
+        dev_t dev; /* the work directory, by identity: any spelling of */
+        ino_t ino; /* its path finds it */
         unsigned uid;
         int fd;
     } *held;
@@ -196,16 +197,19 @@ static int box_take(unsigned *uid)
 /* The box a work directory made by sandbox_workdir_create holds, or 0. */
 static unsigned box_of_workdir(const char *path)
 {
+    struct stat st;
     unsigned uid = 0;
+    if (stat(path, &st) < 0)
+        return 0;
     pthread_mutex_lock(&boxes.mu);
     for (size_t i = 0; i < boxes.nheld; i++)
-        if (strcmp(boxes.held[i].path, path) == 0)
+        if (boxes.held[i].dev == st.st_dev && boxes.held[i].ino == st.st_ino)
             uid = boxes.held[i].uid;
     pthread_mutex_unlock(&boxes.mu);
     return uid;
 }
 
-static int box_hold(const char *path, unsigned uid, int fd)
+static int box_hold(const struct stat *st, unsigned uid, int fd)
 {
     int rc = 0;
     pthread_mutex_lock(&boxes.mu);
@@ -219,24 +223,20 @@ static int box_hold(const char *path, unsigned uid, int fd)
             boxes.capheld = nc;
         }
     }
-    char *p = rc == 0 ? strdup(path) : NULL;
-    if (rc == 0 && !p)
-        rc = -ENOMEM;
     if (rc == 0)
-        boxes.held[boxes.nheld++] = (struct box_held){p, uid, fd};
+        boxes.held[boxes.nheld++] = (struct box_held){st->st_dev, st->st_ino, uid, fd};
     pthread_mutex_unlock(&boxes.mu);
     return rc;
 }
 
 /* Let a work directory's box go (nothing when it holds none). */
-static void box_release_workdir(const char *path)
+static void box_release(dev_t dev, ino_t ino)
 {
     int fd = -1;
     pthread_mutex_lock(&boxes.mu);
     for (size_t i = 0; i < boxes.nheld; i++)
-        if (strcmp(boxes.held[i].path, path) == 0) {
+        if (boxes.held[i].dev == dev && boxes.held[i].ino == ino) {
             fd = boxes.held[i].fd;
-            free(boxes.held[i].path);
             boxes.held[i] = boxes.held[--boxes.nheld];
             break;
         }
@@ -1297,7 +1297,8 @@ int sandbox_workdir_create(const char *parent, char **path)
             sandbox_workdir_remove(p);
             goto fail;
         }
-        if (chown(p, uid, uid) < 0 || (rc = box_hold(p, uid, fd)) < 0) {
+        struct stat st;
+        if (chown(p, uid, uid) < 0 || stat(p, &st) < 0 || (rc = box_hold(&st, uid, fd)) < 0) {
             rc = rc < 0 ? rc : -errno;
             close(fd);
             sandbox_workdir_remove(p);
@@ -1367,6 +1368,9 @@ static int remove_tree_at(int dirfd, int depth)
 
 int sandbox_workdir_remove(const char *path)
 {
+    /* Its box, known by the mount's identity (before the unmount). */
+    struct stat bst;
+    int boxed = lstat(path, &bst) == 0 && S_ISDIR(bst.st_mode);
     /* Unmount our tmpfs (this drops its content at once); UMOUNT_NOFOLLOW:
      * the path itself could have been swapped for a link. */
     while (umount2(path, UMOUNT_NOFOLLOW | MNT_DETACH) == 0)
@@ -1379,6 +1383,7 @@ int sandbox_workdir_remove(const char *path)
         if (rmdir(path) < 0 && rc == 0)
             rc = -errno;
     }
-    box_release_workdir(path);
+    if (boxed)
+        box_release(bst.st_dev, bst.st_ino);
     return rc;
 }

@@ -105,6 +105,13 @@ static void test_boxes(const char *parent)
     check(rc == 0 && v.exited && v.exit_code == 0 && v.host_uid == sa.st_uid,
           "boxes: a run in a work directory has that directory's uid");
     sandbox_verdict_free(&v);
+    char other[4200];
+    snprintf(other, sizeof other, "%s/./", a);
+    cfg.workdir = other;
+    rc = sandbox_run(&cfg, &v);
+    check(rc == 0 && v.exited && v.host_uid == sa.st_uid,
+          "boxes: found by the directory's identity, not its spelling");
+    sandbox_verdict_free(&v);
     char plain[4096];
     snprintf(plain, sizeof plain, "%s/plain", parent);
     mkdir(plain, 0755);
