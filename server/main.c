@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "server/api.h"
+#include "server/backup.h"
 
 struct opts {
     const char *db;
@@ -36,6 +37,7 @@ static const char usage_main[] =
     "  user list                  list users\n"
     "  token new NAME             print an additional token for a user\n"
     "  token revoke NAME          revoke every token of a user\n"
+    "  backup FILE                copy the live database to FILE (online, consistent)\n"
     "\n"
     "common options:\n"
     "  --db PATH                  database file (default var/cugrade.db)\n"
@@ -467,6 +469,7 @@ int main(int argc, char **argv)
                         : strcmp(cmd, "serve") == 0 ? usage_serve
                         : strcmp(cmd, "user") == 0  ? usage_user
                         : strcmp(cmd, "token") == 0 ? usage_token
+                        : strcmp(cmd, "backup") == 0 ? backup_usage
                                                     : NULL;
     if (!usage) {
         fprintf(stderr, "cugrade-server: unknown command '%s'\n\n%s", cmd, usage_main);
@@ -511,5 +514,7 @@ int main(int argc, char **argv)
         return npos ? (fputs(usage, stderr), 2) : do_serve(&o);
     if (strcmp(cmd, "user") == 0)
         return do_user(npos, pos, &o);
+    if (strcmp(cmd, "backup") == 0)
+        return npos != 1 ? (fputs(usage, stderr), 2) : backup_database(o.db, pos[0]) ? 1 : 0;
     return do_token(npos, pos, &o);
 }
