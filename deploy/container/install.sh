@@ -1,6 +1,6 @@
 #!/bin/sh
 # Install a cugrade runner from a source tree that holds dist/ (make dist),
-# labs/ and rubrics/ into PREFIX. The container recipe's one build step
+# labs/, reference/ and rubrics/ into PREFIX. The container recipe's one build step
 # (Containerfile), and the same on a plain Ubuntu 24.04 + CUDA 13 host:
 #
 #   make dist && sh deploy/container/install.sh . /opt/cugrade
@@ -15,19 +15,21 @@ set -eu
 SRC=${1:?usage: install.sh SRC PREFIX}
 PREFIX=${2:-/opt/cugrade}
 SRC=$(cd "$SRC" && pwd)
-for need in dist/cugrade-runner dist/cugrade-launch dist/bwrap dist/env.sh labs rubrics; do
+for need in dist/cugrade-runner dist/cugrade-launch dist/bwrap dist/env.sh labs rubrics reference; do
     if [ ! -e "$SRC/$need" ]; then
         echo "install.sh: $SRC/$need is missing (run make dist in the source tree)" >&2
         exit 1
     fi
 done
 mkdir -p "$PREFIX"
-rm -rf "$PREFIX/dist" "$PREFIX/labs" "$PREFIX/rubrics"
+rm -rf "$PREFIX/dist" "$PREFIX/labs" "$PREFIX/rubrics" "$PREFIX/reference"
 cp -r "$SRC/dist" "$PREFIX/dist"
 # Only the runner's side: the server and the test tools stay out of the image.
 rm -rf "$PREFIX/dist/cugrade-server" "$PREFIX/dist/tools"
 cp -r "$SRC/labs" "$PREFIX/labs"
 cp -r "$SRC/rubrics" "$PREFIX/rubrics"
+# The labs' judges, reference kernels and CPU baselines (labs/build-lab.sh).
+cp -r "$SRC/reference" "$PREFIX/reference"
 mkdir -p "$PREFIX/bin"
 cp "$SRC/deploy/container/entrypoint.sh" "$SRC/deploy/container/check-host.sh" "$PREFIX/bin/"
 # The sandbox drops to uid nobody before it execs bwrap and the student's
