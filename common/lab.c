@@ -498,6 +498,24 @@ int lab_load(const char *dir, struct lab *lab, char *err, size_t errlen)
             goto fail_rc;
         lab->memory_mb = (unsigned long long)mem;
     }
+    {
+        /* limits.derive: wall limits from the naive reference's own time
+         * (runner/limits.c), so an endless program is killed in seconds. */
+        json_t *derive = json_object_get(limits, "derive");
+        if (derive != NULL && !json_is_object(derive)) {
+            lab__err(err, errlen, "%s: limits.derive: must be an object", file);
+            rc = -EINVAL;
+            goto fail_rc;
+        }
+        if (derive != NULL &&
+            ((rc = lab__get_number(derive, "factor", 5, 1, 1000, &lab->derive_factor, file, err,
+                                   errlen)) < 0 ||
+             (rc = lab__get_number(derive, "floor_seconds", 10, 0.1, 36000,
+                                   &lab->derive_floor_seconds, file, err, errlen)) < 0 ||
+             (rc = lab__get_number(derive, "startup_seconds", 2, 0, 600,
+                                   &lab->derive_startup_seconds, file, err, errlen)) < 0))
+            goto fail_rc;
+    }
 
     rc = lab__read_file(readme, LAB_README_MAX, &lab->handout);
     if (rc < 0 && rc != -ENOENT) {

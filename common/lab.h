@@ -37,6 +37,10 @@ struct lab {
     char **baselines;   size_t nbaselines;
     double compile_seconds, run_seconds;
     unsigned long long memory_mb;
+    /* limits.derive: the check run's wall limit is
+     * min(run_seconds, max(floor, factor x the naive reference's check run
+     * on this GPU) + startup). factor 0 (no "derive") keeps run_seconds. */
+    double derive_factor, derive_floor_seconds, derive_startup_seconds;
     json_t *doc;        /* the parsed lab.json (owned) */
 };
 

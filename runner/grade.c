@@ -16,6 +16,7 @@
 #include "compile.h"
 #include "inspect.h"
 #include "lab.h"
+#include "limit.h"
 #include "rubric.h"
 #include "sandbox.h"
 #include "score.h"
@@ -577,6 +578,7 @@ struct run_ctx {
     const char *workdir;
     char jobdir[DIRLEN];
     char device_path[PATH_MAX];  /* trusted device record for the judge, or "" */
+    struct run_limits limits;    /* this job's wall limits (limit.h) */
 };
 
 /* Open a fresh channel file in the job's private directory. */
@@ -676,7 +678,11 @@ static int run_sandboxed(const struct run_ctx *rc, const char *const *argv, int 
 /* A sentence on how a run ended badly, or NULL for a clean exit 0. */
 static const char *run_failure(const struct sandbox_verdict *v, char *buf, size_t len)
 {
-    if (v->timed_out)
+    if (v->output_limit)
+        snprintf(buf, len, "Output limit exceeded: your program wrote more than %llu MiB to "
+                 "stdout and stderr and was killed. Print a few lines, not one per element or "
+                 "per iteration.", (unsigned long long)(SANDBOX_OUTPUT_LIMIT >> 20));
+    else if (v->timed_out)
         snprintf(buf, len, "Your program ran past the time limit (%.1f s)%s.", v->wall_seconds,
                  v->cpu_limit ? " of CPU time" : "");
     else if (v->oom_killed)
@@ -1629,6 +1635,105 @@ static double baseline_run(const struct run_ctx *rc, const char *name, const cha
 }
 
 /* ---------------------------------------------------------------------- */
+/* Wall limits from the naive reference (runner/limit.h): its whole check
+ * run, every case of the lab, measured once per GPU model and cached. */
+
+/* name when its rubric line is visible to the student, else a neutral
+ * phrase: hidden cases are not named in a student's feedback. */
+static const char *case_visible(const struct rubric *rub, const char *name)
+{
+    if (!name)
+        return NULL;
+    for (size_t i = 0; i < rub->ncorrectness; i++)
+        if (strcmp(rub->correctness[i].case_name, name) == 0) {
+            const char *vis = rub->correctness[i].visibility;
+            return !vis || strcmp(vis, "visible") == 0 ? name : "(a hidden case)";
+        }
+    return name;
+}
+
+static void limit_cache_path(const struct run_ctx *rc, char *out, size_t len)
+{
+    char dir[DIRLEN], g[128];
+    lab_dir(rc->env, rc->lab->name, dir, sizeof dir);
+    slug(rc->env->gpu_name && *rc->env->gpu_name ? rc->env->gpu_name : "gpu", g, sizeof g);
+    snprintf(out, len, "%s/limits/%s__naive-check.json", dir, g);
+}
+
+/* Run the naive reference's check over every case of the lab in the
+ * sandbox (exclusive GPU lock held by the caller) and return its wall
+ * seconds, or 0 when it did not run cleanly. */
+static double naive_check_run(const struct run_ctx *rc, const char *prog)
+{
+    const struct lab *lab = rc->lab;
+    size_t len = 1;
+    for (size_t i = 0; i < lab->ncases; i++)
+        len += strlen(lab->cases[i].name) + 1;
+    char *list = calloc(1, len);
+    int fd = channel_open(rc, "limits");
+    double secs = 0;
+    if (list && fd >= 0) {
+        for (size_t i = 0; i < lab->ncases; i++) {
+            if (i)
+                strcat(list, ",");
+            strcat(list, lab->cases[i].name);
+        }
+        const char *argv[] = {"/lab/prog", "check", "--seed", BASELINE_SEED, "--cases", list, NULL};
+        struct sandbox_verdict v;
+        memset(&v, 0, sizeof v);
+        int r = run_sandboxed(rc, argv, fd, lab->run_seconds > 0 ? lab->run_seconds : 120, prog,
+                              &v);
+        if (r == 0 && v.exited && v.exit_code == 0 && !v.timed_out)
+            secs = v.wall_seconds;
+        else
+            fprintf(stderr, "cugrade-runner: the naive check of %s failed (rc %d, exit %d, "
+                    "signal %d): wall limits stay at run_seconds\n", lab->name, r, v.exit_code,
+                    v.signal);
+        sandbox_verdict_free(&v);
+    }
+    if (fd >= 0)
+        close(fd);
+    free(list);
+    return secs;
+}
+
+/* The naive reference's check-run seconds on this GPU: cached, else
+ * measured now (measure = 1) under the exclusive GPU lock, else 0. Never
+ * call it while holding a GPU lock. */
+static double naive_check_seconds(const struct run_ctx *rc, int measure)
+{
+    char cache[PATH_MAX], prog[PATH_MAX], dir[DIRLEN + 16];
+    if (rc->lab->derive_factor <= 0)
+        return 0;
+    limit_cache_path(rc, cache, sizeof cache);
+    double s = limit_cache_read(cache);
+    if (s > 0 || !measure)
+        return s;
+    baseline_prog(rc, "naive", prog, sizeof prog);
+    if (!prog[0])
+        return 0;
+    int lk = gpu_lock(rc->env, 1);
+    if (!((s = limit_cache_read(cache)) > 0) && (s = naive_check_run(rc, prog)) > 0) {
+        char ldir[DIRLEN];
+        lab_dir(rc->env, rc->lab->name, ldir, sizeof ldir);
+        snprintf(dir, sizeof dir, "%s/limits", ldir);
+        if (mkdir_p(dir) == 0)
+            limit_cache_write(cache, s);
+        fprintf(stderr, "cugrade-runner: %s: the naive reference's check run took %.2f s on "
+                "%s\n", rc->lab->name, s, rc->env->gpu_name ? rc->env->gpu_name : "this GPU");
+    }
+    gpu_unlock(lk);
+    return s;
+}
+
+/* rc->limits for rc->lab (measuring the naive run when measure is set). */
+static void run_limits_set(struct run_ctx *rc, int measure)
+{
+    limit_compute(rc->lab, naive_check_seconds(rc, measure), atof(TIME_MAX_MS),
+                  &rc->limits);
+}
+
+/* ---------------------------------------------------------------------- */
 
 json_t *grade_system_error_doc(const char *lab, const char *gpu, const char *message)
 {
@@ -1736,6 +1841,7 @@ int grade_lab_warm(const struct grade_env *env, const char *lab_name)
     }
     rc.workdir = workdir;
     device_record_ensure(&rc);
+    run_limits_set(&rc, 1);
     json_t *device = NULL;
     struct score_timing t;
     for (size_t i = 0; i < lab.nbaselines; i++) {
@@ -1824,7 +1930,7 @@ static int prestart(struct run_ctx *rc, const struct grade_job *job, const struc
         sk->seed = seed;
         sk->sanitize_case = lab->sanitize_case;
         sk->job_id = job->id;
-        sk->limit = (lab->run_seconds > 0 ? lab->run_seconds : 120) * 3;
+        sk->limit = rc->limits.sanitize;
         sk->s = &sans[*ntasks];
         sans[*ntasks].tool = tools[t];
         if ((r = sanitize_prestart(sk)) < 0) {
@@ -1953,7 +2059,9 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
      * student's file compiles (docs/runner.md "Order and overlap"). A lab
      * not built yet (--lazy-build) is built before the link, as it always
      * was, and they start then: a compile error never waits for a build. */
-    if (!job->stop_after && lab_built(env, job->lab)) {
+    int limits_measured = !job->stop_after && lab_built(env, job->lab);
+    run_limits_set(&rc, limits_measured);
+    if (limits_measured) {
         if ((r = prestart(&rc, job, &lab, &rub, seed, &js, san_tasks, sans, &nsan_tasks, cs,
                           sizeof cs, launch, sizeof launch, err, sizeof err)) < 0)
             goto syserr;
@@ -2086,6 +2194,8 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
     /* The job's shared GPU lock: the sanitizers' work, the check run and
      * its judge happen under it; it is let go (after the sanitizers ended)
      * before the timing run's exclusive lock. */
+    if (!limits_measured)
+        run_limits_set(&rc, 1); /* a lab built just now (--lazy-build) */
     job_lk = gpu_lock(env, 0);
     if (!so_failed)
         for (size_t i = 0; i < nsan_tasks; i++)
@@ -2132,7 +2242,7 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
         const char *argv[] = {"/work/prog", "check", "--seed", seed, "--cases", list, NULL};
         struct watch w;
         watch_start(&w, chk_fd, (int)ncase_names, progress, arg);
-        double lim = lab.run_seconds > 0 ? lab.run_seconds : 120;
+        double lim = rc.limits.check;
         r = run_sandboxed(&rc, argv, chk_fd, lim, NULL, &v); /* under job_lk */
         int wc = watch_stop(&w);
         phase_mark(&pc, "check_run");
@@ -2160,6 +2270,12 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
         /* How the check run ended needs no judge: the verdict and the
          * channel say it. */
         why = run_failure(&v, fail, sizeof fail);
+        if (v.timed_out && !v.output_limit)
+            why = limit_timeout_message(&rc.limits, lim,
+                                        case_visible(&rub, ci.ncases < (int)ncase_names
+                                                               ? case_names[ci.ncases]
+                                                               : NULL),
+                                        fail, sizeof fail);
         if (v.exited && v.exit_code == 3) {
             fatal_case_message(&ci, fatal, sizeof fatal);
             if (fatal[0])
@@ -2245,7 +2361,7 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
         }
         const char *targv[] = {"/work/prog", "time", "--seed", seed, "--case",
                                lab.timing_case, "--max-ms", TIME_MAX_MS, NULL};
-        double tlim = (lab.run_seconds > 0 ? lab.run_seconds : 120) * 2;
+        double tlim = rc.limits.timing;
         sanitizers_settle(san_tasks, nsan_tasks);
         gpu_unlock(job_lk);
         job_lk = -1;

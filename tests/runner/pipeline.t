@@ -98,8 +98,26 @@ try:
        json.dumps(d)[:3000])
 
     d, log = grade("hang.cu")
-    ok(d["status"] == "timeout" and "time limit" in d.get("result", {}).get("output", ""),
-       "an endless loop is a timeout", json.dumps(d)[:3000])
+    out = d.get("result", {}).get("output", "")
+    ok(d["status"] == "timeout" and "time limit" in out, "an endless loop is a timeout", json.dumps(d)[:3000])
+    # limits.derive (fakelab: 5 x the naive check run, at least 1 s, + 1 s,
+    # at most run_seconds = 4 s): the limit comes from the naive reference
+    # measured once and cached, and the sentence says which case was running.
+    lim = os.path.join(tmp, "cache/sm_90/fakelab/limits")
+    cached = json.load(open(os.path.join(lim, os.listdir(lim)[0]))) if os.path.isdir(lim) and os.listdir(lim) else {}
+    ok(cached.get("naive_seconds", 0) > 0, "the naive reference's check run is measured and cached", cached)
+    ok("naive reference" in out and "case small" in out,
+       "the timeout names the case in progress and the derived limit", out)
+    import re
+    m = re.search(r"time limit of ([0-9.]+) s", out)
+    want = min(4.0, max(1.0, 5 * cached.get("naive_seconds", 99)) + 1.0)
+    ok(m and abs(float(m.group(1)) - want) < 0.06,
+       "the limit is min(run_seconds, max(floor, 5 x naive) + start-up) = %.2f s" % want, out)
+    SOURCES["flood.cu"] = '#include <cstdio>\nextern "C" void fill(float* o, int n) { for (;;) printf("%d spam spam spam spam spam spam spam spam\\n", n); }\n'
+    d, log = grade("flood.cu")
+    out = d.get("result", {}).get("output", "")
+    ok(d["status"] == "runtime_error" and "Output limit exceeded" in out,
+       "an output flood is killed at the output limit: runtime_error, 'Output limit exceeded'", json.dumps(d)[:2000])
 
     d, log = grade("exit2.cu")
     out = d.get("result", {}).get("output", "")

@@ -124,6 +124,7 @@ int main(void)
           "sanitize_case and timing_case");
     check(lab.nbaselines == 3 && strcmp(lab.baselines[2], "cublas") == 0, "baselines");
     check(lab.compile_seconds == 60 && lab.run_seconds == 120 && lab.memory_mb == 16384, "limits");
+    check(lab.derive_factor == 0, "no limits.derive: wall limits are not derived");
 
     check(lab_pattern_match("cuda*", "cudaMalloc"), "prefix pattern matches");
     check(!lab_pattern_match("cuda*", "xcudaMalloc"), "prefix pattern anchors at the start");
@@ -181,6 +182,16 @@ int main(void)
     check(rc == -EINVAL && strstr(err, "lab.json:") != NULL, "duplicate JSON keys are refused");
     rc = load_variant("a15", "\"timing\":true", "\"timing\":1", err, sizeof(err));
     check(err_has(rc, err, "cases[2].timing"), "timing must be a boolean");
+    rc = load_variant("a16", "\"memory_mb\":16384", "\"memory_mb\":16384,\"derive\":3", err,
+                      sizeof(err));
+    check(err_has(rc, err, "limits.derive"), "limits.derive must be an object");
+    rc = load_variant("a17", "\"memory_mb\":16384",
+                      "\"memory_mb\":16384,\"derive\":{\"factor\":0.5}", err, sizeof(err));
+    check(err_has(rc, err, "limits.factor"), "a derive factor under 1 would kill correct programs");
+    rc = load_variant("a18", "\"memory_mb\":16384",
+                      "\"memory_mb\":16384,\"derive\":{\"factor\":4,\"floor_seconds\":8}", err,
+                      sizeof(err));
+    check(rc == 0, "limits.derive with defaults for what it leaves out loads");
 
     snprintf(dir, sizeof(dir), "%s/nonexistent", root);
     rc = lab_load(dir, &lab, err, sizeof(err));
