@@ -256,11 +256,17 @@ int compile_student(const struct compile_toolchain *tc, const struct lab *lab,
     return rc;
 }
 
+/* The CUDA allocators whose calls the harness counts (see compile_link). */
+static const char *const link_wraps[] = {
+    "--wrap=cudaMalloc",      "--wrap=cudaMallocManaged", "--wrap=cudaMallocPitch",
+    "--wrap=cudaMallocAsync", "--wrap=cudaFree",          "--wrap=cudaFreeAsync",
+};
+
 int compile_link(const struct compile_toolchain *tc, const struct lab *lab,
                  const char *workdir, const char *obj, const char *harness_obj,
                  const char *prog, int shared, struct compile_result *res)
 {
-    size_t cap = lab->nlink_libs + 16, n = 0;
+    size_t cap = lab->nlink_libs + 16 + 2 * sizeof link_wraps / sizeof *link_wraps, n = 0;
     char **v = calloc(cap, sizeof *v);
     char nvcc[PATH_MAX], arch[64];
     int rc = -ENOMEM;
@@ -277,6 +283,12 @@ int compile_link(const struct compile_toolchain *tc, const struct lab *lab,
         argv_push(v, &n, cap, "-cudart=static") || argv_push(v, &n, cap, obj) ||
         argv_push(v, &n, cap, "/lab/harness.o") || (shared && argv_push(v, &n, cap, "-shared")))
         goto out;
+    /* The student's CUDA allocations go through the harness's ledger
+     * (labs/common/harness_common.cu, "the student's device memory"): an
+     * out-of-memory in the harness is then charged to whoever holds it. */
+    for (size_t i = 0; i < sizeof link_wraps / sizeof *link_wraps; i++)
+        if (argv_push(v, &n, cap, "-Xlinker") || argv_push(v, &n, cap, link_wraps[i]))
+            goto out;
     for (size_t i = 0; i < lab->nlink_libs; i++)
         if (argv_push(v, &n, cap, lab->link_libs[i]))
             goto out;

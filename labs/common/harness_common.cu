@@ -271,6 +271,99 @@ static int hc_alloc(void **out, size_t bytes, uint32_t guard_bits)
     return 0;
 }
 
+/* ----------------------------------------------- the student's device memory */
+/* The runner links the student's program with -Wl,--wrap for the CUDA
+ * allocators (runner/compile.c), so the student's cudaMalloc and cudaFree
+ * come here first. While the student's function runs (hc_in_student), what
+ * it allocates is counted until it is freed. When the harness later cannot
+ * allocate a case's buffers, this tells whose memory filled the GPU: the
+ * student's kept allocations (theirs: runtime_error with the MiB they kept),
+ * or other jobs' on a shared GPU (ours: system_error, retried, never the
+ * student's). Without --wrap (the baselines) nothing comes here and every
+ * such failure is ours. The __real_ symbols are weak so that programs linked
+ * without --wrap still link. */
+#define HC_TRACK_MAX 4096
+static int hc_in_student;
+static size_t hc_student_bytes;   /* device bytes the student's code holds now */
+static struct {
+    void *p;
+    size_t n;
+} hc_track[HC_TRACK_MAX];
+static int hc_ntrack;
+
+static void hc_track_add(void *p, size_t n)
+{
+    if (!hc_in_student || p == NULL)
+        return;
+    hc_student_bytes += n;
+    if (hc_ntrack < HC_TRACK_MAX) /* past the table: counted, never uncounted (blames) */
+        hc_track[hc_ntrack++] = {p, n};
+}
+
+static void hc_track_del(void *p)
+{
+    for (int i = 0; i < hc_ntrack; i++)
+        if (hc_track[i].p == p) {
+            hc_student_bytes -= hc_track[i].n;
+            hc_track[i] = hc_track[--hc_ntrack];
+            return;
+        }
+}
+
+extern "C" {
+cudaError_t __real_cudaMalloc(void **p, size_t n) __attribute__((weak));
+cudaError_t __real_cudaMallocManaged(void **p, size_t n, unsigned flags) __attribute__((weak));
+cudaError_t __real_cudaMallocPitch(void **p, size_t *pitch, size_t w, size_t h)
+    __attribute__((weak));
+cudaError_t __real_cudaMallocAsync(void **p, size_t n, cudaStream_t s) __attribute__((weak));
+cudaError_t __real_cudaFree(void *p) __attribute__((weak));
+cudaError_t __real_cudaFreeAsync(void *p, cudaStream_t s) __attribute__((weak));
+
+cudaError_t __wrap_cudaMalloc(void **p, size_t n)
+{
+    cudaError_t e = __real_cudaMalloc(p, n);
+    if (e == cudaSuccess && p)
+        hc_track_add(*p, n);
+    return e;
+}
+
+cudaError_t __wrap_cudaMallocManaged(void **p, size_t n, unsigned flags)
+{
+    cudaError_t e = __real_cudaMallocManaged(p, n, flags);
+    if (e == cudaSuccess && p)
+        hc_track_add(*p, n);
+    return e;
+}
+
+cudaError_t __wrap_cudaMallocPitch(void **p, size_t *pitch, size_t w, size_t h)
+{
+    cudaError_t e = __real_cudaMallocPitch(p, pitch, w, h);
+    if (e == cudaSuccess && p && pitch)
+        hc_track_add(*p, *pitch * h);
+    return e;
+}
+
+cudaError_t __wrap_cudaMallocAsync(void **p, size_t n, cudaStream_t st)
+{
+    cudaError_t e = __real_cudaMallocAsync(p, n, st);
+    if (e == cudaSuccess && p)
+        hc_track_add(*p, n);
+    return e;
+}
+
+cudaError_t __wrap_cudaFree(void *p)
+{
+    hc_track_del(p);
+    return __real_cudaFree(p);
+}
+
+cudaError_t __wrap_cudaFreeAsync(void *p, cudaStream_t st)
+{
+    hc_track_del(p);
+    return __real_cudaFreeAsync(p, st);
+}
+}
+
 static void hc_free_all(void)
 {
     for (int i = 0; i < hc_nallocs; i++)
@@ -391,7 +484,9 @@ static cudaError_t hc_call(double *ms)
     double t0, t1;
     (void)cudaGetLastError();
     t0 = hc_now_ms();
+    hc_in_student = 1;
     HC_LAB.call();
+    hc_in_student = 0;
     e1 = cudaGetLastError();
     e2 = cudaDeviceSynchronize();
     t1 = hc_now_ms();
@@ -485,8 +580,33 @@ static void hc_setup(const struct lab_case_def *c, uint64_t case_seed)
     /* Once student code has run, memory it kept can be why this fails. */
     if (hc_student_ran)
         hc_blame_case = c->name;
-    if (HC_LAB.setup(c, case_seed) != 0) {
+    for (int attempt = 0;; attempt++) {
+        if (HC_LAB.setup(c, case_seed) == 0)
+            break;
+        cudaError_t e = cudaGetLastError();
         hc_free_all();
+        if (e == cudaErrorMemoryAllocation && hc_student_bytes < (1u << 20)) {
+            /* Out of device memory while the student holds (almost) none:
+             * other jobs on this GPU have it. Wait a little for them, then
+             * it is ours (system_error, retried), never the student's. */
+            if (attempt < 3) {
+                struct timespec ts = {0, 500000000};
+                nanosleep(&ts, NULL);
+                continue;
+            }
+            hc_blame_case = NULL;
+            hc_die("case %s: could not allocate its buffers: the GPU's memory is taken by other "
+                   "jobs (your code holds %zu KiB)", c->name, hc_student_bytes >> 10);
+        }
+        if (e == cudaErrorMemoryAllocation && hc_blame_case != NULL) {
+            char msg[300];
+            snprintf(msg, sizeof msg,
+                     "case %s: could not allocate its buffers: your code kept %zu MiB of device "
+                     "memory allocated after it returned (cudaMalloc without cudaFree); free "
+                     "what you allocate before your function returns",
+                     c->name, hc_student_bytes >> 20);
+            hc_die("%s", msg);
+        }
         hc_die("case %s: could not allocate its buffers", c->name);
     }
     HC_CUDA(cudaDeviceSynchronize());

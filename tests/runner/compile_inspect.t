@@ -101,6 +101,25 @@ try:
     root_line = shadow.split("\n")[0] if shadow else "root:"
     ok(d["status"] == "compile_error" and root_line not in log and "/etc/shadow" in log,
        "#include \"/etc/shadow\" shows nothing of it: compile_error", log)
+
+    # The link wraps the student's CUDA allocators into the harness's ledger
+    # (labs/common/harness_common.cu): an out-of-memory in the harness is
+    # then charged to whoever holds the memory. With --wrap the harness's
+    # weak __real_ references are resolved to the runtime; without it they
+    # would stay weak and undefined.
+    work = os.path.join(tmp, "work")
+    d = grade("reduction", "leak_reduction.cu", stop="link", env={"CUGRADE_KEEP_JOBS": "1"})
+    progs = [os.path.join(dp, "prog") for dp, dn, fn in os.walk(work) if "prog" in fn]
+    syms = subprocess.run(["nm", progs[0]], capture_output=True, text=True).stdout if progs else ""
+    ok(d["status"] == "graded" and d["result"]["cugrade"].get("stopped_after") == "link" and
+       " T __wrap_cudaMalloc" in syms and " T __wrap_cudaFree" in syms and "__real_cudaMalloc" not in syms,
+       "the student's program is linked with the harness's allocation ledger (--wrap cudaMalloc/cudaFree)",
+       json.dumps(d)[:1500] + " progs: %s" % progs)
+    if progs:
+        dis = subprocess.run(["objdump", "-d", "--no-show-raw-insn", progs[0]], capture_output=True, text=True).stdout
+        body = dis.split("<reduce_sum>:", 1)[1].split("\n\n", 1)[0] if "<reduce_sum>:" in dis else ""
+        ok("__wrap_cudaMalloc" in body or "cudaMallocIf" in body,
+           "the student's cudaMalloc goes through the ledger", body[:1500])
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
 sys.exit(1 if failures else 0)
