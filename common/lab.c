@@ -497,6 +497,11 @@ int lab_load(const char *dir, struct lab *lab, char *err, size_t errlen)
                                   errlen)) < 0)
             goto fail_rc;
         lab->memory_mb = (unsigned long long)mem;
+        double dmb = 0;
+        if ((rc = lab__get_number(limits, "device_mb", 0, 0, 16777216, &dmb, file, err,
+                                  errlen)) < 0)
+            goto fail_rc;
+        lab->device_mb = (unsigned long long)dmb;
     }
     {
         /* limits.derive: wall limits from the naive reference's own time

@@ -41,6 +41,10 @@ struct lab {
      * min(run_seconds, max(floor, factor x the naive reference's check run
      * on this GPU) + startup). factor 0 (no "derive") keeps run_seconds. */
     double derive_factor, derive_floor_seconds, derive_startup_seconds;
+    /* limits.device_mb: the most device memory the harness allocates for
+     * one case (the biggest), for GPU memory admission (runner/admit.h);
+     * 0 when not declared. */
+    unsigned long long device_mb;
     json_t *doc;        /* the parsed lab.json (owned) */
 };
 

@@ -17,6 +17,7 @@
 #include "inspect.h"
 #include "lab.h"
 #include "limit.h"
+#include "admit.h"
 #include "rubric.h"
 #include "sandbox.h"
 #include "score.h"
@@ -1726,6 +1727,34 @@ static double naive_check_seconds(const struct run_ctx *rc, int measure)
     return s;
 }
 
+/* GPU memory admission (runner/admit.h): the ledger of this GPU beside its
+ * locks, the GPU's capacity (CUGRADE_GPU_MEMORY_MB, else the device
+ * record's memory less 12% for the runners' own contexts and the driver),
+ * and what a job needs: the lab's biggest case plus a context for each of
+ * its processes on the GPU (check, judge, and each sanitizer). */
+#define ADMIT_CONTEXT_MB 600
+#define ADMIT_MAX_WAIT   600.0
+
+static void admit_path(const struct grade_env *env, char *out, size_t len)
+{
+    snprintf(out, len, "%s/gpu-%s.admit", env->cache, env->gpu_index ? env->gpu_index : "0");
+}
+
+static unsigned long long admit_capacity(const struct run_ctx *rc)
+{
+    const char *o = getenv("CUGRADE_GPU_MEMORY_MB");
+    if (o && *o)
+        return strtoull(o, NULL, 10);
+    if (!rc->env->gpu_devices || !rc->device_path[0])
+        return 0; /* no GPU or no record: admission off */
+    return admit_device_mb(rc->device_path) * 88 / 100;
+}
+
+static unsigned long long admit_need(const struct lab *lab, size_t nsanitizers)
+{
+    return lab->device_mb + ADMIT_CONTEXT_MB * (2 + nsanitizers);
+}
+
 /* rc->limits for rc->lab (measuring the naive run when measure is set). */
 static void run_limits_set(struct run_ctx *rc, int measure)
 {
@@ -1969,6 +1998,8 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
     struct link_task so_task;
     char launch[PATH_MAX];
     int check_timed_out = 0, prestarted = 0, job_lk = -1;
+    char admit_file[PATH_MAX] = "";
+    long long admit_token = 0;     /* this job's GPU memory reservation, or 0 */
     struct sandbox_verdict tv;   /* the timing run */
     struct channel_info ti;      /* and its channel */
     const char *why = NULL;
@@ -2196,6 +2227,19 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
      * before the timing run's exclusive lock. */
     if (!limits_measured)
         run_limits_set(&rc, 1); /* a lab built just now (--lazy-build) */
+    admit_path(env, admit_file, sizeof admit_file);
+    {
+        double waited = 0;
+        r = admit_reserve(admit_file, admit_capacity(&rc), admit_need(&lab, nsan_tasks),
+                          ADMIT_MAX_WAIT, &admit_token, &waited);
+        phase_mark(&pc, "admit_wait");
+        if (r < 0) {
+            snprintf(err, sizeof err, "GPU memory admission: %s after %.0f s",
+                     r == -EBUSY ? "the GPU's memory stayed taken by other jobs" : strerror(-r),
+                     waited);
+            goto syserr;
+        }
+    }
     job_lk = gpu_lock(env, 0);
     if (!so_failed)
         for (size_t i = 0; i < nsan_tasks; i++)
@@ -2479,6 +2523,8 @@ sanitized:
     sanitizers_settle(san_tasks, nsan_tasks);
     gpu_unlock(job_lk);
     job_lk = -1;
+    admit_release(admit_file, admit_token);
+    admit_token = 0;
     for (size_t i = 0; i < nsan_tasks; i++)
         sanitize_finish(&san_tasks[i]);
     phase_mark(&pc, "sanitize");
@@ -2539,6 +2585,8 @@ out:
         sanitize_finish(&san_tasks[i]);
     }
     gpu_unlock(job_lk);
+    if (admit_token)
+        admit_release(admit_file, admit_token);
     judge_session_end(&js);
     channel_info_clear(&ti);
     sandbox_verdict_free(&tv);

@@ -84,6 +84,21 @@ try:
     ok(os.path.isdir(cache) and len(os.listdir(cache)) == 2, "the baselines are cached per GPU and case",
        os.listdir(cache) if os.path.isdir(cache) else "no cache dir")
 
+    # GPU memory admission (runner/admit.c) with a capacity given by hand:
+    # the job reserves its lab's device_mb plus its contexts before the go
+    # and lets go when its GPU work ends, leaving the ledger empty.
+    os.environ["CUGRADE_GPU_MEMORY_MB"] = "4000"
+    try:
+        d, log = grade("good.cu")
+    finally:
+        del os.environ["CUGRADE_GPU_MEMORY_MB"]
+    ledger = os.path.join(tmp, "cache", "gpu-0.admit")
+    ph = d.get("result", {}).get("cugrade", {}).get("phases") or {}
+    ok(d["status"] == "graded" and "admit_wait" in ph and os.path.exists(ledger)
+       and open(ledger).read() == "",
+       "admitted through the GPU memory ledger, and the reservation is let go at the end",
+       json.dumps(ph) + (" ledger: %r" % open(ledger).read() if os.path.exists(ledger) else " no ledger"))
+
     d, log = grade("wrong.cu")
     cg = d.get("result", {}).get("cugrade", {})
     bad = [c for c in cg.get("cases", []) if not c["passed"]]

@@ -1,0 +1,101 @@
+/*
+ * runner_admit.c - unit tests for runner/admit.c, GPU memory admission:
+ * the fit rule, the ledger shared by processes (a second job waits while a
+ * live one holds the memory, is admitted once it lets go, and a dead
+ * process's entry does not wedge the GPU), and the device record's memory.
+ * Prints TAP lines.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "runner/admit.h"
+
+static int failures;
+
+static void check(int cond, const char *name)
+{
+    printf("%s - %s\n", cond ? "ok" : "not ok", name);
+    if (!cond)
+        failures++;
+}
+
+/* A child that reserves mb and then waits for a byte on a pipe (or exits
+ * at once when hold is 0). Returns its pid; *ready is read once it holds. */
+static pid_t holder(const char *path, unsigned long long mb, int hold, int *go_fd)
+{
+    int ready[2], go[2];
+    if (pipe(ready) < 0 || pipe(go) < 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        long long tok;
+        close(go[1]); /* EOF on go[0] once the parent closes its end */
+        close(ready[0]);
+        char c = admit_reserve(path, 1000, mb, 1, &tok, NULL) == 0 ? 'y' : 'n';
+        if (write(ready[1], &c, 1) != 1)
+            _exit(2);
+        if (hold && read(go[0], &c, 1) < 0)
+            _exit(3);
+        _exit(0);
+    }
+    char c = 0;
+    if (read(ready[0], &c, 1) != 1 || c != 'y')
+        pid = -1;
+    close(ready[0]);
+    close(ready[1]);
+    close(go[0]);
+    *go_fd = go[1];
+    return pid;
+}
+
+int main(void)
+{
+    struct admit_entry e[2] = {{1, 1, 600}, {2, 2, 300}};
+    char path[] = "/tmp/cugrade-admit-XXXXXX", rec[] = "/tmp/cugrade-devrec-XXXXXX";
+    long long tok = -1, tok2 = -1;
+    double waited = 0;
+    int go = -1;
+
+    check(admit_fits(NULL, 0, 1000, 5000), "a job alone always fits, even past the capacity");
+    check(admit_fits(e, 1, 1000, 400) && !admit_fits(e, 1, 1000, 401), "600 + 400 fits in 1000, 401 does not");
+    check(!admit_fits(e, 2, 1000, 200), "600 + 300 + 200 does not fit in 1000");
+    check(admit_fits(e, 2, 0, 99999), "capacity 0 (unknown): admission is off");
+
+    int fd = mkstemp(path);
+    check(fd >= 0, "a ledger file");
+    close(fd);
+    check(admit_reserve(path, 0, 500, 0, &tok, NULL) == 0 && tok == 0,
+          "unknown capacity: admitted at once, no entry");
+    check(admit_reserve(path, 1000, 600, 0, &tok, NULL) == 0 && tok > 0, "a first job is admitted");
+    check(admit_reserve(path, 1000, 600, 0.3, &tok2, &waited) == -EBUSY && waited >= 0.3 && tok2 == 0,
+          "a second job that does not fit waits, then -EBUSY");
+    check(admit_reserve(path, 1000, 300, 0, &tok2, NULL) == 0 && tok2 > 0 && tok2 != tok,
+          "a job that fits beside it is admitted");
+    check(admit_release(path, tok) == 0 && admit_release(path, tok2) == 0, "both let go");
+    check(admit_reserve(path, 1000, 900, 0, &tok, NULL) == 0, "after they let go the memory is free");
+    check(admit_release(path, tok) == 0 && admit_release(path, 0) == 0, "release; token 0 is a no-op");
+
+    pid_t pid = holder(path, 800, 1, &go);
+    check(pid > 0, "another process holds 800 of 1000");
+    check(admit_reserve(path, 1000, 500, 0.2, &tok, NULL) == -EBUSY, "while it lives, 500 more waits");
+    close(go); /* its read returns 0: it exits without letting go */
+    waitpid(pid, NULL, 0);
+    check(admit_reserve(path, 1000, 500, 0, &tok, NULL) == 0,
+          "a dead process's reservation is dropped: a crashed runner cannot wedge the GPU");
+    admit_release(path, tok);
+    unlink(path);
+
+    fd = mkstemp(rec);
+    const char *line = "{\"type\":\"device\",\"name\":\"NVIDIA H100 80GB HBM3\",\"mem_bytes\":85045460992,\"runtime\":13000}\n";
+    check(fd >= 0 && write(fd, line, strlen(line)) == (ssize_t)strlen(line), "a device record");
+    close(fd);
+    check(admit_device_mb(rec) == 81105, "the device record's memory in MiB");
+    unlink(rec);
+    check(admit_device_mb(rec) == 0, "no record: 0 (admission off)");
+    return failures ? 1 : 0;
+}
