@@ -1733,6 +1733,7 @@ static double naive_check_seconds(const struct run_ctx *rc, int measure)
  * and what a job needs: the lab's biggest case plus a context for each of
  * its processes on the GPU (check, judge, and each sanitizer). */
 #define ADMIT_CONTEXT_MB 600
+#define ADMIT_STUDENT_MB 2048 /* harness_common.cu HC_STUDENT_DEVICE_MB */
 #define ADMIT_MAX_WAIT   600.0
 
 static void admit_path(const struct grade_env *env, char *out, size_t len)
@@ -1752,7 +1753,7 @@ static unsigned long long admit_capacity(const struct run_ctx *rc)
 
 static unsigned long long admit_need(const struct lab *lab, size_t nsanitizers)
 {
-    return lab->device_mb + ADMIT_CONTEXT_MB * (2 + nsanitizers);
+    return lab->device_mb + ADMIT_STUDENT_MB + ADMIT_CONTEXT_MB * (2 + nsanitizers);
 }
 
 /* rc->limits for rc->lab (measuring the naive run when measure is set). */

@@ -283,6 +283,14 @@ static int hc_alloc(void **out, size_t bytes, uint32_t guard_bits)
  * such failure is ours. The __real_ symbols are weak so that programs linked
  * without --wrap still link. */
 #define HC_TRACK_MAX 4096
+/* The most device memory the student's code may hold at once. Past it a
+ * cudaMalloc fails as out of memory without touching the GPU: one
+ * submission cannot take the memory of every job that shares its GPU (the
+ * runner admits jobs by their declared need: runner/admit.h). A lab may
+ * define its own before including this file. */
+#ifndef HC_STUDENT_DEVICE_MB
+#define HC_STUDENT_DEVICE_MB 2048
+#endif
 static int hc_in_student;
 static size_t hc_student_bytes;   /* device bytes the student's code holds now */
 static struct {
@@ -290,6 +298,19 @@ static struct {
     size_t n;
 } hc_track[HC_TRACK_MAX];
 static int hc_ntrack;
+
+/* 1 when the student's code may not have n more bytes (said once on stderr). */
+static int hc_over_budget(size_t n)
+{
+    static int said;
+    if (!hc_in_student || hc_student_bytes + n <= ((size_t)HC_STUDENT_DEVICE_MB << 20))
+        return 0;
+    if (!said++)
+        fprintf(stderr, "harness: refused your cudaMalloc of %zu MiB: your code may hold at most "
+                        "%d MiB of device memory at once (it holds %zu MiB)\n",
+                n >> 20, HC_STUDENT_DEVICE_MB, hc_student_bytes >> 20);
+    return 1;
+}
 
 static void hc_track_add(void *p, size_t n)
 {
@@ -321,6 +342,8 @@ cudaError_t __real_cudaFreeAsync(void *p, cudaStream_t s) __attribute__((weak));
 
 cudaError_t __wrap_cudaMalloc(void **p, size_t n)
 {
+    if (hc_over_budget(n))
+        return cudaErrorMemoryAllocation;
     cudaError_t e = __real_cudaMalloc(p, n);
     if (e == cudaSuccess && p)
         hc_track_add(*p, n);
@@ -329,6 +352,8 @@ cudaError_t __wrap_cudaMalloc(void **p, size_t n)
 
 cudaError_t __wrap_cudaMallocManaged(void **p, size_t n, unsigned flags)
 {
+    if (hc_over_budget(n))
+        return cudaErrorMemoryAllocation;
     cudaError_t e = __real_cudaMallocManaged(p, n, flags);
     if (e == cudaSuccess && p)
         hc_track_add(*p, n);
@@ -337,6 +362,8 @@ cudaError_t __wrap_cudaMallocManaged(void **p, size_t n, unsigned flags)
 
 cudaError_t __wrap_cudaMallocPitch(void **p, size_t *pitch, size_t w, size_t h)
 {
+    if (hc_over_budget(w * h))
+        return cudaErrorMemoryAllocation;
     cudaError_t e = __real_cudaMallocPitch(p, pitch, w, h);
     if (e == cudaSuccess && p && pitch)
         hc_track_add(*p, *pitch * h);
@@ -345,6 +372,8 @@ cudaError_t __wrap_cudaMallocPitch(void **p, size_t *pitch, size_t w, size_t h)
 
 cudaError_t __wrap_cudaMallocAsync(void **p, size_t n, cudaStream_t st)
 {
+    if (hc_over_budget(n))
+        return cudaErrorMemoryAllocation;
     cudaError_t e = __real_cudaMallocAsync(p, n, st);
     if (e == cudaSuccess && p)
         hc_track_add(*p, n);
