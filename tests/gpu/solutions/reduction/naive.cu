@@ -1,4 +1,4 @@
-// expect: status=graded correctness=pass sanitizer=clean tier="30x faster than one CPU thread" flagged=no note="correct but naive: interleaved shared-memory tree (divergent modulo), one atomicAdd per block"
+// expect: status=graded correctness=pass sanitizer=clean tier="30x faster than one CPU thread|100x faster than one CPU thread" flagged=no note="correct but naive: interleaved shared-memory tree (divergent modulo), one atomicAdd per block. It sits on the 100x threshold on an H100 (speedup 101.6 measured, 2.54 ms against the CPU baseline's 258 ms): either tier is right until re-timing near thresholds (issue 11) decides it"
 #include <cuda_runtime.h>
 #include <stddef.h>
 

@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+"""Deadline night on one GPU host (a benchmark: prints a table, asserts
+nothing). Starts the real server and CUGRADE_BENCH_RUNNERS runners on GPU 0
+(default 8), waits for `prepare` (labs built, baselines and limits
+measured), then sends a burst of BURST submissions (default 200), one
+student each, mixing tests/gpu/solutions/*/*.cu round-robin with HOSTILE
+percent (default 10) of hostile ones (tests/gpu/solutions/reduction:
+host_loop, gpu_loop, flood, gpu_membomb, host_membomb, fork_bomb). Prints:
+throughput per minute, p50/p95 submit-to-final of the correct submissions,
+p99 of compile errors and rejections, GPU busy share (nvidia-smi sampled
+every 0.5 s while work was queued), and false runtime_errors (a file whose
+`// expect:` header says graded that ended runtime_error, timeout or
+system_error). Run it twice, HOSTILE=10 and HOSTILE=0, to compare.
+
+    sh tests/bench/deadline_bench.sh          # on the GPU host, after make dist
+"""
+import json, os, re, statistics, subprocess, sys, tempfile, threading, time, urllib.request
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
+sys.path.insert(0, os.path.join(ROOT, "tests/gpu"))
+import e2e  # noqa: E402  (server/runner start-up helpers, expectations)
+
+BURST = int(os.environ.get("BURST", "200"))
+HOSTILE = float(os.environ.get("HOSTILE", "10"))
+NRUN = int(os.environ.get("CUGRADE_BENCH_RUNNERS", "8"))
+HOSTILE_FILES = ["host_loop.cu", "gpu_loop.cu", "flood.cu", "gpu_membomb.cu", "host_membomb.cu",
+                 "fork_bomb.cu"]
+OUT = os.environ.get("OUT") or None
+
+
+def pct(xs, p):
+    if not xs:
+        return float("nan")
+    xs = sorted(xs)
+    k = min(len(xs) - 1, max(0, int(round(p / 100.0 * (len(xs) - 1)))))
+    return xs[k]
+
+
+def sample_gpu(stop, samples):
+    while not stop.is_set():
+        try:
+            out = subprocess.run(["nvidia-smi", "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits",
+                                  "-i", "0"], capture_output=True, text=True, timeout=5).stdout
+            samples.append((time.time(), float(out.strip().splitlines()[0])))
+        except Exception:
+            pass
+        stop.wait(0.5)
+
+
+def main():
+    sol = os.path.join(ROOT, "tests/gpu/solutions")
+    normal, hostile = [], []
+    for lab in sorted(os.listdir(sol)):
+        for f in sorted(os.listdir(os.path.join(sol, lab))):
+            if f.endswith(".cu"):
+                (hostile if f in HOSTILE_FILES else normal).append((lab, os.path.join(sol, lab, f)))
+    nh = int(round(BURST * HOSTILE / 100.0))
+    picks = [hostile[i % len(hostile)] for i in range(nh)] + [normal[i % len(normal)] for i in range(BURST - nh)]
+    # Spread the hostile ones evenly through the burst, as they would arrive.
+    at = {int(i * BURST / nh) for i in range(nh)} if nh else set()
+    hi, ni = iter(picks[:nh]), iter(picks[nh:])
+    order = [next(hi) if i in at else next(ni) for i in range(BURST)]
+
+    tmp = tempfile.mkdtemp(prefix="cugrade-deadline-")
+    os.chmod(tmp, 0o755)
+    env = e2e.bin_env()
+    procs = []
+    logs = OUT or tmp
+    try:
+        db = os.path.join(tmp, "cugrade.db")
+        p = subprocess.run([e2e.SERVER, "init", "--db", db], env=env, capture_output=True, text=True)
+        admin = re.search(r"(cga_[0-9a-f]{64})", p.stdout + p.stderr).group(1)
+        toks = []
+        for i in range(NRUN):
+            p = subprocess.run([e2e.SERVER, "user", "add", "--db", db, f"runner{i}", "runner"], env=env,
+                               capture_output=True, text=True)
+            tf = os.path.join(tmp, f"runner{i}.token")
+            with open(tf, "w") as f:
+                f.write(re.search(r"(cgr_[0-9a-f]{64})", p.stdout + p.stderr).group(1) + "\n")
+            os.chmod(tf, 0o600)
+            toks.append(tf)
+        port = e2e.free_port()
+        base = f"http://127.0.0.1:{port}"
+        slog = open(os.path.join(logs, "bench-server.log"), "w")
+        procs.append(subprocess.Popen([e2e.SERVER, "serve", "--db", db, "--listen", f"127.0.0.1:{port}",
+                                       "--labs", os.path.join(ROOT, "labs"), "--rubrics",
+                                       os.path.join(ROOT, "rubrics")], env=env, stdout=slog, stderr=slog, cwd=ROOT))
+        for _ in range(100):
+            try:
+                urllib.request.urlopen(base + "/healthz", timeout=1)
+                break
+            except Exception:
+                time.sleep(0.1)
+        cache = os.environ.get("CUGRADE_CACHE") or os.path.join(tmp, "cache")
+        common = ["--gpu", "0", "--cache", cache, "--root", ROOT]
+        t_prep = time.time()
+        with open(os.path.join(logs, "bench-prepare.log"), "w") as plog:
+            subprocess.run([e2e.RUNNER, "prepare"] + common + ["--work", os.path.join(tmp, "work-prep")],
+                           env=env, stdout=plog, stderr=plog, cwd=ROOT)
+        e2e.log(f"prepare: {time.time() - t_prep:.0f} s")
+        for i in range(NRUN):
+            rl = open(os.path.join(logs, f"bench-runner{i}.log"), "w")
+            procs.append(subprocess.Popen([e2e.RUNNER, "--server", base, "--token-file", toks[i], "--work",
+                                           os.path.join(tmp, f"work-{i}"), "--name", f"gpu0-r{i}"] + common,
+                                          env=env, stdout=rl, stderr=rl, cwd=ROOT))
+        st, users = e2e.api(base, "POST", "/api/admin/users", admin,
+                            {"users": [{"name": f"s{i}", "role": "student"} for i in range(BURST)]})
+        stoks = [u["token"] for u in users["users"]]
+        time.sleep(3)  # runners up and idle
+
+        stop, samples = threading.Event(), []
+        th = threading.Thread(target=sample_gpu, args=(stop, samples), daemon=True)
+        th.start()
+        subs = []
+        t_first = time.time()
+        for i, (lab, path) in enumerate(order):
+            with open(path, "rb") as f:
+                src = f.read()
+            name = os.path.basename(path)
+            t = time.time()
+            st, r = e2e.api(base, "POST", f"/api/labs/{lab}/submissions?filename={name}", stoks[i], src,
+                            "application/octet-stream")
+            subs.append({"lab": lab, "file": name, "path": path, "id": r.get("id") if st == 202 else None,
+                         "t": t, "exp": e2e.parse_expect(path)})
+        e2e.log(f"submitted {len(subs)} in {time.time() - t_first:.1f} s")
+        done = {}
+        deadline = time.time() + float(os.environ.get("BENCH_TIMEOUT", "520"))
+        while time.time() < deadline and len(done) < len([s for s in subs if s["id"]]):
+            for s in subs:
+                if s["id"] is None or s["id"] in done:
+                    continue
+                st, sub = e2e.api(base, "GET", f"/api/submissions/{s['id']}", admin)
+                if st == 200 and sub.get("status") in e2e.FINAL:
+                    done[s["id"]] = (time.time(), sub.get("status"))
+            time.sleep(0.5)
+        stop.set()
+        t_last = max([v[0] for v in done.values()] or [time.time()])
+
+        lat_ok, lat_ce, false_rt, unfinished = [], [], [], 0
+        for s in subs:
+            if s["id"] not in done:
+                unfinished += 1
+                continue
+            t_end, status = done[s["id"]]
+            lat = t_end - s["t"]
+            exp = s["exp"]
+            if exp.get("status") == "graded" and exp.get("correctness") == "pass":
+                lat_ok.append(lat)
+            if exp.get("status") in ("compile_error", "rejected"):
+                lat_ce.append(lat)
+            if s["file"] not in HOSTILE_FILES and "graded" in exp.get("status", "").split("|") and \
+                    status in ("runtime_error", "timeout", "system_error") and \
+                    status not in exp.get("status", "").split("|"):
+                false_rt.append(f"{s['lab']}/{s['file']}: {status}")
+        busy = [u for (t, u) in samples if t_first <= t <= t_last]
+        rows = [
+            ("runners on GPU 0", f"{NRUN}"),
+            ("submissions (hostile)", f"{BURST} ({nh})"),
+            ("finished / unfinished", f"{len(done)} / {unfinished}"),
+            ("throughput, jobs/min", f"{len(done) / max(t_last - t_first, 1e-9) * 60:.1f}"),
+            ("correct: p50 / p95 submit-to-graded, s", f"{pct(lat_ok, 50):.1f} / {pct(lat_ok, 95):.1f} (n={len(lat_ok)})"),
+            ("compile errors + rejections: p50 / p99, s", f"{pct(lat_ce, 50):.1f} / {pct(lat_ce, 99):.1f} (n={len(lat_ce)})"),
+            ("GPU busy share (util > 0), mean util", f"{(sum(1 for u in busy if u > 0) / len(busy) * 100) if busy else float('nan'):.0f}% / {statistics.mean(busy) if busy else float('nan'):.0f}% (n={len(busy)})"),
+            ("false runtime_errors", f"{len(false_rt)}" + (": " + "; ".join(false_rt[:5]) if false_rt else "")),
+            ("wall, s", f"{t_last - t_first:.0f}"),
+        ]
+        w = max(len(a) for a, _ in rows)
+        print(f"\ndeadline_bench HOSTILE={HOSTILE:g}%")
+        for a, b in rows:
+            print(f"{a:<{w}} | {b}")
+        if OUT:
+            with open(os.path.join(OUT, f"deadline-{int(HOSTILE)}.json"), "w") as f:
+                json.dump({"rows": rows, "subs": [dict(s, done=done.get(s["id"])) for s in subs]}, f, indent=1, default=str)
+        return 0
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+        for p in reversed(procs):
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
