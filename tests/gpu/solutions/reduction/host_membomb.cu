@@ -1,4 +1,4 @@
-// expect: status=graded|runtime_error correctness=fail note="host memory without end: stopped by the sandbox's memory limits (malloc fails at the address-space limit, or the job's memory cgroup kills it); the host is unharmed and the answer is never written"
+// expect: status=graded|runtime_error|timeout correctness=fail note="host memory without end: stopped by the sandbox's memory limits (malloc fails, the memory cgroup kills it, or -- seen on the H100 host, cgroup v2 -- reclaim throttles it until its wall limit: timeout); the host is unharmed and the answer is never written"
 #include <cstdlib>
 #include <cstring>
 #include <cuda_runtime.h>
