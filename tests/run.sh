@@ -1,10 +1,12 @@
 #!/bin/sh
-# Run every test that needs no GPU and print one summary line last.
+# Run every test that needs no GPU and print one summary line last:
+# "N passed, N failed, N skipped".
 #
 # A suite is either a unit-test binary under $BUILD/tests/unit/, or an
 # executable file tests/<area>/*.t (any language, by its #! line). Every suite
 # prints TAP-style lines: "ok - name" or "not ok - name" (numbers optional).
-# A suite that exits non-zero, or prints nothing, counts as one failure.
+# "ok - name # SKIP why" is counted as skipped, never as passed. A suite that
+# exits non-zero, or prints neither a result nor a skip, counts as one failure.
 #
 #   sh tests/run.sh [BUILD]            all suites
 #   ONLY=server sh tests/run.sh        only suites whose path contains "server"
@@ -14,7 +16,7 @@ export CUGRADE_ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$CUGRADE_ROOT" || exit 2
 LOGDIR="$CUGRADE_BUILD/test-logs"
 mkdir -p "$LOGDIR"
-passed=0; failed=0; failures=""
+passed=0; failed=0; skipped=0; failures=""
 SUITE_TIMEOUT=${SUITE_TIMEOUT:-900}
 
 run_suite() {
@@ -24,16 +26,20 @@ run_suite() {
     start=$(date +%s)
     timeout -k 10 "$SUITE_TIMEOUT" "$@" >"$log" 2>&1
     rc=$?
-    p=$(grep -cE '^ok( [0-9]+)?( -|$)' "$log")
+    s=$(grep -E '^ok( [0-9]+)?( -|$)' "$log" | grep -ciE '#[[:space:]]*skip')
+    p=$(( $(grep -cE '^ok( [0-9]+)?( -|$)' "$log") - s ))
     f=$(grep -cE '^not ok( [0-9]+)?( -|$)' "$log")
     if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
         f=1; echo "not ok - $name exited with status $rc" >>"$log"
     fi
-    if [ "$p" -eq 0 ] && [ "$f" -eq 0 ]; then
+    if [ "$p" -eq 0 ] && [ "$f" -eq 0 ] && [ "$s" -eq 0 ]; then
         f=1; echo "not ok - $name printed no results" >>"$log"
     fi
-    passed=$((passed + p)); failed=$((failed + f))
-    printf '%-44s %4d passed %3d failed  (%ss)\n' "$name" "$p" "$f" "$(( $(date +%s) - start ))"
+    passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
+    printf '%-44s %4d passed %3d failed %3d skipped  (%ss)\n' "$name" "$p" "$f" "$s" "$(( $(date +%s) - start ))"
+    if [ "$s" -gt 0 ]; then
+        grep -iE '^ok.*#[[:space:]]*skip' "$log" | sed 's/^/    /'
+    fi
     if [ "$f" -gt 0 ]; then
         grep -E '^not ok' "$log" | sed 's/^/    /'
         echo "    --- last lines of $log:"; tail -n 15 "$log" | sed 's/^/    | /'
@@ -49,5 +55,5 @@ for t in tests/*/*.t; do
 done
 
 [ -n "$failures" ] && echo "failed suites:$failures"
-echo "$passed passed, $failed failed"
+echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

@@ -152,9 +152,11 @@ int main(void)
         return 1;
     }
     if (access("/usr/local/cuda/bin/nvcc", X_OK) != 0 || !mkdtemp(tmp)) {
-        printf("ok - # SKIP nvcc not installed: object inspection not tested\n");
+        /* make test installs the toolkit's nvcc; without it the inspection
+         * of real objects is untested: a failure, not a skip. */
+        printf("not ok - nvcc not installed (or no temp dir): object inspection not tested\n");
         lab_free(&lab);
-        return failures ? 1 : 0;
+        return 1;
     }
     struct lab red, emb;
     snprintf(dir, sizeof dir, "%s/labs/reduction", root);

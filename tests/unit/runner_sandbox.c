@@ -225,8 +225,13 @@ int main(void)
 
     struct sandbox_verdict v;
     memset(&v, 0, sizeof v);
+    v.out = strdup("captured stdout");
+    v.err = strdup("captured stderr");
     sandbox_verdict_free(&v);
-    check(1, "sandbox_verdict_free: safe on a zeroed verdict");
+    int cleared = v.out == NULL && v.err == NULL;
+    sandbox_verdict_free(&v); /* twice: the pointers were cleared, no double free */
+    check(cleared && v.out == NULL && v.err == NULL,
+          "sandbox_verdict_free: frees and clears the output, safe to call again");
     check(sandbox_run(&cfg, &v) == -EINVAL, "sandbox_run: no argv is -EINVAL, not a crash");
 
     char parent[] = "/tmp/cugrade-unit-XXXXXX";
