@@ -834,6 +834,50 @@ static int on_header_value(http_parser *p, const char *at, size_t len)
     return hbuf_add(c, at, len);
 }
 
+/* RFC 9110 5.6.2: a header field name is a token. */
+static int is_tchar(unsigned char ch)
+{
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+           (ch && strchr("!#$%&'*+-.^_`|~", ch) != NULL);
+}
+
+/* Strict RFC 9112 framing, checked once the head is in (http-parser is
+ * lenient): only HTTP/1.0 and 1.1; field names are tokens (no space before
+ * the colon: "Transfer-Encoding : chunked" would be read differently by a
+ * proxy in front of us -- request smuggling); no CR or LF left in a value;
+ * the only transfer coding is a lone "chunked", and
+ * never beside Content-Length. Returns 0, or conn_reject's -1. */
+static int request_check_strict(struct http_conn *c, http_parser *p)
+{
+    int te = 0, cl = 0;
+    if (p->http_major != 1 || p->http_minor > 1)
+        return conn_reject(c, 400, "bad_request", "Only HTTP/1.0 and HTTP/1.1 are served.");
+    for (size_t i = 0; i < c->nh; i++) {
+        const char *n = c->kv[i].name, *v = c->kv[i].value;
+        if (!*n)
+            return conn_reject(c, 400, "bad_request", "A header line has no field name.");
+        for (const char *k = n; *k; k++)
+            if (!is_tchar((unsigned char)*k))
+                return conn_reject(c, 400, "bad_request",
+                                   "A header field name holds a character it may not (a space "
+                                   "before the colon?).");
+        if (strpbrk(v, "\r\n"))
+            return conn_reject(c, 400, "bad_request",
+                               "A header value holds a line break.");
+        if (strcasecmp(n, "Transfer-Encoding") == 0) {
+            if (te++ || strcasecmp(v, "chunked") != 0)
+                return conn_reject(c, 501, "not_implemented",
+                                   "The only transfer coding accepted is a lone 'chunked'.");
+        } else if (strcasecmp(n, "Content-Length") == 0) {
+            cl++;
+        }
+    }
+    if (te && cl)
+        return conn_reject(c, 400, "bad_request",
+                           "A request may not carry both Transfer-Encoding and Content-Length.");
+    return 0;
+}
+
 static int on_headers_complete(http_parser *p)
 {
     struct http_conn *c = p->data;
@@ -850,6 +894,8 @@ static int on_headers_complete(http_parser *p)
         c->kv[i].name = c->hbuf.data + c->hname[i];
         c->kv[i].value = c->hbuf.data + c->hvalue[i];
     }
+    if (request_check_strict(c, p))
+        return -1;
     r->headers = c->kv;
     r->nheaders = c->nh;
     r->method = p->method;
