@@ -2273,6 +2273,15 @@ static int h_result(struct app *app, struct http_request *req)
     char *text = NULL;
     char lab[65] = "";
     job_lease_args(body, &runner, &attempt);
+    /* A result must name its lease: without them a stale runner's late
+     * result matched whatever lease the job had now and overwrote the
+     * current holder's. */
+    if (!runner || !*runner || attempt <= 0) {
+        rc = api_fail(&e, 400, "bad_request",
+                      "runner and attempt: a result must name its lease (the runner name sent "
+                      "on claim and the claim's attempt).");
+        goto out;
+    }
     if (!status || !queue_status_final(status)) {
         rc = api_fail(&e, 400, "bad_request",
                       "status: one of graded, compile_error, rejected, runtime_error, timeout, "

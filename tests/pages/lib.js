@@ -321,7 +321,7 @@ class Runner {
     return r;
   }
   async result(job, status, doc) {
-    const r = await this.s.api('POST', `/api/runner/jobs/${job.id}/result`, this.who, { status, result: doc });
+    const r = await this.s.api('POST', `/api/runner/jobs/${job.id}/result`, this.who, { status, runner: this.name, attempt: job.attempt, result: doc });
     if (r.status !== 200) throw new Error(`result answered ${r.status}: ${r.text.slice(0, 300)}`);
     return r;
   }

@@ -68,7 +68,8 @@ def main(t):
         # A is queued and leased by nobody: a runner gets 409 conflict.
         ("POST", "/api/runner/jobs/%d/progress" % a, {"phase": "compiling", "detail": ""},
          RUNNER_ONLY(409)),
-        ("POST", "/api/runner/jobs/%d/result" % a, {"status": "graded", "result": {
+        ("POST", "/api/runner/jobs/%d/result" % a, {"status": "graded", "runner": "matrix-gpu0",
+                                                    "attempt": 1, "result": {
             "score": 1, "max_score": 100, "tests": []}}, RUNNER_ONLY(409)),
         ("POST", "/api/runner/claim", {"runner": "matrix-gpu0", "gpu": "fake", "wait": 0},
          RUNNER_ONLY((200, 204))),

@@ -58,12 +58,22 @@ def main(t):
     r = rn.request("POST", "/api/runner/jobs/%d/progress" % j0, {"phase": "hacking"})
     t.ok(r.status == 400 and ((r.json() or {}).get("error") or {}).get("code"),
          "progress with an unknown phase: 400 JSON error", r)
+    lease = {"runner": rn.name, "attempt": 1}
     r = rn.request("POST", "/api/runner/jobs/%d/result" % j0,
-                   {"status": "excellent", "result": canned_result()})
+                   dict(lease, status="excellent", result=canned_result()))
     t.ok(r.status == 400, "result with an unknown status: 400", r)
     r = rn.request("POST", "/api/runner/jobs/%d/result" % j0,
-                   {"status": "graded", "result": {"score": "lots", "max_score": 100}})
+                   dict(lease, status="graded", result={"score": "lots", "max_score": 100}))
     t.ok(r.status == 400, "result whose score is a string: 400", r)
+    # A result must name its lease: without runner and attempt it matched
+    # any lease, so a stale runner's late result won over the holder's.
+    r = rn.request("POST", "/api/runner/jobs/%d/result" % j0,
+                   {"status": "graded", "result": canned_result()})
+    t.ok(r.status == 400 and "lease" in (((r.json() or {}).get("error") or {}).get("message") or ""),
+         "a result without runner and attempt: 400, it must name its lease", r)
+    r = rn.request("POST", "/api/runner/jobs/%d/result" % j0,
+                   dict(lease, attempt=2, status="graded", result=canned_result()))
+    t.ok(r.status == 409, "a result naming another attempt of the lease: 409", r)
     o = s.submission(j0) or {}
     t.ok(o.get("status") not in ("graded", "queued") and o.get("score") is None,
          "the refused results changed nothing (still leased, no score)",
@@ -73,7 +83,8 @@ def main(t):
     j1 = ids[1]
     if j1 in holder:
         r = runners[holder[j1]].request("POST", "/api/runner/jobs/%d/result" % j1,
-                                        {"status": "graded"})
+                                        {"status": "graded", "runner": runners[holder[j1]].name,
+                                         "attempt": 1})
         o = s.submission(j1) or {}
         t.ok(r.status == 400 and o.get("status") != "graded",
              "result {status: graded} without a result document: 400, not graded",

@@ -115,6 +115,7 @@ class FakeRunner:
         self.gpu = gpu
         self.timeout = timeout
         self.last = None            # the last Response
+        self.attempts = {}          # job id -> attempt of this runner's claim
 
     def request(self, method, path, body=None, timeout=None):
         hdrs = {"Authorization": "Bearer " + self.token, "Connection": "close"}
@@ -141,6 +142,7 @@ class FakeRunner:
             return None
         j = r.json()
         if r.status == 200 and isinstance(j, dict) and isinstance(j.get("job"), dict):
+            self.attempts[int(j["job"]["id"])] = j["job"].get("attempt", 1)
             return j["job"]
         raise RuntimeError("claim: unexpected answer %s %r" % (r.status, r.body[:300]))
 
@@ -150,9 +152,13 @@ class FakeRunner:
                             {"phase": phase, "detail": detail})
 
     def result(self, job_id, status="graded", result=None):
-        """POST /api/runner/jobs/ID/result; returns the Response."""
+        """POST /api/runner/jobs/ID/result, naming the lease (this runner's
+        name and the attempt of its claim of job_id; 1 for a job it never
+        claimed, so that a non-holder hears 409); returns the Response."""
         return self.request("POST", "/api/runner/jobs/%s/result" % job_id,
-                            {"status": status, "result": result if result is not None
+                            {"status": status, "runner": self.name,
+                             "attempt": self.attempts.get(int(job_id), 1),
+                             "result": result if result is not None
                              else canned_result(None, status=status)})
 
     def grade(self, job, status="graded", score=72.5, max_score=100.0, speedup=1.37,
