@@ -1,0 +1,326 @@
+/*
+ * baseline.c - see baseline.h.
+ */
+#include "baseline.h"
+#include "channel.h"
+#include "lock.h"
+#include "stats.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define BASELINE_SEED "00000000c0ffee00" /* fixed: baselines are cached across jobs */
+
+/* The device record of this GPU (name, copy bandwidth, FP32 peak), measured
+ * once per GPU model by a trusted baseline program's `device` mode in the
+ * same sandbox, cached as CACHE/ARCH/LAB/device-GPU.chan and handed to the
+ * judge. Leaves rc->device_path empty when none can be made. */
+void baseline_device_record(struct run_ctx *rc)
+{
+    char dir[DIRLEN], g[128], path[PATH_MAX], prog[PATH_MAX], tmp[PATH_MAX + 16];
+    struct stat st;
+    run_lab_dir(rc->env, rc->lab->name, dir, sizeof dir);
+    run_slug(rc->env->gpu_name && *rc->env->gpu_name ? rc->env->gpu_name : "gpu", g, sizeof g);
+    snprintf(path, sizeof path, "%s/device-%s.chan", dir, g);
+    if (stat(path, &st) == 0 && st.st_size > 0) {
+        snprintf(rc->device_path, sizeof rc->device_path, "%s", path);
+        return;
+    }
+    prog[0] = '\0';
+    for (size_t i = 0; i < rc->lab->nbaselines && !prog[0]; i++)
+        if (strcmp(rc->lab->baselines[i], "cpu") != 0)
+            snprintf(prog, sizeof prog, "%s/baseline-%s", dir, rc->lab->baselines[i]);
+    if (!prog[0] || access(prog, X_OK) != 0)
+        return;
+    int lk = lock_gpu(rc->env, 1);
+    if (stat(path, &st) == 0 && st.st_size > 0) { /* measured meanwhile by another runner */
+        lock_gpu_release(lk);
+        snprintf(rc->device_path, sizeof rc->device_path, "%s", path);
+        return;
+    }
+    snprintf(tmp, sizeof tmp, "%s.%d", path, (int)getpid());
+    int fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0) {
+        lock_gpu_release(lk);
+        return;
+    }
+    const char *argv[] = {"/lab/prog", "device", NULL};
+    struct sandbox_verdict v;
+    memset(&v, 0, sizeof v);
+    char ldp[PATH_MAX + 64];
+    snprintf(ldp, sizeof ldp, "LD_LIBRARY_PATH=%s/lib64", rc->env->cuda_home);
+    int r = run_sandboxed_env(rc, argv, fd, 120, prog, ldp, &v);
+    lock_gpu_release(lk);
+    close(fd);
+    if (r == 0 && v.exited && v.exit_code == 0 && rename(tmp, path) == 0)
+        snprintf(rc->device_path, sizeof rc->device_path, "%s", path);
+    else {
+        fprintf(stderr, "cugrade-runner: device record of %s failed (rc %d, exit %d): %.300s\n",
+                rc->lab->name, r, v.exit_code, v.err ? v.err : "");
+        unlink(tmp);
+    }
+    sandbox_verdict_free(&v);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Baselines: timed by the same harness, on the same GPU, cached. */
+
+double *baseline_slot(struct score_timing *t, const char *name)
+{
+    if (strcmp(name, "naive") == 0)
+        return &t->naive_ms;
+    if (strcmp(name, "optimized") == 0)
+        return &t->optimized_ms;
+    if (strcmp(name, "cublas") == 0)
+        return &t->cublas_ms;
+    if (strcmp(name, "cpu") == 0)
+        return &t->cpu_ms;
+    return NULL;
+}
+
+/* Path of a baseline program built by build-lab.sh ("baseline-<name>", or
+ * "cpu-baseline" for the CPU); "" when absent. */
+static void baseline_prog(const struct run_ctx *rc, const char *name, char *out, size_t len)
+{
+    char dir[DIRLEN];
+    run_lab_dir(rc->env, rc->lab->name, dir, sizeof dir);
+    if (strcmp(name, "cpu") == 0)
+        snprintf(out, len, "%s/cpu-baseline", dir);
+    else
+        snprintf(out, len, "%s/baseline-%s", dir, name);
+    if (access(out, X_OK) != 0)
+        out[0] = '\0';
+}
+
+/* Median of a JSON array of sample times with the runner's statistics, or NAN. */
+static double samples_median(const json_t *samples)
+{
+    size_t n = json_array_size(samples), k;
+    double *x = calloc(n ? n : 1, sizeof *x), ms = NAN;
+    json_t *e;
+    struct stats_summary s;
+    if (!x)
+        return NAN;
+    json_array_foreach(samples, k, e) x[k] = json_number_value(e);
+    if (stats_summarize(x, n, &s) == 0)
+        ms = s.median;
+    free(x);
+    return ms;
+}
+
+static void baseline_cache_write(const char *cache, const char *dir, json_t *doc)
+{
+    char *txt = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+    char bdir[PATH_MAX];
+    snprintf(bdir, sizeof bdir, "%s/baselines", dir);
+    if (txt && run_mkdir_p(bdir) == 0)
+        run_file_write_atomic(cache, txt, strlen(txt));
+    free(txt);
+}
+
+/* The CPU baseline (reference/<lab>/cpu.c, trusted, one thread): it prints
+ * {"median_ms","samples_ms",...} on stdout. Run outside the sandbox. */
+static double cpu_baseline_time(const struct run_ctx *rc, const char *prog,
+                                const char *case_name, const char *cache, const char *dir)
+{
+    char *out = NULL;
+    const char *argv[] = {prog, "--case", case_name, "--seed", BASELINE_SEED, NULL};
+    double lim = (rc->lab->run_seconds > 0 ? rc->lab->run_seconds : 120) * 3;
+    int r = grade_exec_trusted(argv, NULL, lim, 1u << 20, &out);
+    json_t *doc = r == 0 && out ? json_loads(out, 0, NULL) : NULL;
+    free(out);
+    double ms = samples_median(json_object_get(doc, "samples_ms"));
+    if (!(ms > 0))
+        ms = json_number_value(json_object_get(doc, "median_ms"));
+    if (ms > 0) {
+        json_t *c = json_pack("{s:s, s:s, s:f}", "baseline", "cpu", "case", case_name,
+                              "median_ms", ms);
+        baseline_cache_write(cache, dir, c);
+        json_decref(c);
+    } else {
+        fprintf(stderr, "cugrade-runner: the CPU baseline of %s failed (%d)\n", rc->lab->name, r);
+        ms = NAN;
+    }
+    json_decref(doc);
+    return ms;
+}
+
+/* The cached median of a baseline (and its device record into *device when
+ * that is NULL), or NAN. */
+static double baseline_cached(const char *cache, json_t **device)
+{
+    json_t *doc = json_load_file(cache, 0, NULL);
+    double ms = NAN;
+    if (doc) {
+        ms = json_number_value(json_object_get(doc, "median_ms"));
+        if (!*device && json_is_object(json_object_get(doc, "device")))
+            *device = json_incref(json_object_get(doc, "device"));
+        json_decref(doc);
+    }
+    return ms > 0 ? ms : NAN;
+}
+
+static double baseline_run(const struct run_ctx *rc, const char *name, const char *prog,
+                           const char *case_name, const char *cache, const char *dir,
+                           json_t **device);
+
+/* Time one baseline (cached). Returns its median in ms, or NAN. A device
+ * record seen on the way is stored into *device when that is NULL. */
+double baseline_time(const struct run_ctx *rc, const char *name, const char *case_name,
+                            json_t **device)
+{
+    char cache[PATH_MAX], dir[DIRLEN], g[128], c[128], prog[PATH_MAX];
+    run_lab_dir(rc->env, rc->lab->name, dir, sizeof dir);
+    run_slug(rc->env->gpu_name && *rc->env->gpu_name ? rc->env->gpu_name : "gpu", g, sizeof g);
+    run_slug(case_name, c, sizeof c);
+    snprintf(cache, sizeof cache, "%s/baselines/%s__%s__%s.json", dir, g, c, name);
+    double ms = baseline_cached(cache, device);
+    if (ms > 0)
+        return ms;
+    baseline_prog(rc, name, prog, sizeof prog);
+    if (!prog[0]) {
+        fprintf(stderr, "cugrade-runner: no baseline program %s for lab %s\n", name,
+                rc->lab->name);
+        return NAN;
+    }
+    /* Exclusive GPU, and a second look at the cache under the lock: another
+     * runner sharing the cache may have just measured it. */
+    int lk = lock_gpu(rc->env, 1);
+    ms = baseline_cached(cache, device);
+    if (!(ms > 0))
+        ms = strcmp(name, "cpu") == 0 ? cpu_baseline_time(rc, prog, case_name, cache, dir)
+                                      : baseline_run(rc, name, prog, case_name, cache, dir, device);
+    lock_gpu_release(lk);
+    return ms;
+}
+
+/* Time the GPU baseline prog (harness + reference kernel) in the sandbox and
+ * cache it. Called with the GPU lock held exclusively. Returns ms or NAN. */
+static double baseline_run(const struct run_ctx *rc, const char *name, const char *prog,
+                           const char *case_name, const char *cache, const char *dir,
+                           json_t **device)
+{
+    int fd = channel_open(rc->jobdir, name);
+    if (fd < 0)
+        return NAN;
+    const char *argv[] = {"/lab/prog", "time", "--seed", BASELINE_SEED, "--case", case_name,
+                          "--max-ms", TIME_MAX_MS, NULL};
+    struct sandbox_verdict v;
+    memset(&v, 0, sizeof v);
+    double ms = NAN;
+    double lim = (rc->lab->run_seconds > 0 ? rc->lab->run_seconds : 120) * 3;
+    /* The cuBLAS baseline links libcublas dynamically (build-lab.sh). */
+    char ldp[PATH_MAX + 64];
+    snprintf(ldp, sizeof ldp, "LD_LIBRARY_PATH=%s/lib64", rc->env->cuda_home);
+    int r = run_sandboxed_env(rc, argv, fd, lim, prog, ldp, &v);
+    struct channel_info ci;
+    memset(&ci, 0, sizeof ci);
+    if (r == 0 && v.exited && v.exit_code == 0 && channel_read_all(fd, &ci) == 0 && ci.timing) {
+        json_t *samples = json_object_get(ci.timing, "samples_ms");
+        ms = samples_median(samples);
+        if (ms > 0) {
+            json_t *out = json_pack("{s:s, s:s, s:s, s:f, s:i, s:O?}", "baseline", name, "case",
+                                    case_name, "gpu", rc->env->gpu_name ? rc->env->gpu_name : "",
+                                    "median_ms", ms, "samples", (int)json_array_size(samples),
+                                    "device", ci.device);
+            baseline_cache_write(cache, dir, out);
+            json_decref(out);
+        }
+        if (!*device && ci.device)
+            *device = json_incref(ci.device);
+    } else {
+        fprintf(stderr, "cugrade-runner: baseline %s of %s failed (rc %d, exit %d, signal %d): %s\n",
+                name, rc->lab->name, r, v.exit_code, v.signal, v.err ? v.err : "");
+    }
+    channel_info_clear(&ci);
+    sandbox_verdict_free(&v);
+    close(fd);
+    return ms;
+}
+
+static void limit_cache_path(const struct run_ctx *rc, char *out, size_t len)
+{
+    char dir[DIRLEN], g[128];
+    run_lab_dir(rc->env, rc->lab->name, dir, sizeof dir);
+    run_slug(rc->env->gpu_name && *rc->env->gpu_name ? rc->env->gpu_name : "gpu", g, sizeof g);
+    snprintf(out, len, "%s/limits/%s__naive-check.json", dir, g);
+}
+
+/* Run the naive reference's check over every case of the lab in the
+ * sandbox (exclusive GPU lock held by the caller) and return its wall
+ * seconds, or 0 when it did not run cleanly. */
+static double naive_check_run(const struct run_ctx *rc, const char *prog)
+{
+    const struct lab *lab = rc->lab;
+    size_t len = 1;
+    for (size_t i = 0; i < lab->ncases; i++)
+        len += strlen(lab->cases[i].name) + 1;
+    char *list = calloc(1, len);
+    int fd = channel_open(rc->jobdir, "limits");
+    double secs = 0;
+    if (list && fd >= 0) {
+        for (size_t i = 0; i < lab->ncases; i++) {
+            if (i)
+                strcat(list, ",");
+            strcat(list, lab->cases[i].name);
+        }
+        const char *argv[] = {"/lab/prog", "check", "--seed", BASELINE_SEED, "--cases", list, NULL};
+        struct sandbox_verdict v;
+        memset(&v, 0, sizeof v);
+        int r = run_sandboxed(rc, argv, fd, lab->run_seconds > 0 ? lab->run_seconds : 120, prog,
+                              &v);
+        if (r == 0 && v.exited && v.exit_code == 0 && !v.timed_out)
+            secs = v.wall_seconds;
+        else
+            fprintf(stderr, "cugrade-runner: the naive check of %s failed (rc %d, exit %d, "
+                    "signal %d): wall limits stay at run_seconds\n", lab->name, r, v.exit_code,
+                    v.signal);
+        sandbox_verdict_free(&v);
+    }
+    if (fd >= 0)
+        close(fd);
+    free(list);
+    return secs;
+}
+
+/* The naive reference's check-run seconds on this GPU: cached, else
+ * measured now (measure = 1) under the exclusive GPU lock, else 0. Never
+ * call it while holding a GPU lock. */
+static double baseline_naive_check_seconds(const struct run_ctx *rc, int measure)
+{
+    char cache[PATH_MAX], prog[PATH_MAX], dir[DIRLEN + 16];
+    if (rc->lab->derive_factor <= 0)
+        return 0;
+    limit_cache_path(rc, cache, sizeof cache);
+    double s = limit_cache_read(cache);
+    if (s > 0 || !measure)
+        return s;
+    baseline_prog(rc, "naive", prog, sizeof prog);
+    if (!prog[0])
+        return 0;
+    int lk = lock_gpu(rc->env, 1);
+    if (!((s = limit_cache_read(cache)) > 0) && (s = naive_check_run(rc, prog)) > 0) {
+        char ldir[DIRLEN];
+        run_lab_dir(rc->env, rc->lab->name, ldir, sizeof ldir);
+        snprintf(dir, sizeof dir, "%s/limits", ldir);
+        if (run_mkdir_p(dir) == 0)
+            limit_cache_write(cache, s);
+        fprintf(stderr, "cugrade-runner: %s: the naive reference's check run took %.2f s on "
+                "%s\n", rc->lab->name, s, rc->env->gpu_name ? rc->env->gpu_name : "this GPU");
+    }
+    lock_gpu_release(lk);
+    return s;
+}
+
+/* rc->limits for rc->lab (measuring the naive run when measure is set). */
+void baseline_limits_set(struct run_ctx *rc, int measure)
+{
+    limit_compute(rc->lab, baseline_naive_check_seconds(rc, measure), atof(TIME_MAX_MS),
+                  &rc->limits);
+}

@@ -1,0 +1,33 @@
+/*
+ * baseline.h - what a job measures once per GPU model and caches in the lab
+ * cache: the reference timings (baselines) of the timed case, the device
+ * record handed to the judge, and the naive reference's check run that the
+ * wall limits derive from (limit.h). Each is measured under the exclusive
+ * GPU lock, looked up again under it (another runner may have just
+ * measured it), and never while the caller holds a GPU lock.
+ */
+#ifndef CUGRADE_BASELINE_H
+#define CUGRADE_BASELINE_H
+
+#include "run.h"
+#include "score.h"
+
+#include <jansson.h>
+
+/* The slot of t for baseline name ("naive", "optimized", "cublas",
+ * "cpu"), or NULL for another name. */
+double *baseline_slot(struct score_timing *t, const char *name);
+/* Time one baseline on case_name (cached). Returns its median in ms, or
+ * NAN. A device record seen on the way is stored into *device (new
+ * reference) when that is NULL. */
+double baseline_time(const struct run_ctx *rc, const char *name, const char *case_name,
+                     json_t **device);
+/* Fill rc->device_path with this GPU's device record (measured once per GPU
+ * model, cached as CACHE/ARCH/LAB/device-GPU.chan); left empty when none
+ * can be made. Takes the exclusive GPU lock when it measures. */
+void baseline_device_record(struct run_ctx *rc);
+/* Set rc->limits for rc->lab from the naive reference's cached check-run
+ * time, measuring it first when measure is set (exclusive GPU lock). */
+void baseline_limits_set(struct run_ctx *rc, int measure);
+
+#endif

@@ -1,0 +1,871 @@
+/*
+ * job.c - see job.h. The phases in the order grade_job_run calls them.
+ */
+#include "job.h"
+#include "admit.h"
+#include "baseline.h"
+#include "inspect.h"
+#include "labcache.h"
+#include "limit.h"
+#include "lock.h"
+#include "stats.h"
+
+#include <assert.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---------------------------------------------------------------------- */
+/* Small helpers. */
+
+static int progress_call(const struct job *j, const char *phase, const char *detail)
+{
+    return j->progress ? j->progress(j->arg, phase, detail) : 0;
+}
+
+static int valid_filename(const char *f)
+{
+    size_t n = f ? strlen(f) : 0;
+    if (n < 4 || n > 64 || strcmp(f + n - 3, ".cu") != 0 || f[0] == '.')
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)f[i]) && f[i] != '_' && f[i] != '.' && f[i] != '-')
+            return 0;
+    return 1;
+}
+
+static int valid_seed(const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+    if (n == 0 || n > 32) /* the harness and judge take 1 to 32 hex digits */
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!isxdigit((unsigned char)s[i]))
+            return 0;
+    return 1;
+}
+
+/* name when its rubric line is visible to the student, else a neutral
+ * phrase: hidden cases are not named in a student's feedback. */
+static const char *case_visible(const struct rubric *rub, const char *name)
+{
+    if (!name)
+        return NULL;
+    for (size_t i = 0; i < rub->ncorrectness; i++)
+        if (strcmp(rub->correctness[i].case_name, name) == 0) {
+            const char *vis = rub->correctness[i].visibility;
+            return !vis || strcmp(vis, "visible") == 0 ? name : "(a hidden case)";
+        }
+    return name;
+}
+
+/* Work of the timed case for the physical floor: the timing record's
+ * "bytes"/"flops", else the case's params "bytes"/"flops", else the three
+ * course labs' own formulas. */
+static void case_work(const struct lab *lab, const char *case_name, const json_t *timing,
+                      double *bytes, double *flops)
+{
+    *bytes = json_number_value(json_object_get(timing, "bytes"));
+    *flops = json_number_value(json_object_get(timing, "flops"));
+    const struct lab_case *c = lab_case_find(lab, case_name);
+    const json_t *p = c ? c->params : NULL;
+    if (!(*bytes > 0))
+        *bytes = json_number_value(json_object_get(p, "bytes"));
+    if (!(*flops > 0))
+        *flops = json_number_value(json_object_get(p, "flops"));
+    if (*bytes > 0 || *flops > 0 || !p)
+        return;
+#define P(k) json_number_value(json_object_get(p, k))
+    if (strcmp(lab->name, "matmul") == 0) {
+        double M = P("M"), N = P("N"), K = P("K");
+        *flops = 2 * M * N * K;
+        *bytes = 4 * (M * K + K * N + M * N);
+    } else if (strcmp(lab->name, "reduction") == 0) {
+        *bytes = 4 * P("n");
+        *flops = P("n");
+    } else if (strcmp(lab->name, "embedding") == 0) {
+        double ni = P("num_indices"), dim = P("dim");
+        *bytes = ni * 8 + 2 * ni * dim * 4;
+    }
+#undef P
+}
+
+void job_clock_mark(struct job_clock *pc, const char *name)
+{
+    double now = run_now();
+    if (pc->obj) {
+        double prev = json_real_value(json_object_get(pc->obj, name));
+        json_object_set_new(pc->obj, name, json_real(prev + (now - pc->last)));
+    }
+    pc->last = now;
+}
+
+int job_stop_at(struct job *j, const char *phase)
+{
+    if (!j->g->stop_after || strcmp(j->g->stop_after, phase) != 0)
+        return 0;
+    j->st = "graded";
+    j->stopped_after = j->g->stop_after;
+    return 1;
+}
+
+/* A system_error of ours: the sentence into j->err, r (< 0) returned. */
+__attribute__((format(printf, 3, 4))) static int job_fail(struct job *j, int r,
+                                                          const char *fmt, ...)
+{
+    va_list ap;
+    assert(r < 0);
+    va_start(ap, fmt);
+    vsnprintf(j->err, sizeof j->err, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The job's life. */
+
+void job_init(struct job *j, const struct grade_env *env, const struct grade_job *g,
+              grade_progress_fn progress, void *arg)
+{
+    memset(j, 0, sizeof *j);
+    j->env = env;
+    j->g = g;
+    j->progress = progress;
+    j->arg = arg;
+    j->pc.start = j->pc.last = run_now();
+    j->pc.obj = json_object();
+    j->rc.env = env;
+    j->rc.lab = &j->lab;
+    j->tc = (struct compile_toolchain){env->cuda_home, env->arch};
+    for (size_t i = 0; i < 2; i++)
+        sanitizer_task_init(&j->san_tasks[i]);
+    judge_session_init(&j->js, &j->rc);
+    j->job_lk = j->chk_fd = -1;
+    j->st = "system_error";
+    j->in.timing.naive_ms = j->in.timing.optimized_ms = j->in.timing.cublas_ms =
+        j->in.timing.cpu_ms = NAN;
+}
+
+void job_free(struct job *j)
+{
+    /* No thread may outlive the buffers it writes. */
+    run_task_join(&j->so_task.thread, &j->so_task.started);
+    compile_result_free(&j->so_task.res);
+    for (size_t i = 0; i < j->nsan_tasks; i++) {
+        sanitizer_cancel(&j->san_tasks[i]); /* a no-op for a run that ended */
+        sanitizer_finish(&j->san_tasks[i]);
+    }
+    lock_gpu_release(j->job_lk);
+    j->job_lk = -1;
+    if (j->admit_token)
+        admit_release(j->admit_file, j->admit_token);
+    j->admit_token = 0;
+    judge_session_end(&j->js);
+    channel_info_clear(&j->ti);
+    sandbox_verdict_free(&j->tv);
+    json_decref(j->pc.obj);
+    if (j->chk_fd >= 0)
+        close(j->chk_fd);
+    channel_info_clear(&j->ci);
+    sandbox_verdict_free(&j->v);
+    compile_result_free(&j->cres);
+    free(j->log_keep);
+    free(j->objbuf);
+    free(j->case_names);
+    free(j->case_list);
+    score_cases_free(j->in.cases, j->in.ncases);
+    for (size_t i = 0; i < 2; i++)
+        score_sanitizer_clear(&j->sans[i]);
+    if (j->rc.jobdir[0] && !getenv("CUGRADE_KEEP_JOBS"))
+        run_jobdir_remove(j->rc.jobdir, j->workdir);
+    free(j->workdir);
+    if (j->rub_loaded)
+        rubric_free(&j->rub);
+    if (j->lab_loaded)
+        lab_free(&j->lab);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Setup: the job and its lab, the job's private directory, the source. */
+
+static int job_load(struct job *j)
+{
+    const struct grade_job *g = j->g;
+    char labdir[PATH_MAX];
+    int r;
+    if (!g->lab || strchr(g->lab, '/') || g->lab[0] == '.' || !*g->lab)
+        return job_fail(j, -EINVAL, "bad lab name");
+    snprintf(labdir, sizeof labdir, "%s/labs/%s", j->env->root, g->lab);
+    if ((r = lab_load(labdir, &j->lab, j->err, sizeof j->err)) < 0)
+        return r;
+    j->lab_loaded = 1;
+    if (!g->rubric)
+        return job_fail(j, -EINVAL, "the job has no rubric");
+    if ((r = rubric_parse(g->rubric, &j->lab, &j->rub, j->err, sizeof j->err)) < 0)
+        return r;
+    j->rub_loaded = 1;
+    if (!valid_seed(g->seed))
+        return job_fail(j, -EINVAL, "the job's seed is not hex");
+    /* The server's 128-bit seed, whole: the harness and judge take 1 to 32
+     * hex digits (labs/common/gen.cuh gen_seed_parse_wide). */
+    snprintf(j->seed, sizeof j->seed, "%s", g->seed);
+    j->in.lab = g->lab;
+    j->in.gpu = j->env->gpu_name;
+    j->in.rubric_version = g->rubric_version;
+    return 0;
+}
+
+int job_setup(struct job *j)
+{
+    const struct grade_env *env = j->env;
+    int r;
+    if ((r = job_load(j)) < 0)
+        return r;
+    snprintf(j->rc.jobdir, sizeof j->rc.jobdir, "%s/job-XXXXXX", env->work);
+    /* 0711: the sandbox (which may drop to an unprivileged uid before
+     * bwrap) must traverse to its work dir, but cannot list the job's
+     * directory nor open the channels (0600, root's). */
+    if (run_mkdir_p(env->work) < 0 || !mkdtemp(j->rc.jobdir) || chmod(j->rc.jobdir, 0711) < 0) {
+        snprintf(j->err, sizeof j->err, "cannot create a job directory under %s: %s", env->work,
+                 strerror(errno));
+        j->rc.jobdir[0] = '\0';
+        return -EIO;
+    }
+    if ((r = sandbox_workdir_create(j->rc.jobdir, &j->workdir)) < 0)
+        return job_fail(j, r, "cannot create the sandbox work directory: %s", strerror(-r));
+    j->rc.workdir = j->workdir;
+    snprintf(j->src, sizeof j->src, "%s",
+             valid_filename(j->g->filename) ? j->g->filename : "kernel.cu");
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/%s", j->workdir, j->src);
+    int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0 || write(fd, j->g->source, j->g->source_len) != (ssize_t)j->g->source_len) {
+        int e = errno ? errno : EIO;
+        if (fd >= 0)
+            close(fd);
+        return job_fail(j, -e, "cannot write the source: %s", strerror(e));
+    }
+    close(fd);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Pre-start: what waits for the program starts during nvcc. */
+
+/* Measure the device record if this GPU has none yet, then start the job's
+ * judge session and, when the rubric asks for them, its sanitizers, waiting
+ * for the program (the lab is built). Returns 0, or -errno with a sentence
+ * in j->err. */
+static int job_prestart_now(struct job *j)
+{
+    const struct lab *lab = &j->lab;
+    const struct rubric *rub = &j->rub;
+    int r;
+    assert(!j->prestarted && j->nsan_tasks == 0);
+    baseline_device_record(&j->rc); /* exclusive GPU lock: before anything of ours holds one */
+    judge_session_start(&j->rc, &j->js);
+    j->prestarted = 1;
+    if (!lab->sanitize_case || !(rub->sanitize_memcheck || rub->sanitize_racecheck))
+        return 0;
+    const char *tools[2] = {rub->sanitize_memcheck ? "memcheck" : NULL,
+                            rub->sanitize_racecheck ? "racecheck" : NULL};
+    snprintf(j->cs, sizeof j->cs, "%s/bin/compute-sanitizer", j->env->cuda_home);
+    if (access(j->cs, X_OK) != 0)
+        return job_fail(j, -ENOENT, "compute-sanitizer not found at %.300s", j->cs);
+    if ((r = labcache_launch_ensure(j->env, j->launch, sizeof j->launch, j->err,
+                                    sizeof j->err)) < 0)
+        return r;
+    for (int t = 0; t < 2; t++) {
+        if (!tools[t])
+            continue;
+        struct sanitizer_task *sk = &j->san_tasks[j->nsan_tasks];
+        sanitizer_task_init(sk);
+        sk->rc = &j->rc;
+        sk->tool = tools[t];
+        sk->cs = j->cs;
+        sk->launch = j->launch;
+        sk->seed = j->seed;
+        sk->sanitize_case = lab->sanitize_case;
+        sk->job_id = j->g->id;
+        sk->limit = j->rc.limits.sanitize;
+        sk->s = &j->sans[j->nsan_tasks];
+        j->sans[j->nsan_tasks].tool = tools[t];
+        if ((r = sanitizer_prestart(sk)) < 0) {
+            snprintf(j->err, sizeof j->err, "cannot start %s: %s", tools[t], strerror(-r));
+            return r;
+        }
+        j->nsan_tasks++;
+    }
+    return 0;
+}
+
+/* The judge's CUDA context and the sanitizers' injection and context are
+ * most of their cost and need no program: they come up while the student's
+ * file compiles (docs/runner.md "Order and overlap"). A lab not built yet
+ * (--lazy-build) is built before the link, as it always was, and they start
+ * then (job_link): a compile error never waits for a build. */
+int job_prestart(struct job *j)
+{
+    int r = 0;
+    j->limits_measured = !j->g->stop_after && labcache_built(j->env, j->g->lab);
+    baseline_limits_set(&j->rc, j->limits_measured);
+    if (j->limits_measured)
+        r = job_prestart_now(j);
+    job_clock_mark(&j->pc, "prestart");
+    return r;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Compile, inspect, link: CPU work. */
+
+int job_compile(struct job *j)
+{
+    if (progress_call(j, "compiling", "nvcc") == -ECANCELED)
+        return -ECANCELED;
+    int r = compile_student(&j->tc, &j->lab, j->workdir, j->src, "student.o", &j->cres);
+    job_clock_mark(&j->pc, "compile");
+    if (r < 0)
+        return job_fail(j, r, "the compile sandbox failed: %s", strerror(-r));
+    j->log_keep = j->cres.log;
+    j->cres.log = NULL;
+    j->in.compile_log = j->log_keep;
+    if (!j->cres.ok) {
+        j->st = "compile_error";
+        snprintf(j->status_msg, sizeof j->status_msg, "%s", j->cres.message);
+        return JOB_VERDICT;
+    }
+    return JOB_NEXT;
+}
+
+int job_inspect(struct job *j)
+{
+    struct inspect_report rep;
+    size_t olen = 0;
+    if (progress_call(j, "compiling", "inspecting symbols") == -ECANCELED)
+        return -ECANCELED;
+    int r = sandbox_take_file(j->workdir, "student.o", 512u << 20, &j->objbuf, &olen);
+    if (r == -ELOOP || r == -EINVAL || r == -EFBIG) {
+        j->st = "rejected";
+        j->in.rejection_symbol = "";
+        j->in.rejection_reason = "the compiled object is not a regular file of sane size.";
+        return JOB_VERDICT;
+    }
+    if (r < 0)
+        return job_fail(j, r, "cannot read student.o: %s", strerror(-r));
+    r = inspect_buffer((const unsigned char *)j->objbuf, olen, &j->lab, &rep);
+    if (r < 0)
+        return job_fail(j, r, "inspection failed: %s", strerror(-r));
+    if (!rep.accepted) {
+        j->st = "rejected";
+        j->in.rejection_symbol = rep.symbol;
+        j->in.rejection_reason = rep.reason;
+        return JOB_VERDICT;
+    }
+    job_clock_mark(&j->pc, "inspect");
+    return JOB_NEXT;
+}
+
+static void *link_so_main(void *p)
+{
+    struct job_link_task *t = p;
+    t->r = compile_link(t->tc, t->lab, t->workdir, "student.o", t->harness, "prog.so", 1, &t->res);
+    return NULL;
+}
+
+/* A link error is the student's (an undefined helper, a clash with the
+ * harness): shown like a compile error, its log after the compile's. */
+static int job_link_error(struct job *j)
+{
+    const char *log = j->log_keep, *ll = j->cres.log;
+    size_t a = log ? strlen(log) : 0, b = ll ? strlen(ll) : 0;
+    char *joined = malloc(a + b + 32);
+    if (joined) {
+        snprintf(joined, a + b + 32, "%s%s%s", log ? log : "", a ? "\n--- link ---\n" : "",
+                 ll ? ll : "");
+        free(j->log_keep);
+        j->log_keep = joined;
+        j->in.compile_log = j->log_keep;
+    }
+    j->st = "compile_error";
+    snprintf(j->status_msg, sizeof j->status_msg, "linking with the lab's harness failed");
+    return JOB_VERDICT;
+}
+
+/* The executable, and beside it (on a thread) the shared object the
+ * pre-started sanitizers load. */
+int job_link(struct job *j)
+{
+    int r;
+    if ((r = grade_lab_ensure(j->env, j->g->lab, j->err, sizeof j->err)) < 0)
+        return r;
+    if (!j->prestarted && !j->g->stop_after && (r = job_prestart_now(j)) < 0)
+        return r;
+    run_lab_dir(j->env, j->g->lab, j->harness, sizeof j->harness);
+    strncat(j->harness, "/harness.o", sizeof j->harness - strlen(j->harness) - 1);
+    if (progress_call(j, "compiling", "linking") == -ECANCELED)
+        return -ECANCELED;
+    compile_result_free(&j->cres);
+    if (j->nsan_tasks) {
+        j->so_task.tc = &j->tc;
+        j->so_task.lab = &j->lab;
+        j->so_task.workdir = j->workdir;
+        j->so_task.harness = j->harness;
+        run_task_start(&j->so_task.thread, &j->so_task.started, link_so_main, &j->so_task);
+    }
+    r = compile_link(&j->tc, &j->lab, j->workdir, "student.o", j->harness, "prog", 0, &j->cres);
+    run_task_join(&j->so_task.thread, &j->so_task.started);
+    job_clock_mark(&j->pc, "link");
+    if (r < 0)
+        return job_fail(j, r, "the link sandbox failed: %s", strerror(-r));
+    if (!j->cres.ok)
+        return job_link_error(j);
+    return JOB_NEXT;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Admission: what the job's GPU work needs, before any student code runs. */
+
+/* The executable linked and the same objects as a shared object did not:
+ * ours. The sanitizers do not run; their line is not charged (score.c,
+ * infra_failed). */
+static void job_sanitizers_off(struct job *j)
+{
+    const struct job_link_task *t = &j->so_task;
+    fprintf(stderr, "cugrade-runner: job %lld: the sanitizers' prog.so did not link (%s): %.400s\n",
+            j->g->id, t->r < 0 ? strerror(-t->r) : t->res.message, t->res.log ? t->res.log : "");
+    for (size_t i = 0; i < j->nsan_tasks; i++) {
+        sanitizer_cancel(&j->san_tasks[i]);
+        sanitizer_finish(&j->san_tasks[i]);
+        j->sans[i].infra_failed = 1;
+        snprintf(j->sans[i].note, sizeof j->sans[i].note,
+                 "compute-sanitizer could not run on this runner (our problem, not yours): "
+                 "the program did not link as a shared object");
+    }
+}
+
+/* The job's GPU memory reservation (waiting holds nothing), then its
+ * shared GPU lock: the sanitizers' work, the check run and its judge
+ * happen under it; it is let go (after the sanitizers ended) before the
+ * timing run's exclusive lock. The sanitizers get the program now, before
+ * any student code runs. */
+int job_admit(struct job *j)
+{
+    double waited = 0;
+    j->so_failed = j->nsan_tasks && (j->so_task.r < 0 || !j->so_task.res.ok);
+    if (j->so_failed)
+        job_sanitizers_off(j);
+    if (!j->limits_measured)
+        baseline_limits_set(&j->rc, 1); /* a lab built just now (--lazy-build) */
+    lock_admit_path(j->env, j->admit_file, sizeof j->admit_file);
+    int r = admit_reserve(j->admit_file, lock_admit_capacity(&j->rc),
+                          lock_admit_need(&j->lab, j->nsan_tasks), ADMIT_MAX_WAIT,
+                          &j->admit_token, &waited);
+    job_clock_mark(&j->pc, "admit_wait");
+    if (r < 0) {
+        snprintf(j->err, sizeof j->err, "GPU memory admission: %s after %.0f s",
+                 r == -EBUSY ? "the GPU's memory stayed taken by other jobs" : strerror(-r),
+                 waited);
+        return r;
+    }
+    assert(j->job_lk < 0);
+    j->job_lk = lock_gpu(j->env, 0);
+    if (!j->so_failed)
+        for (size_t i = 0; i < j->nsan_tasks; i++)
+            sanitizer_go(&j->san_tasks[i]);
+    j->in.nsanitizers = j->nsan_tasks;
+    return JOB_NEXT;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Check: every case of the rubric in one sandboxed run, then its judge. */
+
+/* The rubric's cases (every case of the lab when it lists none), in the
+ * lab's order, as j->case_names and j->case_list. 0 or -ENOMEM. */
+static int job_case_list(struct job *j)
+{
+    const struct lab *lab = &j->lab;
+    const struct rubric *rub = &j->rub;
+    size_t want = rub->ncorrectness ? rub->ncorrectness : lab->ncases, list_len = 1;
+    j->case_names = calloc(want ? want : 1, sizeof *j->case_names);
+    if (!j->case_names)
+        return job_fail(j, -ENOMEM, "out of memory");
+    for (size_t i = 0; i < lab->ncases; i++) {
+        int in_rubric = rub->ncorrectness == 0;
+        for (size_t k = 0; k < rub->ncorrectness; k++)
+            if (strcmp(rub->correctness[k].case_name, lab->cases[i].name) == 0)
+                in_rubric = 1;
+        if (in_rubric && j->ncase_names < want) {
+            j->case_names[j->ncase_names++] = lab->cases[i].name;
+            list_len += strlen(lab->cases[i].name) + 1;
+        }
+    }
+    j->case_list = malloc(list_len);
+    if (!j->case_list)
+        return job_fail(j, -ENOMEM, "out of memory");
+    j->case_list[0] = '\0';
+    for (size_t i = 0; i < j->ncase_names; i++) {
+        if (i)
+            strcat(j->case_list, ",");
+        strcat(j->case_list, j->case_names[i]);
+    }
+    return 0;
+}
+
+/* How the check run ended badly (j->why, NULL when it did not): the
+ * verdict and the channel say it, no judge needed. */
+static void job_check_why(struct job *j, double lim)
+{
+    char *fail = j->why_buf;
+    const size_t flen = sizeof j->why_buf;
+    const struct sandbox_verdict *v = &j->v;
+    j->why = run_failure(v, fail, flen);
+    if (v->timed_out && !v->output_limit) {
+        const char *running = j->ci.ncases < (int)j->ncase_names ? j->case_names[j->ci.ncases]
+                                                                : NULL;
+        j->why = limit_timeout_message(&j->rc.limits, lim, case_visible(&j->rub, running), fail,
+                                       flen);
+    }
+    if (v->exited && v->exit_code == 3) {
+        run_fatal_case_message(&j->ci, j->fatal, sizeof j->fatal);
+        if (j->fatal[0])
+            j->why = j->fatal;
+    }
+    if (!j->why && !j->ci.done)
+        j->why = "Your program stopped before the harness finished (no final record).";
+}
+
+/* The check run itself (under the job's shared lock), watched for
+ * progress, and its channel read. */
+static int job_check_run(struct job *j)
+{
+    char d[48];
+    int r;
+    snprintf(d, sizeof d, "0/%zu", j->ncase_names);
+    if (progress_call(j, "checking", d) == -ECANCELED)
+        return -ECANCELED;
+    if ((j->chk_fd = channel_open(j->rc.jobdir, "check")) < 0)
+        return job_fail(j, j->chk_fd, "cannot open the result channel: %s", strerror(-j->chk_fd));
+    const char *argv[] = {"/work/prog", "check", "--seed", j->seed, "--cases", j->case_list, NULL};
+    struct channel_watch w;
+    channel_watch_start(&w, j->chk_fd, (int)j->ncase_names, j->progress, j->arg);
+    double lim = j->rc.limits.check;
+    r = run_sandboxed(&j->rc, argv, j->chk_fd, lim, NULL, &j->v);
+    int wc = channel_watch_stop(&w);
+    job_clock_mark(&j->pc, "check_run");
+    j->check_timed_out = r == 0 && j->v.timed_out;
+    if (r < 0)
+        return job_fail(j, r, "the run sandbox failed: %s", strerror(-r));
+    if (wc == -ECANCELED)
+        return -ECANCELED;
+    if ((r = channel_read_all(j->chk_fd, &j->ci)) < 0 && r != -EBADMSG)
+        return job_fail(j, r, "cannot read the result channel: %s", strerror(-r));
+    if (run_harness_failed(&j->v, &j->ci, j->err, sizeof j->err))
+        return -EIO;
+    job_check_why(j, lim);
+    snprintf(d, sizeof d, "%zu/%zu", j->ncase_names, j->ncase_names);
+    progress_call(j, "checking", d);
+    return 0;
+}
+
+/* Cases the judge has no verdict on ("not run: why"), and launch errors
+ * by cause on those it has. 0 or -ENOMEM. */
+static int job_check_merge(struct job *j)
+{
+    struct score_input *in = &j->in;
+    for (size_t i = 0; i < j->ncase_names; i++) {
+        int found = 0;
+        for (size_t k = 0; k < in->ncases; k++)
+            if (strcmp(in->cases[k].name, j->case_names[i]) == 0) {
+                found = 1;
+                const char *le =
+                    json_string_value(json_object_get(j->ci.case_errors, j->case_names[i]));
+                if (le && (!in->cases[k].message || !*in->cases[k].message)) {
+                    free(in->cases[k].message);
+                    in->cases[k].message = strdup(le);
+                }
+            }
+        if (found)
+            continue;
+        struct score_case *nc = realloc(in->cases, (in->ncases + 1) * sizeof *nc);
+        if (!nc)
+            return job_fail(j, -ENOMEM, "out of memory");
+        in->cases = nc;
+        memset(&nc[in->ncases], 0, sizeof *nc);
+        nc[in->ncases].name = strdup(j->case_names[i]);
+        char m[800];
+        snprintf(m, sizeof m, "not run: %s", j->why ? j->why : "the harness reported nothing");
+        nc[in->ncases].message = strdup(m);
+        nc[in->ncases].first_bad_index = nc[in->ncases].unwritten = -1;
+        nc[in->ncases].max_abs_err = nc[in->ncases].max_rel_err = NAN;
+        in->ncases++;
+    }
+    return 0;
+}
+
+int job_check(struct job *j)
+{
+    char chan[PATH_MAX];
+    json_t *jdoc = NULL;
+    int r;
+    if ((r = job_case_list(j)) < 0 || (r = job_check_run(j)) < 0)
+        return r;
+    /* The check's judge, while the sanitizers finish beside it. */
+    channel_path(j->rc.jobdir, "check", chan, sizeof chan);
+    r = judge_run(&j->rc, &j->js, j->seed, chan, j->case_list, &jdoc, &j->in.cases, &j->in.ncases,
+                  j->err, sizeof j->err);
+    job_clock_mark(&j->pc, "judge");
+    if (r < 0) {
+        json_decref(jdoc);
+        return r;
+    }
+    json_t *jdev = json_object_get(jdoc, "device");
+    j->in.timing.copy_gbs = json_number_value(json_object_get(jdev, "copy_gbs"));
+    j->in.timing.peak_gflops = json_number_value(json_object_get(jdev, "peak_fp32_gflops"));
+    json_decref(jdoc);
+    if (j->why) {
+        j->st = j->v.timed_out ? "timeout" : "runtime_error";
+        snprintf(j->status_msg, sizeof j->status_msg, "%s", j->why);
+    }
+    if ((r = job_check_merge(j)) < 0)
+        return r;
+    if (j->why)
+        return JOB_VERDICT;
+    if (j->ci.device && !(j->in.timing.copy_gbs > 0)) {
+        j->in.timing.copy_gbs = json_number_value(json_object_get(j->ci.device, "copy_gbs"));
+        j->in.timing.peak_gflops =
+            json_number_value(json_object_get(j->ci.device, "peak_fp32_gflops"));
+    }
+    run_verdict_reset(&j->v);
+    return JOB_NEXT;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Time: alone on the GPU (the exclusive lock waits for the sanitizers),
+ * then its judge and the baselines. */
+
+/* Timing is only done when it can earn points: every correctness case
+ * passed, or a speed line without requires_correct. */
+static int job_time_wanted(const struct job *j)
+{
+    int all_correct = 1, need_correct = 1;
+    for (size_t i = 0; i < j->in.ncases; i++)
+        if (!j->in.cases[i].passed)
+            all_correct = 0;
+    for (size_t i = 0; i < j->rub.nspeed; i++)
+        if (!j->rub.speed[i].requires_correct)
+            need_correct = 0;
+    return j->lab.timing_case && j->rub.nspeed > 0 && !(need_correct && !all_correct);
+}
+
+/* The timing run. The job's shared lock is let go (its sanitizers have
+ * ended) before the exclusive one is asked for: a waiter holds nothing. */
+static int job_time_run(struct job *j)
+{
+    char fail[512];
+    int fd = channel_open(j->rc.jobdir, "timing");
+    if (fd < 0)
+        return job_fail(j, fd, "cannot open a channel: %s", strerror(-fd));
+    const char *targv[] = {"/work/prog", "time", "--seed", j->seed, "--case",
+                           j->lab.timing_case, "--max-ms", TIME_MAX_MS, NULL};
+    sanitizer_settle(j->san_tasks, j->nsan_tasks);
+    lock_gpu_release(j->job_lk);
+    j->job_lk = -1;
+    int tlk = lock_gpu(j->env, 1);
+    job_clock_mark(&j->pc, "sanitize_wait");
+    int r = run_sandboxed(&j->rc, targv, fd, j->rc.limits.timing, NULL, &j->tv);
+    lock_gpu_release(tlk);
+    if (r < 0) {
+        close(fd);
+        return job_fail(j, r, "the timing sandbox failed: %s", strerror(-r));
+    }
+    job_clock_mark(&j->pc, "time_run");
+    channel_read_all(fd, &j->ti);
+    close(fd);
+    if (run_harness_failed(&j->tv, &j->ti, j->err, sizeof j->err))
+        return -EIO;
+    const char *why_t = run_failure(&j->tv, fail, sizeof fail);
+    if (why_t || !j->ti.timing) {
+        j->st = j->tv.timed_out ? "timeout" : "runtime_error";
+        snprintf(j->status_msg, sizeof j->status_msg, "Timing failed: %s",
+                 why_t ? why_t : "the harness sent no timing record.");
+        /* The timing run's prints are the feedback now. */
+        sandbox_verdict_free(&j->v);
+        j->v = j->tv;
+        memset(&j->tv, 0, sizeof j->tv);
+        return JOB_VERDICT;
+    }
+    return JOB_NEXT;
+}
+
+/* What the judge says of the timing channel, into j->in.timing. */
+static void job_time_record(struct job *j, const json_t *jdoc, const struct stats_summary *ss)
+{
+    struct score_timing *t = &j->in.timing;
+    json_t *jt = json_object_get(jdoc, "timing");
+    t->have = 1;
+    t->case_name = j->lab.timing_case;
+    t->student_ms = ss->median;
+    t->samples = ss->kept;
+    t->rel_err = ss->rel_err;
+    t->recheck_passed = json_is_true(json_object_get(jt, "recheck_passed"));
+    t->bytes = json_number_value(json_object_get(jt, "bytes"));
+    t->flops = json_number_value(json_object_get(jt, "flops"));
+    if (!(t->bytes > 0) && !(t->flops > 0))
+        case_work(&j->lab, j->lab.timing_case, jt, &t->bytes, &t->flops);
+    json_t *jdev = json_object_get(jdoc, "device");
+    if (json_number_value(json_object_get(jdev, "copy_gbs")) > 0) {
+        t->copy_gbs = json_number_value(json_object_get(jdev, "copy_gbs"));
+        t->peak_gflops = json_number_value(json_object_get(jdev, "peak_fp32_gflops"));
+    }
+    const char *why = json_string_value(json_object_get(jt, "flag_reason"));
+    if (json_is_true(json_object_get(jt, "flagged")) && t->recheck_passed) {
+        snprintf(j->judge_flag, sizeof j->judge_flag, "%s", why ? why : "flagged by the judge");
+        t->judge_flag_reason = j->judge_flag;
+    }
+}
+
+/* The judge checks the re-check (fresh inputs from seed2: a cached answer
+ * fails), computes the case's bytes and flops and flags a time past the
+ * physical floor; the runner recomputes the median and its error from the
+ * raw samples. */
+static int job_time_judge(struct job *j)
+{
+    char tchan[PATH_MAX];
+    json_t *jdoc = NULL, *e;
+    struct score_case *tcases = NULL;
+    size_t ntcases = 0, k;
+    struct stats_summary ss;
+    channel_path(j->rc.jobdir, "timing", tchan, sizeof tchan);
+    int jlk = lock_gpu(j->env, 0);
+    int r = judge_run(&j->rc, &j->js, j->seed, tchan, NULL, &jdoc, &tcases, &ntcases, j->err,
+                      sizeof j->err);
+    lock_gpu_release(jlk);
+    score_cases_free(tcases, ntcases);
+    job_clock_mark(&j->pc, "time_judge");
+    if (r < 0) {
+        json_decref(jdoc);
+        return r;
+    }
+    json_t *samples = json_object_get(json_object_get(jdoc, "timing"), "samples_ms");
+    size_t n = json_array_size(samples);
+    double *x = calloc(n ? n : 1, sizeof *x);
+    if (!x) {
+        json_decref(jdoc);
+        return job_fail(j, -ENOMEM, "out of memory");
+    }
+    json_array_foreach(samples, k, e) x[k] = json_number_value(e);
+    r = stats_summarize(x, n, &ss);
+    free(x);
+    if (r != 0) {
+        json_decref(jdoc);
+        j->st = "runtime_error";
+        snprintf(j->status_msg, sizeof j->status_msg,
+                 "Timing failed: the judge accepted no timing samples.");
+        return JOB_VERDICT;
+    }
+    job_time_record(j, jdoc, &ss);
+    json_decref(jdoc);
+    return JOB_NEXT;
+}
+
+/* Baselines on the same GPU, same case (cached). */
+static void job_baselines(struct job *j)
+{
+    json_t *device = NULL;
+    struct score_timing *t = &j->in.timing;
+    for (size_t i = 0; i < j->lab.nbaselines; i++) {
+        double *slot = baseline_slot(t, j->lab.baselines[i]);
+        if (slot)
+            *slot = baseline_time(&j->rc, j->lab.baselines[i], j->lab.timing_case, &device);
+    }
+    if (device && !(t->copy_gbs > 0)) {
+        t->copy_gbs = json_number_value(json_object_get(device, "copy_gbs"));
+        t->peak_gflops = json_number_value(json_object_get(device, "peak_fp32_gflops"));
+    }
+    json_decref(device);
+    job_clock_mark(&j->pc, "baselines");
+}
+
+int job_time(struct job *j)
+{
+    int r;
+    if (!job_time_wanted(j))
+        return JOB_NEXT;
+    if (progress_call(j, "timing", j->lab.timing_case) == -ECANCELED)
+        return -ECANCELED;
+    if ((r = job_time_run(j)) != JOB_NEXT || (r = job_time_judge(j)) != JOB_NEXT)
+        return r;
+    job_baselines(j);
+    return JOB_NEXT;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The sanitizers' verdicts (they ran beside the check); the GPU let go. */
+
+int job_sanitize(struct job *j)
+{
+    if (j->check_timed_out) {
+        /* An endless program: the sanitizers would only run into their
+         * own limit. Ended now and not reported, as when they started
+         * after the check. (A crash keeps them: their findings say why.) */
+        for (size_t i = 0; i < j->nsan_tasks; i++)
+            sanitizer_cancel(&j->san_tasks[i]);
+        j->in.nsanitizers = 0;
+    }
+    sanitizer_settle(j->san_tasks, j->nsan_tasks);
+    lock_gpu_release(j->job_lk);
+    j->job_lk = -1;
+    admit_release(j->admit_file, j->admit_token);
+    j->admit_token = 0;
+    for (size_t i = 0; i < j->nsan_tasks; i++)
+        sanitizer_finish(&j->san_tasks[i]);
+    job_clock_mark(&j->pc, "sanitize");
+    for (size_t i = 0; i < j->nsan_tasks; i++)
+        if (j->san_tasks[i].r < 0) {
+            snprintf(j->err, sizeof j->err, "%s", j->san_tasks[i].err);
+            return j->san_tasks[i].r;
+        }
+    /* runtime_error or timeout: how the check or timing run ended. */
+    if (strcmp(j->st, "runtime_error") != 0 && strcmp(j->st, "timeout") != 0)
+        j->st = "graded";
+    return JOB_NEXT;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Score. */
+
+int job_score(struct job *j, const char **status, json_t **result)
+{
+    j->in.status = j->st;
+    j->in.status_message = j->status_msg[0] ? j->status_msg : NULL;
+    j->in.sanitizers = j->sans;
+    json_t *doc = score_result(&j->rub, &j->in);
+    if (!doc)
+        return -ENOMEM;
+    job_clock_mark(&j->pc, "score");
+    json_t *cg = json_object_get(doc, "cugrade");
+    if (j->pc.obj) {
+        json_object_set_new(j->pc.obj, "total", json_real(run_now() - j->pc.start));
+        json_object_set(cg, "phases", j->pc.obj);
+    }
+    const struct sandbox_verdict *v = &j->v;
+    if ((v->out && *v->out) || (v->err && *v->err)) {
+        /* The student's own prints are feedback, never a verdict. */
+        char buf[4096];
+        snprintf(buf, sizeof buf, "%.2000s%s%.2000s", v->out ? v->out : "",
+                 (v->out && *v->out) ? "\n" : "", v->err ? v->err : "");
+        json_object_set_new(cg, "program_output", json_string(buf));
+    }
+    if (j->stopped_after)
+        json_object_set_new(cg, "stopped_after", json_string(j->stopped_after));
+    *status = j->st;
+    *result = doc;
+    return 0;
+}

@@ -1,0 +1,153 @@
+/*
+ * job.h - one job in flight through the runner's pipeline, as phases
+ * (DESIGN steps 3-9, docs/runner.md "Order and overlap"):
+ *
+ *   job_setup     the lab, the rubric, the seed, the job's directories
+ *   job_prestart  device record, judge session and sanitizers start (they
+ *                 come up during nvcc; a lab not built yet: at the link)
+ *   job_compile   nvcc in the compile sandbox            -> compile_error
+ *   job_inspect   symbol inspection of student.o         -> rejected
+ *   job_link      with the lab's harness (+ prog.so)     -> compile_error
+ *   job_admit     wall limits, GPU memory reservation, the shared GPU
+ *                 lock, the sanitizers' go
+ *   job_check     the check run and its judge            -> runtime_error,
+ *                                                           timeout
+ *   job_time      the timing run alone on the GPU, its judge, baselines
+ *   job_sanitize  the sanitizers' verdicts; the GPU let go
+ *   job_score     the result document
+ *
+ * Every phase returns JOB_NEXT (0: go on), JOB_VERDICT (j->st and
+ * j->status_msg say how the submission ended: score it), -ECANCELED (the
+ * lease was lost: post nothing) or another -errno with a sentence in
+ * j->err (ours: system_error). Each phase marks its seconds in j->pc.
+ * Whatever a phase starts or takes, job_free ends or lets go of, on every
+ * path.
+ */
+#ifndef CUGRADE_JOB_H
+#define CUGRADE_JOB_H
+
+#include "channel.h"
+#include "compile.h"
+#include "grade.h"
+#include "judge.h"
+#include "lab.h"
+#include "rubric.h"
+#include "run.h"
+#include "sanitizer.h"
+#include "score.h"
+
+#include <jansson.h>
+#include <limits.h>
+#include <pthread.h>
+
+#define JOB_NEXT    0
+#define JOB_VERDICT 1
+
+/* The shared object the sanitizers load, linked beside the executable on a
+ * thread of its own. */
+struct job_link_task {
+    pthread_t thread;
+    int started;
+    const struct compile_toolchain *tc;
+    const struct lab *lab;
+    const char *workdir, *harness;
+    struct compile_result res;
+    int r;
+};
+
+/* Seconds spent per phase, for the result document ("phases") and the
+ * latency benchmark: each mark adds the time since the previous mark. */
+struct job_clock {
+    double start, last;
+    json_t *obj;
+};
+
+/* A job in flight. Pointers into it are handed to threads (rc, js, the
+ * sanitizer tasks): it never moves between job_init and job_free. */
+struct job {
+    const struct grade_env *env;
+    const struct grade_job *g;       /* as claimed; borrowed */
+    grade_progress_fn progress;
+    void *arg;
+    struct lab lab;
+    struct rubric rub;
+    int lab_loaded, rub_loaded;
+    char seed[33];
+    char src[80];                    /* the student's file name in /work */
+    char *workdir;                   /* the sandbox's /work on the host */
+    struct run_ctx rc;
+    struct job_clock pc;
+
+    /* compile, inspect, link */
+    struct compile_toolchain tc;
+    struct compile_result cres;
+    char *log_keep;                  /* the compile (+ link) log shown to the student */
+    char *objbuf;
+    char harness[PATH_MAX];
+    struct job_link_task so_task;
+    int so_failed;                   /* prog.so did not link: sanitizers off (ours) */
+
+    /* pre-started: judge session, sanitizers */
+    int limits_measured, prestarted;
+    struct judge_session js;
+    struct sanitizer_task san_tasks[2];
+    size_t nsan_tasks;
+    char cs[512], launch[PATH_MAX];
+
+    /* held on the GPU: reservation first, then the shared lock */
+    char admit_file[PATH_MAX];
+    long long admit_token;           /* this job's GPU memory reservation, or 0 */
+    int job_lk;                      /* the shared GPU lock, or -1 */
+
+    /* check */
+    const char **case_names;         /* the rubric's cases, in lab order */
+    size_t ncase_names;
+    char *case_list;                 /* the same, comma-separated */
+    int chk_fd;
+    struct sandbox_verdict v;        /* the run whose prints are the feedback */
+    struct channel_info ci;
+    int check_timed_out;
+    const char *why;                 /* how the check run ended badly, or NULL */
+    char fatal[700];
+    char why_buf[512];
+
+    /* time */
+    struct sandbox_verdict tv;
+    struct channel_info ti;
+    char judge_flag[400];
+
+    /* the outcome */
+    struct score_input in;
+    struct score_sanitizer sans[2];
+    const char *st;                  /* status so far (static string) */
+    const char *stopped_after;
+    char status_msg[800];
+    char err[1024];
+};
+
+/* Ready j for g (env, g, progress and arg are borrowed for its life). */
+void job_init(struct job *j, const struct grade_env *env, const struct grade_job *g,
+              grade_progress_fn progress, void *arg);
+/* End every run j started, let go of what it holds, free it (not j). */
+void job_free(struct job *j);
+
+int job_setup(struct job *j);
+int job_prestart(struct job *j);
+int job_compile(struct job *j);
+int job_inspect(struct job *j);
+int job_link(struct job *j);
+int job_admit(struct job *j);
+int job_check(struct job *j);
+int job_time(struct job *j);
+int job_sanitize(struct job *j);
+
+/* 1 when the job was asked to stop after phase ("compile", "inspect",
+ * "link"); then j->st is "graded" and the document says so. */
+int job_stop_at(struct job *j, const char *phase);
+/* Add the seconds since the last mark to phase name. */
+void job_clock_mark(struct job_clock *pc, const char *name);
+/* The result document of j's outcome (j->st). Returns 0 with *status and
+ * *result (new reference) set, or -ENOMEM. */
+int job_score(struct job *j, const char **status, json_t **result);
+
+#endif

@@ -1,0 +1,79 @@
+/*
+ * lock.c - see lock.h.
+ */
+#include "lock.h"
+#include "admit.h"
+#include "run.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+/* The GPU lock. Timing needs the GPU to itself (DESIGN step 8); checks and
+ * sanitizer runs do not. Runners that share one GPU (a test host running
+ * several) take CACHE/gpu-<index>.lock shared for GPU work and exclusive for
+ * timing, so a timed kernel never runs beside another job's kernels. With
+ * one runner per GPU the lock is always free. Returns an fd to pass to
+ * lock_gpu_release, or -1 (then the caller goes on unlocked). */
+int lock_gpu(const struct grade_env *env, int exclusive)
+{
+    char p[PATH_MAX], t[PATH_MAX];
+    const char *idx = env->gpu_index ? env->gpu_index : "0";
+    snprintf(p, sizeof p, "%s/gpu-%s.lock", env->cache, idx);
+    snprintf(t, sizeof t, "%s/gpu-%s.turn", env->cache, idx);
+    /* flock() lets new shared holders in while an exclusive one waits, so a
+     * timing run could starve behind a stream of checks. Everyone passes a
+     * turnstile first (held only while queueing for the real lock): once a
+     * timing run waits at the real lock, no new check gets past it. */
+    int tfd = open(t, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (tfd >= 0)
+        while (flock(tfd, LOCK_EX) < 0 && errno == EINTR)
+            ;
+    int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd >= 0)
+        while (flock(fd, exclusive ? LOCK_EX : LOCK_SH) < 0)
+            if (errno != EINTR) {
+                close(fd);
+                fd = -1;
+                break;
+            }
+    if (tfd >= 0)
+        close(tfd);
+    return fd;
+}
+
+void lock_gpu_release(int fd)
+{
+    if (fd >= 0)
+        close(fd); /* releases the flock */
+}
+
+/* GPU memory admission (runner/admit.h): the ledger of this GPU beside its
+ * locks, the GPU's capacity (CUGRADE_GPU_MEMORY_MB, else the device
+ * record's memory less 12% for the runners' own contexts and the driver),
+ * and what a job needs: the lab's biggest case plus a context for each of
+ * its processes on the GPU (check, judge, and each sanitizer). */
+
+void lock_admit_path(const struct grade_env *env, char *out, size_t len)
+{
+    snprintf(out, len, "%s/gpu-%s.admit", env->cache, env->gpu_index ? env->gpu_index : "0");
+}
+
+unsigned long long lock_admit_capacity(const struct run_ctx *rc)
+{
+    const char *o = getenv("CUGRADE_GPU_MEMORY_MB");
+    if (o && *o)
+        return strtoull(o, NULL, 10);
+    if (!rc->env->gpu_devices || !rc->device_path[0])
+        return 0; /* no GPU or no record: admission off */
+    return admit_device_mb(rc->device_path) * 88 / 100;
+}
+
+unsigned long long lock_admit_need(const struct lab *lab, size_t nsanitizers)
+{
+    return lab->device_mb + ADMIT_STUDENT_MB + ADMIT_CONTEXT_MB * (2 + nsanitizers);
+}

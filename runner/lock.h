@@ -1,0 +1,41 @@
+/*
+ * lock.h - what a job holds on its GPU (docs/runner.md "Lock and admission
+ * discipline"): the GPU lock (shared for checks, sanitizers and judges,
+ * exclusive for timing runs, baselines and the device record) and its GPU
+ * memory reservation (admit.h's ledger). The rules: take the reservation
+ * first, then the lock, never wait for either while holding the other's
+ * kind of thing a waiter needs, let go of the shared lock before asking for
+ * the exclusive one.
+ */
+#ifndef CUGRADE_LOCK_H
+#define CUGRADE_LOCK_H
+
+#include "grade.h"
+#include "lab.h"
+
+#include <stddef.h>
+
+#define ADMIT_CONTEXT_MB 600
+#define ADMIT_STUDENT_MB 2048 /* harness_common.cu HC_STUDENT_DEVICE_MB */
+#define ADMIT_MAX_WAIT   600.0
+
+struct run_ctx;
+
+/* Take CACHE/gpu-<index>.lock, shared or exclusive, through the turnstile
+ * (a waiting exclusive holder stops new shared ones). Returns an fd for
+ * lock_gpu_release, or -1 (the caller goes on unlocked). Blocks. */
+int lock_gpu(const struct grade_env *env, int exclusive);
+/* Let go of a lock from lock_gpu; -1 is a no-op. */
+void lock_gpu_release(int fd);
+
+/* The admission ledger of the job's GPU: CACHE/gpu-<index>.admit. */
+void lock_admit_path(const struct grade_env *env, char *out, size_t len);
+/* The GPU's admissible memory in MiB (CUGRADE_GPU_MEMORY_MB, else 88% of
+ * the device record's), or 0 (admission off: no GPU or no record). */
+unsigned long long lock_admit_capacity(const struct run_ctx *rc);
+/* What a job of lab needs in MiB: its biggest case, the student's
+ * allowance, and a context per process on the GPU (check, judge, each
+ * sanitizer). */
+unsigned long long lock_admit_need(const struct lab *lab, size_t nsanitizers);
+
+#endif

@@ -1,0 +1,320 @@
+/*
+ * sanitizer.c - see sanitizer.h.
+ */
+#include "sanitizer.h"
+#include "channel.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define SANITIZER_EXIT        86 /* --error-exitcode: "found errors" */
+#define SANITIZE_LOAD_SECONDS 30 /* a pre-started sanitizer must load the program by then */
+
+/* ---------------------------------------------------------------------- */
+/* Sanitizer output -> findings with file:line and a hint. */
+
+static const char *sanitizer_hint(const char *msg)
+{
+    if (strstr(msg, "Race reported") || strstr(msg, "race"))
+        return "A shared-memory race: put __syncthreads() between the threads' writes to "
+               "shared memory and the reads of other threads' values (and before the "
+               "buffer is overwritten in the next iteration).";
+    if (strstr(msg, "Barrier") || strstr(msg, "divergent") || strstr(msg, "Divergent"))
+        return "A __syncthreads() inside a branch that not every thread of the block takes: "
+               "move the barrier out of the if/loop so all threads reach it.";
+    if (strstr(msg, "Invalid") && (strstr(msg, "read") || strstr(msg, "write") ||
+                                   strstr(msg, "Read") || strstr(msg, "Write")))
+        return "An out-of-bounds access: add a bounds check (if (i < n)) before reading or "
+               "writing, for threads of the last block that fall past the end.";
+    if (strstr(msg, "misaligned") || strstr(msg, "Misaligned"))
+        return "A misaligned access: vector loads (float4) need 16-byte aligned addresses.";
+    /* CUDA 13 reports a block of more than 1024 threads as cudaErrorInvalidValue
+     * on cudaLaunchKernel (seen on the H200 runner), older ones as
+     * cudaErrorInvalidConfiguration. */
+    if (strstr(msg, "invalid configuration") || strstr(msg, "InvalidConfiguration") ||
+        strstr(msg, "call to cudaLaunchKernel"))
+        return "An invalid launch configuration: a block may have at most 1024 threads "
+               "(x*y*z), and the grid's y and z at most 65535 blocks.";
+    if (strstr(msg, "Uninitialized") || strstr(msg, "uninitialized"))
+        return "A read of memory that was never written: initialise it first.";
+    return NULL;
+}
+
+/* Does the line start a finding? */
+static int sanitizer_error_line(const char *s)
+{
+    return strstr(s, "Invalid ") || strstr(s, "Race reported") || strstr(s, "Barrier error") ||
+           strstr(s, "Uninitialized") || strstr(s, "Misaligned") || strstr(s, "misaligned") ||
+           strstr(s, "Program hit") || strstr(s, "Out-of-range") || strstr(s, "Error:") ||
+           strstr(s, "ERROR:");
+}
+
+/* Find "<path>.cu:<line>" (or .cuh) in s; the student's file only, with the
+ * sandbox's /work/ prefix cleaned. */
+static void source_position(const char *s, char **file, int *line)
+{
+    for (const char *p = s; (p = strstr(p, ".cu")) != NULL; p += 3) {
+        const char *end = p + 3;
+        if (*end == 'h')
+            end++;
+        if (end[0] != ':' || !isdigit((unsigned char)end[1]))
+            continue;
+        const char *start = p;
+        while (start > s && start[-1] != ' ' && start[-1] != '\t' && start[-1] != '(')
+            start--;
+        if (strncmp(start, "/work/", 6) == 0)
+            start += 6;
+        if (start[0] == '/') /* the harness or a CUDA header: not the student's line */
+            continue;
+        *file = strndup(start, (size_t)(end - start));
+        *line = atoi(end + 1);
+        return;
+    }
+}
+
+static char *strndup_trim(const char *s, size_t n)
+{
+    while (n && (*s == ' ' || *s == '\t')) {
+        s++;
+        n--;
+    }
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\r'))
+        n--;
+    return strndup(s, n);
+}
+
+void grade_sanitizer_parse(const char *text, struct score_sanitizer *s)
+{
+    const char *p = text;
+    struct score_finding *cur = NULL;
+    while (p && *p && s->nfindings < 10) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        char line[1024];
+        snprintf(line, sizeof line, "%.*s", (int)(len < sizeof line - 1 ? len : sizeof line - 1), p);
+        p = nl ? nl + 1 : NULL;
+        if (strncmp(line, "=========", 9) != 0)
+            continue;
+        const char *body = line + 9;
+        if (strstr(body, "ERROR SUMMARY") || strstr(body, "COMPUTE-SANITIZER") ||
+            strstr(body, "RACECHECK SUMMARY"))
+            continue;
+        /* An error starts at one space of indent; its frames and "and ..."
+         * continuations are indented further. */
+        if (sanitizer_error_line(body) && body[0] == ' ' && body[1] != ' ') {
+            struct score_finding *f = realloc(s->findings, (s->nfindings + 1) * sizeof *f);
+            if (!f)
+                return;
+            s->findings = f;
+            cur = &f[s->nfindings++];
+            memset(cur, 0, sizeof *cur);
+            cur->message = strndup_trim(body, strlen(body));
+            cur->hint = cur->message ? (char *)sanitizer_hint(cur->message) : NULL;
+            if (cur->hint)
+                cur->hint = strdup(cur->hint);
+        }
+        /* The device frame's source position (with -lineinfo), in either of
+         * compute-sanitizer's formats: "at k(float*)+0x90 in /work/kernel.cu:12"
+         * or "at 0x90 in /work/kernel.cu:12:k(float*)". */
+        if (cur && !cur->file)
+            source_position(body, &cur->file, &cur->line);
+    }
+}
+
+void sanitizer_task_init(struct sanitizer_task *t)
+{
+    memset(t, 0, sizeof *t);
+    t->ctl = t->ctl_child = -1;
+    t->cancel[0] = t->cancel[1] = t->done[0] = t->done[1] = -1;
+}
+
+static void *sanitize_main(void *p)
+{
+    struct sanitizer_task *t = p;
+    const struct run_ctx *rc = t->rc;
+    struct score_sanitizer *s = t->s;
+    struct sandbox_verdict v;
+    memset(&v, 0, sizeof v);
+    int fd = channel_open(rc->jobdir, t->tool);
+    if (fd < 0) {
+        t->r = fd;
+        snprintf(t->err, sizeof t->err, "cannot open a channel: %s", strerror(-fd));
+        run_fd_close(&t->done[1]);
+        return NULL;
+    }
+    const char *argv[] = {t->cs, "--tool", t->tool, "--error-exitcode", "86",
+                          "--print-limit", "20", "--launch-timeout", "60",
+                          "/lab/launch", "/work/prog.so", "check", "--seed", t->seed, "--cases",
+                          t->sanitize_case, "--no-guard", NULL};
+    /* The sandbox's limit covers the wait for the compile and link too;
+     * the run's own (t->limit from the go) is sanitizer_settle's. */
+    double lim = t->limit + (rc->lab->compile_seconds > 0 ? rc->lab->compile_seconds : 60) * 2;
+    struct run_opts o = {NULL, t->launch, NULL, t->ctl_child, t->cancel[0]};
+    /* No lock of its own: the job takes one for all its sanitizers at the
+     * go (grade_job_run). */
+    int r = run_sandboxed_opts(rc, argv, fd, lim, &o, &v);
+    close(fd);
+    run_fd_close(&t->done[1]);
+    if (t->overtime && (r == -ECANCELED || (r == 0 && v.cancelled))) {
+        /* Ended by sanitizer_settle: the program (slow under the tool, or
+         * endless) ran past the limit counted from the go. */
+        s->ran = 1;
+        snprintf(s->note, sizeof s->note, "the program failed under %s: it ran past the "
+                 "time limit (%.0f s) under the tool", t->tool, t->limit);
+        sandbox_verdict_free(&v);
+        return NULL;
+    }
+    if (r == -ECANCELED || (r == 0 && v.cancelled)) {
+        t->gone = 1;
+        sandbox_verdict_free(&v);
+        return NULL;
+    }
+    if (r < 0) {
+        t->r = r;
+        snprintf(t->err, sizeof t->err, "the sanitizer sandbox failed: %s", strerror(-r));
+        sandbox_verdict_free(&v);
+        return NULL;
+    }
+    const char *text = v.out ? v.out : "";
+    int launch_failed = v.err && strstr(v.err, "cugrade-launch:") != NULL;
+    if (launch_failed ||
+        (!strstr(text, "COMPUTE-SANITIZER") && !(v.err && strstr(v.err, "COMPUTE-SANITIZER")))) {
+        /* The sanitizer itself (or our launcher) could not start in the
+         * sandbox: ours, not the student's. The rest of the grade stands;
+         * the line is not charged (score.c) and the admins see why. */
+        fprintf(stderr, "cugrade-runner: job %lld: compute-sanitizer %s did not start "
+                "(exit %d, signal %d): %.300s\n", t->job_id, t->tool, v.exit_code,
+                v.signal, v.err ? v.err : "");
+        s->infra_failed = 1;
+        snprintf(s->note, sizeof s->note,
+                 "compute-sanitizer could not run on this runner (our problem, not "
+                 "yours): %.150s", v.err ? v.err : "");
+        sandbox_verdict_free(&v);
+        return NULL;
+    }
+    s->ran = 1;
+    grade_sanitizer_parse(text, s);
+    if (v.err)
+        grade_sanitizer_parse(v.err, s);
+    if (v.exited && v.exit_code == 0) {
+        s->clean = 1;
+    } else if (v.exited && v.exit_code == SANITIZER_EXIT) {
+        snprintf(s->note, sizeof s->note, "%zu error(s) found", s->nfindings);
+    } else {
+        char fail[256];
+        const char *why = run_failure(&v, fail, sizeof fail);
+        snprintf(s->note, sizeof s->note, "the program failed under %s: %s", t->tool,
+                 why ? why : "unknown");
+    }
+    sandbox_verdict_free(&v);
+    return NULL;
+}
+
+/* Start t (tool, rc, cs, seed... filled in) waiting for its program.
+ * Returns 0, or -errno with nothing started. */
+int sanitizer_prestart(struct sanitizer_task *t)
+{
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+        return -errno;
+    t->ctl = sv[0];
+    t->ctl_child = sv[1];
+    if (pipe2(t->cancel, O_CLOEXEC) < 0 || pipe2(t->done, O_CLOEXEC) < 0) {
+        int e = -errno;
+        run_fd_close(&t->ctl);
+        run_fd_close(&t->ctl_child);
+        run_fd_close(&t->cancel[0]);
+        run_fd_close(&t->cancel[1]);
+        return e;
+    }
+    run_task_start(&t->thread, &t->started, sanitize_main, t);
+    return 0;
+}
+
+/* The program is linked: let t load it, and wait until it has (so that
+ * nothing the student's check run does can change what it loads) or its
+ * run has ended. */
+void sanitizer_go(struct sanitizer_task *t)
+{
+    char c = 'g';
+    t->deadline = run_now() + t->limit;
+    if (t->ctl < 0 || write(t->ctl, &c, 1) != 1)
+        return;
+    double end = run_now() + SANITIZE_LOAD_SECONDS;
+    for (;;) {
+        struct pollfd pf[2] = {{t->ctl, POLLIN, 0}, {t->done[0], POLLIN, 0}};
+        double left = end - run_now();
+        if (left <= 0) {
+            /* Never answered: its verdict says what happened; the check
+             * run does not wait for it any longer. */
+            fprintf(stderr, "cugrade-runner: %s did not load the program in %d s\n", t->tool,
+                    SANITIZE_LOAD_SECONDS);
+            break;
+        }
+        int n = poll(pf, 2, (int)(left * 1000) + 1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 || pf[1].revents)
+            break; /* the run ended */
+        if (pf[0].revents) {
+            ssize_t k = read(t->ctl, &c, 1);
+            if (k <= 0 || c == 'l' || c == 'e')
+                break;
+            /* 'r': CUDA is up; keep waiting for the load */
+        }
+    }
+    run_fd_close(&t->ctl);
+}
+
+/* End t's run at once (no program will come, or it is past its deadline);
+ * sanitizer_finish waits for its thread. */
+void sanitizer_cancel(struct sanitizer_task *t)
+{
+    if (t->cancel[1] >= 0) {
+        char c = 'c';
+        ssize_t w = write(t->cancel[1], &c, 1);
+        (void)w;
+    }
+    run_fd_close(&t->ctl);
+}
+
+/* Wait for the runs that got their program, each until its deadline (its
+ * limit counted from the go, as a run started then would have had); one
+ * still running then is ended, a timeout of the program's. */
+void sanitizer_settle(struct sanitizer_task *t, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        while (t[i].deadline > 0 && t[i].done[0] >= 0 && !t[i].overtime) {
+            double left = t[i].deadline - run_now();
+            struct pollfd pf = {t[i].done[0], POLLIN, 0};
+            int k = left > 0 ? poll(&pf, 1, (int)(left * 1000) + 1) : 0;
+            if (k < 0 && errno == EINTR)
+                continue;
+            if (k > 0)
+                break; /* ended */
+            if (k == 0 && run_now() >= t[i].deadline) {
+                t[i].overtime = 1;
+                sanitizer_cancel(&t[i]);
+            }
+        }
+    }
+}
+
+/* Wait for t's run, then free what it held. */
+void sanitizer_finish(struct sanitizer_task *t)
+{
+    run_task_join(&t->thread, &t->started);
+    run_fd_close(&t->ctl);
+    run_fd_close(&t->ctl_child);
+    run_fd_close(&t->cancel[0]);
+    run_fd_close(&t->cancel[1]);
+    run_fd_close(&t->done[0]);
+    run_fd_close(&t->done[1]);
+}
