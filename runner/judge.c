@@ -76,7 +76,7 @@ static void judge_line_done(struct judge_session *js)
 }
 
 /* No GPU lock here: only the judge's context comes up (see the lock rules
- * at grade_job_run). */
+ * in lock.h and job_admit). */
 static void *judge_ready_main(void *p)
 {
     struct judge_session *js = p;

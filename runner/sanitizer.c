@@ -158,7 +158,7 @@ static void *sanitize_main(void *p)
     double lim = t->limit + (rc->lab->compile_seconds > 0 ? rc->lab->compile_seconds : 60) * 2;
     struct run_opts o = {NULL, t->launch, NULL, t->ctl_child, t->cancel[0]};
     /* No lock of its own: the job takes one for all its sanitizers at the
-     * go (grade_job_run). */
+     * go (job_admit). */
     int r = run_sandboxed_opts(rc, argv, fd, lim, &o, &v);
     close(fd);
     run_fd_close(&t->done[1]);
