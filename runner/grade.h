@@ -29,6 +29,8 @@ struct grade_env {
     const char *gpu_index;     /* value of CUDA_VISIBLE_DEVICES inside runs, or NULL */
     const char *const *gpu_devices; /* /dev nodes of this GPU, NULL-terminated; may be NULL */
     const char *launch;        /* cugrade-launch (runner/launch.c): the sanitizers' target */
+    int lane_fd;               /* -1, or a pipe: one byte when a job leaves the CPU lane
+                                  (its compile, inspection and link are done) */
 };
 
 /* The job as claimed (docs/api.md "Runner protocol"). Strings borrowed. */

@@ -164,9 +164,10 @@ void job_free(struct job *j)
     }
     lock_gpu_release(j->job_lk);
     j->job_lk = -1;
-    if (j->admit_token)
+    if (j->admitted)
         admit_release(j->admit_file, j->admit_token);
     j->admit_token = 0;
+    j->admitted = 0;
     judge_session_end(&j->js);
     channel_info_clear(&j->ti);
     sandbox_verdict_free(&j->tv);
@@ -259,6 +260,28 @@ int job_setup(struct job *j)
 /* ---------------------------------------------------------------------- */
 /* Pre-start: what waits for the program starts during nvcc. */
 
+/* How many sanitizer runs the rubric asks for on this lab (0, 1 or 2). */
+static size_t job_sanitizers_wanted(const struct job *j)
+{
+    if (!j->lab.sanitize_case)
+        return 0;
+    return (size_t)(j->rub.sanitize_memcheck != 0) + (size_t)(j->rub.sanitize_racecheck != 0);
+}
+
+/* Reserve the job's GPU memory (admit.h), waiting at most max_wait
+ * seconds and holding nothing meanwhile. Returns 0 (j->admitted), -EBUSY
+ * when it did not fit in time, or -errno. */
+static int job_reserve(struct job *j, double max_wait, double *waited)
+{
+    assert(!j->admitted);
+    lock_admit_path(j->env, j->admit_file, sizeof j->admit_file);
+    int r = admit_reserve(j->admit_file, lock_admit_capacity(&j->rc),
+                          lock_admit_need(&j->lab, job_sanitizers_wanted(j)), max_wait,
+                          &j->admit_token, waited);
+    j->admitted = r == 0;
+    return r;
+}
+
 /* Measure the device record if this GPU has none yet, then start the job's
  * judge session and, when the rubric asks for them, its sanitizers, waiting
  * for the program (the lab is built). Returns 0, or -errno with a sentence
@@ -269,7 +292,7 @@ static int job_prestart_now(struct job *j)
     const struct rubric *rub = &j->rub;
     int r;
     assert(!j->prestarted && j->nsan_tasks == 0);
-    baseline_device_record(&j->rc); /* exclusive GPU lock: before anything of ours holds one */
+    assert(j->admitted); /* its contexts are counted in the reservation */
     judge_session_start(&j->rc, &j->js);
     j->prestarted = 1;
     if (!lab->sanitize_case || !(rub->sanitize_memcheck || rub->sanitize_racecheck))
@@ -308,16 +331,29 @@ static int job_prestart_now(struct job *j)
 
 /* The judge's CUDA context and the sanitizers' injection and context are
  * most of their cost and need no program: they come up while the student's
- * file compiles (docs/runner.md "Order and overlap"). A lab not built yet
- * (--lazy-build) is built before the link, as it always was, and they start
- * then (job_link): a compile error never waits for a build. */
+ * file compiles (docs/runner.md "Order and overlap") -- but only when the
+ * GPU lane has room for the job now: they hold device memory, so they
+ * start under the job's reservation, and a job never waits for one
+ * before its compile (the CPU lane answers a compile error whatever the
+ * GPU queue holds). Otherwise, and for a lab not built yet
+ * (--lazy-build), they start at job_admit. */
 int job_prestart(struct job *j)
 {
     int r = 0;
+    double waited = 0;
     j->limits_measured = !j->g->stop_after && labcache_built(j->env, j->g->lab);
     baseline_limits_set(&j->rc, j->limits_measured);
-    if (j->limits_measured)
-        r = job_prestart_now(j);
+    if (j->limits_measured) {
+        /* exclusive GPU lock when not cached: before anything of ours holds one */
+        baseline_device_record(&j->rc);
+        r = job_reserve(j, 0, &waited);
+        if (r == 0)
+            r = job_prestart_now(j);
+        else if (r == -EBUSY)
+            r = 0; /* the GPU lane is full: start at job_admit */
+        else
+            snprintf(j->err, sizeof j->err, "GPU memory admission: %s", strerror(-r));
+    }
     job_clock_mark(&j->pc, "prestart");
     return r;
 }
@@ -405,14 +441,12 @@ int job_link(struct job *j)
     int r;
     if ((r = grade_lab_ensure(j->env, j->g->lab, j->err, sizeof j->err)) < 0)
         return r;
-    if (!j->prestarted && !j->g->stop_after && (r = job_prestart_now(j)) < 0)
-        return r;
     run_lab_dir(j->env, j->g->lab, j->harness, sizeof j->harness);
     strncat(j->harness, "/harness.o", sizeof j->harness - strlen(j->harness) - 1);
     if (progress_call(j, "compiling", "linking") == -ECANCELED)
         return -ECANCELED;
     compile_result_free(&j->cres);
-    if (j->nsan_tasks) {
+    if (job_sanitizers_wanted(j) && !j->g->stop_after) {
         j->so_task.tc = &j->tc;
         j->so_task.lab = &j->lab;
         j->so_task.workdir = j->workdir;
@@ -458,22 +492,33 @@ static void job_sanitizers_off(struct job *j)
 int job_admit(struct job *j)
 {
     double waited = 0;
-    j->so_failed = j->nsan_tasks && (j->so_task.r < 0 || !j->so_task.res.ok);
-    if (j->so_failed)
-        job_sanitizers_off(j);
-    if (!j->limits_measured)
-        baseline_limits_set(&j->rc, 1); /* a lab built just now (--lazy-build) */
-    lock_admit_path(j->env, j->admit_file, sizeof j->admit_file);
-    int r = admit_reserve(j->admit_file, lock_admit_capacity(&j->rc),
-                          lock_admit_need(&j->lab, j->nsan_tasks), ADMIT_MAX_WAIT,
-                          &j->admit_token, &waited);
-    job_clock_mark(&j->pc, "admit_wait");
-    if (r < 0) {
+    int r;
+    if (j->env->lane_fd >= 0) {
+        /* This job leaves the CPU lane: the runner may claim another. */
+        char c = 'g';
+        ssize_t w = write(j->env->lane_fd, &c, 1);
+        (void)w;
+    }
+    if (!j->limits_measured) {
+        baseline_device_record(&j->rc); /* a lab built just now (--lazy-build) */
+        baseline_limits_set(&j->rc, 1);
+    }
+    if (!j->admitted && (r = job_reserve(j, ADMIT_MAX_WAIT, &waited)) < 0) {
+        job_clock_mark(&j->pc, "admit_wait");
         snprintf(j->err, sizeof j->err, "GPU memory admission: %s after %.0f s",
                  r == -EBUSY ? "the GPU's memory stayed taken by other jobs" : strerror(-r),
                  waited);
         return r;
     }
+    job_clock_mark(&j->pc, "admit_wait");
+    if (!j->prestarted) {
+        if ((r = job_prestart_now(j)) < 0)
+            return r;
+        job_clock_mark(&j->pc, "prestart");
+    }
+    j->so_failed = j->nsan_tasks && (j->so_task.r < 0 || !j->so_task.res.ok);
+    if (j->so_failed)
+        job_sanitizers_off(j);
     assert(j->job_lk < 0);
     j->job_lk = lock_gpu(j->env, 0);
     if (!j->so_failed)
@@ -822,8 +867,10 @@ int job_sanitize(struct job *j)
     sanitizer_settle(j->san_tasks, j->nsan_tasks);
     lock_gpu_release(j->job_lk);
     j->job_lk = -1;
-    admit_release(j->admit_file, j->admit_token);
+    if (j->admitted)
+        admit_release(j->admit_file, j->admit_token);
     j->admit_token = 0;
+    j->admitted = 0;
     for (size_t i = 0; i < j->nsan_tasks; i++)
         sanitizer_finish(&j->san_tasks[i]);
     job_clock_mark(&j->pc, "sanitize");

@@ -3,12 +3,14 @@
  * (DESIGN steps 3-9, docs/runner.md "Order and overlap"):
  *
  *   job_setup     the lab, the rubric, the seed, the job's directories
- *   job_prestart  device record, judge session and sanitizers start (they
- *                 come up during nvcc; a lab not built yet: at the link)
+ *   job_prestart  device record; when the GPU lane has room now, the
+ *                 reservation, and the judge session and sanitizers start
+ *                 (they come up during nvcc); else they wait for job_admit
  *   job_compile   nvcc in the compile sandbox            -> compile_error
  *   job_inspect   symbol inspection of student.o         -> rejected
  *   job_link      with the lab's harness (+ prog.so)     -> compile_error
- *   job_admit     wall limits, GPU memory reservation, the shared GPU
+ *   job_admit     leaves the CPU lane: wall limits, GPU memory reservation
+ *                 (waiting holds nothing), late pre-start, the shared GPU
  *                 lock, the sanitizers' go
  *   job_check     the check run and its judge            -> runtime_error,
  *                                                           timeout
@@ -97,6 +99,7 @@ struct job {
     /* held on the GPU: reservation first, then the shared lock */
     char admit_file[PATH_MAX];
     long long admit_token;           /* this job's GPU memory reservation, or 0 */
+    int admitted;                    /* reserved (or admission off): let go in job_free */
     int job_lk;                      /* the shared GPU lock, or -1 */
 
     /* check */

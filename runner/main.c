@@ -12,11 +12,13 @@
 #include "grade.h"
 #include "lab.h"
 
+#include <assert.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -64,6 +66,9 @@ static void usage(FILE *f)
             "  --root DIR        source tree with labs/ and rubrics/ (default: found from cwd/exe)\n"
             "  --arch sm_XX      GPU architecture when no GPU can be queried (or $CUGRADE_ARCH)\n"
             "  --once            exit after one job\n"
+            "  --jobs N          jobs compiling at once (the CPU lane; default: cores /\n"
+            "                    $CUGRADE_RUNNERS_PER_HOST)\n"
+            "  --queue M         jobs in flight, compiling or waiting for the GPU (default 4 x N)\n"
             "  --lazy-build      build a lab on its first job instead of at start\n"
             "  --name NAME       runner name reported to the server (default HOST-gpuN)\n"
             "Environment: CUDA_HOME (default /usr/local/cuda), CUGRADE_KEEP_JOBS=1 keeps job dirs,\n"
@@ -426,6 +431,7 @@ static void host_env(const struct host *h, struct grade_env *env)
     env->gpu_name = h->gpu_name;
     env->gpu_index = h->gpu_index;
     env->gpu_devices = h->have_gpu ? h->devices : NULL;
+    env->lane_fd = -1;
 }
 
 static char *read_small_file(const char *path, size_t cap)
@@ -684,6 +690,192 @@ static int job_child(struct client *cl, struct host *hst, const struct grade_env
     return r == 0 ? EXIT_POSTED : EXIT_UNPOSTED;
 }
 
+
+/* ---------------------------------------------------------------------- */
+/* Two lanes. Each claimed job is graded in a child of its own. Its CPU
+ * work (compile, inspection, link) runs at once, beside the others', up to
+ * `jobs` at a time (the CPU lane, sized from the host's cores); then the
+ * child writes one byte on its lane pipe and waits for the GPU lane (the
+ * GPU memory admission and the GPU lock, lock.h) holding nothing another
+ * job needs. The runner claims a new job whenever fewer than `jobs`
+ * children are in their CPU lane and fewer than `queue` are in flight: a
+ * compile error is answered while the GPU lane is full. */
+
+struct kid {
+    pid_t pid;
+    long long id;
+    int attempt;
+    int lane;          /* read end of its lane pipe, or -1 */
+    int in_cpu;        /* still compiling, inspecting or linking */
+    char lab[64];
+};
+
+/* How a child ended: a result posted or abandoned is the child's; anything
+ * else (a crash of the grading code, a result it could not post) is a
+ * system_error posted here. */
+static void kid_ended(struct client *cl, const struct host *h, const struct kid *k, int status)
+{
+    char msg[256];
+    if (WIFEXITED(status) &&
+        (WEXITSTATUS(status) == EXIT_POSTED || WEXITSTATUS(status) == EXIT_ABANDONED))
+        return;
+    if (WIFSIGNALED(status))
+        snprintf(msg, sizeof msg, "the runner's grading process died (signal %d)",
+                 WTERMSIG(status));
+    else
+        snprintf(msg, sizeof msg, "the runner's grading process failed (status %d)",
+                 WEXITSTATUS(status));
+    fprintf(stderr, "cugrade-runner: job %lld: %s\n", k->id, msg);
+    json_t *doc = grade_system_error_doc(k->lab, h->gpu_name, msg);
+    if (doc)
+        client_result(cl, k->id, k->attempt, "system_error", doc, 120);
+    json_decref(doc);
+}
+
+/* Reap ended children and read lane bytes, waiting at most ms for one. */
+static void kids_poll(struct client *cl, const struct host *h, struct kid *kids, size_t *nk,
+                      int ms)
+{
+    struct pollfd pf[256];
+    size_t np = 0;
+    for (size_t i = 0; i < *nk && np < 256; i++)
+        if (kids[i].lane >= 0)
+            pf[np++] = (struct pollfd){kids[i].lane, POLLIN, 0};
+    if (ms > 0)
+        poll(pf, np, ms);
+    for (size_t i = 0; i < *nk; i++) {
+        char c;
+        if (kids[i].lane < 0)
+            continue;
+        ssize_t n = read(kids[i].lane, &c, 1);
+        if (n == 1)
+            kids[i].in_cpu = 0;
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+            close(kids[i].lane);
+            kids[i].lane = -1;
+        }
+    }
+    int status;
+    pid_t pid;
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
+        for (size_t i = 0; i < *nk; i++)
+            if (kids[i].pid == pid) {
+                kid_ended(cl, h, &kids[i], status);
+                if (kids[i].lane >= 0)
+                    close(kids[i].lane);
+                kids[i] = kids[--*nk];
+                break;
+            }
+}
+
+/* Start a child grading job (a claim). Returns 0, or -errno (then a
+ * system_error was posted for it). */
+static int kid_start(struct client *cl, const struct host *h, const struct grade_env *env,
+                     json_t *job, struct kid *kids, size_t *nk)
+{
+    struct kid *k = &kids[*nk];
+    int p[2];
+    memset(k, 0, sizeof *k);
+    k->id = (long long)json_integer_value(json_object_get(job, "id"));
+    k->attempt = (int)json_integer_value(json_object_get(job, "attempt"));
+    const char *lab = json_string_value(json_object_get(job, "lab"));
+    snprintf(k->lab, sizeof k->lab, "%s", lab ? lab : "");
+    fprintf(stderr, "cugrade-runner: job %lld: lab %s, attempt %d\n", k->id, k->lab, k->attempt);
+    fflush(stderr);
+    if (pipe2(p, O_CLOEXEC) < 0)
+        p[0] = p[1] = -1;
+    else
+        fcntl(p[0], F_SETFL, O_NONBLOCK);
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct grade_env e = *env;
+        signal(SIGTERM, SIG_DFL);
+        signal(SIGINT, SIG_IGN); /* a Ctrl-C lets the jobs in flight finish */
+        for (size_t i = 0; i < *nk; i++)
+            if (kids[i].lane >= 0)
+                close(kids[i].lane);
+        if (p[0] >= 0)
+            close(p[0]);
+        e.lane_fd = p[1];
+        _exit(job_child(cl, (struct host *)h, &e, job));
+    }
+    if (p[1] >= 0)
+        close(p[1]);
+    if (pid < 0) {
+        int e = errno;
+        if (p[0] >= 0)
+            close(p[0]);
+        char msg[256];
+        snprintf(msg, sizeof msg, "the runner could not fork: %s", strerror(e));
+        fprintf(stderr, "cugrade-runner: job %lld: %s\n", k->id, msg);
+        json_t *doc = grade_system_error_doc(k->lab, h->gpu_name, msg);
+        if (doc)
+            client_result(cl, k->id, k->attempt, "system_error", doc, 120);
+        json_decref(doc);
+        return -e;
+    }
+    k->pid = pid;
+    k->lane = p[0];
+    k->in_cpu = 1;
+    (*nk)++;
+    return 0;
+}
+
+/* Claim and grade until SIGTERM (or one job with once), then let the jobs
+ * in flight finish. */
+static void serve_loop(struct client *cl, struct host *h, const struct grade_env *env, int once,
+                       int jobs, int queue)
+{
+    struct kid *kids = calloc((size_t)queue, sizeof *kids);
+    size_t nk = 0;
+    int attempt = 0, claimed = 0;
+    assert(jobs >= 1 && queue >= jobs && queue <= 256);
+    if (!kids)
+        return;
+    for (;;) {
+        kids_poll(cl, h, kids, &nk, 0);
+        size_t in_cpu = 0;
+        for (size_t i = 0; i < nk; i++)
+            in_cpu += kids[i].in_cpu;
+        if (stopping || (once && claimed)) {
+            if (nk == 0)
+                break;
+            kids_poll(cl, h, kids, &nk, 200);
+            continue;
+        }
+        if (in_cpu >= (size_t)jobs || nk >= (size_t)queue) {
+            kids_poll(cl, h, kids, &nk, 200);
+            continue;
+        }
+        json_t *job = NULL;
+        /* Long poll only when idle: children must be reaped in time. */
+        int r = client_claim(cl, nk ? 1 : 20, &job);
+        if (r < 0) {
+            /* Server down, restarting, or refusing us: never die, back off. */
+            client_backoff(attempt < 8 ? attempt++ : attempt);
+            continue;
+        }
+        attempt = 0;
+        if (!job)
+            continue;
+        kid_start(cl, h, env, job, kids, &nk);
+        claimed++;
+        json_decref(job);
+    }
+    free(kids);
+}
+
+/* The CPU lane's default size: the host's cores shared by its GPUs' runners
+ * (CUGRADE_RUNNERS_PER_HOST, default 1), at least 1. */
+static int default_jobs(void)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    const char *per = getenv("CUGRADE_RUNNERS_PER_HOST");
+    long n = per && atoi(per) > 0 ? atoi(per) : 1;
+    long j = (cores > 0 ? cores : 1) / n;
+    return j < 1 ? 1 : j > 64 ? 64 : (int)j;
+}
+
 /* Build every lab once at start, so the first student does not wait for it. */
 static void build_labs(struct host *h, const struct grade_env *env)
 {
@@ -732,11 +924,12 @@ static int cmd_serve(int argc, char **argv)
         {"work", required_argument, 0, 'w'},   {"root", required_argument, 0, 'R'},
         {"arch", required_argument, 0, 'a'},   {"once", no_argument, 0, 'o'},
         {"lazy-build", no_argument, 0, 'L'},   {"name", required_argument, 0, 'n'},
+        {"jobs", required_argument, 0, 'j'},   {"queue", required_argument, 0, 'q'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     const char *server = NULL, *token_file = NULL, *gpu = NULL, *cache = NULL, *work = NULL;
     const char *root = NULL, *arch = NULL, *rname = NULL;
-    int once = 0, lazy = 0, c;
+    int once = 0, lazy = 0, c, jobs = default_jobs(), queue = 0;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
         case 's': server = optarg; break;
@@ -748,12 +941,18 @@ static int cmd_serve(int argc, char **argv)
         case 'a': arch = optarg; break;
         case 'o': once = 1; break;
         case 'L': lazy = 1; break;
+        case 'j': jobs = atoi(optarg); break;
+        case 'q': queue = atoi(optarg); break;
         case 'n': rname = optarg; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
     }
-    if (!server || !token_file) {
+    if (queue <= 0)
+        queue = 4 * jobs;
+    if (queue > 256)
+        queue = 256;
+    if (!server || !token_file || jobs < 1 || jobs > queue) {
         usage(stderr);
         return 2;
     }
@@ -799,55 +998,7 @@ static int cmd_serve(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     srand((unsigned)time(NULL) ^ (unsigned)getpid());
 
-    int attempt = 0, done = 0;
-    while (!stopping && !(once && done)) {
-        json_t *job = NULL;
-        int r = client_claim(&cl, 20, &job);
-        if (r < 0) {
-            /* Server down, restarting, or refusing us: never die, back off. */
-            client_backoff(attempt < 8 ? attempt++ : attempt);
-            continue;
-        }
-        attempt = 0;
-        if (!job)
-            continue;
-        long long id = (long long)json_integer_value(json_object_get(job, "id"));
-        fprintf(stderr, "cugrade-runner: job %lld: lab %s, attempt %lld\n", id,
-                json_string_value(json_object_get(job, "lab")),
-                (long long)json_integer_value(json_object_get(job, "attempt")));
-        fflush(stderr);
-        pid_t pid = fork();
-        if (pid == 0) {
-            signal(SIGTERM, SIG_DFL);
-            signal(SIGINT, SIG_IGN); /* a Ctrl-C lets the current job finish */
-            _exit(job_child(&cl, &h, &env, job));
-        }
-        int status = 0;
-        if (pid > 0)
-            while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-                ;
-        if (pid < 0 || !WIFEXITED(status) ||
-            (WEXITSTATUS(status) != EXIT_POSTED && WEXITSTATUS(status) != EXIT_ABANDONED)) {
-            char msg[256];
-            if (pid < 0)
-                snprintf(msg, sizeof msg, "the runner could not fork: %s", strerror(errno));
-            else if (WIFSIGNALED(status))
-                snprintf(msg, sizeof msg, "the runner's grading process died (signal %d)",
-                         WTERMSIG(status));
-            else
-                snprintf(msg, sizeof msg, "the runner's grading process failed (status %d)",
-                         WEXITSTATUS(status));
-            fprintf(stderr, "cugrade-runner: job %lld: %s\n", id, msg);
-            json_t *doc = grade_system_error_doc(json_string_value(json_object_get(job, "lab")),
-                                                 h.gpu_name, msg);
-            if (doc)
-                client_result(&cl, id, (int)json_integer_value(json_object_get(job, "attempt")),
-                              "system_error", doc, 120);
-            json_decref(doc);
-        }
-        json_decref(job);
-        done++;
-    }
+    serve_loop(&cl, &h, &env, once, jobs, queue);
     client_free(&cl);
     return 0;
 }
