@@ -5,8 +5,10 @@
 #     a demo student token once);
 #   - serves on 127.0.0.1:8080 (CUGRADE_LISTEN to change it);
 #   - when build/cugrade-runner exists and nvidia-smi shows a GPU, creates a
-#     runner token in var/runner.token (0600) and starts the runner beside
-#     the server; otherwise says so: jobs wait, visibly, for a GPU runner.
+#     runner token in var/runner.token (0600) and starts one runner per GPU
+#     beside the server (each with the host's cores / GPUs compiling at once,
+#     docs/runner.md "Two lanes"); otherwise says so: jobs wait, visibly, for
+#     a GPU runner.
 #
 # Ctrl-C (or SIGTERM) stops both gracefully.
 set -eu
@@ -62,7 +64,7 @@ chmod 600 var/runner.token
 server_pid=$!
 runner_pid=""
 stop() {
-    [ -n "$runner_pid" ] && kill -TERM "$runner_pid" 2>/dev/null || true
+    [ -n "$runner_pid" ] && kill -TERM $runner_pid 2>/dev/null || true
     kill -TERM "$server_pid" 2>/dev/null || true
 }
 trap stop INT TERM
@@ -81,9 +83,16 @@ while ! curl -fsS "http://$host:$port/healthz" >/dev/null 2>&1; do
     fi
     sleep 0.1
 done
-echo "cugrade: $gpu: starting the local runner"
-"$RUNNER" --server "http://$host:$port" --token-file var/runner.token &
-runner_pid=$!
+ngpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+[ "$ngpus" -ge 1 ] 2>/dev/null || ngpus=1
+export CUGRADE_RUNNERS_PER_HOST=$ngpus
+g=0
+while [ "$g" -lt "$ngpus" ]; do
+    echo "cugrade: GPU $g of $ngpus: starting a runner"
+    "$RUNNER" --server "http://$host:$port" --token-file var/runner.token --gpu "$g" &
+    runner_pid="$runner_pid $!"
+    g=$((g + 1))
+done
 
 status=0
 wait "$server_pid" || status=$?
@@ -91,6 +100,6 @@ wait "$server_pid" || status=$?
 while kill -0 "$server_pid" 2>/dev/null; do
     wait "$server_pid" || status=$?
 done
-kill -TERM "$runner_pid" 2>/dev/null || true
-wait "$runner_pid" 2>/dev/null || true
+kill -TERM $runner_pid 2>/dev/null || true
+for pid in $runner_pid; do wait "$pid" 2>/dev/null || true; done
 exit "$status"

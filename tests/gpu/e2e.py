@@ -13,7 +13,7 @@ flagged=yes|no, symbol= (the rejection's symbol).
 
 Environment: CUGRADE_SERVER_BIN, CUGRADE_RUNNER_BIN (binaries),
 CUGRADE_BIN_ENV (K=V;K=V for our binaries only, e.g. LD_LIBRARY_PATH of
-dist/), CUGRADE_GPU_RUNNERS (runners sharing GPU 0, default 5; they take the
+dist/), CUGRADE_GPU_RUNNERS (runners sharing GPU 0, default 1: one per GPU; they take the
 GPU lock exclusively for timing), CUGRADE_CACHE (a cache dir kept between runs),
 CUGRADE_GPU_TIMEOUT (seconds to wait for results, default 330),
 CUGRADE_GPU_ONLY (substring of lab/file to run a subset), OUT (logs dir).
@@ -23,7 +23,7 @@ import json, os, re, shlex, shutil, socket, subprocess, sys, tempfile, time, url
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
 SERVER = os.environ.get("CUGRADE_SERVER_BIN", os.path.join(ROOT, "build/cugrade-server"))
 RUNNER = os.environ.get("CUGRADE_RUNNER_BIN", os.path.join(ROOT, "build/cugrade-runner"))
-NRUNNERS = int(os.environ.get("CUGRADE_GPU_RUNNERS", "5"))
+NRUNNERS = int(os.environ.get("CUGRADE_GPU_RUNNERS", "1"))
 TIMEOUT = float(os.environ.get("CUGRADE_GPU_TIMEOUT", "330"))
 ONLY = os.environ.get("CUGRADE_GPU_ONLY", "")
 OUT = os.environ.get("OUT") or None
