@@ -3,6 +3,7 @@
  * cache. See db.h for the contracts.
  */
 #include "server/db.h"
+#include "server/migrate.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -178,7 +179,7 @@ int db_open(const char *path, int create, struct db **out)
 {
     struct db *db = NULL;
     struct stat sb;
-    int rc, ver = 0, flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX;
+    int rc, ver = 0, created = 0, flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX;
 
     *out = NULL;
     if (stat(path, &sb) != 0) {
@@ -223,16 +224,21 @@ int db_open(const char *path, int create, struct db **out)
         rc = db_exec(db, "COMMIT");
         if (rc)
             goto fail;
+        ver = 1;
+        created = 1;
     } else if (ver > DB_SCHEMA_VERSION) {
         fprintf(stderr, "cugrade-server: %s has schema version %d, newer than this binary (%d)\n",
                 path, ver, DB_SCHEMA_VERSION);
         rc = -EPROTO;
         goto fail;
     }
-    /* Indexes added after the first release of the schema. */
-    if (ver == DB_SCHEMA_VERSION)
-        db_exec(db, "CREATE INDEX IF NOT EXISTS submissions_board ON submissions(lab, user_id,"
-                    " score, speedup, created_at, max_score, late)");
+    /* Later versions: in place, one step at a time (migrate.c). A database
+     * just created is at version 1 and takes the same steps. */
+    if (ver < DB_SCHEMA_VERSION) {
+        rc = migrate_upgrade(db->h, ver, created);
+        if (rc)
+            goto fail;
+    }
     *out = db;
     return 0;
 fail:

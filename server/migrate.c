@@ -1,0 +1,55 @@
+/* migrate.c - schema upgrades in place.
+ *
+ * Version 1 is the schema db.c creates (db_schema). Every later change is a
+ * step here, never an edit of db_schema: a fresh database is created at
+ * version 1 and goes through the same steps as a course's old one, so both
+ * end with the same schema. A step must be correct on a database with rows
+ * (ALTER TABLE ... ADD COLUMN with a default, new tables, indexes; a table
+ * rebuild copies the rows). */
+#include "server/migrate.h"
+
+#include <errno.h>
+#include <stdio.h>
+
+#include "server/db.h"
+
+struct migrate_step {
+    int to;          /* user_version after the step */
+    const char *what; /* one line for the log */
+    const char *sql;
+};
+
+static const struct migrate_step steps[] = {
+    {2, "index for the scoreboard (best score per student and lab)",
+     "CREATE INDEX IF NOT EXISTS submissions_board ON submissions(lab, user_id,"
+     " score, speedup, created_at, max_score, late);"},
+};
+
+int migrate_upgrade(sqlite3 *h, int from, int quiet)
+{
+    char sql[64];
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+        const struct migrate_step *s = &steps[i];
+        if (s->to <= from)
+            continue;
+        int rc = sqlite3_exec(h, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+        if (rc == SQLITE_OK)
+            rc = sqlite3_exec(h, s->sql, NULL, NULL, NULL);
+        snprintf(sql, sizeof sql, "PRAGMA user_version=%d", s->to);
+        if (rc == SQLITE_OK)
+            rc = sqlite3_exec(h, sql, NULL, NULL, NULL);
+        if (rc == SQLITE_OK)
+            rc = sqlite3_exec(h, "COMMIT", NULL, NULL, NULL);
+        if (rc != SQLITE_OK) {
+            fprintf(stderr, "cugrade-server: schema upgrade to version %d (%s) failed: %s\n", s->to,
+                    s->what, sqlite3_errmsg(h));
+            sqlite3_exec(h, "ROLLBACK", NULL, NULL, NULL);
+            return db_errno(rc);
+        }
+        if (!quiet)
+            fprintf(stderr, "cugrade-server: database upgraded to schema version %d: %s\n", s->to,
+                    s->what);
+        from = s->to;
+    }
+    return from == DB_SCHEMA_VERSION ? 0 : -EPROTO;
+}
