@@ -390,22 +390,29 @@ static json_t *submission_json(struct app *app, sqlite3_stmt *st, const struct a
     api_time_iso(sqlite3_column_double(st, C_UPDATED), updated, sizeof(updated));
     json_t *score = sqlite3_column_type(st, C_OVERRIDE) != SQLITE_NULL ? col_number(st, C_OVERRIDE)
                                                                        : col_number(st, C_SCORE);
-    json_t *qpos = json_null();
+    json_t *qpos = json_null(), *eta = json_null();
     const char *detail = db_col_text(st, C_DETAIL);
     if (strcmp(status, "queued") == 0) {
-        qpos = json_integer(queue_position(app->queue, id));
+        long long pos = queue_position(app->queue, id);
+        double rate = queue_rate(app->queue);
+        qpos = json_integer(pos);
+        /* The ETA from the measured service rate: the jobs ahead and this
+         * one, at the rate verdicts came in over the last minutes. */
+        if (pos > 0 && rate > 0)
+            eta = json_integer((json_int_t)ceil((double)pos / rate));
         /* Jobs wait visibly: say so when no GPU runner is there to take them. */
         if (!*detail && !runners_active(app))
             detail = "waiting for a GPU runner: none is connected right now";
     }
     json_t *o = json_pack(
-        "{s:I,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:b,s:s,s:s,s:i,s:o,s:o,s:o,s:o,s:b,s:o,s:o,s:i}",
+        "{s:I,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:b,s:s,s:s,s:i,s:o,s:o,s:o,s:o,s:o,s:b,s:o,s:o,s:i}",
         "id", (json_int_t)id, "lab", db_col_text(st, C_LAB), "user", db_col_text(st, C_USER),
         "status", status, "phase", db_col_text(st, C_PHASE), "detail", detail, "filename",
         db_col_text(st, C_FILENAME), "sha256", db_col_text(st, C_SHA), "size",
         (json_int_t)sqlite3_column_int64(st, C_SIZE), "late", sqlite3_column_int(st, C_LATE),
         "created_at", created, "updated_at", updated, "attempts",
-        sqlite3_column_int(st, C_ATTEMPTS), "queue_position", qpos, "score", score, "max_score",
+        sqlite3_column_int(st, C_ATTEMPTS), "queue_position", qpos, "eta_seconds", eta, "score",
+        score, "max_score",
         col_number(st, C_MAX), "rubric_version",
         sqlite3_column_type(st, C_RV) == SQLITE_NULL ? json_null()
                                                      : json_integer(sqlite3_column_int(st, C_RV)),
@@ -768,10 +775,13 @@ int api_submit(struct app *app, const struct auth_user *viewer, const char *labn
             late = 1;
             late_days = ceil((now - due) / 86400.0);
         }
-        /* Rate limits: at most max_in_flight unfinished, max_per_hour per hour. */
+        /* Rate limits: at most max_in_flight being graded, max_per_hour per
+         * hour. A still-queued submission does not count: this one
+         * supersedes it (queue_enqueue), and superseded ones are never
+         * counted against the hourly limit either. */
         sqlite3_stmt *st = db_stmt(
             app->db, "SELECT COUNT(*), MIN(id) FROM submissions WHERE user_id = ?1 AND lab = ?2"
-                     " AND status IN ('queued','compiling','checking','running','timing')");
+                     " AND status IN ('compiling','checking','running','timing')");
         if (!st)
             return api_internal(e, -EIO);
         sqlite3_bind_int64(st, 1, viewer->id);
@@ -791,21 +801,37 @@ int api_submit(struct app *app, const struct auth_user *viewer, const char *labn
             e->retry_after = 10;
             return rc;
         }
-        st = db_stmt(app->db, "SELECT COUNT(*), MIN(created_at) FROM submissions WHERE user_id = ?1"
-                              " AND lab = ?2 AND created_at > ?3");
+        st = db_stmt(app->db,
+                     "SELECT COUNT(*) FILTER (WHERE status <> 'superseded'),"
+                     " MIN(created_at) FILTER (WHERE status <> 'superseded'), COUNT(*)"
+                     " FROM submissions WHERE user_id = ?1 AND lab = ?2 AND created_at > ?3");
         if (!st)
             return api_internal(e, -EIO);
         sqlite3_bind_int64(st, 1, viewer->id);
         sqlite3_bind_text(st, 2, l->lab.name, -1, SQLITE_STATIC);
         sqlite3_bind_double(st, 3, now - 3600);
-        int hour = 0;
+        int hour = 0, stored = 0;
         double oldest = now;
         if (sqlite3_step(st) == SQLITE_ROW) {
             hour = sqlite3_column_int(st, 0);
-            oldest = sqlite3_column_double(st, 1);
+            if (sqlite3_column_type(st, 1) != SQLITE_NULL)
+                oldest = sqlite3_column_double(st, 1);
+            stored = sqlite3_column_int(st, 2);
         }
         sqlite3_reset(st);
-        if (hour >= l->rubric.max_per_hour) {
+        /* Superseded submissions are free, but each is a stored file: past
+         * SUPERSEDE_FACTOR times the hourly limit in an hour, resubmitting
+         * in a loop is refused too (the database is not a free disk). */
+        if (l->rubric.max_per_hour > 0 &&
+            stored >= API_SUPERSEDE_FACTOR * l->rubric.max_per_hour) {
+            rc = api_fail(e, 429, "rate_limited",
+                          "You stored %d submissions to %s in the last hour, most of them replaced "
+                          "before they were graded; wait a few minutes before submitting again.",
+                          stored, l->lab.name);
+            e->retry_after = 300;
+            return rc;
+        }
+        if (l->rubric.max_per_hour > 0 && hour >= l->rubric.max_per_hour) { /* 0: no limit */
             int wait = (int)ceil(oldest + 3600 - now);
             if (wait < 1)
                 wait = 1;
@@ -826,15 +852,16 @@ int api_submit(struct app *app, const struct auth_user *viewer, const char *labn
                               .late_days = late_days,
                               .max_attempts = l->rubric.max_attempts};
     long long id = 0;
-    rc = queue_enqueue(app->queue, &qs, &id);
+    int superseded = 0;
+    rc = queue_enqueue(app->queue, &qs, &id, &superseded);
     if (rc)
         return api_internal(e, rc);
     char url[64];
     snprintf(url, sizeof(url), "/api/submissions/%lld", id);
-    app_log("submission %lld queued: %s, lab %s, %zu bytes%s", id, viewer->name, l->lab.name, len,
-            late ? ", late" : "");
-    *out = json_pack("{s:I,s:s,s:s,s:b}", "id", (json_int_t)id, "status", "queued", "url", url,
-                     "late", late);
+    app_log("submission %lld queued: %s, lab %s, %zu bytes%s%s", id, viewer->name, l->lab.name, len,
+            late ? ", late" : "", superseded ? ", superseding the queued one" : "");
+    *out = json_pack("{s:I,s:s,s:s,s:b,s:i}", "id", (json_int_t)id, "status", "queued", "url", url,
+                     "late", late, "superseded", superseded);
     return *out ? 0 : api_internal(e, -ENOMEM);
 }
 
@@ -1603,18 +1630,19 @@ static int h_metrics(struct app *app, struct http_request *req)
                     queue_depth(app->queue));
     http_buf_printf(b, "# HELP cugrade_jobs Submissions by status.\n# TYPE cugrade_jobs gauge\n");
     static const char *const statuses[] = {
-        "queued",        "compiling", "checking",      "running", "timing",      "graded",
-        "compile_error", "rejected",  "runtime_error", "timeout", "system_error"};
-    long long counts[11] = {0};
+        "queued",        "compiling", "checking",      "running", "timing",       "graded",
+        "compile_error", "rejected",  "runtime_error", "timeout", "system_error", "superseded"};
+    enum { NSTATUS = sizeof(statuses) / sizeof(statuses[0]) };
+    long long counts[NSTATUS] = {0};
     sqlite3_stmt *st = db_stmt(app->db, "SELECT status, COUNT(*) FROM submissions GROUP BY status");
     while (st && sqlite3_step(st) == SQLITE_ROW) {
-        for (int i = 0; i < 11; i++)
+        for (int i = 0; i < NSTATUS; i++)
             if (strcmp(db_col_text(st, 0), statuses[i]) == 0)
                 counts[i] = sqlite3_column_int64(st, 1);
     }
     if (st)
         sqlite3_reset(st);
-    for (int i = 0; i < 11; i++)
+    for (int i = 0; i < NSTATUS; i++)
         http_buf_printf(b, "cugrade_jobs{status=\"%s\"} %lld\n", statuses[i], counts[i]);
     http_buf_printf(b, "# HELP cugrade_runners_seen Runners that ever claimed a job.\n"
                        "# TYPE cugrade_runners_seen gauge\n");
@@ -2282,7 +2310,7 @@ static int h_result(struct app *app, struct http_request *req)
                       "on claim and the claim's attempt).");
         goto out;
     }
-    if (!status || !queue_status_final(status)) {
+    if (!status || !queue_status_verdict(status)) {
         rc = api_fail(&e, 400, "bad_request",
                       "status: one of graded, compile_error, rejected, runtime_error, timeout, "
                       "system_error.");

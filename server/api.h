@@ -26,6 +26,10 @@
 #include "server/router.h"
 
 #define API_SOURCE_MAX (256 * 1024)
+/* Stored submissions per lab and hour, superseded ones included, as a
+ * multiple of the rubric's max_per_hour (superseded ones are free, not
+ * unbounded). */
+#define API_SUPERSEDE_FACTOR 4
 
 struct api_error {
     int status;       /* 400, 403, 404, 409, 413, 429, 500 ... */

@@ -290,6 +290,10 @@ int app_open(struct app *app, uv_loop_t *loop, const struct app_config *cfg, cha
     if (rc)
         goto fail;
     queue_on_change(app->queue, app_queue_changed, app);
+    n = queue_recover(app->queue, app->cfg.lease_s);
+    if (n > 0)
+        app_log("%d job%s in progress when the server stopped: leases renewed, the attempt not "
+                "charged", n, n == 1 ? " was" : "s were");
     return 0;
 fail_labs:
     rc = n;

@@ -307,6 +307,8 @@ static const char *status_class(const char *st)
         return "busy";
     if (strcmp(st, "system_error") == 0)
         return "warn";
+    if (strcmp(st, "superseded") == 0)
+        return ""; /* nobody's failure */
     return "bad";
 }
 
@@ -324,6 +326,7 @@ static const char *status_words(const char *st)
         {"runtime_error", "crashed while running"},
         {"timeout", "ran out of time"},
         {"system_error", "grading failed (our fault)"},
+        {"superseded", "replaced by a newer submission"},
     };
     for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++)
         if (strcmp(w[i].st, st) == 0)
@@ -1133,8 +1136,17 @@ static void put_live(struct page *p, json_t *sub)
         html_raw(&p->b, "</span>");
     }
     html_raw(&p->b, "</p>\n");
+    long long newer = 0;
+    if (strcmp(st, "superseded") == 0 &&
+        sscanf(jstr(sub, "detail"), "replaced by submission %lld", &newer) == 1)
+        html_fmt(&p->b, "<div class=\"notice\" id=\"superseded\"><p>You submitted again to this lab "
+                        "while this one was still waiting, so <a href=\"/submissions/%lld\">submission "
+                        "%lld</a> took its place in the queue. This one was never graded and does "
+                        "not count against your hourly limit.</p></div>\n",
+                 newer, newer);
     if (!final) {
         double idle = runner_idle_s(p);
+        long long eta = (long long)jnum(sub, "eta_seconds", 0);
         long long pos = (long long)jnum(sub, "queue_position", 0);
 
         html_fmt(&p->b, "<div class=\"progress p%d\" role=\"progressbar\" aria-valuemin=\"0\" "
@@ -1152,6 +1164,11 @@ static void put_live(struct page *p, json_t *sub)
             else
                 html_raw(&p->b, "<p id=\"queue-position\">Position in the queue: <strong>1</strong> "
                                 "(yours is next).</p>\n");
+            if (eta > 0)
+                html_fmt(&p->b, "<p id=\"queue-eta\">Expected to start in about <strong>%lld "
+                                "%s</strong> (at the rate submissions were graded in the last "
+                                "minutes).</p>\n",
+                         eta < 90 ? eta : (eta + 59) / 60, eta < 90 ? "s" : "min");
             if (idle < 0 || idle > 120)
                 html_raw(&p->b, "<div class=\"notice warn\"><p>No GPU runner is connected right now. "
                                 "Your submission is saved and keeps its place; it will be graded as "
@@ -1367,7 +1384,7 @@ static int post_regrade(struct page *p, long long id)
 
 static const char *const all_statuses[] = {"queued", "compiling", "checking", "running", "timing",
                                            "graded", "compile_error", "rejected", "runtime_error",
-                                           "timeout", "system_error"};
+                                           "timeout", "system_error", "superseded"};
 
 static int page_submissions(struct page *p)
 {

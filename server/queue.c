@@ -21,9 +21,26 @@ struct queue_waiter {
     int done;
 };
 
+/* The fair order of the queued jobs, computed by fair_order() and kept
+ * until the queue changes (gen). Positions are read from it, so a status
+ * poll costs a scan of an array, not a query over the whole queue. */
+struct queue_order {
+    long long *ids;
+    size_t n, cap;
+    unsigned gen;
+    int valid;
+};
+
+/* The measured service rate: jobs that reached a verdict per second over
+ * the last RATE_WINDOW_S seconds, refreshed at most once a second. */
+#define RATE_WINDOW_S 600.0
+
 struct queue {
     uv_loop_t *loop;
     struct db *db;
+    unsigned gen; /* bumped by every change of a job's status */
+    struct queue_order order;
+    double rate, rate_at;
     uv_timer_t sweeper;
     uv_timer_t waker;
     struct queue_waiter *head, *tail;
@@ -41,10 +58,22 @@ int queue_status_in_progress(const char *s)
            !strcmp(s, "timing");
 }
 
-int queue_status_final(const char *s)
+int queue_status_verdict(const char *s)
 {
     return !strcmp(s, "graded") || !strcmp(s, "compile_error") || !strcmp(s, "rejected") ||
            !strcmp(s, "runtime_error") || !strcmp(s, "timeout") || !strcmp(s, "system_error");
+}
+
+int queue_status_final(const char *s)
+{
+    return queue_status_verdict(s) || !strcmp(s, "superseded");
+}
+
+/* A job entered or left the queue, or started or stopped being graded:
+ * the fair order must be read again. */
+static void reordered(struct queue *q)
+{
+    q->gen++;
 }
 
 static void changed(struct queue *q, long long id)
@@ -93,8 +122,10 @@ void queue_on_change(struct queue *q, void (*fn)(void *arg, long long id), void 
 static void queue_handle_closed(uv_handle_t *h)
 {
     struct queue *q = h->data;
-    if (--q->handles == 0)
+    if (--q->handles == 0) {
+        free(q->order.ids);
         free(q);
+    }
 }
 
 static void waiter_closed(uv_handle_t *h)
@@ -214,7 +245,30 @@ size_t queue_waiting(struct queue *q)
     return q->nwaiting;
 }
 
-int queue_enqueue(struct queue *q, const struct queue_submit *in, long long *id_out)
+/* Mark the user's older still-queued submissions to the same lab as
+ * superseded by id (inside the caller's transaction). Returns the number
+ * of rows changed (>= 0) or -errno. */
+static int supersede_older(struct queue *q, long long user_id, const char *lab, long long id,
+                           double now)
+{
+    char detail[64];
+    snprintf(detail, sizeof(detail), "replaced by submission %lld", id);
+    sqlite3_stmt *st = db_stmt(
+        q->db, "UPDATE submissions SET status = 'superseded', phase = '', detail = ?1,"
+               " updated_at = ?2 WHERE user_id = ?3 AND lab = ?4 AND status = 'queued' AND id < ?5");
+    if (!st)
+        return -EIO;
+    sqlite3_bind_text(st, 1, detail, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_double(st, 2, now);
+    sqlite3_bind_int64(st, 3, user_id);
+    sqlite3_bind_text(st, 4, lab, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 5, id);
+    int rc = db_step_done(st);
+    return rc ? rc : db_changes(q->db);
+}
+
+int queue_enqueue(struct queue *q, const struct queue_submit *in, long long *id_out,
+                  int *superseded)
 {
     char hash[65];
     auth_sha256_hex(in->source, in->size, hash);
@@ -245,15 +299,70 @@ int queue_enqueue(struct queue *q, const struct queue_submit *in, long long *id_
     if (rc)
         goto fail;
     *id_out = db_last_id(q->db);
+    /* Same transaction: a claim sees either the old job queued and no new
+     * one, or the new one and the old one superseded, never both. */
+    rc = supersede_older(q, in->user_id, in->lab, *id_out, now);
+    if (rc < 0)
+        goto fail;
+    if (superseded)
+        *superseded = rc;
     /* COMMIT with synchronous=FULL: on disk before the caller answers 202. */
     rc = db_commit(q->db);
     if (rc)
         return rc;
+    reordered(q);
     queue_notify(q);
     return 0;
 fail:
     db_rollback(q->db);
     return rc;
+}
+
+/* The fair order. A queued job's turn is how many jobs of its student are
+ * ahead of it: being graded now, or queued earlier. Claims take the lowest
+ * turn, then the oldest: students are served in turn (round-robin), each
+ * student's jobs in submission order, and a student with forty jobs queued
+ * delays a student with one by at most one job per runner. */
+#define FAIR_ORDER_SQL                                                                              \
+    "WITH busy AS (SELECT user_id, COUNT(*) AS n FROM submissions WHERE status IN " IN_PROGRESS   \
+    "   GROUP BY user_id)"                                                                          \
+    " SELECT id FROM (SELECT s.id AS id, COALESCE(b.n, 0) + ROW_NUMBER() OVER"                     \
+    "   (PARTITION BY s.user_id ORDER BY s.id) AS turn"                                             \
+    "   FROM submissions s LEFT JOIN busy b ON b.user_id = s.user_id WHERE s.status = 'queued')"    \
+    " ORDER BY turn, id"
+
+/* Refill q->order from the database when the queue changed since it was
+ * computed. Returns 0 or -errno (the order is then invalid). */
+static int fair_order(struct queue *q)
+{
+    struct queue_order *o = &q->order;
+    if (o->valid && o->gen == q->gen)
+        return 0;
+    o->valid = 0;
+    o->n = 0;
+    sqlite3_stmt *st = db_stmt(q->db, FAIR_ORDER_SQL);
+    if (!st)
+        return -EIO;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (o->n == o->cap) {
+            size_t cap = o->cap ? 2 * o->cap : 256;
+            long long *ids = realloc(o->ids, cap * sizeof(*ids));
+            if (!ids) {
+                sqlite3_reset(st);
+                return -ENOMEM;
+            }
+            o->ids = ids;
+            o->cap = cap;
+        }
+        o->ids[o->n++] = sqlite3_column_int64(st, 0);
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE)
+        return db_errno(rc);
+    o->gen = q->gen;
+    o->valid = 1;
+    return 0;
 }
 
 int queue_claim(struct queue *q, const char *runner, long long runner_user, double lease_s,
@@ -266,9 +375,11 @@ int queue_claim(struct queue *q, const char *runner, long long runner_user, doub
     int rc = db_begin(q->db, 1);
     if (rc)
         return rc;
+    /* The first job in the fair order, read inside the write transaction
+     * (the cached order may be stale when another process claimed). */
     sqlite3_stmt *st = db_stmt(
         q->db, "SELECT id, user_id, lab, filename, sha256, attempts, source FROM submissions"
-               " WHERE status = 'queued' ORDER BY id LIMIT 1");
+               " WHERE id = (" FAIR_ORDER_SQL " LIMIT 1)");
     if (!st) {
         rc = -EIO;
         goto fail;
@@ -319,6 +430,7 @@ int queue_claim(struct queue *q, const char *runner, long long runner_user, doub
     rc = db_commit(q->db);
     if (rc)
         goto fail_nocommit;
+    reordered(q);
     changed(q, job->id);
     return 0;
 fail:
@@ -434,6 +546,7 @@ int queue_result(struct queue *q, long long id, long long runner_user, const cha
     rc = db_commit(q->db);
     if (rc)
         return rc;
+    reordered(q);
     changed(q, id);
     if (strcmp(*final_status, "queued") == 0)
         queue_notify(q);
@@ -458,6 +571,7 @@ int queue_regrade(struct queue *q, long long id)
         return rc;
     if (db_changes(q->db) == 0)
         return -ENOENT;
+    reordered(q);
     changed(q, id);
     queue_notify(q);
     return 0;
@@ -500,8 +614,10 @@ int queue_sweep(struct queue *q, double now)
     rc = db_commit(q->db);
     if (rc)
         return rc;
-    if (n > 0)
+    if (n > 0) {
+        reordered(q);
         changed(q, 0);
+    }
     return n;
 fail:
     db_rollback(q->db);
@@ -510,14 +626,64 @@ fail:
 
 long long queue_position(struct queue *q, long long id)
 {
-    sqlite3_stmt *st = db_stmt(
-        q->db, "SELECT COUNT(*) FROM submissions WHERE status = 'queued' AND id <= ?1"
-               " AND EXISTS (SELECT 1 FROM submissions WHERE id = ?1 AND status = 'queued')");
+    /* The cached order is only as fresh as this process knows: a job
+     * queued by another process (the CLI) is found after a re-read. */
+    for (int pass = 0; pass < 2; pass++) {
+        if (fair_order(q) != 0)
+            return 0;
+        for (size_t i = 0; i < q->order.n; i++)
+            if (q->order.ids[i] == id)
+                return (long long)i + 1;
+        q->order.valid = 0;
+    }
+    return 0;
+}
+
+double queue_rate(struct queue *q)
+{
+    double now = db_now();
+    if (q->rate_at > 0 && now - q->rate_at < 1.0)
+        return q->rate;
+    q->rate_at = now;
+    q->rate = 0;
+    /* Verdicts in the window, over the time from the first of them to now
+     * (a burst that began a minute ago is not diluted over ten). */
+    sqlite3_stmt *st = db_stmt(q->db, "SELECT COUNT(*), MIN(graded_at) FROM submissions"
+                                      " WHERE graded_at > ?1 AND status <> 'superseded'");
     if (!st)
         return 0;
-    sqlite3_bind_int64(st, 1, id);
-    long long n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    sqlite3_bind_double(st, 1, now - RATE_WINDOW_S);
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        long long n = sqlite3_column_int64(st, 0);
+        double first = sqlite3_column_double(st, 1);
+        /* Too few verdicts say nothing about the rate yet. */
+        if (n >= 3 && now - first > 1.0)
+            q->rate = (double)n / (now - first);
+    }
     sqlite3_reset(st);
+    return q->rate;
+}
+
+int queue_recover(struct queue *q, double lease_s)
+{
+    /* A lease that was running when this server stopped was cut by us, not
+     * by the runner: the runner gets a full lease to come back (its
+     * heartbeat and result posts retry), and if it does not, the attempt is
+     * not the student's to lose (one more allowed). */
+    sqlite3_stmt *st = db_stmt(
+        q->db, "UPDATE submissions SET max_attempts = max_attempts + 1,"
+               " lease_expires = MAX(COALESCE(lease_expires, 0), ?1) WHERE status IN " IN_PROGRESS);
+    if (!st)
+        return -EIO;
+    sqlite3_bind_double(st, 1, db_now() + lease_s);
+    int rc = db_step_done(st);
+    if (rc)
+        return rc;
+    int n = db_changes(q->db);
+    if (n > 0) {
+        reordered(q);
+        changed(q, 0);
+    }
     return n;
 }
 

@@ -1,8 +1,11 @@
 /*
  * queue.h - the durable job queue: submissions rows in SQLite are the queue.
  *
- *   enqueue  source + hash + queue row in one transaction (before the 202)
- *   claim    BEGIN IMMEDIATE; oldest queued row; lease to a runner
+ *   enqueue  source + hash + queue row in one transaction (before the 202);
+ *            the student's older still-queued job to the same lab becomes
+ *            superseded in the same transaction
+ *   claim    BEGIN IMMEDIATE; the first job in the fair order (students in
+ *            turn, then submission order); lease to a runner
  *   progress the holder reports a phase; the lease is extended
  *   result   the holder posts the verdict; system_error requeues until
  *            max_attempts, then stays system_error
@@ -65,11 +68,18 @@ void queue_close(struct queue *q);
 /* Called after a sweep changed jobs (to invalidate caches). */
 void queue_on_change(struct queue *q, void (*fn)(void *arg, long long id), void *arg);
 
-/* Store a new submission as queued (one transaction, synchronous=FULL).
- * Returns 0 and the id, or -errno. Wakes parked claims. */
-int queue_enqueue(struct queue *q, const struct queue_submit *in, long long *id_out);
+/* Store a new submission as queued (one transaction, synchronous=FULL);
+ * the same user's still-queued submissions to the same lab become
+ * 'superseded' (never graded) in that transaction. Returns 0, the id and
+ * (when superseded is not NULL) how many were superseded, or -errno.
+ * Wakes parked claims. */
+int queue_enqueue(struct queue *q, const struct queue_submit *in, long long *id_out,
+                  int *superseded);
 
-/* Claim the oldest queued job for runner (runner_user: the token's user).
+/* Claim the first queued job in the fair order for runner (runner_user:
+ * the token's user). A job's turn is the number of its student's jobs
+ * ahead of it (being graded, or queued earlier); the lowest turn goes
+ * first, then the oldest: students are served in turn.
  * rubric_version is recorded on the row. Returns 0 and fills job (free its
  * source), -ENOENT when nothing is queued, -errno. */
 int queue_claim(struct queue *q, const char *runner, long long runner_user, double lease_s,
@@ -106,8 +116,19 @@ int queue_regrade(struct queue *q, long long id);
  * system_error. Returns the number of rows changed (>= 0) or -errno. */
 int queue_sweep(struct queue *q, double now);
 
-/* 1-based position of a queued job, 0 when it is not queued. */
+/* 1-based position of a queued job in the fair order (the claim order),
+ * 0 when it is not queued. Reads a cached order, re-read after changes. */
 long long queue_position(struct queue *q, long long id);
+
+/* Verdicts per second over the last 10 minutes (superseded jobs not
+ * counted), 0 when fewer than 3 verdicts say nothing yet. Cached 1 s. */
+double queue_rate(struct queue *q);
+
+/* At start: every job that was being graded when the server stopped gets
+ * a fresh lease (its runner may come back) and one more allowed attempt
+ * (a lease cut by our own restart is not the student's to lose). Returns
+ * the number of jobs (>= 0) or -errno. */
+int queue_recover(struct queue *q, double lease_s);
 
 /* Jobs with status 'queued'. */
 long long queue_depth(struct queue *q);
@@ -127,7 +148,11 @@ void queue_notify(struct queue *q);
 /* 1 for in-progress statuses (compiling, checking, running, timing). */
 int queue_status_in_progress(const char *status);
 
-/* 1 for final statuses (graded ... system_error). */
+/* 1 for final statuses: a verdict, or superseded. */
 int queue_status_final(const char *status);
+
+/* 1 for the statuses a runner may post as a job's result (graded,
+ * compile_error, rejected, runtime_error, timeout, system_error). */
+int queue_status_verdict(const char *status);
 
 #endif

@@ -128,15 +128,14 @@ def main(t):
             run.result(jb["id"], "graded", canned_result(jb, score=score, speedup=speedup))
     grade_next(eid_first, 50, 2.0)
     ids = {}
-    for who, tag in [("bob_z3", "b1"), ("bob_z3", "b2"), ("alice_q7", "a1"),
-                     ("alice_q7", "a2")]:
+    # Each graded before the next: a second one queued beside the first
+    # would supersede it.
+    for who, tag, score, speedup in [("bob_z3", "b1", 30, 5.0), ("bob_z3", "b2", 50, 2.0),
+                                     ("alice_q7", "a1", 50, 0.5), ("alice_q7", "a2", 20, 9.9)]:
         r = s.submit("vadd", kernel(tag), token=who)
         ids[tag] = (r.json() or {}).get("id")
         t.status(r, 202, "submission %s by %s accepted" % (tag, who))
-    grade_next(ids["b1"], 30, 5.0)
-    grade_next(ids["b2"], 50, 2.0)
-    grade_next(ids["a1"], 50, 0.5)
-    grade_next(ids["a2"], 20, 9.9)
+        grade_next(ids[tag], score, speedup)
     r = s.get("/api/labs/vadd/scoreboard", token="tina_ta")
     rows = (r.json() or {}).get("rows") or []
     order = [(x.get("user"), x.get("score"), x.get("speedup"), x.get("submission"))

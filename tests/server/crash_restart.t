@@ -13,16 +13,18 @@ N = 50
 
 
 def main(t):
-    s = Server(labs=["vadd"], tap=t)
+    # One student each: a student's second queued submission would
+    # supersede the first (and this test wants every one still queued).
+    who = ["crash%02d" % i for i in range(N)]
+    s = Server(labs=["vadd"], users=Server.DEFAULT_USERS + [(w, "student", w) for w in who], tap=t)
     srcs = {i: kernel("burst %d " % i + "x" * (i * 37)) for i in range(N)}
     accepted = {}           # id -> source
     statuses = []
     lock = threading.Lock()
-    who = ["alice_q7", "bob_z3"]
 
     def one(i):
         try:
-            r = s.submit("vadd", srcs[i], token=who[i % 2], multipart_form=bool(i % 3 == 0))
+            r = s.submit("vadd", srcs[i], token=who[i], multipart_form=bool(i % 3 == 0))
         except OSError as e:
             with lock:
                 statuses.append(str(e))
@@ -30,7 +32,7 @@ def main(t):
         with lock:
             statuses.append(r.status)
             if r.status == 202 and isinstance((r.json() or {}).get("id"), int):
-                accepted[r.json()["id"]] = (srcs[i], who[i % 2])
+                accepted[r.json()["id"]] = (srcs[i], who[i])
 
     threads = [threading.Thread(target=one, args=(i,)) for i in range(N)]
     for th in threads:

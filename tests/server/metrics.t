@@ -91,8 +91,8 @@ def main(t):
     d0, q = depth()
     t.ok(d0 is not None, "there is an unlabelled queue depth gauge (a name with 'queue')",
          [x[0] for x in samples][:40])
-    for i in range(3):
-        s.submit("vadd", kernel("m%d" % i))
+    for i, who in enumerate(("alice_q7", "bob_z3", "tina_ta")):   # one each: none superseded
+        s.submit("vadd", kernel("m%d" % i), token=who)
     d1, _ = depth()
     t.eq(d1, (d0 or 0) + 3, "queue depth rises by 3 after three submissions")
     run = s.runner()

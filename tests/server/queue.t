@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 # The queue under concurrency: claims are atomic (parallel claimers never get
-# the same job), FIFO, queue_position counts down; many parked long-polls and
-# one submission wake exactly one claimer; the per-student in-flight limit
-# holds under a parallel burst; bad progress/result bodies are refused; a
+# the same job), FIFO among students, queue_position counts down; many parked
+# long-polls and one submission wake exactly one claimer; a parallel burst of
+# one student's submissions leaves exactly one queued (the rest superseded); bad progress/result bodies are refused; a
 # posted result survives kill -9.
 import os
 import sys
@@ -16,14 +16,15 @@ NR = 10
 
 
 def main(t):
-    users = Server.DEFAULT_USERS + [("r%02d" % i, "runner", "runner %d" % i) for i in range(NR)]
+    users = Server.DEFAULT_USERS + [("r%02d" % i, "runner", "runner %d" % i) for i in range(NR)] \
+        + [("stu%d" % i, "student", "Student %d" % i) for i in range(5)]
     s = Server(labs=["vadd", "inflight"], users=users, tap=t)
     runners = [FakeRunner(s.url, s.tok["r%02d" % i], name="r%02d-gpu0" % i) for i in range(NR)]
 
-    # --- FIFO and queue_position
+    # --- FIFO among students with one job each, and queue_position
     ids = []
     for i in range(5):
-        r = s.submit("vadd", kernel("q%d" % i), token=("alice_q7", "bob_z3")[i % 2])
+        r = s.submit("vadd", kernel("q%d" % i), token="stu%d" % i)
         ids.append((r.json() or {}).get("id"))
     pos = [(s.submission(i) or {}).get("queue_position") for i in ids]
     t.eq(pos, [1, 2, 3, 4, 5], "queue_position is 1..5 in submission order")
@@ -134,7 +135,8 @@ def main(t):
     late = [x for x in results if x and x[0] == "204" and not (3.0 <= x[2] <= 6.5)]
     t.eq(late, [], "...after about their 4 s wait")
 
-    # --- the in-flight limit under a parallel burst
+    # --- a parallel burst of one student's submissions to one lab: each
+    # newer one supersedes the queued one, so exactly one stays queued.
     codes = []
     lock = threading.Lock()
 
@@ -147,8 +149,16 @@ def main(t):
         th.start()
     for th in ths:
         th.join()
-    t.eq(sorted(codes), [202] + [429] * 19,
-         "20 parallel submissions with max_in_flight 1: exactly one 202, 19 x 429")
+    t.eq(sorted(codes), [202] * 20,
+         "20 parallel submissions with max_in_flight 1, none graded yet: all 202")
+    subs = (s.get("/api/submissions?lab=inflight&user=bob_z3", token="admin").json() or {}) \
+        .get("submissions", [])
+    st = sorted(x.get("status") for x in subs)
+    t.eq(st, ["queued"] + ["superseded"] * 19,
+         "...exactly one stays queued, the 19 others superseded", st)
+    newest = max(x.get("id") for x in subs) if subs else None
+    t.ok([x.get("id") for x in subs if x.get("status") == "queued"] == [newest],
+         "...and the one queued is the newest", subs[:2])
 
 
 t = Tap()

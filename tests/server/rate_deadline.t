@@ -25,16 +25,22 @@ def main(t):
     s = Server(labs=["inflight", "hourly", "late", "closed", "refuse", "notyet"], tap=t)
     run = s.runner()
 
-    # --- one job in flight per lab
+    # --- one job being graded per lab; a queued one is superseded
     r = s.submit("inflight", kernel("1"))
-    first = (r.json() or {}).get("id")
+    old = (r.json() or {}).get("id")
     t.status(r, 202, "inflight: first submission accepted")
+    t.eq((r.json() or {}).get("superseded"), 0, "inflight: the first supersedes nothing")
     r = s.submit("inflight", kernel("2"))
-    check_429(t, r, "inflight: second submission while the first is queued")
+    first = (r.json() or {}).get("id")
+    t.status(r, 202, "inflight: a second submission while the first is still queued is accepted")
+    t.eq((r.json() or {}).get("superseded"), 1, "inflight: ...and says it superseded one")
+    o = s.submission(old, token="alice_q7") or {}
+    t.eq(o.get("status"), "superseded", "inflight: the older queued one is superseded")
+    t.ok("%s" % first in o.get("detail", ""), "inflight: ...naming the one that replaced it", o)
     r = s.submit("inflight", kernel("2"), token="bob_z3")
     t.status(r, 202, "inflight: another student is not limited by alice's job")
     job = run.claim(wait=2) or {}
-    t.eq(job.get("id"), first, "runner claims alice's first job")
+    t.eq(job.get("id"), first, "runner claims alice's newer job, never the superseded one")
     run.progress(first, "compiling")
     r = s.submit("inflight", kernel("3"))
     check_429(t, r, "inflight: second submission while the first is compiling")
@@ -42,11 +48,25 @@ def main(t):
     r = s.submit("inflight", kernel("4"))
     t.status(r, 202, "inflight: accepted again once the first is graded")
 
-    # --- N per hour
-    codes = [s.submit("hourly", kernel("h%d" % i)).status for i in range(2)]
-    t.eq(codes, [202, 202], "hourly: two submissions within the hour accepted")
+    # --- N per hour; superseded submissions do not count
+    codes = []
+    for i in range(2):
+        r = s.submit("hourly", kernel("h%d" % i))
+        codes.append(r.status)
+        job = run.claim(wait=2) or {}
+        while job and job.get("lab") != "hourly":   # other labs' jobs: finish them
+            run.result(job["id"], "graded")
+            job = run.claim(wait=2) or {}
+        if job:
+            run.result(job["id"], "graded")
+    t.eq(codes, [202, 202], "hourly: two graded submissions within the hour accepted")
     r = s.submit("hourly", kernel("h3"))
     check_429(t, r, "hourly: the third within the hour")
+    codes = [s.submit("hourly", kernel("b%d" % i), token="bob_z3").status for i in range(8)]
+    t.eq(codes, [202] * 8,
+         "hourly (limit 2): 8 submissions that supersede each other are all accepted")
+    r = s.submit("hourly", kernel("b9"), token="bob_z3")
+    check_429(t, r, "hourly: the 9th stored in the hour (4 x the limit, mostly superseded)")
 
     # --- late, accepted and marked
     r = s.submit("late", kernel("late"))
@@ -86,7 +106,7 @@ def main(t):
     # --- a 429 stored nothing
     r = s.get("/api/submissions?lab=inflight&user=alice_q7", token="admin")
     n = len((r.json() or {}).get("submissions", []))
-    t.eq(n, 2, "inflight: only the two accepted submissions of alice were stored")
+    t.eq(n, 3, "inflight: only the three accepted submissions of alice were stored")
 
 
 t = Tap()

@@ -130,16 +130,34 @@ static int rv_cb(void *ctx, const char *lab)
     return strcmp(lab, "matmul") == 0 ? 7 : 1;
 }
 
-static long long submit(struct queue *q, long long uid, const char *src)
+/* Enqueue src for uid in lab; returns the id or -1. *superseded (when not
+ * NULL) gets how many older queued jobs it replaced. */
+static long long submit_to(struct queue *q, long long uid, const char *lab, const char *src,
+                           int *superseded)
 {
     struct queue_submit s = {.user_id = uid,
-                             .lab = "matmul",
+                             .lab = lab,
                              .filename = "kernel.cu",
                              .source = src,
                              .size = strlen(src),
                              .max_attempts = 3};
     long long id = 0;
-    return queue_enqueue(q, &s, &id) == 0 ? id : -1;
+    return queue_enqueue(q, &s, &id, superseded) == 0 ? id : -1;
+}
+
+static long long submit(struct queue *q, long long uid, const char *src)
+{
+    return submit_to(q, uid, "matmul", src, NULL);
+}
+
+/* Claim the next job; returns its id (0 when none). */
+static long long claim_next(struct queue *q, long long runner_id, double lease_s)
+{
+    struct queue_job job;
+    if (queue_claim(q, "gpu0", runner_id, lease_s, NULL, NULL, &job) != 0)
+        return 0;
+    free(job.source);
+    return job.id;
 }
 
 static void test_queue(void)
@@ -160,7 +178,7 @@ static void test_queue(void)
 
     ok(queue_claim(q, "gpu0", runner.id, 60, rv_cb, NULL, &job) == -ENOENT,
        "claim on an empty queue: -ENOENT");
-    long long a = submit(q, alice.id, "int a;"), b = submit(q, alice.id, "int b;");
+    long long a = submit(q, alice.id, "int a;"), b = submit_to(q, alice.id, "reduction", "int b;", NULL);
     ok(a > 0 && b > a, "two submissions enqueued (%lld, %lld)", a, b);
     ok(queue_depth(q) == 2 && queue_position(q, a) == 1 && queue_position(q, b) == 2,
        "depth 2, positions 1 and 2");
@@ -274,8 +292,11 @@ static void test_claim_race(void)
     auth_user_get(db, "r", &runner);
     queue_new(&loop, db, 0, &q);
     db_exec(db, "UPDATE submissions SET status = 'graded'");
-    for (int i = 0; i < JOBS; i++)
-        submit(q, alice.id, "int x;");
+    for (int i = 0; i < JOBS; i++) {
+        char lab[16];
+        snprintf(lab, sizeof(lab), "lab%d", i); /* one lab each: nothing superseded */
+        submit_to(q, alice.id, lab, "int x;", NULL);
+    }
     queue_close(q);
     uv_run(&loop, UV_RUN_DEFAULT);
     uv_loop_close(&loop);
@@ -333,6 +354,104 @@ static void test_claim_race(void)
        "every one of %d jobs claimed exactly once (%d claims, %d duplicates)", JOBS, total, dup);
 }
 
+
+/* Students in turn; a newer submission supersedes the queued one; the
+ * server's restart does not cost an attempt; the service rate. */
+static void test_fair_queue(void)
+{
+    struct db *db;
+    struct queue *q;
+    struct auth_user s1, s2, s3, runner;
+    char tok[AUTH_TOKEN_LEN + 1];
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    db_open(path, 0, &db);
+    auth_user_add(db, "fair1", AUTH_STUDENT, NULL, tok);
+    auth_user_add(db, "fair2", AUTH_STUDENT, NULL, tok);
+    auth_user_add(db, "fair3", AUTH_STUDENT, NULL, tok);
+    auth_user_get(db, "fair1", &s1);
+    auth_user_get(db, "fair2", &s2);
+    auth_user_get(db, "fair3", &s3);
+    auth_user_get(db, "r", &runner);
+    queue_new(&loop, db, 0, &q);
+    db_exec(db, "UPDATE submissions SET status = 'graded'");
+
+    /* s1 floods three labs first, then s2 and s3 submit one each. */
+    long long a1 = submit_to(q, s1.id, "A", "1a", NULL), b1 = submit_to(q, s1.id, "B", "1b", NULL),
+              c1 = submit_to(q, s1.id, "C", "1c", NULL), a2 = submit_to(q, s2.id, "A", "2a", NULL),
+              a3 = submit_to(q, s3.id, "A", "3a", NULL);
+    ok(queue_position(q, a1) == 1 && queue_position(q, a2) == 2 && queue_position(q, a3) == 3 &&
+           queue_position(q, b1) == 4 && queue_position(q, c1) == 5,
+       "positions follow the turns: s1, s2, s3, then s1's second and third (%lld %lld %lld %lld "
+       "%lld)",
+       queue_position(q, a1), queue_position(q, a2), queue_position(q, a3),
+       queue_position(q, b1), queue_position(q, c1));
+    long long first = claim_next(q, runner.id, 60);
+    ok(first == a1, "the first claim is s1's oldest");
+    ok(queue_position(q, a2) == 1 && queue_position(q, a3) == 2 && queue_position(q, b1) == 3,
+       "with s1's job being graded, s2 and s3 come before s1's next");
+    /* s1 submits again to B while b1 waits: b1 is superseded and leaves
+     * the queue; the new one comes after s1's older c1 (each student's
+     * jobs in submission order). */
+    int sup = -1;
+    long long b1v2 = submit_to(q, s1.id, "B", "1b v2", &sup);
+    ok(sup == 1 && strcmp(status_of(db, b1, NULL), "superseded") == 0,
+       "a newer submission to the same lab supersedes the queued one (superseded=%d)", sup);
+    ok(queue_position(q, b1) == 0 && queue_position(q, c1) == 3 && queue_position(q, b1v2) == 4,
+       "the superseded job has no place; s1's c1 moves up, the new one follows it (%lld, %lld)",
+       queue_position(q, c1), queue_position(q, b1v2));
+    sup = -1;
+    long long a1v2 = submit_to(q, s1.id, "A", "1a v2", &sup);
+    ok(sup == 0 && strcmp(status_of(db, a1, NULL), "compiling") == 0,
+       "a job already being graded is never superseded");
+    long long order[5];
+    for (int i = 0; i < 5; i++)
+        order[i] = claim_next(q, runner.id, 60);
+    ok(order[0] == a2 && order[1] == a3 && order[2] == c1 && order[3] == b1v2 &&
+           order[4] == a1v2,
+       "claims: s2, s3, then s1's jobs in submission order (%lld %lld %lld %lld %lld)", order[0],
+       order[1], order[2], order[3], order[4]);
+    ok(claim_next(q, runner.id, 60) == 0, "the superseded job is never claimed");
+
+    /* The server restarts while a job is being graded. */
+    db_exec(db, "UPDATE submissions SET status = 'graded' WHERE status <> 'superseded'");
+    long long r = submit_to(q, s2.id, "R", "r", NULL);
+    ok(claim_next(q, runner.id, 1) == r, "a job claimed with a 1 s lease");
+    int max_before = 0, max_after = 0;
+    sqlite3_stmt *st = db_stmt(db, "SELECT max_attempts FROM submissions WHERE id = ?1");
+    sqlite3_bind_int64(st, 1, r);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        max_before = sqlite3_column_int(st, 0);
+    sqlite3_reset(st);
+    ok(queue_recover(q, 60) == 1, "recover renews the one lease in progress");
+    sqlite3_bind_int64(st, 1, r);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        max_after = sqlite3_column_int(st, 0);
+    sqlite3_reset(st);
+    ok(max_after == max_before + 1, "the attempt cut by the restart is not charged (%d -> %d)",
+       max_before, max_after);
+    ok(queue_sweep(q, db_now() + 30) == 0 && strcmp(status_of(db, r, NULL), "compiling") == 0,
+       "the renewed lease outlives its old 1 s expiry: the runner may come back");
+
+    /* Service rate: nothing with fewer than 3 verdicts, then n / span. */
+    db_exec(db, "UPDATE submissions SET graded_at = NULL");
+    ok(queue_rate(q) == 0, "no rate from no verdicts");
+    char sql[200];
+    snprintf(sql, sizeof(sql),
+             "UPDATE submissions SET graded_at = %.3f - 10.0 * (id %% 4) WHERE status = 'graded'"
+             " AND user_id IN (%lld, %lld, %lld)",
+             db_now(), s1.id, s2.id, s3.id);
+    db_exec(db, sql);
+    usleep(1100 * 1000); /* past the 1 s cache */
+    double rate = queue_rate(q);
+    ok(rate > 0.05 && rate < 2, "a rate from the verdicts of the last minutes (%.3f/s)", rate);
+
+    queue_close(q);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    uv_loop_close(&loop);
+    db_close(db);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof(dir), "/tmp/cugrade-unit-XXXXXX");
@@ -344,6 +463,7 @@ int main(void)
     test_db_and_auth();
     test_queue();
     test_claim_race();
+    test_fair_queue();
     char cmd[400];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
     if (system(cmd) != 0)
