@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Deadline night on one GPU host (a benchmark: prints a table, asserts
 nothing). Starts the real server and CUGRADE_BENCH_RUNNERS runners on GPU 0
-(default 8), waits for `prepare` (labs built, baselines and limits
+(default 1: one runner per GPU, as make run starts it), waits for `prepare` (labs built, baselines and limits
 measured), then sends a burst of BURST submissions (default 200), one
 student each, mixing tests/gpu/solutions/*/*.cu round-robin with HOSTILE
 percent (default 10) of hostile ones (tests/gpu/solutions/reduction:
@@ -22,7 +22,7 @@ import e2e  # noqa: E402  (server/runner start-up helpers, expectations)
 
 BURST = int(os.environ.get("BURST", "200"))
 HOSTILE = float(os.environ.get("HOSTILE", "10"))
-NRUN = int(os.environ.get("CUGRADE_BENCH_RUNNERS", "8"))
+NRUN = int(os.environ.get("CUGRADE_BENCH_RUNNERS", "1"))
 HOSTILE_FILES = ["host_loop.cu", "gpu_loop.cu", "flood.cu", "gpu_membomb.cu", "host_membomb.cu",
                  "fork_bomb.cu"]
 OUT = os.environ.get("OUT") or None
