@@ -142,6 +142,17 @@ int admit_release(const char *path, long long token)
     return r;
 }
 
+int admit_count(const char *path)
+{
+    struct admit_entry e[ADMIT_MAX_ENTRIES];
+    int fd = ledger_open(path);
+    if (fd < 0)
+        return fd;
+    size_t n = ledger_read(fd, e);
+    close(fd);
+    return (int)n;
+}
+
 unsigned long long admit_device_mb(const char *device_record_path)
 {
     char buf[8192];

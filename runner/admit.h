@@ -44,6 +44,10 @@ int admit_reserve(const char *path, unsigned long long capacity_mb, unsigned lon
  * -errno. */
 int admit_release(const char *path, long long token);
 
+/* The live entries in the ledger at path (dead processes' not counted).
+ * Returns n >= 0 or -errno. */
+int admit_count(const char *path);
+
 /* The GPU's memory in MiB read from a device record (the harness's
  * "device" record, "mem_bytes"), or 0. */
 unsigned long long admit_device_mb(const char *device_record_path);

@@ -7,6 +7,7 @@
 #include "inspect.h"
 #include "labcache.h"
 #include "limit.h"
+#include "share.h"
 #include "lock.h"
 #include "stats.h"
 
@@ -520,7 +521,7 @@ int job_admit(struct job *j)
     if (j->so_failed)
         job_sanitizers_off(j);
     assert(j->job_lk < 0);
-    j->job_lk = lock_gpu(j->env, 0);
+    j->job_lk = lock_gpu_shared_user(j->env);
     if (!j->so_failed)
         for (size_t i = 0; i < j->nsan_tasks; i++)
             sanitizer_go(&j->san_tasks[i]);
@@ -601,7 +602,19 @@ static int job_check_run(struct job *j)
     struct channel_watch w;
     channel_watch_start(&w, j->chk_fd, (int)j->ncase_names, j->progress, j->arg);
     double lim = j->rc.limits.check;
-    r = run_sandboxed(&j->rc, argv, j->chk_fd, lim, NULL, &j->v);
+    /* The limit counts the run's share of the GPU (share.h): beside other
+     * jobs it may take longer on the wall clock, up to the ceiling. */
+    char users[PATH_MAX];
+    struct share_clock sc;
+    struct run_opts o = {NULL, NULL, NULL, -1, -1};
+    lock_active_path(j->env, users, sizeof users);
+    int shared = share_clock_start(&sc, users, lim, &o.cancel_fd) == 0;
+    double wall = shared ? fmin(j->rc.limits.ceiling, lim * SHARE_MAX_STRETCH) : lim;
+    r = run_sandboxed_opts(&j->rc, argv, j->chk_fd, fmax(wall, lim), &o, &j->v);
+    if (shared && share_clock_stop(&sc) && j->v.cancelled) {
+        j->v.cancelled = 0; /* the share clock's cancel is the time limit */
+        j->v.timed_out = 1;
+    }
     int wc = channel_watch_stop(&w);
     job_clock_mark(&j->pc, "check_run");
     j->check_timed_out = r == 0 && j->v.timed_out;
@@ -614,6 +627,13 @@ static int job_check_run(struct job *j)
     if (run_harness_failed(&j->v, &j->ci, j->err, sizeof j->err))
         return -EIO;
     job_check_why(j, lim);
+    if (shared && j->why == j->why_buf && j->v.timed_out && sc.wall > lim * 1.1) {
+        size_t n = strlen(j->why_buf);
+        snprintf(j->why_buf + n, sizeof j->why_buf - n,
+                 " Other jobs shared the GPU during your run (up to %d at once), so the limit "
+                 "counted your share of it: %.1f s of share in %.1f s of wall time.",
+                 sc.peak_users, sc.used, sc.wall);
+    }
     snprintf(d, sizeof d, "%zu/%zu", j->ncase_names, j->ncase_names);
     progress_call(j, "checking", d);
     return 0;
@@ -788,7 +808,7 @@ static int job_time_judge(struct job *j)
     size_t ntcases = 0, k;
     struct stats_summary ss;
     channel_path(j->rc.jobdir, "timing", tchan, sizeof tchan);
-    int jlk = lock_gpu(j->env, 0);
+    int jlk = lock_gpu_shared_user(j->env);
     int r = judge_run(&j->rc, &j->js, j->seed, tchan, NULL, &jdoc, &tcases, &ntcases, j->err,
                       sizeof j->err);
     lock_gpu_release(jlk);

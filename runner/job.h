@@ -112,7 +112,7 @@ struct job {
     int check_timed_out;
     const char *why;                 /* how the check run ended badly, or NULL */
     char fatal[700];
-    char why_buf[512];
+    char why_buf[1024];
 
     /* time */
     struct sandbox_verdict tv;

@@ -19,6 +19,7 @@ void limit_compute(const struct lab *lab, double naive_seconds, double time_max_
     assert(lab && out);
     double ceiling = lab->run_seconds > 0 ? lab->run_seconds : 120;
     memset(out, 0, sizeof *out);
+    out->ceiling = ceiling;
     out->check = ceiling;
     if (lab->derive_factor > 0 && naive_seconds > 0 && isfinite(naive_seconds)) {
         double d = fmax(lab->derive_floor_seconds, lab->derive_factor * naive_seconds) +

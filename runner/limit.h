@@ -24,6 +24,7 @@ struct run_limits {
     double check;          /* the student's check run */
     double timing;         /* the timing run (time_max_ms of samples on top) */
     double sanitize;       /* each compute-sanitizer run, from its go */
+    double ceiling;        /* run_seconds (120 when unset): no run's wall time exceeds it */
     double factor, floor, startup; /* limits.derive's, when derived */
     int derived;           /* 1 when check came from naive_seconds */
 };

@@ -46,10 +46,59 @@ int lock_gpu(const struct grade_env *env, int exclusive)
     return fd;
 }
 
+/* The GPU's users: every holder of the shared lock has a line in
+ * CACHE/gpu-<index>.active (admit.h's ledger, 0 MiB each), so that a run's
+ * time limit can count its share of the GPU (share.h). A job's process
+ * holds at most one GPU lock at a time and no helper thread takes one, so a
+ * few slots per process are plenty. */
+static struct gpu_user {
+    int fd;
+    long long token;
+    char path[PATH_MAX];
+} users[4];
+
+static void user_join(const struct grade_env *env, int fd)
+{
+    for (size_t i = 0; i < sizeof users / sizeof users[0]; i++)
+        if (users[i].token == 0) {
+            lock_active_path(env, users[i].path, sizeof users[i].path);
+            /* Unbounded capacity: always admitted at once. Without a line
+             * the job is simply not counted (its limit is the wall clock). */
+            if (admit_reserve(users[i].path, ~0ULL, 0, 0, &users[i].token, NULL) == 0 &&
+                users[i].token != 0)
+                users[i].fd = fd;
+            return;
+        }
+}
+
+static void user_leave(int fd)
+{
+    for (size_t i = 0; i < sizeof users / sizeof users[0]; i++)
+        if (users[i].token != 0 && users[i].fd == fd) {
+            admit_release(users[i].path, users[i].token);
+            users[i].token = 0;
+        }
+}
+
+void lock_active_path(const struct grade_env *env, char *out, size_t len)
+{
+    snprintf(out, len, "%s/gpu-%s.active", env->cache, env->gpu_index ? env->gpu_index : "0");
+}
+
+int lock_gpu_shared_user(const struct grade_env *env)
+{
+    int fd = lock_gpu(env, 0);
+    if (fd >= 0)
+        user_join(env, fd);
+    return fd;
+}
+
 void lock_gpu_release(int fd)
 {
-    if (fd >= 0)
-        close(fd); /* releases the flock */
+    if (fd < 0)
+        return;
+    user_leave(fd);
+    close(fd); /* releases the flock */
 }
 
 /* GPU memory admission (runner/admit.h): the ledger of this GPU beside its

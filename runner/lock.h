@@ -17,7 +17,7 @@
 
 #define ADMIT_CONTEXT_MB 600
 #define ADMIT_STUDENT_MB 2048 /* harness_common.cu HC_STUDENT_DEVICE_MB */
-#define ADMIT_MAX_WAIT   600.0
+#define ADMIT_MAX_WAIT   3600.0 /* claimed ahead, a job may wait its turn a while */
 
 struct run_ctx;
 
@@ -25,8 +25,15 @@ struct run_ctx;
  * (a waiting exclusive holder stops new shared ones). Returns an fd for
  * lock_gpu_release, or -1 (the caller goes on unlocked). Blocks. */
 int lock_gpu(const struct grade_env *env, int exclusive);
-/* Let go of a lock from lock_gpu; -1 is a no-op. */
+/* lock_gpu shared, and this process counted as one of the GPU's users
+ * (CACHE/gpu-<index>.active) until lock_gpu_release: what a job takes for
+ * its check run, sanitizers and judges. Returns the fd or -1 (unlocked). */
+int lock_gpu_shared_user(const struct grade_env *env);
+/* Let go of a lock from lock_gpu or lock_gpu_shared_user (and of the user's
+ * line); -1 is a no-op. */
 void lock_gpu_release(int fd);
+/* The GPU's users ledger: CACHE/gpu-<index>.active (admit.h's format). */
+void lock_active_path(const struct grade_env *env, char *out, size_t len);
 
 /* The admission ledger of the job's GPU: CACHE/gpu-<index>.admit. */
 void lock_admit_path(const struct grade_env *env, char *out, size_t len);

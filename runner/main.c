@@ -68,7 +68,8 @@ static void usage(FILE *f)
             "  --once            exit after one job\n"
             "  --jobs N          jobs compiling at once (the CPU lane; default: cores /\n"
             "                    $CUGRADE_RUNNERS_PER_HOST)\n"
-            "  --queue M         jobs in flight, compiling or waiting for the GPU (default 4 x N)\n"
+            "  --queue M         jobs in flight, compiling or waiting for the GPU (default and\n"
+            "                    most 256: claim ahead, so compile errors never wait for the GPU)\n"
             "  --lazy-build      build a lab on its first job instead of at start\n"
             "  --name NAME       runner name reported to the server (default HOST-gpuN)\n"
             "Environment: CUDA_HOME (default /usr/local/cuda), CUGRADE_KEEP_JOBS=1 keeps job dirs,\n"
@@ -948,8 +949,11 @@ static int cmd_serve(int argc, char **argv)
         default: usage(stderr); return 2;
         }
     }
+    /* Claim far ahead: a compile error or a rejection is answered as soon
+     * as the CPU lane reaches it, whatever the GPU lane holds. On a cluster
+     * of many GPU hosts a smaller --queue shares a burst between them. */
     if (queue <= 0)
-        queue = 4 * jobs;
+        queue = 256;
     if (queue > 256)
         queue = 256;
     if (!server || !token_file || jobs < 1 || jobs > queue) {

@@ -153,6 +153,18 @@ def main():
                     status not in exp.get("status", "").split("|"):
                 false_rt.append(f"{s['lab']}/{s['file']}: {status}")
         busy = [u for (t, u) in samples if t_first <= t <= t_last]
+        # Where the time went: the mean of each phase over the graded jobs
+        # (the result document's `phases`), to say what bounds throughput.
+        phase_sum, phase_n = {}, 0
+        for s in subs:
+            if s["id"] in done and done[s["id"]][1] == "graded":
+                st, sub = e2e.api(base, "GET", f"/api/submissions/{s['id']}", admin)
+                ph = (((sub or {}).get("result") or {}).get("cugrade") or {}).get("phases") or {}
+                if isinstance(ph, dict) and ph:
+                    phase_n += 1
+                    for k, v in ph.items():
+                        if isinstance(v, (int, float)):
+                            phase_sum[k] = phase_sum.get(k, 0.0) + v
         rows = [
             ("runners on GPU 0", f"{NRUN}"),
             ("submissions (hostile)", f"{BURST} ({nh})"),
@@ -163,6 +175,9 @@ def main():
             ("GPU busy share (util > 0), mean util", f"{(sum(1 for u in busy if u > 0) / len(busy) * 100) if busy else float('nan'):.0f}% / {statistics.mean(busy) if busy else float('nan'):.0f}% (n={len(busy)})"),
             ("false runtime_errors", f"{len(false_rt)}" + (": " + "; ".join(false_rt[:5]) if false_rt else "")),
             ("wall, s", f"{t_last - t_first:.0f}"),
+            ("graded jobs' mean phases, s", ", ".join(f"{k} {v / phase_n:.2f}" for k, v in
+                                                     sorted(phase_sum.items(), key=lambda kv: -kv[1])[:9])
+             + f" (n={phase_n})" if phase_n else "n/a"),
         ]
         w = max(len(a) for a, _ in rows)
         print(f"\ndeadline_bench HOSTILE={HOSTILE:g}%")

@@ -1,0 +1,54 @@
+/*
+ * share.h - a run's time limit counted on its share of the GPU.
+ *
+ * Several jobs' check runs and sanitizers share one GPU, which time-slices
+ * between their contexts. A spinning kernel of one job keeps its slices
+ * full, so an honest job beside it runs several times slower than alone:
+ * on an H100 with 20 hostile submissions in a burst of 200, three correct-
+ * but-buggy matmul submissions ran past their 12 s wall limit and were
+ * charged `timeout` for another job's spin. The share clock counts a run's
+ * time as wall time divided by the number of jobs using the GPU at that
+ * moment (the shared lock's holders, lock.h's users ledger), and ends the
+ * run when that share reaches its limit. Alone on the GPU it is the wall
+ * clock; beside n others a run gets n times the wall time, and a spinner
+ * among them still gets only its limit's worth of the GPU. A wall ceiling
+ * (the lab's run_seconds) bounds it all.
+ */
+#ifndef CUGRADE_SHARE_H
+#define CUGRADE_SHARE_H
+
+#include <pthread.h>
+
+/* A run shared with others may take this many times its limit on the wall
+ * clock (and never more than the lab's run_seconds). */
+#define SHARE_MAX_STRETCH 16.0
+
+struct share_clock {
+    char ledger[4096];   /* the GPU's users ledger */
+    double limit;        /* seconds of GPU share */
+    double used;         /* seconds of share counted so far */
+    double wall;         /* seconds of wall time watched */
+    int peak_users;      /* the most users seen at once */
+    int fired;           /* 1 when the limit was reached */
+    int fds[2];          /* a byte on fds[1] cancels the run (sandbox cancel_fd) */
+    int stop;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+};
+
+/* Pure: the share of dt seconds of wall time when users jobs use the GPU
+ * (at least 1: the run itself). */
+double share_of(double dt, int users);
+
+/* Start counting limit seconds of GPU share against the users in ledger.
+ * Returns 0 and the fd the sandbox polls (sandbox_config.cancel_fd: a byte
+ * there ends the run) in *cancel_fd, or -errno (then run on the wall clock).
+ * The caller calls share_clock_stop exactly once after a 0. */
+int share_clock_start(struct share_clock *c, const char *ledger, double limit, int *cancel_fd);
+
+/* Stop counting and close the fds. Returns 1 when the limit was reached
+ * (the run was cancelled by the clock: a timeout), else 0. */
+int share_clock_stop(struct share_clock *c);
+
+#endif

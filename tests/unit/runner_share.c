@@ -1,0 +1,81 @@
+/*
+ * runner_share.c - unit tests for runner/share.c, the share clock: a run's
+ * time limit counted on its share of the GPU. Alone it is the wall clock;
+ * with four users in the ledger it runs four times as long on the wall
+ * clock before it fires; a run that ends first is not a timeout; the fd it
+ * hands the sandbox gets its byte when the limit is reached. Prints TAP.
+ */
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runner/admit.h"
+#include "runner/share.h"
+
+static int failures;
+
+static void check(int cond, const char *name)
+{
+    printf("%s - %s\n", cond ? "ok" : "not ok", name);
+    if (!cond)
+        failures++;
+}
+
+/* Wait for the clock's cancel byte (at most timeout_ms). 1 when it came. */
+static int cancelled(int fd, int timeout_ms)
+{
+    struct pollfd p = {fd, POLLIN, 0};
+    return poll(&p, 1, timeout_ms) == 1;
+}
+
+int main(void)
+{
+    char dir[] = "/tmp/cugrade-share-XXXXXX", ledger[256];
+    if (!mkdtemp(dir)) {
+        printf("not ok - mkdtemp\n1..1\n");
+        return 1;
+    }
+    snprintf(ledger, sizeof ledger, "%s/gpu-0.active", dir);
+
+    check(share_of(1.0, 4) == 0.25 && share_of(1.0, 1) == 1.0 && share_of(1.0, 0) == 1.0,
+          "share_of: wall time over the users, at least one");
+
+    /* Alone: the wall clock. */
+    struct share_clock c;
+    int fd = -1;
+    check(share_clock_start(&c, ledger, 0.3, &fd) == 0 && fd >= 0, "a clock starts and hands an fd");
+    int got = cancelled(fd, 5000);
+    int fired = share_clock_stop(&c);
+    check(got && fired, "alone, the clock fires: the sandbox's cancel fd gets its byte");
+    check(c.used >= 0.3 && c.wall >= 0.3,
+          "alone, the share is the wall clock (fired after about its limit)");
+
+    /* Four users: this process holds four lines of the ledger. */
+    long long tok[4];
+    int held = 1;
+    for (int i = 0; i < 4; i++)
+        held &= admit_reserve(ledger, ~0ULL, 0, 0, &tok[i], NULL) == 0 && tok[i] != 0;
+    check(held && admit_count(ledger) == 4, "four users in the ledger");
+    check(share_clock_start(&c, ledger, 0.3, &fd) == 0, "a clock beside three other users");
+    got = cancelled(fd, 10000);
+    fired = share_clock_stop(&c);
+    check(got && fired && c.peak_users == 4, "beside them it fires too, having seen 4 users");
+    check(c.wall >= 0.3 * 3, "...but only after about four times its limit on the wall clock");
+
+    /* A run that ends before its share is used up is no timeout. */
+    check(share_clock_start(&c, ledger, 5.0, &fd) == 0, "a clock with a 5 s limit");
+    got = cancelled(fd, 300);
+    fired = share_clock_stop(&c);
+    check(!got && !fired, "stopped after 0.3 s: no cancel byte, not fired");
+
+    for (int i = 0; i < 4; i++)
+        admit_release(ledger, tok[i]);
+    check(admit_count(ledger) == 0, "the users left the ledger");
+    unlink(ledger);
+    rmdir(dir);
+    printf("1..%d\n", 11);
+    return failures ? 1 : 0;
+}
