@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/file.h>
+#include <time.h>
 #include <unistd.h>
 
 /* The GPU lock. Timing needs the GPU to itself (DESIGN step 8); checks and
@@ -19,10 +20,21 @@
  * timing, so a timed kernel never runs beside another job's kernels. With
  * one runner per GPU the lock is always free. Returns an fd to pass to
  * lock_gpu_release, or -1 (then the caller goes on unlocked). */
+static void user_join(const struct grade_env *env, int fd, int timing);
+static long long timing_wait_join(const struct grade_env *env);
+static void timing_wait_done(const struct grade_env *env, long long token);
+static void timing_yield(const struct grade_env *env);
+
 int lock_gpu(const struct grade_env *env, int exclusive)
 {
     char p[PATH_MAX], t[PATH_MAX];
     const char *idx = env->gpu_index ? env->gpu_index : "0";
+    /* Timing runs go in batches: while one waits or runs, no new shared
+     * holder starts (it polls the timing ledger, holding nothing), so the
+     * GPU drains once for all the timing runs waiting, not once for each. */
+    long long waiting = exclusive ? timing_wait_join(env) : 0;
+    if (!exclusive)
+        timing_yield(env);
     snprintf(p, sizeof p, "%s/gpu-%s.lock", env->cache, idx);
     snprintf(t, sizeof t, "%s/gpu-%s.turn", env->cache, idx);
     /* flock() lets new shared holders in while an exclusive one waits, so a
@@ -43,6 +55,9 @@ int lock_gpu(const struct grade_env *env, int exclusive)
             }
     if (tfd >= 0)
         close(tfd);
+    if (exclusive && fd >= 0)
+        user_join(env, fd, 1); /* stays in the timing ledger until released */
+    timing_wait_done(env, waiting);
     return fd;
 }
 
@@ -57,11 +72,52 @@ static struct gpu_user {
     char path[PATH_MAX];
 } users[4];
 
-static void user_join(const struct grade_env *env, int fd)
+static void timing_path(const struct grade_env *env, char *out, size_t len)
+{
+    snprintf(out, len, "%s/gpu-%s.timing", env->cache, env->gpu_index ? env->gpu_index : "0");
+}
+
+/* An exclusive holder-to-be enters the timing ledger before it queues;
+ * returns its token (0: not entered, then it is simply not batched). */
+static long long timing_wait_join(const struct grade_env *env)
+{
+    char path[PATH_MAX];
+    long long tok = 0;
+    timing_path(env, path, sizeof path);
+    if (admit_reserve(path, ~0ULL, 0, 0, &tok, NULL) < 0)
+        tok = 0;
+    return tok;
+}
+
+static void timing_wait_done(const struct grade_env *env, long long token)
+{
+    char path[PATH_MAX];
+    timing_path(env, path, sizeof path);
+    admit_release(path, token);
+}
+
+/* A shared holder-to-be waits while timing runs wait or run (bounded: each
+ * is bounded by its own limit, and none arrives without a finished check). */
+static void timing_yield(const struct grade_env *env)
+{
+    char path[PATH_MAX];
+    timing_path(env, path, sizeof path);
+    while (admit_count(path) > 0) {
+        struct timespec ts = {0, 20000000L}; /* 20 ms */
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* timing 0: a user of the GPU (the users ledger); 1: a timing run's hold
+ * (the timing ledger, so that shared holders keep waiting until it ends). */
+static void user_join(const struct grade_env *env, int fd, int timing)
 {
     for (size_t i = 0; i < sizeof users / sizeof users[0]; i++)
         if (users[i].token == 0) {
-            lock_active_path(env, users[i].path, sizeof users[i].path);
+            if (timing)
+                timing_path(env, users[i].path, sizeof users[i].path);
+            else
+                lock_active_path(env, users[i].path, sizeof users[i].path);
             /* Unbounded capacity: always admitted at once. Without a line
              * the job is simply not counted (its limit is the wall clock). */
             if (admit_reserve(users[i].path, ~0ULL, 0, 0, &users[i].token, NULL) == 0 &&
@@ -89,7 +145,7 @@ int lock_gpu_shared_user(const struct grade_env *env)
 {
     int fd = lock_gpu(env, 0);
     if (fd >= 0)
-        user_join(env, fd);
+        user_join(env, fd, 0);
     return fd;
 }
 
