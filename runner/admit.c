@@ -89,6 +89,13 @@ static int ledger_write(int fd, const struct admit_entry *e, size_t n)
 int admit_reserve(const char *path, unsigned long long capacity_mb, unsigned long long need_mb,
                   double max_wait, long long *token, double *waited)
 {
+    return admit_reserve_jobs(path, capacity_mb, need_mb, 0, max_wait, token, waited);
+}
+
+int admit_reserve_jobs(const char *path, unsigned long long capacity_mb,
+                       unsigned long long need_mb, size_t max_jobs, double max_wait,
+                       long long *token, double *waited)
+{
     static long long counter;
     struct admit_entry e[ADMIT_MAX_ENTRIES + 1];
     double t0 = mono();
@@ -103,7 +110,8 @@ int admit_reserve(const char *path, unsigned long long capacity_mb, unsigned lon
         if (fd < 0)
             return fd;
         size_t n = ledger_read(fd, e);
-        if (n < ADMIT_MAX_ENTRIES && admit_fits(e, n, capacity_mb, need_mb)) {
+        if (n < ADMIT_MAX_ENTRIES && (max_jobs == 0 || n < max_jobs) &&
+            admit_fits(e, n, capacity_mb, need_mb)) {
             long long t = __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
             e[n] = (struct admit_entry){(long)getpid(), t, need_mb};
             int r = ledger_write(fd, e, n + 1);

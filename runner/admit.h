@@ -40,6 +40,13 @@ int admit_fits(const struct admit_entry *e, size_t n, unsigned long long capacit
 int admit_reserve(const char *path, unsigned long long capacity_mb, unsigned long long need_mb,
                   double max_wait, long long *token, double *waited);
 
+/* admit_reserve, and also at most max_jobs live entries at once (0: no
+ * such bound): a GPU time-slices between its contexts, and a check run
+ * that synchronizes often waits a slice of every other context each time. */
+int admit_reserve_jobs(const char *path, unsigned long long capacity_mb,
+                       unsigned long long need_mb, size_t max_jobs, double max_wait,
+                       long long *token, double *waited);
+
 /* Drop this process's reservation token (0: none, a no-op). Returns 0 or
  * -errno. */
 int admit_release(const char *path, long long token);

@@ -276,9 +276,9 @@ static int job_reserve(struct job *j, double max_wait, double *waited)
 {
     assert(!j->admitted);
     lock_admit_path(j->env, j->admit_file, sizeof j->admit_file);
-    int r = admit_reserve(j->admit_file, lock_admit_capacity(&j->rc),
-                          lock_admit_need(&j->lab, job_sanitizers_wanted(j)), max_wait,
-                          &j->admit_token, waited);
+    int r = admit_reserve_jobs(j->admit_file, lock_admit_capacity(&j->rc),
+                               lock_admit_need(&j->lab, job_sanitizers_wanted(j)),
+                               lock_admit_max_jobs(), max_wait, &j->admit_token, waited);
     j->admitted = r == 0;
     return r;
 }

@@ -168,6 +168,13 @@ void lock_admit_path(const struct grade_env *env, char *out, size_t len)
     snprintf(out, len, "%s/gpu-%s.admit", env->cache, env->gpu_index ? env->gpu_index : "0");
 }
 
+size_t lock_admit_max_jobs(void)
+{
+    const char *o = getenv("CUGRADE_GPU_JOBS");
+    long n = o && *o ? strtol(o, NULL, 10) : 0;
+    return n > 0 && n <= 256 ? (size_t)n : 0;
+}
+
 unsigned long long lock_admit_capacity(const struct run_ctx *rc)
 {
     const char *o = getenv("CUGRADE_GPU_MEMORY_MB");
