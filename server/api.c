@@ -1573,6 +1573,26 @@ int api_users_list(struct app *app, const struct auth_user *viewer, json_t **out
     return *out ? 0 : api_internal(e, -ENOMEM);
 }
 
+int api_user_revoke(struct app *app, const struct auth_user *viewer, const char *name,
+                    json_t **out, struct api_error *e)
+{
+    int ntok = 0, nses = 0;
+    if (viewer->role != AUTH_ADMIN)
+        return api_fail(e, 403, "forbidden", "Only admins may revoke tokens.");
+    int rc = auth_token_revoke_all(app->db, name, &ntok, &nses);
+    if (rc == -ENOENT)
+        return api_fail(e, 404, "not_found", "There is no user called '%.64s'.", name);
+    if (rc)
+        return api_internal(e, rc);
+    char detail[64];
+    snprintf(detail, sizeof(detail), "%d tokens, %d sessions", ntok, nses);
+    db_audit(app->db, viewer->id, "token_revoke", name, detail);
+    app_log("every token of %s revoked by %s (%d live, %d sessions ended)", name, viewer->name,
+            ntok, nses);
+    *out = json_pack("{s:s,s:i,s:i}", "user", name, "tokens_revoked", ntok, "sessions_ended", nses);
+    return *out ? 0 : api_internal(e, -ENOMEM);
+}
+
 /* ======================= HTTP handlers ======================= */
 
 static int h_healthz(struct app *app, struct http_request *req)
@@ -1934,6 +1954,18 @@ static int h_admin_users_list(struct app *app, struct http_request *req)
     if (need(app, req, &u, ADMIN))
         return HTTP_DONE;
     if (api_users_list(app, &u, &j, &e))
+        return send_err(req, &e);
+    return send_json(req, 200, j);
+}
+
+static int h_admin_user_revoke(struct app *app, struct http_request *req)
+{
+    struct auth_user u;
+    struct api_error e;
+    json_t *j;
+    if (need(app, req, &u, ADMIN))
+        return HTTP_DONE;
+    if (api_user_revoke(app, &u, http_request_param(req, "name"), &j, &e))
         return send_err(req, &e);
     return send_json(req, 200, j);
 }
@@ -2402,6 +2434,7 @@ const struct route api_routes[] = {
     {HTTP_GET, "/api/submissions/{id}/source", h_source, 0, NULL},
     {HTTP_POST, "/api/admin/users", h_admin_users, 4096 * KiB, "a roster may be at most 4 MiB."},
     {HTTP_GET, "/api/admin/users", h_admin_users_list, 0, NULL},
+    {HTTP_POST, "/api/admin/users/{name}/revoke", h_admin_user_revoke, 4 * KiB, NULL},
     {HTTP_GET, "/api/admin/labs/{lab}/rubric", h_rubric_get, 0, NULL},
     {HTTP_PUT, "/api/admin/labs/{lab}/rubric", h_rubric_put, 256 * KiB,
      "a rubric may be at most 256 KiB."},

@@ -169,6 +169,12 @@ int api_users_add_csv(struct app *app, const struct auth_user *viewer, const cha
 int api_users_list(struct app *app, const struct auth_user *viewer, json_t **out,
                    struct api_error *e);
 
+/* Admin: revoke every token of the user called name and end their web
+ * sessions at once (auth_token_revoke_all); audit-logged. *out is
+ * {"user","tokens_revoked","sessions_ended"}. */
+int api_user_revoke(struct app *app, const struct auth_user *viewer, const char *name,
+                    json_t **out, struct api_error *e);
+
 /* Staff: override a submission's score (reason required); audit-logged. */
 int api_override_add(struct app *app, const struct auth_user *viewer, long long id, double score,
                      const char *reason, struct api_error *e);

@@ -82,7 +82,8 @@ static const char usage_token[] =
     "       cugrade-server token revoke NAME [--db PATH]\n"
     "\n"
     "`token new` prints an additional token for NAME on stdout; `token revoke`\n"
-    "revokes every token of NAME (the running server sees it at once).\n";
+    "revokes every token of NAME and ends their web sessions: a running server\n"
+    "refuses the sessions at once and the tokens within 2 seconds (its token cache).\n";
 
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
@@ -304,10 +305,16 @@ static int do_token(int argc, char **argv, struct opts *o)
             printf("%s\n", token);
         }
     } else {
-        rc = auth_token_revoke_all(db, argv[1]);
+        int ntok = 0, nses = 0;
+        rc = auth_token_revoke_all(db, argv[1], &ntok, &nses);
         if (!rc) {
-            db_audit(db, 0, "token_revoke", argv[1], NULL);
-            fprintf(stderr, "cugrade-server: revoked every token of %s\n", argv[1]);
+            char detail[64];
+            snprintf(detail, sizeof(detail), "%d tokens, %d sessions", ntok, nses);
+            db_audit(db, 0, "token_revoke", argv[1], detail);
+            fprintf(stderr,
+                    "cugrade-server: revoked every token of %s (%d live) and ended their %d web "
+                    "session%s\n",
+                    argv[1], ntok, nses, nses == 1 ? "" : "s");
         }
     }
     db_close(db);

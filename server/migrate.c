@@ -23,6 +23,14 @@ static const struct migrate_step steps[] = {
     {2, "index for the scoreboard (best score per student and lab)",
      "CREATE INDEX IF NOT EXISTS submissions_board ON submissions(lab, user_id,"
      " score, speedup, created_at, max_score, late);"},
+    /* A session lives no longer than the token that started it: the
+     * session check joins the token and its revoked flag. Sessions from
+     * before this step name no token and end here (their users sign in
+     * again once). */
+    {3, "sessions name the token that started them (revoking it ends them)",
+     "ALTER TABLE sessions ADD COLUMN token_id INTEGER REFERENCES tokens(id);"
+     "DELETE FROM sessions WHERE token_id IS NULL;"
+     "CREATE INDEX IF NOT EXISTS sessions_token ON sessions(token_id);"},
 };
 
 int migrate_upgrade(sqlite3 *h, int from, int quiet)

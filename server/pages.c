@@ -603,7 +603,12 @@ static int post_login(struct page *p)
         return page_login(p, "That token is not valid. Check that you copied all of it "
                              "(68 characters, starting with cgs_, cgt_ or cga_); if it still "
                              "fails, ask the course staff for a new one.", 401);
-    if (rc != 0 || auth_session_create(p->app->db, u.id, session, csrf) != 0)
+    if (rc == 0)
+        rc = auth_session_create(p->app->db, u.id, u.token_id, session, csrf);
+    if (rc == -EINVAL) /* revoked after a cached lookup said it was fine */
+        return page_login(p, "That token is not valid (it was revoked); ask the course staff "
+                             "for a new one.", 401);
+    if (rc != 0)
         return page_login(p, "The server could not start a session. Try again in a minute.", 500);
     set_cookie(p->req, AUTH_SESSION_COOKIE, session, (long)AUTH_SESSION_TTL_S);
     set_cookie(p->req, LOGIN_COOKIE, "", 0);
@@ -2566,8 +2571,9 @@ int pages_handle(struct app *app, struct http_request *req)
             goto out;
         }
         rc = get ? redirect(&p, "/login")
-                 : page_login(&p, "Your session ended (sessions last 12 hours). Sign in again, "
-                                  "then send the form again.", 401);
+                 : page_login(&p, "Your session ended (sessions last 12 hours, and end at once "
+                                  "when your token is revoked). Sign in again, then send the "
+                                  "form again.", 401);
         goto out;
     }
     n = path_split(req->path, buf, sizeof(buf), seg, 5);

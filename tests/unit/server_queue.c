@@ -82,6 +82,8 @@ static void test_db_and_auth(void)
     ok(auth_user_add(db, "../bad", AUTH_TA, NULL, tok2) == -EINVAL, "a bad name: -EINVAL");
     ok(auth_user_add(db, "root", AUTH_ADMIN, NULL, tok2) == 0 && strncmp(tok2, "cga_", 4) == 0,
        "admin token: cga_");
+    char tok2_root[AUTH_TOKEN_LEN + 1];
+    memcpy(tok2_root, tok2, sizeof(tok2_root));
     st = db_stmt(db, "SELECT COUNT(*) FROM tokens WHERE hash = ?1");
     sqlite3_bind_text(st, 1, tok, -1, SQLITE_STATIC);
     ok(sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) == 0,
@@ -104,7 +106,8 @@ static void test_db_and_auth(void)
     ok(auth_token_new(db, "alice", tok2) == 0 && auth_token_check(db, tok2, &u) == 0 &&
            auth_token_check(db, tok, &u) == 0,
        "a second token works beside the first");
-    ok(auth_token_revoke_all(db, "alice") == 0 && auth_token_check(db, tok, &u) == -ENOENT &&
+    ok(auth_token_revoke_all(db, "alice", NULL, NULL) == 0 &&
+           auth_token_check(db, tok, &u) == -ENOENT &&
            auth_token_check(db, tok2, &u) == -ENOENT,
        "revoked tokens stop working");
     ok(auth_equal("abc", "abc") && !auth_equal("abc", "abd") && !auth_equal("abc", "abcd"),
@@ -112,8 +115,11 @@ static void test_db_and_auth(void)
 
     char cookie[65], csrf[65];
     struct auth_user root;
-    auth_user_get(db, "root", &root);
-    ok(auth_session_create(db, root.id, cookie, csrf) == 0 && strlen(cookie) == 64 &&
+    ok(auth_token_check(db, tok2_root, &root) == 0 && root.token_id > 0,
+       "a token lookup names the token (token_id %lld)", root.token_id);
+    ok(auth_session_create(db, root.id, 999999, cookie, csrf) == -EINVAL,
+       "no session from a token that does not exist");
+    ok(auth_session_create(db, root.id, root.token_id, cookie, csrf) == 0 && strlen(cookie) == 64 &&
            strlen(csrf) == 64,
        "session created");
     ok(auth_session_check(db, cookie, &u) == 0 && u.id == root.id && u.via_session &&
@@ -121,6 +127,23 @@ static void test_db_and_auth(void)
        "session resolves with its CSRF token");
     ok(auth_session_destroy(db, cookie) == 0 && auth_session_check(db, cookie, &u) == -ENOENT,
        "a destroyed session is gone");
+    char cookie2[65], csrf2[65];
+    int nt = -1, ns = -1;
+    ok(auth_session_create(db, root.id, root.token_id, cookie, csrf) == 0 &&
+           auth_session_create(db, root.id, root.token_id, cookie2, csrf2) == 0 &&
+           auth_session_check(db, cookie, &u) == 0,
+       "two sessions from one token");
+    /* The row alone must end the session, whatever the cache holds: mark the
+     * token revoked behind auth.c's back, as another process would. */
+    st = db_stmt(db, "UPDATE tokens SET revoked = 1 WHERE id = ?1");
+    sqlite3_bind_int64(st, 1, root.token_id);
+    db_step_done(st);
+    ok(auth_session_check(db, cookie, &u) == -ENOENT,
+       "a session ends with its token, even when the sessions row is still there");
+    ok(auth_session_create(db, root.id, root.token_id, cookie, csrf) == -EINVAL,
+       "a revoked token starts no session (even if a cached lookup said it was fine)");
+    ok(auth_token_revoke_all(db, "root", &nt, &ns) == 0 && nt == 0 && ns == 2,
+       "revoke_all deletes the user's sessions (%d tokens, %d sessions)", nt, ns);
     db_close(db);
 }
 
