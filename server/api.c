@@ -1389,27 +1389,46 @@ static int scoreboard_rows(struct app *app, const char *lab, struct sb_row **row
         goto fail;
     }
 
-    /* Names, and only students: staff test submissions stay off the board. */
-    st = db_stmt(app->db, "SELECT name, display_name, pseudonym, show_name, role FROM users"
-                          " WHERE id = ?1");
+    /* Names, and only students: staff test submissions stay off the board.
+     * The pseudonym is the student's one for this lab. */
+    st = db_stmt(app->db, "SELECT u.name, u.display_name, p.pseudonym, u.show_name, u.role"
+                          " FROM users u LEFT JOIN pseudonyms p ON p.user_id = u.id AND p.lab = ?2"
+                          " WHERE u.id = ?1");
     if (!st) {
         rc = -EIO;
         goto fail;
     }
-    size_t k = 0;
+    size_t k = 0, missing = 0;
     for (size_t i = 0; i < *n; i++) {
         struct sb_row *r = &(*rows)[i];
         sqlite3_bind_int64(st, 1, r->user_id);
+        sqlite3_bind_text(st, 2, lab, -1, SQLITE_STATIC);
         if (sqlite3_step(st) == SQLITE_ROW && strcmp(db_col_text(st, 4), "student") == 0) {
             snprintf(r->user, sizeof(r->user), "%s", db_col_text(st, 0));
             snprintf(r->display, sizeof(r->display), "%s", db_col_text(st, 1));
             snprintf(r->pseudonym, sizeof(r->pseudonym), "%s", db_col_text(st, 2));
+            missing += r->pseudonym[0] == '\0';
             r->show_name = sqlite3_column_int(st, 3);
             (*rows)[k++] = *r;
         }
         sqlite3_reset(st);
     }
     *n = k;
+    /* Students new to this lab's board get their pseudonym now, all in one
+     * transaction (one fsync, not one per student, on the event loop). */
+    if (missing) {
+        int own = sqlite3_get_autocommit(db_handle(app->db));
+        rc = own ? db_begin(app->db, 1) : 0;
+        for (size_t i = 0; !rc && i < *n; i++)
+            if (!(*rows)[i].pseudonym[0])
+                rc = auth_pseudonym(app->db, (*rows)[i].user_id, lab, 1, (*rows)[i].pseudonym);
+        if (own && rc)
+            db_rollback(app->db);
+        else if (own)
+            rc = db_commit(app->db);
+        if (rc)
+            goto fail;
+    }
     if (*n > 1) /* qsort(NULL, 0, ...) is undefined: an empty board has no array */
         qsort(*rows, *n, sizeof(**rows), sb_row_cmp);
     free(ov);
@@ -1432,6 +1451,16 @@ static const char *sb_display(const struct sb_row *r, int student_view)
     return student_view && !r->show_name ? r->pseudonym : r->display;
 }
 
+/* The day (UTC) of t, "2026-12-03": what a student's view says of when
+ * a row's submission came, instead of the second (which, with the
+ * submission's id, linked rows across labs and to other pages). */
+static void sb_day(double t, char *buf, size_t len)
+{
+    char iso[40];
+    api_time_iso(t, iso, sizeof(iso));
+    snprintf(buf, len, "%.10s", iso);
+}
+
 static json_t *scoreboard_json(const char *lab, const struct sb_row *rows, size_t n,
                                int student_view)
 {
@@ -1439,13 +1468,22 @@ static json_t *scoreboard_json(const char *lab, const struct sb_row *rows, size_
     for (size_t i = 0; i < n; i++) {
         const struct sb_row *r = &rows[i];
         char at[40];
-        api_time_iso(r->submitted_at, at, sizeof(at));
-        json_array_append_new(
-            arr, json_pack("{s:I,s:s,s:s,s:f,s:f,s:o,s:I,s:s}", "rank", (json_int_t)(i + 1), "user",
-                           sb_name(r, student_view), "display_name", sb_display(r, student_view),
-                           "score", r->score, "max_score", r->max_score, "speedup",
-                           r->has_speedup ? json_real(r->speedup) : json_null(), "submission",
-                           (json_int_t)r->submission, "submitted_at", at));
+        json_t *o = json_pack("{s:I,s:s,s:s,s:f,s:f,s:o}", "rank", (json_int_t)(i + 1), "user",
+                              sb_name(r, student_view), "display_name",
+                              sb_display(r, student_view), "score", r->score, "max_score",
+                              r->max_score, "speedup",
+                              r->has_speedup ? json_real(r->speedup) : json_null());
+        if (!o)
+            break;
+        if (student_view) {
+            sb_day(r->submitted_at, at, sizeof(at));
+            json_object_set_new(o, "submitted_on", json_string(at));
+        } else {
+            api_time_iso(r->submitted_at, at, sizeof(at));
+            json_object_set_new(o, "submission", json_integer(r->submission));
+            json_object_set_new(o, "submitted_at", json_string(at));
+        }
+        json_array_append_new(arr, o);
     }
     return json_pack("{s:s,s:o}", "lab", lab, "rows", arr);
 }
@@ -1475,19 +1513,27 @@ static void csv_cell(struct http_buf *b, const char *s)
 static void scoreboard_csv(struct http_buf *b, const struct sb_row *rows, size_t n,
                            int student_view)
 {
-    http_buf_printf(b,
-                    "rank,user,display_name,score,max_score,speedup,submission,submitted_at\r\n");
+    http_buf_printf(b, student_view
+                           ? "rank,user,display_name,score,max_score,speedup,submitted_on\r\n"
+                           : "rank,user,display_name,score,max_score,speedup,submission,"
+                             "submitted_at\r\n");
     for (size_t i = 0; i < n; i++) {
         const struct sb_row *r = &rows[i];
         char at[40], sp[40] = "";
-        api_time_iso(r->submitted_at, at, sizeof(at));
         if (r->has_speedup)
             snprintf(sp, sizeof(sp), "%g", r->speedup);
         http_buf_printf(b, "%zu,", i + 1);
         csv_cell(b, sb_name(r, student_view));
         http_buf_append(b, ",", 1);
         csv_cell(b, sb_display(r, student_view));
-        http_buf_printf(b, ",%g,%g,%s,%lld,%s\r\n", r->score, r->max_score, sp, r->submission, at);
+        if (student_view) {
+            sb_day(r->submitted_at, at, sizeof(at));
+            http_buf_printf(b, ",%g,%g,%s,%s\r\n", r->score, r->max_score, sp, at);
+        } else {
+            api_time_iso(r->submitted_at, at, sizeof(at));
+            http_buf_printf(b, ",%g,%g,%s,%lld,%s\r\n", r->score, r->max_score, sp,
+                            r->submission, at);
+        }
     }
 }
 
@@ -1541,6 +1587,39 @@ int api_scoreboard(struct app *app, const struct auth_user *viewer, const char *
         return api_internal(e, rc);
     *out = json_loadb(b->data, b->len, 0, NULL);
     return *out ? 0 : api_internal(e, -ENOMEM);
+}
+
+int api_scoreboard_mine(struct app *app, const struct auth_user *viewer, const char *lab,
+                        int *rank, long long *submission)
+{
+    struct app_lab *l = app_lab_find(app, lab);
+    const struct http_buf *b;
+    *rank = 0;
+    *submission = 0;
+    if (!l)
+        return -ENOENT;
+    /* The staff rendering (cached) has names and ids; only the viewer's own
+     * row is read from it. */
+    int rc = scoreboard_render(app, l, 0, &b);
+    if (rc)
+        return rc;
+    json_t *sb = json_loadb(b->data, b->len, 0, NULL), *row;
+    if (!sb)
+        return -ENOMEM;
+    size_t i;
+    rc = -ENOENT;
+    json_array_foreach(json_object_get(sb, "rows"), i, row)
+    {
+        const char *u = json_string_value(json_object_get(row, "user"));
+        if (u && strcmp(u, viewer->name) == 0) {
+            *rank = (int)json_integer_value(json_object_get(row, "rank"));
+            *submission = json_integer_value(json_object_get(row, "submission"));
+            rc = 0;
+            break;
+        }
+    }
+    json_decref(sb);
+    return rc;
 }
 
 int api_scoreboard_csv(struct app *app, const struct auth_user *viewer, const char *lab,
@@ -1970,10 +2049,19 @@ static int h_me(struct app *app, struct http_request *req)
     struct auth_user u;
     if (need(app, req, &u, HUMANS))
         return HTTP_DONE;
+    /* The viewer's pseudonym in each lab where they have one (a student gets
+     * one when they first appear on a lab's scoreboard). */
+    json_t *ps = json_object();
+    for (size_t i = 0; ps && i < app->nlabs; i++) {
+        char p[65];
+        if (auth_pseudonym(app->db, u.id, app->labs[i].lab.name, 0, p) == 0)
+            json_object_set_new(ps, app->labs[i].lab.name, json_string(p));
+    }
     return send_json(req, 200,
-                     json_pack("{s:I,s:s,s:s,s:s,s:s,s:b}", "id", (json_int_t)u.id, "name", u.name,
-                               "role", auth_role_name(u.role), "display_name", u.display_name,
-                               "pseudonym", u.pseudonym, "show_name", u.show_name));
+                     json_pack("{s:I,s:s,s:s,s:s,s:o,s:b}", "id", (json_int_t)u.id, "name",
+                               u.name, "role", auth_role_name(u.role), "display_name",
+                               u.display_name, "pseudonyms", ps ? ps : json_null(), "show_name",
+                               u.show_name));
 }
 
 static int h_me_patch(struct app *app, struct http_request *req)

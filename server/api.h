@@ -141,9 +141,17 @@ int api_submissions_list(struct app *app, const struct auth_user *viewer, const 
                          const char *user, const char *status, int limit, int offset, json_t **out,
                          struct api_error *e);
 
-/* {"lab","rows":[...]} as the viewer may see it (pseudonyms for students). */
+/* {"lab","rows":[...]} as the viewer may see it: for students, per-lab
+ * pseudonyms (unless a student opted in) and the day of the submission,
+ * with no submission ids or times; for staff, names, ids and times. */
 int api_scoreboard(struct app *app, const struct auth_user *viewer, const char *lab, json_t **out,
                    struct api_error *e);
+
+/* The viewer's own row on lab's scoreboard: its rank and submission id
+ * (a student's view of the board carries neither ids nor their name).
+ * 0, -ENOENT when the viewer has no row, -errno. */
+int api_scoreboard_mine(struct app *app, const struct auth_user *viewer, const char *lab,
+                        int *rank, long long *submission);
 
 /* Admin: requeue a submission. */
 int api_regrade(struct app *app, const struct auth_user *viewer, long long id, struct api_error *e);

@@ -175,6 +175,45 @@ int auth_user_add(struct db *db, const char *name, enum auth_role role, const ch
     return 0;
 }
 
+int auth_pseudonym(struct db *db, long long user_id, const char *lab, int create, char out[65])
+{
+    sqlite3_stmt *st =
+        db_stmt(db, "SELECT pseudonym FROM pseudonyms WHERE user_id = ?1 AND lab = ?2");
+    if (!st)
+        return -EIO;
+    sqlite3_bind_int64(st, 1, user_id);
+    sqlite3_bind_text(st, 2, lab, -1, SQLITE_TRANSIENT);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        snprintf(out, 65, "%s", db_col_text(st, 0));
+        sqlite3_reset(st);
+        return 0;
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE)
+        return db_errno(rc);
+    if (!create)
+        return -ENOENT;
+    /* Random, not derived from the user: nothing about the student (nor
+     * their name in another lab) can be computed back from it. */
+    rc = -EEXIST;
+    for (int attempt = 0; attempt < 16 && rc == -EEXIST; attempt++) {
+        st = db_stmt(db, "INSERT INTO pseudonyms(user_id, lab, pseudonym, created_at)"
+                         " VALUES(?1, ?2, ?3, ?4)");
+        if (!st)
+            return -EIO;
+        pseudonym_make(out, 65);
+        sqlite3_bind_int64(st, 1, user_id);
+        sqlite3_bind_text(st, 2, lab, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 3, out, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_double(st, 4, db_now());
+        rc = db_step_done(st); /* -EEXIST: the name is taken in this lab; draw again */
+    }
+    if (rc == -EEXIST && auth_pseudonym(db, user_id, lab, 0, out) == 0)
+        return 0; /* another process gave this student one meanwhile */
+    return rc;
+}
+
 static void user_from_row(sqlite3_stmt *st, struct auth_user *out)
 {
     memset(out, 0, sizeof(*out));

@@ -78,6 +78,13 @@ int auth_token_revoke_all(struct db *db, const char *name, int *tokens, int *ses
 /* Forget cached token lookups (after changing tokens or users). */
 void auth_cache_clear(void);
 
+/* The scoreboard pseudonym of user_id in lab (e.g. "brisk-otter-417"),
+ * into out. Each student has one per lab, drawn at random and unique within
+ * the lab, so rows of two labs cannot be linked by name. When there is none
+ * yet: create=1 draws and stores one (a write; the caller may hold a
+ * transaction), create=0 returns -ENOENT. Returns 0, -ENOENT or -errno. */
+int auth_pseudonym(struct db *db, long long user_id, const char *lab, int create, char out[65]);
+
 /* Look a user up by name or id. 0, -ENOENT, -errno. */
 int auth_user_get(struct db *db, const char *name, struct auth_user *out);
 int auth_user_get_id(struct db *db, long long id, struct auth_user *out);

@@ -31,6 +31,18 @@ static const struct migrate_step steps[] = {
      "ALTER TABLE sessions ADD COLUMN token_id INTEGER REFERENCES tokens(id);"
      "DELETE FROM sessions WHERE token_id IS NULL;"
      "CREATE INDEX IF NOT EXISTS sessions_token ON sessions(token_id);"},
+    /* One pseudonym per student and lab, drawn at random when the student
+     * first appears on that lab's scoreboard: the same name in two labs
+     * linked a student's rows across labs. users.pseudonym stays (staff
+     * pages list it) but is no longer shown to students. */
+    {4, "a pseudonym per student and lab for the scoreboards",
+     "CREATE TABLE IF NOT EXISTS pseudonyms("
+     " user_id INTEGER NOT NULL REFERENCES users(id),"
+     " lab TEXT NOT NULL,"
+     " pseudonym TEXT NOT NULL,"
+     " created_at REAL NOT NULL,"
+     " PRIMARY KEY(user_id, lab),"
+     " UNIQUE(lab, pseudonym));"},
 };
 
 int migrate_upgrade(sqlite3 *h, int from, int quiet)

@@ -40,9 +40,11 @@ def main(t):
     db = sqlite3.connect(s.db)
     cols = [r[1] for r in db.execute("PRAGMA table_info(sessions)")]
     nsess = db.execute("SELECT COUNT(*) FROM sessions").fetchone()[0]
+    pst = db.execute("SELECT name FROM sqlite_master WHERE type='table' AND name='pseudonyms'").fetchone()
     db.close()
     t.ok(ver >= 3 and "token_id" in cols, "version 3: sessions name their token", cols)
     t.eq(nsess, 0, "version 3: the release's session, tied to no token, is ended")
+    t.ok(ver >= 4 and pst is not None, "version 4: the per-lab pseudonyms table exists")
     p = subprocess.run([BINARY, "user", "list", "--db", s.db], capture_output=True, text=True, timeout=30)
     t.ok(p.returncode == 0 and "upgraded" not in p.stderr, "a second start upgrades nothing", p.stderr)
     s.tok = {"admin": tok["admin"], "alice": tok["alice"]}
