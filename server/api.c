@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/statvfs.h>
 
 #include "server/multipart.h"
 #include "server/roster.h"
@@ -64,6 +65,10 @@ static int api_internal(struct api_error *e, int rc)
 {
     if (rc == -EBUSY)
         return api_fail(e, 503, "internal", "The database is busy; try again in a moment.");
+    if (rc == -ENOSPC)
+        return api_fail(e, 503, "internal",
+                        "The server's disk is full, so nothing could be saved; the staff have "
+                        "been alerted by /healthz. Try again later.");
     return api_fail(e, 500, "internal",
                     "Internal error (%s); the staff can see it in the server log.",
                     strerror(rc < 0 ? -rc : rc));
@@ -1951,19 +1956,52 @@ int api_user_revoke(struct app *app, const struct auth_user *viewer, const char 
 
 /* ======================= HTTP handlers ======================= */
 
+int api_disk_free(struct app *app, double *free_mb)
+{
+    char dir[1024];
+    struct statvfs sv;
+    const char *slash = strrchr(app->cfg.db_path, '/');
+    if (!slash)
+        snprintf(dir, sizeof(dir), ".");
+    else
+        snprintf(dir, sizeof(dir), "%.*s", (int)(slash == app->cfg.db_path ? 1 : slash - app->cfg.db_path),
+                 app->cfg.db_path);
+    if (statvfs(dir, &sv) != 0)
+        return -errno;
+    /* f_bavail: what an unprivileged writer may still use (root's reserve
+     * is not ours to count on). */
+    *free_mb = (double)sv.f_bavail * (double)sv.f_frsize / (1024.0 * 1024.0);
+    return 0;
+}
+
+/* /healthz: 200 only when the database answers, no damage was seen (the
+ * start's quick_check passed, and SQLite has met no damaged page since),
+ * and the database's filesystem has at least --min-free-mb free: a full
+ * disk fails every submission and result, so the probe says so first. */
 static int h_healthz(struct app *app, struct http_request *req)
 {
     sqlite3_stmt *st = db_stmt(app->db, "SELECT 1");
-    int ok = st && sqlite3_step(st) == SQLITE_ROW;
+    int db_ok = st && sqlite3_step(st) == SQLITE_ROW;
     if (st)
         sqlite3_reset(st);
-    static const char good[] = "{\"ok\":true,\"db\":\"ok\"}\n";
-    static const char bad[] = "{\"ok\":false,\"db\":\"error\"}\n";
-    if (ok)
-        http_response_body(req, 200, "application/json", good, sizeof(good) - 1);
-    else
+    double free_mb = 0;
+    int disk_rc = api_disk_free(app, &free_mb);
+    const char *disk = disk_rc ? "error" : free_mb < app->cfg.min_free_mb ? "low" : "ok";
+    long damaged = db_corruption_count();
+    int ok = db_ok && damaged == 0 && strcmp(disk, "ok") == 0;
+    json_t *j = json_pack("{s:b,s:s,s:s,s:s,s:o,s:f}", "ok", ok, "db", db_ok ? "ok" : "error",
+                          "integrity", damaged ? "damaged" : "ok", "disk", disk, "free_mb",
+                          disk_rc ? json_null() : json_integer((json_int_t)free_mb),
+                          "min_free_mb", app->cfg.min_free_mb);
+    /* 512, not 512.0, for a whole number of MiB. */
+    if (j && app->cfg.min_free_mb == floor(app->cfg.min_free_mb))
+        json_object_set_new(j, "min_free_mb", json_integer((json_int_t)app->cfg.min_free_mb));
+    if (!j) {
+        static const char bad[] = "{\"ok\":false,\"db\":\"error\"}\n";
         http_response_body(req, 503, "application/json", bad, sizeof(bad) - 1);
-    return HTTP_DONE;
+        return HTTP_DONE;
+    }
+    return send_json(req, ok ? 200 : 503, j);
 }
 
 static int h_metrics(struct app *app, struct http_request *req)
@@ -2036,6 +2074,12 @@ static int h_metrics(struct app *app, struct http_request *req)
                     "# HELP cugrade_http_connections Open HTTP connections.\n"
                     "# TYPE cugrade_http_connections gauge\ncugrade_http_connections %zu\n",
                     app->http ? http_server_conns(app->http) : 0);
+    double free_mb;
+    if (api_disk_free(app, &free_mb) == 0)
+        http_buf_printf(b,
+                        "# HELP cugrade_disk_free_bytes Free space on the database's filesystem.\n"
+                        "# TYPE cugrade_disk_free_bytes gauge\ncugrade_disk_free_bytes %.0f\n",
+                        free_mb * 1024 * 1024);
     http_buf_printf(b,
                     "# HELP cugrade_uptime_seconds Seconds since the server started.\n"
                     "# TYPE cugrade_uptime_seconds gauge\ncugrade_uptime_seconds %.0f\n",

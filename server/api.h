@@ -54,6 +54,7 @@ struct app_config {
     double max_wait_s;       /* cap on a claim's long poll (30) */
     double header_timeout_s; /* request line + headers must arrive within (10); the body 3x */
     double idle_timeout_s;   /* keep-alive connections idle longer are closed (60) */
+    double min_free_mb;      /* /healthz fails below this much free space by the db (512) */
 };
 
 struct app_subcache;
@@ -207,6 +208,10 @@ int api_grades_csv(struct app *app, const struct auth_user *viewer, struct http_
 /* The scoreboard as CSV (rank,user,display_name,...) into out. */
 int api_scoreboard_csv(struct app *app, const struct auth_user *viewer, const char *lab,
                        struct http_buf *out, struct api_error *e);
+
+/* Free space (MiB, for an unprivileged writer) on the filesystem of the
+ * database's directory, into *free_mb. 0 or -errno (statvfs). */
+int api_disk_free(struct app *app, double *free_mb);
 
 /* ---- between app.c and api.c ---- */
 

@@ -356,6 +356,41 @@ static void test_claim_race(void)
        "every one of %d jobs claimed exactly once (%d claims, %d duplicates)", JOBS, total, dup);
 }
 
+/* A damaged page: DB_CHECK refuses the file before anything writes to it,
+ * and a connection that meets the page later counts it (for /healthz). */
+static void test_damage(void)
+{
+    char bad[300];
+    struct db *db;
+    snprintf(bad, sizeof(bad), "%s/damaged.db", dir);
+    ok(db_open(bad, DB_CREATE, &db) == 0 &&
+           db_exec(db, "CREATE TABLE t(x); INSERT INTO t VALUES(1), (2), (3);") == 0,
+       "damage: a database with a table");
+    sqlite3_stmt *st = db_stmt(db, "SELECT rootpage FROM sqlite_master WHERE name = 't'");
+    int root = st && sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0;
+    sqlite3_reset(st);
+    st = db_stmt(db, "PRAGMA page_size");
+    long page = st && sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : 4096;
+    sqlite3_reset(st);
+    db_close(db);
+    FILE *f = fopen(bad, "r+b");
+    unsigned char junk[64];
+    memset(junk, 0xff, sizeof(junk));
+    ok(root > 1 && f && fseek(f, (long)(root - 1) * page, SEEK_SET) == 0 &&
+           fwrite(junk, 1, sizeof(junk), f) == sizeof(junk),
+       "damage: page %d overwritten", root);
+    if (f)
+        fclose(f);
+    ok(db_open(bad, DB_CHECK, &db) == -EBADMSG, "DB_CHECK refuses a damaged file: -EBADMSG");
+    long before = db_corruption_count();
+    ok(db_open(bad, 0, &db) == 0, "without DB_CHECK it opens");
+    int rc = db_exec(db, "SELECT * FROM t");
+    ok(rc == -EBADMSG && db_corruption_count() > before,
+       "reading the damaged page: -EBADMSG, and the damage is counted (%ld)",
+       db_corruption_count());
+    db_close(db);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof(dir), "/tmp/cugrade-unit-XXXXXX");
@@ -367,6 +402,7 @@ int main(void)
     test_db_and_auth();
     test_queue();
     test_claim_race();
+    test_damage();
     char cmd[400];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
     if (system(cmd) != 0)
