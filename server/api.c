@@ -2449,13 +2449,13 @@ static int h_override(struct app *app, struct http_request *req)
         return send_err(req, &e);
     json_t *sc = json_object_get(body, "score");
     const char *reason = json_string_value(json_object_get(body, "reason"));
-    int rc = json_is_number(sc) ? api_override_add(app, &u, id, json_number_value(sc), reason, &e)
+    double score = json_number_value(sc); /* sc dies with body below */
+    int rc = json_is_number(sc) ? api_override_add(app, &u, id, score, reason, &e)
                                 : api_fail(&e, 400, "bad_request", "score: expected a number.");
     json_decref(body);
     if (rc)
         return send_err(req, &e);
-    return send_json(req, 200,
-                     json_pack("{s:I,s:f}", "id", (json_int_t)id, "score", json_number_value(sc)));
+    return send_json(req, 200, json_pack("{s:I,s:f}", "id", (json_int_t)id, "score", score));
 }
 
 static int h_extension(struct app *app, struct http_request *req)

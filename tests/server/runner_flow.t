@@ -231,6 +231,14 @@ def main(t):
     t.ok(p.returncode == 0 and '"http": 200' in p.stdout,
          "tests/tools/fake_runner.py --jobs 1 grades one job", p.stdout + p.stderr)
 
+    # An override answers with the score it stored, and replaces the score.
+    r = s.post("/api/admin/submissions/%d/override" % sid, token="tina_ta",
+               json_body={"score": 95.5, "reason": "regrade request: tolerance"})
+    t.ok(r.status == 200 and (r.json() or {}) == {"id": sid, "score": 95.5},
+         "a TA's override answers {id, score: 95.5}", r.brief())
+    t.eq((s.submission(sid, token="alice_q7") or {}).get("score"), 95.5,
+         "the student sees the overridden score")
+
 
 t = Tap()
 require_binary(t)
