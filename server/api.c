@@ -395,8 +395,8 @@ static int hidden_cases_get(const struct app_lab *l, const json_t *res, double d
     {
         const char *name = json_string_value(json_object_get(t, "name"));
         const char *vis = json_string_value(json_object_get(t, "visibility"));
-        if (name && strncmp(name, "correctness: ", 13) == 0 &&
-            !visible_to_student(vis, due, now) && hidden_add(h, name + 13))
+        if (name && strncmp(name, "correctness: ", 13) == 0 && !visible_to_student(vis, due, now) &&
+            hidden_add(h, name + 13))
             return -ENOMEM;
     }
     return 0;
@@ -420,8 +420,8 @@ static int word_at(const char *t, size_t len, size_t i, size_t n)
 {
     if (i > 0) {
         unsigned char b = (unsigned char)t[i - 1];
-        if (name_char(b) || ((b == '.' || b == '+' || b == '-') && i > 1 &&
-                             name_char((unsigned char)t[i - 2])))
+        if (name_char(b) ||
+            ((b == '.' || b == '+' || b == '-') && i > 1 && name_char((unsigned char)t[i - 2])))
             return 0;
     }
     if (i + n < len) {
@@ -487,8 +487,8 @@ static char *text_scrub(const char *t, const struct hidden_cases *h, const char 
         size_t j = i;
         while (j < len) {
             char c = t[j++];
-            if (c == '\n' || ((c == '.' || c == '!' || c == '?') &&
-                              (j == len || isspace((unsigned char)t[j]))))
+            if (c == '\n' ||
+                ((c == '.' || c == '!' || c == '?') && (j == len || isspace((unsigned char)t[j]))))
                 break;
         }
         while (j < len && t[j] == ' ')
@@ -603,8 +603,8 @@ static json_t *result_filter(struct app *app, const char *lab, long long uid, co
         /* "3 of 8 correctness cases passed" counts the hidden ones too. */
         char counts[96] = "";
         if (shown)
-            snprintf(counts, sizeof(counts), "%zu of %zu visible correctness cases passed.",
-                     passed, shown);
+            snprintf(counts, sizeof(counts), "%zu of %zu visible correctness cases passed.", passed,
+                     shown);
         const char *summary = json_string_value(json_object_get(out, "output"));
         if (summary) {
             char *clean = text_scrub(summary, &h, counts);
@@ -669,8 +669,8 @@ static json_t *submission_json(struct app *app, sqlite3_stmt *st, const struct a
     const char *detail = db_col_text(st, C_DETAIL);
     char *scrubbed = NULL;
     if (viewer->role == AUTH_STUDENT) {
-        scrubbed = detail_filter(app, db_col_text(st, C_LAB), sqlite3_column_int64(st, C_UID),
-                                 detail);
+        scrubbed =
+            detail_filter(app, db_col_text(st, C_LAB), sqlite3_column_int64(st, C_UID), detail);
         detail = scrubbed ? scrubbed : "";
     }
     if (strcmp(status, "queued") == 0) {
@@ -1474,9 +1474,8 @@ static json_t *scoreboard_json(const char *lab, const struct sb_row *rows, size_
         const struct sb_row *r = &rows[i];
         char at[40];
         json_t *o = json_pack("{s:I,s:s,s:s,s:f,s:f,s:o}", "rank", (json_int_t)(i + 1), "user",
-                              sb_name(r, student_view), "display_name",
-                              sb_display(r, student_view), "score", r->score, "max_score",
-                              r->max_score, "speedup",
+                              sb_name(r, student_view), "display_name", sb_display(r, student_view),
+                              "score", r->score, "max_score", r->max_score, "speedup",
                               r->has_speedup ? json_real(r->speedup) : json_null());
         if (!o)
             break;
@@ -1536,8 +1535,8 @@ static void scoreboard_csv(struct http_buf *b, const struct sb_row *rows, size_t
             http_buf_printf(b, ",%g,%g,%s,%s\r\n", r->score, r->max_score, sp, at);
         } else {
             api_time_iso(r->submitted_at, at, sizeof(at));
-            http_buf_printf(b, ",%g,%g,%s,%lld,%s\r\n", r->score, r->max_score, sp,
-                            r->submission, at);
+            http_buf_printf(b, ",%g,%g,%s,%lld,%s\r\n", r->score, r->max_score, sp, r->submission,
+                            at);
         }
     }
 }
@@ -1594,8 +1593,8 @@ int api_scoreboard(struct app *app, const struct auth_user *viewer, const char *
     return *out ? 0 : api_internal(e, -ENOMEM);
 }
 
-int api_scoreboard_mine(struct app *app, const struct auth_user *viewer, const char *lab,
-                        int *rank, long long *submission)
+int api_scoreboard_mine(struct app *app, const struct auth_user *viewer, const char *lab, int *rank,
+                        long long *submission)
 {
     struct app_lab *l = app_lab_find(app, lab);
     const struct http_buf *b;
@@ -1934,8 +1933,8 @@ int api_users_list(struct app *app, const struct auth_user *viewer, json_t **out
     return *out ? 0 : api_internal(e, -ENOMEM);
 }
 
-int api_user_revoke(struct app *app, const struct auth_user *viewer, const char *name,
-                    json_t **out, struct api_error *e)
+int api_user_revoke(struct app *app, const struct auth_user *viewer, const char *name, json_t **out,
+                    struct api_error *e)
 {
     int ntok = 0, nses = 0;
     if (viewer->role != AUTH_ADMIN)
@@ -1964,8 +1963,8 @@ int api_disk_free(struct app *app, double *free_mb)
     if (!slash)
         snprintf(dir, sizeof(dir), ".");
     else
-        snprintf(dir, sizeof(dir), "%.*s", (int)(slash == app->cfg.db_path ? 1 : slash - app->cfg.db_path),
-                 app->cfg.db_path);
+        snprintf(dir, sizeof(dir), "%.*s",
+                 (int)(slash == app->cfg.db_path ? 1 : slash - app->cfg.db_path), app->cfg.db_path);
     if (statvfs(dir, &sv) != 0)
         return -errno;
     /* f_bavail: what an unprivileged writer may still use (root's reserve
@@ -1991,8 +1990,8 @@ static int h_healthz(struct app *app, struct http_request *req)
     int ok = db_ok && damaged == 0 && strcmp(disk, "ok") == 0;
     json_t *j = json_pack("{s:b,s:s,s:s,s:s,s:o,s:f}", "ok", ok, "db", db_ok ? "ok" : "error",
                           "integrity", damaged ? "damaged" : "ok", "disk", disk, "free_mb",
-                          disk_rc ? json_null() : json_integer((json_int_t)free_mb),
-                          "min_free_mb", app->cfg.min_free_mb);
+                          disk_rc ? json_null() : json_integer((json_int_t)free_mb), "min_free_mb",
+                          app->cfg.min_free_mb);
     /* 512, not 512.0, for a whole number of MiB. */
     if (j && app->cfg.min_free_mb == floor(app->cfg.min_free_mb))
         json_object_set_new(j, "min_free_mb", json_integer((json_int_t)app->cfg.min_free_mb));
@@ -2102,10 +2101,9 @@ static int h_me(struct app *app, struct http_request *req)
             json_object_set_new(ps, app->labs[i].lab.name, json_string(p));
     }
     return send_json(req, 200,
-                     json_pack("{s:I,s:s,s:s,s:s,s:o,s:b}", "id", (json_int_t)u.id, "name",
-                               u.name, "role", auth_role_name(u.role), "display_name",
-                               u.display_name, "pseudonyms", ps ? ps : json_null(), "show_name",
-                               u.show_name));
+                     json_pack("{s:I,s:s,s:s,s:s,s:o,s:b}", "id", (json_int_t)u.id, "name", u.name,
+                               "role", auth_role_name(u.role), "display_name", u.display_name,
+                               "pseudonyms", ps ? ps : json_null(), "show_name", u.show_name));
 }
 
 static int h_me_patch(struct app *app, struct http_request *req)

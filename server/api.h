@@ -151,8 +151,8 @@ int api_scoreboard(struct app *app, const struct auth_user *viewer, const char *
 /* The viewer's own row on lab's scoreboard: its rank and submission id
  * (a student's view of the board carries neither ids nor their name).
  * 0, -ENOENT when the viewer has no row, -errno. */
-int api_scoreboard_mine(struct app *app, const struct auth_user *viewer, const char *lab,
-                        int *rank, long long *submission);
+int api_scoreboard_mine(struct app *app, const struct auth_user *viewer, const char *lab, int *rank,
+                        long long *submission);
 
 /* Admin: requeue a submission. */
 int api_regrade(struct app *app, const struct auth_user *viewer, long long id, struct api_error *e);
@@ -181,8 +181,8 @@ int api_users_list(struct app *app, const struct auth_user *viewer, json_t **out
 /* Admin: revoke every token of the user called name and end their web
  * sessions at once (auth_token_revoke_all); audit-logged. *out is
  * {"user","tokens_revoked","sessions_ended"}. */
-int api_user_revoke(struct app *app, const struct auth_user *viewer, const char *name,
-                    json_t **out, struct api_error *e);
+int api_user_revoke(struct app *app, const struct auth_user *viewer, const char *name, json_t **out,
+                    struct api_error *e);
 
 /* Staff: override a submission's score (reason required); audit-logged. */
 int api_override_add(struct app *app, const struct auth_user *viewer, long long id, double score,

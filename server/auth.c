@@ -423,12 +423,11 @@ int auth_session_check(struct db *db, const char *cookie, struct auth_user *out)
         return -ENOENT;
     auth_sha256_hex(cookie, 64, hash);
     /* The join on a live token is what ends a session at revocation. */
-    sqlite3_stmt *st =
-        db_stmt(db, "SELECT u.id, u.name, u.role, u.display_name, u.pseudonym,"
-                    " u.show_name, s.csrf, s.token_id FROM sessions s"
-                    " JOIN users u ON u.id = s.user_id"
-                    " JOIN tokens t ON t.id = s.token_id AND t.user_id = s.user_id"
-                    " WHERE s.hash = ?1 AND s.expires_at > ?2 AND t.revoked = 0");
+    sqlite3_stmt *st = db_stmt(db, "SELECT u.id, u.name, u.role, u.display_name, u.pseudonym,"
+                                   " u.show_name, s.csrf, s.token_id FROM sessions s"
+                                   " JOIN users u ON u.id = s.user_id"
+                                   " JOIN tokens t ON t.id = s.token_id AND t.user_id = s.user_id"
+                                   " WHERE s.hash = ?1 AND s.expires_at > ?2 AND t.revoked = 0");
     if (!st)
         return -EIO;
     sqlite3_bind_text(st, 1, hash, 64, SQLITE_TRANSIENT);

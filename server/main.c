@@ -423,8 +423,8 @@ static int db_dir_check(const char *path)
                 "cugrade-server: the database's folder %s is %s: the server creates %s-wal, "
                 "%s-shm and %s.serve-lock there. Make the folder writable by this user (uid "
                 "%d), or use --db in a writable folder.\n",
-                dir, err == EROFS ? "on a read-only filesystem" : "not writable (read-only)",
-                path, path, path, (int)getuid());
+                dir, err == EROFS ? "on a read-only filesystem" : "not writable (read-only)", path,
+                path, path, (int)getuid());
         return -err;
     }
     return 0;
@@ -529,9 +529,11 @@ static int do_serve(struct opts *o)
 
 int main(int argc, char **argv)
 {
-    struct opts o = {
-        .db = "var/cugrade.db", .listen = "127.0.0.1:8080", .labs = "labs", .rubrics = "rubrics",
-        .min_free_mb = 512};
+    struct opts o = {.db = "var/cugrade.db",
+                     .listen = "127.0.0.1:8080",
+                     .labs = "labs",
+                     .rubrics = "rubrics",
+                     .min_free_mb = 512};
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
         strcmp(argv[1], "help") == 0) {
         fputs(usage_main, argc < 2 ? stderr : stdout);
@@ -564,8 +566,8 @@ int main(int argc, char **argv)
                 strcmp(argv[i], "--labs") == 0 || strcmp(argv[i], "--rubrics") == 0 ||
                 strcmp(argv[i], "--display-name") == 0 || strcmp(argv[i], "--lease-seconds") == 0 ||
                 strcmp(argv[i], "--sweep-seconds") == 0 ||
-                strcmp(argv[i], "--request-timeout") == 0 || strcmp(argv[i], "--idle-timeout") == 0 ||
-                strcmp(argv[i], "--min-free-mb") == 0;
+                strcmp(argv[i], "--request-timeout") == 0 ||
+                strcmp(argv[i], "--idle-timeout") == 0 || strcmp(argv[i], "--min-free-mb") == 0;
             if (takes && i + 1 < argc)
                 args[nargs++] = argv[++i];
         } else if (npos < 8) {

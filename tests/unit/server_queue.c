@@ -107,8 +107,7 @@ static void test_db_and_auth(void)
            auth_token_check(db, tok, &u) == 0,
        "a second token works beside the first");
     ok(auth_token_revoke_all(db, "alice", NULL, NULL) == 0 &&
-           auth_token_check(db, tok, &u) == -ENOENT &&
-           auth_token_check(db, tok2, &u) == -ENOENT,
+           auth_token_check(db, tok, &u) == -ENOENT && auth_token_check(db, tok2, &u) == -ENOENT,
        "revoked tokens stop working");
     ok(auth_equal("abc", "abc") && !auth_equal("abc", "abd") && !auth_equal("abc", "abcd"),
        "constant-time equality");
