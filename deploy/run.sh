@@ -69,11 +69,18 @@ stop() {
 }
 trap stop INT TERM
 
-# Wait until the server answers before the runner starts claiming.
+# Wait until the server answers before the runner starts claiming. A 503
+# (a disk nearly full) is an answer too: say it, and serve anyway.
 host=${LISTEN%:*}
 port=${LISTEN##*:}
 i=0
-while ! curl -fsS "http://$host:$port/healthz" >/dev/null 2>&1; do
+while :; do
+    code=$(curl -sS -o /dev/null -w '%{http_code}' "http://$host:$port/healthz" 2>/dev/null || true)
+    [ "$code" = 200 ] && break
+    if [ "$code" = 503 ]; then
+        echo "cugrade: warning: /healthz says $(curl -sS "http://$host:$port/healthz" 2>/dev/null)" >&2
+        break
+    fi
     i=$((i + 1))
     if [ "$i" -gt 50 ] || ! kill -0 "$server_pid" 2>/dev/null; then
         echo "cugrade: the server did not start" >&2

@@ -4,6 +4,7 @@
  */
 #include "server/api.h"
 
+#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <http_parser.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/statvfs.h>
 
 #include "server/multipart.h"
 #include "server/roster.h"
@@ -63,6 +65,10 @@ static int api_internal(struct api_error *e, int rc)
 {
     if (rc == -EBUSY)
         return api_fail(e, 503, "internal", "The database is busy; try again in a moment.");
+    if (rc == -ENOSPC)
+        return api_fail(e, 503, "internal",
+                        "The server's disk is full, so nothing could be saved; the staff have "
+                        "been alerted by /healthz. Try again later.");
     return api_fail(e, 500, "internal",
                     "Internal error (%s); the staff can see it in the server log.",
                     strerror(rc < 0 ? -rc : rc));
@@ -329,41 +335,310 @@ static int visible_to_student(const char *vis, double due, double now)
     return 0; /* hidden, after_published (no publishing yet) */
 }
 
-/* A copy of result without what the student may not see yet: tests by their
- * visibility, and the cugrade.cases / sanitizer details of hidden cases. */
+/* ---- what a student may not see yet ----
+ *
+ * tests[] and cugrade.cases[] entries of hidden cases are removed, but the
+ * runner's free text names cases too ("Your code broke the GPU context in
+ * case 2^26", "3 of 8 correctness cases passed") and a result is the
+ * runner's document, stored verbatim. So the student's copy is also
+ * scrubbed: every string that names a hidden case goes, and counts in the
+ * summary and the progress detail (which count hidden cases too) are
+ * replaced by the visible ones. Staff see the document as stored. */
+
+/* Names of the correctness cases a student may not see yet. The strings
+ * point into the rubric or the result document they came from, which must
+ * outlive the set. */
+struct hidden_cases {
+    const char **names;
+    size_t n, cap;
+};
+
+static const char hidden_note[] =
+    "(not shown: this is about a case that stays hidden until it becomes visible)";
+
+static int hidden_add(struct hidden_cases *h, const char *name)
+{
+    if (!name || !*name)
+        return 0;
+    for (size_t i = 0; i < h->n; i++)
+        if (strcmp(h->names[i], name) == 0)
+            return 0;
+    if (h->n == h->cap) {
+        size_t cap = h->cap ? 2 * h->cap : 16;
+        const char **p = realloc(h->names, cap * sizeof(*p));
+        if (!p)
+            return -ENOMEM;
+        h->names = p;
+        h->cap = cap;
+    }
+    h->names[h->n++] = name;
+    return 0;
+}
+
+/* The cases of lab that a student whose due date is due may not see now:
+ * the current rubric's lines, and (res may be NULL) every "correctness:
+ * NAME" test that the result itself marks so, since it may have been graded
+ * with another rubric version. 0, or -ENOMEM: the caller must then show
+ * nothing (fail closed). */
+static int hidden_cases_get(const struct app_lab *l, const json_t *res, double due, double now,
+                            struct hidden_cases *h)
+{
+    memset(h, 0, sizeof(*h));
+    for (size_t k = 0; l && l->has_rubric && k < l->rubric.ncorrectness; k++) {
+        const struct rubric_line *rl = &l->rubric.correctness[k];
+        if (!visible_to_student(rl->visibility, due, now) && hidden_add(h, rl->case_name))
+            return -ENOMEM;
+    }
+    size_t i;
+    json_t *t;
+    json_array_foreach(json_object_get(res, "tests"), i, t)
+    {
+        const char *name = json_string_value(json_object_get(t, "name"));
+        const char *vis = json_string_value(json_object_get(t, "visibility"));
+        if (name && strncmp(name, "correctness: ", 13) == 0 && !visible_to_student(vis, due, now) &&
+            hidden_add(h, name + 13))
+            return -ENOMEM;
+    }
+    return 0;
+}
+
+static void hidden_cases_free(struct hidden_cases *h)
+{
+    free(h->names);
+    memset(h, 0, sizeof(*h));
+}
+
+/* Characters that continue a case name or a number: a name must not be
+ * glued to them to count as named ("1000" is not named in "10000" nor in
+ * "1.5", "2^26" not in "2^26+1"). */
+static int name_char(unsigned char c)
+{
+    return isalnum(c) || c == '_' || c == '^';
+}
+
+static int word_at(const char *t, size_t len, size_t i, size_t n)
+{
+    if (i > 0) {
+        unsigned char b = (unsigned char)t[i - 1];
+        if (name_char(b) ||
+            ((b == '.' || b == '+' || b == '-') && i > 1 && name_char((unsigned char)t[i - 2])))
+            return 0;
+    }
+    if (i + n < len) {
+        unsigned char a = (unsigned char)t[i + n];
+        if (name_char(a) || ((a == '.' || a == '+' || a == '-') && i + n + 1 < len &&
+                             name_char((unsigned char)t[i + n + 1])))
+            return 0;
+    }
+    return 1;
+}
+
+/* 1 if the len bytes at t name a hidden case as a word. */
+static int text_names_hidden(const char *t, size_t len, const struct hidden_cases *h)
+{
+    for (size_t k = 0; k < h->n; k++) {
+        size_t n = strlen(h->names[k]);
+        for (const char *p = t; n && (size_t)(t + len - p) >= n;) {
+            p = memmem(p, (size_t)(t + len - p), h->names[k], n);
+            if (!p)
+                break;
+            if (word_at(t, len, (size_t)(p - t), n))
+                return 1;
+            p++;
+        }
+    }
+    return 0;
+}
+
+/* 1 if the len bytes at t hold a count such as "3 of 8" or "3/8". */
+static int text_has_count(const char *t, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        if (!isdigit((unsigned char)t[i]) || (i > 0 && isdigit((unsigned char)t[i - 1])))
+            continue;
+        size_t k = i;
+        while (k < len && isdigit((unsigned char)t[k]))
+            k++;
+        if (k + 4 <= len && memcmp(t + k, " of ", 4) == 0)
+            k += 4;
+        else if (k < len && t[k] == '/')
+            k++;
+        else
+            continue;
+        if (k < len && isdigit((unsigned char)t[k]))
+            return 1;
+    }
+    return 0;
+}
+
+/* t without the sentences a student may not see: a sentence that names a
+ * hidden case is dropped; one that holds a count is replaced by counts the
+ * first time (counts may be "") and dropped after. A sentence ends after
+ * '.', '!' or '?' before white space, or at a newline. Returns a new
+ * string (caller frees), or NULL when out of memory. */
+static char *text_scrub(const char *t, const struct hidden_cases *h, const char *counts)
+{
+    size_t len = strlen(t), clen = strlen(counts), o = 0, i = 0;
+    int replaced = 0;
+    char *out = malloc(len + clen + 2);
+    if (!out)
+        return NULL;
+    while (i < len) {
+        size_t j = i;
+        while (j < len) {
+            char c = t[j++];
+            if (c == '\n' ||
+                ((c == '.' || c == '!' || c == '?') && (j == len || isspace((unsigned char)t[j]))))
+                break;
+        }
+        while (j < len && t[j] == ' ')
+            j++;
+        if (text_has_count(t + i, j - i)) {
+            if (!replaced && clen) {
+                memcpy(out + o, counts, clen);
+                o += clen;
+                out[o++] = ' ';
+            }
+            replaced = 1;
+        } else if (!text_names_hidden(t + i, j - i, h)) {
+            memcpy(out + o, t + i, j - i);
+            o += j - i;
+        }
+        i = j;
+    }
+    while (o > 0 && out[o - 1] == ' ')
+        o--;
+    out[o] = '\0';
+    assert(o <= len + clen + 1);
+    return out;
+}
+
+/* Below v, every string that names a hidden case: one that is only the
+ * name (cugrade.timing.case) becomes null, an element of an array (hints)
+ * is removed, any other is replaced by hidden_note. compile_log is left
+ * alone: the compiler's text about the student's own file, before any case
+ * ran. 0 or -ENOMEM. */
+static int json_scrub(json_t *v, const struct hidden_cases *h)
+{
+    if (json_is_object(v)) {
+        const char *k;
+        json_t *x;
+        void *it;
+        json_object_foreach_safe(v, it, k, x)
+        {
+            if (strcmp(k, "compile_log") == 0)
+                continue;
+            if (!json_is_string(x)) {
+                if (json_scrub(x, h))
+                    return -ENOMEM;
+                continue;
+            }
+            const char *str = json_string_value(x);
+            size_t n = json_string_length(x);
+            if (!text_names_hidden(str, n, h))
+                continue;
+            int whole = 0;
+            for (size_t i = 0; i < h->n; i++)
+                whole |= strcmp(str, h->names[i]) == 0;
+            if (json_object_set_new(v, k, whole ? json_null() : json_string(hidden_note)))
+                return -ENOMEM;
+        }
+    } else if (json_is_array(v)) {
+        for (size_t i = json_array_size(v); i-- > 0;) {
+            json_t *x = json_array_get(v, i);
+            if (json_is_string(x)) {
+                if (text_names_hidden(json_string_value(x), json_string_length(x), h))
+                    json_array_remove(v, i);
+            } else if (json_scrub(x, h)) {
+                return -ENOMEM;
+            }
+        }
+    }
+    return 0;
+}
+
+/* A copy of result as the student uid may see it now (see above). Returns
+ * a new reference, or NULL (out of memory: the caller shows no result). */
 static json_t *result_filter(struct app *app, const char *lab, long long uid, const json_t *res)
 {
     struct app_lab *l = app_lab_find(app, lab);
+    struct hidden_cases h = {0};
     double due = 0, hard = 0, now = db_now();
     if (l)
         api_deadlines(app, l, uid, &due, &hard);
     json_t *out = json_deep_copy(res);
-    if (!out)
+    if (!out || hidden_cases_get(l, res, due, now, &h)) {
+        json_decref(out);
+        hidden_cases_free(&h);
         return NULL;
+    }
     json_t *tests = json_object_get(out, "tests");
+    size_t shown = 0, passed = 0;
     if (json_is_array(tests)) {
         for (size_t i = json_array_size(tests); i-- > 0;) {
             json_t *t = json_array_get(tests, i);
             const char *vis = json_string_value(json_object_get(t, "visibility"));
-            if (!visible_to_student(vis, due, now))
+            const char *name = json_string_value(json_object_get(t, "name"));
+            if (!visible_to_student(vis, due, now)) {
                 json_array_remove(tests, i);
-        }
-    }
-    json_t *cg = json_object_get(out, "cugrade");
-    json_t *cases = cg ? json_object_get(cg, "cases") : NULL;
-    if (l && l->has_rubric && json_is_array(cases)) {
-        for (size_t i = json_array_size(cases); i-- > 0;) {
-            const char *name = json_string_value(json_object_get(json_array_get(cases, i), "name"));
-            for (size_t k = 0; name && k < l->rubric.ncorrectness; k++) {
-                const struct rubric_line *rl = &l->rubric.correctness[k];
-                if (strcmp(rl->case_name, name) == 0 &&
-                    !visible_to_student(rl->visibility, due, now)) {
-                    json_array_remove(cases, i);
-                    break;
-                }
+            } else if (name && strncmp(name, "correctness: ", 13) == 0) {
+                shown++;
+                passed += json_is_string(json_object_get(t, "status")) &&
+                          strcmp(json_string_value(json_object_get(t, "status")), "passed") == 0;
             }
         }
     }
+    json_t *cases = json_object_get(json_object_get(out, "cugrade"), "cases");
+    for (size_t i = json_array_size(cases); i-- > 0;) {
+        const char *name = json_string_value(json_object_get(json_array_get(cases, i), "name"));
+        for (size_t k = 0; name && k < h.n; k++) {
+            if (strcmp(h.names[k], name) == 0) {
+                json_array_remove(cases, i);
+                break;
+            }
+        }
+    }
+    int rc = 0;
+    if (h.n > 0) {
+        /* "3 of 8 correctness cases passed" counts the hidden ones too. */
+        char counts[96] = "";
+        if (shown)
+            snprintf(counts, sizeof(counts), "%zu of %zu visible correctness cases passed.", passed,
+                     shown);
+        const char *summary = json_string_value(json_object_get(out, "output"));
+        if (summary) {
+            char *clean = text_scrub(summary, &h, counts);
+            rc = !clean || json_object_set_new(out, "output", json_string(clean));
+            free(clean);
+        }
+        if (!rc)
+            rc = json_scrub(out, &h);
+    }
+    hidden_cases_free(&h);
+    if (rc) {
+        json_decref(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* The progress detail as the student uid may see it: while a lab has
+ * hidden cases, "checking 3/8" counts them and "timing 2^26" may name one.
+ * Returns a new string (caller frees) or NULL when out of memory. */
+static char *detail_filter(struct app *app, const char *lab, long long uid, const char *detail)
+{
+    struct app_lab *l = app_lab_find(app, lab);
+    struct hidden_cases h;
+    double due = 0, hard = 0;
+    if (!*detail || !l)
+        return strdup(detail);
+    api_deadlines(app, l, uid, &due, &hard);
+    if (hidden_cases_get(l, NULL, due, db_now(), &h)) {
+        hidden_cases_free(&h);
+        return NULL;
+    }
+    char *out = h.n ? text_scrub(detail, &h, "") : strdup(detail);
+    hidden_cases_free(&h);
     return out;
 }
 
@@ -392,6 +667,12 @@ static json_t *submission_json(struct app *app, sqlite3_stmt *st, const struct a
                                                                        : col_number(st, C_SCORE);
     json_t *qpos = json_null(), *eta = json_null();
     const char *detail = db_col_text(st, C_DETAIL);
+    char *scrubbed = NULL;
+    if (viewer->role == AUTH_STUDENT) {
+        scrubbed =
+            detail_filter(app, db_col_text(st, C_LAB), sqlite3_column_int64(st, C_UID), detail);
+        detail = scrubbed ? scrubbed : "";
+    }
     if (strcmp(status, "queued") == 0) {
         long long pos = queue_position(app->queue, id);
         double rate = queue_rate(app->queue);
@@ -419,6 +700,7 @@ static json_t *submission_json(struct app *app, sqlite3_stmt *st, const struct a
         "overridden", sqlite3_column_type(st, C_OVERRIDE) != SQLITE_NULL, "speedup",
         col_number(st, C_SPEEDUP), "graded_at", json_time(sqlite3_column_double(st, C_GRADED)),
         "max_attempts", sqlite3_column_int(st, C_MAX_ATTEMPTS));
+    free(scrubbed);
     if (!o)
         return NULL;
     if (sqlite3_column_int(st, C_LATE)) {
@@ -1139,27 +1421,46 @@ static int scoreboard_rows(struct app *app, const char *lab, struct sb_row **row
         goto fail;
     }
 
-    /* Names, and only students: staff test submissions stay off the board. */
-    st = db_stmt(app->db, "SELECT name, display_name, pseudonym, show_name, role FROM users"
-                          " WHERE id = ?1");
+    /* Names, and only students: staff test submissions stay off the board.
+     * The pseudonym is the student's one for this lab. */
+    st = db_stmt(app->db, "SELECT u.name, u.display_name, p.pseudonym, u.show_name, u.role"
+                          " FROM users u LEFT JOIN pseudonyms p ON p.user_id = u.id AND p.lab = ?2"
+                          " WHERE u.id = ?1");
     if (!st) {
         rc = -EIO;
         goto fail;
     }
-    size_t k = 0;
+    size_t k = 0, missing = 0;
     for (size_t i = 0; i < *n; i++) {
         struct sb_row *r = &(*rows)[i];
         sqlite3_bind_int64(st, 1, r->user_id);
+        sqlite3_bind_text(st, 2, lab, -1, SQLITE_STATIC);
         if (sqlite3_step(st) == SQLITE_ROW && strcmp(db_col_text(st, 4), "student") == 0) {
             snprintf(r->user, sizeof(r->user), "%s", db_col_text(st, 0));
             snprintf(r->display, sizeof(r->display), "%s", db_col_text(st, 1));
             snprintf(r->pseudonym, sizeof(r->pseudonym), "%s", db_col_text(st, 2));
+            missing += r->pseudonym[0] == '\0';
             r->show_name = sqlite3_column_int(st, 3);
             (*rows)[k++] = *r;
         }
         sqlite3_reset(st);
     }
     *n = k;
+    /* Students new to this lab's board get their pseudonym now, all in one
+     * transaction (one fsync, not one per student, on the event loop). */
+    if (missing) {
+        int own = sqlite3_get_autocommit(db_handle(app->db));
+        rc = own ? db_begin(app->db, 1) : 0;
+        for (size_t i = 0; !rc && i < *n; i++)
+            if (!(*rows)[i].pseudonym[0])
+                rc = auth_pseudonym(app->db, (*rows)[i].user_id, lab, 1, (*rows)[i].pseudonym);
+        if (own && rc)
+            db_rollback(app->db);
+        else if (own)
+            rc = db_commit(app->db);
+        if (rc)
+            goto fail;
+    }
     if (*n > 1) /* qsort(NULL, 0, ...) is undefined: an empty board has no array */
         qsort(*rows, *n, sizeof(**rows), sb_row_cmp);
     free(ov);
@@ -1182,6 +1483,16 @@ static const char *sb_display(const struct sb_row *r, int student_view)
     return student_view && !r->show_name ? r->pseudonym : r->display;
 }
 
+/* The day (UTC) of t, "2026-12-03": what a student's view says of when
+ * a row's submission came, instead of the second (which, with the
+ * submission's id, linked rows across labs and to other pages). */
+static void sb_day(double t, char *buf, size_t len)
+{
+    char iso[40];
+    api_time_iso(t, iso, sizeof(iso));
+    snprintf(buf, len, "%.10s", iso);
+}
+
 static json_t *scoreboard_json(const char *lab, const struct sb_row *rows, size_t n,
                                int student_view)
 {
@@ -1189,13 +1500,21 @@ static json_t *scoreboard_json(const char *lab, const struct sb_row *rows, size_
     for (size_t i = 0; i < n; i++) {
         const struct sb_row *r = &rows[i];
         char at[40];
-        api_time_iso(r->submitted_at, at, sizeof(at));
-        json_array_append_new(
-            arr, json_pack("{s:I,s:s,s:s,s:f,s:f,s:o,s:I,s:s}", "rank", (json_int_t)(i + 1), "user",
-                           sb_name(r, student_view), "display_name", sb_display(r, student_view),
-                           "score", r->score, "max_score", r->max_score, "speedup",
-                           r->has_speedup ? json_real(r->speedup) : json_null(), "submission",
-                           (json_int_t)r->submission, "submitted_at", at));
+        json_t *o = json_pack("{s:I,s:s,s:s,s:f,s:f,s:o}", "rank", (json_int_t)(i + 1), "user",
+                              sb_name(r, student_view), "display_name", sb_display(r, student_view),
+                              "score", r->score, "max_score", r->max_score, "speedup",
+                              r->has_speedup ? json_real(r->speedup) : json_null());
+        if (!o)
+            break;
+        if (student_view) {
+            sb_day(r->submitted_at, at, sizeof(at));
+            json_object_set_new(o, "submitted_on", json_string(at));
+        } else {
+            api_time_iso(r->submitted_at, at, sizeof(at));
+            json_object_set_new(o, "submission", json_integer(r->submission));
+            json_object_set_new(o, "submitted_at", json_string(at));
+        }
+        json_array_append_new(arr, o);
     }
     return json_pack("{s:s,s:o}", "lab", lab, "rows", arr);
 }
@@ -1225,19 +1544,27 @@ static void csv_cell(struct http_buf *b, const char *s)
 static void scoreboard_csv(struct http_buf *b, const struct sb_row *rows, size_t n,
                            int student_view)
 {
-    http_buf_printf(b,
-                    "rank,user,display_name,score,max_score,speedup,submission,submitted_at\r\n");
+    http_buf_printf(b, student_view
+                           ? "rank,user,display_name,score,max_score,speedup,submitted_on\r\n"
+                           : "rank,user,display_name,score,max_score,speedup,submission,"
+                             "submitted_at\r\n");
     for (size_t i = 0; i < n; i++) {
         const struct sb_row *r = &rows[i];
         char at[40], sp[40] = "";
-        api_time_iso(r->submitted_at, at, sizeof(at));
         if (r->has_speedup)
             snprintf(sp, sizeof(sp), "%g", r->speedup);
         http_buf_printf(b, "%zu,", i + 1);
         csv_cell(b, sb_name(r, student_view));
         http_buf_append(b, ",", 1);
         csv_cell(b, sb_display(r, student_view));
-        http_buf_printf(b, ",%g,%g,%s,%lld,%s\r\n", r->score, r->max_score, sp, r->submission, at);
+        if (student_view) {
+            sb_day(r->submitted_at, at, sizeof(at));
+            http_buf_printf(b, ",%g,%g,%s,%s\r\n", r->score, r->max_score, sp, at);
+        } else {
+            api_time_iso(r->submitted_at, at, sizeof(at));
+            http_buf_printf(b, ",%g,%g,%s,%lld,%s\r\n", r->score, r->max_score, sp, r->submission,
+                            at);
+        }
     }
 }
 
@@ -1291,6 +1618,39 @@ int api_scoreboard(struct app *app, const struct auth_user *viewer, const char *
         return api_internal(e, rc);
     *out = json_loadb(b->data, b->len, 0, NULL);
     return *out ? 0 : api_internal(e, -ENOMEM);
+}
+
+int api_scoreboard_mine(struct app *app, const struct auth_user *viewer, const char *lab, int *rank,
+                        long long *submission)
+{
+    struct app_lab *l = app_lab_find(app, lab);
+    const struct http_buf *b;
+    *rank = 0;
+    *submission = 0;
+    if (!l)
+        return -ENOENT;
+    /* The staff rendering (cached) has names and ids; only the viewer's own
+     * row is read from it. */
+    int rc = scoreboard_render(app, l, 0, &b);
+    if (rc)
+        return rc;
+    json_t *sb = json_loadb(b->data, b->len, 0, NULL), *row;
+    if (!sb)
+        return -ENOMEM;
+    size_t i;
+    rc = -ENOENT;
+    json_array_foreach(json_object_get(sb, "rows"), i, row)
+    {
+        const char *u = json_string_value(json_object_get(row, "user"));
+        if (u && strcmp(u, viewer->name) == 0) {
+            *rank = (int)json_integer_value(json_object_get(row, "rank"));
+            *submission = json_integer_value(json_object_get(row, "submission"));
+            rc = 0;
+            break;
+        }
+    }
+    json_decref(sb);
+    return rc;
 }
 
 int api_scoreboard_csv(struct app *app, const struct auth_user *viewer, const char *lab,
@@ -1600,21 +1960,74 @@ int api_users_list(struct app *app, const struct auth_user *viewer, json_t **out
     return *out ? 0 : api_internal(e, -ENOMEM);
 }
 
+int api_user_revoke(struct app *app, const struct auth_user *viewer, const char *name, json_t **out,
+                    struct api_error *e)
+{
+    int ntok = 0, nses = 0;
+    if (viewer->role != AUTH_ADMIN)
+        return api_fail(e, 403, "forbidden", "Only admins may revoke tokens.");
+    int rc = auth_token_revoke_all(app->db, name, &ntok, &nses);
+    if (rc == -ENOENT)
+        return api_fail(e, 404, "not_found", "There is no user called '%.64s'.", name);
+    if (rc)
+        return api_internal(e, rc);
+    char detail[64];
+    snprintf(detail, sizeof(detail), "%d tokens, %d sessions", ntok, nses);
+    db_audit(app->db, viewer->id, "token_revoke", name, detail);
+    app_log("every token of %s revoked by %s (%d live, %d sessions ended)", name, viewer->name,
+            ntok, nses);
+    *out = json_pack("{s:s,s:i,s:i}", "user", name, "tokens_revoked", ntok, "sessions_ended", nses);
+    return *out ? 0 : api_internal(e, -ENOMEM);
+}
+
 /* ======================= HTTP handlers ======================= */
 
+int api_disk_free(struct app *app, double *free_mb)
+{
+    char dir[1024];
+    struct statvfs sv;
+    const char *slash = strrchr(app->cfg.db_path, '/');
+    if (!slash)
+        snprintf(dir, sizeof(dir), ".");
+    else
+        snprintf(dir, sizeof(dir), "%.*s",
+                 (int)(slash == app->cfg.db_path ? 1 : slash - app->cfg.db_path), app->cfg.db_path);
+    if (statvfs(dir, &sv) != 0)
+        return -errno;
+    /* f_bavail: what an unprivileged writer may still use (root's reserve
+     * is not ours to count on). */
+    *free_mb = (double)sv.f_bavail * (double)sv.f_frsize / (1024.0 * 1024.0);
+    return 0;
+}
+
+/* /healthz: 200 only when the database answers, no damage was seen (the
+ * start's quick_check passed, and SQLite has met no damaged page since),
+ * and the database's filesystem has at least --min-free-mb free: a full
+ * disk fails every submission and result, so the probe says so first. */
 static int h_healthz(struct app *app, struct http_request *req)
 {
     sqlite3_stmt *st = db_stmt(app->db, "SELECT 1");
-    int ok = st && sqlite3_step(st) == SQLITE_ROW;
+    int db_ok = st && sqlite3_step(st) == SQLITE_ROW;
     if (st)
         sqlite3_reset(st);
-    static const char good[] = "{\"ok\":true,\"db\":\"ok\"}\n";
-    static const char bad[] = "{\"ok\":false,\"db\":\"error\"}\n";
-    if (ok)
-        http_response_body(req, 200, "application/json", good, sizeof(good) - 1);
-    else
+    double free_mb = 0;
+    int disk_rc = api_disk_free(app, &free_mb);
+    const char *disk = disk_rc ? "error" : free_mb < app->cfg.min_free_mb ? "low" : "ok";
+    long damaged = db_corruption_count();
+    int ok = db_ok && damaged == 0 && strcmp(disk, "ok") == 0;
+    json_t *j = json_pack("{s:b,s:s,s:s,s:s,s:o,s:f}", "ok", ok, "db", db_ok ? "ok" : "error",
+                          "integrity", damaged ? "damaged" : "ok", "disk", disk, "free_mb",
+                          disk_rc ? json_null() : json_integer((json_int_t)free_mb), "min_free_mb",
+                          app->cfg.min_free_mb);
+    /* 512, not 512.0, for a whole number of MiB. */
+    if (j && app->cfg.min_free_mb == floor(app->cfg.min_free_mb))
+        json_object_set_new(j, "min_free_mb", json_integer((json_int_t)app->cfg.min_free_mb));
+    if (!j) {
+        static const char bad[] = "{\"ok\":false,\"db\":\"error\"}\n";
         http_response_body(req, 503, "application/json", bad, sizeof(bad) - 1);
-    return HTTP_DONE;
+        return HTTP_DONE;
+    }
+    return send_json(req, ok ? 200 : 503, j);
 }
 
 static int h_metrics(struct app *app, struct http_request *req)
@@ -1688,6 +2101,12 @@ static int h_metrics(struct app *app, struct http_request *req)
                     "# HELP cugrade_http_connections Open HTTP connections.\n"
                     "# TYPE cugrade_http_connections gauge\ncugrade_http_connections %zu\n",
                     app->http ? http_server_conns(app->http) : 0);
+    double free_mb;
+    if (api_disk_free(app, &free_mb) == 0)
+        http_buf_printf(b,
+                        "# HELP cugrade_disk_free_bytes Free space on the database's filesystem.\n"
+                        "# TYPE cugrade_disk_free_bytes gauge\ncugrade_disk_free_bytes %.0f\n",
+                        free_mb * 1024 * 1024);
     http_buf_printf(b,
                     "# HELP cugrade_uptime_seconds Seconds since the server started.\n"
                     "# TYPE cugrade_uptime_seconds gauge\ncugrade_uptime_seconds %.0f\n",
@@ -1701,10 +2120,18 @@ static int h_me(struct app *app, struct http_request *req)
     struct auth_user u;
     if (need(app, req, &u, HUMANS))
         return HTTP_DONE;
+    /* The viewer's pseudonym in each lab where they have one (a student gets
+     * one when they first appear on a lab's scoreboard). */
+    json_t *ps = json_object();
+    for (size_t i = 0; ps && i < app->nlabs; i++) {
+        char p[65];
+        if (auth_pseudonym(app->db, u.id, app->labs[i].lab.name, 0, p) == 0)
+            json_object_set_new(ps, app->labs[i].lab.name, json_string(p));
+    }
     return send_json(req, 200,
-                     json_pack("{s:I,s:s,s:s,s:s,s:s,s:b}", "id", (json_int_t)u.id, "name", u.name,
+                     json_pack("{s:I,s:s,s:s,s:s,s:o,s:b}", "id", (json_int_t)u.id, "name", u.name,
                                "role", auth_role_name(u.role), "display_name", u.display_name,
-                               "pseudonym", u.pseudonym, "show_name", u.show_name));
+                               "pseudonyms", ps ? ps : json_null(), "show_name", u.show_name));
 }
 
 static int h_me_patch(struct app *app, struct http_request *req)
@@ -1966,6 +2393,18 @@ static int h_admin_users_list(struct app *app, struct http_request *req)
     return send_json(req, 200, j);
 }
 
+static int h_admin_user_revoke(struct app *app, struct http_request *req)
+{
+    struct auth_user u;
+    struct api_error e;
+    json_t *j;
+    if (need(app, req, &u, ADMIN))
+        return HTTP_DONE;
+    if (api_user_revoke(app, &u, http_request_param(req, "name"), &j, &e))
+        return send_err(req, &e);
+    return send_json(req, 200, j);
+}
+
 static int h_rubric_get(struct app *app, struct http_request *req)
 {
     struct auth_user u;
@@ -2036,13 +2475,13 @@ static int h_override(struct app *app, struct http_request *req)
         return send_err(req, &e);
     json_t *sc = json_object_get(body, "score");
     const char *reason = json_string_value(json_object_get(body, "reason"));
-    int rc = json_is_number(sc) ? api_override_add(app, &u, id, json_number_value(sc), reason, &e)
+    double score = json_number_value(sc); /* sc dies with body below */
+    int rc = json_is_number(sc) ? api_override_add(app, &u, id, score, reason, &e)
                                 : api_fail(&e, 400, "bad_request", "score: expected a number.");
     json_decref(body);
     if (rc)
         return send_err(req, &e);
-    return send_json(req, 200,
-                     json_pack("{s:I,s:f}", "id", (json_int_t)id, "score", json_number_value(sc)));
+    return send_json(req, 200, json_pack("{s:I,s:f}", "id", (json_int_t)id, "score", score));
 }
 
 static int h_extension(struct app *app, struct http_request *req)
@@ -2430,6 +2869,7 @@ const struct route api_routes[] = {
     {HTTP_GET, "/api/submissions/{id}/source", h_source, 0, NULL},
     {HTTP_POST, "/api/admin/users", h_admin_users, 4096 * KiB, "a roster may be at most 4 MiB."},
     {HTTP_GET, "/api/admin/users", h_admin_users_list, 0, NULL},
+    {HTTP_POST, "/api/admin/users/{name}/revoke", h_admin_user_revoke, 4 * KiB, NULL},
     {HTTP_GET, "/api/admin/labs/{lab}/rubric", h_rubric_get, 0, NULL},
     {HTTP_PUT, "/api/admin/labs/{lab}/rubric", h_rubric_put, 256 * KiB,
      "a rubric may be at most 256 KiB."},

@@ -58,6 +58,7 @@ struct app_config {
     double max_wait_s;       /* cap on a claim's long poll (30) */
     double header_timeout_s; /* request line + headers must arrive within (10); the body 3x */
     double idle_timeout_s;   /* keep-alive connections idle longer are closed (60) */
+    double min_free_mb;      /* /healthz fails below this much free space by the db (512) */
 };
 
 struct app_subcache;
@@ -145,9 +146,17 @@ int api_submissions_list(struct app *app, const struct auth_user *viewer, const 
                          const char *user, const char *status, int limit, int offset, json_t **out,
                          struct api_error *e);
 
-/* {"lab","rows":[...]} as the viewer may see it (pseudonyms for students). */
+/* {"lab","rows":[...]} as the viewer may see it: for students, per-lab
+ * pseudonyms (unless a student opted in) and the day of the submission,
+ * with no submission ids or times; for staff, names, ids and times. */
 int api_scoreboard(struct app *app, const struct auth_user *viewer, const char *lab, json_t **out,
                    struct api_error *e);
+
+/* The viewer's own row on lab's scoreboard: its rank and submission id
+ * (a student's view of the board carries neither ids nor their name).
+ * 0, -ENOENT when the viewer has no row, -errno. */
+int api_scoreboard_mine(struct app *app, const struct auth_user *viewer, const char *lab, int *rank,
+                        long long *submission);
 
 /* Admin: requeue a submission. */
 int api_regrade(struct app *app, const struct auth_user *viewer, long long id, struct api_error *e);
@@ -173,6 +182,12 @@ int api_users_add_csv(struct app *app, const struct auth_user *viewer, const cha
 int api_users_list(struct app *app, const struct auth_user *viewer, json_t **out,
                    struct api_error *e);
 
+/* Admin: revoke every token of the user called name and end their web
+ * sessions at once (auth_token_revoke_all); audit-logged. *out is
+ * {"user","tokens_revoked","sessions_ended"}. */
+int api_user_revoke(struct app *app, const struct auth_user *viewer, const char *name, json_t **out,
+                    struct api_error *e);
+
 /* Staff: override a submission's score (reason required); audit-logged. */
 int api_override_add(struct app *app, const struct auth_user *viewer, long long id, double score,
                      const char *reason, struct api_error *e);
@@ -197,6 +212,10 @@ int api_grades_csv(struct app *app, const struct auth_user *viewer, struct http_
 /* The scoreboard as CSV (rank,user,display_name,...) into out. */
 int api_scoreboard_csv(struct app *app, const struct auth_user *viewer, const char *lab,
                        struct http_buf *out, struct api_error *e);
+
+/* Free space (MiB, for an unprivileged writer) on the filesystem of the
+ * database's directory, into *free_mb. 0 or -errno (statvfs). */
+int api_disk_free(struct app *app, double *free_mb);
 
 /* ---- between app.c and api.c ---- */
 

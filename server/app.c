@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "server/pages.h"
 
@@ -223,8 +224,30 @@ int app_open(struct app *app, uv_loop_t *loop, const struct app_config *cfg, cha
         app->cfg.header_timeout_s = 10;
     if (app->cfg.idle_timeout_s <= 0)
         app->cfg.idle_timeout_s = 60;
+    if (app->cfg.min_free_mb < 0)
+        app->cfg.min_free_mb = 0;
     app->started_at = db_now();
-    rc = db_open(cfg->db_path, 0, &app->db);
+    rc = db_open(cfg->db_path, DB_CHECK, &app->db);
+    if (rc == -EBADMSG) {
+        /* Refuse to start rather than serve: every write would go into a
+         * damaged file and could spread the damage; reads would be wrong in
+         * ways nobody sees. The pages at fault are in the lines above. */
+        snprintf(err, errlen,
+                 "%s is damaged (PRAGMA quick_check failed, see above): not serving it, so that "
+                 "nothing is written into it. Stop here, keep a copy of the file, and restore "
+                 "the last backup (docs/deploy.md, \"Backups and restore\") or recover what "
+                 "can be read with `sqlite3 %s .recover`.",
+                 cfg->db_path, cfg->db_path);
+        return rc;
+    }
+    if (rc == -EROFS) {
+        snprintf(err, errlen,
+                 "%s can only be opened read-only (its mode, its owner, or a read-only "
+                 "filesystem): the server must write it. Make it writable by this user "
+                 "(uid %d).",
+                 cfg->db_path, (int)getuid());
+        return rc;
+    }
     if (rc == -ENOENT || rc == -ENODATA) {
         snprintf(err, errlen,
                  "%s: no initialized database here; run `cugrade-server init --db %s` first",

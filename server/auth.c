@@ -175,6 +175,45 @@ int auth_user_add(struct db *db, const char *name, enum auth_role role, const ch
     return 0;
 }
 
+int auth_pseudonym(struct db *db, long long user_id, const char *lab, int create, char out[65])
+{
+    sqlite3_stmt *st =
+        db_stmt(db, "SELECT pseudonym FROM pseudonyms WHERE user_id = ?1 AND lab = ?2");
+    if (!st)
+        return -EIO;
+    sqlite3_bind_int64(st, 1, user_id);
+    sqlite3_bind_text(st, 2, lab, -1, SQLITE_TRANSIENT);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        snprintf(out, 65, "%s", db_col_text(st, 0));
+        sqlite3_reset(st);
+        return 0;
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE)
+        return db_errno(rc);
+    if (!create)
+        return -ENOENT;
+    /* Random, not derived from the user: nothing about the student (nor
+     * their name in another lab) can be computed back from it. */
+    rc = -EEXIST;
+    for (int attempt = 0; attempt < 16 && rc == -EEXIST; attempt++) {
+        st = db_stmt(db, "INSERT INTO pseudonyms(user_id, lab, pseudonym, created_at)"
+                         " VALUES(?1, ?2, ?3, ?4)");
+        if (!st)
+            return -EIO;
+        pseudonym_make(out, 65);
+        sqlite3_bind_int64(st, 1, user_id);
+        sqlite3_bind_text(st, 2, lab, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 3, out, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_double(st, 4, db_now());
+        rc = db_step_done(st); /* -EEXIST: the name is taken in this lab; draw again */
+    }
+    if (rc == -EEXIST && auth_pseudonym(db, user_id, lab, 0, out) == 0)
+        return 0; /* another process gave this student one meanwhile */
+    return rc;
+}
+
 static void user_from_row(sqlite3_stmt *st, struct auth_user *out)
 {
     memset(out, 0, sizeof(*out));
@@ -233,18 +272,36 @@ int auth_token_new(struct db *db, const char *name, char token_out[AUTH_TOKEN_LE
     return rc;
 }
 
-int auth_token_revoke_all(struct db *db, const char *name)
+int auth_token_revoke_all(struct db *db, const char *name, int *tokens, int *sessions)
 {
     struct auth_user u;
     auth_cache_clear();
     int rc = auth_user_get(db, name, &u);
     if (rc)
         return rc;
-    sqlite3_stmt *st = db_stmt(db, "UPDATE tokens SET revoked = 1 WHERE user_id = ?1");
+    /* Tokens first: from this statement on, the session check's join
+     * refuses every session they started, whatever happens next. */
+    sqlite3_stmt *st =
+        db_stmt(db, "UPDATE tokens SET revoked = 1 WHERE user_id = ?1 AND revoked = 0");
     if (!st)
         return -EIO;
     sqlite3_bind_int64(st, 1, u.id);
-    return db_step_done(st);
+    rc = db_step_done(st);
+    if (rc)
+        return rc;
+    if (tokens)
+        *tokens = db_changes(db);
+    st = db_stmt(db, "DELETE FROM sessions WHERE user_id = ?1");
+    if (!st)
+        return -EIO;
+    sqlite3_bind_int64(st, 1, u.id);
+    rc = db_step_done(st);
+    if (!rc && sessions)
+        *sessions = db_changes(db);
+    /* A lookup made between the clear above and the UPDATE could have
+     * been cached: clear again now that the row says revoked. */
+    auth_cache_clear();
+    return rc;
 }
 
 /* Recently resolved tokens, so that a busy client does not cost a database
@@ -296,7 +353,7 @@ int auth_token_check(struct db *db, const char *token, struct auth_user *out)
     }
     sqlite3_stmt *st =
         db_stmt(db, "SELECT u.id, u.name, u.role, u.display_name, u.pseudonym,"
-                    " u.show_name, t.hash FROM tokens t JOIN users u ON u.id = t.user_id"
+                    " u.show_name, t.hash, t.id FROM tokens t JOIN users u ON u.id = t.user_id"
                     " WHERE t.hash = ?1 AND t.revoked = 0");
     if (!st)
         return -EIO;
@@ -307,6 +364,7 @@ int auth_token_check(struct db *db, const char *token, struct auth_user *out)
          * constant time so no code path branches on secret bytes early. */
         int same = auth_equal(db_col_text(st, 6), hash);
         user_from_row(st, out);
+        out->token_id = sqlite3_column_int64(st, 7);
         sqlite3_reset(st);
         /* A token's prefix must match its user's role (a cgs_ token of an
          * admin is a bug elsewhere, not a reason to grant admin). */
@@ -323,15 +381,20 @@ int auth_token_check(struct db *db, const char *token, struct auth_user *out)
     return rc == SQLITE_DONE ? -ENOENT : db_errno(rc);
 }
 
-int auth_session_create(struct db *db, long long user_id, char cookie_out[65], char csrf_out[65])
+int auth_session_create(struct db *db, long long user_id, long long token_id, char cookie_out[65],
+                        char csrf_out[65])
 {
     char hash[65];
     if (auth_random_hex(32, cookie_out) || auth_random_hex(32, csrf_out))
         return -EIO;
     auth_sha256_hex(cookie_out, 64, hash);
+    /* INSERT ... SELECT: the row exists only if the token is live right
+     * now, in the database, not in the 2 s cache the caller's lookup may
+     * have come from (a sign-in racing a revocation starts no session). */
     sqlite3_stmt *st =
-        db_stmt(db, "INSERT INTO sessions(user_id, hash, csrf, created_at, expires_at)"
-                    " VALUES(?1, ?2, ?3, ?4, ?5)");
+        db_stmt(db, "INSERT INTO sessions(user_id, hash, csrf, created_at, expires_at, token_id)"
+                    " SELECT ?1, ?2, ?3, ?4, ?5, t.id FROM tokens t"
+                    " WHERE t.id = ?6 AND t.user_id = ?1 AND t.revoked = 0");
     if (!st)
         return -EIO;
     double now = db_now();
@@ -340,7 +403,10 @@ int auth_session_create(struct db *db, long long user_id, char cookie_out[65], c
     sqlite3_bind_text(st, 3, csrf_out, 64, SQLITE_TRANSIENT);
     sqlite3_bind_double(st, 4, now);
     sqlite3_bind_double(st, 5, now + AUTH_SESSION_TTL_S);
+    sqlite3_bind_int64(st, 6, token_id);
     int rc = db_step_done(st);
+    if (!rc && db_changes(db) != 1)
+        rc = -EINVAL;
     /* Expired sessions are swept whenever a new one starts. */
     st = db_stmt(db, "DELETE FROM sessions WHERE expires_at < ?1");
     if (st) {
@@ -356,10 +422,12 @@ int auth_session_check(struct db *db, const char *cookie, struct auth_user *out)
     if (strlen(cookie) != 64)
         return -ENOENT;
     auth_sha256_hex(cookie, 64, hash);
-    sqlite3_stmt *st =
-        db_stmt(db, "SELECT u.id, u.name, u.role, u.display_name, u.pseudonym,"
-                    " u.show_name, s.csrf FROM sessions s JOIN users u ON u.id = s.user_id"
-                    " WHERE s.hash = ?1 AND s.expires_at > ?2");
+    /* The join on a live token is what ends a session at revocation. */
+    sqlite3_stmt *st = db_stmt(db, "SELECT u.id, u.name, u.role, u.display_name, u.pseudonym,"
+                                   " u.show_name, s.csrf, s.token_id FROM sessions s"
+                                   " JOIN users u ON u.id = s.user_id"
+                                   " JOIN tokens t ON t.id = s.token_id AND t.user_id = s.user_id"
+                                   " WHERE s.hash = ?1 AND s.expires_at > ?2 AND t.revoked = 0");
     if (!st)
         return -EIO;
     sqlite3_bind_text(st, 1, hash, 64, SQLITE_TRANSIENT);
@@ -369,6 +437,7 @@ int auth_session_check(struct db *db, const char *cookie, struct auth_user *out)
         user_from_row(st, out);
         out->via_session = 1;
         snprintf(out->csrf, sizeof(out->csrf), "%s", db_col_text(st, 6));
+        out->token_id = sqlite3_column_int64(st, 7);
         sqlite3_reset(st);
         return 0;
     }

@@ -26,8 +26,10 @@ struct auth_user {
     char display_name[129];
     char pseudonym[65];
     int show_name;
-    int via_session; /* 1: authenticated by the session cookie */
-    char csrf[65];   /* the session's CSRF token when via_session */
+    int via_session;    /* 1: authenticated by the session cookie */
+    char csrf[65];      /* the session's CSRF token when via_session */
+    long long token_id; /* the token that authenticated the request, or that
+                           started the session; 0 when not authenticated */
 };
 
 /* "student", "ta", "admin", "runner" ("none" for AUTH_NONE). */
@@ -64,11 +66,24 @@ int auth_user_add(struct db *db, const char *name, enum auth_role role, const ch
 /* Issue an additional token for an existing user. 0, -ENOENT, -errno. */
 int auth_token_new(struct db *db, const char *name, char token_out[AUTH_TOKEN_LEN + 1]);
 
-/* Revoke every token of a user. Returns 0, -ENOENT, -errno. */
-int auth_token_revoke_all(struct db *db, const char *name);
+/* Revoke every token of a user and end every web session of theirs (a
+ * session also dies with the token that started it: auth_session_check
+ * joins the token). Takes effect at once for sessions everywhere and for
+ * bearer tokens in this process; other processes (a running server, when
+ * the CLI revokes) keep a token lookup cached for at most 2 s. When not
+ * NULL, *tokens and *sessions receive how many were revoked and ended.
+ * Returns 0, -ENOENT (no such user), -errno. */
+int auth_token_revoke_all(struct db *db, const char *name, int *tokens, int *sessions);
 
 /* Forget cached token lookups (after changing tokens or users). */
 void auth_cache_clear(void);
+
+/* The scoreboard pseudonym of user_id in lab (e.g. "brisk-otter-417"),
+ * into out. Each student has one per lab, drawn at random and unique within
+ * the lab, so rows of two labs cannot be linked by name. When there is none
+ * yet: create=1 draws and stores one (a write; the caller may hold a
+ * transaction), create=0 returns -ENOENT. Returns 0, -ENOENT or -errno. */
+int auth_pseudonym(struct db *db, long long user_id, const char *lab, int create, char out[65]);
 
 /* Look a user up by name or id. 0, -ENOENT, -errno. */
 int auth_user_get(struct db *db, const char *name, struct auth_user *out);
@@ -79,13 +94,17 @@ int auth_user_get_id(struct db *db, long long id, struct auth_user *out);
  * process takes effect within that time). */
 int auth_token_check(struct db *db, const char *token, struct auth_user *out);
 
-/* Create a web session for user_id. Writes the cookie value (64 hex) and the
- * CSRF token (64 hex). Returns 0 or -errno. The caller sets the cookie:
+/* Create a web session for user_id, started by the token token_id (the
+ * session ends when that token is revoked). Writes the cookie value (64
+ * hex) and the CSRF token (64 hex). Returns 0, -EINVAL when token_id is
+ * not a live token of user_id, or -errno. The caller sets the cookie:
  * "cugrade_session=<value>; Path=/; HttpOnly; SameSite=Lax". */
-int auth_session_create(struct db *db, long long user_id, char cookie_out[65], char csrf_out[65]);
+int auth_session_create(struct db *db, long long user_id, long long token_id, char cookie_out[65],
+                        char csrf_out[65]);
 
 /* Resolve a session cookie value; fills out (via_session=1, csrf set).
- * 0, -ENOENT (unknown or expired), -errno. */
+ * Never cached: a revoked token's sessions are refused at once.
+ * 0, -ENOENT (unknown, expired, or its token revoked), -errno. */
 int auth_session_check(struct db *db, const char *cookie, struct auth_user *out);
 
 /* End a session (logout). 0 or -errno; an unknown cookie is not an error. */

@@ -139,6 +139,9 @@ int db_errno(int rc)
         return -EACCES;
     case SQLITE_CANTOPEN:
         return -ENOENT;
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+        return -EBADMSG;
     default:
         return -EIO;
     }
@@ -175,13 +178,66 @@ static int db_user_version(struct db *db, int *out)
     return rc == SQLITE_ROW ? 0 : -EIO;
 }
 
-int db_open(const char *path, int create, struct db **out)
+/* SQLite's error log: every damaged page it meets is counted, whichever
+ * statement met it, so that /healthz can say so. */
+static long db_corruptions;
+
+static void db_log(void *arg, int code, const char *msg)
+{
+    (void)arg;
+    if ((code & 0xff) == SQLITE_CORRUPT || (code & 0xff) == SQLITE_NOTADB) {
+        __atomic_add_fetch(&db_corruptions, 1, __ATOMIC_RELAXED);
+        fprintf(stderr, "cugrade-server: db: the database is damaged: %s\n", msg);
+    }
+}
+
+long db_corruption_count(void)
+{
+    return __atomic_load_n(&db_corruptions, __ATOMIC_RELAXED);
+}
+
+/* PRAGMA quick_check (O(N), no index cross-check): "ok", or up to 100 lines
+ * naming damaged pages, printed to stderr. 0, -EBADMSG or -errno. */
+static int db_quick_check(struct db *db, const char *path)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db->h, "PRAGMA quick_check(20)", -1, &st, NULL);
+    if (rc != SQLITE_OK)
+        return db_errno(rc) ? db_errno(rc) : -EIO;
+    int bad = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *line = db_col_text(st, 0);
+        if (strcmp(line, "ok") == 0)
+            continue;
+        if (!bad++)
+            fprintf(stderr, "cugrade-server: %s failed PRAGMA quick_check:\n", path);
+        fprintf(stderr, "cugrade-server:   %s\n", line);
+    }
+    sqlite3_finalize(st);
+    if (bad)
+        return -EBADMSG;
+    if (rc != SQLITE_DONE) {
+        fprintf(stderr, "cugrade-server: %s: PRAGMA quick_check could not finish: %s\n", path,
+                sqlite3_errstr(rc));
+        return db_errno(rc) ? db_errno(rc) : -EIO;
+    }
+    return 0;
+}
+
+int db_open(const char *path, int oflags, struct db **out)
 {
     struct db *db = NULL;
     struct stat sb;
     int rc, ver = 0, created = 0, flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX;
+    int create = oflags & DB_CREATE;
+    static int log_set;
 
     *out = NULL;
+    if (!log_set) {
+        /* Only before SQLite initializes, i.e. before the first open. */
+        log_set = 1;
+        sqlite3_config(SQLITE_CONFIG_LOG, db_log, NULL);
+    }
     if (stat(path, &sb) != 0) {
         if (!create)
             return -ENOENT;
@@ -197,12 +253,25 @@ int db_open(const char *path, int create, struct db **out)
     }
     sqlite3_busy_timeout(db->h, 5000);
     sqlite3_extended_result_codes(db->h, 0);
+    /* SQLITE_OPEN_READWRITE quietly falls back to read-only when the file
+     * cannot be written: every later write would fail, one request at a
+     * time. Say it now. */
+    if (sqlite3_db_readonly(db->h, "main") == 1) {
+        rc = -EROFS;
+        goto fail;
+    }
     /* WAL + FULL: a commit is on disk before the 202 goes out (kill -9,
      * power loss). foreign_keys guards against dangling user ids. */
     rc = db_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
                      " PRAGMA foreign_keys=ON; PRAGMA temp_store=MEMORY;");
     if (rc)
         goto fail;
+    /* Before the upgrade steps: they must not write into damaged pages. */
+    if ((oflags & DB_CHECK) && !(flags & SQLITE_OPEN_CREATE)) {
+        rc = db_quick_check(db, path);
+        if (rc)
+            goto fail;
+    }
     rc = db_user_version(db, &ver);
     if (rc)
         goto fail;

@@ -11,15 +11,26 @@
 #include <sqlite3.h>
 #include <stddef.h>
 
-#define DB_SCHEMA_VERSION 2
+#define DB_SCHEMA_VERSION 4
 
 struct db;
 
-/* Open the database at path. With create=0 the file must exist and hold an
- * initialized schema (-ENOENT when the file is missing, -ENODATA when it has
- * no schema); with create=1 the file and schema are created when missing.
+/* db_open flags. */
+#define DB_CREATE 1 /* create the file and the schema when missing */
+#define DB_CHECK 2  /* PRAGMA quick_check before anything is written (serve) */
+
+/* Open the database at path. Without DB_CREATE the file must exist and hold
+ * an initialized schema (-ENOENT when the file is missing, -ENODATA when it
+ * has no schema); with DB_CREATE the file and schema are created when
+ * missing. With DB_CHECK, PRAGMA quick_check runs before any upgrade step
+ * writes: a damaged file is -EBADMSG, its problems printed to stderr. A file
+ * SQLite can only open for reading (its mode, or the filesystem) is -EROFS.
  * Returns 0 and a new handle in *out (free with db_close), or -errno. */
-int db_open(const char *path, int create, struct db **out);
+int db_open(const char *path, int flags, struct db **out);
+
+/* How many times SQLite reported a damaged database (SQLITE_CORRUPT,
+ * SQLITE_NOTADB) in this process since it started: /healthz shows it. */
+long db_corruption_count(void);
 
 /* Finalize every cached statement, checkpoint the WAL and close. NULL is fine. */
 void db_close(struct db *db);
@@ -44,7 +55,8 @@ void db_rollback(struct db *db);
 
 /* Convert an SQLite result code to 0 / -errno:
  * SQLITE_OK/ROW/DONE -> 0, BUSY/LOCKED -> -EBUSY, CONSTRAINT -> -EEXIST,
- * NOMEM -> -ENOMEM, FULL -> -ENOSPC, READONLY/PERM -> -EACCES, others -> -EIO. */
+ * NOMEM -> -ENOMEM, FULL -> -ENOSPC, READONLY/PERM -> -EACCES,
+ * CORRUPT/NOTADB -> -EBADMSG, others -> -EIO. */
 int db_errno(int rc);
 
 /* Step a statement that returns no row (or whose row is ignored), then reset

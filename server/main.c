@@ -23,7 +23,7 @@ struct opts {
     const char *labs;
     const char *rubrics;
     const char *display_name;
-    double lease_s, sweep_s, request_timeout_s, idle_timeout_s;
+    double lease_s, sweep_s, request_timeout_s, idle_timeout_s, min_free_mb;
     int help;
 };
 
@@ -66,6 +66,8 @@ static const char usage_serve[] =
     "  --request-timeout N    seconds for a request's line and headers to arrive; the\n"
     "                         body gets 3x (default 10; slow clients get 408)\n"
     "  --idle-timeout N       close keep-alive connections idle this long (default 60)\n"
+    "  --min-free-mb N        /healthz fails (503, \"disk\":\"low\") when the database's\n"
+    "                         filesystem has less than N MiB free (default 512)\n"
     "\n"
     "SIGTERM or SIGINT stops it gracefully: no new connections, requests in\n"
     "flight finish, parked runner claims get 204, the database closes cleanly.\n";
@@ -82,7 +84,8 @@ static const char usage_token[] =
     "       cugrade-server token revoke NAME [--db PATH]\n"
     "\n"
     "`token new` prints an additional token for NAME on stdout; `token revoke`\n"
-    "revokes every token of NAME (the running server sees it at once).\n";
+    "revokes every token of NAME and ends their web sessions: a running server\n"
+    "refuses the sessions at once and the tokens within 2 seconds (its token cache).\n";
 
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
@@ -95,6 +98,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
                                        {"sweep-seconds", required_argument, NULL, 'w'},
                                        {"request-timeout", required_argument, NULL, 't'},
                                        {"idle-timeout", required_argument, NULL, 'i'},
+                                       {"min-free-mb", required_argument, NULL, 'm'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
     int c;
@@ -136,6 +140,13 @@ static int parse_opts(int argc, char **argv, struct opts *o)
             if (o->idle_timeout_s <= 0)
                 return -1;
             break;
+        case 'm': {
+            char *end;
+            o->min_free_mb = strtod(optarg, &end);
+            if (*end || !(o->min_free_mb >= 0))
+                return -1;
+            break;
+        }
         case 'h':
             o->help = 1;
             break;
@@ -304,10 +315,16 @@ static int do_token(int argc, char **argv, struct opts *o)
             printf("%s\n", token);
         }
     } else {
-        rc = auth_token_revoke_all(db, argv[1]);
+        int ntok = 0, nses = 0;
+        rc = auth_token_revoke_all(db, argv[1], &ntok, &nses);
         if (!rc) {
-            db_audit(db, 0, "token_revoke", argv[1], NULL);
-            fprintf(stderr, "cugrade-server: revoked every token of %s\n", argv[1]);
+            char detail[64];
+            snprintf(detail, sizeof(detail), "%d tokens, %d sessions", ntok, nses);
+            db_audit(db, 0, "token_revoke", argv[1], detail);
+            fprintf(stderr,
+                    "cugrade-server: revoked every token of %s (%d live) and ended their %d web "
+                    "session%s\n",
+                    argv[1], ntok, nses, nses == 1 ? "" : "s");
         }
     }
     db_close(db);
@@ -379,6 +396,40 @@ static int parse_listen(const char *s, char *host, size_t hlen, int *port)
     return 0;
 }
 
+/* 0 when the folder holding path exists and this process may create files
+ * in it; otherwise a sentence on stderr and -errno. */
+static int db_dir_check(const char *path)
+{
+    char dir[1024];
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        snprintf(dir, sizeof(dir), ".");
+    else
+        snprintf(dir, sizeof(dir), "%.*s", (int)(slash == path ? 1 : slash - path), path);
+    if (access(dir, F_OK) != 0) {
+        int err = errno;
+        if (err == ENOENT) {
+            make_parent(path);
+            if (access(dir, F_OK) == 0)
+                return 0;
+        }
+        fprintf(stderr, "cugrade-server: the database's folder %s cannot be used: %s\n", dir,
+                strerror(err));
+        return -err;
+    }
+    if (access(dir, W_OK | X_OK) != 0) {
+        int err = errno;
+        fprintf(stderr,
+                "cugrade-server: the database's folder %s is %s: the server creates %s-wal, "
+                "%s-shm and %s.serve-lock there. Make the folder writable by this user (uid "
+                "%d), or use --db in a writable folder.\n",
+                dir, err == EROFS ? "on a read-only filesystem" : "not writable (read-only)", path,
+                path, path, (int)getuid());
+        return -err;
+    }
+    return 0;
+}
+
 static int do_serve(struct opts *o)
 {
     char host[128], err[512] = "";
@@ -388,6 +439,11 @@ static int do_serve(struct opts *o)
         fprintf(stderr, "cugrade-server: --listen wants HOST:PORT, e.g. 127.0.0.1:8080\n");
         return 2;
     }
+    /* The database's folder must be writable: SQLite creates <db>-wal and
+     * <db>-shm beside it, and we the serve lock. Say so plainly instead of
+     * letting one of those fail with a message about something else. */
+    if (db_dir_check(o->db))
+        return 1;
     if (stat(o->db, &sb) != 0 && errno == ENOENT) {
         fprintf(stderr, "cugrade-server: %s does not exist: initializing it\n", o->db);
         if (do_init(o->db))
@@ -399,10 +455,19 @@ static int do_serve(struct opts *o)
     char lockpath[1100];
     snprintf(lockpath, sizeof(lockpath), "%s.serve-lock", o->db);
     int lockfd = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (lockfd < 0 || flock(lockfd, LOCK_EX | LOCK_NB) != 0) {
-        fprintf(stderr,
-                "cugrade-server: %s is already being served by another cugrade-server (%s)\n",
-                o->db, lockfd < 0 ? strerror(errno) : "lock held");
+    if (lockfd < 0) {
+        fprintf(stderr, "cugrade-server: cannot open the lock file %s: %s\n", lockpath,
+                strerror(errno));
+        return 1;
+    }
+    if (flock(lockfd, LOCK_EX | LOCK_NB) != 0) {
+        if (errno == EWOULDBLOCK)
+            fprintf(stderr,
+                    "cugrade-server: %s is already being served by another cugrade-server "
+                    "(%s is locked)\n",
+                    o->db, lockpath);
+        else
+            fprintf(stderr, "cugrade-server: cannot lock %s: %s\n", lockpath, strerror(errno));
         return 1;
     }
     /* Many keep-alive clients (and wrk -c 1000) need descriptors. */
@@ -420,7 +485,8 @@ static int do_serve(struct opts *o)
                              .sweep_s = o->sweep_s,
                              .max_wait_s = 30,
                              .header_timeout_s = o->request_timeout_s,
-                             .idle_timeout_s = o->idle_timeout_s};
+                             .idle_timeout_s = o->idle_timeout_s,
+                             .min_free_mb = o->min_free_mb};
     int rc = app_open(&the_app, loop, &cfg, err, sizeof(err));
     if (rc) {
         fprintf(stderr, "cugrade-server: %s\n", err[0] ? err : strerror(-rc));
@@ -445,6 +511,12 @@ static int do_serve(struct opts *o)
         "cugrade-server: listening on http://%s:%d (%zu labs, %zu with a rubric; database %s)\n",
         strchr(host, ':') ? "[::]" : host, http_server_port(the_app.http), the_app.nlabs,
         with_rubric, o->db);
+    double free_mb;
+    if (api_disk_free(&the_app, &free_mb) == 0 && free_mb < the_app.cfg.min_free_mb)
+        fprintf(stderr,
+                "cugrade-server: warning: only %.0f MiB free beside %s (--min-free-mb %.0f): "
+                "/healthz reports the disk as low\n",
+                free_mb, o->db, the_app.cfg.min_free_mb);
     long long depth = queue_depth(the_app.queue);
     if (depth > 0)
         fprintf(stderr, "cugrade-server: %lld submission%s queued, waiting for a runner\n", depth,
@@ -457,8 +529,11 @@ static int do_serve(struct opts *o)
 
 int main(int argc, char **argv)
 {
-    struct opts o = {
-        .db = "var/cugrade.db", .listen = "127.0.0.1:8080", .labs = "labs", .rubrics = "rubrics"};
+    struct opts o = {.db = "var/cugrade.db",
+                     .listen = "127.0.0.1:8080",
+                     .labs = "labs",
+                     .rubrics = "rubrics",
+                     .min_free_mb = 512};
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
         strcmp(argv[1], "help") == 0) {
         fputs(usage_main, argc < 2 ? stderr : stdout);
@@ -491,7 +566,8 @@ int main(int argc, char **argv)
                 strcmp(argv[i], "--labs") == 0 || strcmp(argv[i], "--rubrics") == 0 ||
                 strcmp(argv[i], "--display-name") == 0 || strcmp(argv[i], "--lease-seconds") == 0 ||
                 strcmp(argv[i], "--sweep-seconds") == 0 ||
-                strcmp(argv[i], "--request-timeout") == 0 || strcmp(argv[i], "--idle-timeout") == 0;
+                strcmp(argv[i], "--request-timeout") == 0 ||
+                strcmp(argv[i], "--idle-timeout") == 0 || strcmp(argv[i], "--min-free-mb") == 0;
             if (takes && i + 1 < argc)
                 args[nargs++] = argv[++i];
         } else if (npos < 8) {

@@ -23,6 +23,26 @@ static const struct migrate_step steps[] = {
     {2, "index for the scoreboard (best score per student and lab)",
      "CREATE INDEX IF NOT EXISTS submissions_board ON submissions(lab, user_id,"
      " score, speedup, created_at, max_score, late);"},
+    /* A session lives no longer than the token that started it: the
+     * session check joins the token and its revoked flag. Sessions from
+     * before this step name no token and end here (their users sign in
+     * again once). */
+    {3, "sessions name the token that started them (revoking it ends them)",
+     "ALTER TABLE sessions ADD COLUMN token_id INTEGER REFERENCES tokens(id);"
+     "DELETE FROM sessions WHERE token_id IS NULL;"
+     "CREATE INDEX IF NOT EXISTS sessions_token ON sessions(token_id);"},
+    /* One pseudonym per student and lab, drawn at random when the student
+     * first appears on that lab's scoreboard: the same name in two labs
+     * linked a student's rows across labs. users.pseudonym stays (staff
+     * pages list it) but is no longer shown to students. */
+    {4, "a pseudonym per student and lab for the scoreboards",
+     "CREATE TABLE IF NOT EXISTS pseudonyms("
+     " user_id INTEGER NOT NULL REFERENCES users(id),"
+     " lab TEXT NOT NULL,"
+     " pseudonym TEXT NOT NULL,"
+     " created_at REAL NOT NULL,"
+     " PRIMARY KEY(user_id, lab),"
+     " UNIQUE(lab, pseudonym));"},
 };
 
 int migrate_upgrade(sqlite3 *h, int from, int quiet)

@@ -606,7 +606,12 @@ static int post_login(struct page *p)
         return page_login(p, "That token is not valid. Check that you copied all of it "
                              "(68 characters, starting with cgs_, cgt_ or cga_); if it still "
                              "fails, ask the course staff for a new one.", 401);
-    if (rc != 0 || auth_session_create(p->app->db, u.id, session, csrf) != 0)
+    if (rc == 0)
+        rc = auth_session_create(p->app->db, u.id, u.token_id, session, csrf);
+    if (rc == -EINVAL) /* revoked after a cached lookup said it was fine */
+        return page_login(p, "That token is not valid (it was revoked); ask the course staff "
+                             "for a new one.", 401);
+    if (rc != 0)
         return page_login(p, "The server could not start a session. Try again in a minute.", 500);
     set_cookie(p->req, AUTH_SESSION_COOKIE, session, (long)AUTH_SESSION_TTL_S);
     set_cookie(p->req, LOGIN_COOKIE, "", 0);
@@ -1474,31 +1479,24 @@ static int override_of(struct page *p, long long sub, char *reason, size_t len)
  * name; the form returns to lab's scoreboard (or to /labs when lab is ""). */
 static void put_show_name(struct page *p, const char *lab)
 {
-    html_fmt(&p->b, "<div class=\"notice\"><p>On scoreboards other students see you as <strong>%s</strong>%R</p>",
-             p->user.show_name ? p->user.display_name : p->user.pseudonym,
-             p->user.show_name ? " (your real name)." : " (a pseudonym).");
+    char pseudo[65];
+
+    if (p->user.show_name)
+        html_fmt(&p->b, "<div class=\"notice\"><p>On scoreboards other students see you as "
+                        "<strong>%s</strong> (your real name).</p>", p->user.display_name);
+    else if (lab[0] && auth_pseudonym(p->app->db, p->user.id, lab, 0, pseudo) == 0)
+        html_fmt(&p->b, "<div class=\"notice\"><p>On this scoreboard other students see you as "
+                        "<strong>%s</strong> (a pseudonym; you have a different one in each lab).</p>",
+                 pseudo);
+    else
+        html_raw(&p->b, "<div class=\"notice\"><p>On scoreboards other students see you under a "
+                        "pseudonym, a different one in each lab.</p>");
     html_raw(&p->b, "<form class=\"inline\" method=\"post\" action=\"/me/show-name\">");
     csrf_field(p);
     html_fmt(&p->b, "<input type=\"hidden\" name=\"show\" value=\"%R\"><input type=\"hidden\" name=\"lab\" value=\"%s\">"
                     "<button type=\"submit\" class=\"secondary\" id=\"show-name\">%R</button></form></div>\n",
              p->user.show_name ? "0" : "1", lab,
              p->user.show_name ? "Hide my name (use my pseudonym)" : "Show my real name instead");
-}
-
-/* 1 if the viewer made submission id (a student's own scoreboard row
- * carries a pseudonym, not their name). */
-static int submission_is_mine(struct page *p, long long id)
-{
-    sqlite3_stmt *st = db_stmt(p->app->db, "SELECT user_id FROM submissions WHERE id = ?1");
-    int mine = 0;
-
-    if (st == NULL)
-        return 0;
-    sqlite3_bind_int64(st, 1, id);
-    if (sqlite3_step(st) == SQLITE_ROW)
-        mine = sqlite3_column_int64(st, 0) == p->user.id;
-    sqlite3_reset(st);
-    return mine;
 }
 
 static int page_scoreboard(struct page *p, const char *lab)
@@ -1510,9 +1508,14 @@ static int page_scoreboard(struct page *p, const char *lab)
     struct sb_row *v = NULL;
     size_t n, i;
     struct app_lab *al = app_lab_find(p->app, lab);
+    int my_rank = 0;
+    long long my_sub = 0;
 
     if (api_scoreboard(p->app, &p->user, lab, &sb, &e) != 0)
         return page_api_error(p, &e);
+    /* A student's rows carry no ids: their own row is found by rank. */
+    if (!is_staff(p))
+        api_scoreboard_mine(p->app, &p->user, lab, &my_rank, &my_sub);
     rows = json_object_get(sb, "rows");
     n = json_array_size(rows);
     v = calloc(n + 1, sizeof(*v));
@@ -1556,9 +1559,10 @@ static int page_scoreboard(struct page *p, const char *lab)
         for (i = 0; i < n; i++) {
             json_t *row = v[i].row;
             const char *name = jstr(row, "display_name");
-            int me = submission_is_mine(p, v[i].submission);
+            int me = my_rank > 0 && (int)jnum(row, "rank", 0) == my_rank;
+            long long sub = is_staff(p) ? v[i].submission : me ? my_sub : 0;
             char reason[520];
-            int ov = override_of(p, v[i].submission, reason, sizeof(reason));
+            int ov = sub > 0 && override_of(p, sub, reason, sizeof(reason));
 
             html_fmt(&p->b, "<tr%R><td class=\"num\" data-value=\"%d\">%d</td><td>", me ? " class=\"me\"" : "",
                      (int)jnum(row, "rank", 0), (int)jnum(row, "rank", 0));
@@ -1568,10 +1572,10 @@ static int page_scoreboard(struct page *p, const char *lab)
             else
                 html_fmt(&p->b, "%s%R", name[0] ? name : jstr(row, "user"), me ? " <span class=\"muted\">(you)</span>" : "");
             html_fmt(&p->b, "</td><td class=\"num\" data-value=\"%f\">", v[i].score);
-            if (is_staff(p) || me)
-                html_fmt(&p->b, "<a href=\"/submissions/%lld\">", v[i].submission);
+            if (sub > 0)
+                html_fmt(&p->b, "<a href=\"/submissions/%lld\">", sub);
             put_score(&p->b, json_object_get(row, "score"), json_object_get(row, "max_score"));
-            if (is_staff(p) || me)
+            if (sub > 0)
                 html_raw(&p->b, "</a>");
             if (ov && is_staff(p))
                 html_fmt(&p->b, " <span class=\"badge warn\" title=\"%s\">override: %s</span>", reason, reason);
@@ -1583,7 +1587,11 @@ static int page_scoreboard(struct page *p, const char *lab)
             else
                 html_raw(&p->b, "<span class=\"muted\">-</span>");
             html_raw(&p->b, "</td><td>");
-            put_when_iso(&p->b, jstr(row, "submitted_at"));
+            if (is_staff(p))
+                put_when_iso(&p->b, jstr(row, "submitted_at"));
+            else /* students see the day only */
+                html_fmt(&p->b, "<time datetime=\"%s\">%s</time>", jstr(row, "submitted_on"),
+                         jstr(row, "submitted_on"));
             html_raw(&p->b, "</td></tr>\n");
         }
         html_raw(&p->b, "</tbody></table>\n");
@@ -2583,8 +2591,9 @@ int pages_handle(struct app *app, struct http_request *req)
             goto out;
         }
         rc = get ? redirect(&p, "/login")
-                 : page_login(&p, "Your session ended (sessions last 12 hours). Sign in again, "
-                                  "then send the form again.", 401);
+                 : page_login(&p, "Your session ended (sessions last 12 hours, and end at once "
+                                  "when your token is revoked). Sign in again, then send the "
+                                  "form again.", 401);
         goto out;
     }
     n = path_split(req->path, buf, sizeof(buf), seg, 5);

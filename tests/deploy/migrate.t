@@ -19,6 +19,12 @@ def main(t):
     s = Server(labs=["vadd"], start=False, tap=t)
     db = sqlite3.connect(s.db)
     db.executescript(text)
+    # A web session of that release: it names no token, so it cannot be tied
+    # to a revocation; version 3 ends it.
+    db.execute("INSERT INTO sessions(user_id, hash, csrf, created_at, expires_at)"
+               " VALUES(3, ?, ?, strftime('%s','now'), strftime('%s','now') + 3600)",
+               ("ab" * 32, "cd" * 32))
+    db.commit()
     db.close()
     p = subprocess.run([BINARY, "user", "list", "--db", s.db], capture_output=True, text=True, timeout=30)
     t.ok(p.returncode == 0 and "alice" in p.stdout, "the old database opens with this binary", p.stdout + p.stderr)
@@ -31,6 +37,14 @@ def main(t):
     t.ok(idx is not None, "the version-2 step's index exists")
     t.eq(len(rows), 3, "the release's three submissions are still there")
     t.ok("upgraded to schema version 2" in p.stderr, "the upgrade is logged, step by step", p.stderr)
+    db = sqlite3.connect(s.db)
+    cols = [r[1] for r in db.execute("PRAGMA table_info(sessions)")]
+    nsess = db.execute("SELECT COUNT(*) FROM sessions").fetchone()[0]
+    pst = db.execute("SELECT name FROM sqlite_master WHERE type='table' AND name='pseudonyms'").fetchone()
+    db.close()
+    t.ok(ver >= 3 and "token_id" in cols, "version 3: sessions name their token", cols)
+    t.eq(nsess, 0, "version 3: the release's session, tied to no token, is ended")
+    t.ok(ver >= 4 and pst is not None, "version 4: the per-lab pseudonyms table exists")
     p = subprocess.run([BINARY, "user", "list", "--db", s.db], capture_output=True, text=True, timeout=30)
     t.ok(p.returncode == 0 and "upgraded" not in p.stderr, "a second start upgrades nothing", p.stderr)
     s.tok = {"admin": tok["admin"], "alice": tok["alice"]}

@@ -36,6 +36,7 @@ def main(t):
     r = s.submit("vadd", kernel("A"))
     a = (r.json() or {}).get("id")
     t.ok(isinstance(a, int) and isinstance(b, int), "setup: two submissions accepted", r.brief())
+    s.add_users([("matrix_victim", "student", "Revoked Repeatedly")])
     with open(os.path.join(FIXTURES, "rubrics", "vadd.json")) as f:
         rubric = json.load(f)
 
@@ -65,6 +66,7 @@ def main(t):
         ("PUT", "/api/admin/labs/vadd/rubric", rubric, ADMIN_ONLY(200)),
         ("POST", "/api/admin/submissions/%d/regrade" % b, None, STAFF_ONLY(202)),
         ("GET", "/api/admin/export/grades.csv", None, ADMIN_ONLY(200)),
+        ("POST", "/api/admin/users/matrix_victim/revoke", None, ADMIN_ONLY(200)),
         # A is queued and leased by nobody: a runner gets 409 conflict.
         ("POST", "/api/runner/jobs/%d/progress" % a, {"phase": "compiling", "detail": ""},
          RUNNER_ONLY(409)),

@@ -82,6 +82,8 @@ static void test_db_and_auth(void)
     ok(auth_user_add(db, "../bad", AUTH_TA, NULL, tok2) == -EINVAL, "a bad name: -EINVAL");
     ok(auth_user_add(db, "root", AUTH_ADMIN, NULL, tok2) == 0 && strncmp(tok2, "cga_", 4) == 0,
        "admin token: cga_");
+    char tok2_root[AUTH_TOKEN_LEN + 1];
+    memcpy(tok2_root, tok2, sizeof(tok2_root));
     st = db_stmt(db, "SELECT COUNT(*) FROM tokens WHERE hash = ?1");
     sqlite3_bind_text(st, 1, tok, -1, SQLITE_STATIC);
     ok(sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) == 0,
@@ -104,16 +106,19 @@ static void test_db_and_auth(void)
     ok(auth_token_new(db, "alice", tok2) == 0 && auth_token_check(db, tok2, &u) == 0 &&
            auth_token_check(db, tok, &u) == 0,
        "a second token works beside the first");
-    ok(auth_token_revoke_all(db, "alice") == 0 && auth_token_check(db, tok, &u) == -ENOENT &&
-           auth_token_check(db, tok2, &u) == -ENOENT,
+    ok(auth_token_revoke_all(db, "alice", NULL, NULL) == 0 &&
+           auth_token_check(db, tok, &u) == -ENOENT && auth_token_check(db, tok2, &u) == -ENOENT,
        "revoked tokens stop working");
     ok(auth_equal("abc", "abc") && !auth_equal("abc", "abd") && !auth_equal("abc", "abcd"),
        "constant-time equality");
 
     char cookie[65], csrf[65];
     struct auth_user root;
-    auth_user_get(db, "root", &root);
-    ok(auth_session_create(db, root.id, cookie, csrf) == 0 && strlen(cookie) == 64 &&
+    ok(auth_token_check(db, tok2_root, &root) == 0 && root.token_id > 0,
+       "a token lookup names the token (token_id %lld)", root.token_id);
+    ok(auth_session_create(db, root.id, 999999, cookie, csrf) == -EINVAL,
+       "no session from a token that does not exist");
+    ok(auth_session_create(db, root.id, root.token_id, cookie, csrf) == 0 && strlen(cookie) == 64 &&
            strlen(csrf) == 64,
        "session created");
     ok(auth_session_check(db, cookie, &u) == 0 && u.id == root.id && u.via_session &&
@@ -121,6 +126,23 @@ static void test_db_and_auth(void)
        "session resolves with its CSRF token");
     ok(auth_session_destroy(db, cookie) == 0 && auth_session_check(db, cookie, &u) == -ENOENT,
        "a destroyed session is gone");
+    char cookie2[65], csrf2[65];
+    int nt = -1, ns = -1;
+    ok(auth_session_create(db, root.id, root.token_id, cookie, csrf) == 0 &&
+           auth_session_create(db, root.id, root.token_id, cookie2, csrf2) == 0 &&
+           auth_session_check(db, cookie, &u) == 0,
+       "two sessions from one token");
+    /* The row alone must end the session, whatever the cache holds: mark the
+     * token revoked behind auth.c's back, as another process would. */
+    st = db_stmt(db, "UPDATE tokens SET revoked = 1 WHERE id = ?1");
+    sqlite3_bind_int64(st, 1, root.token_id);
+    db_step_done(st);
+    ok(auth_session_check(db, cookie, &u) == -ENOENT,
+       "a session ends with its token, even when the sessions row is still there");
+    ok(auth_session_create(db, root.id, root.token_id, cookie, csrf) == -EINVAL,
+       "a revoked token starts no session (even if a cached lookup said it was fine)");
+    ok(auth_token_revoke_all(db, "root", &nt, &ns) == 0 && nt == 0 && ns == 2,
+       "revoke_all deletes the user's sessions (%d tokens, %d sessions)", nt, ns);
     db_close(db);
 }
 
@@ -452,6 +474,41 @@ static void test_fair_queue(void)
     db_close(db);
 }
 
+/* A damaged page: DB_CHECK refuses the file before anything writes to it,
+ * and a connection that meets the page later counts it (for /healthz). */
+static void test_damage(void)
+{
+    char bad[300];
+    struct db *db;
+    snprintf(bad, sizeof(bad), "%s/damaged.db", dir);
+    ok(db_open(bad, DB_CREATE, &db) == 0 &&
+           db_exec(db, "CREATE TABLE t(x); INSERT INTO t VALUES(1), (2), (3);") == 0,
+       "damage: a database with a table");
+    sqlite3_stmt *st = db_stmt(db, "SELECT rootpage FROM sqlite_master WHERE name = 't'");
+    int root = st && sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0;
+    sqlite3_reset(st);
+    st = db_stmt(db, "PRAGMA page_size");
+    long page = st && sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : 4096;
+    sqlite3_reset(st);
+    db_close(db);
+    FILE *f = fopen(bad, "r+b");
+    unsigned char junk[64];
+    memset(junk, 0xff, sizeof(junk));
+    ok(root > 1 && f && fseek(f, (long)(root - 1) * page, SEEK_SET) == 0 &&
+           fwrite(junk, 1, sizeof(junk), f) == sizeof(junk),
+       "damage: page %d overwritten", root);
+    if (f)
+        fclose(f);
+    ok(db_open(bad, DB_CHECK, &db) == -EBADMSG, "DB_CHECK refuses a damaged file: -EBADMSG");
+    long before = db_corruption_count();
+    ok(db_open(bad, 0, &db) == 0, "without DB_CHECK it opens");
+    int rc = db_exec(db, "SELECT * FROM t");
+    ok(rc == -EBADMSG && db_corruption_count() > before,
+       "reading the damaged page: -EBADMSG, and the damage is counted (%ld)",
+       db_corruption_count());
+    db_close(db);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof(dir), "/tmp/cugrade-unit-XXXXXX");
@@ -464,6 +521,7 @@ int main(void)
     test_queue();
     test_claim_race();
     test_fair_queue();
+    test_damage();
     char cmd[400];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
     if (system(cmd) != 0)

@@ -1,0 +1,182 @@
+#!/usr/bin/env python3
+# /healthz tells the truth about the things that stop a grader:
+#  - a disk below --min-free-mb (statvfs of the database's folder): 503
+#    "disk":"low", and a really full one (a small tmpfs, when this machine
+#    lets us mount one) also turns submissions into a 503 that says so;
+#  - a database with damaged pages: `serve` runs PRAGMA quick_check first and
+#    refuses to start, naming the damage, without writing a byte into it;
+#  - a read-only folder or file: its own clear error at start, not "already
+#    being served by another cugrade-server" (which stays for a real second
+#    server).
+import hashlib
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cugrade_test import Tap, Server, require_binary, kernel, BINARY  # noqa: E402
+
+
+def file_sha(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def serve_once(s, db, timeout=20, user=None):
+    """Run `serve` on db and expect it to exit by itself; returns (rc, stderr)."""
+    def drop():
+        os.setgid(65534)
+        os.setuid(65534)
+    try:
+        p = subprocess.run([BINARY, "serve", "--db", db, "--listen", "127.0.0.1:0",
+                            "--labs", s.labs_dir, "--rubrics", s.rubrics_dir],
+                           capture_output=True, text=True, timeout=timeout,
+                           preexec_fn=drop if user == "nobody" else None)
+    except subprocess.TimeoutExpired as e:
+        return None, (e.stderr or b"").decode("utf-8", "replace") if isinstance(
+            e.stderr, bytes) else (e.stderr or "")
+    return p.returncode, p.stderr
+
+
+def healthz(t):
+    s = Server(labs=["vadd"], tap=t)
+    r = s.get("/healthz")
+    j = r.json() or {}
+    t.ok(r.status == 200 and j.get("ok") is True and j.get("db") == "ok"
+         and j.get("integrity") == "ok" and j.get("disk") == "ok"
+         and isinstance(j.get("free_mb"), int) and j.get("min_free_mb") == 512,
+         "a healthy server: 200 ok, db ok, integrity ok, disk ok with free_mb and the "
+         "default threshold 512", r.brief())
+    m = s.get("/metrics").body.decode()
+    t.ok("\ncugrade_disk_free_bytes " in m, "/metrics has cugrade_disk_free_bytes")
+    s.cleanup()
+
+    # More than this disk holds: "near-full" as far as the threshold goes.
+    s = Server(labs=["vadd"], tap=t, args=["--min-free-mb", "100000000"])
+    r = s.get("/healthz")
+    j = r.json() or {}
+    t.ok(r.status == 503 and j.get("ok") is False and j.get("disk") == "low"
+         and j.get("db") == "ok" and j.get("min_free_mb") == 100000000,
+         "--min-free-mb above the free space: /healthz is 503 with disk low", r.brief())
+    t.ok("/healthz reports the disk as low" in s.log_tail(),
+         "the start says the disk is low in the log", s.log_tail())
+    t.eq(s.submit("vadd", kernel("low")).status, 202,
+         "the server still accepts work while the disk is only low")
+    p = s.cli("serve", "--min-free-mb", "lots", "--db", s.db, check=False)
+    t.ok(p.returncode == 2, "--min-free-mb must be a number", p.stderr)
+    s.cleanup()
+
+
+def full_disk(t):
+    s = Server(labs=["vadd"], tap=t, start=False, args=["--min-free-mb", "1"])
+    mnt = os.path.join(s.dir, "disk")
+    os.makedirs(mnt)
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", mnt],
+                      capture_output=True).returncode != 0:
+        t.skip("a really full disk", "cannot mount a tmpfs here (not root?)")
+        return
+    try:
+        s.db = os.path.join(mnt, "cugrade.db")
+        s.init()
+        s.start()
+        s.add_users(Server.DEFAULT_USERS)
+        t.eq(s.get("/healthz").status, 200, "a 3 MiB tmpfs with 1 MiB threshold: healthy")
+        with open(os.path.join(mnt, "filler"), "wb") as f:
+            try:
+                while True:
+                    f.write(b"\0" * 65536)
+                    f.flush()
+            except OSError:
+                pass
+        r = s.get("/healthz")
+        j = r.json() or {}
+        t.ok(r.status == 503 and j.get("disk") == "low" and j.get("free_mb") == 0,
+             "the disk filled up: /healthz is 503, disk low, free_mb 0", r.brief())
+        big = kernel("full") + b"// " + b"x" * 200000 + b"\n"
+        r = s.submit("vadd", big)
+        err = r.error() or {}
+        t.ok(r.status == 503 and "disk is full" in err.get("message", ""),
+             "a submission that cannot be stored is a 503 that says the disk is full",
+             r.brief())
+        os.unlink(os.path.join(mnt, "filler"))
+        t.eq(s.get("/healthz").status, 200, "space freed: healthy again")
+        t.eq(s.submit("vadd", kernel("after")).status, 202, "and submissions are stored again")
+    finally:
+        s.stop()
+        subprocess.run(["umount", "-l", mnt])
+
+
+def damaged(t):
+    s = Server(labs=["vadd"], tap=t)
+    for i in range(5):
+        s.submit("vadd", kernel("row %d" % i))
+    s.stop()
+    c = sqlite3.connect(s.db)
+    page = c.execute("PRAGMA page_size").fetchone()[0]
+    root = c.execute("SELECT rootpage FROM sqlite_master WHERE name = 'submissions'").fetchone()[0]
+    c.close()
+    with open(s.db, "r+b") as f:
+        f.seek((root - 1) * page)
+        f.write(b"\xff" * 64)       # the page's header: no valid b-tree page type
+    before = file_sha(s.db)
+    rc, err = serve_once(s, s.db)
+    t.ok(rc not in (0, None) and "quick_check" in err and "damaged" in err
+         and "not serving" in err,
+         "serve on a database with a damaged page exits at once, naming quick_check", err)
+    t.ok("Page %d" % root in err or "page %d" % root in err.lower(),
+         "the message names the damaged page (%d)" % root, err)
+    t.eq(file_sha(s.db), before, "and it wrote nothing into the file")
+    p = s.cli("user", "list", "--db", s.db, check=False)
+    t.ok(p.returncode == 0, "the admin commands still open it (to look around)", p.stderr)
+    s.cleanup()
+
+
+def read_only(t):
+    s = Server(labs=["vadd"], tap=t)
+    s.stop()
+    as_root = os.geteuid() == 0
+    user = "nobody" if as_root else None
+    ro = os.path.join(s.dir, "ro")
+    os.makedirs(ro)
+    db = os.path.join(ro, "cugrade.db")
+    shutil.copy(s.db, db)
+    if as_root:     # root ignores modes: run the server as nobody
+        for d in (s.dir, s.labs_dir, s.rubrics_dir):
+            os.chmod(d, 0o755)
+        for base, dirs, files in os.walk(s.labs_dir):
+            for n in dirs:
+                os.chmod(os.path.join(base, n), 0o755)
+            for n in files:
+                os.chmod(os.path.join(base, n), 0o644)
+        for n in os.listdir(s.rubrics_dir):
+            os.chmod(os.path.join(s.rubrics_dir, n), 0o644)
+        os.chmod(db, 0o666)
+    os.chmod(ro, 0o555)
+    rc, err = serve_once(s, db, user=user)
+    t.ok(rc not in (0, None) and "not writable" in err and "already being served" not in err,
+         "a read-only folder: serve says the folder is not writable", err)
+    t.ok(not os.path.exists(db + "-wal"), "and created nothing there")
+
+    os.chmod(ro, 0o777)
+    os.chmod(db, 0o444)
+    rc, err = serve_once(s, db, user=user)
+    t.ok(rc not in (0, None) and "read-only" in err and "already being served" not in err,
+         "a read-only database file: serve says it can only be opened read-only", err)
+    os.chmod(db, 0o644)
+
+    # The lock message stays for what it means: a second server.
+    s.start()
+    rc, err = serve_once(s, s.db)
+    t.ok(rc not in (0, None) and "already being served" in err,
+         "a second server on the same database is still told it is already served", err)
+    s.cleanup()
+
+
+t = Tap()
+require_binary(t)
+t.run(healthz)
+t.run(full_disk)
+t.run(damaged)
+t.run(read_only)
+t.exit()
