@@ -25,6 +25,7 @@
 #define HTTP_HEADER_MAX (16 * 1024) /* request line + headers; 431 beyond */
 #define HTTP_HEADERS_COUNT_MAX 100  /* 431 beyond */
 #define HTTP_BODY_DEFAULT_MAX (64 * 1024)
+#define HTTP_CLIENT_KEY_MAX 52 /* "2001:db8:1:2::/64", "1.2.3.4": INET6_ADDRSTRLEN + "/64" */
 
 struct http_kv {
     const char *name;
@@ -61,6 +62,7 @@ struct http_request {
     const char *body_note; /* set by body_limit: says the limit in a 413 */
     uint64_t start_ns;     /* uv_hrtime() when the request line began */
     const char *remote;    /* peer address, "1.2.3.4" */
+    const char *client;    /* what per-client limits count: remote, or its /64 for IPv6 */
     void *user;            /* for the application (auth result) */
     void *app;             /* the application passed to http_server_start */
     /* response (filled by the http_response_* helpers) */
