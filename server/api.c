@@ -1665,6 +1665,7 @@ static int h_metrics(struct app *app, struct http_request *req)
                     "# TYPE cugrade_uptime_seconds gauge\ncugrade_uptime_seconds %.0f\n",
                     now - app->started_at);
     router_metrics_write(&app->router, b);
+    app_metrics_write(app, b);
     return HTTP_DONE;
 }
 

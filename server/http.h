@@ -1,8 +1,10 @@
 /*
  * http.h - HTTP/1.1 server on libuv + http-parser: keep-alive, pipelining,
- * caps on header and body sizes, slow-client timeouts, write backpressure,
- * graceful shutdown. One request per connection is handled at a time; bytes
- * of pipelined requests that arrive meanwhile wait, unparsed, in order.
+ * caps on header and body sizes, admission from the headers before any body
+ * byte is read, connection caps per client address, slow-client timeouts,
+ * write backpressure, graceful shutdown. One request per connection is
+ * handled at a time; bytes of pipelined requests that arrive meanwhile wait,
+ * unparsed, in order.
  *
  * A handler gets a struct http_request, fills in the response with the
  * http_response_* helpers and returns HTTP_DONE; or it returns HTTP_DEFERRED,
@@ -83,20 +85,31 @@ struct http_request {
 };
 
 struct http_callbacks {
-    /* Body cap for this request, decided from method and path once the
-     * headers are in. NULL: HTTP_BODY_DEFAULT_MAX. */
-    size_t (*body_limit)(void *app, struct http_request *req);
+    /* Admission, once the request line and headers are in and before any
+     * body byte is read or buffered: decide whether the request may go on
+     * (authenticate it from its headers) and how big its body may be.
+     * Returns 0 with *body_max set; or an HTTP status (401, 403, 413,
+     * 429...) after filling req's response with the http_response_*
+     * helpers: that answer is sent at once, the handler never runs, and a
+     * request that announced a body is closed without reading it (no
+     * "100 Continue" goes out). NULL: every request may send
+     * HTTP_BODY_DEFAULT_MAX. */
+    int (*admit)(void *app, struct http_request *req, size_t *body_max);
     /* Handle a complete request: HTTP_DONE or HTTP_DEFERRED. */
     int (*handle)(void *app, struct http_request *req);
     /* Called once per response just before it is written (metrics, logs). */
     void (*done)(void *app, struct http_request *req);
 };
 
+/* Zero fields take the defaults in brackets. */
 struct http_limits {
-    double header_timeout_s; /* first byte to end of request; 408 after */
-    double idle_timeout_s;   /* keep-alive wait for the next request */
-    double write_timeout_s;  /* a client that does not read its response */
-    size_t max_conns;        /* new connections beyond are closed at once */
+    double header_timeout_s;    /* connect (or first byte of a later request) to the end
+                                 * of the head; the body gets 3x. 408 or close after [10] */
+    double idle_timeout_s;      /* keep-alive wait for the next request [30] */
+    double write_timeout_s;     /* a client that does not read its response [30] */
+    size_t max_conns;           /* new connections beyond are closed at once [10000] */
+    size_t max_conns_per_client; /* the same per client address (an IPv6 /64); beyond,
+                                  * closed at once. SIZE_MAX: no cap [64] */
 };
 
 /* Start listening on host:port ("127.0.0.1", 8080; port 0 picks one).
@@ -110,6 +123,13 @@ int http_server_port(struct http_server *srv);
 
 /* Number of open connections. */
 size_t http_server_conns(struct http_server *srv);
+
+/* Connections refused so far: over the global cap, over a client's cap. */
+void http_server_refused(struct http_server *srv, uint64_t *over_global, uint64_t *over_client);
+
+/* Whether req announced a body (a Content-Length above 0, or chunked).
+ * Meaningful from admission on. */
+int http_request_has_body(const struct http_request *req);
 
 /* Graceful stop: stop accepting, close idle connections, let in-flight
  * requests finish (each then closes), force-close what is left after
