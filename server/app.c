@@ -313,15 +313,17 @@ fail:
 #define SIGNED_IN 0u
 
 /* Who may get past admission to API route rt (NULL: a page or an unknown
- * API path), by the API's layout (docs/api.md): /healthz and /metrics
- * anyone, /api/runner/... runners, /api/admin/... staff, any other
+ * API path), by the API's layout (docs/api.md): /healthz anyone, /metrics
+ * admins and runners, /api/runner/... runners, /api/admin/... staff, any other
  * route anyone signed in (SIGNED_IN); otherwise a mask of ROLE_BIT()s.
  * Coarse on purpose: each handler checks the exact roles again; this gate
  * keeps a client that may not use a route from making us buffer its body. */
 static unsigned admit_roles(const struct route *rt)
 {
-    if (!rt || strcmp(rt->pattern, "/healthz") == 0 || strcmp(rt->pattern, "/metrics") == 0)
+    if (!rt || strcmp(rt->pattern, "/healthz") == 0)
         return ANYONE;
+    if (strcmp(rt->pattern, "/metrics") == 0)
+        return ROLE_BIT(AUTH_ADMIN) | ROLE_BIT(AUTH_RUNNER);
     if (strncmp(rt->pattern, "/api/runner/", 12) == 0)
         return ROLE_BIT(AUTH_RUNNER);
     if (strncmp(rt->pattern, "/api/admin/", 11) == 0)
