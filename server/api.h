@@ -58,6 +58,7 @@ struct app_config {
     size_t max_conns_per_client; /* per client address or IPv6 /64 (64); SIZE_MAX: no cap */
     unsigned auth_fail_limit;    /* failed credential checks per client and window (30); */
     double auth_fail_window_s;   /* ...then 429 until the window ends (60). limit 0: off */
+    const char *trusted_proxies[HTTP_TRUSTED_PROXIES_MAX]; /* see struct http_limits */
 };
 
 /* Requests an anonymous client may send a body with (the sign-in form, an

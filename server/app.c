@@ -492,6 +492,7 @@ int app_listen(struct app *app, const char *host, int port)
                               .write_timeout_s = 30,
                               .max_conns = app->cfg.max_conns,
                               .max_conns_per_client = app->cfg.max_conns_per_client};
+    memcpy(lim.trusted_proxies, app->cfg.trusted_proxies, sizeof(lim.trusted_proxies));
     return http_server_start(app->loop, host, port, &lim, &cb, app, &app->http);
 }
 

@@ -58,6 +58,13 @@ struct http_client {
     char key[HTTP_CLIENT_KEY_MAX];
 };
 
+/* An address in canonical form: IPv4 (4 bytes) also when it came v4-mapped
+ * on an IPv6 socket, else IPv6 (16 bytes). */
+struct http_addr {
+    int family; /* AF_INET, AF_INET6; 0: none */
+    unsigned char b[16];
+};
+
 struct http_server {
     uv_loop_t *loop;
     uv_tcp_t listener;
@@ -69,6 +76,8 @@ struct http_server {
     size_t nconns;
     struct http_client *clients[HTTP_CLIENT_BUCKETS];
     uint64_t refused_global, refused_client;
+    struct http_addr proxies[HTTP_TRUSTED_PROXIES_MAX]; /* lim.trusted_proxies, parsed */
+    size_t nproxies;
     int port;
     int stopping;
     int listener_closed, grace_closed;
@@ -111,8 +120,10 @@ struct http_conn {
     int lingering, closing, close_after_write, resume;
     int handles; /* open handles; free at 0 */
     struct http_client *client; /* counted there while not NULL */
+    int via_proxy;              /* the peer is a trusted proxy */
     char remote[INET6_ADDRSTRLEN];
-    char client_key[HTTP_CLIENT_KEY_MAX];
+    char client_key[HTTP_CLIENT_KEY_MAX];    /* the peer's */
+    char forwarded_key[HTTP_CLIENT_KEY_MAX]; /* X-Forwarded-For's, via a proxy */
 };
 
 struct http_write {
@@ -566,29 +577,70 @@ int http_response_redirect(struct http_request *req, int status, const char *loc
 
 /* ---- clients: connections per address ---- */
 
-/* The address per-client limits count, from the peer's socket address:
- * IPv4 as is (also when it arrives v4-mapped on an IPv6 socket), IPv6 as
- * its /64, the block one subscriber usually holds (counting single IPv6
- * addresses would let one host take every connection). Fills remote (the
- * address itself) and key; both "" when the family is unknown. */
-static void client_key_make(const struct sockaddr_storage *sa, char *remote, size_t rlen, char *key,
-                            size_t klen)
+static void addr_from_sockaddr(const struct sockaddr_storage *sa, struct http_addr *a)
 {
-    remote[0] = key[0] = '\0';
+    memset(a, 0, sizeof(*a));
     if (sa->ss_family == AF_INET) {
-        uv_ip4_name((const struct sockaddr_in *)sa, remote, rlen);
-        snprintf(key, klen, "%s", remote);
+        a->family = AF_INET;
+        memcpy(a->b, &((const struct sockaddr_in *)sa)->sin_addr, 4);
     } else if (sa->ss_family == AF_INET6) {
-        const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
-        uv_ip6_name(s6, remote, rlen);
-        if (IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr)) {
-            inet_ntop(AF_INET, &s6->sin6_addr.s6_addr[12], key, (socklen_t)klen);
-            return;
+        const struct in6_addr *in6 = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+        if (IN6_IS_ADDR_V4MAPPED(in6)) {
+            a->family = AF_INET;
+            memcpy(a->b, &in6->s6_addr[12], 4);
+        } else {
+            a->family = AF_INET6;
+            memcpy(a->b, in6, 16);
         }
-        struct in6_addr prefix = s6->sin6_addr;
-        memset(&prefix.s6_addr[8], 0, 8);
-        char text[INET6_ADDRSTRLEN];
-        if (inet_ntop(AF_INET6, &prefix, text, sizeof(text)))
+    }
+}
+
+/* Parse len bytes of text: "1.2.3.4", "2001:db8::1" or "[2001:db8::1]".
+ * Returns 0 or -EINVAL. */
+static int addr_from_text(const char *text, size_t len, struct http_addr *a)
+{
+    char buf[INET6_ADDRSTRLEN + 2];
+    if (len >= 2 && text[0] == '[' && text[len - 1] == ']') {
+        text++;
+        len -= 2;
+    }
+    if (len == 0 || len >= sizeof(buf))
+        return -EINVAL;
+    memcpy(buf, text, len);
+    buf[len] = '\0';
+    memset(a, 0, sizeof(*a));
+    struct in6_addr in6;
+    if (inet_pton(AF_INET, buf, a->b) == 1) {
+        a->family = AF_INET;
+    } else if (inet_pton(AF_INET6, buf, &in6) == 1) {
+        struct sockaddr_storage ss = {.ss_family = AF_INET6};
+        ((struct sockaddr_in6 *)&ss)->sin6_addr = in6;
+        addr_from_sockaddr(&ss, a);
+    } else {
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static int addr_equal(const struct http_addr *x, const struct http_addr *y)
+{
+    return x->family && x->family == y->family &&
+           memcmp(x->b, y->b, x->family == AF_INET ? 4 : 16) == 0;
+}
+
+/* The text per-client limits count a for: IPv4 as is, IPv6 as its /64, the
+ * block one subscriber usually holds (counting single IPv6 addresses would
+ * let one host take every connection). "" for no address. */
+static void addr_client_key(const struct http_addr *a, char *key, size_t klen)
+{
+    char text[INET6_ADDRSTRLEN];
+    key[0] = '\0';
+    if (a->family == AF_INET) {
+        inet_ntop(AF_INET, a->b, key, (socklen_t)klen);
+    } else if (a->family == AF_INET6) {
+        unsigned char prefix[16] = {0};
+        memcpy(prefix, a->b, 8);
+        if (inet_ntop(AF_INET6, prefix, text, sizeof(text)))
             snprintf(key, klen, "%s/64", text);
     }
 }
@@ -1002,6 +1054,31 @@ static int request_check_strict(struct http_conn *c, http_parser *p)
     return 0;
 }
 
+/* Through a trusted proxy, the client is the last address in
+ * X-Forwarded-For: the one the proxy appended (entries before it are
+ * whatever the client sent). Without a usable one, the proxy itself. */
+static const char *request_forwarded_client(struct http_conn *c)
+{
+    const char *xff = NULL;
+    for (size_t i = 0; i < c->nh; i++)
+        if (strcasecmp(c->kv[i].name, "X-Forwarded-For") == 0)
+            xff = c->kv[i].value; /* the last such header */
+    if (!xff)
+        return c->client_key;
+    const char *last = strrchr(xff, ',');
+    last = last ? last + 1 : xff;
+    while (*last == ' ' || *last == '\t')
+        last++;
+    size_t len = strlen(last);
+    while (len > 0 && (last[len - 1] == ' ' || last[len - 1] == '\t'))
+        len--;
+    struct http_addr a;
+    if (addr_from_text(last, len, &a) != 0)
+        return c->client_key;
+    addr_client_key(&a, c->forwarded_key, sizeof(c->forwarded_key));
+    return c->forwarded_key;
+}
+
 static int on_headers_complete(http_parser *p)
 {
     struct http_conn *c = p->data;
@@ -1022,6 +1099,7 @@ static int on_headers_complete(http_parser *p)
         return -1;
     r->headers = c->kv;
     r->nheaders = c->nh;
+    r->client = c->via_proxy ? request_forwarded_client(c) : c->client_key;
     r->method = p->method;
     r->method_name = http_method_str(p->method);
     r->target = c->hbuf.data;
@@ -1497,10 +1575,19 @@ static void on_connection(uv_stream_t *ls, int status)
         conn_close(c); /* gone already */
         return;
     }
-    client_key_make(&sa, c->remote, sizeof(c->remote), c->client_key, sizeof(c->client_key));
+    struct http_addr peer;
+    addr_from_sockaddr(&sa, &peer);
+    if (sa.ss_family == AF_INET)
+        uv_ip4_name((struct sockaddr_in *)&sa, c->remote, sizeof(c->remote));
+    else if (sa.ss_family == AF_INET6)
+        uv_ip6_name((struct sockaddr_in6 *)&sa, c->remote, sizeof(c->remote));
+    addr_client_key(&peer, c->client_key, sizeof(c->client_key));
+    for (size_t i = 0; i < s->nproxies; i++)
+        c->via_proxy |= addr_equal(&peer, &s->proxies[i]);
     /* One client holding every connection locks the others out (10,000
-     * idle sockets from one host did): it gets its share, no more. */
-    int rc = client_add(s, c, s->lim.max_conns_per_client);
+     * idle sockets from one host did): it gets its share, no more. A
+     * trusted proxy carries every client: it is held only to max_conns. */
+    int rc = c->via_proxy ? 0 : client_add(s, c, s->lim.max_conns_per_client);
     if (rc) {
         if (rc == -EMFILE)
             s->refused_client++;
@@ -1549,6 +1636,13 @@ int http_server_start(uv_loop_t *loop, const char *host, int port, const struct 
         s->lim.max_conns = 10000;
     if (s->lim.max_conns_per_client == 0)
         s->lim.max_conns_per_client = 64;
+    for (size_t i = 0; i < HTTP_TRUSTED_PROXIES_MAX && s->lim.trusted_proxies[i]; i++) {
+        const char *p = s->lim.trusted_proxies[i];
+        if (addr_from_text(p, strlen(p), &s->proxies[s->nproxies++]) != 0) {
+            free(s);
+            return -EINVAL;
+        }
+    }
     if (strchr(host, ':'))
         rc = uv_ip6_addr(host, port, (struct sockaddr_in6 *)&sa);
     else

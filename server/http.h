@@ -27,6 +27,7 @@
 #define HTTP_HEADER_MAX (16 * 1024) /* request line + headers; 431 beyond */
 #define HTTP_HEADERS_COUNT_MAX 100  /* 431 beyond */
 #define HTTP_BODY_DEFAULT_MAX (64 * 1024)
+#define HTTP_TRUSTED_PROXIES_MAX 4
 #define HTTP_CLIENT_KEY_MAX 52 /* "2001:db8:1:2::/64", "1.2.3.4": INET6_ADDRSTRLEN + "/64" */
 
 struct http_kv {
@@ -64,7 +65,8 @@ struct http_request {
     const char *body_note; /* set by body_limit: says the limit in a 413 */
     uint64_t start_ns;     /* uv_hrtime() when the request line began */
     const char *remote;    /* peer address, "1.2.3.4" */
-    const char *client;    /* what per-client limits count: remote, or its /64 for IPv6 */
+    const char *client;    /* what per-client limits count: remote, or its /64 for IPv6;
+                            * via a trusted proxy, X-Forwarded-For's last address */
     void *user;            /* for the application (auth result) */
     void *app;             /* the application passed to http_server_start */
     /* response (filled by the http_response_* helpers) */
@@ -110,10 +112,16 @@ struct http_limits {
     size_t max_conns;           /* new connections beyond are closed at once [10000] */
     size_t max_conns_per_client; /* the same per client address (an IPv6 /64); beyond,
                                   * closed at once. SIZE_MAX: no cap [64] */
+    /* Reverse proxies ("127.0.0.1", "::1"; unused slots NULL; the strings
+     * must outlive the server): their connections are not held to
+     * max_conns_per_client, and their requests' client is the last address
+     * of X-Forwarded-For. [none] */
+    const char *trusted_proxies[HTTP_TRUSTED_PROXIES_MAX];
 };
 
 /* Start listening on host:port ("127.0.0.1", 8080; port 0 picks one).
- * Returns 0 and a server in *out, or -errno. The server lives until
+ * Returns 0 and a server in *out, or -errno (-EINVAL: a bad address, a
+ * trusted proxy's included). The server lives until
  * http_server_shutdown's callback has run. */
 int http_server_start(uv_loop_t *loop, const char *host, int port, const struct http_limits *limits,
                       const struct http_callbacks *cb, void *app, struct http_server **out);

@@ -2,6 +2,7 @@
  * main.c - the cugrade-server command line: init, serve, and the admin
  * commands (user add/list, token new/revoke). See docs/server.md.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -27,6 +28,8 @@ struct opts {
     double lease_s, sweep_s, request_timeout_s, idle_timeout_s;
     long max_conns, max_conns_per_address, auth_fail_limit; /* -1: the default */
     double auth_fail_window_s;
+    const char *trusted_proxies[HTTP_TRUSTED_PROXIES_MAX];
+    size_t ntrusted_proxies;
     int help;
 };
 
@@ -76,6 +79,9 @@ static const char usage_serve[] =
     "  --auth-fail-limit N    failed token or session checks per client address in a window;\n"
     "                         then 429 until it ends (default 30; 0: no limit)\n"
     "  --auth-fail-window N   the window, in seconds from the first failure (default 60)\n"
+    "  --trusted-proxy ADDR   a reverse proxy (e.g. 127.0.0.1) all clients come through: its\n"
+    "                         connections are not capped per address, and the client of its\n"
+    "                         requests is the last address of X-Forwarded-For (up to 4 times)\n"
     "\n"
     "SIGTERM or SIGINT stops it gracefully: no new connections, requests in\n"
     "flight finish, parked runner claims get 204, the database closes cleanly.\n";
@@ -109,6 +115,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
                                        {"max-conns-per-address", required_argument, NULL, 'A'},
                                        {"auth-fail-limit", required_argument, NULL, 'F'},
                                        {"auth-fail-window", required_argument, NULL, 'W'},
+                                       {"trusted-proxy", required_argument, NULL, 'P'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
     int c;
@@ -166,6 +173,18 @@ static int parse_opts(int argc, char **argv, struct opts *o)
             if (o->auth_fail_window_s <= 0)
                 return -1;
             break;
+        case 'P': {
+            unsigned char a[16];
+            if (o->ntrusted_proxies == HTTP_TRUSTED_PROXIES_MAX ||
+                (inet_pton(AF_INET, optarg, a) != 1 && inet_pton(AF_INET6, optarg, a) != 1)) {
+                fprintf(stderr, "cugrade-server: --trusted-proxy wants an IPv4 or IPv6 address "
+                                "(at most %d of them)\n",
+                        HTTP_TRUSTED_PROXIES_MAX);
+                return -1;
+            }
+            o->trusted_proxies[o->ntrusted_proxies++] = optarg;
+            break;
+        }
         case 'h':
             o->help = 1;
             break;
@@ -453,6 +472,7 @@ static int do_serve(struct opts *o)
                              .idle_timeout_s = o->idle_timeout_s,
                              .auth_fail_limit = o->auth_fail_limit < 0 ? 30 : (unsigned)o->auth_fail_limit,
                              .auth_fail_window_s = o->auth_fail_window_s};
+    memcpy(cfg.trusted_proxies, o->trusted_proxies, sizeof(cfg.trusted_proxies));
     if (o->max_conns > 0)
         cfg.max_conns = (size_t)o->max_conns;
     if (o->max_conns_per_address == 0)
@@ -545,7 +565,8 @@ int main(int argc, char **argv)
                 strcmp(argv[i], "--max-conns") == 0 ||
                 strcmp(argv[i], "--max-conns-per-address") == 0 ||
                 strcmp(argv[i], "--auth-fail-limit") == 0 ||
-                strcmp(argv[i], "--auth-fail-window") == 0;
+                strcmp(argv[i], "--auth-fail-window") == 0 ||
+                strcmp(argv[i], "--trusted-proxy") == 0;
             if (takes && i + 1 < argc)
                 args[nargs++] = argv[++i];
         } else if (npos < 8) {

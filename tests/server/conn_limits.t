@@ -5,7 +5,9 @@
 # new one is closed at once, others are served); so are connections in all;
 # a connection gets the request timeout, not the idle one, until its first
 # request head is in; a client that pipelines GET /metrics and never reads
-# gets a bounded amount of work done, and everything once it reads.
+# gets a bounded amount of work done, and everything once it reads.  A
+# trusted reverse proxy (--trusted-proxy) is not capped per address, and
+# its requests are counted under X-Forwarded-For's last address.
 import os
 import re
 import socket
@@ -180,8 +182,43 @@ def pipelining(t):
     s.stop()
 
 
+WRONG = "cgs_" + "0123456789abcdef" * 4
+
+
+def proxy(t):
+    s = Server(labs=["vadd"], args=["--max-conns-per-address", "4", "--auth-fail-limit", "3",
+                                    "--trusted-proxy", "127.0.0.9"], tap=t)
+    held = [s.connect(source="127.0.0.9") for _ in range(8)]
+    held[-1].sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+    r = SockReader(held[-1]).response(5)
+    t.ok(r is not None and r.status == 200,
+         "8 connections from the trusted proxy (the cap is 4 per address): served")
+    for c in held:
+        c.close()
+
+    def me(token, xff=None, source="127.0.0.9"):
+        h = {"X-Forwarded-For": xff} if xff else None
+        return s.get("/api/me", token=token, headers=h, source=source).status
+    codes = [me(WRONG, "203.0.113.6") for _ in range(3)]
+    codes.append(me("alice_q7", "203.0.113.6"))
+    t.eq(codes, [401, 401, 401, 429],
+         "through the proxy, 3 failures of client 203.0.113.6, then 429 for it")
+    t.eq(me("alice_q7", "198.51.100.7"), 200, "...while client 198.51.100.7 is served")
+    t.eq(me("alice_q7", "198.51.100.7, 203.0.113.6"), 429,
+         "the last X-Forwarded-For entry counts (the one the proxy appended)")
+    t.eq(me("alice_q7", "203.0.113.6, 198.51.100.7"), 200,
+         "an entry the client put before it does not")
+    t.eq(me("alice_q7"), 200, "the proxy's own requests (no X-Forwarded-For) are served")
+    codes = [me(WRONG, "198.51.100.%d" % i, source="127.0.0.1") for i in range(3)]
+    codes.append(me("alice_q7", "198.51.100.99", source="127.0.0.1"))
+    t.eq(codes, [401, 401, 401, 429],
+         "from an address that is not a trusted proxy, X-Forwarded-For is ignored")
+    s.stop()
+
+
 def main(t):
     caps(t)
+    proxy(t)
     silent(t)
     pipelining(t)
 
