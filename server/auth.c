@@ -492,9 +492,14 @@ void auth_throttle_fail(struct auth_throttle *t, const char *client, double now)
          * window is the oldest of all). */
         struct auth_throttle_slot *b = throttle_bucket(t, client);
         s = &b[0];
-        for (int i = 0; i < AUTH_THROTTLE_WAYS && s->client[0]; i++)
-            if (!b[i].client[0] || b[i].start < s->start)
+        for (int i = 0; i < AUTH_THROTTLE_WAYS; i++) {
+            if (!b[i].client[0]) {
                 s = &b[i];
+                break;
+            }
+            if (b[i].start < s->start)
+                s = &b[i];
+        }
         snprintf(s->client, sizeof(s->client), "%s", client);
         s->fails = 0;
         s->start = now;
