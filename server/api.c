@@ -2032,6 +2032,11 @@ static int h_healthz(struct app *app, struct http_request *req)
 
 static int h_metrics(struct app *app, struct http_request *req)
 {
+    /* Not for anyone: it names runners and costs queries (issue 14).
+     * Prometheus sends a bearer token (authorization: credentials_file). */
+    struct auth_user u;
+    if (need(app, req, &u, ADMIN | RUNNER))
+        return HTTP_DONE;
     struct http_buf *b = &req->res_body;
     req->status = 200;
     req->content_type = "text/plain; version=0.0.4; charset=utf-8";
@@ -2112,6 +2117,7 @@ static int h_metrics(struct app *app, struct http_request *req)
                     "# TYPE cugrade_uptime_seconds gauge\ncugrade_uptime_seconds %.0f\n",
                     now - app->started_at);
     router_metrics_write(&app->router, b);
+    app_metrics_write(app, b);
     return HTTP_DONE;
 }
 

@@ -59,7 +59,16 @@ struct app_config {
     double header_timeout_s; /* request line + headers must arrive within (10); the body 3x */
     double idle_timeout_s;   /* keep-alive connections idle longer are closed (60) */
     double min_free_mb;      /* /healthz fails below this much free space by the db (512) */
+    size_t max_conns;            /* open connections in all (10000) */
+    size_t max_conns_per_client; /* per client address or IPv6 /64 (64); SIZE_MAX: no cap */
+    unsigned auth_fail_limit;    /* failed credential checks per client and window (30); */
+    double auth_fail_window_s;   /* ...then 429 until the window ends (60). limit 0: off */
+    const char *trusted_proxies[HTTP_TRUSTED_PROXIES_MAX]; /* see struct http_limits */
 };
+
+/* Requests an anonymous client may send a body with (the sign-in form, an
+ * unknown API path) get at most this much. */
+#define APP_ANON_BODY_MAX (4 * 1024)
 
 struct app_subcache;
 
@@ -74,6 +83,8 @@ struct app {
     struct app_config cfg;
     double started_at;
     struct app_subcache *subcache;
+    struct auth_throttle *throttle; /* failed credential checks per client */
+    uint64_t admit_refused[3];      /* at admission: 401, 403, 429 */
 };
 
 /* Open the database (must be initialized), load labs/ and rubrics/, start
@@ -93,6 +104,10 @@ void app_close(struct app *app);
 
 /* The lab called name, or NULL. */
 struct app_lab *app_lab_find(struct app *app, const char *name);
+
+/* Append the server's own Prometheus lines (connections refused, requests
+ * refused at admission) to out. 0 or -ENOMEM. */
+int app_metrics_write(struct app *app, struct http_buf *out);
 
 /* Authenticate req (Bearer token, else the cugrade_session cookie). Returns
  * 0 and fills user; -ENOENT no credentials; -EACCES bad credentials. */

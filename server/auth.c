@@ -9,6 +9,7 @@
 #include <openssl/rand.h>
 #include <openssl/sha.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -478,4 +479,104 @@ int auth_request_user(struct db *db, const struct http_request *req, struct auth
         return -EACCES;
     rc = auth_session_check(db, cookie, out);
     return rc == -ENOENT ? -EACCES : rc;
+}
+
+int auth_request_has_credentials(const struct http_request *req)
+{
+    char cookie[8];
+    if (http_request_header(req, "Authorization"))
+        return 1;
+    int rc = http_request_cookie(req, AUTH_SESSION_COOKIE, cookie, sizeof(cookie));
+    return rc != -ENOENT; /* present, even when too long to be one */
+}
+
+/* ---- failed-check throttle ---- */
+
+#define AUTH_THROTTLE_WAYS 8 /* slots per bucket: a client lives in one bucket */
+
+struct auth_throttle_slot {
+    char client[HTTP_CLIENT_KEY_MAX]; /* "" when free */
+    unsigned fails;
+    double start; /* first failure of the window */
+};
+
+struct auth_throttle {
+    unsigned limit;
+    double window_s;
+    struct auth_throttle_slot slots[AUTH_THROTTLE_SLOTS];
+};
+
+int auth_throttle_new(unsigned limit, double window_s, struct auth_throttle **out)
+{
+    struct auth_throttle *t = calloc(1, sizeof(*t));
+    if (!t)
+        return -ENOMEM;
+    t->limit = limit;
+    t->window_s = window_s > 0 ? window_s : 60;
+    *out = t;
+    return 0;
+}
+
+void auth_throttle_free(struct auth_throttle *t)
+{
+    free(t);
+}
+
+static struct auth_throttle_slot *throttle_bucket(struct auth_throttle *t, const char *client)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (const unsigned char *p = (const unsigned char *)client; *p; p++)
+        h = (h ^ *p) * 16777619u;
+    return &t->slots[(h % (AUTH_THROTTLE_SLOTS / AUTH_THROTTLE_WAYS)) * AUTH_THROTTLE_WAYS];
+}
+
+static struct auth_throttle_slot *throttle_find(struct auth_throttle *t, const char *client)
+{
+    struct auth_throttle_slot *b = throttle_bucket(t, client);
+    for (int i = 0; i < AUTH_THROTTLE_WAYS; i++)
+        if (b[i].client[0] && strcmp(b[i].client, client) == 0)
+            return &b[i];
+    return NULL;
+}
+
+int auth_throttle_wait(struct auth_throttle *t, const char *client, double now)
+{
+    if (!t || t->limit == 0)
+        return 0;
+    struct auth_throttle_slot *s = throttle_find(t, client);
+    if (!s || s->fails < t->limit || now >= s->start + t->window_s)
+        return 0;
+    double left = s->start + t->window_s - now;
+    int secs = (int)left;
+    return secs < left ? secs + 1 : (secs > 0 ? secs : 1);
+}
+
+void auth_throttle_fail(struct auth_throttle *t, const char *client, double now)
+{
+    if (!t || t->limit == 0)
+        return;
+    struct auth_throttle_slot *s = throttle_find(t, client);
+    if (!s) {
+        /* A free slot, else the one whose window started first (an ended
+         * window is the oldest of all). */
+        struct auth_throttle_slot *b = throttle_bucket(t, client);
+        s = &b[0];
+        for (int i = 0; i < AUTH_THROTTLE_WAYS; i++) {
+            if (!b[i].client[0]) {
+                s = &b[i];
+                break;
+            }
+            if (b[i].start < s->start)
+                s = &b[i];
+        }
+        snprintf(s->client, sizeof(s->client), "%s", client);
+        s->fails = 0;
+        s->start = now;
+    }
+    if (now >= s->start + t->window_s) { /* a new window */
+        s->fails = 0;
+        s->start = now;
+    }
+    if (s->fails < UINT32_MAX)
+        s->fails++;
 }

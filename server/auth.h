@@ -110,6 +110,30 @@ int auth_session_check(struct db *db, const char *cookie, struct auth_user *out)
 /* End a session (logout). 0 or -errno; an unknown cookie is not an error. */
 int auth_session_destroy(struct db *db, const char *cookie);
 
+/* Failed credential checks per client address: after limit failures within
+ * window_s of the first, a client gets 429 without any lookup until the
+ * window ends. A bounded table (AUTH_THROTTLE_SLOTS clients): a flood of
+ * addresses evicts the oldest windows, it cannot grow our memory. */
+#define AUTH_THROTTLE_SLOTS 4096
+
+struct auth_throttle;
+
+/* A new throttle (limit 0: never throttles). Returns 0 and *out, caller
+ * frees with auth_throttle_free; or -ENOMEM. */
+int auth_throttle_new(unsigned limit, double window_s, struct auth_throttle **out);
+void auth_throttle_free(struct auth_throttle *t);
+
+/* Whole seconds until client may be checked again (at least 1), or 0 when
+ * it may now. now: seconds on any monotonic clock. */
+int auth_throttle_wait(struct auth_throttle *t, const char *client, double now);
+
+/* Count one failed credential check of client at now. */
+void auth_throttle_fail(struct auth_throttle *t, const char *client, double now);
+
+/* Whether req carries credentials (an Authorization header or the session
+ * cookie), i.e. whether authenticating it costs a lookup. */
+int auth_request_has_credentials(const struct http_request *req);
+
 /* Authenticate a request: the Bearer token first, else the session cookie.
  * Returns 0 and fills out; -ENOENT when the request carries no credentials;
  * -EACCES when it carries a wrong, revoked or expired one; -errno. */

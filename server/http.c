@@ -6,25 +6,64 @@
  * with the bytes that followed (pipelining). Responses are appended to one
  * output buffer per connection and written with uv_try_write, the rest with
  * uv_write; while a client does not read, we stop reading from it.
+ *
+ * What one client can make us hold or do is bounded: a request's head is
+ * checked by the application's admit callback before any body byte is
+ * buffered (an anonymous client gets a few KiB at most); connections are
+ * counted per client address; a connection gets header_timeout_s from
+ * accept to its first complete head; at most HTTP_PIPELINE_BURST pipelined
+ * requests of one connection are handled per turn of the loop; and parsing
+ * stops while HTTP_WRITE_HIGH bytes of answers wait unsent in user space,
+ * the kernel holding at most HTTP_NOTSENT_LOWAT more (TCP_NOTSENT_LOWAT).
  */
 #include "server/http.h"
 
 #include <arpa/inet.h>
+#include <assert.h>
 #include <errno.h>
 #include <http_parser.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #define HTTP_READ_CHUNK (64 * 1024)
-#define HTTP_WRITE_HIGH (1024 * 1024) /* stop reading above this much unsent */
+/* A client that pipelines requests and never reads its answers makes us
+ * work until these fill: its receive window, the kernel's unsent bytes
+ * (TCP_NOTSENT_LOWAT keeps them near HTTP_NOTSENT_LOWAT, else the send
+ * buffer autotunes to megabytes), and our own unsent bytes. Above
+ * HTTP_WRITE_HIGH we stop parsing its requests until it reads. */
+#define HTTP_WRITE_HIGH (256 * 1024)
+#define HTTP_NOTSENT_LOWAT (64 * 1024)
+/* Pipelined requests one connection may have handled per turn of the loop
+ * before others get theirs (10 clients each pipelining 64 KiB of requests
+ * would otherwise hold the loop for thousands of handler runs). */
+#define HTTP_PIPELINE_BURST 16
+#define HTTP_CLIENT_BUCKETS 1024 /* hash buckets of the per-client connection counts */
 #define HTTP_LINGER_MAX (1024 * 1024) /* bytes discarded after an error answer */
 #define HTTP_LINGER_S 2.0
 #define HTTP_KEEP_BUF (64 * 1024)  /* buffers above this are freed between requests */
 #define HTTP_WRITEV_MIN (8 * 1024) /* bodies this big are written, not copied */
+
+/* Open connections of one client address (or IPv6 /64). Exists while it
+ * has any; chained in its hash bucket. */
+struct http_client {
+    struct http_client *next;
+    size_t conns;
+    char key[HTTP_CLIENT_KEY_MAX];
+};
+
+/* An address in canonical form: IPv4 (4 bytes) also when it came v4-mapped
+ * on an IPv6 socket, else IPv6 (16 bytes). */
+struct http_addr {
+    int family; /* AF_INET, AF_INET6; 0: none */
+    unsigned char b[16];
+};
 
 struct http_server {
     uv_loop_t *loop;
@@ -35,6 +74,10 @@ struct http_server {
     void *app;
     struct http_conn *conns;
     size_t nconns;
+    struct http_client *clients[HTTP_CLIENT_BUCKETS];
+    uint64_t refused_global, refused_client;
+    struct http_addr proxies[HTTP_TRUSTED_PROXIES_MAX]; /* lim.trusted_proxies, parsed */
+    size_t nproxies;
     int port;
     int stopping;
     int listener_closed, grace_closed;
@@ -60,7 +103,10 @@ struct http_conn {
     struct http_buf body;
     size_t body_max;
     int in_message, complete;
-    int reject_status; /* answer this and close (413, 431, 400) */
+    unsigned long requests; /* requests answered on this connection */
+    int reject_status;      /* answer this and close (413, 431, 400) */
+    int reject_ready;       /* ...with the response admission filled in, not reject_msg */
+    int admit_refused;      /* admission answered this bodiless request: no handler */
     const char *reject_code;
     char reject_msg[160];
     /* input received but not parsed yet (while a request is handled) */
@@ -73,7 +119,11 @@ struct http_conn {
     int deferred; /* a handler holds req */
     int lingering, closing, close_after_write, resume;
     int handles; /* open handles; free at 0 */
+    struct http_client *client; /* counted there while not NULL */
+    int via_proxy;              /* the peer is a trusted proxy */
     char remote[INET6_ADDRSTRLEN];
+    char client_key[HTTP_CLIENT_KEY_MAX];    /* the peer's */
+    char forwarded_key[HTTP_CLIENT_KEY_MAX]; /* X-Forwarded-For's, via a proxy */
 };
 
 struct http_write {
@@ -525,6 +575,125 @@ int http_response_redirect(struct http_request *req, int status, const char *loc
                               "redirecting\n", 12);
 }
 
+/* ---- clients: connections per address ---- */
+
+static void addr_from_sockaddr(const struct sockaddr_storage *sa, struct http_addr *a)
+{
+    memset(a, 0, sizeof(*a));
+    if (sa->ss_family == AF_INET) {
+        a->family = AF_INET;
+        memcpy(a->b, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+    } else if (sa->ss_family == AF_INET6) {
+        const struct in6_addr *in6 = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+        if (IN6_IS_ADDR_V4MAPPED(in6)) {
+            a->family = AF_INET;
+            memcpy(a->b, &in6->s6_addr[12], 4);
+        } else {
+            a->family = AF_INET6;
+            memcpy(a->b, in6, 16);
+        }
+    }
+}
+
+/* Parse len bytes of text: "1.2.3.4", "2001:db8::1" or "[2001:db8::1]".
+ * Returns 0 or -EINVAL. */
+static int addr_from_text(const char *text, size_t len, struct http_addr *a)
+{
+    char buf[INET6_ADDRSTRLEN + 2];
+    if (len >= 2 && text[0] == '[' && text[len - 1] == ']') {
+        text++;
+        len -= 2;
+    }
+    if (len == 0 || len >= sizeof(buf))
+        return -EINVAL;
+    memcpy(buf, text, len);
+    buf[len] = '\0';
+    memset(a, 0, sizeof(*a));
+    struct in6_addr in6;
+    if (inet_pton(AF_INET, buf, a->b) == 1) {
+        a->family = AF_INET;
+    } else if (inet_pton(AF_INET6, buf, &in6) == 1) {
+        struct sockaddr_storage ss = {.ss_family = AF_INET6};
+        ((struct sockaddr_in6 *)&ss)->sin6_addr = in6;
+        addr_from_sockaddr(&ss, a);
+    } else {
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static int addr_equal(const struct http_addr *x, const struct http_addr *y)
+{
+    return x->family && x->family == y->family &&
+           memcmp(x->b, y->b, x->family == AF_INET ? 4 : 16) == 0;
+}
+
+/* The text per-client limits count a for: IPv4 as is, IPv6 as its /64, the
+ * block one subscriber usually holds (counting single IPv6 addresses would
+ * let one host take every connection). "" for no address. */
+static void addr_client_key(const struct http_addr *a, char *key, size_t klen)
+{
+    char text[INET6_ADDRSTRLEN];
+    key[0] = '\0';
+    if (a->family == AF_INET) {
+        inet_ntop(AF_INET, a->b, key, (socklen_t)klen);
+    } else if (a->family == AF_INET6) {
+        unsigned char prefix[16] = {0};
+        memcpy(prefix, a->b, 8);
+        if (inet_ntop(AF_INET6, prefix, text, sizeof(text)))
+            snprintf(key, klen, "%s/64", text);
+    }
+}
+
+static size_t client_bucket(const char *key)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (const unsigned char *p = (const unsigned char *)key; *p; p++)
+        h = (h ^ *p) * 16777619u;
+    return h % HTTP_CLIENT_BUCKETS;
+}
+
+/* Count c against its client. Returns 0, -EMFILE when the client already
+ * holds max connections (c is not counted then), or -ENOMEM. */
+static int client_add(struct http_server *s, struct http_conn *c, size_t max)
+{
+    assert(c->client == NULL);
+    struct http_client **head = &s->clients[client_bucket(c->client_key)], *e;
+    for (e = *head; e; e = e->next)
+        if (strcmp(e->key, c->client_key) == 0)
+            break;
+    if (e && e->conns >= max)
+        return -EMFILE;
+    if (!e) {
+        e = calloc(1, sizeof(*e));
+        if (!e)
+            return -ENOMEM;
+        snprintf(e->key, sizeof(e->key), "%s", c->client_key);
+        e->next = *head;
+        *head = e;
+    }
+    e->conns++;
+    c->client = e;
+    return 0;
+}
+
+/* Uncount c; the client's entry goes with its last connection. */
+static void client_remove(struct http_server *s, struct http_conn *c)
+{
+    struct http_client *e = c->client;
+    if (!e)
+        return;
+    c->client = NULL;
+    assert(e->conns > 0);
+    if (--e->conns > 0)
+        return;
+    struct http_client **pp = &s->clients[client_bucket(e->key)];
+    while (*pp != e)
+        pp = &(*pp)->next;
+    *pp = e->next;
+    free(e);
+}
+
 /* ---- connection lifecycle ---- */
 
 static void server_maybe_done(struct http_server *s);
@@ -541,6 +710,7 @@ static void conn_free_if_done(struct http_conn *c)
     if (c->next)
         c->next->prev = c->prev;
     s->nconns--;
+    client_remove(s, c);
     if (s->stopping && s->nconns == 0)
         server_maybe_done(s);
     http_buf_free(&c->hbuf);
@@ -782,11 +952,17 @@ static int on_message_begin(http_parser *p)
     c->hstate = 0;
     c->body.len = 0;
     c->body_max = 0;
+    c->reject_ready = 0;
+    c->admit_refused = 0;
     c->req.start_ns = uv_hrtime();
     c->req.method_name = NULL;
     c->req.path = NULL;
     c->req.route = NULL;
-    conn_timer_arm(c, c->srv->lim.header_timeout_s);
+    /* A later request on a kept-alive connection gets its own deadline from
+     * its first byte; the first keeps the one from accept, so that waiting
+     * before the first byte buys no time. */
+    if (c->requests > 0)
+        conn_timer_arm(c, c->srv->lim.header_timeout_s);
     return 0;
 }
 
@@ -878,6 +1054,31 @@ static int request_check_strict(struct http_conn *c, http_parser *p)
     return 0;
 }
 
+/* Through a trusted proxy, the client is the last address in
+ * X-Forwarded-For: the one the proxy appended (entries before it are
+ * whatever the client sent). Without a usable one, the proxy itself. */
+static const char *request_forwarded_client(struct http_conn *c)
+{
+    const char *xff = NULL;
+    for (size_t i = 0; i < c->nh; i++)
+        if (strcasecmp(c->kv[i].name, "X-Forwarded-For") == 0)
+            xff = c->kv[i].value; /* the last such header */
+    if (!xff)
+        return c->client_key;
+    const char *last = strrchr(xff, ',');
+    last = last ? last + 1 : xff;
+    while (*last == ' ' || *last == '\t')
+        last++;
+    size_t len = strlen(last);
+    while (len > 0 && (last[len - 1] == ' ' || last[len - 1] == '\t'))
+        len--;
+    struct http_addr a;
+    if (addr_from_text(last, len, &a) != 0)
+        return c->client_key;
+    addr_client_key(&a, c->forwarded_key, sizeof(c->forwarded_key));
+    return c->forwarded_key;
+}
+
 static int on_headers_complete(http_parser *p)
 {
     struct http_conn *c = p->data;
@@ -898,6 +1099,7 @@ static int on_headers_complete(http_parser *p)
         return -1;
     r->headers = c->kv;
     r->nheaders = c->nh;
+    r->client = c->via_proxy ? request_forwarded_client(c) : c->client_key;
     r->method = p->method;
     r->method_name = http_method_str(p->method);
     r->target = c->hbuf.data;
@@ -940,7 +1142,25 @@ static int on_headers_complete(http_parser *p)
         return conn_reject(c, 500, "internal", "Out of memory.");
     r->path = c->pbuf.data;
 
-    c->body_max = s->cb.body_limit ? s->cb.body_limit(s->app, r) : HTTP_BODY_DEFAULT_MAX;
+    /* Admission: nothing of the body has been read yet (what arrived with
+     * the head waits unparsed in the read buffer). */
+    c->body_max = HTTP_BODY_DEFAULT_MAX;
+    if (s->cb.admit) {
+        int refused = s->cb.admit(s->app, r, &c->body_max);
+        if (refused) {
+            assert(refused >= 400 && refused <= 599);
+            if (r->status == 0)
+                http_response_status(r, refused);
+            if (http_request_has_body(r)) {
+                /* Answer and close: reading a body nobody may send
+                 * here is what we refuse to do. */
+                c->reject_ready = 1;
+                return conn_reject(c, refused, "refused", "Refused at admission.");
+            }
+            c->admit_refused = 1; /* answered in turn; the connection stays */
+            return 0;
+        }
+    }
     if ((p->flags & F_CONTENTLENGTH) && p->content_length > c->body_max) {
         if (c->body_max == 0)
             return conn_reject(c, 413, "payload_too_large", "%s %s takes no request body.",
@@ -956,7 +1176,8 @@ static int on_headers_complete(http_parser *p)
     if (expect) {
         if (strcasecmp(expect, "100-continue") != 0)
             return conn_reject(c, 400, "bad_request", "Only 'Expect: 100-continue' is supported.");
-        /* curl waits for this before sending a large body. */
+        /* curl waits for this before sending a large body: it goes out
+         * only now, after admission and the size check. */
         if (c->body_max > 0)
             http_buf_append(&c->out, "HTTP/1.1 100 Continue\r\n\r\n", 25);
     }
@@ -1064,6 +1285,7 @@ static void conn_respond(struct http_conn *c)
     }
     r->body_ext = NULL;
     r->body_ext_len = 0;
+    c->requests++;
     if (!keep)
         c->close_after_write = 1;
     /* reset for the next request */
@@ -1093,6 +1315,11 @@ static void conn_dispatch(struct http_conn *c)
     r->body = c->body.data ? c->body.data : "";
     r->body_len = c->body.len;
     uv_timer_stop(&c->timer);
+    if (c->admit_refused) { /* admission filled the answer in */
+        c->admit_refused = 0;
+        conn_respond(c);
+        return;
+    }
     int rc = s->cb.handle(s->app, r);
     if (rc == HTTP_DEFERRED) {
         c->deferred = 1;
@@ -1107,16 +1334,19 @@ static void conn_refuse(struct http_conn *c)
     struct http_request *r = &c->req;
     char msg[200];
     snprintf(msg, sizeof(msg), "%s", c->reject_msg);
-    /* The request may be half-parsed: answer with a clean slate. */
-    r->res_body.len = 0;
-    r->res_headers.len = 0;
     r->route = r->route ? r->route : "(refused)";
     r->close_after = 1;
     if (!r->method_name)
         r->method_name = "-";
     if (!r->path)
         r->path = "";
-    http_response_error(r, c->reject_status, c->reject_code, "%s", msg);
+    if (!c->reject_ready) {
+        /* The request may be half-parsed: answer with a clean slate. */
+        r->res_body.len = 0;
+        r->res_headers.len = 0;
+        r->body_ext = NULL;
+        http_response_error(r, c->reject_status, c->reject_code, "%s", msg);
+    }
     c->close_after_write = 1;
     conn_read_stop(c);
     conn_respond(c);
@@ -1147,10 +1377,14 @@ static void conn_save_pending(struct http_conn *c, const char *data, size_t len)
 static void conn_feed(struct http_conn *c, const char *data, size_t len)
 {
     int from_pending = c->pending && data == c->pending + c->pending_off;
+    int handled = 0;
     /* Pipelined requests from a client that does not read its answers stop
-     * being handled once 1 MiB of answers wait (memory exhaustion). */
+     * being handled once HTTP_WRITE_HIGH of answers wait (memory, and a
+     * loop working for one client); and after HTTP_PIPELINE_BURST of them
+     * the rest waits in c->pending for the next turn of the loop, so that
+     * other clients are served in between. */
     while (len > 0 && !c->closing && !c->lingering && !c->deferred && !c->close_after_write &&
-           c->out.len + c->write_pending <= HTTP_WRITE_HIGH) {
+           c->out.len + c->write_pending <= HTTP_WRITE_HIGH && handled < HTTP_PIPELINE_BURST) {
         size_t n = http_parser_execute(&c->parser, &parser_settings, data, len);
         enum http_errno e = HTTP_PARSER_ERRNO(&c->parser);
         if (n > len)
@@ -1165,8 +1399,10 @@ static void conn_feed(struct http_conn *c, const char *data, size_t len)
         }
         if (e == HPE_PAUSED) {
             http_parser_pause(&c->parser, 0);
-            if (c->complete)
+            if (c->complete) {
                 conn_dispatch(c);
+                handled++;
+            }
             continue;
         }
         if (e != HPE_OK) {
@@ -1313,6 +1549,7 @@ static void on_connection(uv_stream_t *ls, int status)
     c->req.conn = c;
     c->req.app = s->app;
     c->req.remote = c->remote;
+    c->req.client = c->client_key;
     uv_tcp_init(s->loop, &c->tcp);
     uv_timer_init(s->loop, &c->timer);
     c->tcp.data = c;
@@ -1328,22 +1565,48 @@ static void on_connection(uv_stream_t *ls, int status)
         return;
     }
     if (s->nconns > s->lim.max_conns) {
+        s->refused_global++;
         conn_close(c); /* connection floods: shed at once */
         return;
     }
-    uv_tcp_nodelay(&c->tcp, 1);
     struct sockaddr_storage sa;
     int salen = sizeof(sa);
-    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&sa, &salen) == 0) {
-        if (sa.ss_family == AF_INET)
-            uv_ip4_name((struct sockaddr_in *)&sa, c->remote, sizeof(c->remote));
-        else if (sa.ss_family == AF_INET6)
-            uv_ip6_name((struct sockaddr_in6 *)&sa, c->remote, sizeof(c->remote));
+    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&sa, &salen) != 0) {
+        conn_close(c); /* gone already */
+        return;
+    }
+    struct http_addr peer;
+    addr_from_sockaddr(&sa, &peer);
+    if (sa.ss_family == AF_INET)
+        uv_ip4_name((struct sockaddr_in *)&sa, c->remote, sizeof(c->remote));
+    else if (sa.ss_family == AF_INET6)
+        uv_ip6_name((struct sockaddr_in6 *)&sa, c->remote, sizeof(c->remote));
+    addr_client_key(&peer, c->client_key, sizeof(c->client_key));
+    for (size_t i = 0; i < s->nproxies; i++)
+        c->via_proxy |= addr_equal(&peer, &s->proxies[i]);
+    /* One client holding every connection locks the others out (10,000
+     * idle sockets from one host did): it gets its share, no more. A
+     * trusted proxy carries every client: it is held only to max_conns. */
+    int rc = c->via_proxy ? 0 : client_add(s, c, s->lim.max_conns_per_client);
+    if (rc) {
+        if (rc == -EMFILE)
+            s->refused_client++;
+        conn_close(c);
+        return;
+    }
+    uv_tcp_nodelay(&c->tcp, 1);
+    uv_os_fd_t fd;
+    if (uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0) {
+        int lowat = HTTP_NOTSENT_LOWAT;
+        setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof(lowat));
     }
     http_parser_init(&c->parser, HTTP_REQUEST);
     c->parser.data = c;
     conn_read_start(c);
-    conn_timer_arm(c, s->lim.idle_timeout_s);
+    /* Until its first request head is in, a connection gets the header
+     * timeout, not the idle one: sockets that never send a byte are
+     * otherwise the cheapest way to hold connections. */
+    conn_timer_arm(c, s->lim.header_timeout_s);
 }
 
 static void server_listen_failed(uv_handle_t *h)
@@ -1371,6 +1634,15 @@ int http_server_start(uv_loop_t *loop, const char *host, int port, const struct 
         s->lim.write_timeout_s = 30;
     if (s->lim.max_conns == 0)
         s->lim.max_conns = 10000;
+    if (s->lim.max_conns_per_client == 0)
+        s->lim.max_conns_per_client = 64;
+    for (size_t i = 0; i < HTTP_TRUSTED_PROXIES_MAX && s->lim.trusted_proxies[i]; i++) {
+        const char *p = s->lim.trusted_proxies[i];
+        if (addr_from_text(p, strlen(p), &s->proxies[s->nproxies++]) != 0) {
+            free(s);
+            return -EINVAL;
+        }
+    }
     if (strchr(host, ':'))
         rc = uv_ip6_addr(host, port, (struct sockaddr_in6 *)&sa);
     else
@@ -1407,6 +1679,18 @@ int http_server_port(struct http_server *srv)
 size_t http_server_conns(struct http_server *srv)
 {
     return srv->nconns;
+}
+
+void http_server_refused(struct http_server *srv, uint64_t *over_global, uint64_t *over_client)
+{
+    *over_global = srv->refused_global;
+    *over_client = srv->refused_client;
+}
+
+int http_request_has_body(const struct http_request *req)
+{
+    const http_parser *p = &req->conn->parser;
+    return (p->flags & F_CHUNKED) || ((p->flags & F_CONTENTLENGTH) && p->content_length > 0);
 }
 
 int http_server_stopping(struct http_server *srv)

@@ -1,8 +1,10 @@
 /*
  * http.h - HTTP/1.1 server on libuv + http-parser: keep-alive, pipelining,
- * caps on header and body sizes, slow-client timeouts, write backpressure,
- * graceful shutdown. One request per connection is handled at a time; bytes
- * of pipelined requests that arrive meanwhile wait, unparsed, in order.
+ * caps on header and body sizes, admission from the headers before any body
+ * byte is read, connection caps per client address, slow-client timeouts,
+ * write backpressure, graceful shutdown. One request per connection is
+ * handled at a time; bytes of pipelined requests that arrive meanwhile wait,
+ * unparsed, in order.
  *
  * A handler gets a struct http_request, fills in the response with the
  * http_response_* helpers and returns HTTP_DONE; or it returns HTTP_DEFERRED,
@@ -25,6 +27,8 @@
 #define HTTP_HEADER_MAX (16 * 1024) /* request line + headers; 431 beyond */
 #define HTTP_HEADERS_COUNT_MAX 100  /* 431 beyond */
 #define HTTP_BODY_DEFAULT_MAX (64 * 1024)
+#define HTTP_TRUSTED_PROXIES_MAX 4
+#define HTTP_CLIENT_KEY_MAX 52 /* "2001:db8:1:2::/64", "1.2.3.4": INET6_ADDRSTRLEN + "/64" */
 
 struct http_kv {
     const char *name;
@@ -61,6 +65,8 @@ struct http_request {
     const char *body_note; /* set by body_limit: says the limit in a 413 */
     uint64_t start_ns;     /* uv_hrtime() when the request line began */
     const char *remote;    /* peer address, "1.2.3.4" */
+    const char *client;    /* what per-client limits count: remote, or its /64 for IPv6;
+                            * via a trusted proxy, X-Forwarded-For's last address */
     void *user;            /* for the application (auth result) */
     void *app;             /* the application passed to http_server_start */
     /* response (filled by the http_response_* helpers) */
@@ -81,24 +87,41 @@ struct http_request {
 };
 
 struct http_callbacks {
-    /* Body cap for this request, decided from method and path once the
-     * headers are in. NULL: HTTP_BODY_DEFAULT_MAX. */
-    size_t (*body_limit)(void *app, struct http_request *req);
+    /* Admission, once the request line and headers are in and before any
+     * body byte is read or buffered: decide whether the request may go on
+     * (authenticate it from its headers) and how big its body may be.
+     * Returns 0 with *body_max set; or an HTTP status (401, 403, 413,
+     * 429...) after filling req's response with the http_response_*
+     * helpers: that answer is sent at once, the handler never runs, and a
+     * request that announced a body is closed without reading it (no
+     * "100 Continue" goes out). NULL: every request may send
+     * HTTP_BODY_DEFAULT_MAX. */
+    int (*admit)(void *app, struct http_request *req, size_t *body_max);
     /* Handle a complete request: HTTP_DONE or HTTP_DEFERRED. */
     int (*handle)(void *app, struct http_request *req);
     /* Called once per response just before it is written (metrics, logs). */
     void (*done)(void *app, struct http_request *req);
 };
 
+/* Zero fields take the defaults in brackets. */
 struct http_limits {
-    double header_timeout_s; /* first byte to end of request; 408 after */
-    double idle_timeout_s;   /* keep-alive wait for the next request */
-    double write_timeout_s;  /* a client that does not read its response */
-    size_t max_conns;        /* new connections beyond are closed at once */
+    double header_timeout_s;    /* connect (or first byte of a later request) to the end
+                                 * of the head; the body gets 3x. 408 or close after [10] */
+    double idle_timeout_s;      /* keep-alive wait for the next request [30] */
+    double write_timeout_s;     /* a client that does not read its response [30] */
+    size_t max_conns;           /* new connections beyond are closed at once [10000] */
+    size_t max_conns_per_client; /* the same per client address (an IPv6 /64); beyond,
+                                  * closed at once. SIZE_MAX: no cap [64] */
+    /* Reverse proxies ("127.0.0.1", "::1"; unused slots NULL; the strings
+     * must outlive the server): their connections are not held to
+     * max_conns_per_client, and their requests' client is the last address
+     * of X-Forwarded-For. [none] */
+    const char *trusted_proxies[HTTP_TRUSTED_PROXIES_MAX];
 };
 
 /* Start listening on host:port ("127.0.0.1", 8080; port 0 picks one).
- * Returns 0 and a server in *out, or -errno. The server lives until
+ * Returns 0 and a server in *out, or -errno (-EINVAL: a bad address, a
+ * trusted proxy's included). The server lives until
  * http_server_shutdown's callback has run. */
 int http_server_start(uv_loop_t *loop, const char *host, int port, const struct http_limits *limits,
                       const struct http_callbacks *cb, void *app, struct http_server **out);
@@ -108,6 +131,13 @@ int http_server_port(struct http_server *srv);
 
 /* Number of open connections. */
 size_t http_server_conns(struct http_server *srv);
+
+/* Connections refused so far: over the global cap, over a client's cap. */
+void http_server_refused(struct http_server *srv, uint64_t *over_global, uint64_t *over_client);
+
+/* Whether req announced a body (a Content-Length above 0, or chunked).
+ * Meaningful from admission on. */
+int http_request_has_body(const struct http_request *req);
 
 /* Graceful stop: stop accepting, close idle connections, let in-flight
  * requests finish (each then closes), force-close what is left after

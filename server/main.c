@@ -2,10 +2,12 @@
  * main.c - the cugrade-server command line: init, serve, and the admin
  * commands (user add/list, token new/revoke). See docs/server.md.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +26,10 @@ struct opts {
     const char *rubrics;
     const char *display_name;
     double lease_s, sweep_s, request_timeout_s, idle_timeout_s, min_free_mb;
+    long max_conns, max_conns_per_address, auth_fail_limit; /* -1: the default */
+    double auth_fail_window_s;
+    const char *trusted_proxies[HTTP_TRUSTED_PROXIES_MAX];
+    size_t ntrusted_proxies;
     int help;
 };
 
@@ -68,6 +74,16 @@ static const char usage_serve[] =
     "  --idle-timeout N       close keep-alive connections idle this long (default 60)\n"
     "  --min-free-mb N        /healthz fails (503, \"disk\":\"low\") when the database's\n"
     "                         filesystem has less than N MiB free (default 512)\n"
+    "  --max-conns N          open connections in all; more are closed at once (default 10000)\n"
+    "  --max-conns-per-address N\n"
+    "                         the same per client address (an IPv6 /64; default 64; 0: no cap,\n"
+    "                         for a server behind a proxy that all clients come through)\n"
+    "  --auth-fail-limit N    failed token or session checks per client address in a window;\n"
+    "                         then 429 until it ends (default 30; 0: no limit)\n"
+    "  --auth-fail-window N   the window, in seconds from the first failure (default 60)\n"
+    "  --trusted-proxy ADDR   a reverse proxy (e.g. 127.0.0.1) all clients come through: its\n"
+    "                         connections are not capped per address, and the client of its\n"
+    "                         requests is the last address of X-Forwarded-For (up to 4 times)\n"
     "\n"
     "SIGTERM or SIGINT stops it gracefully: no new connections, requests in\n"
     "flight finish, parked runner claims get 204, the database closes cleanly.\n";
@@ -99,6 +115,11 @@ static int parse_opts(int argc, char **argv, struct opts *o)
                                        {"request-timeout", required_argument, NULL, 't'},
                                        {"idle-timeout", required_argument, NULL, 'i'},
                                        {"min-free-mb", required_argument, NULL, 'm'},
+                                       {"max-conns", required_argument, NULL, 'C'},
+                                       {"max-conns-per-address", required_argument, NULL, 'A'},
+                                       {"auth-fail-limit", required_argument, NULL, 'F'},
+                                       {"auth-fail-window", required_argument, NULL, 'W'},
+                                       {"trusted-proxy", required_argument, NULL, 'P'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
     int c;
@@ -145,6 +166,34 @@ static int parse_opts(int argc, char **argv, struct opts *o)
             o->min_free_mb = strtod(optarg, &end);
             if (*end || !(o->min_free_mb >= 0))
                 return -1;
+            break;
+        }
+        case 'C':
+        case 'A':
+        case 'F': {
+            char *end;
+            long v = strtol(optarg, &end, 10);
+            if (*optarg == '\0' || *end != '\0' || v < 0 || v > 1000000000 || (c == 'C' && v == 0))
+                return -1;
+            *(c == 'C' ? &o->max_conns : c == 'A' ? &o->max_conns_per_address : &o->auth_fail_limit) =
+                v;
+            break;
+        }
+        case 'W':
+            o->auth_fail_window_s = atof(optarg);
+            if (o->auth_fail_window_s <= 0)
+                return -1;
+            break;
+        case 'P': {
+            unsigned char a[16];
+            if (o->ntrusted_proxies == HTTP_TRUSTED_PROXIES_MAX ||
+                (inet_pton(AF_INET, optarg, a) != 1 && inet_pton(AF_INET6, optarg, a) != 1)) {
+                fprintf(stderr, "cugrade-server: --trusted-proxy wants an IPv4 or IPv6 address "
+                                "(at most %d of them)\n",
+                        HTTP_TRUSTED_PROXIES_MAX);
+                return -1;
+            }
+            o->trusted_proxies[o->ntrusted_proxies++] = optarg;
             break;
         }
         case 'h':
@@ -486,7 +535,27 @@ static int do_serve(struct opts *o)
                              .max_wait_s = 30,
                              .header_timeout_s = o->request_timeout_s,
                              .idle_timeout_s = o->idle_timeout_s,
-                             .min_free_mb = o->min_free_mb};
+                             .min_free_mb = o->min_free_mb,
+                             .auth_fail_limit = o->auth_fail_limit < 0 ? 30 : (unsigned)o->auth_fail_limit,
+                             .auth_fail_window_s = o->auth_fail_window_s};
+    memcpy(cfg.trusted_proxies, o->trusted_proxies, sizeof(cfg.trusted_proxies));
+    if (o->max_conns > 0)
+        cfg.max_conns = (size_t)o->max_conns;
+    if (o->max_conns_per_address == 0)
+        cfg.max_conns_per_client = SIZE_MAX;
+    else if (o->max_conns_per_address > 0)
+        cfg.max_conns_per_client = (size_t)o->max_conns_per_address;
+    /* Connections past the descriptor limit would fail in accept (EMFILE)
+     * for everyone; the cap keeps some for the database and the log. */
+    size_t conns = cfg.max_conns ? cfg.max_conns : 10000;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        rl.rlim_cur < conns + 64) {
+        cfg.max_conns = rl.rlim_cur > 128 ? (size_t)rl.rlim_cur - 64 : 64;
+        fprintf(stderr,
+                "cugrade-server: %zu descriptors allowed (ulimit -n): serving at most %zu "
+                "connections\n",
+                (size_t)rl.rlim_cur, cfg.max_conns);
+    }
     int rc = app_open(&the_app, loop, &cfg, err, sizeof(err));
     if (rc) {
         fprintf(stderr, "cugrade-server: %s\n", err[0] ? err : strerror(-rc));
@@ -533,7 +602,10 @@ int main(int argc, char **argv)
                      .listen = "127.0.0.1:8080",
                      .labs = "labs",
                      .rubrics = "rubrics",
-                     .min_free_mb = 512};
+                     .min_free_mb = 512,
+                     .max_conns = -1,
+                     .max_conns_per_address = -1,
+                     .auth_fail_limit = -1};
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
         strcmp(argv[1], "help") == 0) {
         fputs(usage_main, argc < 2 ? stderr : stdout);
@@ -566,8 +638,12 @@ int main(int argc, char **argv)
                 strcmp(argv[i], "--labs") == 0 || strcmp(argv[i], "--rubrics") == 0 ||
                 strcmp(argv[i], "--display-name") == 0 || strcmp(argv[i], "--lease-seconds") == 0 ||
                 strcmp(argv[i], "--sweep-seconds") == 0 ||
-                strcmp(argv[i], "--request-timeout") == 0 ||
-                strcmp(argv[i], "--idle-timeout") == 0 || strcmp(argv[i], "--min-free-mb") == 0;
+                strcmp(argv[i], "--request-timeout") == 0 || strcmp(argv[i], "--idle-timeout") == 0 ||
+                strcmp(argv[i], "--min-free-mb") == 0 || strcmp(argv[i], "--max-conns") == 0 ||
+                strcmp(argv[i], "--max-conns-per-address") == 0 ||
+                strcmp(argv[i], "--auth-fail-limit") == 0 ||
+                strcmp(argv[i], "--auth-fail-window") == 0 ||
+                strcmp(argv[i], "--trusted-proxy") == 0;
             if (takes && i + 1 < argc)
                 args[nargs++] = argv[++i];
         } else if (npos < 8) {

@@ -101,19 +101,30 @@ static int route_find(struct router *r, struct http_request *req, size_t *idx, i
     return 0;
 }
 
-size_t router_body_limit(struct router *r, struct http_request *req)
+const struct route *router_lookup(struct router *r, struct http_request *req, size_t *body_max)
 {
-    if (!is_api_path(req->path))
-        return r->fallback_body_max;
     size_t i;
     int pm;
-    if (route_find(r, req, &i, &pm)) {
-        req->body_note = r->routes[i].body_note;
-        return r->routes[i].body_max;
+    /* req->route is set too, so that a request refused at admission is
+     * counted under its route; the dispatch sets it again. */
+    if (!is_api_path(req->path)) {
+        req->route = ROUTE_PAGES;
+        *body_max = r->fallback_body_max;
+        return NULL;
     }
-    /* No route: let the body arrive (within reason) so the answer is the
-     * 404 or 405 the client needs, not a 413. */
-    return HTTP_BODY_DEFAULT_MAX;
+    /* route_find fills req->params into param_store: harmless here, the
+     * dispatch finds them again (another request's admission may come in
+     * between). */
+    if (route_find(r, req, &i, &pm)) {
+        req->route = r->routes[i].pattern;
+        req->body_note = r->routes[i].body_note;
+        *body_max = r->routes[i].body_max;
+        return &r->routes[i];
+    }
+    req->nparams = 0;
+    req->route = ROUTE_NONE;
+    *body_max = HTTP_BODY_DEFAULT_MAX;
+    return NULL;
 }
 
 int router_dispatch(struct router *r, struct app *app, struct http_request *req)

@@ -47,8 +47,13 @@ int router_init(struct router *r, const struct route *routes, size_t n, route_fn
                 size_t fallback_body_max);
 void router_free(struct router *r);
 
-/* Body cap for a request (http_callbacks.body_limit). */
-size_t router_body_limit(struct router *r, struct http_request *req);
+/* For admission, from req's head alone: the route it will be dispatched to,
+ * or NULL for a web page or an API path that no route matches (anyone may
+ * ask those; the page, or the 404/405, decides). Sets *body_max to the
+ * route's cap (the pages' cap, or HTTP_BODY_DEFAULT_MAX for an unmatched
+ * API path, so that the answer is the 404 the client needs and not a 413)
+ * and req->body_note. */
+const struct route *router_lookup(struct router *r, struct http_request *req, size_t *body_max);
 
 /* Match and run the handler; 404/405 JSON errors for /api paths that do not
  * match. Returns HTTP_DONE or HTTP_DEFERRED. */

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # Hostile HTTP: pipelining, request smuggling, NULs and encoded traversal in
 # paths, absurd ids, deeply nested JSON, a client that never reads its
-# responses, and a connection flood.  Every case: a 4xx (never 5xx, never a
+# responses, and a connection flood from one address.  Every case: a 4xx (never 5xx, never a
 # crash) and the server keeps serving.
 import os
 import resource
@@ -147,7 +147,8 @@ def main(t):
     c.close()
     alive("a client that never reads")
 
-    # --- connection flood
+    # --- connection flood from one address: it gets its share (64), no more,
+    # and a client from another address is still served
     conns = []
     want = min(1000, nofile - 100)
     try:
@@ -156,9 +157,32 @@ def main(t):
     except OSError as e:
         t.diag("opened %d connections, then: %s" % (len(conns), e))
     t0 = time.time()
-    h = s.healthy(timeout=5)
-    t.ok(h, "with %d idle connections open, a new client is served (%.2f s)"
-         % (len(conns), time.time() - t0))
+    h = s.healthy(timeout=5, source="127.0.0.2")
+    t.ok(h, "with %d connections opened from 127.0.0.1, a client from 127.0.0.2 is served "
+         "(%.2f s)" % (len(conns), time.time() - t0))
+
+    def still_open():
+        n = 0
+        for c in conns:
+            c.setblocking(False)
+            try:
+                n += c.recv(1) != b""      # the server sends nothing unasked
+            except BlockingIOError:
+                n += 1
+            except OSError:
+                pass
+        return n
+    n_open = still_open()
+    end = time.time() + 15      # the server sheds them as it accepts them
+    while n_open > 64 and time.time() < end:
+        time.sleep(0.2)
+        n_open = still_open()
+    t.eq(n_open, 64, "of %d connections from one address, the server keeps 64 open "
+         "(the rest closed at once)" % len(conns))
+    refused = s.metric("cugrade_http_connections_refused_total", reason="client",
+                       source="127.0.0.2")
+    t.eq(refused, float(len(conns) - 64), "cugrade_http_connections_refused_total"
+         "{reason=\"client\"} counts the ones closed")
     for c in conns:
         c.close()
     time.sleep(0.5)

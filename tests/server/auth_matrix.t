@@ -49,7 +49,7 @@ def main(t):
     # (method, path, body or a function of the column, expected per column)
     rows = [
         ("GET", "/healthz", None, PUBLIC),
-        ("GET", "/metrics", None, PUBLIC),
+        ("GET", "/metrics", None, [403, 403, 403, 200, 200, 401, 401]),
         ("GET", "/api/me", None, HUMANS_OK(200)),
         ("GET", "/api/labs", None, HUMANS_OK(200)),
         ("GET", "/api/labs/vadd", None, HUMANS_OK(200)),

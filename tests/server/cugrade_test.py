@@ -505,11 +505,27 @@ class Server:
         self.stop()
         return self.start()
 
-    def rss_kb(self):
+    def rss_kb(self, field="VmRSS"):
+        """The server's resident memory in kB (field="VmHWM": its peak)."""
         with open("/proc/%d/status" % self.proc.pid) as f:
             for line in f:
-                if line.startswith("VmRSS:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1])
+        return None
+
+    def metric(self, name, token="admin", source=None, **labels):
+        """The value of one sample of GET /metrics (name and labels exact),
+        or None when absent.  source: as in request()."""
+        body = self.get("/metrics", token=token, source=source).body.decode("utf-8", "replace")
+        want = ",".join('%s="%s"' % kv for kv in sorted(labels.items()))
+        for line in body.splitlines():
+            if line.startswith("#") or " " not in line:
+                continue
+            key, value = line.rsplit(" ", 1)
+            n, _, lab = key.partition("{")
+            lab = ",".join(sorted(lab.rstrip("}").split(","))) if lab else ""
+            if n == name and lab == want:
+                return float(value)
         return None
 
     def sanitizer_reports(self):
@@ -556,9 +572,11 @@ class Server:
     # -- HTTP
 
     def request(self, method, path, token=None, body=None, json_body=None,
-                headers=None, timeout=10):
+                headers=None, timeout=10, source=None):
         """One request on a fresh connection.  token: a token string or a
-        user name in self.tok.  Returns a Response."""
+        user name in self.tok.  source: the client address to connect from
+        (any 127.x.y.z is this host: per-address limits see another client).
+        Returns a Response."""
         hdrs = {"Connection": "close"}
         if token is not None:
             hdrs["Authorization"] = "Bearer " + self.tok.get(token, token)
@@ -567,7 +585,8 @@ class Server:
             hdrs["Content-Type"] = "application/json"
         if headers:
             hdrs.update(headers)
-        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout,
+                                       source_address=(source, 0) if source else None)
         try:
             c.request(method, path, body=body, headers=hdrs)
             r = c.getresponse()
@@ -587,10 +606,16 @@ class Server:
     def put(self, path, token=None, body=None, **kw):
         return self.request("PUT", path, token=token, body=body, **kw)
 
+    def connect(self, timeout=10, source=None):
+        """A new TCP connection to the server (from source, an address like
+        127.0.0.2, when given)."""
+        return socket.create_connection(("127.0.0.1", self.port), timeout=timeout,
+                                        source_address=(source, 0) if source else None)
+
     def raw(self, data, timeout=10, shut_wr=False):
         """Send raw bytes on a new connection and read one response (or None
         when the server closed without answering)."""
-        s = socket.create_connection(("127.0.0.1", self.port), timeout=timeout)
+        s = self.connect(timeout)
         try:
             try:
                 s.sendall(data)
@@ -602,10 +627,10 @@ class Server:
         finally:
             s.close()
 
-    def healthy(self, timeout=3):
+    def healthy(self, timeout=3, source=None):
         """True when GET /healthz answers 200 {"ok":true,...}."""
         try:
-            r = self.get("/healthz", timeout=timeout)
+            r = self.get("/healthz", timeout=timeout, source=source)
         except OSError:
             return False
         j = r.json()

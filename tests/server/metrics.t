@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # GET /metrics is valid Prometheus text (exposition format 0.0.4) with the
 # queue depth, jobs by state, per-route request counters and latencies, and
-# the runners seen; the numbers follow what the test does.
+# the runners seen; the numbers follow what the test does. It needs an admin
+# or runner token (Prometheus sends it as a bearer token).
 import os
 import re
 import sys
@@ -72,8 +73,12 @@ def find(samples, name_re, **labels):
 
 def main(t):
     s = Server(labs=["vadd"], tap=t)
-    r = s.get("/metrics")
-    t.status(r, 200, "GET /metrics answers 200")
+    t.error(s.get("/metrics"), 401, "unauthorized", "GET /metrics without a token")
+    t.error(s.get("/metrics", token="alice_q7"), 403, "forbidden", "GET /metrics as a student")
+    t.error(s.get("/metrics", token="tina_ta"), 403, "forbidden", "GET /metrics as a TA")
+    t.status(s.get("/metrics", token="runner1"), 200, "GET /metrics with a runner token: 200")
+    r = s.get("/metrics", token="admin")
+    t.status(r, 200, "GET /metrics with an admin token answers 200")
     ct = r.header("content-type") or ""
     t.ok(ct.replace(" ", "").startswith("text/plain;version=0.0.4"),
          "Content-Type is text/plain; version=0.0.4", ct)
@@ -84,7 +89,7 @@ def main(t):
 
     # Queue depth follows submissions.
     def depth():
-        _, sm, _ = parse(s.get("/metrics").body.decode("utf-8", "replace"))
+        _, sm, _ = parse(s.get("/metrics", token="admin").body.decode("utf-8", "replace"))
         q = [x for x in sm if re.search(r"queue", x[0]) and not x[1]
              and not x[0].endswith(("_total", "_count", "_sum", "_bucket"))]
         return q[0][2] if q else None, q
@@ -101,7 +106,7 @@ def main(t):
     d2, _ = depth()
     t.eq(d2, (d0 or 0) + 2, "queue depth drops by 1 after one job is graded")
 
-    _, sm, types = parse(s.get("/metrics").body.decode("utf-8", "replace"))
+    _, sm, types = parse(s.get("/metrics", token="admin").body.decode("utf-8", "replace"))
     st = find(sm, r"(job|submission)", status="graded") + find(sm, r"(job|submission)",
                                                                state="graded")
     t.ok(any(x[2] >= 1 for x in st), "jobs by state: a series with status/state=graded >= 1",
@@ -112,7 +117,7 @@ def main(t):
 
     # Per-route request counters.
     def counters():
-        _, sm_, ty = parse(s.get("/metrics").body.decode("utf-8", "replace"))
+        _, sm_, ty = parse(s.get("/metrics", token="admin").body.decode("utf-8", "replace"))
         out = {}
         for name, lab, v in sm_:
             if re.search(r"request", name) and name.endswith("_total"):

@@ -1,0 +1,229 @@
+#!/usr/bin/env python3
+# Issue 14: one client cannot take every connection, hold a socket that never
+# sends a byte for the idle timeout, or make the loop work for it while it
+# does not read.  Connections per client address are capped (over the cap a
+# new one is closed at once, others are served); so are connections in all;
+# a connection gets the request timeout, not the idle one, until its first
+# request head is in; a client that pipelines GET /metrics and never reads
+# gets a bounded amount of work done, and everything once it reads.  A
+# trusted reverse proxy (--trusted-proxy) is not capped per address, and
+# its requests are counted under X-Forwarded-For's last address.
+import os
+import re
+import socket
+import sys
+import threading
+import time
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cugrade_test import Tap, Server, require_binary, SockReader  # noqa: E402
+
+KiB = 1024
+
+
+def closed_at_once(c, timeout=5):
+    """True when the server closes c (EOF or reset) without a word within
+    timeout seconds, well before any timeout of its own."""
+    c.settimeout(timeout)
+    try:
+        return c.recv(1) == b""
+    except socket.timeout:
+        return False
+    except OSError:
+        return True
+
+
+def served(s, source, timeout=5):
+    """A GET /healthz answered 200 from source on a fresh connection."""
+    try:
+        return s.healthy(timeout=timeout, source=source)
+    except OSError:
+        return False
+
+
+def caps(t):
+    # --request-timeout 30: idle sockets stay open far longer than the checks
+    # take, so a close within 5 s is the cap's doing.
+    s = Server(labs=["vadd"], args=["--max-conns-per-address", "8", "--max-conns", "20",
+                                    "--request-timeout", "30"], tap=t)
+    mine = [s.connect(source="127.0.0.1") for _ in range(8)]
+    mine[0].sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+    r = SockReader(mine[0]).response(5)
+    t.ok(r is not None and r.status == 200, "8 connections from 127.0.0.1 (the cap): served")
+    ninth = s.connect(source="127.0.0.1")
+    t.ok(closed_at_once(ninth), "a 9th from 127.0.0.1 is closed at once, without an answer")
+    ninth.close()
+    t.ok(served(s, "127.0.0.2"), "meanwhile a client from 127.0.0.2 is served")
+    mine.pop().close()
+    ok = False
+    for _ in range(50):         # the server sees the close on its next turn
+        if served(s, "127.0.0.1"):
+            ok = True
+            break
+        time.sleep(0.1)
+    t.ok(ok, "once one of the 8 closes, 127.0.0.1 is served again")
+
+    # The server's own cap: 20 in all, from any number of addresses.
+    others = []
+    for i in range(20 - len(mine)):
+        others.append(s.connect(source="127.0.0.%d" % (10 + i)))
+    others[-1].sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+    r = SockReader(others[-1]).response(5)
+    t.ok(r is not None and r.status == 200, "20 connections in all (the server's cap): served")
+    extra = s.connect(source="127.0.0.100")
+    t.ok(closed_at_once(extra), "a 21st, from yet another address, is closed at once")
+    extra.close()
+    for c in mine + others:
+        c.close()
+    time.sleep(0.3)
+    v_client = s.metric("cugrade_http_connections_refused_total", reason="client")
+    v_server = s.metric("cugrade_http_connections_refused_total", reason="server")
+    t.ok(v_client is not None and v_client >= 1 and v_server is not None and v_server >= 1,
+         "cugrade_http_connections_refused_total counts both (client %s, server %s)"
+         % (v_client, v_server))
+    s.stop()
+
+
+def silent(t):
+    # The idle timeout is 60 s; the request timeout 2 s.
+    s = Server(labs=["vadd"], args=["--request-timeout", "2", "--idle-timeout", "60"], tap=t)
+    c = s.connect()
+    t0 = time.time()
+    c.settimeout(30)
+    try:
+        got = c.recv(100)
+    except socket.timeout:
+        got = "still open"
+    except OSError:
+        got = b""
+    took = time.time() - t0
+    c.close()
+    t.ok(got == b"", "a connection that never sends a byte is closed on the request timeout, "
+         "not the 60 s idle one (after %.1f s)" % took, got)
+    # After a complete request the idle timeout applies.
+    c = s.connect()
+    c.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+    r = SockReader(c).response(5)
+    c.settimeout(5)
+    try:
+        d = c.recv(100)
+        still = False
+    except socket.timeout:
+        still, d = True, None
+    c.close()
+    t.ok(r is not None and r.status == 200 and still,
+         "a kept-alive connection after its first answer stays open past the request timeout",
+         d)
+    s.stop()
+
+
+def metrics_count(s, body):
+    m = re.search(rb'cugrade_http_requests_total\{route="/metrics",method="GET",code="2xx"\} (\d+)',
+                  body)
+    return int(m.group(1)) if m else 0
+
+
+def pipelining(t):
+    """Clients pipeline GET /metrics (an admin token) without reading, from a
+    4 KiB receive buffer.  The answers produced for each must stay bounded
+    (before: about 2.3 MiB each, 10 such clients held the loop for seconds);
+    once one reads, it gets every answer, in order."""
+    s = Server(labs=["vadd"], tap=t)
+    one = (b"GET /metrics HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+           + s.tok["admin"].encode() + b"\r\n\r\n")
+    size = len(s.raw(one).body)
+    n, nclients = 3000, 10
+    socks = []
+    for i in range(nclients):
+        c = socket.socket()
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        c.bind(("127.0.0.%d" % (10 + i), 0))
+        c.connect(("127.0.0.1", s.port))
+        socks.append(c)
+    errors = []
+
+    def pump(c):
+        try:
+            c.sendall(one * n)
+        except OSError as e:
+            errors.append(e)
+    pumps = [threading.Thread(target=pump, args=(c,), daemon=True) for c in socks]
+    for th in pumps:
+        th.start()
+    # Wait until the server stops doing work for them: the counter of
+    # answered GET /metrics grows by nothing but our own polls.
+    polls, prev, handled = 0, None, None
+    for _ in range(60):
+        v = metrics_count(s, s.get("/metrics", token="admin", source="127.0.0.2").body)
+        polls += 1
+        if prev is not None and v - prev <= 1:
+            handled = v - (polls - 1) - 1       # less our polls and the size probe
+            break
+        prev = v
+        time.sleep(0.5)
+    t.ok(handled is not None, "the server stops answering clients that do not read")
+    handled = handled or 0
+    per = handled * size // nclients
+    t.ok(per < 512 * KiB,
+         "%d clients pipelining %d GET /metrics without reading: %d answered, about %d KiB "
+         "of answers each (< 512 KiB)" % (nclients, n, handled, per // KiB))
+    t.ok(s.healthy(source="127.0.0.2"), "meanwhile another client is served")
+    # One of them reads now: it gets all n answers, in order.
+    c = socks[0]
+    rd = SockReader(c)
+    got = 0
+    while got < n:
+        r = rd.response(20)
+        if r is None or r.status != 200:
+            break
+        got += 1
+    t.eq(got, n, "once it reads, a client gets every one of its %d answers" % n)
+    for c in socks:
+        c.close()
+    s.stop()
+
+
+WRONG = "cgs_" + "0123456789abcdef" * 4
+
+
+def proxy(t):
+    s = Server(labs=["vadd"], args=["--max-conns-per-address", "4", "--auth-fail-limit", "3",
+                                    "--trusted-proxy", "127.0.0.9"], tap=t)
+    held = [s.connect(source="127.0.0.9") for _ in range(8)]
+    held[-1].sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+    r = SockReader(held[-1]).response(5)
+    t.ok(r is not None and r.status == 200,
+         "8 connections from the trusted proxy (the cap is 4 per address): served")
+    for c in held:
+        c.close()
+
+    def me(token, xff=None, source="127.0.0.9"):
+        h = {"X-Forwarded-For": xff} if xff else None
+        return s.get("/api/me", token=token, headers=h, source=source).status
+    codes = [me(WRONG, "203.0.113.6") for _ in range(3)]
+    codes.append(me("alice_q7", "203.0.113.6"))
+    t.eq(codes, [401, 401, 401, 429],
+         "through the proxy, 3 failures of client 203.0.113.6, then 429 for it")
+    t.eq(me("alice_q7", "198.51.100.7"), 200, "...while client 198.51.100.7 is served")
+    t.eq(me("alice_q7", "198.51.100.7, 203.0.113.6"), 429,
+         "the last X-Forwarded-For entry counts (the one the proxy appended)")
+    t.eq(me("alice_q7", "203.0.113.6, 198.51.100.7"), 200,
+         "an entry the client put before it does not")
+    t.eq(me("alice_q7"), 200, "the proxy's own requests (no X-Forwarded-For) are served")
+    codes = [me(WRONG, "198.51.100.%d" % i, source="127.0.0.1") for i in range(3)]
+    codes.append(me("alice_q7", "198.51.100.99", source="127.0.0.1"))
+    t.eq(codes, [401, 401, 401, 429],
+         "from an address that is not a trusted proxy, X-Forwarded-For is ignored")
+    s.stop()
+
+
+def main(t):
+    caps(t)
+    proxy(t)
+    silent(t)
+    pipelining(t)
+
+
+t = Tap()
+require_binary(t)
+t.run(main)
+t.exit()
