@@ -518,7 +518,8 @@ class Bench:
                 self.st.cpu.append((self.now(), cpu_seconds(self.s.proc.pid)))
             except OSError:
                 pass
-            r = await self.request("metrics", "GET", "/metrics")
+            r = await self.request("metrics", "GET", "/metrics",
+                                     headers=[("Authorization", "Bearer " + self.s.tok["admin"])])
             if r is not None and r[0] == 200:
                 self.st.busy.append((self.now(), busy_seconds(r[2].decode())))
                 m = re.search(rb"\ncugrade_queue_depth (\d+)", r[2])
@@ -560,7 +561,8 @@ class Bench:
                 lat.append(self.loop.time() - t)
             self.st.probe[what] = pct(lat, 50)
         # one last look at /metrics for the stored count
-        r = await self.request("metrics", "GET", "/metrics")
+        r = await self.request("metrics", "GET", "/metrics",
+                                     headers=[("Authorization", "Bearer " + self.s.tok["admin"])])
         self.pool.close()
         return r[2].decode() if r is not None and r[0] == 200 else ""
 
@@ -597,7 +599,9 @@ def run_one(n, srcs):
     plans = plans_for(n, rnd)
     nrun = runners_for(n)
     row = {"students": n, "runners": nrun}
-    with PinnedServer(labs=[LAB], users=[]) as s:
+    # Every simulated student connects from 127.0.0.1: the per-address
+    # connection cap (64) is for real clients, so it is off here.
+    with PinnedServer(labs=[LAB], users=[], args=["--max-conns-per-address", "0"]) as s:
         # the real rubrics' rate limits
         with open(os.path.join(ROOT, "rubrics", "matmul.json")) as f:
             limits = json.load(f)["limits"]
