@@ -948,10 +948,18 @@ int api_submissions_list(struct app *app, const struct auth_user *viewer, const 
         limit = 500;
     if (offset < 0)
         offset = 0;
-    sqlite3_stmt *st = db_stmt(
-        app->db, "SELECT " SUB_COLS " FROM submissions s JOIN users u ON u.id = s.user_id"
-                 " WHERE (?1 = 0 OR s.user_id = ?1) AND (?2 IS NULL OR s.lab = ?2)"
-                 " AND (?3 IS NULL OR s.status = ?3) ORDER BY s.id DESC LIMIT ?4 OFFSET ?5");
+    /* One statement per pair of filters, each with its index: written as
+     * "(?1 = 0 OR s.user_id = ?1)" the planner could use none and scanned
+     * every submission of the term on each lab page (12 ms at 10,000
+     * students, tests/bench/capacity_bench). Status stays a residual filter. */
+#define LIST_SQL(where)                                                                            \
+    "SELECT " SUB_COLS " FROM submissions s JOIN users u ON u.id = s.user_id WHERE " where         \
+    " AND (?3 IS NULL OR s.status = ?3) ORDER BY s.id DESC LIMIT ?4 OFFSET ?5"
+    static const char *const list_sql[2][2] = {
+        {LIST_SQL("?1 = 0 AND ?2 IS NULL"), LIST_SQL("?1 = 0 AND s.lab = ?2")},
+        {LIST_SQL("s.user_id = ?1 AND ?2 IS NULL"), LIST_SQL("s.user_id = ?1 AND s.lab = ?2")}};
+#undef LIST_SQL
+    sqlite3_stmt *st = db_stmt(app->db, list_sql[uid != 0][lab && *lab]);
     if (!st)
         return api_internal(e, -EIO);
     sqlite3_bind_int64(st, 1, uid);
