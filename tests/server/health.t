@@ -48,7 +48,7 @@ def healthz(t):
          and isinstance(j.get("free_mb"), int) and j.get("min_free_mb") == 512,
          "a healthy server: 200 ok, db ok, integrity ok, disk ok with free_mb and the "
          "default threshold 512", r.brief())
-    m = s.get("/metrics").body.decode()
+    m = s.get("/metrics", token="admin").body.decode()
     t.ok("\ncugrade_disk_free_bytes " in m, "/metrics has cugrade_disk_free_bytes")
     s.cleanup()
 
