@@ -9,14 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static int failures;
-
-static void check(int cond, const char *name)
-{
-    printf("%s - %s\n", cond ? "ok" : "not ok", name);
-    if (!cond)
-        failures++;
-}
+#include "tests/unit/tap.h"
 
 int main(void)
 {

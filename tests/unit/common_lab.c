@@ -12,14 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int failures;
-
-static void check(int cond, const char *name)
-{
-    printf("%s - %s\n", cond ? "ok" : "not ok", name);
-    if (!cond)
-        failures++;
-}
+#include "tests/unit/tap.h"
 
 static char root[200];
 

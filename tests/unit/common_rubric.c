@@ -11,14 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
-
-static void check(int cond, const char *name)
-{
-    printf("%s - %s\n", cond ? "ok" : "not ok", name);
-    if (!cond)
-        failures++;
-}
+#include "tests/unit/tap.h"
 
 static const char *good =
     "{\"lab\": \"matmul\",\n"

@@ -15,14 +15,7 @@
 
 #include "runner/admit.h"
 
-static int failures;
-
-static void check(int cond, const char *name)
-{
-    printf("%s - %s\n", cond ? "ok" : "not ok", name);
-    if (!cond)
-        failures++;
-}
+#include "tests/unit/tap.h"
 
 /* A child that reserves mb and then waits for a byte on a pipe (or exits
  * at once when hold is 0). Returns its pid; *ready is read once it holds. */

@@ -11,14 +11,7 @@
 
 #include "runner/limit.h"
 
-static int failures;
-
-static void check(int cond, const char *name)
-{
-    printf("%s - %s\n", cond ? "ok" : "not ok", name);
-    if (!cond)
-        failures++;
-}
+#include "tests/unit/tap.h"
 
 static void lab_with(struct lab *lab, double run, double factor, double floor_s, double startup)
 {

@@ -20,14 +20,7 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
-static int failures;
-
-static void check(int cond, const char *name)
-{
-    printf("%s - %s\n", cond ? "ok" : "not ok", name);
-    if (!cond)
-        failures++;
-}
+#include "tests/unit/tap.h"
 
 static double now_s(void)
 {

@@ -12,14 +12,7 @@
 #include "rubric.h"
 #include "runner/score.h"
 
-static int failures;
-
-static void check(int cond, const char *name)
-{
-    printf("%s - %s\n", cond ? "ok" : "not ok", name);
-    if (!cond)
-        failures++;
-}
+#include "tests/unit/tap.h"
 
 static const char *RUBRIC =
     "{\"lab\":\"matmul\",\"opens\":\"2026-11-01T00:00:00Z\",\"due\":\"2026-12-04T23:59:00Z\","

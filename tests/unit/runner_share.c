@@ -15,14 +15,7 @@
 #include "runner/admit.h"
 #include "runner/share.h"
 
-static int failures;
-
-static void check(int cond, const char *name)
-{
-    printf("%s - %s\n", cond ? "ok" : "not ok", name);
-    if (!cond)
-        failures++;
-}
+#include "tests/unit/tap.h"
 
 /* Wait for the clock's cancel byte (at most timeout_ms). 1 when it came. */
 static int cancelled(int fd, int timeout_ms)

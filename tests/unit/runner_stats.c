@@ -9,14 +9,7 @@
 
 #include "runner/stats.h"
 
-static int failures;
-
-static void check(int cond, const char *name)
-{
-    printf("%s - %s\n", cond ? "ok" : "not ok", name);
-    if (!cond)
-        failures++;
-}
+#include "tests/unit/tap.h"
 
 static int near(double a, double b, double tol)
 {

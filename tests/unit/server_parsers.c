@@ -11,20 +11,7 @@
 #include "server/multipart.h"
 #include "server/roster.h"
 
-static int failures, count;
-
-#define ok(cond, ...)                                                                              \
-    do {                                                                                           \
-        count++;                                                                                   \
-        if (cond) {                                                                                \
-            printf("ok %d - ", count);                                                             \
-        } else {                                                                                   \
-            failures++;                                                                            \
-            printf("not ok %d - ", count);                                                         \
-        }                                                                                          \
-        printf(__VA_ARGS__);                                                                       \
-        printf("\n");                                                                              \
-    } while (0)
+#include "tests/unit/tap.h"
 
 static int parse(const char *body, const char *boundary, struct multipart_part *parts, size_t *n,
                  char *err)

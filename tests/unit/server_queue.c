@@ -14,21 +14,7 @@
 #include "server/db.h"
 #include "server/queue.h"
 
-static int failures, count;
-
-#define ok(cond, ...)                                                                              \
-    do {                                                                                           \
-        count++;                                                                                   \
-        if (cond) {                                                                                \
-            printf("ok %d - ", count);                                                             \
-        } else {                                                                                   \
-            failures++;                                                                            \
-            printf("not ok %d - ", count);                                                         \
-        }                                                                                          \
-        printf(__VA_ARGS__);                                                                       \
-        printf("\n");                                                                              \
-        fflush(stdout);                                                                            \
-    } while (0)
+#include "tests/unit/tap.h"
 
 static char dir[256], path[300];
 

@@ -11,20 +11,7 @@
 
 #include "server/api.h"
 
-static int failures, count;
-
-#define ok(cond, ...)                                                                              \
-    do {                                                                                           \
-        count++;                                                                                   \
-        if (cond) {                                                                                \
-            printf("ok %d - ", count);                                                             \
-        } else {                                                                                   \
-            failures++;                                                                            \
-            printf("not ok %d - ", count);                                                         \
-        }                                                                                          \
-        printf(__VA_ARGS__);                                                                       \
-        printf("\n");                                                                              \
-    } while (0)
+#include "tests/unit/tap.h"
 
 static struct db *db;
 

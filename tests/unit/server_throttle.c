@@ -10,20 +10,7 @@
 
 #include "server/auth.h"
 
-static int failures, count;
-
-#define ok(cond, ...)                                                                              \
-    do {                                                                                           \
-        count++;                                                                                   \
-        if (cond) {                                                                                \
-            printf("ok %d - ", count);                                                             \
-        } else {                                                                                   \
-            failures++;                                                                            \
-            printf("not ok %d - ", count);                                                         \
-        }                                                                                          \
-        printf(__VA_ARGS__);                                                                       \
-        printf("\n");                                                                              \
-    } while (0)
+#include "tests/unit/tap.h"
 
 static void test_window(void)
 {
