@@ -98,33 +98,12 @@ def main(t):
                 "got %s\n%s" % (r.status, r.brief()))
 
 
-def cookie_login(s, token):
-    """Sign in through the pages (GET /login, POST /login with the
-    double-submit cookie); returns (session cookie value or None, response)."""
-    import re
-    import urllib.parse
-    r = s.get("/login")
-    m = re.search(r"cugrade_login=([^;]+)", r.header("set-cookie") or "")
-    f = re.search(r'name="csrf" value="([^"]+)"', r.body.decode("utf-8", "replace"))
-    if not (m and f):
-        return None, r
-    body = urllib.parse.urlencode({"token": token, "csrf": f.group(1)}).encode()
-    r = s.post("/login", body=body, headers={
-        "Content-Type": "application/x-www-form-urlencoded",
-        "Cookie": "cugrade_login=" + m.group(1)})
-    for sc in r.header_all("set-cookie"):
-        m = re.search(r"cugrade_session=([^;]+)", sc)
-        if m and m.group(1):
-            return m.group(1), r
-    return None, r
-
-
 def cookies(t):
     """The API with the pages' session cookie: reads work; a state change
     without the page's X-CSRF-Token is refused (a cross-site form would
     otherwise submit as the student)."""
     s = Server(labs=["vadd"], tap=t)
-    sess, r = cookie_login(s, s.tok["alice_q7"])
+    sess, r = s.login(s.tok["alice_q7"])
     t.ok(sess is not None, "a student signs in through POST /login and gets cugrade_session",
          r.brief())
     sc = " | ".join(x for x in r.header_all("set-cookie") if "cugrade_session=" in x)
@@ -143,12 +122,12 @@ def cookies(t):
     t.error(r, 403, "forbidden", "POST a submission with the cookie and a wrong X-CSRF-Token")
     r = s.get("/api/submissions?lab=vadd", token="admin")
     t.eq((r.json() or {}).get("submissions"), [], "nothing was submitted by the forged requests")
-    asess, _ = cookie_login(s, s.tok["admin"])
+    asess, _ = s.login(s.tok["admin"])
     r = s.post("/api/admin/users", body=b'{"users":[{"name":"mallory","role":"admin"}]}',
                headers={"Cookie": "cugrade_session=%s" % asess,
                         "Content-Type": "application/json"})
     t.error(r, 403, "forbidden", "an admin's cookie alone cannot create users (CSRF)")
-    rsess, r = cookie_login(s, s.tok["runner1"])
+    rsess, r = s.login(s.tok["runner1"])
     t.ok(rsess is None, "a runner token cannot sign in to the pages", r.brief())
     r = s.get("/api/me", headers={"Cookie": "cugrade_session=" + "ab" * 32})
     t.error(r, 401, "unauthorized", "a made-up session cookie")
