@@ -610,7 +610,8 @@ static int job_check_run(struct job *j)
     lock_active_path(j->env, users, sizeof users);
     int shared = share_clock_start(&sc, users, lim, &o.cancel_fd) == 0;
     double wall = shared ? fmin(j->rc.limits.ceiling, lim * SHARE_MAX_STRETCH) : lim;
-    r = run_sandboxed_opts(&j->rc, argv, j->chk_fd, fmax(wall, lim), &o, &j->v);
+    assert(wall >= lim); /* limit_compute: check <= ceiling */
+    r = run_sandboxed_opts(&j->rc, argv, j->chk_fd, wall, &o, &j->v);
     if (shared && share_clock_stop(&sc) && j->v.cancelled) {
         j->v.cancelled = 0; /* the share clock's cancel is the time limit */
         j->v.timed_out = 1;

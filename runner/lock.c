@@ -14,29 +14,88 @@
 #include <time.h>
 #include <unistd.h>
 
+/* CACHE/gpu-<index>.<what>: the files of one GPU that every runner
+ * process of the host shares (lock, turnstile, ledgers). */
+static void gpu_file(const struct grade_env *env, const char *what, char *out, size_t len)
+{
+    snprintf(out, len, "%s/gpu-%s.%s", env->cache, env->gpu_index ? env->gpu_index : "0", what);
+}
+
+/* The GPU's users: every holder of the shared lock has a line in
+ * CACHE/gpu-<index>.active (admit.h's ledger, 0 MiB each), so that a run's
+ * time limit can count its share of the GPU (share.h). A job's process
+ * holds at most one GPU lock at a time and no helper thread takes one, so a
+ * few slots per process are plenty. */
+static struct gpu_user {
+    int fd;
+    long long token;
+    char path[PATH_MAX];
+} users[4];
+
+/* Enter the ledger at path with a line of 0 MiB (unbounded capacity:
+ * always at once). Returns the token for admit_release, 0 when it could
+ * not (then this process is simply not counted there). */
+static long long ledger_enter(const char *path)
+{
+    long long tok = 0;
+    if (admit_reserve(path, ~0ULL, 0, 0, &tok, NULL) < 0)
+        tok = 0;
+    return tok;
+}
+
+/* A shared holder-to-be waits while timing runs wait or run, as listed in
+ * the timing ledger at path (bounded: each is bounded by its own limit, and
+ * none arrives without a finished check). */
+static void timing_yield(const char *path)
+{
+    while (admit_count(path) > 0) {
+        struct timespec ts = {0, 20000000L}; /* 20 ms */
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* timing 0: a user of the GPU (the users ledger); 1: a timing run's hold
+ * (the timing ledger, so that shared holders keep waiting until it ends). */
+static void user_join(const struct grade_env *env, int fd, int timing)
+{
+    for (size_t i = 0; i < sizeof users / sizeof users[0]; i++)
+        if (users[i].token == 0) {
+            gpu_file(env, timing ? "timing" : "active", users[i].path, sizeof users[i].path);
+            /* Without a line the job is simply not counted (a user's limit
+             * is then the wall clock; a timing hold is not batched). */
+            if ((users[i].token = ledger_enter(users[i].path)) != 0)
+                users[i].fd = fd;
+            return;
+        }
+}
+
+static void user_leave(int fd)
+{
+    for (size_t i = 0; i < sizeof users / sizeof users[0]; i++)
+        if (users[i].token != 0 && users[i].fd == fd) {
+            admit_release(users[i].path, users[i].token);
+            users[i].token = 0;
+        }
+}
+
 /* The GPU lock. Timing needs the GPU to itself (DESIGN step 8); checks and
  * sanitizer runs do not. Runners that share one GPU (a test host running
  * several) take CACHE/gpu-<index>.lock shared for GPU work and exclusive for
  * timing, so a timed kernel never runs beside another job's kernels. With
  * one runner per GPU the lock is always free. Returns an fd to pass to
  * lock_gpu_release, or -1 (then the caller goes on unlocked). */
-static void user_join(const struct grade_env *env, int fd, int timing);
-static long long timing_wait_join(const struct grade_env *env);
-static void timing_wait_done(const struct grade_env *env, long long token);
-static void timing_yield(const struct grade_env *env);
-
 int lock_gpu(const struct grade_env *env, int exclusive)
 {
-    char p[PATH_MAX], t[PATH_MAX];
-    const char *idx = env->gpu_index ? env->gpu_index : "0";
+    char p[PATH_MAX], t[PATH_MAX], timing[PATH_MAX];
     /* Timing runs go in batches: while one waits or runs, no new shared
      * holder starts (it polls the timing ledger, holding nothing), so the
      * GPU drains once for all the timing runs waiting, not once for each. */
-    long long waiting = exclusive ? timing_wait_join(env) : 0;
+    gpu_file(env, "timing", timing, sizeof timing);
+    long long waiting = exclusive ? ledger_enter(timing) : 0;
     if (!exclusive)
-        timing_yield(env);
-    snprintf(p, sizeof p, "%s/gpu-%s.lock", env->cache, idx);
-    snprintf(t, sizeof t, "%s/gpu-%s.turn", env->cache, idx);
+        timing_yield(timing);
+    gpu_file(env, "lock", p, sizeof p);
+    gpu_file(env, "turn", t, sizeof t);
     /* flock() lets new shared holders in while an exclusive one waits, so a
      * timing run could starve behind a stream of checks. Everyone passes a
      * turnstile first (held only while queueing for the real lock): once a
@@ -57,88 +116,13 @@ int lock_gpu(const struct grade_env *env, int exclusive)
         close(tfd);
     if (exclusive && fd >= 0)
         user_join(env, fd, 1); /* stays in the timing ledger until released */
-    timing_wait_done(env, waiting);
+    admit_release(timing, waiting); /* token 0: a no-op */
     return fd;
-}
-
-/* The GPU's users: every holder of the shared lock has a line in
- * CACHE/gpu-<index>.active (admit.h's ledger, 0 MiB each), so that a run's
- * time limit can count its share of the GPU (share.h). A job's process
- * holds at most one GPU lock at a time and no helper thread takes one, so a
- * few slots per process are plenty. */
-static struct gpu_user {
-    int fd;
-    long long token;
-    char path[PATH_MAX];
-} users[4];
-
-static void timing_path(const struct grade_env *env, char *out, size_t len)
-{
-    snprintf(out, len, "%s/gpu-%s.timing", env->cache, env->gpu_index ? env->gpu_index : "0");
-}
-
-/* An exclusive holder-to-be enters the timing ledger before it queues;
- * returns its token (0: not entered, then it is simply not batched). */
-static long long timing_wait_join(const struct grade_env *env)
-{
-    char path[PATH_MAX];
-    long long tok = 0;
-    timing_path(env, path, sizeof path);
-    if (admit_reserve(path, ~0ULL, 0, 0, &tok, NULL) < 0)
-        tok = 0;
-    return tok;
-}
-
-static void timing_wait_done(const struct grade_env *env, long long token)
-{
-    char path[PATH_MAX];
-    timing_path(env, path, sizeof path);
-    admit_release(path, token);
-}
-
-/* A shared holder-to-be waits while timing runs wait or run (bounded: each
- * is bounded by its own limit, and none arrives without a finished check). */
-static void timing_yield(const struct grade_env *env)
-{
-    char path[PATH_MAX];
-    timing_path(env, path, sizeof path);
-    while (admit_count(path) > 0) {
-        struct timespec ts = {0, 20000000L}; /* 20 ms */
-        nanosleep(&ts, NULL);
-    }
-}
-
-/* timing 0: a user of the GPU (the users ledger); 1: a timing run's hold
- * (the timing ledger, so that shared holders keep waiting until it ends). */
-static void user_join(const struct grade_env *env, int fd, int timing)
-{
-    for (size_t i = 0; i < sizeof users / sizeof users[0]; i++)
-        if (users[i].token == 0) {
-            if (timing)
-                timing_path(env, users[i].path, sizeof users[i].path);
-            else
-                lock_active_path(env, users[i].path, sizeof users[i].path);
-            /* Unbounded capacity: always admitted at once. Without a line
-             * the job is simply not counted (its limit is the wall clock). */
-            if (admit_reserve(users[i].path, ~0ULL, 0, 0, &users[i].token, NULL) == 0 &&
-                users[i].token != 0)
-                users[i].fd = fd;
-            return;
-        }
-}
-
-static void user_leave(int fd)
-{
-    for (size_t i = 0; i < sizeof users / sizeof users[0]; i++)
-        if (users[i].token != 0 && users[i].fd == fd) {
-            admit_release(users[i].path, users[i].token);
-            users[i].token = 0;
-        }
 }
 
 void lock_active_path(const struct grade_env *env, char *out, size_t len)
 {
-    snprintf(out, len, "%s/gpu-%s.active", env->cache, env->gpu_index ? env->gpu_index : "0");
+    gpu_file(env, "active", out, len);
 }
 
 int lock_gpu_shared_user(const struct grade_env *env)
@@ -165,7 +149,7 @@ void lock_gpu_release(int fd)
 
 void lock_admit_path(const struct grade_env *env, char *out, size_t len)
 {
-    snprintf(out, len, "%s/gpu-%s.admit", env->cache, env->gpu_index ? env->gpu_index : "0");
+    gpu_file(env, "admit", out, len);
 }
 
 size_t lock_admit_max_jobs(void)
