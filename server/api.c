@@ -18,6 +18,7 @@
 
 #include "server/multipart.h"
 #include "server/roster.h"
+#include "server/writer.h"
 
 #define ROLE(r) (1u << (r))
 #define HUMANS (ROLE(AUTH_STUDENT) | ROLE(AUTH_TA) | ROLE(AUTH_ADMIN))
@@ -1010,16 +1011,92 @@ static int source_text_ok(const unsigned char *s, size_t n)
     return http_utf8_valid((const char *)s, n);
 }
 
-int api_submit(struct app *app, const struct auth_user *viewer, const char *labname,
-               const char *filename, const char *source, size_t len, json_t **out,
-               struct api_error *e)
+/* The rate limits of a student's submission to lab, read on db (inside the
+ * writer's transaction, so that two submissions at once cannot both pass). 0,
+ * or -EAGAIN with e = 429, or -errno. */
+static int submit_limits(struct db *db, long long uid, const char *lab, int max_in_flight,
+                         int max_per_hour, double now, struct api_error *e)
 {
-    struct app_lab *l = app_lab_find(app, labname);
-    double now = db_now(), due = 0, hard = 0;
-    char when[40];
-    int late = 0;
-    double late_days = 0;
     int rc;
+    /* Rate limits: at most max_in_flight being graded, max_per_hour per
+     * hour. A still-queued submission does not count: this one
+     * supersedes it (queue_enqueue), and superseded ones are never
+     * counted against the hourly limit either. */
+    sqlite3_stmt *st = db_stmt(
+        db, "SELECT COUNT(*), MIN(id) FROM submissions WHERE user_id = ?1 AND lab = ?2"
+                 " AND status IN ('compiling','checking','running','timing')");
+    if (!st)
+        return api_internal(e, -EIO);
+    sqlite3_bind_int64(st, 1, uid);
+    sqlite3_bind_text(st, 2, lab, -1, SQLITE_STATIC);
+    int inflight = 0;
+    long long first = 0;
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        inflight = sqlite3_column_int(st, 0);
+        first = sqlite3_column_int64(st, 1);
+    }
+    sqlite3_reset(st);
+    if (inflight >= max_in_flight) {
+        rc = api_fail(e, 429, "rate_limited",
+                      "You already have %d submission%s in flight for %s (#%lld); wait until "
+                      "it is graded, then submit again.",
+                      inflight, inflight == 1 ? "" : "s", lab, first);
+        e->retry_after = 10;
+        return rc;
+    }
+    st = db_stmt(db,
+                 "SELECT COUNT(*) FILTER (WHERE status <> 'superseded'),"
+                 " MIN(created_at) FILTER (WHERE status <> 'superseded'), COUNT(*)"
+                 " FROM submissions WHERE user_id = ?1 AND lab = ?2 AND created_at > ?3");
+    if (!st)
+        return api_internal(e, -EIO);
+    sqlite3_bind_int64(st, 1, uid);
+    sqlite3_bind_text(st, 2, lab, -1, SQLITE_STATIC);
+    sqlite3_bind_double(st, 3, now - 3600);
+    int hour = 0, stored = 0;
+    double oldest = now;
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        hour = sqlite3_column_int(st, 0);
+        if (sqlite3_column_type(st, 1) != SQLITE_NULL)
+            oldest = sqlite3_column_double(st, 1);
+        stored = sqlite3_column_int(st, 2);
+    }
+    sqlite3_reset(st);
+    /* Superseded submissions are free, but each is a stored file: past
+     * SUPERSEDE_FACTOR times the hourly limit in an hour, resubmitting
+     * in a loop is refused too (the database is not a free disk). */
+    if (max_per_hour > 0 &&
+        stored >= API_SUPERSEDE_FACTOR * max_per_hour) {
+        rc = api_fail(e, 429, "rate_limited",
+                      "You stored %d submissions to %s in the last hour, most of them replaced "
+                      "before they were graded; wait a few minutes before submitting again.",
+                      stored, lab);
+        e->retry_after = 300;
+        return rc;
+    }
+    if (max_per_hour > 0 && hour >= max_per_hour) { /* 0: no limit */
+        int wait = (int)ceil(oldest + 3600 - now);
+        if (wait < 1)
+            wait = 1;
+        rc = api_fail(e, 429, "rate_limited",
+                      "You submitted %d times to %s in the last hour (the limit is %d); try "
+                      "again in %d seconds.",
+                      hour, lab, max_per_hour, wait);
+        e->retry_after = wait;
+        return rc;
+    }
+    return 0;
+}
+
+/* The checks of a submission that take no lock (role, lab, file, open,
+ * deadlines); sets *lp, *late and *late_days. 0 or -errno with e. */
+static int submit_check(struct app *app, const struct auth_user *viewer, const char *labname,
+                        const char *filename, const char *source, size_t len, double now,
+                        struct app_lab **lp, int *late, double *late_days, struct api_error *e)
+{
+    struct app_lab *l = *lp = app_lab_find(app, labname);
+    double due = 0, hard = 0;
+    char when[40];
 
     if (!auth_role_human(viewer->role))
         return api_fail(e, 403, "forbidden", "Runner tokens cannot submit.");
@@ -1062,76 +1139,28 @@ int api_submit(struct app *app, const struct auth_user *viewer, const char *labn
                                 "The hard deadline of %s was %s; submissions are closed.",
                                 l->lab.name, when);
             }
-            late = 1;
-            late_days = ceil((now - due) / 86400.0);
+            *late = 1;
+            *late_days = ceil((now - due) / 86400.0);
         }
-        /* Rate limits: at most max_in_flight being graded, max_per_hour per
-         * hour. A still-queued submission does not count: this one
-         * supersedes it (queue_enqueue), and superseded ones are never
-         * counted against the hourly limit either. */
-        sqlite3_stmt *st = db_stmt(
-            app->db, "SELECT COUNT(*), MIN(id) FROM submissions WHERE user_id = ?1 AND lab = ?2"
-                     " AND status IN ('compiling','checking','running','timing')");
-        if (!st)
-            return api_internal(e, -EIO);
-        sqlite3_bind_int64(st, 1, viewer->id);
-        sqlite3_bind_text(st, 2, l->lab.name, -1, SQLITE_STATIC);
-        int inflight = 0;
-        long long first = 0;
-        if (sqlite3_step(st) == SQLITE_ROW) {
-            inflight = sqlite3_column_int(st, 0);
-            first = sqlite3_column_int64(st, 1);
-        }
-        sqlite3_reset(st);
-        if (inflight >= l->rubric.max_in_flight) {
-            rc = api_fail(e, 429, "rate_limited",
-                          "You already have %d submission%s in flight for %s (#%lld); wait until "
-                          "it is graded, then submit again.",
-                          inflight, inflight == 1 ? "" : "s", l->lab.name, first);
-            e->retry_after = 10;
+    }
+    return 0;
+}
+
+int api_submit(struct app *app, const struct auth_user *viewer, const char *labname,
+               const char *filename, const char *source, size_t len, json_t **out,
+               struct api_error *e)
+{
+    struct app_lab *l;
+    double now = db_now(), late_days = 0;
+    int late = 0;
+    int rc = submit_check(app, viewer, labname, filename, source, len, now, &l, &late, &late_days, e);
+    if (rc)
+        return rc;
+    if (viewer->role == AUTH_STUDENT) {
+        rc = submit_limits(app->db, viewer->id, l->lab.name, l->rubric.max_in_flight,
+                           l->rubric.max_per_hour, now, e);
+        if (rc)
             return rc;
-        }
-        st = db_stmt(app->db,
-                     "SELECT COUNT(*) FILTER (WHERE status <> 'superseded'),"
-                     " MIN(created_at) FILTER (WHERE status <> 'superseded'), COUNT(*)"
-                     " FROM submissions WHERE user_id = ?1 AND lab = ?2 AND created_at > ?3");
-        if (!st)
-            return api_internal(e, -EIO);
-        sqlite3_bind_int64(st, 1, viewer->id);
-        sqlite3_bind_text(st, 2, l->lab.name, -1, SQLITE_STATIC);
-        sqlite3_bind_double(st, 3, now - 3600);
-        int hour = 0, stored = 0;
-        double oldest = now;
-        if (sqlite3_step(st) == SQLITE_ROW) {
-            hour = sqlite3_column_int(st, 0);
-            if (sqlite3_column_type(st, 1) != SQLITE_NULL)
-                oldest = sqlite3_column_double(st, 1);
-            stored = sqlite3_column_int(st, 2);
-        }
-        sqlite3_reset(st);
-        /* Superseded submissions are free, but each is a stored file: past
-         * SUPERSEDE_FACTOR times the hourly limit in an hour, resubmitting
-         * in a loop is refused too (the database is not a free disk). */
-        if (l->rubric.max_per_hour > 0 &&
-            stored >= API_SUPERSEDE_FACTOR * l->rubric.max_per_hour) {
-            rc = api_fail(e, 429, "rate_limited",
-                          "You stored %d submissions to %s in the last hour, most of them replaced "
-                          "before they were graded; wait a few minutes before submitting again.",
-                          stored, l->lab.name);
-            e->retry_after = 300;
-            return rc;
-        }
-        if (l->rubric.max_per_hour > 0 && hour >= l->rubric.max_per_hour) { /* 0: no limit */
-            int wait = (int)ceil(oldest + 3600 - now);
-            if (wait < 1)
-                wait = 1;
-            rc = api_fail(e, 429, "rate_limited",
-                          "You submitted %d times to %s in the last hour (the limit is %d); try "
-                          "again in %d seconds.",
-                          hour, l->lab.name, l->rubric.max_per_hour, wait);
-            e->retry_after = wait;
-            return rc;
-        }
     }
     struct queue_submit qs = {.user_id = viewer->id,
                               .lab = l->lab.name,
@@ -1153,6 +1182,125 @@ int api_submit(struct app *app, const struct auth_user *viewer, const char *labn
     *out = json_pack("{s:I,s:s,s:s,s:b,s:i}", "id", (json_int_t)id, "status", "queued", "url", url,
                      "late", late, "superseded", superseded);
     return *out ? 0 : api_internal(e, -ENOMEM);
+}
+
+/* ---- a submission, written off the loop (server/writer.h) ---- */
+
+struct submit_job {
+    struct app *app;
+    struct http_request *req; /* NULL once the client went away */
+    struct queue_submit qs;   /* lab, filename and source point into mem */
+    char *mem;
+    char user[65];
+    int student, max_in_flight, max_per_hour;
+    double now;
+    long long id; /* from here on set by submit_run, on the writer thread */
+    int superseded;
+    struct api_error e; /* e.status != 0: a limit refused it */
+};
+
+/* Writer thread: the limits and the rows, in one transaction. */
+static int submit_run(struct db *db, void *arg)
+{
+    struct submit_job *j = arg;
+    if (j->student) {
+        int rc = submit_limits(db, j->qs.user_id, j->qs.lab, j->max_in_flight, j->max_per_hour,
+                               j->now, &j->e);
+        if (rc)
+            return rc;
+    }
+    return queue_enqueue_in(db, &j->qs, &j->id, &j->superseded);
+}
+
+static void submit_abort(struct http_request *req, void *data)
+{
+    struct submit_job *j = data;
+    assert(j->req == req);
+    j->req = NULL;
+}
+
+/* Loop thread, after the commit: the rows are on disk when rc is 0, and only
+ * then does the client get its 202. */
+static void submit_done(void *arg, int rc)
+{
+    struct submit_job *j = arg;
+    struct http_request *req = j->req;
+    char url[64];
+    snprintf(url, sizeof(url), "/api/submissions/%lld", j->id);
+    if (!rc) {
+        queue_written(j->app->queue, 0, 1);
+        app_log("submission %lld queued: %s, lab %s, %zu bytes%s%s", j->id, j->user, j->qs.lab,
+                j->qs.size, j->qs.late ? ", late" : "",
+                j->superseded ? ", superseding the queued one" : "");
+    }
+    if (req) {
+        req->on_abort = NULL;
+        if (rc) {
+            if (!j->e.status)
+                api_internal(&j->e, rc);
+            send_err(req, &j->e);
+        } else {
+            http_response_header(req, "Location", url);
+            send_json(req, 202,
+                      json_pack("{s:I,s:s,s:s,s:b,s:i}", "id", (json_int_t)j->id, "status",
+                                "queued", "url", url, "late", j->qs.late, "superseded",
+                                j->superseded));
+        }
+        http_request_finish(req);
+    }
+    free(j->mem);
+    free(j);
+}
+
+int api_submit_deferred(struct app *app, const struct auth_user *viewer, const char *labname,
+                        const char *filename, const char *source, size_t len,
+                        struct http_request *req, struct api_error *e)
+{
+    struct app_lab *l;
+    double now = db_now(), late_days = 0;
+    int late = 0;
+    int rc = submit_check(app, viewer, labname, filename, source, len, now, &l, &late, &late_days, e);
+    if (rc)
+        return rc;
+    size_t nlab = strlen(l->lab.name) + 1, nfile = strlen(filename) + 1;
+    struct submit_job *j = calloc(1, sizeof(*j));
+    char *mem = malloc(nlab + nfile + len + 1);
+    if (!j || !mem) {
+        free(j);
+        free(mem);
+        return api_internal(e, -ENOMEM);
+    }
+    /* Copies: the writer reads them while the loop goes on (the rubric may
+     * change, the client may hang up and take the body with it). */
+    memcpy(mem, l->lab.name, nlab);
+    memcpy(mem + nlab, filename, nfile);
+    memcpy(mem + nlab + nfile, source, len);
+    mem[nlab + nfile + len] = '\0';
+    j->app = app;
+    j->req = req;
+    j->mem = mem;
+    j->qs = (struct queue_submit){.user_id = viewer->id,
+                                  .lab = mem,
+                                  .filename = mem + nlab,
+                                  .source = mem + nlab + nfile,
+                                  .size = len,
+                                  .late = late,
+                                  .late_days = late_days,
+                                  .max_attempts = l->rubric.max_attempts};
+    snprintf(j->user, sizeof(j->user), "%s", viewer->name);
+    j->student = viewer->role == AUTH_STUDENT;
+    j->max_in_flight = l->rubric.max_in_flight;
+    j->max_per_hour = l->rubric.max_per_hour;
+    j->now = now;
+    rc = writer_submit(app->writer, submit_run, submit_done, j);
+    if (rc) {
+        free(mem);
+        free(j);
+        return api_internal(e, rc);
+    }
+    req->on_abort = submit_abort;
+    req->abort_data = j;
+    return 0;
 }
 
 int api_regrade(struct app *app, const struct auth_user *viewer, long long id, struct api_error *e)
@@ -2206,7 +2354,6 @@ static int h_submit(struct app *app, struct http_request *req)
 {
     struct auth_user u;
     struct api_error e;
-    json_t *j;
     const char *lab = http_request_param(req, "lab");
     if (need(app, req, &u, HUMANS))
         return HTTP_DONE;
@@ -2258,10 +2405,10 @@ static int h_submit(struct app *app, struct http_request *req)
                  ct);
         return send_err(req, &e);
     }
-    if (api_submit(app, &u, lab, filename, src, len, &j, &e))
+    /* Answered by submit_done once the rows are on disk. */
+    if (api_submit_deferred(app, &u, lab, filename, src, len, req, &e))
         return send_err(req, &e);
-    http_response_header(req, "Location", json_string_value(json_object_get(j, "url")));
-    return send_json(req, 202, j);
+    return HTTP_DEFERRED;
 }
 
 static int h_submission(struct app *app, struct http_request *req)

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "server/pages.h"
+#include "server/writer.h"
 
 void api_time_iso(double t, char *buf, size_t len)
 {
@@ -323,6 +324,17 @@ int app_open(struct app *app, uv_loop_t *loop, const struct app_config *cfg, cha
     if (rc)
         goto fail;
     queue_on_change(app->queue, app_queue_changed, app);
+    /* Durable writes go to the writer thread, which also checkpoints the
+     * WAL (its autocheckpoint): a checkpoint's writes and fsync never run on
+     * the loop's connection. */
+    rc = writer_start(loop, cfg->db_path, &app->writer);
+    if (!rc)
+        rc = db_exec(app->db, "PRAGMA wal_autocheckpoint=0");
+    if (rc) {
+        snprintf(err, errlen, "%s: cannot start the writer thread: %s", cfg->db_path,
+                 strerror(rc < 0 ? -rc : rc));
+        goto fail;
+    }
     n = queue_recover(app->queue, app->cfg.lease_s);
     if (n > 0)
         app_log("%d job%s in progress when the server stopped: leases renewed, the attempt not "
@@ -495,6 +507,23 @@ int app_metrics_write(struct app *app, struct http_buf *out)
         (unsigned long long)global, (unsigned long long)client,
         (unsigned long long)app->admit_refused[0], (unsigned long long)app->admit_refused[1],
         (unsigned long long)app->admit_refused[2]);
+    if (!rc && app->writer) {
+        struct writer_stats ws;
+        writer_stats_get(app->writer, &ws);
+        rc = http_buf_printf(
+            out,
+            "# HELP cugrade_writer_jobs_total Durable writes done by the writer thread.\n"
+            "# TYPE cugrade_writer_jobs_total counter\ncugrade_writer_jobs_total %llu\n"
+            "# HELP cugrade_writer_commits_total Its transactions (group commits).\n"
+            "# TYPE cugrade_writer_commits_total counter\ncugrade_writer_commits_total %llu\n"
+            "# HELP cugrade_writer_queued Writes waiting for the writer or being written.\n"
+            "# TYPE cugrade_writer_queued gauge\ncugrade_writer_queued %llu\n"
+            "# HELP cugrade_writer_commit_max_seconds The longest transaction so far.\n"
+            "# TYPE cugrade_writer_commit_max_seconds gauge\n"
+            "cugrade_writer_commit_max_seconds %.6f\n",
+            (unsigned long long)ws.jobs, (unsigned long long)ws.batches,
+            (unsigned long long)ws.queued, ws.commit_max_s);
+    }
     return rc ? -ENOMEM : 0;
 }
 
@@ -559,6 +588,9 @@ void app_shutdown(struct app *app, void (*done)(void *arg), void *arg)
 
 void app_close(struct app *app)
 {
+    /* First: its last done callbacks still use the queue and the caches. */
+    writer_stop(app->writer);
+    app->writer = NULL;
     if (app->queue) {
         queue_close(app->queue);
         app->queue = NULL;

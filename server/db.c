@@ -5,7 +5,9 @@
 #include "server/db.h"
 #include "server/migrate.h"
 
+#include <assert.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +23,7 @@ struct db_cached {
 
 struct db {
     sqlite3 *h;
+    pthread_t owner; /* the one thread that may use h (db_thread_adopt) */
     struct db_cached cache[DB_STMT_MAX];
     size_t ncache;
 };
@@ -154,8 +157,18 @@ double db_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* A connection is used by one thread only (SQLITE_OPEN_NOMUTEX): the loop's
+ * by the loop, the writer's by the writer (server/writer.h). */
+#define DB_OWNED(db) assert(pthread_equal((db)->owner, pthread_self()))
+
+void db_thread_adopt(struct db *db)
+{
+    db->owner = pthread_self();
+}
+
 int db_exec(struct db *db, const char *sql)
 {
+    DB_OWNED(db);
     char *msg = NULL;
     int rc = sqlite3_exec(db->h, sql, NULL, NULL, &msg);
     if (rc != SQLITE_OK) {
@@ -246,6 +259,7 @@ int db_open(const char *path, int oflags, struct db **out)
     db = calloc(1, sizeof(*db));
     if (!db)
         return -ENOMEM;
+    db->owner = pthread_self();
     rc = sqlite3_open_v2(path, &db->h, flags, NULL);
     if (rc != SQLITE_OK) {
         rc = db_errno(rc);
@@ -321,6 +335,7 @@ void db_close(struct db *db)
 {
     if (!db)
         return;
+    DB_OWNED(db);
     for (size_t i = 0; i < db->ncache; i++)
         sqlite3_finalize(db->cache[i].st);
     /* A clean checkpoint leaves no -wal content behind on a graceful stop. */
@@ -331,12 +346,14 @@ void db_close(struct db *db)
 
 sqlite3 *db_handle(struct db *db)
 {
+    DB_OWNED(db);
     return db->h;
 }
 
 sqlite3_stmt *db_stmt(struct db *db, const char *sql)
 {
     sqlite3_stmt *st = NULL;
+    DB_OWNED(db);
     for (size_t i = 0; i < db->ncache; i++) {
         if (db->cache[i].sql == sql) {
             st = db->cache[i].st;
@@ -379,6 +396,7 @@ int db_commit(struct db *db)
 
 void db_rollback(struct db *db)
 {
+    DB_OWNED(db);
     if (!sqlite3_get_autocommit(db->h))
         sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
 }
@@ -395,11 +413,13 @@ int db_step_done(sqlite3_stmt *st)
 
 long long db_last_id(struct db *db)
 {
+    DB_OWNED(db);
     return (long long)sqlite3_last_insert_rowid(db->h);
 }
 
 int db_changes(struct db *db)
 {
+    DB_OWNED(db);
     return sqlite3_changes(db->h);
 }
 

@@ -35,6 +35,11 @@ long db_corruption_count(void);
 /* Finalize every cached statement, checkpoint the WAL and close. NULL is fine. */
 void db_close(struct db *db);
 
+/* Make the calling thread the only one that may use db from now on (the
+ * writer thread takes its connection over; server/writer.h). Every function
+ * here assert()s that its caller is the owner: at open, the opening thread. */
+void db_thread_adopt(struct db *db);
+
 /* The raw handle, for modules that bind and step statements themselves. */
 sqlite3 *db_handle(struct db *db);
 

@@ -248,13 +248,13 @@ size_t queue_waiting(struct queue *q)
 /* Mark the user's older still-queued submissions to the same lab as
  * superseded by id (inside the caller's transaction). Returns the number
  * of rows changed (>= 0) or -errno. */
-static int supersede_older(struct queue *q, long long user_id, const char *lab, long long id,
+static int supersede_older(struct db *db, long long user_id, const char *lab, long long id,
                            double now)
 {
     char detail[64];
     snprintf(detail, sizeof(detail), "replaced by submission %lld", id);
     sqlite3_stmt *st = db_stmt(
-        q->db, "UPDATE submissions SET status = 'superseded', phase = '', detail = ?1,"
+        db, "UPDATE submissions SET status = 'superseded', phase = '', detail = ?1,"
                " updated_at = ?2 WHERE user_id = ?3 AND lab = ?4 AND status = 'queued' AND id < ?5");
     if (!st)
         return -EIO;
@@ -264,27 +264,23 @@ static int supersede_older(struct queue *q, long long user_id, const char *lab, 
     sqlite3_bind_text(st, 4, lab, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 5, id);
     int rc = db_step_done(st);
-    return rc ? rc : db_changes(q->db);
+    return rc ? rc : db_changes(db);
 }
 
-int queue_enqueue(struct queue *q, const struct queue_submit *in, long long *id_out,
-                  int *superseded)
+int queue_enqueue_in(struct db *db, const struct queue_submit *in, long long *id_out,
+                     int *superseded)
 {
     char hash[65];
     auth_sha256_hex(in->source, in->size, hash);
     double now = db_now();
-    int rc = db_begin(q->db, 1);
-    if (rc)
-        return rc;
+    int rc;
     sqlite3_stmt *st = db_stmt(
-        q->db,
+        db,
         "INSERT INTO submissions(user_id, lab, filename, source, sha256, size, late, late_days,"
         " status, phase, detail, attempts, max_attempts, created_at, updated_at)"
         " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'queued', '', '', 0, ?9, ?10, ?10)");
-    if (!st) {
-        rc = -EIO;
-        goto fail;
-    }
+    if (!st)
+        return -EIO;
     sqlite3_bind_int64(st, 1, in->user_id);
     sqlite3_bind_text(st, 2, in->lab, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 3, in->filename, -1, SQLITE_STATIC);
@@ -297,25 +293,44 @@ int queue_enqueue(struct queue *q, const struct queue_submit *in, long long *id_
     sqlite3_bind_double(st, 10, now);
     rc = db_step_done(st);
     if (rc)
-        goto fail;
-    *id_out = db_last_id(q->db);
+        return rc;
+    *id_out = db_last_id(db);
     /* Same transaction: a claim sees either the old job queued and no new
      * one, or the new one and the old one superseded, never both. */
-    rc = supersede_older(q, in->user_id, in->lab, *id_out, now);
+    rc = supersede_older(db, in->user_id, in->lab, *id_out, now);
     if (rc < 0)
-        goto fail;
+        return rc;
     if (superseded)
         *superseded = rc;
+    return 0;
+}
+
+int queue_enqueue(struct queue *q, const struct queue_submit *in, long long *id_out,
+                  int *superseded)
+{
+    int rc = db_begin(q->db, 1);
+    if (rc)
+        return rc;
+    rc = queue_enqueue_in(q->db, in, id_out, superseded);
+    if (rc) {
+        db_rollback(q->db);
+        return rc;
+    }
     /* COMMIT with synchronous=FULL: on disk before the caller answers 202. */
     rc = db_commit(q->db);
     if (rc)
         return rc;
-    reordered(q);
-    queue_notify(q);
+    queue_written(q, 0, 1);
     return 0;
-fail:
-    db_rollback(q->db);
-    return rc;
+}
+
+void queue_written(struct queue *q, long long id, int wake)
+{
+    reordered(q);
+    if (id)
+        changed(q, id);
+    if (wake)
+        queue_notify(q);
 }
 
 /* The fair order. A queued job's turn is how many jobs of its student are
@@ -442,10 +457,10 @@ fail_nocommit:
 }
 
 /* Is the lease of id held by this runner? 0 yes, -ENOENT, -ESTALE. */
-static int lease_check(struct queue *q, long long id, long long runner_user, const char *runner,
+static int lease_check(struct db *db, long long id, long long runner_user, const char *runner,
                        int attempt, int *attempts, int *max_attempts)
 {
-    sqlite3_stmt *st = db_stmt(q->db, "SELECT status, lease_user, lease_runner, attempts, "
+    sqlite3_stmt *st = db_stmt(db, "SELECT status, lease_user, lease_runner, attempts, "
                                       "max_attempts FROM submissions WHERE id = ?1");
     if (!st)
         return -EIO;
@@ -469,7 +484,7 @@ int queue_progress(struct queue *q, long long id, long long runner_user, const c
                    int attempt, const char *phase, const char *detail, double lease_s)
 {
     int attempts, max_attempts;
-    int rc = lease_check(q, id, runner_user, runner, attempt, &attempts, &max_attempts);
+    int rc = lease_check(q->db, id, runner_user, runner, attempt, &attempts, &max_attempts);
     if (rc)
         return rc;
     double now = db_now();
@@ -492,42 +507,35 @@ int queue_progress(struct queue *q, long long id, long long runner_user, const c
     return rc;
 }
 
-int queue_result(struct queue *q, long long id, long long runner_user, const char *runner,
-                 int attempt, const struct queue_result *res, const char **final_status)
+int queue_result_in(struct db *db, long long id, long long runner_user, const char *runner,
+                    int attempt, const struct queue_result *res, const char **final_status)
 {
     int attempts, max_attempts;
-    int rc = db_begin(q->db, 1);
+    int rc = lease_check(db, id, runner_user, runner, attempt, &attempts, &max_attempts);
     if (rc)
         return rc;
-    rc = lease_check(q, id, runner_user, runner, attempt, &attempts, &max_attempts);
-    if (rc)
-        goto fail;
     double now = db_now();
     sqlite3_stmt *st;
     if (strcmp(res->status, "system_error") == 0 && attempts < max_attempts) {
         /* Our fault, not the student's: try again on another claim. */
-        st = db_stmt(q->db,
+        st = db_stmt(db,
                      "UPDATE submissions SET status = 'queued', phase = '', detail = ?1, "
                      "lease_runner = NULL,"
                      " lease_user = NULL, lease_expires = NULL, updated_at = ?2 WHERE id = ?3");
-        if (!st) {
-            rc = -EIO;
-            goto fail;
-        }
+        if (!st)
+            return -EIO;
         sqlite3_bind_text(st, 1, "system error; retrying", -1, SQLITE_STATIC);
         sqlite3_bind_double(st, 2, now);
         sqlite3_bind_int64(st, 3, id);
         *final_status = "queued";
     } else {
         st = db_stmt(
-            q->db,
+            db,
             "UPDATE submissions SET status = ?1, phase = '', detail = '', result = ?2, score = ?3,"
             " max_score = ?4, speedup = ?5, graded_at = ?6, updated_at = ?6, lease_runner = NULL,"
             " lease_user = NULL, lease_expires = NULL WHERE id = ?7");
-        if (!st) {
-            rc = -EIO;
-            goto fail;
-        }
+        if (!st)
+            return -EIO;
         sqlite3_bind_text(st, 1, res->status, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 2, res->result_json, -1, SQLITE_STATIC);
         if (res->has_score) {
@@ -540,20 +548,25 @@ int queue_result(struct queue *q, long long id, long long runner_user, const cha
         sqlite3_bind_int64(st, 7, id);
         *final_status = res->status;
     }
-    rc = db_step_done(st);
+    return db_step_done(st);
+}
+
+int queue_result(struct queue *q, long long id, long long runner_user, const char *runner,
+                 int attempt, const struct queue_result *res, const char **final_status)
+{
+    int rc = db_begin(q->db, 1);
     if (rc)
-        goto fail;
+        return rc;
+    rc = queue_result_in(q->db, id, runner_user, runner, attempt, res, final_status);
+    if (rc) {
+        db_rollback(q->db);
+        return rc;
+    }
     rc = db_commit(q->db);
     if (rc)
         return rc;
-    reordered(q);
-    changed(q, id);
-    if (strcmp(*final_status, "queued") == 0)
-        queue_notify(q);
+    queue_written(q, id, strcmp(*final_status, "queued") == 0);
     return 0;
-fail:
-    db_rollback(q->db);
-    return rc;
 }
 
 int queue_regrade(struct queue *q, long long id)

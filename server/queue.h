@@ -76,6 +76,17 @@ void queue_on_change(struct queue *q, void (*fn)(void *arg, long long id), void 
 int queue_enqueue(struct queue *q, const struct queue_submit *in, long long *id_out,
                   int *superseded);
 
+/* The SQL of queue_enqueue alone, inside the caller's transaction on db
+ * (the writer thread's connection, server/writer.h). After the commit, the
+ * loop calls queue_written(q, 0, 1). 0 or -errno. */
+int queue_enqueue_in(struct db *db, const struct queue_submit *in, long long *id_out,
+                     int *superseded);
+
+/* Loop thread, after a write made on another connection committed: the
+ * fair order is read again, cached renderings of job id are dropped (id 0:
+ * none), and parked claims wake when wake is 1. */
+void queue_written(struct queue *q, long long id, int wake);
+
 /* Claim the first queued job in the fair order for runner (runner_user:
  * the token's user). A job's turn is the number of its student's jobs
  * ahead of it (being graded, or queued earlier); the lowest turn goes
@@ -107,6 +118,13 @@ struct queue_result {
  * -errno. */
 int queue_result(struct queue *q, long long id, long long runner_user, const char *runner,
                  int attempt, const struct queue_result *res, const char **final_status);
+
+/* The SQL of queue_result alone, inside the caller's transaction on db; the
+ * loop then calls queue_written(q, id, *final_status is "queued").
+ * *final_status is a string literal or res->status. 0, -ENOENT, -ESTALE,
+ * -errno. */
+int queue_result_in(struct db *db, long long id, long long runner_user, const char *runner,
+                    int attempt, const struct queue_result *res, const char **final_status);
 
 /* Put a submission back in the queue (admin regrade): attempts reset, old
  * result kept until the new one arrives. Returns 0, -ENOENT, -errno. */
