@@ -2880,136 +2880,251 @@ static int h_progress(struct app *app, struct http_request *req)
                      json_pack("{s:I}", "lease_expires_in", (json_int_t)app->cfg.lease_s));
 }
 
+/* ---- a runner's result: parsed on libuv's pool, written by the writer ----
+ * An 8 MiB result costs tens of milliseconds to parse and serialize and
+ * more to write: none of it runs on the loop. */
+
+struct result_job {
+    struct app *app;
+    struct http_request *req; /* NULL once the client went away */
+    uv_work_t work;
+    long long id, runner_user;
+    char *body; /* a copy of the request body, freed once parsed */
+    size_t body_len;
+    double pct;        /* the late penalty in percent */
+    double rubric_max; /* max_score when the result names none */
+    char lab[65];
+    /* set by result_parse (pool thread) */
+    char *runner;
+    int attempt;
+    char status[32];
+    struct queue_result qr;
+    char *text; /* the result document, compact */
+    struct api_error e; /* e.status != 0: refused */
+    /* set by result_run (writer thread) */
+    const char *final;
+};
+
+static void result_job_free(struct result_job *j)
+{
+    free(j->body);
+    free(j->runner);
+    free(j->text);
+    free(j);
+}
+
+static void result_abort(struct http_request *req, void *data)
+{
+    struct result_job *j = data;
+    assert(j->req == req);
+    j->req = NULL;
+}
+
+/* Answer the runner (if it is still there) with j->e, or 200 and the final
+ * status; then free j. */
+static void result_answer(struct result_job *j, int rc)
+{
+    struct http_request *req = j->req;
+    if (req) {
+        req->on_abort = NULL;
+        if (rc) {
+            if (!j->e.status)
+                api_internal(&j->e, rc);
+            send_err(req, &j->e);
+        } else {
+            send_json(req, 200, json_pack("{s:I,s:s}", "id", (json_int_t)j->id, "status", j->final));
+        }
+        http_request_finish(req);
+    }
+    result_job_free(j);
+}
+
+/* Pool thread: parse and check the body, apply the late penalty, serialize
+ * the document. Touches only j. */
+static void result_parse(uv_work_t *w)
+{
+    struct result_job *j = w->data;
+    struct api_error *e = &j->e;
+    json_t *body = NULL;
+    if (api_json_parse(j->body, j->body_len, 0, &body, e))
+        goto out;
+    const char *status = json_string_value(json_object_get(body, "status"));
+    json_t *result = json_object_get(body, "result");
+    json_t *jr = json_object_get(body, "runner"), *ja = json_object_get(body, "attempt");
+    const char *runner = json_string_value(jr);
+    j->attempt = json_is_integer(ja) ? (int)json_integer_value(ja) : 0;
+    /* A result must name its lease: without them a stale runner's late
+     * result matched whatever lease the job had now and overwrote the
+     * current holder's. */
+    if (!runner || !*runner || j->attempt <= 0) {
+        api_fail(e, 400, "bad_request",
+                 "runner and attempt: a result must name its lease (the runner name sent "
+                 "on claim and the claim's attempt).");
+        goto out;
+    }
+    if (!status || !queue_status_verdict(status)) {
+        api_fail(e, 400, "bad_request",
+                 "status: one of graded, compile_error, rejected, runtime_error, timeout, "
+                 "system_error.");
+        goto out;
+    }
+    if (result && !json_is_object(result) && !json_is_null(result)) {
+        api_fail(e, 400, "bad_request", "result: expected an object.");
+        goto out;
+    }
+    if (strcmp(status, "system_error") != 0 && !json_is_object(result)) {
+        api_fail(e, 400, "bad_request",
+                 "result: a %s result needs its result document (an object).", status);
+        goto out;
+    }
+    if (strcmp(status, "graded") == 0 && (!json_is_number(json_object_get(result, "score")) ||
+                                          !json_is_number(json_object_get(result, "max_score")))) {
+        api_fail(e, 400, "bad_request",
+                 "result.score and result.max_score: a graded result needs both numbers.");
+        goto out;
+    }
+    json_t *js = json_object_get(result, "score"), *jm = json_object_get(result, "max_score");
+    if ((js && !json_is_number(js)) || (jm && !json_is_number(jm))) {
+        api_fail(e, 400, "bad_request", "result.score and result.max_score must be numbers.");
+        goto out;
+    }
+    j->runner = strdup(runner);
+    snprintf(j->status, sizeof(j->status), "%s", status);
+    j->qr.status = j->status;
+    /* The late penalty applies to the stored score; the document stays verbatim. */
+    if (js) {
+        j->qr.has_score = 1;
+        j->qr.score = json_number_value(js) * (1 - j->pct / 100.0);
+        if (j->qr.score < 0)
+            j->qr.score = 0;
+        j->qr.max_score = jm ? json_number_value(jm) : j->rubric_max;
+    }
+    json_t *sp =
+        json_object_get(json_object_get(json_object_get(result, "cugrade"), "timing"), "speedup");
+    if (json_is_number(sp) && isfinite(json_number_value(sp))) {
+        j->qr.has_speedup = 1;
+        j->qr.speedup = json_number_value(sp);
+    }
+    if (json_is_object(result)) {
+        j->text = json_dumps(result, JSON_COMPACT | JSON_REAL_PRECISION(15));
+        if (!j->text)
+            api_internal(e, -ENOMEM);
+    }
+    if (!j->runner)
+        api_internal(e, -ENOMEM);
+    j->qr.result_json = j->text;
+out:
+    json_decref(body);
+    free(j->body);
+    j->body = NULL;
+}
+
+/* Writer thread: the lease check and the rows. */
+static int result_run(struct db *db, void *arg)
+{
+    struct result_job *j = arg;
+    int rc = queue_result_in(db, j->id, j->runner_user, j->runner, j->attempt, &j->qr, &j->final);
+    if (rc == -ENOENT)
+        return api_fail(&j->e, 404, "not_found", "There is no job %lld.", j->id);
+    if (rc == -ESTALE)
+        return api_fail(&j->e, 409, "conflict",
+                        "This runner no longer holds the lease of job %lld; the result was not "
+                        "stored.",
+                        j->id);
+    if (rc)
+        return rc;
+    sqlite3_stmt *st =
+        db_stmt(db, "UPDATE runners SET jobs_done = jobs_done + 1, last_seen = ?1 WHERE name = ?2");
+    if (st) {
+        sqlite3_bind_double(st, 1, db_now());
+        sqlite3_bind_text(st, 2, j->runner, -1, SQLITE_STATIC);
+        db_step_done(st);
+    }
+    return 0;
+}
+
+/* Loop thread, after the commit. */
+static void result_done(void *arg, int rc)
+{
+    struct result_job *j = arg;
+    if (!rc) {
+        queue_written(j->app->queue, j->id, strcmp(j->final, "queued") == 0);
+        scoreboard_invalidate(j->app, j->lab);
+        api_cache_invalidate(j->app, j->id);
+        if (j->qr.has_score)
+            app_log("job %lld: %s -> %s, score %g/%g%s", j->id, j->status, j->final, j->qr.score,
+                    j->qr.max_score, j->pct > 0 ? " (late penalty applied)" : "");
+        else
+            app_log("job %lld: %s -> %s", j->id, j->status, j->final);
+    }
+    result_answer(j, rc);
+}
+
+/* Loop thread, once result_parse ran: refuse, or hand the job to the writer. */
+static void result_parsed(uv_work_t *w, int status)
+{
+    struct result_job *j = w->data;
+    int rc = status ? status : j->e.status ? -EINVAL : 0;
+    if (!rc)
+        rc = writer_submit(j->app->writer, result_run, result_done, j);
+    if (rc)
+        result_answer(j, rc);
+}
+
 static int h_result(struct app *app, struct http_request *req)
 {
     struct auth_user u;
     struct api_error e;
     long long id;
-    json_t *body;
     if (need(app, req, &u, RUNNER))
         return HTTP_DONE;
     if (parse_id(http_request_param(req, "id"), &id)) {
         api_fail(&e, 404, "not_found", "Job ids are positive integers.");
         return send_err(req, &e);
     }
-    if (json_body_err(req, &body, 0, &e))
+    struct result_job *j = calloc(1, sizeof(*j));
+    if (!j || !(j->body = malloc(req->body_len + 1))) {
+        free(j);
+        api_internal(&e, -ENOMEM);
         return send_err(req, &e);
-    const char *status = json_string_value(json_object_get(body, "status"));
-    json_t *result = json_object_get(body, "result");
-    const char *runner;
-    int attempt, rc = 0;
-    char *text = NULL;
-    char lab[65] = "";
-    job_lease_args(body, &runner, &attempt);
-    /* A result must name its lease: without them a stale runner's late
-     * result matched whatever lease the job had now and overwrote the
-     * current holder's. */
-    if (!runner || !*runner || attempt <= 0) {
-        rc = api_fail(&e, 400, "bad_request",
-                      "runner and attempt: a result must name its lease (the runner name sent "
-                      "on claim and the claim's attempt).");
-        goto out;
     }
-    if (!status || !queue_status_verdict(status)) {
-        rc = api_fail(&e, 400, "bad_request",
-                      "status: one of graded, compile_error, rejected, runtime_error, timeout, "
-                      "system_error.");
-        goto out;
-    }
-    if (result && !json_is_object(result) && !json_is_null(result)) {
-        rc = api_fail(&e, 400, "bad_request", "result: expected an object.");
-        goto out;
-    }
-    if (strcmp(status, "system_error") != 0 && !json_is_object(result)) {
-        rc = api_fail(&e, 400, "bad_request",
-                      "result: a %s result needs its result document (an object).", status);
-        goto out;
-    }
-    if (strcmp(status, "graded") == 0 && (!json_is_number(json_object_get(result, "score")) ||
-                                          !json_is_number(json_object_get(result, "max_score")))) {
-        rc = api_fail(&e, 400, "bad_request",
-                      "result.score and result.max_score: a graded result needs both numbers.");
-        goto out;
-    }
-    struct queue_result qr = {.status = status};
-    json_t *js = json_object_get(result, "score"), *jm = json_object_get(result, "max_score");
-    if ((js && !json_is_number(js)) || (jm && !json_is_number(jm))) {
-        rc = api_fail(&e, 400, "bad_request", "result.score and result.max_score must be numbers.");
-        goto out;
-    }
-    /* The late penalty applies to the stored score; the document stays verbatim. */
-    double late_days = 0, pct = 0;
+    memcpy(j->body, req->body, req->body_len + 1); /* NUL-terminated */
+    j->body_len = req->body_len;
+    j->app = app;
+    j->req = req;
+    j->id = id;
+    j->runner_user = u.id;
+    j->work.data = j;
+    /* The penalty from the row and the rubric, read here: the pool thread
+     * touches neither the database nor the labs. */
+    double late_days = 0;
     sqlite3_stmt *st =
         db_stmt(app->db, "SELECT lab, late, late_days FROM submissions WHERE id = ?1");
     if (st) {
         sqlite3_bind_int64(st, 1, id);
         if (sqlite3_step(st) == SQLITE_ROW) {
-            snprintf(lab, sizeof(lab), "%s", db_col_text(st, 0));
+            snprintf(j->lab, sizeof(j->lab), "%s", db_col_text(st, 0));
             if (sqlite3_column_int(st, 1))
                 late_days = sqlite3_column_double(st, 2);
         }
         sqlite3_reset(st);
     }
-    struct app_lab *l = app_lab_find(app, lab);
-    if (l && l->has_rubric)
-        pct = l->rubric.penalty_percent_per_day * late_days;
-    if (pct > 100)
-        pct = 100;
-    if (js) {
-        qr.has_score = 1;
-        qr.score = json_number_value(js) * (1 - pct / 100.0);
-        if (qr.score < 0)
-            qr.score = 0;
-        qr.max_score = jm ? json_number_value(jm) : l && l->has_rubric ? l->rubric.max_score : 0;
+    struct app_lab *l = app_lab_find(app, j->lab);
+    if (l && l->has_rubric) {
+        j->pct = l->rubric.penalty_percent_per_day * late_days;
+        j->rubric_max = l->rubric.max_score;
     }
-    json_t *sp =
-        json_object_get(json_object_get(json_object_get(result, "cugrade"), "timing"), "speedup");
-    if (json_is_number(sp) && isfinite(json_number_value(sp))) {
-        qr.has_speedup = 1;
-        qr.speedup = json_number_value(sp);
-    }
-    text = result && json_is_object(result)
-               ? json_dumps(result, JSON_COMPACT | JSON_REAL_PRECISION(15))
-               : NULL;
-    qr.result_json = text;
-    const char *final = status;
-    rc = queue_result(app->queue, id, u.id, runner, attempt, &qr, &final);
-    if (rc == -ENOENT) {
-        api_fail(&e, 404, "not_found", "There is no job %lld.", id);
-        goto out;
-    }
-    if (rc == -ESTALE) {
-        api_fail(&e, 409, "conflict",
-                 "This runner no longer holds the lease of job %lld; the result was not stored.",
-                 id);
-        goto out;
-    }
+    if (j->pct > 100)
+        j->pct = 100;
+    int rc = uv_queue_work(app->loop, &j->work, result_parse, result_parsed);
     if (rc) {
+        result_job_free(j);
         api_internal(&e, rc);
-        goto out;
+        return send_err(req, &e);
     }
-    st = db_stmt(app->db,
-                 "UPDATE runners SET jobs_done = jobs_done + 1, last_seen = ?1 WHERE name = ?2");
-    if (st && runner) {
-        sqlite3_bind_double(st, 1, db_now());
-        sqlite3_bind_text(st, 2, runner, -1, SQLITE_STATIC);
-        db_step_done(st);
-    }
-    scoreboard_invalidate(app, lab);
-    api_cache_invalidate(app, id);
-    if (qr.has_score)
-        app_log("job %lld: %s -> %s, score %g/%g%s", id, status, final, qr.score, qr.max_score,
-                pct > 0 ? " (late penalty applied)" : "");
-    else
-        app_log("job %lld: %s -> %s", id, status, final);
-    json_t *ans = json_pack("{s:I,s:s}", "id", (json_int_t)id, "status", final);
-    json_decref(body); /* final may point into body */
-    free(text);
-    return send_json(req, 200, ans);
-out:
-    json_decref(body);
-    free(text);
-    return send_err(req, &e);
+    req->on_abort = result_abort;
+    req->abort_data = j;
+    return HTTP_DEFERRED;
 }
 
 #define KiB 1024
