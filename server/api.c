@@ -1864,12 +1864,16 @@ int api_rubric_get(struct app *app, const struct auth_user *viewer, const char *
     return *out ? 0 : api_internal(e, -ENOMEM);
 }
 
-int api_rubric_put(struct app *app, const struct auth_user *viewer, const char *lab,
-                   const json_t *doc, int *version, struct api_error *e)
+/* The checks of a new rubric for lab; on success *lp, *r (free with
+ * rubric_free), *text (free) and *copy (a new reference) are set. 0 or
+ * -errno with e. */
+static int rubric_prepare(struct app *app, const struct auth_user *viewer, const char *lab,
+                          const json_t *doc, struct app_lab **lp, struct rubric *r, char **text,
+                          json_t **copy, struct api_error *e)
 {
     if (viewer->role != AUTH_ADMIN)
         return api_fail(e, 403, "forbidden", "Only admins may change rubrics.");
-    struct app_lab *l = app_lab_find(app, lab);
+    struct app_lab *l = *lp = app_lab_find(app, lab);
     if (!l)
         return api_fail(e, 404, "not_found", "There is no lab called '%.64s'.", lab);
     if (!json_is_object(doc))
@@ -1878,45 +1882,84 @@ int api_rubric_put(struct app *app, const struct auth_user *viewer, const char *
     if (dl && strcmp(dl, lab) != 0)
         return api_fail(e, 400, "bad_request", "lab: the rubric says '%.64s' but this is lab %s.",
                         dl, lab);
-    struct rubric r;
     char perr[300];
-    if (rubric_parse(doc, &l->lab, &r, perr, sizeof(perr)) != 0)
+    if (rubric_parse(doc, &l->lab, r, perr, sizeof(perr)) != 0)
         return api_fail(e, 400, "bad_request", "%s", perr);
-    char *text = json_dumps(doc, JSON_COMPACT);
-    json_t *copy = json_deep_copy(doc);
-    if (!text || !copy) {
-        free(text);
-        json_decref(copy);
-        rubric_free(&r);
+    *text = json_dumps(doc, JSON_COMPACT);
+    *copy = json_deep_copy(doc);
+    if (!*text || !*copy) {
+        free(*text);
+        json_decref(*copy);
+        rubric_free(r);
         return api_internal(e, -ENOMEM);
     }
-    int v = l->rubric_version + 1, rc = db_begin(app->db, 1);
-    sqlite3_stmt *st = NULL;
-    if (!rc) {
-        st = db_stmt(app->db, "SELECT COALESCE(MAX(version), 0) + 1 FROM rubrics WHERE lab = ?1");
-        if (st) {
-            sqlite3_bind_text(st, 1, lab, -1, SQLITE_STATIC);
-            if (sqlite3_step(st) == SQLITE_ROW)
-                v = sqlite3_column_int(st, 0);
-            sqlite3_reset(st);
-        }
-        st = db_stmt(app->db, "INSERT INTO rubrics(lab, version, doc, created_at, created_by)"
-                              " VALUES(?1, ?2, ?3, ?4, ?5)");
-        rc = st ? 0 : -EIO;
-    }
-    if (!rc) {
-        sqlite3_bind_text(st, 1, lab, -1, SQLITE_STATIC);
-        sqlite3_bind_int(st, 2, v);
-        sqlite3_bind_text(st, 3, text, -1, SQLITE_STATIC);
-        sqlite3_bind_double(st, 4, db_now());
-        sqlite3_bind_int64(st, 5, viewer->id);
-        rc = db_step_done(st);
-    }
+    return 0;
+}
+
+/* The rows of a new rubric version on db, inside the caller's transaction;
+ * *version is set. 0 or -errno. */
+static int rubric_store(struct db *db, long long actor, const char *lab, const char *text,
+                        int *version)
+{
+    int v = 1;
+    sqlite3_stmt *st =
+        db_stmt(db, "SELECT COALESCE(MAX(version), 0) + 1 FROM rubrics WHERE lab = ?1");
+    if (!st)
+        return -EIO;
+    sqlite3_bind_text(st, 1, lab, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int(st, 0);
+    sqlite3_reset(st);
+    st = db_stmt(db, "INSERT INTO rubrics(lab, version, doc, created_at, created_by)"
+                     " VALUES(?1, ?2, ?3, ?4, ?5)");
+    if (!st)
+        return -EIO;
+    sqlite3_bind_text(st, 1, lab, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 2, v);
+    sqlite3_bind_text(st, 3, text, -1, SQLITE_STATIC);
+    sqlite3_bind_double(st, 4, db_now());
+    sqlite3_bind_int64(st, 5, actor);
+    int rc = db_step_done(st);
     if (!rc) {
         char detail[32];
         snprintf(detail, sizeof(detail), "version %d", v);
-        rc = db_audit(app->db, viewer->id, "rubric_change", lab, detail);
+        rc = db_audit(db, actor, "rubric_change", lab, detail);
     }
+    *version = v;
+    return rc;
+}
+
+/* Loop thread, once version v is stored: it becomes l's rubric (r and copy
+ * are taken over). */
+static void rubric_install(struct app *app, struct app_lab *l, struct rubric *r, json_t *copy,
+                           int v, const char *by)
+{
+    if (l->has_rubric)
+        rubric_free(&l->rubric);
+    json_decref(l->rubric_doc);
+    l->rubric = *r;
+    l->rubric_doc = copy;
+    app_log("lab %s: rubric version %d stored by %s", l->lab.name, v, by);
+    l->rubric_version = v;
+    l->has_rubric = 1;
+    scoreboard_invalidate(app, l->lab.name);
+    api_cache_invalidate(app, 0);
+}
+
+int api_rubric_put(struct app *app, const struct auth_user *viewer, const char *lab,
+                   const json_t *doc, int *version, struct api_error *e)
+{
+    struct app_lab *l;
+    struct rubric r;
+    char *text;
+    json_t *copy;
+    int rc = rubric_prepare(app, viewer, lab, doc, &l, &r, &text, &copy, e);
+    if (rc)
+        return rc;
+    int v = 0;
+    rc = db_begin(app->db, 1);
+    if (!rc)
+        rc = rubric_store(app->db, viewer->id, lab, text, &v);
     if (!rc)
         rc = db_commit(app->db);
     else
@@ -1927,23 +1970,102 @@ int api_rubric_put(struct app *app, const struct auth_user *viewer, const char *
         rubric_free(&r);
         return api_internal(e, rc);
     }
-    if (l->has_rubric)
-        rubric_free(&l->rubric);
-    json_decref(l->rubric_doc);
-    l->rubric = r;
-    l->rubric_doc = copy;
-    app_log("lab %s: rubric version %d stored by %s", lab, v, viewer->name);
-    l->rubric_version = v;
-    l->has_rubric = 1;
+    rubric_install(app, l, &r, copy, v, viewer->name);
     *version = v;
-    scoreboard_invalidate(app, lab);
-    api_cache_invalidate(app, 0);
+    return 0;
+}
+
+/* ---- a rubric, stored by the writer thread ---- */
+
+struct rubric_job {
+    struct app *app;
+    struct http_request *req; /* NULL once the client went away */
+    long long actor;
+    char by[65];
+    char lab[65];
+    struct rubric r;
+    json_t *copy;
+    char *text;
+    int version; /* set by rubric_run */
+};
+
+static int rubric_run(struct db *db, void *arg)
+{
+    struct rubric_job *j = arg;
+    return rubric_store(db, j->actor, j->lab, j->text, &j->version);
+}
+
+static void rubric_abort(struct http_request *req, void *data)
+{
+    struct rubric_job *j = data;
+    assert(j->req == req);
+    j->req = NULL;
+}
+
+static void rubric_done(void *arg, int rc)
+{
+    struct rubric_job *j = arg;
+    struct http_request *req = j->req;
+    struct app_lab *l = app_lab_find(j->app, j->lab);
+    assert(l); /* labs are loaded once, at start */
+    if (!rc) {
+        rubric_install(j->app, l, &j->r, j->copy, j->version, j->by);
+    } else {
+        rubric_free(&j->r);
+        json_decref(j->copy);
+    }
+    if (req) {
+        req->on_abort = NULL;
+        if (rc) {
+            struct api_error e;
+            api_internal(&e, rc);
+            send_err(req, &e);
+        } else {
+            send_json(req, 200, json_pack("{s:i}", "version", j->version));
+        }
+        http_request_finish(req);
+    }
+    free(j->text);
+    free(j);
+}
+
+/* Check doc as lab's next rubric and queue it on the writer; req is
+ * answered by rubric_done. 0 (deferred) or -errno with e. */
+static int rubric_put_deferred(struct app *app, const struct auth_user *viewer, const char *lab,
+                               const json_t *doc, struct http_request *req, struct api_error *e)
+{
+    struct rubric_job *j = calloc(1, sizeof(*j));
+    struct app_lab *l;
+    if (!j)
+        return api_internal(e, -ENOMEM);
+    int rc = rubric_prepare(app, viewer, lab, doc, &l, &j->r, &j->text, &j->copy, e);
+    if (rc) {
+        free(j);
+        return rc;
+    }
+    j->app = app;
+    j->req = req;
+    j->actor = viewer->id;
+    snprintf(j->by, sizeof(j->by), "%s", viewer->name);
+    snprintf(j->lab, sizeof(j->lab), "%s", l->lab.name);
+    rc = writer_submit(app->writer, rubric_run, rubric_done, j);
+    if (rc) {
+        rubric_free(&j->r);
+        json_decref(j->copy);
+        free(j->text);
+        free(j);
+        return api_internal(e, rc);
+    }
+    req->on_abort = rubric_abort;
+    req->abort_data = j;
     return 0;
 }
 
 /* ---- users ---- */
 
-static int users_add_rows(struct app *app, const struct auth_user *viewer, size_t n,
+/* The rows, on db inside the caller's transaction (the loop's connection
+ * for the pages, the writer's for the API). 0 or -errno with e. */
+static int users_add_rows(struct db *db, const struct auth_user *viewer, size_t n,
                           const char *const *names, const char *const *roles,
                           const char *const *displays, const int *lines, json_t **out,
                           struct api_error *e)
@@ -1951,11 +2073,9 @@ static int users_add_rows(struct app *app, const struct auth_user *viewer, size_
     if (viewer->role != AUTH_ADMIN)
         return api_fail(e, 403, "forbidden", "Only admins may add users.");
     json_t *arr = json_array();
-    int rc = db_begin(app->db, 1);
-    if (rc) {
-        json_decref(arr);
-        return api_internal(e, rc);
-    }
+    int rc;
+    if (!arr)
+        return api_internal(e, -ENOMEM);
     for (size_t i = 0; i < n; i++) {
         enum auth_role role;
         char where[32];
@@ -1980,7 +2100,7 @@ static int users_add_rows(struct app *app, const struct auth_user *viewer, size_
             goto fail;
         }
         char token[AUTH_TOKEN_LEN + 1];
-        rc = auth_user_add(app->db, names[i], role, displays[i], token);
+        rc = auth_user_add(db, names[i], role, displays[i], token);
         if (rc == -EEXIST) {
             rc = api_fail(e, 409, "conflict", "%s: a user called '%s' already exists.", where,
                           names[i]);
@@ -1996,23 +2116,28 @@ static int users_add_rows(struct app *app, const struct auth_user *viewer, size_
         }
         json_array_append_new(arr, json_pack("{s:s,s:s,s:s}", "name", names[i], "role",
                                              auth_role_name(role), "token", token));
-        db_audit(app->db, viewer->id, "user_add", names[i], auth_role_name(role));
-    }
-    rc = db_commit(app->db);
-    if (rc) {
-        json_decref(arr);
-        return api_internal(e, rc);
+        db_audit(db, viewer->id, "user_add", names[i], auth_role_name(role));
     }
     *out = json_pack("{s:o}", "users", arr);
     return *out ? 0 : api_internal(e, -ENOMEM);
 fail:
-    db_rollback(app->db);
     json_decref(arr);
     return rc;
 }
 
-int api_users_add(struct app *app, const struct auth_user *viewer, const json_t *users,
-                  json_t **out, struct api_error *e)
+/* End a pages' import transaction on the loop's connection: commit when rc
+ * is 0, else roll back. 0 or -errno. */
+static int users_add_tx(struct app *app, int rc)
+{
+    if (rc) {
+        db_rollback(app->db);
+        return rc;
+    }
+    return db_commit(app->db);
+}
+
+static int users_add_json(struct db *db, const struct auth_user *viewer, const json_t *users,
+                          json_t **out, struct api_error *e)
 {
     if (!json_is_array(users) || json_array_size(users) == 0)
         return api_fail(
@@ -2051,7 +2176,7 @@ int api_users_add(struct app *app, const struct auth_user *viewer, const json_t 
             goto out;
         }
     }
-    rc = users_add_rows(app, viewer, n, names, roles, disp, NULL, out, e);
+    rc = users_add_rows(db, viewer, n, names, roles, disp, NULL, out, e);
 out:
     free(names);
     free(roles);
@@ -2059,8 +2184,8 @@ out:
     return rc;
 }
 
-int api_users_add_csv(struct app *app, const struct auth_user *viewer, const char *csv, size_t len,
-                      json_t **out, struct api_error *e)
+static int users_add_csv(struct db *db, const struct auth_user *viewer, const char *csv,
+                         size_t len, json_t **out, struct api_error *e)
 {
     struct roster_row *rows;
     size_t n;
@@ -2084,7 +2209,7 @@ int api_users_add_csv(struct app *app, const struct auth_user *viewer, const cha
             disp[i] = rows[i].display_name[0] ? rows[i].display_name : NULL;
             lines[i] = rows[i].line;
         }
-        rc = users_add_rows(app, viewer, n, names, roles, disp, lines, out, e);
+        rc = users_add_rows(db, viewer, n, names, roles, disp, lines, out, e);
     }
     free(names);
     free(roles);
@@ -2092,6 +2217,119 @@ int api_users_add_csv(struct app *app, const struct auth_user *viewer, const cha
     free(lines);
     free(rows);
     return rc;
+}
+
+int api_users_add(struct app *app, const struct auth_user *viewer, const json_t *users,
+                  json_t **out, struct api_error *e)
+{
+    int rc = db_begin(app->db, 1);
+    if (rc)
+        return api_internal(e, rc);
+    rc = users_add_json(app->db, viewer, users, out, e);
+    int crc = users_add_tx(app, rc);
+    if (!rc && crc) {
+        json_decref(*out);
+        *out = NULL;
+        return api_internal(e, crc);
+    }
+    return rc;
+}
+
+int api_users_add_csv(struct app *app, const struct auth_user *viewer, const char *csv, size_t len,
+                      json_t **out, struct api_error *e)
+{
+    int rc = db_begin(app->db, 1);
+    if (rc)
+        return api_internal(e, rc);
+    rc = users_add_csv(app->db, viewer, csv, len, out, e);
+    int crc = users_add_tx(app, rc);
+    if (!rc && crc) {
+        json_decref(*out);
+        *out = NULL;
+        return api_internal(e, crc);
+    }
+    return rc;
+}
+
+/* ---- an import (users), parsed and written by the writer thread ---- */
+
+struct import_job {
+    struct app *app;
+    struct http_request *req; /* NULL once the client went away */
+    struct auth_user viewer;
+    int csv;    /* the body is a roster CSV, else {"users":[...]} */
+    char *body; /* a copy */
+    size_t len;
+    json_t *out; /* set by import_run */
+    struct api_error e;
+};
+
+static int import_run(struct db *db, void *arg)
+{
+    struct import_job *j = arg;
+    if (j->csv)
+        return users_add_csv(db, &j->viewer, j->body, j->len, &j->out, &j->e);
+    json_t *body;
+    int rc = api_json_parse(j->body, j->len, 0, &body, &j->e);
+    if (rc)
+        return rc;
+    rc = users_add_json(db, &j->viewer, json_object_get(body, "users"), &j->out, &j->e);
+    json_decref(body);
+    return rc;
+}
+
+static void import_abort(struct http_request *req, void *data)
+{
+    struct import_job *j = data;
+    assert(j->req == req);
+    j->req = NULL;
+}
+
+static void import_done(void *arg, int rc)
+{
+    struct import_job *j = arg;
+    struct http_request *req = j->req;
+    if (req) {
+        req->on_abort = NULL;
+        if (rc) {
+            if (!j->e.status)
+                api_internal(&j->e, rc);
+            send_err(req, &j->e);
+        } else {
+            send_json(req, 201, j->out);
+            j->out = NULL;
+        }
+        http_request_finish(req);
+    }
+    json_decref(j->out); /* tokens not delivered: the client hung up */
+    free(j->body);
+    free(j);
+}
+
+/* Queue req's users import on the writer. 0: deferred; -errno with e. */
+static int import_start(struct app *app, struct http_request *req, const struct auth_user *viewer,
+                        int csv, struct api_error *e)
+{
+    struct import_job *j = calloc(1, sizeof(*j));
+    if (!j || !(j->body = malloc(req->body_len + 1))) {
+        free(j);
+        return api_internal(e, -ENOMEM);
+    }
+    memcpy(j->body, req->body, req->body_len + 1);
+    j->len = req->body_len;
+    j->app = app;
+    j->req = req;
+    j->viewer = *viewer;
+    j->csv = csv;
+    int rc = writer_submit(app->writer, import_run, import_done, j);
+    if (rc) {
+        free(j->body);
+        free(j);
+        return api_internal(e, rc);
+    }
+    req->on_abort = import_abort;
+    req->abort_data = j;
+    return 0;
 }
 
 int api_users_list(struct app *app, const struct auth_user *viewer, json_t **out,
@@ -2524,22 +2762,14 @@ static int h_admin_users(struct app *app, struct http_request *req)
 {
     struct auth_user u;
     struct api_error e;
-    json_t *j = NULL, *body;
     if (need(app, req, &u, ADMIN))
         return HTTP_DONE;
     const char *ct = http_request_header(req, "Content-Type");
-    int rc;
-    if (ct && (ct_is(ct, "text/csv") || ct_is(ct, "application/csv"))) {
-        rc = api_users_add_csv(app, &u, req->body, req->body_len, &j, &e);
-    } else {
-        if (json_body_err(req, &body, 0, &e))
-            return send_err(req, &e);
-        rc = api_users_add(app, &u, json_object_get(body, "users"), &j, &e);
-        json_decref(body);
-    }
-    if (rc)
+    int csv = ct && (ct_is(ct, "text/csv") || ct_is(ct, "application/csv"));
+    /* Parsed, checked and stored by the writer: answered by import_done. */
+    if (import_start(app, req, &u, csv, &e))
         return send_err(req, &e);
-    return send_json(req, 201, j);
+    return HTTP_DEFERRED;
 }
 
 static int h_admin_users_list(struct app *app, struct http_request *req)
@@ -2583,7 +2813,6 @@ static int h_rubric_put(struct app *app, struct http_request *req)
     struct auth_user u;
     struct api_error e;
     json_t *body;
-    int v;
     if (need(app, req, &u, ADMIN))
         return HTTP_DONE;
     if (!app_lab_find(app, http_request_param(req, "lab"))) {
@@ -2597,11 +2826,11 @@ static int h_rubric_put(struct app *app, struct http_request *req)
     json_t *doc = body;
     if (json_object_size(body) <= 2 && json_is_object(json_object_get(body, "rubric")))
         doc = json_object_get(body, "rubric");
-    int rc = api_rubric_put(app, &u, http_request_param(req, "lab"), doc, &v, &e);
+    int rc = rubric_put_deferred(app, &u, http_request_param(req, "lab"), doc, req, &e);
     json_decref(body);
     if (rc)
         return send_err(req, &e);
-    return send_json(req, 200, json_pack("{s:i}", "version", v));
+    return HTTP_DEFERRED; /* answered by rubric_done */
 }
 
 static int h_regrade(struct app *app, struct http_request *req)
