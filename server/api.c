@@ -1089,10 +1089,12 @@ static int submit_limits(struct db *db, long long uid, const char *lab, int max_
 }
 
 /* The checks of a submission that take no lock (role, lab, file, open,
- * deadlines); sets *lp, *late and *late_days. 0 or -errno with e. */
+ * deadlines); sets *lp, *late and *late_days. text_ok: whether the source is
+ * text, when the caller checked already, else -1. 0 or -errno with e. */
 static int submit_check(struct app *app, const struct auth_user *viewer, const char *labname,
-                        const char *filename, const char *source, size_t len, double now,
-                        struct app_lab **lp, int *late, double *late_days, struct api_error *e)
+                        const char *filename, const char *source, size_t len, int text_ok,
+                        double now, struct app_lab **lp, int *late, double *late_days,
+                        struct api_error *e)
 {
     struct app_lab *l = *lp = app_lab_find(app, labname);
     double due = 0, hard = 0;
@@ -1115,7 +1117,9 @@ static int submit_check(struct app *app, const struct auth_user *viewer, const c
     if (len > API_SOURCE_MAX)
         return api_fail(e, 413, "payload_too_large",
                         "The source file is %zu bytes; source files may be at most 256 KiB.", len);
-    if (!source_text_ok((const unsigned char *)source, len))
+    if (text_ok < 0)
+        text_ok = source_text_ok((const unsigned char *)source, len);
+    if (!text_ok)
         return api_fail(
             e, 400, "binary_source",
             "The file is not text: source files must be UTF-8 or ASCII without NUL bytes.");
@@ -1153,7 +1157,8 @@ int api_submit(struct app *app, const struct auth_user *viewer, const char *labn
     struct app_lab *l;
     double now = db_now(), late_days = 0;
     int late = 0;
-    int rc = submit_check(app, viewer, labname, filename, source, len, now, &l, &late, &late_days, e);
+    int rc = submit_check(app, viewer, labname, filename, source, len, -1, now, &l, &late,
+                          &late_days, e);
     if (rc)
         return rc;
     if (viewer->role == AUTH_STUDENT) {
@@ -1184,20 +1189,93 @@ int api_submit(struct app *app, const struct auth_user *viewer, const char *labn
     return *out ? 0 : api_internal(e, -ENOMEM);
 }
 
-/* ---- a submission, written off the loop (server/writer.h) ---- */
+/* ---- a submission, off the loop ----
+ * The body is taken over (no copy), parsed and checked for text on libuv's
+ * pool, checked against the lab on the loop, and written with its limits
+ * by the writer thread; the 202 goes out once the rows are on disk. */
 
 struct submit_job {
     struct app *app;
     struct http_request *req; /* NULL once the client went away */
-    struct queue_submit qs;   /* lab, filename and source point into mem */
-    char *mem;
-    char user[65];
+    uv_work_t work;
+    struct auth_user viewer;
+    char lab[65];
+    char boundary[80]; /* "": a raw body */
+    char filename[256];
+    char *body; /* the request body, taken over */
+    size_t body_len;
+    const char *src; /* set by submit_parse: the file, in body */
+    size_t src_len;
+    int text_ok;
+    struct queue_submit qs; /* set on the loop for the writer */
     int student, max_in_flight, max_per_hour;
     double now;
-    long long id; /* from here on set by submit_run, on the writer thread */
+    long long id; /* set by submit_run, on the writer thread */
     int superseded;
-    struct api_error e; /* e.status != 0: a limit refused it */
+    struct api_error e; /* e.status != 0: refused */
 };
+
+static void submit_abort(struct http_request *req, void *data)
+{
+    struct submit_job *j = data;
+    assert(j->req == req);
+    j->req = NULL;
+}
+
+/* Answer the client (if it is still there): j->e, or the 202; free j. */
+static void submit_answer(struct submit_job *j, int rc)
+{
+    struct http_request *req = j->req;
+    if (req) {
+        req->on_abort = NULL;
+        if (rc) {
+            if (!j->e.status)
+                api_internal(&j->e, rc);
+            send_err(req, &j->e);
+        } else {
+            char url[64];
+            snprintf(url, sizeof(url), "/api/submissions/%lld", j->id);
+            http_response_header(req, "Location", url);
+            send_json(req, 202,
+                      json_pack("{s:I,s:s,s:s,s:b,s:i}", "id", (json_int_t)j->id, "status",
+                                "queued", "url", url, "late", j->qs.late, "superseded",
+                                j->superseded));
+        }
+        http_request_finish(req);
+    }
+    free(j->body);
+    free(j);
+}
+
+/* Pool thread: find the file in the body and check that it is text.
+ * Touches only j. */
+static void submit_parse(uv_work_t *w)
+{
+    struct submit_job *j = w->data;
+    writer_thread_background();
+    j->src = j->body;
+    j->src_len = j->body_len;
+    if (j->boundary[0]) {
+        struct multipart_part parts[MULTIPART_MAX_PARTS];
+        char err[200];
+        size_t n;
+        if (multipart_parse(j->body, j->body_len, j->boundary, parts, MULTIPART_MAX_PARTS, &n,
+                            err, sizeof(err))) {
+            api_fail(&j->e, 400, "bad_request", "Bad multipart body: %s", err);
+            return;
+        }
+        const struct multipart_part *p = multipart_find(parts, n, "file");
+        if (!p) {
+            api_fail(&j->e, 400, "bad_request",
+                     "The form has no part named 'file'; send it as: curl -F file=@kernel.cu ...");
+            return;
+        }
+        snprintf(j->filename, sizeof(j->filename), "%s", p->has_filename ? p->filename : "kernel.cu");
+        j->src = p->data;
+        j->src_len = p->len;
+    }
+    j->text_ok = source_text_ok((const unsigned char *)j->src, j->src_len);
+}
 
 /* Writer thread: the limits and the rows, in one transaction. */
 static int submit_run(struct db *db, void *arg)
@@ -1212,89 +1290,73 @@ static int submit_run(struct db *db, void *arg)
     return queue_enqueue_in(db, &j->qs, &j->id, &j->superseded);
 }
 
-static void submit_abort(struct http_request *req, void *data)
-{
-    struct submit_job *j = data;
-    assert(j->req == req);
-    j->req = NULL;
-}
-
-/* Loop thread, after the commit: the rows are on disk when rc is 0, and only
- * then does the client get its 202. */
+/* Loop thread, after the commit: the rows are on disk when rc is 0. */
 static void submit_done(void *arg, int rc)
 {
     struct submit_job *j = arg;
-    struct http_request *req = j->req;
-    char url[64];
-    snprintf(url, sizeof(url), "/api/submissions/%lld", j->id);
     if (!rc) {
         queue_written(j->app->queue, 0, 1);
-        app_log("submission %lld queued: %s, lab %s, %zu bytes%s%s", j->id, j->user, j->qs.lab,
-                j->qs.size, j->qs.late ? ", late" : "",
+        app_log("submission %lld queued: %s, lab %s, %zu bytes%s%s", j->id, j->viewer.name,
+                j->qs.lab, j->qs.size, j->qs.late ? ", late" : "",
                 j->superseded ? ", superseding the queued one" : "");
     }
-    if (req) {
-        req->on_abort = NULL;
-        if (rc) {
-            if (!j->e.status)
-                api_internal(&j->e, rc);
-            send_err(req, &j->e);
-        } else {
-            http_response_header(req, "Location", url);
-            send_json(req, 202,
-                      json_pack("{s:I,s:s,s:s,s:b,s:i}", "id", (json_int_t)j->id, "status",
-                                "queued", "url", url, "late", j->qs.late, "superseded",
-                                j->superseded));
-        }
-        http_request_finish(req);
-    }
-    free(j->mem);
-    free(j);
+    submit_answer(j, rc);
 }
 
-int api_submit_deferred(struct app *app, const struct auth_user *viewer, const char *labname,
-                        const char *filename, const char *source, size_t len,
-                        struct http_request *req, struct api_error *e)
+/* Loop thread, once submit_parse ran: the lab's checks, then the writer. */
+static void submit_parsed(uv_work_t *w, int status)
 {
+    struct submit_job *j = w->data;
     struct app_lab *l;
-    double now = db_now(), late_days = 0;
-    int late = 0;
-    int rc = submit_check(app, viewer, labname, filename, source, len, now, &l, &late, &late_days, e);
+    double late_days = 0;
+    int late = 0, rc = status ? status : j->e.status ? -EINVAL : 0;
+    j->now = db_now();
+    if (!rc)
+        rc = submit_check(j->app, &j->viewer, j->lab, j->filename, j->src, j->src_len, j->text_ok,
+                          j->now, &l, &late, &late_days, &j->e);
+    if (!rc) {
+        /* What the writer needs, copied: the rubric may change meanwhile. */
+        j->qs = (struct queue_submit){.user_id = j->viewer.id,
+                                      .lab = j->lab,
+                                      .filename = j->filename,
+                                      .source = j->src,
+                                      .size = j->src_len,
+                                      .late = late,
+                                      .late_days = late_days,
+                                      .max_attempts = l->rubric.max_attempts};
+        j->student = j->viewer.role == AUTH_STUDENT;
+        j->max_in_flight = l->rubric.max_in_flight;
+        j->max_per_hour = l->rubric.max_per_hour;
+        rc = writer_submit(j->app->writer, submit_run, submit_done, j);
+    }
     if (rc)
-        return rc;
-    size_t nlab = strlen(l->lab.name) + 1, nfile = strlen(filename) + 1;
+        submit_answer(j, rc);
+}
+
+/* Start req's submission to lab (known to exist) with the body's file
+ * (boundary: multipart, or NULL for a raw body named filename). 0: req is
+ * deferred; -errno with e to answer now. */
+static int submit_start(struct app *app, struct http_request *req, const struct auth_user *viewer,
+                        const char *lab, const char *boundary, const char *filename,
+                        struct api_error *e)
+{
     struct submit_job *j = calloc(1, sizeof(*j));
-    char *mem = malloc(nlab + nfile + len + 1);
-    if (!j || !mem) {
+    size_t len = req->body_len;
+    if (!j || !(j->body = http_request_body_take(req))) {
         free(j);
-        free(mem);
         return api_internal(e, -ENOMEM);
     }
-    /* Copies: the writer reads them while the loop goes on (the rubric may
-     * change, the client may hang up and take the body with it). */
-    memcpy(mem, l->lab.name, nlab);
-    memcpy(mem + nlab, filename, nfile);
-    memcpy(mem + nlab + nfile, source, len);
-    mem[nlab + nfile + len] = '\0';
+    j->body_len = len;
     j->app = app;
     j->req = req;
-    j->mem = mem;
-    j->qs = (struct queue_submit){.user_id = viewer->id,
-                                  .lab = mem,
-                                  .filename = mem + nlab,
-                                  .source = mem + nlab + nfile,
-                                  .size = len,
-                                  .late = late,
-                                  .late_days = late_days,
-                                  .max_attempts = l->rubric.max_attempts};
-    snprintf(j->user, sizeof(j->user), "%s", viewer->name);
-    j->student = viewer->role == AUTH_STUDENT;
-    j->max_in_flight = l->rubric.max_in_flight;
-    j->max_per_hour = l->rubric.max_per_hour;
-    j->now = now;
-    rc = writer_submit(app->writer, submit_run, submit_done, j);
+    j->viewer = *viewer;
+    j->work.data = j;
+    snprintf(j->lab, sizeof(j->lab), "%s", lab);
+    snprintf(j->boundary, sizeof(j->boundary), "%s", boundary ? boundary : "");
+    snprintf(j->filename, sizeof(j->filename), "%s", filename ? filename : "kernel.cu");
+    int rc = uv_queue_work(app->loop, &j->work, submit_parse, submit_parsed);
     if (rc) {
-        free(mem);
+        free(j->body);
         free(j);
         return api_internal(e, rc);
     }
@@ -2311,12 +2373,12 @@ static int import_start(struct app *app, struct http_request *req, const struct 
                         int csv, struct api_error *e)
 {
     struct import_job *j = calloc(1, sizeof(*j));
-    if (!j || !(j->body = malloc(req->body_len + 1))) {
+    size_t len = req->body_len;
+    if (!j || !(j->body = http_request_body_take(req))) {
         free(j);
         return api_internal(e, -ENOMEM);
     }
-    memcpy(j->body, req->body, req->body_len + 1);
-    j->len = req->body_len;
+    j->len = len;
     j->app = app;
     j->req = req;
     j->viewer = *viewer;
@@ -2600,42 +2662,22 @@ static int h_submit(struct app *app, struct http_request *req)
         return send_err(req, &e);
     }
     const char *ct = http_request_header(req, "Content-Type");
-    const char *filename, *src;
-    size_t len;
-    struct multipart_part parts[MULTIPART_MAX_PARTS];
+    char boundary[80];
+    int rc;
     if (ct && ct_is(ct, "multipart/form-data")) {
-        char boundary[80], err[200];
-        size_t n;
         if (multipart_boundary(ct, boundary, sizeof(boundary))) {
             api_fail(
                 &e, 400, "bad_request",
                 "The multipart boundary in Content-Type is missing or invalid (1-70 characters).");
             return send_err(req, &e);
         }
-        if (multipart_parse(req->body, req->body_len, boundary, parts, MULTIPART_MAX_PARTS, &n, err,
-                            sizeof(err))) {
-            api_fail(&e, 400, "bad_request", "Bad multipart body: %s", err);
-            return send_err(req, &e);
-        }
-        const struct multipart_part *p = multipart_find(parts, n, "file");
-        if (!p) {
-            api_fail(&e, 400, "bad_request",
-                     "The form has no part named 'file'; send it as: curl -F file=@kernel.cu ...");
-            return send_err(req, &e);
-        }
-        filename = p->has_filename ? p->filename : "kernel.cu";
-        src = p->data;
-        len = p->len;
+        rc = submit_start(app, req, &u, lab, boundary, NULL, &e);
     } else if (!ct || ct_is(ct, "application/octet-stream") || ct_is(ct, "text/plain") ||
                ct_is(ct, "application/x-www-form-urlencoded") || ct_is(ct, "text/x-cuda") ||
                ct_is(ct, "text/x-c")) {
         /* curl --data-binary sends x-www-form-urlencoded unless told
          * otherwise: it is still the raw file, never decoded. */
-        filename = http_request_query(req, "filename");
-        if (!filename)
-            filename = "kernel.cu";
-        src = req->body;
-        len = req->body_len;
+        rc = submit_start(app, req, &u, lab, NULL, http_request_query(req, "filename"), &e);
     } else {
         api_fail(&e, 415, "unsupported_media_type",
                  "Send the file as multipart/form-data (curl -F file=@kernel.cu) or as a raw body "
@@ -2643,10 +2685,9 @@ static int h_submit(struct app *app, struct http_request *req)
                  ct);
         return send_err(req, &e);
     }
-    /* Answered by submit_done once the rows are on disk. */
-    if (api_submit_deferred(app, &u, lab, filename, src, len, req, &e))
+    if (rc)
         return send_err(req, &e);
-    return HTTP_DEFERRED;
+    return HTTP_DEFERRED; /* answered by submit_answer */
 }
 
 static int h_submission(struct app *app, struct http_request *req)
@@ -3175,6 +3216,7 @@ static void result_parse(uv_work_t *w)
     struct result_job *j = w->data;
     struct api_error *e = &j->e;
     json_t *body = NULL;
+    writer_thread_background();
     if (api_json_parse(j->body, j->body_len, 0, &body, e))
         goto out;
     const char *status = json_string_value(json_object_get(body, "status"));
@@ -3312,13 +3354,13 @@ static int h_result(struct app *app, struct http_request *req)
         return send_err(req, &e);
     }
     struct result_job *j = calloc(1, sizeof(*j));
-    if (!j || !(j->body = malloc(req->body_len + 1))) {
+    size_t len = req->body_len;
+    if (!j || !(j->body = http_request_body_take(req))) {
         free(j);
         api_internal(&e, -ENOMEM);
         return send_err(req, &e);
     }
-    memcpy(j->body, req->body, req->body_len + 1); /* NUL-terminated */
-    j->body_len = req->body_len;
+    j->body_len = len;
     j->app = app;
     j->req = req;
     j->id = id;

@@ -148,13 +148,6 @@ int api_submit(struct app *app, const struct auth_user *viewer, const char *lab,
                const char *filename, const char *source, size_t len, json_t **out,
                struct api_error *e);
 
-/* The same checks, then the rows written by the writer thread (off the
- * loop): returns 0 when req is deferred -- it is answered (202, or the
- * limit's 429) once the rows are on disk -- or -errno with e to answer now. */
-int api_submit_deferred(struct app *app, const struct auth_user *viewer, const char *lab,
-                        const char *filename, const char *source, size_t len,
-                        struct http_request *req, struct api_error *e);
-
 /* The submission object of docs/api.md (result filtered for students). */
 int api_submission_get(struct app *app, const struct auth_user *viewer, long long id, json_t **out,
                        struct api_error *e);

@@ -80,7 +80,9 @@ struct http_server {
     size_t nproxies;
     int port;
     int stopping;
-    int listener_closed, grace_closed;
+    int listener_closed, grace_closed, yield_closed;
+    uv_idle_t yield;               /* resumes the connections that yielded their turn */
+    struct http_conn *yield_head; /* ...linked by ynext */
     void (*done)(void *arg);
     void *done_arg;
 };
@@ -118,6 +120,8 @@ struct http_conn {
     int reading;  /* uv_read_start is active */
     int deferred; /* a handler holds req */
     int lingering, closing, close_after_write, resume;
+    int yielded; /* on srv->yield_head: reading again next loop iteration */
+    struct http_conn *ynext, *yprev;
     int handles; /* open handles; free at 0 */
     struct http_client *client; /* counted there while not NULL */
     int via_proxy;              /* the peer is a trusted proxy */
@@ -140,6 +144,7 @@ static void conn_feed(struct http_conn *c, const char *data, size_t len);
 static void conn_flush(struct http_conn *c);
 static void conn_read_start(struct http_conn *c);
 static void conn_read_stop(struct http_conn *c);
+static void yield_unlink(struct http_conn *c);
 
 /* ---- buffers ---- */
 
@@ -736,6 +741,7 @@ static void conn_close(struct http_conn *c)
     if (c->closing)
         return;
     c->closing = 1;
+    yield_unlink(c);
     if (c->deferred && c->req.on_abort) {
         /* The client went away while its request was parked: the owner
          * must forget the request now; its memory goes with the conn. */
@@ -1483,6 +1489,60 @@ static void conn_alloc(uv_handle_t *h, size_t sug, uv_buf_t *buf)
     buf->len = sizeof(http_read_buf);
 }
 
+/* ---- fair reading ----
+ * libuv reads a readable socket until it is drained (up to 32 buffers per
+ * callback): 400 uploads arriving at once were read whole, 100 MB, before
+ * the loop polled again, and /healthz waited behind them. A connection in
+ * the middle of a request reads one buffer per loop iteration, then yields
+ * its turn until the next one (the idle handle also keeps the poll from
+ * blocking while anyone waits). */
+
+static void yield_unlink(struct http_conn *c)
+{
+    struct http_server *s = c->srv;
+    if (!c->yielded)
+        return;
+    if (c->yprev)
+        c->yprev->ynext = c->ynext;
+    else
+        s->yield_head = c->ynext;
+    if (c->ynext)
+        c->ynext->yprev = c->yprev;
+    c->ynext = c->yprev = NULL;
+    c->yielded = 0;
+}
+
+static void yield_cb(uv_idle_t *h)
+{
+    struct http_server *s = h->data;
+    struct http_conn *c = s->yield_head;
+    s->yield_head = NULL;
+    while (c) {
+        struct http_conn *next = c->ynext;
+        assert(c->yielded && !c->reading);
+        c->ynext = c->yprev = NULL;
+        c->yielded = 0;
+        conn_read_start(c);
+        c = next;
+    }
+    uv_idle_stop(h);
+}
+
+static void conn_yield(struct http_conn *c)
+{
+    struct http_server *s = c->srv;
+    if (c->yielded || !c->reading || c->closing || s->stopping)
+        return;
+    conn_read_stop(c);
+    c->yielded = 1;
+    c->ynext = s->yield_head;
+    c->yprev = NULL;
+    if (s->yield_head)
+        s->yield_head->yprev = c;
+    s->yield_head = c;
+    uv_idle_start(&s->yield, yield_cb);
+}
+
 static void conn_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
 {
     struct http_conn *c = st->data;
@@ -1507,10 +1567,13 @@ static void conn_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
     conn_feed(c, buf->base, (size_t)n);
     http_read_buf_busy = 0;
     conn_flush(c);
+    if (c->in_message && !c->complete && !c->deferred)
+        conn_yield(c);
 }
 
 static void conn_read_start(struct http_conn *c)
 {
+    yield_unlink(c);
     if (c->reading || c->closing || c->lingering)
         return;
     if (uv_read_start((uv_stream_t *)&c->tcp, conn_alloc, conn_read) == 0)
@@ -1519,10 +1582,25 @@ static void conn_read_start(struct http_conn *c)
 
 static void conn_read_stop(struct http_conn *c)
 {
+    yield_unlink(c); /* whoever stops reading decides when it starts again */
     if (!c->reading)
         return;
     uv_read_stop((uv_stream_t *)&c->tcp);
     c->reading = 0;
+}
+
+char *http_request_body_take(struct http_request *req)
+{
+    struct http_conn *c = req->conn;
+    char *b = c->body.data;
+    assert(req->body == (b ? b : "")); /* taken once, by the handler */
+    if (!b && !(b = calloc(1, 1)))
+        return NULL;
+    c->body.data = NULL;
+    c->body.len = c->body.cap = 0;
+    req->body = "";
+    req->body_len = 0;
+    return b;
 }
 
 void http_request_finish(struct http_request *req)
@@ -1667,6 +1745,8 @@ int http_server_start(uv_loop_t *loop, const char *host, int port, const struct 
                                                 : ((struct sockaddr_in *)&bound)->sin_port);
     uv_timer_init(loop, &s->grace);
     s->grace.data = s;
+    uv_idle_init(loop, &s->yield);
+    s->yield.data = s;
     *out = s;
     return 0;
 }
@@ -1703,9 +1783,11 @@ static void server_free_cb(uv_handle_t *h)
     struct http_server *s = h->data;
     if (h == (uv_handle_t *)&s->listener)
         s->listener_closed = 1;
+    else if (h == (uv_handle_t *)&s->yield)
+        s->yield_closed = 1;
     else
         s->grace_closed = 1;
-    if (s->listener_closed && s->grace_closed) {
+    if (s->listener_closed && s->grace_closed && s->yield_closed) {
         void (*done)(void *) = s->done;
         void *arg = s->done_arg;
         free(s);
@@ -1719,7 +1801,9 @@ static void server_maybe_done(struct http_server *s)
     /* Connections unlink themselves when their handles are closed. */
     if (s->nconns > 0 || uv_is_closing((uv_handle_t *)&s->grace))
         return;
+    assert(s->yield_head == NULL); /* every connection unlinked itself */
     uv_close((uv_handle_t *)&s->grace, server_free_cb);
+    uv_close((uv_handle_t *)&s->yield, server_free_cb);
 }
 
 static void grace_expired(uv_timer_t *t)
@@ -1739,6 +1823,7 @@ void http_server_shutdown(struct http_server *srv, double grace_s, void (*done)(
     srv->stopping = 1;
     srv->done = done;
     srv->done_arg = arg;
+    yield_cb(&srv->yield); /* no more turns: everyone reads on */
     uv_close((uv_handle_t *)&srv->listener, server_free_cb);
     struct http_conn *next;
     for (struct http_conn *c = srv->conns; c; c = next) {

@@ -148,6 +148,12 @@ void http_server_shutdown(struct http_server *srv, double grace_s, void (*done)(
 /* 1 once shutdown began (deferred handlers should answer now). */
 int http_server_stopping(struct http_server *srv);
 
+/* Take req's body over: returns it (body_len bytes, NUL-terminated; the
+ * caller frees it), or NULL when out of memory; req->body is "" from then
+ * on. For handlers that hand a large body to another thread without a copy.
+ * Once per request, from its handler. */
+char *http_request_body_take(struct http_request *req);
+
 /* Finish a deferred request: write its response. Exactly once. */
 void http_request_finish(struct http_request *req);
 

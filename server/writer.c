@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 #include <time.h>
 
 struct writer_job {
@@ -118,6 +120,7 @@ static void *writer_main(void *arg)
 {
     struct writer *w = arg;
     db_thread_adopt(w->db);
+    writer_thread_background();
     pthread_mutex_lock(&w->mu);
     for (;;) {
         while (!w->todo.head && !w->stopping)
@@ -166,6 +169,16 @@ static void writer_deliver(uv_async_t *a)
         free(j);
         j = next;
     }
+}
+
+void writer_thread_background(void)
+{
+    static __thread int done;
+    if (done)
+        return;
+    done = 1;
+    /* Linux: a thread id names one thread; failure only costs latency. */
+    (void)setpriority(PRIO_PROCESS, (id_t)gettid(), WRITER_NICE);
 }
 
 static void writer_closed(uv_handle_t *h)

@@ -63,6 +63,12 @@ int writer_submit(struct writer *w, writer_run_fn run, writer_done_fn done, void
 /* Copy the counters (loop thread). */
 void writer_stats_get(struct writer *w, struct writer_stats *out);
 
+/* Lower the calling thread's CPU priority (nice +WRITER_NICE, once per
+ * thread): on a busy machine the loop thread must win the CPU over the
+ * threads that parse and write for it (the writer itself, libuv's pool). */
+#define WRITER_NICE 10
+void writer_thread_background(void);
+
 /* Stop (loop thread): refuse new jobs, let the thread finish every queued
  * one (committed as usual), join it, close its connection, then run the
  * done callbacks still undelivered before returning. The writer's memory is
