@@ -250,6 +250,10 @@ int db_open(const char *path, int oflags, struct db **out)
         /* Only before SQLite initializes, i.e. before the first open. */
         log_set = 1;
         sqlite3_config(SQLITE_CONFIG_LOG, db_log, NULL);
+        /* No global allocation statistics: they take one process-wide mutex
+         * on every sqlite3_malloc, which the loop then waited on while the
+         * writer thread (at a lower priority) held it. */
+        sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
     }
     if (stat(path, &sb) != 0) {
         if (!create)

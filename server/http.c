@@ -1201,6 +1201,13 @@ static int on_body(http_parser *p, const char *at, size_t len)
         return conn_reject(c, 413, "payload_too_large",
                            "The request body exceeds this endpoint's limit of %zu KiB.",
                            c->body_max / 1024);
+    /* The whole announced body at once (admitted under body_max): growing
+     * it by doubling copied 4 MiB into a fresh 8 MiB for every 8 MiB result,
+     * thirty at a time, on the loop. The parser has already counted this
+     * chunk off content_length. */
+    if (c->body.len == 0 && (p->flags & F_CONTENTLENGTH) && p->content_length <= c->body_max &&
+        http_buf_reserve(&c->body, len + (size_t)p->content_length))
+        return conn_reject(c, 500, "internal", "Out of memory.");
     if (http_buf_append(&c->body, at, len))
         return conn_reject(c, 500, "internal", "Out of memory.");
     return 0;

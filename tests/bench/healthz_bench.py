@@ -446,6 +446,8 @@ def run(port, srv, admin, mnt, why_no_freeze, frozen):
     prober.join()
     rss.stop.set()
     rss.join()
+    if os.environ.get("KEEP") == "1":
+        print("windows (monotonic s):", json.dumps(windows))
     report(samples, rss.samples, windows, extra, why_no_freeze, t_seed)
 
 
