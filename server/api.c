@@ -1307,6 +1307,7 @@ static void submit_done(void *arg, int rc)
 static void submit_parsed(uv_work_t *w, int status)
 {
     struct submit_job *j = w->data;
+    struct app *app = j->app;
     struct app_lab *l;
     double late_days = 0;
     int late = 0, rc = status ? status : j->e.status ? -EINVAL : 0;
@@ -1331,6 +1332,7 @@ static void submit_parsed(uv_work_t *w, int status)
     }
     if (rc)
         submit_answer(j, rc);
+    app_work_end(app); /* last: it may finish a stop */
 }
 
 /* Start req's submission to lab (known to exist) with the body's file
@@ -1360,6 +1362,7 @@ static int submit_start(struct app *app, struct http_request *req, const struct 
         free(j);
         return api_internal(e, rc);
     }
+    app_work_begin(app);
     req->on_abort = submit_abort;
     req->abort_data = j;
     return 0;
@@ -3335,11 +3338,13 @@ static void result_done(void *arg, int rc)
 static void result_parsed(uv_work_t *w, int status)
 {
     struct result_job *j = w->data;
+    struct app *app = j->app;
     int rc = status ? status : j->e.status ? -EINVAL : 0;
     if (!rc)
-        rc = writer_submit(j->app->writer, result_run, result_done, j);
+        rc = writer_submit(app->writer, result_run, result_done, j);
     if (rc)
         result_answer(j, rc);
+    app_work_end(app); /* last: it may finish a stop */
 }
 
 static int h_result(struct app *app, struct http_request *req)
@@ -3393,6 +3398,7 @@ static int h_result(struct app *app, struct http_request *req)
         api_internal(&e, rc);
         return send_err(req, &e);
     }
+    app_work_begin(app);
     req->on_abort = result_abort;
     req->abort_data = j;
     return HTTP_DEFERRED;

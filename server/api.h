@@ -71,6 +71,7 @@ struct app_config {
 #define APP_ANON_BODY_MAX (4 * 1024)
 
 struct app_subcache;
+struct app_stop;
 
 struct app {
     uv_loop_t *loop;
@@ -86,6 +87,8 @@ struct app {
     struct app_subcache *subcache;
     struct auth_throttle *throttle; /* failed credential checks per client */
     uint64_t admit_refused[3];      /* at admission: 401, 403, 429 */
+    unsigned works;                 /* uv_queue_work items not yet back on the loop */
+    struct app_stop *stopping;      /* app_shutdown waits for them */
 };
 
 /* Open the database (must be initialized), load labs/ and rubrics/, start
@@ -238,6 +241,13 @@ int api_disk_free(struct app *app, double *free_mb);
 /* The API's route table (api.c), installed by app_listen. */
 extern const struct route api_routes[];
 extern const size_t api_nroutes;
+
+/* A handler queued work on libuv's pool (app_work_begin) or got it back
+ * (app_work_end, first thing in the after-work callback): a stop waits for
+ * every such item, whose request may be gone (the client hung up) but
+ * whose callback still uses the app. */
+void app_work_begin(struct app *app);
+void app_work_end(struct app *app);
 
 /* Forget the cached rendering of submission id (0: of every submission).
  * Called whenever a submissions row changes. */

@@ -4,6 +4,7 @@
  */
 #include "server/api.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -558,10 +559,31 @@ struct app_stop {
     void *arg;
 };
 
+void app_work_begin(struct app *app)
+{
+    app->works++;
+}
+
+static void app_http_stopped(void *arg);
+
+void app_work_end(struct app *app)
+{
+    assert(app->works > 0);
+    if (--app->works == 0 && app->stopping) {
+        struct app_stop *s = app->stopping;
+        app->stopping = NULL;
+        app_http_stopped(s);
+    }
+}
+
 static void app_http_stopped(void *arg)
 {
     struct app_stop *s = arg;
     s->app->http = NULL;
+    if (s->app->works > 0) { /* the last app_work_end goes on */
+        s->app->stopping = s;
+        return;
+    }
     void (*done)(void *) = s->done;
     void *darg = s->arg;
     free(s);

@@ -1,0 +1,211 @@
+#!/usr/bin/env python3
+# The writer thread (server/writer.c): durable writes leave the event loop
+# and keep their guarantee. Every answer that says "stored" (a submission's
+# 202, a result's 200, an import's 201, a rubric's new version) survives a
+# kill -9 sent the moment it arrives; limits checked in the writer's
+# transaction hold for requests sent at the same time; clients that hang up
+# while their write is queued do not hurt the server; a clean stop with
+# writes in flight stores every one it acknowledged.
+import json
+import os
+import socket
+import sys
+import threading
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cugrade_test import Tap, Server, require_binary, kernel, sha256  # noqa: E402
+
+STUDENTS = [("w%02d" % i, "student", "Writer %d" % i) for i in range(30)]
+
+
+def parallel(fns):
+    """Run every fn at once; returns their results in order."""
+    out = [None] * len(fns)
+
+    def one(i):
+        try:
+            out[i] = fns[i]()
+        except OSError as e:
+            out[i] = e
+    ths = [threading.Thread(target=one, args=(i,)) for i in range(len(fns))]
+    for th in ths:
+        th.start()
+    for th in ths:
+        th.join()
+    return out
+
+
+def kill_after_each_202(t, s):
+    """kill -9 right after every 202: each submission is there after restart."""
+    kept = []
+    for i in range(5):
+        src = kernel("kill after 202 #%d" % i)
+        r = s.submit("vadd", src, token="w%02d" % i, multipart_form=bool(i % 2))
+        s.kill9()
+        sid = (r.json() or {}).get("id") if r.status == 202 else None
+        s.start()
+        o = s.submission(sid) if sid else None
+        src_back = s.get("/api/submissions/%s/source" % sid, token="w%02d" % i) if sid else None
+        kept.append(r.status == 202 and o is not None and o.get("status") == "queued"
+                    and o.get("sha256") == sha256(src) and src_back.body == src)
+    t.eq(kept, [True] * 5, "5 times: a submission answered 202 and the server killed -9 at once "
+         "is there after the restart, queued, its source intact")
+    r = s.get("/api/submissions?lab=vadd&limit=100", token="admin")
+    n = len((r.json() or {}).get("submissions", []))
+    t.eq(n, 5, "and no submission was stored twice (5 rows for 5 answers)")
+
+
+def result_survives(t, s):
+    """A runner's result answered 200 survives kill -9 right after it."""
+    src = kernel("result then kill")
+    r = s.submit("vadd", src, token="w10")
+    sid = (r.json() or {}).get("id")
+    run = s.runner()
+    job = run.claim(wait=2)
+    while job is not None and job.get("id") != sid:  # the older ones first
+        run.result(job["id"], "graded")
+        job = run.claim(wait=2)
+    t.ok(job is not None and job.get("id") == sid, "a runner claims the submission",
+         job and job.get("id"))
+    doc = {"score": 61.5, "max_score": 100.0, "tests": [], "output": "fine",
+           "cugrade": {"timing": {"speedup": 1.25}}}
+    rr = run.result(sid, "graded", doc)
+    s.kill9()
+    t.status(rr, 200, "the result is answered 200 (after its commit)")
+    t.eq((rr.json() or {}).get("status"), "graded", "and names the final status")
+    s.start()
+    o = s.submission(sid)
+    t.ok(o is not None and o.get("status") == "graded" and o.get("score") == 61.5,
+         "after kill -9 and restart the submission is graded with the posted score",
+         o and (o.get("status"), o.get("score")))
+    # The lease is gone with the result: a second post of it is a conflict.
+    attempts = run.attempts
+    run = s.runner()  # the restarted server listens on a new port
+    run.attempts = attempts
+    rr = run.result(sid, "graded", doc)
+    t.status(rr, 409, "posting the same result again is refused (the lease ended with the first)")
+    # A result for a job that does not exist is a 404, one with a bad body a 400.
+    t.status(run.result(999999, "graded", doc), 404, "a result for no such job is 404")
+    bad = s.post("/api/runner/jobs/%s/result" % sid, token="runner1", body=b"{not json",
+                 headers={"Content-Type": "application/json"})
+    t.status(bad, 400, "a result that is not JSON is 400 (parsed off the loop, answered the same)")
+
+
+def imports_survive(t, s):
+    """A roster CSV (201) and a rubric change survive kill -9 right after."""
+    csv = b"name,role,display_name\nimp_a,student,Imported A\nimp_b,ta,Imported B\n"
+    r = s.post("/api/admin/users", token="admin", body=csv, headers={"Content-Type": "text/csv"})
+    t.status(r, 201, "a roster CSV import is answered 201")
+    users = {u["name"]: u["token"] for u in (r.json() or {}).get("users", [])}
+    doc = json.loads(s.get("/api/admin/labs/vadd/rubric", token="admin").body)
+    v0 = doc.get("version")
+    rub = doc["rubric"]
+    rub["limits"]["max_per_hour"] = 77
+    rp = s.put("/api/admin/labs/vadd/rubric", token="admin", json_body=rub)
+    s.kill9()
+    t.eq(sorted(users), ["imp_a", "imp_b"], "the import answered with a token per user")
+    t.status(rp, 200, "a rubric change is answered 200")
+    t.eq((rp.json() or {}).get("version"), (v0 or 0) + 1, "with the next version")
+    s.start()
+    me = s.get("/api/me", token=users.get("imp_a", "x"))
+    t.status(me, 200, "after kill -9 and restart the imported student's token works")
+    g = s.get("/api/admin/labs/vadd/rubric", token="admin").json() or {}
+    t.ok(g.get("version") == (v0 or 0) + 1 and g["rubric"]["limits"]["max_per_hour"] == 77,
+         "after kill -9 and restart the new rubric version is the lab's", g.get("version"))
+    dup = s.post("/api/admin/users", token="admin", body=csv, headers={"Content-Type": "text/csv"})
+    t.error(dup, 409, "conflict", "importing the same roster again is a 409, nothing half-stored")
+    r = s.post("/api/admin/users", token="admin", body=b'{"users": "nope"}',
+               headers={"Content-Type": "application/json"})
+    t.status(r, 400, "a JSON import with a bad users field is 400")
+    r = s.get("/api/admin/users", token="admin")
+    names = [u.get("name") for u in (r.json() or {}).get("users", [])]
+    t.eq(names.count("imp_a"), 1, "and the first import's users are there once")
+
+
+def limits_hold_at_once(t, s):
+    """The fixture lab `hourly` stores at most 4 x max_per_hour (2) = 8
+    submissions of a student per hour, superseded ones included: 12 sent at
+    the same time get exactly 8 202s, because the writer checks the count
+    inside the insert's transaction."""
+    rs = parallel([lambda i=i: s.submit("hourly", kernel("at once %d" % i), token="w20")
+                   for i in range(12)])
+    codes = sorted(getattr(r, "status", str(r)) for r in rs)
+    t.eq(codes, [202] * 8 + [429] * 4, "12 submissions at once against a limit of 8 stored: "
+         "eight 202, four 429")
+    r429 = [r for r in rs if getattr(r, "status", 0) == 429]
+    t.ok(r429 and "You stored 8 submissions" in (r429[0].error() or {}).get("message", ""),
+         "the 429 says how many are stored", r429 and r429[0].body[:200])
+
+
+def hangups(t, s):
+    """Clients that hang up while their submission or result is being
+    written: the server goes on."""
+    body = kernel("hang up")
+    req = (b"POST /api/labs/vadd/submissions HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer "
+           + s.tok["w25"].encode() + b"\r\nContent-Type: application/octet-stream\r\n"
+           b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    big = json.dumps({"status": "graded", "runner": "x", "attempt": 1,
+                      "result": {"score": 1, "max_score": 1, "log": "z" * 2000000}}).encode()
+    rreq = (b"POST /api/runner/jobs/1/result HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer "
+            + s.tok["runner1"].encode() + b"\r\nContent-Type: application/json\r\n"
+            b"Content-Length: " + str(len(big)).encode() + b"\r\n\r\n" + big)
+    for data in [req] * 20 + [rreq] * 5:
+        c = socket.create_connection(("127.0.0.1", s.port))
+        c.sendall(data)
+        c.close()
+    t.ok(s.healthy(timeout=10), "after 25 clients hung up on their writes the server is healthy")
+    r = s.submit("vadd", kernel("after the hang-ups"), token="w26")
+    t.status(r, 202, "and takes the next submission")
+
+
+def stop_with_writes_in_flight(t, s):
+    """SIGTERM while 20 submissions are in flight: every 202 is stored."""
+    got = {}
+    lock = threading.Lock()
+    go = threading.Barrier(21)
+
+    def one(i):
+        go.wait()
+        try:
+            r = s.submit("vadd", kernel("stop %d" % i), token="w%02d" % i)
+        except OSError:
+            return
+        if r.status == 202:
+            with lock:
+                got[r.json()["id"]] = i
+    ths = [threading.Thread(target=one, args=(i,)) for i in range(20)]
+    for th in ths:
+        th.start()
+    go.wait()
+    rc = s.stop()
+    for th in ths:
+        th.join()
+    t.eq(rc, 0, "SIGTERM with writes in flight: the server exits 0")
+    s.start()
+    missing = [sid for sid in got if s.submission(sid) is None]
+    t.eq(missing, [], "every one of the %d submissions answered 202 is stored" % len(got))
+
+
+def writer_metrics(t, s):
+    jobs = s.metric("cugrade_writer_jobs_total")
+    commits = s.metric("cugrade_writer_commits_total")
+    t.ok(jobs is not None and jobs >= 1, "/metrics counts the writer's jobs", jobs)
+    t.ok(commits is not None and 1 <= commits <= jobs,
+         "and its commits (a commit holds one or more jobs)", (commits, jobs))
+    t.eq(s.metric("cugrade_writer_queued"), 0.0, "nothing is left queued for the writer")
+
+
+def main(t):
+    s = Server(labs=["vadd", "hourly"], users=Server.DEFAULT_USERS + STUDENTS, tap=t)
+    kill_after_each_202(t, s)
+    result_survives(t, s)
+    imports_survive(t, s)
+    limits_hold_at_once(t, s)
+    hangups(t, s)
+    writer_metrics(t, s)
+    stop_with_writes_in_flight(t, s)
+
+
+t = Tap()
+require_binary(t)
+t.run(main)
+t.exit()
