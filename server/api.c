@@ -2977,10 +2977,12 @@ static int h_grades(struct app *app, struct http_request *req)
 
 /* ---- runner protocol ---- */
 
-static void runner_seen(struct app *app, const char *name, const char *gpu)
+/* Record that runner name (on gpu, NULL: unchanged) talked to us, on db
+ * (the loop's connection or, inside a job, the writer's). */
+static void runner_seen(struct db *db, const char *name, const char *gpu)
 {
     sqlite3_stmt *st =
-        db_stmt(app->db, "INSERT INTO runners(name, gpu, last_seen) VALUES(?1, ?2, ?3)"
+        db_stmt(db, "INSERT INTO runners(name, gpu, last_seen) VALUES(?1, ?2, ?3)"
                          " ON CONFLICT(name) DO UPDATE SET gpu = COALESCE(?2, gpu),"
                          " last_seen = ?3");
     if (!st)
@@ -3089,7 +3091,7 @@ static int h_claim(struct app *app, struct http_request *req)
         wait = 0;
     if (wait > app->cfg.max_wait_s)
         wait = app->cfg.max_wait_s;
-    runner_seen(app, runner, gpu[0] ? gpu : NULL);
+    runner_seen(app->db, runner, gpu[0] ? gpu : NULL);
     if (claim_now(app, req, runner, u.id))
         return HTTP_DONE;
     if (wait > 0 &&
@@ -3105,6 +3107,63 @@ static int job_lease_args(json_t *body, const char **runner, int *attempt)
     *runner = json_string_value(jr);
     *attempt = json_is_integer(ja) ? (int)json_integer_value(ja) : 0;
     return 0;
+}
+
+/* ---- a runner's progress, written by the writer thread ---- */
+
+struct progress_job {
+    struct app *app;
+    struct http_request *req; /* NULL once the client went away */
+    long long id, runner_user;
+    char *runner; /* NULL: not named */
+    int attempt;
+    char phase[16];
+    char *detail; /* NULL: none */
+    double lease_s;
+};
+
+static int progress_run(struct db *db, void *arg)
+{
+    struct progress_job *j = arg;
+    int rc = queue_progress_in(db, j->id, j->runner_user, j->runner, j->attempt, j->phase,
+                               j->detail, j->lease_s);
+    if (!rc && j->runner)
+        runner_seen(db, j->runner, NULL);
+    return rc;
+}
+
+static void progress_abort(struct http_request *req, void *data)
+{
+    struct progress_job *j = data;
+    assert(j->req == req);
+    j->req = NULL;
+}
+
+static void progress_done(void *arg, int rc)
+{
+    struct progress_job *j = arg;
+    struct http_request *req = j->req;
+    if (!rc)
+        queue_written(j->app->queue, j->id, 0);
+    if (req) {
+        struct api_error e;
+        req->on_abort = NULL;
+        if (rc == -ENOENT)
+            api_fail(&e, 404, "not_found", "There is no job %lld.", j->id);
+        else if (rc == -ESTALE)
+            api_fail(&e, 409, "conflict",
+                     "This runner no longer holds the lease of job %lld; abandon it.", j->id);
+        else if (rc)
+            api_internal(&e, rc);
+        if (rc)
+            send_err(req, &e);
+        else
+            send_json(req, 200, json_pack("{s:I}", "lease_expires_in", (json_int_t)j->lease_s));
+        http_request_finish(req);
+    }
+    free(j->runner);
+    free(j->detail);
+    free(j);
 }
 
 static int h_progress(struct app *app, struct http_request *req)
@@ -3125,7 +3184,7 @@ static int h_progress(struct app *app, struct http_request *req)
     json_t *jd = json_object_get(body, "detail");
     const char *detail = json_string_value(jd);
     const char *runner;
-    int attempt, rc;
+    int attempt, rc = 0;
     job_lease_args(body, &runner, &attempt);
     if (!phase || !queue_status_in_progress(phase)) {
         rc =
@@ -3134,23 +3193,36 @@ static int h_progress(struct app *app, struct http_request *req)
         rc = api_fail(&e, 400, "bad_request", "detail: expected a string.");
     } else if (detail && strlen(detail) > 200) {
         rc = api_fail(&e, 400, "bad_request", "detail: at most 200 characters.");
-    } else {
-        rc = queue_progress(app->queue, id, u.id, runner, attempt, phase, detail, app->cfg.lease_s);
-        if (rc == -ENOENT)
-            api_fail(&e, 404, "not_found", "There is no job %lld.", id);
-        else if (rc == -ESTALE)
-            api_fail(&e, 409, "conflict",
-                     "This runner no longer holds the lease of job %lld; abandon it.", id);
-        else if (rc)
-            api_internal(&e, rc);
     }
-    if (!rc && runner)
-        runner_seen(app, runner, NULL);
+    struct progress_job *j = rc ? NULL : calloc(1, sizeof(*j));
+    if (j) {
+        j->app = app;
+        j->req = req;
+        j->id = id;
+        j->runner_user = u.id;
+        j->attempt = attempt;
+        j->lease_s = app->cfg.lease_s;
+        snprintf(j->phase, sizeof(j->phase), "%s", phase);
+        j->runner = runner ? strdup(runner) : NULL;
+        j->detail = detail ? strdup(detail) : NULL;
+        if ((runner && !j->runner) || (detail && !j->detail))
+            rc = api_internal(&e, -ENOMEM);
+        else if ((rc = writer_submit(app->writer, progress_run, progress_done, j)) != 0)
+            api_internal(&e, rc);
+        if (rc) {
+            free(j->runner);
+            free(j->detail);
+            free(j);
+        }
+    } else if (!rc) {
+        rc = api_internal(&e, -ENOMEM);
+    }
     json_decref(body);
     if (rc)
         return send_err(req, &e);
-    return send_json(req, 200,
-                     json_pack("{s:I}", "lease_expires_in", (json_int_t)app->cfg.lease_s));
+    req->on_abort = progress_abort;
+    req->abort_data = j;
+    return HTTP_DEFERRED; /* answered by progress_done */
 }
 
 /* ---- a runner's result: parsed on libuv's pool, written by the writer ----

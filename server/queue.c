@@ -483,13 +483,22 @@ static int lease_check(struct db *db, long long id, long long runner_user, const
 int queue_progress(struct queue *q, long long id, long long runner_user, const char *runner,
                    int attempt, const char *phase, const char *detail, double lease_s)
 {
+    int rc = queue_progress_in(q->db, id, runner_user, runner, attempt, phase, detail, lease_s);
+    if (!rc)
+        changed(q, id);
+    return rc;
+}
+
+int queue_progress_in(struct db *db, long long id, long long runner_user, const char *runner,
+                      int attempt, const char *phase, const char *detail, double lease_s)
+{
     int attempts, max_attempts;
-    int rc = lease_check(q->db, id, runner_user, runner, attempt, &attempts, &max_attempts);
+    int rc = lease_check(db, id, runner_user, runner, attempt, &attempts, &max_attempts);
     if (rc)
         return rc;
     double now = db_now();
     sqlite3_stmt *st = db_stmt(
-        q->db, "UPDATE submissions SET status = ?1, phase = ?1, detail = ?2, lease_expires = ?3,"
+        db, "UPDATE submissions SET status = ?1, phase = ?1, detail = ?2, lease_expires = ?3,"
                " updated_at = ?4 WHERE id = ?5 AND status IN " IN_PROGRESS " AND lease_user = ?6");
     if (!st)
         return -EIO;
@@ -500,10 +509,8 @@ int queue_progress(struct queue *q, long long id, long long runner_user, const c
     sqlite3_bind_int64(st, 5, id);
     sqlite3_bind_int64(st, 6, runner_user);
     rc = db_step_done(st);
-    if (!rc && db_changes(q->db) == 0)
+    if (!rc && db_changes(db) == 0)
         rc = -ESTALE;
-    if (!rc)
-        changed(q, id);
     return rc;
 }
 

@@ -103,6 +103,11 @@ int queue_claim(struct queue *q, const char *runner, long long runner_user, doub
 int queue_progress(struct queue *q, long long id, long long runner_user, const char *runner,
                    int attempt, const char *phase, const char *detail, double lease_s);
 
+/* The SQL of queue_progress alone, on db (the writer's connection); the
+ * loop then calls queue_written(q, id, 0). Same returns. */
+int queue_progress_in(struct db *db, long long id, long long runner_user, const char *runner,
+                      int attempt, const char *phase, const char *detail, double lease_s);
+
 struct queue_result {
     const char *status;      /* graded | compile_error | ... | system_error */
     const char *result_json; /* stored verbatim */
