@@ -2510,15 +2510,26 @@ static int h_metrics(struct app *app, struct http_request *req)
         "queued",        "compiling", "checking",      "running", "timing",       "graded",
         "compile_error", "rejected",  "runtime_error", "timeout", "system_error", "superseded"};
     enum { NSTATUS = sizeof(statuses) / sizeof(statuses[0]) };
-    long long counts[NSTATUS] = {0};
-    sqlite3_stmt *st = db_stmt(app->db, "SELECT status, COUNT(*) FROM submissions GROUP BY status");
-    while (st && sqlite3_step(st) == SQLITE_ROW) {
-        for (int i = 0; i < NSTATUS; i++)
-            if (strcmp(db_col_text(st, 0), statuses[i]) == 0)
-                counts[i] = sqlite3_column_int64(st, 1);
+    /* The counts scan every submission (3.4 ms at 20,000): kept until a
+     * status changes here, and at most 1 s (the CLI is another process), so
+     * that clients pipelining /metrics do not hold the loop (issue 14). */
+    static long long counts[NSTATUS];
+    static unsigned counts_gen;
+    static double counts_at;
+    sqlite3_stmt *st;
+    if (counts_at == 0 || counts_gen != queue_generation(app->queue) || now - counts_at > 1.0) {
+        memset(counts, 0, sizeof(counts));
+        st = db_stmt(app->db, "SELECT status, COUNT(*) FROM submissions GROUP BY status");
+        while (st && sqlite3_step(st) == SQLITE_ROW) {
+            for (int i = 0; i < NSTATUS; i++)
+                if (strcmp(db_col_text(st, 0), statuses[i]) == 0)
+                    counts[i] = sqlite3_column_int64(st, 1);
+        }
+        if (st)
+            sqlite3_reset(st);
+        counts_gen = queue_generation(app->queue);
+        counts_at = now;
     }
-    if (st)
-        sqlite3_reset(st);
     for (int i = 0; i < NSTATUS; i++)
         http_buf_printf(b, "cugrade_jobs{status=\"%s\"} %lld\n", statuses[i], counts[i]);
     http_buf_printf(b, "# HELP cugrade_runners_seen Runners that ever claimed a job.\n"

@@ -484,8 +484,10 @@ int queue_progress(struct queue *q, long long id, long long runner_user, const c
                    int attempt, const char *phase, const char *detail, double lease_s)
 {
     int rc = queue_progress_in(q->db, id, runner_user, runner, attempt, phase, detail, lease_s);
-    if (!rc)
+    if (!rc) {
+        reordered(q); /* a status changed */
         changed(q, id);
+    }
     return rc;
 }
 
@@ -705,6 +707,11 @@ int queue_recover(struct queue *q, double lease_s)
         changed(q, 0);
     }
     return n;
+}
+
+unsigned queue_generation(struct queue *q)
+{
+    return q->gen;
 }
 
 long long queue_depth(struct queue *q)

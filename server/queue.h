@@ -153,6 +153,10 @@ double queue_rate(struct queue *q);
  * the number of jobs (>= 0) or -errno. */
 int queue_recover(struct queue *q, double lease_s);
 
+/* A number that changes whenever a job's status changed in this process
+ * (for caches of counts by status). */
+unsigned queue_generation(struct queue *q);
+
 /* Jobs with status 'queued'. */
 long long queue_depth(struct queue *q);
 
