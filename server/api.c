@@ -1194,6 +1194,8 @@ int api_submit(struct app *app, const struct auth_user *viewer, const char *labn
  * pool, checked against the lab on the loop, and written with its limits
  * by the writer thread; the 202 goes out once the rows are on disk. */
 
+#define SUBMIT_INLINE_MAX (16 * 1024) /* bodies up to this are parsed on the loop */
+
 struct submit_job {
     struct app *app;
     struct http_request *req; /* NULL once the client went away */
@@ -1247,12 +1249,11 @@ static void submit_answer(struct submit_job *j, int rc)
     free(j);
 }
 
-/* Pool thread: find the file in the body and check that it is text.
- * Touches only j. */
+/* Find the file in the body and check that it is text (on the pool, or on
+ * the loop for a small body). Touches only j. */
 static void submit_parse(uv_work_t *w)
 {
     struct submit_job *j = w->data;
-    writer_thread_background();
     j->src = j->body;
     j->src_len = j->body_len;
     if (j->boundary[0]) {
@@ -1303,14 +1304,19 @@ static void submit_done(void *arg, int rc)
     submit_answer(j, rc);
 }
 
-/* Loop thread, once submit_parse ran: the lab's checks, then the writer. */
-static void submit_parsed(uv_work_t *w, int status)
+static void submit_parse_pool(uv_work_t *w)
 {
-    struct submit_job *j = w->data;
-    struct app *app = j->app;
+    writer_thread_background();
+    submit_parse(w);
+}
+
+/* Loop thread, once submit_parse ran: the lab's checks, then the writer.
+ * 0, or -errno with j->e (when e.status is 0: an internal error). */
+static int submit_queue(struct submit_job *j)
+{
     struct app_lab *l;
     double late_days = 0;
-    int late = 0, rc = status ? status : j->e.status ? -EINVAL : 0;
+    int late = 0, rc = j->e.status ? -EINVAL : 0;
     j->now = db_now();
     if (!rc)
         rc = submit_check(j->app, &j->viewer, j->lab, j->filename, j->src, j->src_len, j->text_ok,
@@ -1328,8 +1334,16 @@ static void submit_parsed(uv_work_t *w, int status)
         j->student = j->viewer.role == AUTH_STUDENT;
         j->max_in_flight = l->rubric.max_in_flight;
         j->max_per_hour = l->rubric.max_per_hour;
-        rc = writer_submit(j->app->writer, submit_run, submit_done, j);
+        rc = writer_submit(j->app->writer, submit_run, submit_done, j, j->src_len);
     }
+    return rc;
+}
+
+static void submit_parsed(uv_work_t *w, int status)
+{
+    struct submit_job *j = w->data;
+    struct app *app = j->app;
+    int rc = status ? status : submit_queue(j);
     if (rc)
         submit_answer(j, rc);
     app_work_end(app); /* last: it may finish a stop */
@@ -1356,13 +1370,29 @@ static int submit_start(struct app *app, struct http_request *req, const struct 
     snprintf(j->lab, sizeof(j->lab), "%s", lab);
     snprintf(j->boundary, sizeof(j->boundary), "%s", boundary ? boundary : "");
     snprintf(j->filename, sizeof(j->filename), "%s", filename ? filename : "kernel.cu");
-    int rc = uv_queue_work(app->loop, &j->work, submit_parse, submit_parsed);
+    int rc;
+    if (len <= SUBMIT_INLINE_MAX) {
+        /* A small file is parsed at once: cheaper than two trips. */
+        submit_parse(&j->work);
+        rc = submit_queue(j);
+        if (rc) {
+            if (j->e.status)
+                *e = j->e;
+            else
+                api_internal(e, rc);
+        }
+    } else {
+        rc = uv_queue_work(app->loop, &j->work, submit_parse_pool, submit_parsed);
+        if (rc)
+            api_internal(e, rc);
+        else
+            app_work_begin(app);
+    }
     if (rc) {
         free(j->body);
         free(j);
-        return api_internal(e, rc);
+        return rc;
     }
-    app_work_begin(app);
     req->on_abort = submit_abort;
     req->abort_data = j;
     return 0;
@@ -2113,7 +2143,7 @@ static int rubric_put_deferred(struct app *app, const struct auth_user *viewer, 
     j->actor = viewer->id;
     snprintf(j->by, sizeof(j->by), "%s", viewer->name);
     snprintf(j->lab, sizeof(j->lab), "%s", l->lab.name);
-    rc = writer_submit(app->writer, rubric_run, rubric_done, j);
+    rc = writer_submit(app->writer, rubric_run, rubric_done, j, strlen(j->text));
     if (rc) {
         rubric_free(&j->r);
         json_decref(j->copy);
@@ -2386,7 +2416,7 @@ static int import_start(struct app *app, struct http_request *req, const struct 
     j->req = req;
     j->viewer = *viewer;
     j->csv = csv;
-    int rc = writer_submit(app->writer, import_run, import_done, j);
+    int rc = writer_submit(app->writer, import_run, import_done, j, len);
     if (rc) {
         free(j->body);
         free(j);
@@ -3218,7 +3248,7 @@ static int h_progress(struct app *app, struct http_request *req)
         j->detail = detail ? strdup(detail) : NULL;
         if ((runner && !j->runner) || (detail && !j->detail))
             rc = api_internal(&e, -ENOMEM);
-        else if ((rc = writer_submit(app->writer, progress_run, progress_done, j)) != 0)
+        else if ((rc = writer_submit(app->writer, progress_run, progress_done, j, 0)) != 0)
             api_internal(&e, rc);
         if (rc) {
             free(j->runner);
@@ -3424,7 +3454,8 @@ static void result_parsed(uv_work_t *w, int status)
     struct app *app = j->app;
     int rc = status ? status : j->e.status ? -EINVAL : 0;
     if (!rc)
-        rc = writer_submit(app->writer, result_run, result_done, j);
+        rc = writer_submit(app->writer, result_run, result_done, j,
+                           j->text ? strlen(j->text) : 0);
     if (rc)
         result_answer(j, rc);
     app_work_end(app); /* last: it may finish a stop */

@@ -23,6 +23,7 @@ struct writer_job {
     writer_run_fn run;
     writer_done_fn done;
     void *arg;
+    size_t bytes;
     int rc;
     struct writer_job *next;
 };
@@ -57,12 +58,15 @@ static void list_push(struct writer_list *l, struct writer_job *j)
     l->tail = j;
 }
 
-/* Take the whole list (or its first max jobs, max > 0). */
-static struct writer_job *list_take(struct writer_list *l, size_t max, size_t *n)
+/* Take the whole list, or (max > 0) its first max jobs but stop once they
+ * add up to max_bytes (at least one job is taken). */
+static struct writer_job *list_take(struct writer_list *l, size_t max, size_t max_bytes,
+                                    size_t *n)
 {
     struct writer_job *first = l->head, *last = NULL, *j = l->head;
-    size_t k = 0;
-    while (j && (max == 0 || k < max)) {
+    size_t k = 0, bytes = 0;
+    while (j && (max == 0 || (k < max && (k == 0 || bytes + j->bytes <= max_bytes)))) {
+        bytes += j->bytes;
         last = j;
         j = j->next;
         k++;
@@ -126,7 +130,7 @@ static void *writer_main(void *arg)
         while (!w->todo.head && !w->stopping)
             pthread_cond_wait(&w->cv, &w->mu);
         size_t n;
-        struct writer_job *batch = list_take(&w->todo, WRITER_BATCH_MAX, &n);
+        struct writer_job *batch = list_take(&w->todo, WRITER_BATCH_MAX, WRITER_BATCH_BYTES, &n);
         if (!batch)
             break; /* stopping and nothing left */
         pthread_mutex_unlock(&w->mu);
@@ -160,7 +164,7 @@ static void writer_deliver(uv_async_t *a)
     assert(pthread_equal(pthread_self(), w->loop_thread));
     size_t n;
     pthread_mutex_lock(&w->mu);
-    struct writer_job *j = list_take(&w->done, 0, &n);
+    struct writer_job *j = list_take(&w->done, 0, 0, &n);
     w->stats.queued -= n;
     pthread_mutex_unlock(&w->mu);
     while (j) {
@@ -177,8 +181,12 @@ void writer_thread_background(void)
     if (done)
         return;
     done = 1;
-    /* Linux: a thread id names one thread; failure only costs latency. */
-    (void)setpriority(PRIO_PROCESS, (id_t)gettid(), WRITER_NICE);
+    /* Linux: a thread id names one thread, and nice is per thread; failure
+     * only costs latency. */
+    errno = 0;
+    int now = getpriority(PRIO_PROCESS, (id_t)gettid());
+    if (now != -1 || errno == 0)
+        (void)setpriority(PRIO_PROCESS, (id_t)gettid(), now + WRITER_NICE);
 }
 
 static void writer_closed(uv_handle_t *h)
@@ -229,7 +237,8 @@ int writer_start(uv_loop_t *loop, const char *db_path, struct writer **out)
     return 0;
 }
 
-int writer_submit(struct writer *w, writer_run_fn run, writer_done_fn done, void *arg)
+int writer_submit(struct writer *w, writer_run_fn run, writer_done_fn done, void *arg,
+                  size_t bytes)
 {
     assert(pthread_equal(pthread_self(), w->loop_thread));
     assert(run && done);
@@ -241,6 +250,7 @@ int writer_submit(struct writer *w, writer_run_fn run, writer_done_fn done, void
     j->run = run;
     j->done = done;
     j->arg = arg;
+    j->bytes = bytes;
     pthread_mutex_lock(&w->mu);
     if (w->stopping) {
         pthread_mutex_unlock(&w->mu);

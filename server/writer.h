@@ -27,7 +27,8 @@
 
 #include "server/db.h"
 
-#define WRITER_BATCH_MAX 64 /* jobs per transaction */
+#define WRITER_BATCH_MAX 256               /* jobs per transaction */
+#define WRITER_BATCH_BYTES (64 * 1024 * 1024) /* ...and about this much data */
 
 struct writer;
 
@@ -55,18 +56,23 @@ struct writer_stats {
  * in *out, or -errno. */
 int writer_start(uv_loop_t *loop, const char *db_path, struct writer **out);
 
-/* Queue a job (loop thread). run and done as above; arg is theirs. Returns 0,
- * or -ENOMEM / -ESHUTDOWN (writer_stop began): then neither callback is ever
+/* Queue a job (loop thread). run and done as above; arg is theirs; bytes:
+ * about how much it writes (a batch closes past WRITER_BATCH_BYTES, so that
+ * thirty 8 MiB results are not one 240 MiB transaction). Returns 0, or
+ * -ENOMEM / -ESHUTDOWN (writer_stop began): then neither callback is ever
  * called. */
-int writer_submit(struct writer *w, writer_run_fn run, writer_done_fn done, void *arg);
+int writer_submit(struct writer *w, writer_run_fn run, writer_done_fn done, void *arg,
+                  size_t bytes);
 
 /* Copy the counters (loop thread). */
 void writer_stats_get(struct writer *w, struct writer_stats *out);
 
-/* Lower the calling thread's CPU priority (nice +WRITER_NICE, once per
- * thread): on a busy machine the loop thread must win the CPU over the
- * threads that parse and write for it (the writer itself, libuv's pool). */
-#define WRITER_NICE 10
+/* Lower the calling thread's CPU priority by WRITER_NICE (once per thread,
+ * relative to the nice it was created with, the loop's): on a busy machine
+ * the loop thread must win the CPU over the threads that parse and write
+ * for it (the writer itself, libuv's pool), without these starving behind
+ * every other process. */
+#define WRITER_NICE 5
 void writer_thread_background(void);
 
 /* Stop (loop thread): refuse new jobs, let the thread finish every queued
