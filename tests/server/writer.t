@@ -35,10 +35,11 @@ def parallel(fns):
 
 
 def kill_after_each_202(t, s):
-    """kill -9 right after every 202: each submission is there after restart."""
+    """kill -9 right after every 202: each submission is there after restart.
+    Odd ones are 100 KiB (parsed on libuv's pool; small ones on the loop)."""
     kept = []
     for i in range(5):
-        src = kernel("kill after 202 #%d" % i)
+        src = kernel("kill after 202 #%d" % i) + (b"// " + b"p" * 100000 + b"\n") * (i % 2)
         r = s.submit("vadd", src, token="w%02d" % i, multipart_form=bool(i % 2))
         s.kill9()
         sid = (r.json() or {}).get("id") if r.status == 202 else None
@@ -139,7 +140,7 @@ def limits_hold_at_once(t, s):
 def hangups(t, s):
     """Clients that hang up while their submission or result is being
     written: the server goes on."""
-    body = kernel("hang up")
+    body = kernel("hang up") + b"// " + b"h" * 100000 + b"\n"  # parsed on the pool
     req = (b"POST /api/labs/vadd/submissions HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer "
            + s.tok["w25"].encode() + b"\r\nContent-Type: application/octet-stream\r\n"
            b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
