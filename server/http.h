@@ -149,8 +149,7 @@ void http_server_shutdown(struct http_server *srv, double grace_s, void (*done)(
 int http_server_stopping(struct http_server *srv);
 
 /* Take req's body over: returns it (body_len bytes, NUL-terminated; the
- * caller frees it), or NULL when out of memory; req->body is "" from then
- * on. For handlers that hand a large body to another thread without a copy.
+ * caller frees it); req->body is "" from then on. For handlers that hand a large body to another thread without a copy.
  * Once per request, from its handler. */
 char *http_request_body_take(struct http_request *req);
 
