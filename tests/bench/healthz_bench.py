@@ -7,9 +7,9 @@ prints a table, asserts nothing)
          load)  FREEZE_S=6  PIPELINE_S=5  PROBE_MS=1 (pause between probes)
 
 Starts BUILD/cugrade-server with the fixture lab `bench` (tests/server/
-fixtures), its database on a loop-mounted ext4 image when we are root (so
-that the filesystem can be frozen), 400 students, a runner, SEED stored
-submissions. A separate process asks GET /healthz over one keep-alive
+fixtures), 400 students, a runner, SEED stored submissions; for the freeze,
+a second server on a copy of that database in a loop-mounted ext4 image
+(as root: so that the filesystem can be frozen). A separate process asks GET /healthz over one keep-alive
 connection every PROBE_MS, all the time, and a thread samples the server's
 VmRSS every 20 ms. Then, one after the other, each load of issue 14:
 
@@ -256,52 +256,95 @@ def mount_image(tmp):
     return mnt, None
 
 
+class Srv:
+    """A cugrade-server on db (in a fresh or a copied database)."""
+
+    def __init__(self, tmp, db, name):
+        self.port = free_port()
+        self.log = open(os.path.join(tmp, name + ".log"), "w")
+        self.proc = subprocess.Popen(
+            [BIN, "serve", "--db", db, "--listen", "127.0.0.1:%d" % self.port, "--labs",
+             os.path.join(tmp, "labs"), "--rubrics", os.path.join(tmp, "rubrics"),
+             "--max-conns-per-address", "0", "--min-free-mb", "64"],
+            stdout=self.log, stderr=self.log)
+        self.pid = self.proc.pid
+        for _ in range(200):
+            try:
+                socket.create_connection(("127.0.0.1", self.port)).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        # The machine is shared: as root, every thread of the server gets
+        # NICE more priority (nice is per thread on Linux; the writer runs 5
+        # below the loop, and libuv's pool threads, started later by the
+        # loop, too), like the prober, so that a neighbour's build is not
+        # what the table measures. NICE=0 turns it off.
+        global SERVER_NICE
+        SERVER_NICE = int(os.environ.get("NICE", "-10"))
+        try:
+            for tid in os.listdir("/proc/%d/task" % self.pid) if SERVER_NICE else []:
+                os.setpriority(os.PRIO_PROCESS, int(tid),
+                               os.getpriority(os.PRIO_PROCESS, int(tid)) + SERVER_NICE)
+        except OSError:
+            SERVER_NICE = 0
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+class Watch:
+    """The prober process and the RSS sampler on one server; their samples
+    go into samples and rss when stopped."""
+
+    def __init__(self, srv, samples, rss):
+        self.samples, self.rss_out = samples, rss
+        self.stop_ev = multiprocessing.Event()
+        self.rx, tx = multiprocessing.Pipe(duplex=False)
+        self.prober = multiprocessing.Process(target=probe, args=(srv.port, PROBE_MS / 1000.0,
+                                                                  self.stop_ev, tx))
+        self.prober.start()
+        self.rss = Rss(srv.pid)
+        self.rss.start()
+        time.sleep(0.5)
+
+    def stop(self):
+        time.sleep(0.3)
+        self.stop_ev.set()
+        self.samples += self.rx.recv()
+        self.prober.join()
+        self.rss.stop.set()
+        self.rss.join()
+        self.rss_out += self.rss.samples
+
+
 def main():
     if not os.access(BIN, os.X_OK):
         sys.exit("healthz_bench: no %s (make all)" % BIN)
     tmp = tempfile.mkdtemp(prefix="cugrade-healthz.")
-    mnt, why_no_freeze = mount_image(tmp)
-    dbdir = mnt or tmp
+    mnt, why_no_freeze = mount_image(tmp) if "freeze6s" in LOADS else (None, "not asked for")
     labs, rubrics = os.path.join(tmp, "labs"), os.path.join(tmp, "rubrics")
     shutil.copytree(os.path.join(ROOT, "tests/server/fixtures/labs", LAB), os.path.join(labs, LAB))
     os.makedirs(rubrics)
     shutil.copy(os.path.join(ROOT, "tests/server/fixtures/rubrics", LAB + ".json"), rubrics)
-    db = os.path.join(dbdir, "cugrade.db")
+    db = os.path.join(tmp, "cugrade.db")
     init = sh(BIN, "init", "--db", db)
     admin = next((w for w in (init.stdout + init.stderr).split() if w.startswith("cga_")), None)
     if not admin:
         sys.exit("healthz_bench: init printed no admin token: " + init.stdout + init.stderr)
-    port = free_port()
-    log = open(os.path.join(tmp, "server.log"), "w")
-    srv = subprocess.Popen([BIN, "serve", "--db", db, "--listen", "127.0.0.1:%d" % port,
-                            "--labs", labs, "--rubrics", rubrics, "--max-conns-per-address", "0",
-                            "--min-free-mb", "64"], stdout=log, stderr=log)
-    # The machine is shared: as root, every thread of the server gets NICE
-    # more priority (nice is per thread on Linux; the writer runs 5 below the
-    # loop, and libuv's pool threads, started later by the loop, too), like
-    # the prober, so that a neighbour's build is not what the table
-    # measures. NICE=0 turns it off.
-    nice = int(os.environ.get("NICE", "-10"))
-    time.sleep(0.5)  # the writer thread is up
-    try:
-        for tid in os.listdir("/proc/%d/task" % srv.pid) if nice else []:
-            os.setpriority(os.PRIO_PROCESS, int(tid),
-                           os.getpriority(os.PRIO_PROCESS, int(tid)) + nice)
-    except OSError:
-        nice = 0
-    global SERVER_NICE
-    SERVER_NICE = nice
     frozen = [False]
+    servers = []
     try:
-        run(port, srv, admin, mnt, why_no_freeze, frozen)
+        run(tmp, db, admin, mnt, why_no_freeze, frozen, servers)
     finally:
         if frozen[0]:
             sh("fsfreeze", "-u", mnt)
-        srv.terminate()
-        try:
-            srv.wait(30)
-        except subprocess.TimeoutExpired:
-            srv.kill()
+        for srv in servers:
+            srv.stop()
         if mnt:
             sh("umount", mnt)
         if os.environ.get("KEEP") == "1":
@@ -310,13 +353,13 @@ def main():
             subprocess.run(["rm", "-rf", tmp])
 
 
-def run(port, srv, admin, mnt, why_no_freeze, frozen):
-    for _ in range(200):
-        try:
-            socket.create_connection(("127.0.0.1", port)).close()
-            break
-        except OSError:
-            time.sleep(0.05)
+def run(tmp, db, admin, mnt, why_no_freeze, frozen, servers):
+    # The loads but the freeze run against a server whose database is on
+    # this machine's own filesystem; the freeze against a second one started
+    # on a copy of that database in the loop-mounted image.
+    srv = Srv(tmp, db, "server")
+    servers.append(srv)
+    port = srv.port
     # users: 400 students and a runner, one roster import
     csv = "name,role,display_name\n" + "".join("h%03d,student,Student %d\n" % (i, i)
                                                for i in range(STUDENTS)) + "bench_runner,runner,r\n"
@@ -343,13 +386,8 @@ def run(port, srv, admin, mnt, why_no_freeze, frozen):
         with open(os.environ["PIDFILE"], "w") as f:
             f.write("%d\n" % srv.pid)
         time.sleep(float(os.environ.get("PAUSE", "0")))
-    stop = multiprocessing.Event()
-    rx, tx = multiprocessing.Pipe(duplex=False)
-    prober = multiprocessing.Process(target=probe, args=(port, PROBE_MS / 1000.0, stop, tx))
-    prober.start()
-    rss = Rss(srv.pid)
-    rss.start()
-    time.sleep(0.5)
+    samples, rss = [], []
+    watch = Watch(srv, samples, rss)
     windows = {}  # load -> [(t0, t1)]
     extra = {}
 
@@ -400,8 +438,35 @@ def run(port, srv, admin, mnt, why_no_freeze, frozen):
         res_bad += sum(1 for r in res if r[0] != 200)
     extra["result_bad"] = res_bad
 
-    # 4. the filesystem freezes while 20 students submit
+    # 4. 10 clients pipeline GET /metrics and never read
+    def pipeline():
+        socks = []
+        one = request("GET", "/metrics", admin)
+        for _ in range(10):
+            s = socket.create_connection(("127.0.0.1", port))
+            s.setblocking(False)
+            try:
+                s.send(one * 2000)
+            except BlockingIOError:
+                pass
+            socks.append(s)
+        time.sleep(PIPELINE_S)
+        for s in socks:
+            s.close()
+    if "pipeline10" in LOADS:
+        window("pipeline10", pipeline)
+    watch.stop()
+
+    # 5. the filesystem freezes while 20 students submit: a second server on
+    # a copy of the database in the loop-mounted image
     if mnt and "freeze6s" in LOADS:
+        srv.stop()
+        servers.remove(srv)
+        shutil.copy(db, os.path.join(mnt, "cugrade.db"))
+        srv = Srv(tmp, os.path.join(mnt, "cugrade.db"), "server-frozen")
+        servers.append(srv)
+        port = srv.port
+        watch = Watch(srv, samples, rss)
         out = {}
 
         def freeze():
@@ -419,47 +484,27 @@ def run(port, srv, admin, mnt, why_no_freeze, frozen):
             frozen[0] = False
             th.join()
         window("freeze6s", freeze)
+        watch.stop()
         if "err" in out:
             why_no_freeze = "fsfreeze -f: " + out["err"]
             del windows["freeze6s"]
         else:
             extra["freeze_ok"] = sum(1 for r in out["res"] if r[0] == 202)
 
-    # 5. 10 clients pipeline GET /metrics and never read
-    def pipeline():
-        socks = []
-        one = request("GET", "/metrics", admin)
-        for _ in range(10):
-            s = socket.create_connection(("127.0.0.1", port))
-            s.setblocking(False)
-            try:
-                s.send(one * 2000)
-            except BlockingIOError:
-                pass
-            socks.append(s)
-        time.sleep(PIPELINE_S)
-        for s in socks:
-            s.close()
-    if "pipeline10" in LOADS:
-        window("pipeline10", pipeline)
-
-    time.sleep(0.3)
-    stop.set()
-    samples = rx.recv()
-    prober.join()
-    rss.stop.set()
-    rss.join()
     if os.environ.get("KEEP") == "1":
         print("windows (monotonic s):", json.dumps(windows))
-    report(samples, rss.samples, windows, extra, why_no_freeze, t_seed)
+    report(samples, rss, windows, extra, why_no_freeze, t_seed)
 
 
 def report(samples, rss, windows, extra, why_no_freeze, t_seed):
     ms = lambda x: "%.1f ms" % (x * 1000) if x == x else "-"  # noqa: E731
     print("healthz_bench: %s; %d stored submissions (seeded in %.1f s); /healthz probed every "
-          "%g ms on one keep-alive connection; server loop thread at nice %d; cores: %d; "
+          "%g ms on one keep-alive connection; server threads at nice %+d; cores: %d; "
           "load average: %s" % (BIN, SEED, t_seed, PROBE_MS, SERVER_NICE, os.cpu_count(),
                                 " ".join(open("/proc/loadavg").read().split()[:3])))
+    print("the freeze row: a second server on a copy of the database in a loop-mounted ext4 "
+          "image, frozen with fsfreeze; the other rows: the database on %s"
+          % (sh("df", "--output=fstype", tempfile.gettempdir()).stdout.split() or ["?"])[-1])
     hdr = "%-32s %9s %9s %9s %7s %9s %12s" % ("load", "p50", "p99", "max", "probes", "RSS peak",
                                               "last week max")
     print(hdr)
