@@ -3035,6 +3035,37 @@ static void runner_seen(struct db *db, const char *name, const char *gpu)
     db_step_done(st);
 }
 
+/* A runner's last-seen row, written by the writer: bookkeeping that no
+ * answer waits for (a claim used to pay a second fsync on the loop for it). */
+struct seen_job {
+    char name[72];
+    char gpu[160]; /* "": unchanged */
+};
+
+static int seen_run(struct db *db, void *arg)
+{
+    struct seen_job *j = arg;
+    runner_seen(db, j->name, j->gpu[0] ? j->gpu : NULL);
+    return 0;
+}
+
+static void seen_done(void *arg, int rc)
+{
+    (void)rc; /* a lost last-seen time is corrected by the runner's next call */
+    free(arg);
+}
+
+static void runner_seen_later(struct app *app, const char *name, const char *gpu)
+{
+    struct seen_job *j = calloc(1, sizeof(*j));
+    if (!j)
+        return;
+    snprintf(j->name, sizeof(j->name), "%s", name);
+    snprintf(j->gpu, sizeof(j->gpu), "%s", gpu ? gpu : "");
+    if (writer_submit(app->writer, seen_run, seen_done, j, 0))
+        free(j);
+}
+
 static int rubric_version_of(void *ctx, const char *lab)
 {
     struct app_lab *l = app_lab_find(ctx, lab);
@@ -3132,7 +3163,7 @@ static int h_claim(struct app *app, struct http_request *req)
         wait = 0;
     if (wait > app->cfg.max_wait_s)
         wait = app->cfg.max_wait_s;
-    runner_seen(app->db, runner, gpu[0] ? gpu : NULL);
+    runner_seen_later(app, runner, gpu[0] ? gpu : NULL);
     if (claim_now(app, req, runner, u.id))
         return HTTP_DONE;
     if (wait > 0 &&
