@@ -2,6 +2,7 @@
  * channel.c - see channel.h.
  */
 #include "channel.h"
+#include "status.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -154,7 +155,7 @@ static void *watch_main(void *p)
             char d[32];
             seen = count;
             snprintf(d, sizeof d, "%d/%d", count < w->total ? count : w->total, w->total);
-            if (w->progress && w->progress(w->arg, "checking", d) == -ECANCELED)
+            if (w->progress && w->progress(w->arg, status_name(STATUS_CHECKING), d) == -ECANCELED)
                 w->cancelled = 1;
         }
         pthread_mutex_lock(&w->mu);

@@ -2,6 +2,7 @@
  * job.c - see job.h. The phases in the order grade_job_run calls them.
  */
 #include "job.h"
+#include "status.h"
 #include "admit.h"
 #include "baseline.h"
 #include "inspect.h"
@@ -112,7 +113,7 @@ int job_stop_at(struct job *j, const char *phase)
 {
     if (!j->g->stop_after || strcmp(j->g->stop_after, phase) != 0)
         return 0;
-    j->st = "graded";
+    j->st = status_name(STATUS_GRADED);
     j->stopped_after = j->g->stop_after;
     return 1;
 }
@@ -149,7 +150,7 @@ void job_init(struct job *j, const struct grade_env *env, const struct grade_job
         sanitizer_task_init(&j->san_tasks[i]);
     judge_session_init(&j->js, &j->rc);
     j->job_lk = j->chk_fd = -1;
-    j->st = "system_error";
+    j->st = status_name(STATUS_SYSTEM_ERROR);
     j->in.timing.naive_ms = j->in.timing.optimized_ms = j->in.timing.cublas_ms =
         j->in.timing.cpu_ms = NAN;
 }
@@ -364,7 +365,7 @@ int job_prestart(struct job *j)
 
 int job_compile(struct job *j)
 {
-    if (progress_call(j, "compiling", "nvcc") == -ECANCELED)
+    if (progress_call(j, status_name(STATUS_COMPILING), "nvcc") == -ECANCELED)
         return -ECANCELED;
     int r = compile_student(&j->tc, &j->lab, j->workdir, j->src, "student.o", &j->cres);
     job_clock_mark(&j->pc, "compile");
@@ -374,7 +375,7 @@ int job_compile(struct job *j)
     j->cres.log = NULL;
     j->in.compile_log = j->log_keep;
     if (!j->cres.ok) {
-        j->st = "compile_error";
+        j->st = status_name(STATUS_COMPILE_ERROR);
         snprintf(j->status_msg, sizeof j->status_msg, "%s", j->cres.message);
         return JOB_VERDICT;
     }
@@ -385,11 +386,11 @@ int job_inspect(struct job *j)
 {
     struct inspect_report rep;
     size_t olen = 0;
-    if (progress_call(j, "compiling", "inspecting symbols") == -ECANCELED)
+    if (progress_call(j, status_name(STATUS_COMPILING), "inspecting symbols") == -ECANCELED)
         return -ECANCELED;
     int r = sandbox_take_file(j->workdir, "student.o", 512u << 20, &j->objbuf, &olen);
     if (r == -ELOOP || r == -EINVAL || r == -EFBIG) {
-        j->st = "rejected";
+        j->st = status_name(STATUS_REJECTED);
         j->in.rejection_symbol = "";
         j->in.rejection_reason = "the compiled object is not a regular file of sane size.";
         return JOB_VERDICT;
@@ -400,7 +401,7 @@ int job_inspect(struct job *j)
     if (r < 0)
         return job_fail(j, r, "inspection failed: %s", strerror(-r));
     if (!rep.accepted) {
-        j->st = "rejected";
+        j->st = status_name(STATUS_REJECTED);
         j->in.rejection_symbol = rep.symbol;
         j->in.rejection_reason = rep.reason;
         return JOB_VERDICT;
@@ -430,7 +431,7 @@ static int job_link_error(struct job *j)
         j->log_keep = joined;
         j->in.compile_log = j->log_keep;
     }
-    j->st = "compile_error";
+    j->st = status_name(STATUS_COMPILE_ERROR);
     snprintf(j->status_msg, sizeof j->status_msg, "linking with the lab's harness failed");
     return JOB_VERDICT;
 }
@@ -444,7 +445,7 @@ int job_link(struct job *j)
         return r;
     run_lab_dir(j->env, j->g->lab, j->harness, sizeof j->harness);
     strncat(j->harness, "/harness.o", sizeof j->harness - strlen(j->harness) - 1);
-    if (progress_call(j, "compiling", "linking") == -ECANCELED)
+    if (progress_call(j, status_name(STATUS_COMPILING), "linking") == -ECANCELED)
         return -ECANCELED;
     compile_result_free(&j->cres);
     if (job_sanitizers_wanted(j) && !j->g->stop_after) {
@@ -594,7 +595,7 @@ static int job_check_run(struct job *j)
     char d[48];
     int r;
     snprintf(d, sizeof d, "0/%zu", j->ncase_names);
-    if (progress_call(j, "checking", d) == -ECANCELED)
+    if (progress_call(j, status_name(STATUS_CHECKING), d) == -ECANCELED)
         return -ECANCELED;
     if ((j->chk_fd = channel_open(j->rc.jobdir, "check")) < 0)
         return job_fail(j, j->chk_fd, "cannot open the result channel: %s", strerror(-j->chk_fd));
@@ -636,7 +637,7 @@ static int job_check_run(struct job *j)
                  sc.peak_users, sc.used, sc.wall);
     }
     snprintf(d, sizeof d, "%zu/%zu", j->ncase_names, j->ncase_names);
-    progress_call(j, "checking", d);
+    progress_call(j, status_name(STATUS_CHECKING), d);
     return 0;
 }
 
@@ -696,7 +697,7 @@ int job_check(struct job *j)
     j->in.timing.peak_gflops = json_number_value(json_object_get(jdev, "peak_fp32_gflops"));
     json_decref(jdoc);
     if (j->why) {
-        j->st = j->v.timed_out ? "timeout" : "runtime_error";
+        j->st = j->v.timed_out ? status_name(STATUS_TIMEOUT) : status_name(STATUS_RUNTIME_ERROR);
         snprintf(j->status_msg, sizeof j->status_msg, "%s", j->why);
     }
     if ((r = job_check_merge(j)) < 0)
@@ -758,7 +759,7 @@ static int job_time_run(struct job *j)
         return -EIO;
     const char *why_t = run_failure(&j->tv, fail, sizeof fail);
     if (why_t || !j->ti.timing) {
-        j->st = j->tv.timed_out ? "timeout" : "runtime_error";
+        j->st = j->tv.timed_out ? status_name(STATUS_TIMEOUT) : status_name(STATUS_RUNTIME_ERROR);
         snprintf(j->status_msg, sizeof j->status_msg, "Timing failed: %s",
                  why_t ? why_t : "the harness sent no timing record.");
         /* The timing run's prints are the feedback now. */
@@ -831,7 +832,7 @@ static int job_time_judge(struct job *j)
     free(x);
     if (r != 0) {
         json_decref(jdoc);
-        j->st = "runtime_error";
+        j->st = status_name(STATUS_RUNTIME_ERROR);
         snprintf(j->status_msg, sizeof j->status_msg,
                  "Timing failed: the judge accepted no timing samples.");
         return JOB_VERDICT;
@@ -864,7 +865,7 @@ int job_time(struct job *j)
     int r;
     if (!job_time_wanted(j))
         return JOB_NEXT;
-    if (progress_call(j, "timing", j->lab.timing_case) == -ECANCELED)
+    if (progress_call(j, status_name(STATUS_TIMING), j->lab.timing_case) == -ECANCELED)
         return -ECANCELED;
     if ((r = job_time_run(j)) != JOB_NEXT || (r = job_time_judge(j)) != JOB_NEXT)
         return r;
@@ -901,8 +902,8 @@ int job_sanitize(struct job *j)
             return j->san_tasks[i].r;
         }
     /* runtime_error or timeout: how the check or timing run ended. */
-    if (strcmp(j->st, "runtime_error") != 0 && strcmp(j->st, "timeout") != 0)
-        j->st = "graded";
+    if (status_parse(j->st) != STATUS_RUNTIME_ERROR && status_parse(j->st) != STATUS_TIMEOUT)
+        j->st = status_name(STATUS_GRADED);
     return JOB_NEXT;
 }
 
