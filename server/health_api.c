@@ -10,7 +10,6 @@
 
 #include "status.h"
 #include "server/runner.h"
-#include "server/server.h"
 #include "server/submission.h"
 #include "server/views.h"
 
@@ -39,6 +38,32 @@ static int h_healthz(struct app *app, struct http_request *req)
         return HTTP_DONE;
     }
     return api_send_json(req, ok ? 200 : 503, j);
+}
+
+/* The server's own Prometheus lines: connections refused, requests
+ * refused at admission. 0 or -ENOMEM. */
+static int app_metrics_write(struct app *app, struct http_buf *out)
+{
+    uint64_t global = 0, client = 0;
+    if (app->http)
+        http_server_refused(app->http, &global, &client);
+    int rc = http_buf_printf(
+        out,
+        "# HELP cugrade_http_connections_refused_total Connections closed as soon as accepted: "
+        "over the server's cap, or over one client address's.\n"
+        "# TYPE cugrade_http_connections_refused_total counter\n"
+        "cugrade_http_connections_refused_total{reason=\"server\"} %llu\n"
+        "cugrade_http_connections_refused_total{reason=\"client\"} %llu\n"
+        "# HELP cugrade_http_admission_refused_total Requests refused from their headers, "
+        "before any body byte was read.\n"
+        "# TYPE cugrade_http_admission_refused_total counter\n"
+        "cugrade_http_admission_refused_total{code=\"401\"} %llu\n"
+        "cugrade_http_admission_refused_total{code=\"403\"} %llu\n"
+        "cugrade_http_admission_refused_total{code=\"429\"} %llu\n",
+        (unsigned long long)global, (unsigned long long)client,
+        (unsigned long long)app->admit_refused[0], (unsigned long long)app->admit_refused[1],
+        (unsigned long long)app->admit_refused[2]);
+    return rc ? -ENOMEM : 0;
 }
 
 static int h_metrics(struct app *app, struct http_request *req)

@@ -563,6 +563,47 @@ long long page_parse_id(const char *s)
     return *end == '\0' && v > 0 ? v : 0;
 }
 
+/* The sign-in page, with problem (NULL: none) and status. */
+int page_login(struct page *p, const char *problem, int status)
+{
+    char token[65];
+
+    /* Login CSRF: a double-submit cookie, since there is no session yet
+     * (otherwise another site could sign a student in as the attacker and
+     * collect what they submit). */
+    if (auth_random_hex(32, token) != 0)
+        return page_error(p, 500, "Something broke on our side", "No randomness; try again.");
+    page_set_cookie(p->req, LOGIN_COOKIE, token, 3600);
+    page_begin(p, "Sign in");
+    html_raw(&p->b, "<div class=\"login\"><h1>Sign in</h1>\n");
+    if (problem)
+        html_fmt(&p->b, "<div class=\"notice bad\" role=\"alert\"><p>%s</p></div>\n", problem);
+    if (http_request_query(p->req, "bye"))
+        html_raw(&p->b, "<div class=\"notice good\"><p>You are signed out.</p></div>\n");
+    html_raw(&p->b,
+             "<form id=\"login\" class=\"stack\" method=\"post\" action=\"/login\">\n");
+    html_fmt(&p->b, "<input type=\"hidden\" name=\"csrf\" value=\"%s\">\n", token);
+    html_raw(&p->b,
+             "<label for=\"token\">Your course token</label>\n"
+             "<input type=\"password\" id=\"token\" name=\"token\" autocomplete=\"current-password\" "
+             "required placeholder=\"cgs_...\" spellcheck=\"false\">\n"
+             "<button type=\"submit\">Sign in</button>\n</form>\n"
+             "<p class=\"muted small\">Your token came from the course staff (it starts with "
+             "<code>cgs_</code> for students). The same token works with <code>curl</code>: "
+             "<code>curl -H 'Authorization: Bearer cgs_...' -F file=@kernel.cu "
+             "http://this-server/api/labs/LAB/submissions</code>.</p></div>\n");
+    return page_end(p, status);
+}
+
+
+int page_login_again(struct page *p)
+{
+    return page_login(p, "Your session ended (sessions last 12 hours, and end at once "
+                         "when your token is revoked). Sign in again, then send the "
+                         "form again.", 401);
+}
+
+
 void page_open(struct page *p, struct app *app, struct http_request *req)
 {
     assert(p && app && req);

@@ -81,6 +81,13 @@ int pages_run(struct app *app, struct http_request *req, const struct route *rt)
  * Returns HTTP_DONE. */
 int pages_handle(struct app *app, struct http_request *req);
 
+/* The sign-in cookie of the login form (a double-submit CSRF token). */
+#define LOGIN_COOKIE "cugrade_login"
+
+/* The sign-in page with a sentence (problem, NULL: none) and status; it
+ * sets a fresh LOGIN_COOKIE. Returns HTTP_DONE. */
+int page_login(struct page *p, const char *problem, int status);
+
 /* The sign-in page for a POST whose session ended (401), saying so. */
 int page_login_again(struct page *p);
 

@@ -130,7 +130,7 @@ static double app_clock(void)
     return (double)uv_hrtime() / 1e9;
 }
 
-/* The web UI's sign-in form: a token check that pages.c makes from the
+/* The web UI's sign-in form: a token check that signin_page.c makes from the
  * body, so admission cannot see its outcome (see app_http_done). */
 static int is_signin(const struct http_request *req)
 {
@@ -238,30 +238,6 @@ static int app_http_admit(void *a, struct http_request *req, size_t *body_max)
     }
     *body_max = max;
     return 0;
-}
-
-int app_metrics_write(struct app *app, struct http_buf *out)
-{
-    uint64_t global = 0, client = 0;
-    if (app->http)
-        http_server_refused(app->http, &global, &client);
-    int rc = http_buf_printf(
-        out,
-        "# HELP cugrade_http_connections_refused_total Connections closed as soon as accepted: "
-        "over the server's cap, or over one client address's.\n"
-        "# TYPE cugrade_http_connections_refused_total counter\n"
-        "cugrade_http_connections_refused_total{reason=\"server\"} %llu\n"
-        "cugrade_http_connections_refused_total{reason=\"client\"} %llu\n"
-        "# HELP cugrade_http_admission_refused_total Requests refused from their headers, "
-        "before any body byte was read.\n"
-        "# TYPE cugrade_http_admission_refused_total counter\n"
-        "cugrade_http_admission_refused_total{code=\"401\"} %llu\n"
-        "cugrade_http_admission_refused_total{code=\"403\"} %llu\n"
-        "cugrade_http_admission_refused_total{code=\"429\"} %llu\n",
-        (unsigned long long)global, (unsigned long long)client,
-        (unsigned long long)app->admit_refused[0], (unsigned long long)app->admit_refused[1],
-        (unsigned long long)app->admit_refused[2]);
-    return rc ? -ENOMEM : 0;
 }
 
 static int app_http_handle(void *a, struct http_request *req)

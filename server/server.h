@@ -23,8 +23,4 @@ void app_shutdown(struct app *app, void (*done)(void *arg), void *arg);
 /* Free what app_open made (after app_shutdown's callback, or on an error). */
 void app_close(struct app *app);
 
-/* Append the server's own Prometheus lines (connections refused, requests
- * refused at admission) to out. 0 or -ENOMEM. */
-int app_metrics_write(struct app *app, struct http_buf *out);
-
 #endif

@@ -14,38 +14,6 @@
 #include "server/auth.h"
 #include "server/views.h"
 
-#define LOGIN_COOKIE "cugrade_login"
-
-static int page_login(struct page *p, const char *problem, int status)
-{
-    char token[65];
-
-    /* Login CSRF: a double-submit cookie, since there is no session yet
-     * (otherwise another site could sign a student in as the attacker and
-     * collect what they submit). */
-    if (auth_random_hex(32, token) != 0)
-        return page_error(p, 500, "Something broke on our side", "No randomness; try again.");
-    page_set_cookie(p->req, LOGIN_COOKIE, token, 3600);
-    page_begin(p, "Sign in");
-    html_raw(&p->b, "<div class=\"login\"><h1>Sign in</h1>\n");
-    if (problem)
-        html_fmt(&p->b, "<div class=\"notice bad\" role=\"alert\"><p>%s</p></div>\n", problem);
-    if (http_request_query(p->req, "bye"))
-        html_raw(&p->b, "<div class=\"notice good\"><p>You are signed out.</p></div>\n");
-    html_raw(&p->b,
-             "<form id=\"login\" class=\"stack\" method=\"post\" action=\"/login\">\n");
-    html_fmt(&p->b, "<input type=\"hidden\" name=\"csrf\" value=\"%s\">\n", token);
-    html_raw(&p->b,
-             "<label for=\"token\">Your course token</label>\n"
-             "<input type=\"password\" id=\"token\" name=\"token\" autocomplete=\"current-password\" "
-             "required placeholder=\"cgs_...\" spellcheck=\"false\">\n"
-             "<button type=\"submit\">Sign in</button>\n</form>\n"
-             "<p class=\"muted small\">Your token came from the course staff (it starts with "
-             "<code>cgs_</code> for students). The same token works with <code>curl</code>: "
-             "<code>curl -H 'Authorization: Bearer cgs_...' -F file=@kernel.cu "
-             "http://this-server/api/labs/LAB/submissions</code>.</p></div>\n");
-    return page_end(p, status);
-}
 
 static int post_login(struct page *p)
 {
@@ -97,13 +65,6 @@ static int post_logout(struct page *p)
         auth_session_destroy(p->app->db, cookie);
     page_set_cookie(p->req, AUTH_SESSION_COOKIE, "", 0);
     return page_redirect(p, "/login?bye=1");
-}
-
-int page_login_again(struct page *p)
-{
-    return page_login(p, "Your session ended (sessions last 12 hours, and end at once "
-                         "when your token is revoked). Sign in again, then send the "
-                         "form again.", 401);
 }
 
 /* Sign-in and sign-out run before (and without) a session: plain routes
