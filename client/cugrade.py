@@ -606,6 +606,11 @@ def _badge(text, kind):
             % (kind, _BADGE[kind], esc(text)))
 
 
+def _notice(kind):
+    """The inline style of a notice box: a badge's colours, a thick left rule."""
+    return _BADGE[kind] + ";padding:.3rem .6rem;margin:.4rem 0;border-left-width:4px"
+
+
 def _status_kind(st):
     if st == "graded":
         return "good"
@@ -708,11 +713,10 @@ def render_html(sub, page=None):
     cg = res.get("cugrade") if isinstance(res.get("cugrade"), dict) else {}
     out = ['<div class="cugrade-result" data-status="%s" style="%s">' % (esc(st), _BOX),
            _head_html(sub, page)]
-    note = "padding:.3rem .6rem;margin:.4rem 0;border-left:4px solid;"
     if st in STATUS_TODO:
         kind = "warn" if st == "system_error" else "bad"
-        out.append('<div class="cugrade-notice %s" style="%s%s">%s</div>'
-                   % (kind, note, _BADGE[kind], esc(STATUS_TODO[st])))
+        out.append('<div class="cugrade-notice %s" style="%s">%s</div>'
+                   % (kind, _notice(kind), esc(STATUS_TODO[st])))
     if sub.get("late"):
         out.append('<p style="color:#8a5a00">Late%s.</p>' % esc(
             " by %g day(s), %g%% penalty" % (sub.get("late_days") or 0,
@@ -721,9 +725,9 @@ def render_html(sub, page=None):
         out.append('<p class="cugrade-summary">%s</p>' % esc(res["output"]))
     rej = cg.get("rejection")
     if isinstance(rej, dict):
-        out.append('<div class="cugrade-notice bad" style="%s%s"><strong>Rejected:</strong> your '
+        out.append('<div class="cugrade-notice bad" style="%s"><strong>Rejected:</strong> your '
                    'code uses <code>%s</code>. %s</div>'
-                   % (note, _BADGE["bad"], esc(rej.get("symbol")), esc(rej.get("reason"))))
+                   % (_notice("bad"), esc(rej.get("symbol")), esc(rej.get("reason"))))
     if cg.get("compile_log"):
         out.append('<h4>Compiler output</h4><pre class="cugrade-log" style="background:#f4f6f8;'
                    'padding:.5rem;overflow:auto;max-height:20rem">%s</pre>' % esc(cg["compile_log"]))
@@ -783,8 +787,8 @@ def render_html(sub, page=None):
             out.append('<p class="cugrade-speed" style="font-size:13px">%s.</p>'
                        % esc("; ".join(facts)))
         if t.get("flagged"):
-            out.append('<div class="cugrade-notice warn" style="%s%s">This timing was flagged '
-                       'and earns no speed points: %s</div>' % (note, _BADGE["warn"], esc(
+            out.append('<div class="cugrade-notice warn" style="%s">This timing was flagged '
+                       'and earns no speed points: %s</div>' % (_notice("warn"), esc(
                            t.get("flag_reason") or "it is faster than the hardware allows.")))
     hints = [h for h in cg.get("hints") or [] if isinstance(h, str)]
     if hints:
@@ -798,9 +802,8 @@ def render_html(sub, page=None):
 
 
 def render_error_html(err):
-    return ('<div class="cugrade-error" style="%s;padding:.3rem .6rem;border-left:4px solid;%s">'
-            '<strong>%s</strong>%s</div>'
-            % (_BOX, _BADGE["bad"], esc(err.message),
+    return ('<div class="cugrade-error" style="%s;%s"><strong>%s</strong>%s</div>'
+            % (_BOX, _notice("bad"), esc(err.message),
                "<br>" + esc(err.todo).replace("\n", "<br>") if err.todo else ""))
 
 

@@ -325,6 +325,42 @@ def check_list_show_scoreboard(t, s, cli, sid):
          "labs lists the labs", r.stdout)
 
 
+def check_follow_and_interrupt(t, s, cli, run):
+    """Submitting again while the first is queued supersedes it: the watch
+    follows the new one. Ctrl-C stops watching, not the submission."""
+    path = write(cli, "first.cu", kernel("first"))
+    p = cli.popen("submit", "open", path, "--watch", "--interval", "0.2")
+    lines = Lines(p.stdout)
+    got = lines.wait(lambda l: "queued" in l)
+    first = int(re.search(r"#(\d+)", got or "#0").group(1))
+    second = s.submit("open", kernel("second"), token="alice_q7").json()["id"]
+    got = lines.wait(lambda l: "was replaced by #%d" % second in l)
+    t.ok(got and "following #%d" % second in got,
+         "a superseded submission: the watch says so and follows the new one", got)
+    job = run.claim(wait=10)
+    t.eq(job and job["id"], second, "(the runner gets the new one)")
+    run.grade(job)
+    rc = p.wait(30)
+    out = lines.rest()
+    t.ok(rc == 0 and "Submission #%d to open: graded" % second in out,
+         "...and shows its result, exit 0", out)
+    t.eq(s.submission(first)["status"], "superseded", "(the first one is superseded)")
+
+    import signal
+    p = cli.popen("submit", "open", path, "--watch", "--interval", "0.2")
+    lines = Lines(p.stdout)
+    got = lines.wait(lambda l: "[#----] queued" in l)
+    sid = int(re.search(r"#(\d+)", got or "#0").group(1))
+    p.send_signal(signal.SIGINT)
+    rc = p.wait(30)
+    out = lines.rest()
+    t.eq(rc, 130, "Ctrl-C while watching: exit 130")
+    t.ok("keeps its place" in out and "cugrade show %d --watch" % sid in out,
+         "...it says the submission keeps its place and how to follow it", out)
+    t.eq(s.submission(sid)["status"], "queued", "...and it is still queued")
+    run.grade(run.claim(wait=10))
+
+
 def check_server_gone(t, s, cli, run):
     path = write(cli, "late.cu", kernel("server gone"))
     p = cli.popen("submit", "open", path, "--watch", "--interval", "0.2", "--retry", "1")
@@ -350,6 +386,7 @@ def main(t):
     check_exit_codes(t, s, cli, run)
     check_refusals(t, s, cli, run)
     check_list_show_scoreboard(t, s, cli, sid)
+    check_follow_and_interrupt(t, s, cli, run)
     r = subprocess.run([sys.executable, CLIENT, "--version"], capture_output=True, text=True)
     t.ok(r.returncode == 0 and re.match(r"cugrade \d+\.\d+", r.stdout),
          "python3 client/cugrade.py --version runs from the repo", r.stdout + r.stderr)
