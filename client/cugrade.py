@@ -29,6 +29,7 @@ Exit status of `submit --watch` and `show --watch` (also in README.md):
   4  usage, sign-in or refused request: bad arguments, no or unsafe config,
      401/403/404/413/429 and other 4xx answers (nothing was submitted)
   130 interrupted (Ctrl-C) while watching; the submission keeps its place
+(`show` of a superseded submission: 0; `submit --watch` follows the newer one.)
 """
 
 import argparse
@@ -923,8 +924,12 @@ def read_source(path):
                            "reduce.cu`.")
 
 
-def cmd_login(args, prompt=input, secret=getpass.getpass):
-    """Ask for the server and the token, check them with GET /api/me, save."""
+def cmd_login(args, prompt=None, secret=None):
+    """Ask for the server and the token, check them with GET /api/me, save.
+    input and getpass are looked up now: a Jupyter kernel swaps in its own
+    for each cell, so that the prompts appear in the notebook."""
+    prompt = prompt or input
+    secret = secret or getpass.getpass
     cfg = {}
     try:
         cfg = config_load()
