@@ -307,7 +307,11 @@ def api_error(status, headers, data):
     todo = {
         401: "Run `cugrade login` with a current token (your course staff can issue a new "
              "one if yours was revoked).",
-        403: "" if code in ("deadline_passed", "lab_closed") else
+        400: "Nothing was submitted: fix what the server names and submit again.",
+        403: "Nothing was submitted. If you have a reason for an extension, ask your course "
+             "staff." if code == "deadline_passed" else
+             "Nothing was submitted; `cugrade labs` shows when each lab is open."
+             if code == "lab_closed" else
              "This account may not do that; sign in with your student token (`cugrade login`).",
         404: "Check the name or number (`cugrade labs` lists the labs, `cugrade list` your "
              "submissions).",

@@ -242,6 +242,18 @@ def check_refusals(t, s, cli, run):
     t.ok("404" in r.stderr and "There is no lab called 'nosuchlab'" in r.stderr
          and "cugrade labs" in r.stderr, "...the server's message and `cugrade labs`", r.stderr)
 
+    r = cli.run("submit", "closed", path)
+    t.ok(r.returncode == 4 and "403 deadline_passed" in r.stderr and "hard deadline" in r.stderr
+         and "extension" in r.stderr, "past the hard deadline: exit 4, the server's 403 and "
+         "what to do", r.stderr)
+    r = cli.run("submit", "notyet", path)
+    t.ok(r.returncode == 4 and "403 lab_closed" in r.stderr and "opens at" in r.stderr
+         and "cugrade labs" in r.stderr, "a lab not open yet: exit 4, when it opens", r.stderr)
+    r = cli.run("submit", "open", write(cli, "notes.txt", b"__global__ void k() {}\n"))
+    t.ok(r.returncode == 4 and "400" in r.stderr and "notes.txt" in r.stderr
+         and "submit again" in r.stderr, "a file name the server refuses: exit 4, its 400",
+         r.stderr)
+
     big = write(cli, "big.cu", b"// " + b"x" * (300 * 1024) + b"\n")
     r = cli.run("submit", "open", big)
     t.eq(r.returncode, 4, "a 300 KiB file: exit 4", r.stderr)
@@ -377,7 +389,7 @@ def check_server_gone(t, s, cli, run):
 
 
 def main(t):
-    s = open_server(t, labs=("vadd", "inflight"))
+    s = open_server(t, labs=("vadd", "inflight", "closed", "notyet"))
     run = s.runner()
     cli = Cli()
     check_login(t, s, cli)
