@@ -861,8 +861,10 @@ def next_interval(sub, interval):
     watching on deadline night must not flood the server)."""
     if interval:
         return interval
-    if sub.get("status") == "queued" and isinstance(sub.get("eta_seconds"), (int, float)):
-        return max(1.0, min(5.0, sub["eta_seconds"] / 10.0))
+    if sub.get("status") == "queued":
+        eta = sub.get("eta_seconds")
+        # No ETA: no rate measured yet, or no runner connected: 3 s.
+        return max(1.0, min(5.0, eta / 10.0)) if isinstance(eta, (int, float)) else 3.0
     return 1.0
 
 

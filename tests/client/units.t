@@ -141,8 +141,19 @@ def check_config(t):
         os.environ.pop("CUGRADE_CONFIG", None)
 
 
+def check_polling(t):
+    n = cugrade.next_interval
+    t.eq(n({"status": "checking"}, None), 1.0, "polling: every second while grading runs")
+    t.eq(n({"status": "queued", "eta_seconds": 600}, None), 5.0,
+         "polling: every 5 s deep in a queue (ETA 10 min)")
+    t.eq(n({"status": "queued", "eta_seconds": None}, None), 3.0,
+         "polling: every 3 s while queued without an ETA (no runner, no rate yet)")
+    t.eq(n({"status": "queued", "eta_seconds": 600}, 0.2), 0.2, "polling: --interval wins")
+
+
 def main(t):
     os.umask(0o022)
+    check_polling(t)
     check_sniff(t)
     check_exit_status(t)
     check_escaping(t)
