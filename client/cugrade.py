@@ -326,7 +326,8 @@ def api_error(status, headers, data):
 
 # ------------------------------------------------------------------ language
 
-_PY_LINE = re.compile(r"^(import\s+\w|from\s+[\w.]+\s+import\s|def\s+\w+\s*\(|class\s+\w|"
+_PY_LINE = re.compile(r"^(import\s+\w|from\s+[\w.]+\s+import\s|def\s+\w+\s*\(|"
+                      r"class\s+\w+\s*(\([^)]*\))?\s*:\s*(#.*)?$|"
                       r"@\s*(cuda\.jit|numba|jit|njit|vectorize|guvectorize)\b)", re.M)
 _CU_LINE = re.compile(r"^\s*#\s*include\b|__global__|__device__|<<<|extern\s+\"C\"", re.M)
 

@@ -29,6 +29,9 @@ def check_sniff(t):
         ("def reduce_sum(x):\n    return x.sum()\n", "py", "a def"),
         ('import cupy as cp\nk = cp.RawKernel(r"""\nextern "C" __global__ void k() {}\n'
          '""", "k")\n', "py", "a CuPy RawKernel (CUDA C inside a Python string)"),
+        ("class Acc : public Base {\n  float s;\n};\n__device__ float f();\n", "cu",
+         "a C++ class (not a Python class)"),
+        ("class Acc:\n    pass\n", "py", "a Python class"),
         ("x = 1\n", None, "a bare assignment: neither"),
         ("// just a comment\n", None, "a C comment alone: neither"),
         ("", None, "an empty cell"),
