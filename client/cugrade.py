@@ -931,12 +931,27 @@ def read_source(path):
                            "reduce.cu`.")
 
 
+def _asking(ask):
+    """ask(text) that turns "cannot prompt here" (end of input; a notebook
+    run headless, whose kernel has no stdin) into a CugradeError."""
+    def wrapped(text):
+        try:
+            return ask(text)
+        except Exception as e:  # noqa: BLE001 - EOFError, IPython's StdinNotImplementedError
+            if not isinstance(e, EOFError) and type(e).__name__ != "StdinNotImplementedError":
+                raise
+            raise CugradeError("cugrade: cannot ask for the server and token here (no input).",
+                               "Run `cugrade login` in a terminal (the notebook uses the same "
+                               "config), or set CUGRADE_SERVER and CUGRADE_TOKEN.")
+    return wrapped
+
+
 def cmd_login(args, prompt=None, secret=None):
     """Ask for the server and the token, check them with GET /api/me, save.
     input and getpass are looked up now: a Jupyter kernel swaps in its own
     for each cell, so that the prompts appear in the notebook."""
-    prompt = prompt or input
-    secret = secret or getpass.getpass
+    prompt = _asking(prompt or input)
+    secret = _asking(secret or getpass.getpass)
     cfg = {}
     try:
         cfg = config_load()

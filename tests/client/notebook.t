@@ -75,7 +75,8 @@ def shown(words):
 
 
 def pubs(lines):
-    return [json.loads(l[4:]) for l in lines.seen if l.startswith("PUB ")]
+    """Every PUB line's object (a prompt without a newline may precede one)."""
+    return [json.loads(l[l.index("PUB ") + 4:]) for l in lines.seen if "PUB {" in l]
 
 
 def last(lines):
@@ -195,6 +196,15 @@ def check_errors_and_text(t, s, cli, run):
     t.ok('class="cugrade-error"' in html and "401" in html and "cugrade login" in html,
          "a wrong token ($CUGRADE_TOKEN): an error box with the 401 and what to do", html)
     t.eq(p.returncode, 0, "...and no exception in the notebook")
+
+    p = ipython(cli, "rich", "%cugrade login\n")
+    lines = Lines(p.stdout)
+    lines.rest(60)
+    p.wait(30)
+    html = " ".join(o["html"] or "" for o in pubs(lines))
+    t.ok('class="cugrade-error"' in html and "cannot ask" in html and "in a terminal" in html,
+         "%cugrade login where no input can be read: a message, no traceback", html)
+    t.eq(p.returncode, 0, "...and the cell does not fail")
 
     th = threading.Thread(target=lambda: run.grade(run.claim(wait=30)), daemon=True)
     th.start()
