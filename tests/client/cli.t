@@ -405,6 +405,14 @@ def main(t):
     r = cli.run("submit", "open")
     t.ok(r.returncode == 4 and "the following arguments are required: file" in r.stderr,
          "a usage mistake: exit 4 with argparse's message", r.stderr)
+    r = cli.run("submit", "open", "-", "--lang", "cu", stdin=kernel("stdin").decode())
+    m = re.search(r"Submitted kernel\.cu to open: submission #(\d+), queued", r.stdout)
+    t.ok(r.returncode == 0 and m, "submit LAB - --lang cu reads stdin, sends kernel.cu; exit 0 "
+         "without --watch", r.stdout + r.stderr)
+    job = run.claim(wait=10)
+    t.eq(job and (job["filename"], job["source"]), ("kernel.cu", kernel("stdin").decode()),
+         "...the server got kernel.cu with the bytes from stdin")
+    run.grade(job)
     check_server_gone(t, s, cli, run)
     cli.cleanup()
 
