@@ -111,10 +111,16 @@ test: test-deps
 	@$(MAKE) --no-print-directory fuzz-build
 	@sh tests/run.sh $(BUILD)
 
-# The same suite against an ASan+UBSan build.
+# The same suite against an ASan+UBSan build. Every sanitizer report of any
+# process goes to build-asan/sanitizer/ and fails the suite that caused it
+# (tests/run.sh), whether or not the suite reads that process's stderr.
 asan: test-deps
 	@$(MAKE) --no-print-directory BUILD=build-asan SAN=1 all
-	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	@$(MAKE) --no-print-directory fuzz-build
+	@rm -rf build-asan/sanitizer; mkdir -p build-asan/sanitizer
+	@SANITIZER_LOG_DIR=$(CURDIR)/build-asan/sanitizer \
+	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:log_path=$(CURDIR)/build-asan/sanitizer/report \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$(CURDIR)/build-asan/sanitizer/report \
 	  sh tests/run.sh build-asan
 
 # Fuzzers: one libFuzzer target per parser (tests/fuzz/*.c), built with

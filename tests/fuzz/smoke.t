@@ -24,7 +24,7 @@ for src in tests/fuzz/*.c; do
         continue
     fi
     mkdir -p "$tmp/$t/corpus" "$tmp/$t/artifacts"
-    "$BUILD/tests/fuzz/$t" -runs="$RUNS" -seed=1 -timeout=25 -rss_limit_mb=2048 \
+    env -u ASAN_OPTIONS -u UBSAN_OPTIONS "$BUILD/tests/fuzz/$t" -runs="$RUNS" -seed=1 -timeout=25 -rss_limit_mb=2048 \
         -artifact_prefix="$tmp/$t/artifacts/" "$tmp/$t/corpus" "tests/fuzz/corpus/$t" \
         >"$tmp/$t/log" 2>&1
     rc=$?
