@@ -14,11 +14,13 @@
  * limits, JSON answers naming what was parsed, a large answer.
  */
 #include <assert.h>
+#include <ctype.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -32,13 +34,36 @@ static uv_loop_t loop;
 static struct http_server *srv;
 static char big[64 * 1024];
 
+/* What the strict framing rules promise every head that gets past them
+ * (RFC 9112; request smuggling): field names are tokens, no value holds a
+ * line break, the only transfer coding is one lone "chunked", never beside
+ * a Content-Length, and the target is origin-form. */
+static void check_strict(const struct http_request *req)
+{
+    size_t te = 0, cl = 0;
+    assert(req->target[0] == '/' && req->path[0] == '/');
+    for (size_t i = 0; i < req->nheaders; i++) {
+        const char *n = req->headers[i].name, *v = req->headers[i].value;
+        assert(n[0] != '\0');
+        for (const char *k = n; *k; k++)
+            assert(isalnum((unsigned char)*k) || strchr("!#$%&'*+-.^_`|~", *k));
+        assert(!strpbrk(v, "\r\n"));
+        if (strcasecmp(n, "Transfer-Encoding") == 0) {
+            te++;
+            assert(strcasecmp(v, "chunked") == 0);
+        }
+        cl += strcasecmp(n, "Content-Length") == 0;
+    }
+    assert(te <= 1 && !(te && cl));
+}
+
 /* Admission as the application does it: from the head alone. */
 static int fuzz_admit(void *app, struct http_request *req, size_t *body_max)
 {
     char session[64];
+    check_strict(req);
     const char *token = http_request_header(req, "Authorization");
     int has_session = http_request_cookie(req, "session", session, sizeof(session)) == 0;
-    assert(req->path && strchr(req->path, '\0') && req->path[0] == '/');
     if (strncmp(req->path, "/deny", 5) == 0) {
         http_response_error(req, 401, "unauthorized", "Sign in to %s first.", req->path);
         return 401;
