@@ -1764,6 +1764,7 @@ int http_server_adopt(struct http_server *srv, int fd);
  * caller's). */
 int http_server_adopt(struct http_server *srv, int fd)
 {
+    assert(srv && !srv->stopping && fd >= 0);
     struct http_conn *c = calloc(1, sizeof(*c));
     if (!c)
         return -ENOMEM;
