@@ -10,6 +10,8 @@ if [ "${1:-run}" = test ]; then
     # The student client's tests (tests/client): its notebook magic through IPython and a real
     # .ipynb through nbconvert with an ipykernel; `pip install ./client` offline into a venv.
     want="$want python3-ipython jupyter-nbconvert python3-ipykernel python3-venv python3-setuptools python3-wheel"
+    # The fuzzers (tests/fuzz): clang with libFuzzer.
+    want="$want clang libclang-rt-14-dev"
 fi
 missing=""
 for p in $want; do

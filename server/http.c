@@ -549,3 +549,50 @@ void http_server_shutdown(struct http_server *srv, double grace_s, void (*done)(
     uv_timer_start(&srv->grace, grace_expired, (uint64_t)(grace_s * 1000), 0);
     server_maybe_done(srv);
 }
+
+/* ---- fuzzing entry point ---- */
+
+/* Not in http.h: only the fuzzer (tests/fuzz/http.c) calls it. */
+int http_server_adopt(struct http_server *srv, int fd);
+
+/* Serve fd, a connected stream socket (one end of a socketpair whose other
+ * end the caller writes requests into and reads answers from), as a
+ * connection srv accepted from 127.0.0.1: the same parsing, strictness
+ * checks, admission, dispatch, pipelining and writing as for a client.
+ * The per-client connection cap is not applied. Returns 0 (fd is srv's
+ * now; it is closed with the connection) or -errno (fd is still the
+ * caller's). */
+int http_server_adopt(struct http_server *srv, int fd)
+{
+    assert(srv && !srv->stopping && fd >= 0);
+    struct http_conn *c = calloc(1, sizeof(*c));
+    if (!c)
+        return -ENOMEM;
+    c->srv = srv;
+    c->req.conn = c;
+    c->req.app = srv->app;
+    c->req.remote = c->remote;
+    c->req.client = c->client_key;
+    snprintf(c->remote, sizeof(c->remote), "127.0.0.1");
+    snprintf(c->client_key, sizeof(c->client_key), "127.0.0.1");
+    uv_tcp_init(srv->loop, &c->tcp);
+    uv_timer_init(srv->loop, &c->timer);
+    c->tcp.data = c;
+    c->timer.data = c;
+    c->handles = 2;
+    c->next = srv->conns;
+    if (srv->conns)
+        srv->conns->prev = c;
+    srv->conns = c;
+    srv->nconns++;
+    int rc = uv_tcp_open(&c->tcp, fd);
+    if (rc) {
+        conn_close(c);
+        return rc;
+    }
+    http_parser_init(&c->parser, HTTP_REQUEST);
+    c->parser.data = c;
+    conn_read_start(c);
+    conn_timer_arm(c, srv->lim.header_timeout_s);
+    return 0;
+}
