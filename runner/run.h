@@ -51,6 +51,9 @@ struct run_opts {
     const char *extra_env;   /* one more "K=V" for the environment */
     int control_fd;          /* fd 4 inside (sandbox_config.control_fd) */
     int cancel_fd;           /* sandbox_config.cancel_fd */
+    const char *labs_bind;   /* host labs/ bound read-only at /lab/labs (Python runs) */
+    unsigned pids;           /* the pids limit, 0: RUN_PIDS (the CUDA simulator
+                                runs a thread per CUDA thread of a block) */
 };
 
 struct channel_info;

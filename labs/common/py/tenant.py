@@ -1,0 +1,153 @@
+"""tenant.py - the student's side of a Python run (docs/python.md).
+
+    python3 -I -B tenant.py /work/kernel.py SYMBOL SOCKET_FD
+
+Started by owner.py. It imports the student's module, then answers the
+owner's messages: "load" (import, find the function), "call" (map the
+buffers it was sent, call the function, wait for the GPU, answer). Nothing
+here is trusted: from the moment the student's module is imported, that code
+can change anything in this process, this file's functions included. That
+is why this process holds nothing that scores: its answer only tells the
+owner "look now", and the owner reads the outputs and the clock itself.
+
+Before the student's code: the NumPy 2.x shim numba-cuda 0.30 needs
+(np.row_stack was removed in NumPy 2.5; numba-cuda still names it at import).
+"""
+import importlib.util
+import json
+import mmap
+import os
+import socket
+import sys
+import traceback
+
+MAX_MSG = 1 << 16
+
+
+def shim_numpy():
+    try:
+        import numpy as np
+    except ImportError:
+        return
+    if not hasattr(np, "row_stack"):
+        np.row_stack = np.vstack
+
+
+def where(e, path):
+    """The traceback's frames in the student's file only, paths cut to the
+    file's name: no host or sandbox paths in the feedback."""
+    base = os.path.basename(path)
+    lines = []
+    for fr in traceback.extract_tb(e.__traceback__):
+        if fr.filename == path:
+            lines.append("%s line %d in %s: %s" % (base, fr.lineno, fr.name,
+                                                     (fr.line or "").strip()))
+    msg = "".join(traceback.format_exception_only(type(e), e)).strip()
+    msg = msg.replace(os.path.dirname(path) + "/", "")
+    return "; ".join(lines[-4:]) or base, msg
+
+
+def is_compile_error(e):
+    """A JIT compile error of Numba or CuPy, by the library's own types."""
+    for mod, name in (("numba.core.errors", "NumbaError"),
+                      ("cupy.cuda.compiler", "CompileException")):
+        m = sys.modules.get(mod)
+        t = getattr(m, name, None) if m else None
+        if t is not None and isinstance(e, t):
+            return True
+    return False
+
+
+class Buffers:
+    """The owner's buffers as the student's device arrays."""
+
+    def __init__(self):
+        self.sim = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
+        self.maps = []
+
+    def array(self, d, fds):
+        import numpy as np
+        count = 1
+        for s in d["shape"]:
+            count *= s
+        if d["kind"] == "memfd":
+            fd = fds[d["fd_index"]]
+            mm = mmap.mmap(fd, d["size"])
+            os.close(fd)
+            self.maps.append(mm)
+            host = np.frombuffer(mm, dtype=d["dtype"], count=count).reshape(d["shape"])
+            from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+            return FakeCUDAArray(host)
+        from numba import cuda
+        h = bytes.fromhex(d["handle"])
+        return self._ipc(cuda, h, d, np)
+
+    def _ipc(self, cuda, h, d, np):
+        from numba.cuda.cudadrv import driver
+        ctx = cuda.current_context()
+        handle = driver.drvapi.cu_ipc_mem_handle(*h) if hasattr(driver, "drvapi") else h
+        ipc = driver.IpcHandle(None, handle, d["size"])
+        mem = ipc.open(ctx)
+        self.maps.append(ipc)
+        return cuda.cudadrv.devicearray.DeviceNDArray(
+            shape=tuple(d["shape"]), strides=None, dtype=np.dtype(d["dtype"]), gpu_data=mem)
+
+    def close(self):
+        for m in self.maps:
+            try:
+                m.close()
+            except Exception:
+                pass
+        self.maps = []
+
+
+def main():
+    path, symbol, fd = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    sock = socket.socket(fileno=fd)
+    shim_numpy()
+    fn = None
+    bufs = Buffers()
+    cuda = None
+    while True:
+        try:
+            data, fds, _, _ = socket.recv_fds(sock, MAX_MSG, 16)
+        except OSError:
+            return
+        if not data:
+            return
+        msg = json.loads(data)
+        ans = {"ok": True}
+        if msg["op"] == "load":
+            try:
+                spec = importlib.util.spec_from_file_location("submission", path)
+                mod = importlib.util.module_from_spec(spec)
+                sys.modules["submission"] = mod
+                spec.loader.exec_module(mod)
+                fn = getattr(mod, symbol, None)
+                if not callable(fn):
+                    ans = {"ok": False, "error": "your file defines no function %s(...)" % symbol,
+                           "where": "define it at the top level of your file, as in starter.py"}
+                from numba import cuda
+            except BaseException as e:  # noqa: B902 - everything is the student's
+                w, m = where(e, path)
+                ans = {"ok": False, "error": m, "where": w}
+        elif msg["op"] == "call":
+            try:
+                args = [bufs.array(d, fds) for d in msg["args"]]
+                fn(*args)
+                cuda.synchronize()
+            except BaseException as e:  # noqa: B902
+                w, m = where(e, path)
+                ans = {"ok": False, "error": m, "where": w, "compile": is_compile_error(e)}
+            finally:
+                for f in fds:
+                    try:
+                        os.close(f)
+                    except OSError:
+                        pass
+                bufs.close()
+        sock.send(json.dumps(ans).encode()[:MAX_MSG])
+
+
+if __name__ == "__main__":
+    main()

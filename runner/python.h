@@ -1,0 +1,35 @@
+/*
+ * python.h - Python submissions (Numba, CuPy): how their runs are started
+ * (docs/python.md). A .py file is not compiled and linked with a harness:
+ * the trusted owner (labs/common/py/owner.py) runs in the sandbox, owns the
+ * result channel, the buffers and the clock, and starts the student's code
+ * in a process of its own (labs/common/py/tenant.py). The job's phases are
+ * the same as for CUDA C (job.h) less the inspection and the link.
+ */
+#ifndef CUGRADE_PYTHON_H
+#define CUGRADE_PYTHON_H
+
+#include <stddef.h>
+
+/* 1 when filename names a Python submission (ends in ".py"). */
+int python_submission(const char *filename);
+
+/* The interpreter every Python run uses, inside the sandbox as outside:
+ * $CUGRADE_PYTHON, else /usr/bin/python3. It must live under /usr (the
+ * sandbox binds /usr read-only, and nothing else of the host's). */
+const char *python_interpreter(void);
+
+/* 1 when Python runs use Numba's CUDA simulator (CUGRADE_PY_SIM=1: CI and
+ * hosts without a GPU; the times mean nothing there). */
+int python_simulated(void);
+
+/* The owner's command line for one run, into argv (cap entries, NULL
+ * terminated): mode "check" with cases = "a,b,c", or "time" with cases =
+ * the timing case and max_ms. src is the student's file name in /work.
+ * The strings are borrowed; path (PATH_MAX bytes) holds the file's path.
+ * Returns the number of entries. */
+size_t python_owner_argv(const char **argv, size_t cap, const char *lab, const char *mode,
+                         const char *seed, const char *cases, const char *max_ms,
+                         const char *src, char *path);
+
+#endif
