@@ -6,7 +6,7 @@ set -e
 want="build-essential pkg-config libuv1-dev libhttp-parser-dev libjansson-dev libsqlite3-dev
       libcurl4-openssl-dev libseccomp-dev libssl-dev bubblewrap sqlite3 curl ca-certificates"
 if [ "${1:-run}" = test ]; then
-    want="$want python3 chromium nodejs nginx-light wrk iproute2 procps slurm-wlm munge systemd python3-yaml"
+    want="$want python3 chromium nodejs nginx-light wrk iproute2 procps slurm-wlm munge systemd python3-yaml python3-numba"
 fi
 missing=""
 for p in $want; do

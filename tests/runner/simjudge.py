@@ -32,7 +32,8 @@ def red_judge(n, cs, out):
     bits = struct.unpack("<I", out[:4])[0]
     got = struct.unpack("<f", out[:4])[0]
     err = abs(got - ref)
-    r = {"passed": False, "max_abs_err": err, "max_rel_err": err / abs(ref) if ref else err,
+    fin = (lambda v: v if math.isfinite(v) else None)   # the judge prints null, not NaN
+    r = {"passed": False, "max_abs_err": fin(err), "max_rel_err": fin(err / abs(ref) if ref else err),
          "first_bad_index": 0, "unwritten": int(bits == POISON), "message": ""}
     if bits == POISON:
         r["message"] = "d_out[0] was never written (it still holds the harness's poison NaN)"
