@@ -230,7 +230,11 @@ class Case:
     """One case's buffers: inputs (filled from the seed), outputs (poisoned),
     each followed by a guard, shared with the tenant."""
 
+    serials = 0
+
     def __init__(self, be, lab, params, case_seed, guard):
+        Case.serials += 1
+        self.serial = Case.serials   # never reused, unlike id(): the tenant keys its mappings on it
         self.be, self.lab, self.params = be, lab, params
         self.guard = GUARD_BYTES if guard else 0
         self.bufs, self.views, self.meta = {}, {}, []
@@ -327,7 +331,7 @@ class Case:
             args.append(d)
         order = {n: i for i, n in enumerate(m["name"] for m in self.meta)}
         return {"op": "call", "args": [args[order[n]] for n in self.lab["ARGS"]],
-                "buffers_id": id(self)}, fds
+                "buffers_id": self.serial}, fds
 
     def free(self):
         self.views.clear()
