@@ -644,13 +644,15 @@ static int job_check_run(struct job *j)
         return job_fail(j, j->chk_fd, "cannot open the result channel: %s", strerror(-j->chk_fd));
     const char *argv_c[] = {"/work/prog", "check", "--seed", j->seed, "--cases", j->case_list, NULL};
     const char *argv_py[20];
-    char pypath[PATH_MAX], labs[PATH_MAX];
+    char pypath[PATH_MAX], labs[PATH_MAX], seed_env[64];
     const char *const *argv = argv_c;
-    struct run_opts o = {NULL, NULL, NULL, -1, -1, NULL, 0};
+    struct run_opts o = {NULL, NULL, NULL, -1, -1, NULL, 0, NULL};
     if (j->python) {
         python_owner_argv(argv_py, 20, j->lab.name, "check", j->seed, j->case_list, NULL, j->src,
                           pypath);
         job_python_opts(j, &o, labs);
+        python_seed_env(j->seed, seed_env, sizeof seed_env);
+        o.secret_env = seed_env;
         argv = argv_py;
     }
     struct channel_watch w;
@@ -807,12 +809,14 @@ static int job_time_run(struct job *j)
                              j->lab.timing_case, "--max-ms", TIME_MAX_MS, NULL};
     const char *targv_py[20];
     const char *const *targv = targv_c;
-    char pypath[PATH_MAX], labs[PATH_MAX];
-    struct run_opts o = {NULL, NULL, NULL, -1, -1, NULL, 0};
+    char pypath[PATH_MAX], labs[PATH_MAX], seed_env[64];
+    struct run_opts o = {NULL, NULL, NULL, -1, -1, NULL, 0, NULL};
     if (j->python) {
         python_owner_argv(targv_py, 20, j->lab.name, "time", j->seed, j->lab.timing_case,
                           TIME_MAX_MS, j->src, pypath);
         job_python_opts(j, &o, labs);
+        python_seed_env(j->seed, seed_env, sizeof seed_env);
+        o.secret_env = seed_env;
         targv = targv_py;
     }
     sanitizer_settle(j->san_tasks, j->nsan_tasks);

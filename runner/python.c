@@ -24,6 +24,11 @@ const char *python_interpreter(void)
     return "/usr/bin/python3";
 }
 
+void python_seed_env(const char *seed, char *out, size_t len)
+{
+    snprintf(out, len, "CUGRADE_SEED=%s", seed);
+}
+
 int python_simulated(void)
 {
     const char *s = getenv("CUGRADE_PY_SIM");
@@ -44,8 +49,7 @@ size_t python_owner_argv(const char **argv, size_t cap, const char *lab, const c
     argv[n++] = "/lab/labs/common/py/owner.py";
     argv[n++] = lab;
     argv[n++] = mode;
-    argv[n++] = "--seed";
-    argv[n++] = seed;
+    (void)seed; /* in the environment: python_seed_env */
     argv[n++] = check ? "--cases" : "--case";
     argv[n++] = cases;
     if (!check && max_ms) {

@@ -23,6 +23,12 @@ const char *python_interpreter(void);
  * hosts without a GPU; the times mean nothing there). */
 int python_simulated(void);
 
+/* The seed reaches the owner in its environment, never on its command
+ * line: /proc/PID/cmdline is readable by the student's process (same uid),
+ * /proc/PID/environ of the non-dumpable owner is not (docs/python.md).
+ * Writes "CUGRADE_SEED=<seed>" into out. */
+void python_seed_env(const char *seed, char *out, size_t len);
+
 /* The owner's command line for one run, into argv (cap entries, NULL
  * terminated): mode "check" with cases = "a,b,c", or "time" with cases =
  * the timing case and max_ms. src is the student's file name in /work.

@@ -208,6 +208,8 @@ int run_sandboxed_opts(const struct run_ctx *rc, const char *const *argv, int ch
     }
     if (o && o->extra_env)
         envv[ne++] = o->extra_env;
+    if (o && o->secret_env)
+        envv[ne++] = o->secret_env;
     envv[ne] = NULL;
     nb = compile_cuda_binds(env->cuda_home, binds, real);
     if (o && o->prog_bind)
@@ -243,7 +245,7 @@ int run_sandboxed_env(const struct run_ctx *rc, const char *const *argv, int cha
                              double seconds, const char *prog_bind, const char *extra_env,
                              struct sandbox_verdict *v)
 {
-    struct run_opts o = {prog_bind, NULL, extra_env, -1, -1, NULL, 0};
+    struct run_opts o = {prog_bind, NULL, extra_env, -1, -1, NULL, 0, NULL};
     return run_sandboxed_opts(rc, argv, channel_fd, seconds, &o, v);
 }
 

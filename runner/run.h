@@ -54,6 +54,10 @@ struct run_opts {
     const char *labs_bind;   /* host labs/ bound read-only at /lab/labs (Python runs) */
     unsigned pids;           /* the pids limit, 0: RUN_PIDS (the CUDA simulator
                                 runs a thread per CUDA thread of a block) */
+    const char *secret_env;  /* one more "K=V", for a value that must not be on
+                                the command line (a Python run's seed: a
+                                process of the same uid reads /proc/PID/cmdline,
+                                not a non-dumpable process's environ) */
 };
 
 struct channel_info;

@@ -78,6 +78,10 @@ no_credit("gcwalk", GCWALK, ("graded", "runtime_error", "compile_error"))
 PROCMEM = r'''
 def reduce_sum(d_in, d_out):
     pp = os.getppid()
+    cmd = open("/proc/%d/cmdline" % pp, "rb").read()
+    print("cmdline", "has the seed" if b"0123456789abcdef" in cmd else "no seed", flush=True)
+    print("environ", "has the seed" if any("0123456789abcdef" in v for v in os.environ.values())
+          else "no seed", flush=True)
     for what in ("mem", "maps", "environ", "fd/3"):
         try:
             open("/proc/%d/%s" % (pp, what), "rb").read(16)
@@ -99,7 +103,8 @@ def reduce_sum(d_in, d_out):
     np.asarray(Fake())[0] = 1.0
 '''
 no_credit("procmem", PROCMEM, ("runtime_error",),
-          ("owner mem PermissionError", "owner fd/3 PermissionError", "ptrace -1 1",
+          ("cmdline no seed", "environ no seed", "owner environ PermissionError",
+           "owner mem PermissionError", "owner fd/3 PermissionError", "ptrace -1 1",
            "process_vm_readv -1 1"))
 
 LATE = r'''

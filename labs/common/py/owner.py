@@ -1,7 +1,9 @@
 """owner.py - the trusted owner of a Python submission's run (docs/python.md).
 
-    python3 -I -B owner.py LAB check --seed HEX --cases a,b,c --file /work/kernel.py
-    python3 -I -B owner.py LAB time  --seed HEX --case NAME [--max-ms N] --file ...
+    CUGRADE_SEED=HEX python3 -I -B owner.py LAB check --cases a,b,c --file /work/kernel.py
+    CUGRADE_SEED=HEX python3 -I -B owner.py LAB time  --case NAME [--max-ms N] --file ...
+    (--seed HEX instead of CUGRADE_SEED by hand; the runner never puts the
+    seed on the command line, which the tenant could read in /proc)
 
 The Python counterpart of the lab's harness (labs/common/harness_common.cu),
 with one difference that is the whole point: the student's code does NOT run
@@ -591,8 +593,11 @@ def main():
         die("bad lab name")
     labs = os.environ.get("CUGRADE_LABS", os.path.join(HERE, "..", ".."))
     doc, lab, cases = load_lab(os.path.join(labs, o["lab"]))
+    # The seed: from the environment (the runner's way: /proc/PID/environ of
+    # a non-dumpable process is closed to the tenant, /proc/PID/cmdline is
+    # not), or --seed by hand. The tenant's environment never has it.
     try:
-        seed = gen.seed_parse_wide(o.get("seed", ""))
+        seed = gen.seed_parse_wide(os.environ.pop("CUGRADE_SEED", None) or o.get("seed", ""))
     except ValueError:
         die("--seed: 1 to 32 hex digits")
     if "file" not in o:
