@@ -220,6 +220,35 @@ ok(p.returncode == 0 and tim and len(tim[0]["samples_ms"]) >= 3 and
 rc = [r for r in recs if r.get("name") == "1@recheck"]
 ok(rc and rc[0]["status"] == "ok", "the re-check on fresh inputs ran after the samples", recs)
 
+# Returning before the answer is there: a thread writes it 50 ms after the
+# call returned. Every timed sample's clock stopped at the owner's own read
+# (the poison, or nothing yet), so every sample is wrong and the re-check
+# record tells the judge so: the timing is flagged.
+LAZY = GOOD.replace("def reduce_sum(d_in, d_out):", "def _real(d_in, d_out):") + r'''
+import threading, time
+def reduce_sum(d_in, d_out):
+    def later():
+        time.sleep(0.05)
+        _real(d_in, d_out)
+    threading.Thread(target=later).start()
+'''
+src = os.path.join(tmp, "lazy.py")
+open(src, "w").write(LAZY)
+chan = os.path.join(tmp, "lazy.chan")
+with open(chan, "wb") as f:
+    p = subprocess.run(["/usr/bin/python3", "-I", "-B", os.path.join(ROOT, "labs/common/py/owner.py"),
+                        "reduction", "time", "--case", "1", "--max-ms", "600", "--file", src],
+                       pass_fds=(3,), stdin=subprocess.DEVNULL, capture_output=True,
+                       env=dict(os.environ, NUMBA_ENABLE_CUDASIM="1", CUGRADE_SEED=simlab.SEED),
+                       timeout=120, preexec_fn=lambda: os.dup2(f.fileno(), 3))
+recs = [json.loads(l) for l in open(chan, "rb").read().split(b"\n") if l.startswith(b"{")]
+tim = [r for r in recs if r.get("type") == "timing"]
+rc = [r for r in recs if r.get("name") == "1@recheck"]
+ok(tim and tim[0]["wrong_samples"] == len(tim[0]["samples_ms"]) and rc and
+   rc[0].get("error_name") == "python_timing",
+   "answers that arrive after the call returned: every timed sample is wrong, the re-check "
+   "record says so (the judge flags the timing)", json.dumps(recs)[:1200] + p.stderr.decode()[-600:])
+
 doc, err = grade(tmp, root, "good.py", GOOD)
 ok(doc["status"] == "graded" and doc["result"].get("score") == 20,
    "after every attack the runner grades a correct file 20 of 20", json.dumps(doc)[:800] + err[-500:])

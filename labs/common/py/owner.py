@@ -314,11 +314,27 @@ class Case:
                 bad += int((self._guard_view(m) != POISON).sum())
         return bad
 
-    def output(self):
-        """The output as float32 host bytes (one output buffer per lab)."""
+    def out_view(self):
+        """The output buffer (one per lab), on the device."""
         outs = [m for m in self.meta if m["role"] == "out"]
         assert len(outs) == 1
-        return self.be.to_host(self.views[outs[0]["name"]]).astype("float32", copy=False)
+        return self.views[outs[0]["name"]]
+
+    def output(self):
+        """The output as float32 host bytes."""
+        return self.be.to_host(self.out_view()).astype("float32", copy=False)
+
+    def probe(self, k=64):
+        """What stops a sample's clock: k output elements at positions drawn
+        now from a generator the tenant cannot see (os.urandom), copied to
+        the host. The copy is ours, in our context: it waits for the GPU or
+        finds the poison. The whole output is checked after the clock."""
+        v = self.out_view()
+        n = v.size
+        if n <= k:
+            return None, self.be.to_host(v)
+        pos = self.be.np.frombuffer(os.urandom(8 * k), dtype="uint64") % n
+        return pos, self.be.to_host(v[self.be.xp.asarray(pos.astype("int64"))])
 
     def describe(self):
         """What the tenant is sent: per buffer its shape, dtype and how to map
@@ -521,13 +537,19 @@ def run_time(tenant, be, lab, cases, name, seed, max_ms, guard):
         c.poison()
         be.flush_l2()
         ans, t0 = call(tenant, c)
-        out = c.output()            # our read of the output: after the GPU work
+        pos, seen = c.probe()       # our read of the output stops the clock
         t1 = time.perf_counter()
         if ans is None or not ans.get("ok"):
             rec = case_failed(name, ans, tenant)
             send_record(rec)
             sys.exit(3 if rec["fatal"] else 0)
-        wrong += 0 if lab["sample_ok"](ref, out) else 1
+        # The whole output, after the clock, on the device; and what the
+        # probe saw must be what is there now (nothing still being written).
+        out = c.out_view()
+        good = lab["sample_ok"](be.xp, ref, out)
+        now = be.to_host(out if pos is None else out[be.xp.asarray(pos.astype("int64"))])
+        good = good and seen.view("uint32").tobytes() == now.view("uint32").tobytes()
+        wrong += 0 if good else 1
         samples.append((t1 - t0) * 1e3)
         med, rel = median_rel_err(samples)
         n = len(samples)
