@@ -163,7 +163,8 @@ class CudaBackend:
         import cupy
         self.np, self.xp, self.cp = numpy, cupy, cupy
         cupy.cuda.Device(0).use()
-        l2 = cupy.cuda.runtime.deviceGetAttribute(cupy.cuda.runtime.cudaDevAttrL2CacheSize, 0)
+        l2 = int(cupy.cuda.runtime.getDeviceProperties(0).get("l2CacheSize", 0))
+        # Evicting the inputs before a sample, as the CUDA harness does.
         self.flush = cupy.empty(max(2 * l2, 64 << 20) // 4, dtype=cupy.float32)
         self.round = 0
 
