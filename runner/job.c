@@ -658,6 +658,8 @@ static int job_check_run(struct job *j)
     struct channel_watch w;
     channel_watch_start(&w, j->chk_fd, (int)j->ncase_names, j->progress, j->arg);
     double lim = j->rc.limits.check;
+    if (j->python) /* two interpreters, CuPy and Numba imported, the JIT's warm-up */
+        lim = fmin(j->rc.limits.ceiling, lim + PYTHON_STARTUP_SECONDS);
     /* The limit counts the run's share of the GPU (share.h): beside other
      * jobs it may take longer on the wall clock, up to the ceiling. */
     char users[PATH_MAX];
@@ -824,7 +826,10 @@ static int job_time_run(struct job *j)
     j->job_lk = -1;
     int tlk = lock_gpu(j->env, 1);
     job_clock_mark(&j->pc, "sanitize_wait");
-    int r = run_sandboxed_opts(&j->rc, targv, fd, j->rc.limits.timing, &o, &j->tv);
+    double tlim = j->rc.limits.timing;
+    if (j->python)
+        tlim = fmin(j->rc.limits.ceiling, tlim + PYTHON_STARTUP_SECONDS);
+    int r = run_sandboxed_opts(&j->rc, targv, fd, tlim, &o, &j->tv);
     lock_gpu_release(tlk);
     if (r < 0) {
         close(fd);

@@ -107,7 +107,7 @@ def key_metric(sub):
         return "symbol " + (cg.get("rejection") or {}).get("symbol", "?")
     if sub.get("status") == "compile_error":
         log_ = cg.get("compile_log") or ""
-        m = re.search(r"\((\d+)\): error", log_)
+        m = re.search(r"\((\d+)\): error", log_) or re.search(r"line (\d+)", log_)  # nvcc | Python
         return f"error at line {m.group(1)}" if m else "compile error"
     speed = cg.get("speed") or []
     t = cg.get("timing") or {}
