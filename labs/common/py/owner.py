@@ -634,6 +634,12 @@ def main():
     send_record(be.device_record())
     tenant = Tenant(o["file"], o["lab"], lab["SYMBOL"], CALL_LIMIT_S)
     try:
+        # Numba in the student's process, before any of the student's code
+        # runs there: a host whose Numba does not import is ours.
+        ans = tenant.ask({"op": "runtime"})
+        if ans is None or not ans.get("ok"):
+            die("the student's Python process could not start Numba: %s"
+                % (text(ans.get("error"), 300) if ans else tenant.death()))
         load(tenant)
         ans = warm_up(tenant, be, lab, cases, doc["cases"][0]["name"])
         if ans is None:

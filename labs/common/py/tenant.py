@@ -147,7 +147,17 @@ def main():
             return
         msg = json.loads(data)
         ans = {"ok": True}
-        if msg["op"] == "load":
+        if msg["op"] == "runtime":
+            # Before any of the student's code: whether this host's Numba
+            # (and its CUDA context) comes up. The owner believes this one
+            # answer only, since nothing of the student's has run yet.
+            try:
+                from numba import cuda
+                if not bufs.sim:
+                    cuda.current_context()
+            except BaseException as e:  # noqa: B902
+                ans = {"ok": False, "error": "%s: %s" % (type(e).__name__, e)}
+        elif msg["op"] == "load":
             try:
                 spec = importlib.util.spec_from_file_location("submission", path)
                 mod = importlib.util.module_from_spec(spec)
