@@ -288,37 +288,6 @@ static int job_reserve(struct job *j, double max_wait, double *waited)
     return r;
 }
 
-/* compute-sanitizer does not run on Python submissions yet (docs/python.md,
- * "Not done"): the rubric's lines say so and, like every sanitizer that
- * could not run for a reason of ours, are not charged. */
-static void job_python_sanitizers(struct job *j)
-{
-    const char *tools[2] = {j->rub.sanitize_memcheck ? "memcheck" : NULL,
-                            j->rub.sanitize_racecheck ? "racecheck" : NULL};
-    for (int t = 0; t < 2; t++) {
-        if (!tools[t])
-            continue;
-        struct score_sanitizer *s = &j->sans[j->python_nsans++];
-        s->tool = tools[t];
-        s->infra_failed = 1;
-        snprintf(s->note, sizeof s->note,
-                 "compute-sanitizer does not run on Python submissions yet: not charged");
-    }
-}
-
-/* The sandbox options of a Python run: the labs (the owner, the tenant,
- * lab.json and lab.py) read-only at /lab/labs, and in the simulator its
- * switch and the threads it needs. labs is PATH_MAX bytes. */
-static void job_python_opts(const struct job *j, struct run_opts *o, char *labs)
-{
-    snprintf(labs, PATH_MAX, "%s/labs", j->env->root);
-    o->labs_bind = labs;
-    if (python_simulated()) {
-        o->extra_env = "NUMBA_ENABLE_CUDASIM=1";
-        o->pids = 4096;
-    }
-}
-
 /* Measure the device record if this GPU has none yet, then start the job's
  * judge session and, when the rubric asks for them, its sanitizers, waiting
  * for the program (the lab is built). Returns 0, or -errno with a sentence
@@ -335,7 +304,8 @@ static int job_prestart_now(struct job *j)
     if (!lab->sanitize_case || !(rub->sanitize_memcheck || rub->sanitize_racecheck))
         return 0;
     if (j->python) {
-        job_python_sanitizers(j);
+        j->python_nsans = python_sanitizers_unrun(rub->sanitize_memcheck, rub->sanitize_racecheck,
+                                                  j->sans);
         return 0;
     }
     const char *tools[2] = {rub->sanitize_memcheck ? "memcheck" : NULL,
@@ -643,17 +613,13 @@ static int job_check_run(struct job *j)
     if ((j->chk_fd = channel_open(j->rc.jobdir, "check")) < 0)
         return job_fail(j, j->chk_fd, "cannot open the result channel: %s", strerror(-j->chk_fd));
     const char *argv_c[] = {"/work/prog", "check", "--seed", j->seed, "--cases", j->case_list, NULL};
-    const char *argv_py[20];
-    char pypath[PATH_MAX], labs[PATH_MAX], seed_env[64];
     const char *const *argv = argv_c;
     struct run_opts o = {NULL, NULL, NULL, -1, -1, NULL, 0, NULL};
+    struct python_run pr;
     if (j->python) {
-        python_owner_argv(argv_py, 20, j->lab.name, "check", j->seed, j->case_list, NULL, j->src,
-                          pypath);
-        job_python_opts(j, &o, labs);
-        python_seed_env(j->seed, seed_env, sizeof seed_env);
-        o.secret_env = seed_env;
-        argv = argv_py;
+        python_run_prepare(&pr, &o, j->env->root, j->lab.name, "check", j->seed, j->case_list,
+                           NULL, j->src);
+        argv = pr.argv;
     }
     struct channel_watch w;
     channel_watch_start(&w, j->chk_fd, (int)j->ncase_names, j->progress, j->arg);
@@ -809,17 +775,13 @@ static int job_time_run(struct job *j)
         return job_fail(j, fd, "cannot open a channel: %s", strerror(-fd));
     const char *targv_c[] = {"/work/prog", "time", "--seed", j->seed, "--case",
                              j->lab.timing_case, "--max-ms", TIME_MAX_MS, NULL};
-    const char *targv_py[20];
     const char *const *targv = targv_c;
-    char pypath[PATH_MAX], labs[PATH_MAX], seed_env[64];
     struct run_opts o = {NULL, NULL, NULL, -1, -1, NULL, 0, NULL};
+    struct python_run pr;
     if (j->python) {
-        python_owner_argv(targv_py, 20, j->lab.name, "time", j->seed, j->lab.timing_case,
-                          TIME_MAX_MS, j->src, pypath);
-        job_python_opts(j, &o, labs);
-        python_seed_env(j->seed, seed_env, sizeof seed_env);
-        o.secret_env = seed_env;
-        targv = targv_py;
+        python_run_prepare(&pr, &o, j->env->root, j->lab.name, "time", j->seed,
+                           j->lab.timing_case, TIME_MAX_MS, j->src);
+        targv = pr.argv;
     }
     sanitizer_settle(j->san_tasks, j->nsan_tasks);
     lock_gpu_release(j->job_lk);

@@ -24,40 +24,58 @@ const char *python_interpreter(void)
     return "/usr/bin/python3";
 }
 
-void python_seed_env(const char *seed, char *out, size_t len)
-{
-    snprintf(out, len, "CUGRADE_SEED=%s", seed);
-}
-
 int python_simulated(void)
 {
     const char *s = getenv("CUGRADE_PY_SIM");
     return s && strcmp(s, "1") == 0;
 }
 
-size_t python_owner_argv(const char **argv, size_t cap, const char *lab, const char *mode,
-                         const char *seed, const char *cases, const char *max_ms,
-                         const char *src, char *path)
+void python_run_prepare(struct python_run *pr, struct run_opts *o, const char *root,
+                        const char *lab, const char *mode, const char *seed, const char *cases,
+                        const char *max_ms, const char *src)
 {
     size_t n = 0;
     int check = strcmp(mode, "check") == 0;
-    assert(cap >= 16);
-    snprintf(path, PATH_MAX, "/work/%s", src);
-    argv[n++] = python_interpreter();
-    argv[n++] = "-I"; /* no PYTHON* variables, no user site, no script dir */
-    argv[n++] = "-B"; /* no .pyc written where the tenant could swap it */
-    argv[n++] = "/lab/labs/common/py/owner.py";
-    argv[n++] = lab;
-    argv[n++] = mode;
-    (void)seed; /* in the environment: python_seed_env */
-    argv[n++] = check ? "--cases" : "--case";
-    argv[n++] = cases;
+    snprintf(pr->path, sizeof pr->path, "/work/%s", src);
+    snprintf(pr->labs, sizeof pr->labs, "%s/labs", root);
+    snprintf(pr->seed_env, sizeof pr->seed_env, "CUGRADE_SEED=%s", seed);
+    pr->argv[n++] = python_interpreter();
+    pr->argv[n++] = "-I"; /* no PYTHON* variables, no user site, no script dir */
+    pr->argv[n++] = "-B"; /* no .pyc written where the tenant could swap it */
+    pr->argv[n++] = "/lab/labs/common/py/owner.py";
+    pr->argv[n++] = lab;
+    pr->argv[n++] = mode;
+    pr->argv[n++] = check ? "--cases" : "--case";
+    pr->argv[n++] = cases;
     if (!check && max_ms) {
-        argv[n++] = "--max-ms";
-        argv[n++] = max_ms;
+        pr->argv[n++] = "--max-ms";
+        pr->argv[n++] = max_ms;
     }
-    argv[n++] = "--file";
-    argv[n++] = path;
-    argv[n] = NULL;
+    pr->argv[n++] = "--file";
+    pr->argv[n++] = pr->path;
+    pr->argv[n] = NULL;
+    assert(n < sizeof pr->argv / sizeof *pr->argv);
+    o->labs_bind = pr->labs;
+    o->secret_env = pr->seed_env;
+    if (python_simulated()) {
+        o->extra_env = "NUMBA_ENABLE_CUDASIM=1";
+        o->pids = 4096; /* a thread per CUDA thread of a block */
+    }
+}
+
+size_t python_sanitizers_unrun(int memcheck, int racecheck, struct score_sanitizer *out)
+{
+    const char *tools[2] = {memcheck ? "memcheck" : NULL, racecheck ? "racecheck" : NULL};
+    size_t n = 0;
+    for (int t = 0; t < 2; t++) {
+        if (!tools[t])
+            continue;
+        memset(&out[n], 0, sizeof out[n]);
+        out[n].tool = tools[t];
+        out[n].infra_failed = 1;
+        snprintf(out[n].note, sizeof out[n].note,
+                 "compute-sanitizer does not run on Python submissions yet: not charged");
+        n++;
+    }
     return n;
 }

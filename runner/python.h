@@ -9,6 +9,10 @@
 #ifndef CUGRADE_PYTHON_H
 #define CUGRADE_PYTHON_H
 
+#include "run.h"
+#include "score.h"
+
+#include <limits.h>
 #include <stddef.h>
 
 /* Seconds added to a Python run's derived wall limit (limit.h): the owner's
@@ -29,19 +33,30 @@ const char *python_interpreter(void);
  * hosts without a GPU; the times mean nothing there). */
 int python_simulated(void);
 
-/* The seed reaches the owner in its environment, never on its command
- * line: /proc/PID/cmdline is readable by the student's process (same uid),
- * /proc/PID/environ of the non-dumpable owner is not (docs/python.md).
- * Writes "CUGRADE_SEED=<seed>" into out. */
-void python_seed_env(const char *seed, char *out, size_t len);
+/* One run of the owner (check or time): its command line and what its
+ * sandbox needs. Lives on the caller's stack for the run. */
+struct python_run {
+    const char *argv[20];
+    char path[PATH_MAX];     /* the student's file in /work */
+    char labs[PATH_MAX];     /* ROOT/labs, bound read-only at /lab/labs */
+    char seed_env[64];       /* "CUGRADE_SEED=<seed>" */
+};
 
-/* The owner's command line for one run, into argv (cap entries, NULL
- * terminated): mode "check" with cases = "a,b,c", or "time" with cases =
- * the timing case and max_ms. src is the student's file name in /work.
- * The strings are borrowed; path (PATH_MAX bytes) holds the file's path.
- * Returns the number of entries. */
-size_t python_owner_argv(const char **argv, size_t cap, const char *lab, const char *mode,
-                         const char *seed, const char *cases, const char *max_ms,
-                         const char *src, char *path);
+/* Fill pr and o (zeroed by the caller but for its fds) for one owner run:
+ * mode "check" with cases "a,b,c", or "time" with cases = the timing case
+ * and max_ms. The seed goes in the owner's environment, never on its
+ * command line: /proc/PID/cmdline is readable by the student's process
+ * (same uid), /proc/PID/environ of the non-dumpable owner is not
+ * (docs/python.md). In the simulator, its switch and the threads it needs.
+ * The strings are borrowed for the run. */
+void python_run_prepare(struct python_run *pr, struct run_opts *o, const char *root,
+                        const char *lab, const char *mode, const char *seed, const char *cases,
+                        const char *max_ms, const char *src);
+
+/* compute-sanitizer does not run on Python submissions yet (docs/python.md,
+ * "Sanitizers"): the rubric's lines (memcheck, racecheck when set) are
+ * written into out (room for 2) as not run for a reason of ours, which is
+ * not charged. Returns how many. */
+size_t python_sanitizers_unrun(int memcheck, int racecheck, struct score_sanitizer *out);
 
 #endif
