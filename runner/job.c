@@ -614,11 +614,13 @@ static int job_check_run(struct job *j)
         return job_fail(j, j->chk_fd, "cannot open the result channel: %s", strerror(-j->chk_fd));
     const char *argv_c[] = {"/work/prog", "check", "--seed", j->seed, "--cases", j->case_list, NULL};
     const char *const *argv = argv_c;
-    struct run_opts o = {NULL, NULL, NULL, -1, -1, NULL, 0, NULL};
+    struct run_opts o = {NULL, NULL, NULL, -1, -1, NULL, 0, NULL, 0, NULL};
     struct python_run pr;
     if (j->python) {
-        python_run_prepare(&pr, &o, j->env->root, j->lab.name, "check", j->seed, j->case_list,
-                           NULL, j->src);
+        if ((r = python_run_prepare(&pr, &o, j->env->root, j->lab.name, "check", j->seed,
+                                    j->case_list, NULL, j->src)) < 0)
+            return job_fail(j, r, "the lab's hidden libraries (lab.json python.hide): %s",
+                            strerror(-r));
         argv = pr.argv;
     }
     struct channel_watch w;
@@ -776,11 +778,16 @@ static int job_time_run(struct job *j)
     const char *targv_c[] = {"/work/prog", "time", "--seed", j->seed, "--case",
                              j->lab.timing_case, "--max-ms", TIME_MAX_MS, NULL};
     const char *const *targv = targv_c;
-    struct run_opts o = {NULL, NULL, NULL, -1, -1, NULL, 0, NULL};
+    struct run_opts o = {NULL, NULL, NULL, -1, -1, NULL, 0, NULL, 0, NULL};
     struct python_run pr;
     if (j->python) {
-        python_run_prepare(&pr, &o, j->env->root, j->lab.name, "time", j->seed,
-                           j->lab.timing_case, TIME_MAX_MS, j->src);
+        int pr_r = python_run_prepare(&pr, &o, j->env->root, j->lab.name, "time", j->seed,
+                                      j->lab.timing_case, TIME_MAX_MS, j->src);
+        if (pr_r < 0) {
+            close(fd);
+            return job_fail(j, pr_r, "the lab's hidden libraries (lab.json python.hide): %s",
+                            strerror(-pr_r));
+        }
         targv = pr.argv;
     }
     sanitizer_settle(j->san_tasks, j->nsan_tasks);

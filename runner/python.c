@@ -4,6 +4,10 @@
 #include "python.h"
 
 #include <assert.h>
+#include <errno.h>
+#include <glob.h>
+#include <jansson.h>
+#include <sys/stat.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,10 +34,59 @@ int python_simulated(void)
     return s && strcmp(s, "1") == 0;
 }
 
-void python_run_prepare(struct python_run *pr, struct run_opts *o, const char *root,
-                        const char *lab, const char *mode, const char *seed, const char *cases,
-                        const char *max_ms, const char *src)
+int python_hidden(struct python_run *pr, const char *root, const char *lab)
 {
+    char path[PATH_MAX];
+    json_error_t jerr;
+    int r = 0;
+    pr->nhide = 0;
+    snprintf(path, sizeof path, "%s/labs/%s/lab.json", root, lab);
+    json_t *doc = json_load_file(path, 0, &jerr);
+    json_t *hide = json_object_get(json_object_get(doc, "python"), "hide");
+    size_t i;
+    json_t *pat;
+    json_array_foreach(hide, i, pat) {
+        const char *p = json_string_value(pat);
+        glob_t g;
+        if (!p || p[0] != '/') {
+            r = -EINVAL;
+            break;
+        }
+        if (glob(p, 0, NULL, &g) != 0)
+            continue; /* nothing installed there */
+        for (size_t k = 0; k < g.gl_pathc && r == 0; k++) {
+            char real[PATH_MAX];
+            struct stat st;
+            int seen = 0;
+            if (!realpath(g.gl_pathv[k], real) || stat(real, &st) < 0 || !S_ISREG(st.st_mode))
+                continue;
+            for (size_t m = 0; m < pr->nhide; m++)
+                seen |= strcmp(pr->hide_path[m], real) == 0;
+            if (seen)
+                continue;
+            if (pr->nhide == RUN_MORE_BINDS) {
+                r = -ENOBUFS;
+                break;
+            }
+            snprintf(pr->hide_path[pr->nhide], PATH_MAX, "%s", real);
+            pr->hide[pr->nhide] = (struct sandbox_bind){"/dev/null", pr->hide_path[pr->nhide], 0};
+            pr->nhide++;
+        }
+        globfree(&g);
+        if (r < 0)
+            break;
+    }
+    json_decref(doc);
+    return r < 0 ? r : (int)pr->nhide;
+}
+
+int python_run_prepare(struct python_run *pr, struct run_opts *o, const char *root,
+                       const char *lab, const char *mode, const char *seed, const char *cases,
+                       const char *max_ms, const char *src)
+{
+    int r = python_hidden(pr, root, lab);
+    if (r < 0)
+        return r;
     size_t n = 0;
     int check = strcmp(mode, "check") == 0;
     snprintf(pr->path, sizeof pr->path, "/work/%s", src);
@@ -57,10 +110,13 @@ void python_run_prepare(struct python_run *pr, struct run_opts *o, const char *r
     assert(n < sizeof pr->argv / sizeof *pr->argv);
     o->labs_bind = pr->labs;
     o->secret_env = pr->seed_env;
+    o->more_binds = pr->hide;
+    o->nmore_binds = pr->nhide;
     if (python_simulated()) {
         o->extra_env = "NUMBA_ENABLE_CUDASIM=1";
         o->pids = 4096; /* a thread per CUDA thread of a block */
     }
+    return 0;
 }
 
 size_t python_sanitizers_unrun(int memcheck, int racecheck, struct score_sanitizer *out)

@@ -40,7 +40,20 @@ struct python_run {
     char path[PATH_MAX];     /* the student's file in /work */
     char labs[PATH_MAX];     /* ROOT/labs, bound read-only at /lab/labs */
     char seed_env[64];       /* "CUGRADE_SEED=<seed>" */
+    /* The libraries the lab forbids, hidden by absence: /dev/null bound
+     * read-only over each (lab.json "python": {"hide": [globs]}). */
+    struct sandbox_bind hide[RUN_MORE_BINDS];
+    char hide_path[RUN_MORE_BINDS][PATH_MAX];
+    size_t nhide;
 };
+
+/* The files a lab's Python runs must not see: every regular file that a
+ * pattern of ROOT/labs/LAB/lab.json's "python": {"hide": [...]} matches
+ * (glob(3), absolute patterns, links resolved and deduplicated), at most
+ * RUN_MORE_BINDS, into pr->hide as /dev/null binds. Returns how many, or
+ * -ENOBUFS when more match (the lab's list is too wide: ours), -EINVAL for
+ * a pattern that is not absolute. */
+int python_hidden(struct python_run *pr, const char *root, const char *lab);
 
 /* Fill pr and o (zeroed by the caller but for its fds) for one owner run:
  * mode "check" with cases "a,b,c", or "time" with cases = the timing case
@@ -48,10 +61,11 @@ struct python_run {
  * command line: /proc/PID/cmdline is readable by the student's process
  * (same uid), /proc/PID/environ of the non-dumpable owner is not
  * (docs/python.md). In the simulator, its switch and the threads it needs.
- * The strings are borrowed for the run. */
-void python_run_prepare(struct python_run *pr, struct run_opts *o, const char *root,
-                        const char *lab, const char *mode, const char *seed, const char *cases,
-                        const char *max_ms, const char *src);
+ * The lab's hidden libraries (python_hidden) as more binds. The strings
+ * are borrowed for the run. Returns 0 or python_hidden's -errno. */
+int python_run_prepare(struct python_run *pr, struct run_opts *o, const char *root,
+                       const char *lab, const char *mode, const char *seed, const char *cases,
+                       const char *max_ms, const char *src);
 
 /* compute-sanitizer does not run on Python submissions yet (docs/python.md,
  * "Sanitizers"): the rubric's lines (memcheck, racecheck when set) are

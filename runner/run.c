@@ -188,7 +188,7 @@ int run_sandboxed_opts(const struct run_ctx *rc, const char *const *argv, int ch
 {
     const struct grade_env *env = rc->env;
     struct sandbox_config cfg;
-    struct sandbox_bind binds[5];
+    struct sandbox_bind binds[5 + RUN_MORE_BINDS];
     size_t nb = 0;
     char path[PATH_MAX + 64], cvd[64], real[PATH_MAX];
     const char *envv[12];
@@ -218,6 +218,8 @@ int run_sandboxed_opts(const struct run_ctx *rc, const char *const *argv, int ch
         binds[nb++] = (struct sandbox_bind){o->launch_bind, "/lab/launch", 0};
     if (o && o->labs_bind)
         binds[nb++] = (struct sandbox_bind){o->labs_bind, "/lab/labs", 0};
+    for (size_t i = 0; o && i < o->nmore_binds && i < RUN_MORE_BINDS; i++)
+        binds[nb++] = o->more_binds[i];
     assert(nb <= sizeof binds / sizeof *binds);
     cfg.argv = argv;
     cfg.env = envv;
@@ -245,7 +247,7 @@ int run_sandboxed_env(const struct run_ctx *rc, const char *const *argv, int cha
                              double seconds, const char *prog_bind, const char *extra_env,
                              struct sandbox_verdict *v)
 {
-    struct run_opts o = {prog_bind, NULL, extra_env, -1, -1, NULL, 0, NULL};
+    struct run_opts o = {prog_bind, NULL, extra_env, -1, -1, NULL, 0, NULL, 0, NULL};
     return run_sandboxed_opts(rc, argv, channel_fd, seconds, &o, v);
 }
 

@@ -249,6 +249,33 @@ ok(tim and tim[0]["wrong_samples"] == len(tim[0]["samples_ms"]) and rc and
    "answers that arrive after the call returned: every timed sample is wrong, the re-check "
    "record says so (the judge flags the timing)", json.dumps(recs)[:1200] + p.stderr.decode()[-600:])
 
+# Forbidden libraries by absence: a lab whose lab.json hides cuBLAS from
+# Python runs ("python": {"hide": [...]}) gets /dev/null bound over every
+# copy the patterns match; loading it fails whatever the student's code
+# does (ctypes here; CuPy's matmul and PyTorch load the same files), and the
+# owner words the failure with the lab's message.
+import glob
+libs = [p for p in glob.glob("/usr/local/cuda*/lib64/libcublas*.so*") if os.path.isfile(p)]
+ok(libs, "CI has cuBLAS in its CUDA toolkit to hide", glob.glob("/usr/local/cuda*/lib64/*")[:20])
+htmp, hroot = make_root({"python": {"hide": ["/usr/local/cuda*/lib64/libcublas*.so*"], "hide_names": ["cublas"],
+                                    "hide_message": "cuBLAS is not allowed in this lab"}})
+CUBLAS = r'''
+def reduce_sum(d_in, d_out):
+    import ctypes, glob
+    for p in sorted(glob.glob("/usr/local/cuda*/lib64/libcublas.so*")):
+        ctypes.CDLL(p)            # raises: the file is /dev/null in this sandbox
+    raise RuntimeError("loaded libcublas")
+'''
+doc, err = grade(htmp, hroot, "cublas.py", PRE + CUBLAS)
+c = cases(doc)
+m = c.get("1000", {}).get("message", "")
+ok(doc["status"] == "graded" and not any(x.get("passed") for x in c.values()) and
+   "cuBLAS is not allowed in this lab" in m and "OSError" in m and "loaded libcublas" not in m,
+   "a hidden cuBLAS cannot be loaded, and the case says it is not allowed", json.dumps(doc)[:2000] + err[-600:])
+doc, err = grade(htmp, hroot, "good.py", GOOD)
+ok(doc["status"] == "graded" and doc["result"].get("score") == 20,
+   "the same lab still grades a file that needs no cuBLAS", json.dumps(doc)[:800] + err[-500:])
+
 doc, err = grade(tmp, root, "good.py", GOOD)
 ok(doc["status"] == "graded" and doc["result"].get("score") == 20,
    "after every attack the runner grades a correct file 20 of 20", json.dumps(doc)[:800] + err[-500:])

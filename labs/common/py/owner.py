@@ -59,6 +59,7 @@ MAX_SAMPLES, MIN_SAMPLES, TARGET_REL_ERR = 1000, 10, 0.01
 
 CHANNEL = None           # our private descriptor of the result channel
 STUDENT_RAN = False
+HIDDEN = {}              # lab.json "python": the hidden libraries' names and message
 
 
 def die(msg, code=2):
@@ -214,7 +215,11 @@ def backend():
     try:
         return CudaBackend()
     except Exception as e:  # no CuPy, no GPU: ours
-        die("the GPU backend could not start (CuPy): %s" % e)
+        hint = ""
+        if HIDDEN.get("hide"):
+            hint = (" (this lab hides libraries from Python runs, lab.json python.hide: if this "
+                    "CuPy needs one of them at import, it cannot be the owner's backend here)")
+        die("the GPU backend could not start (CuPy): %s%s" % (e, hint))
 
 
 # ---------------------------------------------------------------- the lab
@@ -417,6 +422,15 @@ def text(s, n):
     return str(s)[:n] if s is not None else ""
 
 
+def hidden_hint(msg):
+    """A friendlier word when a failure names a library the lab hides (the
+    fence is the library's absence from the sandbox, not this)."""
+    low = msg.lower()
+    if HIDDEN.get("hide_message") and any(n in low for n in HIDDEN.get("hide_names", [])):
+        return "%s (%s)" % (HIDDEN["hide_message"], msg)
+    return msg
+
+
 def case_failed(name, ans, tenant):
     """The record of a case whose call did not return normally."""
     if ans is None:
@@ -425,7 +439,7 @@ def case_failed(name, ans, tenant):
                 "cause": "the harness got no answer from your process: it crashed, exited or "
                          "closed its socket", "fatal": True}
     return {"type": "case", "name": name, "status": "runtime_error",
-            "error": text(ans.get("error"), 300), "error_name": "python_exception",
+            "error": hidden_hint(text(ans.get("error"), 300)), "error_name": "python_exception",
             "cause": text(ans.get("where"), 1500), "fatal": False}
 
 
@@ -451,7 +465,7 @@ def load(tenant):
 
 
 def compile_error(message):
-    send_record({"type": "compile_error", "message": message[:4000]})
+    send_record({"type": "compile_error", "message": hidden_hint(message)[:4000]})
     sys.exit(5)
 
 
@@ -616,6 +630,7 @@ def main():
         die("bad lab name")
     labs = os.environ.get("CUGRADE_LABS", os.path.join(HERE, "..", ".."))
     doc, lab, cases = load_lab(os.path.join(labs, o["lab"]))
+    HIDDEN.update(doc.get("python") or {})
     # The seed: from the environment (the runner's way: /proc/PID/environ of
     # a non-dumpable process is closed to the tenant, /proc/PID/cmdline is
     # not), or --seed by hand. The tenant's environment never has it.

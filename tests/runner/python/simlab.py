@@ -38,13 +38,20 @@ def need():
         sys.exit(1)
 
 
-def make_root():
+def make_root(lab_extra=None):
     tmp = tempfile.mkdtemp(prefix="cugrade-py-")
     os.chmod(tmp, 0o755)
     root = os.path.join(tmp, "root")
     os.makedirs(os.path.join(root, "rubrics"))
     shutil.copytree(os.path.join(ROOT, "labs/common"), os.path.join(root, "labs/common"))
     shutil.copytree(os.path.join(ROOT, "labs/reduction"), os.path.join(root, "labs/reduction"))
+    if lab_extra:   # keys merged into the copy's lab.json (e.g. "python": {"hide": ...})
+        lj = os.path.join(root, "labs/reduction/lab.json")
+        with open(lj) as f:
+            doc = json.load(f)
+        doc.update(lab_extra)
+        with open(lj, "w") as f:
+            json.dump(doc, f)
     judge = os.path.join(tmp, "simjudge.sh")
     with open(judge, "w") as f:
         f.write('#!/bin/sh\nCUGRADE_ROOT=%s exec /usr/bin/python3 %s "$@"\n'
