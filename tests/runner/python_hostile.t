@@ -249,6 +249,33 @@ ok(tim and tim[0]["wrong_samples"] == len(tim[0]["samples_ms"]) and rc and
    "answers that arrive after the call returned: every timed sample is wrong, the re-check "
    "record says so (the judge flags the timing)", json.dumps(recs)[:1200] + p.stderr.decode()[-600:])
 
+# Replaying an answer: cached on the first call by the input's pointer and
+# size. Every timed call gets fresh inputs in the same buffers (a seed from
+# os.urandom), so every timed sample is wrong.
+REPLAY = GOOD.replace("def reduce_sum(d_in, d_out):", "def _real(d_in, d_out):") + r'''
+_memo = {}
+def reduce_sum(d_in, d_out):
+    key = (id(d_in), d_in.shape[0])
+    if key not in _memo:
+        _real(d_in, d_out)
+        _memo[key] = float(d_out[0])
+    d_out[0] = _memo[key]
+'''
+src = os.path.join(tmp, "replay.py")
+open(src, "w").write(REPLAY)
+chan = os.path.join(tmp, "replay.chan")
+with open(chan, "wb") as f:
+    p = subprocess.run(["/usr/bin/python3", "-I", "-B", os.path.join(ROOT, "labs/common/py/owner.py"),
+                        "reduction", "time", "--case", "1000", "--max-ms", "300", "--file", src],
+                       pass_fds=(3,), stdin=subprocess.DEVNULL, capture_output=True,
+                       env=dict(os.environ, NUMBA_ENABLE_CUDASIM="1", CUGRADE_SEED=simlab.SEED),
+                       timeout=300, preexec_fn=lambda: os.dup2(f.fileno(), 3))
+recs = [json.loads(l) for l in open(chan, "rb").read().split(b"\n") if l.startswith(b"{")]
+tim = [r for r in recs if r.get("type") == "timing"]
+ok(tim and len(tim[0]["samples_ms"]) >= 3 and tim[0]["wrong_samples"] == len(tim[0]["samples_ms"]),
+   "an answer replayed by pointer: every timed call had fresh inputs, every sample is wrong",
+   json.dumps(tim)[:800] + p.stderr.decode()[-600:])
+
 # Forbidden libraries by absence: a lab whose lab.json hides cuBLAS from
 # Python runs ("python": {"hide": [...]}) gets /dev/null bound over every
 # copy the patterns match; loading it fails whatever the student's code

@@ -528,12 +528,15 @@ def run_time(tenant, be, lab, cases, name, seed, max_ms, guard):
     """Samples timed here, from the message that starts the call to the
     owner's own read of the output after the tenant's answer: an answer sent
     before the GPU work is done does not stop the clock (the read waits or
-    finds the poison). Every sample's output is checked right after it
-    (lab.py sample_ok); one wrong sample flags the timing."""
+    finds the poison). Every timed call gets fresh inputs, from a seed drawn
+    with os.urandom (not the run's: unpredictable even with it), made before
+    the clock starts, and its output is checked right after it (lab.py
+    sample_ok): an answer replayed from an earlier call, keyed on a pointer,
+    an id() or a fingerprint of the inputs, is wrong, and one wrong sample
+    flags the timing (GPU MODE's result-replay family)."""
     cs = gen.case_seed(seed, name)
     c = Case(be, lab, cases[name], cs, guard)
     inputs = {m["name"]: c.views[m["name"]] for m in c.meta if m["role"] == "in"}
-    ref = lab["reference"](be.xp, inputs)
     start, warm = time.perf_counter(), 0
     while True:
         c.poison()
@@ -549,6 +552,8 @@ def run_time(tenant, be, lab, cases, name, seed, max_ms, guard):
     samples, wrong = [], 0
     start = time.perf_counter()
     while True:
+        c.fill(int.from_bytes(os.urandom(8), "little"))
+        ref = lab["reference"](be.xp, inputs)
         c.poison()
         be.flush_l2()
         ans, t0 = call(tenant, c)
