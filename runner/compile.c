@@ -277,7 +277,10 @@ int compile_python(const struct compile_toolchain *tc, const struct lab *lab,
     snprintf(path, sizeof path, "/work/%s", src);
     const char *argv[] = {python_interpreter(), "-I", "-B", "-c", python_syntax_check, path,
                           NULL};
-    int rc = toolchain_run(tc, lab, workdir, argv, NULL, 0, ".python-syntax-ok", res);
+    struct sandbox_bind root;
+    size_t nroot = (size_t)python_root_bind(&root);
+    int rc = toolchain_run(tc, lab, workdir, argv, nroot ? &root : NULL, nroot,
+                           ".python-syntax-ok", res);
     if (rc == 0 && !res->ok && !res->timed_out && !res->oom)
         snprintf(res->message, sizeof res->message,
                  "Python could not parse your file: fix the syntax error below (the line "

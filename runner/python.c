@@ -19,13 +19,46 @@ int python_submission(const char *filename)
     return n > 3 && strcmp(filename + n - 3, ".py") == 0;
 }
 
+const char *python_root(void)
+{
+    static char root[PATH_MAX];
+    const char *p = getenv("CUGRADE_PYTHON_ROOT");
+    struct stat st;
+    if (!p || p[0] != '/' || strstr(p, "..") || strlen(p) >= sizeof root - 1 ||
+        stat(p, &st) < 0 || !S_ISDIR(st.st_mode) || strcmp(p, "/") == 0)
+        return NULL;
+    snprintf(root, sizeof root, "%s", p);
+    size_t n = strlen(root);
+    while (n > 1 && root[n - 1] == '/')
+        root[--n] = '\0';
+    return root;
+}
+
+/* 1 when path lies in dir (dir itself, or below it). */
+static int python_under(const char *path, const char *dir)
+{
+    size_t n = strlen(dir);
+    return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
+}
+
 const char *python_interpreter(void)
 {
     const char *p = getenv("CUGRADE_PYTHON");
-    /* Only an absolute path under /usr is visible in the sandbox. */
-    if (p && strncmp(p, "/usr/", 5) == 0 && !strstr(p, ".."))
+    const char *root = python_root();
+    /* Only what the sandbox binds is visible there: /usr, and the root. */
+    if (p && p[0] == '/' && !strstr(p, "..") &&
+        (python_under(p, "/usr") || (root && python_under(p, root))))
         return p;
     return "/usr/bin/python3";
+}
+
+int python_root_bind(struct sandbox_bind *out)
+{
+    const char *root = python_root();
+    if (!root || python_under(root, "/usr"))
+        return 0;
+    *out = (struct sandbox_bind){root, root, 0};
+    return 1;
 }
 
 int python_simulated(void)
@@ -39,7 +72,7 @@ int python_hidden(struct python_run *pr, const char *root, const char *lab)
     char path[PATH_MAX];
     json_error_t jerr;
     int r = 0;
-    pr->nhide = 0;
+    size_t first = pr->nhide;
     snprintf(path, sizeof path, "%s/labs/%s/lab.json", root, lab);
     json_t *doc = json_load_file(path, 0, &jerr);
     json_t *hide = json_object_get(json_object_get(doc, "python"), "hide");
@@ -47,7 +80,15 @@ int python_hidden(struct python_run *pr, const char *root, const char *lab)
     json_t *pat;
     json_array_foreach(hide, i, pat) {
         const char *p = json_string_value(pat);
+        char full[PATH_MAX];
         glob_t g;
+        if (p && strncmp(p, "@python/", 8) == 0) {
+            /* under the Python root (CUGRADE_PYTHON_ROOT): a venv's wheels */
+            if (!python_root())
+                continue;
+            snprintf(full, sizeof full, "%s/%s", python_root(), p + 8);
+            p = full;
+        }
         if (!p || p[0] != '/') {
             r = -EINVAL;
             break;
@@ -60,7 +101,7 @@ int python_hidden(struct python_run *pr, const char *root, const char *lab)
             int seen = 0;
             if (!realpath(g.gl_pathv[k], real) || stat(real, &st) < 0 || !S_ISREG(st.st_mode))
                 continue;
-            for (size_t m = 0; m < pr->nhide; m++)
+            for (size_t m = first; m < pr->nhide; m++)
                 seen |= strcmp(pr->hide_path[m], real) == 0;
             if (seen)
                 continue;
@@ -77,13 +118,16 @@ int python_hidden(struct python_run *pr, const char *root, const char *lab)
             break;
     }
     json_decref(doc);
-    return r < 0 ? r : (int)pr->nhide;
+    return r < 0 ? r : (int)(pr->nhide - first);
 }
 
 int python_run_prepare(struct python_run *pr, struct run_opts *o, const char *root,
                        const char *lab, const char *mode, const char *seed, const char *cases,
                        const char *max_ms, const char *src)
 {
+    /* The Python root first (a venv outside /usr), then the hidden files,
+     * which may lie inside it. */
+    pr->nhide = (size_t)python_root_bind(&pr->hide[0]);
     int r = python_hidden(pr, root, lab);
     if (r < 0)
         return r;

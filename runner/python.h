@@ -24,9 +24,22 @@
 /* 1 when filename names a Python submission (ends in ".py"). */
 int python_submission(const char *filename);
 
+/* The Python installation's root when it lies outside /usr (a virtual
+ * environment, e.g. /opt/torch/.venv on the device tool's image):
+ * $CUGRADE_PYTHON_ROOT, an absolute directory, or NULL. Every Python run
+ * (the syntax check, the owner and the tenant) gets it bound read-only at
+ * the same path; its interpreter may then live in it. */
+const char *python_root(void);
+
+/* The bind of python_root() into *out, when there is one outside /usr.
+ * Returns 1 or 0. */
+int python_root_bind(struct sandbox_bind *out);
+
 /* The interpreter every Python run uses, inside the sandbox as outside:
- * $CUGRADE_PYTHON, else /usr/bin/python3. It must live under /usr (the
- * sandbox binds /usr read-only, and nothing else of the host's). */
+ * $CUGRADE_PYTHON when it is absolute and under /usr or python_root()
+ * (the sandbox binds /usr read-only, the root when set, and nothing else
+ * of the host's), else /usr/bin/python3. A venv's interpreter is a link to
+ * its base one, which must be under /usr. */
 const char *python_interpreter(void);
 
 /* 1 when Python runs use Numba's CUDA simulator (CUGRADE_PY_SIM=1: CI and
@@ -49,8 +62,9 @@ struct python_run {
 
 /* The files a lab's Python runs must not see: every regular file that a
  * pattern of ROOT/labs/LAB/lab.json's "python": {"hide": [...]} matches
- * (glob(3), absolute patterns, links resolved and deduplicated), at most
- * RUN_MORE_BINDS, into pr->hide as /dev/null binds. Returns how many, or
+ * (glob(3), absolute patterns or "@python/..." under python_root(), links
+ * resolved and deduplicated), appended to pr->hide (from pr->nhide) as
+ * /dev/null binds, at most RUN_MORE_BINDS in all. Returns how many, or
  * -ENOBUFS when more match (the lab's list is too wide: ours), -EINVAL for
  * a pattern that is not absolute. */
 int python_hidden(struct python_run *pr, const char *root, const char *lab);

@@ -8,7 +8,7 @@ wrong one fails with the judge's feedback; a syntax error, an import error
 and a missing function are compile errors whose log names the file and the
 line and no host or sandbox path; an exception in the student's function
 fails the case with its type and line. Prints TAP lines."""
-import os, sys
+import json, os, sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "python"))
 from simlab import GOOD, cases, grade, make_root, need, ok  # noqa: E402
 import simlab  # noqa: E402
@@ -85,6 +85,34 @@ ok(doc["status"] == "runtime_error" and c.get("1", {}).get("passed") and
    not c.get("1000", {}).get("passed") and "status 7" in c.get("1000", {}).get("message", ""),
    "a student process that exits during a case is a runtime_error; the case before keeps its points",
    str(doc)[:2000] + err[-800:])
+
+# A Python installed outside /usr (a venv, like /opt/torch/.venv on the GPU
+# image): CUGRADE_PYTHON_ROOT is bound read-only at its own path in every
+# Python run, and CUGRADE_PYTHON may be an interpreter inside it (a venv's
+# python3 is a link to its base interpreter under /usr).
+pyroot = os.path.join(tmp, "pyroot")
+os.makedirs(os.path.join(pyroot, "bin"))
+os.symlink("/usr/bin/python3", os.path.join(pyroot, "bin", "python3"))
+with open(os.path.join(pyroot, "marker.txt"), "w") as f:
+    f.write("the Python root is here\n")
+for d in (tmp, pyroot, os.path.join(pyroot, "bin")):
+    os.chmod(d, 0o755)
+os.chmod(os.path.join(pyroot, "marker.txt"), 0o644)
+SEES = GOOD.replace("def reduce_sum(d_in, d_out):\n", "def reduce_sum(d_in, d_out):\n"
+                    "    import os, sys\n"
+                    "    if d_in.shape[0] > 1:\n"
+                    "        print('exe', sys.executable, open(%r).read().strip(), flush=True)\n"
+                    "        os._exit(3)\n" % os.path.join(pyroot, "marker.txt"))
+env_keep = dict(os.environ)
+os.environ.update(CUGRADE_PYTHON=os.path.join(pyroot, "bin", "python3"), CUGRADE_PYTHON_ROOT=pyroot)
+doc, err = grade(tmp, root, "venv.py", SEES)
+os.environ.clear()
+os.environ.update(env_keep)
+out = (doc["result"].get("cugrade", {}) or {}).get("program_output", "") or ""
+ok(("exe " + os.path.join(pyroot, "bin", "python3") + " the Python root is here") in out and
+   cases(doc).get("1", {}).get("passed"),
+   "CUGRADE_PYTHON_ROOT is bound in the sandbox and its interpreter runs the owner and the student",
+   out[-800:] + json.dumps(doc)[:1200] + err[-600:])
 
 doc, err = grade(tmp, root, "good.py", GOOD)
 ok(doc["status"] == "graded" and doc["result"].get("score") == 20, "the next job is graded as before",
