@@ -1,3 +1,10 @@
+#!/bin/sh
+# A quick look at the Python path on a GPU host, without the server: each
+# tests/gpu/solutions-py/reduction/<name>.py graded by `cugrade-runner grade`
+# (from dist/: run `make dist` first), one summary per file. Results and
+# stderr go to $OUT (or /tmp).
+#   FILES="syntax_error fast_numba cupy_sum cached no_bounds" sh tests/gpu/python_smoke.sh
+OUT=${OUT:-/tmp}; FILES=${FILES:-"syntax_error fast_numba cupy_sum"}
 set -u
 echo "== env"; command -v python3; readlink -f "$(command -v python3)"; python3 -c "import sys,numpy,cupy;print(sys.version.split()[0],'numpy',numpy.__version__,'cupy',cupy.__version__)" 2>&1 | tail -1
 python3 -c "import numpy as np; np.row_stack=np.vstack; import numba, numba.cuda; print('numba', numba.__version__)" 2>&1 | tail -1
