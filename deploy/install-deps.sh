@@ -12,6 +12,8 @@ if [ "${1:-run}" = test ]; then
     want="$want python3-ipython jupyter-nbconvert python3-ipykernel python3-venv python3-setuptools python3-wheel"
     # The fuzzers (tests/fuzz): clang with libFuzzer.
     want="$want clang libclang-rt-14-dev"
+    # Python submissions in CI: @cuda.jit kernels in Numba's CUDA simulator.
+    want="$want python3-numba"
 fi
 missing=""
 for p in $want; do
