@@ -1,0 +1,532 @@
+/*
+ * runner_api.c - the runner protocol (docs/protocol.md): claim with a long
+ * poll, progress that renews the lease, the result that must name its
+ * lease. The leases themselves are the queue's (server/queue.h).
+ */
+#include "server/api.h"
+
+#include <assert.h>
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "status.h"
+#include "server/runner.h"
+#include "server/scoreboard.h"
+#include "server/submission.h"
+#include "server/views.h"
+#include "server/writer.h"
+
+static int rubric_version_of(void *ctx, const char *lab)
+{
+    struct app_lab *l = app_lab_find(ctx, lab);
+    return l && l->has_rubric ? l->rubric_version : 0;
+}
+
+/* Try to claim a job for the runner and answer 200 with it. Returns 1 when
+ * answered (a job or an error), 0 when nothing is queued. */
+static int claim_now(struct app *app, struct http_request *req, const char *runner, long long uid)
+{
+    struct queue_job job;
+    struct api_error e;
+    int rc = queue_claim(app->queue, runner, uid, app->cfg.lease_s, rubric_version_of, app, &job);
+    if (rc == -ENOENT)
+        return 0;
+    if (rc) {
+        api_internal(&e, rc);
+        api_send_err(req, &e);
+        return 1;
+    }
+    /* A claimed job is leased: it has an id and its attempt counts from 1. */
+    assert(job.id > 0 && job.attempt > 0);
+    char seed[33];
+    if (auth_random_hex(16, seed)) {
+        free(job.source);
+        api_internal(&e, -EIO);
+        api_send_err(req, &e);
+        return 1;
+    }
+    struct app_lab *l = app_lab_find(app, job.lab);
+    json_t *j = json_pack(
+        "{s:{s:I,s:s,s:i,s:I,s:s,s:s%,s:s,s:s,s:i,s:O?}}", "job", "id", (json_int_t)job.id, "lab",
+        job.lab, "attempt", job.attempt, "lease_seconds", (json_int_t)app->cfg.lease_s, "filename",
+        job.filename, "source", job.source, job.size, "sha256", job.sha256, "seed", seed,
+        "rubric_version", l ? l->rubric_version : 0, "rubric", l ? l->rubric_doc : NULL);
+    free(job.source);
+    api_cache_invalidate(app, job.id);
+    app_log("job %lld claimed by %s (attempt %d, lab %s)", job.id, runner, job.attempt, job.lab);
+    api_send_json(req, 200, j);
+    return 1;
+}
+
+static int claim_wake(struct queue *q, struct http_request *req, int wake, const char *runner,
+                      void *data)
+{
+    struct app *app = req->app;
+    long long uid = (long long)(intptr_t)data;
+    (void)q;
+    if (wake)
+        return claim_now(app, req, runner, uid);
+    http_response_status(req, 204);
+    return 1;
+}
+
+static int runner_name_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 64)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)s[i]) && !strchr("._-:@", s[i]))
+            return 0;
+    return 1;
+}
+
+static int h_claim(struct app *app, struct http_request *req)
+{
+    struct auth_user u;
+    struct api_error e;
+    json_t *body;
+    if (api_need(app, req, &u, RUNNER))
+        return HTTP_DONE;
+    if (api_body_json(req, &body, 1, &e))
+        return api_send_err(req, &e);
+    json_t *jr = json_object_get(body, "runner"), *jg = json_object_get(body, "gpu"),
+           *jw = json_object_get(body, "wait");
+    char runner[72], gpu[160] = "";
+    if (jr && (!json_is_string(jr) || !runner_name_ok(json_string_value(jr)))) {
+        json_decref(body);
+        api_fail(&e, 400, "bad_request", "runner: 1-64 letters, digits or ._-:@");
+        return api_send_err(req, &e);
+    }
+    if (jw && !json_is_number(jw)) {
+        json_decref(body);
+        api_fail(&e, 400, "bad_request", "wait: expected seconds (a number, at most 30).");
+        return api_send_err(req, &e);
+    }
+    if (jr)
+        snprintf(runner, sizeof(runner), "%s", json_string_value(jr));
+    else
+        snprintf(runner, sizeof(runner), "%s", u.name);
+    if (json_is_string(jg))
+        snprintf(gpu, sizeof(gpu), "%s", json_string_value(jg));
+    double wait = jw ? json_number_value(jw) : 0;
+    json_decref(body);
+    if (!(wait >= 0))
+        wait = 0;
+    if (wait > app->cfg.max_wait_s)
+        wait = app->cfg.max_wait_s;
+    runner_seen_later(app, runner, gpu[0] ? gpu : NULL);
+    if (claim_now(app, req, runner, u.id))
+        return HTTP_DONE;
+    if (wait > 0 &&
+        queue_wait(app->queue, req, wait, runner, claim_wake, (void *)(intptr_t)u.id) == 0)
+        return HTTP_DEFERRED;
+    http_response_status(req, 204);
+    return HTTP_DONE;
+}
+
+static int job_lease_args(json_t *body, const char **runner, int *attempt)
+{
+    json_t *jr = json_object_get(body, "runner"), *ja = json_object_get(body, "attempt");
+    *runner = json_string_value(jr);
+    *attempt = json_is_integer(ja) ? (int)json_integer_value(ja) : 0;
+    return 0;
+}
+
+/* ---- a runner's progress, written by the writer thread ---- */
+
+struct progress_job {
+    struct app *app;
+    struct http_request *req; /* NULL once the client went away */
+    long long id, runner_user;
+    char *runner; /* NULL: not named */
+    int attempt;
+    char phase[16];
+    char *detail; /* NULL: none */
+    double lease_s;
+};
+
+static int progress_run(struct db *db, void *arg)
+{
+    struct progress_job *j = arg;
+    int rc = queue_progress_in(db, j->id, j->runner_user, j->runner, j->attempt, j->phase,
+                               j->detail, j->lease_s);
+    if (!rc && j->runner)
+        runner_seen(db, j->runner, NULL);
+    return rc;
+}
+
+static void progress_abort(struct http_request *req, void *data)
+{
+    struct progress_job *j = data;
+    assert(j->req == req);
+    j->req = NULL;
+}
+
+static void progress_free(struct progress_job *j)
+{
+    free(j->runner);
+    free(j->detail);
+    free(j);
+}
+
+static void progress_done(void *arg, int rc)
+{
+    struct progress_job *j = arg;
+    struct http_request *req = j->req;
+    if (!rc)
+        queue_written(j->app->queue, j->id, 0);
+    if (req) {
+        struct api_error e;
+        req->on_abort = NULL;
+        if (rc == -ENOENT)
+            api_fail(&e, 404, "not_found", "There is no job %lld.", j->id);
+        else if (rc == -ESTALE)
+            api_fail(&e, 409, "conflict",
+                     "This runner no longer holds the lease of job %lld; abandon it.", j->id);
+        else if (rc)
+            api_internal(&e, rc);
+        if (rc)
+            api_send_err(req, &e);
+        else
+            api_send_json(req, 200,
+                          json_pack("{s:I}", "lease_expires_in", (json_int_t)j->lease_s));
+        http_request_finish(req);
+    }
+    progress_free(j);
+}
+
+/* Hand req's progress to the writer. 0 (req deferred) or -errno with e. */
+static int progress_start(struct app *app, struct http_request *req, long long id,
+                          long long runner_user, const char *runner, int attempt,
+                          const char *phase, const char *detail, struct api_error *e)
+{
+    struct progress_job *j = calloc(1, sizeof(*j));
+    if (!j)
+        return api_internal(e, -ENOMEM);
+    j->app = app;
+    j->req = req;
+    j->id = id;
+    j->runner_user = runner_user;
+    j->attempt = attempt;
+    j->lease_s = app->cfg.lease_s;
+    snprintf(j->phase, sizeof(j->phase), "%s", phase);
+    j->runner = runner ? strdup(runner) : NULL;
+    j->detail = detail ? strdup(detail) : NULL;
+    int rc = 0;
+    if ((runner && !j->runner) || (detail && !j->detail))
+        rc = api_internal(e, -ENOMEM);
+    else if ((rc = writer_submit(app->writer, progress_run, progress_done, j, 0)) != 0)
+        api_internal(e, rc);
+    if (rc) {
+        progress_free(j);
+        return rc;
+    }
+    req->on_abort = progress_abort;
+    req->abort_data = j;
+    return 0;
+}
+
+static int h_progress(struct app *app, struct http_request *req)
+{
+    struct auth_user u;
+    struct api_error e;
+    long long id;
+    json_t *body;
+    if (api_need(app, req, &u, RUNNER))
+        return HTTP_DONE;
+    if (api_parse_id(http_request_param(req, "id"), &id)) {
+        api_fail(&e, 404, "not_found", "Job ids are positive integers.");
+        return api_send_err(req, &e);
+    }
+    if (api_body_json(req, &body, 0, &e))
+        return api_send_err(req, &e);
+    const char *phase = json_string_value(json_object_get(body, "phase"));
+    json_t *jd = json_object_get(body, "detail");
+    const char *detail = json_string_value(jd);
+    const char *runner;
+    int attempt, rc;
+    job_lease_args(body, &runner, &attempt);
+    if (!phase || !status_in_progress(phase)) {
+        rc =
+            api_fail(&e, 400, "bad_request", "phase: one of compiling, checking, running, timing.");
+    } else if (jd && !json_is_string(jd)) {
+        rc = api_fail(&e, 400, "bad_request", "detail: expected a string.");
+    } else if (detail && strlen(detail) > 200) {
+        rc = api_fail(&e, 400, "bad_request", "detail: at most 200 characters.");
+    } else {
+        rc = progress_start(app, req, id, u.id, runner, attempt, phase, detail, &e);
+    }
+    json_decref(body);
+    if (rc)
+        return api_send_err(req, &e);
+    return HTTP_DEFERRED; /* answered by progress_done */
+}
+
+/* The checks of a posted result before it touches the queue: it names its
+ * lease, its status is a verdict, and a graded one has its numbers. 0 or
+ * a 400 in e. */
+static int result_check(const char *runner, int attempt, const char *status, const json_t *result,
+                        struct api_error *e)
+{
+    int rc;
+    /* A result must name its lease: without them a stale runner's late
+     * result matched whatever lease the job had now and overwrote the
+     * current holder's. */
+    if (!runner || !*runner || attempt <= 0) {
+        rc = api_fail(e, 400, "bad_request",
+                      "runner and attempt: a result must name its lease (the runner name sent "
+                      "on claim and the claim's attempt).");
+        return rc;
+    }
+    if (!status || !status_verdict(status)) {
+        rc = api_fail(e, 400, "bad_request",
+                      "status: one of graded, compile_error, rejected, runtime_error, timeout, "
+                      "system_error.");
+        return rc;
+    }
+    if (result && !json_is_object(result) && !json_is_null(result)) {
+        rc = api_fail(e, 400, "bad_request", "result: expected an object.");
+        return rc;
+    }
+    if (strcmp(status, "system_error") != 0 && !json_is_object(result)) {
+        rc = api_fail(e, 400, "bad_request",
+                      "result: a %s result needs its result document (an object).", status);
+        return rc;
+    }
+    if (strcmp(status, "graded") == 0 && (!json_is_number(json_object_get(result, "score")) ||
+                                          !json_is_number(json_object_get(result, "max_score")))) {
+        rc = api_fail(e, 400, "bad_request",
+                      "result.score and result.max_score: a graded result needs both numbers.");
+        return rc;
+    }
+    return 0;
+}
+
+/* ---- a runner's result: parsed on libuv's pool, written by the writer ----
+ * An 8 MiB result costs tens of milliseconds to parse and serialize and
+ * more to write: none of it runs on the loop. */
+
+struct result_job {
+    struct app *app;
+    struct http_request *req; /* NULL once the client went away */
+    uv_work_t work;
+    long long id, runner_user;
+    char *body; /* the request body, taken over, freed once parsed */
+    size_t body_len;
+    double pct;        /* the late penalty in percent */
+    double rubric_max; /* max_score when the result names none */
+    char lab[65];
+    /* set by result_parse (pool thread) */
+    char *runner;
+    int attempt;
+    char status[32];
+    struct queue_result qr;
+    char *text;         /* the result document, compact */
+    struct api_error e; /* e.status != 0: refused */
+    /* set by result_run (writer thread) */
+    const char *final;
+};
+
+static void result_job_free(struct result_job *j)
+{
+    free(j->body);
+    free(j->runner);
+    free(j->text);
+    free(j);
+}
+
+static void result_abort(struct http_request *req, void *data)
+{
+    struct result_job *j = data;
+    assert(j->req == req);
+    j->req = NULL;
+}
+
+/* Answer the runner (if it is still there) with j->e, or 200 and the final
+ * status; then free j. */
+static void result_answer(struct result_job *j, int rc)
+{
+    struct http_request *req = j->req;
+    if (req) {
+        req->on_abort = NULL;
+        if (rc) {
+            if (!j->e.status)
+                api_internal(&j->e, rc);
+            api_send_err(req, &j->e);
+        } else {
+            api_send_json(req, 200,
+                          json_pack("{s:I,s:s}", "id", (json_int_t)j->id, "status", j->final));
+        }
+        http_request_finish(req);
+    }
+    result_job_free(j);
+}
+
+/* The stored numbers of j's result (the late penalty applies to the
+ * stored score; the document stays verbatim) and its compact text. */
+static void result_fill(struct result_job *j, json_t *result)
+{
+    json_t *js = json_object_get(result, "score"), *jm = json_object_get(result, "max_score");
+    j->qr.status = j->status;
+    if (js) {
+        j->qr.has_score = 1;
+        j->qr.score = json_number_value(js) * (1 - j->pct / 100.0);
+        if (j->qr.score < 0)
+            j->qr.score = 0;
+        j->qr.max_score = jm ? json_number_value(jm) : j->rubric_max;
+    }
+    json_t *sp =
+        json_object_get(json_object_get(json_object_get(result, "cugrade"), "timing"), "speedup");
+    if (json_is_number(sp) && isfinite(json_number_value(sp))) {
+        j->qr.has_speedup = 1;
+        j->qr.speedup = json_number_value(sp);
+    }
+    if (json_is_object(result)) {
+        j->text = json_dumps(result, JSON_COMPACT | JSON_REAL_PRECISION(15));
+        if (!j->text)
+            api_internal(&j->e, -ENOMEM);
+    }
+    j->qr.result_json = j->text;
+}
+
+/* Pool thread: parse and check the body, apply the late penalty, serialize
+ * the document. Touches only j. */
+static void result_parse(uv_work_t *w)
+{
+    struct result_job *j = w->data;
+    struct api_error *e = &j->e;
+    json_t *body = NULL;
+    writer_thread_background();
+    if (api_json_parse(j->body, j->body_len, 0, &body, e))
+        goto out;
+    free(j->body); /* parsed: 8 MiB less held while the document is serialized */
+    j->body = NULL;
+    const char *status = json_string_value(json_object_get(body, "status"));
+    json_t *result = json_object_get(body, "result");
+    const char *runner;
+    job_lease_args(body, &runner, &j->attempt);
+    if (result_check(runner, j->attempt, status, result, e))
+        goto out;
+    json_t *js = json_object_get(result, "score"), *jm = json_object_get(result, "max_score");
+    if ((js && !json_is_number(js)) || (jm && !json_is_number(jm))) {
+        api_fail(e, 400, "bad_request", "result.score and result.max_score must be numbers.");
+        goto out;
+    }
+    snprintf(j->status, sizeof(j->status), "%s", status);
+    j->runner = strdup(runner);
+    if (!j->runner) {
+        api_internal(e, -ENOMEM);
+        goto out;
+    }
+    result_fill(j, result);
+out:
+    json_decref(body);
+    free(j->body);
+    j->body = NULL;
+}
+
+/* Writer thread: the lease check and the rows. */
+static int result_run(struct db *db, void *arg)
+{
+    struct result_job *j = arg;
+    int rc = queue_result_in(db, j->id, j->runner_user, j->runner, j->attempt, &j->qr, &j->final);
+    if (rc == -ENOENT)
+        return api_fail(&j->e, 404, "not_found", "There is no job %lld.", j->id);
+    if (rc == -ESTALE)
+        return api_fail(&j->e, 409, "conflict",
+                        "This runner no longer holds the lease of job %lld; the result was not "
+                        "stored.",
+                        j->id);
+    if (rc)
+        return rc;
+    runner_job_done(db, j->runner);
+    return 0;
+}
+
+/* Loop thread, after the commit. */
+static void result_done(void *arg, int rc)
+{
+    struct result_job *j = arg;
+    if (!rc) {
+        queue_written(j->app->queue, j->id, strcmp(j->final, "queued") == 0);
+        scoreboard_invalidate(j->app, j->lab);
+        api_cache_invalidate(j->app, j->id);
+        if (j->qr.has_score)
+            app_log("job %lld: %s -> %s, score %g/%g%s", j->id, j->status, j->final, j->qr.score,
+                    j->qr.max_score, j->pct > 0 ? " (late penalty applied)" : "");
+        else
+            app_log("job %lld: %s -> %s", j->id, j->status, j->final);
+    }
+    result_answer(j, rc);
+}
+
+/* Loop thread, once result_parse ran: refuse, or hand the job to the writer. */
+static void result_parsed(uv_work_t *w, int status)
+{
+    struct result_job *j = w->data;
+    struct app *app = j->app;
+    int rc = status ? status : j->e.status ? -EINVAL : 0;
+    if (!rc)
+        rc = writer_submit(app->writer, result_run, result_done, j,
+                           j->text ? strlen(j->text) : 0);
+    if (rc)
+        result_answer(j, rc);
+    app_work_end(app); /* last: it may finish a stop */
+}
+
+static int h_result(struct app *app, struct http_request *req)
+{
+    struct auth_user u;
+    struct api_error e;
+    long long id;
+    if (api_need(app, req, &u, RUNNER))
+        return HTTP_DONE;
+    if (api_parse_id(http_request_param(req, "id"), &id)) {
+        api_fail(&e, 404, "not_found", "Job ids are positive integers.");
+        return api_send_err(req, &e);
+    }
+    struct result_job *j = calloc(1, sizeof(*j));
+    size_t len = req->body_len;
+    if (!j || !(j->body = http_request_body_take(req))) {
+        free(j);
+        api_internal(&e, -ENOMEM);
+        return api_send_err(req, &e);
+    }
+    j->body_len = len;
+    j->app = app;
+    j->req = req;
+    j->id = id;
+    j->runner_user = u.id;
+    j->work.data = j;
+    /* The penalty from the row and the rubric, read here: the pool thread
+     * touches neither the database nor the labs. */
+    double late_days = 0;
+    submission_late_days(app, id, j->lab, &late_days);
+    struct app_lab *l = app_lab_find(app, j->lab);
+    j->pct = app_late_penalty_percent(l, late_days);
+    j->rubric_max = l && l->has_rubric ? l->rubric.max_score : 0;
+    int rc = uv_queue_work(app->loop, &j->work, result_parse, result_parsed);
+    if (rc) {
+        result_job_free(j);
+        api_internal(&e, rc);
+        return api_send_err(req, &e);
+    }
+    app_work_begin(app);
+    req->on_abort = result_abort;
+    req->abort_data = j;
+    return HTTP_DEFERRED;
+}
+
+const struct route runner_api_routes[] = {
+    {HTTP_POST, "/api/runner/claim", h_claim, 16 * KiB, NULL, NULL},
+    {HTTP_POST, "/api/runner/jobs/{id}/progress", h_progress, 16 * KiB, NULL, NULL},
+    {HTTP_POST, "/api/runner/jobs/{id}/result", h_result, 8192 * KiB,
+     "a result may be at most 8 MiB.", NULL},
+};
+const size_t runner_api_nroutes = sizeof(runner_api_routes) / sizeof(runner_api_routes[0]);

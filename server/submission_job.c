@@ -1,0 +1,223 @@
+/*
+ * submission_job.c - a submission, off the loop: the body is taken over
+ * (no copy), parsed and checked for text on libuv's pool when it is big,
+ * checked against the lab on the loop (submission_check), and written with
+ * its rate limits by the writer thread; the 202 goes out once the rows are
+ * on disk. See submission_start in submission.h.
+ */
+#include "server/api.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/multipart.h"
+#include "server/submission.h"
+#include "server/writer.h"
+
+#define SUBMIT_INLINE_MAX (16 * 1024) /* bodies up to this are parsed on the loop */
+
+struct submit_job {
+    struct app *app;
+    struct http_request *req; /* NULL once the client went away */
+    uv_work_t work;
+    struct auth_user viewer;
+    char lab[65];
+    char boundary[80]; /* "": a raw body */
+    char filename[256];
+    char *body; /* the request body, taken over */
+    size_t body_len;
+    const char *src; /* set by submit_parse: the file, in body */
+    size_t src_len;
+    int text_ok;
+    struct queue_submit qs; /* set on the loop for the writer */
+    int student, max_in_flight, max_per_hour;
+    double now;
+    long long id; /* set by submit_run, on the writer thread */
+    int superseded;
+    struct api_error e; /* e.status != 0: refused */
+};
+
+static void submit_abort(struct http_request *req, void *data)
+{
+    struct submit_job *j = data;
+    assert(j->req == req);
+    j->req = NULL;
+}
+
+/* Answer the client (if it is still there): j->e, or the 202; free j. */
+static void submit_answer(struct submit_job *j, int rc)
+{
+    struct http_request *req = j->req;
+    if (req) {
+        req->on_abort = NULL;
+        if (rc) {
+            if (!j->e.status)
+                api_internal(&j->e, rc);
+            api_send_err(req, &j->e);
+        } else {
+            char url[64];
+            snprintf(url, sizeof(url), "/api/submissions/%lld", j->id);
+            http_response_header(req, "Location", url);
+            api_send_json(req, 202,
+                      json_pack("{s:I,s:s,s:s,s:b,s:i}", "id", (json_int_t)j->id, "status",
+                                "queued", "url", url, "late", j->qs.late, "superseded",
+                                j->superseded));
+        }
+        http_request_finish(req);
+    }
+    free(j->body);
+    free(j);
+}
+
+/* Find the file in the body and check that it is text (on the pool, or on
+ * the loop for a small body). Touches only j. */
+static void submit_parse(uv_work_t *w)
+{
+    struct submit_job *j = w->data;
+    j->src = j->body;
+    j->src_len = j->body_len;
+    if (j->boundary[0]) {
+        struct multipart_part parts[MULTIPART_MAX_PARTS];
+        char err[200];
+        size_t n;
+        if (multipart_parse(j->body, j->body_len, j->boundary, parts, MULTIPART_MAX_PARTS, &n,
+                            err, sizeof(err))) {
+            api_fail(&j->e, 400, "bad_request", "Bad multipart body: %s", err);
+            return;
+        }
+        const struct multipart_part *p = multipart_find(parts, n, "file");
+        if (!p) {
+            api_fail(&j->e, 400, "bad_request",
+                     "The form has no part named 'file'; send it as: curl -F file=@kernel.cu ...");
+            return;
+        }
+        snprintf(j->filename, sizeof(j->filename), "%s", p->has_filename ? p->filename : "kernel.cu");
+        j->src = p->data;
+        j->src_len = p->len;
+    }
+    j->text_ok = http_utf8_valid(j->src, j->src_len);
+}
+
+/* Writer thread: the limits and the rows, in one transaction. */
+static int submit_run(struct db *db, void *arg)
+{
+    struct submit_job *j = arg;
+    if (j->student) {
+        int rc = submission_rate_check(db, j->qs.user_id, j->qs.lab, j->max_in_flight, j->max_per_hour,
+                               j->now, &j->e);
+        if (rc)
+            return rc;
+    }
+    return queue_enqueue_in(db, &j->qs, &j->id, &j->superseded);
+}
+
+/* Loop thread, after the commit: the rows are on disk when rc is 0. */
+static void submit_done(void *arg, int rc)
+{
+    struct submit_job *j = arg;
+    if (!rc) {
+        queue_written(j->app->queue, 0, 1);
+        app_log("submission %lld queued: %s, lab %s, %zu bytes%s%s", j->id, j->viewer.name,
+                j->qs.lab, j->qs.size, j->qs.late ? ", late" : "",
+                j->superseded ? ", superseding the queued one" : "");
+    }
+    submit_answer(j, rc);
+}
+
+static void submit_parse_pool(uv_work_t *w)
+{
+    writer_thread_background();
+    submit_parse(w);
+}
+
+/* Loop thread, once submit_parse ran: the lab's checks, then the writer.
+ * 0, or -errno with j->e (when e.status is 0: an internal error). */
+static int submit_queue(struct submit_job *j)
+{
+    struct app_lab *l;
+    double late_days = 0;
+    int late = 0, rc = j->e.status ? -EINVAL : 0;
+    j->now = db_now();
+    if (!rc)
+        rc = submission_check(j->app, &j->viewer, j->lab, j->filename, j->src, j->src_len, j->text_ok,
+                          j->now, &l, &late, &late_days, &j->e);
+    if (!rc) {
+        /* What the writer needs, copied: the rubric may change meanwhile. */
+        j->qs = (struct queue_submit){.user_id = j->viewer.id,
+                                      .lab = j->lab,
+                                      .filename = j->filename,
+                                      .source = j->src,
+                                      .size = j->src_len,
+                                      .late = late,
+                                      .late_days = late_days,
+                                      .max_attempts = l->rubric.max_attempts};
+        j->student = j->viewer.role == AUTH_STUDENT;
+        j->max_in_flight = l->rubric.max_in_flight;
+        j->max_per_hour = l->rubric.max_per_hour;
+        rc = writer_submit(j->app->writer, submit_run, submit_done, j, j->src_len);
+    }
+    return rc;
+}
+
+static void submit_parsed(uv_work_t *w, int status)
+{
+    struct submit_job *j = w->data;
+    struct app *app = j->app;
+    int rc = status ? status : submit_queue(j);
+    if (rc)
+        submit_answer(j, rc);
+    app_work_end(app); /* last: it may finish a stop */
+}
+
+/* Start req's submission to lab (known to exist) with the body's file
+ * (boundary: multipart, or NULL for a raw body named filename). 0: req is
+ * deferred; -errno with e to answer now. */
+int submission_start(struct app *app, struct http_request *req, const struct auth_user *viewer,
+                        const char *lab, const char *boundary, const char *filename,
+                        struct api_error *e)
+{
+    struct submit_job *j = calloc(1, sizeof(*j));
+    size_t len = req->body_len;
+    if (!j || !(j->body = http_request_body_take(req))) {
+        free(j);
+        return api_internal(e, -ENOMEM);
+    }
+    j->body_len = len;
+    j->app = app;
+    j->req = req;
+    j->viewer = *viewer;
+    j->work.data = j;
+    snprintf(j->lab, sizeof(j->lab), "%s", lab);
+    snprintf(j->boundary, sizeof(j->boundary), "%s", boundary ? boundary : "");
+    snprintf(j->filename, sizeof(j->filename), "%s", filename ? filename : "kernel.cu");
+    int rc;
+    if (len <= SUBMIT_INLINE_MAX) {
+        /* A small file is parsed at once: cheaper than two trips. */
+        submit_parse(&j->work);
+        rc = submit_queue(j);
+        if (rc) {
+            if (j->e.status)
+                *e = j->e;
+            else
+                api_internal(e, rc);
+        }
+    } else {
+        rc = uv_queue_work(app->loop, &j->work, submit_parse_pool, submit_parsed);
+        if (rc)
+            api_internal(e, rc);
+        else
+            app_work_begin(app);
+    }
+    if (rc) {
+        free(j->body);
+        free(j);
+        return rc;
+    }
+    req->on_abort = submit_abort;
+    req->abort_data = j;
+    return 0;
+}
+
