@@ -65,12 +65,16 @@ int api_rubric_get(struct app *app, const struct auth_user *viewer, const char *
     return *out ? 0 : api_internal(e, -ENOMEM);
 }
 
-int api_rubric_put(struct app *app, const struct auth_user *viewer, const char *lab,
-                   const json_t *doc, int *version, struct api_error *e)
+/* The checks of a new rubric for lab; on success *lp, *r (free with
+ * rubric_free), *text (free) and *copy (a new reference) are set. 0 or
+ * -errno with e. */
+int course_rubric_prepare(struct app *app, const struct auth_user *viewer, const char *lab,
+                          const json_t *doc, struct app_lab **lp, struct rubric *r, char **text,
+                          json_t **copy, struct api_error *e)
 {
     if (viewer->role != AUTH_ADMIN)
         return api_fail(e, 403, "forbidden", "Only admins may change rubrics.");
-    struct app_lab *l = app_lab_find(app, lab);
+    struct app_lab *l = *lp = app_lab_find(app, lab);
     if (!l)
         return api_fail(e, 404, "not_found", "There is no lab called '%.64s'.", lab);
     if (!json_is_object(doc))
@@ -79,45 +83,84 @@ int api_rubric_put(struct app *app, const struct auth_user *viewer, const char *
     if (dl && strcmp(dl, lab) != 0)
         return api_fail(e, 400, "bad_request", "lab: the rubric says '%.64s' but this is lab %s.",
                         dl, lab);
-    struct rubric r;
     char perr[300];
-    if (rubric_parse(doc, &l->lab, &r, perr, sizeof(perr)) != 0)
+    if (rubric_parse(doc, &l->lab, r, perr, sizeof(perr)) != 0)
         return api_fail(e, 400, "bad_request", "%s", perr);
-    char *text = json_dumps(doc, JSON_COMPACT);
-    json_t *copy = json_deep_copy(doc);
-    if (!text || !copy) {
-        free(text);
-        json_decref(copy);
-        rubric_free(&r);
+    *text = json_dumps(doc, JSON_COMPACT);
+    *copy = json_deep_copy(doc);
+    if (!*text || !*copy) {
+        free(*text);
+        json_decref(*copy);
+        rubric_free(r);
         return api_internal(e, -ENOMEM);
     }
-    int v = l->rubric_version + 1, rc = db_begin(app->db, 1);
-    sqlite3_stmt *st = NULL;
-    if (!rc) {
-        st = db_stmt(app->db, "SELECT COALESCE(MAX(version), 0) + 1 FROM rubrics WHERE lab = ?1");
-        if (st) {
-            sqlite3_bind_text(st, 1, lab, -1, SQLITE_STATIC);
-            if (sqlite3_step(st) == SQLITE_ROW)
-                v = sqlite3_column_int(st, 0);
-            sqlite3_reset(st);
-        }
-        st = db_stmt(app->db, "INSERT INTO rubrics(lab, version, doc, created_at, created_by)"
-                              " VALUES(?1, ?2, ?3, ?4, ?5)");
-        rc = st ? 0 : -EIO;
-    }
-    if (!rc) {
-        sqlite3_bind_text(st, 1, lab, -1, SQLITE_STATIC);
-        sqlite3_bind_int(st, 2, v);
-        sqlite3_bind_text(st, 3, text, -1, SQLITE_STATIC);
-        sqlite3_bind_double(st, 4, db_now());
-        sqlite3_bind_int64(st, 5, viewer->id);
-        rc = db_step_done(st);
-    }
+    return 0;
+}
+
+/* The rows of a new rubric version on db, inside the caller's transaction;
+ * *version is set. 0 or -errno. */
+int course_rubric_store(struct db *db, long long actor, const char *lab, const char *text,
+                        int *version)
+{
+    int v = 1;
+    sqlite3_stmt *st =
+        db_stmt(db, "SELECT COALESCE(MAX(version), 0) + 1 FROM rubrics WHERE lab = ?1");
+    if (!st)
+        return -EIO;
+    sqlite3_bind_text(st, 1, lab, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int(st, 0);
+    sqlite3_reset(st);
+    st = db_stmt(db, "INSERT INTO rubrics(lab, version, doc, created_at, created_by)"
+                     " VALUES(?1, ?2, ?3, ?4, ?5)");
+    if (!st)
+        return -EIO;
+    sqlite3_bind_text(st, 1, lab, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 2, v);
+    sqlite3_bind_text(st, 3, text, -1, SQLITE_STATIC);
+    sqlite3_bind_double(st, 4, db_now());
+    sqlite3_bind_int64(st, 5, actor);
+    int rc = db_step_done(st);
     if (!rc) {
         char detail[32];
         snprintf(detail, sizeof(detail), "version %d", v);
-        rc = db_audit(app->db, viewer->id, "rubric_change", lab, detail);
+        rc = db_audit(db, actor, "rubric_change", lab, detail);
     }
+    *version = v;
+    return rc;
+}
+
+/* Loop thread, once version v is stored: it becomes l's rubric (r and copy
+ * are taken over). */
+void course_rubric_install(struct app *app, struct app_lab *l, struct rubric *r, json_t *copy,
+                           int v, const char *by)
+{
+    if (l->has_rubric)
+        rubric_free(&l->rubric);
+    json_decref(l->rubric_doc);
+    l->rubric = *r;
+    l->rubric_doc = copy;
+    app_log("lab %s: rubric version %d stored by %s", l->lab.name, v, by);
+    l->rubric_version = v;
+    l->has_rubric = 1;
+    scoreboard_invalidate(app, l->lab.name);
+    api_cache_invalidate(app, 0);
+}
+
+int api_rubric_put(struct app *app, const struct auth_user *viewer, const char *lab,
+                   const json_t *doc, int *version, struct api_error *e)
+{
+    struct app_lab *l;
+    struct rubric r;
+    char *text;
+    json_t *copy;
+    int rc = course_rubric_prepare(app, viewer, lab, doc, &l, &r, &text, &copy, e);
+    if (rc)
+        return rc;
+    int v = 0;
+    rc = db_begin(app->db, 1);
+    if (!rc)
+        rc = course_rubric_store(app->db, viewer->id, lab, text, &v);
     if (!rc)
         rc = db_commit(app->db);
     else
@@ -128,17 +171,8 @@ int api_rubric_put(struct app *app, const struct auth_user *viewer, const char *
         rubric_free(&r);
         return api_internal(e, rc);
     }
-    if (l->has_rubric)
-        rubric_free(&l->rubric);
-    json_decref(l->rubric_doc);
-    l->rubric = r;
-    l->rubric_doc = copy;
-    app_log("lab %s: rubric version %d stored by %s", lab, v, viewer->name);
-    l->rubric_version = v;
-    l->has_rubric = 1;
+    course_rubric_install(app, l, &r, copy, v, viewer->name);
     *version = v;
-    scoreboard_invalidate(app, lab);
-    api_cache_invalidate(app, 0);
     return 0;
 }
 

@@ -21,6 +21,23 @@ int api_rubric_get(struct app *app, const struct auth_user *viewer, const char *
                    struct api_error *e);
 
 /* Admin: validate and store doc as the lab's next rubric version. */
+/* The checks of a new rubric for lab (admin only, a valid rubric of this
+ * lab); on success *lp, *r (free with rubric_free), *text (free) and *copy
+ * (a new reference) are set. 0 or -errno with e. */
+int course_rubric_prepare(struct app *app, const struct auth_user *viewer, const char *lab,
+                          const json_t *doc, struct app_lab **lp, struct rubric *r, char **text,
+                          json_t **copy, struct api_error *e);
+
+/* The rows of lab's next rubric version (text, by actor) on db, inside the
+ * caller's transaction (the writer's job); *version is set. 0 or -errno. */
+int course_rubric_store(struct db *db, long long actor, const char *lab, const char *text,
+                        int *version);
+
+/* Loop thread, once version v is stored: it becomes l's rubric (r and copy
+ * are taken over); caches that show the old one are dropped. */
+void course_rubric_install(struct app *app, struct app_lab *l, struct rubric *r, json_t *copy,
+                           int v, const char *by);
+
 int api_rubric_put(struct app *app, const struct auth_user *viewer, const char *lab,
                    const json_t *doc, int *version, struct api_error *e);
 

@@ -4,12 +4,15 @@
  */
 #include "server/api.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "server/course.h"
 #include "server/views.h"
+#include "server/writer.h"
 
 static int h_me(struct app *app, struct http_request *req)
 {
@@ -134,12 +137,97 @@ static int h_rubric_get(struct app *app, struct http_request *req)
     return api_send_json(req, 200, j);
 }
 
+/* ---- a rubric, stored by the writer thread ---- */
+
+struct rubric_job {
+    struct app *app;
+    struct http_request *req; /* NULL once the client went away */
+    long long actor;
+    char by[65];
+    char lab[65];
+    struct rubric r;
+    json_t *copy;
+    char *text;
+    int version; /* set by rubric_run */
+};
+
+static int rubric_run(struct db *db, void *arg)
+{
+    struct rubric_job *j = arg;
+    return course_rubric_store(db, j->actor, j->lab, j->text, &j->version);
+}
+
+static void rubric_abort(struct http_request *req, void *data)
+{
+    struct rubric_job *j = data;
+    assert(j->req == req);
+    j->req = NULL;
+}
+
+static void rubric_done(void *arg, int rc)
+{
+    struct rubric_job *j = arg;
+    struct http_request *req = j->req;
+    struct app_lab *l = app_lab_find(j->app, j->lab);
+    assert(l); /* labs are loaded once, at start */
+    if (!rc) {
+        course_rubric_install(j->app, l, &j->r, j->copy, j->version, j->by);
+    } else {
+        rubric_free(&j->r);
+        json_decref(j->copy);
+    }
+    if (req) {
+        req->on_abort = NULL;
+        if (rc) {
+            struct api_error e;
+            api_internal(&e, rc);
+            api_send_err(req, &e);
+        } else {
+            api_send_json(req, 200, json_pack("{s:i}", "version", j->version));
+        }
+        http_request_finish(req);
+    }
+    free(j->text);
+    free(j);
+}
+
+/* Check doc as lab's next rubric and queue it on the writer; req is
+ * answered by rubric_done. 0 (deferred) or -errno with e. */
+static int rubric_put_start(struct app *app, const struct auth_user *viewer, const char *lab,
+                            const json_t *doc, struct http_request *req, struct api_error *e)
+{
+    struct rubric_job *j = calloc(1, sizeof(*j));
+    struct app_lab *l;
+    if (!j)
+        return api_internal(e, -ENOMEM);
+    int rc = course_rubric_prepare(app, viewer, lab, doc, &l, &j->r, &j->text, &j->copy, e);
+    if (rc) {
+        free(j);
+        return rc;
+    }
+    j->app = app;
+    j->req = req;
+    j->actor = viewer->id;
+    snprintf(j->by, sizeof(j->by), "%s", viewer->name);
+    snprintf(j->lab, sizeof(j->lab), "%s", l->lab.name);
+    rc = writer_submit(app->writer, rubric_run, rubric_done, j, strlen(j->text));
+    if (rc) {
+        rubric_free(&j->r);
+        json_decref(j->copy);
+        free(j->text);
+        free(j);
+        return api_internal(e, rc);
+    }
+    req->on_abort = rubric_abort;
+    req->abort_data = j;
+    return 0;
+}
+
 static int h_rubric_put(struct app *app, struct http_request *req)
 {
     struct auth_user u;
     struct api_error e;
     json_t *body;
-    int v;
     if (api_need(app, req, &u, ADMIN))
         return HTTP_DONE;
     if (!app_lab_find(app, http_request_param(req, "lab"))) {
@@ -153,11 +241,11 @@ static int h_rubric_put(struct app *app, struct http_request *req)
     json_t *doc = body;
     if (json_object_size(body) <= 2 && json_is_object(json_object_get(body, "rubric")))
         doc = json_object_get(body, "rubric");
-    int rc = api_rubric_put(app, &u, http_request_param(req, "lab"), doc, &v, &e);
+    int rc = rubric_put_start(app, &u, http_request_param(req, "lab"), doc, req, &e);
     json_decref(body);
     if (rc)
         return api_send_err(req, &e);
-    return api_send_json(req, 200, json_pack("{s:i}", "version", v));
+    return HTTP_DEFERRED; /* answered by rubric_done (course.c) */
 }
 
 static int h_extension(struct app *app, struct http_request *req)

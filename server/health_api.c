@@ -101,8 +101,17 @@ static int h_metrics(struct app *app, struct http_request *req)
                     "# TYPE cugrade_queue_depth gauge\ncugrade_queue_depth %lld\n",
                     queue_depth(app->queue));
     http_buf_printf(b, "# HELP cugrade_jobs Submissions by status.\n# TYPE cugrade_jobs gauge\n");
-    long long counts[STATUS_COUNT];
-    submission_count_by_status(app, counts);
+    /* The counts scan every submission (3.4 ms at 20,000): kept until a
+     * status changes here, and at most 1 s (the CLI is another process), so
+     * that clients pipelining /metrics do not hold the loop (issue 14). */
+    static long long counts[STATUS_COUNT];
+    static unsigned counts_gen;
+    static double counts_at;
+    if (counts_at == 0 || counts_gen != queue_generation(app->queue) || now - counts_at > 1.0) {
+        submission_count_by_status(app, counts);
+        counts_gen = queue_generation(app->queue);
+        counts_at = now;
+    }
     for (int i = 0; i < STATUS_COUNT; i++)
         http_buf_printf(b, "cugrade_jobs{status=\"%s\"} %lld\n", status_name(i), counts[i]);
     http_buf_printf(b, "# HELP cugrade_runners_seen Runners that ever claimed a job.\n"
