@@ -176,7 +176,9 @@ int api_rubric_put(struct app *app, const struct auth_user *viewer, const char *
     return 0;
 }
 
-static int users_add_rows(struct app *app, const struct auth_user *viewer, size_t n,
+/* The rows, on db inside the caller's transaction (the loop's connection
+ * for the pages, the writer's for the API). 0 or -errno with e. */
+static int users_add_rows(struct db *db, const struct auth_user *viewer, size_t n,
                           const char *const *names, const char *const *roles,
                           const char *const *displays, const int *lines, json_t **out,
                           struct api_error *e)
@@ -184,11 +186,9 @@ static int users_add_rows(struct app *app, const struct auth_user *viewer, size_
     if (viewer->role != AUTH_ADMIN)
         return api_fail(e, 403, "forbidden", "Only admins may add users.");
     json_t *arr = json_array();
-    int rc = db_begin(app->db, 1);
-    if (rc) {
-        json_decref(arr);
-        return api_internal(e, rc);
-    }
+    int rc;
+    if (!arr)
+        return api_internal(e, -ENOMEM);
     for (size_t i = 0; i < n; i++) {
         enum auth_role role;
         char where[32];
@@ -213,7 +213,7 @@ static int users_add_rows(struct app *app, const struct auth_user *viewer, size_
             goto fail;
         }
         char token[AUTH_TOKEN_LEN + 1];
-        rc = auth_user_add(app->db, names[i], role, displays[i], token);
+        rc = auth_user_add(db, names[i], role, displays[i], token);
         if (rc == -EEXIST) {
             rc = api_fail(e, 409, "conflict", "%s: a user called '%s' already exists.", where,
                           names[i]);
@@ -229,23 +229,17 @@ static int users_add_rows(struct app *app, const struct auth_user *viewer, size_
         }
         json_array_append_new(arr, json_pack("{s:s,s:s,s:s}", "name", names[i], "role",
                                              auth_role_name(role), "token", token));
-        db_audit(app->db, viewer->id, "user_add", names[i], auth_role_name(role));
-    }
-    rc = db_commit(app->db);
-    if (rc) {
-        json_decref(arr);
-        return api_internal(e, rc);
+        db_audit(db, viewer->id, "user_add", names[i], auth_role_name(role));
     }
     *out = json_pack("{s:o}", "users", arr);
     return *out ? 0 : api_internal(e, -ENOMEM);
 fail:
-    db_rollback(app->db);
     json_decref(arr);
     return rc;
 }
 
-int api_users_add(struct app *app, const struct auth_user *viewer, const json_t *users,
-                  json_t **out, struct api_error *e)
+int course_users_add_json(struct db *db, const struct auth_user *viewer, const json_t *users,
+                          json_t **out, struct api_error *e)
 {
     if (!json_is_array(users) || json_array_size(users) == 0)
         return api_fail(
@@ -284,7 +278,7 @@ int api_users_add(struct app *app, const struct auth_user *viewer, const json_t 
             goto out;
         }
     }
-    rc = users_add_rows(app, viewer, n, names, roles, disp, NULL, out, e);
+    rc = users_add_rows(db, viewer, n, names, roles, disp, NULL, out, e);
 out:
     free(names);
     free(roles);
@@ -292,8 +286,8 @@ out:
     return rc;
 }
 
-int api_users_add_csv(struct app *app, const struct auth_user *viewer, const char *csv, size_t len,
-                      json_t **out, struct api_error *e)
+int course_users_add_csv(struct db *db, const struct auth_user *viewer, const char *csv,
+                         size_t len, json_t **out, struct api_error *e)
 {
     struct roster_row *rows;
     size_t n;
@@ -317,13 +311,56 @@ int api_users_add_csv(struct app *app, const struct auth_user *viewer, const cha
             disp[i] = rows[i].display_name[0] ? rows[i].display_name : NULL;
             lines[i] = rows[i].line;
         }
-        rc = users_add_rows(app, viewer, n, names, roles, disp, lines, out, e);
+        rc = users_add_rows(db, viewer, n, names, roles, disp, lines, out, e);
     }
     free(names);
     free(roles);
     free(disp);
     free(lines);
     free(rows);
+    return rc;
+}
+
+/* End a pages' import transaction on the loop's connection: commit when rc
+ * is 0, else roll back. 0 or -errno. */
+static int users_add_tx(struct app *app, int rc)
+{
+    if (rc) {
+        db_rollback(app->db);
+        return rc;
+    }
+    return db_commit(app->db);
+}
+
+int api_users_add(struct app *app, const struct auth_user *viewer, const json_t *users,
+                  json_t **out, struct api_error *e)
+{
+    int rc = db_begin(app->db, 1);
+    if (rc)
+        return api_internal(e, rc);
+    rc = course_users_add_json(app->db, viewer, users, out, e);
+    int crc = users_add_tx(app, rc);
+    if (!rc && crc) {
+        json_decref(*out);
+        *out = NULL;
+        return api_internal(e, crc);
+    }
+    return rc;
+}
+
+int api_users_add_csv(struct app *app, const struct auth_user *viewer, const char *csv, size_t len,
+                      json_t **out, struct api_error *e)
+{
+    int rc = db_begin(app->db, 1);
+    if (rc)
+        return api_internal(e, rc);
+    rc = course_users_add_csv(app->db, viewer, csv, len, out, e);
+    int crc = users_add_tx(app, rc);
+    if (!rc && crc) {
+        json_decref(*out);
+        *out = NULL;
+        return api_internal(e, crc);
+    }
     return rc;
 }
 

@@ -45,6 +45,15 @@ int api_rubric_put(struct app *app, const struct auth_user *viewer, const char *
  * {"version","created_at" (Unix seconds),"by" (null: the rubrics/ file)}. */
 int course_rubric_versions(struct app *app, const char *lab, json_t **out);
 
+/* The users import's rows on db, inside the caller's transaction (the
+ * writer's job): users is [{"name","role","display_name"?}...] (json) or
+ * a roster CSV (csv). On success *out is {"users":[{name,role,token}]}
+ * (a new reference). 0 or -errno with e. */
+int course_users_add_json(struct db *db, const struct auth_user *viewer, const json_t *users,
+                          json_t **out, struct api_error *e);
+int course_users_add_csv(struct db *db, const struct auth_user *viewer, const char *csv,
+                         size_t len, json_t **out, struct api_error *e);
+
 /* Admin: create users from [{"name","role","display_name"?}] in one
  * transaction; *out is {"users":[{"name","role","token"}]}. */
 int api_users_add(struct app *app, const struct auth_user *viewer, const json_t *users,

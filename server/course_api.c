@@ -79,26 +79,99 @@ static int h_lab(struct app *app, struct http_request *req)
     return api_send_json(req, 200, j);
 }
 
+/* ---- an import (users), parsed and written by the writer thread ---- */
+
+struct import_job {
+    struct app *app;
+    struct http_request *req; /* NULL once the client went away */
+    struct auth_user viewer;
+    int csv;    /* the body is a roster CSV, else {"users":[...]} */
+    char *body; /* a copy */
+    size_t len;
+    json_t *out; /* set by import_run */
+    struct api_error e;
+};
+
+static int import_run(struct db *db, void *arg)
+{
+    struct import_job *j = arg;
+    if (j->csv)
+        return course_users_add_csv(db, &j->viewer, j->body, j->len, &j->out, &j->e);
+    json_t *body;
+    int rc = api_json_parse(j->body, j->len, 0, &body, &j->e);
+    if (rc)
+        return rc;
+    rc = course_users_add_json(db, &j->viewer, json_object_get(body, "users"), &j->out, &j->e);
+    json_decref(body);
+    return rc;
+}
+
+static void import_abort(struct http_request *req, void *data)
+{
+    struct import_job *j = data;
+    assert(j->req == req);
+    j->req = NULL;
+}
+
+static void import_done(void *arg, int rc)
+{
+    struct import_job *j = arg;
+    struct http_request *req = j->req;
+    if (req) {
+        req->on_abort = NULL;
+        if (rc) {
+            if (!j->e.status)
+                api_internal(&j->e, rc);
+            api_send_err(req, &j->e);
+        } else {
+            api_send_json(req, 201, j->out);
+            j->out = NULL;
+        }
+        http_request_finish(req);
+    }
+    json_decref(j->out); /* tokens not delivered: the client hung up */
+    free(j->body);
+    free(j);
+}
+
+/* Queue req's users import on the writer. 0: deferred; -errno with e. */
+static int import_start(struct app *app, struct http_request *req, const struct auth_user *viewer,
+                        int csv, struct api_error *e)
+{
+    struct import_job *j = calloc(1, sizeof(*j));
+    size_t len = req->body_len;
+    if (!j || !(j->body = http_request_body_take(req))) {
+        free(j);
+        return api_internal(e, -ENOMEM);
+    }
+    j->len = len;
+    j->app = app;
+    j->req = req;
+    j->viewer = *viewer;
+    j->csv = csv;
+    int rc = writer_submit(app->writer, import_run, import_done, j, len);
+    if (rc) {
+        free(j->body);
+        free(j);
+        return api_internal(e, rc);
+    }
+    req->on_abort = import_abort;
+    req->abort_data = j;
+    return 0;
+}
+
 static int h_admin_users(struct app *app, struct http_request *req)
 {
     struct auth_user u;
     struct api_error e;
-    json_t *j = NULL, *body;
     if (api_need(app, req, &u, ADMIN))
         return HTTP_DONE;
     const char *ct = http_request_header(req, "Content-Type");
-    int rc;
-    if (ct && (api_ct_is(ct, "text/csv") || api_ct_is(ct, "application/csv"))) {
-        rc = api_users_add_csv(app, &u, req->body, req->body_len, &j, &e);
-    } else {
-        if (api_body_json(req, &body, 0, &e))
-            return api_send_err(req, &e);
-        rc = api_users_add(app, &u, json_object_get(body, "users"), &j, &e);
-        json_decref(body);
-    }
-    if (rc)
+    int csv = ct && (api_ct_is(ct, "text/csv") || api_ct_is(ct, "application/csv"));
+    /* Parsed, checked and stored by the writer: answered by import_done. */
+    if (import_start(app, req, &u, csv, &e))
         return api_send_err(req, &e);
-    return api_send_json(req, 201, j);
+    return HTTP_DEFERRED;
 }
 
 static int h_admin_users_list(struct app *app, struct http_request *req)
