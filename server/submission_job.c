@@ -62,9 +62,9 @@ static void submit_answer(struct submit_job *j, int rc)
             snprintf(url, sizeof(url), "/api/submissions/%lld", j->id);
             http_response_header(req, "Location", url);
             api_send_json(req, 202,
-                      json_pack("{s:I,s:s,s:s,s:b,s:i}", "id", (json_int_t)j->id, "status",
-                                "queued", "url", url, "late", j->qs.late, "superseded",
-                                j->superseded));
+                          json_pack("{s:I,s:s,s:s,s:b,s:i}", "id", (json_int_t)j->id, "status",
+                                    "queued", "url", url, "late", j->qs.late, "superseded",
+                                    j->superseded));
         }
         http_request_finish(req);
     }
@@ -83,8 +83,8 @@ static void submit_parse(uv_work_t *w)
         struct multipart_part parts[MULTIPART_MAX_PARTS];
         char err[200];
         size_t n;
-        if (multipart_parse(j->body, j->body_len, j->boundary, parts, MULTIPART_MAX_PARTS, &n,
-                            err, sizeof(err))) {
+        if (multipart_parse(j->body, j->body_len, j->boundary, parts, MULTIPART_MAX_PARTS, &n, err,
+                            sizeof(err))) {
             api_fail(&j->e, 400, "bad_request", "Bad multipart body: %s", err);
             return;
         }
@@ -94,7 +94,8 @@ static void submit_parse(uv_work_t *w)
                      "The form has no part named 'file'; send it as: curl -F file=@kernel.cu ...");
             return;
         }
-        snprintf(j->filename, sizeof(j->filename), "%s", p->has_filename ? p->filename : "kernel.cu");
+        snprintf(j->filename, sizeof(j->filename), "%s",
+                 p->has_filename ? p->filename : "kernel.cu");
         j->src = p->data;
         j->src_len = p->len;
     }
@@ -106,8 +107,8 @@ static int submit_run(struct db *db, void *arg)
 {
     struct submit_job *j = arg;
     if (j->student) {
-        int rc = submission_rate_check(db, j->qs.user_id, j->qs.lab, j->max_in_flight, j->max_per_hour,
-                               j->now, &j->e);
+        int rc = submission_rate_check(db, j->qs.user_id, j->qs.lab, j->max_in_flight,
+                                       j->max_per_hour, j->now, &j->e);
         if (rc)
             return rc;
     }
@@ -142,8 +143,8 @@ static int submit_queue(struct submit_job *j)
     int late = 0, rc = j->e.status ? -EINVAL : 0;
     j->now = db_now();
     if (!rc)
-        rc = submission_check(j->app, &j->viewer, j->lab, j->filename, j->src, j->src_len, j->text_ok,
-                          j->now, &l, &late, &late_days, &j->e);
+        rc = submission_check(j->app, &j->viewer, j->lab, j->filename, j->src, j->src_len,
+                              j->text_ok, j->now, &l, &late, &late_days, &j->e);
     if (!rc) {
         /* What the writer needs, copied: the rubric may change meanwhile. */
         j->qs = (struct queue_submit){.user_id = j->viewer.id,
@@ -176,8 +177,8 @@ static void submit_parsed(uv_work_t *w, int status)
  * (boundary: multipart, or NULL for a raw body named filename). 0: req is
  * deferred; -errno with e to answer now. */
 int submission_start(struct app *app, struct http_request *req, const struct auth_user *viewer,
-                        const char *lab, const char *boundary, const char *filename,
-                        struct api_error *e)
+                     const char *lab, const char *boundary, const char *filename,
+                     struct api_error *e)
 {
     struct submit_job *j = calloc(1, sizeof(*j));
     size_t len = req->body_len;
@@ -220,4 +221,3 @@ int submission_start(struct app *app, struct http_request *req, const struct aut
     req->abort_data = j;
     return 0;
 }
-
