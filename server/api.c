@@ -16,7 +16,9 @@
 #include <strings.h>
 #include <sys/statvfs.h>
 
+#include "server/lateday.h"
 #include "server/multipart.h"
+#include "server/regrade.h"
 #include "server/roster.h"
 
 #define ROLE(r) (1u << (r))
@@ -27,10 +29,7 @@
 
 /* ---- errors ---- */
 
-static int api_fail(struct api_error *e, int status, const char *code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int api_fail(struct api_error *e, int status, const char *code, const char *fmt, ...)
+int api_fail(struct api_error *e, int status, const char *code, const char *fmt, ...)
 {
     va_list ap;
     e->status = status;
@@ -61,7 +60,7 @@ static int api_fail(struct api_error *e, int status, const char *code, const cha
     }
 }
 
-static int api_internal(struct api_error *e, int rc)
+int api_internal(struct api_error *e, int rc)
 {
     if (rc == -EBUSY)
         return api_fail(e, 503, "internal", "The database is busy; try again in a moment.");
@@ -196,6 +195,16 @@ int api_json_parse(const char *body, size_t len, int allow_empty, json_t **out, 
     }
     *out = j;
     return 0;
+}
+
+int api_need(struct app *app, struct http_request *req, struct auth_user *u, unsigned roles)
+{
+    return need(app, req, u, roles);
+}
+
+int api_send_json(struct http_request *req, int status, json_t *j)
+{
+    return send_json(req, status, j);
 }
 
 static int json_body_err(struct http_request *req, json_t **out, int allow_empty,
@@ -705,9 +714,12 @@ static json_t *submission_json(struct app *app, sqlite3_stmt *st, const struct a
         return NULL;
     if (sqlite3_column_int(st, C_LATE)) {
         struct app_lab *l = app_lab_find(app, db_col_text(st, C_LAB));
+        /* Pooled late days cover part of the lateness (lateday.h). */
+        int pooled = lateday_covered(app->db, id);
         double pct = l && l->has_rubric ? l->rubric.penalty_percent_per_day *
-                                              sqlite3_column_double(st, C_LATE_DAYS)
+                                              fmax(0, sqlite3_column_double(st, C_LATE_DAYS) - pooled)
                                         : 0;
+        json_object_set_new(o, "late_days_pooled", json_integer(pooled));
         json_object_set_new(o, "late_days", json_real(sqlite3_column_double(st, C_LATE_DAYS)));
         json_object_set_new(o, "late_penalty_percent", json_real(pct > 100 ? 100 : pct));
     }
@@ -724,6 +736,11 @@ static json_t *submission_json(struct app *app, sqlite3_stmt *st, const struct a
             }
         }
         json_object_set_new(o, "result", res ? res : json_null());
+        json_t *rr = NULL;
+        struct api_error ign;
+        if (regrade_request_list(app, viewer, NULL, NULL, NULL, id, &rr, &ign) == 0)
+            json_object_set_new(o, "regrade_requests", json_incref(json_object_get(rr, "requests")));
+        json_decref(rr);
     }
     return o;
 }
@@ -1152,6 +1169,12 @@ int api_submit(struct app *app, const struct auth_user *viewer, const char *labn
             late ? ", late" : "", superseded ? ", superseding the queued one" : "");
     *out = json_pack("{s:I,s:s,s:s,s:b,s:i}", "id", (json_int_t)id, "status", "queued", "url", url,
                      "late", late, "superseded", superseded);
+    if (*out && late) {
+        /* Pooled late days: spent now, before any penalty (lateday.h). */
+        struct lateday_quote q;
+        if (lateday_spend(app, l, viewer->id, id, (int)late_days, &q) == 0)
+            lateday_quote_json(&q, *out);
+    }
     return *out ? 0 : api_internal(e, -ENOMEM);
 }
 
@@ -1679,7 +1702,8 @@ int api_grades_csv(struct app *app, const struct auth_user *viewer, struct http_
 {
     if (viewer->role != AUTH_ADMIN)
         return api_fail(e, 403, "forbidden", "Only admins may export grades.");
-    http_buf_printf(out, "user,display_name,lab,score,max_score,late,submission\r\n");
+    http_buf_printf(out, "user,display_name,lab,score,max_score,late,submission%s\r\n",
+                    lateday_csv_header);
     for (size_t i = 0; i < app->nlabs; i++) {
         struct sb_row *rows;
         size_t n;
@@ -1692,8 +1716,10 @@ int api_grades_csv(struct app *app, const struct auth_user *viewer, struct http_
             csv_cell(out, rows[k].display);
             http_buf_append(out, ",", 1);
             csv_cell(out, app->labs[i].lab.name);
-            http_buf_printf(out, ",%g,%g,%s,%lld\r\n", rows[k].score, rows[k].max_score,
+            http_buf_printf(out, ",%g,%g,%s,%lld", rows[k].score, rows[k].max_score,
                             rows[k].late ? "true" : "false", rows[k].submission);
+            lateday_csv_cells(app->db, rows[k].user_id, app->labs[i].lab.name, out);
+            http_buf_append(out, "\r\n", 2);
         }
         free(rows);
     }
@@ -2804,6 +2830,8 @@ static int h_result(struct app *app, struct http_request *req)
         sqlite3_reset(st);
     }
     struct app_lab *l = app_lab_find(app, lab);
+    if (late_days > 0) /* the days the pool covers carry no penalty */
+        late_days = fmax(0, late_days - lateday_covered(app->db, id));
     if (l && l->has_rubric)
         pct = l->rubric.penalty_percent_per_day * late_days;
     if (pct > 100)

@@ -232,6 +232,24 @@ int api_scoreboard_csv(struct app *app, const struct auth_user *viewer, const ch
  * database's directory, into *free_mb. 0 or -errno (statvfs). */
 int api_disk_free(struct app *app, double *free_mb);
 
+/* ---- for the modules that own their routes (lateday, regrade, similarity) ---- */
+
+#define API_ROLE(r) (1u << (r))
+
+/* Fill e (status, code, sentence) and return the matching -errno. */
+int api_fail(struct api_error *e, int status, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* e = 500/503 internal for rc; returns -EIO-ish. */
+int api_internal(struct api_error *e, int rc);
+
+/* Authenticate req, check the CSRF header of cookie-signed writes and that
+ * the role is in roles (API_ROLE bits). 0, or -1 with the error sent. */
+int api_need(struct app *app, struct http_request *req, struct auth_user *u, unsigned roles);
+
+/* Send j (a new reference, stolen; NULL: 500) with status. HTTP_DONE. */
+int api_send_json(struct http_request *req, int status, json_t *j);
+
 /* ---- between app.c and api.c ---- */
 
 /* The API's route table (api.c), installed by app_listen. */

@@ -3,6 +3,7 @@
  * rubrics/, serve, stop. See api.h.
  */
 #include "server/api.h"
+#include "server/course.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -511,7 +512,12 @@ int app_listen(struct app *app, const char *host, int port)
         .handle = app_http_handle,
         .done = app_http_done,
     };
-    int rc = router_init(&app->router, api_routes, api_nroutes, pages_handle, PAGES_BODY_MAX);
+    struct route *routes;
+    size_t nroutes;
+    int rc = course_routes_merge(api_routes, api_nroutes, &routes, &nroutes);
+    if (rc)
+        return rc;
+    rc = router_init(&app->router, routes, nroutes, pages_handle, PAGES_BODY_MAX);
     if (rc)
         return rc;
     struct http_limits lim = {.header_timeout_s = app->cfg.header_timeout_s,
@@ -548,6 +554,7 @@ void app_shutdown(struct app *app, void (*done)(void *arg), void *arg)
     s->app = app;
     s->done = done;
     s->arg = arg;
+    course_shutdown(app);
     if (app->http)
         http_server_shutdown(app->http, 10.0, app_http_stopped, s);
     /* Parked claims answer 204 now (with Connection: close). */
@@ -579,6 +586,7 @@ void app_close(struct app *app)
     free(app->subcache);
     app->subcache = NULL;
     router_free(&app->router);
+    course_routes_free();
     auth_throttle_free(app->throttle);
     app->throttle = NULL;
     auth_cache_clear();

@@ -30,7 +30,9 @@
 #include "server/auth.h"
 #include "server/db.h"
 #include "server/html.h"
+#include "server/lateday.h"
 #include "server/multipart.h"
+#include "server/pageview.h"
 #include "server/queue.h"
 
 #define LOGIN_COOKIE "cugrade_login"
@@ -360,12 +362,14 @@ static void page_begin(struct page *p, const char *title)
     if (p->authed) {
         html_raw(b, "<nav aria-label=\"main\"><a href=\"/labs\">Labs</a>");
         if (is_staff(p))
-            html_raw(b, "<a href=\"/submissions\">Submissions</a><a href=\"/audit\">Audit log</a>");
+            html_raw(b, "<a href=\"/submissions\">Submissions</a><a href=\"/regrades\">Regrades</a>"
+                        "<a href=\"/audit\">Audit log</a>");
         else
             html_raw(b, "<a href=\"/submissions\">My submissions</a>");
         if (is_admin(p))
             html_raw(b, "<a href=\"/admin/users\">Users</a><a href=\"/admin/deadlines\">Deadlines</a>"
-                        "<a href=\"/admin/queue\">Queue</a><a href=\"/admin/exports\">Exports</a>");
+                        "<a href=\"/admin/queue\">Queue</a><a href=\"/admin/late-days\">Late days</a>"
+                        "<a href=\"/admin/exports\">Exports</a>");
         html_raw(b, "</nav>\n<div class=\"who\">");
         html_fmt(b, "<span>%s</span> <span class=\"role\">%s</span>",
                  p->user.display_name[0] ? p->user.display_name : p->user.name,
@@ -543,6 +547,61 @@ static int post_check(struct page *p)
         return -EPERM;
     }
     return 0;
+}
+
+/* ---- pages of the course modules (pageview.h) ---- */
+
+static const char *view_field(void *page, const char *name)
+{
+    return field(page, name);
+}
+
+static int view_post_ok(void *page)
+{
+    return post_check(page) == 0 ? 0 : -1;
+}
+
+static void view_init(struct page *p, struct page_view *v, struct html_buf *b)
+{
+    memset(v, 0, sizeof(*v));
+    v->app = p->app;
+    v->req = p->req;
+    v->user = &p->user;
+    v->b = b;
+    v->get = p->req->method == HTTP_GET || p->req->method == HTTP_HEAD;
+    v->post = p->req->method == HTTP_POST;
+    v->page = p;
+    v->field = view_field;
+    v->post_ok = view_post_ok;
+    v->status = 200;
+}
+
+/* Offer the path to each module; HTTP_DONE when one took it, -1 if none. */
+static int course_pages(struct page *p, char **seg, size_t n)
+{
+    static int (*const routes[])(struct page_view *, char **, size_t) = {
+        lateday_page_route, regrade_page_route, similarity_page_route};
+    for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+        struct html_buf b;
+        struct page_view v;
+        html_buf_init(&b);
+        view_init(p, &v, &b);
+        int rc = routes[i](&v, seg, n);
+        if (rc == PAGE_VIEW_NOT_MINE) {
+            html_buf_free(&b);
+            continue;
+        }
+        if (rc == PAGE_VIEW_DONE || v.location[0]) {
+            html_buf_free(&b);
+            return rc == PAGE_VIEW_DONE ? HTTP_DONE : redirect(p, v.location);
+        }
+        page_begin(p, v.title[0] ? v.title : "cugrade");
+        if (b.data)
+            html_rawn(&p->b, b.data, b.len);
+        html_buf_free(&b);
+        return page_end(p, v.status);
+    }
+    return -1;
 }
 
 /* ---- sign in / sign out --------------------------------------------------------- */
@@ -809,7 +868,8 @@ static int page_lab(struct page *p, const char *lab, const char *problem, int st
     html_fmt(&p->b, "</p>\n<p><a href=\"/labs/%u/scoreboard\">Scoreboard</a>", lab);
     if (is_staff(p))
         html_fmt(&p->b, " &middot; <a href=\"/labs/%u/stats\">Score and speedup charts</a>"
-                        " &middot; <a href=\"/submissions?lab=%u\">All submissions</a>", lab, lab);
+                        " &middot; <a href=\"/submissions?lab=%u\">All submissions</a>"
+                        " &middot; <a href=\"/labs/%u/similarity\">Similarity</a>", lab, lab, lab);
     if (is_admin(p))
         html_fmt(&p->b, " &middot; <a href=\"/admin/labs/%u/rubric\">Edit the rubric</a>", lab);
     html_raw(&p->b, "</p>\n");
@@ -826,7 +886,7 @@ static int page_lab(struct page *p, const char *lab, const char *problem, int st
         html_raw(&p->b, "<div class=\"notice warn\"><p>The hard deadline has passed: the server no "
                         "longer accepts submissions for this lab. If you have an extension, ask the "
                         "staff to record it.</p></div>\n");
-    else if (due > 0 && now > due)
+    else if (due > 0 && now > due && !lateday_notice_html(p->app, &p->b, &p->user, lab))
         html_raw(&p->b, "<div class=\"notice warn\"><p>The due date has passed: a submission now "
                         "is marked late and the late penalty applies.</p></div>\n");
     html_fmt(&p->b, "<form id=\"submit-form\" class=\"stack\" method=\"post\" action=\"/labs/%u/submit\" "
@@ -1276,6 +1336,11 @@ static int page_submission(struct page *p, long long id)
         html_raw(&p->b, " &middot; <span class=\"badge warn\">late</span>");
     html_fmt(&p->b, " &middot; <a href=\"/submissions/%lld/source\">View source</a></p>\n", id);
     put_live(p, sub);
+    {
+        struct page_view v;
+        view_init(p, &v, &p->b);
+        regrade_page_section(&v, sub);
+    }
 
     if (is_staff(p)) {
         html_raw(&p->b, "<h2>Staff</h2>\n<div class=\"grid2\"><div class=\"panel\"><h3>Override the score</h3>\n");
@@ -2481,6 +2546,8 @@ static int dispatch(struct page *p, char **seg, size_t n)
 
     if (n == 0)
         return get ? redirect(p, "/labs") : -1;
+    if (course_pages(p, seg, n) == HTTP_DONE)
+        return HTTP_DONE;
     if (strcmp(seg[0], "labs") == 0) {
         if (n == 1 && get)
             return page_labs(p);
@@ -2586,6 +2653,7 @@ int pages_handle(struct app *app, struct http_request *req)
         if (get && strcmp(req->path, "/") != 0 && strncmp(req->path, "/labs", 5) != 0 &&
             strncmp(req->path, "/submissions", 12) != 0 && strncmp(req->path, "/admin", 6) != 0 &&
             strcmp(req->path, "/audit") != 0 && strncmp(req->path, "/me", 3) != 0 &&
+            strncmp(req->path, "/regrades", 9) != 0 &&
             strcmp(req->path, "/help") != 0) {
             rc = page_error(&p, 404, "Page not found", "There is no page at this address. Start from the sign-in page.");
             goto out;
