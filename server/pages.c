@@ -365,7 +365,7 @@ static void page_begin(struct page *p, const char *title)
             html_raw(b, "<a href=\"/submissions\">Submissions</a><a href=\"/regrades\">Regrades</a>"
                         "<a href=\"/audit\">Audit log</a>");
         else
-            html_raw(b, "<a href=\"/submissions\">My submissions</a>");
+            html_raw(b, "<a href=\"/submissions\">My submissions</a><a href=\"/me/late-days\">Late days</a>");
         if (is_admin(p))
             html_raw(b, "<a href=\"/admin/users\">Users</a><a href=\"/admin/deadlines\">Deadlines</a>"
                         "<a href=\"/admin/queue\">Queue</a><a href=\"/admin/late-days\">Late days</a>"

@@ -29,6 +29,19 @@ static int api_err(struct page_view *v, const struct api_error *e)
                            e->status == 409 ? "Already running" : "That did not work", e->message);
 }
 
+/* "alice (#12, 80% of it in the other)"; sim reports one direction of a
+ * pair, so a side without a figure shows none. */
+static void person(struct page_view *v, const json_t *who)
+{
+    double pct = json_number_value(json_object_get(who, "percent"));
+    html_fmt(v->b, "%s (<a href=\"/submissions/%lld\">#%lld</a>", js(who, "user"),
+             (long long)json_integer_value(json_object_get(who, "submission")),
+             (long long)json_integer_value(json_object_get(who, "submission")));
+    if (pct > 0)
+        html_fmt(v->b, ", %.0f%% of it found in the other", pct);
+    html_raw(v->b, ")");
+}
+
 static int page_report(struct page_view *v, const char *lab)
 {
     struct api_error e;
@@ -82,11 +95,11 @@ static int page_report(struct page_view *v, const char *lab)
         html_fmt(v->b, "<tr><td class=\"num\"><span class=\"sim-bar\"><span class=\"sim-fill "
                        "sim-w%d\"></span></span> %.0f%%</td>",
                  (int)(pct / 10 > 10 ? 10 : pct / 10), pct);
-        html_fmt(v->b, "<td>%s (#%lld, %.0f%% shared)</td><td>%s (#%lld, %.0f%% shared)</td>",
-                 js(a, "user"), (long long)json_integer_value(json_object_get(a, "submission")),
-                 json_number_value(json_object_get(a, "percent")), js(b, "user"),
-                 (long long)json_integer_value(json_object_get(b, "submission")),
-                 json_number_value(json_object_get(b, "percent")));
+        html_raw(v->b, "<td>");
+        person(v, a);
+        html_raw(v->b, "</td><td>");
+        person(v, b);
+        html_raw(v->b, "</td>");
         html_fmt(v->b, "<td><a href=\"/labs/%u/similarity/%lld\">side by side</a></td></tr>\n", lab,
                  (long long)json_integer_value(json_object_get(p, "id")));
     }
@@ -163,6 +176,9 @@ static int page_pair(struct page_view *v, const char *lab, long long pid)
     html_fmt(v->b, "<h1>%s and %s <span class=\"muted\">&middot; %.0f%% similar</span></h1>\n",
              js(a, "user"), js(b, "user"), json_number_value(json_object_get(p, "percent")));
     html_fmt(v->b, "<p><a href=\"/labs/%u/similarity\">All pairs of %s</a></p>\n", lab, lab);
+    html_raw(v->b, "<p class=\"small\">Each colour is one region that sim found in both "
+                   "files. Lines that match the lab's starter file were left out before the "
+                   "comparison, so they are never marked.</p>\n");
     html_raw(v->b, "<div class=\"scroll\"><table id=\"sim-regions\"><thead><tr><th>Region</th>"
                    "<th>Lines in A</th><th>Lines in B</th><th class=\"num\">Tokens</th></tr>"
                    "</thead><tbody>\n");
@@ -185,9 +201,8 @@ static int page_pair(struct page_view *v, const char *lab, long long pid)
         long long sub = json_integer_value(json_object_get(who, "submission"));
         html_fmt(v->b, "<section class=\"sim-col\" aria-label=\"%s\"><h2>%s: %s</h2>"
                        "<p class=\"small\"><a href=\"/submissions/%lld\">submission #%lld</a> "
-                       "&middot; <code>%s</code> &middot; %.0f%% of it found in the other</p>\n",
-                 js(who, "user"), s ? "B" : "A", js(who, "user"), sub, sub, fname[s],
-                 json_number_value(json_object_get(who, "percent")));
+                       "&middot; <code>%s</code></p>\n",
+                 js(who, "user"), s ? "B" : "A", js(who, "user"), sub, sub, fname[s]);
         html_raw(v->b, "<div class=\"scroll\">");
         listing(v, sides[s], src[s], len[s], regions);
         html_raw(v->b, "</div></section>\n");
