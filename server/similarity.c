@@ -79,7 +79,7 @@ struct sim_job {
     uv_pipe_t out;
     uv_timer_t timer;
     int open_handles; /* closes still to come */
-    int exited, eof, killed_time, killed_size, spawn_rc;
+    int exited, eof, closing, killed_time, killed_size, spawn_rc;
     long exit_status;
     char *buf;
     size_t buflen;
@@ -340,6 +340,18 @@ static int pair_cmp(const void *x, const void *y)
     return pa < pb ? 1 : pa > pb ? -1 : 0;
 }
 
+/* The time limit of one step: SIMILARITY_STEP_S, or the environment's
+ * CUGRADE_SIMILARITY_STEP_S (0.1 to 3600 s; tests use a short one). */
+static double step_limit_s(void)
+{
+    const char *s = getenv("CUGRADE_SIMILARITY_STEP_S");
+    char *end;
+    double v = s ? strtod(s, &end) : 0;
+    if (!s || end == s || *end || !(v >= 0.1 && v <= 3600))
+        return SIMILARITY_STEP_S;
+    return v;
+}
+
 static int step_spawn(struct sim_job *j);
 
 static void on_closed(uv_handle_t *h)
@@ -356,9 +368,9 @@ static void on_closed(uv_handle_t *h)
                  j->tool, uv_strerror(j->spawn_rc));
     else if (j->killed_time)
         snprintf(detail, sizeof(detail),
-                 "%s took longer than %d s and was stopped; try again when the server is less "
+                 "%s took longer than %g s and was stopped; try again when the server is less "
                  "busy, or ask an admin to run it on fewer files.",
-                 j->tool, SIMILARITY_STEP_S);
+                 j->tool, step_limit_s());
     else if (j->killed_size)
         snprintf(detail, sizeof(detail), "%s wrote more than %u MiB and was stopped.", j->tool,
                  SIMILARITY_OUTPUT_MAX >> 20);
@@ -366,6 +378,13 @@ static void on_closed(uv_handle_t *h)
         snprintf(detail, sizeof(detail), "%s exited with status %ld.", j->tool, j->exit_status);
     if (detail[0] || j->stopping) {
         run_finish(j, "failed", j->stopping ? "the server stopped during the run" : detail);
+        job_free(j);
+        return;
+    }
+    if (!j->buf) /* no output at all: nothing similar */
+        j->buf = calloc(1, 1);
+    if (!j->buf) {
+        run_finish(j, "failed", "out of memory");
         job_free(j);
         return;
     }
@@ -377,7 +396,8 @@ static void on_closed(uv_handle_t *h)
         regions_parse(j);
     j->step++;
     if (j->step == STEP_DONE) {
-        qsort(j->pairs, j->npairs, sizeof(*j->pairs), pair_cmp);
+        if (j->npairs)
+            qsort(j->pairs, j->npairs, sizeof(*j->pairs), pair_cmp);
         snprintf(detail, sizeof(detail), "%zu files, %zu similar pairs", j->nfiles, j->npairs);
         run_finish(j, "done", detail);
         job_free(j);
@@ -393,6 +413,9 @@ static void on_closed(uv_handle_t *h)
 
 static void step_close(struct sim_job *j)
 {
+    if (j->closing)
+        return;
+    j->closing = 1;
     uv_close((uv_handle_t *)&j->proc, on_closed);
     uv_close((uv_handle_t *)&j->out, on_closed);
     uv_close((uv_handle_t *)&j->timer, on_closed);
@@ -403,8 +426,10 @@ static void on_exit_cb(uv_process_t *p, int64_t status, int sig)
     struct sim_job *j = p->data;
     j->exited = 1;
     j->exit_status = sig ? 128 + sig : (long)status;
-    uv_timer_stop(&j->timer);
-    if (j->eof)
+    /* After a kill, what is left in the pipe does not matter (and a
+     * grandchild could hold it open); otherwise read to the end, the timer
+     * still bounding the wait. */
+    if (j->eof || j->killed_time || j->killed_size)
         step_close(j);
 }
 
@@ -422,7 +447,12 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
     if (n > 0 && !j->killed_size) {
         if (j->buflen + (size_t)n > SIMILARITY_OUTPUT_MAX) {
             j->killed_size = 1;
-            uv_process_kill(&j->proc, SIGKILL);
+            uv_read_stop(s);
+            if (j->exited)
+                step_close(j);
+            else
+                uv_process_kill(&j->proc, SIGKILL);
+            return;
         } else {
             char *p = realloc(j->buf, j->buflen + (size_t)n + 1);
             if (!p) {
@@ -448,7 +478,10 @@ static void on_timeout(uv_timer_t *t)
 {
     struct sim_job *j = t->data;
     j->killed_time = 1;
-    uv_process_kill(&j->proc, SIGKILL);
+    if (j->exited)
+        step_close(j); /* exited, but its output never ended */
+    else
+        uv_process_kill(&j->proc, SIGKILL);
 }
 
 /* Write the masked copies m<sub>.<ext> (step 2 and 3 read them). */
@@ -513,7 +546,7 @@ static int step_spawn(struct sim_job *j)
     uv_stdio_container_t stdio[3];
     uv_process_options_t o;
     memset(&o, 0, sizeof(o));
-    j->exited = j->eof = 0;
+    j->exited = j->eof = j->closing = 0;
     j->buflen = 0;
     if (j->buf)
         j->buf[0] = '\0';
@@ -542,7 +575,7 @@ static int step_spawn(struct sim_job *j)
         return 0;
     }
     uv_read_start((uv_stream_t *)&j->out, on_alloc, on_read);
-    uv_timer_start(&j->timer, on_timeout, SIMILARITY_STEP_S * 1000, 0);
+    uv_timer_start(&j->timer, on_timeout, (uint64_t)(step_limit_s() * 1000), 0);
     return 0;
 }
 
@@ -645,6 +678,14 @@ int similarity_start(struct app *app, const struct auth_user *viewer, const char
     if (rc) {
         job_free(j);
         return rc;
+    }
+    if (j->nfiles < 2) {
+        size_t n = j->nfiles;
+        job_free(j);
+        return api_fail(e, 409, "conflict",
+                        "Lab %s has %zu student%s with a graded submission; a similarity check "
+                        "needs at least two. Run it after the deadline.",
+                        lab, n, n == 1 ? "" : "s");
     }
     const char *sext = NULL;
     size_t slen = 0;

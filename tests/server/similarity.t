@@ -53,6 +53,10 @@ def main(t):
                                     ("dave", "student", "Dave Zed")]
     s = Server(labs=["simlab"], users=users, tap=t)
     run = s.runner()
+    r = s.post("/api/admin/labs/simlab/similarity", token="tina_ta")
+    t.error(r, 409, "conflict", "with no graded submissions there is nothing to compare (409)")
+    t.ok("at least two" in ((r.error() or {}).get("message") or ""),
+         "...and the message says a check needs two students", r.brief())
     subs = {}
     for who, kern in (("alice_q7", ALICE_KERNEL), ("bob_z3", BOB_KERNEL),
                       ("carol", CAROL_KERNEL), ("dave", DAVE_KERNEL)):
