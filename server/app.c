@@ -526,7 +526,10 @@ int app_listen(struct app *app, const char *host, int port)
                               .max_conns = app->cfg.max_conns,
                               .max_conns_per_client = app->cfg.max_conns_per_client};
     memcpy(lim.trusted_proxies, app->cfg.trusted_proxies, sizeof(lim.trusted_proxies));
-    return http_server_start(app->loop, host, port, &lim, &cb, app, &app->http);
+    rc = http_server_start(app->loop, host, port, &lim, &cb, app, &app->http);
+    if (rc == 0)
+        course_start(app);
+    return rc;
 }
 
 struct app_stop {

@@ -42,6 +42,11 @@ void course_routes_free(void)
     merged = NULL;
 }
 
+void course_start(struct app *app)
+{
+    similarity_schedule(app);
+}
+
 void course_shutdown(struct app *app)
 {
     similarity_shutdown(app);

@@ -19,6 +19,9 @@ int course_routes_merge(const struct route *base, size_t n, struct route **out, 
 /* Free the merged table (after the router stops using it). */
 void course_routes_free(void);
 
+/* Start what the modules run in the background (the similarity scheduler). */
+void course_start(struct app *app);
+
 /* Stop what the modules run in the background (a similarity check). */
 void course_shutdown(struct app *app);
 

@@ -16,6 +16,9 @@
  * (SIMILARITY_OUTPUT_MAX, then SIGKILL); a run that hits a bound fails with
  * a sentence saying which. One run at a time in the server.
  *
+ * A check also runs by itself once per lab after the lab's last deadline
+ * (similarity_schedule).
+ *
  * Owns the tables similarity_runs and similarity_pairs.
  */
 #ifndef CUGRADE_SIMILARITY_H
@@ -32,6 +35,7 @@ struct auth_user;
 #define SIMILARITY_STEP_S 120
 #define SIMILARITY_OUTPUT_MAX (8u << 20)
 #define SIMILARITY_PAIRS_MAX 500
+#define SIMILARITY_AUTO_S 600 /* how often the scheduler looks for labs past their deadlines */
 
 extern const char similarity_schema[];
 
@@ -48,6 +52,12 @@ int similarity_report(struct app *app, const struct auth_user *viewer, const cha
  * {"id","lab","run","percent","a":{...},"b":{...},"regions":[{"a":[l1,l2],"b":[l1,l2],"tokens"}]}. */
 int similarity_pair(struct app *app, const struct auth_user *viewer, long long pair_id,
                     json_t **out, struct api_error *e);
+
+/* Start the scheduler: every SIMILARITY_AUTO_S seconds (the environment's
+ * CUGRADE_SIMILARITY_AUTO_S instead; 0 turns it off), a lab whose due date
+ * and hard deadline are past and that has no check started since gets one
+ * (by the system: no user, audit actor 0). */
+void similarity_schedule(struct app *app);
 
 /* Stop a running check (server shutdown): kill the child; its handles close
  * through the loop. */

@@ -75,7 +75,7 @@ static int page_report(struct page_view *v, const char *lab)
              strcmp(js(run, "status"), "done") == 0 ? "good" : "warn", js(run, "status"),
              js(run, "tool"), (int)json_integer_value(json_object_get(run, "files")),
              json_is_true(json_object_get(run, "starter_excluded")) ? ", starter excluded" : "",
-             js(run, "started_at"), js(run, "by"));
+             js(run, "started_at"), *js(run, "by") ? js(run, "by") : "the scheduler (after the deadline)");
     if (*js(run, "detail"))
         html_fmt(v->b, " &middot; %s", js(run, "detail"));
     html_raw(v->b, "</p>\n");

@@ -5,7 +5,8 @@
 # matching line regions; code from the lab's starter is left out (two
 # students who only filled in the starter are not reported as similar);
 # students, runners and anonymous clients are refused. Python submissions
-# (.py) are compared with sim_text, with the lab's starter.py left out.
+# (.py) are compared with sim_text, with the lab's starter.py left out. A lab
+# whose deadlines are past gets one check by itself (the scheduler).
 import hashlib
 import os
 import shutil
@@ -200,10 +201,50 @@ def python_lab(t):
     t.ok(not cd, "python: carol and dave (only the starter in common) are not reported", cd)
 
 
+def scheduled(t):
+    """The "closed" fixture lab's deadlines are in 2020: with the scheduler
+    looking every 0.3 s, one check runs by itself, and only one."""
+    s = Server(labs=["closed"], env={"CUGRADE_SIMILARITY_AUTO_S": "0.3"}, tap=t)
+    url = "/api/admin/labs/closed/similarity"
+    time.sleep(1)
+    t.eq((s.get(url, token="tina_ta").json() or {}).get("run"), None,
+         "scheduler: with no graded submissions no check runs")
+    db = sqlite3.connect(s.db, timeout=10)
+    for who, tag in (("alice_q7", "x"), ("bob_z3", "y")):
+        src = STARTER.replace(TODO, ALICE_KERNEL + "    // %s\n" % tag).encode()
+        uid = db.execute("SELECT id FROM users WHERE name = ?", (who,)).fetchone()[0]
+        db.execute("INSERT INTO submissions(user_id, lab, filename, source, sha256, size, status,"
+                   " score, max_score, rubric_version, created_at, updated_at, graded_at)"
+                   " VALUES(?, 'closed', 'k.cu', ?, ?, ?, 'graded', 50, 100, 1, 1.58e9, 1.58e9,"
+                   " 1.58e9)", (uid, src, hashlib.sha256(src).hexdigest(), len(src)))
+    db.commit()
+    db.close()
+    # Rows written behind the server's back: a change of show_name makes it
+    # forget its cached scoreboards, as a graded result would.
+    r = s.request("PATCH", "/api/me", token="alice_q7", json_body={"show_name": False})
+    t.status(r, 200, "scheduler: (the cached scoreboards are dropped)")
+    rep = {}
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        rep = s.get(url, token="tina_ta").json() or {}
+        if (rep.get("run") or {}).get("status") == "done":
+            break
+        time.sleep(0.2)
+    rn = rep.get("run") or {}
+    t.eq((rn.get("status"), rn.get("by"), rn.get("files")), ("done", "", 2),
+         "scheduler: after the deadline a check ran by itself over both students", rn)
+    time.sleep(1.5)
+    db = sqlite3.connect(s.db, timeout=10)
+    n = db.execute("SELECT COUNT(*) FROM similarity_runs WHERE lab = 'closed'").fetchone()[0]
+    db.close()
+    t.eq(n, 1, "scheduler: and only once (no new run at the next ticks)")
+
+
 if __name__ == "__main__":
     t = Tap()
     require_binary(t)
     t.run(main)
     if shutil.which("sim_text"):
         t.run(python_lab)
+    t.run(scheduled)
     t.exit()
