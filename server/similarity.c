@@ -82,7 +82,7 @@ struct sim_job {
     int exited, eof, closing, killed_time, killed_size, spawn_rc;
     long exit_status;
     char *buf;
-    size_t buflen;
+    size_t buflen, bufcap;
     int stopping;
 };
 
@@ -381,8 +381,10 @@ static void on_closed(uv_handle_t *h)
         job_free(j);
         return;
     }
-    if (!j->buf) /* no output at all: nothing similar */
+    if (!j->buf) { /* no output at all: nothing similar */
         j->buf = calloc(1, 1);
+        j->bufcap = 1;
+    }
     if (!j->buf) {
         run_finish(j, "failed", "out of memory");
         job_free(j);
@@ -454,13 +456,17 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
                 uv_process_kill(&j->proc, SIGKILL);
             return;
         } else {
-            char *p = realloc(j->buf, j->buflen + (size_t)n + 1);
+            size_t need = j->buflen + (size_t)n + 1, cap = j->bufcap ? j->bufcap : 65536;
+            while (cap < need)
+                cap *= 2; /* doubling: a big output is not copied once per read */
+            char *p = cap == j->bufcap ? j->buf : realloc(j->buf, cap);
             if (!p) {
                 j->killed_size = 1;
                 uv_process_kill(&j->proc, SIGKILL);
                 return;
             }
             j->buf = p;
+            j->bufcap = cap;
             memcpy(j->buf + j->buflen, buf->base, (size_t)n);
             j->buflen += (size_t)n;
             j->buf[j->buflen] = '\0';
