@@ -185,8 +185,7 @@ void lateday_quote_json(const struct lateday_quote *q, json_t *o)
     json_object_set_new(o, "days_late", json_integer(q->days_late));
     json_object_set_new(o, "late_days_used", json_integer(q->would_use));
     json_object_set_new(o, "late_days_covered", json_integer(q->covered));
-    json_object_set_new(o, "late_days_remaining",
-                        json_integer(q->pool.remaining - q->would_use));
+    json_object_set_new(o, "late_days_remaining", json_integer(q->pool.remaining - q->would_use));
     json_object_set_new(o, "late_days_budget", json_integer(q->pool.budget));
     json_object_set_new(o, "late_penalty_days", json_integer(q->penalty_days));
 }
@@ -206,8 +205,7 @@ void lateday_csv_cells(struct db *db, long long user_id, const char *lab, struct
 /* ---- the lab page's notice ---- */
 
 /* One sentence about what submitting now would cost, into buf. */
-static void quote_sentence(const struct lateday_quote *q, double pct_per_day, char *buf,
-                           size_t len)
+static void quote_sentence(const struct lateday_quote *q, double pct_per_day, char *buf, size_t len)
 {
     int r = q->pool.remaining;
     if (q->would_use > 0 && q->penalty_days == 0)
@@ -245,9 +243,10 @@ int lateday_notice_html(struct app *app, struct html_buf *b, const struct auth_u
     if (lateday_quote(app, l, viewer->id, db_now(), &q) != 0 || q.days_late == 0)
         return 0;
     quote_sentence(&q, l->rubric.penalty_percent_per_day, msg, sizeof(msg));
-    html_fmt(b, "<div class=\"notice warn lateday\" id=\"late-days\"><p>%s</p>"
-                "<p class=\"small\">Late days: %d in all, %d used, %d left "
-                "(<a href=\"/me/late-days\">details</a>).</p></div>\n",
+    html_fmt(b,
+             "<div class=\"notice warn lateday\" id=\"late-days\"><p>%s</p>"
+             "<p class=\"small\">Late days: %d in all, %d used, %d left "
+             "(<a href=\"/me/late-days\">details</a>).</p></div>\n",
              msg, q.pool.budget, q.pool.used, q.pool.remaining);
     return 1;
 }
@@ -323,10 +322,10 @@ int lateday_grant(struct app *app, const struct auth_user *viewer, const char *u
 static json_t *labs_json(struct db *db, long long user_id)
 {
     json_t *o = json_object();
-    sqlite3_stmt *st = db_stmt(db, "SELECT d.lab, MAX(d.days) FROM late_day_spends d"
-                                   " JOIN submissions s ON s.id = d.submission_id"
-                                   " WHERE d.user_id = ?1 AND" COUNTED
-                                   " GROUP BY d.lab ORDER BY d.lab");
+    sqlite3_stmt *st =
+        db_stmt(db, "SELECT d.lab, MAX(d.days) FROM late_day_spends d"
+                    " JOIN submissions s ON s.id = d.submission_id"
+                    " WHERE d.user_id = ?1 AND" COUNTED " GROUP BY d.lab ORDER BY d.lab");
     if (!st || !o)
         return o;
     sqlite3_bind_int64(st, 1, user_id);

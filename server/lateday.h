@@ -89,7 +89,7 @@ void lateday_csv_cells(struct db *db, long long user_id, const char *lab, struct
  * "This submission will use 1 of your 3 remaining late days." Returns 1
  * when it wrote one. */
 int lateday_notice_html(struct app *app, struct html_buf *b, const struct auth_user *viewer,
-                         const char *lab);
+                        const char *lab);
 
 /* Admin: set the course default budget (days >= 0); audited. */
 int lateday_default_set(struct app *app, const struct auth_user *viewer, int days,

@@ -68,9 +68,9 @@ static int page_mine(struct page_view *v)
         html_raw(v->b, "<table class=\"lateday-labs\"><thead><tr><th>Lab</th>"
                        "<th class=\"num\">Late days used</th></tr></thead><tbody>\n");
         json_t *d;
-        json_object_foreach(days, lab, d)
-            html_fmt(v->b, "<tr><td><a href=\"/labs/%u\">%s</a></td><td class=\"num\">%d</td></tr>\n",
-                     lab, lab, (int)json_integer_value(d));
+        json_object_foreach(days, lab, d) html_fmt(
+            v->b, "<tr><td><a href=\"/labs/%u\">%s</a></td><td class=\"num\">%d</td></tr>\n", lab,
+            lab, (int)json_integer_value(d));
         html_raw(v->b, "</tbody></table>\n");
     }
     if (json_array_size(json_object_get(o, "grants"))) {
@@ -99,31 +99,35 @@ static int page_admin(struct page_view *v)
     if (done)
         html_raw(v->b, "<div class=\"notice good\"><p>Saved and recorded in the audit "
                        "log.</p></div>\n");
-    html_fmt(v->b, "<p>Every student starts with <strong id=\"default-days\">%d</strong> late "
-                   "day(s), spent automatically by late submissions before the late penalty "
-                   "(<a href=\"/help\">rules</a>).</p>\n",
+    html_fmt(v->b,
+             "<p>Every student starts with <strong id=\"default-days\">%d</strong> late "
+             "day(s), spent automatically by late submissions before the late penalty "
+             "(<a href=\"/help\">rules</a>).</p>\n",
              (int)json_integer_value(json_object_get(o, "default_days")));
     if (v->user->role == AUTH_ADMIN) {
-        html_raw(v->b, "<div class=\"grid2\"><div class=\"panel\"><h2>Course default</h2>"
-                       "<form class=\"stack\" method=\"post\" action=\"/admin/late-days/default\">");
+        html_raw(v->b,
+                 "<div class=\"grid2\"><div class=\"panel\"><h2>Course default</h2>"
+                 "<form class=\"stack\" method=\"post\" action=\"/admin/late-days/default\">");
         csrf_input(v);
-        html_fmt(v->b, "<label for=\"ld-default\">Late days per student</label>"
-                       "<input type=\"number\" id=\"ld-default\" name=\"days\" min=\"0\" "
-                       "max=\"365\" value=\"%d\" required>"
-                       "<p><button type=\"submit\">Save the default</button></p></form></div>\n",
+        html_fmt(v->b,
+                 "<label for=\"ld-default\">Late days per student</label>"
+                 "<input type=\"number\" id=\"ld-default\" name=\"days\" min=\"0\" "
+                 "max=\"365\" value=\"%d\" required>"
+                 "<p><button type=\"submit\">Save the default</button></p></form></div>\n",
                  (int)json_integer_value(json_object_get(o, "default_days")));
         html_raw(v->b, "<div class=\"panel\"><h2>Grant more days</h2><form class=\"stack\" "
                        "method=\"post\" action=\"/admin/late-days/grant\">");
         csrf_input(v);
-        html_raw(v->b, "<label for=\"ld-user\">Student (user name)</label>"
-                       "<input type=\"text\" id=\"ld-user\" name=\"user\" required maxlength=\"64\">"
-                       "<label for=\"ld-days\">Days</label>"
-                       "<input type=\"number\" id=\"ld-days\" name=\"days\" min=\"1\" max=\"365\" "
-                       "value=\"1\" required>"
-                       "<label for=\"ld-reason\">Reason (audit log)</label>"
-                       "<input type=\"text\" id=\"ld-reason\" name=\"reason\" required "
-                       "maxlength=\"500\">"
-                       "<p><button type=\"submit\">Grant</button></p></form></div></div>\n");
+        html_raw(v->b,
+                 "<label for=\"ld-user\">Student (user name)</label>"
+                 "<input type=\"text\" id=\"ld-user\" name=\"user\" required maxlength=\"64\">"
+                 "<label for=\"ld-days\">Days</label>"
+                 "<input type=\"number\" id=\"ld-days\" name=\"days\" min=\"1\" max=\"365\" "
+                 "value=\"1\" required>"
+                 "<label for=\"ld-reason\">Reason (audit log)</label>"
+                 "<input type=\"text\" id=\"ld-reason\" name=\"reason\" required "
+                 "maxlength=\"500\">"
+                 "<p><button type=\"submit\">Grant</button></p></form></div></div>\n");
     }
     html_raw(v->b, "<table id=\"late-days-table\"><thead><tr><th>Student</th><th>Name</th>"
                    "<th class=\"num\">Budget</th><th class=\"num\">Used</th>"
@@ -133,7 +137,8 @@ static int page_admin(struct page_view *v)
         const char *u = json_string_value(json_object_get(s, "user"));
         html_fmt(v->b, "<tr><td><a href=\"/me/late-days?user=%u\">%s</a></td><td>%s</td>", u, u,
                  json_string_value(json_object_get(s, "display_name")));
-        html_fmt(v->b, "<td class=\"num\">%d</td><td class=\"num\">%d</td><td class=\"num\">%d</td><td>",
+        html_fmt(v->b,
+                 "<td class=\"num\">%d</td><td class=\"num\">%d</td><td class=\"num\">%d</td><td>",
                  (int)json_integer_value(json_object_get(s, "budget")),
                  (int)json_integer_value(json_object_get(s, "used")),
                  (int)json_integer_value(json_object_get(s, "remaining")));

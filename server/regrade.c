@@ -77,9 +77,8 @@ static json_t *row_json(sqlite3_stmt *st)
     return json_pack("{s:I,s:I,s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o}", "id",
                      (json_int_t)sqlite3_column_int64(st, 0), "submission",
                      (json_int_t)sqlite3_column_int64(st, 1), "lab", db_col_text(st, 2), "user",
-                     db_col_text(st, 3), "reason", db_col_text(st, 4), "status",
-                     db_col_text(st, 5), "answer", text_or_null(st, 6), "action",
-                     text_or_null(st, 7), "new_score",
+                     db_col_text(st, 3), "reason", db_col_text(st, 4), "status", db_col_text(st, 5),
+                     "answer", text_or_null(st, 6), "action", text_or_null(st, 7), "new_score",
                      sqlite3_column_type(st, 8) == SQLITE_NULL
                          ? json_null()
                          : json_real(sqlite3_column_double(st, 8)),
@@ -187,9 +186,8 @@ int regrade_request_open(struct app *app, const struct auth_user *viewer, long l
 }
 
 /* Apply an answer's action to submission sid. */
-static int answer_act(struct app *app, const struct auth_user *viewer, long long rid,
-                      long long sid, const char *action, double score, const char *answer,
-                      struct api_error *e)
+static int answer_act(struct app *app, const struct auth_user *viewer, long long rid, long long sid,
+                      const char *action, double score, const char *answer, struct api_error *e)
 {
     if (strcmp(action, "regrade") == 0)
         return api_regrade(app, viewer, sid, e);
@@ -280,11 +278,11 @@ int regrade_request_list(struct app *app, const struct auth_user *viewer, const 
         lab = NULL;
     if (user && !*user)
         user = NULL;
-    sqlite3_stmt *st = db_stmt(
-        app->db, "SELECT " RR_COLS RR_FROM " WHERE (?1 IS NULL OR r.status = ?1)"
-                 " AND (?2 IS NULL OR r.lab = ?2) AND (?3 IS NULL OR u.name = ?3)"
-                 " AND (?4 = 0 OR r.user_id = ?4) AND (?5 = 0 OR r.submission_id = ?5)"
-                 " ORDER BY r.status = 'open' DESC, r.id DESC LIMIT 500");
+    sqlite3_stmt *st =
+        db_stmt(app->db, "SELECT " RR_COLS RR_FROM " WHERE (?1 IS NULL OR r.status = ?1)"
+                         " AND (?2 IS NULL OR r.lab = ?2) AND (?3 IS NULL OR u.name = ?3)"
+                         " AND (?4 = 0 OR r.user_id = ?4) AND (?5 = 0 OR r.submission_id = ?5)"
+                         " ORDER BY r.status = 'open' DESC, r.id DESC LIMIT 500");
     json_t *arr = json_array();
     if (!st || !arr) {
         json_decref(arr);
@@ -428,9 +426,10 @@ static int h_answer(struct app *app, struct http_request *req)
     if (api_json_parse(req->body, req->body_len, 0, &body, &e))
         return send_err(req, &e);
     json_t *js = json_object_get(body, "score");
-    int rc = regrade_request_answer(app, &u, rid, json_string_value(json_object_get(body, "answer")),
-                                    json_string_value(json_object_get(body, "action")),
-                                    json_is_number(js) ? json_number_value(js) : NAN, &out, &e);
+    int rc =
+        regrade_request_answer(app, &u, rid, json_string_value(json_object_get(body, "answer")),
+                               json_string_value(json_object_get(body, "action")),
+                               json_is_number(js) ? json_number_value(js) : NAN, &out, &e);
     json_decref(body);
     if (rc)
         return send_err(req, &e);

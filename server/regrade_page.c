@@ -96,15 +96,17 @@ void regrade_page_section(struct page_view *v, json_t *sub)
         html_raw(v->b, "<p class=\"muted\">Your request is open: the course staff will answer "
                        "here.</p>\n");
     else if (mine && strcmp(js(sub, "status"), "graded") == 0) {
-        html_fmt(v->b, "<form class=\"stack\" method=\"post\" "
-                       "action=\"/submissions/%lld/regrade-request\">",
+        html_fmt(v->b,
+                 "<form class=\"stack\" method=\"post\" "
+                 "action=\"/submissions/%lld/regrade-request\">",
                  id);
         csrf_input(v);
-        html_fmt(v->b, "<label for=\"rr-reason\">Think something was graded wrongly? Say what "
-                       "and why (at most %d characters).</label>"
-                       "<textarea id=\"rr-reason\" name=\"reason\" maxlength=\"%d\" required "
-                       "rows=\"4\"></textarea><p><button type=\"submit\">Ask for a "
-                       "regrade</button></p></form>\n",
+        html_fmt(v->b,
+                 "<label for=\"rr-reason\">Think something was graded wrongly? Say what "
+                 "and why (at most %d characters).</label>"
+                 "<textarea id=\"rr-reason\" name=\"reason\" maxlength=\"%d\" required "
+                 "rows=\"4\"></textarea><p><button type=\"submit\">Ask for a "
+                 "regrade</button></p></form>\n",
                  REGRADE_REASON_MAX, REGRADE_REASON_MAX);
     } else if (mine)
         html_raw(v->b, "<p class=\"muted small\">Regrade requests are for graded submissions; "
@@ -139,8 +141,9 @@ static int page_inbox(struct page_view *v)
                      "the score in the same step. Open requests come first."
                    : "Your requests and the staff's answers. Ask from a graded submission's "
                      "page.");
-    html_raw(v->b, "<form class=\"filters\" method=\"get\" action=\"/regrades\">"
-                   "<label for=\"rr-status\">Status</label><select id=\"rr-status\" name=\"status\">");
+    html_raw(v->b,
+             "<form class=\"filters\" method=\"get\" action=\"/regrades\">"
+             "<label for=\"rr-status\">Status</label><select id=\"rr-status\" name=\"status\">");
     filter_option(v, "open", "open", status);
     filter_option(v, "answered", "answered", status);
     filter_option(v, "all", "all", status);
@@ -150,8 +153,9 @@ static int page_inbox(struct page_view *v)
         filter_option(v, v->app->labs[k].lab.name, v->app->labs[k].lab.name, lab ? lab : "");
     html_raw(v->b, "</select>");
     if (staff)
-        html_fmt(v->b, "<label for=\"rr-user\">Student</label><input type=\"text\" id=\"rr-user\" "
-                       "name=\"user\" value=\"%s\" maxlength=\"64\">",
+        html_fmt(v->b,
+                 "<label for=\"rr-user\">Student</label><input type=\"text\" id=\"rr-user\" "
+                 "name=\"user\" value=\"%s\" maxlength=\"64\">",
                  user ? user : "");
     html_raw(v->b, "<button type=\"submit\">Filter</button></form>\n");
     json_t *arr = json_object_get(o, "requests");
@@ -170,8 +174,9 @@ static int page_inbox(struct page_view *v)
                  strcmp(js(r, "status"), "open") == 0 ? "open" : "answered", ji(r, "id"),
                  ji(r, "id"));
         status_badge(v, js(r, "status"));
-        html_fmt(v->b, "</td><td><a href=\"/submissions/%lld\">#%lld</a></td><td>%s</td><td>%s</td>"
-                       "<td>%s</td><td class=\"regrade-reason\">",
+        html_fmt(v->b,
+                 "</td><td><a href=\"/submissions/%lld\">#%lld</a></td><td>%s</td><td>%s</td>"
+                 "<td>%s</td><td class=\"regrade-reason\">",
                  ji(r, "submission"), ji(r, "submission"), js(r, "lab"), js(r, "user"),
                  js(r, "created_at"));
         /* An excerpt: at most 160 bytes, cut at a character boundary. */
@@ -202,8 +207,9 @@ static int page_request(struct page_view *v, long long rid)
                        "log, and shown to the student.</p></div>\n");
     html_raw(v->b, "<p class=\"meta\">");
     status_badge(v, js(r, "status"));
-    html_fmt(v->b, " &middot; <a href=\"/submissions/%lld\">submission #%lld</a> (lab %s) by "
-                   "<strong>%s</strong> &middot; asked on %s",
+    html_fmt(v->b,
+             " &middot; <a href=\"/submissions/%lld\">submission #%lld</a> (lab %s) by "
+             "<strong>%s</strong> &middot; asked on %s",
              sid, sid, js(r, "lab"), js(r, "user"), js(r, "created_at"));
     if (api_submission_get(v->app, v->user, sid, &sub, &e) == 0) {
         json_t *sc = json_object_get(sub, "score");
@@ -213,13 +219,15 @@ static int page_request(struct page_view *v, long long rid)
                      json_number_value(json_object_get(sub, "max_score")));
     }
     html_fmt(v->b, " &middot; <a href=\"/submissions/%lld/source\">source</a></p>\n", sid);
-    html_fmt(v->b, "<h2>The student's reason</h2><blockquote class=\"regrade-text\" "
-                   "id=\"regrade-reason\">%s</blockquote>\n",
+    html_fmt(v->b,
+             "<h2>The student's reason</h2><blockquote class=\"regrade-text\" "
+             "id=\"regrade-reason\">%s</blockquote>\n",
              js(r, "reason"));
     answer_block(v, r);
     if (auth_role_staff(v->user->role) && strcmp(js(r, "status"), "open") == 0) {
-        html_fmt(v->b, "<h2>Answer</h2><form class=\"stack regrade-form\" method=\"post\" "
-                       "action=\"/regrades/%lld/answer\">",
+        html_fmt(v->b,
+                 "<h2>Answer</h2><form class=\"stack regrade-form\" method=\"post\" "
+                 "action=\"/regrades/%lld/answer\">",
                  rid);
         csrf_input(v);
         html_fmt(v->b,

@@ -49,7 +49,8 @@ int similarity_report(struct app *app, const struct auth_user *viewer, const cha
                       json_t **out, struct api_error *e);
 
 /* Staff: one pair with its matching regions
- * {"id","lab","run","percent","a":{...},"b":{...},"regions":[{"a":[l1,l2],"b":[l1,l2],"tokens"}]}. */
+ * {"id","lab","run","percent","a":{...},"b":{...},"regions":[{"a":[l1,l2],"b":[l1,l2],"tokens"}]}.
+ */
 int similarity_pair(struct app *app, const struct auth_user *viewer, long long pair_id,
                     json_t **out, struct api_error *e);
 

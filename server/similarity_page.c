@@ -51,8 +51,9 @@ static int page_report(struct page_view *v, const char *lab)
         return api_err(v, &e);
     json_t *run = json_object_get(o, "run");
     snprintf(v->title, sizeof(v->title), "Similarity: %s", lab);
-    html_fmt(v->b, "<h1>Similarity <span class=\"muted\">&middot; <a href=\"/labs/%u\">%s</a>"
-                   "</span></h1>\n",
+    html_fmt(v->b,
+             "<h1>Similarity <span class=\"muted\">&middot; <a href=\"/labs/%u\">%s</a>"
+             "</span></h1>\n",
              lab, lab);
     html_raw(v->b, "<p class=\"small\">Compares each student's best submission with every other "
                    "one using Debian's <code>similarity-tester</code> (sim_c for CUDA C, sim_text "
@@ -69,13 +70,15 @@ static int page_report(struct page_view *v, const char *lab)
         json_decref(o);
         return PAGE_VIEW_RENDERED;
     }
-    html_fmt(v->b, "<p class=\"meta\" id=\"sim-run\">Run #%lld &middot; <span class=\"badge "
-                   "%R\">%s</span> &middot; %s over %d file(s)%R &middot; started %s by %s",
+    html_fmt(v->b,
+             "<p class=\"meta\" id=\"sim-run\">Run #%lld &middot; <span class=\"badge "
+             "%R\">%s</span> &middot; %s over %d file(s)%R &middot; started %s by %s",
              (long long)json_integer_value(json_object_get(run, "id")),
              strcmp(js(run, "status"), "done") == 0 ? "good" : "warn", js(run, "status"),
              js(run, "tool"), (int)json_integer_value(json_object_get(run, "files")),
              json_is_true(json_object_get(run, "starter_excluded")) ? ", starter excluded" : "",
-             js(run, "started_at"), *js(run, "by") ? js(run, "by") : "the scheduler (after the deadline)");
+             js(run, "started_at"),
+             *js(run, "by") ? js(run, "by") : "the scheduler (after the deadline)");
     if (*js(run, "detail"))
         html_fmt(v->b, " &middot; %s", js(run, "detail"));
     html_raw(v->b, "</p>\n");
@@ -92,8 +95,9 @@ static int page_report(struct page_view *v, const char *lab)
     {
         json_t *a = json_object_get(p, "a"), *b = json_object_get(p, "b");
         double pct = json_number_value(json_object_get(p, "percent"));
-        html_fmt(v->b, "<tr><td class=\"num\"><span class=\"sim-bar\"><span class=\"sim-fill "
-                       "sim-w%d\"></span></span> %.0f%%</td>",
+        html_fmt(v->b,
+                 "<tr><td class=\"num\"><span class=\"sim-bar\"><span class=\"sim-fill "
+                 "sim-w%d\"></span></span> %.0f%%</td>",
                  (int)(pct / 10 > 10 ? 10 : pct / 10), pct);
         html_raw(v->b, "<td>");
         person(v, a);
@@ -162,8 +166,8 @@ static int page_pair(struct page_view *v, const char *lab, long long pid)
         return page_view_error(v, 404, "Not found", "This pair belongs to another lab.");
     }
     for (int s = 0; s < 2; s++) {
-        long long sub = json_integer_value(json_object_get(json_object_get(p, sides[s]),
-                                                           "submission"));
+        long long sub =
+            json_integer_value(json_object_get(json_object_get(p, sides[s]), "submission"));
         if (api_submission_source(v->app, v->user, sub, &src[s], &len[s], fname[s], &e)) {
             free(src[0]);
             json_decref(p);
@@ -187,9 +191,10 @@ static int page_pair(struct page_view *v, const char *lab, long long pid)
         json_t *ra = json_object_get(r, "a"), *rb = json_object_get(r, "b");
         int a0 = (int)json_integer_value(json_array_get(ra, 0));
         int b0 = (int)json_integer_value(json_array_get(rb, 0));
-        html_fmt(v->b, "<tr><td><span class=\"sim-swatch sim-r%d\"></span> %d</td>"
-                       "<td><a href=\"#a-L%d\">%d&ndash;%d</a></td>"
-                       "<td><a href=\"#b-L%d\">%d&ndash;%d</a></td><td class=\"num\">%d</td></tr>\n",
+        html_fmt(v->b,
+                 "<tr><td><span class=\"sim-swatch sim-r%d\"></span> %d</td>"
+                 "<td><a href=\"#a-L%d\">%d&ndash;%d</a></td>"
+                 "<td><a href=\"#b-L%d\">%d&ndash;%d</a></td><td class=\"num\">%d</td></tr>\n",
                  (int)(i % REGION_COLORS), (int)i + 1, a0, a0,
                  (int)json_integer_value(json_array_get(ra, 1)), b0, b0,
                  (int)json_integer_value(json_array_get(rb, 1)),
@@ -199,9 +204,10 @@ static int page_pair(struct page_view *v, const char *lab, long long pid)
     for (int s = 0; s < 2; s++) {
         json_t *who = json_object_get(p, sides[s]);
         long long sub = json_integer_value(json_object_get(who, "submission"));
-        html_fmt(v->b, "<section class=\"sim-col\" aria-label=\"%s\"><h2>%s: %s</h2>"
-                       "<p class=\"small\"><a href=\"/submissions/%lld\">submission #%lld</a> "
-                       "&middot; <code>%s</code></p>\n",
+        html_fmt(v->b,
+                 "<section class=\"sim-col\" aria-label=\"%s\"><h2>%s: %s</h2>"
+                 "<p class=\"small\"><a href=\"/submissions/%lld\">submission #%lld</a> "
+                 "&middot; <code>%s</code></p>\n",
                  js(who, "user"), s ? "B" : "A", js(who, "user"), sub, sub, fname[s]);
         html_raw(v->b, "<div class=\"scroll\">");
         listing(v, sides[s], src[s], len[s], regions);
