@@ -129,7 +129,7 @@ static int page_admin(struct page_view *v)
                  "maxlength=\"500\">"
                  "<p><button type=\"submit\">Grant</button></p></form></div></div>\n");
     }
-    html_raw(v->b, "<table id=\"late-days-table\"><thead><tr><th>Student</th><th>Name</th>"
+    html_raw(v->b, "<div class=\"scroll\"><table id=\"late-days-table\"><thead><tr><th>Student</th><th>Name</th>"
                    "<th class=\"num\">Budget</th><th class=\"num\">Used</th>"
                    "<th class=\"num\">Left</th><th>Per lab</th></tr></thead><tbody>\n");
     json_array_foreach(json_object_get(o, "students"), i, s)
@@ -148,7 +148,7 @@ static int page_admin(struct page_view *v)
             html_fmt(v->b, "%s: %d ", lab, (int)json_integer_value(d));
         html_raw(v->b, "</td></tr>\n");
     }
-    html_raw(v->b, "</tbody></table>\n");
+    html_raw(v->b, "</tbody></table></div>\n");
     json_decref(o);
     return PAGE_VIEW_RENDERED;
 }

@@ -90,7 +90,7 @@ static int page_report(struct page_view *v, const char *lab)
     }
     html_raw(v->b, "<div class=\"scroll\"><table id=\"sim-pairs\" class=\"sim-pairs\"><thead><tr>"
                    "<th class=\"num\">Similarity</th><th>Student A</th><th>Student B</th>"
-                   "<th></th></tr></thead><tbody>\n");
+                   "<th><span class=\"sr-only\">Compare</span></th></tr></thead><tbody>\n");
     json_array_foreach(pairs, i, p)
     {
         json_t *a = json_object_get(p, "a"), *b = json_object_get(p, "b");

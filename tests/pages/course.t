@@ -28,6 +28,15 @@ async function keep(page, name) {
   await page.screenshot({ path: path.join(COMMITTED, name + '.png'), fullPage: true });
 }
 
+/* 1 when the page does not scroll sideways at 375 px (tables and code
+ * scroll in their own boxes). */
+async function fitsPhone(page) {
+  await page.setViewportSize({ width: 375, height: 800 });
+  const w = await page.evaluate(() => document.documentElement.scrollWidth);
+  await page.setViewportSize({ width: 1200, height: 860 });
+  return w <= 375 ? true : w;
+}
+
 async function graded(s, runner, who, lab, source, score, filename = 'kernel.cu') {
   const id = await submitApi(s, who, lab, source, filename);
   const job = await runner.claimId(id);
@@ -79,6 +88,8 @@ run(async (t) => {
       t.ok(/Bob Zebulon\s*5\s*0\s*5/.test(bobRow), 'bob now has 5 late days (3 + 2)', bobRow);
       await admin.goto(s.url + '/audit');
       t.ok(await admin.isVisible('#audit >> text=late_days_grant'), 'the grant is in the audit log');
+      await admin.goto(s.url + '/admin/late-days');
+      t.eq(await fitsPhone(admin), true, 'the late-days page fits a 375 px phone');
       await admin.close();
     });
 
@@ -120,6 +131,7 @@ run(async (t) => {
       t.eq(rows.length, 2, 'the inbox lists both open requests', rows.join('\n'));
       t.ok(rows.every((x) => x.includes('open')), 'all open (the default filter)');
       await keep(ta, '21-regrade-inbox');
+      t.eq(await fitsPhone(ta), true, 'the inbox fits a 375 px phone without sideways scrolling');
       await ta.fill('#rr-user', 'bob');
       await Promise.all([ta.waitForNavigation(), ta.click('form.filters button')]);
       const bobRows = await ta.$$eval('#regrades tbody tr', (r) => r.map((x) => x.cells[4].textContent));
@@ -188,12 +200,14 @@ run(async (t) => {
       const first = await ta.$eval('#sim-pairs tbody tr', (r) => r.textContent);
       t.ok(first.includes('alice') && first.includes('bob'), 'the most similar pair is alice and bob', first);
       await keep(ta, '22-similarity');
+      t.eq(await fitsPhone(ta), true, 'the similarity page fits a 375 px phone');
       await Promise.all([ta.waitForNavigation(), ta.click('#sim-pairs tbody tr >> nth=0 >> text=side by side')]);
       const a = await ta.locator('#src-a tr.sim-match').count();
       const bb = await ta.locator('#src-b tr.sim-match').count();
       t.ok(a > 3 && bb > 3, `matching lines are marked on both sides (${a} and ${bb})`);
       t.ok(await ta.locator('#sim-regions tbody tr').count() >= 1, 'the regions are listed with their line ranges');
       await keep(ta, '23-similarity-side-by-side');
+      t.eq(await fitsPhone(ta), true, 'the side-by-side view fits a 375 px phone (one column, code boxes scroll)');
       await ta.close();
     });
   } finally {
