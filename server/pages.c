@@ -33,6 +33,7 @@
 #include "server/lateday.h"
 #include "server/multipart.h"
 #include "server/pageview.h"
+#include "server/regrade.h"
 #include "server/queue.h"
 
 #define LOGIN_COOKIE "cugrade_login"
@@ -361,10 +362,13 @@ static void page_begin(struct page *p, const char *title)
     html_raw(b, "</head>\n<body>\n<header class=\"top\"><a class=\"brand\" href=\"/\">cugrade</a>\n");
     if (p->authed) {
         html_raw(b, "<nav aria-label=\"main\"><a href=\"/labs\">Labs</a>");
-        if (is_staff(p))
-            html_raw(b, "<a href=\"/submissions\">Submissions</a><a href=\"/regrades\">Regrades</a>"
-                        "<a href=\"/audit\">Audit log</a>");
-        else
+        if (is_staff(p)) {
+            int open = regrade_open_count(p->app);
+            html_raw(b, "<a href=\"/submissions\">Submissions</a><a href=\"/regrades\">Regrades");
+            if (open > 0)
+                html_fmt(b, " <span class=\"count\" title=\"open requests\">%d</span>", open);
+            html_raw(b, "</a><a href=\"/audit\">Audit log</a>");
+        } else
             html_raw(b, "<a href=\"/submissions\">My submissions</a><a href=\"/me/late-days\">Late days</a>");
         if (is_admin(p))
             html_raw(b, "<a href=\"/admin/users\">Users</a><a href=\"/admin/deadlines\">Deadlines</a>"

@@ -126,6 +126,7 @@ run(async (t) => {
     await t.step('regrade: the TA inbox, the answer with an override, the student reads it', async () => {
       const ta = await newPage(b);
       await signIn(ta, s, 'tina');
+      t.eq((await ta.textContent('header nav a[href="/regrades"] .count')).trim(), '2', 'the staff menu shows 2 open regrade requests');
       await ta.click('header nav >> text=Regrades');
       const rows = await ta.$$eval('#regrades tbody tr', (r) => r.map((x) => x.textContent));
       t.eq(rows.length, 2, 'the inbox lists both open requests', rows.join('\n'));
@@ -143,6 +144,7 @@ run(async (t) => {
       await ta.fill('#rr-score', '90');
       await Promise.all([ta.waitForNavigation(), ta.click('form.regrade-form button')]);
       t.ok(await ta.isVisible('text=The answer is saved'), 'the answer is confirmed');
+      t.eq((await ta.textContent('header nav a[href="/regrades"] .count')).trim(), '1', 'after the answer the menu shows 1 open request');
       await ta.goto(s.url + '/regrades?status=answered');
       t.eq(await ta.locator('#regrades tbody tr').count(), 1, 'the answered filter shows the answered one');
       await ta.goto(s.url + '/audit');
