@@ -78,6 +78,10 @@ int lateday_spend(struct app *app, const struct app_lab *l, long long user_id, l
 int lateday_covered(struct db *db, long long id);
 
 /* Add the quote's fields to a submit response object. */
+/* One sentence about what submitting now would cost (q, the lab's penalty
+ * per day), into buf. */
+void lateday_quote_sentence(const struct lateday_quote *q, double pct_per_day, char *buf, size_t len);
+
 void lateday_quote_json(const struct lateday_quote *q, json_t *o);
 
 /* For the grades export: the header's extra columns, and one row's cells
@@ -109,7 +113,5 @@ int lateday_overview(struct app *app, const struct auth_user *viewer, json_t **o
 int lateday_user_json(struct app *app, const struct auth_user *viewer, const char *name,
                       json_t **out, struct api_error *e);
 
-extern const struct route lateday_routes[];
-extern const size_t lateday_nroutes;
 
 #endif

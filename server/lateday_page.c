@@ -14,17 +14,9 @@
 #include "server/auth.h"
 #include "server/html.h"
 #include "server/lateday.h"
+#include "server/page.h"
 #include "server/pageview.h"
-
-int page_view_error(struct page_view *v, int status, const char *what, const char *todo)
-{
-    snprintf(v->title, sizeof(v->title), "%s", what);
-    v->status = status;
-    html_fmt(v->b, "<h1>%s</h1>\n<div class=\"notice bad\" role=\"alert\"><p>%s</p></div>\n", what,
-             todo);
-    html_raw(v->b, "<p><a href=\"/labs\">Back to the labs</a></p>\n");
-    return PAGE_VIEW_RENDERED;
-}
+#include "server/views.h"
 
 static int view_api_error(struct page_view *v, const struct api_error *e)
 {
@@ -203,3 +195,17 @@ int lateday_page_route(struct page_view *v, char **seg, size_t n)
         return post_grant(v);
     return PAGE_VIEW_NOT_MINE;
 }
+
+/* Every route of this file goes through lateday_page_route (pageview.h). */
+static int r_lateday(struct page *p)
+{
+    return page_view_run(p, lateday_page_route);
+}
+
+const struct route lateday_page_routes[] = {
+    PAGE_ROUTE(HTTP_GET, "/me/late-days", r_lateday),
+    PAGE_ROUTE(HTTP_GET, "/admin/late-days", r_lateday),
+    PAGE_ROUTE(HTTP_POST, "/admin/late-days/default", r_lateday),
+    PAGE_ROUTE(HTTP_POST, "/admin/late-days/grant", r_lateday),
+};
+const size_t lateday_page_nroutes = sizeof(lateday_page_routes) / sizeof(lateday_page_routes[0]);

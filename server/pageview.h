@@ -1,9 +1,9 @@
 /*
  * pageview.h - how the course modules (late days, regrade requests,
- * similarity) render web pages without reaching into pages.c: pages.c hands
+ * similarity) render web pages without reaching into page.c: pageview.c hands
  * them a page_view (the request, the signed-in user, a buffer for the page's
  * main content, and two callbacks into its form handling), then wraps what
- * they wrote in the common layout (pages.c's page_begin/page_end), or sends
+ * they wrote in the common layout (page.h: page_begin/page_end), or sends
  * the redirect they asked for.
  *
  * The escaping rule of html.h holds here too: user text only through %s of
@@ -19,6 +19,7 @@ struct app;
 struct auth_user;
 struct html_buf;
 struct http_request;
+struct page;
 
 struct page_view {
     struct app *app;
@@ -26,7 +27,7 @@ struct page_view {
     const struct auth_user *user;
     struct html_buf *b; /* the main content */
     int get, post;      /* the method (HEAD counts as GET) */
-    /* pages.c's form handling: a posted field (NULL when absent) and the
+    /* page.h form handling: a posted field (NULL when absent) and the
      * CSRF check of a POST (0 to go on; -1 when the refusal page is already
      * rendered, then the route returns PAGE_VIEW_DONE). */
     void *page;
@@ -41,6 +42,18 @@ struct page_view {
 #define PAGE_VIEW_NOT_MINE 0 /* not this module's path */
 #define PAGE_VIEW_RENDERED 1 /* content in b (or location set) */
 #define PAGE_VIEW_DONE 2     /* the response is already sent (post_ok refused) */
+
+/* A module's page routes: seg[0..n) is the path split at '/'. */
+typedef int (*page_view_route)(struct page_view *v, char **seg, size_t n);
+
+/* Fill v for page p, its content going to b (p->b, or a buffer the caller
+ * owns). Nothing to free. */
+void page_view_open(struct page *p, struct page_view *v, struct html_buf *b);
+
+/* Run route for page p (a page route's handler, page.h): the content in the
+ * common layout, the redirect, or -1 (the 404 page) when the route does not
+ * know the path. Returns HTTP_DONE or -1. */
+int page_view_run(struct page *p, page_view_route route);
 
 /* Render an error into v (title, a sentence saying what to do, status). */
 int page_view_error(struct page_view *v, int status, const char *what, const char *todo);

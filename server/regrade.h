@@ -55,7 +55,5 @@ int regrade_request_list(struct app *app, const struct auth_user *viewer, const 
 /* Number of open requests (the staff's navigation shows it). */
 int regrade_open_count(struct app *app);
 
-extern const struct route regrade_routes[];
-extern const size_t regrade_nroutes;
 
 #endif

@@ -17,8 +17,11 @@
 #include "server/api.h"
 #include "server/auth.h"
 #include "server/html.h"
+#include "server/page.h"
 #include "server/pageview.h"
+#include "server/views.h"
 #include "server/regrade.h"
+#include "server/submission.h"
 
 static const char *js(const json_t *o, const char *k)
 {
@@ -314,3 +317,17 @@ int regrade_page_route(struct page_view *v, char **seg, size_t n)
     }
     return PAGE_VIEW_NOT_MINE;
 }
+
+/* Every route of this file goes through regrade_page_route (pageview.h). */
+static int r_regrade(struct page *p)
+{
+    return page_view_run(p, regrade_page_route);
+}
+
+const struct route regrade_page_routes[] = {
+    PAGE_ROUTE(HTTP_POST, "/submissions/{id}/regrade-request", r_regrade),
+    PAGE_ROUTE(HTTP_GET, "/regrades", r_regrade),
+    PAGE_ROUTE(HTTP_GET, "/regrades/{id}", r_regrade),
+    PAGE_ROUTE(HTTP_POST, "/regrades/{id}/answer", r_regrade),
+};
+const size_t regrade_page_nroutes = sizeof(regrade_page_routes) / sizeof(regrade_page_routes[0]);

@@ -64,7 +64,5 @@ void similarity_schedule(struct app *app);
  * through the loop. */
 void similarity_shutdown(struct app *app);
 
-extern const struct route similarity_routes[];
-extern const size_t similarity_nroutes;
 
 #endif

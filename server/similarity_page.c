@@ -12,8 +12,11 @@
 #include "server/api.h"
 #include "server/auth.h"
 #include "server/html.h"
+#include "server/page.h"
 #include "server/pageview.h"
+#include "server/views.h"
 #include "server/similarity.h"
+#include "server/submission.h"
 
 #define REGION_COLORS 6
 
@@ -252,3 +255,16 @@ int similarity_page_route(struct page_view *v, char **seg, size_t n)
     }
     return PAGE_VIEW_NOT_MINE;
 }
+
+/* Every route of this file goes through similarity_page_route (pageview.h). */
+static int r_similarity(struct page *p)
+{
+    return page_view_run(p, similarity_page_route);
+}
+
+const struct route similarity_page_routes[] = {
+    PAGE_ROUTE(HTTP_GET, "/labs/{lab}/similarity", r_similarity),
+    PAGE_ROUTE(HTTP_POST, "/labs/{lab}/similarity", r_similarity),
+    PAGE_ROUTE(HTTP_GET, "/labs/{lab}/similarity/{pair}", r_similarity),
+};
+const size_t similarity_page_nroutes = sizeof(similarity_page_routes) / sizeof(similarity_page_routes[0]);
