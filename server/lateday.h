@@ -19,7 +19,8 @@
  *     refuses late work still refuse.
  *
  * Owns the tables late_day_policy, late_day_grants, late_day_spends (schema
- * step in migrate.c, SQL here) and the routes of docs/api-course.md.
+ * step in migrate.c, SQL here); its routes (docs/api-course.md) are in
+ * lateday_api.c and lateday_page.c.
  */
 #ifndef CUGRADE_LATEDAY_H
 #define CUGRADE_LATEDAY_H
@@ -28,7 +29,6 @@
 #include <stddef.h>
 
 #include "server/http.h"
-#include "server/router.h"
 
 struct app;
 struct app_lab;

@@ -19,7 +19,6 @@
 
 #include <jansson.h>
 
-#include "server/router.h"
 
 struct app;
 struct api_error;

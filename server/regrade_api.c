@@ -14,9 +14,6 @@
 #include "server/submission.h"
 #include "server/views.h"
 
-/* ---- routes ---- */
-
-
 static int send_err(struct http_request *req, const struct api_error *e)
 {
     api_error_send(req, e);

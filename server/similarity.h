@@ -26,7 +26,6 @@
 
 #include <jansson.h>
 
-#include "server/router.h"
 
 struct app;
 struct api_error;
