@@ -11,7 +11,7 @@
 #include <sqlite3.h>
 #include <stddef.h>
 
-#define DB_SCHEMA_VERSION 4
+#define DB_SCHEMA_VERSION 7
 
 struct db;
 

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "server/course.h"
+#include "server/lateday.h"
 #include "server/scoreboard.h"
 #include "server/submission.h"
 #include "server/views.h"
@@ -156,7 +157,8 @@ static int page_lab(struct page *p, const char *lab, const char *problem, int st
     html_fmt(&p->b, "</p>\n<p><a href=\"/labs/%u/scoreboard\">Scoreboard</a>", lab);
     if (page_is_staff(p))
         html_fmt(&p->b, " &middot; <a href=\"/labs/%u/stats\">Score and speedup charts</a>"
-                        " &middot; <a href=\"/submissions?lab=%u\">All submissions</a>", lab, lab);
+                        " &middot; <a href=\"/submissions?lab=%u\">All submissions</a>"
+                        " &middot; <a href=\"/labs/%u/similarity\">Similarity</a>", lab, lab, lab);
     if (page_is_admin(p))
         html_fmt(&p->b, " &middot; <a href=\"/admin/labs/%u/rubric\">Edit the rubric</a>", lab);
     html_raw(&p->b, "</p>\n");
@@ -178,7 +180,7 @@ static int page_lab(struct page *p, const char *lab, const char *problem, int st
         html_raw(&p->b, "<div class=\"notice warn\"><p>The due date has passed and this lab accepts "
                         "no late submissions. If you have an extension, ask the staff to record "
                         "it.</p></div>\n");
-    else if (state == APP_LAB_LATE)
+    else if (state == APP_LAB_LATE && !lateday_notice_html(p->app, &p->b, &p->user, lab))
         html_raw(&p->b, "<div class=\"notice warn\"><p>The due date has passed: a submission now "
                         "is marked late and the late penalty applies.</p></div>\n");
     html_fmt(&p->b, "<form id=\"submit-form\" class=\"stack\" method=\"post\" action=\"/labs/%u/submit\" "

@@ -12,6 +12,9 @@
 #include <stdio.h>
 
 #include "server/db.h"
+#include "server/lateday.h"
+#include "server/regrade.h"
+#include "server/similarity.h"
 
 struct migrate_step {
     int to;          /* user_version after the step */
@@ -43,6 +46,10 @@ static const struct migrate_step steps[] = {
      " created_at REAL NOT NULL,"
      " PRIMARY KEY(user_id, lab),"
      " UNIQUE(lab, pseudonym));"},
+    /* The course tools: each module owns its tables' SQL. */
+    {5, "pooled late days (late_day_policy, late_day_grants, late_day_spends)", lateday_schema},
+    {6, "regrade requests", regrade_schema},
+    {7, "similarity checks (similarity_runs, similarity_pairs)", similarity_schema},
 };
 
 int migrate_upgrade(sqlite3 *h, int from, int quiet)

@@ -18,6 +18,7 @@
 #include "server/auth.h"
 #include "server/html.h"
 #include "server/multipart.h"
+#include "server/regrade.h"
 
 /* Static files, embedded in the binary.
  * The stylesheet and script are linked in with .incbin, so the server
@@ -312,13 +313,18 @@ void page_begin(struct page *p, const char *title)
     html_raw(b, "</head>\n<body>\n<header class=\"top\"><a class=\"brand\" href=\"/\">cugrade</a>\n");
     if (p->authed) {
         html_raw(b, "<nav aria-label=\"main\"><a href=\"/labs\">Labs</a>");
-        if (page_is_staff(p))
-            html_raw(b, "<a href=\"/submissions\">Submissions</a><a href=\"/audit\">Audit log</a>");
-        else
-            html_raw(b, "<a href=\"/submissions\">My submissions</a>");
+        if (page_is_staff(p)) {
+            int open = regrade_open_count(p->app);
+            html_raw(b, "<a href=\"/submissions\">Submissions</a><a href=\"/regrades\">Regrades");
+            if (open > 0)
+                html_fmt(b, " <span class=\"count\" title=\"open requests\">%d</span>", open);
+            html_raw(b, "</a><a href=\"/audit\">Audit log</a>");
+        } else
+            html_raw(b, "<a href=\"/submissions\">My submissions</a><a href=\"/me/late-days\">Late days</a>");
         if (page_is_admin(p))
             html_raw(b, "<a href=\"/admin/users\">Users</a><a href=\"/admin/deadlines\">Deadlines</a>"
-                        "<a href=\"/admin/queue\">Queue</a><a href=\"/admin/exports\">Exports</a>");
+                        "<a href=\"/admin/queue\">Queue</a><a href=\"/admin/late-days\">Late days</a>"
+                        "<a href=\"/admin/exports\">Exports</a>");
         html_raw(b, "</nav>\n<div class=\"who\">");
         html_fmt(b, "<span>%s</span> <span class=\"role\">%s</span>",
                  p->user.display_name[0] ? p->user.display_name : p->user.name,
@@ -649,7 +655,7 @@ static int page_path_known(const char *path)
     return strcmp(path, "/") == 0 || strncmp(path, "/labs", 5) == 0 ||
            strncmp(path, "/submissions", 12) == 0 || strncmp(path, "/admin", 6) == 0 ||
            strcmp(path, "/audit") == 0 || strncmp(path, "/me", 3) == 0 ||
-           strcmp(path, "/help") == 0;
+           strncmp(path, "/regrades", 9) == 0 || strcmp(path, "/help") == 0;
 }
 
 int pages_handle(struct app *app, struct http_request *req)

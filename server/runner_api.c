@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "status.h"
+#include "server/lateday.h"
 #include "server/runner.h"
 #include "server/scoreboard.h"
 #include "server/submission.h"
@@ -509,6 +510,8 @@ static int h_result(struct app *app, struct http_request *req)
     double late_days = 0;
     submission_late_days(app, id, j->lab, &late_days);
     struct app_lab *l = app_lab_find(app, j->lab);
+    if (late_days > 0) /* the days the pool covers carry no penalty */
+        late_days = fmax(0, late_days - lateday_covered(app->db, id));
     j->pct = app_late_penalty_percent(l, late_days);
     j->rubric_max = l && l->has_rubric ? l->rubric.max_score : 0;
     int rc = uv_queue_work(app->loop, &j->work, result_parse, result_parsed);

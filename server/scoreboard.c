@@ -2,6 +2,7 @@
  * scoreboard.c - ranking, rendering and caching a lab's scoreboard. See
  * scoreboard.h.
  */
+#include "server/lateday.h"
 #include "server/scoreboard.h"
 
 #include <assert.h>
@@ -465,7 +466,8 @@ int api_grades_csv(struct app *app, const struct auth_user *viewer, struct http_
 {
     if (viewer->role != AUTH_ADMIN)
         return api_fail(e, 403, "forbidden", "Only admins may export grades.");
-    http_buf_printf(out, "user,display_name,lab,score,max_score,late,submission\r\n");
+    http_buf_printf(out, "user,display_name,lab,score,max_score,late,submission%s\r\n",
+                    lateday_csv_header);
     for (size_t i = 0; i < app->nlabs; i++) {
         struct sb_row *rows;
         size_t n;
@@ -478,8 +480,10 @@ int api_grades_csv(struct app *app, const struct auth_user *viewer, struct http_
             csv_cell(out, rows[k].display);
             http_buf_append(out, ",", 1);
             csv_cell(out, app->labs[i].lab.name);
-            http_buf_printf(out, ",%g,%g,%s,%lld\r\n", rows[k].score, rows[k].max_score,
+            http_buf_printf(out, ",%g,%g,%s,%lld", rows[k].score, rows[k].max_score,
                             rows[k].late ? "true" : "false", rows[k].submission);
+            lateday_csv_cells(app->db, rows[k].user_id, app->labs[i].lab.name, out);
+            http_buf_append(out, "\r\n", 2);
         }
         free(rows);
     }

@@ -14,6 +14,7 @@
 
 #include "server/api.h"
 #include "server/page.h"
+#include "server/similarity.h"
 #include "server/submission.h"
 #include "server/views.h"
 #include "server/writer.h"
@@ -276,6 +277,9 @@ int app_listen(struct app *app, const char *host, int port)
         {audit_page_routes, audit_page_nroutes},         {user_page_routes, user_page_nroutes},
         {rubric_page_routes, rubric_page_nroutes},       {deadline_page_routes, deadline_page_nroutes},
         {queue_page_routes, queue_page_nroutes},         {export_page_routes, export_page_nroutes},
+        {lateday_api_routes, lateday_api_nroutes},       {regrade_api_routes, regrade_api_nroutes},
+        {similarity_api_routes, similarity_api_nroutes}, {lateday_page_routes, lateday_page_nroutes},
+        {regrade_page_routes, regrade_page_nroutes},     {similarity_page_routes, similarity_page_nroutes},
     };
     int rc = router_init(&app->router, views, sizeof(views) / sizeof(views[0]), pages_handle,
                          PAGES_BODY_MAX, pages_run);
@@ -287,7 +291,10 @@ int app_listen(struct app *app, const char *host, int port)
                               .max_conns = app->cfg.max_conns,
                               .max_conns_per_client = app->cfg.max_conns_per_client};
     memcpy(lim.trusted_proxies, app->cfg.trusted_proxies, sizeof(lim.trusted_proxies));
-    return http_server_start(app->loop, host, port, &lim, &cb, app, &app->http);
+    rc = http_server_start(app->loop, host, port, &lim, &cb, app, &app->http);
+    if (rc == 0) /* the similarity checks due after a lab's last deadline */
+        similarity_schedule(app);
+    return rc;
 }
 
 struct app_stop {
@@ -336,6 +343,7 @@ void app_shutdown(struct app *app, void (*done)(void *arg), void *arg)
     s->app = app;
     s->done = done;
     s->arg = arg;
+    similarity_shutdown(app); /* a running check is killed, its run marked so */
     if (app->http)
         http_server_shutdown(app->http, 10.0, app_http_stopped, s);
     /* Parked claims answer 204 now (with Connection: close). */

@@ -12,7 +12,9 @@
 
 #include "status.h"
 #include "server/hidden.h"
+#include "server/lateday.h"
 #include "server/multipart.h"
+#include "server/regrade.h"
 #include "server/runner.h"
 #include "server/scoreboard.h"
 
@@ -106,9 +108,12 @@ static json_t *submission_json(struct app *app, sqlite3_stmt *st, const struct a
     if (sqlite3_column_int(st, C_LATE)) {
         struct app_lab *l = app_lab_find(app, db_col_text(st, C_LAB));
         double days = sqlite3_column_double(st, C_LATE_DAYS);
+        /* Pooled late days cover part of the lateness (lateday.h). */
+        int pooled = lateday_covered(app->db, id);
+        json_object_set_new(o, "late_days_pooled", json_integer(pooled));
         json_object_set_new(o, "late_days", json_real(days));
         json_object_set_new(o, "late_penalty_percent",
-                            json_real(app_late_penalty_percent(l, days)));
+                            json_real(app_late_penalty_percent(l, fmax(0, days - pooled))));
     }
     if (with_result) {
         json_t *res = NULL;
@@ -123,6 +128,11 @@ static json_t *submission_json(struct app *app, sqlite3_stmt *st, const struct a
             }
         }
         json_object_set_new(o, "result", res ? res : json_null());
+        json_t *rr = NULL;
+        struct api_error ign;
+        if (regrade_request_list(app, viewer, NULL, NULL, NULL, id, &rr, &ign) == 0)
+            json_object_set_new(o, "regrade_requests", json_incref(json_object_get(rr, "requests")));
+        json_decref(rr);
     }
     return o;
 }
@@ -581,6 +591,12 @@ int api_submit(struct app *app, const struct auth_user *viewer, const char *labn
             late ? ", late" : "", superseded ? ", superseding the queued one" : "");
     *out = json_pack("{s:I,s:s,s:s,s:b,s:i}", "id", (json_int_t)id, "status", "queued", "url", url,
                      "late", late, "superseded", superseded);
+    if (*out && late) {
+        /* Pooled late days: spent now, before any penalty (lateday.h). */
+        struct lateday_quote q;
+        if (lateday_spend(app->db, l->lab.name, viewer->id, id, (int)late_days, &q) == 0)
+            lateday_quote_json(&q, *out);
+    }
     return *out ? 0 : api_internal(e, -ENOMEM);
 }
 

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/lateday.h"
 #include "server/multipart.h"
 #include "server/submission.h"
 #include "server/writer.h"
@@ -37,6 +38,7 @@ struct submit_job {
     double now;
     long long id; /* set by submit_run, on the writer thread */
     int superseded;
+    struct lateday_quote quote; /* set by submit_run when qs.late */
     struct api_error e; /* e.status != 0: refused */
 };
 
@@ -61,10 +63,12 @@ static void submit_answer(struct submit_job *j, int rc)
             char url[64];
             snprintf(url, sizeof(url), "/api/submissions/%lld", j->id);
             http_response_header(req, "Location", url);
-            api_send_json(req, 202,
-                          json_pack("{s:I,s:s,s:s,s:b,s:i}", "id", (json_int_t)j->id, "status",
-                                    "queued", "url", url, "late", j->qs.late, "superseded",
-                                    j->superseded));
+            json_t *o = json_pack("{s:I,s:s,s:s,s:b,s:i}", "id", (json_int_t)j->id, "status",
+                                  "queued", "url", url, "late", j->qs.late, "superseded",
+                                  j->superseded);
+            if (o && j->qs.late)
+                lateday_quote_json(&j->quote, o);
+            api_send_json(req, 202, o);
         }
         http_request_finish(req);
     }
@@ -112,7 +116,11 @@ static int submit_run(struct db *db, void *arg)
         if (rc)
             return rc;
     }
-    return queue_enqueue_in(db, &j->qs, &j->id, &j->superseded);
+    int rc = queue_enqueue_in(db, &j->qs, &j->id, &j->superseded);
+    /* Pooled late days are spent in the same transaction (lateday.h). */
+    if (!rc && j->qs.late)
+        rc = lateday_spend(db, j->qs.lab, j->qs.user_id, j->id, (int)j->qs.late_days, &j->quote);
+    return rc;
 }
 
 /* Loop thread, after the commit: the rows are on disk when rc is 0. */

@@ -13,6 +13,8 @@
 #include <time.h>
 
 #include "status.h"
+#include "server/pageview.h"
+#include "server/regrade.h"
 #include "server/runner.h"
 #include "server/submission.h"
 #include "server/views.h"
@@ -395,6 +397,11 @@ static int page_submission(struct page *p, long long id)
         html_raw(&p->b, " &middot; <span class=\"badge warn\">late</span>");
     html_fmt(&p->b, " &middot; <a href=\"/submissions/%lld/source\">View source</a></p>\n", id);
     put_live(p, sub);
+    {
+        struct page_view v;
+        page_view_open(p, &v, &p->b);
+        regrade_page_section(&v, sub);
+    }
 
     if (page_is_staff(p)) {
         html_raw(&p->b, "<h2>Staff</h2>\n<div class=\"grid2\"><div class=\"panel\"><h3>Override the score</h3>\n");

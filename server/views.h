@@ -28,6 +28,12 @@ VIEW_TABLE(rubric_page);
 VIEW_TABLE(deadline_page);
 VIEW_TABLE(queue_page);
 VIEW_TABLE(export_page);
+VIEW_TABLE(lateday_api);
+VIEW_TABLE(regrade_api);
+VIEW_TABLE(similarity_api);
+VIEW_TABLE(lateday_page);
+VIEW_TABLE(regrade_page);
+VIEW_TABLE(similarity_page);
 
 #undef VIEW_TABLE
 

@@ -1,0 +1,69 @@
+/*
+ * pageview.h - how the course modules (late days, regrade requests,
+ * similarity) render web pages without reaching into page.c: pageview.c hands
+ * them a page_view (the request, the signed-in user, a buffer for the page's
+ * main content, and two callbacks into its form handling), then wraps what
+ * they wrote in the common layout (page.h: page_begin/page_end), or sends
+ * the redirect they asked for.
+ *
+ * The escaping rule of html.h holds here too: user text only through %s of
+ * html_fmt, html_text or html_attr.
+ */
+#ifndef CUGRADE_PAGEVIEW_H
+#define CUGRADE_PAGEVIEW_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+struct app;
+struct auth_user;
+struct html_buf;
+struct http_request;
+struct page;
+
+struct page_view {
+    struct app *app;
+    struct http_request *req;
+    const struct auth_user *user;
+    struct html_buf *b; /* the main content */
+    int get, post;      /* the method (HEAD counts as GET) */
+    /* page.h form handling: a posted field (NULL when absent) and the
+     * CSRF check of a POST (0 to go on; -1 when the refusal page is already
+     * rendered, then the route returns PAGE_VIEW_DONE). */
+    void *page;
+    const char *(*field)(void *page, const char *name);
+    int (*post_ok)(void *page);
+    /* filled by the route */
+    char title[120];
+    char location[300]; /* non-empty: answer 303 See Other to it */
+    int status;         /* 200 unless set */
+};
+
+#define PAGE_VIEW_NOT_MINE 0 /* not this module's path */
+#define PAGE_VIEW_RENDERED 1 /* content in b (or location set) */
+#define PAGE_VIEW_DONE 2     /* the response is already sent (post_ok refused) */
+
+/* A module's page routes: seg[0..n) is the path split at '/'. */
+typedef int (*page_view_route)(struct page_view *v, char **seg, size_t n);
+
+/* Fill v for page p, its content going to b (p->b, or a buffer the caller
+ * owns). Nothing to free. */
+void page_view_open(struct page *p, struct page_view *v, struct html_buf *b);
+
+/* Run route for page p (a page route's handler, page.h): the content in the
+ * common layout, the redirect, or -1 (the 404 page) when the route does not
+ * know the path. Returns HTTP_DONE or -1. */
+int page_view_run(struct page *p, page_view_route route);
+
+/* Render an error into v (title, a sentence saying what to do, status). */
+int page_view_error(struct page_view *v, int status, const char *what, const char *todo);
+
+/* Each module's pages: seg[0..n) is the path split at '/'. */
+int lateday_page_route(struct page_view *v, char **seg, size_t n);
+int regrade_page_route(struct page_view *v, char **seg, size_t n);
+int similarity_page_route(struct page_view *v, char **seg, size_t n);
+
+/* The regrade section of a submission's page (sub: the submission JSON). */
+void regrade_page_section(struct page_view *v, json_t *sub);
+
+#endif

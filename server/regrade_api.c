@@ -1,0 +1,139 @@
+/*
+ * regrade_api.c - the JSON routes of regrade.h (docs/api-course.md).
+ */
+#include "server/api.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/auth.h"
+#include "server/regrade.h"
+#include "server/submission.h"
+#include "server/views.h"
+
+static int send_err(struct http_request *req, const struct api_error *e)
+{
+    api_error_send(req, e);
+    return HTTP_DONE;
+}
+
+static long long id_param(struct http_request *req, const char *name)
+{
+    const char *s = http_request_param(req, name);
+    char *end;
+    if (!s || *s < '1' || *s > '9' || strlen(s) > 18)
+        return 0;
+    long long v = strtoll(s, &end, 10);
+    return *end ? 0 : v;
+}
+
+static int h_open(struct app *app, struct http_request *req)
+{
+    struct auth_user u;
+    struct api_error e;
+    json_t *body, *out = NULL;
+    if (api_need(app, req, &u, HUMANS))
+        return HTTP_DONE;
+    long long id = id_param(req, "id");
+    if (!id) {
+        api_fail(&e, 404, "not_found", "Submission ids are positive integers.");
+        return send_err(req, &e);
+    }
+    if (api_json_parse(req->body, req->body_len, 0, &body, &e))
+        return send_err(req, &e);
+    const char *reason = json_string_value(json_object_get(body, "reason"));
+    int rc = regrade_request_open(app, &u, id, reason, &out, &e);
+    json_decref(body);
+    if (rc)
+        return send_err(req, &e);
+    return api_send_json(req, 201, out);
+}
+
+static int h_list_of_submission(struct app *app, struct http_request *req)
+{
+    struct auth_user u;
+    struct api_error e;
+    json_t *out = NULL, *sub = NULL;
+    if (api_need(app, req, &u, HUMANS))
+        return HTTP_DONE;
+    long long id = id_param(req, "id");
+    /* The submission's own rule decides who may look (403 / 404). */
+    if (!id) {
+        api_fail(&e, 404, "not_found", "Submission ids are positive integers.");
+        return send_err(req, &e);
+    }
+    if (api_submission_get(app, &u, id, &sub, &e))
+        return send_err(req, &e);
+    json_decref(sub);
+    if (regrade_request_list(app, &u, NULL, NULL, NULL, id, &out, &e))
+        return send_err(req, &e);
+    return api_send_json(req, 200, out);
+}
+
+static int h_list(struct app *app, struct http_request *req)
+{
+    struct auth_user u;
+    struct api_error e;
+    json_t *out = NULL;
+    if (api_need(app, req, &u, HUMANS))
+        return HTTP_DONE;
+    if (regrade_request_list(app, &u, http_request_query(req, "status"),
+                             http_request_query(req, "lab"), http_request_query(req, "user"), 0,
+                             &out, &e))
+        return send_err(req, &e);
+    return api_send_json(req, 200, out);
+}
+
+static int h_get(struct app *app, struct http_request *req)
+{
+    struct auth_user u;
+    struct api_error e;
+    json_t *out = NULL;
+    if (api_need(app, req, &u, HUMANS))
+        return HTTP_DONE;
+    long long rid = id_param(req, "rid");
+    if (!rid) {
+        api_fail(&e, 404, "not_found", "Regrade request ids are positive integers.");
+        return send_err(req, &e);
+    }
+    if (regrade_request_get(app, &u, rid, &out, &e))
+        return send_err(req, &e);
+    return api_send_json(req, 200, out);
+}
+
+static int h_answer(struct app *app, struct http_request *req)
+{
+    struct auth_user u;
+    struct api_error e;
+    json_t *body, *out = NULL;
+    if (api_need(app, req, &u, STAFF))
+        return HTTP_DONE;
+    long long rid = id_param(req, "rid");
+    if (!rid) {
+        api_fail(&e, 404, "not_found", "Regrade request ids are positive integers.");
+        return send_err(req, &e);
+    }
+    if (api_json_parse(req->body, req->body_len, 0, &body, &e))
+        return send_err(req, &e);
+    json_t *js = json_object_get(body, "score");
+    int rc =
+        regrade_request_answer(app, &u, rid, json_string_value(json_object_get(body, "answer")),
+                               json_string_value(json_object_get(body, "action")),
+                               json_is_number(js) ? json_number_value(js) : NAN, &out, &e);
+    json_decref(body);
+    if (rc)
+        return send_err(req, &e);
+    return api_send_json(req, 200, out);
+}
+
+const struct route regrade_api_routes[] = {
+    {HTTP_POST, "/api/submissions/{id}/regrade-requests", h_open, 16 * KiB, NULL, NULL},
+    {HTTP_GET, "/api/submissions/{id}/regrade-requests", h_list_of_submission, 0, NULL, NULL},
+    {HTTP_GET, "/api/regrade-requests", h_list, 0, NULL, NULL},
+    {HTTP_GET, "/api/regrade-requests/{rid}", h_get, 0, NULL, NULL},
+    {HTTP_POST, "/api/regrade-requests/{rid}/answer", h_answer, 16 * KiB, NULL, NULL},
+};
+const size_t regrade_api_nroutes = sizeof(regrade_api_routes) / sizeof(regrade_api_routes[0]);

@@ -1,0 +1,73 @@
+/*
+ * similarity_api.c - the JSON routes of the similarity checks; the runs and
+ * their reports are in similarity.c. See similarity.h.
+ */
+#include "server/similarity.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/api.h"
+#include "server/auth.h"
+#include "server/views.h"
+
+static int send_err(struct http_request *req, const struct api_error *e)
+{
+    api_error_send(req, e);
+    return HTTP_DONE;
+}
+
+static int h_start(struct app *app, struct http_request *req)
+{
+    struct auth_user u;
+    struct api_error e;
+    long long id = 0;
+    if (api_need(app, req, &u, STAFF))
+        return HTTP_DONE;
+    if (similarity_start(app, &u, http_request_param(req, "lab"), &id, &e))
+        return send_err(req, &e);
+    char url[128];
+    snprintf(url, sizeof(url), "/api/admin/labs/%s/similarity", http_request_param(req, "lab"));
+    return api_send_json(
+        req, 202,
+        json_pack("{s:I,s:s,s:s}", "run", (json_int_t)id, "status", "running", "url", url));
+}
+
+static int h_report(struct app *app, struct http_request *req)
+{
+    struct auth_user u;
+    struct api_error e;
+    json_t *out;
+    if (api_need(app, req, &u, STAFF))
+        return HTTP_DONE;
+    if (similarity_report(app, &u, http_request_param(req, "lab"), &out, &e))
+        return send_err(req, &e);
+    return api_send_json(req, 200, out);
+}
+
+static int h_pair(struct app *app, struct http_request *req)
+{
+    struct auth_user u;
+    struct api_error e;
+    json_t *out;
+    if (api_need(app, req, &u, STAFF))
+        return HTTP_DONE;
+    const char *s = http_request_param(req, "id");
+    char *end;
+    long long id = s && *s >= '1' && *s <= '9' && strlen(s) < 19 ? strtoll(s, &end, 10) : 0;
+    if (id <= 0 || *end) {
+        api_fail(&e, 404, "not_found", "Pair ids are positive integers.");
+        return send_err(req, &e);
+    }
+    if (similarity_pair(app, &u, id, &out, &e))
+        return send_err(req, &e);
+    return api_send_json(req, 200, out);
+}
+
+const struct route similarity_api_routes[] = {
+    {HTTP_POST, "/api/admin/labs/{lab}/similarity", h_start, 4096, NULL, NULL},
+    {HTTP_GET, "/api/admin/labs/{lab}/similarity", h_report, 0, NULL, NULL},
+    {HTTP_GET, "/api/admin/similarity/pairs/{id}", h_pair, 0, NULL, NULL},
+};
+const size_t similarity_api_nroutes = sizeof(similarity_api_routes) / sizeof(similarity_api_routes[0]);
