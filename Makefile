@@ -28,7 +28,7 @@ endif
 CFLAGS  += $(CFLAGS_BASE) $(HARDEN) $(OPT)
 LDFLAGS += $(LDHARDEN) $(LDSAN)
 
-SERVER_LIBS = -luv -lhttp_parser -ljansson -lsqlite3 -lcrypto -lm -lpthread
+SERVER_LIBS = -lcmark-gfm-extensions -lcmark-gfm -luv -lhttp_parser -ljansson -lsqlite3 -lcrypto -lm -lpthread
 RUNNER_LIBS = -lcurl -ljansson -lseccomp -lcrypto -lm -lpthread
 
 COMMON_SRC  = $(wildcard common/*.c)

@@ -30,6 +30,7 @@
 #include "server/auth.h"
 #include "server/db.h"
 #include "server/html.h"
+#include "server/markdown.h"
 #include "server/multipart.h"
 #include "server/queue.h"
 
@@ -815,7 +816,7 @@ static int page_lab(struct page *p, const char *lab, const char *problem, int st
     html_raw(&p->b, "</p>\n");
 
     html_raw(&p->b, "<div class=\"grid2\"><section class=\"handout\" aria-label=\"handout\"><h2>Handout</h2>\n");
-    html_markdown(&p->b, jstr(doc, "handout"));
+    markdown_render(&p->b, jstr(doc, "handout"));
     html_raw(&p->b, "</section>\n<section aria-label=\"submit\">\n<h2>The interface you implement</h2>\n");
     html_fmt(&p->b, "<pre><code>%s</code></pre>\n", jstr(doc, "interface"));
 
@@ -1097,8 +1098,11 @@ static void put_result(struct page *p, json_t *sub)
                         html_fmt(&p->b, "<a href=\"/submissions/%lld/source#L%ld\">%s line %ld</a>: ",
                                  id, line, jstr(f, "file"), line);
                     html_fmt(&p->b, "%s", jstr(f, "message"));
-                    if (jstr(f, "hint")[0])
-                        html_fmt(&p->b, "<br><span class=\"muted\">Hint: %s</span>", jstr(f, "hint"));
+                    if (jstr(f, "hint")[0]) {
+                        html_raw(&p->b, "<br><span class=\"muted\">Hint: ");
+                        markdown_render_inline(&p->b, jstr(f, "hint"));
+                        html_raw(&p->b, "</span>");
+                    }
                     html_raw(&p->b, "</li>\n");
                 }
                 html_raw(&p->b, "</ul>");
@@ -1111,8 +1115,11 @@ static void put_result(struct page *p, json_t *sub)
         put_timing(p, json_object_get(cg, "timing"));
     if (json_array_size(hints) > 0) {
         html_raw(&p->b, "<h3>Hints</h3>\n<ul class=\"hints\">\n");
-        json_array_foreach(hints, i, t)
-            html_fmt(&p->b, "<li>%s</li>\n", json_string_value(t));
+        json_array_foreach(hints, i, t) {
+            html_raw(&p->b, "<li>");
+            markdown_render_inline(&p->b, json_string_value(t));
+            html_raw(&p->b, "</li>\n");
+        }
         html_raw(&p->b, "</ul>\n");
     }
     if (jstr(cg, "gpu")[0])
