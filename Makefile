@@ -53,6 +53,9 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
+# pages.c embeds the stylesheet and script (.incbin): rebuild it when they change.
+$(BUILD)/server/pages.o: server/static/style.css server/static/app.js
+
 $(BUILD)/libcommon.a: $(COMMON_OBJ)
 	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
 $(BUILD)/libserver.a: $(SERVER_OBJ)

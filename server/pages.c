@@ -343,6 +343,11 @@ static void put_status(struct html_buf *b, const char *st)
 
 /* ---- layout ------------------------------------------------------------------ */
 
+/* Every data table sits in a box that scrolls sideways on its own on a
+ * narrow screen (the page itself never does), which a keyboard can focus
+ * and scroll, named for screen readers; "</table></div>" closes it. */
+#define TABLE_BOX(label) "<div class=\"scroll\" tabindex=\"0\" role=\"region\" aria-label=\"" label "\">"
+
 static void page_begin(struct page *p, const char *title)
 {
     struct html_buf *b = &p->b;
@@ -674,7 +679,7 @@ static int page_labs(struct page *p)
     if (json_array_size(json_object_get(labs, "labs")) == 0)
         html_raw(&p->b, "<p class=\"muted\">No labs are set up yet.</p>\n");
     else
-        html_fmt(&p->b, "<table class=\"labs\"><thead><tr><th>Lab</th><th>Due</th>"
+        html_fmt(&p->b, TABLE_BOX("Labs") "<table class=\"labs\"><thead><tr><th>Lab</th><th>Due</th>"
                         "<th>Hard deadline</th><th>Status</th><th class=\"num\">%R</th>"
                         "</tr></thead><tbody>\n",
                  is_staff(p) ? "Students with a score" : "Your best score");
@@ -720,7 +725,7 @@ static int page_labs(struct page *p)
         html_raw(&p->b, "</td></tr>\n");
     }
     if (json_array_size(json_object_get(labs, "labs")) > 0)
-        html_raw(&p->b, "</tbody></table>\n");
+        html_raw(&p->b, "</tbody></table></div>\n");
     if (p->user.role == AUTH_STUDENT)
         put_show_name(p, "");
     json_decref(labs);
@@ -734,7 +739,7 @@ static void put_submissions_table(struct page *p, json_t *subs, int show_user, i
     json_t *s;
     size_t i;
 
-    html_raw(&p->b, "<table class=\"subs sortable\"><thead><tr><th data-sort=\"num\">#</th>");
+    html_raw(&p->b, TABLE_BOX("Submissions") "<table class=\"subs sortable\"><thead><tr><th data-sort=\"num\">#</th>");
     if (show_lab)
         html_raw(&p->b, "<th data-sort=\"text\">Lab</th>");
     if (show_user)
@@ -761,7 +766,7 @@ static void put_submissions_table(struct page *p, json_t *subs, int show_user, i
         put_when(&p->b, created);
         html_raw(&p->b, "</td></tr>\n");
     }
-    html_raw(&p->b, "</tbody></table>\n");
+    html_raw(&p->b, "</tbody></table></div>\n");
 }
 
 /* Read labs/<lab>/starter.cu (at most 64 KiB); caller frees; NULL if none. */
@@ -953,7 +958,7 @@ static void put_compile_log(struct page *p, const char *log, long long id)
 {
     const char *s = log, *nl;
 
-    html_raw(&p->b, "<pre class=\"log\">");
+    html_raw(&p->b, "<pre class=\"log\" tabindex=\"0\" aria-label=\"Compiler output\">");
     while (*s) {
         size_t n;
         const char *paren, *close;
@@ -1051,7 +1056,7 @@ static void put_result(struct page *p, json_t *sub)
         put_compile_log(p, log, id);
     }
     if (json_array_size(tests) > 0) {
-        html_raw(&p->b, "<h3>Tests</h3>\n<table class=\"tests\"><thead><tr><th>Test</th><th>Result</th>"
+        html_raw(&p->b, "<h3>Tests</h3>\n" TABLE_BOX("Tests") "<table class=\"tests\"><thead><tr><th>Test</th><th>Result</th>"
                         "<th class=\"num\">Points</th><th>Details</th></tr></thead><tbody>\n");
         json_array_foreach(tests, i, t) {
             int passed = strcmp(jstr(t, "status"), "passed") == 0;
@@ -1060,10 +1065,10 @@ static void put_result(struct page *p, json_t *sub)
             put_score(&p->b, json_object_get(t, "score"), json_object_get(t, "max_score"));
             html_fmt(&p->b, "</td><td><code class=\"small\">%s</code></td></tr>\n", jstr(t, "output"));
         }
-        html_raw(&p->b, "</tbody></table>\n");
+        html_raw(&p->b, "</tbody></table></div>\n");
     }
     if (json_array_size(cases) > 0) {
-        html_raw(&p->b, "<h3>Correctness cases</h3>\n<table class=\"cases\"><thead><tr><th>Case</th>"
+        html_raw(&p->b, "<h3>Correctness cases</h3>\n" TABLE_BOX("Correctness cases") "<table class=\"cases\"><thead><tr><th>Case</th>"
                         "<th>Result</th><th class=\"num\">Max abs error</th><th class=\"num\">Max rel error</th>"
                         "<th>First wrong element</th><th>Message</th></tr></thead><tbody>\n");
         json_array_foreach(cases, i, t) {
@@ -1080,7 +1085,7 @@ static void put_result(struct page *p, json_t *sub)
                      jstr(t, "name"), passed ? "good" : "bad", passed ? "passed" : "failed", ae, re,
                      bad, jstr(t, "message"));
         }
-        html_raw(&p->b, "</tbody></table>\n");
+        html_raw(&p->b, "</tbody></table></div>\n");
     }
     if (json_array_size(san) > 0) {
         html_raw(&p->b, "<h3>Sanitizers</h3>\n<ul class=\"sanitizer\">\n");
@@ -1231,7 +1236,7 @@ static void put_overrides(struct page *p, long long id)
     sqlite3_bind_int64(st, 1, id);
     while (sqlite3_step(st) == SQLITE_ROW) {
         if (!any)
-            html_raw(&p->b, "<table class=\"overrides\"><thead><tr><th class=\"num\">Score</th>"
+            html_raw(&p->b, TABLE_BOX("Score overrides") "<table class=\"overrides\"><thead><tr><th class=\"num\">Score</th>"
                             "<th>Reason</th><th>By</th><th>When</th></tr></thead><tbody>\n");
         any = 1;
         html_fmt(&p->b, "<tr><td class=\"num\">%.2f</td><td>%s</td><td>%s</td><td>",
@@ -1241,7 +1246,7 @@ static void put_overrides(struct page *p, long long id)
     }
     sqlite3_reset(st);
     if (any)
-        html_raw(&p->b, "</tbody></table>\n");
+        html_raw(&p->b, "</tbody></table></div>\n");
     else
         html_raw(&p->b, "<p class=\"muted\">No overrides.</p>\n");
 }
@@ -1557,7 +1562,7 @@ static int page_scoreboard(struct page *p, const char *lab)
     if (n == 0) {
         html_raw(&p->b, "<p class=\"muted\">Nobody has a graded submission yet.</p>\n");
     } else {
-        html_fmt(&p->b, "<table id=\"scoreboard\" class=\"scoreboard sortable\"><thead><tr>"
+        html_fmt(&p->b, TABLE_BOX("Scoreboard") "<table id=\"scoreboard\" class=\"scoreboard sortable\"><thead><tr>"
                         "<th class=\"num\" data-sort=\"num\">Rank</th><th data-sort=\"text\">%R</th>"
                         "<th class=\"num\" data-sort=\"num\"%R>Score</th>"
                         "<th class=\"num\" data-sort=\"num\"%R>Speedup</th><th>Submitted</th></tr></thead><tbody>\n",
@@ -1601,7 +1606,7 @@ static int page_scoreboard(struct page *p, const char *lab)
                          jstr(row, "submitted_on"));
             html_raw(&p->b, "</td></tr>\n");
         }
-        html_raw(&p->b, "</tbody></table>\n");
+        html_raw(&p->b, "</tbody></table></div>\n");
     }
     free(v);
     json_decref(sb);
@@ -1715,7 +1720,7 @@ static int page_audit(struct page *p)
     html_raw(&p->b, "></label><button type=\"submit\">Filter</button></form>\n");
     while (sqlite3_step(st) == SQLITE_ROW) {
         if (!any)
-            html_raw(&p->b, "<table id=\"audit\"><thead><tr><th>When</th><th>Who</th><th>Action</th>"
+            html_raw(&p->b, TABLE_BOX("Audit log") "<table id=\"audit\"><thead><tr><th>When</th><th>Who</th><th>Action</th>"
                             "<th>Target</th><th>Detail</th></tr></thead><tbody>\n");
         any = 1;
         html_raw(&p->b, "<tr><td>");
@@ -1726,7 +1731,7 @@ static int page_audit(struct page *p)
     }
     sqlite3_reset(st);
     if (any)
-        html_raw(&p->b, "</tbody></table>\n");
+        html_raw(&p->b, "</tbody></table></div>\n");
     else
         html_raw(&p->b, "<p class=\"muted\">Nothing recorded yet.</p>\n");
     return page_end(p, 200);
@@ -1751,11 +1756,11 @@ static int page_users(struct page *p, json_t *created, const char *problem, int 
     if (created) {
         html_raw(&p->b, "<div class=\"notice good\"><p><strong>New tokens: copy them now.</strong> "
                         "They are stored only as hashes and cannot be shown again.</p>\n"
-                        "<table id=\"new-tokens\"><thead><tr><th>Name</th><th>Role</th><th>Token</th></tr></thead><tbody>\n");
+                        TABLE_BOX("New tokens") "<table id=\"new-tokens\"><thead><tr><th>Name</th><th>Role</th><th>Token</th></tr></thead><tbody>\n");
         json_array_foreach(json_object_get(created, "users"), i, u)
             html_fmt(&p->b, "<tr><td>%s</td><td>%s</td><td><span class=\"token\">%s</span></td></tr>\n",
                      jstr(u, "name"), jstr(u, "role"), jstr(u, "token"));
-        html_raw(&p->b, "</tbody></table></div>\n");
+        html_raw(&p->b, "</tbody></table></div></div>\n");
     }
     html_raw(&p->b, "<div class=\"grid2\"><div class=\"panel\"><h2>Add one user</h2>\n"
                     "<form class=\"stack\" method=\"post\" action=\"/admin/users\">");
@@ -1775,7 +1780,7 @@ static int page_users(struct page *p, json_t *created, const char *problem, int 
                     "<label for=\"roster-file\">&hellip;or upload the CSV file</label>"
                     "<input type=\"file\" id=\"roster-file\" name=\"roster_file\" accept=\".csv,text/csv\">"
                     "<p><button type=\"submit\">Import</button></p></form></div></div>\n");
-    html_fmt(&p->b, "<h2>All users (%zu)</h2>\n<table class=\"sortable\"><thead><tr><th data-sort=\"text\">Name</th>"
+    html_fmt(&p->b, "<h2>All users (%zu)</h2>\n" TABLE_BOX("All users") "<table class=\"sortable\"><thead><tr><th data-sort=\"text\">Name</th>"
                     "<th data-sort=\"text\">Display name</th><th data-sort=\"text\">Role</th>"
                     "<th data-sort=\"text\">Pseudonym</th><th>Name on scoreboard</th></tr></thead><tbody>\n",
              json_array_size(json_object_get(users, "users")));
@@ -1783,7 +1788,7 @@ static int page_users(struct page *p, json_t *created, const char *problem, int 
         html_fmt(&p->b, "<tr><td><a href=\"/submissions?user=%u\">%s</a></td><td>%s</td><td>%s</td><td>%s</td><td>%R</td></tr>\n",
                  jstr(u, "name"), jstr(u, "name"), jstr(u, "display_name"), jstr(u, "role"),
                  jstr(u, "pseudonym"), json_is_true(json_object_get(u, "show_name")) ? "shown" : "pseudonym");
-    html_raw(&p->b, "</tbody></table>\n");
+    html_raw(&p->b, "</tbody></table></div>\n");
     json_decref(users);
     return page_end(p, status);
 }
@@ -1967,7 +1972,7 @@ static void put_rubric_versions(struct page *p, const char *lab)
     if (st == NULL)
         return;
     sqlite3_bind_text(st, 1, lab, -1, SQLITE_TRANSIENT);
-    html_raw(&p->b, "<h2>Versions</h2>\n<table id=\"versions\"><thead><tr><th class=\"num\">Version</th>"
+    html_raw(&p->b, "<h2>Versions</h2>\n" TABLE_BOX("Rubric versions") "<table id=\"versions\"><thead><tr><th class=\"num\">Version</th>"
                     "<th>Created</th><th>By</th></tr></thead><tbody>\n");
     while (sqlite3_step(st) == SQLITE_ROW) {
         html_fmt(&p->b, "<tr><td class=\"num\">%d</td><td>", sqlite3_column_int(st, 0));
@@ -1976,7 +1981,7 @@ static void put_rubric_versions(struct page *p, const char *lab)
                  sqlite3_column_type(st, 2) == SQLITE_NULL ? "rubrics/ file" : db_col_text(st, 2));
     }
     sqlite3_reset(st);
-    html_raw(&p->b, "</tbody></table>\n");
+    html_raw(&p->b, "</tbody></table></div>\n");
 }
 
 /* The editor; text is what goes in the textarea (NULL: the current
@@ -2134,7 +2139,7 @@ static int page_deadlines(struct page *p, const char *problem, const char *done,
     if (problem)
         html_fmt(&p->b, "<div class=\"notice bad\" role=\"alert\"><p>%s</p></div>\n", problem);
     html_raw(&p->b, "<p class=\"small muted\">Times are UTC. Changing a lab's deadline stores a new "
-                    "rubric version.</p>\n<table><thead><tr><th>Lab</th><th>Due</th><th>Hard deadline</th>"
+                    "rubric version.</p>\n" TABLE_BOX("Lab deadlines") "<table><thead><tr><th>Lab</th><th>Due</th><th>Hard deadline</th>"
                     "<th>Change</th></tr></thead><tbody>\n");
     for (size_t i = 0; i < p->app->nlabs; i++) {
         struct app_lab *l = &p->app->labs[i];
@@ -2154,12 +2159,12 @@ static int page_deadlines(struct page *p, const char *problem, const char *done,
                         "<button type=\"submit\">Save</button></form></td></tr>\n",
                  l->lab.name, l->lab.name, a, l->lab.name, l->lab.name, h);
     }
-    html_raw(&p->b, "</tbody></table>\n<h2>Extensions</h2>\n");
+    html_raw(&p->b, "</tbody></table></div>\n<h2>Extensions</h2>\n");
     st = db_stmt(p->app->db, "SELECT u.name, e.lab, e.due, e.hard_deadline FROM extensions e "
                              "JOIN users u ON u.id = e.user_id ORDER BY e.lab, u.name");
     while (st && sqlite3_step(st) == SQLITE_ROW) {
         if (!any)
-            html_raw(&p->b, "<table id=\"extensions\"><thead><tr><th>Student</th><th>Lab</th><th>Due</th>"
+            html_raw(&p->b, TABLE_BOX("Extensions") "<table id=\"extensions\"><thead><tr><th>Student</th><th>Lab</th><th>Due</th>"
                             "<th>Hard deadline</th></tr></thead><tbody>\n");
         any = 1;
         html_fmt(&p->b, "<tr><td>%s</td><td>%s</td><td>", db_col_text(st, 0), db_col_text(st, 1));
@@ -2170,7 +2175,7 @@ static int page_deadlines(struct page *p, const char *problem, const char *done,
     }
     if (st)
         sqlite3_reset(st);
-    html_raw(&p->b, any ? "</tbody></table>\n" : "<p class=\"muted\">No extensions.</p>\n");
+    html_raw(&p->b, any ? "</tbody></table></div>\n" : "<p class=\"muted\">No extensions.</p>\n");
     html_raw(&p->b, "<h3>Give an extension</h3>\n<form class=\"filters\" method=\"post\" action=\"/admin/extensions\">");
     csrf_field(p);
     html_raw(&p->b, "<label>Student<input type=\"text\" name=\"user\" required></label><label>Lab<select name=\"lab\">");
@@ -2272,7 +2277,7 @@ static int page_queue(struct page *p)
     while (st && sqlite3_step(st) == SQLITE_ROW) {
         double seen = sqlite3_column_double(st, 2);
         if (!any)
-            html_raw(&p->b, "<table id=\"runners\"><thead><tr><th>Runner</th><th>GPU</th><th>Last seen</th>"
+            html_raw(&p->b, TABLE_BOX("Runners") "<table id=\"runners\"><thead><tr><th>Runner</th><th>GPU</th><th>Last seen</th>"
                             "<th class=\"num\">Jobs done</th><th>State</th></tr></thead><tbody>\n");
         any = 1;
         html_fmt(&p->b, "<tr><td>%s</td><td>%s</td><td>", db_col_text(st, 0), db_col_text(st, 1));
@@ -2284,7 +2289,7 @@ static int page_queue(struct page *p)
     if (st)
         sqlite3_reset(st);
     if (any)
-        html_raw(&p->b, "</tbody></table>\n");
+        html_raw(&p->b, "</tbody></table></div>\n");
     else
         html_raw(&p->b, "<div class=\"notice warn\"><p>No runner has ever connected. Jobs wait in the "
                         "queue until one does: start <code>cugrade-runner</code> on a GPU host with a "
@@ -2293,7 +2298,7 @@ static int page_queue(struct page *p)
     if (json_array_size(json_object_get(q, "queue")) == 0) {
         html_raw(&p->b, "<p class=\"muted\">Nothing queued, running or failed.</p>\n");
     } else {
-        html_raw(&p->b, "<table id=\"jobs\"><thead><tr><th>#</th><th>Lab</th><th>Student</th><th>Status</th>"
+        html_raw(&p->b, TABLE_BOX("Jobs") "<table id=\"jobs\"><thead><tr><th>#</th><th>Lab</th><th>Student</th><th>Status</th>"
                         "<th>Phase</th><th class=\"num\">Attempts</th><th>Submitted</th><th></th></tr></thead><tbody>\n");
         json_array_foreach(json_object_get(q, "queue"), i, s) {
             long long id = (long long)jnum(s, "id", 0);
@@ -2311,7 +2316,7 @@ static int page_queue(struct page *p)
             }
             html_raw(&p->b, "</td></tr>\n");
         }
-        html_raw(&p->b, "</tbody></table>\n");
+        html_raw(&p->b, "</tbody></table></div>\n");
     }
     json_decref(q);
     return page_end(p, 200);
