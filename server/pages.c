@@ -40,8 +40,8 @@
 /* ---- static files, embedded in the binary ------------------------------
  * The stylesheet and script are linked in with .incbin, so the server
  * needs no files at run time and a deployment can never serve a stylesheet
- * from another version. (make does not see this dependency: touch pages.c
- * after editing server/static/.) */
+ * from another version. (The Makefile makes pages.o depend on
+ * server/static/, since make cannot see an .incbin.) */
 #define PAGES_EMBED(sym, file)                                                                     \
     __asm__(".section .rodata\n"                                                                   \
             ".balign 16\n"                                                                         \
@@ -1009,7 +1009,7 @@ static void put_timing(struct page *p, json_t *t)
     bars[n++] = (struct html_bar){"cuBLAS", jnum(t, "cublas_ms", NAN), 0};
     if (json_is_number(json_object_get(t, "cpu_ms")))
         bars[n++] = (struct html_bar){"CPU", jnum(t, "cpu_ms", NAN), 0};
-    html_raw(&p->b, "<h3>Time (lower is better)</h3>\n");
+    html_raw(&p->b, "<h2>Time (lower is better)</h2>\n");
     html_svg_bars(&p->b, "Kernel time in milliseconds: yours, the reference kernels and cuBLAS", bars,
                   n, "ms");
     html_raw(&p->b, "<p class=\"small\">");
@@ -1052,11 +1052,11 @@ static void put_result(struct page *p, json_t *sub)
                         "<code>%s</code>. %s</p></div>\n",
                  jstr(rej, "symbol"), jstr(rej, "reason"));
     if (*log) {
-        html_raw(&p->b, "<h3>Compiler output</h3>\n");
+        html_raw(&p->b, "<h2>Compiler output</h2>\n");
         put_compile_log(p, log, id);
     }
     if (json_array_size(tests) > 0) {
-        html_raw(&p->b, "<h3>Tests</h3>\n" TABLE_BOX("Tests") "<table class=\"tests\"><thead><tr><th>Test</th><th>Result</th>"
+        html_raw(&p->b, "<h2>Tests</h2>\n" TABLE_BOX("Tests") "<table class=\"tests\"><thead><tr><th>Test</th><th>Result</th>"
                         "<th class=\"num\">Points</th><th>Details</th></tr></thead><tbody>\n");
         json_array_foreach(tests, i, t) {
             int passed = strcmp(jstr(t, "status"), "passed") == 0;
@@ -1068,7 +1068,7 @@ static void put_result(struct page *p, json_t *sub)
         html_raw(&p->b, "</tbody></table></div>\n");
     }
     if (json_array_size(cases) > 0) {
-        html_raw(&p->b, "<h3>Correctness cases</h3>\n" TABLE_BOX("Correctness cases") "<table class=\"cases\"><thead><tr><th>Case</th>"
+        html_raw(&p->b, "<h2>Correctness cases</h2>\n" TABLE_BOX("Correctness cases") "<table class=\"cases\"><thead><tr><th>Case</th>"
                         "<th>Result</th><th class=\"num\">Max abs error</th><th class=\"num\">Max rel error</th>"
                         "<th>First wrong element</th><th>Message</th></tr></thead><tbody>\n");
         json_array_foreach(cases, i, t) {
@@ -1088,7 +1088,7 @@ static void put_result(struct page *p, json_t *sub)
         html_raw(&p->b, "</tbody></table></div>\n");
     }
     if (json_array_size(san) > 0) {
-        html_raw(&p->b, "<h3>Sanitizers</h3>\n<ul class=\"sanitizer\">\n");
+        html_raw(&p->b, "<h2>Sanitizers</h2>\n<ul class=\"sanitizer\">\n");
         json_array_foreach(san, i, t) {
             json_t *finds = json_object_get(t, "findings");
             int clean = json_is_true(json_object_get(t, "clean"));
@@ -1119,7 +1119,7 @@ static void put_result(struct page *p, json_t *sub)
     if (json_is_object(json_object_get(cg, "timing")))
         put_timing(p, json_object_get(cg, "timing"));
     if (json_array_size(hints) > 0) {
-        html_raw(&p->b, "<h3>Hints</h3>\n<ul class=\"hints\">\n");
+        html_raw(&p->b, "<h2>Hints</h2>\n<ul class=\"hints\">\n");
         json_array_foreach(hints, i, t) {
             html_raw(&p->b, "<li>");
             markdown_render_inline(&p->b, json_string_value(t));

@@ -38,7 +38,9 @@ async function axeSerious(page) {
       nodes: v.nodes.slice(0, 4).map((n) => n.target.join(' ') + ' :: ' + (n.failureSummary || '').split('\n').slice(1, 3).join('; ')),
     }));
   });
-  return vs.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  const serious = vs.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  serious.others = vs.filter((v) => !serious.includes(v)).map((v) => `${v.impact} ${v.id}`);
+  return serious;
 }
 
 /* Page width against the viewport, with the elements that stick out past its
@@ -180,7 +182,8 @@ run(async (t) => {
           t.eq(r.status(), 200, `${name} at ${vp.width} px: ${p} answers 200`);
           await page.waitForLoadState('load');
           const vs = await axeSerious(page);
-          summary.push(`${name} @${vp.width}: ${vs.length} serious/critical` + (vs.length ? ` (${vs.map((v) => v.id).join(', ')})` : ''));
+          summary.push(`${name} @${vp.width}: ${vs.length} serious/critical` + (vs.length ? ` (${vs.map((v) => v.id).join(', ')})` : '') +
+            (vs.others.length ? `; also ${vs.others.join(', ')}` : ''));
           t.eq(vs.length, 0, `${name} at ${vp.width} px: axe-core finds no serious or critical violation`, describe(vs));
           if (vp === PHONE) {
             const w = await sideways(page);
@@ -198,8 +201,9 @@ run(async (t) => {
       const page = await newPage(b, { viewport: PHONE });
       await signIn(page, s, 'alice');
       await page.goto(`${s.url}/labs/${labs.length ? labs[0].lab : 'vadd'}`);
-      const box = page.locator('.handout .scroll[tabindex="0"]:has(table)').first();
-      t.ok(await box.count() === 1, 'the handout table sits in a focusable scroll box');
+      const box = page.locator('.handout .scroll[role=region]:has(table)').first();
+      t.ok(await box.count() === 1, 'the handout table sits in a scroll box');
+      t.eq(await box.getAttribute('tabindex'), '0', 'at 375 px, where it scrolls, the box is a tab stop');
       const fits = await box.evaluate((el) => el.scrollWidth > el.clientWidth && getComputedStyle(el).overflowX === 'auto');
       t.ok(fits, 'at 375 px the table scrolls inside its box (overflow-x: auto, wider than the box)');
       await box.focus();
@@ -208,6 +212,16 @@ run(async (t) => {
       await page.keyboard.press('Tab');
       const active = await page.evaluate(() => document.activeElement && document.activeElement.tagName);
       t.ok(active && active !== 'BODY', 'Tab moves focus on from the box', active);
+      await page.setViewportSize(DESKTOP);
+      await page.goto(`${s.url}/labs`);
+      await page.waitForLoadState('load');
+      const labsBox = page.locator('.scroll[role=region]:has(table.labs)');
+      t.eq(await labsBox.getAttribute('tabindex'), null, 'at 1200 px the labs table fits, so its box is no tab stop (app.js)');
+      const nojs = await newPage(b, { viewport: DESKTOP, javaScriptEnabled: false });
+      await signIn(nojs, s, 'alice');
+      await nojs.goto(`${s.url}/labs`);
+      t.eq(await nojs.locator('.scroll[role=region]:has(table.labs)').getAttribute('tabindex'), '0',
+        'without JavaScript every box is a tab stop, as served');
     });
   } finally {
     await b.close();
