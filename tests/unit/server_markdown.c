@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "server/markdown.h"
 
@@ -201,6 +202,106 @@ static void test_repo_handouts(void)
     }
 }
 
+/* Is every tag in html one that a Markdown renderer writes, with only the
+ * attributes it writes, no script address in href/src, and divs only as our
+ * scroll boxes? Returns NULL or the first offending tag. */
+static const char *markup_bad(const char *html)
+{
+    static const char *const tags[] = {
+        "p", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "li", "code", "pre", "em", "strong",
+        "del", "a", "img", "table", "thead", "tbody", "tr", "th", "td", "div", "blockquote",
+        "br", "hr"};
+    static const char *const attrs[] = {"href", "src", "alt", "title", "class", "align", "start",
+                                        "tabindex", "role", "aria-label"};
+
+    for (const char *p = strchr(html, '<'); p; p = strchr(p + 1, '<')) {
+        const char *q = p + 1 + (p[1] == '/');
+        size_t n = strspn(q, "abcdefghijklmnopqrstuvwxyz0123456789");
+        int known = 0;
+
+        if (strncmp(p, "<!-- raw HTML omitted -->", 25) == 0)
+            continue;
+        for (size_t i = 0; i < sizeof(tags) / sizeof(tags[0]); i++)
+            known |= n == strlen(tags[i]) && strncmp(q, tags[i], n) == 0;
+        if (!known)
+            return p;
+        if (strncmp(p, "<div", 4) == 0 &&
+            strncmp(p, "<div class=\"scroll\" tabindex=\"0\" role=\"region\" aria-label=\"", 59) != 0)
+            return p;
+        q += n;
+        /* Attributes: name="value", the value free of quotes (escaped). */
+        while (*q == ' ') {
+            size_t an = strspn(q + 1, "abcdefghijklmnopqrstuvwxyz-"), v;
+            int ok_name = 0;
+
+            for (size_t i = 0; i < sizeof(attrs) / sizeof(attrs[0]); i++)
+                ok_name |= an == strlen(attrs[i]) && strncmp(q + 1, attrs[i], an) == 0;
+            if (an == 0 && q[1] == '/')
+                break;
+            if (!ok_name || q[1 + an] != '=' || q[2 + an] != '"')
+                return p;
+            v = strcspn(q + 3 + an, "\"<>");
+            if (q[3 + an + v] != '"')
+                return p;
+            if ((strncmp(q + 1, "href", 4) == 0 || strncmp(q + 1, "src", 3) == 0) &&
+                (strncasecmp(q + 3 + an, "javascript:", 11) == 0 ||
+                 strncasecmp(q + 3 + an, "vbscript:", 9) == 0 || strncasecmp(q + 3 + an, "data:", 5) == 0))
+                return p;
+            q += 3 + an + v + 1;
+        }
+        if (strncmp(q, ">", 1) != 0 && strncmp(q, " />", 3) != 0)
+            return p;
+    }
+    return NULL;
+}
+
+/* Many documents built from Markdown's and HTML's sharp pieces, from a
+ * fixed seed: none lets markup through, and the scroll boxes always close
+ * (a raw "</div>" in a handout cannot end ours early or leave one open). */
+static void test_random_documents(void)
+{
+    static const char *const piece[] = {
+        "|", " | ", "---", "|---|---|\n", "`", "```", "```c\n", "<script>", "</script>", "[a](javascript:x)",
+        "# ", "## ", "\n", "\n\n", "*", "_", "**", "<div>", "</div>", "x", " ", "~~", "    ", "- ",
+        "1. ", "www.a.b", "&", "\"", "<img src=x onerror=y>", "> ", "\\", "<!--", "-->", "[b]: javascript:y\n",
+        "[b]", "\t", "<a href=\"javascript:z\">", "</a>", "<", ">", "2^-23 * x_i", "| a | b |\n"};
+    const size_t npiece = sizeof(piece) / sizeof(piece[0]);
+    unsigned long long state = 0x9E3779B97F4A7C15ull;
+    int bad = 0, unbalanced = 0;
+    char doc[2048];
+
+    for (int round = 0; round < 3000; round++) {
+        size_t len = 0, n;
+        char *s;
+
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        n = 1 + (size_t)(state >> 58);
+        for (size_t k = 0; k < n; k++) {
+            const char *pc;
+
+            state = state * 6364136223846793005ull + 1442695040888963407ull;
+            pc = piece[(state >> 33) % npiece];
+            if (len + strlen(pc) + 1 >= sizeof(doc))
+                break;
+            memcpy(doc + len, pc, strlen(pc));
+            len += strlen(pc);
+        }
+        doc[len] = '\0';
+        s = render(doc, round & 1);
+        if (s == NULL || markup_bad(s) != NULL) {
+            if (bad++ == 0)
+                printf("#   leaked markup for: %s\n#   at: %.80s\n", doc, s ? markup_bad(s) : "(null)");
+        }
+        if (s && occurrences(s, "<div class=\"scroll\"") != occurrences(s, "</div>")) {
+            if (unbalanced++ == 0)
+                printf("#   unbalanced boxes for: %s\n", doc);
+        }
+        free(s);
+    }
+    ok(bad == 0, "3000 random documents of Markdown and HTML pieces: only a renderer's tags, no handler, no script address (%d leaked)", bad);
+    ok(unbalanced == 0, "3000 random documents: every scroll box closes, and only ours (%d unbalanced)", unbalanced);
+}
+
 int main(void)
 {
     test_table();
@@ -209,6 +310,12 @@ int main(void)
     test_math_like();
     test_feedback();
     test_repo_handouts();
+    check(markup_bad("<p>a <script>x</script></p>") && markup_bad("<img src=\"x\" onerror=\"y\" />") &&
+              markup_bad("<a href=\"javascript:x\">") && markup_bad("<div>") &&
+              markup_bad("<div class=\"scroll\" tabindex=\"0\" role=\"region\" aria-label=\"a\" onclick=\"x\">") &&
+              !markup_bad("<p>&lt;script&gt; <a href=\"https://a\">a</a></p><!-- raw HTML omitted -->"),
+          "the markup checker itself tells a raw tag, a handler, a script address and a bare div from safe HTML");
+    test_random_documents();
     printf("1..%d\n", count);
     return failures ? 1 : 0;
 }
