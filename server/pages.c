@@ -1104,9 +1104,9 @@ static void put_result(struct page *p, json_t *sub)
                                  id, line, jstr(f, "file"), line);
                     html_fmt(&p->b, "%s", jstr(f, "message"));
                     if (jstr(f, "hint")[0]) {
-                        html_raw(&p->b, "<br><span class=\"muted\">Hint: ");
+                        html_raw(&p->b, "<div class=\"muted\">Hint: ");
                         markdown_render_inline(&p->b, jstr(f, "hint"));
-                        html_raw(&p->b, "</span>");
+                        html_raw(&p->b, "</div>");
                     }
                     html_raw(&p->b, "</li>\n");
                 }

@@ -8,7 +8,7 @@
  *  - each main page (sign in, labs, a lab, a submission result, the source,
  *    a student's list, scoreboard, help; for staff the result with its forms,
  *    all submissions, stats, audit log; for admins users, rubric editor,
- *    deadlines, queue, exports) goes through axe-core (npm, pinned in
+ *    deadlines, queue, exports; an error page) goes through axe-core (npm, pinned in
  *    package.json) with no serious or critical violation, at desktop width
  *    and at 375 px;
  *  - at 375 px the page itself never scrolls sideways (tables and code
@@ -146,7 +146,7 @@ run(async (t) => {
       }
     });
 
-    // [who, path, name]; who null = signed out.
+    // [who, path, name, status (200)]; who null = signed out.
     const pages = [
       [null, '/login', 'sign in'],
       ['alice', '/labs', 'labs list'],
@@ -166,10 +166,11 @@ run(async (t) => {
       ['adam', '/admin/deadlines', 'deadlines'],
       ['adam', '/admin/queue', 'queue'],
       ['adam', '/admin/exports', 'exports'],
+      ['alice', '/labs/no-such-lab', 'an error page (404)', 404],
     ];
     const summary = [];
     const sessions = {};
-    for (const [who, p, name] of pages) {
+    for (const [who, p, name, status = 200] of pages) {
       await t.step(name, async () => {
         for (const vp of [DESKTOP, PHONE]) {
           const key = `${who}:${vp.width}`;
@@ -179,7 +180,7 @@ run(async (t) => {
           }
           const page = sessions[key];
           const r = await page.goto(s.url + p);
-          t.eq(r.status(), 200, `${name} at ${vp.width} px: ${p} answers 200`);
+          t.eq(r.status(), status, `${name} at ${vp.width} px: ${p} answers ${status}`);
           await page.waitForLoadState('load');
           const vs = await axeSerious(page);
           summary.push(`${name} @${vp.width}: ${vs.length} serious/critical` + (vs.length ? ` (${vs.map((v) => v.id).join(', ')})` : '') +
