@@ -20,6 +20,17 @@ ifeq ($(SAN),1)
   OPT      = -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
   LDSAN    = -fsanitize=address,undefined
   HARDEN   = -fstack-protector-strong -fPIE
+else ifeq ($(FUZZ),1)
+  # libFuzzer targets (tests/fuzz/): Debian's clang; the library code is
+  # instrumented for coverage, libFuzzer's main is linked into the targets.
+  CC       = clang
+  # clang, unlike gcc, flags vprintf-style helpers that pass their va_list
+  # on (-Wformat-nonliteral) and libseccomp's SCMP_A0() macro, which leaves
+  # datum_b to its zero (-Wmissing-field-initializers).
+  OPT      = -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined \
+             -fno-sanitize-recover=undefined -Wno-format-nonliteral -Wno-missing-field-initializers
+  LDSAN    = -fsanitize=address,undefined
+  HARDEN   = -fstack-protector-strong -fPIE
 else
   OPT      = -O2
   LDSAN    =
@@ -46,15 +57,15 @@ TOOLS       = $(patsubst tests/tools/%.c,$(BUILD)/tests/tools/%,$(wildcard tests
 
 BINS = $(BUILD)/cugrade-server $(BUILD)/cugrade-runner $(BUILD)/cugrade-launch
 
-.PHONY: all deps test-deps run test asan test-gpu dist bench clean format
+.PHONY: all deps test-deps run test asan fuzz fuzz-build fuzz-bins test-gpu dist bench clean format
 all: $(BINS) $(UNIT_SERVER) $(UNIT_RUNNER) $(UNIT_COMMON) $(TOOLS)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
-# pages.c embeds the stylesheet and script (.incbin): rebuild it when they change.
-$(BUILD)/server/pages.o: server/static/style.css server/static/app.js
+# page.c embeds the stylesheet and script (.incbin): rebuild it when they change.
+$(BUILD)/server/page.o: server/static/style.css server/static/app.js
 
 $(BUILD)/libcommon.a: $(COMMON_OBJ)
 	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
@@ -86,6 +97,8 @@ $(BUILD)/tests/unit/common_%: $(BUILD)/tests/unit/common_%.o $(BUILD)/libcommon.
 	$(CC) $(LDFLAGS) $^ -ljansson -lcrypto -lm -o $@
 $(BUILD)/tests/tools/%: $(BUILD)/tests/tools/%.o $(BUILD)/librunner.a $(BUILD)/libcommon.a
 	$(CC) $(LDFLAGS) $^ $(RUNNER_LIBS) -o $@
+$(BUILD)/tests/fuzz/%: $(BUILD)/tests/fuzz/%.o $(BUILD)/libserver.a $(BUILD)/librunner.a $(BUILD)/libcommon.a
+	$(CC) $(LDFLAGS) -fsanitize=fuzzer $^ $(SERVER_LIBS) $(RUNNER_LIBS) -o $@
 
 deps:
 	@sh deploy/install-deps.sh run
@@ -98,13 +111,34 @@ run: deps
 
 test: test-deps
 	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory fuzz-build
 	@sh tests/run.sh $(BUILD)
 
-# The same suite against an ASan+UBSan build.
+# The same suite against an ASan+UBSan build. Every sanitizer report of any
+# process goes to build-asan/sanitizer/ and fails the suite that caused it
+# (tests/run.sh), whether or not the suite reads that process's stderr.
 asan: test-deps
 	@$(MAKE) --no-print-directory BUILD=build-asan SAN=1 all
-	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	@$(MAKE) --no-print-directory fuzz-build
+	@rm -rf build-asan/sanitizer; mkdir -p build-asan/sanitizer
+	@SANITIZER_LOG_DIR=$(CURDIR)/build-asan/sanitizer \
+	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:log_path=$(CURDIR)/build-asan/sanitizer/report \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$(CURDIR)/build-asan/sanitizer/report \
 	  sh tests/run.sh build-asan
+
+# Fuzzers: one libFuzzer target per parser (tests/fuzz/*.c), built with
+# clang and ASan+UBSan in $(FUZZ_BUILD)/ from the same sources as the
+# binaries. `make fuzz` runs each for FUZZ_SECONDS and prints a table;
+# `make test` runs a short smoke run of each (tests/fuzz/smoke.t).
+FUZZ_BUILD   ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS  = $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/*.c))
+fuzz-build:
+	@$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) FUZZ=1 fuzz-bins
+fuzz-bins: $(FUZZ_TARGETS:%=$(BUILD)/tests/fuzz/%)
+fuzz: test-deps
+	@$(MAKE) --no-print-directory fuzz-build
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) sh tests/fuzz/run.sh $(FUZZ_BUILD)
 
 # On a GPU host (the device tool): the real pipeline on a real GPU.
 test-gpu:
@@ -122,6 +156,6 @@ format:
 	clang-format -i $(wildcard common/*.[ch] server/*.[ch] runner/*.[ch])
 
 clean:
-	rm -rf build build-asan dist
+	rm -rf build build-asan build-fuzz dist
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

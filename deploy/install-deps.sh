@@ -8,6 +8,13 @@ want="build-essential pkg-config libuv1-dev libhttp-parser-dev libjansson-dev li
       bubblewrap sqlite3 curl ca-certificates"
 if [ "${1:-run}" = test ]; then
     want="$want python3 chromium nodejs nginx-light wrk iproute2 procps slurm-wlm munge systemd python3-yaml"
+    # The student client's tests (tests/client): its notebook magic through IPython and a real
+    # .ipynb through nbconvert with an ipykernel; `pip install ./client` offline into a venv.
+    want="$want python3-ipython jupyter-nbconvert python3-ipykernel python3-venv python3-setuptools python3-wheel"
+    # The fuzzers (tests/fuzz): clang with libFuzzer.
+    want="$want clang libclang-rt-14-dev"
+    # Python submissions in CI: @cuda.jit kernels in Numba's CUDA simulator.
+    want="$want python3-numba"
 fi
 missing=""
 for p in $want; do

@@ -2,6 +2,7 @@
  * channel.c - see channel.h.
  */
 #include "channel.h"
+#include "status.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -90,6 +91,7 @@ void channel_info_clear(struct channel_info *ci)
     json_decref(ci->timing);
     json_decref(ci->case_errors);
     free(ci->harness_error);
+    free(ci->compile_error);
     memset(ci, 0, sizeof *ci);
 }
 
@@ -125,6 +127,13 @@ int channel_read_all(int fd, struct channel_info *ci)
         } else if (strcmp(t, "harness_error") == 0 && !ci->harness_error) {
             const char *m = json_string_value(json_object_get(h, "message"));
             ci->harness_error = strndup(m ? m : "", 400);
+        } else if (strcmp(t, "compile_error") == 0 && !ci->compile_error) {
+            /* A Python submission's owner (labs/common/py/owner.py, trusted,
+             * the only writer of this channel): the module did not import
+             * or its first call did not compile. The text is the student's
+             * traceback, for the student. */
+            const char *m = json_string_value(json_object_get(h, "message"));
+            ci->compile_error = strndup(m ? m : "", 4000);
         }
         json_decref(h);
     }
@@ -154,7 +163,7 @@ static void *watch_main(void *p)
             char d[32];
             seen = count;
             snprintf(d, sizeof d, "%d/%d", count < w->total ? count : w->total, w->total);
-            if (w->progress && w->progress(w->arg, "checking", d) == -ECANCELED)
+            if (w->progress && w->progress(w->arg, status_name(STATUS_CHECKING), d) == -ECANCELED)
                 w->cancelled = 1;
         }
         pthread_mutex_lock(&w->mu);

@@ -29,6 +29,7 @@ struct channel_info {
     json_t *timing;          /* the timing record, or NULL */
     json_t *case_errors;     /* object: case name -> "error: cause" of launch errors */
     char *harness_error;     /* the harness's own failure ("harness_error" record), or NULL */
+    char *compile_error;     /* a Python owner's "compile_error" record (exit 5), or NULL */
 };
 
 /* Progress while a check runs: a thread counts case records and reports

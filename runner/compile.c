@@ -2,6 +2,7 @@
  * compile.c - see compile.h.
  */
 #include "compile.h"
+#include "python.h"
 #include "sandbox.h"
 
 #include <errno.h>
@@ -253,6 +254,37 @@ int compile_student(const struct compile_toolchain *tc, const struct lab *lab,
     }
     int rc = toolchain_run(tc, lab, workdir, (const char *const *)argv, NULL, 0, obj, res);
     compile_argv_free(argv);
+    return rc;
+}
+
+/* A Python file's syntax, checked without running any of it: compile()
+ * only parses. The SyntaxError comes back as the compile log, in
+ * Python's own words, with the file's name only. */
+static const char python_syntax_check[] =
+    "import os, sys, traceback\n"
+    "p = sys.argv[1]\n"
+    "try:\n"
+    "    compile(open(p, 'rb').read(), os.path.basename(p), 'exec')\n"
+    "except (SyntaxError, ValueError) as e:\n"
+    "    sys.stderr.write(''.join(traceback.format_exception_only(type(e), e)))\n"
+    "    sys.exit(1)\n"
+    "open('/work/.python-syntax-ok', 'w').close()\n";
+
+int compile_python(const struct compile_toolchain *tc, const struct lab *lab,
+                   const char *workdir, const char *src, struct compile_result *res)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "/work/%s", src);
+    const char *argv[] = {python_interpreter(), "-I", "-B", "-c", python_syntax_check, path,
+                          NULL};
+    struct sandbox_bind root;
+    size_t nroot = (size_t)python_root_bind(&root);
+    int rc = toolchain_run(tc, lab, workdir, argv, nroot ? &root : NULL, nroot,
+                           ".python-syntax-ok", res);
+    if (rc == 0 && !res->ok && !res->timed_out && !res->oom)
+        snprintf(res->message, sizeof res->message,
+                 "Python could not parse your file: fix the syntax error below (the line "
+                 "number is in your file).");
     return rc;
 }
 

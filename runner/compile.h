@@ -58,6 +58,12 @@ int compile_link(const struct compile_toolchain *tc, const struct lab *lab,
                  const char *workdir, const char *obj, const char *harness_obj,
                  const char *prog, int shared, struct compile_result *res);
 
+/* Check a Python submission's syntax (workdir/src) in the compile sandbox
+ * without running it (docs/python.md). Same returns; res->ok when it
+ * parses. */
+int compile_python(const struct compile_toolchain *tc, const struct lab *lab,
+                   const char *workdir, const char *src, struct compile_result *res);
+
 /* Clean sandbox paths out of compiler output: "/work/" and nvcc's
  * "/tmp/tmpxft_..._" temporary prefixes disappear, "/lab/" becomes "".
  * Returns a new string (caller frees), or NULL on ENOMEM. */

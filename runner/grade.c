@@ -14,6 +14,7 @@
  * CACHE/ARCH/LAB/baselines/<gpu>__<case>__<name>.json.
  */
 #include "grade.h"
+#include "status.h"
 #include "job.h"
 
 #include <errno.h>
@@ -25,7 +26,7 @@ json_t *grade_system_error_doc(const char *lab, const char *gpu, const char *mes
 {
     return json_pack("{s:f, s:f, s:s, s:[], s:{s:s, s:s, s:s, s:s}}", "score", 0.0, "max_score",
                      0.0, "output", message ? message : "internal error", "tests", "cugrade",
-                     "lab", lab ? lab : "", "gpu", gpu ? gpu : "", "status", "system_error",
+                     "lab", lab ? lab : "", "gpu", gpu ? gpu : "", "status", status_name(STATUS_SYSTEM_ERROR),
                      "error", message ? message : "internal error");
 }
 
@@ -38,7 +39,9 @@ static int grade_phases(struct job *j)
         return r;
     if ((r = job_compile(j)) != JOB_NEXT || job_stop_at(j, "compile"))
         return r;
-    if ((r = job_inspect(j)) != JOB_NEXT || job_stop_at(j, "inspect"))
+    /* A Python file has no object to inspect (its owner runs it:
+     * docs/python.md); its link step only makes sure the lab is built. */
+    if (!j->python && ((r = job_inspect(j)) != JOB_NEXT || job_stop_at(j, "inspect")))
         return r;
     if ((r = job_link(j)) != JOB_NEXT || job_stop_at(j, "link"))
         return r;
@@ -70,7 +73,7 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
         snprintf(j->err, sizeof j->err, "out of memory");
     if (r < 0 && r != -ECANCELED) {
         fprintf(stderr, "cugrade-runner: job %lld: system error: %s\n", job->id, j->err);
-        *status = "system_error";
+        *status = status_name(STATUS_SYSTEM_ERROR);
         *result = grade_system_error_doc(job->lab, env->gpu_name, j->err);
         r = *result ? 0 : -ENOMEM;
     }

@@ -167,11 +167,15 @@ static const char *elf_open(struct elf_obj *o, const unsigned char *buf, size_t 
     if (!o->sh)
         return "out of memory";
     memcpy(o->sh, buf + o->eh.e_shoff, o->nsh * sizeof *o->sh);
+    /* Only SHT_NOBITS has no bytes in the file. A SHT_NULL section may
+     * still be flagged executable and is scanned like any other (found by
+     * fuzzing: one pointing past the buffer was read). */
     for (size_t i = 0; i < o->nsh; i++)
-        if (o->sh[i].sh_type != SHT_NOBITS && o->sh[i].sh_type != SHT_NULL &&
+        if (o->sh[i].sh_type != SHT_NOBITS &&
             !in_bounds(len, o->sh[i].sh_offset, o->sh[i].sh_size))
             return "a section of the object lies outside the file.";
-    if (o->eh.e_shstrndx >= o->nsh)
+    /* Its bounds were checked only if it is a string table. */
+    if (o->eh.e_shstrndx >= o->nsh || o->sh[o->eh.e_shstrndx].sh_type != SHT_STRTAB)
         return "the object has no section name table.";
     o->shstr = (const char *)buf + o->sh[o->eh.e_shstrndx].sh_offset;
     o->shstr_len = o->sh[o->eh.e_shstrndx].sh_size;

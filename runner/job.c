@@ -2,6 +2,7 @@
  * job.c - see job.h. The phases in the order grade_job_run calls them.
  */
 #include "job.h"
+#include "status.h"
 #include "admit.h"
 #include "baseline.h"
 #include "inspect.h"
@@ -9,6 +10,7 @@
 #include "limit.h"
 #include "share.h"
 #include "lock.h"
+#include "python.h"
 #include "stats.h"
 
 #include <assert.h>
@@ -34,7 +36,8 @@ static int progress_call(const struct job *j, const char *phase, const char *det
 static int valid_filename(const char *f)
 {
     size_t n = f ? strlen(f) : 0;
-    if (n < 4 || n > 64 || strcmp(f + n - 3, ".cu") != 0 || f[0] == '.')
+    if (n < 4 || n > 64 || (strcmp(f + n - 3, ".cu") != 0 && !python_submission(f)) ||
+        f[0] == '.')
         return 0;
     for (size_t i = 0; i < n; i++)
         if (!isalnum((unsigned char)f[i]) && f[i] != '_' && f[i] != '.' && f[i] != '-')
@@ -112,7 +115,7 @@ int job_stop_at(struct job *j, const char *phase)
 {
     if (!j->g->stop_after || strcmp(j->g->stop_after, phase) != 0)
         return 0;
-    j->st = "graded";
+    j->st = status_name(STATUS_GRADED);
     j->stopped_after = j->g->stop_after;
     return 1;
 }
@@ -149,7 +152,7 @@ void job_init(struct job *j, const struct grade_env *env, const struct grade_job
         sanitizer_task_init(&j->san_tasks[i]);
     judge_session_init(&j->js, &j->rc);
     j->job_lk = j->chk_fd = -1;
-    j->st = "system_error";
+    j->st = status_name(STATUS_SYSTEM_ERROR);
     j->in.timing.naive_ms = j->in.timing.optimized_ms = j->in.timing.cublas_ms =
         j->in.timing.cpu_ms = NAN;
 }
@@ -244,7 +247,10 @@ int job_setup(struct job *j)
         return job_fail(j, r, "cannot create the sandbox work directory: %s", strerror(-r));
     j->rc.workdir = j->workdir;
     snprintf(j->src, sizeof j->src, "%s",
-             valid_filename(j->g->filename) ? j->g->filename : "kernel.cu");
+             valid_filename(j->g->filename) ? j->g->filename
+             : python_submission(j->g->filename) ? "kernel.py" : "kernel.cu");
+    /* The extension picks the language (docs/python.md). */
+    j->python = python_submission(j->src);
     char p[PATH_MAX];
     snprintf(p, sizeof p, "%s/%s", j->workdir, j->src);
     int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
@@ -298,6 +304,11 @@ static int job_prestart_now(struct job *j)
     j->prestarted = 1;
     if (!lab->sanitize_case || !(rub->sanitize_memcheck || rub->sanitize_racecheck))
         return 0;
+    if (j->python) {
+        j->python_nsans = python_sanitizers_unrun(rub->sanitize_memcheck, rub->sanitize_racecheck,
+                                                  j->sans);
+        return 0;
+    }
     const char *tools[2] = {rub->sanitize_memcheck ? "memcheck" : NULL,
                             rub->sanitize_racecheck ? "racecheck" : NULL};
     snprintf(j->cs, sizeof j->cs, "%s/bin/compute-sanitizer", j->env->cuda_home);
@@ -364,9 +375,12 @@ int job_prestart(struct job *j)
 
 int job_compile(struct job *j)
 {
-    if (progress_call(j, "compiling", "nvcc") == -ECANCELED)
+    if (progress_call(j, status_name(STATUS_COMPILING), j->python ? "python" : "nvcc") ==
+        -ECANCELED)
         return -ECANCELED;
-    int r = compile_student(&j->tc, &j->lab, j->workdir, j->src, "student.o", &j->cres);
+    int r = j->python ? compile_python(&j->tc, &j->lab, j->workdir, j->src, &j->cres)
+                      : compile_student(&j->tc, &j->lab, j->workdir, j->src, "student.o",
+                                        &j->cres);
     job_clock_mark(&j->pc, "compile");
     if (r < 0)
         return job_fail(j, r, "the compile sandbox failed: %s", strerror(-r));
@@ -374,7 +388,7 @@ int job_compile(struct job *j)
     j->cres.log = NULL;
     j->in.compile_log = j->log_keep;
     if (!j->cres.ok) {
-        j->st = "compile_error";
+        j->st = status_name(STATUS_COMPILE_ERROR);
         snprintf(j->status_msg, sizeof j->status_msg, "%s", j->cres.message);
         return JOB_VERDICT;
     }
@@ -385,11 +399,11 @@ int job_inspect(struct job *j)
 {
     struct inspect_report rep;
     size_t olen = 0;
-    if (progress_call(j, "compiling", "inspecting symbols") == -ECANCELED)
+    if (progress_call(j, status_name(STATUS_COMPILING), "inspecting symbols") == -ECANCELED)
         return -ECANCELED;
     int r = sandbox_take_file(j->workdir, "student.o", 512u << 20, &j->objbuf, &olen);
     if (r == -ELOOP || r == -EINVAL || r == -EFBIG) {
-        j->st = "rejected";
+        j->st = status_name(STATUS_REJECTED);
         j->in.rejection_symbol = "";
         j->in.rejection_reason = "the compiled object is not a regular file of sane size.";
         return JOB_VERDICT;
@@ -400,7 +414,7 @@ int job_inspect(struct job *j)
     if (r < 0)
         return job_fail(j, r, "inspection failed: %s", strerror(-r));
     if (!rep.accepted) {
-        j->st = "rejected";
+        j->st = status_name(STATUS_REJECTED);
         j->in.rejection_symbol = rep.symbol;
         j->in.rejection_reason = rep.reason;
         return JOB_VERDICT;
@@ -430,7 +444,7 @@ static int job_link_error(struct job *j)
         j->log_keep = joined;
         j->in.compile_log = j->log_keep;
     }
-    j->st = "compile_error";
+    j->st = status_name(STATUS_COMPILE_ERROR);
     snprintf(j->status_msg, sizeof j->status_msg, "linking with the lab's harness failed");
     return JOB_VERDICT;
 }
@@ -442,9 +456,11 @@ int job_link(struct job *j)
     int r;
     if ((r = grade_lab_ensure(j->env, j->g->lab, j->err, sizeof j->err)) < 0)
         return r;
+    if (j->python)
+        return JOB_NEXT; /* nothing to link: the owner runs the file */
     run_lab_dir(j->env, j->g->lab, j->harness, sizeof j->harness);
     strncat(j->harness, "/harness.o", sizeof j->harness - strlen(j->harness) - 1);
-    if (progress_call(j, "compiling", "linking") == -ECANCELED)
+    if (progress_call(j, status_name(STATUS_COMPILING), "linking") == -ECANCELED)
         return -ECANCELED;
     compile_result_free(&j->cres);
     if (job_sanitizers_wanted(j) && !j->g->stop_after) {
@@ -525,7 +541,7 @@ int job_admit(struct job *j)
     if (!j->so_failed)
         for (size_t i = 0; i < j->nsan_tasks; i++)
             sanitizer_go(&j->san_tasks[i]);
-    j->in.nsanitizers = j->nsan_tasks;
+    j->in.nsanitizers = j->python ? j->python_nsans : j->nsan_tasks;
     return JOB_NEXT;
 }
 
@@ -594,19 +610,30 @@ static int job_check_run(struct job *j)
     char d[48];
     int r;
     snprintf(d, sizeof d, "0/%zu", j->ncase_names);
-    if (progress_call(j, "checking", d) == -ECANCELED)
+    if (progress_call(j, status_name(STATUS_CHECKING), d) == -ECANCELED)
         return -ECANCELED;
     if ((j->chk_fd = channel_open(j->rc.jobdir, "check")) < 0)
         return job_fail(j, j->chk_fd, "cannot open the result channel: %s", strerror(-j->chk_fd));
-    const char *argv[] = {"/work/prog", "check", "--seed", j->seed, "--cases", j->case_list, NULL};
+    const char *argv_c[] = {"/work/prog", "check", "--seed", j->seed, "--cases", j->case_list, NULL};
+    const char *const *argv = argv_c;
+    struct run_opts o = {NULL, NULL, NULL, -1, -1, NULL, 0, NULL, 0, NULL};
+    struct python_run pr;
+    if (j->python) {
+        if ((r = python_run_prepare(&pr, &o, j->env->root, j->lab.name, "check", j->seed,
+                                    j->case_list, NULL, j->src)) < 0)
+            return job_fail(j, r, "the lab's hidden libraries (lab.json python.hide): %s",
+                            strerror(-r));
+        argv = pr.argv;
+    }
     struct channel_watch w;
     channel_watch_start(&w, j->chk_fd, (int)j->ncase_names, j->progress, j->arg);
     double lim = j->rc.limits.check;
+    if (j->python) /* two interpreters, CuPy and Numba imported, the JIT's warm-up */
+        lim = fmin(j->rc.limits.ceiling, lim + PYTHON_STARTUP_SECONDS);
     /* The limit counts the run's share of the GPU (share.h): beside other
      * jobs it may take longer on the wall clock, up to the ceiling. */
     char users[PATH_MAX];
     struct share_clock sc;
-    struct run_opts o = {NULL, NULL, NULL, -1, -1};
     lock_active_path(j->env, users, sizeof users);
     int shared = share_clock_start(&sc, users, lim, &o.cancel_fd) == 0;
     double wall = shared ? fmin(j->rc.limits.ceiling, lim * SHARE_MAX_STRETCH) : lim;
@@ -636,7 +663,7 @@ static int job_check_run(struct job *j)
                  sc.peak_users, sc.used, sc.wall);
     }
     snprintf(d, sizeof d, "%zu/%zu", j->ncase_names, j->ncase_names);
-    progress_call(j, "checking", d);
+    progress_call(j, status_name(STATUS_CHECKING), d);
     return 0;
 }
 
@@ -682,6 +709,18 @@ int job_check(struct job *j)
     int r;
     if ((r = job_case_list(j)) < 0 || (r = job_check_run(j)) < 0)
         return r;
+    if (j->python && j->ci.compile_error && j->v.exited && j->v.exit_code == 5) {
+        /* The owner's word (it alone writes the channel): the module did
+         * not import or its first call did not compile. */
+        free(j->log_keep);
+        j->log_keep = strdup(j->ci.compile_error);
+        j->in.compile_log = j->log_keep;
+        j->st = status_name(STATUS_COMPILE_ERROR);
+        snprintf(j->status_msg, sizeof j->status_msg,
+                 "Your Python file did not load or its first call did not compile (JIT): the "
+                 "error is below; run it in your notebook first.");
+        return JOB_VERDICT;
+    }
     /* The check's judge, while the sanitizers finish beside it. */
     channel_path(j->rc.jobdir, "check", chan, sizeof chan);
     r = judge_run(&j->rc, &j->js, j->seed, chan, j->case_list, &jdoc, &j->in.cases, &j->in.ncases,
@@ -696,7 +735,7 @@ int job_check(struct job *j)
     j->in.timing.peak_gflops = json_number_value(json_object_get(jdev, "peak_fp32_gflops"));
     json_decref(jdoc);
     if (j->why) {
-        j->st = j->v.timed_out ? "timeout" : "runtime_error";
+        j->st = j->v.timed_out ? status_name(STATUS_TIMEOUT) : status_name(STATUS_RUNTIME_ERROR);
         snprintf(j->status_msg, sizeof j->status_msg, "%s", j->why);
     }
     if ((r = job_check_merge(j)) < 0)
@@ -738,14 +777,30 @@ static int job_time_run(struct job *j)
     int fd = channel_open(j->rc.jobdir, "timing");
     if (fd < 0)
         return job_fail(j, fd, "cannot open a channel: %s", strerror(-fd));
-    const char *targv[] = {"/work/prog", "time", "--seed", j->seed, "--case",
-                           j->lab.timing_case, "--max-ms", TIME_MAX_MS, NULL};
+    const char *targv_c[] = {"/work/prog", "time", "--seed", j->seed, "--case",
+                             j->lab.timing_case, "--max-ms", TIME_MAX_MS, NULL};
+    const char *const *targv = targv_c;
+    struct run_opts o = {NULL, NULL, NULL, -1, -1, NULL, 0, NULL, 0, NULL};
+    struct python_run pr;
+    if (j->python) {
+        int pr_r = python_run_prepare(&pr, &o, j->env->root, j->lab.name, "time", j->seed,
+                                      j->lab.timing_case, TIME_MAX_MS, j->src);
+        if (pr_r < 0) {
+            close(fd);
+            return job_fail(j, pr_r, "the lab's hidden libraries (lab.json python.hide): %s",
+                            strerror(-pr_r));
+        }
+        targv = pr.argv;
+    }
     sanitizer_settle(j->san_tasks, j->nsan_tasks);
     lock_gpu_release(j->job_lk);
     j->job_lk = -1;
     int tlk = lock_gpu(j->env, 1);
     job_clock_mark(&j->pc, "sanitize_wait");
-    int r = run_sandboxed(&j->rc, targv, fd, j->rc.limits.timing, NULL, &j->tv);
+    double tlim = j->rc.limits.timing;
+    if (j->python)
+        tlim = fmin(j->rc.limits.ceiling, tlim + PYTHON_STARTUP_SECONDS);
+    int r = run_sandboxed_opts(&j->rc, targv, fd, tlim, &o, &j->tv);
     lock_gpu_release(tlk);
     if (r < 0) {
         close(fd);
@@ -758,7 +813,7 @@ static int job_time_run(struct job *j)
         return -EIO;
     const char *why_t = run_failure(&j->tv, fail, sizeof fail);
     if (why_t || !j->ti.timing) {
-        j->st = j->tv.timed_out ? "timeout" : "runtime_error";
+        j->st = j->tv.timed_out ? status_name(STATUS_TIMEOUT) : status_name(STATUS_RUNTIME_ERROR);
         snprintf(j->status_msg, sizeof j->status_msg, "Timing failed: %s",
                  why_t ? why_t : "the harness sent no timing record.");
         /* The timing run's prints are the feedback now. */
@@ -831,7 +886,7 @@ static int job_time_judge(struct job *j)
     free(x);
     if (r != 0) {
         json_decref(jdoc);
-        j->st = "runtime_error";
+        j->st = status_name(STATUS_RUNTIME_ERROR);
         snprintf(j->status_msg, sizeof j->status_msg,
                  "Timing failed: the judge accepted no timing samples.");
         return JOB_VERDICT;
@@ -864,7 +919,7 @@ int job_time(struct job *j)
     int r;
     if (!job_time_wanted(j))
         return JOB_NEXT;
-    if (progress_call(j, "timing", j->lab.timing_case) == -ECANCELED)
+    if (progress_call(j, status_name(STATUS_TIMING), j->lab.timing_case) == -ECANCELED)
         return -ECANCELED;
     if ((r = job_time_run(j)) != JOB_NEXT || (r = job_time_judge(j)) != JOB_NEXT)
         return r;
@@ -901,8 +956,9 @@ int job_sanitize(struct job *j)
             return j->san_tasks[i].r;
         }
     /* runtime_error or timeout: how the check or timing run ended. */
-    if (strcmp(j->st, "runtime_error") != 0 && strcmp(j->st, "timeout") != 0)
-        j->st = "graded";
+    enum status st = status_parse(j->st);
+    if (st != STATUS_RUNTIME_ERROR && st != STATUS_TIMEOUT && st != STATUS_COMPILE_ERROR)
+        j->st = status_name(STATUS_GRADED);
     return JOB_NEXT;
 }
 

@@ -9,6 +9,7 @@
  * claims the next one.
  */
 #include "client.h"
+#include "status.h"
 #include "grade.h"
 #include "lab.h"
 
@@ -653,7 +654,7 @@ static int job_child(struct client *cl, struct host *hst, const struct grade_env
         hb.period = 20;
     pthread_mutex_init(&hb.mu, NULL);
     pthread_cond_init(&hb.cv, NULL);
-    snprintf(hb.phase, sizeof hb.phase, "compiling");
+    snprintf(hb.phase, sizeof hb.phase, "%s", status_name(STATUS_COMPILING));
     int have_thread = pthread_create(&hb.thread, NULL, heartbeat_main, &hb) == 0;
 
     const char *status = NULL;
@@ -661,7 +662,7 @@ static int job_child(struct client *cl, struct host *hst, const struct grade_env
     int r;
     host_scan_devices(hst);
     if (!job.lab || !job.seed || !job.rubric) {
-        status = "system_error";
+        status = status_name(STATUS_SYSTEM_ERROR);
         result = grade_system_error_doc(job.lab, env->gpu_name,
                                         "the claimed job lacks lab, seed or rubric");
         r = result ? 0 : -ENOMEM;
@@ -729,7 +730,7 @@ static void kid_ended(struct client *cl, const struct host *h, const struct kid 
     fprintf(stderr, "cugrade-runner: job %lld: %s\n", k->id, msg);
     json_t *doc = grade_system_error_doc(k->lab, h->gpu_name, msg);
     if (doc)
-        client_result(cl, k->id, k->attempt, "system_error", doc, 120);
+        client_result(cl, k->id, k->attempt, status_name(STATUS_SYSTEM_ERROR), doc, 120);
     json_decref(doc);
 }
 
@@ -811,7 +812,7 @@ static int kid_start(struct client *cl, const struct host *h, const struct grade
         fprintf(stderr, "cugrade-runner: job %lld: %s\n", k->id, msg);
         json_t *doc = grade_system_error_doc(k->lab, h->gpu_name, msg);
         if (doc)
-            client_result(cl, k->id, k->attempt, "system_error", doc, 120);
+            client_result(cl, k->id, k->attempt, status_name(STATUS_SYSTEM_ERROR), doc, 120);
         json_decref(doc);
         return -e;
     }

@@ -5,6 +5,7 @@
 #include "channel.h"
 #include "compile.h"
 
+#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -187,7 +188,7 @@ int run_sandboxed_opts(const struct run_ctx *rc, const char *const *argv, int ch
 {
     const struct grade_env *env = rc->env;
     struct sandbox_config cfg;
-    struct sandbox_bind binds[4];
+    struct sandbox_bind binds[5 + RUN_MORE_BINDS];
     size_t nb = 0;
     char path[PATH_MAX + 64], cvd[64], real[PATH_MAX];
     const char *envv[12];
@@ -207,12 +208,19 @@ int run_sandboxed_opts(const struct run_ctx *rc, const char *const *argv, int ch
     }
     if (o && o->extra_env)
         envv[ne++] = o->extra_env;
+    if (o && o->secret_env)
+        envv[ne++] = o->secret_env;
     envv[ne] = NULL;
     nb = compile_cuda_binds(env->cuda_home, binds, real);
     if (o && o->prog_bind)
         binds[nb++] = (struct sandbox_bind){o->prog_bind, "/lab/prog", 0};
     if (o && o->launch_bind)
         binds[nb++] = (struct sandbox_bind){o->launch_bind, "/lab/launch", 0};
+    if (o && o->labs_bind)
+        binds[nb++] = (struct sandbox_bind){o->labs_bind, "/lab/labs", 0};
+    for (size_t i = 0; o && i < o->nmore_binds && i < RUN_MORE_BINDS; i++)
+        binds[nb++] = o->more_binds[i];
+    assert(nb <= sizeof binds / sizeof *binds);
     cfg.argv = argv;
     cfg.env = envv;
     cfg.workdir = rc->workdir;
@@ -226,7 +234,7 @@ int run_sandboxed_opts(const struct run_ctx *rc, const char *const *argv, int ch
     cfg.wall_seconds = seconds;
     cfg.cpu_seconds = seconds * 4; /* the CUDA runtime's threads spin while they wait */
     cfg.memory_bytes = (rc->lab->memory_mb ? rc->lab->memory_mb : 16384) << 20;
-    cfg.pids = RUN_PIDS;
+    cfg.pids = o && o->pids ? o->pids : RUN_PIDS;
     cfg.file_bytes = RUN_FILE_BYTES;
     cfg.workdir_bytes = RUN_WORKDIR_BYTES;
     cfg.output_cap = RUN_OUTPUT_CAP;
@@ -239,7 +247,7 @@ int run_sandboxed_env(const struct run_ctx *rc, const char *const *argv, int cha
                              double seconds, const char *prog_bind, const char *extra_env,
                              struct sandbox_verdict *v)
 {
-    struct run_opts o = {prog_bind, NULL, extra_env, -1, -1};
+    struct run_opts o = {prog_bind, NULL, extra_env, -1, -1, NULL, 0, NULL, 0, NULL};
     return run_sandboxed_opts(rc, argv, channel_fd, seconds, &o, v);
 }
 

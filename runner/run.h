@@ -31,6 +31,7 @@
 
 #define DIRLEN      2048   /* directories; file paths below get PATH_MAX */
 #define TIME_MAX_MS "3000" /* the timing run's sample budget (--max-ms) */
+#define RUN_MORE_BINDS 16  /* run_opts.more_binds */
 
 /* What every run of one job shares. env and lab are borrowed for the job's
  * life; workdir is the sandbox's /work on the host. */
@@ -51,6 +52,16 @@ struct run_opts {
     const char *extra_env;   /* one more "K=V" for the environment */
     int control_fd;          /* fd 4 inside (sandbox_config.control_fd) */
     int cancel_fd;           /* sandbox_config.cancel_fd */
+    const char *labs_bind;   /* host labs/ bound read-only at /lab/labs (Python runs) */
+    unsigned pids;           /* the pids limit, 0: RUN_PIDS (the CUDA simulator
+                                runs a thread per CUDA thread of a block) */
+    const struct sandbox_bind *more_binds; /* more binds after the others (a Python
+                                run's hidden libraries), at most RUN_MORE_BINDS */
+    size_t nmore_binds;
+    const char *secret_env;  /* one more "K=V", for a value that must not be on
+                                the command line (a Python run's seed: a
+                                process of the same uid reads /proc/PID/cmdline,
+                                not a non-dumpable process's environ) */
 };
 
 struct channel_info;

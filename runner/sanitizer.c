@@ -157,7 +157,7 @@ static void *sanitize_main(void *p)
     /* The sandbox's limit covers the wait for the compile and link too;
      * the run's own (t->limit from the go) is sanitizer_settle's. */
     double lim = t->limit + (rc->lab->compile_seconds > 0 ? rc->lab->compile_seconds : 60) * 2;
-    struct run_opts o = {NULL, t->launch, NULL, t->ctl_child, t->cancel[0]};
+    struct run_opts o = {NULL, t->launch, NULL, t->ctl_child, t->cancel[0], NULL, 0, NULL, 0, NULL};
     /* No lock of its own: the job takes one for all its sanitizers at the
      * go (job_admit). */
     int r = run_sandboxed_opts(rc, argv, fd, lim, &o, &v);

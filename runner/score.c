@@ -2,6 +2,7 @@
  * score.c - see score.h.
  */
 #include "score.h"
+#include "status.h"
 
 #include <errno.h>
 #include <math.h>
@@ -170,7 +171,7 @@ json_t *score_result(const struct rubric *r, const struct score_input *in)
     json_t *doc = NULL, *tests = json_array(), *cases = json_array(), *sans = json_array();
     json_t *hints = json_array(), *cg = NULL;
     double score = 0, max = 0;
-    int all_correct = 1, graded = in->status && strcmp(in->status, "graded") == 0;
+    int all_correct = 1, graded = in->status && status_parse(in->status) == STATUS_GRADED;
     char buf[2048];
 
     if (!tests || !cases || !sans || !hints)
@@ -185,8 +186,8 @@ json_t *score_result(const struct rubric *r, const struct score_input *in)
             all_correct = 0;
         char name[300];
         snprintf(name, sizeof name, "correctness: %s", l->case_name);
-        if (!c && in->status && (strcmp(in->status, "compile_error") == 0 ||
-                                 strcmp(in->status, "rejected") == 0))
+        if (!c && in->status && (status_parse(in->status) == STATUS_COMPILE_ERROR ||
+                                 status_parse(in->status) == STATUS_REJECTED))
             snprintf(buf, sizeof buf, "not run: %s", in->status);
         else
             case_output(c, buf, sizeof buf);
@@ -388,10 +389,10 @@ json_t *score_result(const struct rubric *r, const struct score_input *in)
 
     /* Summary paragraph. */
     char summary[2048];
-    if (in->status && strcmp(in->status, "compile_error") == 0)
+    if (in->status && status_parse(in->status) == STATUS_COMPILE_ERROR)
         snprintf(summary, sizeof summary, "Your file did not compile%s%s See the compiler log.",
                  in->status_message ? ": " : ".", in->status_message ? in->status_message : "");
-    else if (in->status && strcmp(in->status, "rejected") == 0)
+    else if (in->status && status_parse(in->status) == STATUS_REJECTED)
         snprintf(summary, sizeof summary, "Your file was rejected: %s",
                  in->rejection_reason ? in->rejection_reason : "forbidden construct");
     else {

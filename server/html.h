@@ -6,9 +6,10 @@
  *
  * The rule the page code follows: every byte that came from a user, a lab
  * file, a runner or the database goes through html_text()/html_attr() or the
- * "%s" conversion of html_fmt(). Only string literals written in pages.c go
- * through html_raw(). That is the whole defence against stored XSS in file
- * names, source code, compiler output and display names.
+ * "%s" conversion of html_fmt(). Only string literals written in the page
+ * files (page.c, <noun>_page.c) go through html_raw(). That is the whole
+ * defence against stored XSS in file names, source code, compiler output
+ * and display names.
  *
  * Out of memory is sticky (SQLite's style): appends after a failed growth do
  * nothing, and html_buf_failed() tells the caller at the end.

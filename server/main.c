@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "server/api.h"
+#include "server/server.h"
 #include "server/backup.h"
 
 struct opts {
@@ -103,28 +103,30 @@ static const char usage_token[] =
     "revokes every token of NAME and ends their web sessions: a running server\n"
     "refuses the sessions at once and the tokens within 2 seconds (its token cache).\n";
 
+/* The options of serve and the other commands (usage() describes them). */
+static const struct option long_opts[] = {{"db", required_argument, NULL, 'd'},
+                                      {"listen", required_argument, NULL, 'l'},
+                                      {"labs", required_argument, NULL, 'L'},
+                                      {"rubrics", required_argument, NULL, 'r'},
+                                      {"display-name", required_argument, NULL, 'n'},
+                                      {"lease-seconds", required_argument, NULL, 's'},
+                                      {"sweep-seconds", required_argument, NULL, 'w'},
+                                      {"request-timeout", required_argument, NULL, 't'},
+                                      {"idle-timeout", required_argument, NULL, 'i'},
+                                      {"min-free-mb", required_argument, NULL, 'm'},
+                                      {"max-conns", required_argument, NULL, 'C'},
+                                      {"max-conns-per-address", required_argument, NULL, 'A'},
+                                      {"auth-fail-limit", required_argument, NULL, 'F'},
+                                      {"auth-fail-window", required_argument, NULL, 'W'},
+                                      {"trusted-proxy", required_argument, NULL, 'P'},
+                                      {"help", no_argument, NULL, 'h'},
+                                      {NULL, 0, NULL, 0}};
+
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
-    static const struct option lo[] = {{"db", required_argument, NULL, 'd'},
-                                       {"listen", required_argument, NULL, 'l'},
-                                       {"labs", required_argument, NULL, 'L'},
-                                       {"rubrics", required_argument, NULL, 'r'},
-                                       {"display-name", required_argument, NULL, 'n'},
-                                       {"lease-seconds", required_argument, NULL, 's'},
-                                       {"sweep-seconds", required_argument, NULL, 'w'},
-                                       {"request-timeout", required_argument, NULL, 't'},
-                                       {"idle-timeout", required_argument, NULL, 'i'},
-                                       {"min-free-mb", required_argument, NULL, 'm'},
-                                       {"max-conns", required_argument, NULL, 'C'},
-                                       {"max-conns-per-address", required_argument, NULL, 'A'},
-                                       {"auth-fail-limit", required_argument, NULL, 'F'},
-                                       {"auth-fail-window", required_argument, NULL, 'W'},
-                                       {"trusted-proxy", required_argument, NULL, 'P'},
-                                       {"help", no_argument, NULL, 'h'},
-                                       {NULL, 0, NULL, 0}};
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "+h", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+h", long_opts, NULL)) != -1) {
         switch (c) {
         case 'd':
             o->db = optarg;
@@ -479,30 +481,15 @@ static int db_dir_check(const char *path)
     return 0;
 }
 
-static int do_serve(struct opts *o)
+/* Take the serve lock of database db for the life of the process. 0, or
+ * 1 after saying why not. */
+static int serve_lock(const char *db)
 {
-    char host[128], err[512] = "";
-    int port;
-    struct stat sb;
-    if (parse_listen(o->listen, host, sizeof(host), &port)) {
-        fprintf(stderr, "cugrade-server: --listen wants HOST:PORT, e.g. 127.0.0.1:8080\n");
-        return 2;
-    }
-    /* The database's folder must be writable: SQLite creates <db>-wal and
-     * <db>-shm beside it, and we the serve lock. Say so plainly instead of
-     * letting one of those fail with a message about something else. */
-    if (db_dir_check(o->db))
-        return 1;
-    if (stat(o->db, &sb) != 0 && errno == ENOENT) {
-        fprintf(stderr, "cugrade-server: %s does not exist: initializing it\n", o->db);
-        if (do_init(o->db))
-            return 1;
-    }
     /* One server per database: the caches (scoreboards, rendered
      * submissions) assume no other writer of results. The lock goes away
      * with the process, kill -9 included. */
     char lockpath[1100];
-    snprintf(lockpath, sizeof(lockpath), "%s.serve-lock", o->db);
+    snprintf(lockpath, sizeof(lockpath), "%s.serve-lock", db);
     int lockfd = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (lockfd < 0) {
         fprintf(stderr, "cugrade-server: cannot open the lock file %s: %s\n", lockpath,
@@ -514,19 +501,19 @@ static int do_serve(struct opts *o)
             fprintf(stderr,
                     "cugrade-server: %s is already being served by another cugrade-server "
                     "(%s is locked)\n",
-                    o->db, lockpath);
+                    db, lockpath);
         else
             fprintf(stderr, "cugrade-server: cannot lock %s: %s\n", lockpath, strerror(errno));
         return 1;
     }
-    /* Many keep-alive clients (and wrk -c 1000) need descriptors. */
+    return 0;
+}
+
+/* The application's configuration from the options, its connection cap
+ * held under the descriptor limit. */
+static void serve_config(const struct opts *o, struct app_config *out)
+{
     struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max > 65536 ? 65536 : rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
-    }
-    signal(SIGPIPE, SIG_IGN);
-    uv_loop_t *loop = uv_default_loop();
     struct app_config cfg = {.db_path = o->db,
                              .labs_dir = o->labs,
                              .rubrics_dir = o->rubrics,
@@ -556,6 +543,40 @@ static int do_serve(struct opts *o)
                 "connections\n",
                 (size_t)rl.rlim_cur, cfg.max_conns);
     }
+    *out = cfg;
+}
+
+static int do_serve(struct opts *o)
+{
+    char host[128], err[512] = "";
+    int port;
+    struct stat sb;
+    if (parse_listen(o->listen, host, sizeof(host), &port)) {
+        fprintf(stderr, "cugrade-server: --listen wants HOST:PORT, e.g. 127.0.0.1:8080\n");
+        return 2;
+    }
+    /* The database's folder must be writable: SQLite creates <db>-wal and
+     * <db>-shm beside it, and we the serve lock. Say so plainly instead of
+     * letting one of those fail with a message about something else. */
+    if (db_dir_check(o->db))
+        return 1;
+    if (stat(o->db, &sb) != 0 && errno == ENOENT) {
+        fprintf(stderr, "cugrade-server: %s does not exist: initializing it\n", o->db);
+        if (do_init(o->db))
+            return 1;
+    }
+    if (serve_lock(o->db))
+        return 1;
+    /* Many keep-alive clients (and wrk -c 1000) need descriptors. */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max > 65536 ? 65536 : rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    signal(SIGPIPE, SIG_IGN);
+    uv_loop_t *loop = uv_default_loop();
+    struct app_config cfg;
+    serve_config(o, &cfg);
     int rc = app_open(&the_app, loop, &cfg, err, sizeof(err));
     if (rc) {
         fprintf(stderr, "cugrade-server: %s\n", err[0] ? err : strerror(-rc));

@@ -271,5 +271,6 @@ int multipart_filename_valid(const char *name)
         if (!isalnum(ch) && ch != '_' && ch != '.' && ch != '-')
             return 0;
     }
-    return strcmp(name + n - 3, ".cu") == 0;
+    /* The extension picks the language: CUDA C, or Python (docs/python.md). */
+    return strcmp(name + n - 3, ".cu") == 0 || strcmp(name + n - 3, ".py") == 0;
 }

@@ -35,7 +35,7 @@ int multipart_parse(const char *body, size_t len, const char *boundary,
 const struct multipart_part *multipart_find(const struct multipart_part *parts, size_t n,
                                             const char *name);
 
-/* A submitted file name: ^[A-Za-z0-9_.-]{1,64}$ ending in ".cu", not
+/* A submitted file name: ^[A-Za-z0-9_.-]{1,64}$ ending in ".cu" or ".py", not
  * starting with '.', so no directory parts and no hidden files (path
  * traversal: "../../etc/passwd", "C:\\x.cu", "a/b.cu"). Returns 1 or 0. */
 int multipart_filename_valid(const char *name);

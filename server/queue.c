@@ -3,6 +3,8 @@
  */
 #include "server/queue.h"
 
+#include "status.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,23 +53,6 @@ struct queue {
 };
 
 #define IN_PROGRESS "('compiling','checking','running','timing')"
-
-int queue_status_in_progress(const char *s)
-{
-    return !strcmp(s, "compiling") || !strcmp(s, "checking") || !strcmp(s, "running") ||
-           !strcmp(s, "timing");
-}
-
-int queue_status_verdict(const char *s)
-{
-    return !strcmp(s, "graded") || !strcmp(s, "compile_error") || !strcmp(s, "rejected") ||
-           !strcmp(s, "runtime_error") || !strcmp(s, "timeout") || !strcmp(s, "system_error");
-}
-
-int queue_status_final(const char *s)
-{
-    return queue_status_verdict(s) || !strcmp(s, "superseded");
-}
 
 /* A job entered or left the queue, or started or stopped being graded:
  * the fair order must be read again. */
@@ -455,7 +440,7 @@ static int lease_check(struct queue *q, long long id, long long runner_user, con
         sqlite3_reset(st);
         return rc == SQLITE_DONE ? -ENOENT : db_errno(rc);
     }
-    int held = queue_status_in_progress(db_col_text(st, 0)) &&
+    int held = status_in_progress(db_col_text(st, 0)) &&
                sqlite3_column_int64(st, 1) == runner_user &&
                (!runner || !*runner || strcmp(runner, db_col_text(st, 2)) == 0) &&
                (attempt <= 0 || attempt == sqlite3_column_int(st, 3));

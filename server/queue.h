@@ -145,14 +145,7 @@ size_t queue_waiting(struct queue *q);
 /* Wake parked claims (they try to claim in arrival order). */
 void queue_notify(struct queue *q);
 
-/* 1 for in-progress statuses (compiling, checking, running, timing). */
-int queue_status_in_progress(const char *status);
-
-/* 1 for final statuses: a verdict, or superseded. */
-int queue_status_final(const char *status);
-
-/* 1 for the statuses a runner may post as a job's result (graded,
- * compile_error, rejected, runtime_error, timeout, system_error). */
-int queue_status_verdict(const char *status);
+/* Status names and classes: common/status.h (status_in_progress,
+ * status_verdict, status_final). */
 
 #endif

@@ -3,6 +3,7 @@
  */
 #include "server/router.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <http_parser.h>
 #include <stdio.h>
@@ -15,20 +16,42 @@ const double router_buckets[ROUTER_BUCKETS] = {0.0001, 0.00025, 0.0005, 0.001, 0
 #define ROUTE_PAGES "(pages)"
 #define ROUTE_NONE "(unmatched)"
 
-int router_init(struct router *r, const struct route *routes, size_t n, route_fn fallback,
-                size_t fallback_body_max)
+int router_init(struct router *r, const struct route_table *tables, size_t ntables,
+                route_fn fallback, size_t fallback_body_max,
+                int (*page_run)(struct app *app, struct http_request *req,
+                                const struct route *rt))
 {
+    size_t n = 0;
     memset(r, 0, sizeof(*r));
-    r->routes = routes;
-    r->nroutes = n;
+    for (size_t t = 0; t < ntables; t++)
+        n += tables[t].n;
+    r->routes = calloc(n ? n : 1, sizeof(*r->routes));
+    r->metrics = calloc(n + 2, sizeof(*r->metrics));
+    if (!r->routes || !r->metrics) {
+        router_free(r);
+        return -ENOMEM;
+    }
+    for (size_t t = 0; t < ntables; t++)
+        for (size_t i = 0; i < tables[t].n; i++) {
+            const struct route *rt = &tables[t].routes[i];
+            /* A route is an API handler or a page, never both; a page
+             * needs the runner. */
+            assert(rt->pattern && rt->pattern[0] == '/' && (!rt->fn != !rt->page));
+            assert(!rt->page || page_run);
+            r->routes[r->nroutes++] = rt;
+        }
+    assert(r->nroutes == n);
     r->fallback = fallback;
     r->fallback_body_max = fallback_body_max;
-    r->metrics = calloc(n + 2, sizeof(*r->metrics));
-    return r->metrics ? 0 : -ENOMEM;
+    r->page_run = page_run;
+    return 0;
 }
 
 void router_free(struct router *r)
 {
+    free(r->routes);
+    r->routes = NULL;
+    r->nroutes = 0;
     free(r->metrics);
     r->metrics = NULL;
 }
@@ -84,15 +107,37 @@ static int pattern_match(const char *pattern, const char *path, struct http_requ
  * param is a lab name or an id; 512 bytes is plenty, longer is a 404. */
 static char param_store[512];
 
+/* A page path as the pages read it: "/labs//x/" is "/labs/x", "" is "/".
+ * Longer than len: "" (no page matches it). */
+static const char *page_path(const char *path, char *buf, size_t len)
+{
+    size_t n = 0;
+    for (const char *s = path; *s; s++) {
+        if (*s == '/' && (n > 0 && buf[n - 1] == '/'))
+            continue;
+        if (n + 2 > len)
+            return "";
+        buf[n++] = *s;
+    }
+    if (n > 1 && buf[n - 1] == '/')
+        n--;
+    if (n == 0)
+        buf[n++] = '/';
+    buf[n] = '\0';
+    return buf;
+}
+
 static int route_find(struct router *r, struct http_request *req, size_t *idx, int *path_matched)
 {
     int method = req->method == HTTP_HEAD ? HTTP_GET : req->method;
+    char buf[512];
+    const char *path = is_api_path(req->path) ? req->path : page_path(req->path, buf, sizeof(buf));
     *path_matched = 0;
     for (size_t i = 0; i < r->nroutes; i++) {
-        if (!pattern_match(r->routes[i].pattern, req->path, req, param_store, sizeof(param_store)))
+        if (!pattern_match(r->routes[i]->pattern, path, req, param_store, sizeof(param_store)))
             continue;
         *path_matched = 1;
-        if (r->routes[i].method == method) {
+        if (r->routes[i]->method == method) {
             *idx = i;
             return 1;
         }
@@ -108,18 +153,26 @@ const struct route *router_lookup(struct router *r, struct http_request *req, si
     /* req->route is set too, so that a request refused at admission is
      * counted under its route; the dispatch sets it again. */
     if (!is_api_path(req->path)) {
-        req->route = ROUTE_PAGES;
-        *body_max = r->fallback_body_max;
+        /* A page decides for itself who sees it (admission lets anyone
+         * through to it, under the anonymous body cap). */
+        if (route_find(r, req, &i, &pm)) {
+            req->route = r->routes[i]->pattern;
+            *body_max = r->routes[i]->body_max;
+        } else {
+            req->route = ROUTE_PAGES;
+            *body_max = r->fallback_body_max;
+        }
+        req->nparams = 0;
         return NULL;
     }
     /* route_find fills req->params into param_store: harmless here, the
      * dispatch finds them again (another request's admission may come in
      * between). */
     if (route_find(r, req, &i, &pm)) {
-        req->route = r->routes[i].pattern;
-        req->body_note = r->routes[i].body_note;
-        *body_max = r->routes[i].body_max;
-        return &r->routes[i];
+        req->route = r->routes[i]->pattern;
+        req->body_note = r->routes[i]->body_note;
+        *body_max = r->routes[i]->body_max;
+        return r->routes[i];
     }
     req->nparams = 0;
     req->route = ROUTE_NONE;
@@ -132,6 +185,11 @@ int router_dispatch(struct router *r, struct app *app, struct http_request *req)
     size_t i;
     int pm;
     if (!is_api_path(req->path)) {
+        if (route_find(r, req, &i, &pm)) {
+            const struct route *rt = r->routes[i];
+            req->route = rt->pattern;
+            return rt->page ? r->page_run(app, req, rt) : rt->fn(app, req);
+        }
         req->route = ROUTE_PAGES;
         if (!r->fallback) {
             http_response_error(req, 404, "not_found", "There is no page at %s.", req->path);
@@ -142,10 +200,10 @@ int router_dispatch(struct router *r, struct app *app, struct http_request *req)
     /* API answers are per user (tokens, cookies): no cache may keep them. */
     http_response_header(req, "Cache-Control", "no-store");
     if (route_find(r, req, &i, &pm)) {
-        req->route = r->routes[i].pattern;
+        req->route = r->routes[i]->pattern;
         /* req->params point into param_store, valid while the handler
          * runs; handlers that defer (the claim long poll) take no params. */
-        return r->routes[i].fn(app, req);
+        return r->routes[i]->fn(app, req);
     }
     req->route = ROUTE_NONE;
     if (pm) {
@@ -154,10 +212,10 @@ int router_dispatch(struct router *r, struct app *app, struct http_request *req)
         for (size_t k = 0; k < r->nroutes; k++) {
             struct http_request tmp = {0};
             char st[512];
-            if (pattern_match(r->routes[k].pattern, req->path, &tmp, st, sizeof(st)) &&
+            if (pattern_match(r->routes[k]->pattern, req->path, &tmp, st, sizeof(st)) &&
                 used + 12 < sizeof(allow)) {
                 used += (size_t)snprintf(allow + used, sizeof(allow) - used, "%s%s",
-                                         used ? ", " : "", http_method_str(r->routes[k].method));
+                                         used ? ", " : "", http_method_str(r->routes[k]->method));
             }
         }
         http_response_header(req, "Allow", allow);
@@ -178,7 +236,7 @@ void router_record(struct router *r, struct http_request *req)
             idx = r->nroutes;
         } else {
             for (size_t i = 0; i < r->nroutes; i++) {
-                if (req->route == r->routes[i].pattern) {
+                if (req->route == r->routes[i]->pattern) {
                     idx = i;
                     break;
                 }
@@ -205,10 +263,10 @@ int router_metrics_write(struct router *r, struct http_buf *out)
         out, "# HELP cugrade_http_requests_total HTTP requests by route and status class.\n"
              "# TYPE cugrade_http_requests_total counter\n");
     for (size_t i = 0; i < r->nroutes + 2; i++) {
-        const char *name = i < r->nroutes    ? r->routes[i].pattern
+        const char *name = i < r->nroutes    ? r->routes[i]->pattern
                            : i == r->nroutes ? ROUTE_PAGES
                                              : ROUTE_NONE;
-        const char *method = i < r->nroutes ? http_method_str(r->routes[i].method) : "any";
+        const char *method = i < r->nroutes ? http_method_str(r->routes[i]->method) : "any";
         for (int c = 1; c <= 5; c++)
             if (r->metrics[i].count[c])
                 rc |= http_buf_printf(
@@ -221,10 +279,10 @@ int router_metrics_write(struct router *r, struct http_buf *out)
         "# HELP cugrade_http_request_duration_seconds Time from the request line to the response.\n"
         "# TYPE cugrade_http_request_duration_seconds histogram\n");
     for (size_t i = 0; i < r->nroutes + 2; i++) {
-        const char *name = i < r->nroutes    ? r->routes[i].pattern
+        const char *name = i < r->nroutes    ? r->routes[i]->pattern
                            : i == r->nroutes ? ROUTE_PAGES
                                              : ROUTE_NONE;
-        const char *method = i < r->nroutes ? http_method_str(r->routes[i].method) : "any";
+        const char *method = i < r->nroutes ? http_method_str(r->routes[i]->method) : "any";
         struct route_metrics *m = &r->metrics[i];
         uint64_t total = 0;
         for (int c = 1; c <= 5; c++)

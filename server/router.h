@@ -1,8 +1,10 @@
 /*
  * router.h - method + path dispatch with {params}, per-route body caps and
  * request metrics (count by status class, latency histogram) per route.
- * Paths that are not /api/..., /healthz or /metrics go to the fallback
- * (the web pages, server/pages.h).
+ * Web pages are routes too (a page_fn run through page_run); paths that
+ * are not /api/..., /healthz or /metrics and match no route go to the
+ * fallback (server/page.h). Page paths are matched with repeated and
+ * trailing slashes removed ("/labs/" is "/labs").
  */
 #ifndef CUGRADE_ROUTER_H
 #define CUGRADE_ROUTER_H
@@ -12,6 +14,11 @@
 #include <stdint.h>
 
 struct app;
+struct page;
+
+/* A web page's handler (server/page.h): render into p and return
+ * HTTP_DONE, or -1 for "no such page" (the 404 page). */
+typedef int (*page_fn)(struct page *p);
 
 /* A handler: fill the response and return HTTP_DONE, or HTTP_DEFERRED
  * (then call http_request_finish later). */
@@ -23,6 +30,7 @@ struct route {
     route_fn fn;
     size_t body_max;       /* 0: no body accepted */
     const char *body_note; /* the 413 message's end, e.g. "source files may be at most 256 KiB." */
+    page_fn page;          /* a web page (fn NULL): run through the router's page runner */
 };
 
 #define ROUTER_BUCKETS 14
@@ -34,17 +42,27 @@ struct route_metrics {
     double sum_s;
 };
 
-struct router {
+/* One view's routes (server/views.h). */
+struct route_table {
     const struct route *routes;
+    size_t n;
+};
+
+struct router {
+    const struct route **routes; /* every table's routes, in order */
     size_t nroutes;
-    route_fn fallback; /* pages; NULL: 404 */
+    route_fn fallback; /* paths no route matches, but /api ones; NULL: 404 */
+    int (*page_run)(struct app *app, struct http_request *req, const struct route *rt);
     size_t fallback_body_max;
     struct route_metrics *metrics; /* nroutes + 2: [n] fallback, [n+1] unmatched */
 };
 
-/* Set up a router over a static route table. Returns 0 or -ENOMEM. */
-int router_init(struct router *r, const struct route *routes, size_t n, route_fn fallback,
-                size_t fallback_body_max);
+/* Set up a router over static route tables (the tables themselves must
+ * outlive the router). Returns 0 or -ENOMEM. */
+int router_init(struct router *r, const struct route_table *tables, size_t ntables,
+                route_fn fallback, size_t fallback_body_max,
+                int (*page_run)(struct app *app, struct http_request *req,
+                                const struct route *rt));
 void router_free(struct router *r);
 
 /* For admission, from req's head alone: the route it will be dispatched to,

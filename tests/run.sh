@@ -10,6 +10,13 @@
 #
 #   sh tests/run.sh [BUILD]            all suites
 #   ONLY=server sh tests/run.sh        only suites whose path contains "server"
+#
+# SANITIZER_LOG_DIR (set by `make asan`, where ASAN_OPTIONS and UBSAN_OPTIONS
+# have log_path=$SANITIZER_LOG_DIR/report): every process of the ASan+UBSan
+# build -- servers, runners, tools, unit tests -- writes its sanitizer
+# reports there, also those whose suite never reads their stderr (a runner
+# logging to a temporary file). A report left there fails the suite that ran
+# when it was written; it is moved to $BUILD/test-logs/<suite>.sanitizer/.
 BUILD=${1:-build}
 export CUGRADE_BUILD="$(cd "$BUILD" 2>/dev/null && pwd || echo "$BUILD")"
 export CUGRADE_ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -31,6 +38,15 @@ run_suite() {
     f=$(grep -cE '^not ok( [0-9]+)?( -|$)' "$log")
     if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
         f=1; echo "not ok - $name exited with status $rc" >>"$log"
+    fi
+    if [ -n "${SANITIZER_LOG_DIR:-}" ] && [ -n "$(ls -A "$SANITIZER_LOG_DIR" 2>/dev/null)" ]; then
+        san="$log.sanitizer"
+        mkdir -p "$san" && mv "$SANITIZER_LOG_DIR"/* "$san"/
+        for r in "$san"/*; do
+            f=$((f + 1))
+            echo "not ok - $name: no sanitizer report ($(basename "$r"): $(grep -m1 -E 'ERROR|runtime error' "$r"))" >>"$log"
+            sed -n '1,25p' "$r" | sed 's/^/    | /' >>"$log"
+        done
     fi
     if [ "$p" -eq 0 ] && [ "$f" -eq 0 ] && [ "$s" -eq 0 ]; then
         f=1; echo "not ok - $name printed no results" >>"$log"

@@ -474,6 +474,18 @@ static int jd_case_record(struct jd_chan *ch, const struct jd_obj *o, uint64_t s
         const struct jd_val *en = jd_get(o, "error_name", JD_STR);
         if (v && strcmp(v->str, "runtime_error") == 0 && en && strcmp(en->str, "harness") == 0)
             jd_fail(&jc->r, "%s (%s)", e2, e1);
+        /* A Python submission's owner (labs/common/py/owner.py): an
+         * exception of the student's code, its process gone, or timed calls
+         * that returned before their output was right. */
+        else if (v && strcmp(v->str, "runtime_error") == 0 && en &&
+                 strcmp(en->str, "python_exception") == 0)
+            jd_fail(&jc->r, "your code raised %s (at %s)", e1, e2);
+        else if (v && strcmp(v->str, "runtime_error") == 0 && en &&
+                 strcmp(en->str, "python_process") == 0)
+            jd_fail(&jc->r, "%s: %s", e1, e2);
+        else if (v && strcmp(v->str, "runtime_error") == 0 && en &&
+                 strcmp(en->str, "python_timing") == 0)
+            jd_fail(&jc->r, "%s: %s", e1, e2);
         else if (v && strcmp(v->str, "runtime_error") == 0)
             jd_fail(&jc->r, "your kernel crashed: %s. %s", e1, e2);
         else if (v && strcmp(v->str, "launch_error") == 0)

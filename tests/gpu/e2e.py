@@ -2,7 +2,8 @@
 """End to end on a GPU host (tests/gpu/run.sh calls this; see docs/runner.md).
 
 Starts the real server and real runners, submits every
-tests/gpu/solutions/<lab>/*.cu through the API (one student each: the
+tests/gpu/solutions/<lab>/*.cu and tests/gpu/solutions-py/<lab>/*.py
+(Python, `# expect:`) through the API (one student each: the
 rubric allows one submission in flight per student), waits for the results
 and prints a table: file, status, score, key metric, expected (the file's
 `// expect:` header), match. Exits 1 on any mismatch.
@@ -73,7 +74,7 @@ def api(base, method, path, token, body=None, ctype="application/json"):
 def parse_expect(path):
     with open(path) as f:
         first = f.readline()
-    m = re.match(r"\s*//\s*expect:\s*(.*)", first)
+    m = re.match(r"\s*(?://|#)\s*expect:\s*(.*)", first)   # .cu: //, .py: #
     if not m:
         return {}
     return {k: v for k, v in (t.split("=", 1) for t in shlex.split(m.group(1)) if "=" in t)}
@@ -106,7 +107,7 @@ def key_metric(sub):
         return "symbol " + (cg.get("rejection") or {}).get("symbol", "?")
     if sub.get("status") == "compile_error":
         log_ = cg.get("compile_log") or ""
-        m = re.search(r"\((\d+)\): error", log_)
+        m = re.search(r"\((\d+)\): error", log_) or re.search(r"line (\d+)", log_)  # nvcc | Python
         return f"error at line {m.group(1)}" if m else "compile error"
     speed = cg.get("speed") or []
     t = cg.get("timing") or {}
@@ -140,11 +141,15 @@ def matches(exp, obs):
 
 def main():
     files = []
-    for lab in sorted(os.listdir(os.path.join(ROOT, "tests/gpu/solutions"))):
-        d = os.path.join(ROOT, "tests/gpu/solutions", lab)
-        for f in sorted(os.listdir(d)):
-            if f.endswith(".cu") and ONLY in f"{lab}/{f}":
-                files.append((lab, os.path.join(d, f)))
+    # CUDA C solutions, then Python ones (docs/python.md) beside them.
+    for top, ext in (("tests/gpu/solutions", ".cu"), ("tests/gpu/solutions-py", ".py")):
+        if not os.path.isdir(os.path.join(ROOT, top)):
+            continue
+        for lab in sorted(os.listdir(os.path.join(ROOT, top))):
+            d = os.path.join(ROOT, top, lab)
+            for f in sorted(os.listdir(d)):
+                if f.endswith(ext) and ONLY in f"{lab}/{f}":
+                    files.append((lab, os.path.join(d, f)))
     if not files:
         print("e2e: no solutions found under tests/gpu/solutions", file=sys.stderr)
         return 2

@@ -32,6 +32,13 @@ else
     DIST=""
 fi
 export PATH="/usr/local/cuda/bin:$PATH"
+# Python submissions (docs/python.md): the python3 that has CuPy and Numba.
+# A virtual environment outside /usr (the device tool's image: /opt/torch/.venv)
+# is bound into the sandbox as CUGRADE_PYTHON_ROOT.
+if [ -z "${CUGRADE_PYTHON:-}" ] && P=$(command -v python3) && V=$(dirname "$(dirname "$P")") &&
+   [ -f "$V/pyvenv.cfg" ]; then
+    export CUGRADE_PYTHON="$P" CUGRADE_PYTHON_ROOT="$V"
+fi
 
 if [ -f tests/gpu/sandbox.sh ] && [ "${CUGRADE_SKIP_SANDBOX:-0}" != 1 ]; then
     echo "== tests/gpu/sandbox.sh"

@@ -69,7 +69,10 @@ try:
     ok(all(c["passed"] for c in cg.get("cases", [])) and len(cg.get("cases", [])) == 2,
        "both cases pass (judged outside, from the channel)", json.dumps(cg.get("cases")))
     ok("checking 2/2" in log, "progress counts the cases as the channel fills", log[-2000:])
-    ok(t.get("student_ms", 0) > 0 and t.get("samples", 0) >= 20 and t.get("recheck_passed") is True,
+    # The fake harness sends 30 samples; how many a loaded machine makes
+    # outliers varies, but the cut (runner/stats.c) is above the median: at
+    # least half are kept.
+    ok(t.get("student_ms", 0) > 0 and 15 <= t.get("samples", 0) <= 30 and t.get("recheck_passed") is True,
        "timed: median of the samples, re-check passed", json.dumps(t))
     ok(t.get("reference_ms", {}).get("naive", 0) > 0 and t.get("cpu_ms") == 5.0,
        "baselines: the naive program timed in the sandbox, the CPU one from its JSON", json.dumps(t))

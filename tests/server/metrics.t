@@ -138,6 +138,21 @@ def main(t):
             and "scoreboard" not in k[1] and after[k] - before.get(k, 0) > 0}
     t.ok(sum(grew.values()) >= 5, "the counter for route /api/labs grew by 5 after 5 GETs",
          grew or sorted(after)[:20])
+    # The web pages are routes too: counted by their template like the API.
+    lab = "vadd"
+    for _ in range(3):
+        s.get("/labs/%s" % lab, token="alice_q7")
+    s.get("/submissions/999999", token="alice_q7")
+    pages, _ = counters()
+    grew = {k: pages[k] - after.get(k, 0) for k in pages
+            if k[1] == "/labs/{lab}" and pages[k] - after.get(k, 0) > 0}
+    t.ok(sum(grew.values()) >= 3, "the counter for page /labs/{lab} grew by 3 after 3 GETs",
+         grew or sorted({k[1] for k in pages}))
+    t.ok(any(k[1] == "/submissions/{id}" for k in pages) and
+         not any(re.search(r"^/(labs/%s|submissions/\d+)$" % re.escape(lab), k[1]) for k in pages),
+         "pages are labelled by template (/submissions/{id}), not by raw path",
+         sorted({k[1] for k in pages}))
+    after = pages
     ids = {k[1] for k in after}
     t.ok(not any(re.search(r"/api/submissions/\d+", x) for x in ids),
          "routes are labelled by template, not by raw path (no ids in labels)", sorted(ids))

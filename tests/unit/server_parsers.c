@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/api.h"
+#include "server/app.h"
 #include "server/multipart.h"
 #include "server/roster.h"
 

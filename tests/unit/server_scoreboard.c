@@ -9,7 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/api.h"
+#include "server/course.h"
+#include "server/scoreboard.h"
+#include "server/server.h"
 
 #include "tests/unit/tap.h"
 

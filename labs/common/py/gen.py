@@ -1,0 +1,103 @@
+"""gen.py - labs/common/gen.cuh in NumPy (or CuPy: pass xp), bit for bit.
+
+The trusted owner of a Python submission (owner.py) generates its inputs with
+this, so the lab's judge, which regenerates them with gen.cuh from the same
+seed, sees exactly the inputs the student's code was given. Every value is
+an integer times a power of two: exact in float32 on any host or device.
+tests/runner/python_gen.t compares it with gen.cuh compiled by the host's C
+compiler."""
+
+M64 = (1 << 64) - 1
+TOP = 1 << 63
+RECHECK_KEY = 0x5245434845434B21
+
+
+def mix64(x):
+    """splitmix64's finalizer on a Python int."""
+    x &= M64
+    x ^= x >> 30
+    x = (x * 0xBF58476D1CE4E5B9) & M64
+    x ^= x >> 27
+    x = (x * 0x94D049BB133111EB) & M64
+    x ^= x >> 31
+    return x
+
+
+def _keep_top(parent, h):
+    return (h & ~TOP & M64) | (parent & TOP)
+
+
+def case_seed(run_seed, name):
+    h = 0xCBF29CE484222325
+    for c in name.encode():
+        h ^= c
+        h = (h * 0x100000001B3) & M64
+    return _keep_top(run_seed, mix64(run_seed ^ mix64(h)))
+
+
+def stream(cs, k):
+    return _keep_top(cs, mix64((cs + (k + 1) * 0xD1B54A32D192ED03) & M64))
+
+
+def recheck_seed(run_seed):
+    return (mix64(run_seed ^ RECHECK_KEY) & ~TOP & M64) | (~run_seed & TOP)
+
+
+def seed_parse_wide(s):
+    """gen_seed_parse_wide: 1 to 32 hex digits, "0x" optional. Raises ValueError."""
+    if s[:2] in ("0x", "0X"):
+        s = s[2:]
+    if not 1 <= len(s) <= 32 or any(c not in "0123456789abcdefABCDEF" for c in s):
+        raise ValueError("a seed is 1 to 32 hex digits")
+    v = int(s, 16)
+    lo, hi = v & M64, v >> 64
+    return lo if len(s) <= 16 else lo ^ mix64(hi ^ 0x5EED5EED5EED5EED)
+
+
+def _mix64_arr(xp, x):
+    x = x ^ (x >> xp.uint64(30))
+    x = x * xp.uint64(0xBF58476D1CE4E5B9)
+    x = x ^ (x >> xp.uint64(27))
+    x = x * xp.uint64(0x94D049BB133111EB)
+    return x ^ (x >> xp.uint64(31))
+
+
+def u64(xp, seed, start, count):
+    """gen_u64(seed, i) for i in [start, start + count), as an array."""
+    i = xp.arange(start, start + count, dtype=xp.uint64)
+    with _quiet(xp):
+        inner = _mix64_arr(xp, i * xp.uint64(0x9E3779B97F4A7C15) + xp.uint64(0x632BE59BD9B4E019))
+        return _mix64_arr(xp, inner ^ xp.uint64(seed))
+
+
+def f32_reduction(xp, seed, start, count):
+    """gen_f32_reduction: s * (k + 2^21) * 2^-23, k 23 random bits, s the seed's top bit."""
+    k = (u64(xp, seed, start, count) >> xp.uint64(41)).astype(xp.int64) + (1 << 21)
+    x = k.astype(xp.float32) * xp.float32(1.0 / 8388608.0)
+    return -x if seed & TOP else x
+
+
+def f32_sym(xp, seed, start, count):
+    """gen_f32_sym: (k - 2^23) * 2^-23 in [-1, 1), k 24 random bits."""
+    k = (u64(xp, seed, start, count) >> xp.uint64(40)).astype(xp.int64) - (1 << 23)
+    return k.astype(xp.float32) * xp.float32(1.0 / 8388608.0)
+
+
+def index(xp, seed, start, count, rng):
+    """gen_index: an index in [0, rng) (64-bit modulo)."""
+    return (u64(xp, seed, start, count) % xp.uint64(rng)).astype(xp.int64)
+
+
+class _quiet:
+    """NumPy warns on uint64 overflow in some versions; the wrap is the point."""
+    def __init__(self, xp):
+        self.xp = xp
+        self.old = None
+
+    def __enter__(self):
+        if hasattr(self.xp, "seterr"):
+            self.old = self.xp.seterr(over="ignore")
+
+    def __exit__(self, *a):
+        if self.old is not None:
+            self.xp.seterr(**self.old)

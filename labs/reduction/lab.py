@@ -1,0 +1,38 @@
+"""labs/reduction/lab.py - the reduction lab's Python interface, as data for
+the trusted owner (labs/common/py/owner.py). Same buffers, streams and
+guards as labs/reduction/harness.cu; the lab's judge checks the outputs.
+
+    def reduce_sum(d_in, d_out): ...    # d_in: n float32, d_out: 1 float32
+"""
+SYMBOL = "reduce_sum"
+SIGNATURE = "def reduce_sum(d_in, d_out)"
+
+# name, dtype, shape from the case's params, generator, stream (gen_stream k)
+INPUTS = [("d_in", "float32", lambda p: (p["n"],), "f32_reduction", 0)]
+# name, dtype, shape
+OUTPUTS = [("d_out", "float32", lambda p: (1,))]
+# the student's function's arguments, in order
+ARGS = ["d_in", "d_out"]
+
+
+def reference(xp, inputs):
+    """What one timed sample's output is checked against, in the owner right
+    after the call: the sum in float64 and the judge's tolerance
+    tau(n) * sum|x| (reference/reduction/judge.cu)."""
+    x = inputs["d_in"]
+    n = x.size
+    total, mag = 0.0, 0.0
+    for s in range(0, n, 1 << 24):
+        c = x[s:s + (1 << 24)].astype(xp.float64)
+        total += float(c.sum())
+        mag += float(xp.abs(c).sum())
+    import math
+    tau = 2.0 ** -23 * (2 * math.log2(max(n, 1)) + math.sqrt(n) / 8)
+    return total, tau * mag
+
+
+def sample_ok(xp, ref, out):
+    """True when a timed sample's output (the device array) is right."""
+    total, tol = ref
+    got = float(out[0])
+    return got == got and abs(got - total) <= tol

@@ -1,0 +1,181 @@
+/*
+ * python.c - see python.h and docs/python.md.
+ */
+#include "python.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <glob.h>
+#include <jansson.h>
+#include <sys/stat.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int python_submission(const char *filename)
+{
+    size_t n = filename ? strlen(filename) : 0;
+    return n > 3 && strcmp(filename + n - 3, ".py") == 0;
+}
+
+const char *python_root(void)
+{
+    static char root[PATH_MAX];
+    const char *p = getenv("CUGRADE_PYTHON_ROOT");
+    struct stat st;
+    if (!p || p[0] != '/' || strstr(p, "..") || strlen(p) >= sizeof root - 1 ||
+        stat(p, &st) < 0 || !S_ISDIR(st.st_mode) || strcmp(p, "/") == 0)
+        return NULL;
+    snprintf(root, sizeof root, "%s", p);
+    size_t n = strlen(root);
+    while (n > 1 && root[n - 1] == '/')
+        root[--n] = '\0';
+    return root;
+}
+
+/* 1 when path lies in dir (dir itself, or below it). */
+static int python_under(const char *path, const char *dir)
+{
+    size_t n = strlen(dir);
+    return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
+}
+
+const char *python_interpreter(void)
+{
+    const char *p = getenv("CUGRADE_PYTHON");
+    const char *root = python_root();
+    /* Only what the sandbox binds is visible there: /usr, and the root. */
+    if (p && p[0] == '/' && !strstr(p, "..") &&
+        (python_under(p, "/usr") || (root && python_under(p, root))))
+        return p;
+    return "/usr/bin/python3";
+}
+
+int python_root_bind(struct sandbox_bind *out)
+{
+    const char *root = python_root();
+    if (!root || python_under(root, "/usr"))
+        return 0;
+    *out = (struct sandbox_bind){root, root, 0};
+    return 1;
+}
+
+int python_simulated(void)
+{
+    const char *s = getenv("CUGRADE_PY_SIM");
+    return s && strcmp(s, "1") == 0;
+}
+
+int python_hidden(struct python_run *pr, const char *root, const char *lab)
+{
+    char path[PATH_MAX];
+    json_error_t jerr;
+    int r = 0;
+    size_t first = pr->nhide;
+    snprintf(path, sizeof path, "%s/labs/%s/lab.json", root, lab);
+    json_t *doc = json_load_file(path, 0, &jerr);
+    json_t *hide = json_object_get(json_object_get(doc, "python"), "hide");
+    size_t i;
+    json_t *pat;
+    json_array_foreach(hide, i, pat) {
+        const char *p = json_string_value(pat);
+        char full[PATH_MAX];
+        glob_t g;
+        if (p && strncmp(p, "@python/", 8) == 0) {
+            /* under the Python root (CUGRADE_PYTHON_ROOT): a venv's wheels */
+            if (!python_root())
+                continue;
+            snprintf(full, sizeof full, "%s/%s", python_root(), p + 8);
+            p = full;
+        }
+        if (!p || p[0] != '/') {
+            r = -EINVAL;
+            break;
+        }
+        if (glob(p, 0, NULL, &g) != 0)
+            continue; /* nothing installed there */
+        for (size_t k = 0; k < g.gl_pathc && r == 0; k++) {
+            char real[PATH_MAX];
+            struct stat st;
+            int seen = 0;
+            if (!realpath(g.gl_pathv[k], real) || stat(real, &st) < 0 || !S_ISREG(st.st_mode))
+                continue;
+            for (size_t m = first; m < pr->nhide; m++)
+                seen |= strcmp(pr->hide_path[m], real) == 0;
+            if (seen)
+                continue;
+            if (pr->nhide == RUN_MORE_BINDS) {
+                r = -ENOBUFS;
+                break;
+            }
+            snprintf(pr->hide_path[pr->nhide], PATH_MAX, "%s", real);
+            pr->hide[pr->nhide] = (struct sandbox_bind){"/dev/null", pr->hide_path[pr->nhide], 0};
+            pr->nhide++;
+        }
+        globfree(&g);
+        if (r < 0)
+            break;
+    }
+    json_decref(doc);
+    return r < 0 ? r : (int)(pr->nhide - first);
+}
+
+int python_run_prepare(struct python_run *pr, struct run_opts *o, const char *root,
+                       const char *lab, const char *mode, const char *seed, const char *cases,
+                       const char *max_ms, const char *src)
+{
+    /* The Python root first (a venv outside /usr), then the hidden files,
+     * which may lie inside it. */
+    pr->nhide = (size_t)python_root_bind(&pr->hide[0]);
+    int r = python_hidden(pr, root, lab);
+    if (r < 0)
+        return r;
+    size_t n = 0;
+    int check = strcmp(mode, "check") == 0;
+    snprintf(pr->path, sizeof pr->path, "/work/%s", src);
+    snprintf(pr->labs, sizeof pr->labs, "%s/labs", root);
+    snprintf(pr->seed_env, sizeof pr->seed_env, "CUGRADE_SEED=%s", seed);
+    pr->argv[n++] = python_interpreter();
+    pr->argv[n++] = "-I"; /* no PYTHON* variables, no user site, no script dir */
+    pr->argv[n++] = "-B"; /* no .pyc written where the tenant could swap it */
+    pr->argv[n++] = "/lab/labs/common/py/owner.py";
+    pr->argv[n++] = lab;
+    pr->argv[n++] = mode;
+    pr->argv[n++] = check ? "--cases" : "--case";
+    pr->argv[n++] = cases;
+    if (!check && max_ms) {
+        pr->argv[n++] = "--max-ms";
+        pr->argv[n++] = max_ms;
+    }
+    pr->argv[n++] = "--file";
+    pr->argv[n++] = pr->path;
+    pr->argv[n] = NULL;
+    assert(n < sizeof pr->argv / sizeof *pr->argv);
+    o->labs_bind = pr->labs;
+    o->secret_env = pr->seed_env;
+    o->more_binds = pr->hide;
+    o->nmore_binds = pr->nhide;
+    if (python_simulated()) {
+        o->extra_env = "NUMBA_ENABLE_CUDASIM=1";
+        o->pids = 4096; /* a thread per CUDA thread of a block */
+    }
+    return 0;
+}
+
+size_t python_sanitizers_unrun(int memcheck, int racecheck, struct score_sanitizer *out)
+{
+    const char *tools[2] = {memcheck ? "memcheck" : NULL, racecheck ? "racecheck" : NULL};
+    size_t n = 0;
+    for (int t = 0; t < 2; t++) {
+        if (!tools[t])
+            continue;
+        memset(&out[n], 0, sizeof out[n]);
+        out[n].tool = tools[t];
+        out[n].infra_failed = 1;
+        snprintf(out[n].note, sizeof out[n].note,
+                 "compute-sanitizer does not run on Python submissions yet: not charged");
+        n++;
+    }
+    return n;
+}

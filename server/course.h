@@ -1,0 +1,62 @@
+/*
+ * course.h - the course's tables besides submissions: the labs as a viewer
+ * sees them, rubric versions, users (roster, tokens, the scoreboard name
+ * choice) and extensions. Changes are audit-logged.
+ */
+#ifndef CUGRADE_COURSE_H
+#define CUGRADE_COURSE_H
+
+#include "server/app.h"
+
+/* {"labs":[{"lab","title","due","hard_deadline","open"}]} for every lab. */
+int api_labs_list(struct app *app, const struct auth_user *viewer, json_t **out,
+                  struct api_error *e);
+
+/* {"lab","title","due","hard_deadline","interface","handout",...}. */
+int api_lab_get(struct app *app, const struct auth_user *viewer, const char *lab, json_t **out,
+                struct api_error *e);
+
+/* Admin: {"version":N,"rubric":{...}}. */
+int api_rubric_get(struct app *app, const struct auth_user *viewer, const char *lab, json_t **out,
+                   struct api_error *e);
+
+/* Admin: validate and store doc as the lab's next rubric version. */
+int api_rubric_put(struct app *app, const struct auth_user *viewer, const char *lab,
+                   const json_t *doc, int *version, struct api_error *e);
+
+/* lab's rubric versions, newest first (at most 50): a new array of
+ * {"version","created_at" (Unix seconds),"by" (null: the rubrics/ file)}. */
+int course_rubric_versions(struct app *app, const char *lab, json_t **out);
+
+/* Admin: create users from [{"name","role","display_name"?}] in one
+ * transaction; *out is {"users":[{"name","role","token"}]}. */
+int api_users_add(struct app *app, const struct auth_user *viewer, const json_t *users,
+                  json_t **out, struct api_error *e);
+
+/* Admin: the same from a roster CSV. */
+int api_users_add_csv(struct app *app, const struct auth_user *viewer, const char *csv, size_t len,
+                      json_t **out, struct api_error *e);
+
+/* Staff: {"users":[{"id","name","role","display_name","pseudonym","show_name"}]}. */
+int api_users_list(struct app *app, const struct auth_user *viewer, json_t **out,
+                   struct api_error *e);
+
+/* Admin: revoke every token of the user called name and end their web
+ * sessions at once (auth_token_revoke_all); audit-logged. *out is
+ * {"user","tokens_revoked","sessions_ended"}. */
+int api_user_revoke(struct app *app, const struct auth_user *viewer, const char *name, json_t **out,
+                    struct api_error *e);
+
+/* Admin: give user an extension in lab (0 keeps the rubric's deadline). */
+int api_extension_set(struct app *app, const struct auth_user *viewer, const char *user,
+                      const char *lab, double due, double hard_deadline, struct api_error *e);
+
+/* Every extension: a new array of {"user","lab","due","hard_deadline"}
+ * (Unix seconds, 0: the rubric's), by lab and user. 0 or -errno. */
+int course_extensions_list(struct app *app, json_t **out);
+
+/* A student chooses whether their name shows on the scoreboard. */
+int api_show_name_set(struct app *app, const struct auth_user *viewer, int show,
+                      struct api_error *e);
+
+#endif

@@ -1,0 +1,155 @@
+/*
+ * health_api.c - GET /healthz and GET /metrics.
+ */
+#include "server/api.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "status.h"
+#include "server/runner.h"
+#include "server/submission.h"
+#include "server/views.h"
+
+/* /healthz: 200 only when the database answers, no damage was seen (the
+ * start's quick_check passed, and SQLite has met no damaged page since),
+ * and the database's filesystem has at least --min-free-mb free: a full
+ * disk fails every submission and result, so the probe says so first. */
+static int h_healthz(struct app *app, struct http_request *req)
+{
+    int db_ok = app_db_ok(app);
+    double free_mb = 0;
+    int disk_rc = api_disk_free(app, &free_mb);
+    const char *disk = disk_rc ? "error" : free_mb < app->cfg.min_free_mb ? "low" : "ok";
+    long damaged = db_corruption_count();
+    int ok = db_ok && damaged == 0 && strcmp(disk, "ok") == 0;
+    json_t *j = json_pack("{s:b,s:s,s:s,s:s,s:o,s:f}", "ok", ok, "db", db_ok ? "ok" : "error",
+                          "integrity", damaged ? "damaged" : "ok", "disk", disk, "free_mb",
+                          disk_rc ? json_null() : json_integer((json_int_t)free_mb), "min_free_mb",
+                          app->cfg.min_free_mb);
+    /* 512, not 512.0, for a whole number of MiB. */
+    if (j && app->cfg.min_free_mb == floor(app->cfg.min_free_mb))
+        json_object_set_new(j, "min_free_mb", json_integer((json_int_t)app->cfg.min_free_mb));
+    if (!j) {
+        static const char bad[] = "{\"ok\":false,\"db\":\"error\"}\n";
+        http_response_body(req, 503, "application/json", bad, sizeof(bad) - 1);
+        return HTTP_DONE;
+    }
+    return api_send_json(req, ok ? 200 : 503, j);
+}
+
+/* The server's own Prometheus lines: connections refused, requests
+ * refused at admission. 0 or -ENOMEM. */
+static int app_metrics_write(struct app *app, struct http_buf *out)
+{
+    uint64_t global = 0, client = 0;
+    if (app->http)
+        http_server_refused(app->http, &global, &client);
+    int rc = http_buf_printf(
+        out,
+        "# HELP cugrade_http_connections_refused_total Connections closed as soon as accepted: "
+        "over the server's cap, or over one client address's.\n"
+        "# TYPE cugrade_http_connections_refused_total counter\n"
+        "cugrade_http_connections_refused_total{reason=\"server\"} %llu\n"
+        "cugrade_http_connections_refused_total{reason=\"client\"} %llu\n"
+        "# HELP cugrade_http_admission_refused_total Requests refused from their headers, "
+        "before any body byte was read.\n"
+        "# TYPE cugrade_http_admission_refused_total counter\n"
+        "cugrade_http_admission_refused_total{code=\"401\"} %llu\n"
+        "cugrade_http_admission_refused_total{code=\"403\"} %llu\n"
+        "cugrade_http_admission_refused_total{code=\"429\"} %llu\n",
+        (unsigned long long)global, (unsigned long long)client,
+        (unsigned long long)app->admit_refused[0], (unsigned long long)app->admit_refused[1],
+        (unsigned long long)app->admit_refused[2]);
+    return rc ? -ENOMEM : 0;
+}
+
+static int h_metrics(struct app *app, struct http_request *req)
+{
+    /* Not for anyone: it names runners and costs queries (issue 14).
+     * Prometheus sends a bearer token (authorization: credentials_file). */
+    struct auth_user u;
+    if (api_need(app, req, &u, ADMIN | RUNNER))
+        return HTTP_DONE;
+    struct http_buf *b = &req->res_body;
+    req->status = 200;
+    req->content_type = "text/plain; version=0.0.4; charset=utf-8";
+    b->len = 0;
+    double now = db_now();
+    http_buf_printf(b,
+                    "# HELP cugrade_queue_depth Submissions waiting for a runner.\n"
+                    "# TYPE cugrade_queue_depth gauge\ncugrade_queue_depth %lld\n",
+                    queue_depth(app->queue));
+    http_buf_printf(b, "# HELP cugrade_jobs Submissions by status.\n# TYPE cugrade_jobs gauge\n");
+    long long counts[STATUS_COUNT];
+    submission_count_by_status(app, counts);
+    for (int i = 0; i < STATUS_COUNT; i++)
+        http_buf_printf(b, "cugrade_jobs{status=\"%s\"} %lld\n", status_name(i), counts[i]);
+    http_buf_printf(b, "# HELP cugrade_runners_seen Runners that ever claimed a job.\n"
+                       "# TYPE cugrade_runners_seen gauge\n");
+    long long nr = 0, recent = 0;
+    json_t *runners = NULL, *r;
+    size_t k;
+    struct http_buf per = {0};
+    runner_list(app, 1, &runners);
+    json_array_foreach(runners, k, r)
+    {
+        nr++;
+        double ls = json_number_value(json_object_get(r, "last_seen"));
+        if (now - ls < 120)
+            recent++;
+        /* Runner names come from runners; keep label values printable. */
+        char name[80];
+        snprintf(name, sizeof(name), "%s", json_string_value(json_object_get(r, "name")));
+        for (char *p = name; *p; p++)
+            if (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20)
+                *p = '_';
+        http_buf_printf(&per,
+                        "cugrade_runner_last_seen_seconds{runner=\"%s\"} %.3f\n"
+                        "cugrade_runner_jobs_done_total{runner=\"%s\"} %lld\n",
+                        name, ls, name, (long long)json_integer_value(json_object_get(r, "jobs_done")));
+    }
+    json_decref(runners);
+    http_buf_printf(b, "cugrade_runners_seen %lld\n", nr);
+    http_buf_printf(b,
+                    "# HELP cugrade_runners_active Runners seen in the last 120 seconds.\n"
+                    "# TYPE cugrade_runners_active gauge\ncugrade_runners_active %lld\n",
+                    recent);
+    http_buf_printf(b,
+                    "# HELP cugrade_runners_waiting Runners parked in a claim long poll.\n"
+                    "# TYPE cugrade_runners_waiting gauge\ncugrade_runners_waiting %zu\n",
+                    queue_waiting(app->queue));
+    http_buf_printf(
+        b, "# HELP cugrade_runner_last_seen_seconds Unix time a runner last talked to us.\n"
+           "# TYPE cugrade_runner_last_seen_seconds gauge\n"
+           "# HELP cugrade_runner_jobs_done_total Results a runner posted.\n"
+           "# TYPE cugrade_runner_jobs_done_total counter\n");
+    if (per.len)
+        http_buf_append(b, per.data, per.len);
+    http_buf_free(&per);
+    http_buf_printf(b,
+                    "# HELP cugrade_http_connections Open HTTP connections.\n"
+                    "# TYPE cugrade_http_connections gauge\ncugrade_http_connections %zu\n",
+                    app->http ? http_server_conns(app->http) : 0);
+    double free_mb;
+    if (api_disk_free(app, &free_mb) == 0)
+        http_buf_printf(b,
+                        "# HELP cugrade_disk_free_bytes Free space on the database's filesystem.\n"
+                        "# TYPE cugrade_disk_free_bytes gauge\ncugrade_disk_free_bytes %.0f\n",
+                        free_mb * 1024 * 1024);
+    http_buf_printf(b,
+                    "# HELP cugrade_uptime_seconds Seconds since the server started.\n"
+                    "# TYPE cugrade_uptime_seconds gauge\ncugrade_uptime_seconds %.0f\n",
+                    now - app->started_at);
+    router_metrics_write(&app->router, b);
+    app_metrics_write(app, b);
+    return HTTP_DONE;
+}
+
+const struct route health_api_routes[] = {
+    {HTTP_GET, "/healthz", h_healthz, 0, NULL, NULL},
+    {HTTP_GET, "/metrics", h_metrics, 0, NULL, NULL},
+};
+const size_t health_api_nroutes = sizeof(health_api_routes) / sizeof(health_api_routes[0]);

@@ -1,0 +1,148 @@
+/*
+ * http_conn.h - private to the HTTP files (http.c, http_message.c,
+ * http_client.c, http_parse.c): the server and connection structs and the
+ * helpers one of them calls in another. Nothing else includes this.
+ */
+#ifndef CUGRADE_HTTP_CONN_H
+#define CUGRADE_HTTP_CONN_H
+
+#include <http_parser.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <stdint.h>
+
+#include "server/http.h"
+
+#define HTTP_READ_CHUNK (64 * 1024)
+/* A client that pipelines requests and never reads its answers makes us
+ * work until these fill: its receive window, the kernel's unsent bytes
+ * (TCP_NOTSENT_LOWAT keeps them near HTTP_NOTSENT_LOWAT, else the send
+ * buffer autotunes to megabytes), and our own unsent bytes. Above
+ * HTTP_WRITE_HIGH we stop parsing its requests until it reads. */
+#define HTTP_WRITE_HIGH (256 * 1024)
+#define HTTP_NOTSENT_LOWAT (64 * 1024)
+/* Pipelined requests one connection may have handled per turn of the loop
+ * before others get theirs (10 clients each pipelining 64 KiB of requests
+ * would otherwise hold the loop for thousands of handler runs). */
+#define HTTP_PIPELINE_BURST 16
+#define HTTP_CLIENT_BUCKETS 1024 /* hash buckets of the per-client connection counts */
+#define HTTP_LINGER_MAX (1024 * 1024) /* bytes discarded after an error answer */
+#define HTTP_LINGER_S 2.0
+#define HTTP_KEEP_BUF (64 * 1024)  /* buffers above this are freed between requests */
+#define HTTP_WRITEV_MIN (8 * 1024) /* bodies this big are written, not copied */
+
+/* Open connections of one client address (or IPv6 /64). Exists while it
+ * has any; chained in its hash bucket. */
+struct http_client {
+    struct http_client *next;
+    size_t conns;
+    char key[HTTP_CLIENT_KEY_MAX];
+};
+
+/* An address in canonical form: IPv4 (4 bytes) also when it came v4-mapped
+ * on an IPv6 socket, else IPv6 (16 bytes). */
+struct http_addr {
+    int family; /* AF_INET, AF_INET6; 0: none */
+    unsigned char b[16];
+};
+
+struct http_server {
+    uv_loop_t *loop;
+    uv_tcp_t listener;
+    uv_timer_t grace;
+    struct http_callbacks cb;
+    struct http_limits lim;
+    void *app;
+    struct http_conn *conns;
+    size_t nconns;
+    struct http_client *clients[HTTP_CLIENT_BUCKETS];
+    uint64_t refused_global, refused_client;
+    struct http_addr proxies[HTTP_TRUSTED_PROXIES_MAX]; /* lim.trusted_proxies, parsed */
+    size_t nproxies;
+    int port;
+    int stopping;
+    int listener_closed, grace_closed;
+    void (*done)(void *arg);
+    void *done_arg;
+};
+
+struct http_conn {
+    uv_tcp_t tcp;
+    uv_timer_t timer;
+    struct http_server *srv;
+    struct http_conn *prev, *next;
+    http_parser parser;
+    struct http_request req;
+    /* request line and headers, NUL-separated: url, name, value, ... */
+    struct http_buf hbuf;
+    size_t url_end; /* 0 until the url is terminated */
+    size_t hname[HTTP_HEADERS_COUNT_MAX], hvalue[HTTP_HEADERS_COUNT_MAX];
+    size_t nh;
+    int hstate; /* 0 url, 1 in a field, 2 in a value */
+    struct http_kv kv[HTTP_HEADERS_COUNT_MAX];
+    struct http_buf pbuf; /* decoded path and query parameters */
+    struct http_buf body;
+    size_t body_max;
+    int in_message, complete;
+    unsigned long requests; /* requests answered on this connection */
+    int reject_status;      /* answer this and close (413, 431, 400) */
+    int reject_ready;       /* ...with the response admission filled in, not reject_msg */
+    int admit_refused;      /* admission answered this bodiless request: no handler */
+    const char *reject_code;
+    char reject_msg[160];
+    /* input received but not parsed yet (while a request is handled) */
+    char *pending;
+    size_t pending_len, pending_off;
+    /* output */
+    struct http_buf out;
+    size_t write_pending;
+    int reading;  /* uv_read_start is active */
+    int deferred; /* a handler holds req */
+    int lingering, closing, close_after_write, resume;
+    int handles; /* open handles; free at 0 */
+    struct http_client *client; /* counted there while not NULL */
+    int via_proxy;              /* the peer is a trusted proxy */
+    char remote[INET6_ADDRSTRLEN];
+    char client_key[HTTP_CLIENT_KEY_MAX];    /* the peer's */
+    char forwarded_key[HTTP_CLIENT_KEY_MAX]; /* X-Forwarded-For's, via a proxy */
+};
+
+struct http_write {
+    uv_write_t w;
+    struct http_conn *conn;
+    struct http_buf buf;
+};
+
+
+/* http.c */
+void conn_close(struct http_conn *c);
+void conn_linger(struct http_conn *c);
+void conn_write_queue(struct http_conn *c, struct http_write *hw, int failed);
+void conn_flush(struct http_conn *c);
+void conn_timer_arm(struct http_conn *c, double seconds);
+void conn_read_start(struct http_conn *c);
+void conn_read_stop(struct http_conn *c);
+
+/* http_client.c */
+void addr_from_sockaddr(const struct sockaddr_storage *sa, struct http_addr *a);
+int addr_from_text(const char *text, size_t len, struct http_addr *a);
+int addr_equal(const struct http_addr *x, const struct http_addr *y);
+void addr_client_key(const struct http_addr *a, char *key, size_t klen);
+int client_add(struct http_server *s, struct http_conn *c, size_t max);
+void client_remove(struct http_server *s, struct http_conn *c);
+
+/* http_message.c */
+void http_buf_reset(struct http_buf *b);
+int http_buf_reserve(struct http_buf *b, size_t extra);
+const char *http_date(void);
+void request_parse_query(struct http_request *req);
+
+/* http_parse.c */
+int conn_reject(struct http_conn *c, int status, const char *code, const char *fmt, ...);
+void conn_respond(struct http_conn *c);
+void conn_refuse(struct http_conn *c);
+void conn_feed(struct http_conn *c, const char *data, size_t len);
+void conn_after_writes(struct http_conn *c);
+void conn_resume_cb(uv_timer_t *t);
+
+#endif

@@ -1,0 +1,68 @@
+/*
+ * scoreboard_api.c - GET /api/labs/{lab}/scoreboard and the grades export.
+ */
+#include "server/api.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "server/scoreboard.h"
+#include "server/views.h"
+
+static int h_scoreboard(struct app *app, struct http_request *req)
+{
+    struct auth_user u;
+    struct api_error e;
+    if (api_need(app, req, &u, HUMANS))
+        return HTTP_DONE;
+    struct app_lab *l = app_lab_find(app, http_request_param(req, "lab"));
+    if (!l) {
+        api_fail(&e, 404, "not_found", "There is no lab called '%.64s'.",
+                 http_request_param(req, "lab"));
+        return api_send_err(req, &e);
+    }
+    const char *fmt = http_request_query(req, "format");
+    int csv = fmt && strcmp(fmt, "csv") == 0;
+    if (fmt && !csv && strcmp(fmt, "json") != 0) {
+        api_fail(&e, 400, "bad_request", "format must be json or csv.");
+        return api_send_err(req, &e);
+    }
+    int kind = (csv ? 2 : 0) + (u.role == AUTH_STUDENT ? 1 : 0);
+    const struct http_buf *b;
+    int rc = scoreboard_render(app, l, kind, &b);
+    if (rc) {
+        api_internal(&e, rc);
+        return api_send_err(req, &e);
+    }
+    if (csv) {
+        char cd[128];
+        snprintf(cd, sizeof(cd), "attachment; filename=\"%s-scoreboard.csv\"", l->lab.name);
+        http_response_header(req, "Content-Disposition", cd);
+    }
+    http_response_body_borrowed(req, 200, csv ? "text/csv; charset=utf-8" : "application/json",
+                                b->data, b->len);
+    return HTTP_DONE;
+}
+
+static int h_grades(struct app *app, struct http_request *req)
+{
+    struct auth_user u;
+    struct api_error e;
+    if (api_need(app, req, &u, ADMIN))
+        return HTTP_DONE;
+    req->res_body.len = 0;
+    if (api_grades_csv(app, &u, &req->res_body, &e))
+        return api_send_err(req, &e);
+    req->status = 200;
+    req->content_type = "text/csv; charset=utf-8";
+    http_response_header(req, "Content-Disposition", "attachment; filename=\"grades.csv\"");
+    return HTTP_DONE;
+}
+
+const struct route scoreboard_api_routes[] = {
+    {HTTP_GET, "/api/labs/{lab}/scoreboard", h_scoreboard, 0, NULL, NULL},
+    {HTTP_GET, "/api/admin/export/grades.csv", h_grades, 0, NULL, NULL},
+};
+const size_t scoreboard_api_nroutes =
+    sizeof(scoreboard_api_routes) / sizeof(scoreboard_api_routes[0]);

@@ -1,0 +1,328 @@
+/*
+ * server.c - the server's life: open, admit, serve, stop. See server.h.
+ */
+#include "server/server.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "server/api.h"
+#include "server/page.h"
+#include "server/submission.h"
+#include "server/views.h"
+
+static void app_queue_changed(void *arg, long long id)
+{
+    api_cache_invalidate(arg, id);
+}
+
+int app_open(struct app *app, uv_loop_t *loop, const struct app_config *cfg, char *err,
+             size_t errlen)
+{
+    int rc, n;
+
+    memset(app, 0, sizeof(*app));
+    app->loop = loop;
+    app->cfg = *cfg;
+    if (app->cfg.lease_s <= 0)
+        app->cfg.lease_s = 60;
+    if (app->cfg.sweep_s <= 0)
+        app->cfg.sweep_s = 1;
+    if (app->cfg.max_wait_s <= 0)
+        app->cfg.max_wait_s = 30;
+    if (app->cfg.header_timeout_s <= 0)
+        app->cfg.header_timeout_s = 10;
+    if (app->cfg.idle_timeout_s <= 0)
+        app->cfg.idle_timeout_s = 60;
+    if (app->cfg.max_conns == 0)
+        app->cfg.max_conns = 10000;
+    if (app->cfg.max_conns_per_client == 0)
+        app->cfg.max_conns_per_client = 64;
+    if (app->cfg.auth_fail_window_s <= 0)
+        app->cfg.auth_fail_window_s = 60;
+    if (app->cfg.min_free_mb < 0)
+        app->cfg.min_free_mb = 0;
+    app->started_at = db_now();
+    rc = auth_throttle_new(app->cfg.auth_fail_limit, app->cfg.auth_fail_window_s, &app->throttle);
+    if (rc)
+        return rc;
+    rc = db_open(cfg->db_path, DB_CHECK, &app->db);
+    if (rc == -EBADMSG) {
+        /* Refuse to start rather than serve: every write would go into a
+         * damaged file and could spread the damage; reads would be wrong in
+         * ways nobody sees. The pages at fault are in the lines above. */
+        snprintf(err, errlen,
+                 "%s is damaged (PRAGMA quick_check failed, see above): not serving it, so that "
+                 "nothing is written into it. Stop here, keep a copy of the file, and restore "
+                 "the last backup (docs/deploy.md, \"Backups and restore\") or recover what "
+                 "can be read with `sqlite3 %s .recover`.",
+                 cfg->db_path, cfg->db_path);
+        return rc;
+    }
+    if (rc == -EROFS) {
+        snprintf(err, errlen,
+                 "%s can only be opened read-only (its mode, its owner, or a read-only "
+                 "filesystem): the server must write it. Make it writable by this user "
+                 "(uid %d).",
+                 cfg->db_path, (int)getuid());
+        return rc;
+    }
+    if (rc == -ENOENT || rc == -ENODATA) {
+        snprintf(err, errlen,
+                 "%s: no initialized database here; run `cugrade-server init --db %s` first",
+                 cfg->db_path, cfg->db_path);
+        return rc;
+    }
+    if (rc) {
+        snprintf(err, errlen, "%s: cannot open the database: %s", cfg->db_path, strerror(-rc));
+        return rc;
+    }
+    rc = app_labs_load(app, err, errlen);
+    if (rc)
+        goto fail;
+    rc = queue_new(loop, app->db, app->cfg.sweep_s, &app->queue);
+    if (rc)
+        goto fail;
+    queue_on_change(app->queue, app_queue_changed, app);
+    n = queue_recover(app->queue, app->cfg.lease_s);
+    if (n > 0)
+        app_log("%d job%s in progress when the server stopped: leases renewed, the attempt not "
+                "charged", n, n == 1 ? " was" : "s were");
+    return 0;
+fail:
+    app_close(app);
+    return rc;
+}
+
+#define ROLE_BIT(r) (1u << (r))
+
+#define ANYONE (~0u)
+
+#define SIGNED_IN 0u
+
+/* Who may get past admission to API route rt (NULL: a page or an unknown
+ * API path), by the API's layout (docs/api.md): /healthz anyone, /metrics
+ * admins and runners, /api/runner/... runners, /api/admin/... staff, any other
+ * route anyone signed in (SIGNED_IN); otherwise a mask of ROLE_BIT()s.
+ * Coarse on purpose: each handler checks the exact roles again; this gate
+ * keeps a client that may not use a route from making us buffer its body. */
+static unsigned admit_roles(const struct route *rt)
+{
+    if (!rt || strcmp(rt->pattern, "/healthz") == 0)
+        return ANYONE;
+    if (strcmp(rt->pattern, "/metrics") == 0)
+        return ROLE_BIT(AUTH_ADMIN) | ROLE_BIT(AUTH_RUNNER);
+    if (strncmp(rt->pattern, "/api/runner/", 12) == 0)
+        return ROLE_BIT(AUTH_RUNNER);
+    if (strncmp(rt->pattern, "/api/admin/", 11) == 0)
+        return ROLE_BIT(AUTH_TA) | ROLE_BIT(AUTH_ADMIN);
+    return SIGNED_IN;
+}
+
+/* Seconds on the monotonic clock (throttle windows). */
+static double app_clock(void)
+{
+    return (double)uv_hrtime() / 1e9;
+}
+
+/* The web UI's sign-in form: a token check that signin_page.c makes from the
+ * body, so admission cannot see its outcome (see app_http_done). */
+static int is_signin(const struct http_request *req)
+{
+    return req->method == HTTP_POST && strcmp(req->path, "/login") == 0;
+}
+
+static void app_http_done(void *a, struct http_request *req)
+{
+    struct app *app = a;
+    router_record(&app->router, req);
+    if (req->status == 401 && is_signin(req))
+        auth_throttle_fail(app->throttle, req->client, app_clock());
+}
+
+/* Fill req with the API's JSON error and return its status, counted. */
+static int admit_refuse(struct app *app, struct http_request *req, int status, const char *code,
+                        int retry_after, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+static int admit_refuse(struct app *app, struct http_request *req, int status, const char *code,
+                        int retry_after, const char *fmt, ...)
+{
+    struct api_error e = {.status = status, .code = code, .retry_after = retry_after};
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e.message, sizeof(e.message), fmt, ap);
+    va_end(ap);
+    api_error_send(req, &e);
+    if (req->status == 0) /* out of memory: the status still goes out */
+        http_response_status(req, status);
+    app->admit_refused[status == 401 ? 0 : status == 403 ? 1 : 2]++;
+    return status;
+}
+
+/* http_callbacks.admit: who is asking and how much body they may send,
+ * from the head alone, before any body byte is buffered.
+ *
+ * Measured before this existed: 75 anonymous 8 MiB result bodies held open
+ * took 600 MiB, because the route's cap applied to anyone. Now a route that
+ * needs credentials answers 401 (403 for a role that may not use it) from
+ * the headers, and a request that may go on anonymously (a page, the
+ * sign-in form, an unknown API path) gets APP_ANON_BODY_MAX at most. A
+ * client over its failed-check limit gets 429 before any lookup. */
+static int app_http_admit(void *a, struct http_request *req, size_t *body_max)
+{
+    struct app *app = a;
+    size_t max;
+    const struct route *rt = router_lookup(&app->router, req, &max);
+    unsigned roles = admit_roles(rt);
+    int creds = auth_request_has_credentials(req);
+    struct auth_user u;
+    int rc = -ENOENT;
+
+    if (creds || is_signin(req)) {
+        int wait = auth_throttle_wait(app->throttle, req->client, app_clock());
+        if (wait)
+            return admit_refuse(app, req, 429, "rate_limited", wait,
+                                "Too many failed sign-ins (tokens or sessions) from your address; "
+                                "try again in %d s.",
+                                wait);
+    }
+    if (creds) {
+        rc = app_auth(app, req, &u);
+        if (rc == -EACCES)
+            auth_throttle_fail(app->throttle, req->client, app_clock());
+    }
+    if (roles == ANYONE) {
+        /* A page decides for itself who sees what; here only the body cap
+         * depends on who asks. */
+        if (rc != 0 && max > APP_ANON_BODY_MAX) {
+            *body_max = APP_ANON_BODY_MAX;
+            req->body_note = "without a token or session a request may carry at most 4 KiB.";
+        } else {
+            *body_max = max;
+        }
+        return 0;
+    }
+    if (rc == -ENOENT)
+        return admit_refuse(
+            app, req, 401, "unauthorized", 0,
+            "This needs a token: send the header 'Authorization: Bearer <your token>'.");
+    if (rc == -EACCES)
+        return admit_refuse(app, req, 401, "unauthorized", 0,
+                            "Your token or session is not valid (mistyped, revoked or expired); "
+                            "ask the course staff for a new one.");
+    if (rc) {
+        int busy = rc == -EBUSY;
+        if (busy)
+            http_response_header(req, "Retry-After", "1");
+        http_response_error(req, busy ? 503 : 500, "internal",
+                            busy ? "The database is busy; try again in a moment."
+                                 : "Internal error (%s); the staff can see it in the server log.",
+                            strerror(-rc));
+        return busy ? 503 : 500;
+    }
+    if (roles != SIGNED_IN && !(ROLE_BIT(u.role) & roles)) {
+        if (u.role == AUTH_RUNNER)
+            return admit_refuse(app, req, 403, "forbidden", 0,
+                                "Runner tokens may only use /api/runner/* and /metrics.");
+        if (roles == ROLE_BIT(AUTH_RUNNER))
+            return admit_refuse(app, req, 403, "forbidden",
+                                0, "Only runner tokens may use /api/runner/*.");
+        return admit_refuse(app, req, 403, "forbidden", 0,
+                            "Your role (%s) may not use %s %s.", auth_role_name(u.role),
+                            req->method_name, req->path);
+    }
+    *body_max = max;
+    return 0;
+}
+
+static int app_http_handle(void *a, struct http_request *req)
+{
+    struct app *app = a;
+    return router_dispatch(&app->router, app, req);
+}
+
+int app_listen(struct app *app, const char *host, int port)
+{
+    static const struct http_callbacks cb = {
+        .admit = app_http_admit,
+        .handle = app_http_handle,
+        .done = app_http_done,
+    };
+    const struct route_table views[] = {
+        {health_api_routes, health_api_nroutes},         {course_api_routes, course_api_nroutes},
+        {submission_api_routes, submission_api_nroutes}, {scoreboard_api_routes, scoreboard_api_nroutes},
+        {runner_api_routes, runner_api_nroutes},         {page_routes, page_nroutes},
+        {signin_page_routes, signin_page_nroutes},       {lab_page_routes, lab_page_nroutes},
+        {submission_page_routes, submission_page_nroutes},
+        {scoreboard_page_routes, scoreboard_page_nroutes},
+        {audit_page_routes, audit_page_nroutes},         {user_page_routes, user_page_nroutes},
+        {rubric_page_routes, rubric_page_nroutes},       {deadline_page_routes, deadline_page_nroutes},
+        {queue_page_routes, queue_page_nroutes},         {export_page_routes, export_page_nroutes},
+    };
+    int rc = router_init(&app->router, views, sizeof(views) / sizeof(views[0]), pages_handle,
+                         PAGES_BODY_MAX, pages_run);
+    if (rc)
+        return rc;
+    struct http_limits lim = {.header_timeout_s = app->cfg.header_timeout_s,
+                              .idle_timeout_s = app->cfg.idle_timeout_s,
+                              .write_timeout_s = 30,
+                              .max_conns = app->cfg.max_conns,
+                              .max_conns_per_client = app->cfg.max_conns_per_client};
+    memcpy(lim.trusted_proxies, app->cfg.trusted_proxies, sizeof(lim.trusted_proxies));
+    return http_server_start(app->loop, host, port, &lim, &cb, app, &app->http);
+}
+
+struct app_stop {
+    struct app *app;
+    void (*done)(void *arg);
+    void *arg;
+};
+
+static void app_http_stopped(void *arg)
+{
+    struct app_stop *s = arg;
+    s->app->http = NULL;
+    void (*done)(void *) = s->done;
+    void *darg = s->arg;
+    free(s);
+    if (done)
+        done(darg);
+}
+
+void app_shutdown(struct app *app, void (*done)(void *arg), void *arg)
+{
+    struct app_stop *s = calloc(1, sizeof(*s));
+    if (!s)
+        abort();
+    s->app = app;
+    s->done = done;
+    s->arg = arg;
+    if (app->http)
+        http_server_shutdown(app->http, 10.0, app_http_stopped, s);
+    /* Parked claims answer 204 now (with Connection: close). */
+    if (app->queue)
+        queue_drain(app->queue);
+    if (!app->http)
+        app_http_stopped(s);
+}
+
+void app_close(struct app *app)
+{
+    if (app->queue) {
+        queue_close(app->queue);
+        app->queue = NULL;
+    }
+    app_labs_free(app);
+    submission_cache_free(app);
+    router_free(&app->router);
+    auth_throttle_free(app->throttle);
+    app->throttle = NULL;
+    auth_cache_clear();
+    db_close(app->db);
+    app->db = NULL;
+}

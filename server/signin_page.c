@@ -1,0 +1,103 @@
+/*
+ * signin_page.c - signing in with a token (a session cookie) and out.
+ */
+#include "server/page.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "server/auth.h"
+#include "server/views.h"
+
+
+static int post_login(struct page *p)
+{
+    char cookie[96], session[65], csrf[65];
+    const char *token, *form_csrf;
+    struct auth_user u;
+    int rc;
+
+    if (page_form_parse(p) != 0)
+        return page_login(p, "The form did not arrive intact. Try again.", 400);
+    form_csrf = page_field(p, "csrf");
+    if (http_request_cookie(p->req, LOGIN_COOKIE, cookie, sizeof(cookie)) != 0 || form_csrf == NULL ||
+        !auth_equal(cookie, form_csrf))
+        return page_login(p, "The sign-in form expired (or your browser blocks cookies). "
+                             "Enter your token again; cookies must be enabled for this site.", 403);
+    token = page_field(p, "token");
+    if (token == NULL || *token == '\0')
+        return page_login(p, "Enter your course token.", 400);
+    while (*token == ' ' || *token == '\t')
+        token++;
+    char trimmed[AUTH_TOKEN_LEN + 8];
+    snprintf(trimmed, sizeof(trimmed), "%s", token);
+    for (size_t n = strlen(trimmed); n > 0 && strchr(" \t\r\n", trimmed[n - 1]); n--)
+        trimmed[n - 1] = '\0';
+    rc = auth_token_check(p->app->db, trimmed, &u);
+    if (rc == -ENOENT || (rc == 0 && !auth_role_human(u.role)))
+        return page_login(p, "That token is not valid. Check that you copied all of it "
+                             "(68 characters, starting with cgs_, cgt_ or cga_); if it still "
+                             "fails, ask the course staff for a new one.", 401);
+    if (rc == 0)
+        rc = auth_session_create(p->app->db, u.id, u.token_id, session, csrf);
+    if (rc == -EINVAL) /* revoked after a cached lookup said it was fine */
+        return page_login(p, "That token is not valid (it was revoked); ask the course staff "
+                             "for a new one.", 401);
+    if (rc != 0)
+        return page_login(p, "The server could not start a session. Try again in a minute.", 500);
+    page_set_cookie(p->req, AUTH_SESSION_COOKIE, session, (long)AUTH_SESSION_TTL_S);
+    page_set_cookie(p->req, LOGIN_COOKIE, "", 0);
+    return page_redirect(p, "/labs");
+}
+
+static int post_logout(struct page *p)
+{
+    char cookie[96];
+
+    if (page_post_check(p) != 0)
+        return HTTP_DONE;
+    if (http_request_cookie(p->req, AUTH_SESSION_COOKIE, cookie, sizeof(cookie)) == 0)
+        auth_session_destroy(p->app->db, cookie);
+    page_set_cookie(p->req, AUTH_SESSION_COOKIE, "", 0);
+    return page_redirect(p, "/login?bye=1");
+}
+
+/* Sign-in and sign-out run before (and without) a session: plain routes
+ * that open their own page. */
+static int r_login(struct app *app, struct http_request *req)
+{
+    struct page p;
+    page_open(&p, app, req);
+    if (req->method == HTTP_POST)
+        post_login(&p);
+    else if (p.authed)
+        page_redirect(&p, "/labs");
+    else
+        page_login(&p, NULL, 200);
+    page_free(&p);
+    return HTTP_DONE;
+}
+
+static int r_logout(struct app *app, struct http_request *req)
+{
+    struct page p;
+    page_open(&p, app, req);
+    if (p.authed)
+        post_logout(&p);
+    else
+        page_redirect(&p, "/login");
+    page_free(&p);
+    return HTTP_DONE;
+}
+
+const struct route signin_page_routes[] = {
+    {HTTP_GET, "/login", r_login, PAGES_BODY_MAX, NULL, NULL},
+    {HTTP_POST, "/login", r_login, PAGES_BODY_MAX, NULL, NULL},
+    {HTTP_POST, "/logout", r_logout, PAGES_BODY_MAX, NULL, NULL},
+};
+const size_t signin_page_nroutes = sizeof(signin_page_routes) / sizeof(signin_page_routes[0]);

@@ -1,0 +1,758 @@
+/*
+ * submission.c - the submissions table and its rules. See submission.h.
+ */
+#include "server/submission.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "status.h"
+#include "server/hidden.h"
+#include "server/multipart.h"
+#include "server/runner.h"
+#include "server/scoreboard.h"
+
+#define SUB_COLS                                                                                   \
+    "s.id, s.lab, u.name, s.status, s.phase, s.detail, s.filename, s.sha256, s.size, s.late,"      \
+    " s.created_at, s.updated_at, s.attempts, s.score, s.max_score, s.rubric_version,"             \
+    " s.user_id, (SELECT o.score FROM overrides o WHERE o.submission_id = s.id"                    \
+    " ORDER BY o.id DESC LIMIT 1), s.speedup, s.late_days, s.max_attempts, s.graded_at"
+
+enum {
+    C_ID,
+    C_LAB,
+    C_USER,
+    C_STATUS,
+    C_PHASE,
+    C_DETAIL,
+    C_FILENAME,
+    C_SHA,
+    C_SIZE,
+    C_LATE,
+    C_CREATED,
+    C_UPDATED,
+    C_ATTEMPTS,
+    C_SCORE,
+    C_MAX,
+    C_RV,
+    C_UID,
+    C_OVERRIDE,
+    C_SPEEDUP,
+    C_LATE_DAYS,
+    C_MAX_ATTEMPTS,
+    C_GRADED,
+    C_RESULT
+};
+
+static json_t *col_number(sqlite3_stmt *st, int c)
+{
+    if (sqlite3_column_type(st, c) == SQLITE_NULL)
+        return json_null();
+    return json_real(sqlite3_column_double(st, c));
+}
+
+static json_t *submission_json(struct app *app, sqlite3_stmt *st, const struct auth_user *viewer,
+                               int with_result)
+{
+    char created[40], updated[40];
+    const char *status = db_col_text(st, C_STATUS);
+    long long id = sqlite3_column_int64(st, C_ID);
+    api_time_iso(sqlite3_column_double(st, C_CREATED), created, sizeof(created));
+    api_time_iso(sqlite3_column_double(st, C_UPDATED), updated, sizeof(updated));
+    json_t *score = sqlite3_column_type(st, C_OVERRIDE) != SQLITE_NULL ? col_number(st, C_OVERRIDE)
+                                                                       : col_number(st, C_SCORE);
+    json_t *qpos = json_null(), *eta = json_null();
+    const char *detail = db_col_text(st, C_DETAIL);
+    char *scrubbed = NULL;
+    if (viewer->role == AUTH_STUDENT) {
+        scrubbed =
+            hidden_detail_filter(app, db_col_text(st, C_LAB), sqlite3_column_int64(st, C_UID), detail);
+        detail = scrubbed ? scrubbed : "";
+    }
+    if (strcmp(status, "queued") == 0) {
+        long long pos = queue_position(app->queue, id);
+        double rate = queue_rate(app->queue);
+        qpos = json_integer(pos);
+        /* The ETA from the measured service rate: the jobs ahead and this
+         * one, at the rate verdicts came in over the last minutes. */
+        if (pos > 0 && rate > 0)
+            eta = json_integer((json_int_t)ceil((double)pos / rate));
+        /* Jobs wait visibly: say so when no GPU runner is there to take them. */
+        if (!*detail && !runner_any_active(app))
+            detail = "waiting for a GPU runner: none is connected right now";
+    }
+    json_t *o = json_pack(
+        "{s:I,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:b,s:s,s:s,s:i,s:o,s:o,s:o,s:o,s:o,s:b,s:o,s:o,s:i}",
+        "id", (json_int_t)id, "lab", db_col_text(st, C_LAB), "user", db_col_text(st, C_USER),
+        "status", status, "phase", db_col_text(st, C_PHASE), "detail", detail, "filename",
+        db_col_text(st, C_FILENAME), "sha256", db_col_text(st, C_SHA), "size",
+        (json_int_t)sqlite3_column_int64(st, C_SIZE), "late", sqlite3_column_int(st, C_LATE),
+        "created_at", created, "updated_at", updated, "attempts",
+        sqlite3_column_int(st, C_ATTEMPTS), "queue_position", qpos, "eta_seconds", eta, "score",
+        score, "max_score",
+        col_number(st, C_MAX), "rubric_version",
+        sqlite3_column_type(st, C_RV) == SQLITE_NULL ? json_null()
+                                                     : json_integer(sqlite3_column_int(st, C_RV)),
+        "overridden", sqlite3_column_type(st, C_OVERRIDE) != SQLITE_NULL, "speedup",
+        col_number(st, C_SPEEDUP), "graded_at", app_json_time(sqlite3_column_double(st, C_GRADED)),
+        "max_attempts", sqlite3_column_int(st, C_MAX_ATTEMPTS));
+    free(scrubbed);
+    if (!o)
+        return NULL;
+    if (sqlite3_column_int(st, C_LATE)) {
+        struct app_lab *l = app_lab_find(app, db_col_text(st, C_LAB));
+        double days = sqlite3_column_double(st, C_LATE_DAYS);
+        json_object_set_new(o, "late_days", json_real(days));
+        json_object_set_new(o, "late_penalty_percent",
+                            json_real(app_late_penalty_percent(l, days)));
+    }
+    if (with_result) {
+        json_t *res = NULL;
+        if (status_final(status) && sqlite3_column_type(st, C_RESULT) != SQLITE_NULL) {
+            json_t *full = json_loads(db_col_text(st, C_RESULT), 0, NULL);
+            if (full && viewer->role == AUTH_STUDENT) {
+                res = hidden_result_filter(app, db_col_text(st, C_LAB), sqlite3_column_int64(st, C_UID),
+                                    full);
+                json_decref(full);
+            } else {
+                res = full;
+            }
+        }
+        json_object_set_new(o, "result", res ? res : json_null());
+    }
+    return o;
+}
+
+/* The rendered-submission cache: GET /api/submissions/{id} of a finished
+ * submission is read far more often than it changes. One slot per (id mod
+ * N, view). Invalidated by id on every change of the row. */
+#define SUBCACHE_N 2048
+
+struct subcache_entry {
+    long long id; /* 0: empty */
+    long long owner;
+    double valid_until; /* 0: until invalidated */
+    struct http_buf body;
+};
+
+struct app_subcache {
+    struct subcache_entry e[SUBCACHE_N][2]; /* [.][0] staff view, [.][1] student view */
+};
+
+void api_cache_invalidate(struct app *app, long long id)
+{
+    assert(id >= 0);
+    struct app_subcache *c = app->subcache;
+    if (!c)
+        return;
+    if (id == 0) {
+        for (size_t i = 0; i < SUBCACHE_N; i++)
+            for (int v = 0; v < 2; v++) {
+                http_buf_free(&c->e[i][v].body);
+                c->e[i][v].id = 0;
+            }
+        return;
+    }
+    for (int v = 0; v < 2; v++) {
+        struct subcache_entry *en = &c->e[(unsigned long long)id % SUBCACHE_N][v];
+        if (en->id == id) {
+            en->id = 0;
+            en->body.len = 0;
+        }
+    }
+}
+
+static int submission_load(struct app *app, long long id, sqlite3_stmt **out)
+{
+    sqlite3_stmt *st = db_stmt(app->db, "SELECT " SUB_COLS ", s.result FROM submissions s"
+                                        " JOIN users u ON u.id = s.user_id WHERE s.id = ?1");
+    if (!st)
+        return -EIO;
+    sqlite3_bind_int64(st, 1, id);
+    int rc = sqlite3_step(st);
+    if (rc != SQLITE_ROW) {
+        sqlite3_reset(st);
+        return rc == SQLITE_DONE ? -ENOENT : db_errno(rc);
+    }
+    *out = st;
+    return 0;
+}
+
+int api_submission_get(struct app *app, const struct auth_user *viewer, long long id, json_t **out,
+                       struct api_error *e)
+{
+    sqlite3_stmt *st;
+    int rc = submission_load(app, id, &st);
+    if (rc == -ENOENT)
+        return api_fail(e, 404, "not_found", "There is no submission %lld.", id);
+    if (rc)
+        return api_internal(e, rc);
+    if (!submission_visible(viewer, sqlite3_column_int64(st, C_UID))) {
+        sqlite3_reset(st);
+        /* Same answer as for a missing id would hide which ids exist, but
+         * the contract says 403 for another student's submission. */
+        return api_fail(e, 403, "forbidden", "Submission %lld belongs to another student.", id);
+    }
+    *out = submission_json(app, st, viewer, 1);
+    sqlite3_reset(st);
+    return *out ? 0 : api_internal(e, -ENOMEM);
+}
+
+/* GET /api/submissions/{id} with the cache in front. */
+int submission_get_cached(struct app *app, struct http_request *req, const struct auth_user *u,
+                          long long id, struct api_error *e)
+{
+    int view = u->role == AUTH_STUDENT;
+    if (!app->subcache)
+        app->subcache = calloc(1, sizeof(*app->subcache));
+    struct subcache_entry *en =
+        app->subcache ? &app->subcache->e[(unsigned long long)id % SUBCACHE_N][view] : NULL;
+    if (en && en->id == id && en->body.len &&
+        (en->valid_until == 0 || db_now() < en->valid_until)) {
+        if (!submission_visible(u, en->owner)) {
+            return api_fail(e, 403, "forbidden", "Submission %lld belongs to another student.", id);
+        }
+        http_response_body_borrowed(req, 200, "application/json", en->body.data, en->body.len);
+        return 0;
+    }
+    sqlite3_stmt *st;
+    int rc = submission_load(app, id, &st);
+    if (rc == -ENOENT) {
+        return api_fail(e, 404, "not_found", "There is no submission %lld.", id);
+    }
+    if (rc) {
+        return api_internal(e, rc);
+    }
+    long long owner = sqlite3_column_int64(st, C_UID);
+    if (!submission_visible(u, owner)) {
+        sqlite3_reset(st);
+        return api_fail(e, 403, "forbidden", "Submission %lld belongs to another student.", id);
+    }
+    int final = status_final(db_col_text(st, C_STATUS));
+    char lab[65];
+    snprintf(lab, sizeof(lab), "%s", db_col_text(st, C_LAB));
+    json_t *j = submission_json(app, st, u, 1);
+    sqlite3_reset(st);
+    if (!j) {
+        return api_internal(e, -ENOMEM);
+    }
+    http_response_json(req, 200, j);
+    json_decref(j);
+    if (en && final && req->status == 200) {
+        double valid_until = 0;
+        if (view) {
+            /* The student's view changes when the due date passes
+             * (after_due_date tests appear): cache only until then. */
+            struct app_lab *l = app_lab_find(app, lab);
+            double due = 0, hard = 0;
+            if (l)
+                api_deadlines(app, l, owner, &due, &hard);
+            if (due > db_now())
+                valid_until = due;
+        }
+        en->id = 0;
+        en->body.len = 0;
+        if (http_buf_append(&en->body, req->res_body.data, req->res_body.len) == 0) {
+            en->id = id;
+            en->owner = owner;
+            en->valid_until = valid_until;
+        }
+    }
+    return 0;
+}
+
+int api_submission_source(struct app *app, const struct auth_user *viewer, long long id, char **src,
+                          size_t *len, char filename[72], struct api_error *e)
+{
+    sqlite3_stmt *st =
+        db_stmt(app->db, "SELECT user_id, filename, source FROM submissions WHERE id = ?1");
+    if (!st)
+        return api_internal(e, -EIO);
+    sqlite3_bind_int64(st, 1, id);
+    int rc = sqlite3_step(st);
+    if (rc != SQLITE_ROW) {
+        sqlite3_reset(st);
+        if (rc == SQLITE_DONE)
+            return api_fail(e, 404, "not_found", "There is no submission %lld.", id);
+        return api_internal(e, db_errno(rc));
+    }
+    if (!submission_visible(viewer, sqlite3_column_int64(st, 0))) {
+        sqlite3_reset(st);
+        return api_fail(e, 403, "forbidden", "Submission %lld belongs to another student.", id);
+    }
+    snprintf(filename, 72, "%s", db_col_text(st, 1));
+    *len = (size_t)sqlite3_column_bytes(st, 2);
+    *src = malloc(*len + 1);
+    if (!*src) {
+        sqlite3_reset(st);
+        return api_internal(e, -ENOMEM);
+    }
+    if (*len)
+        memcpy(*src, sqlite3_column_blob(st, 2), *len);
+    (*src)[*len] = '\0';
+    sqlite3_reset(st);
+    return 0;
+}
+
+static int status_valid(const char *s)
+{
+    return status_parse(s) >= 0;
+}
+
+int api_submissions_list(struct app *app, const struct auth_user *viewer, const char *lab,
+                         const char *user, const char *status, int limit, int offset, json_t **out,
+                         struct api_error *e)
+{
+    long long uid = 0;
+    if (user && *user) {
+        if (viewer->role == AUTH_STUDENT && strcmp(user, viewer->name) != 0)
+            return api_fail(e, 403, "forbidden", "Students may list only their own submissions.");
+        struct auth_user u;
+        int rc = auth_user_get(app->db, user, &u);
+        if (rc == -ENOENT)
+            return api_fail(e, 404, "not_found", "There is no user called '%.64s'.", user);
+        if (rc)
+            return api_internal(e, rc);
+        uid = u.id;
+    }
+    if (viewer->role == AUTH_STUDENT)
+        uid = viewer->id;
+    if (lab && *lab && !app_lab_find(app, lab))
+        return api_fail(e, 404, "not_found", "There is no lab called '%.64s'.", lab);
+    if (status && *status && !status_valid(status))
+        return api_fail(e, 400, "bad_request", "status '%.32s' is not a submission status.",
+                        status);
+    if (limit <= 0)
+        limit = 50;
+    if (limit > 500)
+        limit = 500;
+    if (offset < 0)
+        offset = 0;
+    /* One statement per pair of filters, each with its index: written as
+     * "(?1 = 0 OR s.user_id = ?1)" the planner could use none and scanned
+     * every submission of the term on each lab page (12 ms at 10,000
+     * students, tests/bench/capacity_bench). Status stays a residual filter. */
+#define LIST_SQL(where)                                                                            \
+    "SELECT " SUB_COLS " FROM submissions s JOIN users u ON u.id = s.user_id WHERE " where         \
+    " AND (?3 IS NULL OR s.status = ?3) ORDER BY s.id DESC LIMIT ?4 OFFSET ?5"
+    static const char *const list_sql[2][2] = {
+        {LIST_SQL("?1 = 0 AND ?2 IS NULL"), LIST_SQL("?1 = 0 AND s.lab = ?2")},
+        {LIST_SQL("s.user_id = ?1 AND ?2 IS NULL"), LIST_SQL("s.user_id = ?1 AND s.lab = ?2")}};
+#undef LIST_SQL
+    sqlite3_stmt *st = db_stmt(app->db, list_sql[uid != 0][lab && *lab]);
+    if (!st)
+        return api_internal(e, -EIO);
+    sqlite3_bind_int64(st, 1, uid);
+    if (lab && *lab)
+        sqlite3_bind_text(st, 2, lab, -1, SQLITE_STATIC);
+    if (status && *status)
+        sqlite3_bind_text(st, 3, status, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 4, limit);
+    sqlite3_bind_int(st, 5, offset);
+    json_t *arr = json_array();
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+        json_array_append_new(arr, submission_json(app, st, viewer, 0));
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE) {
+        json_decref(arr);
+        return api_internal(e, db_errno(rc));
+    }
+    *out = json_pack("{s:o}", "submissions", arr);
+    return *out ? 0 : api_internal(e, -ENOMEM);
+}
+
+int api_queue_list(struct app *app, const struct auth_user *viewer, json_t **out,
+                   struct api_error *e)
+{
+    if (!auth_role_staff(viewer->role))
+        return api_fail(e, 403, "forbidden", "Only the course staff may see the queue.");
+    sqlite3_stmt *st = db_stmt(
+        app->db,
+        "SELECT " SUB_COLS " FROM submissions s JOIN users u ON u.id = s.user_id"
+        " WHERE s.status IN ('queued','compiling','checking','running','timing','system_error')"
+        " ORDER BY CASE s.status WHEN 'system_error' THEN 0 WHEN 'queued' THEN 2 ELSE 1 END, s.id"
+        " LIMIT 1000");
+    if (!st)
+        return api_internal(e, -EIO);
+    json_t *arr = json_array();
+    while (sqlite3_step(st) == SQLITE_ROW)
+        json_array_append_new(arr, submission_json(app, st, viewer, 0));
+    sqlite3_reset(st);
+    *out = json_pack("{s:o,s:I,s:I}", "queue", arr, "depth", (json_int_t)queue_depth(app->queue),
+                     "runners_waiting", (json_int_t)queue_waiting(app->queue));
+    return *out ? 0 : api_internal(e, -ENOMEM);
+}
+
+/* Valid UTF-8 (no overlongs, no surrogates) and no NUL bytes. */
+static int source_text_ok(const unsigned char *s, size_t n)
+{
+    return http_utf8_valid((const char *)s, n);
+}
+
+/* A student's submission to l at now against their deadlines: the one
+ * rule (app_lab_state) with the sentence for each way it is closed. 0 when
+ * it may go in (on time or late). */
+static int submit_deadline_check(const struct app_lab *l, double due, double hard, double now,
+                                 struct api_error *e)
+{
+    char when[40];
+    switch (app_lab_state(l, due, hard, now)) {
+    case APP_LAB_OPEN:
+    case APP_LAB_LATE:
+        return 0;
+    case APP_LAB_NO_RUBRIC:
+        return api_fail(e, 403, "lab_closed",
+                        "Lab %s is not open for submissions yet (it has no rubric).", l->lab.name);
+    case APP_LAB_NOT_YET:
+        api_time_iso(l->rubric.opens, when, sizeof(when));
+        return api_fail(e, 403, "lab_closed", "Lab %s opens at %s.", l->lab.name, when);
+    case APP_LAB_LATE_REFUSED:
+        api_time_iso(due, when, sizeof(when));
+        return api_fail(e, 403, "deadline_passed",
+                        "The deadline of %s was %s and this lab accepts no late submissions.",
+                        l->lab.name, when);
+    case APP_LAB_CLOSED:
+        api_time_iso(hard, when, sizeof(when));
+        return api_fail(e, 403, "deadline_passed",
+                        "The hard deadline of %s was %s; submissions are closed.", l->lab.name,
+                        when);
+    }
+    assert(0 && "unknown lab state");
+    return api_internal(e, -EINVAL);
+}
+
+/* A student's rate limits in l at now. 0, or 429 in e. */
+static int submit_rate_check(struct app *app, const struct app_lab *l,
+                             const struct auth_user *viewer, double now, struct api_error *e)
+{
+    int rc;
+    /* Rate limits: at most max_in_flight being graded, max_per_hour per
+     * hour. A still-queued submission does not count: this one
+     * supersedes it (queue_enqueue), and superseded ones are never
+     * counted against the hourly limit either. */
+    sqlite3_stmt *st = db_stmt(
+        app->db, "SELECT COUNT(*), MIN(id) FROM submissions WHERE user_id = ?1 AND lab = ?2"
+                 " AND status IN ('compiling','checking','running','timing')");
+    if (!st)
+        return api_internal(e, -EIO);
+    sqlite3_bind_int64(st, 1, viewer->id);
+    sqlite3_bind_text(st, 2, l->lab.name, -1, SQLITE_STATIC);
+    int inflight = 0;
+    long long first = 0;
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        inflight = sqlite3_column_int(st, 0);
+        first = sqlite3_column_int64(st, 1);
+    }
+    sqlite3_reset(st);
+    if (inflight >= l->rubric.max_in_flight) {
+        rc = api_fail(e, 429, "rate_limited",
+                      "You already have %d submission%s in flight for %s (#%lld); wait until "
+                      "it is graded, then submit again.",
+                      inflight, inflight == 1 ? "" : "s", l->lab.name, first);
+        e->retry_after = 10;
+        return rc;
+    }
+    st = db_stmt(app->db,
+                 "SELECT COUNT(*) FILTER (WHERE status <> 'superseded'),"
+                 " MIN(created_at) FILTER (WHERE status <> 'superseded'), COUNT(*)"
+                 " FROM submissions WHERE user_id = ?1 AND lab = ?2 AND created_at > ?3");
+    if (!st)
+        return api_internal(e, -EIO);
+    sqlite3_bind_int64(st, 1, viewer->id);
+    sqlite3_bind_text(st, 2, l->lab.name, -1, SQLITE_STATIC);
+    sqlite3_bind_double(st, 3, now - 3600);
+    int hour = 0, stored = 0;
+    double oldest = now;
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        hour = sqlite3_column_int(st, 0);
+        if (sqlite3_column_type(st, 1) != SQLITE_NULL)
+            oldest = sqlite3_column_double(st, 1);
+        stored = sqlite3_column_int(st, 2);
+    }
+    sqlite3_reset(st);
+    /* Superseded submissions are free, but each is a stored file: past
+     * SUPERSEDE_FACTOR times the hourly limit in an hour, resubmitting
+     * in a loop is refused too (the database is not a free disk). */
+    if (l->rubric.max_per_hour > 0 &&
+        stored >= API_SUPERSEDE_FACTOR * l->rubric.max_per_hour) {
+        rc = api_fail(e, 429, "rate_limited",
+                      "You stored %d submissions to %s in the last hour, most of them replaced "
+                      "before they were graded; wait a few minutes before submitting again.",
+                      stored, l->lab.name);
+        e->retry_after = 300;
+        return rc;
+    }
+    if (l->rubric.max_per_hour > 0 && hour >= l->rubric.max_per_hour) { /* 0: no limit */
+        int wait = (int)ceil(oldest + 3600 - now);
+        if (wait < 1)
+            wait = 1;
+        rc = api_fail(e, 429, "rate_limited",
+                      "You submitted %d times to %s in the last hour (the limit is %d); try "
+                      "again in %d seconds.",
+                      hour, l->lab.name, l->rubric.max_per_hour, wait);
+        e->retry_after = wait;
+        return rc;
+    }
+    return 0;
+}
+
+int api_submit(struct app *app, const struct auth_user *viewer, const char *labname,
+               const char *filename, const char *source, size_t len, json_t **out,
+               struct api_error *e)
+{
+    struct app_lab *l = app_lab_find(app, labname);
+    double now = db_now(), due = 0, hard = 0;
+    int late = 0;
+    double late_days = 0;
+    int rc;
+
+    if (!auth_role_human(viewer->role))
+        return api_fail(e, 403, "forbidden", "Runner tokens cannot submit.");
+    if (!l)
+        return api_fail(e, 404, "not_found", "There is no lab called '%.64s'.", labname);
+    if (!l->has_rubric)
+        return api_fail(e, 403, "lab_closed",
+                        "Lab %s is not open for submissions yet (it has no rubric).", l->lab.name);
+    if (!multipart_filename_valid(filename))
+        return api_fail(e, 400, "bad_request",
+                        "The file name '%.64s' is not allowed: use 1-64 letters, digits, '_', '-' "
+                        "or '.', ending in .cu (no folders).",
+                        filename);
+    if (len == 0)
+        return api_fail(e, 400, "bad_request", "The source file is empty.");
+    if (len > API_SOURCE_MAX)
+        return api_fail(e, 413, "payload_too_large",
+                        "The source file is %zu bytes; source files may be at most 256 KiB.", len);
+    if (!source_text_ok((const unsigned char *)source, len))
+        return api_fail(
+            e, 400, "binary_source",
+            "The file is not text: source files must be UTF-8 or ASCII without NUL bytes.");
+    if (viewer->role == AUTH_STUDENT) {
+        api_deadlines(app, l, viewer->id, &due, &hard);
+        rc = submit_deadline_check(l, due, hard, now, e);
+        if (rc)
+            return rc;
+        if (due > 0 && now > due) {
+            late = 1;
+            late_days = ceil((now - due) / 86400.0);
+        }
+        rc = submit_rate_check(app, l, viewer, now, e);
+        if (rc)
+            return rc;
+    }
+    struct queue_submit qs = {.user_id = viewer->id,
+                              .lab = l->lab.name,
+                              .filename = filename,
+                              .source = source,
+                              .size = len,
+                              .late = late,
+                              .late_days = late_days,
+                              .max_attempts = l->rubric.max_attempts};
+    long long id = 0;
+    int superseded = 0;
+    rc = queue_enqueue(app->queue, &qs, &id, &superseded);
+    if (rc)
+        return api_internal(e, rc);
+    char url[64];
+    snprintf(url, sizeof(url), "/api/submissions/%lld", id);
+    app_log("submission %lld queued: %s, lab %s, %zu bytes%s%s", id, viewer->name, l->lab.name, len,
+            late ? ", late" : "", superseded ? ", superseding the queued one" : "");
+    *out = json_pack("{s:I,s:s,s:s,s:b,s:i}", "id", (json_int_t)id, "status", "queued", "url", url,
+                     "late", late, "superseded", superseded);
+    return *out ? 0 : api_internal(e, -ENOMEM);
+}
+
+int submission_visible(const struct auth_user *viewer, long long owner)
+{
+    assert(viewer);
+    return viewer->role != AUTH_STUDENT || owner == viewer->id;
+}
+
+/* The lab of submission id into lab and its late days (0 when on time).
+ * 0, -ENOENT, -errno. */
+static int lab_and_late(struct app *app, long long id, char lab[65], double *late_days)
+{
+    lab[0] = '\0';
+    *late_days = 0;
+    sqlite3_stmt *st = db_stmt(app->db, "SELECT lab, late, late_days FROM submissions WHERE id = ?1");
+    if (!st)
+        return -EIO;
+    sqlite3_bind_int64(st, 1, id);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        snprintf(lab, 65, "%s", db_col_text(st, 0));
+        if (sqlite3_column_int(st, 1))
+            *late_days = sqlite3_column_double(st, 2);
+    }
+    sqlite3_reset(st);
+    return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : db_errno(rc);
+}
+
+static int submission_lab(struct app *app, long long id, char lab[65])
+{
+    double late_days;
+    return lab_and_late(app, id, lab, &late_days);
+}
+
+void submission_late_days(struct app *app, long long id, char lab[65], double *late_days)
+{
+    lab_and_late(app, id, lab, late_days);
+}
+
+int submission_count_by_status(struct app *app, long long *counts)
+{
+    for (int i = 0; i < STATUS_COUNT; i++)
+        counts[i] = 0;
+    sqlite3_stmt *st = db_stmt(app->db, "SELECT status, COUNT(*) FROM submissions GROUP BY status");
+    if (!st)
+        return -EIO;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int s = status_parse(db_col_text(st, 0));
+        if (s >= 0)
+            counts[s] = sqlite3_column_int64(st, 1);
+    }
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? 0 : db_errno(rc);
+}
+
+int api_regrade(struct app *app, const struct auth_user *viewer, long long id, struct api_error *e)
+{
+    /* TAs regrade too (they handle regrade requests); only admins change rubrics and users. */
+    if (viewer->role != AUTH_ADMIN && viewer->role != AUTH_TA)
+        return api_fail(e, 403, "forbidden", "Only TAs and admins may regrade.");
+    char lab[65];
+    int rc = submission_lab(app, id, lab);
+    if (rc == -ENOENT)
+        return api_fail(e, 404, "not_found", "There is no submission %lld.", id);
+    if (rc)
+        return api_internal(e, rc);
+    rc = queue_regrade(app->queue, id);
+    if (rc == -ENOENT)
+        return api_fail(e, 404, "not_found", "There is no submission %lld.", id);
+    if (rc)
+        return api_internal(e, rc);
+    char target[32];
+    snprintf(target, sizeof(target), "submission:%lld", id);
+    db_audit(app->db, viewer->id, "regrade", target, lab);
+    app_log("submission %lld requeued for regrade by %s", id, viewer->name);
+    api_cache_invalidate(app, id);
+    scoreboard_invalidate(app, lab);
+    return 0;
+}
+
+int api_override_add(struct app *app, const struct auth_user *viewer, long long id, double score,
+                     const char *reason, struct api_error *e)
+{
+    if (!auth_role_staff(viewer->role))
+        return api_fail(e, 403, "forbidden", "Only the course staff may override scores.");
+    if (!reason || !*reason)
+        return api_fail(e, 400, "bad_request", "An override needs a reason.");
+    if (!isfinite(score) || score < 0)
+        return api_fail(e, 400, "bad_request", "score must be a number >= 0.");
+    char lab[65];
+    int rc = submission_lab(app, id, lab);
+    if (rc == -ENOENT)
+        return api_fail(e, 404, "not_found", "There is no submission %lld.", id);
+    if (rc)
+        return api_internal(e, rc);
+    sqlite3_stmt *st = db_stmt(app->db, "INSERT INTO overrides(submission_id, score, reason, by_user, created_at)"
+                          " VALUES(?1, ?2, ?3, ?4, ?5)");
+    if (!st)
+        return api_internal(e, -EIO);
+    sqlite3_bind_int64(st, 1, id);
+    sqlite3_bind_double(st, 2, score);
+    sqlite3_bind_text(st, 3, reason, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 4, viewer->id);
+    sqlite3_bind_double(st, 5, db_now());
+    rc = db_step_done(st);
+    if (rc)
+        return api_internal(e, rc);
+    char target[32], detail[600];
+    snprintf(target, sizeof(target), "submission:%lld", id);
+    snprintf(detail, sizeof(detail), "score=%g reason=%.500s", score, reason);
+    db_audit(app->db, viewer->id, "override", target, detail);
+    api_cache_invalidate(app, id);
+    scoreboard_invalidate(app, lab);
+    return 0;
+}
+
+void submission_cache_free(struct app *app)
+{
+    api_cache_invalidate(app, 0);
+    free(app->subcache);
+    app->subcache = NULL;
+}
+
+int submission_override_reason(struct app *app, long long sub, char *reason, size_t len)
+{
+    sqlite3_stmt *st = db_stmt(app->db, "SELECT reason FROM overrides WHERE submission_id = ?1 "
+                                           "ORDER BY id DESC LIMIT 1");
+    int found = 0;
+
+    reason[0] = '\0';
+
+    if (st == NULL)
+        return 0;
+    sqlite3_bind_int64(st, 1, sub);
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        snprintf(reason, len, "%s", db_col_text(st, 0));
+        found = 1;
+    }
+    sqlite3_reset(st);
+    return found;
+}
+
+size_t submission_ids_affected(struct app *app, const char *lab, long long *ids, size_t max)
+{
+    sqlite3_stmt *st = db_stmt(app->db,
+        "SELECT id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY user_id ORDER BY id DESC) AS rl, "
+        " ROW_NUMBER() OVER (PARTITION BY user_id ORDER BY COALESCE(score, -1) DESC, id) AS rb "
+        " FROM submissions WHERE lab = ?1 AND status IN ('graded','compile_error','rejected',"
+        " 'runtime_error','timeout')) WHERE rl = 1 OR rb = 1 ORDER BY id");
+    size_t n = 0;
+
+    if (st == NULL)
+        return 0;
+    sqlite3_bind_text(st, 1, lab, -1, SQLITE_TRANSIENT);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        if (n < max)
+            ids[n] = sqlite3_column_int64(st, 0);
+        n++;
+    }
+    sqlite3_reset(st);
+    return n;
+}
+
+int submission_overrides(struct app *app, long long id, json_t **out)
+{
+    sqlite3_stmt *st = db_stmt(app->db,
+                               "SELECT o.score, o.reason, o.created_at, u.name FROM overrides o "
+                               "LEFT JOIN users u ON u.id = o.by_user WHERE o.submission_id = ?1 "
+                               "ORDER BY o.id DESC LIMIT 50");
+    *out = NULL;
+    if (!st)
+        return -EIO;
+    sqlite3_bind_int64(st, 1, id);
+    json_t *arr = json_array();
+    int rc = SQLITE_DONE;
+    while (arr && (rc = sqlite3_step(st)) == SQLITE_ROW)
+        json_array_append_new(arr, json_pack("{s:f,s:s,s:f,s:s}", "score",
+                                             sqlite3_column_double(st, 0), "reason",
+                                             db_col_text(st, 1), "created_at",
+                                             sqlite3_column_double(st, 2), "by", db_col_text(st, 3)));
+    sqlite3_reset(st);
+    if (!arr)
+        return -ENOMEM;
+    if (rc != SQLITE_DONE) {
+        json_decref(arr);
+        return db_errno(rc);
+    }
+    *out = arr;
+    return 0;
+}

@@ -1,0 +1,90 @@
+/*
+ * submission.h - the submissions table: a student's source and its life
+ * (queued ... graded), what each viewer may see of it, the rules of
+ * accepting one (role, lab open, size, text, rate limits), regrades and
+ * score overrides, and the cache of rendered submissions.
+ *
+ * The one rule "who may see a submission" is submission_visible(): a
+ * student sees only their own, the staff see all.
+ */
+#ifndef CUGRADE_SUBMISSION_H
+#define CUGRADE_SUBMISSION_H
+
+#include "server/app.h"
+
+#define API_SOURCE_MAX (256 * 1024)
+/* Stored submissions per lab and hour, superseded ones included, as a
+ * multiple of the rubric's max_per_hour (superseded ones are free, not
+ * unbounded). */
+#define API_SUPERSEDE_FACTOR 4
+
+/* 1 when viewer may see a submission of the user with id owner. */
+int submission_visible(const struct auth_user *viewer, long long owner);
+
+/* Submit a source file (the checks of POST /api/labs/{lab}/submissions:
+ * role, lab open, deadlines, size, UTF-8, rate limits). On success *out is
+ * {"id","status","url","late"}. */
+int api_submit(struct app *app, const struct auth_user *viewer, const char *lab,
+               const char *filename, const char *source, size_t len, json_t **out,
+               struct api_error *e);
+
+/* The submission object of docs/api.md (result filtered for students). */
+int api_submission_get(struct app *app, const struct auth_user *viewer, long long id, json_t **out,
+                       struct api_error *e);
+
+/* GET /api/submissions/{id} with the rendered-submission cache in front:
+ * on 0 the response of req is filled (200 and the JSON); on -errno e says
+ * why and nothing was sent. */
+int submission_get_cached(struct app *app, struct http_request *req, const struct auth_user *u,
+                          long long id, struct api_error *e);
+
+/* The stored source; *src is malloc'd (caller frees), *filename copied. */
+int api_submission_source(struct app *app, const struct auth_user *viewer, long long id, char **src,
+                          size_t *len, char filename[72], struct api_error *e);
+
+/* {"submissions":[...]} newest first. lab, user, status may be NULL;
+ * limit <= 500. Items are submission objects without "result". */
+int api_submissions_list(struct app *app, const struct auth_user *viewer, const char *lab,
+                         const char *user, const char *status, int limit, int offset, json_t **out,
+                         struct api_error *e);
+
+/* Staff: the jobs an admin should look at: system_error, in progress,
+ * queued. {"queue":[submission objects without result]}. */
+int api_queue_list(struct app *app, const struct auth_user *viewer, json_t **out,
+                   struct api_error *e);
+
+/* Staff: requeue a submission. */
+int api_regrade(struct app *app, const struct auth_user *viewer, long long id, struct api_error *e);
+
+/* Staff: override a submission's score (reason required); audit-logged. */
+int api_override_add(struct app *app, const struct auth_user *viewer, long long id, double score,
+                     const char *reason, struct api_error *e);
+
+/* The reason of the latest override of submission id into reason (""
+ * when none). 1 when there is one, 0 when not. */
+int submission_override_reason(struct app *app, long long id, char *reason, size_t len);
+
+/* Submission id's overrides, newest first (at most 50): a new array of
+ * {"score","reason","created_at" (Unix seconds),"by"}. 0 or -errno. */
+int submission_overrides(struct app *app, long long id, json_t **out);
+
+/* Where a runner's result lands: the submission's lab (into lab, "" when
+ * there is no such submission) and its late days (0 when on time). */
+void submission_late_days(struct app *app, long long id, char lab[65], double *late_days);
+
+/* The submissions of lab a rubric change would regrade: each student's
+ * latest and best finished one. Their ids (at most max) into ids; returns
+ * how many there are. */
+size_t submission_ids_affected(struct app *app, const char *lab, long long *ids, size_t max);
+
+/* Count submissions by status into counts[STATUS_COUNT]. 0 or -errno. */
+int submission_count_by_status(struct app *app, long long *counts);
+
+/* Forget the cached rendering of submission id (0: of every submission).
+ * Called whenever a submissions row changes. */
+void api_cache_invalidate(struct app *app, long long id);
+
+/* Free the cache (app_close). */
+void submission_cache_free(struct app *app);
+
+#endif

@@ -1,0 +1,604 @@
+/*
+ * submission_page.c - a submission (live progress, result, compiler log, timing,
+ * overrides), its source, staff actions on it, and the submissions list.
+ */
+#include "server/page.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "status.h"
+#include "server/markdown.h"
+#include "server/runner.h"
+#include "server/submission.h"
+#include "server/views.h"
+
+/* A small table of submissions (history, lab page, TA list). */
+void put_submissions_table(struct page *p, json_t *subs, int show_user, int show_lab)
+{
+    json_t *s;
+    size_t i;
+
+    html_raw(&p->b, TABLE_BOX("Submissions") "<table class=\"subs sortable\"><thead><tr><th data-sort=\"num\">#</th>");
+    if (show_lab)
+        html_raw(&p->b, "<th data-sort=\"text\">Lab</th>");
+    if (show_user)
+        html_raw(&p->b, "<th data-sort=\"text\">Student</th>");
+    html_raw(&p->b, "<th data-sort=\"text\">File</th><th data-sort=\"text\">Status</th>"
+                    "<th class=\"num\" data-sort=\"num\">Score</th><th data-sort=\"num\">Submitted</th>"
+                    "</tr></thead><tbody>\n");
+    json_array_foreach(subs, i, s) {
+        long long id = (long long)page_jnum(s, "id", 0);
+        double created = page_iso_to_time(page_jstr(s, "created_at"));
+
+        html_fmt(&p->b, "<tr><td data-value=\"%lld\"><a href=\"/submissions/%lld\">#%lld</a></td>",
+                 id, id, id);
+        if (show_lab)
+            html_fmt(&p->b, "<td><a href=\"/labs/%u\">%s</a></td>", page_jstr(s, "lab"), page_jstr(s, "lab"));
+        if (show_user)
+            html_fmt(&p->b, "<td>%s</td>", page_jstr(s, "user"));
+        html_fmt(&p->b, "<td><code>%s</code>%R</td><td>", page_jstr(s, "filename"),
+                 json_is_true(json_object_get(s, "late")) ? " <span class=\"badge warn\">late</span>" : "");
+        put_status(&p->b, page_jstr(s, "status"));
+        html_fmt(&p->b, "</td><td class=\"num\" data-value=\"%f\">", page_jnum(s, "score", -1));
+        put_score(&p->b, json_object_get(s, "score"), json_object_get(s, "max_score"));
+        html_fmt(&p->b, "</td><td data-value=\"%.0f\">", created);
+        put_when(&p->b, created);
+        html_raw(&p->b, "</td></tr>\n");
+    }
+    html_raw(&p->b, "</tbody></table></div>\n");
+}
+
+/* The phases of grading in order (STATUS_QUEUED ... STATUS_TIMING); the
+ * live section marks where a job is: its index, 5 past them all. */
+static int phase_index(const char *st)
+{
+    int s = status_parse(st);
+    return s >= STATUS_QUEUED && s <= STATUS_TIMING ? s : 5;
+}
+
+/* Minutes since the last runner claimed or reported, or -1 if none ever. */
+static double runner_idle_s(struct page *p)
+{
+    double t = runner_last_seen(p->app);
+    return t > 0 ? db_now() - t : -1;
+}
+
+/* A compiler log with each "file(LINE): ..." turned into a link to that
+ * line of the source listing. Everything else is escaped text. */
+static void put_compile_log(struct page *p, const char *log, long long id)
+{
+    const char *s = log, *nl;
+
+    html_raw(&p->b, "<pre class=\"log\" tabindex=\"0\" aria-label=\"Compiler output\">");
+    while (*s) {
+        size_t n;
+        const char *paren, *close;
+        long line = 0;
+
+        nl = strchr(s, '\n');
+        n = nl ? (size_t)(nl - s) : strlen(s);
+        paren = memchr(s, '(', n);
+        close = paren ? memchr(paren, ')', n - (size_t)(paren - s)) : NULL;
+        if (paren && close && close > paren + 1 && close - paren < 9) {
+            char *endp;
+            line = strtol(paren + 1, &endp, 10);
+            if (endp != close || line <= 0)
+                line = 0;
+        }
+        html_fmt(&p->b, "<span class=\"%R\">",
+                 memmem(s, n, "error", 5) ? "err" : memmem(s, n, "warning", 7) ? "warn" : "");
+        if (line > 0) {
+            html_textn(&p->b, s, (size_t)(paren - s));
+            html_fmt(&p->b, "(<a href=\"/submissions/%lld/source#L%ld\">%ld</a>)", id, line, line);
+            html_textn(&p->b, close + 1, n - (size_t)(close + 1 - s));
+        } else {
+            html_textn(&p->b, s, n);
+        }
+        html_raw(&p->b, "</span>\n");
+        s = nl ? nl + 1 : s + n;
+    }
+    html_raw(&p->b, "</pre>\n");
+}
+
+static void put_timing(struct page *p, json_t *t)
+{
+    json_t *ref = json_object_get(t, "reference_ms");
+    struct html_bar bars[6];
+    size_t n = 0;
+    const char *key;
+    json_t *v;
+
+    bars[n++] = (struct html_bar){"your kernel", page_jnum(t, "student_ms", NAN), 1};
+    json_object_foreach(ref, key, v) {
+        static char labels[3][40];
+        if (n >= 4 || !json_is_number(v))
+            continue;
+        snprintf(labels[n - 1], sizeof(labels[0]), "reference (%.24s)", key);
+        bars[n] = (struct html_bar){labels[n - 1], json_number_value(v), 0};
+        n++;
+    }
+    bars[n++] = (struct html_bar){"cuBLAS", page_jnum(t, "cublas_ms", NAN), 0};
+    if (json_is_number(json_object_get(t, "cpu_ms")))
+        bars[n++] = (struct html_bar){"CPU", page_jnum(t, "cpu_ms", NAN), 0};
+    html_raw(&p->b, "<h2>Time (lower is better)</h2>\n");
+    html_svg_bars(&p->b, "Kernel time in milliseconds: yours, the reference kernels and cuBLAS", bars,
+                  n, "ms");
+    html_raw(&p->b, "<p class=\"small\">");
+    if (json_is_number(json_object_get(t, "speedup")))
+        html_fmt(&p->b, "Speedup used for ranking: <strong>%.2f</strong>. ", page_jnum(t, "speedup", 0));
+    if (json_is_number(json_object_get(t, "metric_value")))
+        html_fmt(&p->b, "Rubric metric <code>%s</code> = %.3f. ", page_jstr(t, "metric"),
+                 page_jnum(t, "metric_value", 0));
+    if (json_is_number(json_object_get(t, "gflops")))
+        html_fmt(&p->b, "%.1f GFLOP/s. ", page_jnum(t, "gflops", 0));
+    if (json_is_number(json_object_get(t, "bandwidth_gbs")))
+        html_fmt(&p->b, "%.1f GB/s. ", page_jnum(t, "bandwidth_gbs", 0));
+    if (json_is_number(json_object_get(t, "samples")))
+        html_fmt(&p->b, "Median of %d samples (relative error %.2f%%).", (int)page_jnum(t, "samples", 0),
+                 100 * page_jnum(t, "rel_err", 0));
+    html_raw(&p->b, "</p>\n");
+    if (json_is_true(json_object_get(t, "flagged")))
+        html_fmt(&p->b, "<div class=\"notice warn\"><p>This timing was flagged and earns no speed "
+                        "points: %s</p></div>\n",
+                 page_jstr(t, "flag_reason")[0] ? page_jstr(t, "flag_reason")
+                                           : "it is faster than the hardware allows.");
+}
+
+static void put_result(struct page *p, json_t *sub)
+{
+    json_t *r = json_object_get(sub, "result"), *cg = json_object_get(r, "cugrade");
+    json_t *tests = json_object_get(r, "tests"), *cases = json_object_get(cg, "cases");
+    json_t *san = json_object_get(cg, "sanitizer"), *hints = json_object_get(cg, "hints");
+    json_t *rej = json_object_get(cg, "rejection"), *t, *f;
+    const char *log = page_jstr(cg, "compile_log");
+    long long id = (long long)page_jnum(sub, "id", 0);
+    size_t i, j;
+
+    if (!json_is_object(r))
+        return;
+    if (page_jstr(r, "output")[0])
+        html_fmt(&p->b, "<p class=\"summary\">%s</p>\n", page_jstr(r, "output"));
+    if (json_is_object(rej))
+        html_fmt(&p->b, "<div class=\"notice bad\"><p><strong>Rejected:</strong> your code uses "
+                        "<code>%s</code>. %s</p></div>\n",
+                 page_jstr(rej, "symbol"), page_jstr(rej, "reason"));
+    if (*log) {
+        html_raw(&p->b, "<h2>Compiler output</h2>\n");
+        put_compile_log(p, log, id);
+    }
+    if (json_array_size(tests) > 0) {
+        html_raw(&p->b, "<h2>Tests</h2>\n" TABLE_BOX("Tests") "<table class=\"tests\"><thead><tr><th>Test</th><th>Result</th>"
+                        "<th class=\"num\">Points</th><th>Details</th></tr></thead><tbody>\n");
+        json_array_foreach(tests, i, t) {
+            int passed = strcmp(page_jstr(t, "status"), "passed") == 0;
+            html_fmt(&p->b, "<tr><td>%s</td><td><span class=\"badge %R\">%s</span></td><td class=\"num\">",
+                     page_jstr(t, "name"), passed ? "good" : "bad", page_jstr(t, "status"));
+            put_score(&p->b, json_object_get(t, "score"), json_object_get(t, "max_score"));
+            html_fmt(&p->b, "</td><td><code class=\"small\">%s</code></td></tr>\n", page_jstr(t, "output"));
+        }
+        html_raw(&p->b, "</tbody></table></div>\n");
+    }
+    if (json_array_size(cases) > 0) {
+        html_raw(&p->b, "<h2>Correctness cases</h2>\n" TABLE_BOX("Correctness cases") "<table class=\"cases\"><thead><tr><th>Case</th>"
+                        "<th>Result</th><th class=\"num\">Max abs error</th><th class=\"num\">Max rel error</th>"
+                        "<th>First wrong element</th><th>Message</th></tr></thead><tbody>\n");
+        json_array_foreach(cases, i, t) {
+            int passed = json_is_true(json_object_get(t, "passed"));
+            char ae[32] = "-", re[32] = "-", bad[32] = "-";
+            if (json_is_number(json_object_get(t, "max_abs_err")))
+                snprintf(ae, sizeof(ae), "%.3g", page_jnum(t, "max_abs_err", 0));
+            if (json_is_number(json_object_get(t, "max_rel_err")))
+                snprintf(re, sizeof(re), "%.3g", page_jnum(t, "max_rel_err", 0));
+            if (json_is_number(json_object_get(t, "first_bad_index")))
+                snprintf(bad, sizeof(bad), "index %.0f", page_jnum(t, "first_bad_index", 0));
+            html_fmt(&p->b, "<tr><td>%s</td><td><span class=\"badge %R\">%R</span></td>"
+                            "<td class=\"num\">%s</td><td class=\"num\">%s</td><td>%s</td><td>%s</td></tr>\n",
+                     page_jstr(t, "name"), passed ? "good" : "bad", passed ? "passed" : "failed", ae, re,
+                     bad, page_jstr(t, "message"));
+        }
+        html_raw(&p->b, "</tbody></table></div>\n");
+    }
+    if (json_array_size(san) > 0) {
+        html_raw(&p->b, "<h2>Sanitizers</h2>\n<ul class=\"sanitizer\">\n");
+        json_array_foreach(san, i, t) {
+            json_t *finds = json_object_get(t, "findings");
+            int clean = json_is_true(json_object_get(t, "clean"));
+            html_fmt(&p->b, "<li><strong>%s</strong>: <span class=\"badge %R\">%R</span>", page_jstr(t, "tool"),
+                     clean ? "good" : "bad", clean ? "clean" : "problems found");
+            if (json_array_size(finds) > 0) {
+                html_raw(&p->b, "<ul>\n");
+                json_array_foreach(finds, j, f) {
+                    long line = (long)page_jnum(f, "line", 0);
+                    html_raw(&p->b, "<li>");
+                    if (line > 0)
+                        html_fmt(&p->b, "<a href=\"/submissions/%lld/source#L%ld\">%s line %ld</a>: ",
+                                 id, line, page_jstr(f, "file"), line);
+                    html_fmt(&p->b, "%s", page_jstr(f, "message"));
+                    if (page_jstr(f, "hint")[0]) {
+                        html_raw(&p->b, "<div class=\"muted\">Hint: ");
+                        markdown_render_inline(&p->b, page_jstr(f, "hint"));
+                        html_raw(&p->b, "</div>");
+                    }
+                    html_raw(&p->b, "</li>\n");
+                }
+                html_raw(&p->b, "</ul>");
+            }
+            html_raw(&p->b, "</li>\n");
+        }
+        html_raw(&p->b, "</ul>\n");
+    }
+    if (json_is_object(json_object_get(cg, "timing")))
+        put_timing(p, json_object_get(cg, "timing"));
+    if (json_array_size(hints) > 0) {
+        html_raw(&p->b, "<h2>Hints</h2>\n<ul class=\"hints\">\n");
+        json_array_foreach(hints, i, t) {
+            html_raw(&p->b, "<li>");
+            markdown_render_inline(&p->b, json_string_value(t));
+            html_raw(&p->b, "</li>\n");
+        }
+        html_raw(&p->b, "</ul>\n");
+    }
+    if (page_jstr(cg, "gpu")[0])
+        html_fmt(&p->b, "<p class=\"muted small\">Graded on %s with rubric version %d.</p>\n",
+                 page_jstr(cg, "gpu"), (int)page_jnum(sub, "rubric_version", 0));
+}
+
+/* The live part of a submission page: the part app.js swaps in place. */
+static void put_live(struct page *p, json_t *sub)
+{
+    const char *st = page_jstr(sub, "status");
+    long long id = (long long)page_jnum(sub, "id", 0);
+    int final = status_final(st);
+    int pi = phase_index(st);
+    char title[96];
+
+    snprintf(title, sizeof(title), "#%lld %s - cugrade", id, page_status_words(st));
+    html_fmt(&p->b, "<section id=\"live\" data-final=\"%d\" data-src=\"/submissions/%lld?part=live\" "
+                    "data-title=\"%s\" aria-live=\"polite\">\n",
+             final, id, title);
+    html_raw(&p->b, "<p>Status: ");
+    put_status(&p->b, st);
+    if (json_is_number(json_object_get(sub, "score"))) {
+        html_raw(&p->b, " &middot; <span class=\"score-big\" id=\"score\">");
+        put_score(&p->b, json_object_get(sub, "score"), json_object_get(sub, "max_score"));
+        html_raw(&p->b, "</span>");
+    }
+    html_raw(&p->b, "</p>\n");
+    long long newer = 0;
+    if (strcmp(st, "superseded") == 0 &&
+        sscanf(page_jstr(sub, "detail"), "replaced by submission %lld", &newer) == 1)
+        html_fmt(&p->b, "<div class=\"notice\" id=\"superseded\"><p>You submitted again to this lab "
+                        "while this one was still waiting, so <a href=\"/submissions/%lld\">submission "
+                        "%lld</a> took its place in the queue. This one was never graded and does "
+                        "not count against your hourly limit.</p></div>\n",
+                 newer, newer);
+    if (!final) {
+        double idle = runner_idle_s(p);
+        long long eta = (long long)page_jnum(sub, "eta_seconds", 0);
+        long long pos = (long long)page_jnum(sub, "queue_position", 0);
+
+        html_fmt(&p->b, "<div class=\"progress p%d\" role=\"progressbar\" aria-valuemin=\"0\" "
+                        "aria-valuemax=\"5\" aria-valuenow=\"%d\"><div></div></div>\n", pi, pi);
+        html_raw(&p->b, "<ol class=\"phases\">");
+        for (int i = 0; i < 5; i++)
+            html_fmt(&p->b, "<li class=\"%R\">%s</li>", i < pi ? "done" : i == pi ? "now" : "",
+                     page_status_words(status_name(i)));
+        html_raw(&p->b, "</ol>\n");
+        if (strcmp(st, "queued") == 0) {
+            if (pos > 1)
+                html_fmt(&p->b, "<p id=\"queue-position\">Position in the queue: <strong>%lld</strong> "
+                                "(%lld job%R ahead of yours).</p>\n",
+                         pos, pos - 1, pos - 1 == 1 ? "" : "s");
+            else
+                html_raw(&p->b, "<p id=\"queue-position\">Position in the queue: <strong>1</strong> "
+                                "(yours is next).</p>\n");
+            if (eta > 0)
+                html_fmt(&p->b, "<p id=\"queue-eta\">Expected to start in about <strong>%lld "
+                                "%s</strong> (at the rate submissions were graded in the last "
+                                "minutes).</p>\n",
+                         eta < 90 ? eta : (eta + 59) / 60, eta < 90 ? "s" : "min");
+            if (idle < 0 || idle > 120)
+                html_raw(&p->b, "<div class=\"notice warn\"><p>No GPU runner is connected right now. "
+                                "Your submission is saved and keeps its place; it will be graded as "
+                                "soon as a runner comes back. You do not need to submit again.</p></div>\n");
+        } else {
+            html_fmt(&p->b, "<p>Now: <strong>%s</strong>%R%s%R</p>\n", page_status_words(st),
+                     page_jstr(sub, "detail")[0] ? " (" : "", page_jstr(sub, "detail"),
+                     page_jstr(sub, "detail")[0] ? ")" : "");
+        }
+        if ((int)page_jnum(sub, "attempts", 0) > 1)
+            html_fmt(&p->b, "<p class=\"muted small\">Attempt %d: an earlier attempt failed on our "
+                            "side and does not count against you.</p>\n",
+                     (int)page_jnum(sub, "attempts", 0));
+        html_fmt(&p->b, "<p class=\"small muted\"><span id=\"live-status\">This page updates by itself.</span> "
+                        "<noscript>It reloads every few seconds.</noscript> "
+                        "<a href=\"/submissions/%lld\">Reload now</a></p>\n", id);
+    } else {
+        if (strcmp(st, "system_error") == 0)
+            html_raw(&p->b, "<div class=\"notice warn\"><p>Grading failed on our side several times. "
+                            "This does not count against you; the staff can see it and will regrade "
+                            "it. You may also submit again.</p></div>\n");
+        else if (strcmp(st, "compile_error") == 0)
+            html_raw(&p->b, "<div class=\"notice bad\"><p>Your file did not compile. The compiler "
+                            "output below links each error to its line in your source.</p></div>\n");
+        else if (strcmp(st, "timeout") == 0)
+            html_raw(&p->b, "<div class=\"notice bad\"><p>Your program ran past the time limit. Look "
+                            "for a loop that never ends or a kernel launched with far too many "
+                            "threads.</p></div>\n");
+        else if (strcmp(st, "runtime_error") == 0)
+            html_raw(&p->b, "<div class=\"notice bad\"><p>Your program crashed or a kernel failed to "
+                            "launch. The cases and sanitizer findings below say where.</p></div>\n");
+        put_result(p, sub);
+    }
+    html_raw(&p->b, "</section>\n");
+}
+
+/* Staff: overrides of a submission, newest first. */
+static void put_overrides(struct page *p, long long id)
+{
+    json_t *ovs = NULL, *o;
+    size_t i;
+    int any = 0;
+
+    if (submission_overrides(p->app, id, &ovs) != 0)
+        return;
+    json_array_foreach(ovs, i, o) {
+        if (!any)
+            html_raw(&p->b, TABLE_BOX("Score overrides") "<table class=\"overrides\"><thead><tr><th class=\"num\">Score</th>"
+                            "<th>Reason</th><th>By</th><th>When</th></tr></thead><tbody>\n");
+        any = 1;
+        html_fmt(&p->b, "<tr><td class=\"num\">%.2f</td><td>%s</td><td>%s</td><td>",
+                 page_jnum(o, "score", 0), page_jstr(o, "reason"), page_jstr(o, "by"));
+        put_when(&p->b, page_jnum(o, "created_at", 0));
+        html_raw(&p->b, "</td></tr>\n");
+    }
+    json_decref(ovs);
+    if (any)
+        html_raw(&p->b, "</tbody></table></div>\n");
+    else
+        html_raw(&p->b, "<p class=\"muted\">No overrides.</p>\n");
+}
+
+static int page_submission(struct page *p, long long id)
+{
+    struct api_error e;
+    json_t *sub = NULL;
+    const char *part = http_request_query(p->req, "part");
+    const char *done = http_request_query(p->req, "done");
+    char title[48];
+
+    if (api_submission_get(p->app, &p->user, id, &sub, &e) != 0)
+        return page_api_error(p, &e);
+    if (part && strcmp(part, "live") == 0) {
+        /* Just the live section, for app.js: same escaping, same headers. */
+        html_raw(&p->b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>live</title></head><body>\n");
+        put_live(p, sub);
+        html_raw(&p->b, "</body></html>\n");
+        json_decref(sub);
+        return page_send(p, 200);
+    }
+    if (!status_final(page_jstr(sub, "status")))
+        p->refresh = 3;
+    snprintf(title, sizeof(title), "Submission #%lld", id);
+    page_begin(p, title);
+    html_fmt(&p->b, "<h1>Submission #%lld <span class=\"muted\">&middot; <a href=\"/labs/%u\">%s</a></span></h1>\n",
+             id, page_jstr(sub, "lab"), page_jstr(sub, "lab"));
+    if (done && strcmp(done, "override") == 0)
+        html_raw(&p->b, "<div class=\"notice good\"><p>The override is saved and recorded in the audit log.</p></div>\n");
+    else if (done && strcmp(done, "regrade") == 0)
+        html_raw(&p->b, "<div class=\"notice good\"><p>The submission is back in the queue for regrading.</p></div>\n");
+    html_fmt(&p->b, "<p class=\"meta\">File <code id=\"filename\">%s</code> (%d bytes) &middot; submitted ",
+             page_jstr(sub, "filename"), (int)page_jnum(sub, "size", 0));
+    put_when_iso(&p->b, page_jstr(sub, "created_at"));
+    if (page_is_staff(p))
+        html_fmt(&p->b, " by <strong>%s</strong>", page_jstr(sub, "user"));
+    if (json_is_true(json_object_get(sub, "late")))
+        html_raw(&p->b, " &middot; <span class=\"badge warn\">late</span>");
+    html_fmt(&p->b, " &middot; <a href=\"/submissions/%lld/source\">View source</a></p>\n", id);
+    put_live(p, sub);
+
+    if (page_is_staff(p)) {
+        html_raw(&p->b, "<h2>Staff</h2>\n<div class=\"grid2\"><div class=\"panel\"><h3>Override the score</h3>\n");
+        html_fmt(&p->b, "<form class=\"stack\" method=\"post\" action=\"/submissions/%lld/override\">", id);
+        page_csrf_field(p);
+        html_fmt(&p->b, "<label for=\"ov-score\">New score (out of %.0f)</label>"
+                        "<input type=\"number\" id=\"ov-score\" name=\"score\" step=\"any\" min=\"0\" required>"
+                        "<label for=\"ov-reason\">Reason (students see the new score; staff see the reason)</label>"
+                        "<input type=\"text\" id=\"ov-reason\" name=\"reason\" required maxlength=\"500\">"
+                        "<p><button type=\"submit\">Save override</button></p></form>\n",
+                 page_jnum(sub, "max_score", 100));
+        put_overrides(p, id);
+        html_raw(&p->b, "</div><div class=\"panel\"><h3>Regrade</h3>\n<p class=\"small\">Puts the "
+                        "submission back in the queue with the current rubric. The old result stays "
+                        "until the new one arrives.</p>\n");
+        html_fmt(&p->b, "<form method=\"post\" action=\"/submissions/%lld/regrade\">", id);
+        page_csrf_field(p);
+        html_raw(&p->b, "<button type=\"submit\" class=\"secondary\">Regrade</button></form></div></div>\n");
+    }
+    json_decref(sub);
+    return page_end(p, 200);
+}
+
+/* Line numbers to mark in a source listing: compile errors and sanitizer
+ * findings of the submission's result. */
+static size_t collect_marks(json_t *sub, int *marks, size_t max)
+{
+    json_t *cg = json_object_get(json_object_get(sub, "result"), "cugrade"), *t, *f;
+    const char *log = page_jstr(cg, "compile_log");
+    size_t n = 0, i, j;
+
+    for (const char *s = log; *s && n < max; s++) {
+        if (*s == '(' && s[1] >= '1' && s[1] <= '9') {
+            char *endp;
+            long line = strtol(s + 1, &endp, 10);
+            if (*endp == ')' && line > 0 && line < 1000000 && strstr(endp, "error") &&
+                (strchr(endp, '\n') == NULL || strstr(endp, "error") < strchr(endp, '\n')))
+                marks[n++] = (int)line;
+        }
+    }
+    json_array_foreach(json_object_get(cg, "sanitizer"), i, t)
+        json_array_foreach(json_object_get(t, "findings"), j, f)
+            if (n < max && page_jnum(f, "line", 0) > 0)
+                marks[n++] = (int)page_jnum(f, "line", 0);
+    return n;
+}
+
+static int page_source(struct page *p, long long id)
+{
+    struct api_error e;
+    char *src = NULL, filename[72];
+    size_t len = 0, nmarks = 0;
+    json_t *sub = NULL;
+    int marks[256];
+
+    if (api_submission_source(p->app, &p->user, id, &src, &len, filename, &e) != 0)
+        return page_api_error(p, &e);
+    if (api_submission_get(p->app, &p->user, id, &sub, &e) == 0)
+        nmarks = collect_marks(sub, marks, 256);
+    page_begin(p, "Source");
+    html_fmt(&p->b, "<h1>Source of <a href=\"/submissions/%lld\">submission #%lld</a></h1>\n"
+                    "<p class=\"meta\"><code>%s</code> &middot; %zu bytes &middot; lab %s%R%s</p>\n",
+             id, id, filename, len, page_jstr(sub, "lab"), page_is_staff(p) ? " &middot; by " : "",
+             page_is_staff(p) ? page_jstr(sub, "user") : "");
+    if (nmarks)
+        html_raw(&p->b, "<p class=\"small\">Highlighted lines have a compiler error or a sanitizer finding.</p>\n");
+    html_source(&p->b, src, marks, nmarks);
+    free(src);
+    json_decref(sub);
+    return page_end(p, 200);
+}
+
+static int post_override(struct page *p, long long id)
+{
+    struct api_error e;
+    const char *score_s, *reason;
+    char *endp, loc[80];
+    double score;
+
+    if (page_post_check(p) != 0)
+        return HTTP_DONE;
+    score_s = page_field(p, "score");
+    reason = page_field(p, "reason");
+    score = score_s ? strtod(score_s, &endp) : NAN;
+    if (score_s == NULL || endp == score_s || *endp != '\0' || !isfinite(score) || score < 0)
+        return page_error(p, 400, "The override needs a score",
+                          "Enter the new score as a number (for example 85 or 92.5), then save again.");
+    if (reason == NULL || reason[strspn(reason, " \t\r\n")] == '\0')
+        return page_error(p, 400, "The override needs a reason",
+                          "Write why the score changes (it goes into the audit log), then save again.");
+    if (api_override_add(p->app, &p->user, id, score, reason, &e) != 0)
+        return page_api_error(p, &e);
+    snprintf(loc, sizeof(loc), "/submissions/%lld?done=override", id);
+    return page_redirect(p, loc);
+}
+
+static int post_regrade(struct page *p, long long id)
+{
+    struct api_error e;
+    char loc[80];
+
+    if (page_post_check(p) != 0)
+        return HTTP_DONE;
+    if (api_regrade(p->app, &p->user, id, &e) != 0)
+        return page_api_error(p, &e);
+    snprintf(loc, sizeof(loc), "/submissions/%lld?done=regrade", id);
+    return page_redirect(p, loc);
+}
+
+static int page_submissions(struct page *p)
+{
+    struct api_error e;
+    json_t *subs = NULL;
+    const char *lab = http_request_query(p->req, "lab");
+    const char *user = http_request_query(p->req, "user");
+    const char *status = http_request_query(p->req, "status");
+    const char *off_s = http_request_query(p->req, "offset");
+    int offset = off_s ? atoi(off_s) : 0, limit = 100;
+
+    if (lab && !*lab) lab = NULL;
+    if (user && !*user) user = NULL;
+    if (status && !*status) status = NULL;
+    if (offset < 0) offset = 0;
+    if (!page_is_staff(p))
+        user = p->user.name;
+    if (api_submissions_list(p->app, &p->user, lab, user, status, limit, offset, &subs, &e) != 0)
+        return page_api_error(p, &e);
+    page_begin(p, page_is_staff(p) ? "Submissions" : "My submissions");
+    html_fmt(&p->b, "<h1>%R</h1>\n", page_is_staff(p) ? "All submissions" : "My submissions");
+    html_raw(&p->b, "<form class=\"filters\" method=\"get\" action=\"/submissions\">");
+    html_raw(&p->b, "<label>Lab<select name=\"lab\"><option value=\"\">all labs</option>");
+    for (size_t i = 0; i < p->app->nlabs; i++) {
+        const char *n = p->app->labs[i].lab.name;
+        html_fmt(&p->b, "<option value=\"%s\"%R>%s</option>", n, lab && strcmp(lab, n) == 0 ? " selected" : "", n);
+    }
+    html_raw(&p->b, "</select></label>");
+    if (page_is_staff(p))
+        html_fmt(&p->b, "<label>Student<input type=\"text\" name=\"user\" value=\"%s\" placeholder=\"user name\"></label>",
+                 user);
+    html_raw(&p->b, "<label>Status<select name=\"status\"><option value=\"\">any status</option>");
+    for (int i = 0; i < STATUS_COUNT; i++)
+        html_fmt(&p->b, "<option value=\"%s\"%R>%s</option>", status_name(i),
+                 status && strcmp(status, status_name(i)) == 0 ? " selected" : "",
+                 page_status_words(status_name(i)));
+    html_raw(&p->b, "</select></label><button type=\"submit\">Filter</button></form>\n");
+    if (json_array_size(json_object_get(subs, "submissions")) == 0)
+        html_raw(&p->b, "<p class=\"muted\">No submissions match.</p>\n");
+    else
+        put_submissions_table(p, json_object_get(subs, "submissions"), page_is_staff(p), 1);
+    if (json_array_size(json_object_get(subs, "submissions")) == (size_t)limit) {
+        html_raw(&p->b, "<p><a href=\"/submissions?");
+        if (lab) html_fmt(&p->b, "lab=%u&amp;", lab);
+        if (user && page_is_staff(p)) html_fmt(&p->b, "user=%u&amp;", user);
+        if (status) html_fmt(&p->b, "status=%u&amp;", status);
+        html_fmt(&p->b, "offset=%d\">Older submissions</a></p>\n", offset + limit);
+    }
+    json_decref(subs);
+    return page_end(p, 200);
+}
+
+static int r_submission(struct page *p)
+{
+    long long id = page_parse_id(http_request_param(p->req, "id"));
+    return id ? page_submission(p, id) : -1;
+}
+
+static int r_source(struct page *p)
+{
+    long long id = page_parse_id(http_request_param(p->req, "id"));
+    return id ? page_source(p, id) : -1;
+}
+
+static int r_override(struct page *p)
+{
+    long long id = page_parse_id(http_request_param(p->req, "id"));
+    if (!id)
+        return -1;
+    return page_is_staff(p) ? post_override(p, id)
+                            : page_error(p, 403, "Not allowed", "Only course staff override scores.");
+}
+
+static int r_regrade(struct page *p)
+{
+    long long id = page_parse_id(http_request_param(p->req, "id"));
+    if (!id)
+        return -1;
+    return page_is_staff(p)
+               ? post_regrade(p, id)
+               : page_error(p, 403, "Not allowed", "Only course staff regrade; submit again instead.");
+}
+
+const struct route submission_page_routes[] = {
+    PAGE_ROUTE(HTTP_GET, "/submissions", page_submissions),
+    PAGE_ROUTE(HTTP_GET, "/submissions/{id}", r_submission),
+    PAGE_ROUTE(HTTP_GET, "/submissions/{id}/source", r_source),
+    PAGE_ROUTE(HTTP_POST, "/submissions/{id}/override", r_override),
+    PAGE_ROUTE(HTTP_POST, "/submissions/{id}/regrade", r_regrade),
+};
+const size_t submission_page_nroutes =
+    sizeof(submission_page_routes) / sizeof(submission_page_routes[0]);

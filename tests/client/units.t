@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+# The client's pieces without a server: the language sniffing of a notebook
+# cell (.cu / .py, a CuPy RawKernel is Python), the exit status of every end
+# state, the HTML renderers escaping every string a result document carries
+# (a hostile value in each field), the text renderer dropping terminal
+# control characters, the messages for each refused request (what to do
+# next), and the config file's refusals (a symlink, another mode).
+import json
+import os
+import stat
+import sys
+import tempfile
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from client_test import Tap, CLIENT_DIR  # noqa: E402
+sys.path.insert(0, CLIENT_DIR)
+import cugrade  # noqa: E402
+
+EVIL = '"><script>alert(1)</script><img src=x onerror=alert(2)>'
+
+
+def check_sniff(t):
+    cases = [
+        ("__global__ void k(float* x) { x[0] = 1; }\n", "cu", "a __global__ kernel"),
+        ("#include <cstdio>\nint main() { return 0; }\n", "cu", "an #include"),
+        ('extern "C" void f(float* d, int n);\n', "cu", 'extern "C"'),
+        ("  #  include <cuda.h>\n", "cu", "an indented # include"),
+        ("import numpy as np\n", "py", "an import"),
+        ("from numba import cuda\n\n@cuda.jit\ndef k(a):\n    pass\n", "py", "@cuda.jit"),
+        ("def reduce_sum(x):\n    return x.sum()\n", "py", "a def"),
+        ('import cupy as cp\nk = cp.RawKernel(r"""\nextern "C" __global__ void k() {}\n'
+         '""", "k")\n', "py", "a CuPy RawKernel (CUDA C inside a Python string)"),
+        ("class Acc : public Base {\n  float s;\n};\n__device__ float f();\n", "cu",
+         "a C++ class (not a Python class)"),
+        ("class Acc:\n    pass\n", "py", "a Python class"),
+        ("x = 1\n", None, "a bare assignment: neither"),
+        ("// just a comment\n", None, "a C comment alone: neither"),
+        ("", None, "an empty cell"),
+    ]
+    for src, want, what in cases:
+        t.eq(cugrade.sniff_lang(src), want, "sniff: %s -> %s" % (what, want))
+
+
+def sub(status, **kw):
+    d = {"id": 7, "lab": "reduction", "status": status, "score": 50, "max_score": 100,
+         "result": {"cugrade": {"cases": [{"name": "1", "passed": True}],
+                                "sanitizer": [{"tool": "memcheck", "clean": True}]}}}
+    d.update(kw)
+    return d
+
+
+def check_exit_status(t):
+    t.eq(cugrade.exit_status(sub("graded")), 0, "exit: graded, cases passed, sanitizer clean: 0")
+    bad = sub("graded")
+    bad["result"]["cugrade"]["cases"].append({"name": "2^28", "passed": False})
+    t.eq(cugrade.exit_status(bad), 1, "exit: graded with a failed case: 1")
+    dirty = sub("graded")
+    dirty["result"]["cugrade"]["sanitizer"][0]["clean"] = False
+    t.eq(cugrade.exit_status(dirty), 1, "exit: graded with a sanitizer finding: 1")
+    for st in ("compile_error", "rejected", "runtime_error", "timeout"):
+        t.eq(cugrade.exit_status(sub(st, result=None)), 2, "exit: %s: 2" % st)
+    t.eq(cugrade.exit_status(sub("system_error", result=None)), 3, "exit: system_error: 3")
+
+
+def hostile_sub():
+    return {
+        "id": EVIL, "lab": EVIL, "status": "graded", "score": 1, "max_score": 2,
+        "late": True, "late_days": 1, "late_penalty_percent": 10, "rubric_version": EVIL,
+        "result": {"output": EVIL, "tests": [{"name": EVIL, "status": EVIL, "score": 1,
+                                              "max_score": 2, "output": EVIL}],
+                   "cugrade": {"gpu": EVIL, "compile_log": EVIL,
+                               "rejection": {"symbol": EVIL, "reason": EVIL},
+                               "cases": [{"name": EVIL, "passed": False, "message": EVIL,
+                                          "max_abs_err": 1, "first_bad_index": 3}],
+                               "sanitizer": [{"tool": EVIL, "clean": False, "findings": [
+                                   {"file": EVIL, "line": 3, "message": EVIL, "hint": EVIL}]}],
+                               "timing": {"student_ms": 1, "reference_ms": {EVIL: 2},
+                                          "cublas_ms": 3, "flagged": True, "flag_reason": EVIL,
+                                          "metric": EVIL, "speedup": 1.5},
+                               "hints": [EVIL]}}}
+
+
+def check_escaping(t):
+    s = hostile_sub()
+    for name, markup in (("result", cugrade.render_html(s, page="http://x/" + EVIL)),
+                         ("progress", cugrade.render_progress_html(
+                             dict(s, status="checking", detail=EVIL), page=EVIL)),
+                         ("error", cugrade.render_error_html(cugrade.CugradeError(EVIL, EVIL)))):
+        t.ok("<script" not in markup and "<img" not in markup and EVIL not in markup,
+             "HTML %s: every server string is escaped" % name, markup[:600])
+    markup = cugrade.render_html(s)
+    t.ok(markup.count("&lt;script&gt;") >= 12,
+         "HTML result: the hostile value is shown (escaped) in every field (%d times)"
+         % markup.count("&lt;script&gt;"))
+    text = cugrade.render_text(dict(s, result=dict(s["result"], output="a\x1b[2Jb\x07c\r\nd")))
+    t.ok("\x1b" not in text and "\x07" not in text and "a?[2Jb?c\nd" in text,
+         "text: terminal control characters become '?'", repr(text[:200]))
+
+
+def check_api_errors(t):
+    def err(status, code, message, headers=None, **extra):
+        body = json.dumps({"error": dict({"code": code, "message": message}, **extra)}).encode()
+        return cugrade.api_error(status, headers or {}, body)
+    e = err(429, "rate_limited", "You submitted 30 times.", {"retry-after": "120"},
+            retry_after=120)
+    t.ok(e.status == 4 and "You submitted 30 times." in e.message
+         and "Try again in 120 seconds" in e.todo, "429: the message and Retry-After", e.text())
+    e = err(401, "unauthorized", "Unknown token.")
+    t.ok(e.status == 4 and "cugrade login" in e.todo, "401: run cugrade login", e.text())
+    e = err(413, "payload_too_large", "at most 256 KiB")
+    t.ok(e.status == 4 and "256 KiB" in e.message and "kernel source" in e.todo,
+         "413: the limit and what to cut", e.text())
+    e = err(403, "deadline_passed", "The hard deadline of matmul was 2026-12-01.")
+    t.ok(e.status == 4 and "hard deadline" in e.message, "403 deadline: the server's message")
+    e = err(503, "unavailable", "The disk is full.")
+    t.ok(e.status == 3 and "not your fault" in e.todo, "5xx: exit 3, not the student's fault")
+    e = cugrade.api_error(502, {}, b"<html>Bad gateway</html>")
+    t.ok(e.status == 3 and "HTTP 502" in e.message, "a proxy's non-JSON 502: exit 3", e.text())
+
+
+def check_config(t):
+    d = tempfile.mkdtemp(prefix="cugrade-cfg-")
+    os.environ["CUGRADE_CONFIG"] = os.path.join(d, "sub", "config.json")
+    try:
+        path = cugrade.config_save({"server": "http://h:1", "token": "cgs_x"})
+        t.eq(stat.S_IMODE(os.stat(path).st_mode), 0o600, "config_save: mode 0600 (umask 022)")
+        t.eq(cugrade.config_load()["token"], "cgs_x", "config_load reads it back")
+        os.chmod(path, 0o640)
+        try:
+            cugrade.config_load()
+            t.ok(False, "a group-readable config is refused")
+        except cugrade.CugradeError as e:
+            t.ok("mode 0640" in e.message and "chmod 600" in e.todo,
+                 "a group-readable config is refused, with the chmod", e.text())
+        os.chmod(path, 0o600)
+        link = os.path.join(d, "link.json")
+        os.symlink(path, link)
+        os.environ["CUGRADE_CONFIG"] = link
+        try:
+            cugrade.config_load()
+            t.ok(False, "a config that is a symlink is refused")
+        except cugrade.CugradeError as e:
+            t.ok("cannot read" in e.message, "a config that is a symlink is refused", e.text())
+    finally:
+        os.environ.pop("CUGRADE_CONFIG", None)
+
+
+def check_polling(t):
+    n = cugrade.next_interval
+    t.eq(n({"status": "checking"}, None), 1.0, "polling: every second while grading runs")
+    t.eq(n({"status": "queued", "eta_seconds": 600}, None), 5.0,
+         "polling: every 5 s deep in a queue (ETA 10 min)")
+    t.eq(n({"status": "queued", "eta_seconds": None}, None), 3.0,
+         "polling: every 3 s while queued without an ETA (no runner, no rate yet)")
+    t.eq(n({"status": "queued", "eta_seconds": 600}, 0.2), 0.2, "polling: --interval wins")
+
+
+def main(t):
+    os.umask(0o022)
+    check_polling(t)
+    check_sniff(t)
+    check_exit_status(t)
+    check_escaping(t)
+    check_api_errors(t)
+    check_config(t)
+
+
+t = Tap()
+t.run(main)
+t.exit()

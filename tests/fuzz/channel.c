@@ -1,0 +1,61 @@
+/*
+ * channel.c - libFuzzer target: runner/channel.c, the harness's result
+ * channel, which a process holding student code writes. The input is the
+ * channel file's content (in a memfd, read as the runner reads the real
+ * file). channel_next must never read past the file or accept a payload
+ * that is not all there; channel_read_all must keep its one-record-each
+ * promises.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "runner/channel.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static int fd = -1;
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (fd < 0)
+        fd = memfd_create("channel", MFD_CLOEXEC);
+    assert(fd >= 0);
+    assert(ftruncate(fd, 0) == 0);
+    assert(pwrite(fd, data, size, 0) == (ssize_t)size);
+
+    /* Record by record, as the progress watcher reads it. */
+    struct channel ch = {fd, 0};
+    json_t *h;
+    int r;
+    while ((r = channel_next(&ch, &h)) == 1) {
+        assert(json_is_object(h) && json_is_string(json_object_get(h, "type")));
+        assert(ch.pos > 0 && (size_t)ch.pos <= size);
+        json_t *off = json_object_get(h, "_offset"), *bytes = json_object_get(h, "bytes");
+        if (bytes) {
+            assert(json_is_integer(off));
+            json_int_t o = json_integer_value(off), b = json_integer_value(bytes);
+            assert(o > 0 && b >= 0 && (size_t)o <= size && (size_t)b <= size - (size_t)o);
+            assert(o + b == ch.pos);
+        }
+        json_decref(h);
+    }
+    assert(r == 0 || r == -EBADMSG);
+    assert((size_t)ch.pos <= size);
+
+    /* The whole file, as the runner judges a finished run. */
+    struct channel_info ci;
+    r = channel_read_all(fd, &ci);
+    assert(r == 0 || r == -EBADMSG);
+    assert(ci.case_errors && json_is_object(ci.case_errors));
+    assert(ci.ncases >= 0 && json_object_size(ci.case_errors) <= (size_t)ci.ncases);
+    assert(!ci.device || json_is_object(ci.device));
+    assert(!ci.timing || json_is_object(ci.timing));
+    assert(!ci.harness_error || strlen(ci.harness_error) <= 400);
+    channel_info_clear(&ci);
+    return 0;
+}

@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""CI (no GPU): a Python (Numba) submission through the real runner and the
+real sandbox, with Numba's CUDA simulator (CUGRADE_PY_SIM=1): the syntax
+check in the compile sandbox, the trusted owner (labs/common/py/owner.py)
+and the student's process beside it, the channel, the judge (CI's stand-in,
+tests/runner/simjudge.py), scoring. A correct reduction gets every point; a
+wrong one fails with the judge's feedback; a syntax error, an import error
+and a missing function are compile errors whose log names the file and the
+line and no host or sandbox path; an exception in the student's function
+fails the case with its type and line. Prints TAP lines."""
+import json, os, sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "python"))
+from simlab import GOOD, cases, grade, make_root, need, ok  # noqa: E402
+import simlab  # noqa: E402
+
+need()
+tmp, root = make_root()
+
+doc, err = grade(tmp, root, "good.py", GOOD)
+r = doc["result"]
+ok(doc["status"] == "graded" and r.get("score") == 20 and r.get("max_score") == 20,
+   "a correct Numba reduction is graded 20 of 20 (cases 1 and 1000, sanitizer line not charged)",
+   str(doc)[:1500] + err[-1500:])
+c = cases(doc)
+ok(c.get("1000", {}).get("passed") and c["1000"]["max_abs_err"] < 1e-3,
+   "the judge checked case 1000 against the sum of the seed's inputs", c)
+ok(r.get("cugrade", {}).get("compile_log", "x") == "", "a clean file has an empty compile log",
+   r.get("cugrade", {}).get("compile_log"))
+san = r.get("cugrade", {}).get("sanitizer", [])
+ok(len(san) == 2 and all(s.get("runner_problem") and "Python" in s.get("note", "") for s in san),
+   "the sanitizer lines say compute-sanitizer does not run on Python yet", san)
+
+WRONG = GOOD.replace("blocks = (d_in.shape[0] + THREADS - 1) // THREADS",
+                     "blocks = d_in.shape[0] // THREADS")
+doc, err = grade(tmp, root, "wrong.py", WRONG)
+c = cases(doc)
+ok(doc["status"] == "graded" and doc["result"].get("score") == 10 and
+   not c.get("1000", {}).get("passed") and not c.get("1", {}).get("passed"),
+   "a reduction whose grid misses the tail is graded and fails cases 1 and 1000",
+   str(doc)[:2000] + err[-1000:])
+ok("of the sum is missing; does your grid cover all 1000 elements" in c.get("1000", {}).get("message", ""),
+   "its feedback is the CUDA lab's: how much of the sum is missing", c.get("1000"))
+ok(c.get("1", {}).get("message", "").startswith("d_out[0] = 0 but expected"),
+   "case 1 (no block launched): d_out holds the 0 it was set to, and the message says so",
+   c.get("1"))
+
+SYNTAX = GOOD.replace("def reduce_sum(d_in, d_out):", "def reduce_sum(d_in, d_out)")
+doc, err = grade(tmp, root, "syntax.py", SYNTAX)
+log = doc["result"].get("cugrade", {}).get("compile_log") or ""
+ok(doc["status"] == "compile_error", "a syntax error is a compile_error", str(doc)[:1500] + err[-800:])
+ok("SyntaxError" in log and "syntax.py" in log and "line 29" in log,
+   "its log is Python's SyntaxError with the file's name and line", log)
+ok("/work" not in log and "/tmp" not in log and "/lab" not in log and "/usr" not in log,
+   "the log names no host or sandbox path", log)
+ok(not doc["result"].get("cugrade", {}).get("cases"), "nothing ran: no case results",
+   doc["result"].get("cugrade", {}).get("cases"))
+
+IMPORT = "import cugrade_no_such_module\n" + GOOD
+doc, err = grade(tmp, root, "imports.py", IMPORT)
+log = doc["result"].get("cugrade", {}).get("compile_log") or ""
+ok(doc["status"] == "compile_error" and "ModuleNotFoundError" in log and
+   "imports.py line 1" in log and "/work" not in log and "/lab" not in log and "/usr" not in log,
+   "an import that fails is a compile_error with the traceback's line in the student's file",
+   str(doc)[:1500] + err[-800:])
+
+NOFN = GOOD.replace("def reduce_sum(", "def reduce_total(")
+doc, err = grade(tmp, root, "nofn.py", NOFN)
+log = doc["result"].get("cugrade", {}).get("compile_log") or ""
+ok(doc["status"] == "compile_error" and "defines no function reduce_sum" in log,
+   "a file without reduce_sum is a compile_error that names it", str(doc)[:1500] + err[-800:])
+
+RAISES = GOOD.replace("    zero[1, 1](d_out)\n", "    zero[1, 1](d_out)\n    if d_in.shape[0] > 1:\n        raise ValueError('too big for me')\n")
+doc, err = grade(tmp, root, "raises.py", RAISES)
+c = cases(doc)
+ok(doc["status"] == "graded" and c.get("1", {}).get("passed") and not c.get("1000", {}).get("passed"),
+   "an exception in one case fails that case only", str(doc)[:1500] + err[-800:])
+m = c.get("1000", {}).get("message", "")
+ok("your code raised ValueError: too big for me" in m and "raises.py line" in m and "/work" not in m,
+   "its message names the exception and the line in the student's file, no path", m)
+
+KILLS = GOOD.replace("def reduce_sum(d_in, d_out):\n", "def reduce_sum(d_in, d_out):\n    import os\n    if d_in.shape[0] > 1:\n        os._exit(7)\n")
+doc, err = grade(tmp, root, "exits.py", KILLS)
+c = cases(doc)
+ok(doc["status"] == "runtime_error" and c.get("1", {}).get("passed") and
+   not c.get("1000", {}).get("passed") and "status 7" in c.get("1000", {}).get("message", ""),
+   "a student process that exits during a case is a runtime_error; the case before keeps its points",
+   str(doc)[:2000] + err[-800:])
+
+# A Python installed outside /usr (a venv, like /opt/torch/.venv on the GPU
+# image): CUGRADE_PYTHON_ROOT is bound read-only at its own path in every
+# Python run, and CUGRADE_PYTHON may be an interpreter inside it (a venv's
+# python3 is a link to its base interpreter under /usr).
+pyroot = os.path.join(tmp, "pyroot")
+os.makedirs(os.path.join(pyroot, "bin"))
+os.symlink("/usr/bin/python3", os.path.join(pyroot, "bin", "python3"))
+with open(os.path.join(pyroot, "marker.txt"), "w") as f:
+    f.write("the Python root is here\n")
+for d in (tmp, pyroot, os.path.join(pyroot, "bin")):
+    os.chmod(d, 0o755)
+os.chmod(os.path.join(pyroot, "marker.txt"), 0o644)
+SEES = GOOD.replace("def reduce_sum(d_in, d_out):\n", "def reduce_sum(d_in, d_out):\n"
+                    "    import os, sys\n"
+                    "    if d_in.shape[0] > 1:\n"
+                    "        print('exe', sys.executable, open(%r).read().strip(), flush=True)\n"
+                    "        os._exit(3)\n" % os.path.join(pyroot, "marker.txt"))
+env_keep = dict(os.environ)
+os.environ.update(CUGRADE_PYTHON=os.path.join(pyroot, "bin", "python3"), CUGRADE_PYTHON_ROOT=pyroot)
+doc, err = grade(tmp, root, "venv.py", SEES)
+os.environ.clear()
+os.environ.update(env_keep)
+out = (doc["result"].get("cugrade", {}) or {}).get("program_output", "") or ""
+ok(("exe " + os.path.join(pyroot, "bin", "python3") + " the Python root is here") in out and
+   cases(doc).get("1", {}).get("passed"),
+   "CUGRADE_PYTHON_ROOT is bound in the sandbox and its interpreter runs the owner and the student",
+   out[-800:] + json.dumps(doc)[:1200] + err[-600:])
+
+doc, err = grade(tmp, root, "good.py", GOOD)
+ok(doc["status"] == "graded" and doc["result"].get("score") == 20, "the next job is graded as before",
+   str(doc)[:800])
+sys.exit(1 if simlab.failures else 0)

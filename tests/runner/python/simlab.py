@@ -1,0 +1,126 @@
+"""Shared by tests/runner/python*.t: a root with the real labs/ (the owner,
+the tenant, the reduction lab's lab.json and lab.py), a rubric of the
+reduction lab with the cases the CUDA simulator can run (1 and 1000; no
+speed lines: the simulator's times mean nothing), and a lab build that
+installs CI's stand-in judge (tests/runner/simjudge.py; the real judge
+needs a GPU). grade() runs the real runner binary: `cugrade-runner grade`
+with CUGRADE_PY_SIM=1, in the real sandbox."""
+import json, os, shutil, subprocess, sys, tempfile
+
+ROOT = os.environ.get("CUGRADE_ROOT") or os.path.abspath(os.path.join(os.path.dirname(__file__), "../../.."))
+BUILD = os.environ.get("CUGRADE_BUILD") or os.path.join(ROOT, "build")
+RUNNER = os.path.join(BUILD, "cugrade-runner")
+SEED = "0123456789abcdef0123456789abcdef"
+failures = 0
+
+
+def ok(cond, name, detail=""):
+    global failures
+    print(("ok" if cond else "not ok") + " - " + name)
+    if not cond:
+        failures += 1
+        for line in str(detail).splitlines()[:40]:
+            print("#   " + line)
+    sys.stdout.flush()
+
+
+def need():
+    """CI runs as root with nvcc and Debian's python3-numba: a suite that
+    cannot run there is a failure, not a skip."""
+    missing = []
+    if os.geteuid() != 0:
+        missing.append("root (the sandbox)")
+    if subprocess.run(["/usr/bin/python3", "-c", "import numba, numpy"],
+                      capture_output=True).returncode != 0:
+        missing.append("python3-numba (sh deploy/install-deps.sh test)")
+    if missing:
+        print("not ok - needs " + ", ".join(missing))
+        sys.exit(1)
+
+
+def make_root(lab_extra=None):
+    tmp = tempfile.mkdtemp(prefix="cugrade-py-")
+    os.chmod(tmp, 0o755)
+    root = os.path.join(tmp, "root")
+    os.makedirs(os.path.join(root, "rubrics"))
+    shutil.copytree(os.path.join(ROOT, "labs/common"), os.path.join(root, "labs/common"))
+    shutil.copytree(os.path.join(ROOT, "labs/reduction"), os.path.join(root, "labs/reduction"))
+    if lab_extra:   # keys merged into the copy's lab.json (e.g. "python": {"hide": ...})
+        lj = os.path.join(root, "labs/reduction/lab.json")
+        with open(lj) as f:
+            doc = json.load(f)
+        doc.update(lab_extra)
+        with open(lj, "w") as f:
+            json.dump(doc, f)
+    judge = os.path.join(tmp, "simjudge.sh")
+    with open(judge, "w") as f:
+        f.write('#!/bin/sh\nCUGRADE_ROOT=%s exec /usr/bin/python3 %s "$@"\n'
+                % (root, os.path.join(ROOT, "tests/runner/simjudge.py")))
+    with open(os.path.join(root, "labs/build-lab.sh"), "w") as f:
+        f.write('#!/bin/sh\nset -eu\nmkdir -p "$2"\ncp %s "$2/judge"\nchmod 755 "$2/judge"\n' % judge)
+    with open(os.path.join(ROOT, "rubrics/reduction.json")) as f:
+        rub = json.load(f)
+    rub["correctness"] = [c for c in rub["correctness"] if c["case"] in ("1", "1000")]
+    rub["speed"] = []
+    with open(os.path.join(root, "rubrics/reduction.json"), "w") as f:
+        json.dump(rub, f)
+    for d, _, files in os.walk(tmp):
+        os.chmod(d, 0o755)
+        for x in files:
+            os.chmod(os.path.join(d, x), 0o755)
+    return tmp, root
+
+
+def grade(tmp, root, name, source, seed=SEED):
+    path = os.path.join(tmp, name)
+    with open(path, "w") as f:
+        f.write(source)
+    env = dict(os.environ, CUGRADE_PY_SIM="1")
+    p = subprocess.run([RUNNER, "grade", "--root", root, "--lab", "reduction", "--file", path,
+                        "--cache", os.path.join(tmp, "cache"), "--work", os.path.join(tmp, "work"),
+                        "--arch", "sm_90", "--seed", seed],
+                       capture_output=True, text=True, timeout=300, env=env)
+    try:
+        doc = json.loads(p.stdout)
+    except ValueError:
+        return {"status": "unparsable", "result": {}}, p.stderr + p.stdout
+    return doc, p.stderr
+
+
+def cases(doc):
+    return {c["name"]: c for c in doc["result"].get("cugrade", {}).get("cases", [])}
+
+
+GOOD = '''from numba import cuda
+import numpy as np
+
+THREADS = 256
+
+
+@cuda.jit
+def partial(x, out):
+    s = cuda.shared.array(THREADS, dtype=np.float32)
+    t = cuda.threadIdx.x
+    i = cuda.blockIdx.x * THREADS + t
+    s[t] = x[i] if i < x.shape[0] else 0.0
+    cuda.syncthreads()
+    k = THREADS // 2
+    while k > 0:
+        if t < k:
+            s[t] += s[t + k]
+        cuda.syncthreads()
+        k //= 2
+    if t == 0:
+        cuda.atomic.add(out, 0, s[0])
+
+
+@cuda.jit
+def zero(out):
+    out[0] = 0.0
+
+
+def reduce_sum(d_in, d_out):
+    zero[1, 1](d_out)
+    blocks = (d_in.shape[0] + THREADS - 1) // THREADS
+    partial[blocks, THREADS](d_in, d_out)
+'''

@@ -1,0 +1,309 @@
+#!/usr/bin/env python3
+"""CI (no GPU): hostile Python submissions through the real runner and the
+real sandbox (Numba's CUDA simulator), each of which must get no
+correctness credit and leave the runner able to grade the next job
+(docs/python.md, "Threat model"). The student's process holds only its
+socket to the trusted owner and the case's buffers: it forges records on
+every descriptor it has, patches the timers and the tenant's own code,
+walks gc, reads through a made-up pointer, calls ptrace and
+process_vm_readv through ctypes, opens the owner's /proc files, finishes in
+a thread or a forked process after returning, reads files outside /work,
+opens the network, and kills the owner. The timing test runs the owner
+directly (the simulator's timing case is too large for the runner's timing
+run): samples come from the owner's clock whatever the student patched.
+Prints TAP lines."""
+import json, os, subprocess, sys, tempfile
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "python"))
+from simlab import GOOD, ROOT, cases, grade, make_root, need, ok  # noqa: E402
+import simlab  # noqa: E402
+
+need()
+tmp, root = make_root()
+
+PRE = "import os, sys, ctypes, gc, socket, threading, time\nimport numpy as np\nfrom numba import cuda\n"
+
+
+def no_credit(name, src, statuses=("graded",), expect_out=()):
+    doc, err = grade(tmp, root, name + ".py", PRE + src)
+    c = cases(doc)
+    cg = doc["result"].get("cugrade", {})
+    out = cg.get("program_output", "") or ""
+    ok(doc["status"] in statuses and not any(x.get("passed") for x in c.values()),
+       "%s: %s, no case passed" % (name, doc["status"]), json.dumps(doc)[:2500] + err[-800:])
+    for e in expect_out:
+        ok(e in out, "%s: the attempt was refused (%s)" % (name, e), out[-1500:])
+    return doc
+
+
+FORGE = r'''
+REC = b'{"type":"case","name":"1000","status":"ok","dtype":"f32","count":1,"bytes":4,"inputs_modified":false,"modified_count":0,"oob_writes":0,"call_ms":0.001}\n' + np.float32(123.0).tobytes() + b'{"type":"done"}\n'
+def reduce_sum(d_in, d_out):
+    wrote = []
+    for fd in range(0, 1024):
+        try:
+            os.write(fd, REC)
+            wrote.append(fd)
+        except OSError:
+            pass
+    for fd in range(3, 64):
+        try:
+            f = os.open("/proc/%d/fd/%d" % (os.getppid(), fd), os.O_WRONLY)
+            os.write(f, REC)
+            wrote.append("owner%d" % fd)
+        except OSError as e:
+            pass
+    print("forged on", wrote, flush=True)
+'''
+no_credit("forge", FORGE, ("graded", "runtime_error", "compile_error"))
+
+GCWALK = r'''
+def reduce_sum(d_in, d_out):
+    hits = 0
+    for o in gc.get_objects():
+        if isinstance(o, np.ndarray) and o.dtype == np.float32 and o.size < 4096 and o.flags.writeable:
+            o[...] = 7.0
+            hits += 1
+        if isinstance(o, dict) and "op" in o:
+            o["op"] = "none"
+    main = sys.modules.get("__main__")
+    for name in dir(main):
+        if callable(getattr(main, name)) and not name.startswith("__"):
+            setattr(main, name, lambda *a, **k: None)
+    import json
+    json.dumps = lambda *a, **k: '{"ok": true, "forged": 1}'
+    print("gc arrays written", hits, flush=True)
+'''
+no_credit("gcwalk", GCWALK, ("graded", "runtime_error", "compile_error"))
+
+PROCMEM = r'''
+def reduce_sum(d_in, d_out):
+    pp = os.getppid()
+    cmd = open("/proc/%d/cmdline" % pp, "rb").read()
+    print("cmdline", "has the seed" if b"0123456789abcdef" in cmd else "no seed", flush=True)
+    print("environ", "has the seed" if any("0123456789abcdef" in v for v in os.environ.values())
+          else "no seed", flush=True)
+    for what in ("mem", "maps", "environ", "fd/3"):
+        try:
+            open("/proc/%d/%s" % (pp, what), "rb").read(16)
+            print("owner", what, "readable", flush=True)
+        except OSError as e:
+            print("owner", what, type(e).__name__, flush=True)
+    libc = ctypes.CDLL(None, use_errno=True)
+    r = libc.ptrace(16, pp, 0, 0)      # PTRACE_ATTACH
+    print("ptrace", r, ctypes.get_errno(), flush=True)
+    buf = ctypes.create_string_buffer(64)
+    class iovec(ctypes.Structure):
+        _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+    loc, rem = iovec(ctypes.addressof(buf), 64), iovec(0x400000, 64)
+    r = libc.syscall(310, pp, ctypes.byref(loc), 1, ctypes.byref(rem), 1, 0)  # process_vm_readv
+    print("process_vm_readv", r, ctypes.get_errno(), flush=True)
+    # A made-up pointer: an array "at" an address this process never mapped.
+    class Fake:
+        __array_interface__ = {"shape": (4,), "typestr": "<f4", "data": (0x10, False), "version": 3}
+    np.asarray(Fake())[0] = 1.0
+'''
+no_credit("procmem", PROCMEM, ("runtime_error",),
+          ("cmdline no seed", "environ no seed", "owner environ PermissionError",
+           "owner mem PermissionError", "owner fd/3 PermissionError", "ptrace -1 1",
+           "process_vm_readv -1 1"))
+
+LATE = r'''
+@cuda.jit
+def add_all(x, out):
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        cuda.atomic.add(out, 0, x[i])
+
+def finish(d_in, d_out):
+    time.sleep(0.5)
+    d_out[0] = 0.0
+    add_all[(d_in.shape[0] + 255) // 256, 256](d_in, d_out)
+
+def reduce_sum(d_in, d_out):
+    threading.Thread(target=finish, args=(d_in, d_out)).start()
+'''
+no_credit("thread_after_return", LATE)
+
+FORK = r'''
+def reduce_sum(d_in, d_out):
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(0.3)
+        d_out[0] = float(np.asarray(d_in.copy_to_host(), dtype=np.float64).sum())
+        try:
+            os.write(3, b'{"ok": true}')
+        except OSError:
+            pass
+        os._exit(0)
+'''
+no_credit("fork_after_return", FORK)
+
+FILES = r'''
+def reduce_sum(d_in, d_out):
+    for p in ("/etc/shadow", "/root", "%s", "/lab/labs/../../etc/passwd", "/proc/1/environ"):
+        try:
+            if os.path.isdir(p):
+                print(p, "lists", os.listdir(p)[:5], flush=True)
+            else:
+                print(p, "reads", len(open(p, "rb").read()), flush=True)
+        except OSError as e:
+            print(p, type(e).__name__, flush=True)
+    try:
+        open("/lab/labs/common/py/owner.py", "a").write("# pwned")
+        print("owner.py writable", flush=True)
+    except OSError as e:
+        print("owner.py", type(e).__name__, flush=True)
+    os._exit(9)   # a run that ends badly keeps its prints as the feedback
+''' % tmp
+no_credit("files", FILES, ("runtime_error",), expect_out=("/etc/shadow FileNotFoundError", tmp + " FileNotFoundError",
+                                      "owner.py PermissionError"))
+
+NET = r'''
+def reduce_sum(d_in, d_out):
+    try:
+        socket.create_connection(("1.1.1.1", 80), timeout=2)
+        print("net connected", flush=True)
+    except OSError as e:
+        print("net", type(e).__name__, flush=True)
+    try:
+        socket.socket(17, socket.SOCK_RAW)   # AF_PACKET
+        print("packet socket", flush=True)
+    except OSError as e:
+        print("packet", e.errno, flush=True)
+    os._exit(9)
+'''
+no_credit("network", NET, ("runtime_error",), expect_out=("net OSError", "packet 97"))
+
+KILL = r'''
+import signal
+def reduce_sum(d_in, d_out):
+    os.kill(os.getppid(), signal.SIGKILL)
+    time.sleep(1)
+'''
+no_credit("kill_owner", KILL, ("runtime_error",))
+
+# Timers: the owner's samples are its own clock, whatever the student's
+# process patches. A call that sleeps 100 ms with every timer it can reach
+# patched to say 0 is still timed at >= 100 ms.
+TIMERS = GOOD + r'''
+import time, numba.cuda as nc
+_real = reduce_sum
+for name in ("perf_counter", "monotonic", "time", "perf_counter_ns", "monotonic_ns"):
+    setattr(time, name, lambda: 0)
+class _Ev:
+    def record(self, *a): pass
+    def synchronize(self): pass
+    def elapsed_time(self, other): return 0.0
+nc.event = lambda *a, **k: _Ev()
+nc.event_elapsed_time = lambda a, b: 0.0
+import time as _t
+_sleep = _t.sleep
+def reduce_sum(d_in, d_out):
+    _real(d_in, d_out)
+    _sleep(0.1)
+'''
+src = os.path.join(tmp, "timers.py")
+open(src, "w").write(TIMERS)
+chan = os.path.join(tmp, "timers.chan")
+with open(chan, "wb") as f:
+    p = subprocess.run(["/usr/bin/python3", "-I", "-B", os.path.join(ROOT, "labs/common/py/owner.py"),
+                        "reduction", "time", "--seed", simlab.SEED, "--case", "1", "--max-ms", "1500",
+                        "--file", src], pass_fds=(3,), stdin=subprocess.DEVNULL, capture_output=True,
+                       env=dict(os.environ, NUMBA_ENABLE_CUDASIM="1"), timeout=120,
+                       **({"preexec_fn": lambda: os.dup2(f.fileno(), 3)}))
+recs = [json.loads(l) for l in open(chan, "rb").read().split(b"\n") if l.startswith(b"{")]
+tim = [r for r in recs if r.get("type") == "timing"]
+ok(p.returncode == 0 and tim and len(tim[0]["samples_ms"]) >= 3 and
+   min(tim[0]["samples_ms"]) >= 100 and tim[0]["timed_by"] == "owner" and tim[0]["wrong_samples"] == 0,
+   "patched timers and events: the owner's samples still see the 100 ms call",
+   json.dumps(tim)[:800] + p.stderr.decode()[-800:])
+rc = [r for r in recs if r.get("name") == "1@recheck"]
+ok(rc and rc[0]["status"] == "ok", "the re-check on fresh inputs ran after the samples", recs)
+
+# Returning before the answer is there: a thread writes it 50 ms after the
+# call returned. Every timed sample's clock stopped at the owner's own read
+# (the poison, or nothing yet), so every sample is wrong and the re-check
+# record tells the judge so: the timing is flagged.
+LAZY = GOOD.replace("def reduce_sum(d_in, d_out):", "def _real(d_in, d_out):") + r'''
+import threading, time
+def reduce_sum(d_in, d_out):
+    def later():
+        time.sleep(0.05)
+        _real(d_in, d_out)
+    threading.Thread(target=later).start()
+'''
+src = os.path.join(tmp, "lazy.py")
+open(src, "w").write(LAZY)
+chan = os.path.join(tmp, "lazy.chan")
+with open(chan, "wb") as f:
+    p = subprocess.run(["/usr/bin/python3", "-I", "-B", os.path.join(ROOT, "labs/common/py/owner.py"),
+                        "reduction", "time", "--case", "1", "--max-ms", "600", "--file", src],
+                       pass_fds=(3,), stdin=subprocess.DEVNULL, capture_output=True,
+                       env=dict(os.environ, NUMBA_ENABLE_CUDASIM="1", CUGRADE_SEED=simlab.SEED),
+                       timeout=120, preexec_fn=lambda: os.dup2(f.fileno(), 3))
+recs = [json.loads(l) for l in open(chan, "rb").read().split(b"\n") if l.startswith(b"{")]
+tim = [r for r in recs if r.get("type") == "timing"]
+rc = [r for r in recs if r.get("name") == "1@recheck"]
+ok(tim and tim[0]["wrong_samples"] == len(tim[0]["samples_ms"]) and rc and
+   rc[0].get("error_name") == "python_timing",
+   "answers that arrive after the call returned: every timed sample is wrong, the re-check "
+   "record says so (the judge flags the timing)", json.dumps(recs)[:1200] + p.stderr.decode()[-600:])
+
+# Replaying an answer: cached on the first call by the input's pointer and
+# size. Every timed call gets fresh inputs in the same buffers (a seed from
+# os.urandom), so every timed sample is wrong.
+REPLAY = GOOD.replace("def reduce_sum(d_in, d_out):", "def _real(d_in, d_out):") + r'''
+_memo = {}
+def reduce_sum(d_in, d_out):
+    key = (id(d_in), d_in.shape[0])
+    if key not in _memo:
+        _real(d_in, d_out)
+        _memo[key] = float(d_out[0])
+    d_out[0] = _memo[key]
+'''
+src = os.path.join(tmp, "replay.py")
+open(src, "w").write(REPLAY)
+chan = os.path.join(tmp, "replay.chan")
+with open(chan, "wb") as f:
+    p = subprocess.run(["/usr/bin/python3", "-I", "-B", os.path.join(ROOT, "labs/common/py/owner.py"),
+                        "reduction", "time", "--case", "1000", "--max-ms", "300", "--file", src],
+                       pass_fds=(3,), stdin=subprocess.DEVNULL, capture_output=True,
+                       env=dict(os.environ, NUMBA_ENABLE_CUDASIM="1", CUGRADE_SEED=simlab.SEED),
+                       timeout=300, preexec_fn=lambda: os.dup2(f.fileno(), 3))
+recs = [json.loads(l) for l in open(chan, "rb").read().split(b"\n") if l.startswith(b"{")]
+tim = [r for r in recs if r.get("type") == "timing"]
+ok(tim and len(tim[0]["samples_ms"]) >= 3 and tim[0]["wrong_samples"] == len(tim[0]["samples_ms"]),
+   "an answer replayed by pointer: every timed call had fresh inputs, every sample is wrong",
+   json.dumps(tim)[:800] + p.stderr.decode()[-600:])
+
+# Forbidden libraries by absence: a lab whose lab.json hides cuBLAS from
+# Python runs ("python": {"hide": [...]}) gets /dev/null bound over every
+# copy the patterns match; loading it fails whatever the student's code
+# does (ctypes here; CuPy's matmul and PyTorch load the same files), and the
+# owner words the failure with the lab's message.
+import glob
+libs = [p for p in glob.glob("/usr/local/cuda*/lib64/libcublas*.so*") if os.path.isfile(p)]
+ok(libs, "CI has cuBLAS in its CUDA toolkit to hide", glob.glob("/usr/local/cuda*/lib64/*")[:20])
+htmp, hroot = make_root({"python": {"hide": ["/usr/local/cuda*/lib64/libcublas*.so*"], "hide_names": ["cublas"],
+                                    "hide_message": "cuBLAS is not allowed in this lab"}})
+CUBLAS = r'''
+def reduce_sum(d_in, d_out):
+    import ctypes, glob
+    for p in sorted(glob.glob("/usr/local/cuda*/lib64/libcublas.so*")):
+        ctypes.CDLL(p)            # raises: the file is /dev/null in this sandbox
+    raise RuntimeError("loaded libcublas")
+'''
+doc, err = grade(htmp, hroot, "cublas.py", PRE + CUBLAS)
+c = cases(doc)
+m = c.get("1000", {}).get("message", "")
+ok(doc["status"] == "graded" and not any(x.get("passed") for x in c.values()) and
+   "cuBLAS is not allowed in this lab" in m and "OSError" in m and "loaded libcublas" not in m,
+   "a hidden cuBLAS cannot be loaded, and the case says it is not allowed", json.dumps(doc)[:2000] + err[-600:])
+doc, err = grade(htmp, hroot, "good.py", GOOD)
+ok(doc["status"] == "graded" and doc["result"].get("score") == 20,
+   "the same lab still grades a file that needs no cuBLAS", json.dumps(doc)[:800] + err[-500:])
+
+doc, err = grade(tmp, root, "good.py", GOOD)
+ok(doc["status"] == "graded" and doc["result"].get("score") == 20,
+   "after every attack the runner grades a correct file 20 of 20", json.dumps(doc)[:800] + err[-500:])
+sys.exit(1 if simlab.failures else 0)
