@@ -39,7 +39,7 @@ endif
 CFLAGS  += $(CFLAGS_BASE) $(HARDEN) $(OPT)
 LDFLAGS += $(LDHARDEN) $(LDSAN)
 
-SERVER_LIBS = -luv -lhttp_parser -ljansson -lsqlite3 -lcrypto -lm -lpthread
+SERVER_LIBS = -lcmark-gfm-extensions -lcmark-gfm -luv -lhttp_parser -ljansson -lsqlite3 -lcrypto -lm -lpthread
 RUNNER_LIBS = -lcurl -ljansson -lseccomp -lcrypto -lm -lpthread
 
 COMMON_SRC  = $(wildcard common/*.c)
@@ -63,6 +63,9 @@ all: $(BINS) $(UNIT_SERVER) $(UNIT_RUNNER) $(UNIT_COMMON) $(TOOLS)
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+# page.c embeds the stylesheet and script (.incbin): rebuild it when they change.
+$(BUILD)/server/page.o: server/static/style.css server/static/app.js
 
 $(BUILD)/libcommon.a: $(COMMON_OBJ)
 	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^

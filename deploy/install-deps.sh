@@ -4,8 +4,8 @@
 #   sh deploy/install-deps.sh test   also what the tests need (browser, nginx, wrk...)
 set -e
 want="build-essential pkg-config libuv1-dev libhttp-parser-dev libjansson-dev libsqlite3-dev
-      libcurl4-openssl-dev libseccomp-dev libssl-dev bubblewrap sqlite3 curl ca-certificates
-      similarity-tester"
+      libcurl4-openssl-dev libseccomp-dev libssl-dev libcmark-gfm-dev libcmark-gfm-extensions-dev
+      bubblewrap sqlite3 curl ca-certificates similarity-tester"
 if [ "${1:-run}" = test ]; then
     want="$want python3 chromium nodejs nginx-light wrk iproute2 procps slurm-wlm munge systemd python3-yaml"
     # The student client's tests (tests/client): its notebook magic through IPython and a real

@@ -18,30 +18,31 @@
 #define SANITIZE_LOAD_SECONDS 30 /* a pre-started sanitizer must load the program by then */
 
 /* ---------------------------------------------------------------------- */
-/* Sanitizer output -> findings with file:line and a hint. */
+/* Sanitizer output -> findings with file:line and a hint. Hints are Markdown
+ * (the pages render them with server/markdown.c): code goes in backticks. */
 
 static const char *sanitizer_hint(const char *msg)
 {
     if (strstr(msg, "Race reported") || strstr(msg, "race"))
-        return "A shared-memory race: put __syncthreads() between the threads' writes to "
+        return "A shared-memory race: put `__syncthreads()` between the threads' writes to "
                "shared memory and the reads of other threads' values (and before the "
                "buffer is overwritten in the next iteration).";
     if (strstr(msg, "Barrier") || strstr(msg, "divergent") || strstr(msg, "Divergent"))
-        return "A __syncthreads() inside a branch that not every thread of the block takes: "
+        return "A `__syncthreads()` inside a branch that not every thread of the block takes: "
                "move the barrier out of the if/loop so all threads reach it.";
     if (strstr(msg, "Invalid") && (strstr(msg, "read") || strstr(msg, "write") ||
                                    strstr(msg, "Read") || strstr(msg, "Write")))
-        return "An out-of-bounds access: add a bounds check (if (i < n)) before reading or "
+        return "An out-of-bounds access: add a bounds check (`if (i < n)`) before reading or "
                "writing, for threads of the last block that fall past the end.";
     if (strstr(msg, "misaligned") || strstr(msg, "Misaligned"))
-        return "A misaligned access: vector loads (float4) need 16-byte aligned addresses.";
+        return "A misaligned access: vector loads (`float4`) need 16-byte aligned addresses.";
     /* CUDA 13 reports a block of more than 1024 threads as cudaErrorInvalidValue
      * on cudaLaunchKernel (seen on the H200 runner), older ones as
      * cudaErrorInvalidConfiguration. */
     if (strstr(msg, "invalid configuration") || strstr(msg, "InvalidConfiguration") ||
         strstr(msg, "call to cudaLaunchKernel"))
         return "An invalid launch configuration: a block may have at most 1024 threads "
-               "(x*y*z), and the grid's y and z at most 65535 blocks.";
+               "(`x*y*z`), and the grid's y and z at most 65535 blocks.";
     if (strstr(msg, "Uninitialized") || strstr(msg, "uninitialized"))
         return "A read of memory that was never written: initialise it first.";
     return NULL;

@@ -199,7 +199,7 @@ json_t *score_result(const struct rubric *r, const struct score_input *in)
             goto fail;
         if (c && c->ran && !c->passed && c->unwritten > 0)
             add_hint(hints, "Some outputs were never written: check that your grid covers "
-                            "every element (round the block count up: (n + block - 1) / block).");
+                            "every element (round the block count up: `(n + block - 1) / block`).");
     }
     if (r->ncorrectness == 0)
         all_correct = in->ncases > 0;

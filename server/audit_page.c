@@ -37,7 +37,7 @@ static int page_audit(struct page *p)
     html_raw(&p->b, "></label><button type=\"submit\">Filter</button></form>\n");
     json_array_foreach(log, i, x) {
         if (!any)
-            html_raw(&p->b, "<table id=\"audit\"><thead><tr><th>When</th><th>Who</th><th>Action</th>"
+            html_raw(&p->b, TABLE_BOX("Audit log") "<table id=\"audit\"><thead><tr><th>When</th><th>Who</th><th>Action</th>"
                             "<th>Target</th><th>Detail</th></tr></thead><tbody>\n");
         any = 1;
         html_raw(&p->b, "<tr><td>");
@@ -48,7 +48,7 @@ static int page_audit(struct page *p)
     }
     json_decref(log);
     if (any)
-        html_raw(&p->b, "</tbody></table>\n");
+        html_raw(&p->b, "</tbody></table></div>\n");
     else
         html_raw(&p->b, "<p class=\"muted\">Nothing recorded yet.</p>\n");
     return page_end(p, 200);

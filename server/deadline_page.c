@@ -59,7 +59,7 @@ static int page_deadlines(struct page *p, const char *problem, const char *done,
     if (problem)
         html_fmt(&p->b, "<div class=\"notice bad\" role=\"alert\"><p>%s</p></div>\n", problem);
     html_raw(&p->b, "<p class=\"small muted\">Times are UTC. Changing a lab's deadline stores a new "
-                    "rubric version.</p>\n<table><thead><tr><th>Lab</th><th>Due</th><th>Hard deadline</th>"
+                    "rubric version.</p>\n" TABLE_BOX("Lab deadlines") "<table><thead><tr><th>Lab</th><th>Due</th><th>Hard deadline</th>"
                     "<th>Change</th></tr></thead><tbody>\n");
     for (size_t i = 0; i < p->app->nlabs; i++) {
         struct app_lab *l = &p->app->labs[i];
@@ -79,11 +79,11 @@ static int page_deadlines(struct page *p, const char *problem, const char *done,
                         "<button type=\"submit\">Save</button></form></td></tr>\n",
                  l->lab.name, l->lab.name, a, l->lab.name, l->lab.name, h);
     }
-    html_raw(&p->b, "</tbody></table>\n<h2>Extensions</h2>\n");
+    html_raw(&p->b, "</tbody></table></div>\n<h2>Extensions</h2>\n");
     course_extensions_list(p->app, &exts);
     json_array_foreach(exts, k, x) {
         if (!any)
-            html_raw(&p->b, "<table id=\"extensions\"><thead><tr><th>Student</th><th>Lab</th><th>Due</th>"
+            html_raw(&p->b, TABLE_BOX("Extensions") "<table id=\"extensions\"><thead><tr><th>Student</th><th>Lab</th><th>Due</th>"
                             "<th>Hard deadline</th></tr></thead><tbody>\n");
         any = 1;
         html_fmt(&p->b, "<tr><td>%s</td><td>%s</td><td>", page_jstr(x, "user"), page_jstr(x, "lab"));
@@ -93,7 +93,7 @@ static int page_deadlines(struct page *p, const char *problem, const char *done,
         html_raw(&p->b, "</td></tr>\n");
     }
     json_decref(exts);
-    html_raw(&p->b, any ? "</tbody></table>\n" : "<p class=\"muted\">No extensions.</p>\n");
+    html_raw(&p->b, any ? "</tbody></table></div>\n" : "<p class=\"muted\">No extensions.</p>\n");
     html_raw(&p->b, "<h3>Give an extension</h3>\n<form class=\"filters\" method=\"post\" action=\"/admin/extensions\">");
     page_csrf_field(p);
     html_raw(&p->b, "<label>Student<input type=\"text\" name=\"user\" required></label><label>Lab<select name=\"lab\">");

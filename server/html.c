@@ -284,57 +284,11 @@ void html_fmt(struct html_buf *b, const char *fmt, ...)
     va_end(ap);
 }
 
-/* ---- Markdown subset ------------------------------------------------- */
-
-/* Inline spans of one paragraph or list item: `code`, **bold**, *em*.
- * Everything is escaped; only our own tags are emitted, and only in
- * matched pairs so an unbalanced marker stays literal text. */
-static void md_inline(struct html_buf *b, const char *s, size_t n)
-{
-    size_t i = 0, run = 0;
-
-    while (i < n) {
-        const char *close;
-        size_t mlen = 0;
-        const char *open_tag = NULL, *close_tag = NULL;
-
-        if (s[i] == '`') {
-            mlen = 1; open_tag = "<code>"; close_tag = "</code>";
-        } else if (s[i] == '*' && i + 1 < n && s[i + 1] == '*') {
-            mlen = 2; open_tag = "<strong>"; close_tag = "</strong>";
-        } else if (s[i] == '*' && i + 1 < n && s[i + 1] != ' ') {
-            mlen = 1; open_tag = "<em>"; close_tag = "</em>";
-        }
-        if (mlen) {
-            close = NULL;
-            for (size_t j = i + mlen; j + mlen <= n; j++) {
-                if (memcmp(s + j, s + i, mlen) == 0 && j > i + mlen) {
-                    close = s + j;
-                    break;
-                }
-            }
-            if (close) {
-                html_textn(b, s + i - run, run);
-                run = 0;
-                html_raw(b, open_tag);
-                if (mlen == 1 && s[i] == '`')
-                    html_textn(b, s + i + 1, (size_t)(close - (s + i + 1)));
-                else
-                    md_inline(b, s + i + mlen, (size_t)(close - (s + i + mlen)));
-                html_raw(b, close_tag);
-                i = (size_t)(close - s) + mlen;
-                continue;
-            }
-        }
-        i++;
-        run++;
-    }
-    html_textn(b, s + i - run, run);
-}
+/* ---- source listing -------------------------------------------------- */
 
 /* One line at a time; returns the line's length (without the newline) and
  * sets *next to the start of the following line. */
-static size_t md_line(const char *s, const char **next)
+static size_t line_next(const char *s, const char **next)
 {
     const char *nl = strchr(s, '\n');
     size_t len = nl ? (size_t)(nl - s) : strlen(s);
@@ -344,136 +298,6 @@ static size_t md_line(const char *s, const char **next)
         len--;
     return len;
 }
-
-static int md_blank(const char *s, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (s[i] != ' ' && s[i] != '\t')
-            return 0;
-    return 1;
-}
-
-/* Is this line a list item? Returns the marker length (content offset) and
- * sets *ordered; 0 when not. */
-static size_t md_item(const char *s, size_t n, int *ordered)
-{
-    size_t i = 0;
-
-    if (n >= 2 && (s[0] == '-' || s[0] == '*') && s[1] == ' ') {
-        *ordered = 0;
-        return 2;
-    }
-    while (i < n && i < 9 && s[i] >= '0' && s[i] <= '9')
-        i++;
-    if (i > 0 && i + 1 < n && s[i] == '.' && s[i + 1] == ' ') {
-        *ordered = 1;
-        return i + 2;
-    }
-    return 0;
-}
-
-void html_markdown(struct html_buf *b, const char *md)
-{
-    const char *p = md, *next;
-    int in_para = 0, in_list = 0, ordered = 0;
-
-    if (md == NULL)
-        return;
-    while (*p) {
-        size_t n = md_line(p, &next);
-        size_t h = 0, m;
-        int ord;
-
-        /* Fenced code block: everything up to the closing fence is text. */
-        if (n >= 3 && strncmp(p, "```", 3) == 0) {
-            if (in_para) { html_raw(b, "</p>\n"); in_para = 0; }
-            if (in_list) { html_raw(b, ordered ? "</ol>\n" : "</ul>\n"); in_list = 0; }
-            html_raw(b, "<pre><code>");
-            p = next;
-            while (*p) {
-                n = md_line(p, &next);
-                if (n >= 3 && strncmp(p, "```", 3) == 0) {
-                    p = next;
-                    break;
-                }
-                html_textn(b, p, n);
-                html_raw(b, "\n");
-                p = next;
-            }
-            html_raw(b, "</code></pre>\n");
-            continue;
-        }
-        if (md_blank(p, n)) {
-            if (in_para) { html_raw(b, "</p>\n"); in_para = 0; }
-            if (in_list) { html_raw(b, ordered ? "</ol>\n" : "</ul>\n"); in_list = 0; }
-            p = next;
-            continue;
-        }
-        while (h < n && h < 6 && p[h] == '#')
-            h++;
-        if (h > 0 && h < n && p[h] == ' ') {
-            int level = (int)h + 1 > 5 ? 5 : (int)h + 1; /* the page owns <h1> */
-            if (in_para) { html_raw(b, "</p>\n"); in_para = 0; }
-            if (in_list) { html_raw(b, ordered ? "</ol>\n" : "</ul>\n"); in_list = 0; }
-            html_fmt(b, "<h%d>", level);
-            md_inline(b, p + h + 1, n - h - 1);
-            html_fmt(b, "</h%d>\n", level);
-            p = next;
-            continue;
-        }
-        if (!in_para && !in_list && n >= 4 && strncmp(p, "    ", 4) == 0) {
-            html_raw(b, "<pre><code>");
-            while (*p) {
-                n = md_line(p, &next);
-                if (!(n >= 4 && strncmp(p, "    ", 4) == 0) && !md_blank(p, n))
-                    break;
-                html_textn(b, n >= 4 ? p + 4 : p, n >= 4 ? n - 4 : 0);
-                html_raw(b, "\n");
-                p = next;
-            }
-            html_raw(b, "</code></pre>\n");
-            continue;
-        }
-        if ((m = md_item(p, n, &ord)) > 0) {
-            if (in_para) { html_raw(b, "</p>\n"); in_para = 0; }
-            if (in_list && ord != ordered) {
-                html_raw(b, ordered ? "</ol>\n" : "</ul>\n");
-                in_list = 0;
-            }
-            if (!in_list) {
-                ordered = ord;
-                html_raw(b, ordered ? "<ol>\n" : "<ul>\n");
-                in_list = 1;
-            }
-            html_raw(b, "<li>");
-            md_inline(b, p + m, n - m);
-            html_raw(b, "</li>\n");
-            p = next;
-            continue;
-        }
-        if (in_list) {
-            /* A continuation line of the last item: keep it as text. */
-            html_raw(b, " ");
-            md_inline(b, p, n);
-            p = next;
-            continue;
-        }
-        if (!in_para) {
-            html_raw(b, "<p>");
-            in_para = 1;
-        } else {
-            html_raw(b, "\n");
-        }
-        md_inline(b, p, n);
-        p = next;
-    }
-    if (in_para)
-        html_raw(b, "</p>\n");
-    if (in_list)
-        html_raw(b, ordered ? "</ol>\n" : "</ul>\n");
-}
-
-/* ---- source listing -------------------------------------------------- */
 
 static int is_marked(int line, const int *marks, size_t nmarks)
 {
@@ -490,7 +314,7 @@ void html_source(struct html_buf *b, const char *src, const int *marks, size_t n
 
     html_raw(b, "<table class=\"src\"><tbody>\n");
     while (*p || line == 1) {
-        size_t n = md_line(p, &next);
+        size_t n = line_next(p, &next);
 
         html_fmt(b, "<tr%R><td class=\"ln\" id=\"L%d\"><a href=\"#L%d\">%d</a></td><td class=\"code\">",
                  is_marked(line, marks, nmarks) ? " class=\"mark\"" : "", line, line, line);

@@ -1,8 +1,8 @@
 /*
  * html.h - building HTML safely: an output buffer, escaping for text and
  * attributes, a tiny printf-like template whose default conversion escapes,
- * a safe Markdown subset for handouts, source listings with line numbers, and
- * inline SVG charts (bar chart, histogram).
+ * source listings with line numbers, and inline SVG charts (bar chart,
+ * histogram). Markdown (handouts, feedback) is markdown.h's.
  *
  * The rule the page code follows: every byte that came from a user, a lab
  * file, a runner or the database goes through html_text()/html_attr() or the
@@ -68,12 +68,6 @@ void html_url(struct html_buf *b, const char *s);
  * Any other conversion is a programming error (asserted) and prints "?". */
 void html_fmt(struct html_buf *b, const char *fmt, ...);
 void html_vfmt(struct html_buf *b, const char *fmt, va_list ap);
-
-/* Render a Markdown handout as safe HTML. Supported: ATX headings (# to ####),
- * fenced code blocks (```), indented code blocks (4 spaces), unordered lists
- * ("- " / "* "), ordered lists ("1. "), paragraphs, inline `code`, **bold**,
- * *emphasis*. No raw HTML and no links: every other byte is shown as text. */
-void html_markdown(struct html_buf *b, const char *md);
 
 /* A source listing: a <table class="src"> with one row per line, the line
  * number in its own cell with id "L<n>" (so compile errors can link to

@@ -13,6 +13,7 @@
 
 #include "server/course.h"
 #include "server/lateday.h"
+#include "server/markdown.h"
 #include "server/scoreboard.h"
 #include "server/submission.h"
 #include "server/views.h"
@@ -56,7 +57,7 @@ static int page_labs(struct page *p)
     if (json_array_size(json_object_get(labs, "labs")) == 0)
         html_raw(&p->b, "<p class=\"muted\">No labs are set up yet.</p>\n");
     else
-        html_fmt(&p->b, "<table class=\"labs\"><thead><tr><th>Lab</th><th>Due</th>"
+        html_fmt(&p->b, TABLE_BOX("Labs") "<table class=\"labs\"><thead><tr><th>Lab</th><th>Due</th>"
                         "<th>Hard deadline</th><th>Status</th><th class=\"num\">%R</th>"
                         "</tr></thead><tbody>\n",
                  page_is_staff(p) ? "Students with a score" : "Your best score");
@@ -103,7 +104,7 @@ static int page_labs(struct page *p)
         html_raw(&p->b, "</td></tr>\n");
     }
     if (json_array_size(json_object_get(labs, "labs")) > 0)
-        html_raw(&p->b, "</tbody></table>\n");
+        html_raw(&p->b, "</tbody></table></div>\n");
     if (p->user.role == AUTH_STUDENT)
         put_show_name(p, "");
     json_decref(labs);
@@ -164,7 +165,7 @@ static int page_lab(struct page *p, const char *lab, const char *problem, int st
     html_raw(&p->b, "</p>\n");
 
     html_raw(&p->b, "<div class=\"grid2\"><section class=\"handout\" aria-label=\"handout\"><h2>Handout</h2>\n");
-    html_markdown(&p->b, page_jstr(doc, "handout"));
+    markdown_render(&p->b, page_jstr(doc, "handout"));
     html_raw(&p->b, "</section>\n<section aria-label=\"submit\">\n<h2>The interface you implement</h2>\n");
     html_fmt(&p->b, "<pre><code>%s</code></pre>\n", page_jstr(doc, "interface"));
 

@@ -23,8 +23,8 @@
 /* Static files, embedded in the binary.
  * The stylesheet and script are linked in with .incbin, so the server
  * needs no files at run time and a deployment can never serve a stylesheet
- * from another version. (make does not see this dependency: touch page.c
- * after editing server/static/.) */
+ * from another version. (The Makefile makes page.o depend on
+ * server/static/, since make cannot see an .incbin.) */
 #define PAGES_EMBED(sym, file)                                                                     \
     __asm__(".section .rodata\n"                                                                   \
             ".balign 16\n"                                                                         \

@@ -128,6 +128,11 @@ const char *page_status_words(const char *st);
 
 void put_status(struct html_buf *b, const char *st);
 
+/* Every data table sits in a box that scrolls sideways on its own on a
+ * narrow screen (the page itself never does), which a keyboard can focus
+ * and scroll, named for screen readers; "</table></div>" closes it. */
+#define TABLE_BOX(label) "<div class=\"scroll\" tabindex=\"0\" role=\"region\" aria-label=\"" label "\">"
+
 void page_begin(struct page *p, const char *title);
 
 int page_end(struct page *p, int status);

@@ -37,7 +37,7 @@ static int page_queue(struct page *p)
     json_array_foreach(runners, i, r) {
         double seen = page_jnum(r, "last_seen", 0);
         if (!any)
-            html_raw(&p->b, "<table id=\"runners\"><thead><tr><th>Runner</th><th>GPU</th><th>Last seen</th>"
+            html_raw(&p->b, TABLE_BOX("Runners") "<table id=\"runners\"><thead><tr><th>Runner</th><th>GPU</th><th>Last seen</th>"
                             "<th class=\"num\">Jobs done</th><th>State</th></tr></thead><tbody>\n");
         any = 1;
         html_fmt(&p->b, "<tr><td>%s</td><td>%s</td><td>", page_jstr(r, "name"), page_jstr(r, "gpu"));
@@ -48,7 +48,7 @@ static int page_queue(struct page *p)
     }
     json_decref(runners);
     if (any)
-        html_raw(&p->b, "</tbody></table>\n");
+        html_raw(&p->b, "</tbody></table></div>\n");
     else
         html_raw(&p->b, "<div class=\"notice warn\"><p>No runner has ever connected. Jobs wait in the "
                         "queue until one does: start <code>cugrade-runner</code> on a GPU host with a "
@@ -57,7 +57,7 @@ static int page_queue(struct page *p)
     if (json_array_size(json_object_get(q, "queue")) == 0) {
         html_raw(&p->b, "<p class=\"muted\">Nothing queued, running or failed.</p>\n");
     } else {
-        html_raw(&p->b, "<table id=\"jobs\"><thead><tr><th>#</th><th>Lab</th><th>Student</th><th>Status</th>"
+        html_raw(&p->b, TABLE_BOX("Jobs") "<table id=\"jobs\"><thead><tr><th>#</th><th>Lab</th><th>Student</th><th>Status</th>"
                         "<th>Phase</th><th class=\"num\">Attempts</th><th>Submitted</th><th></th></tr></thead><tbody>\n");
         json_array_foreach(json_object_get(q, "queue"), i, s) {
             long long id = (long long)page_jnum(s, "id", 0);
@@ -75,7 +75,7 @@ static int page_queue(struct page *p)
             }
             html_raw(&p->b, "</td></tr>\n");
         }
-        html_raw(&p->b, "</tbody></table>\n");
+        html_raw(&p->b, "</tbody></table></div>\n");
     }
     json_decref(q);
     return page_end(p, 200);

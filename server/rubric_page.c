@@ -133,7 +133,7 @@ static void put_rubric_versions(struct page *p, const char *lab)
 
     if (course_rubric_versions(p->app, lab, &vs) != 0)
         return;
-    html_raw(&p->b, "<h2>Versions</h2>\n<table id=\"versions\"><thead><tr><th class=\"num\">Version</th>"
+    html_raw(&p->b, "<h2>Versions</h2>\n" TABLE_BOX("Rubric versions") "<table id=\"versions\"><thead><tr><th class=\"num\">Version</th>"
                     "<th>Created</th><th>By</th></tr></thead><tbody>\n");
     json_array_foreach(vs, i, v) {
         html_fmt(&p->b, "<tr><td class=\"num\">%d</td><td>", (int)page_jnum(v, "version", 0));
@@ -142,7 +142,7 @@ static void put_rubric_versions(struct page *p, const char *lab)
                  json_is_string(json_object_get(v, "by")) ? page_jstr(v, "by") : "rubrics/ file");
     }
     json_decref(vs);
-    html_raw(&p->b, "</tbody></table>\n");
+    html_raw(&p->b, "</tbody></table></div>\n");
 }
 
 /* The editor; text is what goes in the textarea (NULL: the current

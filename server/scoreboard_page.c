@@ -152,7 +152,7 @@ static int page_scoreboard(struct page *p, const char *lab)
     if (n == 0) {
         html_raw(&p->b, "<p class=\"muted\">Nobody has a graded submission yet.</p>\n");
     } else {
-        html_fmt(&p->b, "<table id=\"scoreboard\" class=\"scoreboard sortable\"><thead><tr>"
+        html_fmt(&p->b, TABLE_BOX("Scoreboard") "<table id=\"scoreboard\" class=\"scoreboard sortable\"><thead><tr>"
                         "<th class=\"num\" data-sort=\"num\">Rank</th><th data-sort=\"text\">%R</th>"
                         "<th class=\"num\" data-sort=\"num\"%R>Score</th>"
                         "<th class=\"num\" data-sort=\"num\"%R>Speedup</th><th>Submitted</th></tr></thead><tbody>\n",
@@ -160,7 +160,7 @@ static int page_scoreboard(struct page *p, const char *lab)
                  by_speed ? "" : " aria-sort=\"descending\"", by_speed ? " aria-sort=\"descending\"" : "");
         for (i = 0; i < n; i++)
             put_scoreboard_row(p, lab, &v[i], my_rank, my_sub);
-        html_raw(&p->b, "</tbody></table>\n");
+        html_raw(&p->b, "</tbody></table></div>\n");
     }
     free(v);
     json_decref(sb);

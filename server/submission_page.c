@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "status.h"
+#include "server/markdown.h"
 #include "server/pageview.h"
 #include "server/regrade.h"
 #include "server/runner.h"
@@ -25,7 +26,7 @@ void put_submissions_table(struct page *p, json_t *subs, int show_user, int show
     json_t *s;
     size_t i;
 
-    html_raw(&p->b, "<table class=\"subs sortable\"><thead><tr><th data-sort=\"num\">#</th>");
+    html_raw(&p->b, TABLE_BOX("Submissions") "<table class=\"subs sortable\"><thead><tr><th data-sort=\"num\">#</th>");
     if (show_lab)
         html_raw(&p->b, "<th data-sort=\"text\">Lab</th>");
     if (show_user)
@@ -52,7 +53,7 @@ void put_submissions_table(struct page *p, json_t *subs, int show_user, int show
         put_when(&p->b, created);
         html_raw(&p->b, "</td></tr>\n");
     }
-    html_raw(&p->b, "</tbody></table>\n");
+    html_raw(&p->b, "</tbody></table></div>\n");
 }
 
 /* The phases of grading in order (STATUS_QUEUED ... STATUS_TIMING); the
@@ -76,7 +77,7 @@ static void put_compile_log(struct page *p, const char *log, long long id)
 {
     const char *s = log, *nl;
 
-    html_raw(&p->b, "<pre class=\"log\">");
+    html_raw(&p->b, "<pre class=\"log\" tabindex=\"0\" aria-label=\"Compiler output\">");
     while (*s) {
         size_t n;
         const char *paren, *close;
@@ -127,7 +128,7 @@ static void put_timing(struct page *p, json_t *t)
     bars[n++] = (struct html_bar){"cuBLAS", page_jnum(t, "cublas_ms", NAN), 0};
     if (json_is_number(json_object_get(t, "cpu_ms")))
         bars[n++] = (struct html_bar){"CPU", page_jnum(t, "cpu_ms", NAN), 0};
-    html_raw(&p->b, "<h3>Time (lower is better)</h3>\n");
+    html_raw(&p->b, "<h2>Time (lower is better)</h2>\n");
     html_svg_bars(&p->b, "Kernel time in milliseconds: yours, the reference kernels and cuBLAS", bars,
                   n, "ms");
     html_raw(&p->b, "<p class=\"small\">");
@@ -170,11 +171,11 @@ static void put_result(struct page *p, json_t *sub)
                         "<code>%s</code>. %s</p></div>\n",
                  page_jstr(rej, "symbol"), page_jstr(rej, "reason"));
     if (*log) {
-        html_raw(&p->b, "<h3>Compiler output</h3>\n");
+        html_raw(&p->b, "<h2>Compiler output</h2>\n");
         put_compile_log(p, log, id);
     }
     if (json_array_size(tests) > 0) {
-        html_raw(&p->b, "<h3>Tests</h3>\n<table class=\"tests\"><thead><tr><th>Test</th><th>Result</th>"
+        html_raw(&p->b, "<h2>Tests</h2>\n" TABLE_BOX("Tests") "<table class=\"tests\"><thead><tr><th>Test</th><th>Result</th>"
                         "<th class=\"num\">Points</th><th>Details</th></tr></thead><tbody>\n");
         json_array_foreach(tests, i, t) {
             int passed = strcmp(page_jstr(t, "status"), "passed") == 0;
@@ -183,10 +184,10 @@ static void put_result(struct page *p, json_t *sub)
             put_score(&p->b, json_object_get(t, "score"), json_object_get(t, "max_score"));
             html_fmt(&p->b, "</td><td><code class=\"small\">%s</code></td></tr>\n", page_jstr(t, "output"));
         }
-        html_raw(&p->b, "</tbody></table>\n");
+        html_raw(&p->b, "</tbody></table></div>\n");
     }
     if (json_array_size(cases) > 0) {
-        html_raw(&p->b, "<h3>Correctness cases</h3>\n<table class=\"cases\"><thead><tr><th>Case</th>"
+        html_raw(&p->b, "<h2>Correctness cases</h2>\n" TABLE_BOX("Correctness cases") "<table class=\"cases\"><thead><tr><th>Case</th>"
                         "<th>Result</th><th class=\"num\">Max abs error</th><th class=\"num\">Max rel error</th>"
                         "<th>First wrong element</th><th>Message</th></tr></thead><tbody>\n");
         json_array_foreach(cases, i, t) {
@@ -203,10 +204,10 @@ static void put_result(struct page *p, json_t *sub)
                      page_jstr(t, "name"), passed ? "good" : "bad", passed ? "passed" : "failed", ae, re,
                      bad, page_jstr(t, "message"));
         }
-        html_raw(&p->b, "</tbody></table>\n");
+        html_raw(&p->b, "</tbody></table></div>\n");
     }
     if (json_array_size(san) > 0) {
-        html_raw(&p->b, "<h3>Sanitizers</h3>\n<ul class=\"sanitizer\">\n");
+        html_raw(&p->b, "<h2>Sanitizers</h2>\n<ul class=\"sanitizer\">\n");
         json_array_foreach(san, i, t) {
             json_t *finds = json_object_get(t, "findings");
             int clean = json_is_true(json_object_get(t, "clean"));
@@ -221,8 +222,11 @@ static void put_result(struct page *p, json_t *sub)
                         html_fmt(&p->b, "<a href=\"/submissions/%lld/source#L%ld\">%s line %ld</a>: ",
                                  id, line, page_jstr(f, "file"), line);
                     html_fmt(&p->b, "%s", page_jstr(f, "message"));
-                    if (page_jstr(f, "hint")[0])
-                        html_fmt(&p->b, "<br><span class=\"muted\">Hint: %s</span>", page_jstr(f, "hint"));
+                    if (page_jstr(f, "hint")[0]) {
+                        html_raw(&p->b, "<div class=\"muted\">Hint: ");
+                        markdown_render_inline(&p->b, page_jstr(f, "hint"));
+                        html_raw(&p->b, "</div>");
+                    }
                     html_raw(&p->b, "</li>\n");
                 }
                 html_raw(&p->b, "</ul>");
@@ -234,9 +238,12 @@ static void put_result(struct page *p, json_t *sub)
     if (json_is_object(json_object_get(cg, "timing")))
         put_timing(p, json_object_get(cg, "timing"));
     if (json_array_size(hints) > 0) {
-        html_raw(&p->b, "<h3>Hints</h3>\n<ul class=\"hints\">\n");
-        json_array_foreach(hints, i, t)
-            html_fmt(&p->b, "<li>%s</li>\n", json_string_value(t));
+        html_raw(&p->b, "<h2>Hints</h2>\n<ul class=\"hints\">\n");
+        json_array_foreach(hints, i, t) {
+            html_raw(&p->b, "<li>");
+            markdown_render_inline(&p->b, json_string_value(t));
+            html_raw(&p->b, "</li>\n");
+        }
         html_raw(&p->b, "</ul>\n");
     }
     if (page_jstr(cg, "gpu")[0])
@@ -345,7 +352,7 @@ static void put_overrides(struct page *p, long long id)
         return;
     json_array_foreach(ovs, i, o) {
         if (!any)
-            html_raw(&p->b, "<table class=\"overrides\"><thead><tr><th class=\"num\">Score</th>"
+            html_raw(&p->b, TABLE_BOX("Score overrides") "<table class=\"overrides\"><thead><tr><th class=\"num\">Score</th>"
                             "<th>Reason</th><th>By</th><th>When</th></tr></thead><tbody>\n");
         any = 1;
         html_fmt(&p->b, "<tr><td class=\"num\">%.2f</td><td>%s</td><td>%s</td><td>",
@@ -355,7 +362,7 @@ static void put_overrides(struct page *p, long long id)
     }
     json_decref(ovs);
     if (any)
-        html_raw(&p->b, "</tbody></table>\n");
+        html_raw(&p->b, "</tbody></table></div>\n");
     else
         html_raw(&p->b, "<p class=\"muted\">No overrides.</p>\n");
 }

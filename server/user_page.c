@@ -31,11 +31,11 @@ static int page_users(struct page *p, json_t *created, const char *problem, int 
     if (created) {
         html_raw(&p->b, "<div class=\"notice good\"><p><strong>New tokens: copy them now.</strong> "
                         "They are stored only as hashes and cannot be shown again.</p>\n"
-                        "<table id=\"new-tokens\"><thead><tr><th>Name</th><th>Role</th><th>Token</th></tr></thead><tbody>\n");
+                        TABLE_BOX("New tokens") "<table id=\"new-tokens\"><thead><tr><th>Name</th><th>Role</th><th>Token</th></tr></thead><tbody>\n");
         json_array_foreach(json_object_get(created, "users"), i, u)
             html_fmt(&p->b, "<tr><td>%s</td><td>%s</td><td><span class=\"token\">%s</span></td></tr>\n",
                      page_jstr(u, "name"), page_jstr(u, "role"), page_jstr(u, "token"));
-        html_raw(&p->b, "</tbody></table></div>\n");
+        html_raw(&p->b, "</tbody></table></div></div>\n");
     }
     html_raw(&p->b, "<div class=\"grid2\"><div class=\"panel\"><h2>Add one user</h2>\n"
                     "<form class=\"stack\" method=\"post\" action=\"/admin/users\">");
@@ -55,7 +55,7 @@ static int page_users(struct page *p, json_t *created, const char *problem, int 
                     "<label for=\"roster-file\">&hellip;or upload the CSV file</label>"
                     "<input type=\"file\" id=\"roster-file\" name=\"roster_file\" accept=\".csv,text/csv\">"
                     "<p><button type=\"submit\">Import</button></p></form></div></div>\n");
-    html_fmt(&p->b, "<h2>All users (%zu)</h2>\n<table class=\"sortable\"><thead><tr><th data-sort=\"text\">Name</th>"
+    html_fmt(&p->b, "<h2>All users (%zu)</h2>\n" TABLE_BOX("All users") "<table class=\"sortable\"><thead><tr><th data-sort=\"text\">Name</th>"
                     "<th data-sort=\"text\">Display name</th><th data-sort=\"text\">Role</th>"
                     "<th data-sort=\"text\">Pseudonym</th><th>Name on scoreboard</th></tr></thead><tbody>\n",
              json_array_size(json_object_get(users, "users")));
@@ -63,7 +63,7 @@ static int page_users(struct page *p, json_t *created, const char *problem, int 
         html_fmt(&p->b, "<tr><td><a href=\"/submissions?user=%u\">%s</a></td><td>%s</td><td>%s</td><td>%s</td><td>%R</td></tr>\n",
                  page_jstr(u, "name"), page_jstr(u, "name"), page_jstr(u, "display_name"), page_jstr(u, "role"),
                  page_jstr(u, "pseudonym"), json_is_true(json_object_get(u, "show_name")) ? "shown" : "pseudonym");
-    html_raw(&p->b, "</tbody></table>\n");
+    html_raw(&p->b, "</tbody></table></div>\n");
     json_decref(users);
     return page_end(p, status);
 }

@@ -4,7 +4,8 @@
  *   - live submission page: polls /submissions/ID?part=live and swaps the
  *     #live section in place until the submission reaches a final status;
  *   - sortable tables: <table class="sortable"> with <th data-sort="num|text">
- *     and cells carrying data-value. */
+ *     and cells carrying data-value;
+ *   - scroll boxes (.scroll) are tab stops only while their content overflows. */
 (function () {
   'use strict';
   document.documentElement.classList.add('js');
@@ -44,6 +45,7 @@
           live.replaceWith(document.importNode(fresh, true));
           live = document.getElementById('live');
           initSortable(live);
+          fitScrollBoxes(live);
           var t = live.getAttribute('data-title');
           if (t) document.title = t;
           if (live.getAttribute('data-final') !== '1') schedule();
@@ -106,6 +108,17 @@
     });
   }
 
+  /* ---- scroll boxes: a tab stop only while they scroll --------------------
+   * Tables and handout code sit in <div class="scroll" tabindex="0"> so a
+   * keyboard can scroll them on a narrow screen; a box whose content fits
+   * needs no tab stop, so it leaves the tab order until it scrolls again. */
+  function fitScrollBoxes(root) {
+    Array.prototype.forEach.call(root.querySelectorAll('.scroll[role=region]'), function (box) {
+      if (box.scrollWidth > box.clientWidth + 1) box.setAttribute('tabindex', '0');
+      else box.removeAttribute('tabindex');
+    });
+  }
+
   /* ---- file input: show what will be sent -------------------------------- */
   function initUpload() {
     var input = document.getElementById('file');
@@ -130,6 +143,12 @@
     if (live && live.getAttribute('data-final') !== '1' && live.getAttribute('data-src')) startLive(live);
     initSortable(document);
     initUpload();
+    fitScrollBoxes(document);
+    var resizing = null;
+    window.addEventListener('resize', function () {
+      clearTimeout(resizing);
+      resizing = setTimeout(function () { fitScrollBoxes(document); }, 150);
+    });
   }
   if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', init);
   else init();
