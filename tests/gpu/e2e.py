@@ -16,7 +16,8 @@ Environment: CUGRADE_SERVER_BIN, CUGRADE_RUNNER_BIN (binaries),
 CUGRADE_BIN_ENV (K=V;K=V for our binaries only, e.g. LD_LIBRARY_PATH of
 dist/), CUGRADE_GPU_RUNNERS (runners sharing GPU 0, default 1: one per GPU; they take the
 GPU lock exclusively for timing), CUGRADE_CACHE (a cache dir kept between runs),
-CUGRADE_GPU_TIMEOUT (seconds to wait for results, default 330),
+CUGRADE_GPU_TIMEOUT (seconds to wait for results, default 120 + 9 per file,
+at least 330: a Python file costs its interpreter start and JIT per run),
 CUGRADE_GPU_ONLY (substring of lab/file to run a subset), OUT (logs dir).
 """
 import json, os, re, shlex, shutil, socket, subprocess, sys, tempfile, time, urllib.request, urllib.error
@@ -25,7 +26,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
 SERVER = os.environ.get("CUGRADE_SERVER_BIN", os.path.join(ROOT, "build/cugrade-server"))
 RUNNER = os.environ.get("CUGRADE_RUNNER_BIN", os.path.join(ROOT, "build/cugrade-runner"))
 NRUNNERS = int(os.environ.get("CUGRADE_GPU_RUNNERS", "1"))
-TIMEOUT = float(os.environ.get("CUGRADE_GPU_TIMEOUT", "330"))
+TIMEOUT = float(os.environ.get("CUGRADE_GPU_TIMEOUT", "0"))  # 0: from the number of files
 ONLY = os.environ.get("CUGRADE_GPU_ONLY", "")
 OUT = os.environ.get("OUT") or None
 FINAL = {"graded", "compile_error", "rejected", "runtime_error", "timeout", "system_error"}
@@ -241,7 +242,7 @@ def main():
         log(f"submitted {len(subs)} files")
 
         results = {}
-        deadline = time.time() + TIMEOUT
+        deadline = time.time() + (TIMEOUT or max(330.0, 120.0 + 9.0 * len(subs)))
         while time.time() < deadline:
             pending = 0
             for lab, path, sid, t_sub in subs:
