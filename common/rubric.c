@@ -385,7 +385,7 @@ int rubric_parse(const json_t *doc, const struct lab *lab, struct rubric *out, c
 {
     static const char *const top[] = {"lab", "title", "comment", "version", "opens", "due",
                                       "late", "limits", "correctness", "sanitizer", "speed",
-                                      NULL};
+                                      "profile", NULL};
     static const char *const late_keys[] = {"policy", "hard_deadline", "penalty_percent_per_day",
                                             "comment", NULL};
     static const char *const limit_keys[] = {"max_in_flight", "max_per_hour", "max_attempts",
@@ -450,6 +450,15 @@ int rubric_parse(const json_t *doc, const struct lab *lab, struct rubric *out, c
                            &out->penalty_percent_per_day, "late", err, errlen) < 0)
             goto fail;
     }
+
+    /* Profiling feedback (docs/runner.md "Profiling hints"): on unless
+     * "profile": false. */
+    v = json_object_get(doc, "profile");
+    if (v != NULL && !json_is_boolean(v)) {
+        rubric__err(err, errlen, "profile: must be true or false");
+        goto fail;
+    }
+    out->profile = v == NULL || json_is_true(v);
 
     limits = json_object_get(doc, "limits");
     if (limits != NULL && !json_is_object(limits)) {

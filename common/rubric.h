@@ -43,6 +43,7 @@ struct rubric {
     double sanitizer_points;
     int sanitize_memcheck, sanitize_racecheck;
     struct rubric_speed *speed;         size_t nspeed;
+    int profile;                        /* profiling hints (default 1; "profile": false) */
     double max_score;                   /* derived */
 };
 

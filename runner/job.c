@@ -10,6 +10,7 @@
 #include "limit.h"
 #include "share.h"
 #include "lock.h"
+#include "profile.h"
 #include "python.h"
 #include "stats.h"
 
@@ -175,6 +176,7 @@ void job_free(struct job *j)
     judge_session_end(&j->js);
     channel_info_clear(&j->ti);
     sandbox_verdict_free(&j->tv);
+    json_decref(j->profile);
     json_decref(j->pc.obj);
     if (j->chk_fd >= 0)
         close(j->chk_fd);
@@ -914,6 +916,41 @@ static void job_baselines(struct job *j)
     job_clock_mark(&j->pc, "baselines");
 }
 
+/* Profiling feedback (profile.h) for a submission that passed every case:
+ * the timing case's check run once more under ncu, in the sandbox, under
+ * the same shared GPU lock as a check run (and the GPU's profile lock).
+ * Never a verdict: a profiler failure is "unavailable", never charged.
+ * Off when the rubric says "profile": false, with $CUGRADE_PROFILE=0, or
+ * without a GPU. */
+static void job_profile(struct job *j)
+{
+    const char *off = getenv("CUGRADE_PROFILE");
+    if (!j->rub.profile || (off && strcmp(off, "0") == 0) || !j->env->gpu_devices)
+        return;
+    for (size_t i = 0; i < j->in.ncases; i++)
+        if (!j->in.cases[i].passed)
+            return;
+    int fd = channel_open(j->rc.jobdir, "profile");
+    if (fd < 0)
+        return;
+    const char *argv_c[] = {"/work/prog", "check", "--seed", j->seed, "--cases",
+                            j->lab.timing_case, NULL};
+    const char *const *argv = argv_c;
+    struct run_opts o = {NULL, NULL, NULL, -1, -1, NULL, 0, NULL, 0, NULL};
+    struct python_run pr;
+    if (j->python) {
+        if (python_run_prepare(&pr, &o, j->env->root, j->lab.name, "check", j->seed,
+                               j->lab.timing_case, NULL, j->src) < 0) {
+            close(fd);
+            return;
+        }
+        argv = pr.argv;
+    }
+    j->profile = profile_run(&j->rc, argv, fd, &o);
+    close(fd);
+    job_clock_mark(&j->pc, "profile");
+}
+
 int job_time(struct job *j)
 {
     int r;
@@ -924,6 +961,7 @@ int job_time(struct job *j)
     if ((r = job_time_run(j)) != JOB_NEXT || (r = job_time_judge(j)) != JOB_NEXT)
         return r;
     job_baselines(j);
+    job_profile(j);
     return JOB_NEXT;
 }
 
@@ -989,6 +1027,8 @@ int job_score(struct job *j, const char **status, json_t **result)
     }
     if (j->stopped_after)
         json_object_set_new(cg, "stopped_after", json_string(j->stopped_after));
+    if (j->profile)
+        json_object_set(cg, "profile", j->profile);
     *status = j->st;
     *result = doc;
     return 0;

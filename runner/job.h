@@ -15,6 +15,7 @@
  *   job_check     the check run and its judge            -> runtime_error,
  *                                                           timeout
  *   job_time      the timing run alone on the GPU, its judge, baselines
+ *                 and, for a correct submission, its profile (profile.h)
  *   job_sanitize  the sanitizers' verdicts; the GPU let go
  *   job_score     the result document
  *
@@ -120,6 +121,9 @@ struct job {
     struct sandbox_verdict tv;
     struct channel_info ti;
     char judge_flag[400];
+
+    /* profile (docs/runner.md "Profiling hints"): feedback, never the grade */
+    json_t *profile;                 /* result.cugrade.profile, or NULL: not profiled */
 
     /* the outcome */
     struct score_input in;

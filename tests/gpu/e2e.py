@@ -98,6 +98,8 @@ def observe(sub):
     o["tier"] = (speed[0].get("tier") if speed else None) or "none"
     o["flagged"] = "yes" if timing.get("flagged") else "no"
     o["symbol"] = (cg.get("rejection") or {}).get("symbol", "")
+    # profile=<id>: one of the profiling hints (result.cugrade.profile.hints[].id)
+    o["profile"] = [h.get("id") for h in (cg.get("profile") or {}).get("hints") or []]
     return o
 
 
@@ -130,6 +132,10 @@ def matches(exp, obs):
         if k == "note":
             continue
         if k == "tier" and v == "any":
+            continue
+        if k == "profile":
+            if not any(i in obs.get("profile", []) for i in v.split("|")):
+                return False
             continue
         if k == "symbol":
             if v not in obs.get("symbol", ""):

@@ -1,0 +1,122 @@
+/*
+ * profile.h - profiling feedback for a correct submission (docs/runner.md,
+ * "Profiling hints"): the timed case's kernels profiled once by Nsight
+ * Compute (ncu) in the same sandbox as the student's runs, with a handful of
+ * metrics (not --set full), and the numbers turned into hints a student can
+ * act on: uncoalesced global access, shared-memory bank conflicts, low
+ * occupancy and its limiter, warp divergence, a grid smaller than the GPU,
+ * and where the kernel sits against the roofline.
+ *
+ * Feedback only: the profile never changes the grade, and a profiler that
+ * cannot run (missing, no counter permission, past its time limit) is never
+ * charged: the result says "unavailable" and why.
+ *
+ * The parts: profile_argv (the ncu command line), profile_csv_parse (ncu's
+ * `--csv --page raw` report), profile_hints (the rules, thresholds below),
+ * profile_json (result.cugrade.profile) and profile_run (the sandboxed run).
+ */
+#ifndef CUGRADE_PROFILE_H
+#define CUGRADE_PROFILE_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+struct run_ctx;
+struct run_opts;
+
+/* Where ncu lives when $CUGRADE_NCU (the ncu executable) is unset. */
+#define PROFILE_NCU_DEFAULT "/opt/nvidia/nsight-compute/2025.3.1/ncu"
+/* Profiled launches at most (the harness's own kernels count too). */
+#define PROFILE_LAUNCH_COUNT "24"
+/* The profile run's wall limit in seconds ($CUGRADE_PROFILE_SECONDS). */
+#define PROFILE_SECONDS 20.0
+/* Hints kept at most, and a kernel's share of the profiled GPU time below
+ * which it gets none (a helper kernel of 1 % is not worth a student's
+ * attention). */
+#define PROFILE_MAX_HINTS 6
+#define PROFILE_MIN_SHARE 0.10
+
+/* The hint rules' thresholds (profile.c). Each is what Nsight Compute's own
+ * rules or the CUDA Best Practices Guide treat as worth fixing. */
+#define PROFILE_COALESCE_EFF     0.50 /* used bytes / fetched sector bytes below this */
+#define PROFILE_SECTORS_FALLBACK 16.5 /* sectors/request past this without byte counts */
+#define PROFILE_BANK_EXTRA       1.0  /* extra shared wavefronts per shared instruction */
+#define PROFILE_OCCUPANCY_PCT    40.0 /* achieved occupancy (% of the SM's warps) below this */
+#define PROFILE_THREADS_PER_WARP 24.0 /* average active threads per executed instruction */
+#define PROFILE_BRANCH_UNIFORM   85.0 /* % of branches all active threads take alike */
+#define PROFILE_BOUND_PCT        60.0 /* DRAM or SM throughput (% of peak) to call it bound */
+#define PROFILE_IDLE_PCT         30.0 /* both below this: latency-bound */
+
+/* The metrics asked for: one list, collected in as few passes as ncu can
+ * (the launch__ and device__ ones need no pass). */
+extern const char PROFILE_METRICS[];
+
+struct profile_kernel {
+    char *name;       /* the function's base name */
+    json_t *metrics;  /* {metric: number}, metrics ncu gave a number for */
+};
+
+struct profile_report {
+    struct profile_kernel *kernels;
+    size_t nkernels;
+    size_t skipped;   /* the harness's own kernels left out */
+};
+
+/* Zero r. */
+void profile_report_init(struct profile_report *r);
+/* Free what r holds and zero it. */
+void profile_report_free(struct profile_report *r);
+
+/* Parse ncu's `--csv --page raw` output (other lines, ncu's ==PROF== and
+ * the program's own prints, are skipped): one kernel per row, its metrics
+ * as numbers (thousands separators dropped; "n/a" and text left out).
+ * Kernels whose name is in skip (NULL-terminated, may be NULL: the
+ * harness's own) are counted in r->skipped, not kept. Returns 0 (r filled;
+ * zero kernels when there was no report), -EBADMSG for a header without
+ * the kernel name column, or -ENOMEM. */
+int profile_csv_parse(const char *text, const char *const *skip, struct profile_report *r);
+
+/* The hints of r as a new JSON array of {id, text, kernel, value} (text is
+ * Markdown with the numbers), at most PROFILE_MAX_HINTS, worst first per
+ * kernel. NULL on out of memory. */
+json_t *profile_hints(const struct profile_report *r);
+
+/* The result document's profile: {kernels: [{name, metrics}], hints,
+ * seconds, status: "ok"}. New reference, or NULL on out of memory. */
+json_t *profile_json(const struct profile_report *r, double seconds);
+/* {status: "unavailable", message, seconds}: the profiler could not run
+ * (ours, never charged). New reference or NULL. */
+json_t *profile_json_unavailable(const char *message, double seconds);
+
+/* The harness's kernel names for lab: every `__global__ void NAME(` in
+ * ROOT/labs/common/harness_common.cu and ROOT/labs/<lab>/harness.cu. Returns
+ * a NULL-terminated array (caller frees with profile_names_free; empty when
+ * the files cannot be read), or NULL on out of memory. */
+char **profile_harness_kernels(const char *root, const char *lab);
+void profile_names_free(char **names);
+
+/* The ncu executable: $CUGRADE_NCU, else PROFILE_NCU_DEFAULT; NULL when it
+ * is not an executable file. Points into static or environment storage. */
+const char *profile_ncu_path(void);
+
+/* Fill argv (room for n, NULL-terminated) with ncu's command line for the
+ * target command target (NULL-terminated; e.g. /work/prog check ...): the
+ * report written to log (inside the sandbox); the kernels named in skip
+ * (the harness's; may be NULL) left out through a --kernel-name regex
+ * written into filter (room for filter_len; $CUGRADE_PROFILE_FILTER=0: no
+ * filter). Returns the number of entries, or -ENOSPC. */
+int profile_argv(const char *ncu, const char *log, const char *const *skip,
+                 const char *const *target, const char **argv, size_t n, char *filter,
+                 size_t filter_len);
+
+/* Profile target (as profile_argv) in the job's sandbox: channel_fd as
+ * fd 3 (the harness writes its records there; -1 for none), o's binds and
+ * limits (may be NULL; the ncu directory is added), under a host-wide
+ * profile lock of the job's GPU (one ncu session per GPU: its own lock file
+ * lives in the sandbox's private /tmp). Returns a new reference: the
+ * result's profile, "ok" or "unavailable" (never a verdict on the student:
+ * the program passed every check before). NULL on out of memory. */
+json_t *profile_run(const struct run_ctx *rc, const char *const *target, int channel_fd,
+                    const struct run_opts *o);
+
+#endif
