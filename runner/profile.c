@@ -298,6 +298,13 @@ static double metric(const struct profile_kernel *k, const char *name)
     return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
+/* A count to add up: 0 when ncu gave none. */
+static double metric0(const struct profile_kernel *k, const char *name)
+{
+    double v = metric(k, name);
+    return isnan(v) ? 0 : v;
+}
+
 /* Append {id, text, kernel, value}; text is printf-formatted. */
 static void hint_add(json_t *hints, const char *id, const struct profile_kernel *k, double value,
                      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
@@ -362,10 +369,10 @@ static int rule_uncoalesced(json_t *hints, const struct profile_kernel *k)
  * instruction of at least PROFILE_BANK_EXTRA (a 2-way conflict on average). */
 static int rule_bank_conflicts(json_t *hints, const struct profile_kernel *k)
 {
-    double c = metric(k, "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum") +
-               metric(k, "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum");
-    double n = metric(k, "smsp__inst_executed_op_shared_ld.sum") +
-               metric(k, "smsp__inst_executed_op_shared_st.sum");
+    double c = metric0(k, "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum") +
+               metric0(k, "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum");
+    double n = metric0(k, "smsp__inst_executed_op_shared_ld.sum") +
+               metric0(k, "smsp__inst_executed_op_shared_st.sum");
     if (!(n >= PROFILE_MIN_SHARED) || !(c / n >= PROFILE_BANK_EXTRA))
         return 0;
     double ways = 1.0 + c / n;
@@ -482,12 +489,22 @@ static int rule_roofline(json_t *hints, const struct profile_kernel *k)
         return 0;
     if (isnan(dram))
         dram = mem;
-    if (mem >= PROFILE_BOUND_PCT && mem >= sm) {
+    if (mem >= PROFILE_BOUND_PCT && mem >= sm && dram >= PROFILE_BOUND_PCT) {
         hint_add(hints, "memory_bound", k, mem,
-                 "`%s` is memory-bound: memory throughput at %.0f%% of peak (DRAM %.0f%%) "
-                 "against %.0f%% for the SMs. Its time goes into moving bytes: move each byte "
-                 "once (reuse it from shared memory or registers), and use wide loads "
-                 "(`float4`).", k->name, mem, dram, sm);
+                 "`%s` is memory-bound: DRAM throughput at %.0f%% of peak against %.0f%% "
+                 "for the SMs. Its time goes into moving bytes: move each byte once (reuse "
+                 "it from shared memory or registers), and use wide loads (`float4`).",
+                 k->name, dram, sm);
+        return 1;
+    }
+    if (mem >= PROFILE_BOUND_PCT && mem >= sm) {
+        /* Busy memory pipelines with little DRAM traffic: L1, shared
+         * memory or L2 (bank conflicts and uncoalesced access show here). */
+        hint_add(hints, "memory_bound", k, mem,
+                 "`%s` is bound by the on-chip memory pipelines: %.0f%% of their peak (L1, "
+                 "shared memory, L2) while DRAM runs at %.0f%% and the SMs at %.0f%%. Fewer, "
+                 "wider and conflict-free accesses to shared memory and cache help more "
+                 "than fewer DRAM bytes.", k->name, mem, dram, sm);
         return 1;
     }
     if (sm >= PROFILE_BOUND_PCT && sm > mem) {

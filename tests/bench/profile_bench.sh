@@ -19,7 +19,8 @@ fi
 N=${BENCH_N:-10}; NOFF=${BENCH_N_OFF:-3}
 FILES=${BENCH_FILES:-"matmul/fast reduction/fast embedding/fast"}
 T=$(mktemp -d /tmp/cugrade-pbench.XXXXXX) || exit 2
-trap 'rm -rf "$T"' EXIT INT TERM
+trap 'rm -rf "$T"' EXIT
+trap 'exit 1' INT TERM
 if [ -x "$ROOT/dist/cugrade-runner" ]; then
     # The sandbox's uid must reach the binaries, the tree and the work dirs.
     mkdir -p "$T/d" "$T/r" && cp -r "$ROOT/dist/." "$T/d/"

@@ -1,0 +1,411 @@
+/*
+ * runner_profile.c - unit tests for runner/profile.c: ncu's `--csv --page
+ * raw` report as captured on the H100 host (tests/runner/fixtures/ncu/, one
+ * per GPU test solution: an uncoalesced embedding, a bank-conflicted
+ * matmul, a low-occupancy reduction and the naive reduction), the CSV
+ * corner cases, each hint rule on both sides of its threshold, the ncu
+ * command line and the result document. Prints TAP lines.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runner/profile.h"
+
+#include "tests/unit/tap.h"
+
+static const char *root;
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)n + 1);
+    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
+        free(b);
+        b = NULL;
+    }
+    if (b)
+        b[n] = '\0';
+    fclose(f);
+    return b;
+}
+
+static double kmetric(const struct profile_kernel *k, const char *name)
+{
+    json_t *v = json_object_get(k->metrics, name);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+/* The first hint with id, or NULL. */
+static json_t *hint_find(json_t *hints, const char *id)
+{
+    size_t i;
+    json_t *h;
+    json_array_foreach(hints, i, h) if (strcmp(json_string_value(json_object_get(h, "id")), id) ==
+                                        0) return h;
+    return NULL;
+}
+
+static double hint_value(json_t *h)
+{
+    return json_number_value(json_object_get(h, "value"));
+}
+
+static const char *hint_text(json_t *h)
+{
+    return h ? json_string_value(json_object_get(h, "text")) : "";
+}
+
+/* Parse fixture tests/runner/fixtures/ncu/<name>.raw.csv with the lab's
+ * harness kernels skipped. */
+static int load_fixture(const char *name, const char *lab, struct profile_report *r)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/runner/fixtures/ncu/%s.raw.csv", root, name);
+    char *text = slurp(path);
+    if (!text)
+        return -ENOENT;
+    char **skip = profile_harness_kernels(root, lab);
+    profile_report_init(r);
+    int rc = profile_csv_parse(text, (const char *const *)skip, r);
+    profile_names_free(skip);
+    free(text);
+    return rc;
+}
+
+static void test_fixtures(void)
+{
+    struct profile_report r;
+    json_t *hints, *h;
+
+    /* embedding: one thread per row, a warp reads 32 rows at once. */
+    check(load_fixture("profile_uncoalesced", "embedding", &r) == 0, "uncoalesced: parsed");
+    ok(r.nkernels == 1 && strcmp(r.kernels[0].name, "row_per_thread") == 0,
+       "uncoalesced: the student's kernel alone (%zu kept, name %s)", r.nkernels,
+       r.nkernels ? r.kernels[0].name : "-");
+    ok(r.skipped >= 4, "uncoalesced: the harness's kernels left out (%zu)", r.skipped);
+    ok(isnan(kmetric(&r.kernels[0], "device__attribute_clock_rate")) &&
+           isnan(kmetric(&r.kernels[0], "gpu__time_duration.avg")),
+       "uncoalesced: only the metrics asked for are kept (%zu)",
+       json_object_size(r.kernels[0].metrics));
+    ok(kmetric(&r.kernels[0], "device__attribute_multiprocessor_count") == 132,
+       "uncoalesced: the H100's 132 SMs read");
+    double spr = kmetric(&r.kernels[0], "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum") /
+                 kmetric(&r.kernels[0], "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum");
+    ok(spr > 28 && spr <= 32, "uncoalesced: ~32 sectors per load request (%.2f)", spr);
+    hints = profile_hints(&r);
+    h = hint_find(hints, "uncoalesced_global");
+    ok(h && hint_value(h) > 28 && strstr(hint_text(h), "where 4.0 would do"),
+       "uncoalesced: hint with the number and the ideal: %s", hint_text(h));
+    check(hint_find(hints, "small_grid") != NULL, "uncoalesced: 64 blocks on 132 SMs is a small grid");
+    check(hint_find(hints, "bank_conflicts") == NULL, "uncoalesced: no bank-conflict hint");
+    json_decref(hints);
+    profile_report_free(&r);
+
+    /* matmul: B's tile stored transposed, read down a column. */
+    check(load_fixture("profile_bank_conflicts", "matmul", &r) == 0, "bank conflicts: parsed");
+    ok(r.nkernels == 1 && strcmp(r.kernels[0].name, "mm_bank") == 0,
+       "bank conflicts: the student's kernel alone");
+    hints = profile_hints(&r);
+    h = hint_find(hints, "bank_conflicts");
+    ok(h && hint_value(h) > 8 && strstr(hint_text(h), "-way"),
+       "bank conflicts: hint with the ways: %s", hint_text(h));
+    check(hint_find(hints, "uncoalesced_global") == NULL,
+          "bank conflicts: its global loads are coalesced: no hint");
+    h = hint_find(hints, "memory_bound");
+    ok(h && strstr(hint_text(h), "on-chip"),
+       "bank conflicts: bound by the on-chip pipelines, not DRAM: %s", hint_text(h));
+    json_decref(hints);
+    profile_report_free(&r);
+
+    /* reduction: 64-thread blocks with 48 KiB of shared memory each. */
+    check(load_fixture("profile_low_occupancy", "reduction", &r) == 0, "low occupancy: parsed");
+    hints = profile_hints(&r);
+    h = hint_find(hints, "low_occupancy");
+    ok(h && hint_value(h) < 20 && strstr(hint_text(h), "limited by shared memory") &&
+           strstr(hint_text(h), "KiB per block"),
+       "low occupancy: hint names shared memory as the limiter: %s", hint_text(h));
+    json_decref(hints);
+    profile_report_free(&r);
+
+    /* The naive reduction: none of the three. */
+    check(load_fixture("naive", "reduction", &r) == 0, "naive reduction: parsed");
+    hints = profile_hints(&r);
+    ok(!hint_find(hints, "uncoalesced_global") && !hint_find(hints, "bank_conflicts") &&
+           !hint_find(hints, "low_occupancy"),
+       "naive reduction: no coalescing, bank or occupancy hint (%zu hints)",
+       json_array_size(hints));
+    json_decref(hints);
+    profile_report_free(&r);
+}
+
+static void test_csv(void)
+{
+    struct profile_report r;
+    const char *text =
+        "==PROF== Connected to process 7 (/work/prog)\n"
+        "program output, \"quoted\"\n"
+        "\"ID\",\"Kernel Name\",\"Block Size\",\"launch__grid_size\",\"gpu__time_duration.sum\","
+        "\"launch__block_size\"\r\n"
+        "\"\",\"\",\"\",\"\",\"nsecond\",\"\"\r\n"
+        "\"0\",\"k(float *, int)\",\"(256, 1, 1)\",\"1,024\",\"2,500.5\",\"n/a\"\r\n"
+        "\"1\",\"void tmpl<32, \"\"x\"\">(float *)\",\"(1, 1, 1)\",\"7\",\"1\",\"32\"\n"
+        "\"2\",\"hc_fill_u32\",\"(1, 1, 1)\",\"7\",\"1\",\"32\"\n";
+    const char *skip[] = {"hc_fill_u32", NULL};
+    profile_report_init(&r);
+    check(profile_csv_parse(text, skip, &r) == 0, "csv: parsed past ncu's and the program's lines");
+    ok(r.nkernels == 2 && r.skipped == 1, "csv: two kernels, the harness's skipped (%zu, %zu)",
+       r.nkernels, r.skipped);
+    if (r.nkernels == 2) {
+        ok(strcmp(r.kernels[0].name, "k") == 0, "csv: the base name of a demangled one (%s)",
+           r.kernels[0].name);
+        ok(strcmp(r.kernels[1].name, "tmpl<32, \"x\">") == 0,
+           "csv: a doubled quote and a return type (%s)", r.kernels[1].name);
+        ok(kmetric(&r.kernels[0], "launch__grid_size") == 1024 &&
+               kmetric(&r.kernels[0], "gpu__time_duration.sum") == 2500.5,
+           "csv: thousands separators dropped");
+        check(isnan(kmetric(&r.kernels[0], "launch__block_size")), "csv: n/a left out");
+    }
+    profile_report_free(&r);
+
+    profile_report_init(&r);
+    check(profile_csv_parse("\"ID\",\"Name\"\n\"0\",\"x\"\n", NULL, &r) == -EBADMSG,
+          "csv: a header without Kernel Name is refused");
+    profile_report_free(&r);
+    profile_report_init(&r);
+    check(profile_csv_parse("==ERROR== ERR_NVGPUCTRPERM\n", NULL, &r) == 0 && r.nkernels == 0,
+          "csv: no report, no kernels");
+    profile_report_free(&r);
+}
+
+/* One kernel named k with the given "metric=value" pairs, through the CSV
+ * parser (so the rules see what a report would give them). */
+static json_t *hints_for(const char *const *kv, size_t n)
+{
+    char text[8192];
+    size_t k = (size_t)snprintf(text, sizeof text, "\"ID\",\"Kernel Name\"");
+    for (size_t i = 0; i < n; i++)
+        k += (size_t)snprintf(text + k, sizeof text - k, ",\"%.*s\"",
+                              (int)(strchr(kv[i], '=') - kv[i]), kv[i]);
+    k += (size_t)snprintf(text + k, sizeof text - k, "\n\"0\",\"k\"");
+    for (size_t i = 0; i < n; i++)
+        k += (size_t)snprintf(text + k, sizeof text - k, ",\"%s\"", strchr(kv[i], '=') + 1);
+    snprintf(text + k, sizeof text - k, "\n");
+    struct profile_report r;
+    profile_report_init(&r);
+    json_t *h = profile_csv_parse(text, NULL, &r) == 0 ? profile_hints(&r) : NULL;
+    profile_report_free(&r);
+    return h;
+}
+
+#define HINTS(...)                                                                                 \
+    hints_for((const char *const[]){__VA_ARGS__},                                                  \
+              sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *))
+
+static int fires(json_t *hints, const char *id)
+{
+    int f = hint_find(hints, id) != NULL;
+    json_decref(hints);
+    return f;
+}
+
+static void test_rules(void)
+{
+    /* Coalescing: used bytes over fetched bytes, against 50 %. */
+    check(fires(HINTS("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum=10000",
+                      "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum=1000",
+                      "sm__sass_data_bytes_mem_global_op_ld.sum=160000"),
+                "uncoalesced_global") == 0,
+          "coalescing: 50% of the fetched bytes used: no hint");
+    check(fires(HINTS("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum=10000",
+                      "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum=1000",
+                      "sm__sass_data_bytes_mem_global_op_ld.sum=150000"),
+                "uncoalesced_global"),
+          "coalescing: 47% used: hint");
+    check(fires(HINTS("l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum=16000",
+                      "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum=1000",
+                      "sm__sass_data_bytes_mem_global_op_st.sum=512000"),
+                "uncoalesced_global") == 0,
+          "coalescing: float4 stores, 16 sectors per request, all used: no hint");
+    check(fires(HINTS("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum=17000",
+                      "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum=1000"),
+                "uncoalesced_global"),
+          "coalescing without byte counts: 17 sectors per request: hint");
+    check(fires(HINTS("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum=16000",
+                      "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum=1000"),
+                "uncoalesced_global") == 0,
+          "coalescing without byte counts: 16 sectors per request: no hint");
+    check(fires(HINTS("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum=320",
+                      "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum=10",
+                      "sm__sass_data_bytes_mem_global_op_ld.sum=1280"),
+                "uncoalesced_global") == 0,
+          "coalescing: too little traffic to matter: no hint");
+
+    /* Bank conflicts: extra wavefronts per shared-memory instruction. */
+    check(fires(HINTS("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum=1999",
+                      "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum=0",
+                      "smsp__inst_executed_op_shared_ld.sum=1000",
+                      "smsp__inst_executed_op_shared_st.sum=1000"),
+                "bank_conflicts") == 0,
+          "bank conflicts: under one extra wavefront per instruction: no hint");
+    check(fires(HINTS("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum=1500",
+                      "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum=500",
+                      "smsp__inst_executed_op_shared_ld.sum=1000",
+                      "smsp__inst_executed_op_shared_st.sum=1000"),
+                "bank_conflicts"),
+          "bank conflicts: 2-way: hint");
+
+    /* Occupancy: achieved under 40 %, the smallest block limit named. */
+    json_t *h = HINTS("sm__warps_active.avg.pct_of_peak_sustained_active=25",
+                      "sm__maximum_warps_per_active_cycle_pct=25",
+                      "launch__occupancy_limit_registers=1", "launch__occupancy_limit_shared_mem=8",
+                      "launch__occupancy_limit_warps=2", "launch__occupancy_limit_blocks=32",
+                      "launch__registers_per_thread=255", "launch__block_size=512");
+    ok(strstr(hint_text(hint_find(h, "low_occupancy")), "limited by registers: 255 per thread"),
+       "occupancy: registers named: %s", hint_text(hint_find(h, "low_occupancy")));
+    json_decref(h);
+    check(fires(HINTS("sm__warps_active.avg.pct_of_peak_sustained_active=40"), "low_occupancy") ==
+              0,
+          "occupancy: 40% achieved: no hint");
+
+    /* Divergence: active threads per instruction, uniform branches. */
+    check(fires(HINTS("smsp__thread_inst_executed_per_inst_executed.ratio=23.9"), "divergence"),
+          "divergence: 23.9 threads per instruction: hint");
+    check(fires(HINTS("smsp__thread_inst_executed_per_inst_executed.ratio=24",
+                      "smsp__sass_average_branch_targets_threads_uniform.pct=85"),
+                "divergence") == 0,
+          "divergence: 24 threads, 85% uniform: no hint");
+    check(fires(HINTS("smsp__thread_inst_executed_per_inst_executed.ratio=31",
+                      "smsp__sass_average_branch_targets_threads_uniform.pct=60"),
+                "divergence"),
+          "divergence: 60% uniform branches: hint");
+
+    /* Grid: fewer blocks than SMs. */
+    check(fires(HINTS("launch__grid_size=131", "device__attribute_multiprocessor_count=132"),
+                "small_grid"),
+          "grid: 131 blocks on 132 SMs: hint");
+    check(fires(HINTS("launch__grid_size=132", "device__attribute_multiprocessor_count=132"),
+                "small_grid") == 0,
+          "grid: 132 blocks on 132 SMs: no hint");
+
+    /* Roofline. */
+    check(fires(HINTS("dram__throughput.avg.pct_of_peak_sustained_elapsed=85",
+                      "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed=85",
+                      "sm__throughput.avg.pct_of_peak_sustained_elapsed=20"),
+                "memory_bound"),
+          "roofline: DRAM at 85%: memory-bound");
+    check(fires(HINTS("dram__throughput.avg.pct_of_peak_sustained_elapsed=10",
+                      "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed=20",
+                      "sm__throughput.avg.pct_of_peak_sustained_elapsed=75"),
+                "compute_bound"),
+          "roofline: SMs at 75%: compute-bound");
+    check(fires(HINTS("dram__throughput.avg.pct_of_peak_sustained_elapsed=10",
+                      "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed=20",
+                      "sm__throughput.avg.pct_of_peak_sustained_elapsed=25"),
+                "latency_bound"),
+          "roofline: both under 30%: latency-bound");
+    h = HINTS("dram__throughput.avg.pct_of_peak_sustained_elapsed=45",
+              "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed=45",
+              "sm__throughput.avg.pct_of_peak_sustained_elapsed=45");
+    ok(json_array_size(h) == 0, "roofline: 45%% and 45%%: no verdict (%zu hints)", json_array_size(h));
+    json_decref(h);
+
+    /* Everything at once: at most PROFILE_MAX_HINTS. */
+    h = HINTS("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum=32000",
+              "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum=1000",
+              "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum=9000",
+              "smsp__inst_executed_op_shared_ld.sum=2000",
+              "sm__warps_active.avg.pct_of_peak_sustained_active=5",
+              "smsp__thread_inst_executed_per_inst_executed.ratio=4", "launch__grid_size=2",
+              "device__attribute_multiprocessor_count=132",
+              "dram__throughput.avg.pct_of_peak_sustained_elapsed=1",
+              "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed=1",
+              "sm__throughput.avg.pct_of_peak_sustained_elapsed=1");
+    ok(json_array_size(h) == PROFILE_MAX_HINTS, "every rule trips: %zu hints kept",
+       json_array_size(h));
+    json_decref(h);
+}
+
+static void test_minor_kernel(void)
+{
+    /* A second kernel with 5 % of the time gets no hints; the main one does. */
+    const char *text = "\"ID\",\"Kernel Name\",\"gpu__time_duration.sum\",\"launch__grid_size\","
+                       "\"device__attribute_multiprocessor_count\"\n"
+                       "\"0\",\"tail\",\"50\",\"1\",\"132\"\n"
+                       "\"1\",\"main\",\"950\",\"2\",\"132\"\n";
+    struct profile_report r;
+    profile_report_init(&r);
+    profile_csv_parse(text, NULL, &r);
+    json_t *h = profile_hints(&r);
+    ok(json_array_size(h) == 1 &&
+           strcmp(json_string_value(json_object_get(json_array_get(h, 0), "kernel")), "main") == 0,
+       "a kernel under 10%% of the time gets no hint (%zu hints)", json_array_size(h));
+    json_t *doc = profile_json(&r, 2.5);
+    ok(doc && strcmp(json_string_value(json_object_get(doc, "status")), "ok") == 0 &&
+           json_array_size(json_object_get(doc, "kernels")) == 2 &&
+           json_array_size(json_object_get(doc, "hints")) == 1 &&
+           json_number_value(json_object_get(doc, "seconds")) == 2.5,
+       "profile_json: status, kernels, hints, seconds");
+    json_decref(doc);
+    json_decref(h);
+    profile_report_free(&r);
+    doc = profile_json_unavailable("ERR_NVGPUCTRPERM", 0.5);
+    ok(doc && strcmp(json_string_value(json_object_get(doc, "status")), "unavailable") == 0 &&
+           strcmp(json_string_value(json_object_get(doc, "message")), "ERR_NVGPUCTRPERM") == 0 &&
+           json_array_size(json_object_get(doc, "hints")) == 0,
+       "profile_json_unavailable: status, message, no hints");
+    json_decref(doc);
+}
+
+static void test_argv(void)
+{
+    char **skip = profile_harness_kernels(root, "matmul");
+    int has_fill = 0, has_gen = 0;
+    for (size_t i = 0; skip && skip[i]; i++) {
+        has_fill |= strcmp(skip[i], "hc_fill_u32") == 0;
+        has_gen |= strcmp(skip[i], "mm_gen") == 0;
+    }
+    ok(has_fill && has_gen, "harness kernels of matmul found (hc_fill_u32, mm_gen)");
+    const char *target[] = {"/work/prog", "check", "--cases", "4096^3", NULL};
+    const char *argv[64];
+    char filter[1024];
+    int n = profile_argv("/opt/ncu/ncu", "/work/p.csv", (const char *const *)skip, target, argv,
+                         64, filter, sizeof filter);
+    int clock = 0, procs = 0, filt = 0;
+    for (int i = 0; i + 1 < n; i++) {
+        clock |= strcmp(argv[i], "--clock-control") == 0 && strcmp(argv[i + 1], "none") == 0;
+        procs |= strcmp(argv[i], "--target-processes") == 0 && strcmp(argv[i + 1], "all") == 0;
+        filt |= strcmp(argv[i], "--kernel-name") == 0 && strstr(argv[i + 1], "regex:^(?!(") &&
+                strstr(argv[i + 1], "|mm_gen|");
+    }
+    ok(n > 5 && strcmp(argv[0], "/opt/ncu/ncu") == 0 && clock && procs && filt,
+       "ncu argv: clock control off, all processes, the harness filtered out (%s)", filter);
+    ok(n > 5 && strcmp(argv[n - 5], "/opt/ncu/ncu") != 0 &&
+           strcmp(argv[n - 4], "/work/prog") == 0 && argv[n] == NULL,
+       "ncu argv: the target last, NULL-terminated");
+    check(profile_argv("/opt/ncu/ncu", "/work/p.csv", NULL, target, argv, 8, filter,
+                       sizeof filter) == -ENOSPC,
+          "ncu argv: too little room is -ENOSPC");
+    profile_names_free(skip);
+}
+
+int main(void)
+{
+    root = getenv("CUGRADE_ROOT");
+    if (!root)
+        root = ".";
+    test_fixtures();
+    test_csv();
+    test_rules();
+    test_minor_kernel();
+    test_argv();
+    printf("1..%d\n", count);
+    return failures ? 1 : 0;
+}
