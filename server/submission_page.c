@@ -152,6 +152,83 @@ static void put_timing(struct page *p, json_t *t)
                                            : "it is faster than the hardware allows.");
 }
 
+/* One cell of the profile table: a metric (times scale, with decimals
+ * places), or "-". */
+static void put_metric_cell(struct page *p, json_t *m, const char *name, double scale,
+                            int decimals)
+{
+    json_t *v = json_object_get(m, name);
+    char buf[32] = "-";
+    if (json_is_number(v))
+        snprintf(buf, sizeof(buf), "%.*f", decimals, json_number_value(v) * scale);
+    html_fmt(&p->b, "<td class=\"num\">%s</td>", buf);
+}
+
+/* Sectors per global load request: sectors / requests, or "-". */
+static void put_ratio_cell(struct page *p, json_t *m, const char *num, const char *den)
+{
+    json_t *a = json_object_get(m, num), *b = json_object_get(m, den);
+    char buf[32] = "-";
+    if (json_is_number(a) && json_is_number(b) && json_number_value(b) > 0)
+        snprintf(buf, sizeof(buf), "%.1f", json_number_value(a) / json_number_value(b));
+    html_fmt(&p->b, "<td class=\"num\">%s</td>", buf);
+}
+
+/* The Nsight Compute profile of the timed case (docs/runner.md "Profiling
+ * hints"): its hints, then a small table of the numbers behind them. Feedback
+ * only; "unavailable" is ours and says so. */
+static void put_profile(struct page *p, json_t *pf)
+{
+    json_t *hints = json_object_get(pf, "hints"), *kernels = json_object_get(pf, "kernels"), *t;
+    size_t i;
+
+    if (!json_is_object(pf))
+        return;
+    html_raw(&p->b, "<h2>Profile</h2>\n");
+    if (strcmp(page_jstr(pf, "status"), "ok") != 0) {
+        html_fmt(&p->b, "<p class=\"muted\">Profiling was unavailable for this submission (our "
+                        "problem, not yours; it never changes the grade): %s</p>\n",
+                 page_jstr(pf, "message"));
+        return;
+    }
+    html_raw(&p->b, "<p class=\"small\">Nsight Compute on the timed case, once. Feedback only: "
+                    "it does not change your score.</p>\n");
+    if (json_array_size(hints) > 0) {
+        html_raw(&p->b, "<ul class=\"hints profile-hints\">\n");
+        json_array_foreach(hints, i, t) {
+            html_raw(&p->b, "<li>");
+            markdown_render_inline(&p->b, page_jstr(t, "text"));
+            html_raw(&p->b, "</li>\n");
+        }
+        html_raw(&p->b, "</ul>\n");
+    } else {
+        html_raw(&p->b, "<p>No problem found in the profile.</p>\n");
+    }
+    if (json_array_size(kernels) == 0)
+        return;
+    html_raw(&p->b, TABLE_BOX("Profile metrics") "<table class=\"profile\"><thead><tr>"
+                    "<th>Kernel</th><th class=\"num\">Time (ms)</th><th class=\"num\">DRAM %</th>"
+                    "<th class=\"num\">SM %</th><th class=\"num\">Occupancy %</th>"
+                    "<th class=\"num\">Sectors / load</th><th class=\"num\">Threads / warp</th>"
+                    "<th class=\"num\">Blocks</th></tr></thead><tbody>\n");
+    json_array_foreach(kernels, i, t) {
+        json_t *m = json_object_get(t, "metrics");
+        if (i >= 6)
+            break; /* keep it small: the hints name what matters */
+        html_fmt(&p->b, "<tr><td><code>%s</code></td>", page_jstr(t, "name"));
+        put_metric_cell(p, m, "gpu__time_duration.sum", 1e-6, 3);
+        put_metric_cell(p, m, "dram__throughput.avg.pct_of_peak_sustained_elapsed", 1, 0);
+        put_metric_cell(p, m, "sm__throughput.avg.pct_of_peak_sustained_elapsed", 1, 0);
+        put_metric_cell(p, m, "sm__warps_active.avg.pct_of_peak_sustained_active", 1, 0);
+        put_ratio_cell(p, m, "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+                       "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum");
+        put_metric_cell(p, m, "smsp__thread_inst_executed_per_inst_executed.ratio", 1, 1);
+        put_metric_cell(p, m, "launch__grid_size", 1, 0);
+        html_raw(&p->b, "</tr>\n");
+    }
+    html_raw(&p->b, "</tbody></table></div>\n");
+}
+
 static void put_result(struct page *p, json_t *sub)
 {
     json_t *r = json_object_get(sub, "result"), *cg = json_object_get(r, "cugrade");
@@ -246,6 +323,7 @@ static void put_result(struct page *p, json_t *sub)
         }
         html_raw(&p->b, "</ul>\n");
     }
+    put_profile(p, json_object_get(cg, "profile"));
     if (page_jstr(cg, "gpu")[0])
         html_fmt(&p->b, "<p class=\"muted small\">Graded on %s with rubric version %d.</p>\n",
                  page_jstr(cg, "gpu"), (int)page_jnum(sub, "rubric_version", 0));
