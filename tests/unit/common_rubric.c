@@ -106,6 +106,23 @@ int main(void)
               r.correctness[0].points == 5,
           "correctness lines");
     check(r.sanitizer_points == 10 && r.sanitize_memcheck && r.sanitize_racecheck, "sanitizer");
+    check(r.profile == 1, "profiling hints are on without a \"profile\" key");
+    {
+        char perr[512] = "";
+        const char *lim = "\"limits\": {";
+        json_t *pj;
+        struct rubric pr;
+        char ptext[8192];
+        const char *pp = strstr(good, lim);
+        snprintf(ptext, sizeof(ptext), "%.*s\"profile\": false, %s", (int)(pp - good), good, pp);
+        pj = load(ptext);
+        check(rubric_parse(pj, NULL, &pr, perr, sizeof(perr)) == 0 && pr.profile == 0,
+              "\"profile\": false turns profiling hints off");
+        rubric_free(&pr);
+        json_decref(pj);
+        check(refused(lim, "\"profile\": \"no\", \"limits\": {", "profile: must be true or false"),
+              "\"profile\" must be a boolean");
+    }
     check(r.nspeed == 2 && r.speed[0].lower_is_better == 1 && r.speed[0].requires_correct == 1 &&
               r.speed[0].ntiers == 3 && r.speed[1].lower_is_better == 0 &&
               r.speed[1].requires_correct == 0,
