@@ -329,6 +329,8 @@ static int rule_uncoalesced(json_t *hints, const struct profile_kernel *k)
 {
     static const char *const op[2] = {"ld", "st"};
     static const char *const what[2] = {"loads", "stores"};
+    double all = metric0(k, "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum") +
+                 metric0(k, "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum");
     for (int i = 0; i < 2; i++) {
         char m[128];
         snprintf(m, sizeof m, "l1tex__t_sectors_pipe_lsu_mem_global_op_%s.sum", op[i]);
@@ -337,7 +339,11 @@ static int rule_uncoalesced(json_t *hints, const struct profile_kernel *k)
         double req = metric(k, m);
         snprintf(m, sizeof m, "sm__sass_data_bytes_mem_global_op_%s.sum", op[i]);
         double bytes = metric(k, m);
-        if (!(sectors >= PROFILE_MIN_SECTORS) || !(req > 0))
+        /* A reduction's one store per block is 1 sector for 4 bytes, but
+         * a sliver of the traffic: only accesses that are a real share of
+         * the kernel's global sectors count. */
+        if (!(sectors >= PROFILE_MIN_SECTORS) || !(req > 0) ||
+            !(sectors >= PROFILE_COALESCE_SHARE * all))
             continue;
         double spr = sectors / req;
         if (bytes > 0) {

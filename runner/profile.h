@@ -39,6 +39,7 @@ struct run_opts;
 /* The hint rules' thresholds (profile.c). Each is what Nsight Compute's own
  * rules or the CUDA Best Practices Guide treat as worth fixing. */
 #define PROFILE_COALESCE_EFF     0.50 /* used bytes / fetched sector bytes below this */
+#define PROFILE_COALESCE_SHARE   0.10 /* ... for loads or stores with this share of the sectors */
 #define PROFILE_SECTORS_FALLBACK 16.5 /* sectors/request past this without byte counts */
 #define PROFILE_BANK_EXTRA       1.0  /* extra shared wavefronts per shared instruction */
 #define PROFILE_OCCUPANCY_PCT    40.0 /* achieved occupancy (% of the SM's warps) below this */

@@ -242,6 +242,25 @@ static void test_rules(void)
                       "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum=1000"),
                 "uncoalesced_global") == 0,
           "coalescing without byte counts: 16 sectors per request: no hint");
+    /* Modelled on the fast reduction, which got this hint on the H100 in
+     * profile_bench.sh before the traffic share was asked for: float4
+     * loads, one float stored per block (1 sector for 4 bytes). */
+    check(fires(HINTS("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum=33554432",
+                      "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum=2097152",
+                      "sm__sass_data_bytes_mem_global_op_ld.sum=1073741824",
+                      "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum=2112",
+                      "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum=2112",
+                      "sm__sass_data_bytes_mem_global_op_st.sum=8448"),
+                "uncoalesced_global") == 0,
+          "coalescing: one store per block, a sliver of the traffic: no hint");
+    check(fires(HINTS("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum=40000",
+                      "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum=10000",
+                      "sm__sass_data_bytes_mem_global_op_ld.sum=1280000",
+                      "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum=10000",
+                      "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum=1000",
+                      "sm__sass_data_bytes_mem_global_op_st.sum=64000"),
+                "uncoalesced_global"),
+          "coalescing: strided stores with 20% of the sectors: hint");
     check(fires(HINTS("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum=320",
                       "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum=10",
                       "sm__sass_data_bytes_mem_global_op_ld.sum=1280"),
