@@ -537,40 +537,49 @@ static double kernel_time(const struct profile_kernel *k)
     return t > 0 ? t : 0;
 }
 
-json_t *profile_hints(const struct profile_report *r)
+/* The distinct kernels of r, longest first: a kernel launched several times
+ * stands for its longest launch. Returns a new array of indices (caller
+ * frees) with *n set, or NULL on out of memory. */
+static size_t *kernel_order(const struct profile_report *r, size_t *n)
 {
-    json_t *hints = json_array();
-    if (!hints)
+    size_t *order = calloc(r->nkernels + 1, sizeof *order);
+    *n = 0;
+    if (!order)
         return NULL;
-    double total = 0;
-    for (size_t i = 0; i < r->nkernels; i++)
-        total += kernel_time(&r->kernels[i]);
-    /* Distinct kernels, longest first; a kernel launched several times is
-     * judged on its longest launch. */
-    size_t *order = calloc(r->nkernels + 1, sizeof *order), n = 0;
-    if (!order) {
-        json_decref(hints);
-        return NULL;
-    }
     for (size_t i = 0; i < r->nkernels; i++) {
         size_t j;
-        for (j = 0; j < n; j++)
+        for (j = 0; j < *n; j++)
             if (strcmp(r->kernels[order[j]].name, r->kernels[i].name) == 0)
                 break;
-        if (j < n) {
+        if (j < *n) {
             if (kernel_time(&r->kernels[i]) > kernel_time(&r->kernels[order[j]]))
                 order[j] = i;
             continue;
         }
-        order[n++] = i;
+        order[(*n)++] = i;
     }
-    for (size_t a = 1; a < n; a++)
+    for (size_t a = 1; a < *n; a++)
         for (size_t b = a; b > 0 && kernel_time(&r->kernels[order[b]]) >
                                       kernel_time(&r->kernels[order[b - 1]]); b--) {
             size_t t = order[b];
             order[b] = order[b - 1];
             order[b - 1] = t;
         }
+    return order;
+}
+
+json_t *profile_hints(const struct profile_report *r)
+{
+    json_t *hints = json_array();
+    size_t n, *order = kernel_order(r, &n);
+    if (!hints || !order) {
+        json_decref(hints);
+        free(order);
+        return NULL;
+    }
+    double total = 0;
+    for (size_t i = 0; i < r->nkernels; i++)
+        total += kernel_time(&r->kernels[i]);
     int (*const rules[])(json_t *, const struct profile_kernel *) = {
         rule_uncoalesced, rule_bank_conflicts, rule_occupancy,
         rule_divergence,  rule_small_grid,     rule_roofline,
@@ -590,15 +599,22 @@ json_t *profile_hints(const struct profile_report *r)
 json_t *profile_json(const struct profile_report *r, double seconds)
 {
     json_t *kernels = json_array(), *hints = profile_hints(r);
-    if (!kernels || !hints)
+    size_t n, *order = kernel_order(r, &n);
+    if (!kernels || !hints || !order)
         goto fail;
-    for (size_t i = 0; i < r->nkernels; i++)
-        if (json_array_append_new(kernels, json_pack("{s:s, s:O}", "name", r->kernels[i].name,
-                                                     "metrics", r->kernels[i].metrics)) < 0)
+    /* Distinct kernels only, at most PROFILE_MAX_KERNELS: a loop of 24
+     * launches of one kernel is one row. */
+    for (size_t i = 0; i < n && i < PROFILE_MAX_KERNELS; i++) {
+        const struct profile_kernel *k = &r->kernels[order[i]];
+        if (json_array_append_new(kernels, json_pack("{s:s, s:O}", "name", k->name, "metrics",
+                                                     k->metrics)) < 0)
             goto fail;
+    }
+    free(order);
     return json_pack("{s:s, s:o, s:o, s:f}", "status", "ok", "kernels", kernels, "hints", hints,
                      "seconds", seconds);
 fail:
+    free(order);
     json_decref(kernels);
     json_decref(hints);
     return NULL;
@@ -734,7 +750,11 @@ int profile_argv(const char *ncu, const char *log, const char *const *skip,
 /* ---------------------------------------------------------------------- */
 /* The run. */
 
-/* One ncu session per GPU at a time: CACHE/gpu-<index>.profile, flock'd. */
+/* One ncu session per GPU at a time: CACHE/gpu-<index>.profile, flock'd.
+ * The wait is bounded (PROFILE_LOCK_WAIT): past it the job goes on without
+ * a profile rather than queue behind a burst of them. Returns the fd, -1
+ * when the lock file cannot be made (profile anyway: the driver refuses a
+ * second session, which is then "unavailable"), or -2 when busy. */
 static int profile_lock(const struct grade_env *env)
 {
     char path[PATH_MAX];
@@ -743,11 +763,15 @@ static int profile_lock(const struct grade_env *env)
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0)
         return -1;
-    while (flock(fd, LOCK_EX) < 0)
-        if (errno != EINTR) {
+    double end = run_now() + PROFILE_LOCK_WAIT;
+    while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        int e = errno;
+        if ((e != EWOULDBLOCK && e != EINTR) || run_now() >= end) {
             close(fd);
-            return -1;
+            return e == EWOULDBLOCK ? -2 : -1;
         }
+        usleep(20000);
+    }
     return fd;
 }
 
@@ -822,6 +846,11 @@ json_t *profile_run(const struct run_ctx *rc, const char *const *target, int cha
     struct sandbox_verdict v;
     memset(&v, 0, sizeof v);
     int plk = profile_lock(rc->env);
+    if (plk == -2) {
+        profile_names_free(skip);
+        return profile_json_unavailable("the profiler was busy with other submissions; "
+                                        "resubmit for a profile", run_now() - t0);
+    }
     int glk = lock_gpu_shared_user(rc->env);
     int r = run_sandboxed_opts(rc, argv, channel_fd, profile_seconds_limit(), &po, &v);
     lock_gpu_release(glk);

@@ -28,12 +28,16 @@ struct run_opts;
 #define PROFILE_NCU_DEFAULT "/opt/nvidia/nsight-compute/2025.3.1/ncu"
 /* Profiled launches at most (the harness's own kernels count too). */
 #define PROFILE_LAUNCH_COUNT "24"
-/* The profile run's wall limit in seconds ($CUGRADE_PROFILE_SECONDS). */
-#define PROFILE_SECONDS 20.0
+/* The profile run's wall limit in seconds ($CUGRADE_PROFILE_SECONDS), and
+ * the longest wait for the GPU's profile lock: together they bound what
+ * profiling can add to a submission (measured: 2-3.5 s alone). */
+#define PROFILE_SECONDS 10.0
+#define PROFILE_LOCK_WAIT 10.0
 /* Hints kept at most, and a kernel's share of the profiled GPU time below
  * which it gets none (a helper kernel of 1 % is not worth a student's
  * attention). */
 #define PROFILE_MAX_HINTS 6
+#define PROFILE_MAX_KERNELS 8 /* distinct kernels in the result, longest first */
 #define PROFILE_MIN_SHARE 0.10
 
 /* The hint rules' thresholds (profile.c). Each is what Nsight Compute's own
@@ -82,8 +86,9 @@ int profile_csv_parse(const char *text, const char *const *skip, struct profile_
  * kernel. NULL on out of memory. */
 json_t *profile_hints(const struct profile_report *r);
 
-/* The result document's profile: {kernels: [{name, metrics}], hints,
- * seconds, status: "ok"}. New reference, or NULL on out of memory. */
+/* The result document's profile: {kernels: [{name, metrics}] (distinct
+ * names, longest launch first, at most PROFILE_MAX_KERNELS), hints, seconds,
+ * status: "ok"}. New reference, or NULL on out of memory. */
 json_t *profile_json(const struct profile_report *r, double seconds);
 /* {status: "unavailable", message, seconds}: the profiler could not run
  * (ours, never charged). New reference or NULL. */

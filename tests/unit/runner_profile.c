@@ -358,20 +358,22 @@ static void test_minor_kernel(void)
     const char *text = "\"ID\",\"Kernel Name\",\"gpu__time_duration.sum\",\"launch__grid_size\","
                        "\"device__attribute_multiprocessor_count\"\n"
                        "\"0\",\"tail\",\"50\",\"1\",\"132\"\n"
-                       "\"1\",\"main\",\"950\",\"2\",\"132\"\n";
+                       "\"1\",\"main\",\"950\",\"2\",\"132\"\n"
+                       "\"2\",\"main\",\"900\",\"2\",\"132\"\n";
     struct profile_report r;
     profile_report_init(&r);
     profile_csv_parse(text, NULL, &r);
     json_t *h = profile_hints(&r);
     ok(json_array_size(h) == 1 &&
            strcmp(json_string_value(json_object_get(json_array_get(h, 0), "kernel")), "main") == 0,
-       "a kernel under 10%% of the time gets no hint (%zu hints)", json_array_size(h));
+       "a kernel under 10%% of the time gets no hint, a relaunched kernel counts once (%zu hints)",
+       json_array_size(h));
     json_t *doc = profile_json(&r, 2.5);
     ok(doc && strcmp(json_string_value(json_object_get(doc, "status")), "ok") == 0 &&
            json_array_size(json_object_get(doc, "kernels")) == 2 &&
            json_array_size(json_object_get(doc, "hints")) == 1 &&
            json_number_value(json_object_get(doc, "seconds")) == 2.5,
-       "profile_json: status, kernels, hints, seconds");
+       "profile_json: status, kernels (a relaunched kernel once), hints, seconds");
     json_decref(doc);
     json_decref(h);
     profile_report_free(&r);
@@ -415,6 +417,20 @@ static void test_argv(void)
     profile_names_free(skip);
 }
 
+/* Without ncu the profile is "unavailable", before anything runs. */
+static void test_no_ncu(void)
+{
+    setenv("CUGRADE_NCU", "/nonexistent/ncu", 1);
+    const char *target[] = {"/work/prog", NULL};
+    json_t *doc = profile_run(NULL, target, -1, NULL);
+    ok(doc && strcmp(json_string_value(json_object_get(doc, "status")), "unavailable") == 0 &&
+           strstr(json_string_value(json_object_get(doc, "message")), "not installed"),
+       "no ncu on the runner: unavailable, not a failure (%s)",
+       doc ? json_string_value(json_object_get(doc, "message")) : "NULL");
+    json_decref(doc);
+    unsetenv("CUGRADE_NCU");
+}
+
 int main(void)
 {
     root = getenv("CUGRADE_ROOT");
@@ -425,6 +441,7 @@ int main(void)
     test_rules();
     test_minor_kernel();
     test_argv();
+    test_no_ncu();
     printf("1..%d\n", count);
     return failures ? 1 : 0;
 }
