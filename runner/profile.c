@@ -71,51 +71,50 @@ void profile_report_free(struct profile_report *r)
 /* ---------------------------------------------------------------------- */
 /* CSV: ncu quotes every field ("a","b,c",""); a quote inside is doubled. */
 
-/* Split one line into at most max fields (malloc'd strings; caller frees
- * each). Returns the number, or -ENOMEM. */
+/* Split one line into at most max fields, unquoted into one buffer of the
+ * line's size (out[0] owns it: csv_fields_free). Returns the number of
+ * fields, or -ENOMEM. */
 static int csv_fields(const char *line, size_t len, char **out, int max)
 {
+    char *buf = malloc(len + 1), *w = buf;
     int n = 0;
     size_t i = 0;
+    if (!buf)
+        return -ENOMEM;
     while (i <= len && n < max) {
-        char *f = malloc(len - i + 1);
-        size_t k = 0;
-        if (!f)
-            goto fail;
+        out[n++] = w;
         if (i < len && line[i] == '"') {
             i++;
             while (i < len) {
                 if (line[i] == '"' && i + 1 < len && line[i + 1] == '"') {
-                    f[k++] = '"';
+                    *w++ = '"';
                     i += 2;
                 } else if (line[i] == '"') {
                     i++;
                     break;
                 } else {
-                    f[k++] = line[i++];
+                    *w++ = line[i++];
                 }
             }
             while (i < len && line[i] != ',')
                 i++;
         } else {
             while (i < len && line[i] != ',')
-                f[k++] = line[i++];
+                *w++ = line[i++];
         }
-        f[k] = '\0';
-        out[n++] = f;
+        /* Each field's text plus its NUL fits in what it used of the line
+         * (at least its comma or the line's end). */
+        *w++ = '\0';
         i++; /* past the comma (or the end) */
     }
+    assert((size_t)(w - buf) <= len + 1);
     return n;
-fail:
-    while (n > 0)
-        free(out[--n]);
-    return -ENOMEM;
 }
 
 static void csv_fields_free(char **f, int n)
 {
-    for (int i = 0; i < n; i++)
-        free(f[i]);
+    if (n > 0)
+        free(f[0]);
 }
 
 /* A metric value as a number: "1,024.5" -> 1024.5; NAN for text, "n/a". */
@@ -197,6 +196,8 @@ static int metric_wanted(const char *name)
 {
     const char *list = metric_list();
     size_t n = strlen(name);
+    if (n == 0)
+        return 0; /* strstr would find "" everywhere, and never move on */
     for (const char *p = list; (p = strstr(p, name)) != NULL; p += n)
         if ((p == list || p[-1] == ',') && (p[n] == ',' || p[n] == '\0'))
             return 1;
@@ -204,8 +205,8 @@ static int metric_wanted(const char *name)
 }
 
 /* One data row under header hdr (nh fields, the name in column kcol). */
-static int csv_row(struct profile_report *r, char **hdr, int nh, int kcol, char **f, int nf,
-                   const char *const *skip)
+static int csv_row(struct profile_report *r, char **hdr, const char *want, int nh, int kcol,
+                   char **f, int nf, const char *const *skip)
 {
     if (nf <= kcol || !f[0][0]) /* the units row has no ID */
         return 0;
@@ -222,8 +223,7 @@ static int csv_row(struct profile_report *r, char **hdr, int nh, int kcol, char 
     if (!m)
         return -ENOMEM;
     for (int c = 0; c < nf && c < nh; c++) {
-        /* The leading columns ("ID", "Block Size", ...) are not metrics. */
-        if (!metric_wanted(hdr[c]))
+        if (!want[c])
             continue;
         double v = csv_number(f[c]);
         if (!isnan(v) && json_object_set_new(m, hdr[c], json_real(v)) < 0) {
@@ -240,9 +240,13 @@ static int csv_row(struct profile_report *r, char **hdr, int nh, int kcol, char 
 int profile_csv_parse(const char *text, const char *const *skip, struct profile_report *r)
 {
     char **hdr = calloc(2 * CSV_MAX_FIELDS, sizeof *hdr), **f = hdr + CSV_MAX_FIELDS;
+    char *want = calloc(CSV_MAX_FIELDS, 1); /* the header's columns that are kept */
     int nh = 0, kcol = -1, rc = 0;
-    if (!hdr)
+    if (!hdr || !want) {
+        free(hdr);
+        free(want);
         return -ENOMEM;
+    }
     const char *p = text;
     while (p && *p) {
         const char *nl = strchr(p, '\n');
@@ -262,9 +266,13 @@ int profile_csv_parse(const char *text, const char *const *skip, struct profile_
                 break;
             }
             kcol = -1;
-            for (int c = 0; c < nh; c++)
+            for (int c = 0; c < nh; c++) {
                 if (strcmp(hdr[c], "Kernel Name") == 0)
                     kcol = c;
+                /* The leading columns ("ID", "Block Size", ...) are not
+                 * metrics; of the rest only those asked for are kept. */
+                want[c] = (char)metric_wanted(hdr[c]);
+            }
             if (kcol < 0) {
                 rc = -EBADMSG;
                 break;
@@ -278,13 +286,14 @@ int profile_csv_parse(const char *text, const char *const *skip, struct profile_
             rc = -ENOMEM;
             break;
         }
-        rc = csv_row(r, hdr, nh, kcol, f, nf, skip);
+        rc = csv_row(r, hdr, want, nh, kcol, f, nf, skip);
         csv_fields_free(f, nf);
         if (rc < 0)
             break;
     }
     csv_fields_free(hdr, nh);
     free(hdr);
+    free(want);
     return rc;
 }
 

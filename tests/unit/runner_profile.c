@@ -180,6 +180,12 @@ static void test_csv(void)
           "csv: a header without Kernel Name is refused");
     profile_report_free(&r);
     profile_report_init(&r);
+    check(profile_csv_parse("\"ID\",\"Kernel Name\",\"\",\"launch__grid_size\"\n\"0\",\"k\",\"1\",\"2\"\n",
+                            NULL, &r) == 0 && r.nkernels == 1 &&
+              kmetric(&r.kernels[0], "launch__grid_size") == 2,
+          "csv: an empty column name is no metric (it hung once: found by the fuzzer)");
+    profile_report_free(&r);
+    profile_report_init(&r);
     check(profile_csv_parse("==ERROR== ERR_NVGPUCTRPERM\n", NULL, &r) == 0 && r.nkernels == 0,
           "csv: no report, no kernels");
     profile_report_free(&r);

@@ -1,0 +1,41 @@
+/*
+ * profile.c - libFuzzer target: runner/profile.c's reader of ncu's
+ * `--csv --page raw` report. The report is a file in the sandbox's /work,
+ * which the student's process can write too, so it is outside bytes: the
+ * parser must never read past the text or crash, and whatever it accepts
+ * must go through the hint rules and the result document.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runner/profile.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    char *text = malloc(size + 1);
+    assert(text);
+    memcpy(text, data, size);
+    text[size] = '\0';
+    static const char *const skip[] = {"hc_fill_u32", "mm_gen", NULL};
+    struct profile_report r;
+    profile_report_init(&r);
+    int rc = profile_csv_parse(text, skip, &r);
+    assert(rc == 0 || rc == -EBADMSG || rc == -ENOMEM);
+    for (size_t i = 0; i < r.nkernels; i++)
+        assert(r.kernels[i].name && json_is_object(r.kernels[i].metrics));
+    json_t *doc = profile_json(&r, 1.0);
+    if (doc) {
+        json_t *hints = json_object_get(doc, "hints");
+        assert(json_array_size(hints) <= PROFILE_MAX_HINTS);
+        assert(json_array_size(json_object_get(doc, "kernels")) <= PROFILE_MAX_KERNELS);
+        json_decref(doc);
+    }
+    profile_report_free(&r);
+    free(text);
+    return 0;
+}
