@@ -47,11 +47,11 @@ const char PROFILE_METRICS[] =
     "smsp__thread_inst_executed_per_inst_executed.ratio,"
     "smsp__sass_average_branch_targets_threads_uniform.pct";
 
-#define PROFILE_LOG      "/work/.cugrade-profile.csv"
+#define PROFILE_LOG "/work/.cugrade-profile.csv"
 #define PROFILE_LOG_NAME ".cugrade-profile.csv"
-#define PROFILE_LOG_CAP  (4u << 20)
+#define PROFILE_LOG_CAP (4u << 20)
 #define PROFILE_MIN_SECTORS 1024.0 /* fewer global sectors: too little traffic to matter */
-#define PROFILE_MIN_SHARED  1024.0 /* fewer shared-memory instructions: likewise */
+#define PROFILE_MIN_SHARED 1024.0  /* fewer shared-memory instructions: likewise */
 
 void profile_report_init(struct profile_report *r)
 {
@@ -325,8 +325,8 @@ static void hint_add(json_t *hints, const char *id, const struct profile_kernel 
     va_start(ap, fmt);
     vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
-    json_array_append_new(hints, json_pack("{s:s, s:s, s:s, s:f}", "id", id, "text", text,
-                                           "kernel", k->name, "value", value));
+    json_array_append_new(hints, json_pack("{s:s, s:s, s:s, s:f}", "id", id, "text", text, "kernel",
+                                           k->name, "value", value));
 }
 
 /* Global loads or stores whose warps fetch more 32-byte sectors than the
@@ -430,22 +430,28 @@ static int rule_occupancy(json_t *hints, const struct profile_kernel *k)
     double block = metric(k, "launch__block_size");
     char why[400];
     if (!(theo < 80.0) && (theo >= 0)) {
-        snprintf(why, sizeof why, "the limits allow %.0f%%, so the launch leaves SMs short "
-                 "of warps: launch more blocks (or more threads per block)", theo);
+        snprintf(why, sizeof why,
+                 "the limits allow %.0f%%, so the launch leaves SMs short "
+                 "of warps: launch more blocks (or more threads per block)",
+                 theo);
     } else if (best == 0) {
-        snprintf(why, sizeof why, "limited by registers: %.0f per thread leave room for %.0f "
+        snprintf(why, sizeof why,
+                 "limited by registers: %.0f per thread leave room for %.0f "
                  "block(s) of %.0f threads per SM. Keep fewer values live, or cap them with "
                  "`__launch_bounds__(threads, minBlocks)`",
                  metric(k, "launch__registers_per_thread"), bv, block);
     } else if (best == 1) {
         double smem = metric(k, "launch__shared_mem_per_block_static") +
                       fmax(0, metric(k, "launch__shared_mem_per_block_dynamic"));
-        snprintf(why, sizeof why, "limited by shared memory: %.1f KiB per block leave room "
+        snprintf(why, sizeof why,
+                 "limited by shared memory: %.1f KiB per block leave room "
                  "for %.0f block(s) per SM. Use smaller tiles or fewer shared arrays",
                  smem / 1024.0, bv);
     } else if (best >= 2) {
-        snprintf(why, sizeof why, "limited by the block size: blocks of %.0f threads, at most "
-                 "%.0f per SM. Use 128 to 512 threads per block", block, bv);
+        snprintf(why, sizeof why,
+                 "limited by the block size: blocks of %.0f threads, at most "
+                 "%.0f per SM. Use 128 to 512 threads per block",
+                 block, bv);
     } else {
         snprintf(why, sizeof why, "theoretical %.0f%%", theo);
     }
@@ -498,7 +504,8 @@ static int rule_small_grid(json_t *hints, const struct profile_kernel *k)
 static int rule_roofline(json_t *hints, const struct profile_kernel *k)
 {
     double dram = metric(k, "dram__throughput.avg.pct_of_peak_sustained_elapsed");
-    double mem = fmax(dram, metric(k, "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"));
+    double mem =
+        fmax(dram, metric(k, "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"));
     double sm = metric(k, "sm__throughput.avg.pct_of_peak_sustained_elapsed");
     if (isnan(mem) || isnan(sm))
         return 0;
@@ -519,14 +526,16 @@ static int rule_roofline(json_t *hints, const struct profile_kernel *k)
                  "`%s` is bound by the on-chip memory pipelines: %.0f%% of their peak (L1, "
                  "shared memory, L2) while DRAM runs at %.0f%% and the SMs at %.0f%%. Fewer, "
                  "wider and conflict-free accesses to shared memory and cache help more "
-                 "than fewer DRAM bytes.", k->name, mem, dram, sm);
+                 "than fewer DRAM bytes.",
+                 k->name, mem, dram, sm);
         return 1;
     }
     if (sm >= PROFILE_BOUND_PCT && sm > mem) {
         hint_add(hints, "compute_bound", k, sm,
                  "`%s` is compute-bound: the SMs run at %.0f%% of peak against %.0f%% for "
                  "memory. Do less work per result: fewer instructions in the inner loop, "
-                 "`fmaf`, no recomputed indices.", k->name, sm, mem);
+                 "`fmaf`, no recomputed indices.",
+                 k->name, sm, mem);
         return 1;
     }
     if (mem < PROFILE_IDLE_PCT && sm < PROFILE_IDLE_PCT) {
@@ -534,7 +543,8 @@ static int rule_roofline(json_t *hints, const struct profile_kernel *k)
                  "`%s` is latency-bound: neither memory (%.0f%% of peak) nor the SMs (%.0f%%) "
                  "are busy, so its warps mostly wait. Put more independent work in flight: "
                  "more blocks, several elements per thread, fewer `__syncthreads()` per "
-                 "element.", k->name, mem, sm);
+                 "element.",
+                 k->name, mem, sm);
         return 1;
     }
     return 0;
@@ -568,8 +578,9 @@ static size_t *kernel_order(const struct profile_report *r, size_t *n)
         order[(*n)++] = i;
     }
     for (size_t a = 1; a < *n; a++)
-        for (size_t b = a; b > 0 && kernel_time(&r->kernels[order[b]]) >
-                                      kernel_time(&r->kernels[order[b - 1]]); b--) {
+        for (size_t b = a;
+             b > 0 && kernel_time(&r->kernels[order[b]]) > kernel_time(&r->kernels[order[b - 1]]);
+             b--) {
             size_t t = order[b];
             order[b] = order[b - 1];
             order[b - 1] = t;
@@ -615,8 +626,8 @@ json_t *profile_json(const struct profile_report *r, double seconds)
      * launches of one kernel is one row. */
     for (size_t i = 0; i < n && i < PROFILE_MAX_KERNELS; i++) {
         const struct profile_kernel *k = &r->kernels[order[i]];
-        if (json_array_append_new(kernels, json_pack("{s:s, s:O}", "name", k->name, "metrics",
-                                                     k->metrics)) < 0)
+        if (json_array_append_new(
+                kernels, json_pack("{s:s, s:O}", "name", k->name, "metrics", k->metrics)) < 0)
             goto fail;
     }
     free(order);
@@ -722,16 +733,26 @@ int profile_argv(const char *ncu, const char *log, const char *const *skip,
 {
     const char *off = getenv("CUGRADE_PROFILE_FILTER");
     const char *head[24] = {
-        ncu, "--csv", "--page", "raw", "--metrics", metric_list(),
+        ncu,
+        "--csv",
+        "--page",
+        "raw",
+        "--metrics",
+        metric_list(),
         /* The student's program and everything it starts (a Python
          * owner starts the student's interpreter in a child). */
-        "--target-processes", "all",
+        "--target-processes",
+        "all",
         /* No locked clocks: that needs the GPU to itself and would
          * change the clocks under other jobs' runs. */
-        "--clock-control", "none",
-        "--print-kernel-base", "function",
-        "--launch-count", PROFILE_LAUNCH_COUNT,
-        "--log-file", log,
+        "--clock-control",
+        "none",
+        "--print-kernel-base",
+        "function",
+        "--launch-count",
+        PROFILE_LAUNCH_COUNT,
+        "--log-file",
+        log,
     };
     size_t nh = 16;
     if (skip && skip[0] && !(off && strcmp(off, "0") == 0)) {
@@ -818,8 +839,7 @@ json_t *profile_run(const struct run_ctx *rc, const char *const *target, int cha
     double t0 = run_now();
     const char *ncu = profile_ncu_path();
     if (!ncu)
-        return profile_json_unavailable("Nsight Compute (ncu) is not installed on this runner.",
-                                        0);
+        return profile_json_unavailable("Nsight Compute (ncu) is not installed on this runner.", 0);
     char ncu_dir[PATH_MAX], real[PATH_MAX];
     if (!realpath(ncu, real))
         return profile_json_unavailable("Nsight Compute (ncu) cannot be resolved.", 0);
@@ -858,7 +878,8 @@ json_t *profile_run(const struct run_ctx *rc, const char *const *target, int cha
     if (plk == -2) {
         profile_names_free(skip);
         return profile_json_unavailable("the profiler was busy with other submissions; "
-                                        "resubmit for a profile", run_now() - t0);
+                                        "resubmit for a profile",
+                                        run_now() - t0);
     }
     int glk = lock_gpu_shared_user(rc->env);
     int r = run_sandboxed_opts(rc, argv, channel_fd, profile_seconds_limit(), &po, &v);

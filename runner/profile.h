@@ -42,29 +42,29 @@ struct run_opts;
 
 /* The hint rules' thresholds (profile.c). Each is what Nsight Compute's own
  * rules or the CUDA Best Practices Guide treat as worth fixing. */
-#define PROFILE_COALESCE_EFF     0.50 /* used bytes / fetched sector bytes below this */
-#define PROFILE_COALESCE_SHARE   0.10 /* ... for loads or stores with this share of the sectors */
+#define PROFILE_COALESCE_EFF 0.50     /* used bytes / fetched sector bytes below this */
+#define PROFILE_COALESCE_SHARE 0.10   /* ... for loads or stores with this share of the sectors */
 #define PROFILE_SECTORS_FALLBACK 16.5 /* sectors/request past this without byte counts */
-#define PROFILE_BANK_EXTRA       1.0  /* extra shared wavefronts per shared instruction */
-#define PROFILE_OCCUPANCY_PCT    40.0 /* achieved occupancy (% of the SM's warps) below this */
+#define PROFILE_BANK_EXTRA 1.0        /* extra shared wavefronts per shared instruction */
+#define PROFILE_OCCUPANCY_PCT 40.0    /* achieved occupancy (% of the SM's warps) below this */
 #define PROFILE_THREADS_PER_WARP 24.0 /* average active threads per executed instruction */
-#define PROFILE_BRANCH_UNIFORM   85.0 /* % of branches all active threads take alike */
-#define PROFILE_BOUND_PCT        60.0 /* DRAM or SM throughput (% of peak) to call it bound */
-#define PROFILE_IDLE_PCT         30.0 /* both below this: latency-bound */
+#define PROFILE_BRANCH_UNIFORM 85.0   /* % of branches all active threads take alike */
+#define PROFILE_BOUND_PCT 60.0        /* DRAM or SM throughput (% of peak) to call it bound */
+#define PROFILE_IDLE_PCT 30.0         /* both below this: latency-bound */
 
 /* The metrics asked for: one list, collected in as few passes as ncu can
  * (the launch__ and device__ ones need no pass). */
 extern const char PROFILE_METRICS[];
 
 struct profile_kernel {
-    char *name;       /* the function's base name */
-    json_t *metrics;  /* {metric: number}, metrics ncu gave a number for */
+    char *name;      /* the function's base name */
+    json_t *metrics; /* {metric: number}, metrics ncu gave a number for */
 };
 
 struct profile_report {
     struct profile_kernel *kernels;
     size_t nkernels;
-    size_t skipped;   /* the harness's own kernels left out */
+    size_t skipped; /* the harness's own kernels left out */
 };
 
 /* Zero r. */

@@ -104,7 +104,8 @@ static void test_fixtures(void)
     h = hint_find(hints, "uncoalesced_global");
     ok(h && hint_value(h) > 28 && strstr(hint_text(h), "where 4.0 would do"),
        "uncoalesced: hint with the number and the ideal: %s", hint_text(h));
-    check(hint_find(hints, "small_grid") != NULL, "uncoalesced: 64 blocks on 132 SMs is a small grid");
+    check(hint_find(hints, "small_grid") != NULL,
+          "uncoalesced: 64 blocks on 132 SMs is a small grid");
     check(hint_find(hints, "bank_conflicts") == NULL, "uncoalesced: no bank-conflict hint");
     json_decref(hints);
     profile_report_free(&r);
@@ -180,9 +181,10 @@ static void test_csv(void)
           "csv: a header without Kernel Name is refused");
     profile_report_free(&r);
     profile_report_init(&r);
-    check(profile_csv_parse("\"ID\",\"Kernel Name\",\"\",\"launch__grid_size\"\n\"0\",\"k\",\"1\",\"2\"\n",
-                            NULL, &r) == 0 && r.nkernels == 1 &&
-              kmetric(&r.kernels[0], "launch__grid_size") == 2,
+    check(profile_csv_parse(
+              "\"ID\",\"Kernel Name\",\"\",\"launch__grid_size\"\n\"0\",\"k\",\"1\",\"2\"\n", NULL,
+              &r) == 0 &&
+              r.nkernels == 1 && kmetric(&r.kernels[0], "launch__grid_size") == 2,
           "csv: an empty column name is no metric (it hung once: found by the fuzzer)");
     profile_report_free(&r);
     profile_report_init(&r);
@@ -339,7 +341,8 @@ static void test_rules(void)
     h = HINTS("dram__throughput.avg.pct_of_peak_sustained_elapsed=45",
               "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed=45",
               "sm__throughput.avg.pct_of_peak_sustained_elapsed=45");
-    ok(json_array_size(h) == 0, "roofline: 45%% and 45%%: no verdict (%zu hints)", json_array_size(h));
+    ok(json_array_size(h) == 0, "roofline: 45%% and 45%%: no verdict (%zu hints)",
+       json_array_size(h));
     json_decref(h);
 
     /* Everything at once: at most PROFILE_MAX_HINTS. */
@@ -403,8 +406,8 @@ static void test_argv(void)
     const char *target[] = {"/work/prog", "check", "--cases", "4096^3", NULL};
     const char *argv[64];
     char filter[1024];
-    int n = profile_argv("/opt/ncu/ncu", "/work/p.csv", (const char *const *)skip, target, argv,
-                         64, filter, sizeof filter);
+    int n = profile_argv("/opt/ncu/ncu", "/work/p.csv", (const char *const *)skip, target, argv, 64,
+                         filter, sizeof filter);
     int clock = 0, procs = 0, filt = 0;
     for (int i = 0; i + 1 < n; i++) {
         clock |= strcmp(argv[i], "--clock-control") == 0 && strcmp(argv[i + 1], "none") == 0;
