@@ -11,7 +11,7 @@ T=labs/common/py/tenant.py; O=labs/common/py/owner.py; S=tests/gpu/solutions-py
 W=/tmp/pysan-work; mkdir -p $W
 one() { # name, command...
     n=$1; shift; s=$(date +%s.%N)
-    timeout 110 "$@" >"$OUT/$n.out" 2>"$OUT/$n.err" 3>"$OUT/$n.chan"
+    timeout ${PROBE_TIMEOUT:-100} "$@" >"$OUT/$n.out" 2>"$OUT/$n.err" 3>"$OUT/$n.chan"
     echo "$n rc=$? $(python3 -c "import time;print(round(time.time()-$s,1))") s" >>"$OUT/summary.txt"
 }
 tsan() { # name tool lab case file
@@ -25,10 +25,10 @@ compute-sanitizer --version | tail -1 >>"$OUT/summary.txt"
 one plain_fast python3 -I -B $T --sanitize reduction 1000 5eed0123 $S/reduction/fast_numba.py
 # sequential, for the times
 tsan mem_fast memcheck reduction 1000 fast_numba
-tsan race_fast racecheck reduction 1000 fast_numba
-tsan mem_oob memcheck reduction 1000 oob_write
 tsan race_race racecheck reduction 1000 race
 # the rest in parallel
+tsan race_fast racecheck reduction 1000 fast_numba &
+tsan mem_oob memcheck reduction 1000 oob_write &
 tsan mem_cupy memcheck reduction 1000 cupy_sum &
 tsan race_cupy racecheck reduction 1000 cupy_sum &
 tsan mem_nobounds memcheck reduction 1000 no_bounds &
