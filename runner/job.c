@@ -304,18 +304,13 @@ static int job_prestart_now(struct job *j)
     j->prestarted = 1;
     if (!lab->sanitize_case || !(rub->sanitize_memcheck || rub->sanitize_racecheck))
         return 0;
-    if (j->python) {
-        j->python_nsans = python_sanitizers_unrun(rub->sanitize_memcheck, rub->sanitize_racecheck,
-                                                  j->sans);
-        return 0;
-    }
     const char *tools[2] = {rub->sanitize_memcheck ? "memcheck" : NULL,
                             rub->sanitize_racecheck ? "racecheck" : NULL};
     snprintf(j->cs, sizeof j->cs, "%s/bin/compute-sanitizer", j->env->cuda_home);
     if (access(j->cs, X_OK) != 0)
         return job_fail(j, -ENOENT, "compute-sanitizer not found at %.300s", j->cs);
-    if ((r = labcache_launch_ensure(j->env, j->launch, sizeof j->launch, j->err,
-                                    sizeof j->err)) < 0)
+    if (!j->python && (r = labcache_launch_ensure(j->env, j->launch, sizeof j->launch, j->err,
+                                                  sizeof j->err)) < 0)
         return r;
     for (int t = 0; t < 2; t++) {
         if (!tools[t])
@@ -332,6 +327,19 @@ static int job_prestart_now(struct job *j)
         sk->limit = j->rc.limits.sanitize;
         sk->s = &j->sans[j->nsan_tasks];
         j->sans[j->nsan_tasks].tool = tools[t];
+        if (j->python) {
+            /* The .py under the Python harness: started at the go (job_admit). */
+            sk->python = 1;
+            sk->limit += PYTHON_SANITIZE_SECONDS;
+            python_sanitize_seed(&sk->py);
+            if ((r = python_sanitize_prepare(&sk->py, &sk->py_opts, j->env->root, lab->name,
+                                             j->cs, tools[t], lab->sanitize_case, sk->py.seed,
+                                             j->src)) < 0)
+                return job_fail(j, r, "the lab's hidden libraries (lab.json python.hide): %s",
+                                strerror(-r));
+            j->nsan_tasks++;
+            continue;
+        }
         if ((r = sanitizer_prestart(sk)) < 0) {
             snprintf(j->err, sizeof j->err, "cannot start %s: %s", tools[t], strerror(-r));
             return r;
@@ -538,10 +546,16 @@ int job_admit(struct job *j)
         job_sanitizers_off(j);
     assert(j->job_lk < 0);
     j->job_lk = lock_gpu_shared_user(j->env);
+    for (size_t i = 0; i < j->nsan_tasks && j->python; i++)
+        if ((r = sanitizer_prestart(&j->san_tasks[i])) < 0) {
+            snprintf(j->err, sizeof j->err, "cannot start %s: %s", j->san_tasks[i].tool,
+                     strerror(-r));
+            return r;
+        }
     if (!j->so_failed)
         for (size_t i = 0; i < j->nsan_tasks; i++)
             sanitizer_go(&j->san_tasks[i]);
-    j->in.nsanitizers = j->python ? j->python_nsans : j->nsan_tasks;
+    j->in.nsanitizers = j->nsan_tasks;
     return JOB_NEXT;
 }
 
