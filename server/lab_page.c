@@ -112,15 +112,15 @@ static int page_labs(struct page *p)
     return page_end(p, 200);
 }
 
-/* Read labs/<lab>/starter.cu (at most 64 KiB); caller frees; NULL if none. */
-static char *read_starter(const struct app_lab *l)
+/* Read labs/<lab>/<name> (a starter: at most 64 KiB); caller frees; NULL if none. */
+static char *read_starter(const struct app_lab *l, const char *name)
 {
     char path[512];
     FILE *f;
     char *buf;
     size_t n;
 
-    snprintf(path, sizeof(path), "%s/starter.cu", l->lab.dir);
+    snprintf(path, sizeof(path), "%s/%s", l->lab.dir, name);
     f = fopen(path, "re");
     if (f == NULL)
         return NULL;
@@ -133,6 +133,40 @@ static char *read_starter(const struct app_lab *l)
     return buf;
 }
 
+/* The languages a lab takes (docs/python.md): Python when it has a Python
+ * interface (labs/<lab>/lab.py), CUDA C when it has a harness. */
+static void lab_languages(const struct app_lab *l, int *cuda, int *python)
+{
+    char path[512];
+    *cuda = *python = 0;
+    if (!l) {
+        *cuda = 1;
+        return;
+    }
+    snprintf(path, sizeof(path), "%s/lab.py", l->lab.dir);
+    *python = access(path, R_OK) == 0;
+    snprintf(path, sizeof(path), "%s/harness.cu", l->lab.dir);
+    *cuda = access(path, R_OK) == 0 || !*python;
+}
+
+/* The starter files, one block each. */
+static void put_starters(struct page *p, const struct app_lab *al, int cuda, int python)
+{
+    static const char *const names[2] = {"starter.cu", "starter.py"};
+    for (int i = 0; i < 2 && al; i++) {
+        if (!(i ? python : cuda))
+            continue;
+        char *starter = read_starter(al, names[i]);
+        if (!starter)
+            continue;
+        html_fmt(&p->b, "<details><summary>Starter file (<code>%s</code>)</summary>\n<pre><code>",
+                 names[i]);
+        html_text(&p->b, starter);
+        html_raw(&p->b, "</code></pre></details>\n");
+        free(starter);
+    }
+}
+
 /* The lab page; problem (may be NULL) is shown above the form with the
  * source the student pasted, so nothing they typed is lost. */
 static int page_lab(struct page *p, const char *lab, const char *problem, int status,
@@ -142,7 +176,6 @@ static int page_lab(struct page *p, const char *lab, const char *problem, int st
     json_t *doc = NULL, *subs = NULL;
     struct app_lab *al = app_lab_find(p->app, lab);
     double due = 0, hard = 0, now = db_now();
-    char *starter;
 
     if (api_lab_get(p->app, &p->user, lab, &doc, &e) != 0)
         return page_api_error(p, &e);
@@ -187,25 +220,29 @@ static int page_lab(struct page *p, const char *lab, const char *problem, int st
     html_fmt(&p->b, "<form id=\"submit-form\" class=\"stack\" method=\"post\" action=\"/labs/%u/submit\" "
                     "enctype=\"multipart/form-data\">\n", lab);
     page_csrf_field(p);
-    html_raw(&p->b, "\n<label for=\"file\">Upload your <code>.cu</code> file</label>\n"
-                    "<input type=\"file\" id=\"file\" name=\"file\" accept=\".cu\">\n"
+    int cuda, python;
+    lab_languages(al, &cuda, &python);
+    /* The extension picks the language: .cu (CUDA C) or .py (Numba, CuPy). */
+    const char *exts = cuda && python ? "<code>.cu</code> or <code>.py</code>"
+                       : python       ? "<code>.py</code>"
+                                      : "<code>.cu</code>";
+    html_fmt(&p->b, "\n<label for=\"file\">Upload your %s file</label>\n"
+                    "<input type=\"file\" id=\"file\" name=\"file\" accept=\"%s\">\n"
                     "<p id=\"file-note\" class=\"muted small\" aria-live=\"polite\"></p>\n"
                     "<label for=\"source\">&hellip;or paste your source here</label>\n"
                     "<textarea id=\"source\" name=\"source\" class=\"code\" spellcheck=\"false\" "
-                    "placeholder=\"Paste the whole .cu file here (used only when no file is chosen).\">");
+                    "placeholder=\"Paste the whole %s file here (used only when no file is chosen).\">",
+             exts, cuda && python ? ".cu,.py" : python ? ".py" : ".cu",
+             cuda && python ? ".cu or .py" : python ? ".py" : ".cu");
     html_text(&p->b, pasted);
-    html_fmt(&p->b, "</textarea>\n<label for=\"filename\">File name for pasted source</label>\n"
+    html_fmt(&p->b, "</textarea>\n<label for=\"filename\">File name for pasted source%s</label>\n"
                     "<input type=\"text\" id=\"filename\" name=\"filename\" value=\"%s\" "
-                    "pattern=\"[A-Za-z0-9_.\\-]{1,61}\\.cu\">\n"
+                    "pattern=\"[A-Za-z0-9_.\\-]{1,61}\\.%s\">\n"
                     "<p><button type=\"submit\">Submit for grading</button></p>\n</form>\n",
-             pasted_name && *pasted_name ? pasted_name : "kernel.cu");
-    starter = al ? read_starter(al) : NULL;
-    if (starter) {
-        html_raw(&p->b, "<details><summary>Starter file</summary>\n<pre><code>");
-        html_text(&p->b, starter);
-        html_raw(&p->b, "</code></pre></details>\n");
-        free(starter);
-    }
+             cuda && python ? " (<code>.py</code> for Python)" : "",
+             pasted_name && *pasted_name ? pasted_name : cuda ? "kernel.cu" : "kernel.py",
+             cuda && python ? "(cu|py)" : python ? "py" : "cu");
+    put_starters(p, al, cuda, python);
     html_raw(&p->b, "</section></div>\n");
 
     if (api_submissions_list(p->app, &p->user, lab, p->user.name, NULL, 50, 0, &subs, &e) == 0 &&
@@ -241,8 +278,11 @@ static int post_submit(struct page *p, const char *lab)
         len = file->len;
     } else if (src && src->len > 0) {
         filename = page_field(p, "filename");
-        if (filename == NULL || *filename == '\0')
-            filename = "kernel.cu";
+        if (filename == NULL || *filename == '\0') {
+            int cuda, python;
+            lab_languages(app_lab_find(p->app, lab), &cuda, &python);
+            filename = cuda ? "kernel.cu" : "kernel.py";
+        }
         source = src->value;
         len = src->len;
     } else if (file && file->has_filename && file->filename[0]) {
@@ -250,14 +290,14 @@ static int post_submit(struct page *p, const char *lab)
                  "editor, then choose the file again.", file->filename);
         return page_lab(p, lab, msg, 400, NULL, NULL);
     } else {
-        return page_lab(p, lab, "Nothing was sent: choose your .cu file, or paste your source "
+        return page_lab(p, lab, "Nothing was sent: choose your .cu or .py file, or paste your source "
                                 "into the box, then press Submit.", 400, NULL, NULL);
     }
     /* File names are checked here too so the message can name the file;
      * the name is shown escaped (it is attacker-controlled text). */
     if (!multipart_filename_valid(filename)) {
         snprintf(msg, sizeof(msg), "The file name \xe2\x80\x9c%.200s\xe2\x80\x9d cannot be used. Rename the "
-                 "file to letters, digits, '_', '-' or '.', ending in .cu (for example kernel.cu), "
+                 "file to letters, digits, '_', '-' or '.', ending in .cu or .py (for example kernel.cu or kernel.py), "
                  "and submit again.", filename);
         return page_lab(p, lab, msg, 400, src ? src->value : NULL, NULL);
     }
