@@ -64,6 +64,7 @@ def make_root(lab_extra=None):
     rub["speed"] = []
     with open(os.path.join(root, "rubrics/reduction.json"), "w") as f:
         json.dump(rub, f)
+    fake_cuda(tmp)
     for d, _, files in os.walk(tmp):
         os.chmod(d, 0o755)
         for x in files:
@@ -71,11 +72,59 @@ def make_root(lab_extra=None):
     return tmp, root
 
 
+# A stand-in compute-sanitizer (CI has none, and no GPU): it prints the
+# tool's banner, runs its target (the Python harness, in the simulator) and
+# exits with its status, or, when the student's file names a fixture
+# ("# cugrade-fixture: pysan-racecheck.txt", a real capture from a GPU under
+# tests/runner/fixtures/), prints that capture and exits 86 as the real tool
+# does when it found errors. "# cugrade-fixture: nostart" runs the harness
+# with a lab that does not exist (the harness fails before the student's
+# code); "# cugrade-fixture: nobanner" is a tool that does not start at all.
+STANDIN = """#!/bin/sh
+tool=$2
+shift 9
+for last in "$@"; do :; done
+fx=$(sed -n 's/^# cugrade-fixture: *//p' "$last" | head -1)
+[ "$fx" = nobanner ] && { echo "error while loading shared libraries" >&2; exit 127; }
+echo "========= COMPUTE-SANITIZER"
+if [ "$fx" = nostart ]; then
+  "$1" "$2" "$3" "$4" "$5" nolab "$7" "$8" "$9"; exit $?
+fi
+"$@"
+rc=$?
+case "$fx" in pysan-$tool*) cat "$(dirname "$0")/../fixtures/$fx"; exit 86;; esac
+echo "========= ERROR SUMMARY: 0 errors"
+exit $rc
+"""
+
+
+def fake_cuda(tmp):
+    """tmp/cuda: a CUDA_HOME whose bin/ links the real toolkit's programs
+    and holds the stand-in compute-sanitizer, with the fixtures beside it
+    (the sandbox binds CUDA_HOME)."""
+    fake = os.path.join(tmp, "cuda")
+    os.makedirs(os.path.join(fake, "bin"))
+    real = "/usr/local/cuda"
+    for t in os.listdir(os.path.join(real, "bin")) if os.path.isdir(real) else []:
+        os.symlink(os.path.join(real, "bin", t), os.path.join(fake, "bin", t))
+    for t in ("include", "lib64", "nvvm", "targets"):
+        if os.path.exists(os.path.join(real, t)):
+            os.symlink(os.path.join(real, t), os.path.join(fake, t))
+    cs = os.path.join(fake, "bin/compute-sanitizer")
+    if os.path.lexists(cs):
+        os.unlink(cs)
+    with open(cs, "w") as f:
+        f.write(STANDIN)
+    shutil.copytree(os.path.join(ROOT, "tests/runner/fixtures"), os.path.join(fake, "fixtures"),
+                    ignore=shutil.ignore_patterns("*.cu"))
+    return fake
+
+
 def grade(tmp, root, name, source, seed=SEED):
     path = os.path.join(tmp, name)
     with open(path, "w") as f:
         f.write(source)
-    env = dict(os.environ, CUGRADE_PY_SIM="1")
+    env = dict(os.environ, CUGRADE_PY_SIM="1", CUDA_HOME=os.path.join(tmp, "cuda"))
     p = subprocess.run([RUNNER, "grade", "--root", root, "--lab", "reduction", "--file", path,
                         "--cache", os.path.join(tmp, "cache"), "--work", os.path.join(tmp, "work"),
                         "--arch", "sm_90", "--seed", seed],
