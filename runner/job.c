@@ -541,7 +541,7 @@ int job_admit(struct job *j)
             return r;
         job_clock_mark(&j->pc, "prestart");
     }
-    j->so_failed = j->nsan_tasks && (j->so_task.r < 0 || !j->so_task.res.ok);
+    j->so_failed = !j->python && j->nsan_tasks && (j->so_task.r < 0 || !j->so_task.res.ok);
     if (j->so_failed)
         job_sanitizers_off(j);
     assert(j->job_lk < 0);

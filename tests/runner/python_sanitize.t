@@ -62,7 +62,7 @@ ok("/work" not in blob and "/opt" not in blob and "/usr" not in blob and "[abi:"
    "cudapy::" not in blob and "Array<" not in blob,
    "no host or sandbox path, no mangled Numba name in what the student sees", blob[:1500])
 t = line(doc)
-ok(t.get("score") == 0 and "kernel.py:24" in t.get("message", "") and "racecheck" in t.get("message", ""),
+ok(t.get("score") == 0 and "kernel.py:24" in t.get("output", "") and "racecheck" in t.get("output", ""),
    "the rubric line scores 0 and names racecheck and kernel.py:24", t)
 
 OOB = "# cugrade-fixture: pysan-memcheck.txt\n" + GOOD

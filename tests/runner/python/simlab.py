@@ -82,7 +82,7 @@ def make_root(lab_extra=None):
 # code); "# cugrade-fixture: nobanner" is a tool that does not start at all.
 STANDIN = """#!/bin/sh
 tool=$2
-shift 9
+shift 8
 for last in "$@"; do :; done
 fx=$(sed -n 's/^# cugrade-fixture: *//p' "$last" | head -1)
 [ "$fx" = nobanner ] && { echo "error while loading shared libraries" >&2; exit 127; }
