@@ -480,7 +480,7 @@ def warm_up(tenant, be, lab, cases, first):
         if ans is None:
             return None
         if not ans.get("ok") and ans.get("compile"):
-            compile_error(text(ans.get("error"), 300) + "\n" + text(ans.get("where"), 3000))
+            compile_error(text(ans.get("error"), 2000) + "\n" + text(ans.get("where"), 1500))
         return ans
     finally:
         c.free()

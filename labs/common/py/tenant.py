@@ -46,7 +46,16 @@ def where(e, path):
                                                      (fr.line or "").strip()))
     msg = "".join(traceback.format_exception_only(type(e), e)).strip()
     msg = msg.replace(os.path.dirname(path) + "/", "")
-    return "; ".join(lines[-4:]) or base, msg
+    return "; ".join(lines[-4:]) or base, clean(msg)
+
+
+def clean(msg):
+    """No terminal colours (Numba's messages have some) and no host path:
+    any absolute path is cut to its file's name (Numba's messages name its
+    own files, and CuPy's the cache's)."""
+    import re
+    msg = re.sub(r"\x1b\[[0-9;]*m", "", msg)
+    return re.sub(r"(?<![\w.])/(?:[^\s\"'/:]+/)+([^\s\"'/:]+)", r"\1", msg)
 
 
 def is_compile_error(e):
