@@ -8,15 +8,17 @@ OUT=${OUT:-/tmp}/probe; mkdir -p "$OUT"
 export PATH=/opt/torch/.venv/bin:/usr/local/cuda/bin:$PATH
 CS="compute-sanitizer --error-exitcode 86 --print-limit 20 --launch-timeout 60"
 T=labs/common/py/tenant.py; O=labs/common/py/owner.py; S=tests/gpu/solutions-py
-W=/tmp/pysan-work; mkdir -p $W
+# /work/kernel.py, as in the sandbox, for the runs whose output becomes a
+# fixture (sequential); /work/NAME/kernel.py for the others.
+W=/work; mkdir -p $W || exit 2
 one() { # name, command...
     n=$1; shift; s=$(date +%s.%N)
     timeout ${PROBE_TIMEOUT:-100} "$@" >"$OUT/$n.out" 2>"$OUT/$n.err" 3>"$OUT/$n.chan"
     echo "$n rc=$? $(python3 -c "import time;print(round(time.time()-$s,1))") s" >>"$OUT/summary.txt"
 }
-tsan() { # name tool lab case file
-    cp "$S/$3/$5.py" $W/kernel_$1.py
-    one "$1" $CS --tool "$2" python3 -I -B $T --sanitize "$3" "$4" 5eed0123 $W/kernel_$1.py
+tsan() { # name tool lab case file [dir]
+    mkdir -p "$W/${6:-}"; cp "$S/$3/$5.py" "$W/${6:-}/kernel.py"
+    one "$1" $CS --tool "$2" python3 -I -B $T --sanitize "$3" "$4" 5eed0123 "$W/${6:-}/kernel.py"
 }
 : >"$OUT/summary.txt"
 python3 -c "import numpy as np; np.row_stack=np.vstack; import numba, numba_cuda; print('numba', numba.__version__, 'numba-cuda', numba_cuda.__version__)" >>"$OUT/summary.txt" 2>&1
@@ -25,24 +27,25 @@ compute-sanitizer --version | tail -1 >>"$OUT/summary.txt"
 one plain_fast python3 -I -B $T --sanitize reduction 1000 5eed0123 $S/reduction/fast_numba.py
 # sequential, for the times
 tsan mem_fast memcheck reduction 1000 fast_numba
+tsan mem_oob memcheck reduction 1000 oob_write
 tsan race_race racecheck reduction 1000 race
 # the rest in parallel
-tsan race_fast racecheck reduction 1000 fast_numba &
-tsan mem_oob memcheck reduction 1000 oob_write &
-tsan mem_cupy memcheck reduction 1000 cupy_sum &
-tsan race_cupy racecheck reduction 1000 cupy_sum &
-tsan mem_nobounds memcheck reduction 1000 no_bounds &
-tsan race_oob racecheck reduction 1000 oob_write &
-tsan mem_race memcheck reduction 1000 race &
-tsan race_tiled racecheck matmul 100x1x300 tiled_numba &
-tsan race_nosync racecheck matmul 100x1x300 no_sync &
-tsan mem_gather memcheck embedding 1000x33 gather_numba &
-tsan mem_embnob memcheck embedding 1000x33 no_bounds &
-tsan mem_take memcheck embedding 1000x33 cupy_take &
+tsan race_fast racecheck reduction 1000 fast_numba race_fast &
+tsan mem_cupy memcheck reduction 1000 cupy_sum mem_cupy &
+tsan race_cupy racecheck reduction 1000 cupy_sum race_cupy &
+tsan mem_nobounds memcheck reduction 1000 no_bounds mem_nobounds &
+tsan race_oob racecheck reduction 1000 oob_write race_oob &
+tsan mem_race memcheck reduction 1000 race mem_race &
+tsan race_tiled racecheck matmul 100x1x300 tiled_numba race_tiled &
+tsan race_nosync racecheck matmul 100x1x300 no_sync race_nosync &
+tsan mem_gather memcheck embedding 1000x33 gather_numba mem_gather &
+tsan mem_embnob memcheck embedding 1000x33 no_bounds mem_embnob &
+tsan mem_take memcheck embedding 1000x33 cupy_take mem_take &
 # the owner/tenant pair with IPC buffers: does memcheck follow the tenant
 # (--target-processes all), see the IPC allocation's bounds, and stay quiet
 # on the owner's CuPy kernels and a correct kernel?
 cp $S/reduction/oob_write.py $W/ipc_oob.py; cp $S/reduction/fast_numba.py $W/ipc_fast.py
+chmod -R a+rX $W
 one ipc_all_oob $CS --tool memcheck --target-processes all python3 -I -B $O reduction check --cases 1000 --no-guard --seed 5eed0123 --file $W/ipc_oob.py &
 one ipc_all_fast $CS --tool memcheck --target-processes all python3 -I -B $O reduction check --cases 1000 --no-guard --seed 5eed0123 --file $W/ipc_fast.py &
 one ipc_app_oob $CS --tool memcheck python3 -I -B $O reduction check --cases 1000 --no-guard --seed 5eed0123 --file $W/ipc_oob.py &
