@@ -59,7 +59,7 @@ static int sanitizer_error_line(const char *s)
 
 /* Find "<path>.cu:<line>" (or .cuh, or .py: a Numba kernel with lineinfo)
  * in s; the student's file only, with the sandbox's /work/ prefix cleaned. */
-static void source_position(const char *s, char **file, int *line)
+static void source_position(const char *s, const char *want, char **file, int *line)
 {
     static const char *const exts[] = {".cuh", ".cu", ".py"};
     for (size_t e = 0; e < sizeof exts / sizeof *exts; e++) {
@@ -75,6 +75,9 @@ static void source_position(const char *s, char **file, int *line)
                 start += 6;
             if (start[0] == '/') /* the harness, a header, Numba's own: not the student's */
                 continue;
+            if (want && ((size_t)(end - start) != strlen(want) ||
+                         strncmp(start, want, strlen(want)) != 0))
+                continue; /* a Python run: the student's file only (not tenant.py's frames) */
             *file = strndup(start, (size_t)(end - start));
             *line = atoi(end + 1);
             return;
@@ -93,7 +96,7 @@ static char *strndup_trim(const char *s, size_t n)
     return strndup(s, n);
 }
 
-void grade_sanitizer_parse(const char *text, struct score_sanitizer *s)
+static void sanitizer_parse(const char *text, struct score_sanitizer *s, const char *want)
 {
     const char *p = text;
     struct score_finding *cur = NULL;
@@ -127,8 +130,13 @@ void grade_sanitizer_parse(const char *text, struct score_sanitizer *s)
          * compute-sanitizer's formats: "at k(float*)+0x90 in /work/kernel.cu:12"
          * or "at 0x90 in /work/kernel.cu:12:k(float*)". */
         if (cur && !cur->file)
-            source_position(body, &cur->file, &cur->line);
+            source_position(body, want, &cur->file, &cur->line);
     }
+}
+
+void grade_sanitizer_parse(const char *text, struct score_sanitizer *s)
+{
+    sanitizer_parse(text, s, NULL);
 }
 
 /* The hints of sanitizer_hint, in Numba's words. */
@@ -203,9 +211,11 @@ static void sanitizer_python_message(char *m)
     memcpy(m, out, o + 1);
 }
 
-void sanitizer_python_findings(struct score_sanitizer *s)
+void sanitizer_python_parse(const char *text, struct score_sanitizer *s, const char *student_file)
 {
-    for (size_t i = 0; i < s->nfindings; i++) {
+    size_t first = s->nfindings;
+    sanitizer_parse(text, s, student_file);
+    for (size_t i = first; i < s->nfindings; i++) {
         struct score_finding *f = &s->findings[i];
         if (f->message)
             sanitizer_python_message(f->message);
@@ -314,11 +324,16 @@ static void *sanitize_main(void *p)
         return NULL;
     }
     s->ran = 1;
-    grade_sanitizer_parse(text, s);
-    if (v.err)
-        grade_sanitizer_parse(v.err, s);
-    if (t->python)
-        sanitizer_python_findings(s);
+    if (t->python) {
+        const char *base = strrchr(t->py.path, '/');
+        sanitizer_python_parse(text, s, base ? base + 1 : t->py.path);
+        if (v.err)
+            sanitizer_python_parse(v.err, s, base ? base + 1 : t->py.path);
+    } else {
+        grade_sanitizer_parse(text, s);
+        if (v.err)
+            grade_sanitizer_parse(v.err, s);
+    }
     if (v.exited && v.exit_code == 0) {
         s->clean = 1;
     } else if (v.exited && v.exit_code == SANITIZER_EXIT) {

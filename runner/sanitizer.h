@@ -46,11 +46,13 @@ struct sanitizer_task {
     struct run_opts py_opts;
 };
 
-/* Python findings: each finding's hint in Python's words (cuda.syncthreads,
- * a bounds check on x.shape[0]), and Numba's mangled kernel names and any
- * host path cut from its message (kernel.py:12, not /work/kernel.py:12).
- * Called on what grade_sanitizer_parse found in a Python run. */
-void sanitizer_python_findings(struct score_sanitizer *s);
+/* grade_sanitizer_parse for a Python run: positions in the student's file
+ * only (student_file, its name in /work: "kernel.py"; with lineinfo the
+ * device frame's line, without it the host frame's launch line -- never
+ * the harness's tenant.py), each hint in Python's words (cuda.syncthreads,
+ * a bounds check on x.shape[0]), Numba's decorated kernel names and any
+ * host path cut from the message. */
+void sanitizer_python_parse(const char *text, struct score_sanitizer *s, const char *student_file);
 
 /* Zero t with every fd -1: sanitizer_cancel and sanitizer_finish are safe. */
 void sanitizer_task_init(struct sanitizer_task *t);

@@ -4,7 +4,9 @@
 # tests/runner/fixtures/pysan-*.txt. Each line of $OUT/probe/summary.txt:
 # name, exit status, seconds; the outputs beside it.
 #   sh tests/gpu/python_sanitizer_probe.sh
-OUT=${OUT:-/tmp}/probe; mkdir -p "$OUT"
+BACK=${OUT:-/tmp}; OUT=$BACK/probe
+[ "${1:-}" = runner ] && OUT=/tmp/pysan-out   # one archive comes back, not many files
+mkdir -p "$OUT"
 export PATH=/opt/torch/.venv/bin:/usr/local/cuda/bin:$PATH
 CS="compute-sanitizer --error-exitcode 86 --print-limit 20 --launch-timeout 60"
 T=labs/common/py/tenant.py; O=labs/common/py/owner.py; S=tests/gpu/solutions-py
@@ -20,6 +22,26 @@ tsan() { # name tool lab case file [dir]
     mkdir -p "$W/${6:-}"; cp "$S/$3/$5.py" "$W/${6:-}/kernel.py"
     one "$1" $CS --tool "$2" python3 -I -B $T --sanitize "$3" "$4" 5eed0123 "$W/${6:-}/kernel.py"
 }
+if [ "${1:-}" = runner ]; then
+    # The captures behind tests/runner/fixtures/pysan-{memcheck,racecheck}.txt
+    # (the student's file as /work/kernel.py, as in the sandbox), then the
+    # runner itself (tests/gpu/python_smoke.sh, from dist/) on a few
+    # solutions with a rubric without speed lines (no timing run); one
+    # archive back ($OUT/pysan.tgz).
+    for c in "memcheck oob_write" "racecheck race"; do
+        set -- $c; cp "$S/reduction/$2.py" $W/kernel.py
+        s=$(date +%s.%N)
+        $CS --tool $1 python3 -I -B $T --sanitize reduction 1000 5eed0123 $W/kernel.py \
+            >"$OUT/cap-$1.txt" 2>&1 3>/dev/null
+        echo "cap $1 $2 rc=$? $(python3 -c "import time;print(round(time.time()-$s,1))") s" | tee -a "$OUT/summary.txt"
+    done
+    python3 -c "import json; r=json.load(open('rubrics/reduction.json')); r['speed']=[]; json.dump(r, open('/tmp/rub-nospeed.json','w'))"
+    chmod 644 /tmp/rub-nospeed.json
+    OUT=$OUT RUBRIC=/tmp/rub-nospeed.json FILES=${FILES:-"race oob_write fast_numba"} \
+        timeout ${SMOKE_TIMEOUT:-150} sh tests/gpu/python_smoke.sh 2>&1 | tee "$OUT/smoke.txt"
+    tar czf "$BACK/pysan.tgz" -C "$OUT" . 2>/dev/null
+    exit 0
+fi
 : >"$OUT/summary.txt"
 python3 -c "import numpy as np; np.row_stack=np.vstack; import numba, numba_cuda; print('numba', numba.__version__, 'numba-cuda', numba_cuda.__version__)" >>"$OUT/summary.txt" 2>&1
 compute-sanitizer --version | tail -1 >>"$OUT/summary.txt"

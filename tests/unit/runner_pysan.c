@@ -96,8 +96,8 @@ static void test_argv(void)
           "the harness's start record is recognised; without it the run failed before the student's code");
 }
 
-static void test_capture(const char *name, const char *tool, int want_line, const char *want_msg,
-                         const char *want_hint)
+static void test_capture(const char *name, const char *tool, const char *student, int want_line,
+                         const char *want_msg, const char *want_hint)
 {
     char *text = fixture(name);
     if (!text) {
@@ -106,14 +106,19 @@ static void test_capture(const char *name, const char *tool, int want_line, cons
         return;
     }
     struct score_sanitizer s = {.tool = tool};
-    grade_sanitizer_parse(text, &s);
-    sanitizer_python_findings(&s);
+    sanitizer_python_parse(text, &s, student);
     char title[256];
-    snprintf(title, sizeof title, "%s (real capture %s): a finding at kernel.py:%d", tool, name,
+    snprintf(title, sizeof title, "%s (real capture %s): a finding at %s:%d", tool, name, student,
              want_line);
-    check(s.nfindings >= 1 && s.findings[0].file && strcmp(s.findings[0].file, "kernel.py") == 0 &&
+    check(s.nfindings >= 1 && s.findings[0].file && strcmp(s.findings[0].file, student) == 0 &&
               s.findings[0].line == want_line,
           title);
+    int others = 1;
+    for (size_t i = 0; i < s.nfindings; i++)
+        others = others && (!s.findings[i].file || strcmp(s.findings[i].file, student) == 0);
+    snprintf(title, sizeof title, "%s: every position is in the student's %s (none in tenant.py)",
+             tool, student);
+    check(s.nfindings >= 1 && others, title);
     if (s.nfindings < 1)
         printf("#   %.600s\n", text);
     else
@@ -140,22 +145,28 @@ int main(void)
     if (!root)
         root = ".";
     test_argv();
-    test_capture("pysan-memcheck.txt", "memcheck", PYSAN_MEMCHECK_LINE, "Invalid __global__ write",
+    test_capture("pysan-memcheck.txt", "memcheck", "kernel.py", PYSAN_MEMCHECK_LINE,
+                 "Invalid __global__ write", "x.shape[0]");
+    test_capture("pysan-racecheck.txt", "racecheck", "kernel.py", PYSAN_RACECHECK_LINE,
+                 "Race reported", "cuda.syncthreads()");
+    /* The owner/tenant pair under --target-processes all (IPC buffers), the
+     * student's file ipc_oob.py without lineinfo: the position is the host
+     * frame's launch line (52), never the harness's tenant.py frames of the
+     * follow-on CUDA_ERROR_LAUNCH_FAILED findings. */
+    test_capture("pysan-memcheck-ipc.txt", "memcheck", "ipc_oob.py", 52, "Invalid __global__ write",
                  "x.shape[0]");
-    test_capture("pysan-racecheck.txt", "racecheck", PYSAN_RACECHECK_LINE, "Race reported",
-                 "cuda.syncthreads()");
 
     /* Without lineinfo (a student's @cuda.jit(lineinfo=False)): no position,
      * still a finding, still no path. */
     struct score_sanitizer s = {.tool = "memcheck"};
-    grade_sanitizer_parse("========= COMPUTE-SANITIZER\n"
-                          "========= Invalid __global__ write of size 4 bytes\n"
-                          "=========     at cudapy::submission::k[abi:v1,cw51cXTLSUwv1sCUt9Uw1VDQjQVVQE0ONQQA](Array<float, 1, C, mutable, aligned>)+0x90\n"
-                          "========= ERROR SUMMARY: 1 error\n",
-                          &s);
-    sanitizer_python_findings(&s);
+    sanitizer_python_parse("========= COMPUTE-SANITIZER\n"
+                           "========= Invalid __global__ write of size 4 bytes\n"
+                           "=========     at cudapy::submission::k[abi:v1,cw51cXTLSUwv1sCUt9Uw1VDQjQVVQE0ONQQA](Array<float, 1, C, mutable, aligned>)+0x90\n"
+                           "=========         Host Frame: main in tenant.py:298\n"
+                           "========= ERROR SUMMARY: 1 error\n",
+                           &s, "kernel.py");
     check(s.nfindings == 1 && !s.findings[0].file && no_host_path(s.findings[0].message),
-          "without lineinfo: a finding without a position");
+          "without lineinfo or a launch frame of the student's: a finding without a position (not tenant.py)");
     score_sanitizer_clear(&s);
     return failures ? 1 : 0;
 }
