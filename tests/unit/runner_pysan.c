@@ -20,7 +20,7 @@
 /* The lines of the captured findings (tests/gpu/solutions-py/reduction/
  * oob_write.py and race.py as /work/kernel.py). */
 #define PYSAN_MEMCHECK_LINE 26
-#define PYSAN_RACECHECK_LINE 24
+#define PYSAN_RACECHECK_LINE 22
 
 static const char *root;
 

@@ -76,7 +76,8 @@ def make_root(lab_extra=None):
 # tool's banner, runs its target (the Python harness, in the simulator) and
 # exits with its status, or, when the student's file names a fixture
 # ("# cugrade-fixture: pysan-racecheck.txt", a real capture from a GPU under
-# tests/runner/fixtures/), prints that capture and exits 86 as the real tool
+# tests/runner/fixtures/), prints that capture, the student's file renamed
+# to this run's, and exits 86 as the real tool
 # does when it found errors. "# cugrade-fixture: nostart" runs the harness
 # with a lab that does not exist (the harness fails before the student's
 # code); "# cugrade-fixture: nobanner" is a tool that does not start at all.
@@ -92,7 +93,8 @@ if [ "$fx" = nostart ]; then
 fi
 "$@"
 rc=$?
-case "$fx" in pysan-$tool*) cat "$(dirname "$0")/../fixtures/$fx"; exit 86;; esac
+# (the capture's student file was /work/kernel.py: this run's is $last)
+case "$fx" in pysan-$tool*) sed "s|/work/kernel\.py|$last|g; s| kernel\.py:| ${last##*/}:|g" "$(dirname "$0")/../fixtures/$fx"; exit 86;; esac
 echo "========= ERROR SUMMARY: 0 errors"
 exit $rc
 """
