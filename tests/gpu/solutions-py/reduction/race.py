@@ -1,4 +1,4 @@
-# expect: status=graded correctness=pass|fail sanitizer=dirty tier=any flagged=yes|no note="missing cuda.syncthreads() in the shared-memory tree: threads read their partners' partial sums before those are written (racecheck names the line)"
+# expect: status=graded correctness=fail|pass sanitizer=dirty tier=any flagged=no note="missing cuda.syncthreads() in the shared-memory tree: threads read their partners' partial sums before those are written (racecheck names the line)"
 from numba import cuda, float32
 
 THREADS = 256
