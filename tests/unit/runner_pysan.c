@@ -55,12 +55,27 @@ static void test_argv(void)
     unsetenv("CUGRADE_PYTHON");
     unsetenv("CUGRADE_PYTHON_ROOT");
     unsetenv("CUGRADE_PY_SIM");
-    int r = python_sanitize_prepare(&pr, &o, root, "reduction", "/usr/local/cuda/bin/compute-sanitizer",
-                                    "racecheck", "1000", "00112233aabbccdd", "kernel.py");
-    const char *want[] = {"/usr/local/cuda/bin/compute-sanitizer", "--tool", "racecheck",
-                          "--error-exitcode", "86", "--print-limit", "20", "--launch-timeout", "60",
-                          "/usr/bin/python3", "-I", "-B", "/lab/labs/common/py/tenant.py",
-                          "--sanitize", "reduction", "1000", "00112233aabbccdd", "/work/kernel.py",
+    int r =
+        python_sanitize_prepare(&pr, &o, root, "reduction", "/usr/local/cuda/bin/compute-sanitizer",
+                                "racecheck", "1000", "00112233aabbccdd", "kernel.py");
+    const char *want[] = {"/usr/local/cuda/bin/compute-sanitizer",
+                          "--tool",
+                          "racecheck",
+                          "--error-exitcode",
+                          "86",
+                          "--print-limit",
+                          "20",
+                          "--launch-timeout",
+                          "60",
+                          "/usr/bin/python3",
+                          "-I",
+                          "-B",
+                          "/lab/labs/common/py/tenant.py",
+                          "--sanitize",
+                          "reduction",
+                          "1000",
+                          "00112233aabbccdd",
+                          "/work/kernel.py",
                           NULL};
     int same = r == 0;
     for (size_t i = 0; same && i < sizeof want / sizeof *want; i++)
@@ -88,12 +103,14 @@ static void test_argv(void)
     memset(&b, 0, sizeof b);
     python_sanitize_seed(&a);
     python_sanitize_seed(&b);
-    check(strlen(a.seed) == 16 && strspn(a.seed, "0123456789abcdef") == 16 && strcmp(a.seed, b.seed) != 0,
+    check(strlen(a.seed) == 16 && strspn(a.seed, "0123456789abcdef") == 16 &&
+              strcmp(a.seed, b.seed) != 0,
           "a throwaway seed: 16 hex digits, a fresh one each time (never the run's)");
 
     check(python_sanitize_started("{\"type\": \"start\", \"lab\": \"reduction\"}\n") &&
               !python_sanitize_started("") && !python_sanitize_started(NULL),
-          "the harness's start record is recognised; without it the run failed before the student's code");
+          "the harness's start record is recognised; without it the run failed before the "
+          "student's code");
 }
 
 static void test_capture(const char *name, const char *tool, const char *student, int want_line,
@@ -122,8 +139,9 @@ static void test_capture(const char *name, const char *tool, const char *student
     if (s.nfindings < 1)
         printf("#   %.600s\n", text);
     else
-        printf("#   %s:%d %s | %s\n", s.findings[0].file ? s.findings[0].file : "?", s.findings[0].line,
-               s.findings[0].message, s.findings[0].hint ? s.findings[0].hint : "");
+        printf("#   %s:%d %s | %s\n", s.findings[0].file ? s.findings[0].file : "?",
+               s.findings[0].line, s.findings[0].message,
+               s.findings[0].hint ? s.findings[0].hint : "");
     int clean = 1;
     for (size_t i = 0; i < s.nfindings; i++)
         clean = clean && no_host_path(s.findings[i].message) &&
@@ -161,12 +179,15 @@ int main(void)
     struct score_sanitizer s = {.tool = "memcheck"};
     sanitizer_python_parse("========= COMPUTE-SANITIZER\n"
                            "========= Invalid __global__ write of size 4 bytes\n"
-                           "=========     at cudapy::submission::k[abi:v1,cw51cXTLSUwv1sCUt9Uw1VDQjQVVQE0ONQQA](Array<float, 1, C, mutable, aligned>)+0x90\n"
+                           "=========     at "
+                           "cudapy::submission::k[abi:v1,cw51cXTLSUwv1sCUt9Uw1VDQjQVVQE0ONQQA]("
+                           "Array<float, 1, C, mutable, aligned>)+0x90\n"
                            "=========         Host Frame: main in tenant.py:298\n"
                            "========= ERROR SUMMARY: 1 error\n",
                            &s, "kernel.py");
     check(s.nfindings == 1 && !s.findings[0].file && no_host_path(s.findings[0].message),
-          "without lineinfo or a launch frame of the student's: a finding without a position (not tenant.py)");
+          "without lineinfo or a launch frame of the student's: a finding without a position (not "
+          "tenant.py)");
     score_sanitizer_clear(&s);
     return failures ? 1 : 0;
 }

@@ -100,11 +100,19 @@ exit $rc
 """
 
 
+FAKE_CUDA = {}   # tmp -> its stand-in CUDA_HOME
+
+
 def fake_cuda(tmp):
-    """tmp/cuda: a CUDA_HOME whose bin/ links the real toolkit's programs
-    and holds the stand-in compute-sanitizer, with the fixtures beside it
-    (the sandbox binds CUDA_HOME)."""
-    fake = os.path.join(tmp, "cuda")
+    """A CUDA_HOME whose bin/ links the real toolkit's programs and holds
+    the stand-in compute-sanitizer, with the fixtures beside it (the sandbox
+    binds CUDA_HOME at its path: it lives outside tmp, which the hostile
+    suite checks the student cannot see; removed at exit)."""
+    import atexit
+    fake = tempfile.mkdtemp(prefix="cugrade-cuda-")
+    os.chmod(fake, 0o755)
+    atexit.register(shutil.rmtree, fake, True)
+    FAKE_CUDA[tmp] = fake
     os.makedirs(os.path.join(fake, "bin"))
     real = "/usr/local/cuda"
     for t in os.listdir(os.path.join(real, "bin")) if os.path.isdir(real) else []:
@@ -119,6 +127,10 @@ def fake_cuda(tmp):
         f.write(STANDIN)
     shutil.copytree(os.path.join(ROOT, "tests/runner/fixtures"), os.path.join(fake, "fixtures"),
                     ignore=shutil.ignore_patterns("*.cu"))
+    for d, _, files in os.walk(fake):
+        os.chmod(d, 0o755)
+        for x in files:
+            os.chmod(os.path.join(d, x), 0o755)
     return fake
 
 
@@ -126,7 +138,7 @@ def grade(tmp, root, name, source, seed=SEED):
     path = os.path.join(tmp, name)
     with open(path, "w") as f:
         f.write(source)
-    env = dict(os.environ, CUGRADE_PY_SIM="1", CUDA_HOME=os.path.join(tmp, "cuda"))
+    env = dict(os.environ, CUGRADE_PY_SIM="1", CUDA_HOME=FAKE_CUDA.get(tmp, "/usr/local/cuda"))
     p = subprocess.run([RUNNER, "grade", "--root", root, "--lab", "reduction", "--file", path,
                         "--cache", os.path.join(tmp, "cache"), "--work", os.path.join(tmp, "work"),
                         "--arch", "sm_90", "--seed", seed],
