@@ -134,7 +134,8 @@ static char *read_starter(const struct app_lab *l, const char *name)
 }
 
 /* The languages a lab takes (docs/python.md): Python when it has a Python
- * interface (labs/<lab>/lab.py), CUDA C when it has a harness. */
+ * interface or starter (labs/<lab>/lab.py, starter.py), CUDA C when it has
+ * a harness or a CUDA starter, or nothing of Python's. */
 static void lab_languages(const struct app_lab *l, int *cuda, int *python)
 {
     char path[512];
@@ -143,10 +144,15 @@ static void lab_languages(const struct app_lab *l, int *cuda, int *python)
         *cuda = 1;
         return;
     }
-    snprintf(path, sizeof(path), "%s/lab.py", l->lab.dir);
-    *python = access(path, R_OK) == 0;
-    snprintf(path, sizeof(path), "%s/harness.cu", l->lab.dir);
-    *cuda = access(path, R_OK) == 0 || !*python;
+    static const char *const py[] = {"lab.py", "starter.py"}, *const cu[] = {"harness.cu",
+                                                                              "starter.cu"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof(path), "%s/%s", l->lab.dir, py[i]);
+        *python |= access(path, R_OK) == 0;
+        snprintf(path, sizeof(path), "%s/%s", l->lab.dir, cu[i]);
+        *cuda |= access(path, R_OK) == 0;
+    }
+    *cuda |= !*python;
 }
 
 /* The starter files, one block each. */
