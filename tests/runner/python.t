@@ -85,6 +85,20 @@ ok("/work" not in log and "/tmp" not in log and "/lab" not in log and "/usr" not
    "site-packages" not in log and "dist-packages" not in log,
    "its log names no host or sandbox path (Numba's own files cut too)", log)
 
+# A library's warning (Numba's NumbaPerformanceWarning names its own file
+# under the Python root) reaches the student's feedback without the path.
+WARNS = GOOD.replace("def reduce_sum(d_in, d_out):\n",
+                     "import warnings\nwarnings.warn_explicit('\\x1b[1mGrid size 1\\x1b[0m', UserWarning, "
+                     "'/usr/lib/python3/dist-packages/numba/cuda/dispatcher.py', 748)\n\n\n"
+                     "def reduce_sum(d_in, d_out):\n    import os\n"
+                     "    if d_in.shape[0] > 1:\n        os._exit(7)\n")
+doc, err = grade(tmp, root, "warns.py", WARNS)   # a runtime_error: its output is shown
+out = doc["result"].get("cugrade", {}).get("program_output") or ""
+ok(doc["status"] == "runtime_error" and "dispatcher.py:748: UserWarning: Grid size 1" in out and
+   "/usr/lib" not in out and "\x1b" not in out,
+   "a library's warning in the feedback: its file's name, no host path, no terminal colours",
+   out[:800] + err[-500:])
+
 RAISES = GOOD.replace("    zero[1, 1](d_out)\n", "    zero[1, 1](d_out)\n    if d_in.shape[0] > 1:\n        raise ValueError('too big for me')\n")
 doc, err = grade(tmp, root, "raises.py", RAISES)
 c = cases(doc)

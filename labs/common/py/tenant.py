@@ -58,6 +58,18 @@ def clean(msg):
     return re.sub(r"(?<![\w.])/(?:[^\s\"'/:]+/)+([^\s\"'/:]+)", r"\1", msg)
 
 
+def quiet_paths():
+    """Warnings (Numba's NumbaPerformanceWarning names its own file under
+    the Python root) printed without host paths or terminal colours: the
+    student reads this process's stderr as feedback."""
+    import warnings
+    fmt = warnings.formatwarning
+
+    def formatwarning(message, category, filename, lineno, line=None):
+        return clean(fmt(message, category, os.path.basename(filename), lineno, line))
+    warnings.formatwarning = formatwarning
+
+
 def is_compile_error(e):
     """A JIT compile error of Numba or CuPy, by the library's own types."""
     for mod, name in (("numba.core.errors", "NumbaError"),
@@ -187,6 +199,7 @@ def sanitize(lab_name, case_name, seed_hex, path):
     charged); after it, a failure is the student's. Exit: 0 done, 1 the
     student's code raised (the message on stderr), 2 ours."""
     shim_numpy()
+    quiet_paths()
     here = os.path.dirname(os.path.abspath(__file__))
     try:
         import numpy as np
@@ -251,6 +264,7 @@ def main():
     path, symbol, fd = sys.argv[1], sys.argv[2], int(sys.argv[3])
     sock = socket.socket(fileno=fd)
     shim_numpy()
+    quiet_paths()
     fn = None
     bufs = Buffers()
     cuda = None
