@@ -245,21 +245,27 @@ static void taint_build(const char *s, int python, struct taint *t)
                 end++;
             if (!taint_mentions(t, p + 1, (size_t)(end - p - 1)))
                 continue;
-            /* the names left of '=', back to the statement's start */
+            /* the plain names left of '=' (not s[i], p->x, a.b), back to
+             * the statement's start; C: only the last ("int i = ...") */
             const char *b = p;
             while (b > s && !strchr(";{}\n(", b[-1]))
                 b--;
             const char *q = p;
-            while (q > b) {
-                while (q > b && !ident_char(q[-1]))
+            for (;;) {
+                while (q > b && (q[-1] == ' ' || q[-1] == '\t'))
                     q--;
                 const char *e = q;
                 while (q > b && ident_char(q[-1]))
                     q--;
-                if (e > q && !isdigit((unsigned char)*q))
-                    taint_add(t, q, (size_t)(e - q));
-                if (!python)
-                    break; /* C: only the declared name ("int i = ...") */
+                if (e == q || isdigit((unsigned char)*q) ||
+                    (q > b && (q[-1] == '.' || q[-1] == '>')))
+                    break;
+                taint_add(t, q, (size_t)(e - q));
+                while (q > b && (q[-1] == ' ' || q[-1] == '\t'))
+                    q--;
+                if (!python || q == b || q[-1] != ',')
+                    break;
+                q--;
             }
         }
 }
@@ -573,7 +579,7 @@ static void rec_device_assert(const struct hint_facts *f, struct hint_list *out)
     char path[256];
     if (sscanf(ls, "%255[^:\n]:%d:", path, &line) == 2) {
         const char *base = strrchr(path, '/');
-        snprintf(file, sizeof file, "%s", base ? base + 1 : path);
+        snprintf(file, sizeof file, "%.120s", base ? base + 1 : path);
     }
     const char *b = strstr(ls, "block: ["), *t = strstr(ls, "thread: [");
     if (b && b < a)
@@ -683,21 +689,29 @@ static void rec_index_overflow(const struct hint_facts *f, struct hint_list *out
              big->name, sizes, got);
 }
 
+/* A failed one-value answer that is a float32 total stalled short of the
+ * reference: at least 2^22 in magnitude, within 1/1024 above a power of
+ * two, the reference's sign. A sum missing a share of its elements lands
+ * that close to a power of two by chance only. */
+static int case_saturated(const struct score_case *c)
+{
+    if (!c->ran || c->passed || !c->have_value || !isfinite(c->got) || !isfinite(c->expected))
+        return 0;
+    double g = fabs(c->got), e = fabs(c->expected);
+    if (g < 4194304.0 || !(g < 0.999 * e) || (c->got < 0) != (c->expected < 0))
+        return 0;
+    return g <= ldexp(1.0, ilogb(g)) * (1 + 1.0 / 1024);
+}
+
 /* float32-saturation: a float total stuck at a power of two. */
 static void rec_float32_saturation(const struct hint_facts *f, struct hint_list *out)
 {
     for (size_t i = 0; i < f->ncases; i++) {
         const struct score_case *c = &f->cases[i];
-        if (!c->ran || c->passed || !c->have_value || !isfinite(c->got) ||
-            !isfinite(c->expected))
+        if (!case_saturated(c))
             continue;
         double g = fabs(c->got), e = fabs(c->expected);
-        if (g < 4194304.0 || !(g < 0.999 * e) || (c->got < 0) != (c->expected < 0))
-            continue;
         int k = ilogb(g);
-        double p2 = ldexp(1.0, k);
-        if (g > p2 * (1 + 1.0 / 1024))
-            continue;
         hint_add(out, "float32-saturation", c->name,
                  "Float32 accumulation saturated in case %s: your total stopped at %.9g (2^%d) "
                  "while the sum is %.9g, %.1f%% short. Once a float32 total reaches 2^%d its "
@@ -856,13 +870,14 @@ static void rec_divergent_barrier(const struct hint_facts *f, const char *code,
 /* grid-coverage: outputs never written, or a sum missing a share. */
 static void rec_grid_coverage(const struct hint_facts *f, struct hint_list *out)
 {
-    const struct hint *sat = hint_find(out, "float32-saturation"),
-                      *ovf = hint_find(out, "index-overflow-32"),
+    const struct hint *ovf = hint_find(out, "index-overflow-32"),
                       *lim = hint_find(out, "launch-limits");
     for (size_t i = 0; i < f->ncases; i++) {
         const struct score_case *c = &f->cases[i];
-        if (!c->ran || c->passed || (sat && strcmp(sat->case_name, c->name) == 0) ||
-            (ovf && strcmp(ovf->case_name, c->name) == 0) ||
+        /* explained already: a stalled float total, the cases past 2^31
+         * of an overflow, a launch that never ran */
+        if (!c->ran || c->passed || case_saturated(c) ||
+            (ovf && case_extent(f, c->name) > 2147483647.0) ||
             (lim && strcmp(lim->case_name, c->name) == 0))
             continue;
         char sizes[160];
