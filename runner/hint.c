@@ -759,7 +759,9 @@ static void rec_bounds_check(const struct hint_facts *f, struct hint_list *out)
                  isfinite(c->expected))
             ev = "the answer is NaN: it read past the end of the input, where the harness "
                  "keeps NaNs";
-        else if (case_says(f, c, "illegal memory access") && !hint_find(out, "index-overflow-32"))
+        else if ((case_says(f, c, "illegal memory access") ||
+                  case_says(f, c, "CUDA_ERROR_ILLEGAL_ADDRESS")) &&
+                 !hint_find(out, "index-overflow-32"))
             ev = "an illegal memory access: an index past the end of a buffer";
         if (!ev)
             continue;
@@ -787,7 +789,8 @@ static void rec_missing_sync(const struct hint_facts *f, const char *code, struc
         racecheck_ran |= s->ran && s->tool && strcmp(s->tool, "racecheck") == 0;
         for (size_t k = 0; k < s->nfindings; k++) {
             const struct score_finding *fd = &s->findings[k];
-            if (!text_find(fd->message, "Race reported") && !text_find(fd->message, "hazard"))
+            if (!text_find(fd->message, "Race reported") && !text_find(fd->message, "hazard") &&
+                !text_find(fd->message, " race"))
                 continue;
             char where[160];
             finding_where(fd, where, sizeof where);
@@ -948,7 +951,7 @@ static void rec_sanitizer_other(const struct hint_facts *f, struct hint_list *ou
             const struct score_finding *fd = &f->sanitizers[i].findings[k];
             const char *m = fd->message;
             if (!fd->hint || text_find(m, "Invalid __") || text_find(m, "Out-of-range") ||
-                text_find(m, "Race reported") || text_find(m, "hazard") ||
+                text_find(m, "Race reported") || text_find(m, "hazard") || text_find(m, " race") ||
                 text_find(m, "Barrier") || text_find(m, "divergent") ||
                 text_find(m, "invalid configuration") || text_find(m, "cudaLaunchKernel") ||
                 text_find(m, "too many resources"))
