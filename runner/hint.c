@@ -35,9 +35,8 @@ static const char *text_find(const char *s, const char *needle)
     return NULL;
 }
 
-__attribute__((format(printf, 4, 5))) static void hint_add(struct hint_list *out, const char *id,
-                                                           const char *case_name,
-                                                           const char *fmt, ...)
+__attribute__((format(printf, 4, 5))) static void
+hint_add(struct hint_list *out, const char *id, const char *case_name, const char *fmt, ...)
 {
     va_list ap;
     if (hint_find(out, id) || out->n >= HINT_MAX)
@@ -76,25 +75,30 @@ static int case_failed(const struct score_case *c)
     return !(c->ran && c->passed);
 }
 
-/* The largest extent a kernel indexes in case name: the biggest
- * parameter, or product of two (n; M*K, K*N, M*N; vocab*dim...). 0 when
+/* The most elements a kernel indexes in one buffer in case name: the
+ * params' "elements" when a lab declares it; the three course labs'
+ * buffers (reduction n; matmul the largest of A, B, C; embedding the
+ * weight table and the output); else the largest parameter. 0 when
  * unknown. */
 static double case_extent(const struct hint_facts *f, const char *name)
 {
     const struct lab_case *lc = f->lab ? lab_case_find(f->lab, name) : NULL;
-    const char *k1, *k2;
-    json_t *v1, *v2;
+    const char *k;
+    json_t *v;
     double best = 0;
     if (!lc || !json_is_object(lc->params))
         return 0;
-    json_object_foreach(lc->params, k1, v1)
-    {
-        double a = json_number_value(v1);
-        if (a > best)
-            best = a;
-        json_object_foreach(lc->params, k2, v2) if (strcmp(k1, k2) < 0 && a * json_number_value(v2) > best)
-            best = a * json_number_value(v2);
-    }
+#define P(key) json_number_value(json_object_get(lc->params, key))
+    if (P("elements") > 0)
+        return P("elements");
+    const char *lab = f->lab->name ? f->lab->name : "";
+    if (strcmp(lab, "matmul") == 0)
+        return fmax(P("M") * P("K"), fmax(P("K") * P("N"), P("M") * P("N")));
+    if (strcmp(lab, "embedding") == 0)
+        return fmax(P("vocab") * P("dim"), P("num_indices") * P("dim"));
+#undef P
+    json_object_foreach(lc->params, k, v) if (json_number_value(v) > best) best =
+        json_number_value(v);
     return best;
 }
 
@@ -517,8 +521,8 @@ static void launch_over_limits(const struct hint_facts *f, const char *s, char *
         }
         long long gyz, byz, threads;
         launch_dims(s, arg[0], (size_t)((n > 1 ? arg[1] - 1 : e) - arg[0]), &gyz);
-        threads = n > 1 ? launch_dims(s, arg[1], (size_t)((n > 2 ? arg[2] - 1 : e) - arg[1]), &byz)
-                        : -1;
+        threads =
+            n > 1 ? launch_dims(s, arg[1], (size_t)((n > 2 ? arg[2] - 1 : e) - arg[1]), &byz) : -1;
         const char *sh = f->python ? (n > 3 ? arg[3] : NULL) : (n > 2 ? arg[2] : NULL);
         long long shared = -1, yz;
         if (sh) {
@@ -530,12 +534,12 @@ static void launch_over_limits(const struct hint_facts *f, const char *s, char *
             snprintf(buf, len, " Your launch at line %d asks for %lld threads per block.", line,
                      threads);
         else if (gyz > 65535)
-            snprintf(buf, len, " Your launch at line %d asks for %lld blocks in grid y or z.",
-                     line, gyz);
+            snprintf(buf, len, " Your launch at line %d asks for %lld blocks in grid y or z.", line,
+                     gyz);
         else if (shared > 48 * 1024)
             snprintf(buf, len,
-                     " Your launch at line %d asks for %lld bytes of dynamic shared memory.",
-                     line, shared);
+                     " Your launch at line %d asks for %lld bytes of dynamic shared memory.", line,
+                     shared);
         if (buf[0])
             return;
     }
@@ -598,13 +602,14 @@ static void rec_device_assert(const struct hint_facts *f, struct hint_list *out)
 }
 
 /* launch-limits: the launch itself was refused. */
-static void rec_launch_limits(const struct hint_facts *f, const char *code,
-                              struct hint_list *out)
+static void rec_launch_limits(const struct hint_facts *f, const char *code, struct hint_list *out)
 {
-    static const char *const sure[] = {"invalid configuration", "too many resources requested",
+    static const char *const sure[] = {"invalid configuration",
+                                       "too many resources requested",
                                        "CUDA_ERROR_INVALID_CONFIGURATION",
                                        "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES",
-                                       "OUT_OF_RESOURCES", NULL};
+                                       "OUT_OF_RESOURCES",
+                                       NULL};
     const struct score_case *hit = NULL;
     const char *what = NULL;
     for (size_t i = 0; i < f->ncases && !hit; i++) {
@@ -631,8 +636,12 @@ static void rec_launch_limits(const struct hint_facts *f, const char *code,
     char detail[200] = "", why[240];
     if (code)
         launch_over_limits(f, code, detail, sizeof detail);
+    char sizes[160] = "";
     if (hit)
-        snprintf(why, sizeof why, "case %s: %s", hit->name, what);
+        case_sizes(f, hit->name, sizes, sizeof sizes);
+    if (hit)
+        snprintf(why, sizeof why, "case %s%s%s%s: %s", hit->name, sizes[0] ? " (" : "", sizes,
+                 sizes[0] ? ")" : "", what);
     else
         snprintf(why, sizeof why, "compute-sanitizer: %.200s", fw);
     hint_add(out, "launch-limits", hit ? hit->name : NULL,
@@ -652,9 +661,12 @@ static void rec_index_overflow(const struct hint_facts *f, struct hint_list *out
 {
     const double lim = 2147483647.0;
     const struct score_case *big = NULL;
+    const struct hint *launch = hint_find(out, "launch-limits");
     size_t small_ok = 0;
     for (size_t i = 0; i < f->ncases; i++) {
         const struct score_case *c = &f->cases[i];
+        if (launch && strcmp(launch->case_name, c->name) == 0)
+            return; /* the launch was refused: not an index that wrapped */
         if (case_says(f, c, "does not fit in 32 bits")) {
             big = c;
             small_ok = 1;
@@ -755,8 +767,7 @@ static void rec_bounds_check(const struct hint_facts *f, struct hint_list *out)
         const char *ev = NULL;
         if (c->ran && !c->passed && case_says(f, c, "past the end of the output"))
             ev = "it wrote past the end of the output";
-        else if (c->ran && !c->passed && c->have_value && isnan(c->got) &&
-                 isfinite(c->expected))
+        else if (c->ran && !c->passed && c->have_value && isnan(c->got) && isfinite(c->expected))
             ev = "the answer is NaN: it read past the end of the input, where the harness "
                  "keeps NaNs";
         else if ((case_says(f, c, "illegal memory access") ||
@@ -874,12 +885,15 @@ static void rec_divergent_barrier(const struct hint_facts *f, const char *code,
 static void rec_grid_coverage(const struct hint_facts *f, struct hint_list *out)
 {
     const struct hint *ovf = hint_find(out, "index-overflow-32"),
-                      *lim = hint_find(out, "launch-limits");
+                      *lim = hint_find(out, "launch-limits"),
+                      *sat = hint_find(out, "float32-saturation");
     for (size_t i = 0; i < f->ncases; i++) {
         const struct score_case *c = &f->cases[i];
         /* explained already: a stalled float total, the cases past 2^31
          * of an overflow, a launch that never ran */
-        if (!c->ran || c->passed || case_saturated(c) ||
+        /* a float total that stalls at 2^26 drifts at 2^20 too: the same
+         * accumulation, not a grid */
+        if (!c->ran || c->passed || case_saturated(c) || (sat && c->have_value) ||
             (ovf && case_extent(f, c->name) > 2147483647.0) ||
             (lim && strcmp(lim->case_name, c->name) == 0))
             continue;
@@ -969,11 +983,19 @@ static void rec_sanitizer_other(const struct hint_facts *f, struct hint_list *ou
 
 /* ---------------------------------------------------------------------- */
 
-static const char *const catalogue[] = {
-    "device-assert",     "launch-limits",      "index-overflow-32", "float32-saturation",
-    "bounds-check",      "missing-syncthreads", "divergent-barrier", "grid-coverage",
-    "uncoalesced",       "bank-conflicts",     "divergence",        "sanitizer-finding",
-    NULL};
+static const char *const catalogue[] = {"device-assert",
+                                        "launch-limits",
+                                        "index-overflow-32",
+                                        "float32-saturation",
+                                        "bounds-check",
+                                        "missing-syncthreads",
+                                        "divergent-barrier",
+                                        "grid-coverage",
+                                        "uncoalesced",
+                                        "bank-conflicts",
+                                        "divergence",
+                                        "sanitizer-finding",
+                                        NULL};
 
 const char *const *hint_ids(void)
 {

@@ -23,33 +23,33 @@
 #include "lab.h"
 #include "score.h"
 
-#define HINT_MAX      16   /* hints of one job: one per catalogue entry at most */
+#define HINT_MAX 16 /* hints of one job: one per catalogue entry at most */
 #define HINT_TEXT_MAX 720
 
 /* Numbers of the profiler (runner/profile.c) for the timed case's
  * kernel, when it ran: the hooks of the three entries that need them.
  * A field that was not measured is NAN (or line 0). */
 struct hint_profile {
-    const char *kernel;                /* the kernel's name, may be NULL */
-    const char *file;                  /* "kernel.cu", may be NULL */
-    int line;                          /* the worst source line, 0 when unknown */
-    double sectors_per_request;        /* global loads+stores: 32-byte sectors per request */
-    double ideal_sectors_per_request;  /* what a coalesced access would take (4 for 4-byte words) */
-    double bank_conflict_ways;         /* shared wavefronts per shared request (1: none) */
-    double branch_efficiency;          /* 0..1: share of branches all threads of a warp agreed on */
+    const char *kernel;               /* the kernel's name, may be NULL */
+    const char *file;                 /* "kernel.cu", may be NULL */
+    int line;                         /* the worst source line, 0 when unknown */
+    double sectors_per_request;       /* global loads+stores: 32-byte sectors per request */
+    double ideal_sectors_per_request; /* what a coalesced access would take (4 for 4-byte words) */
+    double bank_conflict_ways;        /* shared wavefronts per shared request (1: none) */
+    double branch_efficiency;         /* 0..1: share of branches all threads of a warp agreed on */
 };
 
 /* What the runner knows of a job, borrowed for the call. Any pointer may
  * be NULL (the fact is unknown). */
 struct hint_facts {
-    const struct lab *lab;             /* the cases' sizes (params) */
-    int python;                        /* a .py submission (Numba/CuPy) */
-    const char *source;                /* the student's file, source_len bytes */
+    const struct lab *lab; /* the cases' sizes (params) */
+    int python;            /* a .py submission (Numba/CuPy) */
+    const char *source;    /* the student's file, source_len bytes */
     size_t source_len;
-    const char *program_err;           /* stderr of the run whose prints are the feedback */
-    const struct score_case *cases;    /* the judge's records (+ "not run" ones) */
+    const char *program_err;        /* stderr of the run whose prints are the feedback */
+    const struct score_case *cases; /* the judge's records (+ "not run" ones) */
     size_t ncases;
-    const json_t *case_errors;         /* the harness's launch errors: case -> "status: error: cause" */
+    const json_t *case_errors; /* the harness's launch errors: case -> "status: error: cause" */
     const struct score_sanitizer *sanitizers;
     size_t nsanitizers;
     const struct hint_profile *profile;
@@ -57,9 +57,9 @@ struct hint_facts {
 
 /* One recognized bug. */
 struct hint {
-    const char *id;                    /* the catalogue entry, e.g. "float32-saturation" (static) */
-    char case_name[128];               /* the case it was seen in, "" when not one case's */
-    char text[HINT_TEXT_MAX];          /* Markdown, for the student */
+    const char *id;           /* the catalogue entry, e.g. "float32-saturation" (static) */
+    char case_name[128];      /* the case it was seen in, "" when not one case's */
+    char text[HINT_TEXT_MAX]; /* Markdown, for the student */
 };
 
 struct hint_list {

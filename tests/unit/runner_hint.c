@@ -123,6 +123,14 @@ static void test_saturation(void)
     ok(!hint_find(l, "grid-coverage"), "...and does not ask whether the grid covers the input");
     run_free(&r);
 
+    /* Captured on the H100 (solutions-py/reduction/bug_atomic_total.py):
+     * the same one-float total drifts past the tolerance at 2^20+7. */
+    l = recognize(&r, &red, red_doc("2^20+7:786135.125:786155.8", "2^26:33554432:50335189.5"),
+                  NULL);
+    ok(hint_find(l, "float32-saturation") && !hint_find(l, "grid-coverage"),
+       "a saturated total's drift at 2^20+7 is not called a grid that misses elements");
+    run_free(&r);
+
     l = recognize(&r, &red, red_doc("2^26:-16777216:-50331777.5", NULL), NULL);
     ok(hint_find(l, "float32-saturation") != NULL, "float32-saturation: a negative sum at -2^24");
     run_free(&r);
@@ -167,6 +175,38 @@ static void test_overflow(void)
            strstr(text_of(l, "index-overflow-32"), "vocab = 1200000"),
        "index-overflow-32: the embedding judge saw the 32-bit row offset: %s",
        text_of(l, "index-overflow-32"));
+    run_free(&r);
+}
+
+/* Captured on the H100 (tests/gpu/solutions/embedding/bug_grid_y.cu): grid
+ * y = num_indices, refused past 65535; a refused launch is not an
+ * overflow, though 1000000x1 is a big case. */
+static void test_launch_not_overflow(void)
+{
+    static const char *msg = "CUDA error: invalid argument. an invalid argument: a kernel "
+                             "launch with more than 1024 threads per block (or a grid or "
+                             "shared-memory size out of range";
+    json_t *doc = json_pack("{s:[{s:s, s:b}, {s:s, s:b}, {s:s, s:b, s:s}, {s:s, s:b, s:s}]}",
+                            "cases", "name", "1x1", "passed", 1, "name", "1000x33", "passed", 1,
+                            "name", "1000000x1", "passed", 0, "message", msg, "name",
+                            "100003x33", "passed", 0, "message", msg);
+    struct run r;
+    const struct hint_list *l = recognize(&r, &emb, doc, NULL);
+    ok(hint_find(l, "launch-limits") && !hint_find(l, "index-overflow-32") &&
+           strstr(text_of(l, "launch-limits"), "num_indices = 1000000"),
+       "a launch refused in case 1000000x1: launch-limits with the case's sizes, no "
+       "index-overflow-32: %s", text_of(l, "launch-limits"));
+    run_free(&r);
+
+    /* the bigvocab case alone fails, no judge wording: its weight table is
+     * 1200000 x 4096 > 2^31 elements; 100003x33's table is not */
+    doc = json_pack("{s:[{s:s, s:b}, {s:s, s:b}, {s:s, s:b, s:s}]}", "cases", "name", "1x1",
+                    "passed", 1, "name", "100003x33", "passed", 1, "name",
+                    "8192x4096-bigvocab", "passed", 0, "message", "out[0][0] = 1 but expected 2");
+    l = recognize(&r, &emb, doc, NULL);
+    ok(hint_find(l, "index-overflow-32") &&
+           strcmp(case_of(l, "index-overflow-32"), "8192x4096-bigvocab") == 0,
+       "index-overflow-32 from the sizes: only the 4.9e9-element weight table's case fails");
     run_free(&r);
 }
 
@@ -553,6 +593,7 @@ int main(void)
     test_saturation();
     test_overflow();
     test_launch();
+    test_launch_not_overflow();
     test_sanitizer_entries();
     test_device_assert();
     test_grid_and_sync_static();
