@@ -908,6 +908,12 @@ static void rec_grid_coverage(const struct hint_facts *f, struct hint_list *out)
                      c->name, sizes, c->unwritten, c->unwritten == 1 ? "" : "s");
             return;
         }
+        /* a short sum with a race or a barrier bug found is that bug's
+         * (partial sums lost), not a grid's (seen on the H100: no_sync.cu
+         * 7.26% short at 2^20+7) */
+        if (hint_find(out, "missing-syncthreads") || hint_find(out, "divergent-barrier") ||
+            hint_find(out, "bounds-check"))
+            continue;
         if (c->have_value && isfinite(c->got) && isfinite(c->expected) && c->expected != 0 &&
             c->got / c->expected >= 0 && c->got / c->expected < 1) {
             hint_add(out, "grid-coverage", c->name,
