@@ -133,14 +133,23 @@ static void finding_where(const struct score_finding *fd, char *buf, size_t len)
 }
 
 /* ---------------------------------------------------------------------- */
-/* The source, read as text. */
+/* The source, read as text. The runner reads it outside any sandbox, so
+ * every scan is bounded: a hostile file (a million nested ifs, one line of
+ * a=a=a=...) costs at most a few hundred million character steps. */
+
+#define SOURCE_MAX (256u << 10) /* longer sources get no source-based hint */
+#define SCAN_STATEMENT 512      /* an assignment's right side, read at most */
+#define SCAN_BODY (16u << 10)   /* a branch's body, searched for a barrier */
+#define SCAN_HITS 4096          /* if/while/for looked at, and assignments per pass */
+#define SCAN_LAUNCHES 64        /* launches whose configuration is worked out */
+#define SCAN_GROUP (64u << 10)  /* a (...) or {...} followed to its end */
 
 /* A copy of the source with comments and string and character literals
  * blanked (newlines kept, so lines still count). Caller frees; NULL when
  * there is no source or no memory. */
 static char *source_code(const struct hint_facts *f)
 {
-    if (!f->source || !f->source_len)
+    if (!f->source || !f->source_len || f->source_len > SOURCE_MAX)
         return NULL;
     char *s = malloc(f->source_len + 1);
     if (!s)
@@ -240,12 +249,14 @@ static void taint_add(struct taint *t, const char *p, size_t len)
 static void taint_build(const char *s, int python, struct taint *t)
 {
     t->n = 0;
-    for (int pass = 0; pass < 3; pass++)
-        for (const char *p = s; *p; p++) {
+    for (int pass = 0; pass < 3; pass++) {
+        size_t seen = 0;
+        for (const char *p = s; *p && seen < SCAN_HITS; p++) {
             if (*p != '=' || p[1] == '=' || p == s || strchr("=<>!+-*/%&|^", p[-1]))
                 continue;
+            seen++;
             const char *end = p + 1;
-            while (*end && *end != ';' && *end != '\n' && *end != '{')
+            while (*end && *end != ';' && *end != '\n' && *end != '{' && end - p < SCAN_STATEMENT)
                 end++;
             if (!taint_mentions(t, p + 1, (size_t)(end - p - 1)))
                 continue;
@@ -272,6 +283,7 @@ static void taint_build(const char *s, int python, struct taint *t)
                 q--;
             }
         }
+    }
 }
 
 /* The end of the balanced group that opens at *p ('(' or '{'), or NULL. */
@@ -279,7 +291,7 @@ static const char *group_end(const char *p)
 {
     char open = *p, close = open == '(' ? ')' : open == '{' ? '}' : ']';
     int depth = 0;
-    for (; *p; p++) {
+    for (const char *start = p; *p && p - start < (long)SCAN_GROUP; p++) {
         depth += *p == open;
         depth -= *p == close;
         if (depth == 0)
@@ -303,8 +315,10 @@ static int barrier_divergent_c(const char *s, const struct taint *t, int *line, 
                                size_t clen)
 {
     static const char *const kw[] = {"if", "while", "for", NULL};
+    size_t hits = 0;
     for (size_t k = 0; kw[k]; k++)
-        for (const char *p = word_find(s, kw[k], NULL); p; p = word_find(p + 1, kw[k], NULL)) {
+        for (const char *p = word_find(s, kw[k], NULL); p && hits++ < SCAN_HITS;
+             p = word_find(p + 1, kw[k], NULL)) {
             const char *o = p + strlen(kw[k]);
             while (*o == ' ' || *o == '\t' || *o == '\n')
                 o++;
@@ -326,6 +340,8 @@ static int barrier_divergent_c(const char *s, const struct taint *t, int *line, 
             while (*body == ' ' || *body == '\t' || *body == '\n')
                 body++;
             const char *bend = *body == '{' ? group_end(body) : strchr(body, ';');
+            if (bend && bend - body > (long)SCAN_BODY)
+                bend = body + SCAN_BODY;
             const char *sync = bend ? word_find(body, "__syncthreads", bend) : NULL;
             if (!sync)
                 continue;
@@ -357,7 +373,9 @@ static int barrier_divergent_py(const char *s, const struct taint *t, int *line,
                                 size_t clen)
 {
     static const char *const kw[] = {"if ", "elif ", "while ", "for ", NULL};
-    for (const char *l = s; *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : l + strlen(l)) {
+    size_t hits = 0;
+    for (const char *l = s; *l && hits < SCAN_HITS;
+         l = strchr(l, '\n') ? strchr(l, '\n') + 1 : l + strlen(l)) {
         size_t ind = indent_of(l);
         const char *eol = strchr(l, '\n');
         size_t llen = eol ? (size_t)(eol - l) : strlen(l);
@@ -366,7 +384,8 @@ static int barrier_divergent_py(const char *s, const struct taint *t, int *line,
             is_kw |= strncmp(l + ind, kw[k], strlen(kw[k])) == 0;
         if (!is_kw || !taint_mentions(t, l + ind, llen - ind))
             continue;
-        for (const char *b = eol ? eol + 1 : NULL; b && *b;
+        hits++;
+        for (const char *b = eol ? eol + 1 : NULL; b && *b && b - eol < (long)SCAN_BODY;
              b = strchr(b, '\n') ? strchr(b, '\n') + 1 : NULL) {
             const char *be = strchr(b, '\n');
             size_t blen = be ? (size_t)(be - b) : strlen(b), bi = indent_of(b);
@@ -500,8 +519,9 @@ static long long launch_dims(const char *s, const char *p, size_t len, long long
 static void launch_over_limits(const struct hint_facts *f, const char *s, char *buf, size_t len)
 {
     const char *open = f->python ? "[" : "<<<";
+    size_t hits = 0;
     buf[0] = '\0';
-    for (const char *p = strstr(s, open); p; p = strstr(p + 1, open)) {
+    for (const char *p = strstr(s, open); p && hits++ < SCAN_LAUNCHES; p = strstr(p + 1, open)) {
         const char *a = p + strlen(open), *e;
         if (f->python) {
             if (p == s || !ident_char(p[-1]) || !(e = group_end(p)) || e[1] != '(')

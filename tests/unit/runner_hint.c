@@ -463,6 +463,55 @@ static void test_divergent_barrier(void)
     }
 }
 
+/* Hostile sources: the scans are bounded (the runner reads the file
+ * outside any sandbox). */
+static void test_hostile_source(void)
+{
+    struct run r;
+    struct hint_facts f;
+    size_t n = 250u << 10;
+    char *src = malloc(n + 1);
+    if (!src)
+        return;
+    /* nested ifs on the thread, then a=a=a=... then unbalanced parens */
+    size_t o = 0;
+    while (o + 40 < n / 3)
+        o += (size_t)sprintf(src + o, "if (threadIdx.x < k) { ");
+    while (o + 4 < 2 * n / 3)
+        o += (size_t)sprintf(src + o, "a=");
+    while (o + 4 < n)
+        o += (size_t)sprintf(src + o, "((<<<");
+    src[o] = '\0';
+    memset(&f, 0, sizeof f);
+    f.source = src;
+    f.source_len = o;
+    const struct hint_list *l = recognize(&r, &red, red_doc(NULL, NULL), &f);
+    ok(l->n == 0, "a 250 KiB hostile source (nested ifs, a=a=..., unbalanced parens): scanned, "
+                  "no hint (%zu)", l->n);
+    run_free(&r);
+    free(src);
+
+    const char *div = "__global__ void k(float *s) {\n  if (threadIdx.x < 64) {\n"
+                      "    __syncthreads();\n  }\n}\n";
+    size_t big = (300u << 10) + strlen(div);
+    src = malloc(big + 1);
+    if (!src)
+        return;
+    memset(src, ' ', big);
+    memcpy(src, div, strlen(div));
+    src[big] = '\0';
+    f.source = src;
+    f.source_len = big;
+    l = recognize(&r, &red, red_doc(NULL, NULL), &f);
+    ok(!hint_find(l, "divergent-barrier"), "a source over 256 KiB gets no source-based hint");
+    f.source_len = strlen(div);
+    run_free(&r);
+    l = recognize(&r, &red, red_doc(NULL, NULL), &f);
+    ok(hint_find(l, "divergent-barrier") != NULL, "...the same kernel alone does");
+    run_free(&r);
+    free(src);
+}
+
 static void test_profile(void)
 {
     struct run r;
@@ -608,6 +657,7 @@ int main(void)
     test_grid_and_sync_static();
     test_divergent_barrier();
     test_profile();
+    test_hostile_source();
     test_result_document();
     test_correct_solutions_quiet();
     lab_free(&red);
