@@ -11,6 +11,7 @@
 #include "share.h"
 #include "lock.h"
 #include "python.h"
+#include "hint.h"
 #include "stats.h"
 
 #include <assert.h>
@@ -965,12 +966,34 @@ int job_sanitize(struct job *j)
 /* ---------------------------------------------------------------------- */
 /* Score. */
 
+/* The classic-bug catalogue over what the job learnt (runner/hint.h):
+ * not for a file that never ran. */
+static void job_hints(struct job *j, struct hint_list *hl)
+{
+    enum status st = status_parse(j->st);
+    hl->n = 0;
+    if (st == STATUS_COMPILE_ERROR || st == STATUS_REJECTED || st == STATUS_SYSTEM_ERROR ||
+        j->stopped_after)
+        return;
+    struct hint_facts f = {&j->lab, j->python, j->g->source, j->g->source_len, j->v.err,
+                           j->in.cases, j->in.ncases, j->ci.case_errors, j->sans,
+                           j->in.nsanitizers, NULL};
+    hint_recognize(&f, hl);
+    j->in.hints = hl->v;
+    j->in.nhints = hl->n;
+    j->in.hints_ran = 1;
+}
+
 int job_score(struct job *j, const char **status, json_t **result)
 {
+    static __thread struct hint_list hl; /* 14 KiB: not on a worker's stack */
     j->in.status = j->st;
     j->in.status_message = j->status_msg[0] ? j->status_msg : NULL;
     j->in.sanitizers = j->sans;
+    job_hints(j, &hl);
     json_t *doc = score_result(&j->rub, &j->in);
+    j->in.hints = NULL;
+    j->in.nhints = 0;
     if (!doc)
         return -ENOMEM;
     job_clock_mark(&j->pc, "score");

@@ -2,6 +2,7 @@
  * score.c - see score.h.
  */
 #include "score.h"
+#include "hint.h"
 #include "status.h"
 
 #include <errno.h>
@@ -105,6 +106,12 @@ int score_cases_from_judge(const json_t *doc, struct score_case **cases, size_t 
         c[i].max_rel_err = num_or(e, "max_rel_err", NAN);
         c[i].first_bad_index = (long long)num_or(e, "first_bad_index", -1);
         c[i].unwritten = (long long)num_or(e, "unwritten", -1);
+        /* A one-value output's answer and reference (the reduction's
+         * sum): the catalogue's float32-saturation and grid-coverage
+         * read them. got null: NaN. */
+        c[i].have_value = json_is_number(json_object_get(e, "expected"));
+        c[i].got = num_or(e, "got", NAN);
+        c[i].expected = num_or(e, "expected", NAN);
     }
     *cases = c;
     *n = m;
@@ -158,6 +165,37 @@ static void case_output(const struct score_case *c, char *buf, size_t len)
         snprintf(buf + o, len - (size_t)o, "; %s", c->message);
 }
 
+/* The catalogue's hints about case name, folded into its feedback line. */
+static void case_hints(const struct score_input *in, const char *name, char *buf, size_t len)
+{
+    size_t o = strlen(buf);
+    for (size_t i = 0; i < in->nhints && o < len; i++)
+        if (in->hints[i].case_name[0] && strcmp(in->hints[i].case_name, name) == 0) {
+            int w = snprintf(buf + o, len - o, " Hint: %s", in->hints[i].text);
+            if (w < 0)
+                break;
+            o += (size_t)w;
+        }
+}
+
+/* cugrade.hint_details: the catalogue's hints with their ids and cases.
+ * Returns a new reference, or NULL (ENOMEM). */
+static json_t *hint_details(const struct score_input *in)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < in->nhints; i++) {
+        const struct hint *h = &in->hints[i];
+        if (json_array_append_new(a, json_pack("{s:s, s:o, s:s}", "id", h->id, "case",
+                                               h->case_name[0] ? json_string(h->case_name)
+                                                               : json_null(),
+                                               "text", h->text))) {
+            json_decref(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
 static int add_hint(json_t *hints, const char *h)
 {
     size_t i;
@@ -176,6 +214,9 @@ json_t *score_result(const struct rubric *r, const struct score_input *in)
 
     if (!tests || !cases || !sans || !hints)
         goto fail;
+    /* The catalogue's hints first: they name the bug (runner/hint.h). */
+    for (size_t i = 0; i < in->nhints; i++)
+        add_hint(hints, in->hints[i].text);
 
     /* Correctness lines: one per rubric case. */
     for (size_t i = 0; i < r->ncorrectness; i++) {
@@ -191,13 +232,15 @@ json_t *score_result(const struct rubric *r, const struct score_input *in)
             snprintf(buf, sizeof buf, "not run: %s", in->status);
         else
             case_output(c, buf, sizeof buf);
+        if (c && !passed)
+            case_hints(in, c->name, buf, sizeof buf);
         double pts = passed ? l->points : 0;
         score += pts;
         max += l->points;
         if (json_array_append_new(tests, test_new(name, pts, l->points, passed, buf,
                                                   l->visibility)))
             goto fail;
-        if (c && c->ran && !c->passed && c->unwritten > 0)
+        if (c && c->ran && !c->passed && c->unwritten > 0 && !in->hints_ran)
             add_hint(hints, "Some outputs were never written: check that your grid covers "
                             "every element (round the block count up: `(n + block - 1) / block`).");
     }
@@ -261,7 +304,7 @@ json_t *score_result(const struct rubric *r, const struct score_input *in)
                              s->findings[k].line, "message",
                              s->findings[k].message ? s->findings[k].message : "", "hint",
                              s->findings[k].hint));
-            if (s->findings[k].hint)
+            if (s->findings[k].hint && !in->hints_ran)
                 add_hint(hints, s->findings[k].hint);
         }
         json_t *e = json_pack("{s:s, s:b, s:b, s:o}", "tool", s->tool, "ran", s->ran,
@@ -426,6 +469,11 @@ json_t *score_result(const struct rubric *r, const struct score_input *in)
         goto fail;
     if (in->status)
         json_object_set_new(cg, "status", json_string(in->status));
+    if (in->hints_ran) {
+        json_t *hd = hint_details(in);
+        if (!hd || json_object_set_new(cg, "hint_details", hd))
+            goto fail;
+    }
     doc = json_pack("{s:f, s:f, s:s, s:o, s:o}", "score", score, "max_score", max, "output",
                     summary, "tests", tests, "cugrade", cg);
     tests = cg = NULL;

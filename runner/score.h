@@ -11,6 +11,8 @@
 #include <jansson.h>
 #include "rubric.h"
 
+struct hint;
+
 /* A timing faster than this share of the physical floor is flagged: the
  * floor uses the copy bandwidth measured on the same GPU (a read-mostly
  * kernel can beat a copy by a little, not by 20%) and the FP32 peak. */
@@ -24,6 +26,8 @@ struct score_case {
     long long first_bad_index;         /* -1 when none */
     long long unwritten;               /* -1 when unknown */
     char *message;             /* may be NULL */
+    int have_value;            /* the judge sent got/expected (a one-value output: a sum) */
+    double got, expected;      /* the output and the reference, when have_value */
 };
 
 struct score_finding {
@@ -66,6 +70,10 @@ struct score_input {
     struct score_case *cases;  size_t ncases;
     struct score_sanitizer *sanitizers; size_t nsanitizers;
     struct score_timing timing;
+    /* The classic-bug catalogue's hints (runner/hint.h); hints_ran 0 when
+     * it did not run (then the older per-finding and grid hints). */
+    const struct hint *hints; size_t nhints;
+    int hints_ran;
 };
 
 /* Value of a rubric metric from the timing, or NAN when it cannot be computed
