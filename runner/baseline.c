@@ -200,20 +200,21 @@ double baseline_time(const struct run_ctx *rc, const char *name, const char *cas
     return ms;
 }
 
-/* Time the GPU baseline prog (harness + reference kernel) in the sandbox and
- * cache it. Called with the GPU lock held exclusively. Returns ms or NAN. */
-static double baseline_run(const struct run_ctx *rc, const char *name, const char *prog,
-                           const char *case_name, const char *cache, const char *dir,
-                           json_t **device)
+/* One sandboxed timing run of the GPU baseline prog (harness + reference
+ * kernel): its samples (a new reference) and its device record into
+ * *device when that is NULL. The caller holds the GPU lock exclusively.
+ * Returns the samples array, or NULL when the run failed (logged). */
+static json_t *baseline_gpu_samples(const struct run_ctx *rc, const char *name, const char *prog,
+                                    const char *case_name, json_t **device)
 {
     int fd = channel_open(rc->jobdir, name);
     if (fd < 0)
-        return NAN;
+        return NULL;
     const char *argv[] = {"/lab/prog", "time", "--seed", BASELINE_SEED, "--case", case_name,
                           "--max-ms", TIME_MAX_MS, NULL};
     struct sandbox_verdict v;
     memset(&v, 0, sizeof v);
-    double ms = NAN;
+    json_t *samples = NULL;
     double lim = (rc->lab->run_seconds > 0 ? rc->lab->run_seconds : 120) * 3;
     /* The cuBLAS baseline links libcublas dynamically (build-lab.sh). */
     char ldp[PATH_MAX + 64];
@@ -222,16 +223,7 @@ static double baseline_run(const struct run_ctx *rc, const char *name, const cha
     struct channel_info ci;
     memset(&ci, 0, sizeof ci);
     if (r == 0 && v.exited && v.exit_code == 0 && channel_read_all(fd, &ci) == 0 && ci.timing) {
-        json_t *samples = json_object_get(ci.timing, "samples_ms");
-        ms = samples_median(samples);
-        if (ms > 0) {
-            json_t *out = json_pack("{s:s, s:s, s:s, s:f, s:i, s:O?}", "baseline", name, "case",
-                                    case_name, "gpu", rc->env->gpu_name ? rc->env->gpu_name : "",
-                                    "median_ms", ms, "samples", (int)json_array_size(samples),
-                                    "device", ci.device);
-            baseline_cache_write(cache, dir, out);
-            json_decref(out);
-        }
+        samples = json_incref(json_object_get(ci.timing, "samples_ms"));
         if (!*device && ci.device)
             *device = json_incref(ci.device);
     } else {
@@ -241,7 +233,75 @@ static double baseline_run(const struct run_ctx *rc, const char *name, const cha
     channel_info_clear(&ci);
     sandbox_verdict_free(&v);
     close(fd);
+    return samples;
+}
+
+/* Time the GPU baseline prog in the sandbox and cache it. Called with the
+ * GPU lock held exclusively. Returns ms or NAN. */
+static double baseline_run(const struct run_ctx *rc, const char *name, const char *prog,
+                           const char *case_name, const char *cache, const char *dir,
+                           json_t **device)
+{
+    json_t *samples = baseline_gpu_samples(rc, name, prog, case_name, device);
+    double ms = samples_median(samples);
+    if (ms > 0) {
+        json_t *out = json_pack("{s:s, s:s, s:s, s:f, s:i, s:O?}", "baseline", name, "case",
+                                case_name, "gpu", rc->env->gpu_name ? rc->env->gpu_name : "",
+                                "median_ms", ms, "samples", (int)json_array_size(samples),
+                                "device", *device);
+        baseline_cache_write(cache, dir, out);
+        json_decref(out);
+    } else {
+        ms = NAN;
+    }
+    json_decref(samples);
     return ms;
+}
+
+/* The samples of a JSON array into a new C array (*x, *n). */
+static int samples_copy(const json_t *samples, double **x, size_t *n)
+{
+    size_t m = json_array_size(samples), k;
+    json_t *e;
+    *x = NULL;
+    *n = 0;
+    if (m == 0)
+        return -EIO;
+    if (!(*x = calloc(m, sizeof **x)))
+        return -ENOMEM;
+    json_array_foreach(samples, k, e) (*x)[k] = json_number_value(e);
+    *n = m;
+    return 0;
+}
+
+int baseline_batch(const struct run_ctx *rc, const char *name, const char *case_name,
+                   double **x, size_t *n, json_t **device)
+{
+    char prog[PATH_MAX];
+    *x = NULL;
+    *n = 0;
+    baseline_prog(rc, name, prog, sizeof prog);
+    if (!prog[0])
+        return -ENOENT;
+    json_t *samples = NULL;
+    if (strcmp(name, "cpu") == 0) {
+        char *out = NULL;
+        const char *argv[] = {prog, "--case", case_name, "--seed", BASELINE_SEED, NULL};
+        double lim = (rc->lab->run_seconds > 0 ? rc->lab->run_seconds : 120) * 3;
+        int r = grade_exec_trusted(argv, NULL, lim, 1u << 20, &out);
+        json_t *doc = r == 0 && out ? json_loads(out, 0, NULL) : NULL;
+        free(out);
+        samples = json_incref(json_object_get(doc, "samples_ms"));
+        json_decref(doc);
+        if (!samples)
+            fprintf(stderr, "cugrade-runner: a CPU baseline batch of %s failed (%d)\n",
+                    rc->lab->name, r);
+    } else {
+        samples = baseline_gpu_samples(rc, name, prog, case_name, device);
+    }
+    int r = samples_copy(samples, x, n);
+    json_decref(samples);
+    return r;
 }
 
 static void limit_cache_path(const struct run_ctx *rc, char *out, size_t len)

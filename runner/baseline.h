@@ -22,6 +22,15 @@ double *baseline_slot(struct score_timing *t, const char *name);
  * reference) when that is NULL. */
 double baseline_time(const struct run_ctx *rc, const char *name, const char *case_name,
                      json_t **device);
+/* One batch of baseline name on case_name, timed now, not cached: for the
+ * interleaved timing of a job (docs/runner.md, "Noise and re-timing"). A
+ * GPU baseline runs in the sandbox and the caller holds the exclusive GPU
+ * lock; "cpu" runs outside the sandbox and needs no lock. *x (malloc'd,
+ * *n samples in ms) on success; a device record seen on the way into
+ * *device when that is NULL. Returns 0, -ENOENT (no such program), -EIO
+ * (the run failed; logged) or -ENOMEM. */
+int baseline_batch(const struct run_ctx *rc, const char *name, const char *case_name,
+                   double **x, size_t *n, json_t **device);
 /* Fill rc->device_path with this GPU's device record (measured once per GPU
  * model, cached as CACHE/ARCH/LAB/device-GPU.chan); left empty when none
  * can be made. Takes the exclusive GPU lock when it measures. */

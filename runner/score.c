@@ -295,7 +295,7 @@ static void speed_message(const struct rubric_speed *sp, const struct score_timi
         metric_fmt(hi, c, sizeof c);
         snprintf(ci, sizeof ci, " (95%% CI %s\u2013%s)", b, c);
         if (score_tier_uncertain(sp, lo, hi, &th)) {
-            metric_fmt(th, th_s, sizeof th_s);
+            snprintf(th_s, sizeof th_s, "%g", th);
             snprintf(tail, sizeof tail,
                      "; the threshold %s is within the noise%s: decided by the median", th_s,
                      t->retimed ? " even after re-timing" : "");
