@@ -274,6 +274,27 @@ static int samples_copy(const json_t *samples, double **x, size_t *n)
     return 0;
 }
 
+/* The first batch of a baseline on this GPU model also fills its cache
+ * (the median of a job that does not interleave, `prepare`'s shortcut). */
+static void baseline_batch_cache(const struct run_ctx *rc, const char *name,
+                                 const char *case_name, double ms, size_t n,
+                                 const json_t *device)
+{
+    char cache[PATH_MAX], dir[DIRLEN], g[128], c[128];
+    struct stat st;
+    run_lab_dir(rc->env, rc->lab->name, dir, sizeof dir);
+    run_slug(rc->env->gpu_name && *rc->env->gpu_name ? rc->env->gpu_name : "gpu", g, sizeof g);
+    run_slug(case_name, c, sizeof c);
+    snprintf(cache, sizeof cache, "%s/baselines/%s__%s__%s.json", dir, g, c, name);
+    if (stat(cache, &st) == 0)
+        return;
+    json_t *out = json_pack("{s:s, s:s, s:s, s:f, s:i, s:O?}", "baseline", name, "case", case_name,
+                            "gpu", rc->env->gpu_name ? rc->env->gpu_name : "", "median_ms", ms,
+                            "samples", (int)n, "device", strcmp(name, "cpu") ? device : NULL);
+    baseline_cache_write(cache, dir, out);
+    json_decref(out);
+}
+
 int baseline_batch(const struct run_ctx *rc, const char *name, const char *case_name,
                    double **x, size_t *n, json_t **device)
 {
@@ -300,6 +321,9 @@ int baseline_batch(const struct run_ctx *rc, const char *name, const char *case_
         samples = baseline_gpu_samples(rc, name, prog, case_name, device);
     }
     int r = samples_copy(samples, x, n);
+    double ms = samples_median(samples);
+    if (r == 0 && ms > 0)
+        baseline_batch_cache(rc, name, case_name, ms, *n, *device);
     json_decref(samples);
     return r;
 }
