@@ -328,6 +328,67 @@ int baseline_batch(const struct run_ctx *rc, const char *name, const char *case_
     return r;
 }
 
+int baseline_record_add(const char *path, double ms)
+{
+    char line[64];
+    if (!(ms > 0) || !isfinite(ms))
+        return -EINVAL;
+    int n = snprintf(line, sizeof line, "%.6f\n", ms);
+    /* One write(2) of a short line with O_APPEND: runners sharing the
+     * cache append whole lines. */
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0)
+        return -errno;
+    ssize_t w = write(fd, line, (size_t)n);
+    int e = w == n ? 0 : -EIO;
+    close(fd);
+    return e;
+}
+
+size_t baseline_record_read(const char *path, double *out, size_t max)
+{
+    FILE *f = fopen(path, "re");
+    size_t n = 0, total = 0;
+    char line[128];
+    if (!f || max == 0) {
+        if (f)
+            fclose(f);
+        return 0;
+    }
+    /* A ring of the newest max lines. */
+    while (fgets(line, sizeof line, f)) {
+        char *end;
+        double v = strtod(line, &end);
+        if (end == line || !(v > 0) || !isfinite(v))
+            continue;
+        out[total % max] = v;
+        total++;
+    }
+    fclose(f);
+    n = total < max ? total : max;
+    if (total > max) { /* rotate so that the oldest comes first */
+        double *tmp = malloc(max * sizeof *tmp);
+        if (!tmp)
+            return 0;
+        for (size_t i = 0; i < max; i++)
+            tmp[i] = out[(total + i) % max];
+        memcpy(out, tmp, max * sizeof *tmp);
+        free(tmp);
+    }
+    return n;
+}
+
+void baseline_record_path(const struct run_ctx *rc, const char *case_name, char *out, size_t len)
+{
+    char dir[DIRLEN], g[128], c[128], bdir[PATH_MAX];
+    run_lab_dir(rc->env, rc->lab->name, dir, sizeof dir);
+    run_slug(rc->env->gpu_name && *rc->env->gpu_name ? rc->env->gpu_name : "gpu", g, sizeof g);
+    run_slug(case_name, c, sizeof c);
+    snprintf(bdir, sizeof bdir, "%s/baselines", dir);
+    run_mkdir_p(bdir);
+    snprintf(out, len, "%s/%s__%s__cpu.batches", bdir, g, c);
+}
+
 static void limit_cache_path(const struct run_ctx *rc, char *out, size_t len)
 {
     char dir[DIRLEN], g[128];

@@ -806,6 +806,25 @@ static void job_round_gpu_baselines(struct job_round *jr, int k)
     job_clock_mark(&jr->j->pc, round_phase(k, "time_baselines"));
 }
 
+/* A CPU batch's median joins the host's record, and the CPU series of the
+ * pool becomes the record's newest batch medians (this job's among them):
+ * its batches differ more than its samples within one (baseline.h). */
+static void job_cpu_record(struct job_round *jr, const double *x, size_t n)
+{
+    char path[PATH_MAX];
+    double rec[BASELINE_CPU_RECORD];
+    double m = stats_median(x, n);
+    baseline_record_path(&jr->j->rc, jr->j->lab.timing_case, path, sizeof path);
+    if (baseline_record_add(path, m) != 0)
+        fprintf(stderr, "cugrade-runner: cannot append to %s\n", path);
+    size_t k = baseline_record_read(path, rec, BASELINE_CPU_RECORD);
+    jr->pool->s[RETIME_CPU].n = 0;
+    if (k == 0)
+        retime_append(jr->pool, RETIME_CPU, &m, 1);
+    else
+        retime_append(jr->pool, RETIME_CPU, rec, k);
+}
+
 /* The CPU baseline's batch of round k (outside the GPU lock: it does not
  * use the GPU, and the lock would idle the GPU for its seconds). */
 static void job_round_cpu_baseline(struct job_round *jr, int k)
@@ -816,7 +835,7 @@ static void job_round_cpu_baseline(struct job_round *jr, int k)
         if (strcmp(jr->cmp[i], "cpu") != 0)
             continue;
         if (baseline_batch(&jr->j->rc, "cpu", jr->j->lab.timing_case, &x, &n, &jr->device) == 0)
-            retime_append(jr->pool, RETIME_CPU, x, n);
+            job_cpu_record(jr, x, n);
         free(x);
         job_clock_mark(&jr->j->pc, round_phase(k, "time_baselines"));
     }

@@ -12,8 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "rubric.h"
+#include "runner/baseline.h"
 #include "runner/retime.h"
 #include "runner/score.h"
 
@@ -237,6 +239,33 @@ int main(void)
     t.student_ms = 4.0;
     t.student = (struct score_spread){3.95, 4.05, 3.9, 4.1, 40, 0};
     check(retime_uncertain(&rc, &t, err, sizeof err) < 0, "2.7x cuBLAS +-4% is clear");
+
+    /* The host's record of CPU baseline batches: appended, newest read. */
+    char rpath[] = "/tmp/cugrade-record-XXXXXX";
+    int fd = mkstemp(rpath);
+    check(fd >= 0, "a temporary record");
+    close(fd);
+    double rec[BASELINE_CPU_RECORD];
+    check(baseline_record_read(rpath, rec, BASELINE_CPU_RECORD) == 0, "an empty record reads nothing");
+    int added = 0;
+    for (int i = 1; i <= 30; i++)
+        added += baseline_record_add(rpath, 200.0 + i) == 0;
+    check(baseline_record_add(rpath, NAN) == -EINVAL && baseline_record_add(rpath, -1) == -EINVAL,
+          "a NaN or negative median is not recorded");
+    FILE *jf = fopen(rpath, "a");
+    if (jf) {
+        fputs("junk\n", jf);
+        fclose(jf);
+    }
+    size_t k = baseline_record_read(rpath, rec, BASELINE_CPU_RECORD);
+    ok(added == 30 && k == BASELINE_CPU_RECORD && rec[0] == 206 && rec[k - 1] == 230,
+       "the newest %d of 30 batches are read back, oldest first, junk skipped (%zu: %g..%g)",
+       BASELINE_CPU_RECORD, k, rec[0], k ? rec[k - 1] : 0);
+    double few[3];
+    k = baseline_record_read(rpath, few, 3);
+    check(k == 3 && few[0] == 228 && few[2] == 230, "a smaller window reads the newest 3");
+    unlink(rpath);
+    check(baseline_record_read("/nonexistent/record", rec, 5) == 0, "a missing record reads nothing");
 
     /* The environment's bound. */
     setenv("CUGRADE_RETIME", "0", 1);
