@@ -8,7 +8,8 @@
 #   after:  the defaults (the CPU baseline timed in the job beside each
 #           student batch, re-timing near a threshold up to 2 more rounds).
 # Prints one row per grade (value, 95% CI, tier, rounds, the timing phase's
-# seconds) and a summary per mode: median, min-max spread, tiers seen and
+# seconds, the student's and the CPU baseline's medians, the CPU batches
+# behind the latter: 0 = the cached median) and a summary per mode: median, min-max spread, tiers seen and
 # tier flips, and the latency the timing phase costs.
 #   sh tests/bench/regrade_spread.sh [BUILD]
 # Env: BENCH_N, BENCH_FILE (another .cu of the reduction lab), BENCH_LAB,
@@ -91,7 +92,8 @@ def grade(extra):
             "hi": sp.get("ci_high"), "tier": sp.get("tier"), "retimed": tm.get("retimed", 0),
             "timing_s": sum(ph.get(k, 0) for k in TIMING_PHASES), "total": ph.get("total", wall),
             "student_ms": tm.get("student_ms"), "cpu_ms": tm.get("cpu_ms"), "samples": tm.get("samples"),
-            "reason": tm.get("retime_reason")}
+            "reason": tm.get("retime_reason"),
+            "cpu_n": next((x.get("samples") for x in tm.get("timings") or [] if x.get("name") == "cpu"), 0)}
 
 
 print(f"== regrade spread: {os.path.relpath(FILE, ROOT)}, lab {LAB}, case {tcase}, "
@@ -99,7 +101,8 @@ print(f"== regrade spread: {os.path.relpath(FILE, ROOT)}, lab {LAB}, case {tcase
 w = grade({})   # builds the lab, measures the device record, limits and cached baselines
 print(f"warm-up grade: {w and w['status']}, {w and w['total']:.1f} s (lab build, caches)")
 rows = {m: [] for m in MODES}
-print(f"{'run':>3} {'mode':6} {'value':>8} {'95% CI':>17} {'rounds':>6} {'timing s':>8} {'total s':>7}  tier")
+print(f"{'run':>3} {'mode':6} {'value':>8} {'95% CI':>17} {'rounds':>6} {'student ms':>10} {'cpu ms':>7} "
+      f"{'cpu n':>5} {'timing s':>8} {'total s':>7}  tier")
 for i in range(N):
     for m, extra in MODES.items():
         if time.time() > DEADLINE:
@@ -110,7 +113,8 @@ for i in range(N):
             continue
         rows[m].append(r)
         ci = f"{r['lo']:.2f}-{r['hi']:.2f}" if r["lo"] is not None else "-"
-        print(f"{i + 1:>3} {m:6} {r['value']:8.2f} {ci:>17} {1 + r['retimed']:>6} {r['timing_s']:8.2f} "
+        print(f"{i + 1:>3} {m:6} {r['value']:8.2f} {ci:>17} {1 + r['retimed']:>6} {r['student_ms']:10.4f} "
+              f"{r['cpu_ms']:7.1f} {r['cpu_n'] or 0:>5} {r['timing_s']:8.2f} "
               f"{r['total']:7.2f}  {r['tier']}", flush=True)
 
 print()
