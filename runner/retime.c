@@ -62,6 +62,8 @@ static int series_spread(const struct retime_series *s, struct score_spread *sp,
     sp->hi = a.hi;
     sp->lo2 = b.lo;
     sp->hi2 = b.hi;
+    sp->cov = a.coverage;
+    sp->cov2 = b.coverage;
     sp->samples = a.kept;
     *median = a.median;
     if (rel_err)
@@ -103,10 +105,10 @@ int retime_uncertain(const struct rubric *r, const struct score_timing *t, char 
     for (size_t i = 0; i < r->nspeed; i++) {
         const struct rubric_speed *sp = &r->speed[i];
         double lo, hi, th;
-        if (score_metric_ci(sp->metric, t, &lo, &hi) > 0 &&
-            score_tier_uncertain(sp, lo, hi, &th)) {
-            snprintf(why, len, "%s = %.4g, its 95%% CI %.4g\u2013%.4g holds the tier threshold %g",
-                     sp->metric, score_metric(sp->metric, t), lo, hi, th);
+        double conf = score_metric_ci(sp->metric, t, &lo, &hi);
+        if (conf > 0 && score_tier_uncertain(sp, lo, hi, &th)) {
+            snprintf(why, len, "%s = %.4g, its %.0f%% CI %.4g\u2013%.4g holds the tier threshold %g",
+                     sp->metric, score_metric(sp->metric, t), floor(conf * 100), lo, hi, th);
             return (int)i;
         }
     }

@@ -94,7 +94,8 @@ double score_metric_ci(const char *metric, const struct score_timing *t, double 
     struct score_timing u = *t;
     const struct score_spread *bs = base ? score_spread_slot(&u, base) : NULL;
     double *bms = base ? median_slot(&u, base) : NULL;
-    int two = bs && bs->samples > 0;
+    /* One batch of a baseline has no spread to speak of: exact, like a cached one. */
+    int two = bs && bs->samples > 1;
     double s[2], b[2];
     spread_bounds(&t->student, t->student_ms, two, &s[0], &s[1]);
     if (bms)
@@ -118,7 +119,16 @@ double score_metric_ci(const char *metric, const struct score_timing *t, double 
             if (!(v <= *hi))
                 *hi = v;
         }
-    return 0.95;
+    /* A spread without its coverage (set by hand) is taken at its nominal level. */
+    double cs = t->student.cov > 0 ? t->student.cov : 0.95;
+    if (two) {
+        double c1 = t->student.cov2 > 0 ? t->student.cov2 : 0.975;
+        double c2 = bs->cov2 > 0 ? bs->cov2 : 0.975;
+        cs = 1 - (1 - c1) - (1 - c2);
+    }
+    if (cs > 0.95)
+        cs = 0.95; /* the level claimed, not the exact one above it */
+    return cs > 0 ? cs : 1e-9;
 }
 
 int score_tier_uncertain(const struct rubric_speed *sp, double lo, double hi, double *threshold)
@@ -290,10 +300,12 @@ static void speed_message(const struct rubric_speed *sp, const struct score_timi
     char a[32], b[32], c[32], ci[160] = "", th_s[32], tail[200] = "";
     double lo, hi, th = NAN;
     metric_fmt(v, a, sizeof a);
-    if (score_metric_ci(sp->metric, t, &lo, &hi) > 0) {
+    double conf = score_metric_ci(sp->metric, t, &lo, &hi);
+    if (conf > 0) {
         metric_fmt(lo, b, sizeof b);
         metric_fmt(hi, c, sizeof c);
-        snprintf(ci, sizeof ci, " (95%% CI %s\u2013%s)", b, c);
+        snprintf(ci, sizeof ci, " (%.0f%% CI %s\u2013%s%s)", floor(conf * 100), b, c,
+                 conf < 0.95 ? ": too few samples for 95%" : "");
         if (score_tier_uncertain(sp, lo, hi, &th)) {
             snprintf(th_s, sizeof th_s, "%g", th);
             snprintf(tail, sizeof tail,
@@ -315,10 +327,12 @@ static json_t *speed_entry(const struct rubric_speed *sp, const struct score_tim
                            const char *tier, double pts, double best)
 {
     double lo = NAN, hi = NAN;
-    score_metric_ci(sp->metric, t, &lo, &hi);
-    return json_pack("{s:s, s:s, s:o, s:o, s:o, s:s?, s:f, s:f}", "name", sp->name, "metric",
-                     sp->metric, "value", num_or_null(v), "ci_low", num_or_null(lo), "ci_high",
-                     num_or_null(hi), "tier", tier, "points", pts, "max_points", best);
+    double conf = score_metric_ci(sp->metric, t, &lo, &hi);
+    return json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:s?, s:f, s:f}", "name", sp->name,
+                     "metric", sp->metric, "value", num_or_null(v), "ci_low", num_or_null(lo),
+                     "ci_high", num_or_null(hi), "ci_confidence",
+                     num_or_null(conf > 0 ? conf : NAN), "tier", tier, "points", pts,
+                     "max_points", best);
 }
 
 /* One timing of the job for timing.timings[]: median and its 95% interval. */

@@ -52,6 +52,8 @@ struct score_spread {
     double lo2, hi2;           /* 97.5% interval of the median */
     size_t samples;
     int interleaved;           /* timed in this job, alternating with the student's batches */
+    double cov, cov2;          /* the exact coverage of [lo, hi] and [lo2, hi2]: below the
+                                  nominal 95% / 97.5% with too few samples (whole range) */
 };
 
 struct score_timing {
@@ -92,8 +94,11 @@ double score_metric(const char *metric, const struct score_timing *t);
 /* The confidence interval [lo, hi] of a metric (lo <= hi whichever way
  * the metric goes): from the student's interval and, for a metric against
  * a baseline, the baseline's (both measured: each at 97.5%, >= 95%
- * jointly; a cached baseline counts as exact). Returns the confidence
- * claimed (0.95), or 0 with lo = hi = NAN when no spread is known. */
+ * jointly; a cached baseline, or one of a single sample, counts as
+ * exact). Returns the confidence
+ * it holds at (0.95, less when a timing had too few samples for its
+ * nominal level: the exact coverages, joined by Bonferroni), or 0 with
+ * lo = hi = NAN when no spread is known. */
 double score_metric_ci(const char *metric, const struct score_timing *t, double *lo, double *hi);
 
 /* The baseline a metric compares against ("cublas", "optimized", "naive",

@@ -139,8 +139,8 @@ int main(void)
     t.student_ms = 3;
     t.cublas_ms = 2;
     t.naive_ms = t.optimized_ms = t.cpu_ms = NAN;
-    t.student = (struct score_spread){2.9, 3.1, 2.8, 3.2, 50, 0};
-    t.cublas = (struct score_spread){1.95, 2.05, 1.9, 2.1, 50, 1};
+    t.student = (struct score_spread){2.9, 3.1, 2.8, 3.2, 50, 0, 0.95, 0.975};
+    t.cublas = (struct score_spread){1.95, 2.05, 1.9, 2.1, 50, 1, 0.95, 0.975};
     double lo, hi;
     check(score_metric_ci("ratio_to_cublas", &t, &lo, &hi) == 0.95, "the metric CI is 95%");
     ok(fabs(lo - 2.8 / 2.1) < 1e-12 && fabs(hi - 3.2 / 1.9) < 1e-12,
@@ -193,8 +193,14 @@ int main(void)
     ok(code == 0 && rounds == 1 && t.retimed == 0 && t.retime_reason[0] == '\0',
        "far from a threshold (1000x): timed once, not re-timed (%d rounds)", rounds);
     o = speed_output(&r, &t);
-    ok(strstr(o, "(95% CI ") && !strstr(o, "re-timed") && strstr(o, ": 100x faster"),
-       "its line shows the CI and the tier, no re-timing: %s", o);
+    ok(strstr(o, "(92% CI ") && strstr(o, "too few samples for 95%") && !strstr(o, "re-timed") &&
+           strstr(o, ": 100x faster"),
+       "its line shows the CI and the tier, no re-timing; 5 CPU samples cannot give 97.5%%, "
+       "so the joint level shown is the exact one, 92%%: %s", o);
+    double lo5, hi5;
+    ok(fabs(score_metric_ci("speedup_vs_cpu", &t, &lo5, &hi5) - (1 - 0.0625 - (1 - t.student.cov2))) <
+           1e-12,
+       "the joint confidence is 1 - the two misses (Bonferroni) with the exact coverages");
 
     /* 3. A noisy first round (+-20% around 101.6x) that a tight round settles. */
     struct fake settle = {2.50, 254.0, 0.20, 0.002, 200, 0, -1, 3};
@@ -220,7 +226,7 @@ int main(void)
     t.recheck_passed = 0;
     t.student_ms = 2.54;
     t.cpu_ms = 254;
-    t.student = (struct score_spread){2.3, 2.7, 2.2, 2.8, 30, 0};
+    t.student = (struct score_spread){2.3, 2.7, 2.2, 2.8, 30, 0, 0.95, 0.975};
     check(retime_uncertain(&r, &t, err, sizeof err) < 0,
           "a failed re-check earns nothing: no re-timing");
     t.recheck_passed = 1;
@@ -233,11 +239,11 @@ int main(void)
     t.student_ms = 3.0;
     t.cublas_ms = 1.5;
     t.naive_ms = t.optimized_ms = t.cpu_ms = NAN;
-    t.student = (struct score_spread){2.95, 3.05, 2.9, 3.1, 40, 0};
-    t.cublas = (struct score_spread){1.48, 1.52, 1.47, 1.53, 40, 1};
+    t.student = (struct score_spread){2.95, 3.05, 2.9, 3.1, 40, 0, 0.95, 0.975};
+    t.cublas = (struct score_spread){1.48, 1.52, 1.47, 1.53, 40, 1, 0.95, 0.975};
     check(retime_uncertain(&rc, &t, err, sizeof err) == 0, "2.0x cuBLAS +-4% holds the 2x threshold");
     t.student_ms = 4.0;
-    t.student = (struct score_spread){3.95, 4.05, 3.9, 4.1, 40, 0};
+    t.student = (struct score_spread){3.95, 4.05, 3.9, 4.1, 40, 0, 0.95, 0.975};
     check(retime_uncertain(&rc, &t, err, sizeof err) < 0, "2.7x cuBLAS +-4% is clear");
 
     /* The host's record of CPU baseline batches: appended, newest read. */
