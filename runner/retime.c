@@ -107,7 +107,8 @@ int retime_uncertain(const struct rubric *r, const struct score_timing *t, char 
         double lo, hi, th;
         double conf = score_metric_ci(sp->metric, t, &lo, &hi);
         if (conf > 0 && score_tier_uncertain(sp, lo, hi, &th)) {
-            snprintf(why, len, "%s = %.4g, its %.0f%% CI %.4g\u2013%.4g holds the tier threshold %g",
+            snprintf(why, len,
+                     "%s = %.4g, its %.0f%% CI %.4g\u2013%.4g holds the tier threshold %g",
                      sp->metric, score_metric(sp->metric, t), floor(conf * 100), lo, hi, th);
             return (int)i;
         }

@@ -19,8 +19,14 @@
 #define RETIME_MAX_BOUND 5
 
 /* The timed programs of a job: the student's, then the baselines. */
-enum retime_who { RETIME_STUDENT, RETIME_NAIVE, RETIME_OPTIMIZED, RETIME_CUBLAS, RETIME_CPU,
-                  RETIME_NWHO };
+enum retime_who {
+    RETIME_STUDENT,
+    RETIME_NAIVE,
+    RETIME_OPTIMIZED,
+    RETIME_CUBLAS,
+    RETIME_CPU,
+    RETIME_NWHO
+};
 
 struct retime_series {
     double *x;

@@ -94,8 +94,7 @@ int stats_summarize(const double *samples, size_t n, struct stats_summary *out)
     return stats_summarize_conf(samples, n, 0.95, out);
 }
 
-int stats_summarize_conf(const double *samples, size_t n, double conf,
-                         struct stats_summary *out)
+int stats_summarize_conf(const double *samples, size_t n, double conf, struct stats_summary *out)
 {
     memset(out, 0, sizeof *out);
     out->median = out->lo = out->hi = out->rel_err = NAN;

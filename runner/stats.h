@@ -11,15 +11,15 @@
 #include <stddef.h>
 
 struct stats_summary {
-    size_t n;          /* samples given (finite, > 0) */
-    size_t kept;       /* samples left after outlier removal */
-    size_t outliers;   /* n - kept */
-    double median;     /* median of the kept samples */
-    double lo, hi;     /* 95% confidence interval of the median (order statistics) */
-    double coverage;   /* the interval's exact coverage (>= 0.95 unless too few samples) */
-    double rel_err;    /* (hi - lo) / 2 / median: the half-width relative to the median */
-    double min, max;   /* of the kept samples */
-    double mad;        /* median absolute deviation of all samples */
+    size_t n;        /* samples given (finite, > 0) */
+    size_t kept;     /* samples left after outlier removal */
+    size_t outliers; /* n - kept */
+    double median;   /* median of the kept samples */
+    double lo, hi;   /* 95% confidence interval of the median (order statistics) */
+    double coverage; /* the interval's exact coverage (>= 0.95 unless too few samples) */
+    double rel_err;  /* (hi - lo) / 2 / median: the half-width relative to the median */
+    double min, max; /* of the kept samples */
+    double mad;      /* median absolute deviation of all samples */
 };
 
 /* Median of n values (copied and sorted; the input is not modified).
@@ -44,7 +44,6 @@ double stats_median_ci(const double *sorted, size_t n, double conf, double *lo, 
 
 /* stats_summarize at confidence conf instead of 0.95 (the interval and
  * rel_err follow it; outliers are removed the same way). */
-int stats_summarize_conf(const double *samples, size_t n, double conf,
-                         struct stats_summary *out);
+int stats_summarize_conf(const double *samples, size_t n, double conf, struct stats_summary *out);
 
 #endif
