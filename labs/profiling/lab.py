@@ -144,6 +144,10 @@ class Trainer:
         a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.sock = a
         env = {k: v for k, v in os.environ.items() if not k.startswith("CUGRADE_")}
+        # A bounded CPU thread pool: the sandbox's pids limit counts threads
+        # (a 128-core host would give PyTorch 128 of them); both trainers
+        # get the same, so the results and the comparison are unaffected.
+        env.setdefault("OMP_NUM_THREADS", "4")
         self.proc = subprocess.Popen(
             [sys.executable, "-I", "-B", os.path.join(HERE, "trainer.py"), file,
              str(b.fileno())], pass_fds=(b.fileno(),), close_fds=True, env=env,
@@ -255,7 +259,8 @@ def classify(counts):
     calls when the trace has no device side). On a host without a GPU (CI's
     stand-in, where nothing crosses a bus): syncs are the scalar reads that
     would be syncs on a GPU (aten::_local_scalar_dense), copies the
-    .to()/.cpu()/.float() calls made by train()'s own code."""
+    .to()/.cpu()/.float() calls made by train()'s own Python code (and
+    the code it calls: printing a tensor makes some)."""
     cpu, top, dev = counts.get("cpu", {}), counts.get("top", {}), counts.get("dev", {})
 
     def num(d, k):
@@ -270,11 +275,11 @@ def classify(counts):
             copies = sum(num(cpu, k) for k in cpu if k.startswith("cudaMemcpy"))
     else:
         syncs = num(cpu, "aten::_local_scalar_dense")
-        copies = num(top, "aten::to") + num(top, "aten::_to_copy")
+        copies = num(top, "aten::to")
     src = {k: num(cpu, k) for k in SYNC_API + ("aten::item", "aten::_local_scalar_dense",
                                                "cudaMemcpyAsync", "cudaMemcpy") if num(cpu, k)}
-    src.update({k + " (in train)": num(top, k) for k in ("aten::to", "aten::_to_copy")
-                if num(top, k)})
+    if num(top, "aten::to"):
+        src["aten::to (called by train)"] = num(top, "aten::to")
     src.update({k: num(dev, k) for k in dev if k.startswith("Memcpy")})
     return syncs, copies, src
 
@@ -312,7 +317,14 @@ def warm_up(t, cfg, name, student):
     return ans, True
 
 
-def run_check(cfg, file, starter, names, seed):
+def dump(path, what, counts):
+    """Diagnostics (--dump FILE, by hand only): the raw event counts."""
+    if path:
+        with open(path, "a") as f:
+            f.write(json.dumps({"what": what, "counts": counts}) + "\n")
+
+
+def run_check(cfg, file, starter, names, seed, dump_path=None):
     steps = cfg["check_steps"]
     base, _ = start(starter, cfg, False)
     try:
@@ -333,6 +345,8 @@ def run_check(cfg, file, starter, names, seed):
             if ans is None:
                 sys.exit(3)
             return
+        dump(dump_path, "starter", bans.get("counts"))
+        dump(dump_path, "student", ans.get("counts"))
         bs, bc, _ = classify(bans.get("counts") or {})
         ms, mc, src = classify(ans.get("counts") or {})
         for n in names:
@@ -425,7 +439,7 @@ def parse(argv):
     while i < len(argv):
         a = argv[i]
         if i + 1 >= len(argv) or a not in ("--seed", "--cases", "--case", "--max-ms", "--file",
-                                           "--starter"):
+                                           "--starter", "--dump"):
             common.die("bad argument %r" % a)
         opts[a[2:].replace("-", "_")] = argv[i + 1]
         i += 2
@@ -455,7 +469,7 @@ def main():
     # --starter for tests only.
     starter = o.get("starter") or os.path.join(HERE, "starter.py")
     if o["mode"] == "check":
-        run_check(cfg, o["file"], starter, names, seed)
+        run_check(cfg, o["file"], starter, names, seed, o.get("dump"))
     else:
         run_time(cfg, o["file"], starter, names[0], float(o["max_ms"]))
     common.send_record({"type": "done"})

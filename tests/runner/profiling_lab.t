@@ -93,10 +93,11 @@ s, k = c.get("syncs", {}), c.get("copies", {})
 ok(not s.get("passed") and per_step(s.get("message", "0")) >= STEPS and
    "aten::_local_scalar_dense" in s.get("message", ""),
    "the starter fails syncs: at least one scalar read (.item()) per step, named in the feedback", s)
-ok(not k.get("passed") and per_step(k.get("message", "0")) == 4 * STEPS,
-   "the starter fails copies: 4 per step (two .to(device), .float(), .cpu())", k)
-ok(s.get("value") == s.get("baseline_value") and k.get("value") == k.get("baseline_value"),
-   "the starter's counts equal the baseline's (the same file, profiled twice)", (s, k))
+ok(not k.get("passed") and 4 * STEPS <= per_step(k.get("message", "0")) <= 5 * STEPS,
+   "the starter fails copies: 4 per step (two .to(device), .float(), .cpu()) and its prints'", k)
+ok(s.get("value") == s.get("baseline_value") and
+   abs(k.get("value", 0) - k.get("baseline_value", 1)) <= 0.05 * k.get("baseline_value", 1),
+   "the starter's counts are the baseline's (the same file, profiled twice)", (s, k))
 
 rc, recs, fast_chan, err = owner("check", os.path.join(SOL, "fast.py"))
 c = cases(recs)
@@ -197,7 +198,8 @@ RUNNER = os.path.join(BUILD, "cugrade-runner")
 
 def grade(src, name):
     path = os.path.join(tmp, name)
-    shutil.copy(src, path)
+    if src != path:
+        shutil.copy(src, path)
     os.chmod(path, 0o644)
     p = subprocess.run([RUNNER, "grade", "--root", root, "--lab", "profiling", "--file", path,
                         "--cache", os.path.join(tmp, "cache"), "--work", os.path.join(tmp, "work"),
