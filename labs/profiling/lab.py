@@ -148,6 +148,11 @@ class Trainer:
         # (a 128-core host would give PyTorch 128 of them); both trainers
         # get the same, so the results and the comparison are unaffected.
         env.setdefault("OMP_NUM_THREADS", "4")
+        # The sandbox's uid has no passwd entry: getpass.getuser(), which
+        # PyTorch 2.x calls for its cache directories when the optimizer
+        # first steps, would raise KeyError (seen on the H100 with 2.11).
+        env.setdefault("USER", "student")
+        env.setdefault("LOGNAME", "student")
         self.proc = subprocess.Popen(
             [sys.executable, "-I", "-B", os.path.join(HERE, "trainer.py"), file,
              str(b.fileno())], pass_fds=(b.fileno(),), close_fds=True, env=env,

@@ -227,6 +227,20 @@ else:
        "speedup_vs_naive" in json.dumps(res),
        "runner: the speed line is scored against the starter's time (the naive slot)",
        json.dumps(res)[:2500])
+    # PyTorch 2.x asks getpass.getuser() for its cache directories; the
+    # sandbox's uid has no passwd entry, so the trainers get USER/LOGNAME.
+    GETPASS = os.path.join(tmp, "getpass_user.py")
+    with open(os.path.join(SOL, "fast.py")) as f:
+        src = f.read()
+    with open(GETPASS, "w") as f:
+        f.write(src.replace("    dev = data.device\n",
+                            "    import getpass\n    print('user', getpass.getuser())\n"
+                            "    dev = data.device\n", 1))
+    doc, err = grade(GETPASS, "getpass_user.py")
+    cs = {x["name"]: x for x in doc.get("result", {}).get("cugrade", {}).get("cases", [])}
+    ok(doc.get("status") == "graded" and cs.get("results", {}).get("passed"),
+       "runner: getpass.getuser() works in the sandbox (as PyTorch 2.x's optimizer needs)",
+       str(doc)[:1500] + err[-800:])
     doc, err = grade(os.path.join(SOL, "changed_results.py"), "changed_results.py")
     res = doc.get("result", {})
     cs = {x["name"]: x for x in res.get("cugrade", {}).get("cases", [])}

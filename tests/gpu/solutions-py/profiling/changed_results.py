@@ -1,4 +1,4 @@
-# expect: status=graded correctness=fail sanitizer=not-run tier=none flagged=yes note="fast but wrong: trains on contiguous slices instead of data.order's batches, so its losses and weights differ from the starter's; no speed points"
+# expect: status=graded correctness=fail tier=none flagged=yes note="fast but wrong: trains on contiguous slices instead of data.order's batches, so its losses and weights differ from the starter's; no speed points"
 import torch
 import torch.nn.functional as F
 

@@ -1,4 +1,4 @@
-# expect: status=graded correctness=pass sanitizer=not-run tier="5x the starter's step time" flagged=no note="every bottleneck removed: data, labels and the batch order moved to the device once, batches gathered there, losses kept on the device, no print/sync in the loop"
+# expect: status=graded correctness=pass tier=any flagged=no note="every bottleneck removed: data, labels and the batch order moved to the device once, batches gathered there, losses kept on the device, no print/sync in the loop"
 import torch
 import torch.nn.functional as F
 
