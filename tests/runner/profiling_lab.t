@@ -156,6 +156,25 @@ ok(rc == 0 and t.get("recheck_passed") is False and t.get("wrong_samples") == 3 
    "differ from the starter's" in t.get("recheck_message", ""),
    "time: changed_results.py's timed calls all differ on fresh data: re-check failed", t)
 
+# A train() that patches every clock of its process and sleeps 50 ms a
+# step: the owner's clock is in another process.
+SLOW = os.path.join(tmp, "slow_patched.py")
+with open(os.path.join(SOL, "fast.py")) as f:
+    src = f.read()
+with open(SLOW, "w") as f:
+    f.write(src.replace("        losses[step] = loss.detach()\n",
+                        "        losses[step] = loss.detach()\n        _time.sleep(0.05)\n", 1) +
+            "\nimport time as _time\n_sleep = _time.sleep\n"
+            "for _n in ('perf_counter', 'monotonic', 'time', 'process_time'):\n"
+            "    setattr(_time, _n, lambda: 0.0)\n"
+            "    setattr(_time, _n + '_ns', lambda: 0)\n")
+rc, recs, _, err = owner("time", SLOW)
+t = [r for r in recs if r.get("type") == "timing"]
+t = t[0] if t else {}
+ok(rc == 0 and t.get("samples_ms") and min(t["samples_ms"]) >= 50 and t.get("recheck_passed"),
+   "time: a train() that patches its clocks and sleeps 50 ms a step is timed at >= 50 ms a step",
+   str(recs)[:1200] + err[-1200:])
+
 # ---------------------------------------------------------------- the judge
 JUDGE = os.path.join(root, "reference/profiling/judge.py")
 
