@@ -380,6 +380,15 @@ int job_compile(struct job *j)
     if (progress_call(j, status_name(STATUS_COMPILING), j->python ? "python" : "nvcc") ==
         -ECANCELED)
         return -ECANCELED;
+    if (!j->python && python_lab_only(j->env->root, j->lab.name)) {
+        /* A Python-only lab (no CUDA harness to link with): the student's
+         * mistake, said before anything runs. */
+        j->st = status_name(STATUS_COMPILE_ERROR);
+        snprintf(j->status_msg, sizeof j->status_msg,
+                 "this lab takes a Python file (.py, as its starter.py); a .cu file cannot be "
+                 "graded here");
+        return JOB_VERDICT;
+    }
     int r = j->python ? compile_python(&j->tc, &j->lab, j->workdir, j->src, &j->cres)
                       : compile_student(&j->tc, &j->lab, j->workdir, j->src, "student.o",
                                         &j->cres);
@@ -928,6 +937,11 @@ static void job_time_record(struct job *j, const json_t *jdoc, const struct stat
         t->copy_gbs = json_number_value(json_object_get(jdev, "copy_gbs"));
         t->peak_gflops = json_number_value(json_object_get(jdev, "peak_fp32_gflops"));
     }
+    /* A lab whose owner times its own baseline in the same run, before any
+     * student code ran there (the profiling lab's starter): the naive slot. */
+    double bms = json_number_value(json_object_get(jt, "baseline_ms"));
+    if (bms > 0 && !(t->naive_ms > 0))
+        t->naive_ms = bms;
     const char *why = json_string_value(json_object_get(jt, "flag_reason"));
     if (json_is_true(json_object_get(jt, "flagged")) && t->recheck_passed) {
         snprintf(j->judge_flag, sizeof j->judge_flag, "%s", why ? why : "flagged by the judge");
