@@ -31,6 +31,18 @@ case "$LAB" in *[!a-z0-9_-]*|"") echo "build-lab: bad lab name '$LAB'" >&2; exit
 case "$ARCH" in sm_[0-9]*) ;; *) echo "build-lab: ARCH must look like sm_90, got '$ARCH'" >&2; exit 2;; esac
 [ -f "$ROOT/labs/$LAB/lab.json" ] || { echo "build-lab: no labs/$LAB/lab.json" >&2; exit 2; }
 
+# A lab without a CUDA harness (labs/profiling: Python submissions only,
+# judged by a trusted Python script, reference/LAB/judge.py): its judge is
+# the script, and nothing is compiled.
+if [ ! -f "$ROOT/labs/$LAB/harness.cu" ] && [ -f "$ROOT/reference/$LAB/judge.py" ]; then
+    mkdir -p "$OUT"
+    cp "$ROOT/reference/$LAB/judge.py" "$OUT/judge.tmp"
+    chmod 755 "$OUT/judge.tmp"
+    mv "$OUT/judge.tmp" "$OUT/judge"
+    echo "build-lab: $LAB: the Python judge only (no harness.cu)" >&2
+    exit 0
+fi
+
 if [ -z "${NVCC:-}" ]; then
     if command -v nvcc >/dev/null 2>&1; then NVCC=nvcc; else NVCC=/usr/local/cuda/bin/nvcc; fi
 fi
