@@ -373,8 +373,26 @@ int job_prestart(struct job *j)
 /* ---------------------------------------------------------------------- */
 /* Compile, inspect, link: CPU work. */
 
+/* 1 when lab.json's "languages" lists only "python" (the pipeline lab:
+ * no harness.cu, a NumPy pipeline to port to CuPy; docs/python.md). */
+static int job_lab_python_only(const struct job *j)
+{
+    const json_t *l = json_object_get(j->lab.doc, "languages");
+    return json_array_size(l) == 1 && json_is_string(json_array_get(l, 0)) &&
+           strcmp(json_string_value(json_array_get(l, 0)), "python") == 0;
+}
+
 int job_compile(struct job *j)
 {
+    if (!j->python && job_lab_python_only(j)) {
+        /* The student's choice of language, refused before anything runs. */
+        j->st = status_name(STATUS_REJECTED);
+        j->in.rejection_symbol = "";
+        j->in.rejection_reason =
+            "this lab takes a Python file (.py) only: port the NumPy pipeline with CuPy (or "
+            "Numba); a .cu file is not graded here (the lab's README.md says why).";
+        return JOB_VERDICT;
+    }
     if (progress_call(j, status_name(STATUS_COMPILING), j->python ? "python" : "nvcc") ==
         -ECANCELED)
         return -ECANCELED;
@@ -845,6 +863,11 @@ static void job_time_record(struct job *j, const json_t *jdoc, const struct stat
         t->copy_gbs = json_number_value(json_object_get(jdev, "copy_gbs"));
         t->peak_gflops = json_number_value(json_object_get(jdev, "peak_fp32_gflops"));
     }
+    /* A lab whose owner times the CPU baseline itself in this job (the
+     * pipeline lab's NumPy pipeline, docs/python.md): the judge passes its
+     * cpu_ms on, and it replaces the cached CPU baseline. */
+    if (json_number_value(json_object_get(jt, "cpu_ms")) > 0)
+        t->cpu_ms = json_number_value(json_object_get(jt, "cpu_ms"));
     const char *why = json_string_value(json_object_get(jt, "flag_reason"));
     if (json_is_true(json_object_get(jt, "flagged")) && t->recheck_passed) {
         snprintf(j->judge_flag, sizeof j->judge_flag, "%s", why ? why : "flagged by the judge");
@@ -903,7 +926,7 @@ static void job_baselines(struct job *j)
     struct score_timing *t = &j->in.timing;
     for (size_t i = 0; i < j->lab.nbaselines; i++) {
         double *slot = baseline_slot(t, j->lab.baselines[i]);
-        if (slot)
+        if (slot && !(*slot > 0)) /* not timed in this job already (cpu_ms from the judge) */
             *slot = baseline_time(&j->rc, j->lab.baselines[i], j->lab.timing_case, &device);
     }
     if (device && !(t->copy_gbs > 0)) {
