@@ -42,7 +42,7 @@ if [ ! -f "$ROOT/labs/$LAB/harness.cu" ]; then
     mkdir -p "$OUT/py"
     OUT=$(cd "$OUT" && pwd)
     PY=""
-    for p in "${CUGRADE_PYTHON:-}" "$(command -v "$PYTHON" 2>/dev/null || true)" /usr/bin/python3; do
+    for p in "${CUGRADE_PYTHON:-}" "$(command -v "${PYTHON:-python3}" 2>/dev/null || true)" /usr/bin/python3; do
         if [ -n "$p" ] && "$p" -c "import numpy" >/dev/null 2>&1; then PY=$p; break; fi
     done
     [ -n "$PY" ] || { echo "build-lab: $LAB needs a python3 with NumPy for its judge" >&2; exit 2; }

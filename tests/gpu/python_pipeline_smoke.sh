@@ -18,7 +18,7 @@ export LD_LIBRARY_PATH=$D/lib CUGRADE_BWRAP=$D/bwrap PATH=/usr/local/cuda/bin:$P
 sh $R/labs/build-lab.sh pipeline $W/build-check sm_90 2>&1 | tail -1
 for f in ${FILES}; do
   ( s=$(date +%s.%N)
-    timeout ${GRADE_TIMEOUT:-400} $D/cugrade-runner grade --root $R --lab pipeline --file $R/tests/gpu/solutions-py/pipeline/$f.py --gpu 0 --cache $W/cache --work $W/work > $OUT/$f.json 2>$OUT/$f.err
+    timeout ${GRADE_TIMEOUT:-600} $D/cugrade-runner grade --root $R --lab pipeline --file $R/tests/gpu/solutions-py/pipeline/$f.py --gpu 0 --cache $W/cache --work $W/work > $OUT/$f.json 2>$OUT/$f.err
     echo "$? $(python3 -c "import time;print(round(time.time()-$s,1))")" > $OUT/$f.rc ) &
 done
 wait
