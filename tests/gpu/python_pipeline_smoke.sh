@@ -7,7 +7,7 @@
 # against the file's `# expect:` line. Results and stderr go to $OUT (or /tmp).
 #   sh tests/gpu/python_pipeline_smoke.sh
 #   FILES="cupy_port float32" sh tests/gpu/python_pipeline_smoke.sh
-OUT=${OUT:-/tmp}; FILES=${FILES:-"cupy_port float32 groupby_minlength host_roundtrip row_loop"}
+OUT=${OUT:-/tmp}; FILES=${FILES:-"cupy_port cupy_numba_groupby float32 groupby_minlength host_roundtrip row_loop"}
 set -u
 echo "== env"; command -v python3; python3 -c "import sys,numpy,cupy;print(sys.version.split()[0],'numpy',numpy.__version__,'cupy',cupy.__version__)" 2>&1 | tail -1
 P=$(command -v python3); V=$(dirname "$(dirname "$P")"); export CUGRADE_PYTHON=$P
