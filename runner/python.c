@@ -121,6 +121,45 @@ int python_hidden(struct python_run *pr, const char *root, const char *lab)
     return r < 0 ? r : (int)(pr->nhide - first);
 }
 
+/* ---------------------------------------------------------------------- */
+/* Labs with their own owner (the profiling lab): lab.json's "python". */
+
+/* ROOT/labs/LAB/lab.json, parsed; NULL when it cannot be read. */
+static json_t *python_lab_doc(const char *root, const char *lab)
+{
+    char path[PATH_MAX];
+    json_error_t jerr;
+    snprintf(path, sizeof path, "%s/labs/%s/lab.json", root, lab);
+    return json_load_file(path, 0, &jerr);
+}
+
+int python_owner_script(const char *root, const char *lab, char *out, size_t len)
+{
+    json_t *doc = python_lab_doc(root, lab);
+    const char *o = json_string_value(json_object_get(json_object_get(doc, "python"), "owner"));
+    int r = 0;
+    size_t n = o ? strlen(o) : 0;
+    if (!o)
+        snprintf(out, len, "/lab/labs/common/py/owner.py");
+    else if (n < 4 || n > 64 || strchr(o, '/') || o[0] == '.' || strcmp(o + n - 3, ".py") != 0)
+        r = -EINVAL; /* a plain file name beside lab.json, nothing else */
+    else
+        snprintf(out, len, "/lab/labs/%s/%s", lab, o);
+    json_decref(doc);
+    return r;
+}
+
+int python_lab_only(const char *root, const char *lab)
+{
+    json_t *doc = python_lab_doc(root, lab);
+    const char *l = json_string_value(json_object_get(doc, "language"));
+    int only = l && strcmp(l, "python") == 0;
+    json_decref(doc);
+    return only;
+}
+
+/* ---------------------------------------------------------------------- */
+
 int python_run_prepare(struct python_run *pr, struct run_opts *o, const char *root,
                        const char *lab, const char *mode, const char *seed, const char *cases,
                        const char *max_ms, const char *src)
@@ -139,7 +178,9 @@ int python_run_prepare(struct python_run *pr, struct run_opts *o, const char *ro
     pr->argv[n++] = python_interpreter();
     pr->argv[n++] = "-I"; /* no PYTHON* variables, no user site, no script dir */
     pr->argv[n++] = "-B"; /* no .pyc written where the tenant could swap it */
-    pr->argv[n++] = "/lab/labs/common/py/owner.py";
+    if ((r = python_owner_script(root, lab, pr->owner, sizeof pr->owner)) < 0)
+        return r;
+    pr->argv[n++] = pr->owner;
     pr->argv[n++] = lab;
     pr->argv[n++] = mode;
     pr->argv[n++] = check ? "--cases" : "--case";

@@ -55,6 +55,7 @@ struct python_run {
     char path[PATH_MAX];     /* the student's file in /work */
     char labs[PATH_MAX];     /* ROOT/labs, bound read-only at /lab/labs */
     char seed_env[64];       /* "CUGRADE_SEED=<seed>" */
+    char owner[PATH_MAX];    /* the owner script, as the sandbox sees it */
     /* The libraries the lab forbids, hidden by absence: /dev/null bound
      * read-only over each (lab.json "python": {"hide": [globs]}). */
     struct sandbox_bind hide[RUN_MORE_BINDS];
@@ -82,6 +83,18 @@ int python_hidden(struct python_run *pr, const char *root, const char *lab);
 int python_run_prepare(struct python_run *pr, struct run_opts *o, const char *root,
                        const char *lab, const char *mode, const char *seed, const char *cases,
                        const char *max_ms, const char *src);
+
+/* The owner script of LAB's Python runs, as the sandbox sees it, into out:
+ * /lab/labs/LAB/<file> when ROOT/labs/LAB/lab.json names a lab-specific
+ * owner ("python": {"owner": "lab.py"}, a plain file name: the profiling
+ * lab, whose owner runs a whole training loop), else the common
+ * /lab/labs/common/py/owner.py. Returns 0, or -EINVAL for an owner name
+ * that is not a plain .py file name (the lab's mistake). */
+int python_owner_script(const char *root, const char *lab, char *out, size_t len);
+
+/* 1 when ROOT/labs/LAB/lab.json says "language": "python" (the lab has no
+ * CUDA harness: a .cu file cannot be graded there), else 0. */
+int python_lab_only(const char *root, const char *lab);
 
 /* compute-sanitizer does not run on Python submissions yet (docs/python.md,
  * "Sanitizers"): the rubric's lines (memcheck, racecheck when set) are

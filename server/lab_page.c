@@ -3,6 +3,7 @@
  */
 #include "server/page.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -218,6 +219,35 @@ static int page_lab(struct page *p, const char *lab, const char *problem, int st
     return page_end(p, status);
 }
 
+/* A refusal as the form shows it: the message, and when to try again. */
+static void submit_refused_msg(const struct api_error *e, char *msg, size_t len)
+{
+    if (e->status == 429 && e->retry_after > 0)
+        snprintf(msg, len, "%s (You can submit again in about %d second%s.)", e->message,
+                 e->retry_after, e->retry_after == 1 ? "" : "s");
+    else
+        snprintf(msg, len, "%s", e->message);
+}
+
+/* The writer is done with a form's submission (submission_form_done): to
+ * its page when it is on disk, else back to the lab with why. */
+static void submit_done(struct app *app, struct http_request *req, const char *lab,
+                        const char *filename, long long id, const struct api_error *e)
+{
+    struct page p;
+    char msg[700], loc[64];
+    page_open(&p, app, req);
+    if (e == NULL) {
+        assert(id > 0);
+        snprintf(loc, sizeof(loc), "/submissions/%lld", id);
+        page_redirect(&p, loc);
+    } else {
+        submit_refused_msg(e, msg, sizeof(msg));
+        page_lab(&p, lab, msg, e->status ? e->status : 500, NULL, filename);
+    }
+    page_free(&p);
+}
+
 static int post_submit(struct page *p, const char *lab)
 {
     const struct multipart_part *file;
@@ -225,8 +255,7 @@ static int post_submit(struct page *p, const char *lab)
     const char *filename, *source;
     size_t len;
     struct api_error e;
-    json_t *out = NULL;
-    char msg[700], loc[64];
+    char msg[700];
 
     if (page_post_check(p) != 0)
         return HTTP_DONE;
@@ -261,18 +290,13 @@ static int post_submit(struct page *p, const char *lab)
                  "and submit again.", filename);
         return page_lab(p, lab, msg, 400, src ? src->value : NULL, NULL);
     }
-    if (api_submit(p->app, &p->user, lab, filename, source, len, &out, &e) != 0) {
-        if (e.status == 429 && e.retry_after > 0)
-            snprintf(msg, sizeof(msg), "%s (You can submit again in about %d second%s.)", e.message,
-                     e.retry_after, e.retry_after == 1 ? "" : "s");
-        else
-            snprintf(msg, sizeof(msg), "%s", e.message);
+    if (submission_start_form(p->app, p->req, &p->user, lab, filename, source, len, submit_done,
+                              &e) != 0) {
+        submit_refused_msg(&e, msg, sizeof(msg));
         return page_lab(p, lab, msg, e.status ? e.status : 500,
                         source == (src ? src->value : NULL) ? source : NULL, filename);
     }
-    snprintf(loc, sizeof(loc), "/submissions/%lld", (long long)page_jnum(out, "id", 0));
-    json_decref(out);
-    return page_redirect(p, loc);
+    return HTTP_DEFERRED; /* submit_done answers once the writer is done */
 }
 
 static int r_lab(struct page *p)

@@ -38,8 +38,12 @@ ok(doc["status"] == "graded" and doc["result"].get("score") == 10 and
    not c.get("1000", {}).get("passed") and not c.get("1", {}).get("passed"),
    "a reduction whose grid misses the tail is graded and fails cases 1 and 1000",
    str(doc)[:2000] + err[-1000:])
-ok("of the sum is missing; does your grid cover all 1000 elements" in c.get("1000", {}).get("message", ""),
+ok("of the sum of the 1000 elements is missing" in c.get("1000", {}).get("message", ""),
    "its feedback is the CUDA lab's: how much of the sum is missing", c.get("1000"))
+hd = doc["result"].get("cugrade", {}).get("hint_details") or []
+ok(any(h.get("id") == "grid-coverage" and h.get("case") == "1" and "grid-stride" in h.get("text", "")
+       for h in hd),
+   "the bug catalogue names it: a grid that does not cover the input (case 1: no block at all)", hd)
 ok(c.get("1", {}).get("message", "").startswith("d_out[0] = 0 but expected"),
    "case 1 (no block launched): d_out holds the 0 it was set to, and the message says so",
    c.get("1"))

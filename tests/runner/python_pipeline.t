@@ -54,7 +54,7 @@ CASES = {c["name"]: c["params"] for c in DOC["cases"]}
 
 # ---------------------------------------------------------------- the lab's files
 rub = json.load(open(os.path.join(ROOT, "rubrics/pipeline.json")))
-ok(DOC["languages"] == ["python"] and DOC["timing_case"] in CASES and
+ok(DOC["language"] == "python" and DOC["timing_case"] in CASES and
    CASES[DOC["timing_case"]]["n"] >= 1000000 and DOC["baselines"] == [],
    "lab.json: Python only, the timed case has at least 1M rows, no cached baselines", DOC)
 ok([c["case"] for c in rub["correctness"]] == list(CASES) and
@@ -331,8 +331,8 @@ else:
     doc, err = grade(cu)
     rej = doc.get("result", {}).get("cugrade", {}).get("rejection") or {}
     txt = json.dumps(doc)
-    ok(doc.get("status") == "rejected" and "takes a Python file (.py) only" in txt,
-       "runner: a .cu file in the Python-only lab is rejected with the lab's message",
+    ok(doc.get("status") == "compile_error" and "takes a Python file (.py" in txt and not rej,
+       "runner: a .cu file in the Python-only lab is refused before nvcc, with a message",
        str(doc)[:1500] + err[-800:])
 
 shutil.rmtree(tmp, ignore_errors=True)
