@@ -963,6 +963,24 @@ static void job_time_record(struct job *j, const json_t *jdoc, const struct stat
     }
 }
 
+/* A lab whose owner times the CPU baseline itself in the timing run, before
+ * the student's process exists (the pipeline lab's NumPy pipeline,
+ * docs/python.md): the judge passes the owner's cpu_samples_ms on, and they
+ * are the CPU series of the pool (retime_apply makes cpu_ms of them), in
+ * place of a cached CPU baseline. Returns 0 or -ENOMEM. */
+static int job_owner_cpu_samples(struct job_round *jr, const json_t *jdoc)
+{
+    const json_t *cs = json_object_get(json_object_get(jdoc, "timing"), "cpu_samples_ms"), *e;
+    size_t k;
+    int r = 0;
+    json_array_foreach(cs, k, e) {
+        double v = json_number_value(e);
+        if (json_is_number(e) && v > 0 && isfinite(v) && retime_append(jr->pool, RETIME_CPU, &v, 1))
+            r = -ENOMEM;
+    }
+    return r;
+}
+
 /* The judge checks the re-check (fresh inputs from seed2: a cached answer
  * fails), computes the case's bytes and flops and flags a time past the
  * physical floor; the runner recomputes the median and its error from the
@@ -998,6 +1016,8 @@ static int job_time_judge(struct job *j, struct job_round *jr, int round)
     if (r == 0 && retime_append(jr->pool, RETIME_STUDENT, x, n) != 0)
         r = -ENOMEM;
     free(x);
+    if (r == 0)
+        r = job_owner_cpu_samples(jr, jdoc);
     if (r != 0) {
         json_decref(jdoc);
         j->st = status_name(STATUS_RUNTIME_ERROR);
