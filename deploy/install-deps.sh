@@ -15,6 +15,8 @@ if [ "${1:-run}" = test ]; then
     want="$want clang libclang-rt-14-dev"
     # Python submissions in CI: @cuda.jit kernels in Numba's CUDA simulator.
     want="$want python3-numba"
+    # The profiling lab in CI (tests/runner/profiling_lab.t): CPU-only PyTorch 1.13.
+    want="$want python3-torch"
 fi
 missing=""
 for p in $want; do

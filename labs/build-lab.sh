@@ -31,6 +31,31 @@ case "$LAB" in *[!a-z0-9_-]*|"") echo "build-lab: bad lab name '$LAB'" >&2; exit
 case "$ARCH" in sm_[0-9]*) ;; *) echo "build-lab: ARCH must look like sm_90, got '$ARCH'" >&2; exit 2;; esac
 [ -f "$ROOT/labs/$LAB/lab.json" ] || { echo "build-lab: no labs/$LAB/lab.json" >&2; exit 2; }
 
+# A lab without a CUDA harness (Python submissions only: labs/profiling,
+# labs/pipeline): its judge is a trusted Python program,
+# reference/LAB/judge.py, and nothing is compiled. The judge and the Python
+# files it may import (labs/common/py/gen.py, labs/LAB/*.py and lab.json)
+# are copied, so a later change of the tree does not change a built lab;
+# `judge` runs the copy with a Python that has NumPy: $CUGRADE_PYTHON (the
+# submissions' interpreter), else $PYTHON, else /usr/bin/python3.
+if [ ! -f "$ROOT/labs/$LAB/harness.cu" ] && [ -f "$ROOT/reference/$LAB/judge.py" ]; then
+    mkdir -p "$OUT/py"
+    OUT=$(cd "$OUT" && pwd)
+    PY=/usr/bin/python3
+    for p in "${CUGRADE_PYTHON:-}" "$(command -v "${PYTHON:-python3}" 2>/dev/null || true)" /usr/bin/python3; do
+        if [ -n "$p" ] && "$p" -c "import numpy" >/dev/null 2>&1; then PY=$p; break; fi
+    done
+    cp "$ROOT/reference/$LAB/judge.py" "$OUT/judge.py"
+    for f in "$ROOT/labs/common/py/gen.py" "$ROOT/labs/$LAB/lab.json" "$ROOT/labs/$LAB/"*.py; do
+        if [ -f "$f" ]; then cp "$f" "$OUT/py/"; fi
+    done
+    printf '#!/bin/sh\nexec %s -I -B "%s/judge.py" "$@"\n' "$PY" "$OUT" > "$OUT/judge.tmp"
+    chmod 755 "$OUT/judge.tmp"
+    mv "$OUT/judge.tmp" "$OUT/judge"
+    echo "build-lab: $LAB: the Python judge only (no harness.cu), run with $PY" >&2
+    exit 0
+fi
+
 if [ -z "${NVCC:-}" ]; then
     if command -v nvcc >/dev/null 2>&1; then NVCC=nvcc; else NVCC=/usr/local/cuda/bin/nvcc; fi
 fi

@@ -200,20 +200,21 @@ double baseline_time(const struct run_ctx *rc, const char *name, const char *cas
     return ms;
 }
 
-/* Time the GPU baseline prog (harness + reference kernel) in the sandbox and
- * cache it. Called with the GPU lock held exclusively. Returns ms or NAN. */
-static double baseline_run(const struct run_ctx *rc, const char *name, const char *prog,
-                           const char *case_name, const char *cache, const char *dir,
-                           json_t **device)
+/* One sandboxed timing run of the GPU baseline prog (harness + reference
+ * kernel): its samples (a new reference) and its device record into
+ * *device when that is NULL. The caller holds the GPU lock exclusively.
+ * Returns the samples array, or NULL when the run failed (logged). */
+static json_t *baseline_gpu_samples(const struct run_ctx *rc, const char *name, const char *prog,
+                                    const char *case_name, json_t **device)
 {
     int fd = channel_open(rc->jobdir, name);
     if (fd < 0)
-        return NAN;
+        return NULL;
     const char *argv[] = {"/lab/prog", "time", "--seed", BASELINE_SEED, "--case", case_name,
                           "--max-ms", TIME_MAX_MS, NULL};
     struct sandbox_verdict v;
     memset(&v, 0, sizeof v);
-    double ms = NAN;
+    json_t *samples = NULL;
     double lim = (rc->lab->run_seconds > 0 ? rc->lab->run_seconds : 120) * 3;
     /* The cuBLAS baseline links libcublas dynamically (build-lab.sh). */
     char ldp[PATH_MAX + 64];
@@ -222,16 +223,7 @@ static double baseline_run(const struct run_ctx *rc, const char *name, const cha
     struct channel_info ci;
     memset(&ci, 0, sizeof ci);
     if (r == 0 && v.exited && v.exit_code == 0 && channel_read_all(fd, &ci) == 0 && ci.timing) {
-        json_t *samples = json_object_get(ci.timing, "samples_ms");
-        ms = samples_median(samples);
-        if (ms > 0) {
-            json_t *out = json_pack("{s:s, s:s, s:s, s:f, s:i, s:O?}", "baseline", name, "case",
-                                    case_name, "gpu", rc->env->gpu_name ? rc->env->gpu_name : "",
-                                    "median_ms", ms, "samples", (int)json_array_size(samples),
-                                    "device", ci.device);
-            baseline_cache_write(cache, dir, out);
-            json_decref(out);
-        }
+        samples = json_incref(json_object_get(ci.timing, "samples_ms"));
         if (!*device && ci.device)
             *device = json_incref(ci.device);
     } else {
@@ -241,7 +233,160 @@ static double baseline_run(const struct run_ctx *rc, const char *name, const cha
     channel_info_clear(&ci);
     sandbox_verdict_free(&v);
     close(fd);
+    return samples;
+}
+
+/* Time the GPU baseline prog in the sandbox and cache it. Called with the
+ * GPU lock held exclusively. Returns ms or NAN. */
+static double baseline_run(const struct run_ctx *rc, const char *name, const char *prog,
+                           const char *case_name, const char *cache, const char *dir,
+                           json_t **device)
+{
+    json_t *samples = baseline_gpu_samples(rc, name, prog, case_name, device);
+    double ms = samples_median(samples);
+    if (ms > 0) {
+        json_t *out = json_pack("{s:s, s:s, s:s, s:f, s:i, s:O?}", "baseline", name, "case",
+                                case_name, "gpu", rc->env->gpu_name ? rc->env->gpu_name : "",
+                                "median_ms", ms, "samples", (int)json_array_size(samples),
+                                "device", *device);
+        baseline_cache_write(cache, dir, out);
+        json_decref(out);
+    } else {
+        ms = NAN;
+    }
+    json_decref(samples);
     return ms;
+}
+
+/* The samples of a JSON array into a new C array (*x, *n). */
+static int samples_copy(const json_t *samples, double **x, size_t *n)
+{
+    size_t m = json_array_size(samples), k;
+    json_t *e;
+    *x = NULL;
+    *n = 0;
+    if (m == 0)
+        return -EIO;
+    if (!(*x = calloc(m, sizeof **x)))
+        return -ENOMEM;
+    json_array_foreach(samples, k, e) (*x)[k] = json_number_value(e);
+    *n = m;
+    return 0;
+}
+
+/* The first batch of a baseline on this GPU model also fills its cache
+ * (the median of a job that does not interleave, `prepare`'s shortcut). */
+static void baseline_batch_cache(const struct run_ctx *rc, const char *name,
+                                 const char *case_name, double ms, size_t n,
+                                 const json_t *device)
+{
+    char cache[PATH_MAX], dir[DIRLEN], g[128], c[128];
+    struct stat st;
+    run_lab_dir(rc->env, rc->lab->name, dir, sizeof dir);
+    run_slug(rc->env->gpu_name && *rc->env->gpu_name ? rc->env->gpu_name : "gpu", g, sizeof g);
+    run_slug(case_name, c, sizeof c);
+    snprintf(cache, sizeof cache, "%s/baselines/%s__%s__%s.json", dir, g, c, name);
+    if (stat(cache, &st) == 0)
+        return;
+    json_t *out = json_pack("{s:s, s:s, s:s, s:f, s:i, s:O?}", "baseline", name, "case", case_name,
+                            "gpu", rc->env->gpu_name ? rc->env->gpu_name : "", "median_ms", ms,
+                            "samples", (int)n, "device", strcmp(name, "cpu") ? device : NULL);
+    baseline_cache_write(cache, dir, out);
+    json_decref(out);
+}
+
+int baseline_batch(const struct run_ctx *rc, const char *name, const char *case_name,
+                   double **x, size_t *n, json_t **device)
+{
+    char prog[PATH_MAX];
+    *x = NULL;
+    *n = 0;
+    baseline_prog(rc, name, prog, sizeof prog);
+    if (!prog[0])
+        return -ENOENT;
+    json_t *samples = NULL;
+    if (strcmp(name, "cpu") == 0) {
+        char *out = NULL;
+        const char *argv[] = {prog, "--case", case_name, "--seed", BASELINE_SEED, NULL};
+        double lim = (rc->lab->run_seconds > 0 ? rc->lab->run_seconds : 120) * 3;
+        int r = grade_exec_trusted(argv, NULL, lim, 1u << 20, &out);
+        json_t *doc = r == 0 && out ? json_loads(out, 0, NULL) : NULL;
+        free(out);
+        samples = json_incref(json_object_get(doc, "samples_ms"));
+        json_decref(doc);
+        if (!samples)
+            fprintf(stderr, "cugrade-runner: a CPU baseline batch of %s failed (%d)\n",
+                    rc->lab->name, r);
+    } else {
+        samples = baseline_gpu_samples(rc, name, prog, case_name, device);
+    }
+    int r = samples_copy(samples, x, n);
+    double ms = samples_median(samples);
+    if (r == 0 && ms > 0)
+        baseline_batch_cache(rc, name, case_name, ms, *n, *device);
+    json_decref(samples);
+    return r;
+}
+
+int baseline_record_add(const char *path, double ms)
+{
+    char line[64];
+    if (!(ms > 0) || !isfinite(ms))
+        return -EINVAL;
+    int n = snprintf(line, sizeof line, "%.6f\n", ms);
+    /* One write(2) of a short line with O_APPEND: runners sharing the
+     * cache append whole lines. */
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0)
+        return -errno;
+    ssize_t w = write(fd, line, (size_t)n);
+    int e = w == n ? 0 : -EIO;
+    close(fd);
+    return e;
+}
+
+size_t baseline_record_read(const char *path, double *out, size_t max)
+{
+    FILE *f = fopen(path, "re");
+    size_t n = 0, total = 0;
+    char line[128];
+    if (!f || max == 0) {
+        if (f)
+            fclose(f);
+        return 0;
+    }
+    /* A ring of the newest max lines. */
+    while (fgets(line, sizeof line, f)) {
+        char *end;
+        double v = strtod(line, &end);
+        if (end == line || !(v > 0) || !isfinite(v))
+            continue;
+        out[total % max] = v;
+        total++;
+    }
+    fclose(f);
+    n = total < max ? total : max;
+    if (total > max) { /* rotate so that the oldest comes first */
+        double *tmp = malloc(max * sizeof *tmp);
+        if (!tmp)
+            return 0;
+        for (size_t i = 0; i < max; i++)
+            tmp[i] = out[(total + i) % max];
+        memcpy(out, tmp, max * sizeof *tmp);
+        free(tmp);
+    }
+    return n;
+}
+
+void baseline_record_path(const struct run_ctx *rc, const char *case_name, char *out, size_t len)
+{
+    char dir[DIRLEN], g[128], c[128], bdir[PATH_MAX];
+    run_lab_dir(rc->env, rc->lab->name, dir, sizeof dir);
+    run_slug(rc->env->gpu_name && *rc->env->gpu_name ? rc->env->gpu_name : "gpu", g, sizeof g);
+    run_slug(case_name, c, sizeof c);
+    snprintf(bdir, sizeof bdir, "%s/baselines", dir);
+    run_mkdir_p(bdir);
+    snprintf(out, len, "%s/%s__%s__cpu.batches", bdir, g, c);
 }
 
 static void limit_cache_path(const struct run_ctx *rc, char *out, size_t len)

@@ -22,6 +22,30 @@ double *baseline_slot(struct score_timing *t, const char *name);
  * reference) when that is NULL. */
 double baseline_time(const struct run_ctx *rc, const char *name, const char *case_name,
                      json_t **device);
+/* One batch of baseline name on case_name, timed now, not cached: for the
+ * interleaved timing of a job (docs/runner.md, "Noise and re-timing"). A
+ * GPU baseline runs in the sandbox and the caller holds the exclusive GPU
+ * lock; "cpu" runs outside the sandbox and needs no lock. *x (malloc'd,
+ * *n samples in ms) on success; a device record seen on the way into
+ * *device when that is NULL. Returns 0, -ENOENT (no such program), -EIO
+ * (the run failed; logged) or -ENOMEM. */
+int baseline_batch(const struct run_ctx *rc, const char *name, const char *case_name,
+                   double **x, size_t *n, json_t **device);
+/* The host's record of CPU baseline batches (docs/runner.md, "Noise and
+ * re-timing"): one batch median per line, appended by every interleaved
+ * CPU batch, the newest BASELINE_CPU_RECORD read back. A CPU baseline's
+ * batches differ far more from process to process (+-10% on the H100
+ * host: memory placement, clocks) than its samples within one, so its
+ * median and interval come from the medians of many batches. */
+#define BASELINE_CPU_RECORD 25
+/* Append one batch median ms to the record at path. Returns 0 or -errno. */
+int baseline_record_add(const char *path, double ms);
+/* The newest (at most max) batch medians of the record at path into out,
+ * oldest first; the number read (0 when there is none). */
+size_t baseline_record_read(const char *path, double *out, size_t max);
+/* The record's path for lab rc->lab, case case_name, on this GPU model. */
+void baseline_record_path(const struct run_ctx *rc, const char *case_name, char *out,
+                          size_t len);
 /* Fill rc->device_path with this GPU's device record (measured once per GPU
  * model, cached as CACHE/ARCH/LAB/device-GPU.chan); left empty when none
  * can be made. Takes the exclusive GPU lock when it measures. */

@@ -78,7 +78,6 @@ struct job {
     char seed[33];
     char src[80];                    /* the student's file name in /work */
     int python;                      /* a .py file (docs/python.md): no inspect, no link */
-    size_t python_nsans;             /* its sanitizer lines, not run (job_python_sanitizers) */
     char *workdir;                   /* the sandbox's /work on the host */
     struct run_ctx rc;
     struct job_clock pc;

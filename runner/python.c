@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 int python_submission(const char *filename)
 {
@@ -121,6 +122,45 @@ int python_hidden(struct python_run *pr, const char *root, const char *lab)
     return r < 0 ? r : (int)(pr->nhide - first);
 }
 
+/* ---------------------------------------------------------------------- */
+/* Labs with their own owner (the profiling lab): lab.json's "python". */
+
+/* ROOT/labs/LAB/lab.json, parsed; NULL when it cannot be read. */
+static json_t *python_lab_doc(const char *root, const char *lab)
+{
+    char path[PATH_MAX];
+    json_error_t jerr;
+    snprintf(path, sizeof path, "%s/labs/%s/lab.json", root, lab);
+    return json_load_file(path, 0, &jerr);
+}
+
+int python_owner_script(const char *root, const char *lab, char *out, size_t len)
+{
+    json_t *doc = python_lab_doc(root, lab);
+    const char *o = json_string_value(json_object_get(json_object_get(doc, "python"), "owner"));
+    int r = 0;
+    size_t n = o ? strlen(o) : 0;
+    if (!o)
+        snprintf(out, len, "/lab/labs/common/py/owner.py");
+    else if (n < 4 || n > 64 || strchr(o, '/') || o[0] == '.' || strcmp(o + n - 3, ".py") != 0)
+        r = -EINVAL; /* a plain file name beside lab.json, nothing else */
+    else
+        snprintf(out, len, "/lab/labs/%s/%s", lab, o);
+    json_decref(doc);
+    return r;
+}
+
+int python_lab_only(const char *root, const char *lab)
+{
+    json_t *doc = python_lab_doc(root, lab);
+    const char *l = json_string_value(json_object_get(doc, "language"));
+    int only = l && strcmp(l, "python") == 0;
+    json_decref(doc);
+    return only;
+}
+
+/* ---------------------------------------------------------------------- */
+
 int python_run_prepare(struct python_run *pr, struct run_opts *o, const char *root,
                        const char *lab, const char *mode, const char *seed, const char *cases,
                        const char *max_ms, const char *src)
@@ -139,7 +179,9 @@ int python_run_prepare(struct python_run *pr, struct run_opts *o, const char *ro
     pr->argv[n++] = python_interpreter();
     pr->argv[n++] = "-I"; /* no PYTHON* variables, no user site, no script dir */
     pr->argv[n++] = "-B"; /* no .pyc written where the tenant could swap it */
-    pr->argv[n++] = "/lab/labs/common/py/owner.py";
+    if ((r = python_owner_script(root, lab, pr->owner, sizeof pr->owner)) < 0)
+        return r;
+    pr->argv[n++] = pr->owner;
     pr->argv[n++] = lab;
     pr->argv[n++] = mode;
     pr->argv[n++] = check ? "--cases" : "--case";
@@ -163,19 +205,55 @@ int python_run_prepare(struct python_run *pr, struct run_opts *o, const char *ro
     return 0;
 }
 
-size_t python_sanitizers_unrun(int memcheck, int racecheck, struct score_sanitizer *out)
+int python_sanitize_prepare(struct python_run *pr, struct run_opts *o, const char *root,
+                            const char *lab, const char *cs, const char *tool,
+                            const char *sanitize_case, const char *seed, const char *src)
 {
-    const char *tools[2] = {memcheck ? "memcheck" : NULL, racecheck ? "racecheck" : NULL};
+    pr->nhide = (size_t)python_root_bind(&pr->hide[0]);
+    int r = python_hidden(pr, root, lab);
+    if (r < 0)
+        return r;
     size_t n = 0;
-    for (int t = 0; t < 2; t++) {
-        if (!tools[t])
-            continue;
-        memset(&out[n], 0, sizeof out[n]);
-        out[n].tool = tools[t];
-        out[n].infra_failed = 1;
-        snprintf(out[n].note, sizeof out[n].note,
-                 "compute-sanitizer does not run on Python submissions yet: not charged");
-        n++;
+    snprintf(pr->path, sizeof pr->path, "/work/%s", src);
+    snprintf(pr->labs, sizeof pr->labs, "%s/labs", root);
+    if (seed != pr->seed)
+        snprintf(pr->seed, sizeof pr->seed, "%s", seed);
+    const char *head[] = {cs, "--tool", tool, "--error-exitcode", "86", "--print-limit", "20",
+                          "--launch-timeout", "60"};
+    for (size_t i = 0; i < sizeof head / sizeof *head; i++)
+        pr->argv[n++] = head[i];
+    pr->argv[n++] = python_interpreter();
+    pr->argv[n++] = "-I";
+    pr->argv[n++] = "-B";
+    pr->argv[n++] = "/lab/labs/common/py/tenant.py";
+    pr->argv[n++] = "--sanitize";
+    pr->argv[n++] = lab;
+    pr->argv[n++] = sanitize_case;
+    pr->argv[n++] = pr->seed;
+    pr->argv[n++] = pr->path;
+    pr->argv[n] = NULL;
+    assert(n < sizeof pr->argv / sizeof *pr->argv);
+    o->labs_bind = pr->labs;
+    o->more_binds = pr->hide;
+    o->nmore_binds = pr->nhide;
+    o->control_fd = -1;
+    if (python_simulated()) {
+        o->extra_env = "NUMBA_ENABLE_CUDASIM=1";
+        o->pids = 4096;
     }
-    return n;
+    return 0;
+}
+
+void python_sanitize_seed(struct python_run *pr)
+{
+    unsigned char b[8] = {0};
+    ssize_t k = getrandom(b, sizeof b, 0);
+    (void)k; /* a short read leaves zeros: still a valid (throwaway) seed */
+    for (size_t i = 0; i < sizeof b; i++)
+        snprintf(pr->seed + 2 * i, sizeof pr->seed - 2 * i, "%02x", b[i]);
+}
+
+int python_sanitize_started(const char *channel_text)
+{
+    return channel_text && strstr(channel_text, "{\"type\": \"start\"") != NULL;
 }

@@ -51,10 +51,12 @@ int python_simulated(void);
 /* One run of the owner (check or time): its command line and what its
  * sandbox needs. Lives on the caller's stack for the run. */
 struct python_run {
-    const char *argv[20];
+    const char *argv[24];
     char path[PATH_MAX];     /* the student's file in /work */
     char labs[PATH_MAX];     /* ROOT/labs, bound read-only at /lab/labs */
     char seed_env[64];       /* "CUGRADE_SEED=<seed>" */
+    char seed[24];           /* a sanitizer run's throwaway seed (hex) */
+    char owner[PATH_MAX];    /* the owner script, as the sandbox sees it */
     /* The libraries the lab forbids, hidden by absence: /dev/null bound
      * read-only over each (lab.json "python": {"hide": [globs]}). */
     struct sandbox_bind hide[RUN_MORE_BINDS];
@@ -83,10 +85,46 @@ int python_run_prepare(struct python_run *pr, struct run_opts *o, const char *ro
                        const char *lab, const char *mode, const char *seed, const char *cases,
                        const char *max_ms, const char *src);
 
-/* compute-sanitizer does not run on Python submissions yet (docs/python.md,
- * "Sanitizers"): the rubric's lines (memcheck, racecheck when set) are
- * written into out (room for 2) as not run for a reason of ours, which is
- * not charged. Returns how many. */
-size_t python_sanitizers_unrun(int memcheck, int racecheck, struct score_sanitizer *out);
+/* Seconds added to a Python sanitizer run's limit (limits.sanitize, from
+ * the go): the interpreter, Numba's and CuPy's imports, the JIT, under the
+ * tool's injection (docs/python.md "Sanitizers": measured on an H100). */
+#define PYTHON_SANITIZE_SECONDS 60.0
+
+/* Fill pr and o (zeroed by the caller) for one compute-sanitizer run of a
+ * Python submission (docs/python.md "Sanitizers"): in the sandbox,
+ *   CS --tool TOOL --error-exitcode 86 --print-limit 20 --launch-timeout 60
+ *      PYTHON -I -B /lab/labs/common/py/tenant.py --sanitize LAB CASE SEED
+ *      /work/SRC
+ * the student's process alone (no owner, no IPC: nothing of this run
+ * scores but the tool's findings), its buffers its own allocations of the
+ * case's exact sizes, lineinfo on by default so findings name the .py's
+ * lines. seed is a throwaway one (python_sanitize_seed), never the run's,
+ * and may go on the command line. The lab's hidden libraries and the
+ * Python root are bound as for the check run. Strings are borrowed for the
+ * run. Returns 0 or python_hidden's -errno. */
+int python_sanitize_prepare(struct python_run *pr, struct run_opts *o, const char *root,
+                            const char *lab, const char *cs, const char *tool,
+                            const char *sanitize_case, const char *seed, const char *src);
+
+/* A fresh seed for a sanitizer run (16 hex digits from getrandom) into pr->seed. */
+void python_sanitize_seed(struct python_run *pr);
+
+/* Whether a Python sanitizer run's channel (its text, may be NULL) holds
+ * the tenant's "start" record, written once Numba and the CUDA context were
+ * up and before any of the student's code was imported: without it, a run
+ * that failed failed for a reason of ours (not charged). */
+int python_sanitize_started(const char *channel_text);
+
+/* The owner script of LAB's Python runs, as the sandbox sees it, into out:
+ * /lab/labs/LAB/<file> when ROOT/labs/LAB/lab.json names a lab-specific
+ * owner ("python": {"owner": "lab.py"}, a plain file name: the profiling
+ * lab, whose owner runs a whole training loop), else the common
+ * /lab/labs/common/py/owner.py. Returns 0, or -EINVAL for an owner name
+ * that is not a plain .py file name (the lab's mistake). */
+int python_owner_script(const char *root, const char *lab, char *out, size_t len);
+
+/* 1 when ROOT/labs/LAB/lab.json says "language": "python" (the lab has no
+ * CUDA harness: a .cu file cannot be graded there), else 0. */
+int python_lab_only(const char *root, const char *lab);
 
 #endif

@@ -57,26 +57,31 @@ static int sanitizer_error_line(const char *s)
            strstr(s, "ERROR:");
 }
 
-/* Find "<path>.cu:<line>" (or .cuh) in s; the student's file only, with the
- * sandbox's /work/ prefix cleaned. */
-static void source_position(const char *s, char **file, int *line)
+/* Find "<path>.cu:<line>" (or .cuh, or .py: a Numba kernel with lineinfo)
+ * in s; the student's file only, with the sandbox's /work/ prefix cleaned. */
+static void source_position(const char *s, const char *want, char **file, int *line)
 {
-    for (const char *p = s; (p = strstr(p, ".cu")) != NULL; p += 3) {
-        const char *end = p + 3;
-        if (*end == 'h')
-            end++;
-        if (end[0] != ':' || !isdigit((unsigned char)end[1]))
-            continue;
-        const char *start = p;
-        while (start > s && start[-1] != ' ' && start[-1] != '\t' && start[-1] != '(')
-            start--;
-        if (strncmp(start, "/work/", 6) == 0)
-            start += 6;
-        if (start[0] == '/') /* the harness or a CUDA header: not the student's line */
-            continue;
-        *file = strndup(start, (size_t)(end - start));
-        *line = atoi(end + 1);
-        return;
+    static const char *const exts[] = {".cuh", ".cu", ".py"};
+    for (size_t e = 0; e < sizeof exts / sizeof *exts; e++) {
+        size_t el = strlen(exts[e]);
+        for (const char *p = s; (p = strstr(p, exts[e])) != NULL; p += el) {
+            const char *end = p + el;
+            if (end[0] != ':' || !isdigit((unsigned char)end[1]))
+                continue;
+            const char *start = p;
+            while (start > s && start[-1] != ' ' && start[-1] != '\t' && start[-1] != '(')
+                start--;
+            if (strncmp(start, "/work/", 6) == 0)
+                start += 6;
+            if (start[0] == '/') /* the harness, a header, Numba's own: not the student's */
+                continue;
+            if (want && ((size_t)(end - start) != strlen(want) ||
+                         strncmp(start, want, strlen(want)) != 0))
+                continue; /* a Python run: the student's file only (not tenant.py's frames) */
+            *file = strndup(start, (size_t)(end - start));
+            *line = atoi(end + 1);
+            return;
+        }
     }
 }
 
@@ -91,7 +96,7 @@ static char *strndup_trim(const char *s, size_t n)
     return strndup(s, n);
 }
 
-void grade_sanitizer_parse(const char *text, struct score_sanitizer *s)
+static void sanitizer_parse(const char *text, struct score_sanitizer *s, const char *want)
 {
     const char *p = text;
     struct score_finding *cur = NULL;
@@ -125,7 +130,98 @@ void grade_sanitizer_parse(const char *text, struct score_sanitizer *s)
          * compute-sanitizer's formats: "at k(float*)+0x90 in /work/kernel.cu:12"
          * or "at 0x90 in /work/kernel.cu:12:k(float*)". */
         if (cur && !cur->file)
-            source_position(body, &cur->file, &cur->line);
+            source_position(body, want, &cur->file, &cur->line);
+    }
+}
+
+void grade_sanitizer_parse(const char *text, struct score_sanitizer *s)
+{
+    sanitizer_parse(text, s, NULL);
+}
+
+/* The hints of sanitizer_hint, in Numba's words. */
+static const char *sanitizer_python_hint(const char *msg)
+{
+    if (strstr(msg, "Race reported") || strstr(msg, "race"))
+        return "A shared-memory race: put `cuda.syncthreads()` between the threads' writes to "
+               "a `cuda.shared.array` and the reads of other threads' values (and before the "
+               "array is overwritten in the next iteration of a loop).";
+    if (strstr(msg, "Barrier") || strstr(msg, "divergent") || strstr(msg, "Divergent"))
+        return "A `cuda.syncthreads()` inside a branch that not every thread of the block takes: "
+               "move it out of the if/loop so that all threads reach it.";
+    if (strstr(msg, "Invalid") && (strstr(msg, "read") || strstr(msg, "write") ||
+                                   strstr(msg, "Read") || strstr(msg, "Write")))
+        return "An out-of-bounds access: check the index against the array's size (`if i < "
+               "x.shape[0]:`) before reading or writing, for threads of the last block that "
+               "fall past the end (and size your own `cuda.device_array`s for every block).";
+    return sanitizer_hint(msg);
+}
+
+/* Cut Numba's decoration from a kernel's name, in place: "cudapy::" and
+ * the module's "submission::", "[abi:...]" and the argument list "(...)"
+ * (long types of no use to the student), and a path's directories. */
+static void sanitizer_python_message(char *m)
+{
+    char out[1024];
+    size_t o = 0;
+    for (const char *p = m; *p && o < sizeof out - 1;) {
+        if (strncmp(p, "cudapy::", 8) == 0) {
+            p += 8;
+            continue;
+        }
+        if (strncmp(p, "submission::", 12) == 0) {
+            p += 12;
+            continue;
+        }
+        if (*p == '[' && strncmp(p, "[abi:", 5) == 0) {
+            const char *q = strchr(p, ']');
+            if (q) {
+                p = q + 1;
+                continue;
+            }
+        }
+        if (*p == '(' && o > 0 && (isalnum((unsigned char)out[o - 1]) || out[o - 1] == '_')) {
+            /* an argument list after a name: skip to its matching ')' */
+            int depth = 0;
+            const char *q = p;
+            for (; *q; q++) {
+                depth += *q == '(' ? 1 : *q == ')' ? -1 : 0;
+                if (depth == 0)
+                    break;
+            }
+            if (*q) {
+                p = q + 1;
+                continue;
+            }
+        }
+        if (*p == '/' && (p == m || p[-1] == ' ' || p[-1] == '(')) {
+            /* a path: its last component only */
+            const char *q = p;
+            while (*q && *q != ' ' && *q != ':' && *q != ')')
+                q++;
+            const char *b = q;
+            while (b > p && b[-1] != '/')
+                b--;
+            p = b;
+            continue;
+        }
+        out[o++] = *p++;
+    }
+    out[o] = '\0';
+    memcpy(m, out, o + 1);
+}
+
+void sanitizer_python_parse(const char *text, struct score_sanitizer *s, const char *student_file)
+{
+    size_t first = s->nfindings;
+    sanitizer_parse(text, s, student_file);
+    for (size_t i = first; i < s->nfindings; i++) {
+        struct score_finding *f = &s->findings[i];
+        if (f->message)
+            sanitizer_python_message(f->message);
+        const char *h = f->message ? sanitizer_python_hint(f->message) : NULL;
+        free(f->hint);
+        f->hint = h ? strdup(h) : NULL;
     }
 }
 
@@ -158,9 +254,20 @@ static void *sanitize_main(void *p)
      * the run's own (t->limit from the go) is sanitizer_settle's. */
     double lim = t->limit + (rc->lab->compile_seconds > 0 ? rc->lab->compile_seconds : 60) * 2;
     struct run_opts o = {NULL, t->launch, NULL, t->ctl_child, t->cancel[0], NULL, 0, NULL, 0, NULL};
+    const char *const *args = argv;
+    if (t->python) {
+        o = t->py_opts;
+        o.cancel_fd = t->cancel[0];
+        args = t->py.argv;
+    }
     /* No lock of its own: the job takes one for all its sanitizers at the
      * go (job_admit). */
-    int r = run_sandboxed_opts(rc, argv, fd, lim, &o, &v);
+    int r = run_sandboxed_opts(rc, args, fd, lim, &o, &v);
+    char chan[512] = "";
+    if (t->python) {
+        ssize_t k = pread(fd, chan, sizeof chan - 1, 0);
+        chan[k > 0 ? k : 0] = '\0';
+    }
     close(fd);
     run_fd_close(&t->done[1]);
     if (t->overtime && (r == -ECANCELED || (r == 0 && v.cancelled))) {
@@ -184,7 +291,8 @@ static void *sanitize_main(void *p)
         return NULL;
     }
     const char *text = v.out ? v.out : "";
-    int launch_failed = v.err && strstr(v.err, "cugrade-launch:") != NULL;
+    /* (not for Python: the student writes its stderr, and could claim it) */
+    int launch_failed = !t->python && v.err && strstr(v.err, "cugrade-launch:") != NULL;
     if (launch_failed ||
         (!strstr(text, "COMPUTE-SANITIZER") && !(v.err && strstr(v.err, "COMPUTE-SANITIZER")))) {
         /* The sanitizer itself (or our launcher) could not start in the
@@ -200,10 +308,32 @@ static void *sanitize_main(void *p)
         sandbox_verdict_free(&v);
         return NULL;
     }
+    if (t->python && !python_sanitize_started(chan) &&
+        !(v.exited && (v.exit_code == 0 || v.exit_code == SANITIZER_EXIT))) {
+        /* The Python harness did not come up under the tool (Numba, CuPy or
+         * the CUDA context): nothing of the student's had run. Ours. */
+        const char *e = v.err ? strstr(v.err, "harness: ") : NULL;
+        fprintf(stderr, "cugrade-runner: job %lld: the Python harness did not start under "
+                "compute-sanitizer %s (exit %d, signal %d): %.300s\n", t->job_id, t->tool,
+                v.exit_code, v.signal, v.err ? v.err : "");
+        s->infra_failed = 1;
+        snprintf(s->note, sizeof s->note,
+                 "compute-sanitizer could not run on this runner (our problem, not yours): "
+                 "%.150s", e ? e + 9 : "the Python harness did not start under it");
+        sandbox_verdict_free(&v);
+        return NULL;
+    }
     s->ran = 1;
-    grade_sanitizer_parse(text, s);
-    if (v.err)
-        grade_sanitizer_parse(v.err, s);
+    if (t->python) {
+        const char *base = strrchr(t->py.path, '/');
+        sanitizer_python_parse(text, s, base ? base + 1 : t->py.path);
+        if (v.err)
+            sanitizer_python_parse(v.err, s, base ? base + 1 : t->py.path);
+    } else {
+        grade_sanitizer_parse(text, s);
+        if (v.err)
+            grade_sanitizer_parse(v.err, s);
+    }
     if (v.exited && v.exit_code == 0) {
         s->clean = 1;
     } else if (v.exited && v.exit_code == SANITIZER_EXIT) {
@@ -211,8 +341,13 @@ static void *sanitize_main(void *p)
     } else {
         char fail[256];
         const char *why = run_failure(&v, fail, sizeof fail);
-        snprintf(s->note, sizeof s->note, "the program failed under %s: %s", t->tool,
-                 why ? why : "unknown");
+        const char *raised = t->python && v.err ? strstr(v.err, "your code raised ") : NULL;
+        if (raised) /* the tenant's words: the exception, cleaned of paths */
+            snprintf(s->note, sizeof s->note, "the program failed under %s: %.*s", t->tool,
+                     (int)strcspn(raised + 5, "\n"), raised + 5);
+        else
+            snprintf(s->note, sizeof s->note, "the program failed under %s: %s", t->tool,
+                     why ? why : "unknown");
     }
     sandbox_verdict_free(&v);
     return NULL;
@@ -223,6 +358,19 @@ static void *sanitize_main(void *p)
 int sanitizer_prestart(struct sanitizer_task *t)
 {
     int sv[2];
+    if (t->python) {
+        /* Nothing to wait for: it runs the .py now (its clock starts at the go). */
+        if (pipe2(t->cancel, O_CLOEXEC) < 0)
+            return -errno;
+        if (pipe2(t->done, O_CLOEXEC) < 0) {
+            int e = -errno;
+            run_fd_close(&t->cancel[0]);
+            run_fd_close(&t->cancel[1]);
+            return e;
+        }
+        run_task_start(&t->thread, &t->started, sanitize_main, t);
+        return 0;
+    }
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
         return -errno;
     t->ctl = sv[0];

@@ -7,12 +7,18 @@
  * sanitizer_cancel() ends a run whose program never came. Findings are
  * parsed by grade_sanitizer_parse (grade.h) into a score_sanitizer.
  *
+ * A Python submission's runs (python != 0) are not pre-started: there is
+ * no program to wait for, only the student's .py under the Python harness
+ * (python_sanitize_prepare, python.h); sanitizer_prestart starts them
+ * right away and sanitizer_go only starts their clock (docs/python.md).
+ *
  * A task's thread writes t->s, t->r, t->err, t->gone; the job reads them
  * only after sanitizer_finish.
  */
 #ifndef CUGRADE_SANITIZER_H
 #define CUGRADE_SANITIZER_H
 
+#include "python.h"
 #include "run.h"
 #include "score.h"
 
@@ -35,7 +41,18 @@ struct sanitizer_task {
     double deadline;             /* 0 until go */
     int r;                       /* < 0: the sandbox failed (system_error) */
     char err[256];
+    int python;                  /* a .py submission: py and py_opts are its run */
+    struct python_run py;
+    struct run_opts py_opts;
 };
+
+/* grade_sanitizer_parse for a Python run: positions in the student's file
+ * only (student_file, its name in /work: "kernel.py"; with lineinfo the
+ * device frame's line, without it the host frame's launch line -- never
+ * the harness's tenant.py), each hint in Python's words (cuda.syncthreads,
+ * a bounds check on x.shape[0]), Numba's decorated kernel names and any
+ * host path cut from the message. */
+void sanitizer_python_parse(const char *text, struct score_sanitizer *s, const char *student_file);
 
 /* Zero t with every fd -1: sanitizer_cancel and sanitizer_finish are safe. */
 void sanitizer_task_init(struct sanitizer_task *t);

@@ -2,6 +2,7 @@
  * score.c - see score.h.
  */
 #include "score.h"
+#include "hint.h"
 #include "status.h"
 
 #include <errno.h>
@@ -29,6 +30,125 @@ double score_metric(const char *metric, const struct score_timing *t)
         return gbs / t->copy_gbs;
     }
     return NAN;
+}
+
+const char *score_metric_baseline(const char *metric)
+{
+    if (!metric)
+        return NULL;
+    if (strcmp(metric, "ratio_to_cublas") == 0)
+        return "cublas";
+    if (strcmp(metric, "ratio_to_optimized") == 0)
+        return "optimized";
+    if (strcmp(metric, "speedup_vs_cpu") == 0)
+        return "cpu";
+    if (strcmp(metric, "speedup_vs_naive") == 0)
+        return "naive";
+    return NULL;
+}
+
+/* The median slot of t for a baseline name, or NULL. */
+static double *median_slot(struct score_timing *t, const char *name)
+{
+    if (strcmp(name, "naive") == 0)
+        return &t->naive_ms;
+    if (strcmp(name, "optimized") == 0)
+        return &t->optimized_ms;
+    if (strcmp(name, "cublas") == 0)
+        return &t->cublas_ms;
+    if (strcmp(name, "cpu") == 0)
+        return &t->cpu_ms;
+    return NULL;
+}
+
+struct score_spread *score_spread_slot(struct score_timing *t, const char *name)
+{
+    if (strcmp(name, "naive") == 0)
+        return &t->naive;
+    if (strcmp(name, "optimized") == 0)
+        return &t->optimized;
+    if (strcmp(name, "cublas") == 0)
+        return &t->cublas;
+    if (strcmp(name, "cpu") == 0)
+        return &t->cpu;
+    return NULL;
+}
+
+/* The interval of one timing at 95% (or 97.5% when two) as [*lo, *hi];
+ * a timing without a spread is taken as exact. */
+static void spread_bounds(const struct score_spread *s, double ms, int two, double *lo, double *hi)
+{
+    if (s->samples > 0) {
+        *lo = two ? s->lo2 : s->lo;
+        *hi = two ? s->hi2 : s->hi;
+    } else {
+        *lo = *hi = ms;
+    }
+}
+
+double score_metric_ci(const char *metric, const struct score_timing *t, double *lo, double *hi)
+{
+    *lo = *hi = NAN;
+    if (!t->have || !(t->student_ms > 0) || t->student.samples == 0)
+        return 0;
+    const char *base = score_metric_baseline(metric);
+    struct score_timing u = *t;
+    const struct score_spread *bs = base ? score_spread_slot(&u, base) : NULL;
+    double *bms = base ? median_slot(&u, base) : NULL;
+    /* One batch of a baseline has no spread to speak of: exact, like a cached one. */
+    int two = bs && bs->samples > 1;
+    double s[2], b[2];
+    spread_bounds(&t->student, t->student_ms, two, &s[0], &s[1]);
+    if (bms)
+        spread_bounds(bs, *bms, two, &b[0], &b[1]);
+    else
+        b[0] = b[1] = NAN;
+    /* Every metric is monotone in each timing: its extremes are at the
+     * corners of the two intervals. */
+    for (int i = 0; i < 2; i++)
+        for (int k = 0; k < (bms ? 2 : 1); k++) {
+            u.student_ms = s[i];
+            if (bms)
+                *bms = b[k];
+            double v = score_metric(metric, &u);
+            if (!isfinite(v)) {
+                *lo = *hi = NAN;
+                return 0;
+            }
+            if (!(v >= *lo))
+                *lo = v;
+            if (!(v <= *hi))
+                *hi = v;
+        }
+    /* A spread without its coverage (set by hand) is taken at its nominal level. */
+    double cs = t->student.cov > 0 ? t->student.cov : 0.95;
+    if (two) {
+        double c1 = t->student.cov2 > 0 ? t->student.cov2 : 0.975;
+        double c2 = bs->cov2 > 0 ? bs->cov2 : 0.975;
+        cs = 1 - (1 - c1) - (1 - c2);
+    }
+    if (cs > 0.95)
+        cs = 0.95; /* the level claimed, not the exact one above it */
+    return cs > 0 ? cs : 1e-9;
+}
+
+int score_tier_uncertain(const struct rubric_speed *sp, double lo, double hi, double *threshold)
+{
+    if (!sp || !isfinite(lo) || !isfinite(hi))
+        return 0;
+    const char *tlo = NULL, *thi = NULL;
+    double plo = rubric_speed_points(sp, lo, &tlo), phi = rubric_speed_points(sp, hi, &thi);
+    if (tlo == thi && plo == phi)
+        return 0;
+    for (size_t k = 0; k < sp->ntiers; k++) {
+        double th = sp->tiers[k].threshold;
+        if (th >= lo && th <= hi) {
+            if (threshold)
+                *threshold = th;
+            return 1;
+        }
+    }
+    return 0;
 }
 
 double score_floor_ms(const struct score_timing *t)
@@ -105,6 +225,12 @@ int score_cases_from_judge(const json_t *doc, struct score_case **cases, size_t 
         c[i].max_rel_err = num_or(e, "max_rel_err", NAN);
         c[i].first_bad_index = (long long)num_or(e, "first_bad_index", -1);
         c[i].unwritten = (long long)num_or(e, "unwritten", -1);
+        /* A one-value output's answer and reference (the reduction's
+         * sum): the catalogue's float32-saturation and grid-coverage
+         * read them. got null: NaN. */
+        c[i].have_value = json_is_number(json_object_get(e, "expected"));
+        c[i].got = num_or(e, "got", NAN);
+        c[i].expected = num_or(e, "expected", NAN);
     }
     *cases = c;
     *n = m;
@@ -158,12 +284,136 @@ static void case_output(const struct score_case *c, char *buf, size_t len)
         snprintf(buf + o, len - (size_t)o, "; %s", c->message);
 }
 
+/* The catalogue's hints about case name, folded into its feedback line. */
+static void case_hints(const struct score_input *in, const char *name, char *buf, size_t len)
+{
+    size_t o = strlen(buf);
+    for (size_t i = 0; i < in->nhints && o < len; i++)
+        if (in->hints[i].case_name[0] && strcmp(in->hints[i].case_name, name) == 0) {
+            int w = snprintf(buf + o, len - o, " Hint: %s", in->hints[i].text);
+            if (w < 0)
+                break;
+            o += (size_t)w;
+        }
+}
+
+/* cugrade.hint_details: the catalogue's hints with their ids and cases.
+ * Returns a new reference, or NULL (ENOMEM). */
+static json_t *hint_details(const struct score_input *in)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < in->nhints; i++) {
+        const struct hint *h = &in->hints[i];
+        if (json_array_append_new(a, json_pack("{s:s, s:o, s:s}", "id", h->id, "case",
+                                               h->case_name[0] ? json_string(h->case_name)
+                                                               : json_null(),
+                                               "text", h->text))) {
+            json_decref(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
 static int add_hint(json_t *hints, const char *h)
 {
     size_t i;
     json_t *v;
     json_array_foreach(hints, i, v) if (strcmp(json_string_value(v), h) == 0) return 0;
     return json_array_append_new(hints, json_string(h));
+}
+
+/* A metric value for a sentence: two decimals from 1 up, else three
+ * significant digits (0.0999). */
+static void metric_fmt(double v, char *buf, size_t len)
+{
+    snprintf(buf, len, fabs(v) >= 1 ? "%.2f" : "%.3g", v);
+}
+
+/* The feedback of a speed line that earned its tier: the value, its 95%
+ * interval, the time it came from, the re-timing. */
+static void speed_message(const struct rubric_speed *sp, const struct score_timing *t, double v,
+                          const char *tier, char *buf, size_t len)
+{
+    char a[32], b[32], c[32], ci[160] = "", th_s[32], tail[200] = "";
+    double lo, hi, th = NAN;
+    metric_fmt(v, a, sizeof a);
+    double conf = score_metric_ci(sp->metric, t, &lo, &hi);
+    if (conf > 0) {
+        metric_fmt(lo, b, sizeof b);
+        metric_fmt(hi, c, sizeof c);
+        snprintf(ci, sizeof ci, " (%.0f%% CI %s\u2013%s%s)", floor(conf * 100), b, c,
+                 conf < 0.95 ? ": too few samples for 95%" : "");
+        if (score_tier_uncertain(sp, lo, hi, &th)) {
+            snprintf(th_s, sizeof th_s, "%g", th);
+            snprintf(tail, sizeof tail,
+                     "; the threshold %s is within the noise%s: decided by the median", th_s,
+                     t->retimed ? " even after re-timing" : "");
+        }
+    }
+    int o = snprintf(buf, len, "%s = %s%s; %.4g ms, median of %zu samples", sp->metric, a, ci,
+                     t->student_ms, t->samples);
+    if (t->retimed > 0 && o >= 0 && (size_t)o < len)
+        o += snprintf(buf + o, len - (size_t)o, ", re-timed %d time%s", t->retimed,
+                      t->retimed == 1 ? "" : "s");
+    if (o >= 0 && (size_t)o < len)
+        snprintf(buf + o, len - (size_t)o, "%s: %s", tail, tier ? tier : "no tier met");
+}
+
+/* speed[] entry: the line, its value and 95% interval, tier, points. */
+static json_t *speed_entry(const struct rubric_speed *sp, const struct score_timing *t, double v,
+                           const char *tier, double pts, double best)
+{
+    double lo = NAN, hi = NAN;
+    double conf = score_metric_ci(sp->metric, t, &lo, &hi);
+    return json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:s?, s:f, s:f}", "name", sp->name,
+                     "metric", sp->metric, "value", num_or_null(v), "ci_low", num_or_null(lo),
+                     "ci_high", num_or_null(hi), "ci_confidence",
+                     num_or_null(conf > 0 ? conf : NAN), "tier", tier, "points", pts,
+                     "max_points", best);
+}
+
+/* One timing of the job for timing.timings[]: median and its 95% interval. */
+static json_t *timing_entry(const char *name, double ms, const struct score_spread *s)
+{
+    int known = s->samples > 0;
+    return json_pack("{s:s, s:o, s:o, s:o, s:I, s:b}", "name", name, "median_ms",
+                     num_or_null(ms), "ci_low", num_or_null(known ? s->lo : NAN), "ci_high",
+                     num_or_null(known ? s->hi : NAN), "samples", (json_int_t)s->samples,
+                     "interleaved", s->interleaved);
+}
+
+/* The noise part of the timing object: each timing's spread, the method,
+ * the re-timing and why. */
+static int timing_noise(json_t *timing, const struct score_timing *t)
+{
+    json_t *arr = json_array();
+    static const char *const names[] = {"naive", "optimized", "cublas", "cpu"};
+    const double ms[] = {t->naive_ms, t->optimized_ms, t->cublas_ms, t->cpu_ms};
+    const struct score_spread *sp[] = {&t->naive, &t->optimized, &t->cublas, &t->cpu};
+    if (!arr || json_array_append_new(arr, timing_entry("student", t->student_ms, &t->student)))
+        goto fail;
+    for (size_t i = 0; i < 4; i++)
+        if (isfinite(ms[i]) && json_array_append_new(arr, timing_entry(names[i], ms[i], sp[i])))
+            goto fail;
+    int known = t->student.samples > 0;
+    if (json_object_set_new(timing, "median_ms", num_or_null(t->student_ms)) ||
+        json_object_set_new(timing, "ci_low", num_or_null(known ? t->student.lo : NAN)) ||
+        json_object_set_new(timing, "ci_high", num_or_null(known ? t->student.hi : NAN)) ||
+        json_object_set_new(timing, "ci_method",
+                            json_string("distribution-free 95% interval of the median from "
+                                        "order statistics (exact binomial ranks); a metric of "
+                                        "two measured timings combines their 97.5% intervals")) ||
+        json_object_set_new(timing, "retimed", json_integer(t->retimed)) ||
+        json_object_set_new(timing, "retime_bound", json_integer(t->retime_bound)) ||
+        json_object_set_new(timing, "retime_reason",
+                            t->retime_reason[0] ? json_string(t->retime_reason) : json_null()) ||
+        json_object_set_new(timing, "timings", arr))
+        return -1;
+    return 0;
+fail:
+    json_decref(arr);
+    return -1;
 }
 
 json_t *score_result(const struct rubric *r, const struct score_input *in)
@@ -176,6 +426,9 @@ json_t *score_result(const struct rubric *r, const struct score_input *in)
 
     if (!tests || !cases || !sans || !hints)
         goto fail;
+    /* The catalogue's hints first: they name the bug (runner/hint.h). */
+    for (size_t i = 0; i < in->nhints; i++)
+        add_hint(hints, in->hints[i].text);
 
     /* Correctness lines: one per rubric case. */
     for (size_t i = 0; i < r->ncorrectness; i++) {
@@ -191,13 +444,15 @@ json_t *score_result(const struct rubric *r, const struct score_input *in)
             snprintf(buf, sizeof buf, "not run: %s", in->status);
         else
             case_output(c, buf, sizeof buf);
+        if (c && !passed)
+            case_hints(in, c->name, buf, sizeof buf);
         double pts = passed ? l->points : 0;
         score += pts;
         max += l->points;
         if (json_array_append_new(tests, test_new(name, pts, l->points, passed, buf,
                                                   l->visibility)))
             goto fail;
-        if (c && c->ran && !c->passed && c->unwritten > 0)
+        if (c && c->ran && !c->passed && c->unwritten > 0 && !in->hints_ran)
             add_hint(hints, "Some outputs were never written: check that your grid covers "
                             "every element (round the block count up: `(n + block - 1) / block`).");
     }
@@ -261,7 +516,7 @@ json_t *score_result(const struct rubric *r, const struct score_input *in)
                              s->findings[k].line, "message",
                              s->findings[k].message ? s->findings[k].message : "", "hint",
                              s->findings[k].hint));
-            if (s->findings[k].hint)
+            if (s->findings[k].hint && !in->hints_ran)
                 add_hint(hints, s->findings[k].hint);
         }
         json_t *e = json_pack("{s:s, s:b, s:b, s:o}", "tool", s->tool, "ran", s->ran,
@@ -334,16 +589,11 @@ json_t *score_result(const struct rubric *r, const struct score_input *in)
                      sp->metric, v);
         else {
             pts = rubric_speed_points(sp, v, &tier);
-            snprintf(buf, sizeof buf, "%s = %.3g (%.4g ms, median of %zu samples, +-%.1f%%): %s",
-                     sp->metric, v, t->student_ms, t->samples, t->rel_err * 100,
-                     tier ? tier : "no tier met");
+            speed_message(sp, t, v, tier, buf, sizeof buf);
         }
         score += pts;
         if (json_array_append_new(tests, test_new(sp->name, pts, best, pts > 0, buf, "visible")) ||
-            json_array_append_new(speed, json_pack("{s:s, s:s, s:o, s:s?, s:f, s:f}", "name",
-                                                   sp->name, "metric", sp->metric, "value",
-                                                   num_or_null(v), "tier", tier, "points", pts,
-                                                   "max_points", best))) {
+            json_array_append_new(speed, speed_entry(sp, t, v, tier, pts, best))) {
             json_decref(speed);
             goto fail;
         }
@@ -377,7 +627,7 @@ json_t *score_result(const struct rubric *r, const struct score_input *in)
             "flagged", flagged, "floor_ms", num_or_null(floor_ms > 0 ? floor_ms : NAN),
             "case", t->case_name ? json_string(t->case_name) : json_null(), "recheck_passed",
             t->recheck_passed, "flag_reason", flagged ? flag_reason : NULL);
-        if (!timing)
+        if (!timing || timing_noise(timing, t))
             goto fail;
         if (!flagged)
             json_object_set_new(timing, "flag_reason", json_null());
@@ -426,6 +676,11 @@ json_t *score_result(const struct rubric *r, const struct score_input *in)
         goto fail;
     if (in->status)
         json_object_set_new(cg, "status", json_string(in->status));
+    if (in->hints_ran) {
+        json_t *hd = hint_details(in);
+        if (!hd || json_object_set_new(cg, "hint_details", hd))
+            goto fail;
+    }
     doc = json_pack("{s:f, s:f, s:s, s:o, s:o}", "score", score, "max_score", max, "output",
                     summary, "tests", tests, "cugrade", cg);
     tests = cg = NULL;

@@ -11,6 +11,8 @@
 #include <jansson.h>
 #include "rubric.h"
 
+struct hint;
+
 /* A timing faster than this share of the physical floor is flagged: the
  * floor uses the copy bandwidth measured on the same GPU (a read-mostly
  * kernel can beat a copy by a little, not by 20%) and the FP32 peak. */
@@ -24,6 +26,8 @@ struct score_case {
     long long first_bad_index;         /* -1 when none */
     long long unwritten;               /* -1 when unknown */
     char *message;             /* may be NULL */
+    int have_value;            /* the judge sent got/expected (a one-value output: a sum) */
+    double got, expected;      /* the output and the reference, when have_value */
 };
 
 struct score_finding {
@@ -42,6 +46,20 @@ struct score_sanitizer {
     char note[256];            /* why not run / how it ended, for the student */
 };
 
+/* The spread of one timed median (docs/runner.md, "Noise and re-timing"):
+ * the distribution-free interval of the median from order statistics at
+ * 95%, and at 97.5% (lo2, hi2) for a metric of two measured timings, so
+ * that the two together hold at >= 95% (Bonferroni). samples == 0: no
+ * spread known (a cached baseline: its median only). */
+struct score_spread {
+    double lo, hi;             /* 95% interval of the median */
+    double lo2, hi2;           /* 97.5% interval of the median */
+    size_t samples;
+    int interleaved;           /* timed in this job, alternating with the student's batches */
+    double cov, cov2;          /* the exact coverage of [lo, hi] and [lo2, hi2]: below the
+                                  nominal 95% / 97.5% with too few samples (whole range) */
+};
+
 struct score_timing {
     int have;                  /* 0: not timed */
     const char *case_name;
@@ -53,6 +71,11 @@ struct score_timing {
     double bytes, flops;       /* work of the timed case; 0 when unknown */
     double copy_gbs, peak_gflops;                       /* from the device record */
     const char *judge_flag_reason; /* the judge flagged the time (past the floor); NULL if not */
+    /* Noise (runner/retime.c): each timing's spread, and the re-timing. */
+    struct score_spread student, naive, optimized, cublas, cpu;
+    int retimed;               /* extra timing rounds made because a metric sat on a threshold */
+    int retime_bound;          /* the most that were allowed (0: re-timing off) */
+    char retime_reason[400];   /* why, and how it ended; "" when not re-timed */
 };
 
 struct score_input {
@@ -66,11 +89,38 @@ struct score_input {
     struct score_case *cases;  size_t ncases;
     struct score_sanitizer *sanitizers; size_t nsanitizers;
     struct score_timing timing;
+    /* The classic-bug catalogue's hints (runner/hint.h); hints_ran 0 when
+     * it did not run (then the older per-finding and grid hints). */
+    const struct hint *hints; size_t nhints;
+    int hints_ran;
 };
 
 /* Value of a rubric metric from the timing, or NAN when it cannot be computed
  * (baseline or work missing). */
 double score_metric(const char *metric, const struct score_timing *t);
+
+/* The confidence interval [lo, hi] of a metric (lo <= hi whichever way
+ * the metric goes): from the student's interval and, for a metric against
+ * a baseline, the baseline's (both measured: each at 97.5%, >= 95%
+ * jointly; a cached baseline, or one of a single sample, counts as
+ * exact). Returns the confidence
+ * it holds at (0.95, less when a timing had too few samples for its
+ * nominal level: the exact coverages, joined by Bonferroni), or 0 with
+ * lo = hi = NAN when no spread is known. */
+double score_metric_ci(const char *metric, const struct score_timing *t, double *lo, double *hi);
+
+/* The baseline a metric compares against ("cublas", "optimized", "naive",
+ * "cpu"), or NULL (bandwidth_share: the device record's copy bandwidth). */
+const char *score_metric_baseline(const char *metric);
+
+/* The spread slot of t for a baseline name ("naive", "optimized",
+ * "cublas", "cpu"), or NULL. */
+struct score_spread *score_spread_slot(struct score_timing *t, const char *name);
+
+/* 1 when a tier threshold of line sp lies inside [lo, hi] (the tier met
+ * at lo and at hi differ): the tier is within the noise. *threshold gets
+ * that threshold (the first such in the rubric's order). */
+int score_tier_uncertain(const struct rubric_speed *sp, double lo, double hi, double *threshold);
 
 /* The fastest time the GPU could physically do the timed case in
  * (max(bytes / copy bandwidth, flops / peak)), in ms; 0 when unknown. */

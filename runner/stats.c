@@ -1,12 +1,15 @@
 /*
- * stats.c - see stats.h. The confidence interval of the median uses the
- * binomial order-statistics interval with the normal approximation: for n
- * sorted samples the ranks n/2 -+ 1.96*sqrt(n)/2 bound the median with ~95%
- * confidence, whatever the distribution (timings are skewed, so no
- * mean/stddev here).
+ * stats.c - see stats.h. The confidence interval of the median is the
+ * binomial order-statistics interval with exact ranks: the number of
+ * samples below the true median is Binomial(n, 1/2), so [x(j), x(n+1-j)]
+ * holds it with probability 1 - 2 P(B <= j-1), whatever the distribution
+ * (timings are skewed, so no mean/stddev here). For large n the ranks are
+ * those of the normal approximation n/2 -+ 1.96 sqrt(n)/2 that the
+ * harness and owner.py use to decide when to stop sampling.
  */
 #include "stats.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -42,7 +45,56 @@ double stats_median(const double *x, size_t n)
     return m;
 }
 
+/* P(B <= k) for B ~ Binomial(n, 1/2), summed in log space (n up to
+ * millions without overflow). */
+static double binom_half_cdf(size_t n, size_t k)
+{
+    double lgn = lgamma((double)n + 1), ln2 = log(2.0), p = 0;
+    for (size_t i = 0; i <= k && i <= n; i++)
+        p += exp(lgn - lgamma((double)i + 1) - lgamma((double)(n - i) + 1) - (double)n * ln2);
+    return p > 1 ? 1 : p;
+}
+
+double stats_median_ci(const double *sorted, size_t n, double conf, double *lo, double *hi)
+{
+    *lo = *hi = NAN;
+    if (n == 0)
+        return NAN;
+    assert(conf > 0 && conf < 1);
+    /* Rank j (1-based) grows while the interval still covers conf; the
+     * search starts near the normal approximation's rank and walks, so
+     * large pools cost O(sqrt(n)) cdf terms, not O(n^2). */
+    size_t j = 1;
+    double cov = 1 - 2 * binom_half_cdf(n, 0);
+    if (cov >= conf) {
+        double z = 3.0; /* start below any rank a conf <= 0.9973 allows */
+        double guess = floor((double)n / 2.0 - z * sqrt((double)n) / 2.0);
+        if (guess > 1) {
+            double c = 1 - 2 * binom_half_cdf(n, (size_t)guess - 1);
+            if (c >= conf) { /* else walk from rank 1 */
+                j = (size_t)guess;
+                cov = c;
+            }
+        }
+        while (j + 1 <= n / 2) {
+            double c = 1 - 2 * binom_half_cdf(n, j);
+            if (c < conf)
+                break;
+            j++;
+            cov = c;
+        }
+    }
+    *lo = sorted[j - 1];
+    *hi = sorted[n - j];
+    return cov;
+}
+
 int stats_summarize(const double *samples, size_t n, struct stats_summary *out)
+{
+    return stats_summarize_conf(samples, n, 0.95, out);
+}
+
+int stats_summarize_conf(const double *samples, size_t n, double conf, struct stats_summary *out)
 {
     memset(out, 0, sizeof *out);
     out->median = out->lo = out->hi = out->rel_err = NAN;
@@ -86,22 +138,9 @@ int stats_summarize(const double *samples, size_t n, struct stats_summary *out)
     out->min = s[0];
     out->max = s[kept - 1];
 
-    /* 1-based ranks j, k of the interval; fewer than 6 samples cannot give
-     * a 95% interval, so the whole range is the (conservative) answer. */
-    if (kept < 6) {
-        out->lo = s[0];
-        out->hi = s[kept - 1];
-    } else {
-        double half = 1.96 * sqrt((double)kept) / 2.0;
-        long j = (long)floor((double)kept / 2.0 - half);
-        long k = (long)ceil((double)kept / 2.0 + half) + 1;
-        if (j < 1)
-            j = 1;
-        if (k > (long)kept)
-            k = (long)kept;
-        out->lo = s[j - 1];
-        out->hi = s[k - 1];
-    }
+    /* Too few samples for conf (n <= 5 at 95%): the whole range, and its
+     * coverage says how much less than conf it is. */
+    out->coverage = stats_median_ci(s, kept, conf, &out->lo, &out->hi);
     out->rel_err = (out->hi - out->lo) / 2.0 / out->median;
     rc = 0;
 fail:

@@ -3,6 +3,7 @@
  */
 #include "server/page.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -112,15 +113,15 @@ static int page_labs(struct page *p)
     return page_end(p, 200);
 }
 
-/* Read labs/<lab>/starter.cu (at most 64 KiB); caller frees; NULL if none. */
-static char *read_starter(const struct app_lab *l)
+/* Read labs/<lab>/<name> (a starter: at most 64 KiB); caller frees; NULL if none. */
+static char *read_starter(const struct app_lab *l, const char *name)
 {
     char path[512];
     FILE *f;
     char *buf;
     size_t n;
 
-    snprintf(path, sizeof(path), "%s/starter.cu", l->lab.dir);
+    snprintf(path, sizeof(path), "%s/%s", l->lab.dir, name);
     f = fopen(path, "re");
     if (f == NULL)
         return NULL;
@@ -133,6 +134,46 @@ static char *read_starter(const struct app_lab *l)
     return buf;
 }
 
+/* The languages a lab takes (docs/python.md): Python when it has a Python
+ * interface or starter (labs/<lab>/lab.py, starter.py), CUDA C when it has
+ * a harness or a CUDA starter, or nothing of Python's. */
+static void lab_languages(const struct app_lab *l, int *cuda, int *python)
+{
+    char path[512];
+    *cuda = *python = 0;
+    if (!l) {
+        *cuda = 1;
+        return;
+    }
+    static const char *const py[] = {"lab.py", "starter.py"}, *const cu[] = {"harness.cu",
+                                                                              "starter.cu"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof(path), "%s/%s", l->lab.dir, py[i]);
+        *python |= access(path, R_OK) == 0;
+        snprintf(path, sizeof(path), "%s/%s", l->lab.dir, cu[i]);
+        *cuda |= access(path, R_OK) == 0;
+    }
+    *cuda |= !*python;
+}
+
+/* The starter files, one block each. */
+static void put_starters(struct page *p, const struct app_lab *al, int cuda, int python)
+{
+    static const char *const names[2] = {"starter.cu", "starter.py"};
+    for (int i = 0; i < 2 && al; i++) {
+        if (!(i ? python : cuda))
+            continue;
+        char *starter = read_starter(al, names[i]);
+        if (!starter)
+            continue;
+        html_fmt(&p->b, "<details><summary>Starter file (<code>%s</code>)</summary>\n<pre><code>",
+                 names[i]);
+        html_text(&p->b, starter);
+        html_raw(&p->b, "</code></pre></details>\n");
+        free(starter);
+    }
+}
+
 /* The lab page; problem (may be NULL) is shown above the form with the
  * source the student pasted, so nothing they typed is lost. */
 static int page_lab(struct page *p, const char *lab, const char *problem, int status,
@@ -142,7 +183,6 @@ static int page_lab(struct page *p, const char *lab, const char *problem, int st
     json_t *doc = NULL, *subs = NULL;
     struct app_lab *al = app_lab_find(p->app, lab);
     double due = 0, hard = 0, now = db_now();
-    char *starter;
 
     if (api_lab_get(p->app, &p->user, lab, &doc, &e) != 0)
         return page_api_error(p, &e);
@@ -187,25 +227,29 @@ static int page_lab(struct page *p, const char *lab, const char *problem, int st
     html_fmt(&p->b, "<form id=\"submit-form\" class=\"stack\" method=\"post\" action=\"/labs/%u/submit\" "
                     "enctype=\"multipart/form-data\">\n", lab);
     page_csrf_field(p);
-    html_raw(&p->b, "\n<label for=\"file\">Upload your <code>.cu</code> file</label>\n"
-                    "<input type=\"file\" id=\"file\" name=\"file\" accept=\".cu\">\n"
+    int cuda, python;
+    lab_languages(al, &cuda, &python);
+    /* The extension picks the language: .cu (CUDA C) or .py (Numba, CuPy). */
+    const char *exts = cuda && python ? "<code>.cu</code> or <code>.py</code>"
+                       : python       ? "<code>.py</code>"
+                                      : "<code>.cu</code>";
+    html_fmt(&p->b, "\n<label for=\"file\">Upload your %s file</label>\n"
+                    "<input type=\"file\" id=\"file\" name=\"file\" accept=\"%s\">\n"
                     "<p id=\"file-note\" class=\"muted small\" aria-live=\"polite\"></p>\n"
                     "<label for=\"source\">&hellip;or paste your source here</label>\n"
                     "<textarea id=\"source\" name=\"source\" class=\"code\" spellcheck=\"false\" "
-                    "placeholder=\"Paste the whole .cu file here (used only when no file is chosen).\">");
+                    "placeholder=\"Paste the whole %s file here (used only when no file is chosen).\">",
+             exts, cuda && python ? ".cu,.py" : python ? ".py" : ".cu",
+             cuda && python ? ".cu or .py" : python ? ".py" : ".cu");
     html_text(&p->b, pasted);
-    html_fmt(&p->b, "</textarea>\n<label for=\"filename\">File name for pasted source</label>\n"
+    html_fmt(&p->b, "</textarea>\n<label for=\"filename\">File name for pasted source%s</label>\n"
                     "<input type=\"text\" id=\"filename\" name=\"filename\" value=\"%s\" "
-                    "pattern=\"[A-Za-z0-9_.\\-]{1,61}\\.cu\">\n"
+                    "pattern=\"[A-Za-z0-9_.\\-]{1,61}\\.%s\">\n"
                     "<p><button type=\"submit\">Submit for grading</button></p>\n</form>\n",
-             pasted_name && *pasted_name ? pasted_name : "kernel.cu");
-    starter = al ? read_starter(al) : NULL;
-    if (starter) {
-        html_raw(&p->b, "<details><summary>Starter file</summary>\n<pre><code>");
-        html_text(&p->b, starter);
-        html_raw(&p->b, "</code></pre></details>\n");
-        free(starter);
-    }
+             cuda && python ? " (<code>.py</code> for Python)" : "",
+             pasted_name && *pasted_name ? pasted_name : cuda ? "kernel.cu" : "kernel.py",
+             cuda && python ? "(cu|py)" : python ? "py" : "cu");
+    put_starters(p, al, cuda, python);
     html_raw(&p->b, "</section></div>\n");
 
     if (api_submissions_list(p->app, &p->user, lab, p->user.name, NULL, 50, 0, &subs, &e) == 0 &&
@@ -218,6 +262,35 @@ static int page_lab(struct page *p, const char *lab, const char *problem, int st
     return page_end(p, status);
 }
 
+/* A refusal as the form shows it: the message, and when to try again. */
+static void submit_refused_msg(const struct api_error *e, char *msg, size_t len)
+{
+    if (e->status == 429 && e->retry_after > 0)
+        snprintf(msg, len, "%s (You can submit again in about %d second%s.)", e->message,
+                 e->retry_after, e->retry_after == 1 ? "" : "s");
+    else
+        snprintf(msg, len, "%s", e->message);
+}
+
+/* The writer is done with a form's submission (submission_form_done): to
+ * its page when it is on disk, else back to the lab with why. */
+static void submit_done(struct app *app, struct http_request *req, const char *lab,
+                        const char *filename, long long id, const struct api_error *e)
+{
+    struct page p;
+    char msg[700], loc[64];
+    page_open(&p, app, req);
+    if (e == NULL) {
+        assert(id > 0);
+        snprintf(loc, sizeof(loc), "/submissions/%lld", id);
+        page_redirect(&p, loc);
+    } else {
+        submit_refused_msg(e, msg, sizeof(msg));
+        page_lab(&p, lab, msg, e->status ? e->status : 500, NULL, filename);
+    }
+    page_free(&p);
+}
+
 static int post_submit(struct page *p, const char *lab)
 {
     const struct multipart_part *file;
@@ -225,8 +298,7 @@ static int post_submit(struct page *p, const char *lab)
     const char *filename, *source;
     size_t len;
     struct api_error e;
-    json_t *out = NULL;
-    char msg[700], loc[64];
+    char msg[700];
 
     if (page_post_check(p) != 0)
         return HTTP_DONE;
@@ -241,8 +313,11 @@ static int post_submit(struct page *p, const char *lab)
         len = file->len;
     } else if (src && src->len > 0) {
         filename = page_field(p, "filename");
-        if (filename == NULL || *filename == '\0')
-            filename = "kernel.cu";
+        if (filename == NULL || *filename == '\0') {
+            int cuda, python;
+            lab_languages(app_lab_find(p->app, lab), &cuda, &python);
+            filename = cuda ? "kernel.cu" : "kernel.py";
+        }
         source = src->value;
         len = src->len;
     } else if (file && file->has_filename && file->filename[0]) {
@@ -250,29 +325,24 @@ static int post_submit(struct page *p, const char *lab)
                  "editor, then choose the file again.", file->filename);
         return page_lab(p, lab, msg, 400, NULL, NULL);
     } else {
-        return page_lab(p, lab, "Nothing was sent: choose your .cu file, or paste your source "
+        return page_lab(p, lab, "Nothing was sent: choose your .cu or .py file, or paste your source "
                                 "into the box, then press Submit.", 400, NULL, NULL);
     }
     /* File names are checked here too so the message can name the file;
      * the name is shown escaped (it is attacker-controlled text). */
     if (!multipart_filename_valid(filename)) {
         snprintf(msg, sizeof(msg), "The file name \xe2\x80\x9c%.200s\xe2\x80\x9d cannot be used. Rename the "
-                 "file to letters, digits, '_', '-' or '.', ending in .cu (for example kernel.cu), "
+                 "file to letters, digits, '_', '-' or '.', ending in .cu or .py (for example kernel.cu or kernel.py), "
                  "and submit again.", filename);
         return page_lab(p, lab, msg, 400, src ? src->value : NULL, NULL);
     }
-    if (api_submit(p->app, &p->user, lab, filename, source, len, &out, &e) != 0) {
-        if (e.status == 429 && e.retry_after > 0)
-            snprintf(msg, sizeof(msg), "%s (You can submit again in about %d second%s.)", e.message,
-                     e.retry_after, e.retry_after == 1 ? "" : "s");
-        else
-            snprintf(msg, sizeof(msg), "%s", e.message);
+    if (submission_start_form(p->app, p->req, &p->user, lab, filename, source, len, submit_done,
+                              &e) != 0) {
+        submit_refused_msg(&e, msg, sizeof(msg));
         return page_lab(p, lab, msg, e.status ? e.status : 500,
                         source == (src ? src->value : NULL) ? source : NULL, filename);
     }
-    snprintf(loc, sizeof(loc), "/submissions/%lld", (long long)page_jnum(out, "id", 0));
-    json_decref(out);
-    return page_redirect(p, loc);
+    return HTTP_DEFERRED; /* submit_done answers once the writer is done */
 }
 
 static int r_lab(struct page *p)

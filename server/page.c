@@ -644,8 +644,7 @@ int pages_run(struct app *app, struct http_request *req, const struct route *rt)
         rc = page_error(&p, 404, "Page not found",
                         "There is no page at this address. Use the links at the top of the page.");
     page_free(&p);
-    (void)rc;
-    return HTTP_DONE;
+    return rc == HTTP_DEFERRED ? HTTP_DEFERRED : HTTP_DONE;
 }
 
 /* 1 for the paths whose pages need a session: an unknown one of them sends

@@ -555,51 +555,6 @@ int submission_check(struct app *app, const struct auth_user *viewer, const char
     return 0;
 }
 
-int api_submit(struct app *app, const struct auth_user *viewer, const char *labname,
-               const char *filename, const char *source, size_t len, json_t **out,
-               struct api_error *e)
-{
-    struct app_lab *l;
-    double now = db_now(), late_days = 0;
-    int late = 0;
-    int rc = submission_check(app, viewer, labname, filename, source, len, -1, now, &l, &late,
-                              &late_days, e);
-    if (rc)
-        return rc;
-    if (viewer->role == AUTH_STUDENT) {
-        rc = submission_rate_check(app->db, viewer->id, l->lab.name, l->rubric.max_in_flight,
-                                   l->rubric.max_per_hour, now, e);
-        if (rc)
-            return rc;
-    }
-    struct queue_submit qs = {.user_id = viewer->id,
-                              .lab = l->lab.name,
-                              .filename = filename,
-                              .source = source,
-                              .size = len,
-                              .late = late,
-                              .late_days = late_days,
-                              .max_attempts = l->rubric.max_attempts};
-    long long id = 0;
-    int superseded = 0;
-    rc = queue_enqueue(app->queue, &qs, &id, &superseded);
-    if (rc)
-        return api_internal(e, rc);
-    char url[64];
-    snprintf(url, sizeof(url), "/api/submissions/%lld", id);
-    app_log("submission %lld queued: %s, lab %s, %zu bytes%s%s", id, viewer->name, l->lab.name, len,
-            late ? ", late" : "", superseded ? ", superseding the queued one" : "");
-    *out = json_pack("{s:I,s:s,s:s,s:b,s:i}", "id", (json_int_t)id, "status", "queued", "url", url,
-                     "late", late, "superseded", superseded);
-    if (*out && late) {
-        /* Pooled late days: spent now, before any penalty (lateday.h). */
-        struct lateday_quote q;
-        if (lateday_spend(app->db, l->lab.name, viewer->id, id, (int)late_days, &q) == 0)
-            lateday_quote_json(&q, *out);
-    }
-    return *out ? 0 : api_internal(e, -ENOMEM);
-}
-
 int submission_visible(const struct auth_user *viewer, long long owner)
 {
     assert(viewer);

@@ -21,13 +21,6 @@
 /* 1 when viewer may see a submission of the user with id owner. */
 int submission_visible(const struct auth_user *viewer, long long owner);
 
-/* Submit a source file (the checks of POST /api/labs/{lab}/submissions:
- * role, lab open, deadlines, size, UTF-8, rate limits). On success *out is
- * {"id","status","url","late"}. */
-int api_submit(struct app *app, const struct auth_user *viewer, const char *lab,
-               const char *filename, const char *source, size_t len, json_t **out,
-               struct api_error *e);
-
 /* The checks of a submission that take no lock (role, lab, file name,
  * size, text, deadlines) at now; sets *lp, *late and *late_days. text_ok:
  * whether the source is text when the caller checked already, else -1.
@@ -51,6 +44,21 @@ int submission_rate_check(struct db *db, long long uid, const char *lab, int max
 int submission_start(struct app *app, struct http_request *req, const struct auth_user *viewer,
                      const char *lab, const char *boundary, const char *filename,
                      struct api_error *e);
+
+/* The web form's answer once the writer is done: id > 0 and e NULL when the
+ * submission is on disk, else e says why. req is still open; the callback
+ * answers it (the caller finishes it). */
+typedef void submission_form_done(struct app *app, struct http_request *req, const char *lab,
+                                  const char *filename, long long id, const struct api_error *e);
+
+/* The web form's submission of source (copied: the page's body may go) to
+ * lab as filename: checked now (-errno with e to answer now, as
+ * submission_check), then written by the writer thread like
+ * submission_start's; done answers req. 0: req is deferred. */
+int submission_start_form(struct app *app, struct http_request *req,
+                          const struct auth_user *viewer, const char *lab, const char *filename,
+                          const char *source, size_t len, submission_form_done *done,
+                          struct api_error *e);
 
 /* The submission object of docs/api.md (result filtered for students). */
 int api_submission_get(struct app *app, const struct auth_user *viewer, long long id, json_t **out,

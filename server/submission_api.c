@@ -169,7 +169,7 @@ static int h_queue(struct app *app, struct http_request *req)
 
 const struct route submission_api_routes[] = {
     /* The cap leaves room for multipart framing; the file itself is held to
-     * 256 KiB by api_submit. */
+     * 256 KiB by submission_check. */
     {HTTP_POST, "/api/labs/{lab}/submissions", h_submit, API_SOURCE_MAX + 16 * KiB,
      "source files may be at most 256 KiB.", NULL},
     {HTTP_GET, "/api/submissions", h_submissions, 0, NULL, NULL},

@@ -3,7 +3,9 @@
  * (no copy), parsed and checked for text on libuv's pool when it is big,
  * checked against the lab on the loop (submission_check), and written with
  * its rate limits by the writer thread; the 202 goes out once the rows are
- * on disk. See submission_start in submission.h.
+ * on disk. See submission_start in submission.h. The web form's
+ * submissions take the same path from the check on (submission_start_form),
+ * answered by the page's callback instead of a 202.
  */
 #include "server/api.h"
 
@@ -40,6 +42,7 @@ struct submit_job {
     int superseded;
     struct lateday_quote quote; /* set by submit_run when qs.late */
     struct api_error e; /* e.status != 0: refused */
+    submission_form_done *form_done; /* the web form's answer, or NULL: the API's 202 */
 };
 
 static void submit_abort(struct http_request *req, void *data)
@@ -53,7 +56,13 @@ static void submit_abort(struct http_request *req, void *data)
 static void submit_answer(struct submit_job *j, int rc)
 {
     struct http_request *req = j->req;
-    if (req) {
+    if (req && j->form_done) {
+        req->on_abort = NULL;
+        if (rc && !j->e.status)
+            api_internal(&j->e, rc);
+        j->form_done(j->app, req, j->lab, j->filename, rc ? 0 : j->id, rc ? &j->e : NULL);
+        http_request_finish(req);
+    } else if (req) {
         req->on_abort = NULL;
         if (rc) {
             if (!j->e.status)
@@ -179,6 +188,42 @@ static void submit_parsed(uv_work_t *w, int status)
     if (rc)
         submit_answer(j, rc);
     app_work_end(app); /* last: it may finish a stop */
+}
+
+int submission_start_form(struct app *app, struct http_request *req,
+                          const struct auth_user *viewer, const char *lab, const char *filename,
+                          const char *source, size_t len, submission_form_done *done,
+                          struct api_error *e)
+{
+    assert(done && source);
+    struct submit_job *j = calloc(1, sizeof(*j));
+    if (!j || !(j->body = malloc(len ? len : 1))) {
+        free(j);
+        return api_internal(e, -ENOMEM);
+    }
+    memcpy(j->body, source, len);
+    j->body_len = j->src_len = len;
+    j->src = j->body;
+    j->text_ok = -1; /* submission_check looks */
+    j->app = app;
+    j->req = req;
+    j->viewer = *viewer;
+    j->form_done = done;
+    snprintf(j->lab, sizeof(j->lab), "%s", lab);
+    snprintf(j->filename, sizeof(j->filename), "%s", filename);
+    int rc = submit_queue(j);
+    if (rc) {
+        if (j->e.status)
+            *e = j->e;
+        else
+            api_internal(e, rc);
+        free(j->body);
+        free(j);
+        return rc;
+    }
+    req->on_abort = submit_abort;
+    req->abort_data = j;
+    return 0;
 }
 
 /* Start req's submission to lab (known to exist) with the body's file

@@ -545,6 +545,12 @@ static void jd_print_result(const char *name, const struct jd_result *r)
     printf(",\"first_bad_index\":%lld,\"unwritten\":%llu,\"message\":", r->first_bad_index,
            r->unwritten);
     jd_json_str(r->message);
+    if (r->have_value) {
+        printf(",\"got\":");
+        jd_json_num(r->got);
+        printf(",\"expected\":");
+        jd_json_num(r->expected);
+    }
     printf("}");
 }
 

@@ -30,6 +30,11 @@ struct jd_result {
     double max_abs_err, max_rel_err;
     long long first_bad_index;        /* -1 if none */
     unsigned long long unwritten;     /* outputs still holding the poison */
+    /* A one-value output (the reduction's sum): the answer and the
+     * reference, sent as "got"/"expected" for the runner's bug catalogue
+     * (runner/hint.c); have_value 0 for other labs. */
+    int have_value;
+    double got, expected;
     char message[600];
 };
 

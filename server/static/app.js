@@ -124,14 +124,17 @@
     var input = document.getElementById('file');
     var note = document.getElementById('file-note');
     if (!input || !note) return;
+    /* the lab's languages: the form's accept (".cu", ".py" or ".cu,.py") */
+    var exts = (input.getAttribute('accept') || '.cu').split(',');
     input.addEventListener('change', function () {
       var f = input.files && input.files[0];
       if (!f) { note.textContent = ''; return; }
       if (f.size > 256 * 1024) {
         note.textContent = f.name + ' is ' + Math.round(f.size / 1024) + ' KiB; the limit is 256 KiB. ' +
           'Submit only your kernel source file.';
-      } else if (!/\.cu$/.test(f.name)) {
-        note.textContent = f.name + ' does not end in .cu; the server accepts only .cu files.';
+      } else if (!exts.some(function (e) { return f.name.slice(-e.length) === e; })) {
+        note.textContent = f.name + ' does not end in ' + exts.join(' or ') +
+          '; this lab accepts only ' + exts.join(' and ') + ' files.';
       } else {
         note.textContent = f.name + ' (' + f.size + ' bytes) will be sent.';
       }

@@ -10,7 +10,9 @@ and prints a table: file, status, score, key metric, expected (the file's
 
 Expectation keys (all optional but status): status=, correctness=pass|fail,
 sanitizer=clean|dirty, tier="name"|none|any (the first speed line's tier),
-flagged=yes|no, symbol= (the rejection's symbol).
+flagged=yes|no, symbol= (the rejection's symbol), hint=<id> (the classic-bug
+catalogue's entry, runner/hint.c: the match fails unless cugrade.hint_details
+holds that id; "a|b": either; "a,b": both).
 
 Environment: CUGRADE_SERVER_BIN, CUGRADE_RUNNER_BIN (binaries),
 CUGRADE_BIN_ENV (K=V;K=V for our binaries only, e.g. LD_LIBRARY_PATH of
@@ -18,7 +20,7 @@ dist/), CUGRADE_GPU_RUNNERS (runners sharing GPU 0, default 1: one per GPU; they
 GPU lock exclusively for timing), CUGRADE_CACHE (a cache dir kept between runs),
 CUGRADE_GPU_TIMEOUT (seconds to wait for results, default 120 + 9 per file,
 at least 330: a Python file costs its interpreter start and JIT per run),
-CUGRADE_GPU_ONLY (substring of lab/file to run a subset), OUT (logs dir).
+CUGRADE_GPU_ONLY (substring of lab/file to run a subset; "a,b": either), OUT (logs dir).
 """
 import json, os, re, shlex, shutil, socket, subprocess, sys, tempfile, time, urllib.request, urllib.error
 
@@ -100,6 +102,7 @@ def observe(sub):
     o["symbol"] = (cg.get("rejection") or {}).get("symbol", "")
     # profile=<id>: one of the profiling hints (result.cugrade.profile.hints[].id)
     o["profile"] = [h.get("id") for h in (cg.get("profile") or {}).get("hints") or []]
+    o["hint"] = ",".join(h.get("id", "") for h in cg.get("hint_details") or []) or "none"
     return o
 
 
@@ -141,6 +144,11 @@ def matches(exp, obs):
             if v not in obs.get("symbol", ""):
                 return False
             continue
+        if k == "hint":  # every id of "a,b" (each may be "x|y") among the result's
+            have = obs.get("hint", "").split(",")
+            if not all(any(i in have for i in want.split("|")) for want in v.split(",")):
+                return False
+            continue
         if obs.get(k) not in v.split("|"):  # "a|b": either is right
             return False
     return True
@@ -155,7 +163,7 @@ def main():
         for lab in sorted(os.listdir(os.path.join(ROOT, top))):
             d = os.path.join(ROOT, top, lab)
             for f in sorted(os.listdir(d)):
-                if f.endswith(ext) and ONLY in f"{lab}/{f}":
+                if f.endswith(ext) and any(o in f"{lab}/{f}" for o in ONLY.split(",")):
                     files.append((lab, os.path.join(d, f)))
     if not files:
         print("e2e: no solutions found under tests/gpu/solutions", file=sys.stderr)

@@ -72,19 +72,33 @@ try:
     # The fake harness sends 30 samples; how many a loaded machine makes
     # outliers varies, but the cut (runner/stats.c) is above the median: at
     # least half are kept.
-    ok(t.get("student_ms", 0) > 0 and 15 <= t.get("samples", 0) <= 30 and t.get("recheck_passed") is True,
+    ok((t.get("student_ms") or 0) > 0 and 15 <= (t.get("samples") or 0) <= 30 and t.get("recheck_passed") is True,
        "timed: median of the samples, re-check passed", json.dumps(t))
-    ok(t.get("reference_ms", {}).get("naive", 0) > 0 and t.get("cpu_ms") == 5.0,
+    ok(((t.get("reference_ms") or {}).get("naive") or 0) > 0 and t.get("cpu_ms") == 5.0,
        "baselines: the naive program timed in the sandbox, the CPU one from its JSON", json.dumps(t))
     sp = cg.get("speed") or []
     ok(len(sp) == 2 and sp[0]["value"] and sp[0]["value"] > 2 and sp[0]["tier"] == "2x naive",
        "speedup over the naive baseline earns its tier", json.dumps(sp))
+    # Noise (docs/runner.md, "Noise and re-timing"): the compared baselines
+    # timed in the job beside the student's batch, every timing with its
+    # 95% interval, the speed lines with the metric's.
+    tl = {x.get("name"): x for x in t.get("timings") or []}
+    ok(all(tl.get(k, {}).get("interleaved") is (k != "student") and tl[k]["samples"] > 0 and
+           tl[k]["ci_low"] <= tl[k]["median_ms"] <= tl[k]["ci_high"] for k in ("student", "naive", "cpu")) and
+       t.get("retimed") == 0 and t.get("retime_bound") == 2,
+       "the naive and CPU baselines are timed in the job (interleaved), each timing with its 95% CI",
+       json.dumps(t))
+    outs = [x.get("output", "") for x in r.get("tests", []) if x.get("name", "").startswith("speed")]
+    ok(len(outs) == 2 and all("(95% CI " in o for o in outs) and
+       all(x.get("ci_low") is not None and x["ci_low"] <= x["value"] <= x["ci_high"] for x in sp),
+       "each speed line shows its value with the 95% CI", json.dumps(outs))
     ok(r.get("score") == r.get("max_score") == 35, "full marks: 20 correctness + 10 + 5 speed",
        json.dumps({k: r.get(k) for k in ("score", "max_score")}))
     ph = cg.get("phases") or {}
     ok(all(k in ph for k in ("compile", "check_run", "judge", "time_run")), "phases are timed", ph)
     cache = os.path.join(tmp, "cache/sm_90/fakelab/baselines")
-    ok(os.path.isdir(cache) and len(os.listdir(cache)) == 2, "the baselines are cached per GPU and case",
+    ok(os.path.isdir(cache) and len([f for f in os.listdir(cache) if f.endswith(".json")]) == 2,
+       "the baselines are cached per GPU and case",
        os.listdir(cache) if os.path.isdir(cache) else "no cache dir")
 
     # GPU memory admission (runner/admit.c) with a capacity given by hand:
@@ -239,7 +253,13 @@ exit $rc
        "ended, not reported" % took, json.dumps(d)[:1500] + " left: " + left)
     SOURCES["slowtool.cu"] = SOURCES["good.cu"]
     t0 = time.time()
-    d, log = grade("slowtool.cu", ["--rubric", rpath])
+    # The sanitizers' deadline, not the timing: the baselines from the cache
+    # (an interleaved naive batch of the fake lab costs ~3 s here).
+    os.environ["CUGRADE_INTERLEAVE"] = "0"
+    try:
+        d, log = grade("slowtool.cu", ["--rubric", rpath])
+    finally:
+        del os.environ["CUGRADE_INTERLEAVE"]
     took = time.time() - t0
     san = d.get("result", {}).get("cugrade", {}).get("sanitizer") or []
     ok(d["status"] == "graded" and d["result"]["score"] == 35 and len(san) == 2 and

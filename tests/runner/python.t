@@ -27,8 +27,8 @@ ok(c.get("1000", {}).get("passed") and c["1000"]["max_abs_err"] < 1e-3,
 ok(r.get("cugrade", {}).get("compile_log", "x") == "", "a clean file has an empty compile log",
    r.get("cugrade", {}).get("compile_log"))
 san = r.get("cugrade", {}).get("sanitizer", [])
-ok(len(san) == 2 and all(s.get("runner_problem") and "Python" in s.get("note", "") for s in san),
-   "the sanitizer lines say compute-sanitizer does not run on Python yet", san)
+ok(len(san) == 2 and all(s.get("ran") and s.get("clean") and not s.get("runner_problem") for s in san),
+   "memcheck and racecheck ran on the .py (a stand-in compute-sanitizer in CI) and were clean", san)
 
 WRONG = GOOD.replace("blocks = (d_in.shape[0] + THREADS - 1) // THREADS",
                      "blocks = d_in.shape[0] // THREADS")
@@ -38,8 +38,12 @@ ok(doc["status"] == "graded" and doc["result"].get("score") == 10 and
    not c.get("1000", {}).get("passed") and not c.get("1", {}).get("passed"),
    "a reduction whose grid misses the tail is graded and fails cases 1 and 1000",
    str(doc)[:2000] + err[-1000:])
-ok("of the sum is missing; does your grid cover all 1000 elements" in c.get("1000", {}).get("message", ""),
+ok("of the sum of the 1000 elements is missing" in c.get("1000", {}).get("message", ""),
    "its feedback is the CUDA lab's: how much of the sum is missing", c.get("1000"))
+hd = doc["result"].get("cugrade", {}).get("hint_details") or []
+ok(any(h.get("id") == "grid-coverage" and h.get("case") == "1" and "grid-stride" in h.get("text", "")
+       for h in hd),
+   "the bug catalogue names it: a grid that does not cover the input (case 1: no block at all)", hd)
 ok(c.get("1", {}).get("message", "").startswith("d_out[0] = 0 but expected"),
    "case 1 (no block launched): d_out holds the 0 it was set to, and the message says so",
    c.get("1"))
@@ -68,6 +72,36 @@ doc, err = grade(tmp, root, "nofn.py", NOFN)
 log = doc["result"].get("cugrade", {}).get("compile_log") or ""
 ok(doc["status"] == "compile_error" and "defines no function reduce_sum" in log,
    "a file without reduce_sum is a compile_error that names it", str(doc)[:1500] + err[-800:])
+
+# A JIT compile error at the warm-up call (Numba's TypingError, from its CPU
+# JIT here: the simulator compiles no kernels): a compile_error whose log has
+# the student's file and line and no host or sandbox path (Numba's messages
+# name files by path, its own included).
+JITERR = GOOD.replace("def reduce_sum(d_in, d_out):\n",
+                      "import numba\n\n\n@numba.njit\ndef helper(n):\n    return n + 'one'\n\n\n"
+                      "def reduce_sum(d_in, d_out):\n    helper(d_in.shape[0])\n")
+doc, err = grade(tmp, root, "jiterr.py", JITERR)
+log = doc["result"].get("cugrade", {}).get("compile_log") or ""
+ok(doc["status"] == "compile_error" and "TypingError" in log and "jiterr.py line" in log,
+   "a Numba typing error in the first call is a compile_error with the student's line",
+   str(doc)[:1500] + err[-800:])
+ok("/work" not in log and "/tmp" not in log and "/lab" not in log and "/usr" not in log and
+   "site-packages" not in log and "dist-packages" not in log,
+   "its log names no host or sandbox path (Numba's own files cut too)", log)
+
+# A library's warning (Numba's NumbaPerformanceWarning names its own file
+# under the Python root) reaches the student's feedback without the path.
+WARNS = GOOD.replace("def reduce_sum(d_in, d_out):\n",
+                     "import warnings\nwarnings.warn_explicit('\\x1b[1mGrid size 1\\x1b[0m', UserWarning, "
+                     "'/usr/lib/python3/dist-packages/numba/cuda/dispatcher.py', 748)\n\n\n"
+                     "def reduce_sum(d_in, d_out):\n    import os\n"
+                     "    if d_in.shape[0] > 1:\n        os._exit(7)\n")
+doc, err = grade(tmp, root, "warns.py", WARNS)   # a runtime_error: its output is shown
+out = doc["result"].get("cugrade", {}).get("program_output") or ""
+ok(doc["status"] == "runtime_error" and "dispatcher.py:748: UserWarning: Grid size 1" in out and
+   "/usr/lib" not in out and "\x1b" not in out,
+   "a library's warning in the feedback: its file's name, no host path, no terminal colours",
+   out[:800] + err[-500:])
 
 RAISES = GOOD.replace("    zero[1, 1](d_out)\n", "    zero[1, 1](d_out)\n    if d_in.shape[0] > 1:\n        raise ValueError('too big for me')\n")
 doc, err = grade(tmp, root, "raises.py", RAISES)

@@ -35,6 +35,8 @@ def red_judge(n, cs, out):
     fin = (lambda v: v if math.isfinite(v) else None)   # the judge prints null, not NaN
     r = {"passed": False, "max_abs_err": fin(err), "max_rel_err": fin(err / abs(ref) if ref else err),
          "first_bad_index": 0, "unwritten": int(bits == POISON), "message": ""}
+    if bits != POISON:   # the answer and the reference, for the runner's bug catalogue
+        r.update(got=fin(got), expected=fin(ref))
     if bits == POISON:
         r["message"] = "d_out[0] was never written (it still holds the harness's poison NaN)"
     elif got != got:
@@ -44,9 +46,8 @@ def red_judge(n, cs, out):
         r["message"] = "d_out[0] is infinite but expected %.9g" % ref
     elif not err <= tol:
         m = "d_out[0] = %.9g but expected %.9g (error %.3g > tolerance %.3g)" % (got, ref, err, tol)
-        if ref and 0 < got / ref < 0.999:
-            m += ": %.2f%% of the sum is missing; does your grid cover all %d elements?" % (
-                100 * (1 - got / ref), n)
+        if ref and 0 <= got / ref < 0.999:
+            m += ": %.2f%% of the sum of the %d elements is missing" % (100 * (1 - got / ref), n)
         elif ref and got / ref > 1.001:
             m += (": %.2f%% too much; are some elements added twice (a missing "
                   "__syncthreads(), an overlapping grid)?" % (100 * (got / ref - 1)))

@@ -12,7 +12,7 @@ import socket
 import sys
 import threading
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cugrade_test import Tap, Server, require_binary, kernel, sha256  # noqa: E402
+from cugrade_test import Tap, Server, require_binary, kernel, sha256, multipart  # noqa: E402
 
 STUDENTS = [("w%02d" % i, "student", "Writer %d" % i) for i in range(30)]
 
@@ -189,6 +189,43 @@ def stop_with_writes_in_flight(t, s):
     t.eq(missing, [], "every one of the %d submissions answered 202 is stored" % len(got))
 
 
+def form_submit(s, lab, src, token):
+    """The web form's POST /labs/{lab}/submit, as a bearer (no CSRF needed)."""
+    ctype, body = multipart([("file", "kernel.cu", src)])
+    return s.post("/labs/%s/submit" % lab, token=token, body=body,
+                  headers={"Content-Type": ctype})
+
+
+def form_submissions(t, s):
+    """The web form's submission takes the writer's path: its 303 comes once
+    the row is on disk (kill -9 at once keeps it), the writer counts the job,
+    and the writer's own limit check turns extra forms sent at once into the
+    lab page with the 429's message."""
+    jobs0 = s.metric("cugrade_writer_jobs_total") or 0
+    src = kernel("form after kill")
+    r = form_submit(s, "vadd", src, "w21")
+    loc = r.header("location") or ""
+    t.ok(r.status == 303 and loc.startswith("/submissions/"),
+         "the form's submission answers 303 to its page", r.brief())
+    jobs1 = s.metric("cugrade_writer_jobs_total") or 0
+    t.eq(jobs1 - jobs0, 1, "and was written by the writer thread (one more writer job)")
+    s.kill9()
+    s.start()
+    sid = loc.rsplit("/", 1)[-1]
+    o = s.submission(sid) if sid.isdigit() else None
+    t.ok(o is not None and o.get("status") == "queued" and o.get("sha256") == sha256(src),
+         "killed -9 right after the 303: the submission is there, queued, intact", o)
+    rs = parallel([lambda i=i: form_submit(s, "hourly", kernel("form at once %d" % i), "w22")
+                   for i in range(12)])
+    codes = sorted(getattr(r, "status", str(r)) for r in rs)
+    t.eq(codes, [303] * 8 + [429] * 4, "12 forms at once against a limit of 8 stored: eight 303, "
+         "four 429 pages")
+    r429 = [r for r in rs if getattr(r, "status", 0) == 429]
+    body = r429[0].body.decode("utf-8", "replace") if r429 else ""
+    t.ok("You stored 8 submissions" in body and "<form" in body,
+         "a 429 is the lab page again with the reason", body[:300])
+
+
 def writer_metrics(t, s):
     jobs = s.metric("cugrade_writer_jobs_total")
     commits = s.metric("cugrade_writer_commits_total")
@@ -206,6 +243,7 @@ def main(t):
     imports_survive(t, s)
     limits_hold_at_once(t, s)
     hangups(t, s)
+    form_submissions(t, s)
     writer_metrics(t, s)
     stop_with_writes_in_flight(t, s)
 

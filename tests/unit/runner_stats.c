@@ -74,5 +74,33 @@ int main(void)
     check(stats_summarize(few, 3, &s) == 0 && s.lo == 1.0 && s.hi == 1.2,
           "under 6 samples the interval is the whole range");
 
+    /* The exact binomial interval of the median. */
+    double lo, hi, cov;
+    cov = stats_median_ci(seq, 100, 0.95, &lo, &hi);
+    check(lo == 40 && hi == 61, "n = 100 at 95%: ranks 40 and 61, as the normal approximation");
+    ok(fabs(cov - 0.9648) < 5e-4, "its exact coverage is 1 - 2 P(B <= 39) = 0.9648 (got %.5f)", cov);
+    double s9[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+    cov = stats_median_ci(s9, 9, 0.95, &lo, &hi);
+    ok(lo == 2 && hi == 8 && fabs(cov - (1 - 2 * 10.0 / 512)) < 1e-12,
+       "n = 9 at 95%%: [x(2), x(8)], coverage 1 - 2 * 10/512 (got [%g, %g], %.5f)", lo, hi, cov);
+    cov = stats_median_ci(s9, 5, 0.95, &lo, &hi);
+    ok(lo == 1 && hi == 5 && fabs(cov - 0.9375) < 1e-12,
+       "n = 5 cannot reach 95%%: the whole range, and its coverage 0.9375 says so (%.4f)", cov);
+    double l2, h2;
+    stats_median_ci(seq, 100, 0.975, &l2, &h2);
+    check(l2 <= 40 && h2 >= 61 && (l2 < 40 || h2 > 61), "97.5% is wider than 95%");
+    check(isnan(stats_median_ci(seq, 0, 0.95, &lo, &hi)) && isnan(lo), "no samples: NaN");
+    double big[3001];
+    for (int i = 0; i < 3001; i++)
+        big[i] = i;
+    cov = stats_median_ci(big, 3001, 0.95, &lo, &hi);
+    ok(cov >= 0.95 && cov < 0.953 && fabs((hi - lo) / 2 - 1.96 * sqrt(3001.0) / 2) < 2,
+       "n = 3001: coverage just above 95%% (%.4f), half-width ~ 1.96 sqrt(n)/2 ranks (%g)", cov,
+       (hi - lo) / 2);
+    check(stats_summarize(seq, 100, &s) == 0 && fabs(s.coverage - 0.9648) < 5e-4,
+          "the summary reports the coverage of its interval");
+    check(stats_summarize_conf(seq, 100, 0.975, &s) == 0 && s.lo == l2 && s.hi == h2,
+          "a summary at 97.5% uses the 97.5% interval");
+
     return failures ? 1 : 0;
 }

@@ -60,6 +60,8 @@ MAX_SAMPLES, MIN_SAMPLES, TARGET_REL_ERR = 1000, 10, 0.01
 CHANNEL = None           # our private descriptor of the result channel
 STUDENT_RAN = False
 HIDDEN = {}              # lab.json "python": the hidden libraries' names and message
+CPU_TIMING = {}          # time_cpu's fields for the timing record (a lab with cpu_baseline)
+CPU_WARMUP, CPU_SAMPLES, CPU_BUDGET_S = 1, 5, 20.0
 
 
 def die(msg, code=2):
@@ -272,7 +274,8 @@ class Case:
         s = gen.stream(seed, k)
         if genname == "index":
             return gen.index(xp, s, start, count, self.params["vocab"])
-        return getattr(gen, genname)(xp, s, start, count)
+        own = (self.lab.get("GEN") or {}).get(genname)   # a lab's own generator (lab.py GEN)
+        return (own or getattr(gen, genname))(xp, s, start, count)
 
     def fill(self, case_seed):
         """Inputs from case_seed (chunk by chunk), guards set."""
@@ -330,12 +333,52 @@ class Case:
         """The output as float32 host bytes."""
         return self.be.to_host(self.out_view()).astype("float32", copy=False)
 
-    def probe(self, k=64):
+    def outs(self):
+        return [m for m in self.meta if m["role"] == "out"]
+
+    def sample_arg(self):
+        """What lab.py's sample_ok gets: the output view, or (a lab with
+        several outputs) the views by name."""
+        outs = self.outs()
+        return self.out_view() if len(outs) == 1 else {m["name"]: self.views[m["name"]]
+                                                        for m in outs}
+
+    def record(self):
+        """The case record's output fields and payload: one output as float32
+        (the CUDA harnesses' format); several as their raw bytes, one after
+        the other in lab.py's order, described in "outputs"."""
+        outs = self.outs()
+        if len(outs) == 1:
+            out = self.output()
+            return {"dtype": "f32", "count": int(out.size)}, out.tobytes()
+        parts = [self.be.to_host(self.views[m["name"]]).tobytes() for m in outs]
+        desc = [{"name": m["name"], "dtype": m["dtype"], "count": m["count"]} for m in outs]
+        return {"dtype": "mixed", "count": sum(m["count"] for m in outs), "outputs": desc}, \
+            b"".join(parts)
+
+    def probes(self, k=64):
+        """probe() over each output (a lab with several outputs: the clock
+        stops after our read of every one of them)."""
+        outs = self.outs()
+        if len(outs) == 1:
+            return [(None,) + self.probe(k)]
+        return [(m["name"],) + self.probe(k, self.views[m["name"]]) for m in outs]
+
+    def probes_same(self, seen):
+        """True when every probed element still holds what the probe read."""
+        for name, pos, got in seen:
+            v = self.out_view() if name is None else self.views[name]
+            now = self.be.to_host(v if pos is None else v[self.be.xp.asarray(pos.astype("int64"))])
+            if got.view("uint32").tobytes() != now.view("uint32").tobytes():
+                return False
+        return True
+
+    def probe(self, k=64, v=None):
         """What stops a sample's clock: k output elements at positions drawn
         now from a generator the tenant cannot see (os.urandom), copied to
         the host. The copy is ours, in our context: it waits for the GPU or
         finds the poison. The whole output is checked after the clock."""
-        v = self.out_view()
+        v = self.out_view() if v is None else v
         n = v.size
         if n <= k:
             return None, self.be.to_host(v)
@@ -480,7 +523,7 @@ def warm_up(tenant, be, lab, cases, first):
         if ans is None:
             return None
         if not ans.get("ok") and ans.get("compile"):
-            compile_error(text(ans.get("error"), 300) + "\n" + text(ans.get("where"), 3000))
+            compile_error(text(ans.get("error"), 2000) + "\n" + text(ans.get("where"), 1500))
         return ans
     finally:
         c.free()
@@ -506,13 +549,13 @@ def run_check(tenant, be, lab, cases, names, seed, guard):
 
 
 def report_output(name, c, cs, ms):
-    out = c.output()
+    fields, payload = c.record()
     mod = c.inputs_modified(cs)
-    payload = out.tobytes()
-    send_record({"type": "case", "name": name, "status": "ok", "dtype": "f32",
-                 "count": int(out.size), "bytes": len(payload), "inputs_modified": mod > 0,
-                 "modified_count": mod, "oob_writes": c.oob_writes(), "call_ms": round(ms, 6)},
-                payload)
+    rec = {"type": "case", "name": name, "status": "ok"}
+    rec.update(fields)
+    rec.update({"bytes": len(payload), "inputs_modified": mod > 0, "modified_count": mod,
+                "oob_writes": c.oob_writes(), "call_ms": round(ms, 6)})
+    send_record(rec, payload)
 
 
 def median_rel_err(xs):
@@ -543,8 +586,8 @@ def run_time(tenant, be, lab, cases, name, seed, max_ms, guard):
     # sample budget (seen on an H100: 3 embedding samples in 3 s without it).
     c.fill(int.from_bytes(os.urandom(8), "little"))
     c.poison()
-    lab["sample_ok"](be.xp, lab["reference"](be.xp, inputs), c.out_view())
-    c.probe()
+    lab["sample_ok"](be.xp, lab["reference"](be.xp, inputs), c.sample_arg())
+    c.probes_same(c.probes())
     start, warm = time.perf_counter(), 0
     while True:
         c.poison()
@@ -565,7 +608,7 @@ def run_time(tenant, be, lab, cases, name, seed, max_ms, guard):
         c.poison()
         be.flush_l2()
         ans, t0 = call(tenant, c)
-        pos, seen = c.probe()       # our read of the output stops the clock
+        seen = c.probes()           # our read of the output stops the clock
         t1 = time.perf_counter()
         if ans is None or not ans.get("ok"):
             rec = case_failed(name, ans, tenant)
@@ -573,10 +616,8 @@ def run_time(tenant, be, lab, cases, name, seed, max_ms, guard):
             sys.exit(3 if rec["fatal"] else 0)
         # The whole output, after the clock, on the device; and what the
         # probe saw must be what is there now (nothing still being written).
-        out = c.out_view()
-        good = lab["sample_ok"](be.xp, ref, out)
-        now = be.to_host(out if pos is None else out[be.xp.asarray(pos.astype("int64"))])
-        good = good and seen.view("uint32").tobytes() == now.view("uint32").tobytes()
+        good = lab["sample_ok"](be.xp, ref, c.sample_arg())
+        good = good and c.probes_same(seen)
         wrong += 0 if good else 1
         samples.append((t1 - t0) * 1e3)
         med, rel = median_rel_err(samples)
@@ -590,7 +631,7 @@ def run_time(tenant, be, lab, cases, name, seed, max_ms, guard):
                  "median_ms": round(med, 6), "rel_err": round(rel, 6) if rel != float("inf") else 1e9,
                  "n": n, "converged": n >= MIN_SAMPLES and rel < TARGET_REL_ERR, "warmup": warm,
                  "event_median_ms": 0.0, "flush_bytes": 0, "seed2": "%016x" % seed2,
-                 "wrong_samples": wrong, "timed_by": "owner"})
+                 "wrong_samples": wrong, "timed_by": "owner", **CPU_TIMING})
     cs2 = gen.case_seed(seed2, name)
     c.fill(cs2)
     c.poison()
@@ -615,6 +656,36 @@ def run_time(tenant, be, lab, cases, name, seed, max_ms, guard):
     else:
         report_output(name + "@recheck", c, cs2, ms)
     c.free()
+
+
+def time_cpu(be, lab, cases, name, seed):
+    """The CPU baseline of a lab whose lab.py has cpu_baseline (the pipeline
+    lab: its NumPy pipeline), timed here, in the timing run, on this host,
+    on the timed case's inputs (as host arrays), BEFORE the student's
+    process exists: no student code runs while NumPy is timed (a thread of
+    theirs could otherwise slow NumPy down and inflate the speedup).
+    CPU_WARMUP untimed calls (page faults, NumPy's allocator), then
+    CPU_SAMPLES timed calls (at least 3, at most CPU_BUDGET_S seconds of
+    samples); perf_counter around each call. Goes into the timing record
+    as cpu_ms (the median) and cpu_samples_ms; the judge passes cpu_ms on,
+    and the runner's speedup_vs_cpu uses it instead of a cached baseline."""
+    np = be.np
+    c = Case(be, lab, cases[name], gen.case_seed(seed, name), False)
+    try:
+        host = {m["name"]: be.to_host(c.views[m["name"]]) for m in c.meta if m["role"] == "in"}
+    finally:
+        c.free()
+    for _ in range(CPU_WARMUP):
+        lab["cpu_baseline"](np, host)
+    samples, start = [], time.perf_counter()
+    while len(samples) < CPU_SAMPLES and (len(samples) < 3 or
+                                          time.perf_counter() - start < CPU_BUDGET_S):
+        t0 = time.perf_counter()
+        lab["cpu_baseline"](np, host)
+        samples.append((time.perf_counter() - t0) * 1e3)
+    med, _ = median_rel_err(samples)
+    CPU_TIMING.update({"cpu_ms": round(med, 6), "cpu_samples_ms": [round(x, 6) for x in samples],
+                       "cpu_warmup": CPU_WARMUP, "cpu_timed_by": "owner"})
 
 
 def parse(argv):
@@ -660,6 +731,8 @@ def main():
     max_ms = float(o["max_ms"])
     be = backend()
     send_record(be.device_record())
+    if o["mode"] == "time" and "cpu_baseline" in lab:
+        time_cpu(be, lab, cases, names[0], seed)   # before the tenant exists
     tenant = Tenant(o["file"], o["lab"], lab["SYMBOL"], CALL_LIMIT_S)
     try:
         # Numba in the student's process, before any of the student's code

@@ -1,8 +1,10 @@
 """tenant.py - the student's side of a Python run (docs/python.md).
 
     python3 -I -B tenant.py /work/kernel.py SYMBOL SOCKET_FD
+    compute-sanitizer ... python3 -I -B tenant.py --sanitize LAB CASE SEED /work/kernel.py
 
-Started by owner.py. It imports the student's module, then answers the
+Started by owner.py (the first form), or by the runner under
+compute-sanitizer (--sanitize, below). It imports the student's module, then answers the
 owner's messages: "load" (import, find the function), "call" (map the
 buffers it was sent, call the function, wait for the GPU, answer). Nothing
 here is trusted: from the moment the student's module is imported, that code
@@ -44,7 +46,28 @@ def where(e, path):
                                                      (fr.line or "").strip()))
     msg = "".join(traceback.format_exception_only(type(e), e)).strip()
     msg = msg.replace(os.path.dirname(path) + "/", "")
-    return "; ".join(lines[-4:]) or base, msg
+    return "; ".join(lines[-4:]) or base, clean(msg)
+
+
+def clean(msg):
+    """No terminal colours (Numba's messages have some) and no host path:
+    any absolute path is cut to its file's name (Numba's messages name its
+    own files, and CuPy's the cache's)."""
+    import re
+    msg = re.sub(r"\x1b\[[0-9;]*m", "", msg)
+    return re.sub(r"(?<![\w.])/(?:[^\s\"'/:]+/)+([^\s\"'/:]+)", r"\1", msg)
+
+
+def quiet_paths():
+    """Warnings (Numba's NumbaPerformanceWarning names its own file under
+    the Python root) printed without host paths or terminal colours: the
+    student reads this process's stderr as feedback."""
+    import warnings
+    fmt = warnings.formatwarning
+
+    def formatwarning(message, category, filename, lineno, line=None):
+        return clean(fmt(message, category, os.path.basename(filename), lineno, line))
+    warnings.formatwarning = formatwarning
 
 
 def is_compile_error(e):
@@ -130,10 +153,118 @@ class Buffers:
         self.maps = []
 
 
+# ---------------------------------------------------------------- --sanitize
+
+POISON = 0x7FDEADED
+
+
+def lineinfo_default():
+    """Make lineinfo=True the default of numba.cuda.jit (numba-cuda 0.30 has
+    no setting for it: NUMBA_CUDA_DEBUGINFO turns on debug=True, which
+    changes the code and warns unless opt=False), so that compute-sanitizer
+    names the student's file and line. Line info only: the code is the same.
+    A student's own lineinfo=/debug= still wins. Returns True when set."""
+    from numba import cuda
+    jit = getattr(cuda, "jit", None)
+    code = getattr(jit, "__code__", None)
+    if code is None:
+        return False
+    names = code.co_varnames[:code.co_argcount]
+    defaults = list(jit.__defaults__ or ())
+    first = len(names) - len(defaults)
+    if "lineinfo" in names and names.index("lineinfo") >= first:
+        defaults[names.index("lineinfo") - first] = True
+        jit.__defaults__ = tuple(defaults)
+        return True
+    kw = getattr(jit, "__kwdefaults__", None)
+    if kw and "lineinfo" in kw:
+        kw["lineinfo"] = True
+        return True
+    return False
+
+
+def sanitize(lab_name, case_name, seed_hex, path):
+    """One call of the student's function on one small case, in this process,
+    for compute-sanitizer (the runner starts `compute-sanitizer ... python3
+    tenant.py --sanitize ...` in the sandbox; docs/python.md, "Sanitizers").
+    Nothing of this run scores but the sanitizer's own findings and exit
+    status, so there is no owner and no IPC: the buffers are this process's
+    own allocations (cuda.to_device, exact sizes, no guard), which memcheck
+    knows the bounds of, as in the CUDA harness's --no-guard run. The seed is
+    a throwaway one of the runner's, never the run's.
+
+    fd 3 (the channel) gets one record, "start", once Numba and the CUDA
+    context are up and before any of the student's code is imported, and is
+    closed then: a run with no such record failed for a reason of ours (not
+    charged); after it, a failure is the student's. Exit: 0 done, 1 the
+    student's code raised (the message on stderr), 2 ours."""
+    shim_numpy()
+    quiet_paths()
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        import numpy as np
+        sys.path.insert(0, here)
+        import gen
+        lab_dir = os.path.join(os.environ.get("CUGRADE_LABS", os.path.join(here, "..", "..")),
+                               lab_name)
+        with open(os.path.join(lab_dir, "lab.json")) as f:
+            doc = json.load(f)
+        lab = {}
+        with open(os.path.join(lab_dir, "lab.py")) as f:
+            exec(compile(f.read(), os.path.join(lab_dir, "lab.py"), "exec"), lab)
+        params = {c["name"]: c["params"] for c in doc["cases"]}[case_name]
+        from numba import cuda
+        sim = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
+        if not sim:
+            cuda.current_context()
+        lineinfo = lineinfo_default()
+        cs = gen.case_seed(gen.seed_parse_wide(seed_hex), case_name)
+        arrays = {}
+        for name, dtype, shape, genname, k in lab["INPUTS"]:
+            shp = tuple(shape(params))
+            count = int(np.prod(shp))
+            s = gen.stream(cs, k)
+            host = gen.index(np, s, 0, count, params["vocab"]) if genname == "index" \
+                else getattr(gen, genname)(np, s, 0, count)
+            arrays[name] = cuda.to_device(np.ascontiguousarray(host.astype(dtype).reshape(shp)))
+        for name, dtype, shape in lab["OUTPUTS"]:
+            shp = tuple(shape(params))
+            host = np.full(shp, POISON, dtype="uint32").view(dtype)
+            arrays[name] = cuda.to_device(host)
+        args = [arrays[n] for n in lab["ARGS"]]
+        symbol = lab["SYMBOL"]
+        cuda.synchronize()
+    except BaseException as e:  # noqa: B902 - before the student's code: ours
+        sys.stderr.write("harness: the Python sanitizer run could not start: %s: %s\n"
+                         % (type(e).__name__, e))
+        sys.exit(2)
+    os.write(3, (json.dumps({"type": "start", "lab": lab_name, "case": case_name,
+                             "lineinfo": lineinfo}) + "\n").encode())
+    os.close(3)
+    try:
+        spec = importlib.util.spec_from_file_location("submission", path)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules["submission"] = mod
+        spec.loader.exec_module(mod)
+        fn = getattr(mod, symbol, None)
+        if not callable(fn):
+            raise AttributeError("your file defines no function %s(...)" % symbol)
+        fn(*args)
+        cuda.synchronize()
+    except BaseException as e:  # noqa: B902 - the student's
+        w, m = where(e, path)
+        sys.stderr.write("your code raised %s (at %s)\n" % (m, w))
+        sys.exit(1)
+
+
 def main():
+    if len(sys.argv) == 6 and sys.argv[1] == "--sanitize":
+        sanitize(*sys.argv[2:6])
+        return
     path, symbol, fd = sys.argv[1], sys.argv[2], int(sys.argv[3])
     sock = socket.socket(fileno=fd)
     shim_numpy()
+    quiet_paths()
     fn = None
     bufs = Buffers()
     cuda = None

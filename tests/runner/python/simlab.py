@@ -64,6 +64,7 @@ def make_root(lab_extra=None):
     rub["speed"] = []
     with open(os.path.join(root, "rubrics/reduction.json"), "w") as f:
         json.dump(rub, f)
+    fake_cuda(tmp)
     for d, _, files in os.walk(tmp):
         os.chmod(d, 0o755)
         for x in files:
@@ -71,11 +72,73 @@ def make_root(lab_extra=None):
     return tmp, root
 
 
+# A stand-in compute-sanitizer (CI has none, and no GPU): it prints the
+# tool's banner, runs its target (the Python harness, in the simulator) and
+# exits with its status, or, when the student's file names a fixture
+# ("# cugrade-fixture: pysan-racecheck.txt", a real capture from a GPU under
+# tests/runner/fixtures/), prints that capture, the student's file renamed
+# to this run's, and exits 86 as the real tool
+# does when it found errors. "# cugrade-fixture: nostart" runs the harness
+# with a lab that does not exist (the harness fails before the student's
+# code); "# cugrade-fixture: nobanner" is a tool that does not start at all.
+STANDIN = """#!/bin/sh
+tool=$2
+shift 8
+for last in "$@"; do :; done
+fx=$(sed -n 's/^# cugrade-fixture: *//p' "$last" | head -1)
+[ "$fx" = nobanner ] && { echo "error while loading shared libraries" >&2; exit 127; }
+echo "========= COMPUTE-SANITIZER"
+if [ "$fx" = nostart ]; then
+  "$1" "$2" "$3" "$4" "$5" nolab "$7" "$8" "$9"; exit $?
+fi
+"$@"
+rc=$?
+# (the capture's student file was /work/kernel.py: this run's is $last)
+case "$fx" in pysan-$tool*) sed "s|/work/kernel\.py|$last|g; s| kernel\.py:| ${last##*/}:|g" "$(dirname "$0")/../fixtures/$fx"; exit 86;; esac
+echo "========= ERROR SUMMARY: 0 errors"
+exit $rc
+"""
+
+
+FAKE_CUDA = {}   # tmp -> its stand-in CUDA_HOME
+
+
+def fake_cuda(tmp):
+    """A CUDA_HOME whose bin/ links the real toolkit's programs and holds
+    the stand-in compute-sanitizer, with the fixtures beside it (the sandbox
+    binds CUDA_HOME at its path: it lives outside tmp, which the hostile
+    suite checks the student cannot see; removed at exit)."""
+    import atexit
+    fake = tempfile.mkdtemp(prefix="cugrade-cuda-")
+    os.chmod(fake, 0o755)
+    atexit.register(shutil.rmtree, fake, True)
+    FAKE_CUDA[tmp] = fake
+    os.makedirs(os.path.join(fake, "bin"))
+    real = "/usr/local/cuda"
+    for t in os.listdir(os.path.join(real, "bin")) if os.path.isdir(real) else []:
+        os.symlink(os.path.join(real, "bin", t), os.path.join(fake, "bin", t))
+    for t in ("include", "lib64", "nvvm", "targets"):
+        if os.path.exists(os.path.join(real, t)):
+            os.symlink(os.path.join(real, t), os.path.join(fake, t))
+    cs = os.path.join(fake, "bin/compute-sanitizer")
+    if os.path.lexists(cs):
+        os.unlink(cs)
+    with open(cs, "w") as f:
+        f.write(STANDIN)
+    shutil.copytree(os.path.join(ROOT, "tests/runner/fixtures"), os.path.join(fake, "fixtures"),
+                    ignore=shutil.ignore_patterns("*.cu"))
+    for d, _, files in os.walk(fake):
+        os.chmod(d, 0o755)
+        for x in files:
+            os.chmod(os.path.join(d, x), 0o755)
+    return fake
+
+
 def grade(tmp, root, name, source, seed=SEED):
     path = os.path.join(tmp, name)
     with open(path, "w") as f:
         f.write(source)
-    env = dict(os.environ, CUGRADE_PY_SIM="1")
+    env = dict(os.environ, CUGRADE_PY_SIM="1", CUDA_HOME=FAKE_CUDA.get(tmp, "/usr/local/cuda"))
     p = subprocess.run([RUNNER, "grade", "--root", root, "--lab", "reduction", "--file", path,
                         "--cache", os.path.join(tmp, "cache"), "--work", os.path.join(tmp, "work"),
                         "--arch", "sm_90", "--seed", seed],

@@ -1,4 +1,4 @@
-# expect: status=graded correctness=pass sanitizer=not-run tier=any flagged=no note="CuPy: cupy.take into the output (one gather kernel)"
+# expect: status=graded correctness=pass sanitizer=clean tier=any flagged=no note="CuPy: cupy.take into the output (one gather kernel)"
 import cupy as cp
 
 

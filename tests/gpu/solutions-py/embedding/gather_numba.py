@@ -1,4 +1,4 @@
-# expect: status=graded correctness=pass sanitizer=not-run tier=any flagged=no note="Numba: one thread per output element, coalesced along dim (a 1-D grid: grid y stops at 65535)"
+# expect: status=graded correctness=pass sanitizer=clean tier=any flagged=no note="Numba: one thread per output element, coalesced along dim (a 1-D grid: grid y stops at 65535)"
 from numba import cuda
 
 

@@ -1,4 +1,4 @@
-# expect: status=graded|runtime_error correctness=fail sanitizer=not-run tier=none flagged=no note="missing bounds check on the row: the last block writes past the output into the guard (or faults)"
+# expect: status=graded|runtime_error correctness=fail sanitizer=dirty tier=none flagged=no hint=bounds-check note="missing bounds check on the row: the last block writes past the output into the guard (or faults); memcheck names the line"
 from numba import cuda
 
 

@@ -1,4 +1,4 @@
-# expect: status=graded correctness=pass sanitizer=not-run tier=none flagged=no note="Numba: one thread per element, no tiles (slow: no tier)"
+# expect: status=graded correctness=pass sanitizer=clean tier=none flagged=no note="Numba: one thread per element, no tiles (slow: no tier)"
 from numba import cuda, float32
 
 

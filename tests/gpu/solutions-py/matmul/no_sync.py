@@ -1,4 +1,4 @@
-# expect: status=graded correctness=fail|pass sanitizer=not-run tier=any flagged=yes|no note="missing cuda.syncthreads() after the tile loads: a race (racecheck would find it; compute-sanitizer does not run on Python yet)"
+# expect: status=graded correctness=fail|pass sanitizer=dirty tier=any flagged=yes|no note="missing cuda.syncthreads() after the tile loads: a shared-memory race, which racecheck finds (the tile loads' lines)"
 from numba import cuda, float32
 
 TILE = 16

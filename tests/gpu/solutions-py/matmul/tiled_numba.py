@@ -1,4 +1,4 @@
-# expect: status=graded correctness=pass sanitizer=not-run tier=any flagged=no note="Numba: 16x16 shared-memory tiles (a few times slower than cuBLAS)"
+# expect: status=graded correctness=pass sanitizer=clean tier=any flagged=no note="Numba: 16x16 shared-memory tiles (a few times slower than cuBLAS)"
 from numba import cuda, float32
 
 TILE = 16

@@ -1,4 +1,4 @@
-# expect: status=graded correctness=pass sanitizer=not-run tier=none flagged=yes note="cached result: returns the previous answer when called again on the same arrays; the fresh inputs of every timed call and the re-check catch it"
+# expect: status=graded correctness=pass sanitizer=clean tier=none flagged=yes note="cached result: returns the previous answer when called again on the same arrays; the fresh inputs of every timed call and the re-check catch it"
 from numba import cuda, float32
 
 THREADS = 256

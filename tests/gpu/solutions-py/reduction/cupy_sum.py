@@ -1,4 +1,4 @@
-# expect: status=graded correctness=pass sanitizer=not-run tier=any flagged=no note="CuPy: the library's sum (CUB), written into d_out on the device"
+# expect: status=graded correctness=pass sanitizer=clean tier=any flagged=no note="CuPy: the library's sum (CUB), written into d_out on the device"
 import cupy as cp
 
 

@@ -1,4 +1,4 @@
-# expect: status=graded correctness=pass sanitizer=not-run tier="100x faster than one CPU thread" flagged=no note="Numba: grid-stride loop, shared-memory tree, one atomic per block"
+# expect: status=graded correctness=pass sanitizer=clean tier="100x faster than one CPU thread" flagged=no note="Numba: grid-stride loop, shared-memory tree, one atomic per block"
 from numba import cuda, float32
 import numpy as np
 

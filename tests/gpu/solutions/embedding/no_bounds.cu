@@ -1,4 +1,4 @@
-// expect: status=graded correctness=fail sanitizer=dirty tier=none flagged=no note="missing bounds check: the last block writes past the end of out"
+// expect: status=graded correctness=fail sanitizer=dirty tier=none flagged=no hint=bounds-check note="missing bounds check: the last block writes past the end of out"
 #include <cuda_runtime.h>
 #include <stdint.h>
 

@@ -1,4 +1,4 @@
-// expect: status=graded correctness=fail sanitizer=dirty tier=none flagged=no note="missing __syncthreads(): values staged in shared memory are read back by another warp before they are written"
+// expect: status=graded correctness=fail sanitizer=dirty tier=none flagged=no hint=missing-syncthreads note="missing __syncthreads(): values staged in shared memory are read back by another warp before they are written"
 #include <cuda_runtime.h>
 #include <stdint.h>
 

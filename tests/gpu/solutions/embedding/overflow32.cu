@@ -1,4 +1,4 @@
-// expect: status=graded correctness=fail sanitizer=clean tier=none flagged=no note="32-bit row offset: indices[i]*dim is computed in 32 bits and wraps past 2^32 in the bigvocab case"
+// expect: status=graded correctness=fail sanitizer=clean tier=none flagged=no hint=index-overflow-32 note="32-bit row offset: indices[i]*dim is computed in 32 bits and wraps past 2^32 in the bigvocab case"
 #include <cuda_runtime.h>
 #include <stdint.h>
 

@@ -1,4 +1,4 @@
-// expect: status=graded correctness=fail sanitizer=clean tier=none flagged=no note="grid too small: at most 4096 blocks and no grid-stride loop"
+// expect: status=graded correctness=fail sanitizer=clean tier=none flagged=no hint=grid-coverage note="grid too small: at most 4096 blocks and no grid-stride loop"
 #include <cuda_runtime.h>
 #include <stdint.h>
 

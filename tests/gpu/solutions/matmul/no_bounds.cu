@@ -1,4 +1,4 @@
-// expect: status=graded correctness=fail sanitizer=dirty tier=none flagged=no note="missing bounds checks in a 16x16 tiled kernel: wrong on shapes that are not multiples of 16"
+// expect: status=graded correctness=fail sanitizer=dirty tier=none flagged=no hint=bounds-check note="missing bounds checks in a 16x16 tiled kernel: wrong on shapes that are not multiples of 16"
 #include <cuda_runtime.h>
 #include <stddef.h>
 

@@ -1,4 +1,4 @@
-// expect: status=graded correctness=fail sanitizer=dirty tier=none flagged=no note="missing the second __syncthreads() of the tile loop: a shared-memory race"
+// expect: status=graded correctness=fail sanitizer=dirty tier=none flagged=no hint=missing-syncthreads note="missing the second __syncthreads() of the tile loop: a shared-memory race"
 #include <cuda_runtime.h>
 #include <stddef.h>
 

@@ -1,4 +1,4 @@
-// expect: status=graded correctness=fail sanitizer=clean tier=none flagged=no note="grid too small: N/16 and M/16 round down, the last partial tiles are never computed"
+// expect: status=graded correctness=fail sanitizer=clean tier=none flagged=no hint=grid-coverage note="grid too small: N/16 and M/16 round down, the last partial tiles are never computed"
 #include <cuda_runtime.h>
 #include <stddef.h>
 

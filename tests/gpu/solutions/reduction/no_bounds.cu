@@ -1,4 +1,4 @@
-// expect: status=graded correctness=fail sanitizer=dirty tier=none flagged=no note="missing bounds check: the last block reads past the end of d_in"
+// expect: status=graded correctness=fail sanitizer=dirty tier=none flagged=no hint=bounds-check note="missing bounds check: the last block reads past the end of d_in"
 #include <cuda_runtime.h>
 #include <stddef.h>
 

@@ -1,4 +1,4 @@
-// expect: status=graded correctness=fail sanitizer=dirty tier=none flagged=no note="missing __syncthreads() in the shared-memory tree"
+// expect: status=graded correctness=fail sanitizer=dirty tier=none flagged=no hint=missing-syncthreads note="missing __syncthreads() in the shared-memory tree"
 #include <cuda_runtime.h>
 #include <stddef.h>
 

@@ -1,4 +1,4 @@
-// expect: status=graded correctness=fail sanitizer=clean tier=none flagged=no note="32-bit count and index: n is passed to the kernel as an int, so the 2.5e9 case sums nothing"
+// expect: status=graded correctness=fail sanitizer=clean tier=none flagged=no hint=index-overflow-32 note="32-bit count and index: n is passed to the kernel as an int, so the 2.5e9 case sums nothing"
 #include <cuda_runtime.h>
 #include <stddef.h>
 

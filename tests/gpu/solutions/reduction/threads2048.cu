@@ -1,4 +1,4 @@
-// expect: status=graded correctness=fail sanitizer=dirty tier=none flagged=no note="2048 threads per block: every launch fails with invalid configuration"
+// expect: status=graded correctness=fail sanitizer=dirty tier=none flagged=no hint=launch-limits note="2048 threads per block: every launch fails with invalid configuration"
 #include <cuda_runtime.h>
 #include <stddef.h>
 

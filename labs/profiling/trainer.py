@@ -1,0 +1,199 @@
+"""trainer.py - the process that runs a train() for the profiling lab's owner
+(labs/profiling/lab.py; docs/python.md, docs/labs.md "The profiling lab").
+
+    python3 -I -B trainer.py FILE FD
+
+One trainer runs the starter (the baseline: trusted code, started before any
+student code runs in the sandbox), another the student's file (untrusted
+once imported). The owner sends one JSON message per request on the socket
+FD (SOCK_SEQPACKET) and believes nothing of the answers but "look now":
+
+  {"op":"runtime"}  import PyTorch, pick the device (CUDA when there is one)
+  {"op":"load"}     import FILE, find train()
+  {"op":"call","steps":S,"profile":bool,"layout":{...}} + 2 descriptors:
+                    the inputs (memfd: X, Y, order, initial weights) and the
+                    outputs (memfd, poisoned with NaN by the owner): load the
+                    weights into the model, make the optimizer, call
+                    train(model, optimizer, data, S), write the S losses and
+                    the final weights into the outputs, answer. With
+                    "profile", train() runs under torch.profiler and the
+                    answer carries the events it recorded, by name: the
+                    owner counts the syncs and copies from them. Those
+                    counts come from this process, so a hostile file can
+                    forge them (docs/labs.md says what that means).
+"""
+import importlib.util
+import json
+import mmap
+import os
+import socket
+import sys
+import traceback
+
+MAX_MSG = 1 << 16
+MAX_NAMES = 300
+
+
+def where(e, path):
+    """The traceback's frames in the student's file, paths cut to its name."""
+    base = os.path.basename(path)
+    lines = []
+    for fr in traceback.extract_tb(e.__traceback__):
+        if fr.filename == path:
+            lines.append("%s line %d in %s: %s" % (base, fr.lineno, fr.name,
+                                                     (fr.line or "").strip()))
+    msg = "".join(traceback.format_exception_only(type(e), e)).strip()
+    msg = msg.replace(os.path.dirname(path) + "/", "")
+    return "; ".join(lines[-4:]) or base, msg[:600]
+
+
+class Data:
+    """What train() gets as `data`."""
+
+    def __init__(self, X, Y, order, device):
+        self.X, self.Y, self.order, self.device = X, Y, order, device
+
+
+def build_model(torch, cfg, device):
+    nn = torch.nn
+    d, h, c = cfg["features"], cfg["hidden"], cfg["classes"]
+    return nn.Sequential(nn.Linear(d, h), nn.ReLU(), nn.Linear(h, h), nn.ReLU(),
+                         nn.Linear(h, c)).to(device)
+
+
+def views(np, torch, mm, lay):
+    """Tensors over the input mapping (a private, copy-on-write mapping: the
+    student's writes stay in this process)."""
+    out = {}
+    for name, (off, dtype, shape) in lay.items():
+        n = 1
+        for s in shape:
+            n *= s
+        a = np.frombuffer(mm, dtype=dtype, count=n, offset=off).reshape(shape)
+        out[name] = torch.from_numpy(a)
+    return out
+
+
+def event_counts(prof):
+    """{"cpu": {name: n}, "top": {name: n}, "dev": {name: n}} of the
+    profile's events: host side (aten ops, CUDA runtime calls), the host
+    ops called by train()'s own Python code (no aten op above them), and
+    device side (kernels, memcpys)."""
+    cpu, top, dev = {}, {}, {}
+    for e in prof.events():
+        kind = str(getattr(e, "device_type", "CPU"))
+        name = str(e.name)[:80]
+        d = cpu if kind.endswith("CPU") else dev
+        d[name] = d.get(name, 0) + 1
+        if d is cpu and getattr(e, "cpu_parent", None) is None:
+            top[name] = top.get(name, 0) + 1
+    trim = lambda d: dict(sorted(d.items(), key=lambda kv: -kv[1])[:MAX_NAMES])  # noqa: E731
+    return {"cpu": trim(cpu), "top": trim(top), "dev": trim(dev)}
+
+
+def losses_of(np, torch, ret, steps):
+    if isinstance(ret, torch.Tensor):
+        v = ret.detach().double().cpu().reshape(-1).numpy()
+    else:
+        v = np.array([float(x.detach().double().cpu()) if isinstance(x, torch.Tensor) else
+                      float(x) for x in ret], dtype=np.float64)
+    if v.shape[0] != steps:
+        raise ValueError("train() returned %d losses for %d steps: return the loss of every "
+                         "step" % (v.shape[0], steps))
+    return v
+
+
+def call(st, msg, fds):
+    np, torch = st["np"], st["torch"]
+    lay = msg["layout"]
+    mi = mmap.mmap(fds[0], msg["in_bytes"], flags=mmap.MAP_PRIVATE,
+                   prot=mmap.PROT_READ | mmap.PROT_WRITE)
+    mo = mmap.mmap(fds[1], msg["out_bytes"], flags=mmap.MAP_SHARED,
+                   prot=mmap.PROT_READ | mmap.PROT_WRITE)
+    t = views(np, torch, mi, lay["in"])
+    model = st["model"]
+    with torch.no_grad():
+        for k, p in enumerate(model.parameters()):
+            p.copy_(t["p%d" % k])
+    cfg = st["cfg"]
+    opt = torch.optim.SGD(model.parameters(), lr=cfg["lr"], momentum=cfg["momentum"])
+    data = Data(t["X"], t["Y"], t["order"], st["device"])
+    steps = msg["steps"]
+    counts = None
+    if msg.get("profile"):
+        from torch.profiler import ProfilerActivity, profile
+        acts = [ProfilerActivity.CPU]
+        if st["device"].type == "cuda":
+            acts.append(ProfilerActivity.CUDA)
+        # (Leaving the profile synchronizes the device itself: one
+        # cudaDeviceSynchronize in every count, the starter's too.)
+        with profile(activities=acts) as prof:
+            ret = st["fn"](model, opt, data, steps)
+        counts = event_counts(prof)
+    else:
+        ret = st["fn"](model, opt, data, steps)
+    o = views(np, torch, mo, lay["out"])
+    o["losses"].copy_(torch.from_numpy(losses_of(np, torch, ret, steps)))
+    with torch.no_grad():
+        for k, p in enumerate(model.parameters()):
+            o["p%d" % k].copy_(p.detach().cpu().reshape(o["p%d" % k].shape))
+    mo.flush()
+    return counts
+
+
+def main():
+    path, fd = sys.argv[1], int(sys.argv[2])
+    sock = socket.socket(fileno=fd)
+    st = {}
+    while True:
+        try:
+            data, fds, _, _ = socket.recv_fds(sock, MAX_MSG, 4)
+        except OSError:
+            return
+        if not data:
+            return
+        msg = json.loads(data)
+        ans = {"ok": True}
+        try:
+            if msg["op"] == "runtime":
+                # Before any of the student's code: PyTorch and the device.
+                import numpy as np
+                import torch
+                st.update(np=np, torch=torch, cfg=msg["cfg"])
+                st["device"] = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+                st["model"] = build_model(torch, msg["cfg"], st["device"])
+                ans.update(device=st["device"].type, torch=torch.__version__,
+                           name=torch.cuda.get_device_name() if st["device"].type == "cuda"
+                           else "cpu")
+            elif msg["op"] == "load":
+                spec = importlib.util.spec_from_file_location("submission", path)
+                mod = importlib.util.module_from_spec(spec)
+                sys.modules["submission"] = mod
+                spec.loader.exec_module(mod)
+                st["fn"] = getattr(mod, "train", None)
+                if not callable(st["fn"]):
+                    ans = {"ok": False, "error": "your file defines no function train(...)",
+                           "where": "define it at the top level of your file, as in starter.py"}
+            elif msg["op"] == "call":
+                counts = call(st, msg, fds)
+                if counts is not None:
+                    ans["counts"] = counts
+        except BaseException as e:  # noqa: B902 - everything after load is the student's
+            w, m = where(e, path)
+            ans = {"ok": False, "error": m, "where": w}
+        finally:
+            for f in fds:
+                try:
+                    os.close(f)
+                except OSError:
+                    pass
+        out = json.dumps(ans).encode()
+        if len(out) > MAX_MSG:
+            ans.pop("counts", None)
+            ans["truncated"] = True
+            out = json.dumps(ans).encode()
+        sock.send(out)
+
+
+if __name__ == "__main__":
+    main()

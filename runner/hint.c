@@ -1,0 +1,613 @@
+/*
+ * hint.c - see hint.h. The catalogue is the table at the bottom; each
+ * recognizer reads only hint_facts and writes at most one hint.
+ *
+ * Evidence comes in three strengths, strongest first, and a recognizer
+ * says which it saw: a tool's finding with a source line (memcheck,
+ * racecheck), a measured symptom that only this bug produces (a float32
+ * total stuck at a power of two, a failure only in the cases past 2^31
+ * elements), and the source's shape (a __syncthreads() under a condition
+ * on threadIdx). The source is the student's own file: it is read, never
+ * compiled or run here, and every scan is bounded by its length.
+ */
+#include "hint.h"
+#include "source.h"
+
+#include <assert.h>
+#include <ctype.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------------- */
+/* Small helpers. */
+
+/* Case-insensitive strstr; NULL-safe. */
+static const char *text_find(const char *s, const char *needle)
+{
+    if (!s || !needle)
+        return NULL;
+    size_t n = strlen(needle);
+    for (; *s; s++)
+        if (strncasecmp(s, needle, n) == 0)
+            return s;
+    return NULL;
+}
+
+__attribute__((format(printf, 4, 5))) static void
+hint_add(struct hint_list *out, const char *id, const char *case_name, const char *fmt, ...)
+{
+    va_list ap;
+    if (hint_find(out, id) || out->n >= HINT_MAX)
+        return;
+    struct hint *h = &out->v[out->n++];
+    h->id = id;
+    snprintf(h->case_name, sizeof h->case_name, "%s", case_name ? case_name : "");
+    va_start(ap, fmt);
+    vsnprintf(h->text, sizeof h->text, fmt, ap);
+    va_end(ap);
+}
+
+const struct hint *hint_find(const struct hint_list *l, const char *id)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (strcmp(l->v[i].id, id) == 0)
+            return &l->v[i];
+    return NULL;
+}
+
+/* The harness's launch error of case c, or NULL. */
+static const char *case_error(const struct hint_facts *f, const struct score_case *c)
+{
+    return json_string_value(json_object_get(f->case_errors, c->name));
+}
+
+/* Does case c's feedback (the judge's message or the harness's launch
+ * error) contain needle? */
+static int case_says(const struct hint_facts *f, const struct score_case *c, const char *needle)
+{
+    return text_find(c->message, needle) || text_find(case_error(f, c), needle);
+}
+
+static int case_failed(const struct score_case *c)
+{
+    return !(c->ran && c->passed);
+}
+
+/* The most elements a kernel indexes in one buffer in case name: the
+ * params' "elements" when a lab declares it; the three course labs'
+ * buffers (reduction n; matmul the largest of A, B, C; embedding the
+ * weight table and the output); else the largest parameter. 0 when
+ * unknown. */
+static double case_extent(const struct hint_facts *f, const char *name)
+{
+    const struct lab_case *lc = f->lab ? lab_case_find(f->lab, name) : NULL;
+    const char *k;
+    json_t *v;
+    double best = 0;
+    if (!lc || !json_is_object(lc->params))
+        return 0;
+#define P(key) json_number_value(json_object_get(lc->params, key))
+    if (P("elements") > 0)
+        return P("elements");
+    const char *lab = f->lab->name ? f->lab->name : "";
+    if (strcmp(lab, "matmul") == 0)
+        return fmax(P("M") * P("K"), fmax(P("K") * P("N"), P("M") * P("N")));
+    if (strcmp(lab, "embedding") == 0)
+        return fmax(P("vocab") * P("dim"), P("num_indices") * P("dim"));
+#undef P
+    json_object_foreach(lc->params, k, v) if (json_number_value(v) > best) best =
+        json_number_value(v);
+    return best;
+}
+
+/* "n = 1000" or "M = 17, N = 31, K = 13": the case's sizes, for a hint. */
+static void case_sizes(const struct hint_facts *f, const char *name, char *buf, size_t len)
+{
+    const struct lab_case *lc = f->lab ? lab_case_find(f->lab, name) : NULL;
+    const char *k;
+    json_t *v;
+    size_t o = 0;
+    buf[0] = '\0';
+    if (!lc || !json_is_object(lc->params))
+        return;
+    json_object_foreach(lc->params, k, v)
+    {
+        if (!json_is_number(v) || o >= len)
+            continue;
+        int w = snprintf(buf + o, len - o, "%s%s = %.0f", o ? ", " : "", k, json_number_value(v));
+        if (w < 0)
+            break;
+        o += (size_t)w;
+    }
+}
+
+/* "kernel.cu line 12" of a finding, or "" when it has no line. */
+static void finding_where(const struct score_finding *fd, char *buf, size_t len)
+{
+    if (fd->line > 0)
+        snprintf(buf, len, " at %s line %d", fd->file ? fd->file : "your file", fd->line);
+    else
+        buf[0] = '\0';
+}
+
+/* ---------------------------------------------------------------------- */
+/* The recognizers, in the catalogue's order. */
+
+/* device-assert: "kernel.cu:12: void k(...): block: [3,0,0], thread:
+ * [64,0,0] Assertion `i < n` failed." on stderr (CUDA's device-side
+ * assert), or the harness's cudaErrorAssert. */
+static void rec_device_assert(const struct hint_facts *f, struct hint_list *out)
+{
+    const char *err = f->program_err, *a = text_find(err, "Assertion `");
+    const char *cname = NULL;
+    for (size_t i = 0; i < f->ncases && !cname; i++)
+        if (case_says(f, &f->cases[i], "device-side assert") ||
+            case_says(f, &f->cases[i], "CUDA_ERROR_ASSERT"))
+            cname = f->cases[i].name;
+    if (!a) {
+        if (cname)
+            hint_add(out, "device-assert", cname,
+                     "A device-side `assert()` failed in case %s, and the kernel stopped there. "
+                     "Its condition, file:line, block and thread are printed on stderr (see "
+                     "the program output); fix the case it caught, or the assertion if it is "
+                     "wrong.",
+                     cname);
+        return;
+    }
+    size_t count = 0;
+    for (const char *q = a; q; q = text_find(q + 1, "Assertion `"))
+        count++;
+    const char *ls = a;
+    while (ls > err && ls[-1] != '\n')
+        ls--;
+    const char *ce = strstr(a + 11, "` failed");
+    char cond[200] = "?", file[128] = "", block[40] = "?", thread[40] = "?";
+    int line = 0;
+    if (ce)
+        snprintf(cond, sizeof cond, "%.*s", (int)(ce - a - 11 > 190 ? 190 : ce - a - 11), a + 11);
+    char path[256];
+    if (sscanf(ls, "%255[^:\n]:%d:", path, &line) == 2) {
+        const char *base = strrchr(path, '/');
+        snprintf(file, sizeof file, "%.120s", base ? base + 1 : path);
+    }
+    const char *b = strstr(ls, "block: ["), *t = strstr(ls, "thread: [");
+    if (b && b < a)
+        sscanf(b + 7, "%39[^]]]", block);
+    if (t && t < a)
+        sscanf(t + 8, "%39[^]]]", thread);
+    for (char *x = cond; *x; x++)
+        if (*x == '`')
+            *x = '\'';
+    hint_add(out, "device-assert", cname,
+             "A device-side `assert(%s)` failed%s%s%s%.0d in block %s], thread %s]%s%s: that "
+             "thread saw the condition false, and the kernel stopped (%zu thread%s failed it). "
+             "Print or check the values the condition uses for that block and thread.",
+             cond, file[0] ? " at " : "", file, line ? " line " : "", line, block, thread,
+             cname ? " in case " : "", cname ? cname : "", count, count == 1 ? "" : "s");
+}
+
+/* launch-limits: the launch itself was refused. */
+static void rec_launch_limits(const struct hint_facts *f, const char *code, struct hint_list *out)
+{
+    static const char *const sure[] = {"invalid configuration",
+                                       "too many resources requested",
+                                       "CUDA_ERROR_INVALID_CONFIGURATION",
+                                       "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES",
+                                       "OUT_OF_RESOURCES",
+                                       NULL};
+    const struct score_case *hit = NULL;
+    const char *what = NULL;
+    for (size_t i = 0; i < f->ncases && !hit; i++) {
+        const struct score_case *c = &f->cases[i];
+        for (size_t k = 0; sure[k] && !hit; k++)
+            if (case_says(f, c, sure[k]))
+                hit = c, what = sure[k];
+        /* CUDA 13 and Numba report a block of more than 1024 threads as
+         * an invalid value of the launch call. */
+        if (!hit && (case_says(f, c, "CUDA_ERROR_INVALID_VALUE") ||
+                     (case_says(f, c, "invalid argument") && case_says(f, c, "kernel launch"))))
+            hit = c, what = f->python ? "CUDA_ERROR_INVALID_VALUE" : "invalid argument";
+    }
+    const char *fw = NULL;
+    for (size_t i = 0; i < f->nsanitizers && !hit && !fw; i++)
+        for (size_t k = 0; k < f->sanitizers[i].nfindings && !fw; k++) {
+            const char *m = f->sanitizers[i].findings[k].message;
+            if (text_find(m, "invalid configuration") || text_find(m, "cudaLaunchKernel") ||
+                text_find(m, "too many resources"))
+                fw = m;
+        }
+    if (!hit && !fw)
+        return;
+    char detail[200] = "", why[240];
+    if (code)
+        source_launch_over_limits(code, f->python, detail, sizeof detail);
+    char sizes[160] = "";
+    if (hit)
+        case_sizes(f, hit->name, sizes, sizeof sizes);
+    if (hit)
+        snprintf(why, sizeof why, "case %s%s%s%s: %s", hit->name, sizes[0] ? " (" : "", sizes,
+                 sizes[0] ? ")" : "", what);
+    else
+        snprintf(why, sizeof why, "compute-sanitizer: %.200s", fw);
+    hint_add(out, "launch-limits", hit ? hit->name : NULL,
+             "A launch over the GPU's limits: the kernel never ran (%s).%s A block may have "
+             "at most 1024 threads (`blockDim.x*y*z`, z at most 64), a grid at most 65535 "
+             "blocks in y and z (2^31-1 in x) and at least 1 block, and a block at most 48 KiB "
+             "of shared memory unless you opt in with `cudaFuncSetAttribute`; \"too many "
+             "resources requested\" means registers per thread times threads per block exceed "
+             "the SM's register file: use fewer threads per block or `__launch_bounds__`.%s",
+             why, detail,
+             f->python ? " Numba reports these launches as CUDA_ERROR_INVALID_VALUE."
+                       : " Check every launch with `cudaGetLastError()` while you debug.");
+}
+
+/* index-overflow-32: only the cases past 2^31-1 elements fail. */
+static void rec_index_overflow(const struct hint_facts *f, struct hint_list *out)
+{
+    const double lim = 2147483647.0;
+    const struct score_case *big = NULL;
+    const struct hint *launch = hint_find(out, "launch-limits");
+    size_t small_ok = 0;
+    for (size_t i = 0; i < f->ncases; i++) {
+        const struct score_case *c = &f->cases[i];
+        if (launch && strcmp(launch->case_name, c->name) == 0)
+            return; /* the launch was refused: not an index that wrapped */
+        if (case_says(f, c, "does not fit in 32 bits")) {
+            big = c;
+            small_ok = 1;
+            break;
+        }
+        double ext = case_extent(f, c->name);
+        if (!(ext > 0))
+            continue;
+        if (ext <= lim) {
+            if (case_failed(c))
+                return; /* a small case fails too: another bug */
+            small_ok++;
+        } else if (!big && c->ran && !c->passed) {
+            big = c;
+        } else if (!big && !c->ran && case_says(f, c, "illegal memory access")) {
+            big = c;
+        }
+    }
+    if (!big || !small_ok)
+        return;
+    char sizes[160], got[160] = "";
+    case_sizes(f, big->name, sizes, sizeof sizes);
+    if (big->have_value && isfinite(big->expected))
+        snprintf(got, sizeof got, " (your answer %.9g, expected %.9g)", big->got, big->expected);
+    hint_add(out, "index-overflow-32", big->name,
+             "32-bit index overflow: case %s (%s) indexes past 2^31-1 = 2147483647 elements and "
+             "fails%s, while every smaller case passes. An `int` index or count wraps there "
+             "(2500000000 becomes -1794967296). Hold n, every index and the grid-stride step in "
+             "64 bits: `size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x` (the product "
+             "of two 32-bit values is computed in 32 bits before it is widened), `size_t` "
+             "parameters, and `(size_t)row * dim` for offsets.",
+             big->name, sizes, got);
+}
+
+/* A failed one-value answer that is a float32 total stalled short of the
+ * reference: at least 2^22 in magnitude, within 1/1024 above a power of
+ * two, the reference's sign. A sum missing a share of its elements lands
+ * that close to a power of two by chance only. */
+static int case_saturated(const struct score_case *c)
+{
+    if (!c->ran || c->passed || !c->have_value || !isfinite(c->got) || !isfinite(c->expected))
+        return 0;
+    double g = fabs(c->got), e = fabs(c->expected);
+    if (g < 4194304.0 || !(g < 0.999 * e) || (c->got < 0) != (c->expected < 0))
+        return 0;
+    return g <= ldexp(1.0, ilogb(g)) * (1 + 1.0 / 1024);
+}
+
+/* float32-saturation: a float total stuck at a power of two. */
+static void rec_float32_saturation(const struct hint_facts *f, struct hint_list *out)
+{
+    for (size_t i = 0; i < f->ncases; i++) {
+        const struct score_case *c = &f->cases[i];
+        if (!case_saturated(c))
+            continue;
+        double g = fabs(c->got), e = fabs(c->expected);
+        int k = ilogb(g);
+        hint_add(out, "float32-saturation", c->name,
+                 "Float32 accumulation saturated in case %s: your total stopped at %.9g (2^%d) "
+                 "while the sum is %.9g, %.1f%% short. Once a float32 total reaches 2^%d its "
+                 "spacing is %.0f, so adding an element smaller than %.0f rounds away to nothing "
+                 "(x + 0.75 == x): adding every element into one float%s cannot reach the "
+                 "answer. Sum partial totals instead -- per thread over a grid-stride loop, "
+                 "then per block in shared memory or with warp shuffles, then one atomic add "
+                 "per block (or a second pass) -- so each addition combines numbers of "
+                 "similar size. Your grid is not the problem.",
+                 c->name, c->got, k, c->expected, 100 * (1 - g / e), k, ldexp(1.0, k - 23),
+                 ldexp(1.0, k - 24),
+                 f->python ? " (`cuda.atomic.add` per element, or one long running sum)"
+                           : " (one `atomicAdd` per element, or one long running sum)");
+        return;
+    }
+}
+
+/* bounds-check: an access past the end of a buffer. */
+static void rec_bounds_check(const struct hint_facts *f, struct hint_list *out)
+{
+    const char *fix = f->python ? "guard every access with `if i < x.shape[0]:` (and return "
+                                  "early only before any `cuda.syncthreads()`)"
+                                : "guard every access with `if (i < n)`, loads into shared "
+                                  "memory included";
+    for (size_t i = 0; i < f->nsanitizers; i++)
+        for (size_t k = 0; k < f->sanitizers[i].nfindings; k++) {
+            const struct score_finding *fd = &f->sanitizers[i].findings[k];
+            if (!text_find(fd->message, "Invalid __") && !text_find(fd->message, "Out-of-range"))
+                continue;
+            char where[160];
+            finding_where(fd, where, sizeof where);
+            hint_add(out, "bounds-check", NULL,
+                     "Missing bounds check: %s found an access past the end of a buffer%s "
+                     "(\"%.120s\"). The grid is a whole number of blocks, so the threads of the "
+                     "last block run past n: %s.",
+                     f->sanitizers[i].tool, where, fd->message, fix);
+            return;
+        }
+    for (size_t i = 0; i < f->ncases; i++) {
+        const struct score_case *c = &f->cases[i];
+        const char *ev = NULL;
+        if (c->ran && !c->passed && case_says(f, c, "past the end of the output"))
+            ev = "it wrote past the end of the output";
+        else if (c->ran && !c->passed && c->have_value && isnan(c->got) && isfinite(c->expected))
+            ev = "the answer is NaN: it read past the end of the input, where the harness "
+                 "keeps NaNs";
+        else if ((case_says(f, c, "illegal memory access") ||
+                  case_says(f, c, "CUDA_ERROR_ILLEGAL_ADDRESS")) &&
+                 !hint_find(out, "index-overflow-32"))
+            ev = "an illegal memory access: an index past the end of a buffer";
+        if (!ev)
+            continue;
+        char sizes[160];
+        case_sizes(f, c->name, sizes, sizeof sizes);
+        hint_add(out, "bounds-check", c->name,
+                 "Missing bounds check in case %s (%s): %s. The grid is a whole number of "
+                 "blocks, so the threads of the last block run past the end: %s.",
+                 c->name, sizes, ev, fix);
+        return;
+    }
+}
+
+static int source_has(const char *code, const char *w)
+{
+    return code && strstr(code, w) != NULL;
+}
+
+/* missing-syncthreads: a shared-memory race. */
+static void rec_missing_sync(const struct hint_facts *f, const char *code, struct hint_list *out)
+{
+    int racecheck_ran = 0;
+    for (size_t i = 0; i < f->nsanitizers; i++) {
+        const struct score_sanitizer *s = &f->sanitizers[i];
+        racecheck_ran |= s->ran && s->tool && strcmp(s->tool, "racecheck") == 0;
+        for (size_t k = 0; k < s->nfindings; k++) {
+            const struct score_finding *fd = &s->findings[k];
+            if (!text_find(fd->message, "Race reported") && !text_find(fd->message, "hazard") &&
+                !text_find(fd->message, " race"))
+                continue;
+            char where[160];
+            finding_where(fd, where, sizeof where);
+            hint_add(out, "missing-syncthreads", NULL,
+                     "Missing `__syncthreads()`: racecheck found a shared-memory race%s "
+                     "(\"%.120s\"). A thread reads a value another thread writes to shared "
+                     "memory with no barrier between them: put `__syncthreads()` after the "
+                     "writes and before the reads, and in a loop also before the buffer is "
+                     "overwritten in the next iteration.",
+                     where, fd->message);
+            return;
+        }
+    }
+    if (racecheck_ran || !code)
+        return;
+    const char *shared = f->python ? "cuda.shared.array" : "__shared__";
+    const char *sync = f->python ? "syncthreads" : "__syncthreads";
+    if (!source_has(code, shared) || source_has(code, sync) ||
+        (!f->python && (source_has(code, "__syncwarp") || source_has(code, "cooperative_groups"))))
+        return;
+    for (size_t i = 0; i < f->ncases; i++)
+        if (f->cases[i].ran && !f->cases[i].passed) {
+            hint_add(out, "missing-syncthreads", f->cases[i].name,
+                     "Missing %s: your kernel shares values through shared memory "
+                     "(`%s`) but never waits for the other threads of its block, and case %s "
+                     "is wrong. Put a barrier after the writes to shared memory and before the "
+                     "reads of other threads' values.",
+                     f->python ? "`cuda.syncthreads()`" : "`__syncthreads()`", shared,
+                     f->cases[i].name);
+            return;
+        }
+}
+
+/* divergent-barrier: a barrier some threads of the block never reach. */
+static void rec_divergent_barrier(const struct hint_facts *f, const char *code,
+                                  struct hint_list *out)
+{
+    const char *fix = "Move the barrier out of the branch so that every thread of the block "
+                      "reaches it, and put only the work under the condition.";
+    for (size_t i = 0; i < f->nsanitizers; i++)
+        for (size_t k = 0; k < f->sanitizers[i].nfindings; k++) {
+            const struct score_finding *fd = &f->sanitizers[i].findings[k];
+            if (!text_find(fd->message, "Barrier") && !text_find(fd->message, "divergent"))
+                continue;
+            char where[160];
+            finding_where(fd, where, sizeof where);
+            hint_add(out, "divergent-barrier", NULL,
+                     "A barrier in divergent code%s: not every thread of the block reaches "
+                     "this `__syncthreads()` (\"%.120s\"). %s",
+                     where, fd->message, fix);
+            return;
+        }
+    int line = 0;
+    char cond[80];
+    if (code) {
+        if (source_divergent_barrier(code, f->python, &line, cond, sizeof cond)) {
+            hint_add(out, "divergent-barrier", NULL,
+                     "A barrier in divergent code: the %s at line %d is under `%s`, a "
+                     "condition that depends on the thread, so some threads of the block never "
+                     "reach it. That is undefined behaviour: it can hang, give wrong results, "
+                     "or work by accident on one GPU. %s",
+                     f->python ? "`cuda.syncthreads()`" : "`__syncthreads()`", line, cond, fix);
+            return;
+        }
+    }
+    for (size_t i = 0; i < f->ncases; i++)
+        if (case_says(f, &f->cases[i], "illegal instruction")) {
+            hint_add(out, "divergent-barrier", f->cases[i].name,
+                     "Case %s stopped on an illegal instruction, which a `__syncthreads()` "
+                     "that not all threads of a block reach often causes. %s",
+                     f->cases[i].name, fix);
+            return;
+        }
+}
+
+/* grid-coverage: outputs never written, or a sum missing a share. */
+static void rec_grid_coverage(const struct hint_facts *f, struct hint_list *out)
+{
+    const struct hint *ovf = hint_find(out, "index-overflow-32"),
+                      *lim = hint_find(out, "launch-limits"),
+                      *sat = hint_find(out, "float32-saturation");
+    for (size_t i = 0; i < f->ncases; i++) {
+        const struct score_case *c = &f->cases[i];
+        /* explained already: a stalled float total, the cases past 2^31
+         * of an overflow, a launch that never ran */
+        /* a float total that stalls at 2^26 drifts at 2^20 too: the same
+         * accumulation, not a grid */
+        if (!c->ran || c->passed || case_saturated(c) || (sat && c->have_value) ||
+            (ovf && case_extent(f, c->name) > 2147483647.0) ||
+            (lim && strcmp(lim->case_name, c->name) == 0))
+            continue;
+        char sizes[160];
+        case_sizes(f, c->name, sizes, sizeof sizes);
+        if (c->unwritten > 0 && !(c->have_value && isfinite(c->got))) {
+            hint_add(out, "grid-coverage", c->name,
+                     "A grid that does not cover the input: in case %s (%s) %lld output%s were "
+                     "never written. Round the block count up, `(n + block - 1) / block`, or "
+                     "loop over the elements with a grid-stride loop so any grid size covers "
+                     "them all.",
+                     c->name, sizes, c->unwritten, c->unwritten == 1 ? "" : "s");
+            return;
+        }
+        /* a short sum with a race or a barrier bug found is that bug's
+         * (partial sums lost), not a grid's (seen on the H100: no_sync.cu
+         * 7.26% short at 2^20+7) */
+        if (hint_find(out, "missing-syncthreads") || hint_find(out, "divergent-barrier") ||
+            hint_find(out, "bounds-check"))
+            continue;
+        if (c->have_value && isfinite(c->got) && isfinite(c->expected) && c->expected != 0 &&
+            c->got / c->expected >= 0 && c->got / c->expected < 1) {
+            hint_add(out, "grid-coverage", c->name,
+                     "A grid that does not cover the input: in case %s (%s) your sum %.9g is "
+                     "%.3g%% short of %.9g, as if some elements were never added. Round the "
+                     "block count up, `(n + block - 1) / block`, or use a grid-stride loop, "
+                     "and check the tail when n is not a multiple of the block size.",
+                     c->name, sizes, c->got, 100 * (1 - c->got / c->expected), c->expected);
+            return;
+        }
+    }
+}
+
+/* The three entries of the profiler's numbers (runner/profile.c). */
+static void rec_profile(const struct hint_facts *f, struct hint_list *out)
+{
+    const struct hint_profile *p = f->profile;
+    char where[200] = "";
+    if (!p)
+        return;
+    if (p->kernel && p->line > 0)
+        snprintf(where, sizeof where, " in %s at line %d", p->kernel, p->line);
+    else if (p->kernel)
+        snprintf(where, sizeof where, " in %s", p->kernel);
+    else if (p->line > 0)
+        snprintf(where, sizeof where, " at line %d", p->line);
+    double ideal = p->ideal_sectors_per_request > 0 ? p->ideal_sectors_per_request : 4;
+    if (isfinite(p->sectors_per_request) && p->sectors_per_request > 2 * ideal)
+        hint_add(out, "uncoalesced", NULL,
+                 "Uncoalesced global memory access%s: %.1f sectors of 32 bytes per request "
+                 "where a coalesced access takes %.0f. Neighbouring threads of a warp should "
+                 "touch neighbouring addresses: index with `threadIdx.x` along the contiguous "
+                 "dimension, or stage the data through shared memory.",
+                 where, p->sectors_per_request, ideal);
+    if (isfinite(p->bank_conflict_ways) && p->bank_conflict_ways >= 2)
+        hint_add(out, "bank-conflicts", NULL,
+                 "Shared-memory bank conflicts%s: %.1f-way (a request takes %.1f passes where "
+                 "1 is ideal). Threads of a warp hit the same bank with different addresses: "
+                 "pad the array (`[32][33]` instead of `[32][32]`) or change which thread "
+                 "reads which element.",
+                 where, p->bank_conflict_ways, p->bank_conflict_ways);
+    if (isfinite(p->branch_efficiency) && p->branch_efficiency < 0.9)
+        hint_add(out, "divergence", NULL,
+                 "Warp divergence%s: only %.0f%% of branches were taken the same way by the "
+                 "whole warp. Conditions on `threadIdx.x %% k` split every warp; give whole "
+                 "warps the same path (e.g. `if (threadIdx.x < k)` with a halving stride).",
+                 where, 100 * p->branch_efficiency);
+}
+
+/* sanitizer-finding: any other finding keeps its own hint in the list. */
+static void rec_sanitizer_other(const struct hint_facts *f, struct hint_list *out)
+{
+    for (size_t i = 0; i < f->nsanitizers; i++)
+        for (size_t k = 0; k < f->sanitizers[i].nfindings; k++) {
+            const struct score_finding *fd = &f->sanitizers[i].findings[k];
+            const char *m = fd->message;
+            if (!fd->hint || text_find(m, "Invalid __") || text_find(m, "Out-of-range") ||
+                text_find(m, "Race reported") || text_find(m, "hazard") || text_find(m, " race") ||
+                text_find(m, "Barrier") || text_find(m, "divergent") ||
+                text_find(m, "invalid configuration") || text_find(m, "cudaLaunchKernel") ||
+                text_find(m, "too many resources"))
+                continue;
+            char where[160];
+            finding_where(fd, where, sizeof where);
+            hint_add(out, "sanitizer-finding", NULL, "%s%s%s", fd->hint, where[0] ? " (" : "",
+                     where[0] ? where + 4 : "");
+            if (where[0])
+                strncat(out->v[out->n - 1].text, ")",
+                        sizeof out->v[0].text - strlen(out->v[out->n - 1].text) - 1);
+            return;
+        }
+}
+
+/* ---------------------------------------------------------------------- */
+
+static const char *const catalogue[] = {"device-assert",
+                                        "launch-limits",
+                                        "index-overflow-32",
+                                        "float32-saturation",
+                                        "bounds-check",
+                                        "missing-syncthreads",
+                                        "divergent-barrier",
+                                        "grid-coverage",
+                                        "uncoalesced",
+                                        "bank-conflicts",
+                                        "divergence",
+                                        "sanitizer-finding",
+                                        NULL};
+
+const char *const *hint_ids(void)
+{
+    return catalogue;
+}
+
+void hint_recognize(const struct hint_facts *f, struct hint_list *out)
+{
+    assert(f && out);
+    out->n = 0;
+    char *code = source_code(f->source, f->source_len, f->python);
+    rec_device_assert(f, out);
+    rec_launch_limits(f, code, out);
+    rec_index_overflow(f, out);
+    rec_float32_saturation(f, out);
+    rec_bounds_check(f, out);
+    rec_missing_sync(f, code, out);
+    rec_divergent_barrier(f, code, out);
+    rec_grid_coverage(f, out);
+    rec_profile(f, out);
+    rec_sanitizer_other(f, out);
+    free(code);
+    for (size_t i = 0; i < out->n; i++)
+        assert(out->v[i].id && out->v[i].text[0]);
+}

@@ -1,0 +1,31 @@
+# expect: status=graded|timeout|runtime_error hint=divergent-barrier note="Numba: cuda.syncthreads() inside if t < k, so threads k..255 never reach it (undefined behaviour), named from the source"
+from numba import cuda, float32
+
+THREADS = 256
+
+
+@cuda.jit
+def partial(x, out):
+    s = cuda.shared.array(THREADS, dtype=float32)
+    t = cuda.threadIdx.x
+    i = cuda.grid(1)
+    s[t] = x[i] if i < x.shape[0] else float32(0.0)
+    cuda.syncthreads()
+    k = THREADS // 2
+    while k > 0:
+        if t < k:
+            s[t] += s[t + k]
+            cuda.syncthreads()   # BUG: inside the branch
+        k //= 2
+    if t == 0:
+        cuda.atomic.add(out, 0, s[0])
+
+
+@cuda.jit
+def zero(out):
+    out[0] = 0.0
+
+
+def reduce_sum(d_in, d_out):
+    zero[1, 1](d_out)
+    partial[(d_in.shape[0] + THREADS - 1) // THREADS, THREADS](d_in, d_out)

@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+# The lab page's submit form and Python (docs/python.md): a lab with a CUDA
+# harness only offers .cu; a lab with a Python interface or starter and no
+# CUDA one offers .py (accept, the pasted name's pattern and default, its
+# starter.py shown); a lab with both (the repo's reduction) offers both and
+# shows both starters; a .py file sent through the form is accepted and
+# queued with its name.
+import os
+import re
+import sys
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cugrade_test import Tap, Server, require_binary, multipart  # noqa: E402
+
+
+def form(html):
+    m = re.search(r'<form id="submit-form".*?</form>', html, re.S)
+    return m.group(0) if m else ""
+
+
+def main(t):
+    s = Server(labs=["vadd", "pylab"], tap=t)
+    sess, _ = s.login("alice_q7")
+    ck = {"Cookie": "cugrade_session=%s" % sess}
+    html = s.get("/labs/vadd", headers=ck).body.decode()
+    f = form(html)
+    t.ok('accept=".cu"' in f and ".py" not in f and 'value="kernel.cu"' in f,
+         "a CUDA-only lab: the form takes .cu only", f[:800])
+    html = s.get("/labs/pylab", headers=ck).body.decode()
+    f = form(html)
+    t.ok('accept=".py"' in f and 'value="kernel.py"' in f and r'\.py"' in f and ".cu" not in f,
+         "a Python-only lab: the form takes .py (accept, pattern, default name)", f[:800])
+    t.ok("Starter file (<code>starter.py</code>)" in html and "Starter file (<code>starter.cu" not in html,
+         "its starter.py is shown", html[-1500:])
+    csrf = re.search(r'name="csrf" value="([^"]+)"', html).group(1)
+    ctype, body = multipart([("csrf", None, csrf.encode()),
+                             ("file", "vadd.py", b"def vadd(a, b, c, n):\n    pass\n")])
+    r = s.post("/labs/pylab/submit", body=body, headers=dict(ck, **{"Content-Type": ctype}))
+    loc = r.header("location") or ""
+    t.ok(r.status in (302, 303) and loc.startswith("/submissions/"),
+         "a .py file sent through the form is accepted", r.brief())
+    sid = loc.rsplit("/", 1)[-1]
+    o = s.submission(sid) or {}
+    t.ok(o.get("filename") == "vadd.py" and o.get("lab") == "pylab",
+         "it is queued with its .py name", o)
+    s.cleanup()
+
+    s = Server(labs="repo", tap=t)
+    sess, _ = s.login("alice_q7")
+    html = s.get("/labs/reduction", headers={"Cookie": "cugrade_session=%s" % sess}).body.decode()
+    f = form(html)
+    t.ok('accept=".cu,.py"' in f and "(cu|py)" in f and 'value="kernel.cu"' in f,
+         "a lab with both (reduction): the form takes .cu and .py", f[:800])
+    t.ok("<code>starter.cu</code>" in html and "<code>starter.py</code>" in html,
+         "both starters are shown", html[-600:])
+    s.cleanup()
+
+
+t = Tap()
+require_binary(t)
+t.run(main)
+t.exit()
