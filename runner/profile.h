@@ -32,7 +32,7 @@ struct run_opts;
  * the longest wait for the GPU's profile lock: together they bound what
  * profiling can add to a submission (measured: 2-3.5 s alone). */
 #define PROFILE_SECONDS 10.0
-#define PROFILE_LOCK_WAIT 10.0
+#define PROFILE_LOCK_WAIT 30.0
 /* Hints kept at most, and a kernel's share of the profiled GPU time below
  * which it gets none (a helper kernel of 1 % is not worth a student's
  * attention). */
