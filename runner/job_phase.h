@@ -1,0 +1,25 @@
+/*
+ * job_phase.h - what runner/job.c and the phase files split from it
+ * (job_time.c) share. Not for the rest of the runner: job.h is the job's
+ * interface.
+ */
+#ifndef CUGRADE_RUNNER_JOB_PHASE_H
+#define CUGRADE_RUNNER_JOB_PHASE_H
+
+#include <jansson.h>
+
+#include "job.h"
+
+/* The job's progress callback (a no-op without one); -ECANCELED when the
+ * server says the job is no longer ours. */
+int progress_call(const struct job *j, const char *phase, const char *detail);
+
+/* The bytes and flops of lab's case_name for one call, from the timing
+ * record (or the course labs' own formulas). */
+void case_work(const struct lab *lab, const char *case_name, const json_t *timing, double *bytes,
+               double *flops);
+
+/* A system_error of ours: the sentence into j->err, r (< 0) returned. */
+__attribute__((format(printf, 3, 4))) int job_fail(struct job *j, int r, const char *fmt, ...);
+
+#endif

@@ -1,0 +1,421 @@
+/*
+ * job_time.c - the timing phase of a job (job.h: job_time): the timing run
+ * alone on the GPU (the exclusive lock waits for the sanitizers), its judge,
+ * the baselines timed beside it in rounds, re-timing near a tier threshold
+ * (retime.h), then the profile of a correct submission (profile.h). Split
+ * from job.c along its banner; the helpers they share are in job_phase.h.
+ */
+#include "job.h"
+#include "job_phase.h"
+#include "status.h"
+#include "baseline.h"
+#include "retime.h"
+#include "lock.h"
+#include "profile.h"
+#include "python.h"
+#include "stats.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+
+/* Timing is only done when it can earn points: every correctness case
+ * passed, or a speed line without requires_correct. */
+static int job_time_wanted(const struct job *j)
+{
+    int all_correct = 1, need_correct = 1;
+    for (size_t i = 0; i < j->in.ncases; i++)
+        if (!j->in.cases[i].passed)
+            all_correct = 0;
+    for (size_t i = 0; i < j->rub.nspeed; i++)
+        if (!j->rub.speed[i].requires_correct)
+            need_correct = 0;
+    return j->lab.timing_case && j->rub.nspeed > 0 && !(need_correct && !all_correct);
+}
+
+/* One timing round of the job (runner/retime.h): which baselines the
+ * rubric compares against are timed beside the student's batch, and the
+ * pool their samples go to. */
+struct job_round {
+    struct job *j;
+    const char *cmp[4];  /* GPU and CPU baselines timed in this job, interleaved */
+    size_t ncmp;
+    struct retime_pool *pool;
+    json_t *device;      /* a device record seen on the way */
+};
+
+/* The phase a round's seconds go to: the first round's own, or "retime". */
+static const char *round_phase(int k, const char *first)
+{
+    return k == 0 ? first : "retime";
+}
+
+/* The interleaved GPU baselines of round k, under the exclusive lock the
+ * caller holds. A batch that fails is ours and only logged: the cached
+ * median stands in for it (job_baselines). */
+static void job_round_gpu_baselines(struct job_round *jr, int k)
+{
+    for (size_t i = 0; i < jr->ncmp; i++) {
+        double *x = NULL;
+        size_t n = 0;
+        int who = retime_who(jr->cmp[i]);
+        if (strcmp(jr->cmp[i], "cpu") == 0 || who < 0)
+            continue;
+        if (baseline_batch(&jr->j->rc, jr->cmp[i], jr->j->lab.timing_case, &x, &n,
+                           &jr->device) == 0)
+            retime_append(jr->pool, (enum retime_who)who, x, n);
+        free(x);
+    }
+    job_clock_mark(&jr->j->pc, round_phase(k, "time_baselines"));
+}
+
+/* A CPU batch's median joins the host's record, and the CPU series of the
+ * pool becomes the record's newest batch medians (this job's among them):
+ * its batches differ more than its samples within one (baseline.h). */
+static void job_cpu_record(struct job_round *jr, const double *x, size_t n)
+{
+    char path[PATH_MAX];
+    double rec[BASELINE_CPU_RECORD];
+    double m = stats_median(x, n);
+    baseline_record_path(&jr->j->rc, jr->j->lab.timing_case, path, sizeof path);
+    if (baseline_record_add(path, m) != 0)
+        fprintf(stderr, "cugrade-runner: cannot append to %s\n", path);
+    size_t k = baseline_record_read(path, rec, BASELINE_CPU_RECORD);
+    jr->pool->s[RETIME_CPU].n = 0;
+    if (k == 0)
+        retime_append(jr->pool, RETIME_CPU, &m, 1);
+    else
+        retime_append(jr->pool, RETIME_CPU, rec, k);
+}
+
+/* The CPU baseline's batch of round k (outside the GPU lock: it does not
+ * use the GPU, and the lock would idle the GPU for its seconds). */
+static void job_round_cpu_baseline(struct job_round *jr, int k)
+{
+    for (size_t i = 0; i < jr->ncmp; i++) {
+        double *x = NULL;
+        size_t n = 0;
+        if (strcmp(jr->cmp[i], "cpu") != 0)
+            continue;
+        if (baseline_batch(&jr->j->rc, "cpu", jr->j->lab.timing_case, &x, &n, &jr->device) == 0)
+            job_cpu_record(jr, x, n);
+        free(x);
+        job_clock_mark(&jr->j->pc, round_phase(k, "time_baselines"));
+    }
+}
+
+/* The timing run of round k, with the round's GPU baselines in the same
+ * exclusive hold: the student first on even rounds, the baselines first
+ * on odd ones (a drift of the GPU's clocks within the hold cancels over
+ * two rounds). The job's shared lock is let go (its sanitizers have
+ * ended) before the exclusive one is asked for: a waiter holds nothing. */
+static int job_time_run(struct job *j, struct job_round *jr, int k)
+{
+    char fail[512], chan[32];
+    snprintf(chan, sizeof chan, k == 0 ? "timing" : "timing-%d", k);
+    int fd = channel_open(j->rc.jobdir, chan);
+    if (fd < 0)
+        return job_fail(j, fd, "cannot open a channel: %s", strerror(-fd));
+    const char *targv_c[] = {"/work/prog", "time", "--seed", j->seed, "--case",
+                             j->lab.timing_case, "--max-ms", TIME_MAX_MS, NULL};
+    const char *const *targv = targv_c;
+    struct run_opts o = {NULL, NULL, NULL, -1, -1, NULL, 0, NULL, 0, NULL};
+    struct python_run pr;
+    if (j->python) {
+        int pr_r = python_run_prepare(&pr, &o, j->env->root, j->lab.name, "time", j->seed,
+                                      j->lab.timing_case, TIME_MAX_MS, j->src);
+        if (pr_r < 0) {
+            close(fd);
+            return job_fail(j, pr_r, "the lab's hidden libraries (lab.json python.hide): %s",
+                            strerror(-pr_r));
+        }
+        targv = pr.argv;
+    }
+    if (k == 0)
+        sanitizer_settle(j->san_tasks, j->nsan_tasks);
+    lock_gpu_release(j->job_lk);
+    j->job_lk = -1;
+    int tlk = lock_gpu(j->env, 1);
+    job_clock_mark(&j->pc, round_phase(k, "sanitize_wait"));
+    double tlim = j->rc.limits.timing;
+    if (j->python)
+        tlim = fmin(j->rc.limits.ceiling, tlim + PYTHON_STARTUP_SECONDS);
+    if (k % 2)
+        job_round_gpu_baselines(jr, k);
+    int r = run_sandboxed_opts(&j->rc, targv, fd, tlim, &o, &j->tv);
+    job_clock_mark(&j->pc, round_phase(k, "time_run"));
+    if (r == 0 && k % 2 == 0)
+        job_round_gpu_baselines(jr, k);
+    lock_gpu_release(tlk);
+    if (r < 0) {
+        close(fd);
+        return job_fail(j, r, "the timing sandbox failed: %s", strerror(-r));
+    }
+    job_round_cpu_baseline(jr, k);
+    channel_read_all(fd, &j->ti);
+    close(fd);
+    if (run_harness_failed(&j->tv, &j->ti, j->err, sizeof j->err))
+        return -EIO;
+    const char *why_t = run_failure(&j->tv, fail, sizeof fail);
+    if (why_t || !j->ti.timing) {
+        j->st = j->tv.timed_out ? status_name(STATUS_TIMEOUT) : status_name(STATUS_RUNTIME_ERROR);
+        snprintf(j->status_msg, sizeof j->status_msg, "Timing failed: %s",
+                 why_t ? why_t : "the harness sent no timing record.");
+        /* The timing run's prints are the feedback now. */
+        sandbox_verdict_free(&j->v);
+        j->v = j->tv;
+        memset(&j->tv, 0, sizeof j->tv);
+        return JOB_VERDICT;
+    }
+    return JOB_NEXT;
+}
+
+/* What the judge says of the timing channel, into j->in.timing. */
+static void job_time_record(struct job *j, const json_t *jdoc, const struct stats_summary *ss)
+{
+    struct score_timing *t = &j->in.timing;
+    json_t *jt = json_object_get(jdoc, "timing");
+    t->have = 1;
+    t->case_name = j->lab.timing_case;
+    t->student_ms = ss->median;
+    t->samples = ss->kept;
+    t->rel_err = ss->rel_err;
+    t->recheck_passed = json_is_true(json_object_get(jt, "recheck_passed"));
+    t->bytes = json_number_value(json_object_get(jt, "bytes"));
+    t->flops = json_number_value(json_object_get(jt, "flops"));
+    if (!(t->bytes > 0) && !(t->flops > 0))
+        case_work(&j->lab, j->lab.timing_case, jt, &t->bytes, &t->flops);
+    json_t *jdev = json_object_get(jdoc, "device");
+    if (json_number_value(json_object_get(jdev, "copy_gbs")) > 0) {
+        t->copy_gbs = json_number_value(json_object_get(jdev, "copy_gbs"));
+        t->peak_gflops = json_number_value(json_object_get(jdev, "peak_fp32_gflops"));
+    }
+    /* A lab whose owner times its own baseline in the same run, before any
+     * student code ran there (the profiling lab's starter): the naive slot. */
+    double bms = json_number_value(json_object_get(jt, "baseline_ms"));
+    if (bms > 0 && !(t->naive_ms > 0))
+        t->naive_ms = bms;
+    const char *why = json_string_value(json_object_get(jt, "flag_reason"));
+    if (json_is_true(json_object_get(jt, "flagged")) && t->recheck_passed) {
+        snprintf(j->judge_flag, sizeof j->judge_flag, "%s", why ? why : "flagged by the judge");
+        t->judge_flag_reason = j->judge_flag;
+    }
+}
+
+/* A lab whose owner times the CPU baseline itself in the timing run, before
+ * the student's process exists (the pipeline lab's NumPy pipeline,
+ * docs/python.md): the judge passes the owner's cpu_samples_ms on, and they
+ * are the CPU series of the pool (retime_apply makes cpu_ms of them), in
+ * place of a cached CPU baseline. Returns 0 or -ENOMEM. */
+static int job_owner_cpu_samples(struct job_round *jr, const json_t *jdoc)
+{
+    const json_t *cs = json_object_get(json_object_get(jdoc, "timing"), "cpu_samples_ms"), *e;
+    size_t k;
+    int r = 0;
+    json_array_foreach(cs, k, e) {
+        double v = json_number_value(e);
+        if (json_is_number(e) && v > 0 && isfinite(v) && retime_append(jr->pool, RETIME_CPU, &v, 1))
+            r = -ENOMEM;
+    }
+    return r;
+}
+
+/* The judge checks the re-check (fresh inputs from seed2: a cached answer
+ * fails), computes the case's bytes and flops and flags a time past the
+ * physical floor; the runner recomputes the median and its error from the
+ * raw samples. */
+static int job_time_judge(struct job *j, struct job_round *jr, int round)
+{
+    char tchan[PATH_MAX], chan[32];
+    json_t *jdoc = NULL, *e;
+    struct score_case *tcases = NULL;
+    size_t ntcases = 0, k;
+    struct stats_summary ss;
+    snprintf(chan, sizeof chan, round == 0 ? "timing" : "timing-%d", round);
+    channel_path(j->rc.jobdir, chan, tchan, sizeof tchan);
+    int jlk = lock_gpu_shared_user(j->env);
+    int r = judge_run(&j->rc, &j->js, j->seed, tchan, NULL, &jdoc, &tcases, &ntcases, j->err,
+                      sizeof j->err);
+    lock_gpu_release(jlk);
+    score_cases_free(tcases, ntcases);
+    job_clock_mark(&j->pc, round_phase(round, "time_judge"));
+    if (r < 0) {
+        json_decref(jdoc);
+        return r;
+    }
+    json_t *samples = json_object_get(json_object_get(jdoc, "timing"), "samples_ms");
+    size_t n = json_array_size(samples);
+    double *x = calloc(n ? n : 1, sizeof *x);
+    if (!x) {
+        json_decref(jdoc);
+        return job_fail(j, -ENOMEM, "out of memory");
+    }
+    json_array_foreach(samples, k, e) x[k] = json_number_value(e);
+    r = stats_summarize(x, n, &ss);
+    if (r == 0 && retime_append(jr->pool, RETIME_STUDENT, x, n) != 0)
+        r = -ENOMEM;
+    free(x);
+    if (r == 0)
+        r = job_owner_cpu_samples(jr, jdoc);
+    if (r != 0) {
+        json_decref(jdoc);
+        j->st = status_name(STATUS_RUNTIME_ERROR);
+        snprintf(j->status_msg, sizeof j->status_msg,
+                 "Timing failed: the judge accepted no timing samples.");
+        return JOB_VERDICT;
+    }
+    if (round == 0) {
+        job_time_record(j, jdoc, &ss);
+    } else {
+        /* A re-timing batch is judged like the first: one failed re-check
+         * or flag takes the speed points of the whole timing. */
+        struct score_timing keep = j->in.timing;
+        job_time_record(j, jdoc, &ss);
+        j->in.timing.recheck_passed = keep.recheck_passed && j->in.timing.recheck_passed;
+        if (keep.judge_flag_reason)
+            j->in.timing.judge_flag_reason = keep.judge_flag_reason;
+        if (keep.copy_gbs > 0) {
+            j->in.timing.copy_gbs = keep.copy_gbs;
+            j->in.timing.peak_gflops = keep.peak_gflops;
+        }
+    }
+    json_decref(jdoc);
+    return JOB_NEXT;
+}
+
+/* Baselines on the same GPU, same case (cached): those not timed in this
+ * job, and any whose interleaved batch failed. */
+static void job_baselines(struct job *j, const struct retime_pool *pool)
+{
+    json_t *device = NULL;
+    struct score_timing *t = &j->in.timing;
+    for (size_t i = 0; i < j->lab.nbaselines; i++) {
+        double *slot = baseline_slot(t, j->lab.baselines[i]);
+        int who = retime_who(j->lab.baselines[i]);
+        if (slot && !(who >= 0 && pool->s[who].n > 0))
+            *slot = baseline_time(&j->rc, j->lab.baselines[i], j->lab.timing_case, &device);
+    }
+    if (device && !(t->copy_gbs > 0)) {
+        t->copy_gbs = json_number_value(json_object_get(device, "copy_gbs"));
+        t->peak_gflops = json_number_value(json_object_get(device, "peak_fp32_gflops"));
+    }
+    json_decref(device);
+    job_clock_mark(&j->pc, "baselines");
+}
+
+/* Profiling feedback (profile.h) for a submission that passed every case:
+ * the timing case's check run once more under ncu, in the sandbox, under
+ * the same shared GPU lock as a check run (and the GPU's profile lock).
+ * Never a verdict: a profiler failure is "unavailable", never charged.
+ * Off when the rubric says "profile": false, with $CUGRADE_PROFILE=0, or
+ * without a GPU. */
+static void job_profile(struct job *j)
+{
+    const char *off = getenv("CUGRADE_PROFILE");
+    if (!j->rub.profile || (off && strcmp(off, "0") == 0) || !j->env->gpu_devices)
+        return;
+    for (size_t i = 0; i < j->in.ncases; i++)
+        if (!j->in.cases[i].passed)
+            return;
+    int fd = channel_open(j->rc.jobdir, "profile");
+    if (fd < 0)
+        return;
+    const char *argv_c[] = {"/work/prog", "check", "--seed", j->seed, "--cases",
+                            j->lab.timing_case, NULL};
+    const char *const *argv = argv_c;
+    struct run_opts o = {NULL, NULL, NULL, -1, -1, NULL, 0, NULL, 0, NULL};
+    struct python_run pr;
+    if (j->python) {
+        if (python_run_prepare(&pr, &o, j->env->root, j->lab.name, "check", j->seed,
+                               j->lab.timing_case, NULL, j->src) < 0) {
+            close(fd);
+            return;
+        }
+        argv = pr.argv;
+    }
+    j->profile = profile_run(&j->rc, argv, fd, &o);
+    close(fd);
+    job_clock_mark(&j->pc, "profile");
+}
+
+/* Round k of the timing (a struct retime_source's round): the student's
+ * batch and the interleaved baselines', the batch's judge, and on the
+ * first round the cached baselines. */
+static int job_time_round(void *ctx, int k, struct retime_pool *pool, struct score_timing *t)
+{
+    struct job_round *jr = ctx;
+    struct job *j = jr->j;
+    int r;
+    assert(pool == jr->pool && t == &j->in.timing);
+    if (k > 0) {
+        char detail[160];
+        snprintf(detail, sizeof detail, "%s (re-timing %d of at most %d: near a tier threshold)",
+                 j->lab.timing_case, k, t->retime_bound);
+        if (progress_call(j, status_name(STATUS_TIMING), detail) == -ECANCELED)
+            return -ECANCELED;
+        sandbox_verdict_free(&j->tv);
+        memset(&j->tv, 0, sizeof j->tv);
+        channel_info_clear(&j->ti);
+        memset(&j->ti, 0, sizeof j->ti);
+    }
+    if ((r = job_time_run(j, jr, k)) != JOB_NEXT || (r = job_time_judge(j, jr, k)) != JOB_NEXT)
+        return r;
+    if (k == 0)
+        job_baselines(j, pool);
+    if (jr->device && !(t->copy_gbs > 0)) {
+        t->copy_gbs = json_number_value(json_object_get(jr->device, "copy_gbs"));
+        t->peak_gflops = json_number_value(json_object_get(jr->device, "peak_fp32_gflops"));
+    }
+    return 0;
+}
+
+/* The baselines the rubric's speed lines compare against, timed in this
+ * job beside the student's batches (unless CUGRADE_INTERLEAVE=0: then the
+ * cached medians, measured once per GPU model). */
+static void job_round_baselines(struct job_round *jr)
+{
+    const char *e = getenv("CUGRADE_INTERLEAVE");
+    if (e && strcmp(e, "0") == 0)
+        return;
+    const struct job *j = jr->j;
+    for (size_t i = 0; i < j->rub.nspeed; i++) {
+        const char *b = score_metric_baseline(j->rub.speed[i].metric);
+        int have = 0, in_lab = 0;
+        for (size_t k = 0; b && k < jr->ncmp; k++)
+            have |= strcmp(jr->cmp[k], b) == 0;
+        for (size_t k = 0; b && k < j->lab.nbaselines; k++)
+            in_lab |= strcmp(j->lab.baselines[k], b) == 0;
+        if (b && in_lab && !have && jr->ncmp < sizeof jr->cmp / sizeof jr->cmp[0])
+            jr->cmp[jr->ncmp++] = b;
+    }
+}
+
+int job_time(struct job *j)
+{
+    if (!job_time_wanted(j))
+        return JOB_NEXT;
+    if (progress_call(j, status_name(STATUS_TIMING), j->lab.timing_case) == -ECANCELED)
+        return -ECANCELED;
+    struct retime_pool pool;
+    memset(&pool, 0, sizeof pool);
+    struct job_round jr = {.j = j, .pool = &pool};
+    job_round_baselines(&jr);
+    struct retime_source src = {job_time_round, &jr};
+    int r = retime_run(&j->rub, retime_bound_from_env(), &src, &pool, &j->in.timing);
+    retime_pool_free(&pool);
+    json_decref(jr.device);
+    if (r == -EINVAL) {
+        j->st = status_name(STATUS_RUNTIME_ERROR);
+        snprintf(j->status_msg, sizeof j->status_msg,
+                 "Timing failed: the judge accepted no timing samples.");
+        return JOB_VERDICT;
+    }
+    if (r == JOB_NEXT)
+        job_profile(j);
+    return r;
+}
