@@ -138,12 +138,16 @@ run(async (t) => {
       for (const { lab, cases } of labs) {
         const r = await page.goto(`${s.url}/labs/${lab}`);
         t.eq(r.status(), 200, `${lab}: the lab page answers 200`);
-        const tables = page.locator('.handout table');
-        t.eq(await tables.count(), 1, `${lab}: the handout has one real <table>`);
-        const heads = await page.$$eval('.handout table thead th', (th) => th.map((x) => x.textContent.trim()));
-        t.eq(heads[0], 'case', `${lab}: its first column header is "case"`, heads.join(' | '));
-        const first = await page.$$eval('.handout table tbody tr', (rows) => rows.map((r) => r.cells[0].textContent.trim()));
-        t.eq(first.join(','), cases.join(','), `${lab}: one row per case of lab.json, in order`);
+        // A handout may have more tables (arguments, columns); its cases
+        // table is the one whose first column header is "case".
+        const tables = await page.$$eval('.handout table', (ts) => ts.map((tb) => ({
+          head: [...tb.querySelectorAll('thead th')].map((x) => x.textContent.trim()),
+          first: [...tb.querySelectorAll('tbody tr')].map((r) => r.cells[0].textContent.trim().replace(/^`|`$/g, '')),
+        })));
+        const ct = tables.filter((x) => x.head[0] === 'case');
+        t.eq(ct.length, 1, `${lab}: the handout has one real cases <table> (first column "case")`,
+          tables.map((x) => x.head.join(' | ')).join(' / '));
+        t.eq(ct.length ? ct[0].first.join(',') : '', cases.join(','), `${lab}: one row per case of lab.json, in order`);
         const prose = await page.$$eval('.handout p, .handout li', (els) => els.map((e) => e.textContent).join('\n'));
         t.ok(!/\|\s*(---|case\s*\|)/.test(prose), `${lab}: no raw Markdown table pipes left in the handout's text`, prose.slice(0, 400));
         t.ok(await page.locator('.handout pre code').count() >= 1, `${lab}: the handout's code renders as code blocks`);
