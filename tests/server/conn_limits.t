@@ -73,8 +73,20 @@ def caps(t):
     others = []
     for i in range(20 - len(mine)):
         others.append(s.connect(source="127.0.0.%d" % (10 + i)))
-    others[-1].sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-    r = SockReader(others[-1]).response(5)
+    r = None
+    for _ in range(20):
+        # The /metrics probe's own connection may not be seen closed yet:
+        # then the 20th is refused; it is served once the server catches up.
+        try:
+            others[-1].sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            r = SockReader(others[-1]).response(5)
+        except OSError:
+            r = None
+        if r is not None and r.status == 200:
+            break
+        others[-1].close()
+        time.sleep(0.2)
+        others[-1] = s.connect(source="127.0.0.%d" % (10 + len(others) - 1))
     t.ok(r is not None and r.status == 200, "20 connections in all (the server's cap): served")
     extra = s.connect(source="127.0.0.100")
     t.ok(closed_at_once(extra), "a 21st, from yet another address, is closed at once")
