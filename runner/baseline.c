@@ -71,19 +71,6 @@ void baseline_device_record(struct run_ctx *rc)
 /* ---------------------------------------------------------------------- */
 /* Baselines: timed by the same harness, on the same GPU, cached. */
 
-double *baseline_slot(struct score_timing *t, const char *name)
-{
-    if (strcmp(name, "naive") == 0)
-        return &t->naive_ms;
-    if (strcmp(name, "optimized") == 0)
-        return &t->optimized_ms;
-    if (strcmp(name, "cublas") == 0)
-        return &t->cublas_ms;
-    if (strcmp(name, "cpu") == 0)
-        return &t->cpu_ms;
-    return NULL;
-}
-
 /* Path of a baseline program built by build-lab.sh ("baseline-<name>", or
  * "cpu-baseline" for the CPU); "" when absent. */
 static void baseline_prog(const struct run_ctx *rc, const char *name, char *out, size_t len)

@@ -14,9 +14,6 @@
 
 #include <jansson.h>
 
-/* The slot of t for baseline name ("naive", "optimized", "cublas",
- * "cpu"), or NULL for another name. */
-double *baseline_slot(struct score_timing *t, const char *name);
 /* Time one baseline on case_name (cached). Returns its median in ms, or
  * NAN. A device record seen on the way is stored into *device (new
  * reference) when that is NULL. */

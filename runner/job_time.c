@@ -295,7 +295,7 @@ static void job_baselines(struct job *j, const struct retime_pool *pool)
     json_t *device = NULL;
     struct score_timing *t = &j->in.timing;
     for (size_t i = 0; i < j->lab.nbaselines; i++) {
-        double *slot = baseline_slot(t, j->lab.baselines[i]);
+        double *slot = score_median_slot(t, j->lab.baselines[i]);
         int who = retime_who(j->lab.baselines[i]);
         if (slot && !(who >= 0 && pool->s[who].n > 0))
             *slot = baseline_time(&j->rc, j->lab.baselines[i], j->lab.timing_case, &device);

@@ -149,7 +149,7 @@ int grade_lab_warm(const struct grade_env *env, const char *lab_name)
     json_t *device = NULL;
     struct score_timing t;
     for (size_t i = 0; i < lab.nbaselines; i++) {
-        double *slot = baseline_slot(&t, lab.baselines[i]);
+        double *slot = score_median_slot(&t, lab.baselines[i]);
         if (slot) {
             *slot = baseline_time(&rc, lab.baselines[i], lab.timing_case, &device);
             fprintf(stderr, "cugrade-runner: %s baseline %s on %s: %.4g ms\n", lab.name,

@@ -47,8 +47,7 @@ const char *score_metric_baseline(const char *metric)
     return NULL;
 }
 
-/* The median slot of t for a baseline name, or NULL. */
-static double *median_slot(struct score_timing *t, const char *name)
+double *score_median_slot(struct score_timing *t, const char *name)
 {
     if (strcmp(name, "naive") == 0)
         return &t->naive_ms;
@@ -94,7 +93,7 @@ double score_metric_ci(const char *metric, const struct score_timing *t, double 
     const char *base = score_metric_baseline(metric);
     struct score_timing u = *t;
     const struct score_spread *bs = base ? score_spread_slot(&u, base) : NULL;
-    double *bms = base ? median_slot(&u, base) : NULL;
+    double *bms = base ? score_median_slot(&u, base) : NULL;
     /* One batch of a baseline has no spread to speak of: exact, like a cached one. */
     int two = bs && bs->samples > 1;
     double s[2], b[2];

@@ -117,6 +117,10 @@ const char *score_metric_baseline(const char *metric);
  * "cublas", "cpu"), or NULL. */
 struct score_spread *score_spread_slot(struct score_timing *t, const char *name);
 
+/* The median slot of t for baseline name ("naive", "optimized", "cublas",
+ * "cpu"), or NULL for another name. */
+double *score_median_slot(struct score_timing *t, const char *name);
+
 /* 1 when a tier threshold of line sp lies inside [lo, hi] (the tier met
  * at lo and at hi differ): the tier is within the noise. *threshold gets
  * that threshold (the first such in the rubric's order). */
