@@ -643,7 +643,7 @@ static int job_check_run(struct job *j)
         return job_fail(j, j->chk_fd, "cannot open the result channel: %s", strerror(-j->chk_fd));
     const char *argv_c[] = {"/work/prog", "check", "--seed", j->seed, "--cases", j->case_list, NULL};
     const char *const *argv = argv_c;
-    struct run_opts o = {NULL, NULL, NULL, -1, -1, NULL, 0, NULL, 0, NULL};
+    struct run_opts o = {NULL, NULL, NULL, -1, -1, NULL, 0, NULL, 0, NULL, NULL};
     struct python_run pr;
     if (j->python) {
         if ((r = python_run_prepare(&pr, &o, j->env->root, j->lab.name, "check", j->seed,

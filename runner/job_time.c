@@ -13,6 +13,7 @@
 #include "lock.h"
 #include "profile.h"
 #include "python.h"
+#include "sanitizer.h"
 #include "stats.h"
 
 #include <assert.h>
@@ -21,6 +22,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 
@@ -109,6 +112,93 @@ static void job_round_cpu_baseline(struct job_round *jr, int k)
     }
 }
 
+/* The gate of a Python timing run (docs/runner.md, "Locks"): the owner
+ * starts its interpreter, imports, starts the tenant, loads the student's
+ * module and JIT-compiles under the job's shared lock, like a check run,
+ * then says 'r' on fd 4 and waits. Only then is the shared lock let go and
+ * the exclusive one asked for (the round's baselines timed first on odd
+ * rounds), and 'g' lets the samples start: the GPU is held alone for the
+ * samples, not for the 20-60 s of start-up that once convoyed every job
+ * behind a Python timing run. The wait stops the run's wall clock
+ * (sandbox_config.pause): a queue of timing runs is not the
+ * student's time. */
+struct time_gate {
+    struct job *j;
+    struct job_round *jr;
+    int k;
+    int fd;                 /* our end of the socket; the owner's is fd 4 */
+    int tlk;                /* the exclusive lock, once taken */
+    int opened;             /* 1: 'g' was sent */
+    struct sandbox_pause pause; /* the run's wall clock, stopped while we hold it back */
+    pthread_t thread;
+    int started;
+};
+
+static void *time_gate_main(void *p)
+{
+    struct time_gate *g = p;
+    struct job *j = g->j;
+    char c = 0;
+    ssize_t n;
+    do
+        n = read(g->fd, &c, 1);
+    while (n < 0 && errno == EINTR);
+    if (n != 1 || c != 'r')
+        return NULL; /* the run ended (or was ended) before the gate */
+    sandbox_pause_begin(&g->pause);
+    job_clock_mark(&j->pc, round_phase(g->k, "time_start"));
+    if (g->k == 0)
+        sanitizer_settle(j->san_tasks, j->nsan_tasks);
+    lock_gpu_release(j->job_lk);
+    j->job_lk = -1;
+    g->tlk = lock_gpu(j->env, 1);
+    job_clock_mark(&j->pc, round_phase(g->k, "sanitize_wait"));
+    if (g->k % 2)
+        job_round_gpu_baselines(g->jr, g->k);
+    sandbox_pause_end(&g->pause);
+    c = 'g';
+    do /* the owner may be gone (killed): no SIGPIPE for us */
+        n = send(g->fd, &c, 1, MSG_NOSIGNAL);
+    while (n < 0 && errno == EINTR);
+    g->opened = n == 1;
+    return NULL;
+}
+
+/* Start the gate of a Python timing run: o gets the owner's end as fd 4
+ * and the pause clock. Returns 0 or -errno. */
+static int time_gate_open(struct time_gate *g, struct job *j, struct job_round *jr, int k,
+                          struct run_opts *o, int *child_fd)
+{
+    int sv[2];
+    memset(g, 0, sizeof *g);
+    g->j = j, g->jr = jr, g->k = k, g->tlk = -1, g->fd = -1;
+    sandbox_pause_init(&g->pause);
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+        return -errno;
+    g->fd = sv[0];
+    *child_fd = sv[1];
+    o->control_fd = sv[1];
+    o->pause = &g->pause;
+    run_task_start(&g->thread, &g->started, time_gate_main, g);
+    if (!g->started) {
+        run_fd_close(&g->fd);
+        run_fd_close(child_fd);
+        return -EAGAIN;
+    }
+    return 0;
+}
+
+/* After the run: wake the gate if it still waits for 'r' and join it.
+ * Returns the exclusive lock's fd when the gate took it, else -1 (and the
+ * job's shared lock is still held). */
+static int time_gate_close(struct time_gate *g)
+{
+    shutdown(g->fd, SHUT_RDWR);
+    run_task_join(&g->thread, &g->started);
+    run_fd_close(&g->fd);
+    return g->tlk;
+}
+
 /* The timing run of round k, with the round's GPU baselines in the same
  * exclusive hold: the student first on even rounds, the baselines first
  * on odd ones (a drift of the GPU's clocks within the hold cancels over
@@ -124,7 +214,7 @@ static int job_time_run(struct job *j, struct job_round *jr, int k)
     const char *targv_c[] = {"/work/prog", "time", "--seed", j->seed, "--case",
                              j->lab.timing_case, "--max-ms", TIME_MAX_MS, NULL};
     const char *const *targv = targv_c;
-    struct run_opts o = {NULL, NULL, NULL, -1, -1, NULL, 0, NULL, 0, NULL};
+    struct run_opts o = {NULL, NULL, NULL, -1, -1, NULL, 0, NULL, 0, NULL, NULL};
     struct python_run pr;
     if (j->python) {
         int pr_r = python_run_prepare(&pr, &o, j->env->root, j->lab.name, "time", j->seed,
@@ -136,20 +226,45 @@ static int job_time_run(struct job *j, struct job_round *jr, int k)
         }
         targv = pr.argv;
     }
-    if (k == 0)
-        sanitizer_settle(j->san_tasks, j->nsan_tasks);
-    lock_gpu_release(j->job_lk);
-    j->job_lk = -1;
-    int tlk = lock_gpu(j->env, 1);
-    job_clock_mark(&j->pc, round_phase(k, "sanitize_wait"));
     double tlim = j->rc.limits.timing;
-    if (j->python)
+    int tlk = -1, r, sampled = 1; /* sampled: the samples ran under the exclusive lock */
+    if (j->python) {
+        /* The gate: start-up under the shared lock, samples alone. */
+        struct time_gate g;
+        int child_fd = -1;
         tlim = fmin(j->rc.limits.ceiling, tlim + PYTHON_STARTUP_SECONDS);
-    if (k % 2)
-        job_round_gpu_baselines(jr, k);
-    int r = run_sandboxed_opts(&j->rc, targv, fd, tlim, &o, &j->tv);
+        if (j->job_lk < 0)
+            j->job_lk = lock_gpu_shared_user(j->env); /* a re-timing round */
+        if ((r = time_gate_open(&g, j, jr, k, &o, &child_fd)) < 0) {
+            close(fd);
+            return job_fail(j, r, "cannot open the timing gate: %s", strerror(-r));
+        }
+        python_run_gate(&pr);
+        r = run_sandboxed_opts(&j->rc, targv, fd, tlim, &o, &j->tv);
+        run_fd_close(&child_fd);
+        tlk = time_gate_close(&g);
+        sampled = g.opened;
+        if (!g.opened) {
+            /* The owner never reached its gate (a compile error, a crash):
+             * the job's shared lock is still ours; let it go now. */
+            if (k == 0)
+                sanitizer_settle(j->san_tasks, j->nsan_tasks);
+            lock_gpu_release(j->job_lk);
+            j->job_lk = -1;
+        }
+    } else {
+        if (k == 0)
+            sanitizer_settle(j->san_tasks, j->nsan_tasks);
+        lock_gpu_release(j->job_lk);
+        j->job_lk = -1;
+        tlk = lock_gpu(j->env, 1);
+        job_clock_mark(&j->pc, round_phase(k, "sanitize_wait"));
+        if (k % 2)
+            job_round_gpu_baselines(jr, k);
+        r = run_sandboxed_opts(&j->rc, targv, fd, tlim, &o, &j->tv);
+    }
     job_clock_mark(&j->pc, round_phase(k, "time_run"));
-    if (r == 0 && k % 2 == 0)
+    if (r == 0 && k % 2 == 0 && sampled)
         job_round_gpu_baselines(jr, k);
     lock_gpu_release(tlk);
     if (r < 0) {
@@ -328,7 +443,7 @@ static void job_profile(struct job *j)
     const char *argv_c[] = {"/work/prog", "check", "--seed", j->seed, "--cases",
                             j->lab.timing_case, NULL};
     const char *const *argv = argv_c;
-    struct run_opts o = {NULL, NULL, NULL, -1, -1, NULL, 0, NULL, 0, NULL};
+    struct run_opts o = {NULL, NULL, NULL, -1, -1, NULL, 0, NULL, 0, NULL, NULL};
     struct python_run pr;
     if (j->python) {
         if (python_run_prepare(&pr, &o, j->env->root, j->lab.name, "check", j->seed,

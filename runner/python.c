@@ -205,6 +205,16 @@ int python_run_prepare(struct python_run *pr, struct run_opts *o, const char *ro
     return 0;
 }
 
+void python_run_gate(struct python_run *pr)
+{
+    size_t n = 0;
+    while (pr->argv[n])
+        n++;
+    assert(n + 1 < sizeof pr->argv / sizeof *pr->argv);
+    pr->argv[n++] = "--gate";
+    pr->argv[n] = NULL;
+}
+
 int python_sanitize_prepare(struct python_run *pr, struct run_opts *o, const char *root,
                             const char *lab, const char *cs, const char *tool,
                             const char *sanitize_case, const char *seed, const char *src)

@@ -85,6 +85,11 @@ int python_run_prepare(struct python_run *pr, struct run_opts *o, const char *ro
                        const char *lab, const char *mode, const char *seed, const char *cases,
                        const char *max_ms, const char *src);
 
+/* A "time" run's gate (job_time.c): appends --gate, so that the owner waits
+ * on fd 4 (run_opts.control_fd, a socket to the runner) after its start-up
+ * and warm-up, says 'r', and takes its samples only after 'g'. */
+void python_run_gate(struct python_run *pr);
+
 /* Seconds added to a Python sanitizer run's limit (limits.sanitize, from
  * the go): the interpreter, Numba's and CuPy's imports, the JIT, under the
  * tool's injection (docs/python.md "Sanitizers": measured on an H100). */

@@ -231,6 +231,7 @@ int run_sandboxed_opts(const struct run_ctx *rc, const char *const *argv, int ch
     cfg.result_fd = channel_fd;
     cfg.control_fd = o ? o->control_fd : -1;
     cfg.cancel_fd = o ? o->cancel_fd : -1;
+    cfg.pause = o ? o->pause : NULL;
     cfg.wall_seconds = seconds;
     cfg.cpu_seconds = seconds * 4; /* the CUDA runtime's threads spin while they wait */
     cfg.memory_bytes = (rc->lab->memory_mb ? rc->lab->memory_mb : 16384) << 20;
@@ -247,7 +248,7 @@ int run_sandboxed_env(const struct run_ctx *rc, const char *const *argv, int cha
                              double seconds, const char *prog_bind, const char *extra_env,
                              struct sandbox_verdict *v)
 {
-    struct run_opts o = {prog_bind, NULL, extra_env, -1, -1, NULL, 0, NULL, 0, NULL};
+    struct run_opts o = {prog_bind, NULL, extra_env, -1, -1, NULL, 0, NULL, 0, NULL, NULL};
     return run_sandboxed_opts(rc, argv, channel_fd, seconds, &o, v);
 }
 

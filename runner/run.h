@@ -62,6 +62,7 @@ struct run_opts {
                                 the command line (a Python run's seed: a
                                 process of the same uid reads /proc/PID/cmdline,
                                 not a non-dumpable process's environ) */
+    const struct sandbox_pause *pause; /* sandbox_config.pause */
 };
 
 struct channel_info;

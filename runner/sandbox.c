@@ -22,6 +22,7 @@
 #include "runner/seccomp.h"
 
 #include <dirent.h>
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -274,6 +275,49 @@ static double now_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static long long now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000LL + ts.tv_nsec / 1000;
+}
+
+void sandbox_pause_init(struct sandbox_pause *p)
+{
+    atomic_init(&p->total_us, 0);
+    atomic_init(&p->since_us, 0);
+}
+
+void sandbox_pause_begin(struct sandbox_pause *p)
+{
+    assert(atomic_load(&p->since_us) == 0);
+    atomic_store(&p->since_us, now_us());
+}
+
+void sandbox_pause_end(struct sandbox_pause *p)
+{
+    long long since = atomic_load(&p->since_us);
+    assert(since > 0);
+    /* total first: a reader between the two stores counts the pause twice
+     * for an instant (a later deadline), never not at all */
+    atomic_fetch_add(&p->total_us, now_us() - since);
+    atomic_store(&p->since_us, 0);
+}
+
+double sandbox_pause_seconds(const struct sandbox_pause *p)
+{
+    long long since = atomic_load(&p->since_us);
+    long long us = atomic_load(&p->total_us) + (since > 0 ? now_us() - since : 0);
+    assert(us >= 0);
+    return (double)us / 1e6;
+}
+
+/* Seconds the caller has stopped the wall limit's clock for (cfg->pause). */
+static double sandbox_paused(const struct sandbox_config *cfg)
+{
+    return cfg->pause ? sandbox_pause_seconds(cfg->pause) : 0;
 }
 
 /* ---- bwrap's argument list, written to a memfd for --args ------------
@@ -972,8 +1016,9 @@ static int run_once(const struct sandbox_config *cfg, enum sandbox_mode mode, un
         };
         double now = now_s();
         int wait_ms = SANDBOX_TICK_MS;
+        double paused = sandbox_paused(cfg);
         if (!v->timed_out && cfg->wall_seconds > 0) {
-            double left = t0 + cfg->wall_seconds - now;
+            double left = t0 + paused + cfg->wall_seconds - now;
             if (left * 1000 < wait_ms)
                 wait_ms = left > 0 ? (int)(left * 1000) + 1 : 0;
         }
@@ -1033,7 +1078,7 @@ static int run_once(const struct sandbox_config *cfg, enum sandbox_mode mode, un
         }
         now = now_s();
         if (!v->timed_out && !v->cancelled && !v->output_limit && !done) {
-            int over_wall = cfg->wall_seconds > 0 && now >= t0 + cfg->wall_seconds;
+            int over_wall = cfg->wall_seconds > 0 && now >= t0 + sandbox_paused(cfg) + cfg->wall_seconds;
             double cpu_used = cgroup_cpu_seconds(&cg);
             int over_cpu = cfg->cpu_seconds > 0 && cpu_used >= cfg->cpu_seconds;
             if (over_wall || over_cpu) {
@@ -1046,6 +1091,7 @@ static int run_once(const struct sandbox_config *cfg, enum sandbox_mode mode, un
         }
     }
     v->wall_seconds = now_s() - t0;
+    v->paused_seconds = sandbox_paused(cfg);
     if (ready != 1 && v->cancelled) {
         rc = -ECANCELED; /* cancelled before the command started: nothing ran */
         goto fail;

@@ -13,6 +13,7 @@
 #define CUGRADE_SANDBOX_H
 
 #include <stddef.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 struct sandbox_bind {
@@ -50,10 +51,27 @@ struct sandbox_config {
                                     DOMjudge and isolate do); 0: never killed for
                                     output (only truncated to output_cap).
                                     sandbox_config_init: SANDBOX_OUTPUT_LIMIT */
+    const struct sandbox_pause *pause; /* NULL, or a clock that another thread of
+                                    the caller stops while the command waits on it
+                                    (a Python timing run waiting at its gate for the
+                                    GPU's exclusive lock): the wall limit does not
+                                    count the stopped time. */
 };
 
 /* The default output limit: 8 MiB of stdout + stderr (DOMjudge's default). */
 #define SANDBOX_OUTPUT_LIMIT (8ULL << 20)
+
+/* A stopped clock shared between the supervisor and the caller's thread
+ * (sandbox_pause_begin/_end, microseconds of CLOCK_MONOTONIC). */
+struct sandbox_pause {
+    _Atomic long long total_us; /* stopped time of pauses that have ended */
+    _Atomic long long since_us; /* 0, or when the pause under way began */
+};
+void sandbox_pause_init(struct sandbox_pause *p);
+void sandbox_pause_begin(struct sandbox_pause *p);
+void sandbox_pause_end(struct sandbox_pause *p);
+/* Seconds stopped so far, the pause under way included. */
+double sandbox_pause_seconds(const struct sandbox_pause *p);
 
 struct sandbox_verdict {
     int exited;           /* 1 if exited normally */
@@ -79,6 +97,8 @@ struct sandbox_verdict {
     int output_limit;     /* killed for producing more than cfg->output_limit bytes
                              of stdout + stderr ("output limit exceeded"); the
                              byte counts say how far it got (at most ~1 MiB past) */
+    double paused_seconds; /* the part of wall_seconds that cfg->pause stopped
+                              the wall limit's clock for */
 };
 
 /* Boxes: every sandbox that runs at the same time as another has a host

@@ -253,7 +253,7 @@ static void *sanitize_main(void *p)
     /* The sandbox's limit covers the wait for the compile and link too;
      * the run's own (t->limit from the go) is sanitizer_settle's. */
     double lim = t->limit + (rc->lab->compile_seconds > 0 ? rc->lab->compile_seconds : 60) * 2;
-    struct run_opts o = {NULL, t->launch, NULL, t->ctl_child, t->cancel[0], NULL, 0, NULL, 0, NULL};
+    struct run_opts o = {NULL, t->launch, NULL, t->ctl_child, t->cancel[0], NULL, 0, NULL, 0, NULL, NULL};
     const char *const *args = argv;
     if (t->python) {
         o = t->py_opts;

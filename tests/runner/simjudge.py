@@ -77,7 +77,7 @@ def judge(a):
     cases = cases_of()
     seed = gen.seed_parse_wide(a["--seed"])
     data = open(a["--channel"], "rb").read()
-    pos, res, done, fatal, device, errors = 0, {}, False, False, None, []
+    pos, res, done, fatal, device, errors, timing = 0, {}, False, False, None, [], None
     while pos < len(data):
         nl = data.find(b"\n", pos)
         if nl < 0:
@@ -100,6 +100,13 @@ def judge(a):
             pos += nb
             if rec.get("fatal"):
                 fatal = True
+            if name.endswith("@recheck") and timing and name[:-8] == timing["case"]:
+                # the timing run's re-check: fresh inputs from the timing's seed2
+                base = name[:-8]
+                ok2 = rec.get("status") == "ok" and nb == 4 and len(payload) == 4 and red_judge(
+                    cases[base]["n"], gen.case_seed(int(timing["seed2"], 16), base), payload)["passed"]
+                timing["recheck_passed"] = bool(ok2)
+                continue
             if name not in cases or name in res:
                 errors.append("a record for a case this lab does not have, or twice")
                 continue
@@ -121,6 +128,13 @@ def judge(a):
                 r.update(passed=False, message="your code wrote %d values past the end of the "
                          "output buffer: check your bounds" % rec["oob_writes"])
             res[name] = r
+        elif t == "timing" and timing is None and str(rec.get("name")) in cases:
+            # passed on as the real judge does (judge_common.cu), less its
+            # physical-floor check: the simulator's times mean nothing
+            xs = [x for x in rec.get("samples_ms") or [] if isinstance(x, (int, float)) and 0 < x < 1e7]
+            timing = {"case": str(rec["name"]), "samples_ms": xs, "recheck_passed": False,
+                      "bytes": 4.0 * cases[str(rec["name"])]["n"], "flops": 0.0,
+                      "seed2": rec.get("seed2", "0"), "flagged": False}
         elif t == "done":
             done = True
     want = [c for c in a.get("--cases", "").split(",") if c]
@@ -135,7 +149,7 @@ def judge(a):
                                          % (" the GPU context in an earlier case" if fatal else "")}
         out.append(dict(name=name, **r))
     return {"lab": "reduction", "complete": done, "fatal": fatal, "device": device,
-            "cases": out, "timing": None, "errors": errors}
+            "cases": out, "timing": timing, "errors": errors}
 
 
 if sys.argv[1:] == ["--serve"]:

@@ -1,7 +1,8 @@
 """owner.py - the trusted owner of a Python submission's run (docs/python.md).
 
     CUGRADE_SEED=HEX python3 -I -B owner.py LAB check --cases a,b,c --file /work/kernel.py
-    CUGRADE_SEED=HEX python3 -I -B owner.py LAB time  --case NAME [--max-ms N] --file ...
+    CUGRADE_SEED=HEX python3 -I -B owner.py LAB time  --case NAME [--max-ms N] [--gate] --file ...
+    (--gate: fd 4 is the runner's gate; the samples wait for its 'g')
     (--seed HEX instead of CUGRADE_SEED by hand; the runner never puts the
     seed on the command line, which the tenant could read in /proc)
 
@@ -58,6 +59,7 @@ CALL_LIMIT_S = 3600      # the sandbox's wall limit ends a stuck run long before
 MAX_SAMPLES, MIN_SAMPLES, TARGET_REL_ERR = 1000, 10, 0.01
 
 CHANNEL = None           # our private descriptor of the result channel
+GATE = None              # --gate: our private descriptor of the runner's gate (time mode)
 STUDENT_RAN = False
 HIDDEN = {}              # lab.json "python": the hidden libraries' names and message
 CPU_TIMING = {}          # time_cpu's fields for the timing record (a lab with cpu_baseline)
@@ -94,6 +96,39 @@ def take_channel():
     CHANNEL = os.dup(3)
     os.set_inheritable(CHANNEL, False)
     os.close(3)
+
+
+def take_gate():
+    """--gate: fd 4 is a socket to the runner (job_time.c's gate). Kept on a
+    private close-on-exec descriptor like the channel: the tenant never
+    holds it, so only we can say we are ready."""
+    global GATE
+    try:
+        os.fstat(4)
+    except OSError:
+        die("--gate: fd 4 (the runner's gate) is not open")
+    GATE = os.dup(4)
+    os.set_inheritable(GATE, False)
+    os.close(4)
+
+
+def gate_pass():
+    """Our start-up, the tenant's and the JIT's warm-up ran under the GPU's
+    shared lock; the samples need it alone. Say 'r' and wait for 'g' (the
+    runner holds the exclusive lock then). Without a gate: at once."""
+    if GATE is None:
+        return
+    os.write(GATE, b"r")
+    c = b""
+    while True:
+        try:
+            c = os.read(GATE, 1)
+            break
+        except InterruptedError:
+            continue
+    if c != b"g":
+        die("the runner closed the timing gate before the samples")
+    os.close(GATE)
 
 
 def not_dumpable():
@@ -588,6 +623,7 @@ def run_time(tenant, be, lab, cases, name, seed, max_ms, guard):
     c.poison()
     lab["sample_ok"](be.xp, lab["reference"](be.xp, inputs), c.sample_arg())
     c.probes_same(c.probes())
+    gate_pass()                 # from here on the GPU is ours alone
     start, warm = time.perf_counter(), 0
     while True:
         c.poison()
@@ -695,8 +731,8 @@ def parse(argv):
     i = 2
     while i < len(argv):
         a = argv[i]
-        if a == "--no-guard":
-            opts["guard"] = False
+        if a in ("--no-guard", "--gate"):
+            opts["guard" if a == "--no-guard" else "gate"] = a == "--gate"
             i += 1
             continue
         if i + 1 >= len(argv) or a not in ("--seed", "--cases", "--case", "--max-ms", "--file"):
@@ -710,6 +746,10 @@ def main():
     take_channel()
     not_dumpable()
     o = parse(sys.argv[1:])
+    if o.get("gate"):
+        if o["mode"] != "time":
+            die("--gate is for time runs only")
+        take_gate()
     if "/" in o["lab"] or o["lab"].startswith("."):
         die("bad lab name")
     labs = os.environ.get("CUGRADE_LABS", os.path.join(HERE, "..", ".."))

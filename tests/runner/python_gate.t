@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""CI (no GPU): the gate of a Python timing run (runner/job_time.c,
+docs/runner.md "Locks"), through the real runner, the real sandbox and the
+real owner in Numba's CUDA simulator. The owner starts up, starts the
+tenant, loads the student's module and warms up under the job's SHARED GPU
+lock, says 'r' on fd 4 and waits; the runner then asks for the EXCLUSIVE
+lock and says 'g'. While another holder keeps the GPU's lock (as a check
+run of another job would), the timing run waits at its gate with its
+interpreter up, and the wait is not the student's time: the run's wall
+limit (20 s here) is shorter than the hold, and the job is still
+graded with its samples. Prints TAP lines."""
+import fcntl, json, os, sys, threading, time
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "python"))
+from simlab import GOOD, grade, make_root, need, ok  # noqa: E402
+
+need()
+ROOT = os.environ.get("CUGRADE_ROOT") or os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
+lab = json.load(open(os.path.join(ROOT, "labs/reduction/lab.json")))
+cs = [dict(c, timing=(c["name"] == "1000")) for c in lab["cases"]]
+# The timing case is "1000" (the simulator's speed); run_seconds 20 caps
+# every run (no naive measure in CI): the timing run's wall limit is 20 s.
+tmp, root = make_root({"timing_case": "1000", "baselines": [], "cases": cs,
+                       "limits": {"compile_seconds": 60, "run_seconds": 20, "memory_mb": 16384,
+                                  "device_mb": 64, "derive": {"factor": 1, "floor_seconds": 1,
+                                                              "startup_seconds": 0}}})
+rp = os.path.join(root, "rubrics/reduction.json")
+rub = json.load(open(rp))
+rub["speed"] = [{"name": "share of copy bandwidth", "metric": "bandwidth_share",
+                 "requires_correct": True, "tiers": [{"name": "half", "threshold": 0.5, "points": 5}]}]
+with open(rp, "w") as f:
+    json.dump(rub, f)
+
+# 1. No one else on the GPU: the gate opens at once.
+doc, err = grade(tmp, root, "good.py", GOOD)
+ph = doc.get("result", {}).get("cugrade", {}).get("phases", {})
+tim = doc.get("result", {}).get("cugrade", {}).get("timing")
+ok(doc.get("status") == "graded" and tim and tim.get("samples", 0) >= 3,
+   "a Python timing run through the gate is graded with its samples",
+   json.dumps(doc)[:2000] + err[-1500:])
+ok(ph.get("time_start", 0) > 0 and ph.get("time_run", 0) > 0,
+   "its phases show the start-up before the gate (time_start) and the samples (time_run)", ph)
+
+# 2. Another holder keeps the GPU's lock shared for HOLD seconds from the
+# job's start: the check run shares it; the timing run starts up, waits at
+# its gate past its own wall limit, and is not charged a timeout.
+HOLD = 30.0
+cache = os.path.join(tmp, "cache")
+os.makedirs(cache, exist_ok=True)
+lk = os.open(os.path.join(cache, "gpu-0.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+fcntl.flock(lk, fcntl.LOCK_SH)
+t0 = time.monotonic()
+released = []
+def release():
+    time.sleep(HOLD)
+    released.append(time.monotonic() - t0)
+    fcntl.flock(lk, fcntl.LOCK_UN)
+th = threading.Thread(target=release)
+th.start()
+doc, err = grade(tmp, root, "good2.py", GOOD)
+th.join()
+total = time.monotonic() - t0
+ph = doc.get("result", {}).get("cugrade", {}).get("phases", {})
+tim = doc.get("result", {}).get("cugrade", {}).get("timing")
+ok(doc.get("status") == "graded" and tim and tim.get("samples", 0) >= 3 and total > HOLD,
+   "with the GPU's lock held by another for %.0f s (longer than the timing run's wall limit), "
+   "the timing run waited at its gate and was graded, not timed out" % HOLD,
+   json.dumps(doc)[:2000] + err[-1500:])
+ok(ph.get("sanitize_wait", 0) >= 5 and ph.get("time_start", 0) > 0,
+   "the wait was at the gate (sanitize_wait %.1f s), after the start-up (time_start %.1f s)"
+   % (ph.get("sanitize_wait", 0), ph.get("time_start", 0)), ph)
+ok(ph.get("time_start", 0) + ph.get("sanitize_wait", 0) + ph.get("time_run", 0) > 20.0,
+   "the timing run's whole wall time (%.1f s) was past its 20 s limit: the wait was not counted"
+   % (ph.get("time_start", 0) + ph.get("sanitize_wait", 0) + ph.get("time_run", 0)), ph)
