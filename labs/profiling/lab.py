@@ -2,7 +2,7 @@
 profiling lab"; the trust model is docs/python.md's, as far as it applies).
 
     CUGRADE_SEED=HEX python3 -I -B lab.py profiling check --cases results,syncs,copies --file F
-    CUGRADE_SEED=HEX python3 -I -B lab.py profiling time --case results [--max-ms N] --file F
+    CUGRADE_SEED=HEX python3 -I -B lab.py profiling time --case results [--max-ms N] [--gate] --file F
 
 The runner starts it in place of labs/common/py/owner.py (lab.json
 "python": {"owner": "lab.py"}; runner/python.c), with the same command line
@@ -401,6 +401,10 @@ def run_time(cfg, file, starter, name, max_ms):
     base, _ = start(starter, cfg, False)
     try:
         warm_up(base, cfg, name, False)
+        # --gate: the start-up and the warm-up above shared the GPU; what is
+        # timed from here on (the starter's rounds, then the student's
+        # process, started only after the starter's end) has it alone.
+        common.gate_pass()
         bres = timed_rounds(base, cfg, seeds, max_ms / 1e3, False)
     finally:
         base.close()
@@ -446,6 +450,10 @@ def parse(argv):
     i = 2
     while i < len(argv):
         a = argv[i]
+        if a == "--gate":   # fd 4: the runner's gate (owner.py take_gate)
+            opts["gate"] = True
+            i += 1
+            continue
         if i + 1 >= len(argv) or a not in ("--seed", "--cases", "--case", "--max-ms", "--file",
                                            "--starter", "--dump"):
             common.die("bad argument %r" % a)
@@ -458,6 +466,10 @@ def main():
     common.take_channel()
     common.not_dumpable()
     o = parse(sys.argv[1:])
+    if o.get("gate"):
+        if o["mode"] != "time":
+            common.die("--gate is for time runs only")
+        common.take_gate()
     with open(os.path.join(HERE, "lab.json")) as f:
         doc = json.load(f)
     cfg = doc["train"]
