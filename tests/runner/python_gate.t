@@ -71,3 +71,44 @@ ok(ph.get("sanitize_wait", 0) >= 5 and ph.get("time_start", 0) > 0,
 ok(ph.get("time_start", 0) + ph.get("sanitize_wait", 0) + ph.get("time_run", 0) > 20.0,
    "the timing run's whole wall time (%.1f s) was past its 20 s limit: the wait was not counted"
    % (ph.get("time_start", 0) + ph.get("sanitize_wait", 0) + ph.get("time_run", 0)), ph)
+
+# 3. The owner by hand, with its gate on fd 4: when it says 'r', the
+# student's module has not been imported yet (its top-level code writes a
+# marker), so nothing of the student's can run on the GPU while the job
+# waits for the exclusive lock holding no lock at all; no sample is taken
+# before 'g'; after 'g' the samples and the re-check come.
+import socket, subprocess
+marker = os.path.join(tmp, "imported")
+MARKED = "open(%r, 'w').write('x')\n" % marker + GOOD
+src = os.path.join(tmp, "marked.py")
+open(src, "w").write(MARKED)
+chan = os.path.join(tmp, "gate.chan")
+runner_end, owner_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+with open(chan, "wb") as f:
+    def fds():
+        os.dup2(f.fileno(), 3)
+        os.dup2(owner_end.fileno(), 4)
+    p = subprocess.Popen(["/usr/bin/python3", "-I", "-B", os.path.join(ROOT, "labs/common/py/owner.py"),
+                          "reduction", "time", "--seed", "5eed", "--case", "1", "--max-ms", "1500",
+                          "--gate", "--file", src], pass_fds=(3, 4), stdin=subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=fds,
+                         env=dict(os.environ, NUMBA_ENABLE_CUDASIM="1"))
+    owner_end.close()
+    runner_end.settimeout(120)
+    said = runner_end.recv(1)
+    recs_before = [json.loads(l) for l in open(chan, "rb").read().split(b"\n") if l.startswith(b"{")]
+    imported_before = os.path.exists(marker)
+    time.sleep(1.0)  # a gate that did not wait would take samples now
+    recs_wait = [json.loads(l) for l in open(chan, "rb").read().split(b"\n") if l.startswith(b"{")]
+    runner_end.send(b"g")
+    out, errb = p.communicate(timeout=120)
+recs = [json.loads(l) for l in open(chan, "rb").read().split(b"\n") if l.startswith(b"{")]
+ok(said == b"r" and not imported_before,
+   "the owner says 'r' before the student's module is imported (no student code, no student "
+   "context while waiting at the gate)", "%r imported=%s" % (said, imported_before))
+ok(not [r for r in recs_wait if r.get("type") in ("timing", "case")],
+   "no sample and no case record while the gate stays shut", recs_wait)
+tim = [r for r in recs if r.get("type") == "timing"]
+ok(p.returncode == 0 and os.path.exists(marker) and tim and len(tim[0]["samples_ms"]) >= 3 and
+   [r for r in recs if r.get("name") == "1@recheck"],
+   "after 'g': the module loaded, the samples and the re-check", json.dumps(recs)[:1500] + errb.decode()[-800:])

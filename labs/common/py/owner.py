@@ -602,7 +602,25 @@ def median_rel_err(xs):
     return med, ((s[hi] - s[lo]) / 2 / med if med > 0 else float("inf"))
 
 
-def run_time(tenant, be, lab, cases, name, seed, max_ms, guard):
+def time_prepare(be, lab, cases, name, seed, guard):
+    """The timed case's buffers and our own rehearsal, before the student's
+    process has a CUDA context: CuPy compiles each of our kernels (the
+    generator, the reference, the checks, the probe) on its first use, in
+    this process (its cache is in memory), and that must not eat the sample
+    budget (seen on an H100: 3 embedding samples in 3 s without it) nor the
+    GPU's exclusive hold (the gate comes after this). Returns (case, inputs)."""
+    cs = gen.case_seed(seed, name)
+    c = Case(be, lab, cases[name], cs, guard)
+    inputs = {m["name"]: c.views[m["name"]] for m in c.meta if m["role"] == "in"}
+    c.fill(int.from_bytes(os.urandom(8), "little"))
+    c.poison()
+    lab["sample_ok"](be.xp, lab["reference"](be.xp, inputs), c.sample_arg())
+    c.probes_same(c.probes())
+    be.sync()
+    return c, inputs
+
+
+def run_time(tenant, be, lab, name, seed, max_ms, prepared):
     """Samples timed here, from the message that starts the call to the
     owner's own read of the output after the tenant's answer: an answer sent
     before the GPU work is done does not stop the clock (the read waits or
@@ -612,18 +630,7 @@ def run_time(tenant, be, lab, cases, name, seed, max_ms, guard):
     sample_ok): an answer replayed from an earlier call, keyed on a pointer,
     an id() or a fingerprint of the inputs, is wrong, and one wrong sample
     flags the timing (GPU MODE's result-replay family)."""
-    cs = gen.case_seed(seed, name)
-    c = Case(be, lab, cases[name], cs, guard)
-    inputs = {m["name"]: c.views[m["name"]] for m in c.meta if m["role"] == "in"}
-    # Our own rehearsal first: CuPy compiles each of our kernels (the
-    # generator, the reference, the checks, the probe) on its first use, in
-    # this process (its cache is in memory), and that must not eat the
-    # sample budget (seen on an H100: 3 embedding samples in 3 s without it).
-    c.fill(int.from_bytes(os.urandom(8), "little"))
-    c.poison()
-    lab["sample_ok"](be.xp, lab["reference"](be.xp, inputs), c.sample_arg())
-    c.probes_same(c.probes())
-    gate_pass()                 # from here on the GPU is ours alone
+    c, inputs = prepared
     start, warm = time.perf_counter(), 0
     while True:
         c.poison()
@@ -773,8 +780,23 @@ def main():
     send_record(be.device_record())
     if o["mode"] == "time" and "cpu_baseline" in lab:
         time_cpu(be, lab, cases, names[0], seed)   # before the tenant exists
+    prepared = time_prepare(be, lab, cases, names[0], seed, o["guard"]) \
+        if o["mode"] == "time" else None
     tenant = Tenant(o["file"], o["lab"], lab["SYMBOL"], CALL_LIMIT_S)
     try:
+        if GATE is not None:
+            # The gate (time runs): the tenant's interpreter and its
+            # libraries come up under the shared lock; then we wait for the
+            # GPU alone. No process here runs the student's code or has a
+            # context of the student's before the gate, so nothing of
+            # theirs can run on the GPU while we wait holding no lock (and
+            # while another job is timed).
+            ans = tenant.ask({"op": "imports"})
+            if ans is None or not ans.get("ok"):
+                die("the student's Python process could not import Numba: %s"
+                    % (text(ans.get("error"), 300) if ans else tenant.death()))
+            be.sync()
+            gate_pass()
         # Numba in the student's process, before any of the student's code
         # runs there: a host whose Numba does not import is ours.
         ans = tenant.ask({"op": "runtime"})
@@ -789,7 +811,7 @@ def main():
         if o["mode"] == "check":
             run_check(tenant, be, lab, cases, names, seed, o["guard"])
         else:
-            run_time(tenant, be, lab, cases, names[0], seed, max_ms, o["guard"])
+            run_time(tenant, be, lab, names[0], seed, max_ms, prepared)
         send_record({"type": "done"})
     finally:
         tenant.close()

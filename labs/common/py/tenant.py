@@ -278,7 +278,19 @@ def main():
             return
         msg = json.loads(data)
         ans = {"ok": True}
-        if msg["op"] == "runtime":
+        if msg["op"] == "imports":
+            # Before the timing gate (owner.py): the libraries only, no
+            # CUDA context yet (Numba's and CuPy's are lazy).
+            try:
+                from numba import cuda  # noqa: F401
+                if not bufs.sim:
+                    try:
+                        import cupy  # noqa: F401
+                    except ImportError:
+                        pass   # a host with Numba only: the student's import says so
+            except BaseException as e:  # noqa: B902
+                ans = {"ok": False, "error": "%s: %s" % (type(e).__name__, e)}
+        elif msg["op"] == "runtime":
             # Before any of the student's code: whether this host's Numba
             # (and its CUDA context) comes up. The owner believes this one
             # answer only, since nothing of the student's has run yet.
