@@ -16,8 +16,9 @@ holds that id; "a|b": either; "a,b": both).
 
 Environment: CUGRADE_SERVER_BIN, CUGRADE_RUNNER_BIN (binaries),
 CUGRADE_BIN_ENV (K=V;K=V for our binaries only, e.g. LD_LIBRARY_PATH of
-dist/), CUGRADE_GPU_RUNNERS (runners sharing GPU 0, default 1: one per GPU; they take the
-GPU lock exclusively for timing), CUGRADE_CACHE (a cache dir kept between runs),
+dist/), CUGRADE_GPU_RUNNERS (runners sharing each GPU, default 1; they take the
+GPU lock exclusively for timing), CUGRADE_GPUS (GPUs to use, default every GPU that
+`nvidia-smi -L` lists: a runner per GPU, as `make run` starts), CUGRADE_CACHE (a cache dir kept between runs),
 CUGRADE_GPU_TIMEOUT (seconds to wait for results, default 120 + 9 per file,
 at least 330: a Python file costs its interpreter start and JIT per run),
 CUGRADE_GPU_ONLY (substring of lab/file to run a subset; "a,b": either), OUT (logs dir).
@@ -28,6 +29,22 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
 SERVER = os.environ.get("CUGRADE_SERVER_BIN", os.path.join(ROOT, "build/cugrade-server"))
 RUNNER = os.environ.get("CUGRADE_RUNNER_BIN", os.path.join(ROOT, "build/cugrade-runner"))
 NRUNNERS = int(os.environ.get("CUGRADE_GPU_RUNNERS", "1"))
+
+
+def gpu_count():
+    """CUGRADE_GPUS, else every GPU `nvidia-smi -L` lists (as `make run`
+    does: a runner per GPU), at least 1."""
+    v = os.environ.get("CUGRADE_GPUS", "")
+    if v.isdigit() and int(v) > 0:
+        return int(v)
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return 1
+    return max(1, sum(1 for l in out.splitlines() if l.startswith("GPU ")))
+
+
+NGPUS = gpu_count()
 TIMEOUT = float(os.environ.get("CUGRADE_GPU_TIMEOUT", "0"))  # 0: from the number of files
 ONLY = os.environ.get("CUGRADE_GPU_ONLY", "")
 OUT = os.environ.get("OUT") or None
@@ -185,7 +202,7 @@ def main():
             return 2
         admin = m.group(1)
         rtoks = []
-        for i in range(NRUNNERS):
+        for i in range(NRUNNERS * NGPUS):
             p = subprocess.run([SERVER, "user", "add", "--db", db, f"runner{i}", "runner"], env=env,
                                capture_output=True, text=True)
             m = re.search(r"(cgr_[0-9a-f]{64})", p.stdout + p.stderr)
@@ -218,22 +235,27 @@ def main():
 
         # CUGRADE_CACHE: built labs and baselines kept between runs (0755 path).
         cache = os.environ.get("CUGRADE_CACHE") or os.path.join(tmp, "cache")
-        common = ["--gpu", "0", "--cache", cache, "--root", ROOT]
+        common = ["--cache", cache, "--root", ROOT]
         # `prepare` builds the labs and times the baselines while the runners
         # already compile and check: they wait for a lab's build on its lock
         # file, and the GPU lock keeps every timing run exclusive.
         plog = open(os.path.join(logs, "prepare.log"), "w")
-        prep = subprocess.Popen([RUNNER, "prepare"] + common + ["--work", os.path.join(tmp, "work-prep")],
+        prep = subprocess.Popen([RUNNER, "prepare", "--gpu", "0"] + common +
+                                ["--work", os.path.join(tmp, "work-prep")],
                                 env=env, stdout=plog, stderr=plog, cwd=ROOT)
         procs.append(prep)
 
-        for i in range(NRUNNERS):
-            rl = open(os.path.join(logs, f"runner{i}.log"), "w")
-            procs.append(subprocess.Popen([RUNNER, "--server", base, "--token-file", rtoks[i],
-                                           "--work", os.path.join(tmp, f"work-{i}"), "--name",
-                                           f"gpu0-r{i}", "--lazy-build"] + common,
-                                          env=env, stdout=rl, stderr=rl, cwd=ROOT))
-        log(f"{NRUNNERS} runner(s) on GPU 0")
+        # One runner (CUGRADE_GPU_RUNNERS) per GPU, each on its own --gpu
+        # (its own locks and ledgers); runner<k>.log, k = g * NRUNNERS + i.
+        for g in range(NGPUS):
+            for i in range(NRUNNERS):
+                k = g * NRUNNERS + i
+                rl = open(os.path.join(logs, f"runner{k}.log"), "w")
+                procs.append(subprocess.Popen([RUNNER, "--server", base, "--token-file", rtoks[k],
+                                               "--work", os.path.join(tmp, f"work-{k}"), "--name",
+                                               f"gpu{g}-r{i}", "--gpu", str(g), "--lazy-build"] + common,
+                                              env=env, stdout=rl, stderr=rl, cwd=ROOT))
+        log(f"{NRUNNERS} runner(s) on each of {NGPUS} GPU(s)")
 
         st, users = api(base, "POST", "/api/admin/users", admin,
                         {"users": [{"name": f"s{i}", "role": "student"} for i in range(len(files))]})
@@ -294,7 +316,19 @@ def main():
         if OUT:
             with open(os.path.join(OUT, "results.json"), "w") as f:
                 json.dump({str(k): v for k, v in results.items()}, f, indent=1)
-        print(f"\n{len(rows) - mismatches} of {len(rows)} match; "
+        per = []
+        for g in range(NGPUS):
+            for i in range(NRUNNERS):
+                k = g * NRUNNERS + i
+                try:
+                    text = open(os.path.join(logs, f"runner{k}.log"), errors="replace").read()
+                except OSError:
+                    text = ""
+                n = len(re.findall(r"job \d+: (?:graded|compile_error|rejected|runtime_error|"
+                                   r"timeout|system_error), score", text))
+                per.append(f"gpu{g}-r{i} {n}")
+        print(f"\nverdicts posted per runner: {', '.join(per)}", flush=True)
+        print(f"{len(rows) - mismatches} of {len(rows)} match; "
               f"wall {time.time() - T0:.0f} s", flush=True)
         return 1 if mismatches else 0
     finally:
