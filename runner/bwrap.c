@@ -77,6 +77,33 @@ static void arg_add3(struct argbuf *a, const char *x, const char *y, const char 
     arg_add(a, z);
 }
 
+/* The list in a memfd (O_CLOEXEC, offset 0). Returns it or -errno. */
+static int argbuf_memfd(const struct argbuf *a)
+{
+    int fd, rc;
+    if (a->oom)
+        return -ENOMEM;
+    fd = memfd_create("cugrade-bwrap-args", MFD_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    for (size_t off = 0; off < a->len;) {
+        ssize_t w = write(fd, a->p + off, a->len - off);
+        if (w < 0) {
+            rc = -errno;
+            goto fail;
+        }
+        off += (size_t)w;
+    }
+    if (lseek(fd, 0, SEEK_SET) < 0) {
+        rc = -errno;
+        goto fail;
+    }
+    return fd;
+fail:
+    close(fd);
+    return rc;
+}
+
 /* The system part of the view: /usr read-only, and the top-level links or
  * directories of a merged or split /usr. */
 static void args_system(struct argbuf *a)
@@ -136,7 +163,7 @@ int bwrap_args_build(const struct sandbox_config *cfg, enum bwrap_mode mode, int
 {
     struct argbuf a = {0};
     char num[32], num2[32];
-    int fd = -1, rc;
+    int rc;
 
     if (mode != BWRAP_MODE_ROOT)
         arg_add(&a, "--unshare-user"); /* ROOT: we made it, see grandchild_run */
@@ -203,32 +230,7 @@ int bwrap_args_build(const struct sandbox_config *cfg, enum bwrap_mode mode, int
     arg_add2(&a, "--json-status-fd", num);
     /* The command follows in bwrap's real argv: bwrap does not take it
      * from an --args file. */
-    if (a.oom) {
-        rc = -ENOMEM;
-        goto fail;
-    }
-    fd = memfd_create("cugrade-bwrap-args", MFD_CLOEXEC);
-    if (fd < 0) {
-        rc = -errno;
-        goto fail;
-    }
-    for (size_t off = 0; off < a.len;) {
-        ssize_t w = write(fd, a.p + off, a.len - off);
-        if (w < 0) {
-            rc = -errno;
-            goto fail;
-        }
-        off += (size_t)w;
-    }
-    if (lseek(fd, 0, SEEK_SET) < 0) {
-        rc = -errno;
-        goto fail;
-    }
-    free(a.p);
-    return fd;
-fail:
-    if (fd >= 0)
-        close(fd);
+    rc = argbuf_memfd(&a);
     free(a.p);
     return rc;
 }
