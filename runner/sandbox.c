@@ -412,7 +412,8 @@ static int run_plan_argv(struct run *r)
      * show in /proc/1/environ inside), only where its libraries are when
      * it was carried to a host without it (dist/env.sh). */
     const char *ld = getenv("LD_LIBRARY_PATH");
-    if (ld && *ld && snprintf(r->ldpath, sizeof r->ldpath, "LD_LIBRARY_PATH=%s", ld) < (int)sizeof r->ldpath)
+    if (ld && *ld &&
+        snprintf(r->ldpath, sizeof r->ldpath, "LD_LIBRARY_PATH=%s", ld) < (int)sizeof r->ldpath)
         r->benv[0] = r->ldpath;
     r->plan.argv = r->bargv;
     r->plan.envp = r->benv;
@@ -464,7 +465,8 @@ static int run_start(struct run *r)
 /* Read what bwrap wrote on its status pipe; keep the command's status. */
 static void run_read_status(struct run *r)
 {
-    ssize_t n = read(r->p_status[0], r->status + r->status_len, sizeof r->status - 1 - r->status_len);
+    ssize_t n =
+        read(r->p_status[0], r->status + r->status_len, sizeof r->status - 1 - r->status_len);
     if (n <= 0) {
         r->status_eof = 1;
         return;
@@ -639,8 +641,8 @@ static int run_finish(struct run *r)
         cgroup_kill(&r->cg, 5000);
         capture_read(&r->err);
         r->err.buf[r->err.kept] = 0;
-        fprintf(stderr, "sandbox: bwrap (%s mode) failed to set up%s: %s\n", bwrap_mode_name(r->mode),
-                v->timed_out ? " in time" : "", r->err.buf);
+        fprintf(stderr, "sandbox: bwrap (%s mode) failed to set up%s: %s\n",
+                bwrap_mode_name(r->mode), v->timed_out ? " in time" : "", r->err.buf);
         return r->mode == BWRAP_MODE_BOX ? -EAGAIN : -EIO;
     }
     /* Whatever bwrap's init left (it kills its namespace when it exits,
@@ -678,9 +680,9 @@ static int run_cleanup(struct run *r, int rc)
     for (int i = 0; i < 10; i++)
         if (r->hi[i] >= 0)
             close(r->hi[i]);
-    int fds[] = {r->p_out[0],    r->p_out[1],    r->p_err[0],  r->p_err[1], r->p_status[0],
-                 r->p_status[1], r->p_exec[0],   r->p_exec[1], r->p_ready[0], r->p_ready[1],
-                 r->seccomp_fd,  r->args_fd,     r->null_fd,   r->pidfd};
+    int fds[] = {r->p_out[0],   r->p_out[1],   r->p_err[0],    r->p_err[1],   r->p_status[0],
+                 r->p_status[1], r->p_exec[0],  r->p_exec[1],   r->p_ready[0], r->p_ready[1],
+                 r->seccomp_fd,  r->args_fd,    r->null_fd,     r->pidfd};
     for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
         if (fds[i] >= 0)
             close(fds[i]);
@@ -705,10 +707,9 @@ static int run_once(const struct sandbox_config *cfg, enum bwrap_mode mode, unsi
     if ((rc = run_prepare(&r)) < 0 || (rc = run_open(&r)) < 0 || (rc = run_plan_fds(&r)) < 0)
         return run_cleanup(&r, rc);
     bwrap_plan_creds(&r.plan, cfg, mode, box);
-    if ((rc = run_plan_argv(&r)) < 0 || (rc = run_start(&r)) < 0 ||
-        (rc = run_supervise(&r)) < 0 || (rc = run_finish(&r)) < 0)
-        return run_cleanup(&r, rc);
-    return run_cleanup(&r, 0);
+    if ((rc = run_plan_argv(&r)) == 0 && (rc = run_start(&r)) == 0 && (rc = run_supervise(&r)) == 0)
+        rc = run_finish(&r);
+    return run_cleanup(&r, rc);
 }
 
 static enum bwrap_mode mode_initial(void)
