@@ -5,7 +5,8 @@
  * pipeline shares (paths in the lab cache, threads, verdict wording).
  *
  * Which room is which (runner/):
- *   main.c      the loop: claim, heartbeat, post (runner protocol)
+ *   serve.c/h   the loop: claim, heartbeat, post (runner protocol)
+ *   host.c/h    the host: tree, GPU, device nodes, labs built at start
  *   grade.c     one job through its phases (grade_job_run)
  *   job.c/h     the job in flight and one function per phase
  *   run.c/h     sandboxed and trusted runs (this file)

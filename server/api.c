@@ -113,7 +113,10 @@ int api_body_json(struct http_request *req, json_t **out, int allow_empty,
 
 int api_parse_id(const char *s, long long *out)
 {
-    if (!s || !*s || strlen(s) > 18)
+    /* One spelling per id: "012" and "0" are not ids (a cache key, a log
+     * line or an audit entry never names one row two ways). 18 digits
+     * always fit in a long long. */
+    if (!s || *s < '1' || *s > '9' || strlen(s) > 18)
         return -EINVAL;
     long long v = 0;
     for (const char *p = s; *p; p++) {
@@ -121,8 +124,7 @@ int api_parse_id(const char *s, long long *out)
             return -EINVAL;
         v = v * 10 + (*p - '0');
     }
-    if (v <= 0)
-        return -EINVAL;
+    assert(v > 0);
     *out = v;
     return 0;
 }

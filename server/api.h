@@ -35,7 +35,10 @@ int api_need(struct app *app, struct http_request *req, struct auth_user *u, uns
 /* req's body as a JSON object (api_json_parse). */
 int api_body_json(struct http_request *req, json_t **out, int allow_empty, struct api_error *e);
 
-/* A positive decimal id (no sign, at most 18 digits). 0 or -EINVAL. */
+/* A path's id: a positive decimal number as plain digits -- no sign, no
+ * space, no leading zero ("012" is refused), at most 18 digits. Returns 0
+ * and *out, or -EINVAL (the routes answer 404). The one id rule of every
+ * API route. */
 int api_parse_id(const char *s, long long *out);
 
 /* Query parameter name as a non-negative int (dflt when absent). 0 or -EINVAL. */

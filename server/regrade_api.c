@@ -20,16 +20,6 @@ static int send_err(struct http_request *req, const struct api_error *e)
     return HTTP_DONE;
 }
 
-static long long id_param(struct http_request *req, const char *name)
-{
-    const char *s = http_request_param(req, name);
-    char *end;
-    if (!s || *s < '1' || *s > '9' || strlen(s) > 18)
-        return 0;
-    long long v = strtoll(s, &end, 10);
-    return *end ? 0 : v;
-}
-
 static int h_open(struct app *app, struct http_request *req)
 {
     struct auth_user u;
@@ -37,8 +27,8 @@ static int h_open(struct app *app, struct http_request *req)
     json_t *body, *out = NULL;
     if (api_need(app, req, &u, HUMANS))
         return HTTP_DONE;
-    long long id = id_param(req, "id");
-    if (!id) {
+    long long id;
+    if (api_parse_id(http_request_param(req, "id"), &id)) {
         api_fail(&e, 404, "not_found", "Submission ids are positive integers.");
         return send_err(req, &e);
     }
@@ -59,9 +49,9 @@ static int h_list_of_submission(struct app *app, struct http_request *req)
     json_t *out = NULL, *sub = NULL;
     if (api_need(app, req, &u, HUMANS))
         return HTTP_DONE;
-    long long id = id_param(req, "id");
+    long long id;
     /* The submission's own rule decides who may look (403 / 404). */
-    if (!id) {
+    if (api_parse_id(http_request_param(req, "id"), &id)) {
         api_fail(&e, 404, "not_found", "Submission ids are positive integers.");
         return send_err(req, &e);
     }
@@ -94,8 +84,8 @@ static int h_get(struct app *app, struct http_request *req)
     json_t *out = NULL;
     if (api_need(app, req, &u, HUMANS))
         return HTTP_DONE;
-    long long rid = id_param(req, "rid");
-    if (!rid) {
+    long long rid;
+    if (api_parse_id(http_request_param(req, "rid"), &rid)) {
         api_fail(&e, 404, "not_found", "Regrade request ids are positive integers.");
         return send_err(req, &e);
     }
@@ -111,8 +101,8 @@ static int h_answer(struct app *app, struct http_request *req)
     json_t *body, *out = NULL;
     if (api_need(app, req, &u, STAFF))
         return HTTP_DONE;
-    long long rid = id_param(req, "rid");
-    if (!rid) {
+    long long rid;
+    if (api_parse_id(http_request_param(req, "rid"), &rid)) {
         api_fail(&e, 404, "not_found", "Regrade request ids are positive integers.");
         return send_err(req, &e);
     }

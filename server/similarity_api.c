@@ -53,10 +53,8 @@ static int h_pair(struct app *app, struct http_request *req)
     json_t *out;
     if (api_need(app, req, &u, STAFF))
         return HTTP_DONE;
-    const char *s = http_request_param(req, "id");
-    char *end;
-    long long id = s && *s >= '1' && *s <= '9' && strlen(s) < 19 ? strtoll(s, &end, 10) : 0;
-    if (id <= 0 || *end) {
+    long long id;
+    if (api_parse_id(http_request_param(req, "id"), &id)) {
         api_fail(&e, 404, "not_found", "Pair ids are positive integers.");
         return send_err(req, &e);
     }

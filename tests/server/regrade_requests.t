@@ -89,6 +89,30 @@ def main(t):
     r = s.get("/api/regrade-requests/%d" % rid, token="tina_ta")
     t.eq((r.json() or {}).get("reason"), reason, "a TA reads the request")
 
+    # --- ids: one rule on every route (api_parse_id): plain digits, no sign,
+    # no leading zero, at most 18 digits; anything else names no row (404)
+    t.status(s.get("/api/submissions/%d" % a1, token="alice_q7"), 200,
+             "GET /api/submissions/<id>: the plain spelling of an id")
+    t.status(s.get(path % a1, token="alice_q7"), 200,
+             "GET /api/submissions/<id>/regrade-requests: the plain spelling of an id")
+    t.status(s.get("/api/regrade-requests/%d" % rid, token="alice_q7"), 200,
+             "GET /api/regrade-requests/<rid>: the plain spelling of an id")
+    for bad in ["0%d", "00%d", "+%d", "%d ", "-%d"]:
+        for url in ["/api/submissions/" + bad, "/api/submissions/" + bad + "/regrade-requests",
+                    "/api/regrade-requests/" + bad.replace("%d", str(rid)).replace("%", "%%")]:
+            u = url % a1 if "%d" in url else url
+            r = s.get(u.replace(" ", "%20"), token="alice_q7")
+            t.error(r, 404, "not_found", "GET %r as the owner: not an id, 404" % u)
+    for u in ["/api/submissions/0", "/api/regrade-requests/0",
+              "/api/submissions/1000000000000000000", "/api/regrade-requests/1000000000000000000"]:
+        t.error(s.get(u, token="alice_q7"), 404, "not_found", "GET %s: not an id, 404" % u)
+    r = s.post(("/api/regrade-requests/0%d/answer" % rid), token="tina_ta",
+               json_body={"answer": "x", "action": "none"})
+    t.error(r, 404, "not_found", "answering /api/regrade-requests/0<rid>: not an id, 404")
+    r = s.post("/api/submissions/0%d/regrade-requests" % a1, token="alice_q7",
+               json_body={"reason": "x"})
+    t.error(r, 404, "not_found", "asking at /api/submissions/0<id>/regrade-requests: 404")
+
     # --- who may answer
     ans = "/api/regrade-requests/%d/answer"
     r = s.post(ans % rid, token="alice_q7", json_body={"answer": "granted!", "action": "none"})

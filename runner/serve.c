@@ -1,0 +1,353 @@
+/*
+ * serve.c - the runner's service loop (see serve.h). Each job is graded in
+ * a forked child of the runner: whatever a submission does to the grading
+ * code (a parser bug, a crash we did not foresee), the runner itself
+ * survives, posts system_error for that job and claims the next one.
+ */
+#include "serve.h"
+#include "status.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define EXIT_POSTED    0   /* child: the result was posted */
+#define EXIT_ABANDONED 3   /* child: the lease was lost (409), nothing posted */
+#define EXIT_UNPOSTED  4   /* child: graded, but the result could not be posted */
+
+static volatile sig_atomic_t stopping;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    stopping = 1;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Serving: one job at a time, heartbeats while grading. */
+
+struct heartbeat {
+    struct client *cl;
+    long long id;
+    int attempt;                  /* the claim's "attempt": names our lease */
+    int period;                   /* seconds between posts when nothing changed */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    char phase[32], detail[128];
+    int dirty, stop, cancelled;
+    pthread_t thread;
+};
+
+static void *heartbeat_main(void *p)
+{
+    struct heartbeat *hb = p;
+    char phase[32], detail[128];
+    pthread_mutex_lock(&hb->mu);
+    while (!hb->stop) {
+        if (!hb->dirty) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_sec += hb->period;
+            pthread_cond_timedwait(&hb->cv, &hb->mu, &ts);
+            if (hb->stop)
+                break;
+        }
+        hb->dirty = 0;
+        snprintf(phase, sizeof phase, "%s", hb->phase);
+        snprintf(detail, sizeof detail, "%s", hb->detail);
+        pthread_mutex_unlock(&hb->mu);
+        int r = client_progress(hb->cl, hb->id, hb->attempt, phase, detail, NULL);
+        pthread_mutex_lock(&hb->mu);
+        if (r == -ECANCELED) {
+            fprintf(stderr, "cugrade-runner: job %lld: lease lost (409), abandoning\n", hb->id);
+            hb->cancelled = 1;
+        }
+    }
+    pthread_mutex_unlock(&hb->mu);
+    return NULL;
+}
+
+static int progress_post(void *arg, const char *phase, const char *detail)
+{
+    struct heartbeat *hb = arg;
+    int cancelled;
+    pthread_mutex_lock(&hb->mu);
+    snprintf(hb->phase, sizeof hb->phase, "%s", phase);
+    snprintf(hb->detail, sizeof hb->detail, "%s", detail ? detail : "");
+    hb->dirty = 1;
+    cancelled = hb->cancelled;
+    pthread_cond_signal(&hb->cv);
+    pthread_mutex_unlock(&hb->mu);
+    return cancelled ? -ECANCELED : 0;
+}
+
+/* In the child: grade the job, heartbeat, post the result. Returns an EXIT_* code. */
+static int job_child(struct client *cl, struct host *hst, const struct grade_env *env,
+                     const json_t *j)
+{
+    struct heartbeat hb;
+    long long id = (long long)json_integer_value(json_object_get(j, "id"));
+    int lease = (int)json_integer_value(json_object_get(j, "lease_seconds"));
+    const char *src = json_string_value(json_object_get(j, "source"));
+    struct grade_job job = {
+        .id = id,
+        .lab = json_string_value(json_object_get(j, "lab")),
+        .filename = json_string_value(json_object_get(j, "filename")),
+        .source = src ? src : "",
+        .source_len = src ? json_string_length(json_object_get(j, "source")) : 0,
+        .seed = json_string_value(json_object_get(j, "seed")),
+        .rubric = json_object_get(j, "rubric"),
+        .rubric_version = (int)json_integer_value(json_object_get(j, "rubric_version")),
+    };
+    memset(&hb, 0, sizeof hb);
+    hb.cl = cl;
+    hb.id = id;
+    hb.attempt = (int)json_integer_value(json_object_get(j, "attempt"));
+    hb.period = lease > 0 ? lease / 3 : 20;
+    if (hb.period < 2)
+        hb.period = 2;
+    if (hb.period > 20)
+        hb.period = 20;
+    pthread_mutex_init(&hb.mu, NULL);
+    pthread_cond_init(&hb.cv, NULL);
+    snprintf(hb.phase, sizeof hb.phase, "%s", status_name(STATUS_COMPILING));
+    int have_thread = pthread_create(&hb.thread, NULL, heartbeat_main, &hb) == 0;
+
+    const char *status = NULL;
+    json_t *result = NULL;
+    int r;
+    host_scan_devices(hst);
+    if (!job.lab || !job.seed || !job.rubric) {
+        status = status_name(STATUS_SYSTEM_ERROR);
+        result = grade_system_error_doc(job.lab, env->gpu_name,
+                                        "the claimed job lacks lab, seed or rubric");
+        r = result ? 0 : -ENOMEM;
+    } else {
+        r = grade_job_run(env, &job, progress_post, &hb, &status, &result);
+    }
+    if (have_thread) {
+        pthread_mutex_lock(&hb.mu);
+        hb.stop = 1;
+        pthread_cond_signal(&hb.cv);
+        pthread_mutex_unlock(&hb.mu);
+        pthread_join(hb.thread, NULL);
+    }
+    if (r == -ECANCELED || hb.cancelled) {
+        json_decref(result);
+        return EXIT_ABANDONED;
+    }
+    if (r < 0 || !result)
+        return EXIT_UNPOSTED;
+    fprintf(stderr, "cugrade-runner: job %lld: %s, score %g/%g\n", id, status,
+            json_number_value(json_object_get(result, "score")),
+            json_number_value(json_object_get(result, "max_score")));
+    r = client_result(cl, id, hb.attempt, status, result, 600);
+    json_decref(result);
+    if (r == -ECANCELED)
+        return EXIT_ABANDONED;
+    return r == 0 ? EXIT_POSTED : EXIT_UNPOSTED;
+}
+
+
+/* ---------------------------------------------------------------------- */
+/* Two lanes. Each claimed job is graded in a child of its own. Its CPU
+ * work (compile, inspection, link) runs at once, beside the others', up to
+ * `jobs` at a time (the CPU lane, sized from the host's cores); then the
+ * child writes one byte on its lane pipe and waits for the GPU lane (the
+ * GPU memory admission and the GPU lock, lock.h) holding nothing another
+ * job needs. The runner claims a new job whenever fewer than `jobs`
+ * children are in their CPU lane and fewer than `queue` are in flight: a
+ * compile error is answered while the GPU lane is full. */
+
+struct kid {
+    pid_t pid;
+    long long id;
+    int attempt;
+    int lane;          /* read end of its lane pipe, or -1 */
+    int in_cpu;        /* still compiling, inspecting or linking */
+    char lab[64];
+};
+
+/* How a child ended: a result posted or abandoned is the child's; anything
+ * else (a crash of the grading code, a result it could not post) is a
+ * system_error posted here. */
+static void kid_ended(struct client *cl, const struct host *h, const struct kid *k, int status)
+{
+    char msg[256];
+    if (WIFEXITED(status) &&
+        (WEXITSTATUS(status) == EXIT_POSTED || WEXITSTATUS(status) == EXIT_ABANDONED))
+        return;
+    if (WIFSIGNALED(status))
+        snprintf(msg, sizeof msg, "the runner's grading process died (signal %d)",
+                 WTERMSIG(status));
+    else
+        snprintf(msg, sizeof msg, "the runner's grading process failed (status %d)",
+                 WEXITSTATUS(status));
+    fprintf(stderr, "cugrade-runner: job %lld: %s\n", k->id, msg);
+    json_t *doc = grade_system_error_doc(k->lab, h->gpu_name, msg);
+    if (doc)
+        client_result(cl, k->id, k->attempt, status_name(STATUS_SYSTEM_ERROR), doc, 120);
+    json_decref(doc);
+}
+
+/* Reap ended children and read lane bytes, waiting at most ms for one. */
+static void kids_poll(struct client *cl, const struct host *h, struct kid *kids, size_t *nk,
+                      int ms)
+{
+    struct pollfd pf[256];
+    size_t np = 0;
+    for (size_t i = 0; i < *nk && np < 256; i++)
+        if (kids[i].lane >= 0)
+            pf[np++] = (struct pollfd){kids[i].lane, POLLIN, 0};
+    if (ms > 0)
+        poll(pf, np, ms);
+    for (size_t i = 0; i < *nk; i++) {
+        char c;
+        if (kids[i].lane < 0)
+            continue;
+        ssize_t n = read(kids[i].lane, &c, 1);
+        if (n == 1)
+            kids[i].in_cpu = 0;
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+            close(kids[i].lane);
+            kids[i].lane = -1;
+        }
+    }
+    int status;
+    pid_t pid;
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
+        for (size_t i = 0; i < *nk; i++)
+            if (kids[i].pid == pid) {
+                kid_ended(cl, h, &kids[i], status);
+                if (kids[i].lane >= 0)
+                    close(kids[i].lane);
+                kids[i] = kids[--*nk];
+                break;
+            }
+}
+
+/* Start a child grading job (a claim). Returns 0, or -errno (then a
+ * system_error was posted for it). */
+static int kid_start(struct client *cl, const struct host *h, const struct grade_env *env,
+                     json_t *job, struct kid *kids, size_t *nk)
+{
+    struct kid *k = &kids[*nk];
+    int p[2];
+    memset(k, 0, sizeof *k);
+    k->id = (long long)json_integer_value(json_object_get(job, "id"));
+    k->attempt = (int)json_integer_value(json_object_get(job, "attempt"));
+    const char *lab = json_string_value(json_object_get(job, "lab"));
+    snprintf(k->lab, sizeof k->lab, "%s", lab ? lab : "");
+    fprintf(stderr, "cugrade-runner: job %lld: lab %s, attempt %d\n", k->id, k->lab, k->attempt);
+    fflush(stderr);
+    if (pipe2(p, O_CLOEXEC) < 0)
+        p[0] = p[1] = -1;
+    else
+        fcntl(p[0], F_SETFL, O_NONBLOCK);
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct grade_env e = *env;
+        signal(SIGTERM, SIG_DFL);
+        signal(SIGINT, SIG_IGN); /* a Ctrl-C lets the jobs in flight finish */
+        for (size_t i = 0; i < *nk; i++)
+            if (kids[i].lane >= 0)
+                close(kids[i].lane);
+        if (p[0] >= 0)
+            close(p[0]);
+        e.lane_fd = p[1];
+        _exit(job_child(cl, (struct host *)h, &e, job));
+    }
+    if (p[1] >= 0)
+        close(p[1]);
+    if (pid < 0) {
+        int e = errno;
+        if (p[0] >= 0)
+            close(p[0]);
+        char msg[256];
+        snprintf(msg, sizeof msg, "the runner could not fork: %s", strerror(e));
+        fprintf(stderr, "cugrade-runner: job %lld: %s\n", k->id, msg);
+        json_t *doc = grade_system_error_doc(k->lab, h->gpu_name, msg);
+        if (doc)
+            client_result(cl, k->id, k->attempt, status_name(STATUS_SYSTEM_ERROR), doc, 120);
+        json_decref(doc);
+        return -e;
+    }
+    k->pid = pid;
+    k->lane = p[0];
+    k->in_cpu = 1;
+    (*nk)++;
+    return 0;
+}
+
+static void serve_loop(struct client *cl, struct host *h, const struct grade_env *env, int once,
+                       int jobs, int queue)
+{
+    struct kid *kids = calloc((size_t)queue, sizeof *kids);
+    size_t nk = 0;
+    int attempt = 0, claimed = 0;
+    assert(jobs >= 1 && queue >= jobs && queue <= 256);
+    if (!kids)
+        return;
+    for (;;) {
+        kids_poll(cl, h, kids, &nk, 0);
+        size_t in_cpu = 0;
+        for (size_t i = 0; i < nk; i++)
+            in_cpu += kids[i].in_cpu;
+        if (stopping || (once && claimed)) {
+            if (nk == 0)
+                break;
+            kids_poll(cl, h, kids, &nk, 200);
+            continue;
+        }
+        if (in_cpu >= (size_t)jobs || nk >= (size_t)queue) {
+            kids_poll(cl, h, kids, &nk, 200);
+            continue;
+        }
+        json_t *job = NULL;
+        /* Long poll only when idle: children must be reaped in time. */
+        int r = client_claim(cl, nk ? 1 : 20, &job);
+        if (r < 0) {
+            /* Server down, restarting, or refusing us: never die, back off. */
+            client_backoff(attempt < 8 ? attempt++ : attempt);
+            continue;
+        }
+        attempt = 0;
+        if (!job)
+            continue;
+        kid_start(cl, h, env, job, kids, &nk);
+        claimed++;
+        json_decref(job);
+    }
+    free(kids);
+}
+
+int serve_default_jobs(void)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    const char *per = getenv("CUGRADE_RUNNERS_PER_HOST");
+    long n = per && atoi(per) > 0 ? atoi(per) : 1;
+    long j = (cores > 0 ? cores : 1) / n;
+    return j < 1 ? 1 : j > 64 ? 64 : (int)j;
+}
+
+void serve_run(struct client *cl, struct host *h, const struct grade_env *env, int once, int jobs,
+               int queue)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    srand((unsigned)time(NULL) ^ (unsigned)getpid());
+    serve_loop(cl, h, env, once, jobs, queue);
+}
