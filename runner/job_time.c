@@ -534,7 +534,8 @@ int job_time(struct job *j)
     struct job_round jr = {.j = j, .pool = &pool};
     job_round_baselines(&jr);
     struct retime_source src = {job_time_round, &jr};
-    int r = retime_run(&j->rub, retime_bound_from_env(), &src, &pool, &j->in.timing);
+    int bound = j->python ? retime_bound_python() : retime_bound_from_env();
+    int r = retime_run(&j->rub, bound, &src, &pool, &j->in.timing);
     retime_pool_free(&pool);
     json_decref(jr.device);
     if (r == -EINVAL) {

@@ -155,6 +155,18 @@ int retime_run(const struct rubric *r, int bound, const struct retime_source *sr
     }
 }
 
+int retime_bound_python(void)
+{
+    const char *e = getenv("CUGRADE_RETIME_PYTHON");
+    if (!e || !*e)
+        return RETIME_PYTHON_BOUND;
+    char *end;
+    long v = strtol(e, &end, 10);
+    if (*end || v < 0)
+        return RETIME_PYTHON_BOUND;
+    return v > RETIME_MAX_BOUND ? RETIME_MAX_BOUND : (int)v;
+}
+
 int retime_bound_from_env(void)
 {
     const char *e = getenv("CUGRADE_RETIME");

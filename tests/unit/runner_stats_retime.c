@@ -282,6 +282,16 @@ int main(void)
     check(retime_bound_from_env() == RETIME_DEFAULT_BOUND, "a bad value keeps the default");
     unsetenv("CUGRADE_RETIME");
     check(retime_bound_from_env() == RETIME_DEFAULT_BOUND, "unset: the default bound");
+    unsetenv("CUGRADE_RETIME_PYTHON");
+    check(retime_bound_python() == 1 && RETIME_PYTHON_BOUND < RETIME_DEFAULT_BOUND,
+          "a Python submission gets one extra round by default (each restarts the interpreters)");
+    setenv("CUGRADE_RETIME_PYTHON", "3", 1);
+    check(retime_bound_python() == 3, "CUGRADE_RETIME_PYTHON=3 sets it");
+    setenv("CUGRADE_RETIME_PYTHON", "99", 1);
+    check(retime_bound_python() == RETIME_MAX_BOUND, "capped as the other bound is");
+    setenv("CUGRADE_RETIME_PYTHON", "-1", 1);
+    check(retime_bound_python() == RETIME_PYTHON_BOUND, "a bad value keeps the Python default");
+    unsetenv("CUGRADE_RETIME_PYTHON");
 
     rubric_free(&r);
     rubric_free(&rc);
