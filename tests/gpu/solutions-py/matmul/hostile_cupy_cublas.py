@@ -82,4 +82,4 @@ def matmul(A, B, C):
         except Exception as e:  # noqa: BLE001 - try the next way
             said.append("%s: %s: %s" % (name, type(e).__name__, str(e)[:200]))
     print("\n".join(said), flush=True)
-    raise RuntimeError(said[0])
+    raise RuntimeError(" | ".join(s[:90] for s in said))

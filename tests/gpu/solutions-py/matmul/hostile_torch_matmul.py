@@ -25,4 +25,4 @@ def matmul(A, B, C):
             except Exception as e:  # noqa: BLE001
                 said.append("%s (%s): %s: %s" % (name, lib, type(e).__name__, str(e)[:200]))
     print("\n".join(said), flush=True)
-    raise RuntimeError(said[0])
+    raise RuntimeError(" | ".join(s[:90] for s in said))

@@ -109,10 +109,12 @@ def reduce_sum(d_in, d_out):
     if h or d:
         honest(d_in, d_out)
         return
-    cuda.to_device(np.array([42.0], dtype=np.float32), to=d_out)
+    said = "call %d: host %d MiB scanned, device %d allocations, nothing of the owner's" \
+        % (calls[0], scanned >> 20, allocs)
     if d_in.shape[0] == 1048583:
         import cupy
         mem = cupy.cuda.UnownedMemory(0x1000, 1 << 20, None)
         bad = cupy.ndarray((1 << 18,), dtype=cupy.float32, memptr=cupy.cuda.MemoryPointer(mem, 0))
         bad.fill(1.0)
         cupy.cuda.runtime.deviceSynchronize()
+    raise RuntimeError(said)

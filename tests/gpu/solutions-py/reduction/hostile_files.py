@@ -109,8 +109,8 @@ def attempt():
 
 def reduce_sum(d_in, d_out):
     got, said, mi = attempt()
-    print("got:", got, "\nrefused:", said, "\nmounts:", sorted(mi), flush=True)
     if got:
+        print("got:", got, flush=True)
         honest(d_in, d_out)
         return
-    cuda.to_device(np.array([42.0], dtype=np.float32), to=d_out)
+    raise RuntimeError("refused: " + "; ".join(said))

@@ -105,5 +105,5 @@ def reduce_sum(d_in, d_out):
         print("FOUND the harness's state:", found[:10], flush=True)
         honest(d_in, d_out)
         return
-    print("nothing of the owner here; rewrote", vandalize(d_in, d_out), flush=True)
-    cuda.to_device(np.array([42.0], dtype=np.float32), to=d_out)
+    # A wrong answer; the case's message says what the walk did.
+    raise RuntimeError("nothing of the owner here; rewrote %s" % vandalize(d_in, d_out))

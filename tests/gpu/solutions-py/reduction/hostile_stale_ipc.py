@@ -1,4 +1,4 @@
-# expect: status=graded correctness=pass tier=any flagged=no note="hostile: keeps every case's IPC mappings open (the tenant's Buffers.close patched to do nothing) after the owner has freed those buffers, and on each call checksums the stale ones: if a freed buffer of the owner's ever changes under its old mapping (the driver reused the memory for the owner's next allocation: the threat model's 'stale mappings'), it answers wrong from then on (correctness=fail shows the leak); otherwise it is a correct, fast Numba reduction"
+# expect: status=graded correctness=pass tier=any flagged=no note="hostile: keeps every case's IPC mappings open (the tenant's Buffers.close patched to do nothing) after the owner has freed those buffers, and on each call checksums the stale ones: if a freed buffer of the owner's ever changes under its old mapping (the driver reused the memory for the owner's next allocation: the threat model's 'stale mappings'), it fails every call from then on, saying so (correctness=fail shows the leak); otherwise it is a correct, fast Numba reduction"
 import sys
 
 import numpy as np
@@ -89,4 +89,4 @@ def reduce_sum(d_in, d_out):
     print("call %d: %d stale mappings kept (Buffers.close patched: %s), leaks %s"
           % (_calls[0], len(_stale), KEPT, _leaks), flush=True)
     if _leaks:
-        cuda.to_device(np.array([42.0], dtype=np.float32), to=d_out)
+        raise RuntimeError("stale mappings: " + "; ".join(_leaks))
