@@ -1,4 +1,4 @@
-# expect: status=graded correctness=fail sanitizer=clean|dirty note="hostile: computes each case's right sum but leaves d_out poisoned, and writes forged case records (with that right sum) and a done record to every descriptor 0-1023 (but its socket to the owner) and to the owner's /proc/PID/fd/*; the channel is the owner's private descriptor, so the forgery earns nothing (a broken fence shows as correctness=pass); not runner_problem: a student cannot pass its failure off as ours"
+# expect: status=graded|runtime_error correctness=fail sanitizer=clean|dirty note="hostile (runtime_error allowed: its writes may reach the CUDA driver's own descriptors in its process, which is its own harm): computes each case's right sum but leaves d_out poisoned, and writes forged case records (with that right sum) and a done record to every descriptor 0-1023 (but its socket to the owner) and to the owner's /proc/PID/fd/*; the channel is the owner's private descriptor, so the forgery earns nothing (a broken fence shows as correctness=pass); not runner_problem: a student cannot pass its failure off as ours"
 import json
 import os
 import sys
