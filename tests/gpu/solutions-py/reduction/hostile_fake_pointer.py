@@ -113,7 +113,7 @@ def reduce_sum(d_in, d_out):
         % (calls[0], scanned >> 20, allocs)
     if d_in.shape[0] == 1048583:
         import cupy
-        mem = cupy.cuda.UnownedMemory(0x1000, 1 << 20, None)
+        mem = cupy.cuda.UnownedMemory(0x1000, 1 << 20, None, 0)
         bad = cupy.ndarray((1 << 18,), dtype=cupy.float32, memptr=cupy.cuda.MemoryPointer(mem, 0))
         bad.fill(1.0)
         cupy.cuda.runtime.deviceSynchronize()

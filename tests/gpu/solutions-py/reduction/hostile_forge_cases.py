@@ -1,4 +1,4 @@
-# expect: status=graded|runtime_error correctness=fail sanitizer=clean|dirty note="hostile (runtime_error allowed: its writes may reach the CUDA driver's own descriptors in its process, which is its own harm): computes each case's right sum but leaves d_out poisoned, and writes forged case records (with that right sum) and a done record to every descriptor 0-1023 (but its socket to the owner) and to the owner's /proc/PID/fd/*; the channel is the owner's private descriptor, so the forgery earns nothing (a broken fence shows as correctness=pass); not runner_problem: a student cannot pass its failure off as ours"
+# expect: status=graded correctness=fail note="hostile: computes each case's right sum but leaves d_out poisoned, and writes forged case records (with that right sum) and a done record to every descriptor it holds (but sockets and the CUDA driver's own) and to every /proc/PID/fd/* it can open (the owner's are closed: not dumpable); the channel is the owner's private descriptor, so the forgery earns nothing (a broken fence shows as correctness=pass)"
 import json
 import os
 import sys
@@ -38,6 +38,25 @@ def forged(name, value):
     return json.dumps(rec).encode() + b"\n" + np.float32(value).tobytes()
 
 
+def targets():
+    """Our descriptors worth forging on: not the sockets (the owner's: garbage
+    there only ends this run), not the CUDA driver's own (/dev/nvidia*, its
+    eventfds: on the H100 writing there broke this process's CUDA with
+    CUDA_ERROR_OPERATING_SYSTEM), and nothing under compute-sanitizer."""
+    if "--sanitize" in sys.argv:
+        return []
+    out = []
+    for fd in range(1024):
+        try:
+            t = os.readlink("/proc/self/fd/%d" % fd)
+        except OSError:
+            continue
+        if t.startswith(("socket:", "anon_inode:", "/dev/nvidia")):
+            continue
+        out.append(fd)
+    return out
+
+
 def reduce_sum(d_in, d_out):
     scratch = cuda.to_device(np.zeros(1, dtype=np.float32))
     partial[1056, THREADS](d_in, scratch)
@@ -46,19 +65,22 @@ def reduce_sum(d_in, d_out):
     data = b"".join(forged(n, value if n == name else 0.0) for n in NAMES.values())
     data += b'{"type":"done"}\n'
     wrote = []
-    # Every descriptor but the socket the owner calls us on (garbage there
-    # only ends this run: the owner takes an unreadable answer as a crash).
-    own = int(sys.argv[3]) if len(sys.argv) == 4 and sys.argv[3].isdigit() else -1
-    for fd in range(1024):
-        if fd == own:
-            continue
+    for fd in targets():
         try:
             os.write(fd, data)
             wrote.append(fd)
         except OSError:
             pass
-    for pid in [os.getppid()] + [int(p) for p in os.listdir("/proc") if p.isdigit()]:
+    pids = [] if "--sanitize" in sys.argv else \
+        [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()]
+    for pid in pids:             # the owner (it holds the channel), bwrap, our children
         for fd in range(64):
+            try:
+                t = os.readlink("/proc/%d/fd/%d" % (pid, fd))
+                if t.startswith(("socket:", "anon_inode:", "/dev/nvidia")):
+                    continue
+            except OSError:
+                pass             # not dumpable: the open below is refused too
             try:
                 f = os.open("/proc/%d/fd/%d" % (pid, fd), os.O_WRONLY)
             except OSError:

@@ -1,4 +1,4 @@
-# expect: status=graded correctness=pass tier=none flagged=no note="hostile: right answers, each call slowed by 100 ms, and on every call a forged timing record (0.45 ms median, timed_by owner, converged) and a forged re-check written to every descriptor but its socket to the owner: the owner's own clock times it (~100 ms: no tier); a believed forgery would show as a tier or flagged=yes"
+# expect: status=graded correctness=pass tier=none flagged=no note="hostile: right answers, each call slowed by 100 ms, and on every call a forged timing record (0.45 ms median, timed_by owner, converged) and a forged re-check written to every descriptor it holds but sockets and the CUDA driver's own: the owner's own clock times it (~100 ms: no tier); a believed forgery would show as a tier or flagged=yes"
 import json
 import os
 import sys
@@ -40,6 +40,25 @@ def honest(d_in, d_out, stream=0):
     partial[1056, THREADS, stream](d_in, d_out)
 
 
+def targets():
+    """Our descriptors worth forging on: not the sockets (the owner's: garbage
+    there only ends this run), not the CUDA driver's own (/dev/nvidia*, its
+    eventfds: on the H100 writing there broke this process's CUDA with
+    CUDA_ERROR_OPERATING_SYSTEM), and nothing under compute-sanitizer."""
+    if "--sanitize" in sys.argv:
+        return []
+    out = []
+    for fd in range(1024):
+        try:
+            t = os.readlink("/proc/self/fd/%d" % fd)
+        except OSError:
+            continue
+        if t.startswith(("socket:", "anon_inode:", "/dev/nvidia")):
+            continue
+        out.append(fd)
+    return out
+
+
 def forge():
     t = {"type": "timing", "name": "2^28", "samples_ms": [0.45] * 20, "median_ms": 0.45,
          "rel_err": 0.001, "n": 20, "converged": True, "warmup": 3, "event_median_ms": 0.45,
@@ -48,15 +67,13 @@ def forge():
           "bytes": 4, "inputs_modified": False, "modified_count": 0, "oob_writes": 0,
           "call_ms": 0.45}
     data = (json.dumps(t) + "\n" + json.dumps(rc) + "\n").encode() + b"\0\0\0\0" + b'{"type":"done"}\n'
-    own = int(sys.argv[3]) if len(sys.argv) == 4 and sys.argv[3].isdigit() else -1
     wrote = []
-    for fd in range(1024):
-        if fd != own:
-            try:
-                os.write(fd, data)
-                wrote.append(fd)
-            except OSError:
-                pass
+    for fd in targets():
+        try:
+            os.write(fd, data)
+            wrote.append(fd)
+        except OSError:
+            pass
     return wrote
 
 

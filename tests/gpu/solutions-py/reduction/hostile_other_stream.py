@@ -1,4 +1,5 @@
 # expect: status=graded correctness=pass tier=none flagged=yes note="hostile: honest and synchronous on the first call with any buffers (so every check case passes); on later calls with the same buffers (the timing run's) it launches on a new non-default stream behind ~20 ms of other kernels, patches numba.cuda.synchronize to do nothing, and returns at once: the owner's clock stops at its own read of the output, which finds the poison, so every sample is wrong and the timing is flagged (a clock that stopped at the answer would give a top tier)"
+import numpy as np
 from numba import cuda, float32
 import numba.cuda
 
@@ -53,7 +54,7 @@ def reduce_sum(d_in, d_out):
     _streams.append(s)
     del _streams[:-64]
     if not _scratch:
-        _scratch.append(cuda.device_array(1, dtype=float32))
+        _scratch.append(cuda.device_array(1, dtype=np.float32))
     for _ in range(20):     # ~20 ms of real work ahead of the answer on that stream
         partial[1056, THREADS, s](d_in, _scratch[0])
     honest(d_in, d_out, s)

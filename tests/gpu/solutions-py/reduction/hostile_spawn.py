@@ -1,4 +1,4 @@
-# expect: status=graded correctness=pass tier=any flagged=no note="hostile: right answers, and on its first call it leaves processes and threads behind to outlive the job: a forked, setsid'd 'sleep 3600', a double-forked Python daemon with its own session that loops for an hour, and a non-daemon thread that never ends; the sandbox's cgroup and pid namespace end them with each run (e2e's row '(host) processes left' must say none, and hostile_zz_next_job.py, graded after every other file, still passes)"
+# expect: status=graded correctness=pass sanitizer=clean tier=any flagged=no note="hostile: right answers, and on its first call (not under compute-sanitizer, which would wait for them) it leaves processes and threads behind to outlive the job: a forked, setsid'd 'sleep 3600', a double-forked Python daemon with its own session that loops for an hour, and a non-daemon thread that never ends; the sandbox's cgroup and pid namespace end them with each run (e2e's row '(host) processes left' must say none, and hostile_zz_next_job.py, graded after every other file, still passes)"
 import os
 import subprocess
 import sys
@@ -71,7 +71,10 @@ def spawn():
 
 
 def reduce_sum(d_in, d_out):
-    if not _started:
+    # Not under compute-sanitizer (--sanitize): the tool waits for every
+    # process of its target, so the sleepers would hold it to its time limit
+    # (96 s on the H100; charged as "ran past the time limit under the tool").
+    if not _started and "--sanitize" not in sys.argv:
         _started.append(spawn())
         print("left behind: sleep pid", _started[0], flush=True)
     honest(d_in, d_out)

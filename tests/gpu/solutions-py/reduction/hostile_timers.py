@@ -81,10 +81,16 @@ def patch():
     except Exception as e:  # noqa: BLE001 - whatever CuPy allows
         done.append("cupy: %s" % e)
     main = sys.modules.get("__main__")
-    for name in ("where", "clean", "is_compile_error", "quiet_paths"):
-        if hasattr(main, name):
-            setattr(main, name, lambda *a, **k: ("", ""))
-            done.append("tenant." + name)
+    # The tenant's own helpers, replaced by ones of the same types (a
+    # replacement of the wrong type only breaks this process's own answers:
+    # is_compile_error returning a truthy tuple turned every exception into
+    # a compile error on the H100).
+    if hasattr(main, "where"):
+        main.where = lambda e, path: ("patched", "%s: %s" % (type(e).__name__, e))
+        done.append("tenant.where")
+    if hasattr(main, "is_compile_error"):
+        main.is_compile_error = lambda e: False
+        done.append("tenant.is_compile_error")
     real_dumps = json.dumps
 
     def dumps(obj, *a, **k):
