@@ -41,8 +41,9 @@ def forged(name, value):
 def targets():
     """Our descriptors worth forging on: not the sockets (the owner's: garbage
     there only ends this run), not the CUDA driver's own (/dev/nvidia*, its
-    eventfds: on the H100 writing there broke this process's CUDA with
-    CUDA_ERROR_OPERATING_SYSTEM), and nothing under compute-sanitizer."""
+    eventfds, CUDA IPC's /dev/shm files and memfds: on the H100 writing to
+    every descriptor broke this process's CUDA with CUDA_ERROR_OPERATING_SYSTEM,
+    twice), and nothing under compute-sanitizer."""
     if "--sanitize" in sys.argv:
         return []
     out = []
@@ -51,7 +52,7 @@ def targets():
             t = os.readlink("/proc/self/fd/%d" % fd)
         except OSError:
             continue
-        if t.startswith(("socket:", "anon_inode:", "/dev/nvidia")):
+        if t.startswith(("socket:", "anon_inode:", "/dev/nvidia", "/dev/shm/", "/memfd:")):
             continue
         out.append(fd)
     return out
@@ -77,7 +78,7 @@ def reduce_sum(d_in, d_out):
         for fd in range(64):
             try:
                 t = os.readlink("/proc/%d/fd/%d" % (pid, fd))
-                if t.startswith(("socket:", "anon_inode:", "/dev/nvidia")):
+                if t.startswith(("socket:", "anon_inode:", "/dev/nvidia", "/dev/shm/", "/memfd:")):
                     continue
             except OSError:
                 pass             # not dumpable: the open below is refused too

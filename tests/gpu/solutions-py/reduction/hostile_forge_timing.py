@@ -1,4 +1,4 @@
-# expect: status=graded correctness=pass tier=none flagged=no note="hostile: right answers, each call slowed by 100 ms, and on every call a forged timing record (0.45 ms median, timed_by owner, converged) and a forged re-check written to every descriptor it holds but sockets and the CUDA driver's own: the owner's own clock times it (~100 ms: no tier); a believed forgery would show as a tier or flagged=yes"
+# expect: status=graded correctness=pass tier=none flagged=no note="hostile: right answers, each call slowed by 100 ms, and on every call a forged timing record (0.45 ms median, timed_by owner, converged) and a forged re-check written to its stdout and stderr and to every descriptor of the owner's it can open through /proc (none: not dumpable): the owner's own clock times it (~100 ms: no tier); a believed forgery would show as a tier or flagged=yes"
 import json
 import os
 import sys
@@ -41,21 +41,22 @@ def honest(d_in, d_out, stream=0):
 
 
 def targets():
-    """Our descriptors worth forging on: not the sockets (the owner's: garbage
-    there only ends this run), not the CUDA driver's own (/dev/nvidia*, its
-    eventfds: on the H100 writing there broke this process's CUDA with
-    CUDA_ERROR_OPERATING_SYSTEM), and nothing under compute-sanitizer."""
+    """Where a forged timing could reach the runner: our stdout and stderr
+    (captured by the sandbox as feedback) and the owner's descriptors through
+    /proc (closed: it is not dumpable). Not every descriptor we hold: on the
+    H100, writing to all of them (the CUDA driver's own among them) broke
+    this process's CUDA (CUDA_ERROR_OPERATING_SYSTEM) and so its right
+    answers; hostile_forge_cases.py does that. Nothing under
+    compute-sanitizer."""
     if "--sanitize" in sys.argv:
         return []
-    out = []
-    for fd in range(1024):
+    out = [1, 2]
+    for fd in range(3, 64):
+        p = "/proc/%d/fd/%d" % (os.getppid(), fd)
         try:
-            t = os.readlink("/proc/self/fd/%d" % fd)
+            out.append(os.open(p, os.O_WRONLY))
         except OSError:
-            continue
-        if t.startswith(("socket:", "anon_inode:", "/dev/nvidia")):
-            continue
-        out.append(fd)
+            pass
     return out
 
 
@@ -74,6 +75,8 @@ def forge():
             wrote.append(fd)
         except OSError:
             pass
+        if fd > 2:
+            os.close(fd)
     return wrote
 
 
