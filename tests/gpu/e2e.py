@@ -306,12 +306,14 @@ def main():
             score = f"{sub.get('score', 0):g}/{sub.get('max_score', 0):g}" if sub.get("score") is not None else "-"
             rows.append((fname, sub["status"], score, key_metric(sub), exp_str(exp),
                          "yes" if ok else "NO (" + obs_str(exp, obs) + ")"))
-        # Only once every job has ended: a job still running has processes.
+        # Only once every job has ended (and `prepare`, which times the
+        # baselines in the sandbox): a run still going has processes.
         done = all(sid is not None and sid in results for _, _, sid, _ in subs) and not later
-        left = leftovers() if done else None
+        idle = done and prep.poll() is not None
+        left = leftovers() if idle else None
         if left is None:
-            rows.append(("(host) processes left", "-", "-", "not checked (" + ("not root" if done else
-                         "jobs unfinished") + ")", "none", "skipped"))
+            why = "not root" if idle else "jobs unfinished" if not done else "prepare still running"
+            rows.append(("(host) processes left", "-", "-", f"not checked ({why})", "none", "skipped"))
         else:
             mismatches += bool(left)
             rows.append(("(host) processes left", "-", "-", "; ".join(left)[:60] or "none", "none",
