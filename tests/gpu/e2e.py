@@ -376,7 +376,7 @@ def exp_str(exp):
 
 
 def obs_str(exp, obs):
-    return " ".join(f"{k}={obs.get(k)}" for k in exp if k not in ("note",) and not
+    return " ".join(f"{k}={obs.get(k)}" for k in exp if k not in ("note", "after") and not
                     (k == "tier" and exp[k] == "any"))
 
 
