@@ -12,7 +12,11 @@ Expectation keys (all optional but status): status=, correctness=pass|fail,
 sanitizer=clean|dirty, tier="name"|none|any (the first speed line's tier),
 flagged=yes|no, symbol= (the rejection's symbol), hint=<id> (the classic-bug
 catalogue's entry, runner/hint.c: the match fails unless cugrade.hint_details
-holds that id; "a|b": either; "a,b": both).
+holds that id; "a|b": either; "a,b": both), after=all (submitted only once
+every other file has its result: the hostile suite's "the next job was
+unharmed", tests/gpu/solutions-py/reduction/hostile_zz_next_job.py).
+After the results, one more row: no process of a sandboxed run is left
+(a box uid or a run cgroup, runner/sandbox.h; as root only).
 
 Environment: CUGRADE_SERVER_BIN, CUGRADE_RUNNER_BIN (binaries),
 CUGRADE_BIN_ENV (K=V;K=V for our binaries only, e.g. LD_LIBRARY_PATH of
@@ -149,7 +153,7 @@ def key_metric(sub):
 
 def matches(exp, obs):
     for k, v in exp.items():
-        if k == "note":
+        if k in ("note", "after"):
             continue
         if k == "tier" and v == "any":
             continue
@@ -264,7 +268,8 @@ def main():
             return 2
         toks = [u["token"] for u in users["users"]]
         subs = []
-        for i, (lab, path) in enumerate(files):
+
+        def submit(i, lab, path):
             with open(path, "rb") as f:
                 src = f.read()
             name = os.path.basename(path)
@@ -273,12 +278,17 @@ def main():
             if st != 202:
                 print(f"e2e: submit {lab}/{name}: {st} {r}", file=sys.stderr)
                 subs.append((lab, path, None, time.time()))
-                continue
+                return
             subs.append((lab, path, r["id"], time.time()))
-        log(f"submitted {len(subs)} files")
+
+        later = [i for i, (_, path) in enumerate(files) if parse_expect(path).get("after") == "all"]
+        for i, (lab, path) in enumerate(files):
+            if i not in later:
+                submit(i, lab, path)
+        log(f"submitted {len(subs)} files" + (f", {len(later)} held until they finish" if later else ""))
 
         results = {}
-        deadline = time.time() + (TIMEOUT or max(330.0, 120.0 + 9.0 * len(subs)))
+        deadline = time.time() + (TIMEOUT or max(330.0, 120.0 + 9.0 * len(files)))
         while time.time() < deadline:
             pending = 0
             for lab, path, sid, t_sub in subs:
@@ -291,6 +301,12 @@ def main():
                     log(f"{lab}/{os.path.basename(path)}: {sub['status']} {sub.get('score')}")
                 else:
                     pending += 1
+            if not pending and later:   # after=all: the next job, once the others are done
+                for i in later:
+                    submit(i, *files[i])
+                log(f"submitted {len(later)} held file(s)")
+                later = []
+                continue
             if not pending:
                 break
             time.sleep(1)
@@ -312,6 +328,20 @@ def main():
             score = f"{sub.get('score', 0):g}/{sub.get('max_score', 0):g}" if sub.get("score") is not None else "-"
             rows.append((fname, sub["status"], score, key_metric(sub), exp_str(exp),
                          "yes" if ok else "NO (" + obs_str(exp, obs) + ")"))
+        # Only once every job has ended (and `prepare`, which times the
+        # baselines in the sandbox): a run still going has processes.
+        done = all(sid is not None and sid in results for _, _, sid, _ in subs) and not later
+        idle = done and prep.poll() is not None
+        left = leftovers() if idle else None
+        if left is None:
+            why = "not root" if idle else "jobs unfinished" if not done else "prepare still running"
+            rows.append(("(host) processes left", "-", "-", f"not checked ({why})", "none", "skipped"))
+        else:
+            mismatches += bool(left)
+            rows.append(("(host) processes left", "-", "-", "; ".join(left)[:60] or "none", "none",
+                         "yes" if not left else "NO (" + str(len(left)) + ")"))
+            if left:
+                log("left behind: " + "; ".join(left))
         print_table(rows)
         if OUT:
             with open(os.path.join(OUT, "results.json"), "w") as f:
@@ -343,12 +373,44 @@ def main():
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+def leftovers():
+    """Processes of sandboxed runs still alive once every job has its result
+    (the hostile suite's spawned threads, forks and daemons must die with
+    their run): a box uid (runner/sandbox.h: SANDBOX_BOX_UID_BASE, 1000
+    boxes), nobody, or a run cgroup cugrade-PID-N. None when not root (the
+    sandbox then runs as the caller). Waits up to 10 s for the kernel to
+    reap."""
+    if os.geteuid() != 0:
+        return None
+    base = int(os.environ.get("CUGRADE_SANDBOX_UID_BASE", "1900000000"))
+    for _ in range(50):
+        left = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open(f"/proc/{pid}/status") as f:
+                    st = f.read()
+                with open(f"/proc/{pid}/cgroup") as f:
+                    cg = f.read()
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    cmd = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+            except OSError:
+                continue
+            m = re.search(r"^Uid:\s+(\d+)", st, re.M)
+            uid = int(m.group(1)) if m else -1
+            if base <= uid < base + 1000 or uid == 65534 or re.search(r"/cugrade-\d+-\d+\s*$", cg, re.M):
+                left.append(f"{pid} uid {uid} {cmd[:80]}")
+        if not left:
+            return left
+        time.sleep(0.2)
+    return left
+
+
 def exp_str(exp):
     return " ".join(f"{k}={v}" for k, v in exp.items() if k not in ("note",))
 
 
 def obs_str(exp, obs):
-    return " ".join(f"{k}={obs.get(k)}" for k in exp if k not in ("note",) and not
+    return " ".join(f"{k}={obs.get(k)}" for k in exp if k not in ("note", "after") and not
                     (k == "tier" and exp[k] == "any"))
 
 

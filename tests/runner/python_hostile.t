@@ -12,7 +12,7 @@ opens the network, and kills the owner. The timing test runs the owner
 directly (the simulator's timing case is too large for the runner's timing
 run): samples come from the owner's clock whatever the student patched.
 Prints TAP lines."""
-import json, os, subprocess, sys, tempfile
+import json, os, subprocess, sys, tempfile, time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "python"))
 from simlab import GOOD, ROOT, cases, grade, make_root, need, ok  # noqa: E402
 import simlab  # noqa: E402
@@ -140,7 +140,8 @@ no_credit("fork_after_return", FORK)
 
 FILES = r'''
 def reduce_sum(d_in, d_out):
-    for p in ("/etc/shadow", "/root", "%s", "/lab/labs/../../etc/passwd", "/proc/1/environ"):
+    for p in ("/etc/shadow", "/root", "%s", "/lab/labs/../../etc/passwd", "/proc/1/environ",
+              "/etc/passwd", "/lab/reference/reduction/judge.cu", "%s"):
         try:
             if os.path.isdir(p):
                 print(p, "lists", os.listdir(p)[:5], flush=True)
@@ -154,9 +155,11 @@ def reduce_sum(d_in, d_out):
     except OSError as e:
         print("owner.py", type(e).__name__, flush=True)
     os._exit(9)   # a run that ends badly keeps its prints as the feedback
-''' % tmp
+''' % (tmp, os.path.join(ROOT, "reference/reduction/judge.cu"))
 no_credit("files", FILES, ("runtime_error",), expect_out=("/etc/shadow FileNotFoundError", tmp + " FileNotFoundError",
-                                      "owner.py PermissionError"))
+                                      "owner.py PermissionError", "/etc/passwd FileNotFoundError",
+                                      "/lab/reference/reduction/judge.cu FileNotFoundError",
+                                      os.path.join(ROOT, "reference/reduction/judge.cu") + " FileNotFoundError"))
 
 NET = r'''
 def reduce_sum(d_in, d_out):
@@ -173,6 +176,97 @@ def reduce_sum(d_in, d_out):
     os._exit(9)
 '''
 no_credit("network", NET, ("runtime_error",), expect_out=("net OSError", "packet 97"))
+
+# The seed in the tenant's own memory: every readable anonymous mapping,
+# read through made-up __array_interface__ pointers, searched for the
+# owner's "CUGRADE_SEED=<hex>" (a pattern, so that this file's own text does
+# not match itself). The tenant was exec'd, not forked from the owner, and
+# its environment has no CUGRADE_ variable.
+MEMSCAN = r'''
+import re
+SEED = re.compile(rb"CUGRADE_SEED=[0-9a-fA-F]{16,32}")
+class View:
+    def __init__(self, a, n):
+        self.__array_interface__ = {"shape": (n,), "typestr": "|u1", "data": (a, True), "version": 3}
+def reduce_sum(d_in, d_out):
+    found, scanned = [], 0
+    for line in open("/proc/self/maps"):
+        p = line.split()
+        lo, hi = (int(x, 16) for x in p[0].split("-"))
+        path = p[5] if len(p) > 5 else ""
+        if p[1][0] != "r" or (path and path not in ("[heap]", "[stack]")) or hi - lo > (64 << 20):
+            continue
+        scanned += hi - lo
+        if SEED.search(np.asarray(View(lo, hi - lo))):
+            found.append(hex(lo))
+    print("memscan %d MiB," % (scanned >> 20), "seed found at %s" % found if found else "seed not in memory", flush=True)
+    os._exit(9)   # a run that ends badly keeps its prints as the feedback
+'''
+no_credit("memscan", MEMSCAN, ("runtime_error",), expect_out=("seed not in memory",))
+
+# ctypes into libcudart: reset the device, copy to and free made-up device
+# addresses. CI has no driver (every call fails), so this shows only that the
+# calls reach nothing of the owner's; tests/gpu/solutions-py/reduction/
+# hostile_cuda_ctypes.py makes them on a GPU.
+CUDART = r'''
+import glob
+def reduce_sum(d_in, d_out):
+    libs = sorted(glob.glob("/usr/local/cuda*/lib64/libcudart.so*"))
+    rt = ctypes.CDLL(libs[0])
+    junk = ctypes.create_string_buffer(4096)
+    r = [rt.cudaMemcpy(ctypes.c_void_p(0x200000000), junk, ctypes.c_size_t(4096), 1),
+         rt.cudaFree(ctypes.c_void_p(0x200000000)), rt.cudaDeviceReset()]
+    print("cudart calls", r, flush=True)
+    os._exit(9)
+'''
+no_credit("cudart", CUDART, ("runtime_error",), expect_out=("cudart calls",))
+
+# Processes meant to outlive the job: a forked, setsid'd sleep with a
+# marker argument, a double-forked Python daemon in its own session, a
+# thread that never ends. They die with the run's cgroup and pid namespace.
+MARK = "%d.25" % (4000 + os.getpid() % 1000)
+DAEMON = r'''
+import subprocess
+def forever():
+    while True:
+        time.sleep(1)
+def reduce_sum(d_in, d_out):
+    if "--sanitize" in sys.argv:   # the sanitizer run would wait for them to its limit
+        raise RuntimeError("not under the sanitizer")
+    if os.fork() == 0:
+        os.setsid()
+        os.execv("/usr/bin/sleep", ["sleep", "%s"])
+        os._exit(0)
+    subprocess.Popen([sys.executable, "-c", "import os, time\nif os.fork() == 0:\n    os.setsid()\n"
+                      "    time.sleep(%s)\nos._exit(0)\n"], start_new_session=True).wait()
+    threading.Thread(target=forever, daemon=False).start()
+    raise RuntimeError("spawned")   # the tenant lives on (see below); the case says so
+''' % (MARK, MARK)
+# (The tenant must not die here: its forked children hold its end of the
+# owner's socket, so the owner would wait for an answer until the run's wall
+# limit -- docs/python.md, "The hostile suite on a GPU".)
+doc = no_credit("daemon", DAEMON)
+m = cases(doc).get("1", {}).get("message", "")
+ok("spawned" in m, "daemon: the processes were started (the case's message says so)", m)
+
+
+def marked():
+    left = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmd = open("/proc/%s/cmdline" % pid, "rb").read().split(b"\0")
+        except OSError:
+            continue
+        if MARK.encode() in cmd or any(MARK.encode() in c and b"sleep" in c for c in cmd):
+            left.append((pid, cmd))
+    return left
+
+
+for _ in range(50):
+    if not marked():
+        break
+    time.sleep(0.2)
+ok(not marked(), "daemon: no process of the run is left once it is graded", marked())
 
 KILL = r'''
 import signal
