@@ -41,6 +41,7 @@ import json
 import math
 import mmap
 import os
+import select
 import socket
 import subprocess
 import sys
@@ -463,7 +464,14 @@ class Tenant:
         the answer (a dict), or None when the tenant died or sent garbage."""
         try:
             socket.send_fds(self.sock, [json.dumps(msg).encode()], list(fds))
-            self.sock.settimeout(self.timeout)
+            # Not a plain recv: a child the tenant forked keeps its end of
+            # the socket open after the tenant died, and recv would wait for
+            # the sandbox's wall limit. An answer sent just before the
+            # tenant died is still read first.
+            deadline = time.monotonic() + self.timeout
+            while not select.select([self.sock], [], [], 0.2)[0]:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    return None
             data = self.sock.recv(MAX_MSG)
         except (OSError, socket.timeout):
             return None
@@ -620,6 +628,16 @@ def time_prepare(be, lab, cases, name, seed, guard):
     return c, inputs
 
 
+def timing_failed(rec):
+    """A call of the timed case failed: its record, and its words on stderr
+    too (the timing run's output is the feedback when no timing record
+    comes), then exit."""
+    send_record(rec)
+    sys.stderr.write("your function failed in the timed case %s: %s\n%s\n"
+                     % (rec["name"], rec.get("error", ""), rec.get("cause", "")))
+    sys.exit(3 if rec["fatal"] else 0)
+
+
 def run_time(tenant, be, lab, name, seed, max_ms, prepared):
     """Samples timed here, from the message that starts the call to the
     owner's own read of the output after the tenant's answer: an answer sent
@@ -636,9 +654,7 @@ def run_time(tenant, be, lab, name, seed, max_ms, prepared):
         c.poison()
         ans, _ = call(tenant, c)
         if ans is None or not ans.get("ok"):
-            rec = case_failed(name, ans, tenant)
-            send_record(rec)
-            sys.exit(3 if rec["fatal"] else 0)
+            timing_failed(case_failed(name, ans, tenant))
         warm += 1
         el = (time.perf_counter() - start) * 1e3
         if warm >= 20 or (warm >= 2 and el >= 30) or el >= max_ms / 4:
@@ -654,9 +670,7 @@ def run_time(tenant, be, lab, name, seed, max_ms, prepared):
         seen = c.probes()           # our read of the output stops the clock
         t1 = time.perf_counter()
         if ans is None or not ans.get("ok"):
-            rec = case_failed(name, ans, tenant)
-            send_record(rec)
-            sys.exit(3 if rec["fatal"] else 0)
+            timing_failed(case_failed(name, ans, tenant))
         # The whole output, after the clock, on the device; and what the
         # probe saw must be what is there now (nothing still being written).
         good = lab["sample_ok"](be.xp, ref, c.sample_arg())
