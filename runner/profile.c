@@ -861,7 +861,7 @@ static double profile_seconds_limit(void)
  * printed in the same sandbox (no GPU needed: after the locks), only when
  * a hint that a line explains fired. Adds out.source_seconds; a page that
  * cannot be had leaves the hints as they are (never a failure). */
-static void profile_lines(const struct run_ctx *rc, const char *ncu, const struct run_opts *po,
+static void profile_lines(const struct run_ctx *rc, const char *ncu, const char *ncu_dir,
                           json_t *out)
 {
     json_t *hints = json_object_get(out, "hints");
@@ -872,9 +872,16 @@ static void profile_lines(const struct run_ctx *rc, const char *ncu, const struc
                           "--csv",       "--page",     "source",
                           "--print-source", "cuda,sass", "--log-file",
                           PROFILE_SOURCE_LOG, NULL};
+    /* ncu alone: none of the student's run's fds, binds or environment */
+    struct run_opts io;
+    struct sandbox_bind bind = {ncu_dir, ncu_dir, 0};
+    memset(&io, 0, sizeof io);
+    io.control_fd = io.cancel_fd = -1;
+    io.more_binds = &bind;
+    io.nmore_binds = 1;
     struct sandbox_verdict v;
     memset(&v, 0, sizeof v);
-    int r = run_sandboxed_opts(rc, argv, -1, profile_seconds_limit(), po, &v);
+    int r = run_sandboxed_opts(rc, argv, -1, profile_seconds_limit(), &io, &v);
     char *text = NULL;
     size_t len = 0;
     int located = 0;
@@ -971,7 +978,7 @@ json_t *profile_run(const struct run_ctx *rc, const char *const *target, int cha
     if (pr == 0 && rep.nkernels > 0) {
         out = profile_json(&rep, secs);
         if (out) {
-            profile_lines(rc, real, &po, out);
+            profile_lines(rc, real, ncu_dir, out);
             json_object_set_new(out, "seconds", json_real(run_now() - t0));
         }
     } else {
