@@ -560,11 +560,10 @@ static void rec_sanitizer_other(const struct hint_facts *f, struct hint_list *ou
              * no bounds check's: it keeps its own hint */
             int misaligned = text_find(m, "misaligned") != NULL;
             if (!fd->hint || (text_find(m, "Invalid __") && !misaligned) ||
-                text_find(m, "Out-of-range") ||
-                text_find(m, "Race reported") || text_find(m, "hazard") || text_find(m, " race") ||
-                text_find(m, "Barrier") || text_find(m, "divergent") ||
-                text_find(m, "invalid configuration") || text_find(m, "cudaLaunchKernel") ||
-                text_find(m, "too many resources"))
+                text_find(m, "Out-of-range") || text_find(m, "Race reported") ||
+                text_find(m, "hazard") || text_find(m, " race") || text_find(m, "Barrier") ||
+                text_find(m, "divergent") || text_find(m, "invalid configuration") ||
+                text_find(m, "cudaLaunchKernel") || text_find(m, "too many resources"))
                 continue;
             char where[160];
             finding_where(fd, where, sizeof where);

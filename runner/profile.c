@@ -748,9 +748,8 @@ int profile_argv(const char *ncu, const char *log, const char *const *skip,
     /* With source lines: the source counters in the same pass (profile.h),
      * and its report saved for the source page. */
     static __thread char metrics[8192];
-    int src = source_on() &&
-              (size_t)snprintf(metrics, sizeof metrics, "%s,%s", metric_list(),
-                               PROFILE_SOURCE_METRICS) < sizeof metrics;
+    int src = source_on() && (size_t)snprintf(metrics, sizeof metrics, "%s,%s", metric_list(),
+                                              PROFILE_SOURCE_METRICS) < sizeof metrics;
     const char *head[28] = {
         ncu,
         "--csv",
@@ -868,10 +867,17 @@ static void profile_lines(const struct run_ctx *rc, const char *ncu, const char 
     if (!source_on() || !profile_hints_want_lines(hints))
         return;
     double t0 = run_now();
-    const char *argv[] = {ncu,           "-i",         PROFILE_REPORT ".ncu-rep",
-                          "--csv",       "--page",     "source",
-                          "--print-source", "cuda,sass", "--log-file",
-                          PROFILE_SOURCE_LOG, NULL};
+    const char *argv[] = {ncu,
+                          "-i",
+                          PROFILE_REPORT ".ncu-rep",
+                          "--csv",
+                          "--page",
+                          "source",
+                          "--print-source",
+                          "cuda,sass",
+                          "--log-file",
+                          PROFILE_SOURCE_LOG,
+                          NULL};
     /* ncu alone: none of the student's run's fds, binds or environment */
     struct run_opts io;
     struct sandbox_bind bind = {ncu_dir, ncu_dir, 0};

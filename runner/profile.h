@@ -109,9 +109,9 @@ void profile_names_free(char **names);
  * divergence), `ncu -i REPORT --csv --page source --print-source cuda,sass`
  * prints them per line of each file the -lineinfo build names, and the worst
  * line of the student's file goes into the hint. */
-#define PROFILE_SOURCE_METRICS                                                                    \
-    "inst_executed,thread_inst_executed,smsp__branch_targets_threads_divergent,"                  \
-    "memory_l2_theoretical_sectors_global,memory_l2_theoretical_sectors_global_ideal,"            \
+#define PROFILE_SOURCE_METRICS                                                                     \
+    "inst_executed,thread_inst_executed,smsp__branch_targets_threads_divergent,"                   \
+    "memory_l2_theoretical_sectors_global,memory_l2_theoretical_sectors_global_ideal,"             \
     "memory_l1_wavefronts_shared,memory_l1_wavefronts_shared_ideal"
 #define PROFILE_SOURCE_MAX_LINES 4096 /* distinct (kernel, file, line) kept */
 #define PROFILE_SOURCE_TEXT 100       /* a line's text shown, at most (bytes) */
@@ -119,13 +119,13 @@ void profile_names_free(char **names);
 /* One line of a student's file, summed over the profiled launches of one
  * kernel. */
 struct profile_line {
-    char *kernel;     /* the function's base name ("row_per_thread", Numba's "half_warps") */
-    char *file;       /* the file's base name ("kernel.cu") */
-    char *text;       /* the line's text: trimmed, printable ASCII, no backticks; may be "" */
+    char *kernel; /* the function's base name ("row_per_thread", Numba's "half_warps") */
+    char *file;   /* the file's base name ("kernel.cu") */
+    char *text;   /* the line's text: trimmed, printable ASCII, no backticks; may be "" */
     int line;
-    double inst;      /* warp-level instructions executed */
-    double threads;   /* thread-level instructions executed */
-    double divergent; /* divergent branch targets */
+    double inst;                         /* warp-level instructions executed */
+    double threads;                      /* thread-level instructions executed */
+    double divergent;                    /* divergent branch targets */
     double sectors, sectors_ideal;       /* global L2 sectors, and what coalesced access needs */
     double wavefronts, wavefronts_ideal; /* shared-memory wavefronts, and without conflicts */
 };

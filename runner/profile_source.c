@@ -128,13 +128,20 @@ static const char *const metric_names[M_N] = {
 static double *line_field(struct profile_line *l, int m)
 {
     switch (m) {
-    case M_INST: return &l->inst;
-    case M_THREADS: return &l->threads;
-    case M_DIV: return &l->divergent;
-    case M_SEC: return &l->sectors;
-    case M_SEC_IDEAL: return &l->sectors_ideal;
-    case M_WF: return &l->wavefronts;
-    default: return &l->wavefronts_ideal;
+    case M_INST:
+        return &l->inst;
+    case M_THREADS:
+        return &l->threads;
+    case M_DIV:
+        return &l->divergent;
+    case M_SEC:
+        return &l->sectors;
+    case M_SEC_IDEAL:
+        return &l->sectors_ideal;
+    case M_WF:
+        return &l->wavefronts;
+    default:
+        return &l->wavefronts_ideal;
     }
 }
 
@@ -204,8 +211,8 @@ struct src_state {
 };
 
 /* One CSV row (f, nf fields). Returns 0 or -ENOMEM. */
-static int source_row(struct profile_source *s, size_t *slots, struct src_state *st, const char *dir,
-                      char **f, int nf)
+static int source_row(struct profile_source *s, size_t *slots, struct src_state *st,
+                      const char *dir, char **f, int nf)
 {
     if (nf >= 2 && strcmp(f[0], "File Path") == 0) {
         const char *base = strrchr(f[1], '/');
@@ -370,8 +377,8 @@ int profile_hints_want_lines(const json_t *hints)
 {
     size_t i;
     json_t *h;
-    json_array_foreach(hints, i, h) if (line_hint(json_string_value(json_object_get(h, "id"))))
-        return 1;
+    json_array_foreach(hints, i,
+                       h) if (line_hint(json_string_value(json_object_get(h, "id")))) return 1;
     return 0;
 }
 

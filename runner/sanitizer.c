@@ -133,8 +133,8 @@ static void sanitizer_parse(const char *text, struct score_sanitizer *s, const c
         /* "Access to 0x7f8d14008004 is misaligned" under an "Invalid
          * __global__ read": an alignment error, not an access past the end
          * (memcheck on a float4 load from d_in + 1, H100). */
-        if (cur && cur->message && strstr(cur->message, "Invalid") && strstr(body, "is misaligned") &&
-            !strstr(cur->message, "misaligned")) {
+        if (cur && cur->message && strstr(cur->message, "Invalid") &&
+            strstr(body, "is misaligned") && !strstr(cur->message, "misaligned")) {
             size_t ml = strlen(cur->message);
             char *m = realloc(cur->message, ml + sizeof " (misaligned address)");
             if (m) {

@@ -50,10 +50,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         json_decref(doc);
     }
     /* a hint of each kind with a line, whatever the report held */
-    json_t *three = json_pack("[{s:s,s:s,s:s},{s:s,s:s,s:s},{s:s,s:s,s:s}]", "id",
-                              "uncoalesced_global", "text", "u", "kernel", "k", "id",
-                              "bank_conflicts", "text", "b", "kernel", "k", "id", "divergence",
-                              "text", "d", "kernel", "k");
+    json_t *three =
+        json_pack("[{s:s,s:s,s:s},{s:s,s:s,s:s},{s:s,s:s,s:s}]", "id", "uncoalesced_global", "text",
+                  "u", "kernel", "k", "id", "bank_conflicts", "text", "b", "kernel", "k", "id",
+                  "divergence", "text", "d", "kernel", "k");
     if (three) {
         assert(profile_hints_locate(three, &src) <= 3);
         json_decref(three);

@@ -6,8 +6,8 @@
  * reads `ncu --csv --page raw` output (as runner/profile.c asks for it) and
  * prints result.cugrade.profile as JSON, the lab's harness kernels left out
  * when ROOT and LAB are given, and the hints' source lines from ncu's
- * source page SOURCE.csv (the student's file in DIR) when given. For checking the hint rules on a report
- * captured on a GPU host, and for the page tests' fixture.
+ * source page SOURCE.csv (the student's file in DIR) when given. For checking the hint rules on a
+ * report captured on a GPU host, and for the page tests' fixture.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -498,7 +498,8 @@ static void test_source_lines(void)
     ok(h && hint_line(h) == 12 && strcmp(hint_str(h, "file"), "profile_uncoalesced.cu") == 0 &&
            strcmp(hint_str(h, "source"), "out[i * dim + j] = src[j];") == 0 &&
            strstr(hint_text(h), "`profile_uncoalesced.cu:12`") &&
-           strstr(hint_text(h), "33554432 sectors where coalesced access would take 4194304 (8.0x)"),
+           strstr(hint_text(h),
+                  "33554432 sectors where coalesced access would take 4194304 (8.0x)"),
        "uncoalesced: the line, its text and its sectors against the ideal: %s", hint_text(h));
     ok(located == 1 && !json_object_get(hint_find(hints, "small_grid"), "line"),
        "uncoalesced: only hints a line explains get one (%d located)", located);
@@ -509,7 +510,8 @@ static void test_source_lines(void)
     hints = located_hints("profile_bank_conflicts", &located);
     h = hint_find(hints, "bank_conflicts");
     ok(h && hint_line(h) == 19 && strstr(hint_str(h, "source"), "bt[threadIdx.x][k]") &&
-           strstr(hint_text(h), "2281701376 shared-memory wavefronts where 402653184 would do (5.7-way)"),
+           strstr(hint_text(h),
+                  "2281701376 shared-memory wavefronts where 402653184 would do (5.7-way)"),
        "bank conflicts: the line with the most excess wavefronts: %s", hint_text(h));
     json_decref(hints);
 
@@ -620,11 +622,11 @@ static void test_source_hostile(void)
     char longp[2048];
     snprintf(longp, sizeof longp,
              "\"File Path\",\"/work/k.cu\"\n\"Function Name\",\"k()\"\n"
-             "\"Line No\",\"Source\",\"inst_executed\"\n\"5\",\"%0300d\",\"1\"\n", 7);
+             "\"Line No\",\"Source\",\"inst_executed\"\n\"5\",\"%0300d\",\"1\"\n",
+             7);
     profile_source_init(&src);
     ok(profile_source_parse(longp, "/work", &src) == 0 && src.n == 1 &&
-           strlen(src.lines[0].text) <= PROFILE_SOURCE_TEXT + 3 &&
-           strstr(src.lines[0].text, "..."),
+           strlen(src.lines[0].text) <= PROFILE_SOURCE_TEXT + 3 && strstr(src.lines[0].text, "..."),
        "a 300-character line: cut to %zu bytes", src.n ? strlen(src.lines[0].text) : 0);
     profile_source_free(&src);
 }
