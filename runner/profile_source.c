@@ -389,7 +389,20 @@ int profile_hints_locate(json_t *hints, const struct profile_source *s)
     int located = 0;
     if (!json_is_array(hints) || !s || s->n == 0)
         return 0;
+    /* The fallback for names ncu spells otherwise (Numba's): one kernel in
+     * the page, and the line hints all about one kernel. */
     int single = one_kernel(s);
+    const char *first = NULL;
+    json_array_foreach(hints, i, h)
+    {
+        const char *id = json_string_value(json_object_get(h, "id"));
+        const char *k = json_string_value(json_object_get(h, "kernel"));
+        if (!line_hint(id))
+            continue;
+        if (first && (!k || strcmp(first, k) != 0))
+            single = 0;
+        first = k ? k : "";
+    }
     json_array_foreach(hints, i, h)
     {
         const char *id = json_string_value(json_object_get(h, "id"));
