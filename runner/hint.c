@@ -341,6 +341,8 @@ static void rec_bounds_check(const struct hint_facts *f, struct hint_list *out)
             const struct score_finding *fd = &f->sanitizers[i].findings[k];
             if (!text_find(fd->message, "Invalid __") && !text_find(fd->message, "Out-of-range"))
                 continue;
+            if (text_find(fd->message, "misaligned"))
+                continue; /* an alignment error (sanitizer-finding), not past the end */
             char where[160];
             finding_where(fd, where, sizeof where);
             hint_add(out, "bounds-check", NULL,
@@ -554,11 +556,14 @@ static void rec_sanitizer_other(const struct hint_facts *f, struct hint_list *ou
         for (size_t k = 0; k < f->sanitizers[i].nfindings; k++) {
             const struct score_finding *fd = &f->sanitizers[i].findings[k];
             const char *m = fd->message;
-            if (!fd->hint || text_find(m, "Invalid __") || text_find(m, "Out-of-range") ||
-                text_find(m, "Race reported") || text_find(m, "hazard") || text_find(m, " race") ||
-                text_find(m, "Barrier") || text_find(m, "divergent") ||
-                text_find(m, "invalid configuration") || text_find(m, "cudaLaunchKernel") ||
-                text_find(m, "too many resources"))
+            /* memcheck's "Invalid __global__ read ... (misaligned address)" is
+             * no bounds check's: it keeps its own hint */
+            int misaligned = text_find(m, "misaligned") != NULL;
+            if (!fd->hint || (text_find(m, "Invalid __") && !misaligned) ||
+                text_find(m, "Out-of-range") || text_find(m, "Race reported") ||
+                text_find(m, "hazard") || text_find(m, " race") || text_find(m, "Barrier") ||
+                text_find(m, "divergent") || text_find(m, "invalid configuration") ||
+                text_find(m, "cudaLaunchKernel") || text_find(m, "too many resources"))
                 continue;
             char where[160];
             finding_where(fd, where, sizeof where);

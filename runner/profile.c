@@ -49,6 +49,11 @@ const char PROFILE_METRICS[] =
 
 #define PROFILE_LOG "/work/.cugrade-profile.csv"
 #define PROFILE_LOG_NAME ".cugrade-profile.csv"
+/* The same pass's report (ncu adds .ncu-rep), for the source page. */
+#define PROFILE_REPORT "/work/.cugrade-profile"
+#define PROFILE_SOURCE_LOG "/work/.cugrade-profile-source.csv"
+#define PROFILE_SOURCE_LOG_NAME ".cugrade-profile-source.csv"
+#define PROFILE_STUDENT_DIR "/work" /* where the student's file is, in the sandbox */
 #define PROFILE_LOG_CAP (4u << 20)
 #define PROFILE_MIN_SECTORS 1024.0 /* fewer global sectors: too little traffic to matter */
 #define PROFILE_MIN_SHARED 1024.0  /* fewer shared-memory instructions: likewise */
@@ -72,9 +77,9 @@ void profile_report_free(struct profile_report *r)
 /* CSV: ncu quotes every field ("a","b,c",""); a quote inside is doubled. */
 
 /* Split one line into at most max fields, unquoted into one buffer of the
- * line's size (out[0] owns it: csv_fields_free). Returns the number of
+ * line's size (out[0] owns it: profile_csv_fields_free). Returns the number of
  * fields, or -ENOMEM. */
-static int csv_fields(const char *line, size_t len, char **out, int max)
+int profile_csv_fields(const char *line, size_t len, char **out, int max)
 {
     char *buf = malloc(len + 1), *w = buf;
     int n = 0;
@@ -111,14 +116,14 @@ static int csv_fields(const char *line, size_t len, char **out, int max)
     return n;
 }
 
-static void csv_fields_free(char **f, int n)
+void profile_csv_fields_free(char **f, int n)
 {
     if (n > 0)
         free(f[0]);
 }
 
 /* A metric value as a number: "1,024.5" -> 1024.5; NAN for text, "n/a". */
-static double csv_number(const char *s)
+double profile_csv_number(const char *s)
 {
     char buf[64];
     size_t k = 0;
@@ -225,7 +230,7 @@ static int csv_row(struct profile_report *r, char **hdr, const char *want, int n
     for (int c = 0; c < nf && c < nh; c++) {
         if (!want[c])
             continue;
-        double v = csv_number(f[c]);
+        double v = profile_csv_number(f[c]);
         if (!isnan(v) && json_object_set_new(m, hdr[c], json_real(v)) < 0) {
             json_decref(m);
             return -ENOMEM;
@@ -258,8 +263,8 @@ int profile_csv_parse(const char *text, const char *const *skip, struct profile_
         if (len < 2 || line[0] != '"')
             continue; /* ==PROF== lines, the program's prints */
         if (strncmp(line, "\"ID\",", 5) == 0) {
-            csv_fields_free(hdr, nh);
-            nh = csv_fields(line, len, hdr, CSV_MAX_FIELDS);
+            profile_csv_fields_free(hdr, nh);
+            nh = profile_csv_fields(line, len, hdr, CSV_MAX_FIELDS);
             if (nh < 0) {
                 nh = 0;
                 rc = -ENOMEM;
@@ -281,17 +286,17 @@ int profile_csv_parse(const char *text, const char *const *skip, struct profile_
         }
         if (nh == 0)
             continue;
-        int nf = csv_fields(line, len, f, CSV_MAX_FIELDS);
+        int nf = profile_csv_fields(line, len, f, CSV_MAX_FIELDS);
         if (nf < 0) {
             rc = -ENOMEM;
             break;
         }
         rc = csv_row(r, hdr, want, nh, kcol, f, nf, skip);
-        csv_fields_free(f, nf);
+        profile_csv_fields_free(f, nf);
         if (rc < 0)
             break;
     }
-    csv_fields_free(hdr, nh);
+    profile_csv_fields_free(hdr, nh);
     free(hdr);
     free(want);
     return rc;
@@ -727,18 +732,31 @@ static void kernel_filter(const char *const *skip, char *buf, size_t len)
         snprintf(buf + k, len - k, ")$).*");
 }
 
+/* Source lines on ($CUGRADE_PROFILE_SOURCE=0: off, the hints name the
+ * kernel only)? */
+static int source_on(void)
+{
+    const char *e = getenv("CUGRADE_PROFILE_SOURCE");
+    return !(e && strcmp(e, "0") == 0);
+}
+
 int profile_argv(const char *ncu, const char *log, const char *const *skip,
                  const char *const *target, const char **argv, size_t n, char *filter,
                  size_t filter_len)
 {
     const char *off = getenv("CUGRADE_PROFILE_FILTER");
-    const char *head[24] = {
+    /* With source lines: the source counters in the same pass (profile.h),
+     * and its report saved for the source page. */
+    static __thread char metrics[8192];
+    int src = source_on() && (size_t)snprintf(metrics, sizeof metrics, "%s,%s", metric_list(),
+                                              PROFILE_SOURCE_METRICS) < sizeof metrics;
+    const char *head[28] = {
         ncu,
         "--csv",
         "--page",
         "raw",
         "--metrics",
-        metric_list(),
+        src ? metrics : metric_list(),
         /* The student's program and everything it starts (a Python
          * owner starts the student's interpreter in a child). */
         "--target-processes",
@@ -755,6 +773,11 @@ int profile_argv(const char *ncu, const char *log, const char *const *skip,
         log,
     };
     size_t nh = 16;
+    if (src) {
+        head[nh++] = "-f"; /* a report left by the student's own run is replaced */
+        head[nh++] = "-o";
+        head[nh++] = PROFILE_REPORT;
+    }
     if (skip && skip[0] && !(off && strcmp(off, "0") == 0)) {
         kernel_filter(skip, filter, filter_len);
         head[nh++] = "--kernel-name-base";
@@ -833,6 +856,63 @@ static double profile_seconds_limit(void)
     return s > 0 ? s : PROFILE_SECONDS;
 }
 
+/* The source lines of out's hints: ncu's source page of the pass's report,
+ * printed in the same sandbox (no GPU needed: after the locks), only when
+ * a hint that a line explains fired. Adds out.source_seconds; a page that
+ * cannot be had leaves the hints as they are (never a failure). */
+static void profile_lines(const struct run_ctx *rc, const char *ncu, const char *ncu_dir,
+                          json_t *out)
+{
+    json_t *hints = json_object_get(out, "hints");
+    if (!source_on() || !profile_hints_want_lines(hints))
+        return;
+    double t0 = run_now();
+    const char *argv[] = {ncu,
+                          "-i",
+                          PROFILE_REPORT ".ncu-rep",
+                          "--csv",
+                          "--page",
+                          "source",
+                          "--print-source",
+                          "cuda,sass",
+                          "--log-file",
+                          PROFILE_SOURCE_LOG,
+                          NULL};
+    /* ncu alone: none of the student's run's fds, binds or environment */
+    struct run_opts io;
+    struct sandbox_bind bind = {ncu_dir, ncu_dir, 0};
+    memset(&io, 0, sizeof io);
+    io.control_fd = io.cancel_fd = -1;
+    io.more_binds = &bind;
+    io.nmore_binds = 1;
+    struct sandbox_verdict v;
+    memset(&v, 0, sizeof v);
+    int r = run_sandboxed_opts(rc, argv, -1, profile_seconds_limit(), &io, &v);
+    char *text = NULL;
+    size_t len = 0;
+    int located = 0;
+    if (r == 0 &&
+        sandbox_take_file(rc->workdir, PROFILE_SOURCE_LOG_NAME, PROFILE_LOG_CAP, &text, &len) < 0)
+        text = NULL;
+    const char *page = text ? text : v.out; /* an ncu that ignores --log-file with -i */
+    if (r == 0 && page) {
+        struct profile_source src;
+        profile_source_init(&src);
+        if (profile_source_parse(page, PROFILE_STUDENT_DIR, &src) == 0)
+            located = profile_hints_locate(hints, &src);
+        profile_source_free(&src);
+    }
+    if (!located) {
+        char m[400];
+        profile_error_text(text, &v, m, sizeof m);
+        fprintf(stderr, "cugrade-runner: profile: no source line for the hints (%s)\n",
+                r < 0 ? strerror(-r) : m);
+    }
+    json_object_set_new(out, "source_seconds", json_real(run_now() - t0));
+    free(text);
+    sandbox_verdict_free(&v);
+}
+
 json_t *profile_run(const struct run_ctx *rc, const char *const *target, int channel_fd,
                     const struct run_opts *o)
 {
@@ -903,6 +983,10 @@ json_t *profile_run(const struct run_ctx *rc, const char *const *target, int cha
     int pr = log ? profile_csv_parse(log, (const char *const *)skip, &rep) : -ENOENT;
     if (pr == 0 && rep.nkernels > 0) {
         out = profile_json(&rep, secs);
+        if (out) {
+            profile_lines(rc, real, ncu_dir, out);
+            json_object_set_new(out, "seconds", json_real(run_now() - t0));
+        }
     } else {
         char m[400];
         profile_error_text(log, &v, m, sizeof m);

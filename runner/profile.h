@@ -101,6 +101,69 @@ json_t *profile_json_unavailable(const char *message, double seconds);
 char **profile_harness_kernels(const char *root, const char *lab);
 void profile_names_free(char **names);
 
+/* ---------------------------------------------------------------------- */
+/* Source lines (runner/profile_source.c): the same ncu pass also saves its
+ * report with per-instruction source counters (PROFILE_SOURCE_METRICS, one
+ * more metric group in the SASS-instrumented pass, no replay of its own);
+ * when a hint that has a line fired (uncoalesced_global, bank_conflicts,
+ * divergence), `ncu -i REPORT --csv --page source --print-source cuda,sass`
+ * prints them per line of each file the -lineinfo build names, and the worst
+ * line of the student's file goes into the hint. */
+#define PROFILE_SOURCE_METRICS                                                                     \
+    "inst_executed,thread_inst_executed,smsp__branch_targets_threads_divergent,"                   \
+    "memory_l2_theoretical_sectors_global,memory_l2_theoretical_sectors_global_ideal,"             \
+    "memory_l1_wavefronts_shared,memory_l1_wavefronts_shared_ideal"
+#define PROFILE_SOURCE_MAX_LINES 4096 /* distinct (kernel, file, line) kept */
+#define PROFILE_SOURCE_TEXT 100       /* a line's text shown, at most (bytes) */
+
+/* One line of a student's file, summed over the profiled launches of one
+ * kernel. */
+struct profile_line {
+    char *kernel; /* the function's base name ("row_per_thread", Numba's "half_warps") */
+    char *file;   /* the file's base name ("kernel.cu") */
+    char *text;   /* the line's text: trimmed, printable ASCII, no backticks; may be "" */
+    int line;
+    double inst;                         /* warp-level instructions executed */
+    double threads;                      /* thread-level instructions executed */
+    double divergent;                    /* divergent branch targets */
+    double sectors, sectors_ideal;       /* global L2 sectors, and what coalesced access needs */
+    double wavefronts, wavefronts_ideal; /* shared-memory wavefronts, and without conflicts */
+};
+
+struct profile_source {
+    struct profile_line *lines;
+    size_t n;
+};
+
+void profile_source_init(struct profile_source *s);
+void profile_source_free(struct profile_source *s);
+
+/* Parse ncu's `--csv --page source --print-source cuda,sass` output: the
+ * blocks ("File Path", "Function Name", a "Line No" header, then a row per
+ * source line followed by its SASS rows); only rows of files directly in
+ * dir (the sandbox's "/work": the student's file, not the harness's, not
+ * CUDA's headers) are kept, SASS rows skipped, a line seen in several
+ * launches summed. Bounded: at most PROFILE_SOURCE_MAX_LINES lines kept.
+ * Returns 0 (zero lines when there are none), or -ENOMEM. */
+int profile_source_parse(const char *text, const char *dir, struct profile_source *s);
+
+/* For each hint of hints (profile_hints' array) that a line explains --
+ * uncoalesced_global: the most excess global sectors; bank_conflicts: the
+ * most excess shared wavefronts; divergence: the most divergent branch
+ * targets, else the most idle lanes -- of the lines of its kernel in s (or
+ * of the only kernel s has): sets "file", "line" and "source" on the hint
+ * and appends a sentence with the line's numbers to its "text". Returns how
+ * many hints got a line. */
+int profile_hints_locate(json_t *hints, const struct profile_source *s);
+/* Does hints hold a hint that a line explains? */
+int profile_hints_want_lines(const json_t *hints);
+
+/* Shared with profile_source.c: ncu's CSV fields of one line (unquoted into
+ * one buffer, out[0] owns it), and a value as a number (NAN for text). */
+int profile_csv_fields(const char *line, size_t len, char **out, int max);
+void profile_csv_fields_free(char **f, int n);
+double profile_csv_number(const char *s);
+
 /* The ncu executable: $CUGRADE_NCU, else PROFILE_NCU_DEFAULT; NULL when it
  * is not an executable file. Points into static or environment storage. */
 const char *profile_ncu_path(void);

@@ -30,12 +30,14 @@ static const char *sanitizer_hint(const char *msg)
     if (strstr(msg, "Barrier") || strstr(msg, "divergent") || strstr(msg, "Divergent"))
         return "A `__syncthreads()` inside a branch that not every thread of the block takes: "
                "move the barrier out of the if/loop so all threads reach it.";
+    /* before "Invalid ... read": memcheck reports a misaligned access as an
+     * invalid read whose address "is misaligned" (sanitizer_parse) */
+    if (strstr(msg, "misaligned") || strstr(msg, "Misaligned"))
+        return "A misaligned access: vector loads (`float4`) need 16-byte aligned addresses.";
     if (strstr(msg, "Invalid") && (strstr(msg, "read") || strstr(msg, "write") ||
                                    strstr(msg, "Read") || strstr(msg, "Write")))
         return "An out-of-bounds access: add a bounds check (`if (i < n)`) before reading or "
                "writing, for threads of the last block that fall past the end.";
-    if (strstr(msg, "misaligned") || strstr(msg, "Misaligned"))
-        return "A misaligned access: vector loads (`float4`) need 16-byte aligned addresses.";
     /* CUDA 13 reports a block of more than 1024 threads as cudaErrorInvalidValue
      * on cudaLaunchKernel (seen on the H200 runner), older ones as
      * cudaErrorInvalidConfiguration. */
@@ -100,7 +102,7 @@ static void sanitizer_parse(const char *text, struct score_sanitizer *s, const c
 {
     const char *p = text;
     struct score_finding *cur = NULL;
-    while (p && *p && s->nfindings < 10) {
+    while (p && *p) {
         const char *nl = strchr(p, '\n');
         size_t len = nl ? (size_t)(nl - p) : strlen(p);
         char line[1024];
@@ -115,6 +117,8 @@ static void sanitizer_parse(const char *text, struct score_sanitizer *s, const c
         /* An error starts at one space of indent; its frames and "and ..."
          * continuations are indented further. */
         if (sanitizer_error_line(body) && body[0] == ' ' && body[1] != ' ') {
+            if (s->nfindings >= 10)
+                break; /* the tenth keeps its continuation lines (line, alignment) */
             struct score_finding *f = realloc(s->findings, (s->nfindings + 1) * sizeof *f);
             if (!f)
                 return;
@@ -125,6 +129,20 @@ static void sanitizer_parse(const char *text, struct score_sanitizer *s, const c
             cur->hint = cur->message ? (char *)sanitizer_hint(cur->message) : NULL;
             if (cur->hint)
                 cur->hint = strdup(cur->hint);
+        }
+        /* "Access to 0x7f8d14008004 is misaligned" under an "Invalid
+         * __global__ read": an alignment error, not an access past the end
+         * (memcheck on a float4 load from d_in + 1, H100). */
+        if (cur && cur->message && strstr(cur->message, "Invalid") &&
+            strstr(body, "is misaligned") && !strstr(cur->message, "misaligned")) {
+            size_t ml = strlen(cur->message);
+            char *m = realloc(cur->message, ml + sizeof " (misaligned address)");
+            if (m) {
+                memcpy(m + ml, " (misaligned address)", sizeof " (misaligned address)");
+                cur->message = m;
+                free(cur->hint);
+                cur->hint = strdup(sanitizer_hint(m));
+            }
         }
         /* The device frame's source position (with -lineinfo), in either of
          * compute-sanitizer's formats: "at k(float*)+0x90 in /work/kernel.cu:12"

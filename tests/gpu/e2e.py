@@ -12,7 +12,9 @@ Expectation keys (all optional but status): status=, correctness=pass|fail,
 sanitizer=clean|dirty, tier="name"|none|any (the first speed line's tier),
 flagged=yes|no, symbol= (the rejection's symbol), hint=<id> (the classic-bug
 catalogue's entry, runner/hint.c: the match fails unless cugrade.hint_details
-holds that id; "a|b": either; "a,b": both), after=all (submitted only once
+holds that id; "a|b": either; "a,b": both), profile=<id> (a profiling hint,
+cugrade.profile.hints[].id; "a|b": either) or profile=<id>@<line> (that hint
+names that line of the student's file), after=all (submitted only once
 every other file has its result: the hostile suite's "the next job was
 unharmed", tests/gpu/solutions-py/reduction/hostile_zz_next_job.py).
 After the results, one more row: no process of a sandboxed run is left
@@ -122,7 +124,11 @@ def observe(sub):
     o["flagged"] = "yes" if timing.get("flagged") else "no"
     o["symbol"] = (cg.get("rejection") or {}).get("symbol", "")
     # profile=<id>: one of the profiling hints (result.cugrade.profile.hints[].id)
+    # profile=<id>@<line>: that hint names that line of the student's file
+    # (hints[].line, from ncu's source counters)
     o["profile"] = [h.get("id") for h in (cg.get("profile") or {}).get("hints") or []]
+    o["profile"] += [f"{h.get('id')}@{h.get('line')}" for h in (cg.get("profile") or {}).get("hints") or []
+                     if h.get("line")]
     o["hint"] = ",".join(h.get("id", "") for h in cg.get("hint_details") or []) or "none"
     return o
 

@@ -5,7 +5,8 @@
  * "Profiling hints"), in a real browser: a result whose cugrade.profile is
  * the one the runner made from a real Nsight Compute report (fixtures/
  * profile.json: tests/tools/profile_hints on tests/runner/fixtures/ncu/
- * profile_uncoalesced.raw.csv, the uncoalesced embedding kernel on an H100)
+ * profile_uncoalesced.raw.csv, the uncoalesced embedding kernel on an H100,
+ * with its line from ncu's source page, fixtures/ncu/source/)
  * shows its hints with their numbers, the hints' Markdown rendered and its
  * HTML not, and a small metrics table; an "unavailable" profile says it is
  * ours and never changes the grade; a result without one has no section.
@@ -49,6 +50,9 @@ run(async (t) => {
         'the coalescing hint shows its number and the ideal', items[0]);
       t.ok(items.some((x) => /64 block\(s\) on a GPU with 132 SMs/.test(x)), 'the grid hint shows blocks and SMs');
       t.ok(await page.isVisible('ul.profile-hints code:has-text("row_per_thread")'), 'hint Markdown: the kernel name is code');
+      t.ok(await page.isVisible('ul.profile-hints code:has-text("profile_uncoalesced.cu:12")') &&
+        items.some((x) => /out\[i \* dim \+ j\] = src\[j\];.*\(8\.0x\)/.test(x)),
+        'the coalescing hint names its worst line, its text and numbers', items[0]);
       const cells = await page.locator('table.profile tbody tr').first().locator('td').allTextContents();
       t.eq(cells[0], 'row_per_thread', 'the metrics table names the kernel', cells.join(' | '));
       t.ok(cells[5] === '32.0' && cells[7] === '64', 'sectors per load and blocks in the table', cells.join(' | '));

@@ -15,6 +15,7 @@
 
 #include "lab.h"
 #include "rubric.h"
+#include "runner/grade.h"
 #include "runner/hint.h"
 #include "runner/score.h"
 
@@ -343,6 +344,35 @@ static void test_sanitizer_entries(void)
     ok(l->n == 0, "a sanitizer that failed for our reasons and a correct file: no hint (%zu)",
        l->n);
     run_free(&r);
+
+    /* Captured on the H100 (compute-sanitizer memcheck, a float4 load from
+     * d_in + 1: tests/gpu/solutions/reduction/bug_misaligned.cu): memcheck
+     * calls it an "Invalid __global__ read" whose address "is misaligned".
+     * No missing bounds check: the generic entry, its line and hint. */
+    {
+        char fx[1024];
+        snprintf(fx, sizeof fx, "%s/tests/runner/fixtures/memcheck-misaligned.txt", root);
+        char *text = slurp(fx);
+        struct score_sanitizer mc;
+        memset(&mc, 0, sizeof mc);
+        mc.tool = "memcheck";
+        mc.ran = 1;
+        if (text)
+            grade_sanitizer_parse(text, &mc);
+        free(text);
+        memset(&f, 0, sizeof f);
+        f.sanitizers = &mc;
+        f.nsanitizers = 1;
+        l = recognize(&r, &red, red_doc(NULL, NULL), &f);
+        ok(mc.nfindings > 0 && hint_find(l, "sanitizer-finding") &&
+               strstr(text_of(l, "sanitizer-finding"), "misaligned") &&
+               strstr(text_of(l, "sanitizer-finding"), "line 13") && !hint_find(l, "bounds-check"),
+           "memcheck's misaligned float4 read (H100 capture): sanitizer-finding at line 13, "
+           "no bounds-check: %s",
+           text_of(l, "sanitizer-finding"));
+        run_free(&r);
+        score_sanitizer_clear(&mc);
+    }
 
     /* without sanitizers: the answer NaN (read into the harness's NaN guard) */
     l = recognize(&r, &red, red_doc("1000:nan:500", NULL), NULL);

@@ -140,8 +140,9 @@ static void test_fixtures(void)
     check(load_fixture("naive", "reduction", &r) == 0, "naive reduction: parsed");
     hints = profile_hints(&r);
     ok(!hint_find(hints, "uncoalesced_global") && !hint_find(hints, "bank_conflicts") &&
-           !hint_find(hints, "low_occupancy"),
-       "naive reduction: no coalescing, bank or occupancy hint (%zu hints)",
+           !hint_find(hints, "low_occupancy") && !hint_find(hints, "divergence"),
+       "naive reduction: no coalescing, bank, occupancy or divergence hint (its modulo "
+       "branch is predicated: 31.9 threads per instruction) (%zu hints)",
        json_array_size(hints));
     json_decref(hints);
     profile_report_free(&r);
@@ -420,10 +421,223 @@ static void test_argv(void)
     ok(n > 5 && strcmp(argv[n - 5], "/opt/ncu/ncu") != 0 &&
            strcmp(argv[n - 4], "/work/prog") == 0 && argv[n] == NULL,
        "ncu argv: the target last, NULL-terminated");
+    int report = 0, srcm = 0;
+    for (int i = 0; i + 1 < n; i++) {
+        report |= strcmp(argv[i], "-o") == 0 && strcmp(argv[i + 1], "/work/.cugrade-profile") == 0;
+        srcm |= strcmp(argv[i], "--metrics") == 0 &&
+                strstr(argv[i + 1], ",smsp__branch_targets_threads_divergent,") &&
+                strstr(argv[i + 1], "gpu__time_duration.sum,");
+    }
+    ok(report && srcm, "ncu argv: the source counters in the same pass, its report saved");
+    setenv("CUGRADE_PROFILE_SOURCE", "0", 1);
+    n = profile_argv("/opt/ncu/ncu", "/work/p.csv", (const char *const *)skip, target, argv, 64,
+                     filter, sizeof filter);
+    report = 0;
+    for (int i = 0; i < n; i++)
+        report |= strcmp(argv[i], "-o") == 0 || strstr(argv[i], ",inst_executed,") != NULL;
+    ok(n > 5 && !report, "ncu argv: CUGRADE_PROFILE_SOURCE=0: no report, no source counters");
+    unsetenv("CUGRADE_PROFILE_SOURCE");
     check(profile_argv("/opt/ncu/ncu", "/work/p.csv", NULL, target, argv, 8, filter,
                        sizeof filter) == -ENOSPC,
           "ncu argv: too little room is -ENOSPC");
     profile_names_free(skip);
+}
+
+/* Parse tests/runner/fixtures/ncu/source/<name>.<kind>.csv (the standalone
+ * captures: the student's files were in /tmp/capw). */
+static char *source_fixture(const char *name, const char *kind)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/runner/fixtures/ncu/source/%s.%s.csv", root, name, kind);
+    return slurp(path);
+}
+
+/* The hints of capture name (raw page, driver kernels "fill" skipped) with
+ * the lines of its source page; NULL when a fixture is missing. */
+static json_t *located_hints(const char *name, int *located)
+{
+    static const char *const skip[] = {"fill", NULL};
+    char *raw = source_fixture(name, "raw"), *page = source_fixture(name, "source");
+    json_t *hints = NULL;
+    struct profile_report r;
+    struct profile_source src;
+    profile_report_init(&r);
+    profile_source_init(&src);
+    if (raw && page && profile_csv_parse(raw, skip, &r) == 0 &&
+        profile_source_parse(page, "/tmp/capw", &src) == 0) {
+        hints = profile_hints(&r);
+        *located = profile_hints_locate(hints, &src);
+    }
+    profile_report_free(&r);
+    profile_source_free(&src);
+    free(raw);
+    free(page);
+    return hints;
+}
+
+static const char *hint_str(json_t *h, const char *key)
+{
+    const char *v = h ? json_string_value(json_object_get(h, key)) : NULL;
+    return v ? v : "";
+}
+
+static long hint_line(json_t *h)
+{
+    return h ? (long)json_integer_value(json_object_get(h, "line")) : 0;
+}
+
+static void test_source_lines(void)
+{
+    int located = 0;
+    json_t *hints, *h;
+
+    /* embedding: `out[i * dim + j] = src[j];` reads and writes a row per
+     * thread: 8x the sectors of coalesced access on that line. */
+    hints = located_hints("profile_uncoalesced", &located);
+    h = hint_find(hints, "uncoalesced_global");
+    ok(h && hint_line(h) == 12 && strcmp(hint_str(h, "file"), "profile_uncoalesced.cu") == 0 &&
+           strcmp(hint_str(h, "source"), "out[i * dim + j] = src[j];") == 0 &&
+           strstr(hint_text(h), "`profile_uncoalesced.cu:12`") &&
+           strstr(hint_text(h),
+                  "33554432 sectors where coalesced access would take 4194304 (8.0x)"),
+       "uncoalesced: the line, its text and its sectors against the ideal: %s", hint_text(h));
+    ok(located == 1 && !json_object_get(hint_find(hints, "small_grid"), "line"),
+       "uncoalesced: only hints a line explains get one (%d located)", located);
+    json_decref(hints);
+
+    /* matmul: line 19 reads bt[threadIdx.x][k] down a column (the worst,
+     * 5.7-way); line 15's transposed store is 32-way but 7x fewer. */
+    hints = located_hints("profile_bank_conflicts", &located);
+    h = hint_find(hints, "bank_conflicts");
+    ok(h && hint_line(h) == 19 && strstr(hint_str(h, "source"), "bt[threadIdx.x][k]") &&
+           strstr(hint_text(h),
+                  "2281701376 shared-memory wavefronts where 402653184 would do (5.7-way)"),
+       "bank conflicts: the line with the most excess wavefronts: %s", hint_text(h));
+    json_decref(hints);
+
+    /* reduction: lanes 16-31 of every warp idle; the branch at line 17. */
+    hints = located_hints("profile_divergence", &located);
+    h = hint_find(hints, "divergence");
+    ok(h && hint_value(h) > 16 && hint_value(h) < 18,
+       "divergence: ~17 of 32 threads active per instruction (%.2f)", h ? hint_value(h) : 0.0);
+    ok(h && hint_line(h) == 17 && strcmp(hint_str(h, "source"), "if (lane < 16) {") == 0 &&
+           strstr(hint_text(h), "16384 divergent branch targets"),
+       "divergence: the branch that splits the warps, with its count: %s", hint_text(h));
+    check(!hint_find(hints, "uncoalesced_global") && !hint_find(hints, "bank_conflicts"),
+          "divergence: its half-warp loads are coalesced: no other line hint");
+    json_decref(hints);
+
+    /* Only the student's file: CUDA's headers (sm_30_intrinsics.hpp) and
+     * files elsewhere are left out. */
+    char *page = source_fixture("profile_divergence", "source");
+    struct profile_source src;
+    profile_source_init(&src);
+    check(page && profile_source_parse(page, "/work", &src) == 0 && src.n == 0,
+          "source page: no line outside the student's directory");
+    profile_source_free(&src);
+    profile_source_init(&src);
+    int others = 0, has19 = 0;
+    check(page && profile_source_parse(page, "/tmp/capw", &src) == 0, "source page: parsed");
+    for (size_t i = 0; i < src.n; i++) {
+        others += strcmp(src.lines[i].file, "profile_divergence.cu") != 0 ||
+                  strcmp(src.lines[i].kernel, "sum_half_warps") != 0;
+        if (src.lines[i].line == 19)
+            has19 = src.lines[i].sectors == 2097152 && src.lines[i].inst == 4227072;
+    }
+    ok(src.n >= 10 && !others && has19,
+       "source page: %zu lines of profile_divergence.cu, kernel sum_half_warps, line 19's counts",
+       src.n);
+    profile_source_free(&src);
+    free(page);
+
+    /* Numba (lineinfo on): ncu names the .py line; the kernel is
+     * "__main__::half_warps[abi:...]", the hints' "half_warps". */
+    page = source_fixture("numba_half_warps", "source");
+    profile_source_init(&src);
+    hints = json_pack("[{s:s, s:s, s:s, s:f}]", "id", "divergence", "text", "Warp divergence.",
+                      "kernel", "half_warps", "value", 17.0);
+    check(page && profile_source_parse(page, "/tmp/capw", &src) == 0, "numba: parsed");
+    h = json_array_get(hints, 0);
+    ok(profile_hints_locate(hints, &src) == 1 && hint_line(h) == 10 &&
+           strcmp(hint_str(h, "file"), "nb_div.py") == 0 &&
+           strcmp(hint_str(h, "source"), "if lane < 16:") == 0,
+       "numba: the .py line of the divergent branch: %s", hint_text(h));
+    json_decref(hints);
+    /* another kernel's hint gets none of its lines... unless the page has
+     * one kernel only (a Numba name ncu spells otherwise) */
+    hints = json_pack("[{s:s, s:s, s:s}]", "id", "divergence", "text", "x", "kernel", "other");
+    ok(profile_hints_locate(hints, &src) == 1,
+       "numba: a page of one kernel explains the hint whatever its name");
+    json_decref(hints);
+    /* ...but not when the hints are about two kernels */
+    hints = json_pack("[{s:s, s:s, s:s}, {s:s, s:s, s:s}]", "id", "uncoalesced_global", "text", "x",
+                      "kernel", "other", "id", "divergence", "text", "y", "kernel", "half_warps");
+    ok(profile_hints_locate(hints, &src) == 1 &&
+           !json_object_get(json_array_get(hints, 0), "line") &&
+           hint_line(json_array_get(hints, 1)) == 10,
+       "numba: hints of two kernels: only the one named in the page gets its line (%ld)",
+       hint_line(json_array_get(hints, 1)));
+    json_decref(hints);
+    profile_source_free(&src);
+    free(page);
+}
+
+/* Hostile pages: bounded, cleaned, never past the text. */
+static void test_source_hostile(void)
+{
+    struct profile_source src;
+    const char *page =
+        "\"Line No\",\"Source\",\"Address\",\"Source\",\"inst_executed\"\n"
+        "\"3\",\"before any file\",\"-\",\"-\",\"5\"\n"
+        "\"File Path\",\"/work/k.cu\"\n"
+        "\"Function Name\",\"void k<3>(int)\"\n"
+        "\"Line No\",\"Source\",\"Address\",\"Source\",\"smsp__branch_targets_threads_divergent\","
+        "\"inst_executed\",\"thread_inst_executed\"\n"
+        "\"7\",\"  if (x) { `rm` \xc3\xa9\t\t y; }  \",\"-\",\"-\",\"1,024\",\"10\",\"160\"\r\n"
+        "\"\",\"\",\"0x10\",\"BRA\",\"99\",\"1\",\"1\"\n"
+        "\"0\",\"zero\",\"-\",\"-\",\"1\"\n"
+        "\"-4\",\"negative\",\"-\",\"-\",\"1\"\n"
+        "\"12abc\",\"junk\",\"-\",\"-\",\"1\"\n"
+        "\"7\",\"again\",\"-\",\"-\",\"1\",\"n/a\"\n"
+        "\"File Path\",\"/work/sub/h.cuh\"\n"
+        "\"8\",\"in a subfolder\",\"-\",\"-\",\"1\"\n"
+        "\"File Path\",\"/lab/harness.cu\"\n"
+        "\"9\",\"the harness\",\"-\",\"-\",\"1\"\n"
+        "\"7\"";
+    profile_source_init(&src);
+    check(profile_source_parse(page, "/work", &src) == 0, "hostile page: parsed");
+    ok(src.n == 1 && src.lines[0].line == 7 && src.lines[0].divergent == 1025 &&
+           strcmp(src.lines[0].kernel, "k<3>") == 0 &&
+           strcmp(src.lines[0].text, "if (x) { 'rm' ?? y; }") == 0,
+       "hostile page: one line (7, summed, template kernel), text without backticks or "
+       "non-ASCII (%zu: %s)",
+       src.n, src.n ? src.lines[0].text : "-");
+    profile_source_free(&src);
+
+    /* more lines than kept: capped, the rest dropped */
+    size_t cap = 64u * (PROFILE_SOURCE_MAX_LINES + 100) + 200;
+    char *big = malloc(cap), *w = big;
+    w += sprintf(w, "\"File Path\",\"/work/k.cu\"\n\"Function Name\",\"k()\"\n"
+                    "\"Line No\",\"Source\",\"Address\",\"Source\",\"inst_executed\"\n");
+    for (int i = 1; i <= PROFILE_SOURCE_MAX_LINES + 100; i++)
+        w += sprintf(w, "\"%d\",\"x\",\"-\",\"-\",\"%d\"\n", i, i);
+    profile_source_init(&src);
+    ok(profile_source_parse(big, "/work", &src) == 0 && src.n == PROFILE_SOURCE_MAX_LINES,
+       "a page of %d lines: %zu kept", PROFILE_SOURCE_MAX_LINES + 100, src.n);
+    profile_source_free(&src);
+    free(big);
+
+    /* a long line's text is cut */
+    char longp[2048];
+    snprintf(longp, sizeof longp,
+             "\"File Path\",\"/work/k.cu\"\n\"Function Name\",\"k()\"\n"
+             "\"Line No\",\"Source\",\"inst_executed\"\n\"5\",\"%0300d\",\"1\"\n",
+             7);
+    profile_source_init(&src);
+    ok(profile_source_parse(longp, "/work", &src) == 0 && src.n == 1 &&
+           strlen(src.lines[0].text) <= PROFILE_SOURCE_TEXT + 3 && strstr(src.lines[0].text, "..."),
+       "a 300-character line: cut to %zu bytes", src.n ? strlen(src.lines[0].text) : 0);
+    profile_source_free(&src);
 }
 
 /* Without ncu the profile is "unavailable", before anything runs. */
@@ -450,6 +664,8 @@ int main(void)
     test_rules();
     test_minor_kernel();
     test_argv();
+    test_source_lines();
+    test_source_hostile();
     test_no_ncu();
     printf("1..%d\n", count);
     return failures ? 1 : 0;
