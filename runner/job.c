@@ -816,6 +816,48 @@ int job_sanitize(struct job *j)
 /* ---------------------------------------------------------------------- */
 /* Score. */
 
+/* The profiler's numbers for the catalogue's three profile entries, from
+ * the profile's own hints (runner/profile.c: uncoalesced_global's value is
+ * sectors per request, bank_conflicts' the ways, divergence's the threads
+ * active per warp instruction), with the worst line where the source page
+ * gave one. Returns 1 when the profile ran and p is filled. */
+static int job_hint_profile(const json_t *profile, struct hint_profile *p)
+{
+    const json_t *h;
+    size_t i;
+    p->kernel = p->file = NULL;
+    p->line = 0;
+    p->sectors_per_request = p->ideal_sectors_per_request = NAN;
+    p->bank_conflict_ways = p->branch_efficiency = NAN;
+    const char *st = json_string_value(json_object_get(profile, "status"));
+    if (!st || strcmp(st, "ok") != 0)
+        return 0;
+    json_array_foreach(json_object_get(profile, "hints"), i, h) {
+        const char *id = json_string_value(json_object_get(h, "id"));
+        double v = json_number_value(json_object_get(h, "value"));
+        int line = (int)json_integer_value(json_object_get(h, "line"));
+        if (!id || !(v > 0))
+            continue;
+        if (strcmp(id, "uncoalesced_global") == 0 && isnan(p->sectors_per_request)) {
+            p->sectors_per_request = v;
+            p->ideal_sectors_per_request = 4;
+        } else if (strcmp(id, "bank_conflicts") == 0 && isnan(p->bank_conflict_ways)) {
+            p->bank_conflict_ways = v;
+        } else if (strcmp(id, "divergence") == 0 && isnan(p->branch_efficiency)) {
+            p->branch_efficiency = v / 32.0;
+        } else {
+            continue;
+        }
+        if (!p->kernel) /* where: the first profiled hint's kernel and line */
+            p->kernel = json_string_value(json_object_get(h, "kernel"));
+        if (p->line <= 0 && line > 0) {
+            p->line = line;
+            p->file = json_string_value(json_object_get(h, "file"));
+        }
+    }
+    return 1;
+}
+
 /* The classic-bug catalogue over what the job learnt (runner/hint.h):
  * not for a file that never ran. */
 static void job_hints(struct job *j, struct hint_list *hl)
@@ -825,9 +867,11 @@ static void job_hints(struct job *j, struct hint_list *hl)
     if (st == STATUS_COMPILE_ERROR || st == STATUS_REJECTED || st == STATUS_SYSTEM_ERROR ||
         j->stopped_after)
         return;
+    struct hint_profile hp;
+    int have_profile = j->profile && job_hint_profile(j->profile, &hp);
     struct hint_facts f = {&j->lab, j->python, j->g->source, j->g->source_len, j->v.err,
                            j->in.cases, j->in.ncases, j->ci.case_errors, j->sans,
-                           j->in.nsanitizers, NULL};
+                           j->in.nsanitizers, have_profile ? &hp : NULL};
     hint_recognize(&f, hl);
     j->in.hints = hl->v;
     j->in.nhints = hl->n;
