@@ -1,4 +1,4 @@
-// expect: status=graded correctness=pass sanitizer=clean tier=any flagged=no profile=uncoalesced_global@12 hint=uncoalesced note="correct, one thread copies a whole row: a warp's 32 threads read 32 different rows, so each load request fetches ~32 sectors where 4 would do (the profiling hint says so with the number, and names line 12, the copy)"
+// expect: status=graded correctness=pass sanitizer=clean tier=any flagged=no profile=uncoalesced_global@12 hint=uncoalesced after=all note="correct, one thread copies a whole row: a warp's 32 threads read 32 different rows, so each load request fetches ~32 sectors where 4 would do (the profiling hint says so with the number, and names line 12, the copy)"
 #include <cuda_runtime.h>
 #include <stdint.h>
 

@@ -1,4 +1,4 @@
-// expect: status=graded correctness=pass sanitizer=clean tier=any flagged=no profile=bank_conflicts@19 hint=bank-conflicts note="correct 32x32 tiles, but B's tile is stored transposed and read down a column: the 32 threads of a warp hit one bank (32-way conflicts), which the profiling hint names with the number; its worst line is 19, the read bt[threadIdx.x][k]"
+// expect: status=graded correctness=pass sanitizer=clean tier=any flagged=no profile=bank_conflicts@19 hint=bank-conflicts after=all note="correct 32x32 tiles, but B's tile is stored transposed and read down a column: the 32 threads of a warp hit one bank (32-way conflicts), which the profiling hint names with the number; its worst line is 19, the read bt[threadIdx.x][k]"
 #include <cuda_runtime.h>
 #include <stddef.h>
 

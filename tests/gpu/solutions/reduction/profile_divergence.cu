@@ -1,4 +1,4 @@
-// expect: status=graded correctness=pass sanitizer=clean tier=any flagged=no profile=divergence@17 hint=divergence note="correct grid-stride sum, but only lanes 0-15 of each warp load and add (the branch at line 17): the other 16 lanes of every warp idle through the whole loop, and the profiling hint says ~16 of 32 threads are active, with the line"
+// expect: status=graded correctness=pass sanitizer=clean tier=any flagged=no profile=divergence@17 hint=divergence after=all note="correct grid-stride sum, but only lanes 0-15 of each warp load and add (the branch at line 17): the other 16 lanes of every warp idle through the whole loop, and the profiling hint says ~16 of 32 threads are active, with the line"
 #include <cuda_runtime.h>
 #include <stddef.h>
 

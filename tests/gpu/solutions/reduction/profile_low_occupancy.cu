@@ -1,4 +1,4 @@
-// expect: status=graded correctness=pass sanitizer=clean tier=any flagged=no profile=low_occupancy note="correct grid-stride sum, but each block of 64 threads asks for 48 KiB of shared memory it barely uses: only a few blocks fit on an SM, and the profiling hint names shared memory as the occupancy limiter"
+// expect: status=graded correctness=pass sanitizer=clean tier=any flagged=no profile=low_occupancy after=all note="correct grid-stride sum, but each block of 64 threads asks for 48 KiB of shared memory it barely uses: only a few blocks fit on an SM, and the profiling hint names shared memory as the occupancy limiter"
 #include <cuda_runtime.h>
 #include <stddef.h>
 
