@@ -659,17 +659,9 @@ static int job_check_run(struct job *j)
         lim = fmin(j->rc.limits.ceiling, lim + PYTHON_STARTUP_SECONDS);
     /* The limit counts the run's share of the GPU (share.h): beside other
      * jobs it may take longer on the wall clock, up to the ceiling. */
-    char users[PATH_MAX];
     struct share_clock sc;
-    lock_active_path(j->env, users, sizeof users);
-    int shared = share_clock_start(&sc, users, lim, &o.cancel_fd) == 0;
-    double wall = shared ? fmin(j->rc.limits.ceiling, lim * SHARE_MAX_STRETCH) : lim;
-    assert(wall >= lim); /* limit_compute: check <= ceiling */
-    r = run_sandboxed_opts(&j->rc, argv, j->chk_fd, wall, &o, &j->v);
-    if (shared && share_clock_stop(&sc) && j->v.cancelled) {
-        j->v.cancelled = 0; /* the share clock's cancel is the time limit */
-        j->v.timed_out = 1;
-    }
+    int shared;
+    r = share_run(&j->rc, argv, j->chk_fd, lim, &o, &j->v, &sc, &shared);
     int wc = channel_watch_stop(&w);
     job_clock_mark(&j->pc, "check_run");
     j->check_timed_out = r == 0 && j->v.timed_out;

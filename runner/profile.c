@@ -967,18 +967,9 @@ json_t *profile_run(const struct run_ctx *rc, const char *const *target, int cha
      * run's does: in a burst ncu's replay passes are time-sliced with the
      * other jobs' runs (seen on an H100: 4 of 30 profiles past 10 s of wall
      * time in a 66-job burst), and that is no reason to drop the profile. */
-    char users[PATH_MAX];
     struct share_clock sc;
-    double lim = profile_seconds_limit();
-    lock_active_path(rc->env, users, sizeof users);
-    int shared = share_clock_start(&sc, users, lim, &po.cancel_fd) == 0;
-    double wall = shared ? fmin(rc->limits.ceiling > lim ? rc->limits.ceiling : lim,
-                                lim * SHARE_MAX_STRETCH) : lim;
-    int r = run_sandboxed_opts(rc, argv, channel_fd, wall, &po, &v);
-    if (shared && share_clock_stop(&sc) && v.cancelled) {
-        v.cancelled = 0; /* the share clock's cancel is the time limit */
-        v.timed_out = 1;
-    }
+    int shared;
+    int r = share_run(rc, argv, channel_fd, profile_seconds_limit(), &po, &v, &sc, &shared);
     lock_gpu_release(glk);
     if (plk >= 0)
         close(plk);

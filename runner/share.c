@@ -4,10 +4,14 @@
  */
 #include "share.h"
 #include "admit.h"
+#include "lock.h"
+#include "run.h"
 
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -100,4 +104,21 @@ int share_clock_stop(struct share_clock *c)
     close(c->fds[0]);
     close(c->fds[1]);
     return c->fired;
+}
+
+int share_run(const struct run_ctx *rc, const char *const *argv, int channel_fd, double limit,
+              struct run_opts *o, struct sandbox_verdict *v, struct share_clock *sc, int *shared)
+{
+    char users[PATH_MAX];
+    assert(limit > 0);
+    lock_active_path(rc->env, users, sizeof users);
+    *shared = share_clock_start(sc, users, limit, &o->cancel_fd) == 0;
+    double wall = *shared ? fmin(fmax(rc->limits.ceiling, limit), limit * SHARE_MAX_STRETCH) : limit;
+    assert(wall >= limit);
+    int r = run_sandboxed_opts(rc, argv, channel_fd, wall, o, v);
+    if (*shared && share_clock_stop(sc) && v->cancelled) {
+        v->cancelled = 0; /* the share clock's cancel is the time limit */
+        v->timed_out = 1;
+    }
+    return r;
 }

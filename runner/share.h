@@ -51,4 +51,18 @@ int share_clock_start(struct share_clock *c, const char *ledger, double limit, i
  * (the run was cancelled by the clock: a timeout), else 0. */
 int share_clock_stop(struct share_clock *c);
 
+struct run_ctx;
+struct run_opts;
+struct sandbox_verdict;
+
+/* run_sandboxed_opts with the limit counted on the run's share of the
+ * job's GPU (the users ledger of lock.h): a wall ceiling of
+ * min(max(run_seconds, limit), SHARE_MAX_STRETCH x limit), and the clock's
+ * cancel turned into a timeout (v->timed_out). o->cancel_fd is the clock's.
+ * *shared says whether the clock ran (else the wall clock was the limit);
+ * then *sc keeps its numbers (used, wall, peak_users). Returns
+ * run_sandboxed_opts's value. */
+int share_run(const struct run_ctx *rc, const char *const *argv, int channel_fd, double limit,
+              struct run_opts *o, struct sandbox_verdict *v, struct share_clock *sc, int *shared);
+
 #endif
