@@ -155,26 +155,26 @@ int retime_run(const struct rubric *r, int bound, const struct retime_source *sr
     }
 }
 
-int retime_bound_python(void)
+/* An extra-rounds bound from the environment variable name: 0 to
+ * RETIME_MAX_BOUND, dflt when unset or not a whole number >= 0. */
+static int retime_bound_env(const char *name, int dflt)
 {
-    const char *e = getenv("CUGRADE_RETIME_PYTHON");
+    const char *e = getenv(name);
     if (!e || !*e)
-        return RETIME_PYTHON_BOUND;
+        return dflt;
     char *end;
     long v = strtol(e, &end, 10);
     if (*end || v < 0)
-        return RETIME_PYTHON_BOUND;
+        return dflt;
     return v > RETIME_MAX_BOUND ? RETIME_MAX_BOUND : (int)v;
+}
+
+int retime_bound_python(void)
+{
+    return retime_bound_env("CUGRADE_RETIME_PYTHON", RETIME_PYTHON_BOUND);
 }
 
 int retime_bound_from_env(void)
 {
-    const char *e = getenv("CUGRADE_RETIME");
-    if (!e || !*e)
-        return RETIME_DEFAULT_BOUND;
-    char *end;
-    long v = strtol(e, &end, 10);
-    if (*end || v < 0)
-        return RETIME_DEFAULT_BOUND;
-    return v > RETIME_MAX_BOUND ? RETIME_MAX_BOUND : (int)v;
+    return retime_bound_env("CUGRADE_RETIME", RETIME_DEFAULT_BOUND);
 }
