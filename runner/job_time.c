@@ -112,16 +112,36 @@ static void job_round_cpu_baseline(struct job_round *jr, int k)
     }
 }
 
-/* The gate of a Python timing run (docs/runner.md, "Locks"): the owner
- * starts its interpreter, imports, starts the tenant, loads the student's
- * module and JIT-compiles under the job's shared lock, like a check run,
- * then says 'r' on fd 4 and waits. Only then is the shared lock let go and
- * the exclusive one asked for (the round's baselines timed first on odd
- * rounds), and 'g' lets the samples start: the GPU is held alone for the
- * samples, not for the 20-60 s of start-up that once convoyed every job
- * behind a Python timing run. The wait stops the run's wall clock
- * (sandbox_config.pause): a queue of timing runs is not the
- * student's time. */
+/* The job's shared lock let go once its sanitizers have ended (round 0):
+ * a job waiting for the exclusive lock holds nothing another job needs. */
+static void job_time_let_go(struct job *j, int k)
+{
+    if (k == 0)
+        sanitizer_settle(j->san_tasks, j->nsan_tasks);
+    lock_gpu_release(j->job_lk);
+    j->job_lk = -1;
+}
+
+/* The exclusive hold of round k, the round's GPU baselines timed first on
+ * odd rounds. Returns the lock's fd for lock_gpu_release (or -1). */
+static int job_time_hold(struct job *j, struct job_round *jr, int k)
+{
+    int tlk = lock_gpu(j->env, 1);
+    job_clock_mark(&j->pc, round_phase(k, "sanitize_wait"));
+    if (k % 2)
+        job_round_gpu_baselines(jr, k);
+    return tlk;
+}
+
+/* The gate of a Python timing run (docs/runner.md, the discipline's item
+ * 8): under the job's shared lock the owner starts its interpreter and
+ * CuPy, prepares the timed case, and the tenant imports Numba and CuPy --
+ * nothing of the student's is loaded yet -- then the owner says 'r' on fd 4
+ * and waits. Only then is the shared lock let go and the exclusive one
+ * taken (job_time_hold), and 'g' lets the student's module load, compile
+ * and be timed with the GPU alone. The wait stops the run's wall clock
+ * (sandbox_config.pause): a queue of timing runs is not the student's
+ * time. */
 struct time_gate {
     struct job *j;
     struct job_round *jr;
@@ -147,14 +167,8 @@ static void *time_gate_main(void *p)
         return NULL; /* the run ended (or was ended) before the gate */
     sandbox_pause_begin(&g->pause);
     job_clock_mark(&j->pc, round_phase(g->k, "time_start"));
-    if (g->k == 0)
-        sanitizer_settle(j->san_tasks, j->nsan_tasks);
-    lock_gpu_release(j->job_lk);
-    j->job_lk = -1;
-    g->tlk = lock_gpu(j->env, 1);
-    job_clock_mark(&j->pc, round_phase(g->k, "sanitize_wait"));
-    if (g->k % 2)
-        job_round_gpu_baselines(g->jr, g->k);
+    job_time_let_go(j, g->k);
+    g->tlk = job_time_hold(j, g->jr, g->k);
     sandbox_pause_end(&g->pause);
     c = 'g';
     do /* the owner may be gone (killed): no SIGPIPE for us */
@@ -244,23 +258,11 @@ static int job_time_run(struct job *j, struct job_round *jr, int k)
         run_fd_close(&child_fd);
         tlk = time_gate_close(&g);
         sampled = g.opened;
-        if (!g.opened) {
-            /* The owner never reached its gate (a compile error, a crash):
-             * the job's shared lock is still ours; let it go now. */
-            if (k == 0)
-                sanitizer_settle(j->san_tasks, j->nsan_tasks);
-            lock_gpu_release(j->job_lk);
-            j->job_lk = -1;
-        }
+        if (!g.opened) /* the owner never reached its gate (a compile error, a crash) */
+            job_time_let_go(j, k); /* a no-op when the gate let it go */
     } else {
-        if (k == 0)
-            sanitizer_settle(j->san_tasks, j->nsan_tasks);
-        lock_gpu_release(j->job_lk);
-        j->job_lk = -1;
-        tlk = lock_gpu(j->env, 1);
-        job_clock_mark(&j->pc, round_phase(k, "sanitize_wait"));
-        if (k % 2)
-            job_round_gpu_baselines(jr, k);
+        job_time_let_go(j, k);
+        tlk = job_time_hold(j, jr, k);
         r = run_sandboxed_opts(&j->rc, targv, fd, tlim, &o, &j->tv);
     }
     job_clock_mark(&j->pc, round_phase(k, "time_run"));

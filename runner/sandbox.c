@@ -631,7 +631,6 @@ static int run_finish(struct run *r)
     struct sandbox_verdict *v = r->v;
     int rc;
     v->wall_seconds = now_s() - r->t0;
-    v->paused_seconds = sandbox_paused(r->cfg);
     if (r->ready != 1 && v->cancelled)
         return -ECANCELED; /* cancelled before the command started: nothing ran */
     if (r->ready != 1) {

@@ -97,8 +97,6 @@ struct sandbox_verdict {
     int output_limit;     /* killed for producing more than cfg->output_limit bytes
                              of stdout + stderr ("output limit exceeded"); the
                              byte counts say how far it got (at most ~1 MiB past) */
-    double paused_seconds; /* the part of wall_seconds that cfg->pause stopped
-                              the wall limit's clock for */
 };
 
 /* Boxes: every sandbox that runs at the same time as another has a host

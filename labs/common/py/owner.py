@@ -83,39 +83,38 @@ def send_record(rec, payload=b""):
         data = data[n:]
 
 
-def take_channel():
-    """fd 3 must be the channel; keep it on a descriptor the tenant never
-    inherits (close-on-exec, and closed in the child by close_fds)."""
-    global CHANNEL
+def private_fd(fd, missing):
+    """Our own descriptor of inherited fd: close-on-exec (and closed in the
+    tenant by close_fds), the original closed, so the tenant never holds it.
+    A missing fd is our failure: die with the sentence missing."""
     try:
-        fl = os.get_blocking(3), os.fstat(3)
+        os.fstat(fd)
     except OSError:
-        sys.stderr.write("harness: fd 3 (the result channel) is not open; run me as "
-                         "`owner.py ... 3>channel`\n")
-        sys.exit(2)
-    del fl
-    CHANNEL = os.dup(3)
-    os.set_inheritable(CHANNEL, False)
-    os.close(3)
+        die(missing)
+    mine = os.dup(fd)
+    os.set_inheritable(mine, False)
+    os.close(fd)
+    return mine
+
+
+def take_channel():
+    """fd 3 must be the channel, ours alone."""
+    global CHANNEL
+    CHANNEL = private_fd(3, "fd 3 (the result channel) is not open; run me as "
+                            "`owner.py ... 3>channel`")
 
 
 def take_gate():
-    """--gate: fd 4 is a socket to the runner (job_time.c's gate). Kept on a
-    private close-on-exec descriptor like the channel: the tenant never
-    holds it, so only we can say we are ready."""
+    """--gate: fd 4 is a socket to the runner (job_time.c's gate), ours
+    alone: only we can say we are ready."""
     global GATE
-    try:
-        os.fstat(4)
-    except OSError:
-        die("--gate: fd 4 (the runner's gate) is not open")
-    GATE = os.dup(4)
-    os.set_inheritable(GATE, False)
-    os.close(4)
+    GATE = private_fd(4, "--gate: fd 4 (the runner's gate) is not open")
 
 
 def gate_pass():
-    """Our start-up, the tenant's and the JIT's warm-up ran under the GPU's
-    shared lock; the samples need it alone. Say 'r' and wait for 'g' (the
+    """Our start-up and the tenant's imports ran under the GPU's shared
+    lock, before any of the student's code; what follows (their module, its
+    JIT, the samples) needs the GPU alone. Say 'r' and wait for 'g' (the
     runner holds the exclusive lock then). Without a gate: at once."""
     if GATE is None:
         return
@@ -752,8 +751,12 @@ def parse(argv):
     i = 2
     while i < len(argv):
         a = argv[i]
-        if a in ("--no-guard", "--gate"):
-            opts["guard" if a == "--no-guard" else "gate"] = a == "--gate"
+        if a == "--no-guard":
+            opts["guard"] = False
+            i += 1
+            continue
+        if a == "--gate":
+            opts["gate"] = True
             i += 1
             continue
         if i + 1 >= len(argv) or a not in ("--seed", "--cases", "--case", "--max-ms", "--file"):
