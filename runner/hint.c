@@ -513,19 +513,26 @@ static void rec_grid_coverage(const struct hint_facts *f, struct hint_list *out)
     }
 }
 
+/* " in KERNEL at line N" (either part when known) into where. */
+static const char *profile_where(const struct hint_profile *p, int line, char *where, size_t len)
+{
+    where[0] = '\0';
+    if (p->kernel && line > 0)
+        snprintf(where, len, " in %s at line %d", p->kernel, line);
+    else if (p->kernel)
+        snprintf(where, len, " in %s", p->kernel);
+    else if (line > 0)
+        snprintf(where, len, " at line %d", line);
+    return where;
+}
+
 /* The three entries of the profiler's numbers (runner/profile.c). */
 static void rec_profile(const struct hint_facts *f, struct hint_list *out)
 {
     const struct hint_profile *p = f->profile;
-    char where[200] = "";
+    char where[200];
     if (!p)
         return;
-    if (p->kernel && p->line > 0)
-        snprintf(where, sizeof where, " in %s at line %d", p->kernel, p->line);
-    else if (p->kernel)
-        snprintf(where, sizeof where, " in %s", p->kernel);
-    else if (p->line > 0)
-        snprintf(where, sizeof where, " at line %d", p->line);
     double ideal = p->ideal_sectors_per_request > 0 ? p->ideal_sectors_per_request : 4;
     if (isfinite(p->sectors_per_request) && p->sectors_per_request > 2 * ideal)
         hint_add(out, "uncoalesced", NULL,
@@ -533,20 +540,23 @@ static void rec_profile(const struct hint_facts *f, struct hint_list *out)
                  "where a coalesced access takes %.0f. Neighbouring threads of a warp should "
                  "touch neighbouring addresses: index with `threadIdx.x` along the contiguous "
                  "dimension, or stage the data through shared memory.",
-                 where, p->sectors_per_request, ideal);
+                 profile_where(p, p->line_uncoalesced, where, sizeof where),
+                 p->sectors_per_request, ideal);
     if (isfinite(p->bank_conflict_ways) && p->bank_conflict_ways >= 2)
         hint_add(out, "bank-conflicts", NULL,
                  "Shared-memory bank conflicts%s: %.1f-way (a request takes %.1f passes where "
                  "1 is ideal). Threads of a warp hit the same bank with different addresses: "
                  "pad the array (`[32][33]` instead of `[32][32]`) or change which thread "
                  "reads which element.",
-                 where, p->bank_conflict_ways, p->bank_conflict_ways);
+                 profile_where(p, p->line_bank_conflicts, where, sizeof where),
+                 p->bank_conflict_ways, p->bank_conflict_ways);
     if (isfinite(p->branch_efficiency) && p->branch_efficiency < 0.9)
         hint_add(out, "divergence", NULL,
                  "Warp divergence%s: only %.0f%% of branches were taken the same way by the "
                  "whole warp. Conditions on `threadIdx.x %% k` split every warp; give whole "
                  "warps the same path (e.g. `if (threadIdx.x < k)` with a halving stride).",
-                 where, 100 * p->branch_efficiency);
+                 profile_where(p, p->line_divergence, where, sizeof where),
+                 100 * p->branch_efficiency);
 }
 
 /* sanitizer-finding: any other finding keeps its own hint in the list. */

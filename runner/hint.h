@@ -32,7 +32,9 @@
 struct hint_profile {
     const char *kernel;               /* the kernel's name, may be NULL */
     const char *file;                 /* "kernel.cu", may be NULL */
-    int line;                         /* the worst source line, 0 when unknown */
+    int line_uncoalesced;             /* each entry's worst source line (the profile's */
+    int line_bank_conflicts;          /* source page), 0 when unknown: one kernel may */
+    int line_divergence;              /* have all three, each on a line of its own */
     double sectors_per_request;       /* global loads+stores: 32-byte sectors per request */
     double ideal_sectors_per_request; /* what a coalesced access would take (4 for 4-byte words) */
     double bank_conflict_ways;        /* shared wavefronts per shared request (1: none) */

@@ -811,15 +811,14 @@ int job_sanitize(struct job *j)
 /* The profiler's numbers for the catalogue's three profile entries, from
  * the profile's own hints (runner/profile.c: uncoalesced_global's value is
  * sectors per request, bank_conflicts' the ways, divergence's the threads
- * active per warp instruction), with the worst line where the source page
- * gave one. Returns 1 when the profile ran and p is filled. */
+ * active per warp instruction), each with its own worst line where the
+ * source page gave one. Returns 1 when the profile ran and p is filled. */
 static int job_hint_profile(const json_t *profile, struct hint_profile *p)
 {
     const json_t *h;
     size_t i;
-    p->kernel = p->file = NULL;
-    p->line = 0;
-    p->sectors_per_request = p->ideal_sectors_per_request = NAN;
+    memset(p, 0, sizeof *p);
+    p->sectors_per_request = p->ideal_sectors_per_request = NAN; /* hint.c: 4 */
     p->bank_conflict_ways = p->branch_efficiency = NAN;
     const char *st = json_string_value(json_object_get(profile, "status"));
     if (!st || strcmp(st, "ok") != 0)
@@ -832,20 +831,20 @@ static int job_hint_profile(const json_t *profile, struct hint_profile *p)
             continue;
         if (strcmp(id, "uncoalesced_global") == 0 && isnan(p->sectors_per_request)) {
             p->sectors_per_request = v;
-            p->ideal_sectors_per_request = 4;
+            p->line_uncoalesced = line;
         } else if (strcmp(id, "bank_conflicts") == 0 && isnan(p->bank_conflict_ways)) {
             p->bank_conflict_ways = v;
+            p->line_bank_conflicts = line;
         } else if (strcmp(id, "divergence") == 0 && isnan(p->branch_efficiency)) {
             p->branch_efficiency = v / 32.0;
+            p->line_divergence = line;
         } else {
             continue;
         }
-        if (!p->kernel) /* where: the first profiled hint's kernel and line */
+        if (!p->kernel) /* the first profiled hint's kernel */
             p->kernel = json_string_value(json_object_get(h, "kernel"));
-        if (p->line <= 0 && line > 0) {
-            p->line = line;
+        if (!p->file && line > 0)
             p->file = json_string_value(json_object_get(h, "file"));
-        }
     }
     return 1;
 }

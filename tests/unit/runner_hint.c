@@ -546,19 +546,21 @@ static void test_profile(void)
 {
     struct run r;
     struct hint_facts f;
-    struct hint_profile p = {"lookup", "kernel.cu", 14, 31.5, 4, 8, 0.55};
+    struct hint_profile p = {"lookup", "kernel.cu", 14, 19, 23, 31.5, 4, 8, 0.55};
     memset(&f, 0, sizeof f);
     f.profile = &p;
     const struct hint_list *l = recognize(&r, &red, red_doc(NULL, NULL), &f);
     ok(hint_find(l, "uncoalesced") && strstr(text_of(l, "uncoalesced"), "31.5 sectors") &&
            strstr(text_of(l, "uncoalesced"), "line 14"),
        "uncoalesced: the profiler's 31.5 sectors per request: %s", text_of(l, "uncoalesced"));
-    ok(hint_find(l, "bank-conflicts") && strstr(text_of(l, "bank-conflicts"), "8.0-way"),
-       "bank-conflicts: 8-way: %s", text_of(l, "bank-conflicts"));
-    ok(hint_find(l, "divergence") && strstr(text_of(l, "divergence"), "55%"),
-       "divergence: 55%% branch efficiency: %s", text_of(l, "divergence"));
+    ok(hint_find(l, "bank-conflicts") && strstr(text_of(l, "bank-conflicts"), "8.0-way") &&
+           strstr(text_of(l, "bank-conflicts"), "line 19"),
+       "bank-conflicts: 8-way, at its own line: %s", text_of(l, "bank-conflicts"));
+    ok(hint_find(l, "divergence") && strstr(text_of(l, "divergence"), "55%") &&
+           strstr(text_of(l, "divergence"), "line 23"),
+       "divergence: 55%% branch efficiency, at its own line: %s", text_of(l, "divergence"));
     run_free(&r);
-    struct hint_profile good = {"lookup", NULL, 0, 4.1, 4, 1, 0.99};
+    struct hint_profile good = {"lookup", NULL, 0, 0, 0, 4.1, 4, 1, 0.99};
     f.profile = &good;
     l = recognize(&r, &red, red_doc(NULL, NULL), &f);
     ok(l->n == 0, "a coalesced, conflict-free, uniform kernel: no profiling hint (%zu)", l->n);
