@@ -502,6 +502,20 @@ int lab_load(const char *dir, struct lab *lab, char *err, size_t errlen)
                                   errlen)) < 0)
             goto fail_rc;
         lab->device_mb = (unsigned long long)dmb;
+        /* What is left once the check run is over: the timing case's
+         * buffers (the timing run, its baselines, the profile). Not past
+         * device_mb, which is the biggest case's. */
+        double tmb = 0;
+        if ((rc = lab__get_number(limits, "timing_device_mb", dmb, 0, 16777216, &tmb, file, err,
+                                  errlen)) < 0)
+            goto fail_rc;
+        if (tmb > dmb && dmb > 0) {
+            lab__err(err, errlen, "%s: limits.timing_device_mb (%.0f) is more than device_mb (%.0f)",
+                     file, tmb, dmb);
+            rc = -EINVAL;
+            goto fail_rc;
+        }
+        lab->timing_device_mb = (unsigned long long)tmb;
     }
     {
         /* limits.derive: wall limits from the naive reference's own time

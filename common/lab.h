@@ -45,6 +45,10 @@ struct lab {
      * one case (the biggest), for GPU memory admission (runner/admit.h);
      * 0 when not declared. */
     unsigned long long device_mb;
+    /* limits.timing_device_mb: what the timing case allocates (the timing
+     * run, its baselines, the profile), <= device_mb; device_mb when not
+     * declared. A job's reservation shrinks to it after the check run. */
+    unsigned long long timing_device_mb;
     json_t *doc;        /* the parsed lab.json (owned) */
 };
 

@@ -150,6 +150,29 @@ int admit_release(const char *path, long long token)
     return r;
 }
 
+int admit_resize(const char *path, long long token, unsigned long long mb)
+{
+    struct admit_entry e[ADMIT_MAX_ENTRIES];
+    if (token == 0)
+        return 0;
+    int fd = ledger_open(path);
+    if (fd < 0)
+        return fd;
+    size_t n = ledger_read(fd, e);
+    int found = 0;
+    for (size_t i = 0; i < n; i++)
+        if (e[i].pid == (long)getpid() && e[i].token == token) {
+            /* Only ever down: a reservation grows by waiting its turn
+             * (admit_reserve), never in place past the others. */
+            if (mb < e[i].mb)
+                e[i].mb = mb;
+            found = 1;
+        }
+    int r = found ? ledger_write(fd, e, n) : -ENOENT;
+    close(fd);
+    return r;
+}
+
 int admit_count(const char *path)
 {
     struct admit_entry e[ADMIT_MAX_ENTRIES];

@@ -51,6 +51,13 @@ int admit_reserve_jobs(const char *path, unsigned long long capacity_mb,
  * -errno. */
 int admit_release(const char *path, long long token);
 
+/* Shrink this process's reservation token to mb MiB (a job whose biggest
+ * case is behind it keeps only what is left to run: admit.h's ledger then
+ * admits the next job sooner). Never grows one: an mb above the entry's
+ * leaves it as it is. Token 0 is a no-op. Returns 0, -ENOENT when the
+ * token has no entry, or -errno for the file. */
+int admit_resize(const char *path, long long token, unsigned long long mb);
+
 /* The live entries in the ledger at path (dead processes' not counted).
  * Returns n >= 0 or -errno. */
 int admit_count(const char *path);

@@ -171,10 +171,7 @@ void job_free(struct job *j)
     }
     lock_gpu_release(j->job_lk);
     j->job_lk = -1;
-    if (j->admitted)
-        admit_release(j->admit_file, j->admit_token);
-    j->admit_token = 0;
-    j->admitted = 0;
+    job_unreserve(j);
     judge_session_end(&j->js);
     channel_info_clear(&j->ti);
     sandbox_verdict_free(&j->tv);
@@ -291,6 +288,32 @@ static int job_reserve(struct job *j, double max_wait, double *waited)
                                lock_admit_max_jobs(), max_wait, &j->admit_token, waited);
     j->admitted = r == 0;
     return r;
+}
+
+void job_unreserve(struct job *j)
+{
+    if (j->admitted)
+        admit_release(j->admit_file, j->admit_token);
+    j->admit_token = 0;
+    j->admitted = 0;
+}
+
+/* The check run is over, and with it the biggest case: the reservation
+ * shrinks to what the rest of the job runs (lock_admit_after_check), so
+ * the next job is admitted while this one waits for its sanitizers, its
+ * timing and its profile. A ledger that cannot be rewritten keeps the
+ * bigger reservation (only slower, never unsafe). */
+static void job_reserve_shrink(struct job *j)
+{
+    /* Not a Python job: what its interpreters and CuPy's pool hold for the
+     * timing case is not measured (docs/python.md), so it keeps it all. */
+    if (!j->admitted || j->python)
+        return;
+    int r = admit_resize(j->admit_file, j->admit_token,
+                         lock_admit_after_check(&j->lab, job_sanitizers_wanted(j)));
+    if (r < 0)
+        fprintf(stderr, "cugrade-runner: job %lld: cannot shrink its GPU reservation: %s\n",
+                j->g->id, strerror(-r));
 }
 
 /* Measure the device record if this GPU has none yet, then start the job's
@@ -664,6 +687,7 @@ static int job_check_run(struct job *j)
     r = share_run(&j->rc, argv, j->chk_fd, lim, &o, &j->v, &sc, &shared);
     int wc = channel_watch_stop(&w);
     job_clock_mark(&j->pc, "check_run");
+    job_reserve_shrink(j);
     j->check_timed_out = r == 0 && j->v.timed_out;
     if (r < 0)
         return job_fail(j, r, "the run sandbox failed: %s", strerror(-r));
@@ -786,10 +810,7 @@ int job_sanitize(struct job *j)
     sanitizer_settle(j->san_tasks, j->nsan_tasks);
     lock_gpu_release(j->job_lk);
     j->job_lk = -1;
-    if (j->admitted)
-        admit_release(j->admit_file, j->admit_token);
-    j->admit_token = 0;
-    j->admitted = 0;
+    job_unreserve(j);
     for (size_t i = 0; i < j->nsan_tasks; i++)
         sanitizer_finish(&j->san_tasks[i]);
     job_clock_mark(&j->pc, "sanitize");

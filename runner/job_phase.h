@@ -19,6 +19,9 @@ int progress_call(const struct job *j, const char *phase, const char *detail);
 void case_work(const struct lab *lab, const char *case_name, const json_t *timing, double *bytes,
                double *flops);
 
+/* Let go of the job's GPU memory reservation (admit.h), if it holds one. */
+void job_unreserve(struct job *j);
+
 /* A system_error of ours: the sentence into j->err, r (< 0) returned. */
 __attribute__((format(printf, 3, 4))) int job_fail(struct job *j, int r, const char *fmt, ...);
 

@@ -173,3 +173,11 @@ unsigned long long lock_admit_need(const struct lab *lab, size_t nsanitizers)
 {
     return lab->device_mb + ADMIT_STUDENT_MB + ADMIT_CONTEXT_MB * (2 + nsanitizers);
 }
+
+unsigned long long lock_admit_after_check(const struct lab *lab, size_t nsanitizers)
+{
+    unsigned long long t = lab->timing_device_mb ? lab->timing_device_mb : lab->device_mb;
+    if (t > lab->device_mb)
+        t = lab->device_mb;
+    return t + ADMIT_STUDENT_MB + ADMIT_CONTEXT_MB * (2 + nsanitizers);
+}

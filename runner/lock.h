@@ -47,5 +47,10 @@ size_t lock_admit_max_jobs(void);
  * allowance, and a context per process on the GPU (check, judge, each
  * sanitizer). */
 unsigned long long lock_admit_need(const struct lab *lab, size_t nsanitizers);
+/* What the job keeps once its check run is over: the timing case
+ * (limits.timing_device_mb) for the timing run, its baselines one at a
+ * time and the profile, the student's allowance, and the same contexts
+ * (the sanitizers may still run). Never more than lock_admit_need. */
+unsigned long long lock_admit_after_check(const struct lab *lab, size_t nsanitizers);
 
 #endif

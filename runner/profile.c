@@ -4,6 +4,7 @@
  */
 #include "profile.h"
 #include "share.h"
+#include "admit.h"
 #include "lock.h"
 #include "run.h"
 
@@ -829,6 +830,25 @@ static int profile_lock(const struct grade_env *env)
     return fd;
 }
 
+/* The profiled run's GPU memory (admit.h), reserved once the profile lock
+ * is held, waiting at most what is left of PROFILE_LOCK_WAIT since t0.
+ * Returns the token (0: admission off or nothing to reserve), or -1 when
+ * it did not fit in time (busy) -- any other failure profiles anyway, as
+ * the runs did before admission existed. */
+static long long profile_reserve(const struct run_ctx *rc, unsigned long long need_mb, double t0,
+                                 char *path, size_t len)
+{
+    long long tok = 0;
+    if (!rc || need_mb == 0)
+        return 0;
+    lock_admit_path(rc->env, path, len);
+    double left = PROFILE_LOCK_WAIT - (run_now() - t0);
+    int r = admit_reserve(path, lock_admit_capacity(rc), need_mb, left > 0 ? left : 0, &tok, NULL);
+    if (r == -EBUSY)
+        return -1;
+    return r < 0 ? 0 : tok;
+}
+
 /* ncu's own complaint (==ERROR== lines, ERR_NVGPUCTRPERM...), for the
  * admins and the "unavailable" message. */
 static void profile_error_text(const char *log, const struct sandbox_verdict *v, char *buf,
@@ -915,7 +935,7 @@ static void profile_lines(const struct run_ctx *rc, const char *ncu, const char 
 }
 
 json_t *profile_run(const struct run_ctx *rc, const char *const *target, int channel_fd,
-                    const struct run_opts *o)
+                    const struct run_opts *o, unsigned long long need_mb)
 {
     double t0 = run_now();
     const char *ncu = profile_ncu_path();
@@ -956,6 +976,13 @@ json_t *profile_run(const struct run_ctx *rc, const char *const *target, int cha
     struct sandbox_verdict v;
     memset(&v, 0, sizeof v);
     int plk = profile_lock(rc->env);
+    long long tok = 0;
+    char admit[PATH_MAX];
+    if (plk != -2 && (tok = profile_reserve(rc, need_mb, t0, admit, sizeof admit)) < 0) {
+        if (plk >= 0)
+            close(plk);
+        plk = -2;
+    }
     if (plk == -2) {
         profile_names_free(skip);
         return profile_json_unavailable("the profiler was busy with other submissions; "
@@ -971,6 +998,8 @@ json_t *profile_run(const struct run_ctx *rc, const char *const *target, int cha
     int shared;
     int r = share_run(rc, argv, channel_fd, profile_seconds_limit(), &po, &v, &sc, &shared);
     lock_gpu_release(glk);
+    if (tok > 0)
+        admit_release(admit, tok);
     if (plk >= 0)
         close(plk);
     double secs = run_now() - t0;

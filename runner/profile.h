@@ -186,6 +186,6 @@ int profile_argv(const char *ncu, const char *log, const char *const *skip,
  * result's profile, "ok" or "unavailable" (never a verdict on the student:
  * the program passed every check before). NULL on out of memory. */
 json_t *profile_run(const struct run_ctx *rc, const char *const *target, int channel_fd,
-                    const struct run_opts *o);
+                    const struct run_opts *o, unsigned long long need_mb);
 
 #endif

@@ -160,6 +160,7 @@ def main():
             if s["id"] in done and done[s["id"]][1] == "graded":
                 st, sub = e2e.api(base, "GET", f"/api/submissions/{s['id']}", admin)
                 ph = (((sub or {}).get("result") or {}).get("cugrade") or {}).get("phases") or {}
+                s["phases"] = ph
                 if isinstance(ph, dict) and ph:
                     phase_n += 1
                     for k, v in ph.items():

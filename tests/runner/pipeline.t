@@ -116,6 +116,39 @@ try:
        "admitted through the GPU memory ledger, and the reservation is let go at the end",
        json.dumps(ph) + (" ledger: %r" % open(ledger).read() if os.path.exists(ledger) else " no ledger"))
 
+    # After the check run the biggest case is behind the job: its
+    # reservation shrinks to limits.timing_device_mb (fakelab: 40 of 100)
+    # plus the same allowance and contexts, while it is timed (slow.cu
+    # spins ~2 ms a call, 600 calls in the timing run: long enough to see).
+    import threading
+    SOURCES["slow.cu"] = ('extern "C" void fill(float* o, int n) { if (n > 5000) { volatile long x = 0; '
+                          'for (long i = 0; i < 3000000; i++) x += i; } '
+                          'for (int i = 0; i < n; i++) o[i] = 2.0f * i; }\n')
+    seen, stop = [], threading.Event()
+    def watch():
+        while not stop.is_set():
+            try:
+                for line in open(ledger).read().splitlines():
+                    mb = int(line.split()[2])
+                    if not seen or seen[-1] != mb:
+                        seen.append(mb)
+            except (OSError, ValueError, IndexError):
+                pass
+            time.sleep(0.005)
+    os.environ["CUGRADE_GPU_MEMORY_MB"] = "4000"
+    th = threading.Thread(target=watch)
+    th.start()
+    try:
+        d, log = grade("slow.cu")
+    finally:
+        stop.set()
+        th.join()
+        del os.environ["CUGRADE_GPU_MEMORY_MB"]
+    full, after = 100 + 2048 + 600 * 2, 40 + 2048 + 600 * 2
+    ok(d["status"] == "graded" and seen == [full, after] and open(ledger).read() == "",
+       "the reservation is %d MiB up to the end of the check run, then %d (timing_device_mb), then let go"
+       % (full, after), json.dumps({"seen": seen, "status": d.get("status"), "log": log[-800:]}))
+
     d, log = grade("wrong.cu")
     cg = d.get("result", {}).get("cugrade", {})
     bad = [c for c in cg.get("cases", []) if not c["passed"]]

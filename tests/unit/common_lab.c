@@ -141,6 +141,34 @@ int main(void)
     check(lab.name == NULL && lab.ncases == 0, "lab_free zeroes the struct");
 
     /* Errors a course author makes, each named by field. */
+    rc = load_variant("tdm1", "\"memory_mb\":16384}",
+                      "\"memory_mb\":16384,\"device_mb\":900,\"timing_device_mb\":901}", err,
+                      sizeof(err));
+    check(err_has(rc, err, "timing_device_mb (901) is more than device_mb (900)"),
+          "limits.timing_device_mb past device_mb is refused");
+    rc = load_variant("tdm2", "\"memory_mb\":16384}",
+                      "\"memory_mb\":16384,\"device_mb\":900,\"timing_device_mb\":300}", err,
+                      sizeof(err));
+    check(rc == 0, "limits.timing_device_mb within device_mb loads");
+    {
+        struct lab l2;
+        char d2[512];
+        snprintf(d2, sizeof(d2), "%s/tdm2/matmul", root);
+        check(lab_load(d2, &l2, err, sizeof(err)) == 0 && l2.device_mb == 900 &&
+                  l2.timing_device_mb == 300,
+              "timing_device_mb is read");
+        lab_free(&l2);
+    }
+    rc = load_variant("tdm3", "\"memory_mb\":16384}", "\"memory_mb\":16384,\"device_mb\":900}",
+                      err, sizeof(err));
+    {
+        struct lab l3;
+        char d3[512];
+        snprintf(d3, sizeof(d3), "%s/tdm3/matmul", root);
+        check(rc == 0 && lab_load(d3, &l3, err, sizeof(err)) == 0 && l3.timing_device_mb == 900,
+              "timing_device_mb defaults to device_mb");
+        lab_free(&l3);
+    }
     rc = load_variant("a1", "\"title\"", "\"title\"", err, sizeof(err));
     check(rc == 0, "an unchanged copy in another folder loads");
     rc = load_variant("a2", "\"lab\":\"matmul\"", "\"lab\":\"other\"", err, sizeof(err));

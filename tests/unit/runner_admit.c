@@ -50,7 +50,7 @@ int main(void)
 {
     struct admit_entry e[2] = {{1, 1, 600}, {2, 2, 300}};
     char path[] = "/tmp/cugrade-admit-XXXXXX", rec[] = "/tmp/cugrade-devrec-XXXXXX";
-    long long tok = -1, tok2 = -1;
+    long long tok = -1, tok2 = -1, tok3 = -1;
     double waited = 0;
     int go = -1;
 
@@ -72,6 +72,22 @@ int main(void)
     check(admit_release(path, tok) == 0 && admit_release(path, tok2) == 0, "both let go");
     check(admit_reserve(path, 1000, 900, 0, &tok, NULL) == 0, "after they let go the memory is free");
     check(admit_release(path, tok) == 0 && admit_release(path, 0) == 0, "release; token 0 is a no-op");
+
+    /* A job whose biggest case is behind it shrinks its reservation: the
+     * next one is admitted beside it without waiting for its end. */
+    check(admit_reserve(path, 1000, 900, 0, &tok, NULL) == 0, "a big job holds 900 of 1000");
+    check(admit_reserve(path, 1000, 500, 0.2, &tok2, NULL) == -EBUSY, "500 more does not fit");
+    check(admit_resize(path, tok, 400) == 0, "the big job shrinks to 400");
+    check(admit_reserve(path, 1000, 500, 0, &tok2, NULL) == 0, "now 500 fits beside it at once");
+    check(admit_resize(path, tok, 950) == 0 &&
+              admit_reserve(path, 1000, 101, 0.1, &tok3, NULL) == -EBUSY &&
+              admit_reserve(path, 1000, 100, 0, &tok3, NULL) == 0,
+          "a resize never grows a reservation (400 stays 400: 100 fits, 101 does not)");
+    check(admit_resize(path, 12345, 1) == -ENOENT, "an unknown token: -ENOENT");
+    check(admit_resize(path, 0, 1) == 0, "token 0 is a no-op");
+    check(admit_release(path, tok) == 0 && admit_release(path, tok2) == 0 &&
+              admit_release(path, tok3) == 0 && admit_count(path) == 0,
+          "all three let go");
 
     pid_t pid = holder(path, 800, 1, &go);
     check(pid > 0, "another process holds 800 of 1000");

@@ -645,7 +645,7 @@ static void test_no_ncu(void)
 {
     setenv("CUGRADE_NCU", "/nonexistent/ncu", 1);
     const char *target[] = {"/work/prog", NULL};
-    json_t *doc = profile_run(NULL, target, -1, NULL);
+    json_t *doc = profile_run(NULL, target, -1, NULL, 0);
     ok(doc && strcmp(json_string_value(json_object_get(doc, "status")), "unavailable") == 0 &&
            strstr(json_string_value(json_object_get(doc, "message")), "not installed"),
        "no ncu on the runner: unavailable, not a failure (%s)",
