@@ -133,11 +133,13 @@ static int job_time_hold(struct job *j, struct job_round *jr, int k)
     return tlk;
 }
 
-/* The gate of a Python timing run (docs/runner.md, the discipline's item
- * 8): under the job's shared lock the owner starts its interpreter and
- * CuPy, prepares the timed case, and the tenant imports Numba and CuPy --
- * nothing of the student's is loaded yet -- then the owner says 'r' on fd 4
- * and waits. Only then is the shared lock let go and the exclusive one
+/* The gate of a timing run (docs/runner.md, the discipline's item 8):
+ * under the job's shared lock a CUDA harness starts, brings CUDA up and
+ * builds the timed case's inputs (labs/common/harness_common.cu,
+ * hc_gate_wait); a Python owner starts its interpreter and CuPy, prepares
+ * the timed case, and the tenant imports Numba and CuPy. Nothing of the
+ * student's has run (or, in Python, is loaded) yet. Then the program says
+ * 'r' on fd 4 and waits. Only then is the shared lock let go and the exclusive one
  * taken (job_time_hold), and 'g' lets the student's module load, compile
  * and be timed with the GPU alone. The wait stops the run's wall clock
  * (sandbox_config.pause): a queue of timing runs is not the student's
@@ -178,7 +180,16 @@ static void *time_gate_main(void *p)
     return NULL;
 }
 
-/* Start the gate of a Python timing run: o gets the owner's end as fd 4
+/* The gate for a CUDA timing run too (the harness's --gate): on unless
+ * CUGRADE_TIME_GATE=0, which times as before -- the process started under
+ * the exclusive lock. A Python run always has its gate. */
+static int time_gate_on(void)
+{
+    const char *e = getenv("CUGRADE_TIME_GATE");
+    return !(e && strcmp(e, "0") == 0);
+}
+
+/* Start the gate of a timing run: o gets the program's end as fd 4
  * and the pause clock. Returns 0 or -errno. */
 static int time_gate_open(struct time_gate *g, struct job *j, struct job_round *jr, int k,
                           struct run_opts *o, int *child_fd)
@@ -226,7 +237,10 @@ static int job_time_run(struct job *j, struct job_round *jr, int k)
     if (fd < 0)
         return job_fail(j, fd, "cannot open a channel: %s", strerror(-fd));
     const char *targv_c[] = {"/work/prog", "time", "--seed", j->seed, "--case",
-                             j->lab.timing_case, "--max-ms", TIME_MAX_MS, NULL};
+                             j->lab.timing_case, "--max-ms", TIME_MAX_MS, "--gate", "4", NULL};
+    int gated = j->python || time_gate_on();
+    if (!gated)
+        targv_c[8] = NULL; /* no --gate */
     const char *const *targv = targv_c;
     struct run_opts o = {NULL, NULL, NULL, -1, -1, NULL, 0, NULL, 0, NULL, NULL};
     struct python_run pr;
@@ -242,18 +256,20 @@ static int job_time_run(struct job *j, struct job_round *jr, int k)
     }
     double tlim = j->rc.limits.timing;
     int tlk = -1, r, sampled = 1; /* sampled: the samples ran under the exclusive lock */
-    if (j->python) {
+    if (gated) {
         /* The gate: start-up under the shared lock, samples alone. */
         struct time_gate g;
         int child_fd = -1;
-        tlim = fmin(j->rc.limits.ceiling, tlim + PYTHON_STARTUP_SECONDS);
+        if (j->python)
+            tlim = fmin(j->rc.limits.ceiling, tlim + PYTHON_STARTUP_SECONDS);
         if (j->job_lk < 0)
             j->job_lk = lock_gpu_shared_user(j->env); /* a re-timing round */
         if ((r = time_gate_open(&g, j, jr, k, &o, &child_fd)) < 0) {
             close(fd);
             return job_fail(j, r, "cannot open the timing gate: %s", strerror(-r));
         }
-        python_run_gate(&pr);
+        if (j->python)
+            python_run_gate(&pr);
         r = run_sandboxed_opts(&j->rc, targv, fd, tlim, &o, &j->tv);
         run_fd_close(&child_fd);
         tlk = time_gate_close(&g);

@@ -4,7 +4,7 @@
  * hc_lab HC_LAB` and `LAB_CASES` (cases.h). See harness_common.cuh.
  *
  *   prog check --seed HEX --cases a,b,c [--no-guard]
- *   prog time  --seed HEX --case NAME [--max-ms N] [--no-guard]
+ *   prog time  --seed HEX --case NAME [--max-ms N] [--no-guard] [--gate FD]
  *   prog device
  *
  * Writes the records of docs/formats.md ("The harness result channel") to fd
@@ -33,6 +33,7 @@
 #define HC_CHUNK_BYTES (64u << 20)
 
 static int hc_guard_on = 1;
+static int hc_gate_fd = -1; /* --gate: the runner's timing gate (hc_gate_wait) */
 static void *hc_flush_buf;
 static size_t hc_flush_bytes;
 static unsigned hc_flush_round;
@@ -698,6 +699,34 @@ static void hc_flush_l2(void)
     (void)cudaGetLastError();
 }
 
+/* The timing gate (runner/job_time.c, docs/runner.md's discipline): the
+ * process start, CUDA's context, the buffers and the case's inputs ran
+ * beside other jobs under the runner's shared GPU lock. Once the GPU is
+ * idle on our side, 'r' on the gate; 'g' comes back when the runner holds
+ * the GPU alone, and only then does any student code run. A gate that
+ * closes without 'g' is ours (no student code ran): a harness failure. */
+static void hc_gate_wait(void)
+{
+    char c = 'r';
+    ssize_t n;
+    if (hc_gate_fd < 0)
+        return;
+    /* Our set-up kernels end before we say so: they must not run into
+     * another job's timing once the shared lock is let go. */
+    HC_CUDA(cudaDeviceSynchronize());
+    do
+        n = write(hc_gate_fd, &c, 1);
+    while (n < 0 && errno == EINTR);
+    if (n == 1)
+        do
+            n = read(hc_gate_fd, &c, 1);
+        while (n < 0 && errno == EINTR);
+    if (n != 1 || c != 'g')
+        hc_die("the runner's timing gate closed before the go");
+    close(hc_gate_fd);
+    hc_gate_fd = -1;
+}
+
 static void hc_run_time(const struct lab_case_def *c, uint64_t seed, double max_ms)
 {
     uint64_t cs = gen_case_seed(seed, c->name), seed2, cs2;
@@ -719,6 +748,7 @@ static void hc_run_time(const struct lab_case_def *c, uint64_t seed, double max_
     HC_CUDA(cudaEventCreate(&ev0));
     HC_CUDA(cudaEventCreate(&ev1));
     hc_setup(c, cs);
+    hc_gate_wait();
 
     /* Warm-up: lazy module loading, first-touch allocations, clocks. */
     hc_blame_case = c->name;
@@ -911,7 +941,7 @@ static void hc_usage(void)
 {
     fprintf(stderr,
             "usage: prog check --seed HEX --cases a,b,c [--no-guard]\n"
-            "       prog time  --seed HEX --case NAME [--max-ms N] [--no-guard]\n"
+            "       prog time  --seed HEX --case NAME [--max-ms N] [--no-guard] [--gate FD]\n"
             "       prog device\n"
             "Records go to fd 3 (docs/formats.md). Lab %s, cases:",
             LAB_NAME);
@@ -941,6 +971,12 @@ int main(int argc, char **argv)
             cases = argv[++i];
         } else if (i + 1 < argc && strcmp(argv[i], "--case") == 0) {
             one = argv[++i];
+        } else if (i + 1 < argc && strcmp(argv[i], "--gate") == 0) {
+            char *end;
+            long fd = strtol(argv[++i], &end, 10);
+            if (*end || fd < 4 || fd > 1023 || fcntl((int)fd, F_GETFD) < 0)
+                hc_die("--gate: an open descriptor from 4");
+            hc_gate_fd = (int)fd;
         } else if (i + 1 < argc && strcmp(argv[i], "--max-ms") == 0) {
             char *end;
             max_ms = strtod(argv[++i], &end);

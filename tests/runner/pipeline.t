@@ -6,7 +6,7 @@ a harness and judge speaking the real channel protocol). A correct file is
 graded with speed tiers; a wrong one fails its cases and is not timed; a crash
 is a runtime_error naming the signal; an endless loop is a timeout. Prints
 TAP lines."""
-import json, os, shutil, subprocess, sys, tempfile, time
+import json, os, shutil, subprocess, sys, tempfile, threading, time
 
 ROOT = os.environ.get("CUGRADE_ROOT") or os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
 BUILD = os.environ.get("CUGRADE_BUILD") or os.path.join(ROOT, "build")
@@ -96,6 +96,39 @@ try:
        json.dumps({k: r.get(k) for k in ("score", "max_score")}))
     ph = cg.get("phases") or {}
     ok(all(k in ph for k in ("compile", "check_run", "judge", "time_run")), "phases are timed", ph)
+    # The timing gate (docs/runner.md, the discipline's item 8): the timing
+    # run's start-up under the shared lock ("time_start"), its samples under
+    # the exclusive one ("time_run") with the interleaved baselines above.
+    ok("time_start" in ph and ph["time_start"] >= 0, "the CUDA timing run passed its gate (time_start)", ph)
+    os.environ["CUGRADE_TIME_GATE"] = "0"
+    try:
+        d0, log0 = grade("good.cu")
+    finally:
+        del os.environ["CUGRADE_TIME_GATE"]
+    ph0 = d0.get("result", {}).get("cugrade", {}).get("phases") or {}
+    ok(d0["status"] == "graded" and "time_run" in ph0 and "time_start" not in ph0,
+       "CUGRADE_TIME_GATE=0: timed without the gate, as before", ph0)
+    # Another holder keeps the GPU's lock shared for 12 s (as another job's
+    # check run would), longer than the timing run's wall limit (the check
+    # limit + 2 x 3 s): the timing run starts, waits at its gate with the
+    # pause on, and is graded with its samples, not timed out.
+    import fcntl
+    os.makedirs(os.path.join(tmp, "cache"), exist_ok=True)
+    lk = os.open(os.path.join(tmp, "cache", "gpu-0.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    fcntl.flock(lk, fcntl.LOCK_SH)
+    t0 = time.monotonic()
+    th = threading.Thread(target=lambda: (time.sleep(12), fcntl.flock(lk, fcntl.LOCK_UN)))
+    th.start()
+    dh, logh = grade("good.cu")
+    th.join()
+    os.close(lk)
+    phh = dh.get("result", {}).get("cugrade", {}).get("phases") or {}
+    tl = {x.get("name"): x for x in (dh.get("result", {}).get("cugrade", {}).get("timing") or {}).get("timings") or []}
+    ok(dh["status"] == "graded" and tl.get("student", {}).get("samples", 0) > 0 and
+       time.monotonic() - t0 > 12 and phh.get("sanitize_wait", 0) >= 5 and "time_start" in phh,
+       "with the GPU's lock held by another for 12 s, the CUDA timing run waited at its gate "
+       "(sanitize_wait %.1f s) and was graded with its samples, not timed out" % phh.get("sanitize_wait", 0),
+       json.dumps({"status": dh.get("status"), "phases": phh, "log": logh[-600:]}))
     cache = os.path.join(tmp, "cache/sm_90/fakelab/baselines")
     ok(os.path.isdir(cache) and len([f for f in os.listdir(cache) if f.endswith(".json")]) == 2,
        "the baselines are cached per GPU and case",
