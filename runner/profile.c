@@ -805,29 +805,49 @@ int profile_argv(const char *ncu, const char *log, const char *const *skip,
 /* ---------------------------------------------------------------------- */
 /* The run. */
 
-/* One ncu session per GPU at a time: CACHE/gpu-<index>.profile, flock'd.
- * The wait is bounded (PROFILE_LOCK_WAIT): past it the job goes on without
- * a profile rather than queue behind a burst of them. Returns the fd, -1
- * when the lock file cannot be made (profile anyway: the driver refuses a
- * second session, which is then "unavailable"), or -2 when busy. */
+/* One ncu session per GPU at a time: CACHE/gpu-<index>.profile, flock'd,
+ * and its queue CACHE/gpu-<index>.profileq (admit.h's ledger, 0 MiB a
+ * line). The wait is bounded (PROFILE_LOCK_WAIT): past it the job goes on
+ * without a profile rather than queue behind a burst of them; and with
+ * PROFILE_QUEUE_MAX already waiting it does not wait at all -- they would
+ * take the whole bound (a deadline burst on an H100, stop 21: the profile
+ * phase was 30 s at the median, mostly waits that ended "busy"). */
 static int profile_lock(const struct grade_env *env)
 {
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/gpu-%s.profile", env->cache,
-             env->gpu_index ? env->gpu_index : "0");
+    char path[PATH_MAX], queue[PATH_MAX];
+    const char *gpu = env->gpu_index ? env->gpu_index : "0";
+    snprintf(path, sizeof path, "%s/gpu-%s.profile", env->cache, gpu);
+    snprintf(queue, sizeof queue, "%s/gpu-%s.profileq", env->cache, gpu);
+    return profile_lock_at(path, queue, PROFILE_LOCK_WAIT);
+}
+
+int profile_lock_at(const char *path, const char *queue, double max_wait)
+{
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0)
         return -1;
-    double end = run_now() + PROFILE_LOCK_WAIT;
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+        return fd;
+    if (admit_count(queue) >= PROFILE_QUEUE_MAX) {
+        close(fd);
+        return -2;
+    }
+    long long tok = 0;
+    if (admit_reserve(queue, ~0ULL, 0, 0, &tok, NULL) < 0)
+        tok = 0; /* not counted: it still waits its bounded time */
+    double end = run_now() + max_wait;
+    int r = fd;
     while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
         int e = errno;
         if ((e != EWOULDBLOCK && e != EINTR) || run_now() >= end) {
             close(fd);
-            return e == EWOULDBLOCK ? -2 : -1;
+            r = e == EWOULDBLOCK ? -2 : -1;
+            break;
         }
         usleep(20000);
     }
-    return fd;
+    admit_release(queue, tok);
+    return r;
 }
 
 /* The profiled run's GPU memory (admit.h), reserved once the profile lock

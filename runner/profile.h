@@ -33,6 +33,10 @@ struct run_opts;
  * profiling can add to a submission (measured: 2-3.5 s alone). */
 #define PROFILE_SECONDS 10.0
 #define PROFILE_LOCK_WAIT 30.0
+/* Profiles already waiting for the GPU's profiler past which another does
+ * not wait ("busy" at once): one takes 2.5-5 s (H100), so the seventh in
+ * line would not get it within PROFILE_LOCK_WAIT anyway. */
+#define PROFILE_QUEUE_MAX 6
 /* Hints kept at most, and a kernel's share of the profiled GPU time below
  * which it gets none (a helper kernel of 1 % is not worth a student's
  * attention). */
@@ -187,5 +191,11 @@ int profile_argv(const char *ncu, const char *log, const char *const *skip,
  * the program passed every check before). NULL on out of memory. */
 json_t *profile_run(const struct run_ctx *rc, const char *const *target, int channel_fd,
                     const struct run_opts *o, unsigned long long need_mb);
+
+/* The GPU's profile lock at path, waiting at most max_wait seconds in the
+ * queue ledger at queue (admit.h; none when PROFILE_QUEUE_MAX wait there
+ * already). Returns an fd to close, -2 when busy, -1 when the lock file
+ * cannot be had (the caller profiles anyway). */
+int profile_lock_at(const char *path, const char *queue, double max_wait);
 
 #endif

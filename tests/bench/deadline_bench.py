@@ -161,6 +161,10 @@ def main():
                 st, sub = e2e.api(base, "GET", f"/api/submissions/{s['id']}", admin)
                 ph = (((sub or {}).get("result") or {}).get("cugrade") or {}).get("phases") or {}
                 s["phases"] = ph
+                pf = (((sub or {}).get("result") or {}).get("cugrade") or {}).get("profile") or {}
+                if isinstance(pf, dict) and pf:
+                    busy = "busy" in (pf.get("message") or "")
+                    s["profile"] = "busy" if busy else (pf.get("status") or "?")
                 if isinstance(ph, dict) and ph:
                     phase_n += 1
                     for k, v in ph.items():
@@ -176,6 +180,9 @@ def main():
             ("GPU busy share (util > 0), mean util", f"{(sum(1 for u in busy if u > 0) / len(busy) * 100) if busy else float('nan'):.0f}% / {statistics.mean(busy) if busy else float('nan'):.0f}% (n={len(busy)})"),
             ("false runtime_errors", f"{len(false_rt)}" + (": " + "; ".join(false_rt[:5]) if false_rt else "")),
             ("wall, s", f"{t_last - t_first:.0f}"),
+            ("graded jobs' profiles", ", ".join(f"{k} {v}" for k, v in sorted(
+                __import__("collections").Counter(s.get("profile") for s in subs if s.get("profile")).items()))
+             or "none"),
             ("graded jobs' mean phases, s", ", ".join(f"{k} {v / phase_n:.2f}" for k, v in
                                                      sorted(phase_sum.items(), key=lambda kv: -kv[1])[:9])
              + f" (n={phase_n})" if phase_n else "n/a"),

@@ -7,12 +7,16 @@
  * command line and the result document. Prints TAP lines.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "runner/admit.h"
 #include "runner/profile.h"
+#include "runner/run.h"
 
 #include "tests/unit/tap.h"
 
@@ -654,6 +658,49 @@ static void test_no_ncu(void)
     unsetenv("CUGRADE_NCU");
 }
 
+/* The GPU's profile lock and its queue: free, taken at once; held by
+ * another, a bounded wait then busy; with PROFILE_QUEUE_MAX waiting
+ * already, busy at once. */
+static void test_profile_lock(void)
+{
+    char dir[] = "/tmp/cugrade-proflock.XXXXXX", lk[256], q[256];
+    if (!mkdtemp(dir)) {
+        ok(0, "a temporary directory");
+        return;
+    }
+    snprintf(lk, sizeof lk, "%s/gpu-0.profile", dir);
+    snprintf(q, sizeof q, "%s/gpu-0.profileq", dir);
+    int fd = profile_lock_at(lk, q, 5);
+    ok(fd >= 0, "a free profile lock is taken at once");
+    double t0 = run_now();
+    int fd2 = profile_lock_at(lk, q, 0.3);
+    double waited = run_now() - t0;
+    ok(fd2 == -2 && waited >= 0.29 && waited < 3 && admit_count(q) == 0,
+       "held by another: waits its bound (%.2f s), then busy, and leaves the queue", waited);
+    long long tok[PROFILE_QUEUE_MAX];
+    for (int i = 0; i < PROFILE_QUEUE_MAX; i++)
+        admit_reserve(q, ~0ULL, 0, 0, &tok[i], NULL);
+    t0 = run_now();
+    fd2 = profile_lock_at(lk, q, 5);
+    waited = run_now() - t0;
+    ok(fd2 == -2 && waited < 1, "with %d already waiting: busy at once (%.2f s), not after 5 s",
+       PROFILE_QUEUE_MAX, waited);
+    admit_release(q, tok[0]);
+    t0 = run_now();
+    fd2 = profile_lock_at(lk, q, 0.2);
+    ok(fd2 == -2 && run_now() - t0 >= 0.19, "one fewer waiting: it waits its turn again");
+    for (int i = 1; i < PROFILE_QUEUE_MAX; i++)
+        admit_release(q, tok[i]);
+    close(fd);
+    fd2 = profile_lock_at(lk, q, 1);
+    ok(fd2 >= 0, "let go: the next one takes it");
+    if (fd2 >= 0)
+        close(fd2);
+    unlink(lk);
+    unlink(q);
+    rmdir(dir);
+}
+
 int main(void)
 {
     root = getenv("CUGRADE_ROOT");
@@ -667,6 +714,7 @@ int main(void)
     test_source_lines();
     test_source_hostile();
     test_no_ncu();
+    test_profile_lock();
     printf("1..%d\n", count);
     return failures ? 1 : 0;
 }
