@@ -136,7 +136,7 @@ def main():
         stop.set()
         t_last = max([v[0] for v in done.values()] or [time.time()])
 
-        lat_ok, lat_ce, false_rt, unfinished = [], [], [], 0
+        lat_ok, lat_ce, lat_cerr, false_rt, unfinished = [], [], [], [], 0
         for s in subs:
             if s["id"] not in done:
                 unfinished += 1
@@ -148,6 +148,8 @@ def main():
                 lat_ok.append(lat)
             if exp.get("status") in ("compile_error", "rejected"):
                 lat_ce.append(lat)
+            if exp.get("status") == "compile_error":
+                lat_cerr.append(lat)
             if s["file"] not in HOSTILE_FILES and "graded" in exp.get("status", "").split("|") and \
                     status in ("runtime_error", "timeout", "system_error") and \
                     status not in exp.get("status", "").split("|"):
@@ -163,13 +165,16 @@ def main():
                 s["phases"] = ph
                 pf = (((sub or {}).get("result") or {}).get("cugrade") or {}).get("profile") or {}
                 if isinstance(pf, dict) and pf:
-                    busy = "busy" in (pf.get("message") or "")
-                    s["profile"] = "busy" if busy else (pf.get("status") or "?")
+                    s["profile"] = ("busy" if "busy" in (pf.get("message") or "")
+                                    else (pf.get("status") or "?"))
                 if isinstance(ph, dict) and ph:
                     phase_n += 1
                     for k, v in ph.items():
                         if isinstance(v, (int, float)):
                             phase_sum[k] = phase_sum.get(k, 0.0) + v
+        if OUT:  # the raw data first: a table that fails to print loses nothing
+            with open(os.path.join(OUT, f"deadline-{int(HOSTILE)}-subs.json"), "w") as f:
+                json.dump([dict(s, done=done.get(s["id"])) for s in subs], f, indent=1, default=str)
         rows = [
             ("runners on GPU 0", f"{NRUN}"),
             ("submissions (hostile)", f"{BURST} ({nh})"),
@@ -177,6 +182,7 @@ def main():
             ("throughput, jobs/min", f"{len(done) / max(t_last - t_first, 1e-9) * 60:.1f}"),
             ("correct: p50 / p95 submit-to-graded, s", f"{pct(lat_ok, 50):.1f} / {pct(lat_ok, 95):.1f} (n={len(lat_ok)})"),
             ("compile errors + rejections: p50 / p99, s", f"{pct(lat_ce, 50):.1f} / {pct(lat_ce, 99):.1f} (n={len(lat_ce)})"),
+            ("compile errors alone: p50 / p99, s", f"{pct(lat_cerr, 50):.1f} / {pct(lat_cerr, 99):.1f} (n={len(lat_cerr)})"),
             ("GPU busy share (util > 0), mean util", f"{(sum(1 for u in busy if u > 0) / len(busy) * 100) if busy else float('nan'):.0f}% / {statistics.mean(busy) if busy else float('nan'):.0f}% (n={len(busy)})"),
             ("false runtime_errors", f"{len(false_rt)}" + (": " + "; ".join(false_rt[:5]) if false_rt else "")),
             ("wall, s", f"{t_last - t_first:.0f}"),
