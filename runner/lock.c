@@ -152,6 +152,11 @@ void lock_admit_path(const struct grade_env *env, char *out, size_t len)
     gpu_file(env, "admit", out, len);
 }
 
+void lock_admit_queue_path(const struct grade_env *env, char *out, size_t len)
+{
+    gpu_file(env, "admitq", out, len);
+}
+
 size_t lock_admit_max_jobs(void)
 {
     const char *o = getenv("CUGRADE_GPU_JOBS");

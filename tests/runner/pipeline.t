@@ -234,6 +234,41 @@ try:
     d, log = grade("good.cu", ["--seed", "bad0" + "0" * 28])
     ok(d["status"] == "system_error" and "could not allocate" in d.get("result", {}).get("output", ""),
        "exit 2 with the harness's harness_error record is ours: system_error", json.dumps(d)[:1500])
+    # Grading comes first (runner/job_time.c, job_profile_load): while other
+    # jobs wait for admission to this GPU (CACHE/gpu-0.admitq), a correct
+    # submission is not profiled, and the result says why. A fake
+    # nvidia-smi makes the runner see a GPU; without ncu the profile is
+    # "not installed" when no one waits.
+    fbin = os.path.join(tmp, "fakebin")
+    os.makedirs(fbin, exist_ok=True)
+    with open(os.path.join(fbin, "nvidia-smi"), "w") as f:
+        f.write('#!/bin/sh\ncase "$1" in --query-gpu=*) echo "0, NVIDIA H100 80GB HBM3, 9.0, 00000000:19:00.0"; exit 0;; esac\nexit 2\n')
+    os.chmod(os.path.join(fbin, "nvidia-smi"), 0o755)
+    saved = {k: os.environ.get(k) for k in ("PATH", "CUGRADE_NCU")}
+    os.environ["PATH"] = fbin + ":" + os.environ["PATH"]
+    os.environ["CUGRADE_NCU"] = "/nonexistent/ncu"
+    queue = os.path.join(tmp, "cache", "gpu-0.admitq")
+    try:
+        dq, logq = grade("good.cu")
+        pf0 = dq.get("result", {}).get("cugrade", {}).get("profile") or {}
+        with open(queue, "w") as f:
+            f.write("%d 7 0\n" % os.getpid())  # a live job waiting for admission
+        dq, logq = grade("good.cu")
+        pf1 = dq.get("result", {}).get("cugrade", {}).get("profile") or {}
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        open(queue, "w").close()
+    ok("not installed" in (pf0.get("message") or ""),
+       "a GPU and no one waiting: the profile is attempted (here: no ncu)", json.dumps(pf0))
+    ok(dq["status"] == "graded" and pf1.get("status") == "unavailable" and
+       "Not profiled: 1 other submission waited" in (pf1.get("message") or ""),
+       "another job waiting for admission: not profiled, and the result says why",
+       json.dumps({"profile": pf1, "status": dq.get("status"), "log": logq[-600:]}))
+
     d, log = grade("good.cu", ["--seed", "0123456789abcdef0123456789abcdef0"])  # 33 digits
     ok(d["status"] == "system_error" and "seed" in d.get("result", {}).get("output", ""),
        "a 33-digit seed is refused by the runner (the harness takes 1 to 32)", json.dumps(d)[:1500])
