@@ -4,6 +4,7 @@
  * page runner the router calls for every page route. See page.h.
  */
 #include "server/page.h"
+#include "server/api.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -560,13 +561,10 @@ static size_t path_split(const char *path, char *buf, size_t len, char **seg, si
 
 long long page_parse_id(const char *s)
 {
-    char *end;
-    long long v;
-
-    if (s == NULL || *s < '1' || *s > '9')
-        return 0;
-    v = strtoll(s, &end, 10);
-    return *end == '\0' && v > 0 ? v : 0;
+    /* The API's one rule (api_parse_id): no leading zero, no sign, at most
+     * 18 digits -- a page and its API never disagree on what names a row. */
+    long long v = 0;
+    return api_parse_id(s, &v) == 0 ? v : 0;
 }
 
 /* The sign-in page, with problem (NULL: none) and status. */

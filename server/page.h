@@ -91,7 +91,8 @@ int page_login(struct page *p, const char *problem, int status);
 /* The sign-in page for a POST whose session ended (401), saying so. */
 int page_login_again(struct page *p);
 
-/* A positive decimal id, or 0. */
+/* A positive decimal id spelled as api_parse_id accepts it (no leading
+ * zero or sign, at most 18 digits), or 0. */
 long long page_parse_id(const char *s);
 
 int page_is_staff(const struct page *p);

@@ -288,11 +288,7 @@ static int post_open(struct page_view *v, long long sid)
 
 static long long seg_id(const char *s)
 {
-    char *end;
-    if (!s || *s < '1' || *s > '9' || strlen(s) > 18)
-        return 0;
-    long long v = strtoll(s, &end, 10);
-    return *end ? 0 : v;
+    return page_parse_id(s);
 }
 
 int regrade_page_route(struct page_view *v, char **seg, size_t n)

@@ -247,9 +247,8 @@ int similarity_page_route(struct page_view *v, char **seg, size_t n)
     if (n == 3 && v->post)
         return post_start(v, seg[1]);
     if (n == 4 && v->get) {
-        char *end;
-        long long pid = strtoll(seg[3], &end, 10);
-        if (*end || pid <= 0)
+        long long pid = page_parse_id(seg[3]);
+        if (pid <= 0)
             return PAGE_VIEW_NOT_MINE;
         return page_pair(v, seg[1], pid);
     }

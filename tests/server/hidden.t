@@ -141,6 +141,11 @@ def main(t):
     t.ok(page.status == 200 and "visible correctness cases passed" in html,
          "the submission page shows the scrubbed summary", page.brief())
     t.eq(leaks(html, SECRETS + UNTIL_DUE), [], "the submission page leaks nothing either")
+    # The page's id is spelled as the API's (api_parse_id): a leading zero,
+    # a sign or 19 digits is no id here either.
+    for bad in ["0%d" % sid, "+%d" % sid, "1" + "0" * 18, "99999999999999999999"]:
+        r = s.get("/submissions/" + bad, headers=ck)
+        t.ok(r.status == 404, "the page /submissions/%s: not an id, 404" % bad, r.brief())
     live = s.get("/submissions/%d?part=live" % sid, headers=ck).body.decode()
     t.eq(leaks(live, SECRETS + UNTIL_DUE), [], "nor does its live part")
     tina, _ = s.login("tina_ta")
