@@ -13,7 +13,9 @@
  *
  * The parts: profile_argv (the ncu command line), profile_csv_parse (ncu's
  * `--csv --page raw` report), profile_hints (the rules, thresholds below),
- * profile_json (result.cugrade.profile) and profile_run (the sandboxed run).
+ * profile_json (result.cugrade.profile) in profile.c; profile_run (the
+ * sandboxed run, the profiler's lock and queue) in profile_run.c; the
+ * source page's lines in profile_source.c.
  */
 #ifndef CUGRADE_PROFILE_H
 #define CUGRADE_PROFILE_H
@@ -23,6 +25,20 @@
 
 struct run_ctx;
 struct run_opts;
+
+/* Where the profiled run leaves its files in the sandbox's /work. */
+#define PROFILE_LOG "/work/.cugrade-profile.csv"
+#define PROFILE_LOG_NAME ".cugrade-profile.csv"
+/* The same pass's report (ncu adds .ncu-rep), for the source page. */
+#define PROFILE_REPORT "/work/.cugrade-profile"
+#define PROFILE_SOURCE_LOG "/work/.cugrade-profile-source.csv"
+#define PROFILE_SOURCE_LOG_NAME ".cugrade-profile-source.csv"
+#define PROFILE_STUDENT_DIR "/work" /* where the student's file is, in the sandbox */
+#define PROFILE_LOG_CAP (4u << 20)
+
+/* Source lines on ($CUGRADE_PROFILE_SOURCE=0: off, the hints name the
+ * kernel only)? */
+int profile_source_on(void);
 
 /* Where ncu lives when $CUGRADE_NCU (the ncu executable) is unset. */
 #define PROFILE_NCU_DEFAULT "/opt/nvidia/nsight-compute/2025.3.1/ncu"
