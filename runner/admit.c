@@ -133,7 +133,9 @@ int admit_reserve_jobs(const char *path, unsigned long long capacity_mb,
     }
 }
 
-int admit_release(const char *path, long long token)
+/* Drop (remove) or shrink to mb this process's entry token, rewriting the
+ * ledger. Returns 0, -ENOENT when a shrink finds no entry, or -errno. */
+static int ledger_edit(const char *path, long long token, int remove, unsigned long long mb)
 {
     struct admit_entry e[ADMIT_MAX_ENTRIES];
     if (token == 0)
@@ -142,35 +144,32 @@ int admit_release(const char *path, long long token)
     if (fd < 0)
         return fd;
     size_t n = ledger_read(fd, e), k = 0;
-    for (size_t i = 0; i < n; i++)
-        if (!(e[i].pid == (long)getpid() && e[i].token == token))
-            e[k++] = e[i];
-    int r = ledger_write(fd, e, k);
-    close(fd);
-    return r;
-}
-
-int admit_resize(const char *path, long long token, unsigned long long mb)
-{
-    struct admit_entry e[ADMIT_MAX_ENTRIES];
-    if (token == 0)
-        return 0;
-    int fd = ledger_open(path);
-    if (fd < 0)
-        return fd;
-    size_t n = ledger_read(fd, e);
     int found = 0;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         if (e[i].pid == (long)getpid() && e[i].token == token) {
+            found = 1;
+            if (remove)
+                continue;
             /* Only ever down: a reservation grows by waiting its turn
              * (admit_reserve), never in place past the others. */
             if (mb < e[i].mb)
                 e[i].mb = mb;
-            found = 1;
         }
-    int r = found ? ledger_write(fd, e, n) : -ENOENT;
+        e[k++] = e[i];
+    }
+    int r = remove || found ? ledger_write(fd, e, k) : -ENOENT;
     close(fd);
     return r;
+}
+
+int admit_release(const char *path, long long token)
+{
+    return ledger_edit(path, token, 1, 0);
+}
+
+int admit_resize(const char *path, long long token, unsigned long long mb)
+{
+    return ledger_edit(path, token, 0, mb);
 }
 
 int admit_count(const char *path)
