@@ -12,12 +12,15 @@
 #include "host.h"
 #include "serve.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <unistd.h>
 
 static void usage(FILE *f)
@@ -302,9 +305,29 @@ static int cmd_prepare(int argc, char **argv)
     return 0;
 }
 
+/* The runner's own mount namespace, entered before any thread exists: the
+ * work directories' tmpfs mounts (workdir.c) then belong to the runner's
+ * processes and go with the last of them, so a runner killed mid-job (no
+ * cleanup of its own) leaves none on the host (tests/runner/killed.t).
+ * Slave propagation: the host's later mounts still reach us, ours never
+ * reach the host. Without the privilege (not root) the mounts stay the
+ * host's, as before. */
+static void mount_namespace_own(void)
+{
+    if (geteuid() != 0)
+        return;
+    if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
+        fprintf(stderr,
+                "cugrade-runner: no mount namespace of its own (%s): a killed runner may leave "
+                "work mounts behind\n",
+                strerror(errno));
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stderr, NULL, _IOLBF, 0);
+    if (!(argc == 2 && strcmp(argv[1], "gpu-hold") == 0)) /* the holder mounts nothing */
+        mount_namespace_own();
     if (argc >= 2 && strcmp(argv[1], "grade") == 0)
         return cmd_grade(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "prepare") == 0)
