@@ -310,11 +310,13 @@ static int cmd_prepare(int argc, char **argv)
  * processes and go with the last of them, so a runner killed mid-job (no
  * cleanup of its own) leaves none on the host (tests/runner/killed.t).
  * Slave propagation: the host's later mounts still reach us, ours never
- * reach the host. Without the privilege (not root) the mounts stay the
- * host's, as before. */
+ * reach the host. Without the privilege (not root), or with
+ * CUGRADE_KEEP_JOBS, the mounts stay the host's, as before. */
 static void mount_namespace_own(void)
 {
-    if (geteuid() != 0)
+    /* CUGRADE_KEEP_JOBS keeps each job's directory for someone to look
+     * into after the runner: its work tmpfs must then be the host's. */
+    if (geteuid() != 0 || getenv("CUGRADE_KEEP_JOBS"))
         return;
     if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
         fprintf(stderr,
