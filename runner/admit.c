@@ -133,6 +133,14 @@ int admit_reserve_jobs(const char *path, unsigned long long capacity_mb,
     }
 }
 
+long long admit_enter(const char *path)
+{
+    long long tok = 0;
+    if (admit_reserve(path, ~0ULL, 0, 0, &tok, NULL) < 0)
+        tok = 0;
+    return tok;
+}
+
 /* Drop (remove) or shrink to mb this process's entry token, rewriting the
  * ledger. Returns 0, -ENOENT when a shrink finds no entry, or -errno. */
 static int ledger_edit(const char *path, long long token, int remove, unsigned long long mb)

@@ -47,6 +47,11 @@ int admit_reserve_jobs(const char *path, unsigned long long capacity_mb,
                        unsigned long long need_mb, size_t max_jobs, double max_wait,
                        long long *token, double *waited);
 
+/* Enter the ledger at path with a line of 0 MiB (a count, not memory:
+ * always at once). Returns the token for admit_release, 0 when it could
+ * not (then this process is simply not counted there). */
+long long admit_enter(const char *path);
+
 /* Drop this process's reservation token (0: none, a no-op). Returns 0 or
  * -errno. */
 int admit_release(const char *path, long long token);

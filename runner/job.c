@@ -283,13 +283,12 @@ static int job_reserve(struct job *j, double max_wait, double *waited)
 {
     assert(!j->admitted);
     char queue[PATH_MAX];
-    long long qtok = 0;
+    long long qtok;
     lock_admit_path(j->env, j->admit_file, sizeof j->admit_file);
     /* Counted as waiting meanwhile: a profile is not taken while others
      * wait (job_time.c, job_profile). */
     lock_admit_queue_path(j->env, queue, sizeof queue);
-    if (admit_reserve(queue, ~0ULL, 0, 0, &qtok, NULL) < 0)
-        qtok = 0;
+    qtok = admit_enter(queue);
     int r = admit_reserve_jobs(j->admit_file, lock_admit_capacity(&j->rc),
                                lock_admit_need(&j->lab, job_sanitizers_wanted(j)),
                                lock_admit_max_jobs(), max_wait, &j->admit_token, waited);

@@ -14,9 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-/* CACHE/gpu-<index>.<what>: the files of one GPU that every runner
- * process of the host shares (lock, turnstile, ledgers). */
-static void gpu_file(const struct grade_env *env, const char *what, char *out, size_t len)
+void lock_gpu_path(const struct grade_env *env, const char *what, char *out, size_t len)
 {
     snprintf(out, len, "%s/gpu-%s.%s", env->cache, env->gpu_index ? env->gpu_index : "0", what);
 }
@@ -31,17 +29,6 @@ static struct gpu_user {
     long long token;
     char path[PATH_MAX];
 } users[4];
-
-/* Enter the ledger at path with a line of 0 MiB (unbounded capacity:
- * always at once). Returns the token for admit_release, 0 when it could
- * not (then this process is simply not counted there). */
-static long long ledger_enter(const char *path)
-{
-    long long tok = 0;
-    if (admit_reserve(path, ~0ULL, 0, 0, &tok, NULL) < 0)
-        tok = 0;
-    return tok;
-}
 
 /* A shared holder-to-be waits while timing runs wait or run, as listed in
  * the timing ledger at path (bounded: each is bounded by its own limit, and
@@ -60,10 +47,10 @@ static void user_join(const struct grade_env *env, int fd, int timing)
 {
     for (size_t i = 0; i < sizeof users / sizeof users[0]; i++)
         if (users[i].token == 0) {
-            gpu_file(env, timing ? "timing" : "active", users[i].path, sizeof users[i].path);
+            lock_gpu_path(env, timing ? "timing" : "active", users[i].path, sizeof users[i].path);
             /* Without a line the job is simply not counted (a user's limit
              * is then the wall clock; a timing hold is not batched). */
-            if ((users[i].token = ledger_enter(users[i].path)) != 0)
+            if ((users[i].token = admit_enter(users[i].path)) != 0)
                 users[i].fd = fd;
             return;
         }
@@ -90,12 +77,12 @@ int lock_gpu(const struct grade_env *env, int exclusive)
     /* Timing runs go in batches: while one waits or runs, no new shared
      * holder starts (it polls the timing ledger, holding nothing), so the
      * GPU drains once for all the timing runs waiting, not once for each. */
-    gpu_file(env, "timing", timing, sizeof timing);
-    long long waiting = exclusive ? ledger_enter(timing) : 0;
+    lock_gpu_path(env, "timing", timing, sizeof timing);
+    long long waiting = exclusive ? admit_enter(timing) : 0;
     if (!exclusive)
         timing_yield(timing);
-    gpu_file(env, "lock", p, sizeof p);
-    gpu_file(env, "turn", t, sizeof t);
+    lock_gpu_path(env, "lock", p, sizeof p);
+    lock_gpu_path(env, "turn", t, sizeof t);
     /* flock() lets new shared holders in while an exclusive one waits, so a
      * timing run could starve behind a stream of checks. Everyone passes a
      * turnstile first (held only while queueing for the real lock): once a
@@ -122,7 +109,7 @@ int lock_gpu(const struct grade_env *env, int exclusive)
 
 void lock_active_path(const struct grade_env *env, char *out, size_t len)
 {
-    gpu_file(env, "active", out, len);
+    lock_gpu_path(env, "active", out, len);
 }
 
 int lock_gpu_shared_user(const struct grade_env *env)
@@ -149,12 +136,12 @@ void lock_gpu_release(int fd)
 
 void lock_admit_path(const struct grade_env *env, char *out, size_t len)
 {
-    gpu_file(env, "admit", out, len);
+    lock_gpu_path(env, "admit", out, len);
 }
 
 void lock_admit_queue_path(const struct grade_env *env, char *out, size_t len)
 {
-    gpu_file(env, "admitq", out, len);
+    lock_gpu_path(env, "admitq", out, len);
 }
 
 size_t lock_admit_max_jobs(void)
@@ -181,8 +168,9 @@ unsigned long long lock_admit_need(const struct lab *lab, size_t nsanitizers)
 
 unsigned long long lock_admit_after_check(const struct lab *lab, size_t nsanitizers)
 {
-    unsigned long long t = lab->timing_device_mb ? lab->timing_device_mb : lab->device_mb;
-    if (t > lab->device_mb)
-        t = lab->device_mb;
+    /* lab.c: timing_device_mb is device_mb when not declared, and never
+     * more when device_mb is known; an unknown (0) device_mb caps it. */
+    unsigned long long t =
+        lab->timing_device_mb < lab->device_mb ? lab->timing_device_mb : lab->device_mb;
     return t + ADMIT_STUDENT_MB + ADMIT_CONTEXT_MB * (2 + nsanitizers);
 }

@@ -35,6 +35,9 @@ void lock_gpu_release(int fd);
 /* The GPU's users ledger: CACHE/gpu-<index>.active (admit.h's format). */
 void lock_active_path(const struct grade_env *env, char *out, size_t len);
 
+/* CACHE/gpu-<index>.<what>: the files of one GPU that every runner
+ * process of the host shares (lock, turnstile, ledgers, the profiler's). */
+void lock_gpu_path(const struct grade_env *env, const char *what, char *out, size_t len);
 /* The admission ledger of the job's GPU: CACHE/gpu-<index>.admit. */
 void lock_admit_path(const struct grade_env *env, char *out, size_t len);
 /* The jobs waiting for admission to this GPU: CACHE/gpu-<index>.admitq

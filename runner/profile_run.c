@@ -30,9 +30,8 @@
 static int profile_lock(const struct grade_env *env)
 {
     char path[PATH_MAX], queue[PATH_MAX];
-    const char *gpu = env->gpu_index ? env->gpu_index : "0";
-    snprintf(path, sizeof path, "%s/gpu-%s.profile", env->cache, gpu);
-    snprintf(queue, sizeof queue, "%s/gpu-%s.profileq", env->cache, gpu);
+    lock_gpu_path(env, "profile", path, sizeof path);
+    lock_gpu_path(env, "profileq", queue, sizeof queue);
     return profile_lock_at(path, queue, PROFILE_LOCK_WAIT);
 }
 
@@ -47,9 +46,7 @@ int profile_lock_at(const char *path, const char *queue, double max_wait)
         close(fd);
         return -2;
     }
-    long long tok = 0;
-    if (admit_reserve(queue, ~0ULL, 0, 0, &tok, NULL) < 0)
-        tok = 0; /* not counted: it still waits its bounded time */
+    long long tok = admit_enter(queue); /* 0: not counted, it still waits its bound */
     double end = run_now() + max_wait;
     int r = fd;
     while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
