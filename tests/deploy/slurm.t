@@ -19,6 +19,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "server"))
 from cugrade_test import Tap, Server, ROOT, BUILD  # noqa: E402
 
 FAKE = os.path.join(ROOT, "tests/runner/fakelab")
+sys.path.insert(0, FAKE)
+import tree  # noqa: E402  (the fake lab laid out as a course tree)
 SBATCH = os.path.join(ROOT, "deploy/slurm/cugrade-runner.sbatch")
 LEASE = 3
 GOOD = b'extern "C" void fill(float* o, int n) { for (int i = 0; i < n; i++) o[i] = 2.0f * i; }\n'
@@ -169,13 +171,7 @@ def stop_cluster():
 def runner_home():
     """CUGRADE_HOME as an admin unpacks it: dist/ (deploy/dist.sh, the
     recipe of `make dist`), labs/ and rubrics/ -- here the CPU-only fake lab."""
-    home = os.path.join(tmp, "home")
-    os.makedirs(os.path.join(home, "labs/fakelab"))
-    os.makedirs(os.path.join(home, "rubrics"))
-    for f in ("build-lab.sh", "harness.cpp", "judge.py"):
-        shutil.copy(os.path.join(FAKE, f), os.path.join(home, "labs", f))
-    shutil.copy(os.path.join(FAKE, "lab.json"), os.path.join(home, "labs/fakelab/lab.json"))
-    shutil.copy(os.path.join(FAKE, "rubric.json"), os.path.join(home, "rubrics/fakelab.json"))
+    home = tree.lay_out(os.path.join(tmp, "home"))
     sh("sh", os.path.join(ROOT, "deploy/dist.sh"), BUILD, os.path.join(home, "dist"), timeout=120)
     return home
 

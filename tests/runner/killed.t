@@ -10,7 +10,8 @@ import os, shutil, signal, subprocess, sys, tempfile, time
 ROOT = os.environ.get("CUGRADE_ROOT") or os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
 BUILD = os.environ.get("CUGRADE_BUILD") or os.path.join(ROOT, "build")
 RUNNER = os.path.join(BUILD, "cugrade-runner")
-FAKE = os.path.join(ROOT, "tests/runner/fakelab")
+sys.path.insert(0, os.path.join(ROOT, "tests/runner/fakelab"))
+import tree  # noqa: E402  (the fake lab laid out as a course tree)
 n, failed = 0, 0
 
 
@@ -36,13 +37,7 @@ if not os.path.exists("/usr/local/cuda/bin/nvcc") or os.geteuid() != 0:
 tmp = tempfile.mkdtemp(prefix="cugrade-killed-")
 os.chmod(tmp, 0o755)
 try:
-    root = os.path.join(tmp, "root")
-    os.makedirs(os.path.join(root, "labs/fakelab"))
-    os.makedirs(os.path.join(root, "rubrics"))
-    for f in ("build-lab.sh", "harness.cpp", "judge.py"):
-        shutil.copy(os.path.join(FAKE, f), os.path.join(root, "labs", f))
-    shutil.copy(os.path.join(FAKE, "lab.json"), os.path.join(root, "labs/fakelab/lab.json"))
-    shutil.copy(os.path.join(FAKE, "rubric.json"), os.path.join(root, "rubrics/fakelab.json"))
+    root = tree.lay_out(os.path.join(tmp, "root"))
     src = os.path.join(tmp, "hang.cu")
     with open(src, "w") as f:
         f.write('extern "C" void fill(float* o, int n) { volatile int x = 1; while (x) { } }\n')

@@ -14,6 +14,8 @@ ROOT = os.environ.get("CUGRADE_ROOT") or os.path.abspath(os.path.join(os.path.di
 BUILD = os.environ.get("CUGRADE_BUILD") or os.path.join(ROOT, "build")
 RUNNER = os.path.join(BUILD, "cugrade-runner")
 FAKE = os.path.join(ROOT, "tests/runner/fakelab")
+sys.path.insert(0, FAKE)
+import tree  # noqa: E402  (the fake lab laid out as a course tree)
 TOKEN = "cgr_" + "cd" * 32
 failures = 0
 
@@ -31,13 +33,7 @@ if not os.path.exists("/usr/local/cuda/bin/nvcc") or os.geteuid() != 0:
 
 tmp = tempfile.mkdtemp(prefix="cugrade-lanes-")
 os.chmod(tmp, 0o755)
-root = os.path.join(tmp, "root")
-os.makedirs(os.path.join(root, "labs/fakelab"))
-os.makedirs(os.path.join(root, "rubrics"))
-for f in ("build-lab.sh", "harness.cpp", "judge.py"):
-    shutil.copy(os.path.join(FAKE, f), os.path.join(root, "labs", f))
-shutil.copy(os.path.join(FAKE, "lab.json"), os.path.join(root, "labs/fakelab/lab.json"))
-shutil.copy(os.path.join(FAKE, "rubric.json"), os.path.join(root, "rubrics/fakelab.json"))
+root = tree.lay_out(os.path.join(tmp, "root"))
 rubric = json.load(open(os.path.join(FAKE, "rubric.json")))
 cache = os.path.join(tmp, "cache")
 os.makedirs(cache)

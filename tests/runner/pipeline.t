@@ -12,6 +12,8 @@ ROOT = os.environ.get("CUGRADE_ROOT") or os.path.abspath(os.path.join(os.path.di
 BUILD = os.environ.get("CUGRADE_BUILD") or os.path.join(ROOT, "build")
 RUNNER = os.path.join(BUILD, "cugrade-runner")
 FAKE = os.path.join(ROOT, "tests/runner/fakelab")
+sys.path.insert(0, FAKE)
+import tree  # noqa: E402  (the fake lab laid out as a course tree)
 failures = 0
 
 def ok(cond, name, detail=""):
@@ -28,13 +30,7 @@ if not os.path.exists("/usr/local/cuda/bin/nvcc") or os.geteuid() != 0:
 
 tmp = tempfile.mkdtemp(prefix="cugrade-pipe-")
 os.chmod(tmp, 0o755)
-root = os.path.join(tmp, "root")
-os.makedirs(os.path.join(root, "labs/fakelab"))
-os.makedirs(os.path.join(root, "rubrics"))
-for f in ("build-lab.sh", "harness.cpp", "judge.py"):
-    shutil.copy(os.path.join(FAKE, f), os.path.join(root, "labs", f))
-shutil.copy(os.path.join(FAKE, "lab.json"), os.path.join(root, "labs/fakelab/lab.json"))
-shutil.copy(os.path.join(FAKE, "rubric.json"), os.path.join(root, "rubrics/fakelab.json"))
+root = tree.lay_out(os.path.join(tmp, "root"))
 
 SOURCES = {
     "good.cu": 'extern "C" void fill(float* o, int n) { for (int i = 0; i < n; i++) o[i] = 2.0f * i; }\n',
