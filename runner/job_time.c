@@ -482,8 +482,6 @@ static void job_profile(struct job *j)
     for (size_t i = 0; i < j->in.ncases; i++)
         if (!j->in.cases[i].passed)
             return;
-    if (job_profile_load(j))
-        return;
     const char *py = getenv("CUGRADE_PROFILE_PYTHON");
     if (j->python && !(py && strcmp(py, "1") == 0)) {
         /* Measured on an H100 (docs/runner.md, "Profiling"): a Python
@@ -497,6 +495,8 @@ static void job_profile(struct job *j)
             "kernel yourself: ncu --target-processes all python3 your_file.py", 0);
         return;
     }
+    if (job_profile_load(j))
+        return;
     int fd = channel_open(j->rc.jobdir, "profile");
     if (fd < 0)
         return;

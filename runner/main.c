@@ -14,9 +14,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <sched.h>
 #include <getopt.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
