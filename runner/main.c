@@ -9,6 +9,7 @@
  */
 #include "client.h"
 #include "grade.h"
+#include "health.h"
 #include "host.h"
 #include "serve.h"
 
@@ -328,7 +329,8 @@ static void mount_namespace_own(void)
 int main(int argc, char **argv)
 {
     setvbuf(stderr, NULL, _IOLBF, 0);
-    if (!(argc == 2 && strcmp(argv[1], "gpu-hold") == 0)) /* the holder mounts nothing */
+    /* the holder and the probe mount nothing */
+    if (!(argc == 2 && (strcmp(argv[1], "gpu-hold") == 0 || strcmp(argv[1], "gpu-probe") == 0)))
         mount_namespace_own();
     if (argc >= 2 && strcmp(argv[1], "grade") == 0)
         return cmd_grade(argc - 1, argv + 1);
@@ -336,6 +338,8 @@ int main(int argc, char **argv)
         return cmd_prepare(argc - 1, argv + 1);
     if (argc == 2 && strcmp(argv[1], "gpu-hold") == 0)
         return host_gpu_hold_main();
+    if (argc == 2 && strcmp(argv[1], "gpu-probe") == 0)
+        return health_probe_main();
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             usage(stdout);

@@ -5,6 +5,7 @@
  * survives, posts system_error for that job and claims the next one.
  */
 #include "serve.h"
+#include "health.h"
 #include "status.h"
 
 #include <assert.h>
@@ -23,6 +24,7 @@
 #define EXIT_POSTED    0   /* child: the result was posted */
 #define EXIT_ABANDONED 3   /* child: the lease was lost (409), nothing posted */
 #define EXIT_UNPOSTED  4   /* child: graded, but the result could not be posted */
+#define EXIT_SYSERR    5   /* child: the result posted was a system_error */
 
 static volatile sig_atomic_t stopping;
 
@@ -150,11 +152,12 @@ static int job_child(struct client *cl, struct host *hst, const struct grade_env
     fprintf(stderr, "cugrade-runner: job %lld: %s, score %g/%g\n", id, status,
             json_number_value(json_object_get(result, "score")),
             json_number_value(json_object_get(result, "max_score")));
+    int ours = strcmp(status, status_name(STATUS_SYSTEM_ERROR)) == 0;
     r = client_result(cl, id, hb.attempt, status, result, 600);
     json_decref(result);
     if (r == -ECANCELED)
         return EXIT_ABANDONED;
-    return r == 0 ? EXIT_POSTED : EXIT_UNPOSTED;
+    return r != 0 ? EXIT_UNPOSTED : ours ? EXIT_SYSERR : EXIT_POSTED;
 }
 
 
@@ -179,13 +182,16 @@ struct kid {
 
 /* How a child ended: a result posted or abandoned is the child's; anything
  * else (a crash of the grading code, a result it could not post) is a
- * system_error posted here. */
-static void kid_ended(struct client *cl, const struct host *h, const struct kid *k, int status)
+ * system_error posted here. 1 when the job ended in a system_error (the
+ * GPU is then probed, health.h), else 0. */
+static int kid_ended(struct client *cl, const struct host *h, const struct kid *k, int status)
 {
     char msg[256];
     if (WIFEXITED(status) &&
         (WEXITSTATUS(status) == EXIT_POSTED || WEXITSTATUS(status) == EXIT_ABANDONED))
-        return;
+        return 0;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == EXIT_SYSERR)
+        return 1;
     if (WIFSIGNALED(status))
         snprintf(msg, sizeof msg, "the runner's grading process died (signal %d)",
                  WTERMSIG(status));
@@ -197,11 +203,20 @@ static void kid_ended(struct client *cl, const struct host *h, const struct kid 
     if (doc)
         client_result(cl, k->id, k->attempt, status_name(STATUS_SYSTEM_ERROR), doc, 120);
     json_decref(doc);
+    return 1;
 }
 
-/* Reap ended children and read lane bytes, waiting at most ms for one. */
-static void kids_poll(struct client *cl, const struct host *h, struct kid *kids, size_t *nk,
-                      int ms)
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Reap ended children (and the GPU probe) and read lane bytes, waiting at
+ * most ms for one. */
+static void kids_poll(struct client *cl, const struct host *h, struct health *hl,
+                      struct kid *kids, size_t *nk, int ms)
 {
     struct pollfd pf[256];
     size_t np = 0;
@@ -224,15 +239,20 @@ static void kids_poll(struct client *cl, const struct host *h, struct kid *kids,
     }
     int status;
     pid_t pid;
-    while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+        if (health_reaped(hl, pid, status, now_s()))
+            continue;
         for (size_t i = 0; i < *nk; i++)
             if (kids[i].pid == pid) {
-                kid_ended(cl, h, &kids[i], status);
+                if (kid_ended(cl, h, &kids[i], status))
+                    health_suspect(hl);
                 if (kids[i].lane >= 0)
                     close(kids[i].lane);
                 kids[i] = kids[--*nk];
                 break;
             }
+    }
+    health_tick(hl, now_s());
 }
 
 /* Start a child grading job (a claim). Returns 0, or -errno (then a
@@ -292,24 +312,27 @@ static void serve_loop(struct client *cl, struct host *h, const struct grade_env
                        int jobs, int queue)
 {
     struct kid *kids = calloc((size_t)queue, sizeof *kids);
+    struct health hl;
     size_t nk = 0;
     int attempt = 0, claimed = 0;
     assert(jobs >= 1 && queue >= jobs && queue <= 256);
     if (!kids)
         return;
+    health_init(&hl, h->have_gpu && !once, h->gpu_index, now_s());
     for (;;) {
-        kids_poll(cl, h, kids, &nk, 0);
+        kids_poll(cl, h, &hl, kids, &nk, 0);
         size_t in_cpu = 0;
         for (size_t i = 0; i < nk; i++)
             in_cpu += kids[i].in_cpu;
         if (stopping || (once && claimed)) {
             if (nk == 0)
                 break;
-            kids_poll(cl, h, kids, &nk, 200);
+            kids_poll(cl, h, &hl, kids, &nk, 200);
             continue;
         }
-        if (in_cpu >= (size_t)jobs || nk >= (size_t)queue) {
-            kids_poll(cl, h, kids, &nk, 200);
+        /* A GPU that does not answer its probe: claim nothing (health.h). */
+        if (in_cpu >= (size_t)jobs || nk >= (size_t)queue || !health_ok(&hl)) {
+            kids_poll(cl, h, &hl, kids, &nk, 200);
             continue;
         }
         json_t *job = NULL;

@@ -47,6 +47,23 @@ def sample_gpu(stop, samples):
         stop.wait(0.5)
 
 
+def cpu_times():
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return sum(v), v[3] + v[4]  # total, idle + iowait
+
+
+def sample_cpu(stop, samples):
+    """The host's CPU busy share, per 0.5 s: is the CPU lane short of cores?"""
+    last = cpu_times()
+    while not stop.wait(0.5):
+        now = cpu_times()
+        dt = now[0] - last[0]
+        if dt > 0:
+            samples.append((time.time(), 100.0 * (1 - (now[1] - last[1]) / dt)))
+        last = now
+
+
 def main():
     sol = os.path.join(ROOT, "tests/gpu/solutions")
     normal, hostile = [], []
@@ -111,6 +128,8 @@ def main():
         stop, samples = threading.Event(), []
         th = threading.Thread(target=sample_gpu, args=(stop, samples), daemon=True)
         th.start()
+        cpu_samples = []
+        threading.Thread(target=sample_cpu, args=(stop, cpu_samples), daemon=True).start()
         subs = []
         t_first = time.time()
         for i, (lab, path) in enumerate(order):
@@ -159,6 +178,9 @@ def main():
         # (the result document's `phases`), to say what bounds throughput.
         phase_sum, phase_n = {}, 0
         for s in subs:
+            if s["id"] in done and done[s["id"]][1] != "graded":
+                st, sub = e2e.api(base, "GET", f"/api/submissions/{s['id']}", admin)
+                s["phases"] = (((sub or {}).get("result") or {}).get("cugrade") or {}).get("phases") or {}
             if s["id"] in done and done[s["id"]][1] == "graded":
                 st, sub = e2e.api(base, "GET", f"/api/submissions/{s['id']}", admin)
                 ph = (((sub or {}).get("result") or {}).get("cugrade") or {}).get("phases") or {}
@@ -172,6 +194,7 @@ def main():
                     for k, v in ph.items():
                         if isinstance(v, (int, float)):
                             phase_sum[k] = phase_sum.get(k, 0.0) + v
+        cpu = [u for (t, u) in cpu_samples if t_first <= t <= t_last]
         if OUT:  # the raw data first: a table that fails to print loses nothing
             with open(os.path.join(OUT, f"deadline-{int(HOSTILE)}-subs.json"), "w") as f:
                 json.dump([dict(s, done=done.get(s["id"])) for s in subs], f, indent=1, default=str)
@@ -184,6 +207,8 @@ def main():
             ("compile errors + rejections: p50 / p99, s", f"{pct(lat_ce, 50):.1f} / {pct(lat_ce, 99):.1f} (n={len(lat_ce)})"),
             ("compile errors alone: p50 / p99, s", f"{pct(lat_cerr, 50):.1f} / {pct(lat_cerr, 99):.1f} (n={len(lat_cerr)})"),
             ("GPU busy share (util > 0), mean util", f"{(sum(1 for u in busy if u > 0) / len(busy) * 100) if busy else float('nan'):.0f}% / {statistics.mean(busy) if busy else float('nan'):.0f}% (n={len(busy)})"),
+            ("host CPU busy, mean / p90", f"{statistics.mean(cpu) if cpu else float('nan'):.0f}% / "
+             f"{pct(cpu, 90) if cpu else float('nan'):.0f}% (n={len(cpu)})"),
             ("false runtime_errors", f"{len(false_rt)}" + (": " + "; ".join(false_rt[:5]) if false_rt else "")),
             ("wall, s", f"{t_last - t_first:.0f}"),
             ("graded jobs' profiles", ", ".join(f"{k} {v}" for k, v in sorted(

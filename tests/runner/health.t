@@ -1,0 +1,215 @@
+#!/usr/bin/env python3
+"""CI (no GPU): a GPU that stops answering (runner/health.c, docs/runner.md
+"A GPU that stops answering"). A fake nvidia-smi makes the runner see a GPU;
+a fake libcuda.so.1 answers the probe, or fails cuInit with
+CUDA_ERROR_NO_DEVICE while a file exists (the GPU "fell off"). Checks:
+`cugrade-runner gpu-probe` says which, and says so when there is no driver
+to ask; a runner whose GPU is gone at start claims nothing until it answers;
+a job that ends in system_error (the fake harness's set-up failure) makes
+the runner probe, and while the probe fails the next job stays on the
+server, then is graded once the GPU answers. A scripted fake server and the
+fake lab of pipeline.t. Prints TAP."""
+import json, os, shutil, signal, subprocess, sys, tempfile, threading, time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+ROOT = os.environ.get("CUGRADE_ROOT") or os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
+BUILD = os.environ.get("CUGRADE_BUILD") or os.path.join(ROOT, "build")
+RUNNER = os.path.join(BUILD, "cugrade-runner")
+FAKE = os.path.join(ROOT, "tests/runner/fakelab")
+sys.path.insert(0, FAKE)
+import tree  # noqa: E402  (the fake lab laid out as a course tree)
+TOKEN = "cgr_" + "ef" * 32
+failures = 0
+
+
+def ok(cond, name, detail=""):
+    global failures
+    print(("ok" if cond else "not ok") + " - " + name)
+    if not cond:
+        failures += 1
+        for line in str(detail).splitlines()[:20]:
+            print("#   " + line)
+
+
+if not os.path.exists("/usr/local/cuda/bin/nvcc") or os.geteuid() != 0:
+    print("not ok - needs nvcc and root (the sandbox): CI has the CUDA toolkit at /usr/local/cuda and runs as root: a runner suite that cannot run there is a failure, not a skip")
+    sys.exit(1)
+
+tmp = tempfile.mkdtemp(prefix="cugrade-health-")
+os.chmod(tmp, 0o755)
+root = tree.lay_out(os.path.join(tmp, "root"))
+rubric = json.load(open(os.path.join(FAKE, "rubric.json")))
+cache = os.path.join(tmp, "cache")
+os.makedirs(cache)
+dead = os.path.join(tmp, "gpu-is-gone")
+
+# The fake driver: every call the probe makes; cuInit fails while `dead` exists.
+lib = os.path.join(tmp, "lib")
+os.makedirs(lib)
+with open(os.path.join(tmp, "fake.c"), "w") as f:
+    f.write(r'''
+#include <stdlib.h>
+#include <unistd.h>
+int cuInit(unsigned fl) { (void)fl; const char *d = getenv("FAKE_CUDA_DEAD");
+    return d && access(d, F_OK) == 0 ? 100 : 0; }
+int cuGetErrorName(int e, const char **s) { *s = e == 100 ? "CUDA_ERROR_NO_DEVICE" : "CUDA_ERROR_UNKNOWN"; return 0; }
+int cuDeviceGet(int *d, int o) { *d = o; return 0; }
+int cuDevicePrimaryCtxRetain(void **c, int d) { (void)d; *c = (void *)1; return 0; }
+int cuCtxSetCurrent(void *c) { (void)c; return 0; }
+int cuMemAlloc_v2(unsigned long long *p, size_t n) { (void)n; *p = 4096; return 0; }
+int cuMemsetD8_v2(unsigned long long p, unsigned char v, size_t n) { (void)p; (void)v; (void)n; return 0; }
+int cuCtxSynchronize(void) { return 0; }
+int cuMemFree_v2(unsigned long long p) { (void)p; return 0; }
+''')
+subprocess.run(["cc", "-shared", "-fPIC", "-o", os.path.join(lib, "libcuda.so.1"),
+                os.path.join(tmp, "fake.c")], check=True)
+fbin = os.path.join(tmp, "bin")
+os.makedirs(fbin)
+with open(os.path.join(fbin, "nvidia-smi"), "w") as f:
+    f.write('#!/bin/sh\ncase "$1" in --query-gpu=*) echo "0, NVIDIA H100 80GB HBM3, 9.0, 00000000:19:00.0"; '
+            'exit 0;; esac\nexit 2\n')
+os.chmod(os.path.join(fbin, "nvidia-smi"), 0o755)
+env = dict(os.environ, PATH=fbin + ":" + os.environ["PATH"], LD_LIBRARY_PATH=lib, FAKE_CUDA_DEAD=dead,
+           CUGRADE_GPU_HOLD="0", CUGRADE_GPU_PROBE_SECONDS="1")
+
+# 1. The probe by itself.
+p = subprocess.run([RUNNER, "gpu-probe"], capture_output=True, text=True, env=env, timeout=30)
+ok(p.returncode == 0, "gpu-probe: a GPU that answers: exit 0", f"rc {p.returncode}: {p.stderr}")
+open(dead, "w").close()
+p = subprocess.run([RUNNER, "gpu-probe"], capture_output=True, text=True, env=env, timeout=30)
+ok(p.returncode == 1 and "cuInit: CUDA_ERROR_NO_DEVICE (CUDA error 100)" in p.stderr,
+   "gpu-probe: a GPU gone: exit 1, naming the call and the error", f"rc {p.returncode}: {p.stderr}")
+p = subprocess.run([RUNNER, "gpu-probe"], capture_output=True, text=True, timeout=30,
+                   env=dict(env, LD_LIBRARY_PATH=os.path.join(tmp, "nolib")))
+ok(p.returncode == 3 or os.path.exists("/dev/nvidiactl"),
+   "gpu-probe: no driver library to ask: exit 3 (the runner goes on as before)", f"rc {p.returncode}: {p.stderr}")
+
+GOOD = 'extern "C" void fill(float* o, int n) { for (int i = 0; i < n; i++) o[i] = 2.0f * i; }\n'
+
+
+def job(i, seed="0123456789abcdef0123456789abcdef"):
+    return {"id": i, "lab": "fakelab", "attempt": 1, "lease_seconds": 60, "filename": "kernel.cu",
+            "source": GOOD, "sha256": "x" * 64, "seed": seed, "rubric_version": 1, "rubric": rubric}
+
+
+lock = threading.Lock()
+state = {"queue": [job(1)], "claims": [], "claimed": {}, "results": {}}
+
+
+class H(BaseHTTPRequestHandler):
+    def log_message(self, *a): pass
+
+    def reply(self, code, doc=None):
+        body = json.dumps(doc).encode() if doc is not None else b""
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        try:
+            self.wfile.write(body)
+        except BrokenPipeError:  # the runner killed at the end, mid long poll
+            pass
+
+    def do_POST(self):
+        n = int(self.headers.get("Content-Length", 0))
+        body = json.loads(self.rfile.read(n) or b"{}")
+        with lock:
+            if self.path == "/api/runner/claim":
+                state["claims"].append(time.time())
+                if state["queue"]:
+                    j = state["queue"].pop(0)
+                    state["claimed"][j["id"]] = time.time()
+                    return self.reply(200, {"job": j})
+            elif self.path.endswith("/progress"):
+                return self.reply(200, {"lease_expires_in": 60})
+            elif self.path.endswith("/result"):
+                state["results"][int(self.path.split("/")[4])] = body
+                return self.reply(200, {"ok": True})
+        time.sleep(0.3)  # the long poll, shortened
+        self.reply(204)
+
+
+srv = ThreadingHTTPServer(("127.0.0.1", 0), H)
+port = srv.server_address[1]
+threading.Thread(target=srv.serve_forever, daemon=True).start()
+tok = os.path.join(tmp, "token")
+open(tok, "w").write(TOKEN + "\n")
+log = open(os.path.join(tmp, "runner.log"), "w+")
+p = subprocess.Popen([RUNNER, "--server", f"http://127.0.0.1:{port}", "--token-file", tok,
+                      "--root", root, "--cache", cache, "--work", os.path.join(tmp, "work"),
+                      "--arch", "sm_90", "--jobs", "1", "--queue", "1", "--lazy-build"],
+                     stdout=log, stderr=log, env=env, start_new_session=True)
+
+
+def wait_for(cond, seconds):
+    end = time.time() + seconds
+    while time.time() < end:
+        with lock:
+            if cond():
+                return True
+        time.sleep(0.2)
+    return False
+
+
+def runner_log():
+    log.flush()
+    with open(log.name) as f:
+        return f.read()
+
+
+try:
+    # 2. Gone at start: nothing is claimed.
+    said = wait_for(lambda: "is not usable" in runner_log(), 60)
+    time.sleep(3)
+    with lock:
+        nclaims = len(state["claims"])
+    ok(said and nclaims == 0, "a GPU gone at start: the runner claims nothing, and its log says why",
+       f"claims {nclaims}; log: {runner_log()[-1500:]}")
+    ok("CUDA_ERROR_NO_DEVICE" in runner_log() and "the jobs stay queued" in runner_log(),
+       "the log names the probe's error", runner_log()[-1500:])
+    os.unlink(dead)
+    t_back = time.time()
+    got1 = wait_for(lambda: 1 in state["results"], 180)
+    with lock:
+        r1 = state["results"].get(1)
+        c1 = state["claimed"].get(1, 0)
+    ok(got1 and r1["status"] == "graded" and c1 >= t_back,
+       "once the GPU answers again the job is claimed and graded", json.dumps(r1)[:800])
+    ok("answers again" in runner_log(), "the log says the GPU answers again", runner_log()[-1500:])
+
+    # 3. Gone mid-way: a job ends in system_error, the probe fails, the next
+    # job stays on the server.
+    open(dead, "w").close()
+    with lock:
+        state["queue"] += [job(2, seed="bad0" + "0" * 28), job(3)]
+    got2 = wait_for(lambda: 2 in state["results"], 180)
+    with lock:
+        r2 = state["results"].get(2)
+    ok(got2 and r2["status"] == "system_error", "the harness's set-up failure is a system_error",
+       json.dumps(r2)[:800])
+    wait_for(lambda: runner_log().count("is not usable") >= 2, 30)
+    time.sleep(3)
+    with lock:
+        held = 3 not in state["claimed"] and [j["id"] for j in state["queue"]] == [3]
+    ok(held, "after the system_error the probe fails, and the next job is not claimed",
+       f"claimed {state['claimed']}; log: {runner_log()[-1500:]}")
+    os.unlink(dead)
+    t_back = time.time()
+    got3 = wait_for(lambda: 3 in state["results"], 180)
+    with lock:
+        r3 = state["results"].get(3)
+        c3 = state["claimed"].get(3, 0)
+    ok(got3 and r3["status"] == "graded" and c3 >= t_back,
+       "the GPU answers again: the waiting job is claimed then and graded", json.dumps(r3)[:800])
+finally:
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    p.wait()
+    if failures:
+        for line in runner_log().splitlines()[-30:]:
+            print("#   log: " + line)
+    srv.shutdown()
+    shutil.rmtree(tmp, ignore_errors=True)
+sys.exit(1 if failures else 0)
