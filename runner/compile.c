@@ -202,6 +202,7 @@ static int toolchain_run(const struct compile_toolchain *tc, const struct lab *l
     if (rc < 0)
         goto out;
     res->seconds = v.wall_seconds;
+    res->exit_code = v.exited ? v.exit_code : -1;
     size_t le = v.err ? strlen(v.err) : 0, lo = v.out ? strlen(v.out) : 0;
     char *joined = malloc(le + lo + 2);
     if (!joined) {
@@ -254,6 +255,57 @@ int compile_student(const struct compile_toolchain *tc, const struct lab *lab,
     }
     int rc = toolchain_run(tc, lab, workdir, (const char *const *)argv, NULL, 0, obj, res);
     compile_argv_free(argv);
+    return rc;
+}
+
+/* The front pass: nvcc's own first two steps for the same command line
+ * (the host preprocessor, then cudafe++, the EDG front end that parses the
+ * whole file, host and device code), taken from `nvcc --dryrun` and run as
+ * nvcc would run them. ~0.35 s of CPU against ~0.8 s for nvcc -c and ~2 s
+ * for the CPU lane's whole work, and the same error lines nvcc prints.
+ * Exit 0 (and /work/.front-ok): it parses; 1: the student's error;
+ * 100: the dry run did not give the two steps (another toolkit): no
+ * front pass. */
+static const char front_script[] =
+    "nvcc=$1; shift\n"
+    "\"$nvcc\" \"$@\" --dryrun >/tmp/dry 2>&1 || exit 100\n"
+    "sed -n -e '/^#\\$ [A-Za-z_][A-Za-z_0-9]*=/d' -e 's/^#\\$ //p' -e '/^cudafe++ /q' /tmp/dry"
+    " >/tmp/front.sh || exit 100\n"
+    "grep -q '^cudafe++ ' /tmp/front.sh || exit 100\n"
+    "sh -e /tmp/front.sh || exit 1\n"
+    ": > /work/.front-ok\n";
+
+int compile_front(const struct compile_toolchain *tc, const struct lab *lab, const char *workdir,
+                  const char *src, struct compile_result *res)
+{
+    char **nv = compile_argv_student(tc, lab, src, "student.o");
+    size_t n = 0;
+    if (!nv) {
+        memset(res, 0, sizeof *res);
+        return -ENOMEM;
+    }
+    while (nv[n])
+        n++;
+    const char **argv = calloc(n + 5, sizeof *argv);
+    if (!argv) {
+        compile_argv_free(nv);
+        memset(res, 0, sizeof *res);
+        return -ENOMEM;
+    }
+    argv[0] = "/bin/sh";
+    argv[1] = "-c";
+    argv[2] = front_script;
+    argv[3] = "front";
+    for (size_t i = 0; i < n; i++)
+        argv[4 + i] = nv[i];
+    int rc = toolchain_run(tc, lab, workdir, argv, NULL, 0, ".front-ok", res);
+    if (rc == 0 && !res->ok && res->exit_code == 100) {
+        res->unavailable = 1;
+    } else if (rc == 0 && !res->ok && !res->timed_out && !res->oom) {
+        snprintf(res->message, sizeof res->message, "the compiler reported errors.");
+    }
+    free(argv);
+    compile_argv_free(nv);
     return rc;
 }
 

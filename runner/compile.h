@@ -25,6 +25,8 @@ struct compile_result {
     int ok;                 /* 1: the output file was produced and nvcc exited 0 */
     int timed_out;          /* the compile/link time cap was hit */
     int oom;                /* the memory cap was hit */
+    int exit_code;          /* the command's exit status, -1 when it did not exit */
+    int unavailable;        /* compile_front only: no front pass on this toolkit */
     double seconds;         /* wall time */
     char *log;              /* cleaned compiler output (stderr then stdout), caller frees */
     char message[256];      /* a sentence for the student when !ok */
@@ -49,6 +51,14 @@ void compile_argv_free(char **argv);
 int compile_student(const struct compile_toolchain *tc, const struct lab *lab,
                     const char *workdir, const char *src, const char *obj,
                     struct compile_result *res);
+
+/* The front pass (docs/runner.md "The front pass"): the preprocessor and
+ * cudafe++ steps of the nvcc command compile_student would run, in the
+ * same sandbox. res->ok: the file parses; else, unless res->unavailable
+ * (this toolkit's dry run did not give those steps: carry on to nvcc),
+ * res->log holds the errors as nvcc prints them. Same returns. */
+int compile_front(const struct compile_toolchain *tc, const struct lab *lab, const char *workdir,
+                  const char *src, struct compile_result *res);
 
 /* Link workdir/<obj> with the trusted harness object harness_obj (host path)
  * and static cudart into workdir/<prog>, inside the sandbox: an executable,

@@ -35,7 +35,9 @@ json_t *grade_system_error_doc(const char *lab, const char *gpu, const char *mes
 static int grade_phases(struct job *j)
 {
     int r;
-    if ((r = job_setup(j)) < 0 || (r = job_prestart(j)) < 0)
+    if ((r = job_setup(j)) < 0 || (r = job_front(j)) != JOB_NEXT)
+        return r;
+    if ((r = job_cpu_lane(j)) < 0 || (r = job_prestart(j)) < 0)
         return r;
     if ((r = job_compile(j)) != JOB_NEXT || job_stop_at(j, "compile"))
         return r;

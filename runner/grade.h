@@ -29,8 +29,12 @@ struct grade_env {
     const char *gpu_index;     /* value of CUDA_VISIBLE_DEVICES inside runs, or NULL */
     const char *const *gpu_devices; /* /dev nodes of this GPU, NULL-terminated; may be NULL */
     const char *launch;        /* cugrade-launch (runner/launch.c): the sanitizers' target */
-    int lane_fd;               /* -1, or a pipe: one byte when a job leaves the CPU lane
-                                  (its compile, inspection and link are done) */
+    int lane_fd;               /* -1, or a pipe to the runner: 'f' when the job's front
+                                  pass is done and it asks for a CPU lane slot, 'g' when
+                                  it leaves the CPU lane (compile, inspection and link
+                                  done) */
+    int grant_fd;              /* -1, or a pipe from the runner: one byte grants the
+                                  CPU lane slot asked for with 'f' */
 };
 
 /* The job as claimed (docs/api.md "Runner protocol"). Strings borrowed. */

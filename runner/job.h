@@ -3,6 +3,9 @@
  * (DESIGN steps 3-9, docs/runner.md "Order and overlap"):
  *
  *   job_setup     the lab, the rubric, the seed, the job's directories
+ *   job_front     the front pass (nvcc's preprocessor and cudafe++): a
+ *                 file that does not parse               -> compile_error
+ *   job_cpu_lane  waits for the runner's grant of a CPU lane slot
  *   job_prestart  device record; when the GPU lane has room now, the
  *                 reservation, and the judge session and sanitizers start
  *                 (they come up during nvcc); else they wait for job_admit
@@ -140,6 +143,8 @@ void job_init(struct job *j, const struct grade_env *env, const struct grade_job
 void job_free(struct job *j);
 
 int job_setup(struct job *j);
+int job_front(struct job *j);
+int job_cpu_lane(struct job *j);
 int job_prestart(struct job *j);
 int job_compile(struct job *j);
 int job_inspect(struct job *j);

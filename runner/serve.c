@@ -162,21 +162,33 @@ static int job_child(struct client *cl, struct host *hst, const struct grade_env
 
 
 /* ---------------------------------------------------------------------- */
-/* Two lanes. Each claimed job is graded in a child of its own. Its CPU
- * work (compile, inspection, link) runs at once, beside the others', up to
- * `jobs` at a time (the CPU lane, sized from the host's cores); then the
- * child writes one byte on its lane pipe and waits for the GPU lane (the
- * GPU memory admission and the GPU lock, lock.h) holding nothing another
- * job needs. The runner claims a new job whenever fewer than `jobs`
- * children are in their CPU lane and fewer than `queue` are in flight: a
- * compile error is answered while the GPU lane is full. */
+/* Two lanes. Each claimed job is graded in a child of its own. It runs
+ * its front pass at once (nvcc's preprocessor and cudafe++: a file that
+ * does not parse is answered in seconds, whatever is queued), beside up
+ * to `jobs` others; then it asks for a CPU lane slot ('f' on its lane
+ * pipe) and the runner grants slots in claim order ('c' on its grant
+ * pipe), `jobs` at a time: compile, inspection, link. Then the child
+ * writes 'g' and waits for the GPU lane (the GPU memory admission and the
+ * GPU lock, lock.h) holding nothing another job needs. The runner claims
+ * a new job whenever fewer than `jobs` children are in their front pass
+ * and fewer than `queue` are in flight: a compile error is answered while
+ * both lanes are full. */
+
+enum kid_state {
+    KID_FRONT, /* front pass */
+    KID_WAIT,  /* asked for a CPU lane slot */
+    KID_CPU,   /* granted: compile, inspection, link */
+    KID_GPU,   /* left the CPU lane */
+};
 
 struct kid {
     pid_t pid;
     long long id;
+    long long seq;     /* claim order: slots are granted in it */
     int attempt;
     int lane;          /* read end of its lane pipe, or -1 */
-    int in_cpu;        /* still compiling, inspecting or linking */
+    int grant;         /* write end of its grant pipe, or -1 */
+    enum kid_state state;
     char lab[64];
 };
 
@@ -227,12 +239,20 @@ static void kids_poll(struct client *cl, const struct host *h, struct health *hl
         poll(pf, np, ms);
     for (size_t i = 0; i < *nk; i++) {
         char c;
-        if (kids[i].lane < 0)
-            continue;
-        ssize_t n = read(kids[i].lane, &c, 1);
-        if (n == 1)
-            kids[i].in_cpu = 0;
-        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+        ssize_t n;
+        while (kids[i].lane >= 0 && (n = read(kids[i].lane, &c, 1)) != 0) {
+            if (n < 0) {
+                if (errno == EAGAIN || errno == EINTR)
+                    break;
+                n = 0;
+                break;
+            }
+            if (c == 'f' && kids[i].state == KID_FRONT)
+                kids[i].state = KID_WAIT;
+            else if (c == 'g')
+                kids[i].state = KID_GPU;
+        }
+        if (kids[i].lane >= 0 && n == 0) {
             close(kids[i].lane);
             kids[i].lane = -1;
         }
@@ -248,6 +268,8 @@ static void kids_poll(struct client *cl, const struct host *h, struct health *hl
                     health_suspect(hl);
                 if (kids[i].lane >= 0)
                     close(kids[i].lane);
+                if (kids[i].grant >= 0)
+                    close(kids[i].grant);
                 kids[i] = kids[--*nk];
                 break;
             }
@@ -258,11 +280,12 @@ static void kids_poll(struct client *cl, const struct host *h, struct health *hl
 /* Start a child grading job (a claim). Returns 0, or -errno (then a
  * system_error was posted for it). */
 static int kid_start(struct client *cl, const struct host *h, const struct grade_env *env,
-                     json_t *job, struct kid *kids, size_t *nk)
+                     json_t *job, struct kid *kids, size_t *nk, long long seq)
 {
     struct kid *k = &kids[*nk];
-    int p[2];
+    int p[2], g[2];
     memset(k, 0, sizeof *k);
+    k->seq = seq;
     k->id = (long long)json_integer_value(json_object_get(job, "id"));
     k->attempt = (int)json_integer_value(json_object_get(job, "attempt"));
     const char *lab = json_string_value(json_object_get(job, "lab"));
@@ -273,25 +296,37 @@ static int kid_start(struct client *cl, const struct host *h, const struct grade
         p[0] = p[1] = -1;
     else
         fcntl(p[0], F_SETFL, O_NONBLOCK);
+    if (p[0] < 0 || pipe2(g, O_CLOEXEC) < 0)
+        g[0] = g[1] = -1; /* no grant pipe: the child goes on at once */
     pid_t pid = fork();
     if (pid == 0) {
         struct grade_env e = *env;
         signal(SIGTERM, SIG_DFL);
         signal(SIGINT, SIG_IGN); /* a Ctrl-C lets the jobs in flight finish */
-        for (size_t i = 0; i < *nk; i++)
+        for (size_t i = 0; i < *nk; i++) {
             if (kids[i].lane >= 0)
                 close(kids[i].lane);
+            if (kids[i].grant >= 0)
+                close(kids[i].grant);
+        }
         if (p[0] >= 0)
             close(p[0]);
+        if (g[1] >= 0)
+            close(g[1]);
         e.lane_fd = p[1];
+        e.grant_fd = g[0];
         _exit(job_child(cl, (struct host *)h, &e, job));
     }
     if (p[1] >= 0)
         close(p[1]);
+    if (g[0] >= 0)
+        close(g[0]);
     if (pid < 0) {
         int e = errno;
         if (p[0] >= 0)
             close(p[0]);
+        if (g[1] >= 0)
+            close(g[1]);
         char msg[256];
         snprintf(msg, sizeof msg, "the runner could not fork: %s", strerror(e));
         fprintf(stderr, "cugrade-runner: job %lld: %s\n", k->id, msg);
@@ -303,9 +338,35 @@ static int kid_start(struct client *cl, const struct host *h, const struct grade
     }
     k->pid = pid;
     k->lane = p[0];
-    k->in_cpu = 1;
+    k->grant = g[1];
+    k->state = g[1] >= 0 ? KID_FRONT : KID_CPU;
     (*nk)++;
     return 0;
+}
+
+/* Grant CPU lane slots, oldest claim first, while fewer than jobs are in
+ * use. A grant that cannot be written (the child is gone) frees the slot
+ * when the child is reaped. */
+static void kids_grant(struct kid *kids, size_t nk, int jobs)
+{
+    size_t in_cpu = 0;
+    for (size_t i = 0; i < nk; i++)
+        in_cpu += kids[i].state == KID_CPU;
+    while (in_cpu < (size_t)jobs) {
+        struct kid *next = NULL;
+        for (size_t i = 0; i < nk; i++)
+            if (kids[i].state == KID_WAIT && (!next || kids[i].seq < next->seq))
+                next = &kids[i];
+        if (!next)
+            return;
+        char c = 'c';
+        next->state = KID_CPU;
+        in_cpu++;
+        if (write(next->grant, &c, 1) != 1) {
+            close(next->grant);
+            next->grant = -1;
+        }
+    }
 }
 
 static void serve_loop(struct client *cl, struct host *h, const struct grade_env *env, int once,
@@ -321,9 +382,10 @@ static void serve_loop(struct client *cl, struct host *h, const struct grade_env
     health_init(&hl, h->have_gpu && !once, h->gpu_index, now_s());
     for (;;) {
         kids_poll(cl, h, &hl, kids, &nk, 0);
-        size_t in_cpu = 0;
+        kids_grant(kids, nk, jobs);
+        size_t in_front = 0;
         for (size_t i = 0; i < nk; i++)
-            in_cpu += kids[i].in_cpu;
+            in_front += kids[i].state == KID_FRONT;
         if (stopping || (once && claimed)) {
             if (nk == 0)
                 break;
@@ -331,22 +393,29 @@ static void serve_loop(struct client *cl, struct host *h, const struct grade_env
             continue;
         }
         /* A GPU that does not answer its probe: claim nothing (health.h). */
-        if (in_cpu >= (size_t)jobs || nk >= (size_t)queue || !health_ok(&hl)) {
+        if (in_front >= (size_t)jobs || nk >= (size_t)queue || !health_ok(&hl)) {
             kids_poll(cl, h, &hl, kids, &nk, 200);
             continue;
         }
         json_t *job = NULL;
-        /* Long poll only when idle: children must be reaped in time. */
-        int r = client_claim(cl, nk ? 1 : 20, &job);
+        /* Long poll only when idle: children must be reaped in time, and a
+         * child at the CPU lane's door (or about to be) granted at once. */
+        int waiting = 0;
+        for (size_t i = 0; i < nk; i++)
+            waiting |= kids[i].state == KID_FRONT || kids[i].state == KID_WAIT;
+        int r = client_claim(cl, waiting ? 0 : nk ? 1 : 20, &job);
         if (r < 0) {
             /* Server down, restarting, or refusing us: never die, back off. */
             client_backoff(attempt < 8 ? attempt++ : attempt);
             continue;
         }
         attempt = 0;
-        if (!job)
+        if (!job) {
+            if (waiting) /* an empty queue: wait for a lane byte, not the server */
+                kids_poll(cl, h, &hl, kids, &nk, 100);
             continue;
-        kid_start(cl, h, env, job, kids, &nk);
+        }
+        kid_start(cl, h, env, job, kids, &nk, claimed);
         claimed++;
         json_decref(job);
     }

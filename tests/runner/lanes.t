@@ -103,6 +103,10 @@ def wait_for(cond, seconds):
 
 try:
     got2 = wait_for(lambda: 2 in state["results"], 180)
+    # The compile error comes from the front pass, maybe before the first
+    # job's own CPU work ended: then let that work end.
+    wait_for(lambda: ("compiling", "linking") in [tuple(x) for x in state["progress"].get(1, [])], 120)
+    time.sleep(2)
     with lock:
         r2 = state["results"].get(2)
         r1_early = state["results"].get(1)

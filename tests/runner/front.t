@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""CI (no GPU): the front pass (docs/runner.md "The front pass"). With a
+CPU lane of one (--jobs 1), four correct submissions then a syntax error
+are claimed: the syntax error's front pass (nvcc's preprocessor and
+cudafe++) answers it before the fourth correct job is granted its CPU lane
+slot, with nvcc's own error line; the slots go in claim order; the correct
+jobs are graded. With CUGRADE_FRONT=0 the same syntax error waits for its
+turn in the CPU lane (run once by hand: the ordering check then fails).
+A scripted fake server; the fake lab of pipeline.t. Prints TAP."""
+import json, os, shutil, signal, subprocess, sys, tempfile, threading, time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+ROOT = os.environ.get("CUGRADE_ROOT") or os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
+BUILD = os.environ.get("CUGRADE_BUILD") or os.path.join(ROOT, "build")
+RUNNER = os.path.join(BUILD, "cugrade-runner")
+FAKE = os.path.join(ROOT, "tests/runner/fakelab")
+sys.path.insert(0, FAKE)
+import tree  # noqa: E402  (the fake lab laid out as a course tree)
+TOKEN = "cgr_" + "cd" * 32
+failures = 0
+
+def ok(cond, name, detail=""):
+    global failures
+    print(("ok" if cond else "not ok") + " - " + name)
+    if not cond:
+        failures += 1
+        for line in str(detail).splitlines()[:20]:
+            print("#   " + line)
+
+if not os.path.exists("/usr/local/cuda/bin/nvcc") or os.geteuid() != 0:
+    print("not ok - needs nvcc and root (the sandbox): CI has the CUDA toolkit at /usr/local/cuda and runs as root: a runner suite that cannot run there is a failure, not a skip")
+    sys.exit(1)
+
+tmp = tempfile.mkdtemp(prefix="cugrade-front-")
+os.chmod(tmp, 0o755)
+root = tree.lay_out(os.path.join(tmp, "root"))
+rubric = json.load(open(os.path.join(FAKE, "rubric.json")))
+cache = os.path.join(tmp, "cache")
+os.makedirs(cache)
+
+GOOD = 'extern "C" void fill(float* o, int n) { for (int i = 0; i < n; i++) o[i] = 2.0f * i; }\n'
+BAD = 'extern "C" void fill(float* o, int n) { o[0] = ; }\n'
+def job(i, src):
+    return {"id": i, "lab": "fakelab", "attempt": 1, "lease_seconds": 60, "filename": "kernel.cu",
+            "source": src, "sha256": "x" * 64, "seed": "0123456789abcdef0123456789abcdef",
+            "rubric_version": 1, "rubric": rubric}
+
+lock = threading.Lock()
+state = {"queue": [job(1, GOOD), job(2, GOOD), job(3, GOOD), job(4, GOOD), job(5, BAD)],
+         "progress": {}, "progress_at": {}, "results": {}, "result_at": {}}
+
+class H(BaseHTTPRequestHandler):
+    def log_message(self, *a): pass
+    def reply(self, code, doc=None):
+        body = json.dumps(doc).encode() if doc is not None else b""
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def do_POST(self):
+        n = int(self.headers.get("Content-Length", 0))
+        body = json.loads(self.rfile.read(n) or b"{}")
+        with lock:
+            if self.path == "/api/runner/claim":
+                if state["queue"]:
+                    return self.reply(200, {"job": state["queue"].pop(0)})
+            elif self.path.endswith("/progress"):
+                jid = int(self.path.split("/")[4])
+                state["progress"].setdefault(jid, []).append((body.get("phase"), body.get("detail")))
+                state["progress_at"].setdefault((jid, body.get("detail")), time.time())
+                return self.reply(200, {"lease_expires_in": 60})
+            elif self.path.endswith("/result"):
+                jid = int(self.path.split("/")[4])
+                state["results"][jid] = body
+                state["result_at"][jid] = time.time()
+                return self.reply(200, {"ok": True})
+        time.sleep(0.3)  # the long poll, shortened
+        self.reply(204)
+
+srv = ThreadingHTTPServer(("127.0.0.1", 0), H)
+port = srv.server_address[1]
+threading.Thread(target=srv.serve_forever, daemon=True).start()
+
+tok = os.path.join(tmp, "token")
+open(tok, "w").write(TOKEN + "\n")
+log = open(os.path.join(tmp, "runner.log"), "w+")
+env = dict(os.environ, CUGRADE_GPU_MEMORY_MB="1000", CUGRADE_GPU_HOLD="0")
+p = subprocess.Popen([RUNNER, "--server", f"http://127.0.0.1:{port}", "--token-file", tok,
+                      "--root", root, "--cache", cache, "--work", os.path.join(tmp, "work"),
+                      "--arch", "sm_90", "--jobs", "1", "--queue", "8"],
+                     stdout=log, stderr=log, env=env, start_new_session=True)
+
+def wait_for(cond, seconds):
+    end = time.time() + seconds
+    while time.time() < end:
+        with lock:
+            if cond():
+                return True
+        time.sleep(0.2)
+    return False
+
+try:
+    got5 = wait_for(lambda: 5 in state["results"], 180)
+    done = wait_for(lambda: all(i in state["results"] for i in (1, 2, 3, 4)), 300)
+    with lock:
+        r5 = state["results"].get(5)
+        t5 = state["result_at"].get(5, 1e18)
+        nvcc_at = {i: state["progress_at"].get((i, "nvcc")) for i in (1, 2, 3, 4)}
+        rs = {i: state["results"].get(i) for i in (1, 2, 3, 4)}
+    ok(got5 and r5["status"] == "compile_error" and "kernel.cu(1): error: expected an expression" in json.dumps(r5),
+       "the syntax error is a compile_error with nvcc's error line", json.dumps(r5)[:800])
+    ok(nvcc_at[4] is not None and t5 < nvcc_at[4],
+       "it is answered before the fourth correct job got its CPU lane slot",
+       f"answered at {t5}, nvcc of each: {nvcc_at}")
+    order = [i for i in sorted(nvcc_at, key=lambda i: nvcc_at[i] or 1e18)]
+    ok(order == [1, 2, 3, 4], "the CPU lane's slots go in claim order", nvcc_at)
+    ok(done and all(r["status"] == "graded" and r["result"]["score"] > 0 for r in rs.values()),
+       "the correct jobs are graded", json.dumps(rs)[:1500])
+    ph = (rs.get(1) or {}).get("result", {}).get("cugrade", {}).get("phases", {})
+    ok("front" in ph and "cpu_wait" in ph and "compile" in ph, "phases has front and cpu_wait", ph)
+finally:
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    p.wait()
+    log.seek(0)
+    if failures:
+        for line in log.read().splitlines()[-30:]:
+            print("#   log: " + line)
+    srv.shutdown()
+    shutil.rmtree(tmp, ignore_errors=True)
+sys.exit(1 if failures else 0)
