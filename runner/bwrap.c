@@ -246,7 +246,6 @@ void bwrap_plan_creds(struct bwrap_plan *p, const struct sandbox_config *cfg,
     rlim_t cpu = cfg->cpu_seconds > 0 ? (rlim_t)ceil(cfg->cpu_seconds) + 1 : RLIM_INFINITY;
     p->cpu.rlim_cur = cpu;
     p->cpu.rlim_max = cpu == RLIM_INFINITY ? cpu : cpu + 1;
-    p->nice = cfg->nice > 0 && cfg->nice <= 19 ? cfg->nice : 0;
     p->uid = mode == BWRAP_MODE_SELF ? -1 : (int)box;
     p->gid = mode == BWRAP_MODE_SELF ? -1 : (int)box;
     p->own_userns = mode == BWRAP_MODE_ROOT;
@@ -337,9 +336,6 @@ static _Noreturn void grandchild_run(const struct bwrap_plan *p)
      * virtual address space for unified addressing. */
     if (setrlimit(RLIMIT_FSIZE, &p->fsize) < 0 || setrlimit(RLIMIT_CORE, &p->core) < 0 ||
         setrlimit(RLIMIT_NOFILE, &p->nofile) < 0 || setrlimit(RLIMIT_CPU, &p->cpu) < 0)
-        child_fail(p->errpipe, errno);
-    /* Lower priority (never higher): inherited by everything it starts. */
-    if (p->nice && setpriority(PRIO_PROCESS, 0, p->nice) < 0)
         child_fail(p->errpipe, errno);
     /* setuid binaries and file capabilities are inert from here on. */
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)

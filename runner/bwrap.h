@@ -43,7 +43,6 @@ struct bwrap_plan {
     const struct cgroup *cg;
     struct rlimit fsize, core, nofile, cpu;
     int uid, gid;          /* -1: keep who we are; else the box */
-    int nice;              /* 0, or the nice value the command runs at */
     int own_userns;        /* ROOT mode: make the user namespace ourselves */
     gid_t groups[8];       /* supplementary groups: the GPU nodes' */
     int ngroups;

@@ -161,16 +161,12 @@ static void toolchain_env(const struct compile_toolchain *tc, char *path, size_t
     env[5] = NULL;
 }
 
-/* The CPU lane's nvcc and links run at this nice value: in a burst, the
- * front passes (and with them the compile errors' answers) come first. */
-#define CPU_LANE_NICE 10
-
-/* Run argv in the sandbox with the toolchain's limits (at nice value
- * nice), clean its output into res. Returns 0 or -errno (sandbox failure). */
+/* Run argv in the sandbox with the toolchain's limits, clean its output
+ * into res. Returns 0 or -errno (sandbox failure). */
 static int toolchain_run(const struct compile_toolchain *tc, const struct lab *lab,
                          const char *workdir, const char *const *argv,
                          const struct sandbox_bind *extra, size_t nextra,
-                         const char *expect_out, int nice, struct compile_result *res)
+                         const char *expect_out, struct compile_result *res)
 {
     struct sandbox_config cfg;
     struct sandbox_verdict v;
@@ -201,7 +197,6 @@ static int toolchain_run(const struct compile_toolchain *tc, const struct lab *l
     cfg.output_cap = COMPILE_OUTPUT;
     cfg.result_fd = -1;
     cfg.allow_gpu = 0;
-    cfg.nice = nice;
 
     rc = sandbox_run(&cfg, &v);
     if (rc < 0)
@@ -258,8 +253,7 @@ int compile_student(const struct compile_toolchain *tc, const struct lab *lab,
         memset(res, 0, sizeof *res);
         return -ENOMEM;
     }
-    int rc = toolchain_run(tc, lab, workdir, (const char *const *)argv, NULL, 0, obj,
-                           CPU_LANE_NICE, res);
+    int rc = toolchain_run(tc, lab, workdir, (const char *const *)argv, NULL, 0, obj, res);
     compile_argv_free(argv);
     return rc;
 }
@@ -304,7 +298,7 @@ int compile_front(const struct compile_toolchain *tc, const struct lab *lab, con
     argv[3] = "front";
     for (size_t i = 0; i < n; i++)
         argv[4 + i] = nv[i];
-    int rc = toolchain_run(tc, lab, workdir, argv, NULL, 0, ".front-ok", 0, res);
+    int rc = toolchain_run(tc, lab, workdir, argv, NULL, 0, ".front-ok", res);
     if (rc == 0 && !res->ok && res->exit_code == 100) {
         res->unavailable = 1;
     } else if (rc == 0 && !res->ok && !res->timed_out && !res->oom) {
@@ -338,7 +332,7 @@ int compile_python(const struct compile_toolchain *tc, const struct lab *lab,
     struct sandbox_bind root;
     size_t nroot = (size_t)python_root_bind(&root);
     int rc = toolchain_run(tc, lab, workdir, argv, nroot ? &root : NULL, nroot,
-                           ".python-syntax-ok", 0, res);
+                           ".python-syntax-ok", res);
     if (rc == 0 && !res->ok && !res->timed_out && !res->oom)
         snprintf(res->message, sizeof res->message,
                  "Python could not parse your file: fix the syntax error below (the line "
@@ -384,8 +378,7 @@ int compile_link(const struct compile_toolchain *tc, const struct lab *lab,
             goto out;
     if (argv_push(v, &n, cap, "-o") || argv_push(v, &n, cap, prog))
         goto out;
-    rc = toolchain_run(tc, lab, workdir, (const char *const *)v, &hb, 1, prog, CPU_LANE_NICE,
-                       res);
+    rc = toolchain_run(tc, lab, workdir, (const char *const *)v, &hb, 1, prog, res);
 out:
     compile_argv_free(v);
     return rc;

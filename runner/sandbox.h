@@ -51,9 +51,6 @@ struct sandbox_config {
                                     DOMjudge and isolate do); 0: never killed for
                                     output (only truncated to output_cap).
                                     sandbox_config_init: SANDBOX_OUTPUT_LIMIT */
-    int nice;                    /* 0, or 1..19: the command runs at this nice value
-                                    (the CPU lane's compile and link, below the
-                                    front pass that answers compile errors) */
     const struct sandbox_pause *pause; /* NULL, or a clock that another thread of
                                     the caller stops while the command waits on it
                                     (a Python timing run waiting at its gate for the

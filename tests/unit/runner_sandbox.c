@@ -11,7 +11,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <stdio.h>
@@ -68,35 +67,6 @@ static void test_output_limit(const char *parent)
     sandbox_verdict_free(&v);
     sandbox_workdir_remove(wd);
     free(wd);
-}
-
-/* cfg.nice: the command runs at that nice value (the CPU lane's compile
- * and link at 10, under the front pass); 0 leaves it as the runner's. */
-static void test_nice(const char *parent)
-{
-    const char *env[] = {"PATH=/usr/bin:/bin", NULL};
-    const char *nice[] = {"nice", NULL};
-    int got[2] = {-1, -1};
-    for (int i = 0; i < 2; i++) {
-        char *wd = NULL;
-        struct sandbox_config cfg;
-        struct sandbox_verdict v;
-        if (sandbox_workdir_create(parent, &wd) != 0)
-            break;
-        sandbox_config_init(&cfg);
-        cfg.argv = nice;
-        cfg.env = env;
-        cfg.workdir = wd;
-        cfg.nice = i ? 10 : 0;
-        if (sandbox_run(&cfg, &v) == 0 && v.exited && v.exit_code == 0 && v.out)
-            got[i] = atoi(v.out);
-        sandbox_verdict_free(&v);
-        sandbox_workdir_remove(wd);
-        free(wd);
-    }
-    int base = getpriority(PRIO_PROCESS, 0);
-    check(got[0] == base && got[1] == 10,
-          "nice: the command runs at cfg.nice (10), or at the runner's own value (0)");
 }
 
 /* Boxes: each work directory holds its own uid until it is removed; when
@@ -350,7 +320,6 @@ int main(void)
         check(cgroup_detect() != CGROUP_NONE, "cgroup_detect: v1 or v2 found (running as root)");
         test_control_and_cancel(parent);
         test_output_limit(parent);
-        test_nice(parent);
         test_boxes(parent);
     }
 
