@@ -369,9 +369,19 @@ static void kids_grant(struct kid *kids, size_t nk, int jobs)
     }
 }
 
+/* How many children may be in their front pass at once: the CPU lane's
+ * size, or $CUGRADE_FRONT_JOBS (1 to 256). */
+static size_t front_width(int jobs)
+{
+    const char *e = getenv("CUGRADE_FRONT_JOBS");
+    int n = e ? atoi(e) : 0;
+    return n >= 1 && n <= 256 ? (size_t)n : (size_t)jobs;
+}
+
 static void serve_loop(struct client *cl, struct host *h, const struct grade_env *env, int once,
                        int jobs, int queue)
 {
+    size_t front_max = front_width(jobs);
     struct kid *kids = calloc((size_t)queue, sizeof *kids);
     struct health hl;
     size_t nk = 0;
@@ -393,7 +403,7 @@ static void serve_loop(struct client *cl, struct host *h, const struct grade_env
             continue;
         }
         /* A GPU that does not answer its probe: claim nothing (health.h). */
-        if (in_front >= (size_t)jobs || nk >= (size_t)queue || !health_ok(&hl)) {
+        if (in_front >= front_max || nk >= (size_t)queue || !health_ok(&hl)) {
             kids_poll(cl, h, &hl, kids, &nk, 200);
             continue;
         }
