@@ -239,7 +239,7 @@ static void kids_poll(struct client *cl, const struct host *h, struct health *hl
         poll(pf, np, ms);
     for (size_t i = 0; i < *nk; i++) {
         char c;
-        ssize_t n;
+        ssize_t n = -1;
         while (kids[i].lane >= 0 && (n = read(kids[i].lane, &c, 1)) != 0) {
             if (n < 0) {
                 if (errno == EAGAIN || errno == EINTR)
