@@ -7,8 +7,7 @@ slot, with nvcc's own error line; the slots go in claim order; the correct
 jobs are graded. With CUGRADE_FRONT=0 the same syntax error waits for its
 turn in the CPU lane (run once by hand: the ordering check then fails).
 A scripted fake server; the fake lab of pipeline.t. Prints TAP."""
-import json, os, shutil, signal, subprocess, sys, tempfile, threading, time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import json, os, shutil, signal, subprocess, sys, tempfile, time
 
 ROOT = os.environ.get("CUGRADE_ROOT") or os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
 BUILD = os.environ.get("CUGRADE_BUILD") or os.path.join(ROOT, "build")
@@ -16,6 +15,8 @@ RUNNER = os.path.join(BUILD, "cugrade-runner")
 FAKE = os.path.join(ROOT, "tests/runner/fakelab")
 sys.path.insert(0, FAKE)
 import tree  # noqa: E402  (the fake lab laid out as a course tree)
+import fakeserver  # noqa: E402  (the server's runner protocol, scripted)
+from fakeserver import GOOD, BAD, job  # noqa: E402
 TOKEN = "cgr_" + "cd" * 32
 failures = 0
 
@@ -38,49 +39,8 @@ rubric = json.load(open(os.path.join(FAKE, "rubric.json")))
 cache = os.path.join(tmp, "cache")
 os.makedirs(cache)
 
-GOOD = 'extern "C" void fill(float* o, int n) { for (int i = 0; i < n; i++) o[i] = 2.0f * i; }\n'
-BAD = 'extern "C" void fill(float* o, int n) { o[0] = ; }\n'
-def job(i, src):
-    return {"id": i, "lab": "fakelab", "attempt": 1, "lease_seconds": 60, "filename": "kernel.cu",
-            "source": src, "sha256": "x" * 64, "seed": "0123456789abcdef0123456789abcdef",
-            "rubric_version": 1, "rubric": rubric}
-
-lock = threading.Lock()
-state = {"queue": [job(1, GOOD), job(2, GOOD), job(3, GOOD), job(4, GOOD), job(5, BAD)],
-         "progress": {}, "progress_at": {}, "results": {}, "result_at": {}}
-
-class H(BaseHTTPRequestHandler):
-    def log_message(self, *a): pass
-    def reply(self, code, doc=None):
-        body = json.dumps(doc).encode() if doc is not None else b""
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-    def do_POST(self):
-        n = int(self.headers.get("Content-Length", 0))
-        body = json.loads(self.rfile.read(n) or b"{}")
-        with lock:
-            if self.path == "/api/runner/claim":
-                if state["queue"]:
-                    return self.reply(200, {"job": state["queue"].pop(0)})
-            elif self.path.endswith("/progress"):
-                jid = int(self.path.split("/")[4])
-                state["progress"].setdefault(jid, []).append((body.get("phase"), body.get("detail")))
-                state["progress_at"].setdefault((jid, body.get("detail")), time.time())
-                return self.reply(200, {"lease_expires_in": 60})
-            elif self.path.endswith("/result"):
-                jid = int(self.path.split("/")[4])
-                state["results"][jid] = body
-                state["result_at"][jid] = time.time()
-                return self.reply(200, {"ok": True})
-        time.sleep(0.3)  # the long poll, shortened
-        self.reply(204)
-
-srv = ThreadingHTTPServer(("127.0.0.1", 0), H)
-port = srv.server_address[1]
-threading.Thread(target=srv.serve_forever, daemon=True).start()
+fake = fakeserver.FakeServer([job(i, rubric) for i in (1, 2, 3, 4)] + [job(5, rubric, BAD)])
+port, lock, state = fake.port, fake.lock, fake.state
 
 tok = os.path.join(tmp, "token")
 open(tok, "w").write(TOKEN + "\n")
@@ -91,14 +51,7 @@ p = subprocess.Popen([RUNNER, "--server", f"http://127.0.0.1:{port}", "--token-f
                       "--arch", "sm_90", "--jobs", "1", "--queue", "8"],
                      stdout=log, stderr=log, env=env, start_new_session=True)
 
-def wait_for(cond, seconds):
-    end = time.time() + seconds
-    while time.time() < end:
-        with lock:
-            if cond():
-                return True
-        time.sleep(0.2)
-    return False
+wait_for = fake.wait_for
 
 try:
     got5 = wait_for(lambda: 5 in state["results"], 180)
@@ -129,6 +82,6 @@ finally:
     if failures:
         for line in log.read().splitlines()[-30:]:
             print("#   log: " + line)
-    srv.shutdown()
+    fake.stop()
     shutil.rmtree(tmp, ignore_errors=True)
 sys.exit(1 if failures else 0)

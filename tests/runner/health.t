@@ -9,8 +9,7 @@ a job that ends in system_error (the fake harness's set-up failure) makes
 the runner probe, and while the probe fails the next job stays on the
 server, then is graded once the GPU answers. A scripted fake server and the
 fake lab of pipeline.t. Prints TAP."""
-import json, os, shutil, signal, subprocess, sys, tempfile, threading, time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import json, os, shutil, signal, subprocess, sys, tempfile, time
 
 ROOT = os.environ.get("CUGRADE_ROOT") or os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
 BUILD = os.environ.get("CUGRADE_BUILD") or os.path.join(ROOT, "build")
@@ -18,6 +17,8 @@ RUNNER = os.path.join(BUILD, "cugrade-runner")
 FAKE = os.path.join(ROOT, "tests/runner/fakelab")
 sys.path.insert(0, FAKE)
 import tree  # noqa: E402  (the fake lab laid out as a course tree)
+import fakeserver  # noqa: E402  (the server's runner protocol, scripted)
+from fakeserver import job  # noqa: E402
 TOKEN = "cgr_" + "ef" * 32
 failures = 0
 
@@ -84,54 +85,8 @@ p = subprocess.run([RUNNER, "gpu-probe"], capture_output=True, text=True, timeou
 ok(p.returncode == 3 or os.path.exists("/dev/nvidiactl"),
    "gpu-probe: no driver library to ask: exit 3 (the runner goes on as before)", f"rc {p.returncode}: {p.stderr}")
 
-GOOD = 'extern "C" void fill(float* o, int n) { for (int i = 0; i < n; i++) o[i] = 2.0f * i; }\n'
-
-
-def job(i, seed="0123456789abcdef0123456789abcdef"):
-    return {"id": i, "lab": "fakelab", "attempt": 1, "lease_seconds": 60, "filename": "kernel.cu",
-            "source": GOOD, "sha256": "x" * 64, "seed": seed, "rubric_version": 1, "rubric": rubric}
-
-
-lock = threading.Lock()
-state = {"queue": [job(1)], "claims": [], "claimed": {}, "results": {}}
-
-
-class H(BaseHTTPRequestHandler):
-    def log_message(self, *a): pass
-
-    def reply(self, code, doc=None):
-        body = json.dumps(doc).encode() if doc is not None else b""
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        try:
-            self.wfile.write(body)
-        except BrokenPipeError:  # the runner killed at the end, mid long poll
-            pass
-
-    def do_POST(self):
-        n = int(self.headers.get("Content-Length", 0))
-        body = json.loads(self.rfile.read(n) or b"{}")
-        with lock:
-            if self.path == "/api/runner/claim":
-                state["claims"].append(time.time())
-                if state["queue"]:
-                    j = state["queue"].pop(0)
-                    state["claimed"][j["id"]] = time.time()
-                    return self.reply(200, {"job": j})
-            elif self.path.endswith("/progress"):
-                return self.reply(200, {"lease_expires_in": 60})
-            elif self.path.endswith("/result"):
-                state["results"][int(self.path.split("/")[4])] = body
-                return self.reply(200, {"ok": True})
-        time.sleep(0.3)  # the long poll, shortened
-        self.reply(204)
-
-
-srv = ThreadingHTTPServer(("127.0.0.1", 0), H)
-port = srv.server_address[1]
-threading.Thread(target=srv.serve_forever, daemon=True).start()
+fake = fakeserver.FakeServer([job(1, rubric)])
+port, lock, state = fake.port, fake.lock, fake.state
 tok = os.path.join(tmp, "token")
 open(tok, "w").write(TOKEN + "\n")
 log = open(os.path.join(tmp, "runner.log"), "w+")
@@ -141,14 +96,7 @@ p = subprocess.Popen([RUNNER, "--server", f"http://127.0.0.1:{port}", "--token-f
                      stdout=log, stderr=log, env=env, start_new_session=True)
 
 
-def wait_for(cond, seconds):
-    end = time.time() + seconds
-    while time.time() < end:
-        with lock:
-            if cond():
-                return True
-        time.sleep(0.2)
-    return False
+wait_for = fake.wait_for
 
 
 def runner_log():
@@ -181,7 +129,7 @@ try:
     # job stays on the server.
     open(dead, "w").close()
     with lock:
-        state["queue"] += [job(2, seed="bad0" + "0" * 28), job(3)]
+        state["queue"] += [job(2, rubric, seed="bad0" + "0" * 28), job(3, rubric)]
     got2 = wait_for(lambda: 2 in state["results"], 180)
     with lock:
         r2 = state["results"].get(2)
@@ -210,6 +158,6 @@ finally:
     if failures:
         for line in runner_log().splitlines()[-30:]:
             print("#   log: " + line)
-    srv.shutdown()
+    fake.stop()
     shutil.rmtree(tmp, ignore_errors=True)
 sys.exit(1 if failures else 0)
