@@ -40,8 +40,9 @@ int progress_call(const struct job *j, const char *phase, const char *detail)
 static int valid_filename(const char *f)
 {
     size_t n = f ? strlen(f) : 0;
+    /* Not '-' first: nvcc would take "--dryrun.cu" for an option. */
     if (n < 4 || n > 64 || (strcmp(f + n - 3, ".cu") != 0 && !python_submission(f)) ||
-        f[0] == '.')
+        f[0] == '.' || f[0] == '-')
         return 0;
     for (size_t i = 0; i < n; i++)
         if (!isalnum((unsigned char)f[i]) && f[i] != '_' && f[i] != '.' && f[i] != '-')

@@ -264,7 +264,9 @@ const struct multipart_part *multipart_find(const struct multipart_part *parts, 
 int multipart_filename_valid(const char *name)
 {
     size_t n = strlen(name);
-    if (n < 4 || n > 64 || name[0] == '.')
+    /* Not '.' first (a hidden file), nor '-' (nvcc would read "--dryrun.cu"
+     * as an option). */
+    if (n < 4 || n > 64 || name[0] == '.' || name[0] == '-')
         return 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char ch = (unsigned char)name[i];

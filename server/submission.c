@@ -529,7 +529,7 @@ int submission_check(struct app *app, const struct auth_user *viewer, const char
     if (!multipart_filename_valid(filename))
         return api_fail(e, 400, "bad_request",
                         "The file name '%.64s' is not allowed: use 1-64 letters, digits, '_', '-' "
-                        "or '.', ending in .cu (no folders).",
+                        "or '.', not starting with '-' or '.', ending in .cu or .py (no folders).",
                         filename);
     if (len == 0)
         return api_fail(e, 400, "bad_request", "The source file is empty.");

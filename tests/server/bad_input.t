@@ -136,7 +136,8 @@ def main(t):
 
     # --- filenames (path traversal and friends)
     for name in ["../../etc/passwd", "..\\x.cu", "/etc/x.cu", "../kernel.cu",
-                 b"a\x00.cu", "kernel.txt", "ker nel.cu", "x" * 70 + ".cu", ".cu/../../a.cu"]:
+                 b"a\x00.cu", "kernel.txt", "ker nel.cu", "x" * 70 + ".cu", ".cu/../../a.cu",
+                 "--dryrun.cu", "-o.py"]:
         ctype, mp3 = multipart([("file", name, kernel())])
         r = post_sub(mp3, ctype)
         t.error(r, 400, None, "multipart filename %r is refused" % (name,))

@@ -117,6 +117,9 @@ static void test_multipart(void)
     ok(!multipart_filename_valid("a/b.cu"), "filename with a slash refused");
     ok(!multipart_filename_valid("C:\\x\\k.cu"), "filename with backslashes refused");
     ok(!multipart_filename_valid(".hidden.cu"), "hidden filename refused");
+    ok(!multipart_filename_valid("--dryrun.cu") && !multipart_filename_valid("-o.py") &&
+           multipart_filename_valid("a-b.cu"),
+       "a filename starting with '-' refused (nvcc would read it as an option)");
     ok(!multipart_filename_valid("kernel.c"), "filename not ending in .cu refused");
     ok(!multipart_filename_valid(".cu"), "filename .cu alone refused");
     ok(!multipart_filename_valid("k\xc3\xa9.cu"), "non-ASCII filename refused");
