@@ -3,6 +3,7 @@
  * child, and the state the service loop asks before each claim.
  */
 #include "health.h"
+#include "lock.h"
 
 #include <assert.h>
 #include <dlfcn.h>
@@ -103,16 +104,19 @@ static double env_seconds(const char *name, double dflt)
     return v && end != v && *end == '\0' && d > 0 && d <= 3600 ? d : dflt;
 }
 
-void health_init(struct health *hl, int have_gpu, const char *gpu, double now)
+void health_init(struct health *hl, int have_gpu, const struct grade_env *env, double now)
 {
     memset(hl, 0, sizeof *hl);
+    lock_gpu_path(env, "down", hl->down, sizeof hl->down);
+    if (have_gpu)
+        unlink(hl->down);
     hl->enabled = have_gpu;
     hl->wanted = have_gpu; /* a GPU already gone at start claims nothing */
     hl->fd = -1;
     hl->next = now;
     hl->period = env_seconds("CUGRADE_GPU_PROBE_SECONDS", 30);
     hl->limit = env_seconds("CUGRADE_GPU_PROBE_LIMIT", 30);
-    snprintf(hl->gpu, sizeof hl->gpu, "%s", gpu ? gpu : "0");
+    snprintf(hl->gpu, sizeof hl->gpu, "%s", env->gpu_index ? env->gpu_index : "0");
 }
 
 void health_suspect(struct health *hl)
@@ -198,6 +202,37 @@ static const char *probe_message(struct health *hl)
     return hl->why[0] ? hl->why : "no message";
 }
 
+/* The down file, for the jobs in flight (health_gpu_down): the probe's
+ * message on its first line. Written whole under a temporary name, then
+ * renamed. */
+static void down_write(const char *path, const char *why)
+{
+    char tmp[PATH_MAX + 8];
+    snprintf(tmp, sizeof tmp, "%s.new", path);
+    FILE *f = fopen(tmp, "we");
+    if (!f)
+        return;
+    fprintf(f, "%s\n", why);
+    if (fclose(f) != 0 || rename(tmp, path) != 0)
+        unlink(tmp);
+}
+
+int health_gpu_down(const struct grade_env *env, char *why, size_t len)
+{
+    char path[PATH_MAX];
+    lock_gpu_path(env, "down", path, sizeof path);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return 0;
+    if (why && len) {
+        if (!fgets(why, (int)len, f))
+            why[0] = '\0';
+        why[strcspn(why, "\n")] = '\0';
+    }
+    fclose(f);
+    return 1;
+}
+
 int health_reaped(struct health *hl, pid_t pid, int status, double now)
 {
     if (!hl->enabled || pid != hl->pid || pid == 0)
@@ -211,18 +246,22 @@ int health_reaped(struct health *hl, pid_t pid, int status, double now)
     hl->known = 1;
     int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     if (code == HEALTH_PROBE_OK || code == HEALTH_PROBE_UNKNOWN) {
-        if (hl->bad)
+        if (hl->bad) {
             fprintf(stderr, "cugrade-runner: GPU %s answers again: claiming jobs\n", hl->gpu);
+            unlink(hl->down);
+        }
         hl->bad = 0;
         hl->next = now + SUSPECT_GAP_S;
         return 1;
     }
-    if (!hl->bad)
+    if (!hl->bad) {
+        const char *why = hl->overdue ? "the probe did not answer in time" : probe_message(hl);
         fprintf(stderr,
                 "cugrade-runner: GPU %s is not usable (%s): claiming no jobs until it answers "
-                "(probed every %g s); the jobs stay queued\n",
-                hl->gpu, hl->overdue ? "the probe did not answer in time" : probe_message(hl),
-                hl->period);
+                "(probed every %g s); the jobs stay queued, and those in flight wait for it\n",
+                hl->gpu, why, hl->period);
+        down_write(hl->down, why);
+    }
     hl->bad = 1;
     hl->next = now + hl->period;
     return 1;

@@ -12,8 +12,11 @@
 #ifndef CUGRADE_HEALTH_H
 #define CUGRADE_HEALTH_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <sys/types.h>
+
+struct grade_env;
 
 /* `cugrade-runner gpu-probe` exit statuses. */
 #define HEALTH_PROBE_OK      0 /* a context, an allocation, a memset, a synchronize */
@@ -33,14 +36,15 @@ struct health {
     double period;      /* seconds between probes while bad */
     double limit;       /* seconds a probe may take */
     char gpu[64];       /* the GPU index, for the log */
+    char down[PATH_MAX]; /* CACHE/gpu-N.down: there while the probe fails */
     char why[256];      /* the probe's stderr */
     size_t nwhy;
 };
 
-/* Set up for GPU index gpu (have_gpu 0: never probes, always ok). The
- * first probe starts at the first health_tick; nothing is claimed before
- * it answered. */
-void health_init(struct health *hl, int have_gpu, const char *gpu, double now);
+/* Set up for env's GPU (have_gpu 0: never probes, always ok). The first
+ * probe starts at the first health_tick; nothing is claimed before it
+ * answered. A down file left by an earlier runner is removed. */
+void health_init(struct health *hl, int have_gpu, const struct grade_env *env, double now);
 
 /* A job ended in system_error: probe soon (at most every 2 s while good);
  * nothing is claimed until the probe answered. */
@@ -56,6 +60,11 @@ int health_reaped(struct health *hl, pid_t pid, int status, double now);
 /* 1 while jobs may be claimed: no GPU to watch, or its last probe
  * answered and no suspicion waits for another. */
 int health_ok(const struct health *hl);
+
+/* The jobs' side: while CACHE/gpu-N.down exists (the runner's probe
+ * fails), a job about to enter the GPU lane waits rather than fail on the
+ * GPU. 1 while it exists (why: its first line), else 0. */
+int health_gpu_down(const struct grade_env *env, char *why, size_t len);
 
 /* `cugrade-runner gpu-probe`: one of the HEALTH_PROBE_* statuses. */
 int health_probe_main(void);

@@ -14,6 +14,7 @@
 #include "lock.h"
 #include "profile.h"
 #include "python.h"
+#include "health.h"
 #include "hint.h"
 #include "stats.h"
 
@@ -27,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---------------------------------------------------------------------- */
@@ -462,7 +464,7 @@ int job_prestart(struct job *j)
     double waited = 0;
     j->limits_measured = !j->g->stop_after && labcache_built(j->env, j->g->lab);
     baseline_limits_set(&j->rc, j->limits_measured);
-    if (j->limits_measured) {
+    if (j->limits_measured && !health_gpu_down(j->env, NULL, 0)) {
         /* exclusive GPU lock when not cached: before anything of ours holds one */
         baseline_device_record(&j->rc);
         r = job_reserve(j, 0, &waited);
@@ -617,6 +619,31 @@ static void job_sanitizers_off(struct job *j)
     }
 }
 
+/* While the runner's probe finds the GPU unusable (health.h), a job about
+ * to enter the GPU lane waits for it, holding nothing, rather than fail on
+ * it and spend one of its attempts: up to CUGRADE_GPU_DOWN_WAIT (600 s),
+ * then it is ours (system_error: requeued for another runner). */
+static int job_wait_gpu_up(struct job *j)
+{
+    char why[256];
+    const char *e = getenv("CUGRADE_GPU_DOWN_WAIT");
+    double limit = e && atof(e) > 0 ? atof(e) : 600, waited = 0;
+    if (!health_gpu_down(j->env, why, sizeof why))
+        return 0;
+    if (progress_call(j, status_name(STATUS_CHECKING), "waiting: the GPU is not answering") ==
+        -ECANCELED)
+        return -ECANCELED;
+    while (health_gpu_down(j->env, why, sizeof why)) {
+        if (waited >= limit)
+            return job_fail(j, -EHOSTDOWN, "the GPU did not answer for %.0f s (%s)", waited, why);
+        struct timespec ts = {0, 500 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        waited += 0.5;
+    }
+    job_clock_mark(&j->pc, "gpu_down_wait");
+    return 0;
+}
+
 /* The job's GPU memory reservation (waiting holds nothing), then its
  * shared GPU lock: the sanitizers' work, the check run and its judge
  * happen under it; it is let go (after the sanitizers ended) before the
@@ -632,6 +659,8 @@ int job_admit(struct job *j)
         ssize_t w = write(j->env->lane_fd, &c, 1);
         (void)w;
     }
+    if (!j->admitted && (r = job_wait_gpu_up(j)) < 0)
+        return r;
     if (!j->limits_measured) {
         baseline_device_record(&j->rc); /* a lab built just now (--lazy-build) */
         baseline_limits_set(&j->rc, 1);

@@ -389,7 +389,7 @@ static void serve_loop(struct client *cl, struct host *h, const struct grade_env
     assert(jobs >= 1 && queue >= jobs && queue <= 256);
     if (!kids)
         return;
-    health_init(&hl, h->have_gpu && !once, h->gpu_index, now_s());
+    health_init(&hl, h->have_gpu && !once, env, now_s());
     for (;;) {
         kids_poll(cl, h, &hl, kids, &nk, 0);
         kids_grant(kids, nk, jobs);

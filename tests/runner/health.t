@@ -71,7 +71,8 @@ with open(os.path.join(fbin, "nvidia-smi"), "w") as f:
             'exit 0;; esac\nexit 2\n')
 os.chmod(os.path.join(fbin, "nvidia-smi"), 0o755)
 env = dict(os.environ, PATH=fbin + ":" + os.environ["PATH"], LD_LIBRARY_PATH=lib, FAKE_CUDA_DEAD=dead,
-           CUGRADE_GPU_HOLD="0", CUGRADE_GPU_PROBE_SECONDS="1")
+           CUGRADE_GPU_HOLD="0", CUGRADE_GPU_PROBE_SECONDS="1", CUGRADE_GPU_DOWN_WAIT="15")
+down = os.path.join(cache, "gpu-0.down")
 
 # 1. The probe by itself.
 p = subprocess.run([RUNNER, "gpu-probe"], capture_output=True, text=True, env=env, timeout=30)
@@ -115,6 +116,9 @@ try:
        f"claims {nclaims}; log: {runner_log()[-1500:]}")
     ok("CUDA_ERROR_NO_DEVICE" in runner_log() and "the jobs stay queued" in runner_log(),
        "the log names the probe's error", runner_log()[-1500:])
+    downmsg = open(down).read() if os.path.exists(down) else None
+    ok(downmsg and "CUDA_ERROR_NO_DEVICE" in downmsg,
+       "the jobs in flight learn it from CACHE/gpu-0.down, with the probe's message", downmsg)
     os.unlink(dead)
     t_back = time.time()
     got1 = wait_for(lambda: 1 in state["results"], 180)
@@ -124,6 +128,7 @@ try:
     ok(got1 and r1["status"] == "graded" and c1 >= t_back,
        "once the GPU answers again the job is claimed and graded", json.dumps(r1)[:800])
     ok("answers again" in runner_log(), "the log says the GPU answers again", runner_log()[-1500:])
+    ok(not os.path.exists(down), "and the down file is gone")
 
     # 3. Gone mid-way: a job ends in system_error, the probe fails, the next
     # job stays on the server.
@@ -149,6 +154,39 @@ try:
         c3 = state["claimed"].get(3, 0)
     ok(got3 and r3["status"] == "graded" and c3 >= t_back,
        "the GPU answers again: the waiting job is claimed then and graded", json.dumps(r3)[:800])
+
+    # 4. A job already in flight when the GPU goes waits at the GPU lane's
+    # door (the down file), holding nothing, instead of failing on the GPU;
+    # past CUGRADE_GPU_DOWN_WAIT (15 s here) it is ours. The file is written
+    # by hand here, as the runner writes it, with the GPU itself fine.
+    open(down, "w").write("cuInit: CUDA_ERROR_NO_DEVICE (CUDA error 100)\n")
+    with lock:
+        state["queue"] += [job(4, rubric)]
+    waiting = wait_for(lambda: ("checking", "waiting: the GPU is not answering") in
+                       [tuple(x) for x in state["progress"].get(4, [])], 120)
+    time.sleep(2)
+    with lock:
+        r4_early = state["results"].get(4)
+    ok(waiting and r4_early is None, "a job in flight waits while the GPU does not answer",
+       f"progress {state['progress'].get(4)}; result {json.dumps(r4_early)[:500]}")
+    os.unlink(down)
+    got4 = wait_for(lambda: 4 in state["results"], 120)
+    with lock:
+        r4 = state["results"].get(4)
+    ph = ((r4 or {}).get("result") or {}).get("cugrade", {}).get("phases", {})
+    ok(got4 and r4["status"] == "graded" and "gpu_down_wait" in ph,
+       "the GPU back, it is graded (phases.gpu_down_wait)", json.dumps(r4)[:800])
+    open(down, "w").write("cuInit: CUDA_ERROR_NO_DEVICE (CUDA error 100)\n")
+    with lock:
+        state["queue"] += [job(5, rubric)]
+    got5 = wait_for(lambda: 5 in state["results"], 120)
+    with lock:
+        r5 = state["results"].get(5)
+    ok(got5 and r5["status"] == "system_error" and "did not answer for 15 s" in json.dumps(r5),
+       "past CUGRADE_GPU_DOWN_WAIT the job is ours: system_error, requeued for another runner",
+       json.dumps(r5)[:800])
+    if os.path.exists(down):
+        os.unlink(down)
 finally:
     try:
         os.killpg(p.pid, signal.SIGKILL)
