@@ -1,6 +1,6 @@
 /*
  * job_phase.h - what runner/job.c and the phase files split from it
- * (job_time.c) share. Not for the rest of the runner: job.h is the job's
+ * (job_time.c, job_lane.c) share. Not for the rest of the runner: job.h is the job's
  * interface.
  */
 #ifndef CUGRADE_RUNNER_JOB_PHASE_H
@@ -24,5 +24,10 @@ void job_unreserve(struct job *j);
 
 /* A system_error of ours: the sentence into j->err, r (< 0) returned. */
 __attribute__((format(printf, 3, 4))) int job_fail(struct job *j, int r, const char *fmt, ...);
+
+/* Before the GPU lane: wait while the runner's probe finds the GPU
+ * unusable (health.h), holding nothing; 0, or -errno past
+ * CUGRADE_GPU_DOWN_WAIT (j->err says so). job_lane.c. */
+int job_gpu_up(struct job *j);
 
 #endif
