@@ -143,6 +143,7 @@ static int probe_start(struct health *hl, double now)
             dup2(devnull, 0);
             dup2(devnull, 1);
         }
+        close_range(3, ~0U, 0); /* nothing of the runner's (its server connection) */
         char *const argv[] = {exe, "gpu-probe", NULL};
         execv(exe, argv);
         _exit(127);
@@ -174,6 +175,24 @@ static void probe_read(struct health *hl)
     hl->why[hl->nwhy] = '\0';
 }
 
+static void down_write(const char *path, const char *why);
+
+/* The probe failed (or hangs): say so once, leave the down file for the
+ * jobs in flight, probe again in a period. */
+static void health_went_bad(struct health *hl, const char *why, double now)
+{
+    if (!hl->bad) {
+        fprintf(stderr,
+                "cugrade-runner: GPU %s is not usable (%s): claiming no jobs until it answers "
+                "(probed every %g s); the jobs stay queued, and those in flight wait for it\n",
+                hl->gpu, why, hl->period);
+        down_write(hl->down, why);
+    }
+    hl->bad = 1;
+    hl->known = 1;
+    hl->next = now + hl->period;
+}
+
 void health_tick(struct health *hl, double now)
 {
     if (!hl->enabled)
@@ -181,8 +200,11 @@ void health_tick(struct health *hl, double now)
     if (hl->pid) {
         probe_read(hl);
         if (!hl->overdue && now - hl->started > hl->limit) {
+            /* A driver call that hangs: the GPU is not usable now, even if
+             * the probe cannot be reaped yet (stuck in the driver). */
             kill(hl->pid, SIGKILL);
             hl->overdue = 1;
+            health_went_bad(hl, "the probe did not answer in time", now);
         }
         return;
     }
@@ -254,16 +276,8 @@ int health_reaped(struct health *hl, pid_t pid, int status, double now)
         hl->next = now + SUSPECT_GAP_S;
         return 1;
     }
-    if (!hl->bad) {
-        const char *why = hl->overdue ? "the probe did not answer in time" : probe_message(hl);
-        fprintf(stderr,
-                "cugrade-runner: GPU %s is not usable (%s): claiming no jobs until it answers "
-                "(probed every %g s); the jobs stay queued, and those in flight wait for it\n",
-                hl->gpu, why, hl->period);
-        down_write(hl->down, why);
-    }
-    hl->bad = 1;
-    hl->next = now + hl->period;
+    health_went_bad(hl, hl->overdue ? "the probe did not answer in time" : probe_message(hl),
+                    now);
     return 1;
 }
 

@@ -43,6 +43,7 @@ rubric = json.load(open(os.path.join(FAKE, "rubric.json")))
 cache = os.path.join(tmp, "cache")
 os.makedirs(cache)
 dead = os.path.join(tmp, "gpu-is-gone")
+hang = os.path.join(tmp, "driver-hangs")
 
 # The fake driver: every call the probe makes; cuInit fails while `dead` exists.
 lib = os.path.join(tmp, "lib")
@@ -52,6 +53,8 @@ with open(os.path.join(tmp, "fake.c"), "w") as f:
 #include <stdlib.h>
 #include <unistd.h>
 int cuInit(unsigned fl) { (void)fl; const char *d = getenv("FAKE_CUDA_DEAD");
+    const char *h = getenv("FAKE_CUDA_HANG");
+    if (h && access(h, F_OK) == 0) sleep(60);
     return d && access(d, F_OK) == 0 ? 100 : 0; }
 int cuGetErrorName(int e, const char **s) { *s = e == 100 ? "CUDA_ERROR_NO_DEVICE" : "CUDA_ERROR_UNKNOWN"; return 0; }
 int cuDeviceGet(int *d, int o) { *d = o; return 0; }
@@ -71,6 +74,7 @@ with open(os.path.join(fbin, "nvidia-smi"), "w") as f:
             'exit 0;; esac\nexit 2\n')
 os.chmod(os.path.join(fbin, "nvidia-smi"), 0o755)
 env = dict(os.environ, PATH=fbin + ":" + os.environ["PATH"], LD_LIBRARY_PATH=lib, FAKE_CUDA_DEAD=dead,
+           FAKE_CUDA_HANG=hang, CUGRADE_GPU_PROBE_LIMIT="3",
            CUGRADE_GPU_HOLD="0", CUGRADE_GPU_PROBE_SECONDS="1", CUGRADE_GPU_DOWN_WAIT="15")
 down = os.path.join(cache, "gpu-0.down")
 
@@ -187,6 +191,25 @@ try:
        json.dumps(r5)[:800])
     if os.path.exists(down):
         os.unlink(down)
+
+    # 5. A driver that hangs: the probe is killed at CUGRADE_GPU_PROBE_LIMIT
+    # (3 s here) and the GPU counts as not usable until a probe answers.
+    open(hang, "w").close()
+    with lock:
+        state["queue"] += [job(6, rubric, seed="bad0" + "0" * 28), job(7, rubric)]
+    said = wait_for(lambda: "the probe did not answer in time" in runner_log(), 120)
+    ok(said and os.path.exists(down) and "did not answer" in open(down).read(),
+       "a probe that hangs is killed at its limit: not usable, the down file says why",
+       runner_log()[-1500:])
+    with lock:
+        held = 7 not in state["claimed"]
+    ok(held, "and nothing is claimed meanwhile", state["claimed"])
+    os.unlink(hang)
+    got7 = wait_for(lambda: 7 in state["results"], 180)
+    with lock:
+        r7 = state["results"].get(7)
+    ok(got7 and r7["status"] == "graded" and not os.path.exists(down),
+       "the driver back, the next probe answers and the job is graded", json.dumps(r7)[:800])
 finally:
     try:
         os.killpg(p.pid, signal.SIGKILL)
