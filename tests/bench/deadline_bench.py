@@ -210,6 +210,9 @@ def main():
             ("host CPU busy, mean / p90", f"{statistics.mean(cpu) if cpu else float('nan'):.0f}% / "
              f"{pct(cpu, 90) if cpu else float('nan'):.0f}% (n={len(cpu)})"),
             ("false runtime_errors", f"{len(false_rt)}" + (": " + "; ".join(false_rt[:5]) if false_rt else "")),
+            # Of those, ours (the student was not charged: a dead GPU, a
+            # crashed helper) against verdicts that blame the student.
+            ("  of which system_error (ours)", f"{sum(1 for x in false_rt if x.endswith(': system_error'))}"),
             ("wall, s", f"{t_last - t_first:.0f}"),
             ("graded jobs' profiles", ", ".join(f"{k} {v}" for k, v in sorted(
                 __import__("collections").Counter(s.get("profile") for s in subs if s.get("profile")).items()))
