@@ -4,6 +4,7 @@
  */
 #include "health.h"
 #include "lock.h"
+#include "run.h"
 
 #include <assert.h>
 #include <dlfcn.h>
@@ -96,12 +97,18 @@ int health_probe_main(void)
 /* ---------------------------------------------------------------------- */
 /* The state, in the service loop. */
 
-static double env_seconds(const char *name, double dflt)
+/* Seconds from $name: a number in (0, max], else dflt. */
+static double env_seconds(const char *name, double dflt, double max)
 {
     const char *v = getenv(name);
     char *end;
     double d = v ? strtod(v, &end) : 0;
-    return v && end != v && *end == '\0' && d > 0 && d <= 3600 ? d : dflt;
+    return v && end != v && *end == '\0' && d > 0 && d <= max ? d : dflt;
+}
+
+double health_down_wait(void)
+{
+    return env_seconds("CUGRADE_GPU_DOWN_WAIT", 600, 86400);
 }
 
 void health_init(struct health *hl, int have_gpu, const struct grade_env *env, double now)
@@ -114,8 +121,8 @@ void health_init(struct health *hl, int have_gpu, const struct grade_env *env, d
     hl->wanted = have_gpu; /* a GPU already gone at start claims nothing */
     hl->fd = -1;
     hl->next = now;
-    hl->period = env_seconds("CUGRADE_GPU_PROBE_SECONDS", 30);
-    hl->limit = env_seconds("CUGRADE_GPU_PROBE_LIMIT", 30);
+    hl->period = env_seconds("CUGRADE_GPU_PROBE_SECONDS", 30, 3600);
+    hl->limit = env_seconds("CUGRADE_GPU_PROBE_LIMIT", 30, 3600);
     snprintf(hl->gpu, sizeof hl->gpu, "%s", env->gpu_index ? env->gpu_index : "0");
 }
 
@@ -131,10 +138,8 @@ static int probe_start(struct health *hl, double now)
 {
     char exe[PATH_MAX];
     int p[2];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0 || pipe2(p, O_CLOEXEC) < 0)
-        return -errno;
-    exe[n] = '\0';
+    if (run_self_exe(exe, sizeof exe) < 0 || pipe2(p, O_CLOEXEC) < 0)
+        return -(errno ? errno : ENOENT);
     pid_t pid = fork();
     if (pid == 0) {
         dup2(p[1], 2);

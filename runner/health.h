@@ -66,6 +66,9 @@ int health_ok(const struct health *hl);
  * GPU. 1 while it exists (why: its first line), else 0. */
 int health_gpu_down(const struct grade_env *env, char *why, size_t len);
 
+/* How long a job waits for it: $CUGRADE_GPU_DOWN_WAIT seconds (600). */
+double health_down_wait(void);
+
 /* `cugrade-runner gpu-probe`: one of the HEALTH_PROBE_* statuses. */
 int health_probe_main(void);
 

@@ -3,6 +3,7 @@
  * nodes, the GPU holder, the labs built at start.
  */
 #include "host.h"
+#include "run.h"
 #include "lab.h"
 
 #include <dlfcn.h>
@@ -24,15 +25,6 @@ static int dir_has(const char *dir, const char *name)
 }
 
 /* This binary's path (NUL-terminated) into exe; 0, or -1. */
-static int self_exe(char *exe, size_t len)
-{
-    ssize_t n = readlink("/proc/self/exe", exe, len - 1);
-    if (n <= 0)
-        return -1;
-    exe[n] = '\0';
-    return 0;
-}
-
 static void find_root(struct host *h, const char *opt)
 {
     char exe[PATH_MAX];
@@ -47,7 +39,7 @@ static void find_root(struct host *h, const char *opt)
     }
     if (getcwd(h->root, sizeof h->root) && dir_has(h->root, "labs"))
         return;
-    if (self_exe(exe, sizeof exe) == 0) {
+    if (run_self_exe(exe, sizeof exe) == 0) {
         for (int up = 0; up < 3; up++) {
             char *s = strrchr(exe, '/');
             if (!s)
@@ -74,7 +66,7 @@ static void find_launch(struct host *h)
         return;
     }
     h->launch[0] = '\0';
-    if (self_exe(exe, sizeof exe) < 0)
+    if (run_self_exe(exe, sizeof exe) < 0)
         return;
     char *slash = strrchr(exe, '/');
     if (slash) {
@@ -314,7 +306,7 @@ void host_gpu_hold_start(const struct host *h)
         return;
     char exe[PATH_MAX];
     int p[2];
-    if (self_exe(exe, sizeof exe) < 0 || pipe2(p, O_CLOEXEC) < 0)
+    if (run_self_exe(exe, sizeof exe) < 0 || pipe2(p, O_CLOEXEC) < 0)
         return;
     pid_t a = fork();
     if (a == 0) {

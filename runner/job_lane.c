@@ -92,8 +92,7 @@ int job_cpu_lane(struct job *j)
 int job_gpu_up(struct job *j)
 {
     char why[256];
-    const char *e = getenv("CUGRADE_GPU_DOWN_WAIT");
-    double limit = e && atof(e) > 0 ? atof(e) : 600, waited = 0;
+    double limit = health_down_wait(), waited = 0;
     if (!health_gpu_down(j->env, why, sizeof why))
         return 0;
     if (progress_call(j, status_name(STATUS_CHECKING), "waiting: the GPU is not answering") ==

@@ -31,6 +31,15 @@ double run_now(void)
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+int run_self_exe(char *exe, size_t len)
+{
+    ssize_t n = readlink("/proc/self/exe", exe, len - 1);
+    if (n <= 0)
+        return -1;
+    exe[n] = '\0';
+    return 0;
+}
+
 /* In a forked child: a process group of its own, stdin from in_fd (-1:
  * /dev/null), stdout to out_fd, the runner's environment less
  * LD_LIBRARY_PATH plus extra_env, then exec argv. Never returns. */

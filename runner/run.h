@@ -71,6 +71,10 @@ struct channel_info;
 /* Seconds on the monotonic clock. */
 double run_now(void);
 
+/* This binary's path (exe: len bytes), to start one of its own
+ * subcommands (gpu-hold, gpu-probe): 0, or -1. */
+int run_self_exe(char *exe, size_t len);
+
 /* In a forked child: a process group of its own, stdin from in_fd (-1:
  * /dev/null), stdout to out_fd, the runner's environment less
  * LD_LIBRARY_PATH plus extra_env, then exec argv. Never returns. */

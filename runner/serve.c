@@ -6,6 +6,7 @@
  */
 #include "serve.h"
 #include "health.h"
+#include "run.h"
 #include "status.h"
 
 #include <assert.h>
@@ -218,11 +219,13 @@ static int kid_ended(struct client *cl, const struct host *h, const struct kid *
     return 1;
 }
 
-static double now_s(void)
+/* How many children are in state s. */
+static size_t kids_in(const struct kid *kids, size_t nk, enum kid_state s)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+    size_t n = 0;
+    for (size_t i = 0; i < nk; i++)
+        n += kids[i].state == s;
+    return n;
 }
 
 /* Reap ended children (and the GPU probe) and read lane bytes, waiting at
@@ -260,7 +263,7 @@ static void kids_poll(struct client *cl, const struct host *h, struct health *hl
     int status;
     pid_t pid;
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-        if (health_reaped(hl, pid, status, now_s()))
+        if (health_reaped(hl, pid, status, run_now()))
             continue;
         for (size_t i = 0; i < *nk; i++)
             if (kids[i].pid == pid) {
@@ -274,7 +277,7 @@ static void kids_poll(struct client *cl, const struct host *h, struct health *hl
                 break;
             }
     }
-    health_tick(hl, now_s());
+    health_tick(hl, run_now());
 }
 
 /* Start a child grading job (a claim). Returns 0, or -errno (then a
@@ -349,9 +352,7 @@ static int kid_start(struct client *cl, const struct host *h, const struct grade
  * when the child is reaped. */
 static void kids_grant(struct kid *kids, size_t nk, int jobs)
 {
-    size_t in_cpu = 0;
-    for (size_t i = 0; i < nk; i++)
-        in_cpu += kids[i].state == KID_CPU;
+    size_t in_cpu = kids_in(kids, nk, KID_CPU);
     while (in_cpu < (size_t)jobs) {
         struct kid *next = NULL;
         for (size_t i = 0; i < nk; i++)
@@ -389,13 +390,11 @@ static void serve_loop(struct client *cl, struct host *h, const struct grade_env
     assert(jobs >= 1 && queue >= jobs && queue <= 256);
     if (!kids)
         return;
-    health_init(&hl, h->have_gpu && !once, env, now_s());
+    health_init(&hl, h->have_gpu && !once, env, run_now());
     for (;;) {
         kids_poll(cl, h, &hl, kids, &nk, 0);
         kids_grant(kids, nk, jobs);
-        size_t in_front = 0;
-        for (size_t i = 0; i < nk; i++)
-            in_front += kids[i].state == KID_FRONT;
+        size_t in_front = kids_in(kids, nk, KID_FRONT);
         if (stopping || (once && claimed)) {
             if (nk == 0)
                 break;
@@ -410,9 +409,7 @@ static void serve_loop(struct client *cl, struct host *h, const struct grade_env
         json_t *job = NULL;
         /* Long poll only when idle: children must be reaped in time, and a
          * child at the CPU lane's door (or about to be) granted at once. */
-        int waiting = 0;
-        for (size_t i = 0; i < nk; i++)
-            waiting |= kids[i].state == KID_FRONT || kids[i].state == KID_WAIT;
+        int waiting = in_front || kids_in(kids, nk, KID_WAIT);
         int r = client_claim(cl, waiting ? 0 : nk ? 1 : 20, &job);
         if (r < 0) {
             /* Server down, restarting, or refusing us: never die, back off. */
