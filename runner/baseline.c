@@ -6,6 +6,7 @@
 #include "lock.h"
 #include "stats.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define BASELINE_SEED "00000000c0ffee00" /* fixed: baselines are cached across jobs */
@@ -311,7 +313,118 @@ int baseline_batch(const struct run_ctx *rc, const char *name, const char *case_
     double ms = samples_median(samples);
     if (r == 0 && ms > 0)
         baseline_batch_cache(rc, name, case_name, ms, *n, *device);
+    if (r == 0 && ms > 0 && strcmp(name, "cpu") != 0 &&
+        baseline_batch_keep(rc, name, case_name, *x, *n) != 0)
+        fprintf(stderr, "cugrade-runner: cannot keep the %s batch of %s for other jobs\n", name,
+                rc->lab->name);
     json_decref(samples);
+    return r;
+}
+
+double baseline_share_window(void)
+{
+    const char *e = getenv("CUGRADE_BASELINE_SHARE");
+    char *end = NULL;
+    if (!e || !*e)
+        return BASELINE_SHARE_DEFAULT_S;
+    double s = strtod(e, &end);
+    if (*end || !isfinite(s) || s < 0)
+        return BASELINE_SHARE_DEFAULT_S;
+    return s > BASELINE_SHARE_MAX_S ? BASELINE_SHARE_MAX_S : s;
+}
+
+/* CACHE/gpu-N.batch-LAB-CASE-NAME.json: names made of the slugs. */
+static void batch_path(const struct run_ctx *rc, const char *name, const char *case_name,
+                       char *out, size_t len)
+{
+    char l[128], c[128], b[64], what[400];
+    run_slug(rc->lab->name, l, sizeof l);
+    run_slug(case_name, c, sizeof c);
+    run_slug(name, b, sizeof b);
+    snprintf(what, sizeof what, "batch-%s-%s-%s.json", l, c, b);
+    lock_gpu_path(rc->env, what, out, len);
+}
+
+static double wall_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int baseline_batch_keep(const struct run_ctx *rc, const char *name, const char *case_name,
+                        const double *x, size_t n)
+{
+    char path[PATH_MAX];
+    json_t *a = json_array(), *doc = NULL;
+    char *txt = NULL;
+    int r = -ENOMEM;
+    assert(x || n == 0);
+    if (!a || n == 0)
+        goto out;
+    for (size_t i = 0; i < n; i++)
+        if (json_array_append_new(a, json_real(x[i])) != 0)
+            goto out;
+    doc = json_pack("{s:s, s:s, s:s, s:f, s:O}", "baseline", name, "case", case_name, "lab",
+                    rc->lab->name, "at", wall_now(), "samples_ms", a);
+    if (!doc || !(txt = json_dumps(doc, JSON_COMPACT)))
+        goto out;
+    batch_path(rc, name, case_name, path, sizeof path);
+    r = run_file_write_atomic(path, txt, strlen(txt));
+out:
+    free(txt);
+    json_decref(doc);
+    json_decref(a);
+    return r;
+}
+
+/* A kept batch is a few KiB (up to a few hundred samples). */
+#define BATCH_FILE_MAX (256 * 1024)
+
+int baseline_batch_recent(const struct run_ctx *rc, const char *name, const char *case_name,
+                          double fresh_s, double **x, size_t *n, double *age_s)
+{
+    char path[PATH_MAX];
+    struct stat st;
+    json_error_t jerr;
+    *x = NULL;
+    *n = 0;
+    *age_s = NAN;
+    batch_path(rc, name, case_name, path, sizeof path);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return errno == ENOENT ? -ENOENT : -EIO;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > BATCH_FILE_MAX) {
+        close(fd);
+        return -EIO;
+    }
+    json_t *doc = json_loadfd(fd, 0, &jerr);
+    close(fd);
+    const json_t *at = json_object_get(doc, "at");
+    const char *b = json_string_value(json_object_get(doc, "baseline"));
+    const char *c = json_string_value(json_object_get(doc, "case"));
+    int r = -EIO;
+    /* The names are in the file too: a slug may map two names to one path. */
+    if (!json_is_number(at) || !b || !c || strcmp(b, name) != 0 || strcmp(c, case_name) != 0)
+        goto out;
+    double age = wall_now() - json_number_value(at);
+    r = -ESTALE;
+    if (!(age >= 0) || age > fresh_s)
+        goto out; /* a clock set back dates it in the future: not trusted as fresh */
+    r = samples_copy(json_object_get(doc, "samples_ms"), x, n);
+    for (size_t i = 0; r == 0 && i < *n; i++)
+        if (!((*x)[i] > 0) || !isfinite((*x)[i]))
+            r = -EIO;
+    if (r != 0) {
+        free(*x);
+        *x = NULL;
+        *n = 0;
+        r = -EIO;
+        goto out;
+    }
+    *age_s = age;
+out:
+    json_decref(doc);
     return r;
 }
 

@@ -28,6 +28,33 @@ double baseline_time(const struct run_ctx *rc, const char *name, const char *cas
  * (the run failed; logged) or -ENOMEM. */
 int baseline_batch(const struct run_ctx *rc, const char *name, const char *case_name,
                    double **x, size_t *n, json_t **device);
+/* Batches shared between the jobs of one GPU (docs/runner.md, "Noise and
+ * re-timing": shared batches). Every GPU batch baseline_batch times is
+ * also kept, with the wall-clock second it was measured, as
+ * CACHE/gpu-N.batch-LAB-CASE-NAME.json (one file per GPU, not per model:
+ * two cards of one model differ). A job's first round takes a batch at
+ * most fresh_s seconds old instead of timing its own inside its exclusive
+ * hold: in a deadline burst the cuBLAS or naive batch is then timed about
+ * once per window, not once per job (stop 21 on the H100: the baselines
+ * were 1.98 s of a 2.95 s hold). */
+#define BASELINE_SHARE_DEFAULT_S 30.0
+#define BASELINE_SHARE_MAX_S 600.0
+/* The window from $CUGRADE_BASELINE_SHARE (seconds; 0 turns sharing off:
+ * every job times its own batches), else the default; clamped to
+ * [0, BASELINE_SHARE_MAX_S]. */
+double baseline_share_window(void);
+/* The batch of baseline name on case_name that a job of this GPU timed at
+ * most fresh_s seconds ago: *x (malloc'd, *n samples in ms) and its age in
+ * *age_s. Returns 0, -ENOENT (none kept), -ESTALE (older than fresh_s, or
+ * dated in the future) or -EIO (unreadable: not a regular file, too big,
+ * not the document written). Only the runner writes CACHE: no sandbox has
+ * a path to it, so a batch kept there was timed by trusted code. */
+int baseline_batch_recent(const struct run_ctx *rc, const char *name, const char *case_name,
+                          double fresh_s, double **x, size_t *n, double *age_s);
+/* Keep samples (n, ms) as the newest batch of baseline name on case_name
+ * on this GPU, dated now (atomic replace). Returns 0 or -errno. */
+int baseline_batch_keep(const struct run_ctx *rc, const char *name, const char *case_name,
+                        const double *x, size_t n);
 /* The host's record of CPU baseline batches (docs/runner.md, "Noise and
  * re-timing"): one batch median per line, appended by every interleaved
  * CPU batch, the newest BASELINE_CPU_RECORD read back. A CPU baseline's

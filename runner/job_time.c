@@ -59,9 +59,30 @@ static const char *round_phase(int k, const char *first)
     return k == 0 ? first : "retime";
 }
 
+/* The first round takes a batch of baseline `name` that another job of
+ * this GPU timed within the sharing window (baseline.h), instead of
+ * timing one inside its own exclusive hold. A re-timing round always times
+ * its own: it is there to add independent samples, and its order (the
+ * baselines first on odd rounds) to cancel a drift of the clocks. Returns
+ * 1 when a shared batch joined the pool. */
+static int job_round_shared_baseline(struct job_round *jr, int k, const char *name,
+                                     enum retime_who who)
+{
+    double *x = NULL, age = 0, fresh = baseline_share_window();
+    size_t n = 0;
+    if (k != 0 || !(fresh > 0))
+        return 0;
+    int r = baseline_batch_recent(&jr->j->rc, name, jr->j->lab.timing_case, fresh, &x, &n, &age);
+    if (r == 0)
+        r = retime_append_shared(jr->pool, who, x, n, age);
+    free(x);
+    return r == 0;
+}
+
 /* The interleaved GPU baselines of round k, under the exclusive lock the
- * caller holds. A batch that fails is ours and only logged: the cached
- * median stands in for it (job_baselines). */
+ * caller holds (or a fresh shared batch in its place). A batch that fails
+ * is ours and only logged: the cached median stands in for it
+ * (job_baselines). */
 static void job_round_gpu_baselines(struct job_round *jr, int k)
 {
     for (size_t i = 0; i < jr->ncmp; i++) {
@@ -69,6 +90,8 @@ static void job_round_gpu_baselines(struct job_round *jr, int k)
         size_t n = 0;
         int who = retime_who(jr->cmp[i]);
         if (strcmp(jr->cmp[i], "cpu") == 0 || who < 0)
+            continue;
+        if (job_round_shared_baseline(jr, k, jr->cmp[i], (enum retime_who)who))
             continue;
         if (baseline_batch(&jr->j->rc, jr->cmp[i], jr->j->lab.timing_case, &x, &n,
                            &jr->device) == 0)

@@ -41,6 +41,22 @@ int retime_append(struct retime_pool *p, enum retime_who who, const double *x, s
     return 0;
 }
 
+int retime_append_shared(struct retime_pool *p, enum retime_who who, const double *x, size_t n,
+                         double age_s)
+{
+    assert(who > RETIME_STUDENT && who < RETIME_NWHO);
+    assert(age_s >= 0);
+    struct retime_series *s = &p->s[who];
+    if (s->shared_n > 0)
+        return -EEXIST;
+    int r = retime_append(p, who, x, n);
+    if (r == 0) {
+        s->shared_n = n;
+        s->shared_age_s = age_s;
+    }
+    return r;
+}
+
 void retime_pool_free(struct retime_pool *p)
 {
     for (int i = 0; i < RETIME_NWHO; i++)
@@ -84,7 +100,9 @@ int retime_apply(const struct retime_pool *p, struct score_timing *t)
         double ms;
         if (p->s[i].n == 0 || series_spread(&p->s[i], &tmp, &ms, NULL) != 0)
             continue; /* no batch of it in this job: the cached median stays, exact */
-        tmp.interleaved = 1;
+        tmp.interleaved = p->s[i].n > p->s[i].shared_n;
+        tmp.shared = p->s[i].shared_n > 0;
+        tmp.shared_age_s = tmp.shared ? p->s[i].shared_age_s : 0;
         *sp = tmp;
         if (strcmp(who_names[i], "naive") == 0)
             t->naive_ms = ms;

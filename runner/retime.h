@@ -35,6 +35,8 @@ enum retime_who {
 struct retime_series {
     double *x;
     size_t n, cap;
+    size_t shared_n;     /* of the n: samples of a batch another job timed (shared) */
+    double shared_age_s; /* how old that batch was when taken */
 };
 
 /* Every sample of every round, per program. */
@@ -47,11 +49,17 @@ struct retime_pool {
 int retime_who(const char *baseline);
 /* Append n samples (ms) to who's series. Returns 0 or -ENOMEM. */
 int retime_append(struct retime_pool *p, enum retime_who who, const double *x, size_t n);
+/* Append the n samples of a batch another job of this GPU timed age_s
+ * seconds ago (baseline.h: shared batches); at most one such batch per
+ * series. Returns 0, -EEXIST (one is already there) or -ENOMEM. */
+int retime_append_shared(struct retime_pool *p, enum retime_who who, const double *x, size_t n,
+                         double age_s);
 void retime_pool_free(struct retime_pool *p);
 
 /* Medians and spreads of t from the pool: the student's (student_ms,
  * samples, rel_err, student) and each baseline that has samples (its
- * median slot and spread, marked interleaved). Returns 0, or -EINVAL when
+ * median slot and spread, marked interleaved when the job timed a batch of
+ * it itself, shared when it took another job's). Returns 0, or -EINVAL when
  * the student's series has no usable sample. */
 int retime_apply(const struct retime_pool *p, struct score_timing *t);
 

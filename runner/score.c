@@ -372,14 +372,17 @@ static json_t *speed_entry(const struct rubric_speed *sp, const struct score_tim
                      "max_points", best);
 }
 
-/* One timing of the job for timing.timings[]: median and its 95% interval. */
+/* One timing of the job for timing.timings[]: median and its 95% interval;
+ * shared_age_s: the age of a batch another job of this GPU timed (null
+ * when every batch was this job's own, or cached). */
 static json_t *timing_entry(const char *name, double ms, const struct score_spread *s)
 {
     int known = s->samples > 0;
-    return json_pack("{s:s, s:o, s:o, s:o, s:I, s:b}", "name", name, "median_ms",
+    return json_pack("{s:s, s:o, s:o, s:o, s:I, s:b, s:o}", "name", name, "median_ms",
                      num_or_null(ms), "ci_low", num_or_null(known ? s->lo : NAN), "ci_high",
                      num_or_null(known ? s->hi : NAN), "samples", (json_int_t)s->samples,
-                     "interleaved", s->interleaved);
+                     "interleaved", s->interleaved, "shared_age_s",
+                     num_or_null(s->shared ? s->shared_age_s : NAN));
 }
 
 /* The noise part of the timing object: each timing's spread, the method,

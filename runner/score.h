@@ -58,6 +58,8 @@ struct score_spread {
     int interleaved;           /* timed in this job, alternating with the student's batches */
     double cov, cov2;          /* the exact coverage of [lo, hi] and [lo2, hi2]: below the
                                   nominal 95% / 97.5% with too few samples (whole range) */
+    int shared;                /* holds a batch another job of this GPU timed (baseline.h) */
+    double shared_age_s;       /* that batch's age when taken, s */
 };
 
 struct score_timing {

@@ -104,6 +104,27 @@ try:
     ph0 = d0.get("result", {}).get("cugrade", {}).get("phases") or {}
     ok(d0["status"] == "graded" and "time_run" in ph0 and "time_start" not in ph0,
        "CUGRADE_TIME_GATE=0: timed without the gate, as before", ph0)
+    # Shared batches (docs/runner.md, "Noise and re-timing"): the first
+    # job's naive batch was kept for this GPU; the next job, seconds later,
+    # takes it instead of timing its own inside its exclusive hold.
+    t1 = {x.get("name"): x for x in t.get("timings") or []}
+    t0d = {x.get("name"): x for x in (d0.get("result", {}).get("cugrade", {}).get("timing") or {}).get("timings") or []}
+    nv = t0d.get("naive", {})
+    ok(t1.get("naive", {}).get("shared_age_s", 0) is None and nv.get("interleaved") is False and
+       0 <= (nv.get("shared_age_s") if nv.get("shared_age_s") is not None else -1) <= 30 and
+       nv.get("samples", 0) > 0 and t0d.get("cpu", {}).get("interleaved") is True and
+       os.path.exists(os.path.join(tmp, "cache", "gpu-0.batch-fakelab-big-naive.json")),
+       "the next job takes the naive batch the first one timed (%s s old), not timing its own; "
+       "the CPU batch is its own" % nv.get("shared_age_s"), json.dumps({"first": t1, "next": t0d}))
+    os.environ["CUGRADE_BASELINE_SHARE"] = "0"
+    try:
+        ds, logs = grade("good.cu")
+    finally:
+        del os.environ["CUGRADE_BASELINE_SHARE"]
+    tsd = {x.get("name"): x for x in (ds.get("result", {}).get("cugrade", {}).get("timing") or {}).get("timings") or []}
+    ok(ds["status"] == "graded" and tsd.get("naive", {}).get("interleaved") is True and
+       tsd["naive"].get("shared_age_s", 0) is None,
+       "CUGRADE_BASELINE_SHARE=0: every job times its own batch, as before", json.dumps(tsd))
     # Another holder keeps the GPU's lock shared for 12 s (as another job's
     # check run would), longer than the timing run's wall limit (the check
     # limit + 2 x 3 s): the timing run starts, waits at its gate with the

@@ -12,10 +12,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+#include <limits.h>
 
 #include "rubric.h"
+#include "lab.h"
 #include "runner/baseline.h"
+#include "runner/grade.h"
+#include "runner/run.h"
 #include "runner/retime.h"
 #include "runner/score.h"
 
@@ -139,8 +144,8 @@ int main(void)
     t.student_ms = 3;
     t.cublas_ms = 2;
     t.naive_ms = t.optimized_ms = t.cpu_ms = NAN;
-    t.student = (struct score_spread){2.9, 3.1, 2.8, 3.2, 50, 0, 0.95, 0.975};
-    t.cublas = (struct score_spread){1.95, 2.05, 1.9, 2.1, 50, 1, 0.95, 0.975};
+    t.student = (struct score_spread){2.9, 3.1, 2.8, 3.2, 50, 0, 0.95, 0.975, 0, 0};
+    t.cublas = (struct score_spread){1.95, 2.05, 1.9, 2.1, 50, 1, 0.95, 0.975, 0, 0};
     double lo, hi;
     check(score_metric_ci("ratio_to_cublas", &t, &lo, &hi) == 0.95, "the metric CI is 95%");
     ok(fabs(lo - 2.8 / 2.1) < 1e-12 && fabs(hi - 3.2 / 1.9) < 1e-12,
@@ -226,7 +231,7 @@ int main(void)
     t.recheck_passed = 0;
     t.student_ms = 2.54;
     t.cpu_ms = 254;
-    t.student = (struct score_spread){2.3, 2.7, 2.2, 2.8, 30, 0, 0.95, 0.975};
+    t.student = (struct score_spread){2.3, 2.7, 2.2, 2.8, 30, 0, 0.95, 0.975, 0, 0};
     check(retime_uncertain(&r, &t, err, sizeof err) < 0,
           "a failed re-check earns nothing: no re-timing");
     t.recheck_passed = 1;
@@ -239,11 +244,11 @@ int main(void)
     t.student_ms = 3.0;
     t.cublas_ms = 1.5;
     t.naive_ms = t.optimized_ms = t.cpu_ms = NAN;
-    t.student = (struct score_spread){2.95, 3.05, 2.9, 3.1, 40, 0, 0.95, 0.975};
-    t.cublas = (struct score_spread){1.48, 1.52, 1.47, 1.53, 40, 1, 0.95, 0.975};
+    t.student = (struct score_spread){2.95, 3.05, 2.9, 3.1, 40, 0, 0.95, 0.975, 0, 0};
+    t.cublas = (struct score_spread){1.48, 1.52, 1.47, 1.53, 40, 1, 0.95, 0.975, 0, 0};
     check(retime_uncertain(&rc, &t, err, sizeof err) == 0, "2.0x cuBLAS +-4% holds the 2x threshold");
     t.student_ms = 4.0;
-    t.student = (struct score_spread){3.95, 4.05, 3.9, 4.1, 40, 0, 0.95, 0.975};
+    t.student = (struct score_spread){3.95, 4.05, 3.9, 4.1, 40, 0, 0.95, 0.975, 0, 0};
     check(retime_uncertain(&rc, &t, err, sizeof err) < 0, "2.7x cuBLAS +-4% is clear");
 
     /* The host's record of CPU baseline batches: appended, newest read. */
@@ -272,6 +277,119 @@ int main(void)
     check(k == 3 && few[0] == 228 && few[2] == 230, "a smaller window reads the newest 3");
     unlink(rpath);
     check(baseline_record_read("/nonexistent/record", rec, 5) == 0, "a missing record reads nothing");
+
+    /* Shared batches (baseline.h): a baseline batch one job timed is kept
+     * per GPU, and another job's first round takes it while it is fresh. */
+    char cdir[] = "/tmp/cugrade-share-XXXXXX";
+    check(mkdtemp(cdir) != NULL, "a temporary cache");
+    struct grade_env genv = {.cache = cdir, .gpu_index = "3"};
+    struct lab glab = {.name = "matmul"};
+    struct run_ctx grc = {.env = &genv, .lab = &glab};
+    double kept[12], *got = NULL, age = -1;
+    size_t ngot = 0;
+    for (int i = 0; i < 12; i++)
+        kept[i] = 1.5 + 0.01 * i;
+    check(baseline_batch_recent(&grc, "cublas", "4096^3", 30, &got, &ngot, &age) == -ENOENT,
+          "no batch kept yet: -ENOENT");
+    check(baseline_batch_keep(&grc, "cublas", "4096^3", kept, 12) == 0, "a cuBLAS batch is kept");
+    int rr = baseline_batch_recent(&grc, "cublas", "4096^3", 30, &got, &ngot, &age);
+    ok(rr == 0 && ngot == 12 && got && got[0] == 1.5 && fabs(got[11] - 1.61) < 1e-12 &&
+           age >= 0 && age < 5,
+       "another job takes it within the window: 12 samples, %.3f s old (%d)", age, rr);
+    free(got);
+    got = NULL;
+    check(baseline_batch_recent(&grc, "naive", "4096^3", 30, &got, &ngot, &age) == -ENOENT &&
+              baseline_batch_recent(&grc, "cublas", "1024^3", 30, &got, &ngot, &age) == -ENOENT,
+          "a batch is the baseline's and the case's only");
+    genv.gpu_index = "4";
+    check(baseline_batch_recent(&grc, "cublas", "4096^3", 30, &got, &ngot, &age) == -ENOENT,
+          "and this GPU's only: GPU 4 does not take GPU 3's");
+    genv.gpu_index = "3";
+    char bpath[PATH_MAX];
+    snprintf(bpath, sizeof bpath, "%s/gpu-3.batch-matmul-4096_3-cublas.json", cdir);
+    struct {
+        const char *case_name, *samples;
+        double when;
+        int want;
+        const char *why;
+    } bad[] = {
+        {"4096^3", "[1,2]", -20, 0, "a batch 20 s old is fresh in a 30 s window"},
+        {"4096^3", "[1,2]", -100, -ESTALE, "one 100 s old is stale"},
+        {"4096^3", "[1,2]", 60, -ESTALE,
+         "one dated 60 s in the future (a clock set back) is not taken as fresh"},
+        {"4096_3", "[1,2]", -1, -EIO, "another case whose name makes the same slug is not taken"},
+        {"4096^3", "[1,-2]", -1, -EIO, "a negative sample: the file is not taken"},
+        {"4096^3", "[]", -1, -EIO, "no samples: not taken"},
+        {"4096^3", "[1,2", -1, -EIO, "truncated JSON: not taken"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        FILE *bf = fopen(bpath, "w");
+        if (bf) {
+            fprintf(bf, "{\"baseline\":\"cublas\",\"case\":\"%s\",\"at\":%.3f,\"samples_ms\":%s}",
+                    bad[i].case_name, (double)time(NULL) + bad[i].when, bad[i].samples);
+            fclose(bf);
+        }
+        rr = baseline_batch_recent(&grc, "cublas", "4096^3", 30, &got, &ngot, &age);
+        ok(rr == bad[i].want && (rr != 0 || (ngot == 2 && age > 15 && age < 25)), "%s (%d)",
+           bad[i].why, rr);
+        free(got);
+        got = NULL;
+    }
+    unlink(bpath);
+    check(symlink("/etc/passwd", bpath) == 0 &&
+              baseline_batch_recent(&grc, "cublas", "4096^3", 30, &got, &ngot, &age) == -EIO,
+          "a link in its place is not followed");
+    unlink(bpath);
+    rmdir(cdir);
+    unsetenv("CUGRADE_BASELINE_SHARE");
+    check(baseline_share_window() == BASELINE_SHARE_DEFAULT_S, "the window's default");
+    setenv("CUGRADE_BASELINE_SHARE", "0", 1);
+    check(baseline_share_window() == 0, "CUGRADE_BASELINE_SHARE=0 turns sharing off");
+    setenv("CUGRADE_BASELINE_SHARE", "1e9", 1);
+    check(baseline_share_window() == BASELINE_SHARE_MAX_S, "the window is capped");
+    setenv("CUGRADE_BASELINE_SHARE", "-3", 1);
+    check(baseline_share_window() == BASELINE_SHARE_DEFAULT_S, "a bad value keeps the default");
+    unsetenv("CUGRADE_BASELINE_SHARE");
+
+    /* In the pool: a shared batch alone is shared, not interleaved; with
+     * a batch of the job's own beside it (a re-timing round), both. */
+    struct retime_pool sp_pool;
+    memset(&sp_pool, 0, sizeof sp_pool);
+    double stu[20], cub[10];
+    for (int i = 0; i < 20; i++)
+        stu[i] = 3.0 + 0.001 * i;
+    for (int i = 0; i < 10; i++)
+        cub[i] = 1.5 + 0.001 * i;
+    struct score_timing st;
+    memset(&st, 0, sizeof st);
+    st.naive_ms = st.optimized_ms = st.cublas_ms = st.cpu_ms = NAN;
+    check(retime_append(&sp_pool, RETIME_STUDENT, stu, 20) == 0 &&
+              retime_append_shared(&sp_pool, RETIME_CUBLAS, cub, 10, 7.5) == 0,
+          "a shared cuBLAS batch joins the pool");
+    check(retime_append_shared(&sp_pool, RETIME_CUBLAS, cub, 10, 1) == -EEXIST,
+          "one shared batch per series: its samples are not counted twice");
+    ok(retime_apply(&sp_pool, &st) == 0 && st.cublas.shared && !st.cublas.interleaved &&
+           st.cublas.shared_age_s == 7.5 && st.cublas.samples == 10 && st.cublas_ms > 1.5,
+       "it is the cuBLAS timing, marked shared (7.5 s old), not interleaved");
+    check(retime_append(&sp_pool, RETIME_CUBLAS, cub, 10) == 0 && retime_apply(&sp_pool, &st) == 0 &&
+              st.cublas.shared && st.cublas.interleaved && st.cublas.samples == 20,
+          "with the job's own re-timing batch: interleaved and shared, 20 samples pooled");
+    struct score_input sin = {.lab = "matmul", .gpu = "H100", .status = "graded", .timing = st};
+    sin.timing.have = 1;
+    sin.timing.recheck_passed = 1;
+    sin.timing.student_ms = 3.0;
+    json_t *sdoc = score_result(&rc, &sin);
+    json_t *tms = json_object_get(json_object_get(json_object_get(sdoc, "cugrade"), "timing"),
+                                  "timings");
+    json_t *cb = NULL, *tent;
+    size_t ti;
+    json_array_foreach(tms, ti, tent) if (strcmp(json_string_value(json_object_get(tent, "name")),
+                                                 "cublas") == 0) cb = tent;
+    ok(cb && json_real_value(json_object_get(cb, "shared_age_s")) == 7.5 &&
+           json_is_true(json_object_get(cb, "interleaved")),
+       "the result's timings[] says how old the shared batch was (shared_age_s)");
+    json_decref(sdoc);
+    retime_pool_free(&sp_pool);
 
     /* The environment's bound. */
     setenv("CUGRADE_RETIME", "0", 1);
