@@ -177,6 +177,7 @@ def main():
         # Where the time went: the mean of each phase over the graded jobs
         # (the result document's `phases`), to say what bounds throughput.
         phase_sum, phase_n = {}, 0
+        batch_kinds, batch_ages, holds = {}, [], []
         for s in subs:
             if s["id"] in done and done[s["id"]][1] != "graded":
                 st, sub = e2e.api(base, "GET", f"/api/submissions/{s['id']}", admin)
@@ -185,10 +186,22 @@ def main():
                 st, sub = e2e.api(base, "GET", f"/api/submissions/{s['id']}", admin)
                 ph = (((sub or {}).get("result") or {}).get("cugrade") or {}).get("phases") or {}
                 s["phases"] = ph
+                # The GPU baseline batches of the job: timed in its own
+                # exclusive hold, or taken from another job's (shared).
+                tms = ((((sub or {}).get("result") or {}).get("cugrade") or {}).get("timing") or {}).get("timings") or []
+                for tm in tms:
+                    if isinstance(tm, dict) and tm.get("name") not in ("student", "cpu"):
+                        key = "shared" if tm.get("shared_age_s") is not None and not tm.get("interleaved") \
+                            else "own" if tm.get("interleaved") else "cached"
+                        batch_kinds[key] = batch_kinds.get(key, 0) + 1
+                        if key == "shared":
+                            batch_ages.append(tm["shared_age_s"])
                 pf = (((sub or {}).get("result") or {}).get("cugrade") or {}).get("profile") or {}
                 if isinstance(pf, dict) and pf:
                     s["profile"] = ("busy" if "busy" in (pf.get("message") or "")
                                     else (pf.get("status") or "?"))
+                if isinstance(ph, dict) and isinstance(ph.get("time_run"), (int, float)):
+                    holds.append(ph["time_run"] + (ph.get("time_baselines") or 0))
                 if isinstance(ph, dict) and ph:
                     phase_n += 1
                     for k, v in ph.items():
@@ -217,6 +230,11 @@ def main():
             ("graded jobs' profiles", ", ".join(f"{k} {v}" for k, v in sorted(
                 __import__("collections").Counter(s.get("profile") for s in subs if s.get("profile")).items()))
              or "none"),
+            ("exclusive hold per timed job (time_run + time_baselines), mean / p95, s",
+             f"{statistics.mean(holds) if holds else float('nan'):.2f} / {pct(holds, 95):.2f} (n={len(holds)})"),
+            ("GPU baseline batches: own / shared (age p50) / cached",
+             f"{batch_kinds.get('own', 0)} / {batch_kinds.get('shared', 0)}"
+             f" ({pct(batch_ages, 50) if batch_ages else float('nan'):.1f} s) / {batch_kinds.get('cached', 0)}"),
             ("graded jobs' mean phases, s", ", ".join(f"{k} {v / phase_n:.2f}" for k, v in
                                                      sorted(phase_sum.items(), key=lambda kv: -kv[1])[:9])
              + f" (n={phase_n})" if phase_n else "n/a"),
