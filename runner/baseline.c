@@ -478,6 +478,15 @@ size_t baseline_record_read(const char *path, double *out, size_t max)
     return n;
 }
 
+double baseline_record_age(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0)
+        return NAN;
+    double age = wall_now() - ((double)st.st_mtim.tv_sec + st.st_mtim.tv_nsec / 1e9);
+    return age >= 0 ? age : NAN;
+}
+
 void baseline_record_path(const struct run_ctx *rc, const char *case_name, char *out, size_t len)
 {
     char dir[DIRLEN], g[128], c[128], bdir[PATH_MAX];

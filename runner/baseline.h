@@ -67,6 +67,13 @@ int baseline_record_add(const char *path, double ms);
 /* The newest (at most max) batch medians of the record at path into out,
  * oldest first; the number read (0 when there is none). */
 size_t baseline_record_read(const char *path, double *out, size_t max);
+/* Seconds since a batch was last appended to the record at path (its
+ * mtime), or NAN when there is none, it is not a regular file, or it is
+ * dated in the future. A job's first round takes the record as it is
+ * while this is within the sharing window (shared batches, above): the
+ * record is the CPU's measure, and another job's batch of a few seconds
+ * ago is as fresh as one of its own. */
+double baseline_record_age(const char *path);
 /* The record's path for lab rc->lab, case case_name, on this GPU model. */
 void baseline_record_path(const struct run_ctx *rc, const char *case_name, char *out,
                           size_t len);

@@ -114,14 +114,33 @@ static void job_cpu_record(struct job_round *jr, const double *x, size_t n)
         fprintf(stderr, "cugrade-runner: cannot append to %s\n", path);
     size_t k = baseline_record_read(path, rec, BASELINE_CPU_RECORD);
     jr->pool->s[RETIME_CPU].n = 0;
+    jr->pool->s[RETIME_CPU].shared_n = 0; /* the record now holds a batch of this job's */
     if (k == 0)
         retime_append(jr->pool, RETIME_CPU, &m, 1);
     else
         retime_append(jr->pool, RETIME_CPU, rec, k);
 }
 
+/* The first round takes the host's CPU record as it is when another job
+ * appended a batch to it within the sharing window (baseline.h): 1 when
+ * the record's newest batch medians joined the pool. */
+static int job_cpu_record_shared(struct job_round *jr, int k)
+{
+    char path[PATH_MAX];
+    double rec[BASELINE_CPU_RECORD], fresh = baseline_share_window();
+    if (k != 0 || !(fresh > 0))
+        return 0;
+    baseline_record_path(&jr->j->rc, jr->j->lab.timing_case, path, sizeof path);
+    double age = baseline_record_age(path);
+    if (!(age >= 0 && age <= fresh))
+        return 0;
+    size_t n = baseline_record_read(path, rec, BASELINE_CPU_RECORD);
+    return n > 0 && retime_append_shared(jr->pool, RETIME_CPU, rec, n, age) == 0;
+}
+
 /* The CPU baseline's batch of round k (outside the GPU lock: it does not
- * use the GPU, and the lock would idle the GPU for its seconds). */
+ * use the GPU, and the lock would idle the GPU for its seconds), or the
+ * record another job appended to seconds ago. */
 static void job_round_cpu_baseline(struct job_round *jr, int k)
 {
     for (size_t i = 0; i < jr->ncmp; i++) {
@@ -129,6 +148,10 @@ static void job_round_cpu_baseline(struct job_round *jr, int k)
         size_t n = 0;
         if (strcmp(jr->cmp[i], "cpu") != 0)
             continue;
+        if (job_cpu_record_shared(jr, k)) {
+            job_clock_mark(&jr->j->pc, round_phase(k, "time_baselines"));
+            continue;
+        }
         if (baseline_batch(&jr->j->rc, "cpu", jr->j->lab.timing_case, &x, &n, &jr->device) == 0)
             job_cpu_record(jr, x, n);
         free(x);

@@ -110,12 +110,18 @@ try:
     t1 = {x.get("name"): x for x in t.get("timings") or []}
     t0d = {x.get("name"): x for x in (d0.get("result", {}).get("cugrade", {}).get("timing") or {}).get("timings") or []}
     nv = t0d.get("naive", {})
+    cv = t0d.get("cpu", {})
     ok(t1.get("naive", {}).get("shared_age_s", 0) is None and nv.get("interleaved") is False and
        0 <= (nv.get("shared_age_s") if nv.get("shared_age_s") is not None else -1) <= 30 and
-       nv.get("samples", 0) > 0 and t0d.get("cpu", {}).get("interleaved") is True and
+       nv.get("samples", 0) > 0 and
        os.path.exists(os.path.join(tmp, "cache", "gpu-0.batch-fakelab-big-naive.json")),
-       "the next job takes the naive batch the first one timed (%s s old), not timing its own; "
-       "the CPU batch is its own" % nv.get("shared_age_s"), json.dumps({"first": t1, "next": t0d}))
+       "the next job takes the naive batch the first one timed (%s s old), not timing its own"
+       % nv.get("shared_age_s"), json.dumps({"first": t1, "next": t0d}))
+    ok(t1.get("cpu", {}).get("interleaved") is True and t1["cpu"].get("shared_age_s", 0) is None and
+       cv.get("interleaved") is False and cv.get("shared_age_s") is not None and
+       0 <= cv["shared_age_s"] <= 30 and cv.get("samples") == t1["cpu"].get("samples"),
+       "the first job's CPU batch joined the host's record; the next takes the record as it is "
+       "(%s s since that batch), adding none" % cv.get("shared_age_s"), json.dumps({"first": t1, "next": t0d}))
     os.environ["CUGRADE_BASELINE_SHARE"] = "0"
     try:
         ds, logs = grade("good.cu")
@@ -123,7 +129,8 @@ try:
         del os.environ["CUGRADE_BASELINE_SHARE"]
     tsd = {x.get("name"): x for x in (ds.get("result", {}).get("cugrade", {}).get("timing") or {}).get("timings") or []}
     ok(ds["status"] == "graded" and tsd.get("naive", {}).get("interleaved") is True and
-       tsd["naive"].get("shared_age_s", 0) is None,
+       tsd["naive"].get("shared_age_s", 0) is None and tsd.get("cpu", {}).get("interleaved") is True and
+       tsd["cpu"].get("shared_age_s", 0) is None,
        "CUGRADE_BASELINE_SHARE=0: every job times its own batch, as before", json.dumps(tsd))
     # Another holder keeps the GPU's lock shared for 12 s (as another job's
     # check run would), longer than the timing run's wall limit (the check

@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <limits.h>
@@ -277,6 +279,22 @@ int main(void)
     check(k == 3 && few[0] == 228 && few[2] == 230, "a smaller window reads the newest 3");
     unlink(rpath);
     check(baseline_record_read("/nonexistent/record", rec, 5) == 0, "a missing record reads nothing");
+    check(isnan(baseline_record_age("/nonexistent/record")), "a missing record has no age");
+    FILE *af = fopen(rpath, "w");
+    if (af) {
+        fputs("200.0\n", af);
+        fclose(af);
+    }
+    double rage = baseline_record_age(rpath);
+    ok(rage >= 0 && rage < 5, "a record appended to just now is %.3f s old", rage);
+    struct timespec ago[2] = {{time(NULL) - 100, 0}, {time(NULL) - 100, 0}};
+    utimensat(AT_FDCWD, rpath, ago, 0);
+    rage = baseline_record_age(rpath);
+    ok(rage > 99 && rage < 105, "one last appended to 100 s ago is ~100 s old (%.1f)", rage);
+    ago[0].tv_sec = ago[1].tv_sec = time(NULL) + 60;
+    utimensat(AT_FDCWD, rpath, ago, 0);
+    check(isnan(baseline_record_age(rpath)), "one dated in the future has no age (not fresh)");
+    unlink(rpath);
 
     /* Shared batches (baseline.h): a baseline batch one job timed is kept
      * per GPU, and another job's first round takes it while it is fresh. */
