@@ -166,7 +166,7 @@ static void toolchain_env(const struct compile_toolchain *tc, char *path, size_t
 static int toolchain_run(const struct compile_toolchain *tc, const struct lab *lab,
                          const char *workdir, const char *const *argv,
                          const struct sandbox_bind *extra, size_t nextra,
-                         const char *expect_out, struct compile_result *res)
+                         const char *expect_out, double wall, struct compile_result *res)
 {
     struct sandbox_config cfg;
     struct sandbox_verdict v;
@@ -189,6 +189,8 @@ static int toolchain_run(const struct compile_toolchain *tc, const struct lab *l
     cfg.binds = binds;
     cfg.nbinds = nb;
     cfg.wall_seconds = lab->compile_seconds > 0 ? lab->compile_seconds : 60;
+    if (wall > 0 && wall < cfg.wall_seconds)
+        cfg.wall_seconds = wall;
     cfg.cpu_seconds = cfg.wall_seconds * 2; /* nvcc runs a few tools in parallel */
     cfg.memory_bytes = COMPILE_MEMORY;
     cfg.pids = COMPILE_PIDS;
@@ -253,7 +255,7 @@ int compile_student(const struct compile_toolchain *tc, const struct lab *lab,
         memset(res, 0, sizeof *res);
         return -ENOMEM;
     }
-    int rc = toolchain_run(tc, lab, workdir, (const char *const *)argv, NULL, 0, obj, res);
+    int rc = toolchain_run(tc, lab, workdir, (const char *const *)argv, NULL, 0, obj, 0, res);
     compile_argv_free(argv);
     return rc;
 }
@@ -274,6 +276,14 @@ static const char front_script[] =
     "grep -q '^cudafe++ ' /tmp/front.sh || exit 100\n"
     "sh -e /tmp/front.sh || exit 1\n"
     ": > /work/.front-ok\n";
+
+double compile_front_seconds(void)
+{
+    const char *e = getenv("CUGRADE_FRONT_SECONDS");
+    char *end = NULL;
+    double s = e && *e ? strtod(e, &end) : 0;
+    return e && *e && !*end && s >= 0.01 && s <= 3600 ? s : COMPILE_FRONT_SECONDS;
+}
 
 int compile_front(const struct compile_toolchain *tc, const struct lab *lab, const char *workdir,
                   const char *src, struct compile_result *res)
@@ -298,7 +308,8 @@ int compile_front(const struct compile_toolchain *tc, const struct lab *lab, con
     argv[3] = "front";
     for (size_t i = 0; i < n; i++)
         argv[4 + i] = nv[i];
-    int rc = toolchain_run(tc, lab, workdir, argv, NULL, 0, ".front-ok", res);
+    int rc = toolchain_run(tc, lab, workdir, argv, NULL, 0, ".front-ok", compile_front_seconds(),
+                           res);
     if (rc == 0 && !res->ok && res->exit_code == 100) {
         res->unavailable = 1;
     } else if (rc == 0 && !res->ok && !res->timed_out && !res->oom) {
@@ -332,7 +343,7 @@ int compile_python(const struct compile_toolchain *tc, const struct lab *lab,
     struct sandbox_bind root;
     size_t nroot = (size_t)python_root_bind(&root);
     int rc = toolchain_run(tc, lab, workdir, argv, nroot ? &root : NULL, nroot,
-                           ".python-syntax-ok", res);
+                           ".python-syntax-ok", 0, res);
     if (rc == 0 && !res->ok && !res->timed_out && !res->oom)
         snprintf(res->message, sizeof res->message,
                  "Python could not parse your file: fix the syntax error below (the line "
@@ -378,7 +389,7 @@ int compile_link(const struct compile_toolchain *tc, const struct lab *lab,
             goto out;
     if (argv_push(v, &n, cap, "-o") || argv_push(v, &n, cap, prog))
         goto out;
-    rc = toolchain_run(tc, lab, workdir, (const char *const *)v, &hb, 1, prog, res);
+    rc = toolchain_run(tc, lab, workdir, (const char *const *)v, &hb, 1, prog, 0, res);
 out:
     compile_argv_free(v);
     return rc;

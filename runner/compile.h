@@ -52,11 +52,23 @@ int compile_student(const struct compile_toolchain *tc, const struct lab *lab,
                     const char *workdir, const char *src, const char *obj,
                     struct compile_result *res);
 
+/* The front pass's own wall limit: it is there to answer a file that
+ * does not parse in seconds, so one that takes longer (a hostile
+ * preprocessor bomb, heavy templates) gives its front slot back and goes
+ * on to the full compile, which has the lab's compile_seconds and says
+ * what it says. Without this a few such files held every front slot for
+ * the compile limit, and the runner claimed nothing meanwhile. */
+#define COMPILE_FRONT_SECONDS 10.0
+/* The limit: $CUGRADE_FRONT_SECONDS (0.01 to 3600), else the default. */
+double compile_front_seconds(void);
+
 /* The front pass (docs/runner.md "The front pass"): the preprocessor and
  * cudafe++ steps of the nvcc command compile_student would run, in the
  * same sandbox. res->ok: the file parses; else, unless res->unavailable
  * (this toolkit's dry run did not give those steps: carry on to nvcc),
- * res->log holds the errors as nvcc prints them. Same returns. */
+ * res->log holds the errors as nvcc prints them; res->timed_out past
+ * compile_front_seconds() (the caller goes on to the full compile). Same
+ * returns. */
 int compile_front(const struct compile_toolchain *tc, const struct lab *lab, const char *workdir,
                   const char *src, struct compile_result *res);
 

@@ -48,6 +48,9 @@ int job_front(struct job *j)
         if (fr.unavailable)
             fprintf(stderr, "cugrade-runner: job %lld: no front pass on this toolkit (nvcc "
                     "--dryrun did not give cudafe++)\n", j->g->id);
+        else if (fr.timed_out)
+            fprintf(stderr, "cugrade-runner: job %lld: the front pass ran past its %g s: on to "
+                    "the full compile\n", j->g->id, compile_front_seconds());
         compile_result_free(&fr);
         return JOB_NEXT;
     }

@@ -83,6 +83,22 @@ try:
     log = d["result"]["cugrade"].get("compile_log") or ""
     ok(d["status"] == "compile_error" and "syntax_error.cu(6): error" in log, "a syntax error: compile_error with file(line)", json.dumps(d)[:2000])
     ok("/work/" not in log and "/tmp/tmpxft" not in log, "the compile log has no sandbox paths", log)
+    ph = d["result"]["cugrade"].get("phases") or {}
+    ok("front" in ph and "compile" not in ph, "the front pass answered it: no full compile ran", ph)
+    # The front pass has its own short limit (compile.h: a hostile file
+    # that is slow to parse gives its front slot back): past it, the job
+    # goes on to the full compile, which gives the verdict. Here the limit
+    # is cut to 0.05 s so that any file passes it.
+    d = grade("matmul", "syntax_error.cu", env={"CUGRADE_FRONT_SECONDS": "0.05"})
+    ph = d["result"]["cugrade"].get("phases") or {}
+    log = d["result"]["cugrade"].get("compile_log") or ""
+    ok(d["status"] == "compile_error" and "syntax_error.cu(6): error" in log and "compile" in ph and
+       ph.get("front", 9) < 1.0,
+       "past the front pass's limit (0.05 s here) the full compile answers the syntax error "
+       "(front %.2f s, compile %.2f s)" % (ph.get("front", -1), ph.get("compile", -1)), json.dumps(d)[:2000])
+    d = grade("matmul", "good_matmul.cu", env={"CUGRADE_FRONT_SECONDS": "0.05"})
+    ok(d["status"] == "graded" and d["result"]["cugrade"].get("stopped_after") == "inspect",
+       "and a correct file past it compiles as before", json.dumps(d)[:2000])
 
     # The sandbox failing before nvcc starts is ours, never a compile_error:
     # no bwrap at all, and a "bwrap" that exits at once without starting the
