@@ -56,8 +56,9 @@ int compile_student(const struct compile_toolchain *tc, const struct lab *lab,
  * does not parse in seconds, so one that takes longer (a hostile
  * preprocessor bomb, heavy templates) gives its front slot back and goes
  * on to the full compile, which has the lab's compile_seconds and says
- * what it says. Without this a few such files held every front slot for
- * the compile limit, and the runner claimed nothing meanwhile. */
+ * what it says. Without this a few such files could hold every front
+ * slot for the compile limit, and the runner claims nothing while its
+ * front lane is full (serve.c). */
 #define COMPILE_FRONT_SECONDS 10.0
 /* The limit: $CUGRADE_FRONT_SECONDS (0.01 to 3600), else the default. */
 double compile_front_seconds(void);
