@@ -6,26 +6,10 @@ static constructor, a syntax error and an #include of /etc/shadow each get
 the right status and message. Prints TAP lines."""
 import json, os, shutil, subprocess, sys, tempfile
 
-ROOT = os.environ.get("CUGRADE_ROOT") or os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
-BUILD = os.environ.get("CUGRADE_BUILD") or os.path.join(ROOT, "build")
-RUNNER = os.path.join(BUILD, "cugrade-runner")
-FIX = os.path.join(ROOT, "tests/runner/fixtures")
-failures = 0
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakelab"))
+from suite import FIX, ROOT, RUNNER, failures, ok, require_nvcc_root  # noqa: E402  (paths, TAP)
 
-def ok(cond, name, detail=""):
-    global failures
-    print(("ok" if cond else "not ok") + " - " + name)
-    if not cond:
-        failures += 1
-        for line in str(detail).splitlines()[:20]:
-            print("#   " + line)
-
-if not os.path.exists("/usr/local/cuda/bin/nvcc"):
-    print("not ok - nvcc not installed: CI has the CUDA toolkit at /usr/local/cuda and runs as root: a runner suite that cannot run there is a failure, not a skip")
-    sys.exit(1)
-if os.geteuid() != 0:
-    print("not ok - the sandbox needs root: CI has the CUDA toolkit at /usr/local/cuda and runs as root: a runner suite that cannot run there is a failure, not a skip")
-    sys.exit(1)
+require_nvcc_root()
 
 tmp = tempfile.mkdtemp(prefix="cugrade-runner-t-")
 os.chmod(tmp, 0o755)  # the sandbox may drop to an unprivileged uid before bwrap: it must traverse
@@ -143,4 +127,4 @@ finally:
         if line.split()[1].startswith(tmp + "/"):
             subprocess.run(["umount", "-l", line.split()[1]], capture_output=True)
     shutil.rmtree(tmp, ignore_errors=True)
-sys.exit(1 if failures else 0)
+sys.exit(1 if failures() else 0)

@@ -3,19 +3,11 @@
 compute capability -> sm_XX; a driver too old for compute_cap falls back to
 --arch; no nvidia-smi at all means no GPU (jobs then fail as system_error,
 never as the student's fault). Prints TAP lines."""
-import os, shutil, subprocess, sys, tempfile
+import functools, os, shutil, subprocess, sys, tempfile
 
-ROOT = os.environ.get("CUGRADE_ROOT") or os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
-BUILD = os.environ.get("CUGRADE_BUILD") or os.path.join(ROOT, "build")
-RUNNER = os.path.join(BUILD, "cugrade-runner")
-failures = 0
-
-def ok(cond, name, detail=""):
-    global failures
-    print(("ok" if cond else "not ok") + " - " + name)
-    if not cond:
-        failures += 1
-        print("#   " + str(detail).replace("\n", "\n#   "))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakelab"))
+from suite import RUNNER, failures, ok as suite_ok  # noqa: E402  (paths, TAP)
+ok = functools.partial(suite_ok, lines=None)  # a failure prints every line of its detail
 
 tmp = tempfile.mkdtemp(prefix="cugrade-smi-")
 try:
@@ -47,4 +39,4 @@ try:
     ok("GPU none" in out, "no nvidia-smi: no GPU", out)
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
-sys.exit(1 if failures else 0)
+sys.exit(1 if failures() else 0)

@@ -4,20 +4,11 @@ with a GPU (a fake nvidia-smi) and a fake libcuda.so.1 that records its
 calls, `prepare` starts a holder that retains a context, and the holder ends
 when the runner does; CUGRADE_GPU_HOLD=0 and a host without a GPU start
 none; `gpu-hold` without a driver exits 1 at once. Prints TAP lines."""
-import os, shutil, subprocess, sys, tempfile, time
+import functools, os, shutil, subprocess, sys, tempfile, time
 
-ROOT = os.environ.get("CUGRADE_ROOT") or os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
-BUILD = os.environ.get("CUGRADE_BUILD") or os.path.join(ROOT, "build")
-RUNNER = os.path.join(BUILD, "cugrade-runner")
-failures = 0
-
-
-def ok(cond, name, detail=""):
-    global failures
-    print(("ok" if cond else "not ok") + " - " + name)
-    if not cond:
-        failures += 1
-        print("#   " + str(detail).replace("\n", "\n#   "))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakelab"))
+from suite import RUNNER, failures, ok as suite_ok  # noqa: E402  (paths, TAP)
+ok = functools.partial(suite_ok, lines=None)  # a failure prints every line of its detail
 
 
 def alive(pid):
@@ -102,4 +93,4 @@ int cuDevicePrimaryCtxRetain(void **c, int d) { (void)d; *c = (void *)1; mark("r
        "gpu-hold without a CUDA driver exits 1 at once", f"rc {q.returncode} {q.stderr}")
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
-sys.exit(1 if failures else 0)
+sys.exit(1 if failures() else 0)

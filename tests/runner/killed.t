@@ -7,10 +7,8 @@ Before, every killed runner or test left `cugrade-work-*` mounts behind.
 Prints TAP lines."""
 import os, shutil, signal, subprocess, sys, tempfile, time
 
-ROOT = os.environ.get("CUGRADE_ROOT") or os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
-BUILD = os.environ.get("CUGRADE_BUILD") or os.path.join(ROOT, "build")
-RUNNER = os.path.join(BUILD, "cugrade-runner")
-sys.path.insert(0, os.path.join(ROOT, "tests/runner/fakelab"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakelab"))
+from suite import RUNNER  # noqa: E402  (paths; this suite numbers its own TAP lines)
 import tree  # noqa: E402  (the fake lab laid out as a course tree)
 n, failed = 0, 0
 

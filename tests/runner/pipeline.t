@@ -8,25 +8,11 @@ is a runtime_error naming the signal; an endless loop is a timeout. Prints
 TAP lines."""
 import json, os, shutil, subprocess, sys, tempfile, threading, time
 
-ROOT = os.environ.get("CUGRADE_ROOT") or os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
-BUILD = os.environ.get("CUGRADE_BUILD") or os.path.join(ROOT, "build")
-RUNNER = os.path.join(BUILD, "cugrade-runner")
-FAKE = os.path.join(ROOT, "tests/runner/fakelab")
-sys.path.insert(0, FAKE)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakelab"))
+from suite import RUNNER, failures, ok, require_nvcc_root  # noqa: E402  (paths, TAP)
 import tree  # noqa: E402  (the fake lab laid out as a course tree)
-failures = 0
 
-def ok(cond, name, detail=""):
-    global failures
-    print(("ok" if cond else "not ok") + " - " + name)
-    if not cond:
-        failures += 1
-        for line in str(detail).splitlines()[:30]:
-            print("#   " + line)
-
-if not os.path.exists("/usr/local/cuda/bin/nvcc") or os.geteuid() != 0:
-    print("not ok - needs nvcc and root (the sandbox): CI has the CUDA toolkit at /usr/local/cuda and runs as root: a runner suite that cannot run there is a failure, not a skip")
-    sys.exit(1)
+require_nvcc_root()
 
 tmp = tempfile.mkdtemp(prefix="cugrade-pipe-")
 os.chmod(tmp, 0o755)
@@ -408,4 +394,4 @@ exit $rc
     del os.environ["CUDA_HOME"]
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
-sys.exit(1 if failures else 0)
+sys.exit(1 if failures() else 0)

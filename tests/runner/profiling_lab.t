@@ -14,24 +14,14 @@ through the real runner and sandbox: cugrade-runner grade. Speeds are not
 asserted here (a shared CPU): tests/gpu does that. The lab runs with a
 small configuration (its lab.json "train" block shrunk in a copy of the
 tree). Prints TAP lines."""
-import json, os, shutil, subprocess, sys, tempfile
+import functools, json, os, shutil, subprocess, sys, tempfile
 
-ROOT = os.environ.get("CUGRADE_ROOT") or os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
-BUILD = os.environ.get("CUGRADE_BUILD") or os.path.join(ROOT, "build")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakelab"))
+from suite import ROOT, RUNNER, failures, ok as suite_ok  # noqa: E402  (paths, TAP)
+ok = functools.partial(suite_ok, lines=40)  # a failure prints 40 lines of its detail
 SOL = os.path.join(ROOT, "tests/gpu/solutions-py/profiling")
 PY = "/usr/bin/python3"
 STEPS = 20
-failures = 0
-
-
-def ok(cond, name, detail=""):
-    global failures
-    print(("ok" if cond else "not ok") + " - " + name)
-    if not cond:
-        failures += 1
-        for line in str(detail).splitlines()[:40]:
-            print("#   " + line)
-    sys.stdout.flush()
 
 
 if subprocess.run([PY, "-c", "import torch, numpy"], capture_output=True).returncode != 0:
@@ -212,7 +202,6 @@ ok(proc.returncode == 0 and lines[0] == "ready" and json.loads(lines[1])["cases"
    "judge --serve: ready, then one verdict line per command", out)
 
 # ---------------------------------------------------------------- the runner
-RUNNER = os.path.join(BUILD, "cugrade-runner")
 
 
 def grade(src, name):
@@ -277,4 +266,4 @@ else:
        str(doc)[:1500] + err[-800:])
 
 shutil.rmtree(tmp, ignore_errors=True)
-sys.exit(1 if failures else 0)
+sys.exit(1 if failures() else 0)

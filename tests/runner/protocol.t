@@ -6,24 +6,11 @@ without posting a result, keep claiming, and stop on SIGTERM. Prints TAP."""
 import json, os, shutil, signal, socket, subprocess, sys, tempfile, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-ROOT = os.environ.get("CUGRADE_ROOT") or os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
-BUILD = os.environ.get("CUGRADE_BUILD") or os.path.join(ROOT, "build")
-RUNNER = os.path.join(BUILD, "cugrade-runner")
-FIX = os.path.join(ROOT, "tests/runner/fixtures")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakelab"))
+from suite import FIX, ROOT, RUNNER, failures, ok, require_nvcc_root  # noqa: E402  (paths, TAP)
 TOKEN = "cgr_" + "ab" * 32
-failures = 0
 
-def ok(cond, name, detail=""):
-    global failures
-    print(("ok" if cond else "not ok") + " - " + name)
-    if not cond:
-        failures += 1
-        for line in str(detail).splitlines()[:20]:
-            print("#   " + line)
-
-if not os.path.exists("/usr/local/cuda/bin/nvcc") or os.geteuid() != 0:
-    print("not ok - needs nvcc and root (the sandbox): CI has the CUDA toolkit at /usr/local/cuda and runs as root: a runner suite that cannot run there is a failure, not a skip")
-    sys.exit(1)
+require_nvcc_root()
 
 rubric = json.load(open(os.path.join(ROOT, "rubrics/matmul.json")))
 def job(i, fixture):
@@ -130,9 +117,9 @@ finally:
         p.kill()
         p.wait()
     log.seek(0)
-    if failures:
+    if failures():
         for line in log.read().splitlines()[-30:]:
             print("#   log: " + line)
     srv.shutdown()
     shutil.rmtree(tmp, ignore_errors=True)
-sys.exit(1 if failures else 0)
+sys.exit(1 if failures() else 0)

@@ -151,4 +151,4 @@ ok(("exe " + os.path.join(pyroot, "bin", "python3") + " the Python root is here"
 doc, err = grade(tmp, root, "good.py", GOOD)
 ok(doc["status"] == "graded" and doc["result"].get("score") == 20, "the next job is graded as before",
    str(doc)[:800])
-sys.exit(1 if simlab.failures else 0)
+sys.exit(1 if simlab.failures() else 0)

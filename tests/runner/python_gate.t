@@ -11,10 +11,9 @@ limit (20 s here) is shorter than the hold, and the job is still
 graded with its samples. Prints TAP lines."""
 import fcntl, json, os, sys, threading, time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "python"))
-from simlab import GOOD, grade, make_root, need, ok  # noqa: E402
+from simlab import GOOD, ROOT, failures, grade, make_root, need, ok  # noqa: E402
 
 need()
-ROOT = os.environ.get("CUGRADE_ROOT") or os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
 lab = json.load(open(os.path.join(ROOT, "labs/reduction/lab.json")))
 cs = [dict(c, timing=(c["name"] == "1000")) for c in lab["cases"]]
 # The timing case is "1000" (the simulator's speed); run_seconds 20 caps
@@ -112,3 +111,4 @@ tim = [r for r in recs if r.get("type") == "timing"]
 ok(p.returncode == 0 and os.path.exists(marker) and tim and len(tim[0]["samples_ms"]) >= 3 and
    [r for r in recs if r.get("name") == "1@recheck"],
    "after 'g': the module loaded, the samples and the re-check", json.dumps(recs)[:1500] + errb.decode()[-800:])
+sys.exit(1 if failures() else 0)

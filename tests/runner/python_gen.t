@@ -4,18 +4,11 @@ labs/common/gen.cuh compiled by the host's C compiler: seeds of 1 to 32 hex
 digits, case seeds, streams, re-check seeds and every generator's values
 agree bit for bit, so the lab's judge (which regenerates the inputs with
 gen.cuh) judges exactly the inputs a Python submission was given."""
-import os, subprocess, sys, tempfile
-ROOT = os.environ.get("CUGRADE_ROOT") or os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
+import functools, os, subprocess, sys, tempfile
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakelab"))
+from suite import ROOT, failures, ok as suite_ok  # noqa: E402  (paths, TAP)
+ok = functools.partial(suite_ok, lines=None, chars=2000)  # a failure prints 2000 characters of its detail
 sys.path.insert(0, os.path.join(ROOT, "labs/common/py"))
-failures = 0
-
-
-def ok(cond, name, detail=""):
-    global failures
-    print(("ok" if cond else "not ok") + " - " + name)
-    if not cond:
-        failures += 1
-        print("#   " + str(detail)[:2000])
 
 
 try:
@@ -88,4 +81,4 @@ st = gen.stream(gen.case_seed(gen.seed_parse_wide("abc"), "x"), 0)
 whole = gen.f32_reduction(np, st, 0, 5000)
 parts = np.concatenate([gen.f32_reduction(np, st, s, min(1000, 5000 - s)) for s in range(0, 5000, 1000)])
 ok(np.array_equal(whole.view(np.uint32), parts.view(np.uint32)), "generation in chunks equals one call")
-sys.exit(1 if failures else 0)
+sys.exit(1 if failures() else 0)

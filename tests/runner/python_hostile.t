@@ -400,4 +400,4 @@ ok(doc["status"] == "graded" and doc["result"].get("score") == 20,
 doc, err = grade(tmp, root, "good.py", GOOD)
 ok(doc["status"] == "graded" and doc["result"].get("score") == 20,
    "after every attack the runner grades a correct file 20 of 20", json.dumps(doc)[:800] + err[-500:])
-sys.exit(1 if simlab.failures else 0)
+sys.exit(1 if simlab.failures() else 0)

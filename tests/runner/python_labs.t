@@ -6,21 +6,14 @@ function gets arrays of the right shapes and dtypes, the channel carries
 the outputs the seed's inputs call for (computed here with NumPy from
 gen.py), a timed sample passes the owner's own check (Freivalds' test for
 matmul, bit-exact rows for embedding), and a wrong answer fails it."""
-import json, os, subprocess, sys, tempfile
+import functools, json, os, subprocess, sys, tempfile
 import numpy as np
-ROOT = os.environ.get("CUGRADE_ROOT") or os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakelab"))
+from suite import ROOT, failures, ok as suite_ok  # noqa: E402  (paths, TAP)
+ok = functools.partial(suite_ok, lines=None, chars=2000)  # a failure prints 2000 characters of its detail
 sys.path.insert(0, os.path.join(ROOT, "labs/common/py"))
 import gen  # noqa: E402
 SEED = "00c0ffee5eed1234"
-failures = 0
-
-
-def ok(cond, name, detail=""):
-    global failures
-    print(("ok" if cond else "not ok") + " - " + name)
-    if not cond:
-        failures += 1
-        print("#   " + str(detail)[:2000].replace("\n", "\n#   "))
 
 
 def owner(lab, mode, case, src):
@@ -112,4 +105,4 @@ p, recs = owner("embedding", "time", "1x1", EMB)
 tim = [r for r in recs if r.get("type") == "timing"]
 ok(p.returncode == 0 and tim and tim[0]["wrong_samples"] == 0,
    "embedding timed: every sample's rows are the weight rows", (tim, p.stderr.decode()[-800:]))
-sys.exit(1 if failures else 0)
+sys.exit(1 if failures() else 0)

@@ -24,27 +24,18 @@ it runs without CuPy. What runs here:
 What does NOT run here: CuPy. The CuPy ports and the speed tiers (>= 10x)
 are verified only on a GPU (make test-gpu, tests/gpu/python_smoke.sh).
 Prints TAP lines."""
-import json, os, re, shutil, subprocess, sys, tempfile, time
+import functools, json, os, re, shutil, subprocess, sys, tempfile, time
 import numpy as np
 
-ROOT = os.environ.get("CUGRADE_ROOT") or os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
-BUILD = os.environ.get("CUGRADE_BUILD") or os.path.join(ROOT, "build")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakelab"))
+from suite import ROOT, RUNNER, failures, ok as suite_ok  # noqa: E402  (paths, TAP)
+ok = functools.partial(suite_ok, lines=None, chars=2500)  # a failure prints 2500 characters of its detail
 sys.path[:0] = [os.path.join(ROOT, "labs/common/py"), os.path.join(ROOT, "labs/pipeline")]
 import gen  # noqa: E402
 import pipeline_numpy as P  # noqa: E402
 SEED = "00c0ffee5eed1234"
 PY = "/usr/bin/python3"
 SOL = os.path.join(ROOT, "tests/gpu/solutions-py/pipeline")
-failures = 0
-
-
-def ok(cond, name, detail=""):
-    global failures
-    print(("ok" if cond else "not ok") + " - " + name)
-    if not cond:
-        failures += 1
-        print("#   " + str(detail)[:2500].replace("\n", "\n#   "))
-    sys.stdout.flush()
 
 
 LAB = {}
@@ -273,7 +264,6 @@ ok(imported - t0 >= sum(cpu) / 1e3,
    "NumPy samples %.2f s)" % (imported - t0, sum(cpu) / 1e3), (imported, t0, cpu))
 
 # ---------------------------------------------------------------- the runner
-RUNNER = os.path.join(BUILD, "cugrade-runner")
 if os.geteuid() != 0 or not os.access(RUNNER, os.X_OK):
     ok(True, "runner: # SKIP needs root (the sandbox) and build/cugrade-runner")
 else:
@@ -336,4 +326,4 @@ else:
        str(doc)[:1500] + err[-800:])
 
 shutil.rmtree(tmp, ignore_errors=True)
-sys.exit(1 if failures else 0)
+sys.exit(1 if failures() else 0)

@@ -119,4 +119,4 @@ ok(s and all(x.get("ran") and not x.get("clean") and not x.get("runner_problem")
    "a student's exit 2 with our failure's words after its code ran is charged", json.dumps(s)[:2000])
 
 simlab.shutil.rmtree(tmp, ignore_errors=True)
-sys.exit(1 if simlab.failures else 0)
+sys.exit(1 if simlab.failures() else 0)

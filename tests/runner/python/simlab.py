@@ -5,23 +5,12 @@ speed lines: the simulator's times mean nothing), and a lab build that
 installs CI's stand-in judge (tests/runner/simjudge.py; the real judge
 needs a GPU). grade() runs the real runner binary: `cugrade-runner grade`
 with CUGRADE_PY_SIM=1, in the real sandbox."""
-import json, os, shutil, subprocess, sys, tempfile
+import functools, json, os, shutil, subprocess, sys, tempfile
 
-ROOT = os.environ.get("CUGRADE_ROOT") or os.path.abspath(os.path.join(os.path.dirname(__file__), "../../.."))
-BUILD = os.environ.get("CUGRADE_BUILD") or os.path.join(ROOT, "build")
-RUNNER = os.path.join(BUILD, "cugrade-runner")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fakelab"))
+from suite import ROOT, RUNNER, failures, ok as suite_ok  # noqa: E402,F401  (paths, TAP: failures for the suites)
+ok = functools.partial(suite_ok, lines=40)  # a failure prints 40 lines of its detail
 SEED = "0123456789abcdef0123456789abcdef"
-failures = 0
-
-
-def ok(cond, name, detail=""):
-    global failures
-    print(("ok" if cond else "not ok") + " - " + name)
-    if not cond:
-        failures += 1
-        for line in str(detail).splitlines()[:40]:
-            print("#   " + line)
-    sys.stdout.flush()
 
 
 def need():

@@ -1,0 +1,50 @@
+"""The prelude of the runner suites (tests/runner/*.t and python/simlab.py):
+where things are, a TAP ok() that counts failures, and CI's precondition
+that nvcc and root are there. A suite finds this folder beside itself:
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakelab"))
+    from suite import ROOT, RUNNER, failures, ok, require_nvcc_root  # noqa: E402
+
+and ends with `sys.exit(1 if failures() else 0)`. Standard library only."""
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+# The checkout (CUGRADE_ROOT, else three folders up from here: tests/runner/fakelab).
+ROOT = os.environ.get("CUGRADE_ROOT") or os.path.abspath(os.path.join(HERE, "../../.."))
+BUILD = os.environ.get("CUGRADE_BUILD") or os.path.join(ROOT, "build")
+RUNNER = os.path.join(BUILD, "cugrade-runner")
+FAKE = os.path.join(ROOT, "tests/runner/fakelab")
+FIX = os.path.join(ROOT, "tests/runner/fixtures")
+NVCC = "/usr/local/cuda/bin/nvcc"
+
+_failures = 0
+
+
+def ok(cond, name, detail="", lines=30, chars=None):
+    """Print one TAP line, "ok - NAME" or "not ok - NAME". A failure is
+    counted (failures()) and its DETAIL printed as "#   " lines: the first
+    LINES lines (None: all) of its first CHARS characters (None: all).
+    Flushes stdout, so the line comes before what a child process prints."""
+    global _failures
+    print(("ok" if cond else "not ok") + " - " + name)
+    if not cond:
+        _failures += 1
+        text = str(detail) if chars is None else str(detail)[:chars]
+        for line in text.splitlines()[:lines]:
+            print("#   " + line)
+    sys.stdout.flush()
+
+
+def failures():
+    """How many ok() checks have failed so far in this process."""
+    return _failures
+
+
+def require_nvcc_root():
+    """CI has the CUDA toolkit and runs as root (the sandbox needs root): a
+    runner suite that cannot run there fails (exit 1); it does not skip."""
+    if not os.path.exists(NVCC) or os.geteuid() != 0:
+        print("not ok - needs nvcc and root (the sandbox): CI has the CUDA toolkit at /usr/local/cuda "
+              "and runs as root: a runner suite that cannot run there is a failure, not a skip")
+        sys.exit(1)
