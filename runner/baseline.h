@@ -74,6 +74,11 @@ size_t baseline_record_read(const char *path, double *out, size_t max);
  * record is the CPU's measure, and another job's batch of a few seconds
  * ago is as fresh as one of its own. */
 double baseline_record_age(const char *path);
+/* ... but only once the record holds this many batches: below 9 medians
+ * the 95% interval is the whole range (stats.h), and a young record (a
+ * fresh host) taken as it is by every job of a burst would decide their
+ * tiers on one or two batches; until then every job adds its own. */
+#define BASELINE_CPU_SHARE_MIN 9
 /* The record's path for lab rc->lab, case case_name, on this GPU model. */
 void baseline_record_path(const struct run_ctx *rc, const char *case_name, char *out,
                           size_t len);

@@ -135,7 +135,8 @@ static int job_cpu_record_shared(struct job_round *jr, int k)
     if (!(age >= 0 && age <= fresh))
         return 0;
     size_t n = baseline_record_read(path, rec, BASELINE_CPU_RECORD);
-    return n > 0 && retime_append_shared(jr->pool, RETIME_CPU, rec, n, age) == 0;
+    return n >= BASELINE_CPU_SHARE_MIN &&
+           retime_append_shared(jr->pool, RETIME_CPU, rec, n, age) == 0;
 }
 
 /* The CPU baseline's batch of round k (outside the GPU lock: it does not

@@ -103,11 +103,26 @@ try:
        os.path.exists(os.path.join(tmp, "cache", "gpu-0.batch-fakelab-big-naive.json")),
        "the next job takes the naive batch the first one timed (%s s old), not timing its own"
        % nv.get("shared_age_s"), json.dumps({"first": t1, "next": t0d}))
-    ok(t1.get("cpu", {}).get("interleaved") is True and t1["cpu"].get("shared_age_s", 0) is None and
-       cv.get("interleaved") is False and cv.get("shared_age_s") is not None and
-       0 <= cv["shared_age_s"] <= 30 and cv.get("samples") == t1["cpu"].get("samples"),
-       "the first job's CPU batch joined the host's record; the next takes the record as it is "
-       "(%s s since that batch), adding none" % cv.get("shared_age_s"), json.dumps({"first": t1, "next": t0d}))
+    ok(t1.get("cpu", {}).get("interleaved") is True and t1["cpu"].get("samples") == 1 and
+       cv.get("interleaved") is True and cv.get("shared_age_s", 0) is None and cv.get("samples") == 2,
+       "the CPU record is shared only once it holds 9 batches: the next job adds its own to a "
+       "young one (1 -> 2 batch medians)", json.dumps({"first": t1, "next": t0d}))
+    # Older batches in the record (as a host that has graded for a while
+    # has): the next job takes the record as it is and adds none.
+    import glob
+    recs = glob.glob(os.path.join(tmp, "cache/sm_90/fakelab/baselines/*__big__cpu.batches"))
+    rec = recs[0] if len(recs) == 1 else os.path.join(tmp, "no-single-record")
+    with open(rec, "a") as f:
+        f.write("5.000000\n" * 8)
+    dr, logr = grade("good.cu")
+    tr = {x.get("name"): x for x in (dr.get("result", {}).get("cugrade", {}).get("timing") or {}).get("timings") or []}
+    cr = tr.get("cpu", {})
+    with open(rec) as f:
+        nrec = len(f.read().split())
+    ok(dr["status"] == "graded" and cr.get("interleaved") is False and cr.get("shared_age_s") is not None and
+       0 <= cr["shared_age_s"] <= 30 and cr.get("samples") == 10 and nrec == 10,
+       "with 10 batches in the record (appended to %s s ago) the next job takes it as it is, adding none"
+       % cr.get("shared_age_s"), json.dumps({"cpu": cr, "record_lines": nrec}))
     os.environ["CUGRADE_BASELINE_SHARE"] = "0"
     try:
         ds, logs = grade("good.cu")
