@@ -391,7 +391,9 @@ int baseline_batch_recent(const struct run_ctx *rc, const char *name, const char
     *n = 0;
     *age_s = NAN;
     batch_path(rc, name, case_name, path, sizeof path);
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    /* No link followed, and no wait on a FIFO in its place: only a regular
+     * file is read. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0)
         return errno == ENOENT ? -ENOENT : -EIO;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > BATCH_FILE_MAX) {

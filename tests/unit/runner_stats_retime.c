@@ -358,6 +358,10 @@ int main(void)
               baseline_batch_recent(&grc, "cublas", "4096^3", 30, &got, &ngot, &age) == -EIO,
           "a link in its place is not followed");
     unlink(bpath);
+    check(mkfifo(bpath, 0600) == 0 &&
+              baseline_batch_recent(&grc, "cublas", "4096^3", 30, &got, &ngot, &age) == -EIO,
+          "a FIFO in its place is not waited on");
+    unlink(bpath);
     rmdir(cdir);
     unsetenv("CUGRADE_BASELINE_SHARE");
     check(baseline_share_window() == BASELINE_SHARE_DEFAULT_S, "the window's default");
