@@ -9,6 +9,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -323,14 +324,8 @@ int baseline_batch(const struct run_ctx *rc, const char *name, const char *case_
 
 double baseline_share_window(void)
 {
-    const char *e = getenv("CUGRADE_BASELINE_SHARE");
-    char *end = NULL;
-    if (!e || !*e)
-        return BASELINE_SHARE_DEFAULT_S;
-    double s = strtod(e, &end);
-    if (*end || !isfinite(s) || s < 0)
-        return BASELINE_SHARE_DEFAULT_S;
-    return s > BASELINE_SHARE_MAX_S ? BASELINE_SHARE_MAX_S : s;
+    double s = run_env_seconds("CUGRADE_BASELINE_SHARE", BASELINE_SHARE_DEFAULT_S, 0, DBL_MAX);
+    return fmin(s, BASELINE_SHARE_MAX_S);
 }
 
 /* CACHE/gpu-N.batch-LAB-CASE-NAME.json: names made of the slugs. */

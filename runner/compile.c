@@ -3,6 +3,7 @@
  */
 #include "compile.h"
 #include "python.h"
+#include "run.h"
 #include "sandbox.h"
 
 #include <errno.h>
@@ -279,10 +280,7 @@ static const char front_script[] =
 
 double compile_front_seconds(void)
 {
-    const char *e = getenv("CUGRADE_FRONT_SECONDS");
-    char *end = NULL;
-    double s = e && *e ? strtod(e, &end) : 0;
-    return e && *e && !*end && s >= 0.01 && s <= 3600 ? s : COMPILE_FRONT_SECONDS;
+    return run_env_seconds("CUGRADE_FRONT_SECONDS", COMPILE_FRONT_SECONDS, 0.01, 3600);
 }
 
 int compile_front(const struct compile_toolchain *tc, const struct lab *lab, const char *workdir,

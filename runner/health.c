@@ -10,6 +10,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <float.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -100,10 +101,7 @@ int health_probe_main(void)
 /* Seconds from $name: a number in (0, max], else dflt. */
 static double env_seconds(const char *name, double dflt, double max)
 {
-    const char *v = getenv(name);
-    char *end;
-    double d = v ? strtod(v, &end) : 0;
-    return v && end != v && *end == '\0' && d > 0 && d <= max ? d : dflt;
+    return run_env_seconds(name, dflt, DBL_TRUE_MIN, max);
 }
 
 double health_down_wait(void)

@@ -59,6 +59,13 @@ static const char *round_phase(int k, const char *first)
     return k == 0 ? first : "retime";
 }
 
+/* The sharing window of round k (baseline.h): only a first round takes
+ * another job's batches; 0 for a re-timing round or when sharing is off. */
+static double round_share_window(int k)
+{
+    return k == 0 ? baseline_share_window() : 0;
+}
+
 /* The first round takes a batch of baseline `name` that another job of
  * this GPU timed within the sharing window (baseline.h), instead of
  * timing one inside its own exclusive hold. A re-timing round always times
@@ -68,9 +75,9 @@ static const char *round_phase(int k, const char *first)
 static int job_round_shared_baseline(struct job_round *jr, int k, const char *name,
                                      enum retime_who who)
 {
-    double *x = NULL, age = 0, fresh = baseline_share_window();
+    double *x = NULL, age = 0, fresh = round_share_window(k);
     size_t n = 0;
-    if (k != 0 || !(fresh > 0))
+    if (!(fresh > 0))
         return 0;
     int r = baseline_batch_recent(&jr->j->rc, name, jr->j->lab.timing_case, fresh, &x, &n, &age);
     if (r == 0)
@@ -127,8 +134,8 @@ static void job_cpu_record(struct job_round *jr, const double *x, size_t n)
 static int job_cpu_record_shared(struct job_round *jr, int k)
 {
     char path[PATH_MAX];
-    double rec[BASELINE_CPU_RECORD], fresh = baseline_share_window();
-    if (k != 0 || !(fresh > 0))
+    double rec[BASELINE_CPU_RECORD], fresh = round_share_window(k);
+    if (!(fresh > 0))
         return 0;
     baseline_record_path(&jr->j->rc, jr->j->lab.timing_case, path, sizeof path);
     double age = baseline_record_age(path);
