@@ -6,6 +6,7 @@
  */
 #include "runner/bwrap.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -246,6 +247,8 @@ void bwrap_plan_creds(struct bwrap_plan *p, const struct sandbox_config *cfg,
     rlim_t cpu = cfg->cpu_seconds > 0 ? (rlim_t)ceil(cfg->cpu_seconds) + 1 : RLIM_INFINITY;
     p->cpu.rlim_cur = cpu;
     p->cpu.rlim_max = cpu == RLIM_INFINITY ? cpu : cpu + 1;
+    assert(cfg->nice >= 0 && cfg->nice <= 19);
+    p->nice = cfg->nice;
     p->uid = mode == BWRAP_MODE_SELF ? -1 : (int)box;
     p->gid = mode == BWRAP_MODE_SELF ? -1 : (int)box;
     p->own_userns = mode == BWRAP_MODE_ROOT;
@@ -389,6 +392,14 @@ _Noreturn void bwrap_child_run(struct bwrap_plan *p)
     if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != p->runner ||
         prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
         child_fail(p->errpipe, errno ? errno : ESRCH);
+    /* Before the fork: the reaper, bwrap and every process of the run
+     * inherit the priority (and none of them may raise it again). */
+    if (p->nice > 0) {
+        errno = 0;
+        int cur = getpriority(PRIO_PROCESS, 0); /* a runner started niced keeps its own */
+        if ((errno != 0 || cur < p->nice) && setpriority(PRIO_PROCESS, 0, p->nice) < 0)
+            child_fail(p->errpipe, errno);
+    }
     p->reaper = getpid();
     pid_t g = fork();
     if (g < 0)

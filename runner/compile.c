@@ -162,12 +162,19 @@ static void toolchain_env(const struct compile_toolchain *tc, char *path, size_t
     env[5] = NULL;
 }
 
+/* What one toolchain step must leave, and how it runs. */
+struct toolchain_step {
+    const char *expect_out; /* the file (in workdir) that says it worked */
+    double wall;            /* its wall limit; 0: the lab's compile_seconds */
+    int nice;               /* its CPU priority (compile_nice, or 0) */
+};
+
 /* Run argv in the sandbox with the toolchain's limits, clean its output
  * into res. Returns 0 or -errno (sandbox failure). */
 static int toolchain_run(const struct compile_toolchain *tc, const struct lab *lab,
                          const char *workdir, const char *const *argv,
                          const struct sandbox_bind *extra, size_t nextra,
-                         const char *expect_out, double wall, struct compile_result *res)
+                         const struct toolchain_step *step, struct compile_result *res)
 {
     struct sandbox_config cfg;
     struct sandbox_verdict v;
@@ -190,8 +197,9 @@ static int toolchain_run(const struct compile_toolchain *tc, const struct lab *l
     cfg.binds = binds;
     cfg.nbinds = nb;
     cfg.wall_seconds = lab->compile_seconds > 0 ? lab->compile_seconds : 60;
-    if (wall > 0 && wall < cfg.wall_seconds)
-        cfg.wall_seconds = wall;
+    if (step->wall > 0 && step->wall < cfg.wall_seconds)
+        cfg.wall_seconds = step->wall;
+    cfg.nice = step->nice;
     cfg.cpu_seconds = cfg.wall_seconds * 2; /* nvcc runs a few tools in parallel */
     cfg.memory_bytes = COMPILE_MEMORY;
     cfg.pids = COMPILE_PIDS;
@@ -234,10 +242,10 @@ static int toolchain_run(const struct compile_toolchain *tc, const struct lab *l
                  v.exited ? "the compiler reported errors." : v.message);
     } else {
         char check[PATH_MAX];
-        snprintf(check, sizeof check, "%s/%s", workdir, expect_out);
+        snprintf(check, sizeof check, "%s/%s", workdir, step->expect_out);
         if (access(check, F_OK) != 0)
             snprintf(res->message, sizeof res->message,
-                     "the compiler exited without producing %s.", expect_out);
+                     "the compiler exited without producing %s.", step->expect_out);
         else
             res->ok = 1;
     }
@@ -256,7 +264,8 @@ int compile_student(const struct compile_toolchain *tc, const struct lab *lab,
         memset(res, 0, sizeof *res);
         return -ENOMEM;
     }
-    int rc = toolchain_run(tc, lab, workdir, (const char *const *)argv, NULL, 0, obj, 0, res);
+    struct toolchain_step step = {obj, 0, compile_nice()};
+    int rc = toolchain_run(tc, lab, workdir, (const char *const *)argv, NULL, 0, &step, res);
     compile_argv_free(argv);
     return rc;
 }
@@ -277,6 +286,11 @@ static const char front_script[] =
     "grep -q '^cudafe++ ' /tmp/front.sh || exit 100\n"
     "sh -e /tmp/front.sh || exit 1\n"
     ": > /work/.front-ok\n";
+
+int compile_nice(void)
+{
+    return (int)run_env_seconds("CUGRADE_COMPILE_NICE", COMPILE_NICE, 0, 19);
+}
 
 double compile_front_seconds(void)
 {
@@ -306,8 +320,8 @@ int compile_front(const struct compile_toolchain *tc, const struct lab *lab, con
     argv[3] = "front";
     for (size_t i = 0; i < n; i++)
         argv[4 + i] = nv[i];
-    int rc = toolchain_run(tc, lab, workdir, argv, NULL, 0, ".front-ok", compile_front_seconds(),
-                           res);
+    struct toolchain_step step = {".front-ok", compile_front_seconds(), 0};
+    int rc = toolchain_run(tc, lab, workdir, argv, NULL, 0, &step, res);
     if (rc == 0 && !res->ok && res->exit_code == 100) {
         res->unavailable = 1;
     } else if (rc == 0 && !res->ok && !res->timed_out && !res->oom) {
@@ -340,8 +354,8 @@ int compile_python(const struct compile_toolchain *tc, const struct lab *lab,
                           NULL};
     struct sandbox_bind root;
     size_t nroot = (size_t)python_root_bind(&root);
-    int rc = toolchain_run(tc, lab, workdir, argv, nroot ? &root : NULL, nroot,
-                           ".python-syntax-ok", 0, res);
+    struct toolchain_step step = {".python-syntax-ok", 0, 0};
+    int rc = toolchain_run(tc, lab, workdir, argv, nroot ? &root : NULL, nroot, &step, res);
     if (rc == 0 && !res->ok && !res->timed_out && !res->oom)
         snprintf(res->message, sizeof res->message,
                  "Python could not parse your file: fix the syntax error below (the line "
@@ -387,7 +401,8 @@ int compile_link(const struct compile_toolchain *tc, const struct lab *lab,
             goto out;
     if (argv_push(v, &n, cap, "-o") || argv_push(v, &n, cap, prog))
         goto out;
-    rc = toolchain_run(tc, lab, workdir, (const char *const *)v, &hb, 1, prog, 0, res);
+    struct toolchain_step step = {prog, 0, compile_nice()};
+    rc = toolchain_run(tc, lab, workdir, (const char *const *)v, &hb, 1, &step, res);
 out:
     compile_argv_free(v);
     return rc;

@@ -63,6 +63,17 @@ int compile_student(const struct compile_toolchain *tc, const struct lab *lab,
 /* The limit: $CUGRADE_FRONT_SECONDS (0.01 to 3600), else the default. */
 double compile_front_seconds(void);
 
+/* The CPU priority of the compiler's full steps (compile_student,
+ * compile_link): nice 10 by default, $CUGRADE_COMPILE_NICE (0 to 19; 0:
+ * as the runner). On deadline night the CPU lane's full compiles fill
+ * every core; at a lower priority they give the cores first to the front
+ * passes (a compile error answered in seconds, not after the queue's
+ * compiles) and to the GPU lane's own CPU work (the check run's host
+ * code, compute-sanitizer), and still get every idle cycle. The front
+ * pass and Python's syntax check run at the runner's own priority. */
+#define COMPILE_NICE 10
+int compile_nice(void);
+
 /* The front pass (docs/runner.md "The front pass"): the preprocessor and
  * cudafe++ steps of the nvcc command compile_student would run, in the
  * same sandbox. res->ok: the file parses; else, unless res->unavailable

@@ -3,8 +3,10 @@
 `cugrade-runner grade --stop-after inspect`: good files compile and pass the
 symbol inspection; cuBLAS, dlopen/dlsym, a redefined cudaEventElapsedTime, a
 static constructor, a syntax error and an #include of /etc/shadow each get
-the right status and message. Prints TAP lines."""
-import json, os, shutil, subprocess, sys, tempfile
+the right status and message. The compiler's full steps run at nice 10
+(CUGRADE_COMPILE_NICE), the front pass at the runner's own priority: seen
+from outside, in /proc, while a file compiles. Prints TAP lines."""
+import json, os, shutil, subprocess, sys, tempfile, threading, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakelab"))
 from suite import FIX, ROOT, RUNNER, failures, ok, require_nvcc_root  # noqa: E402  (paths, TAP)
@@ -26,6 +28,41 @@ def grade(lab, fixture, stop="inspect", env=None):
         doc = {"status": "unparsable", "result": {"cugrade": {}}, "stderr": p.stderr, "stdout": p.stdout}
     return doc
 
+TOOLS = {"cicc", "cudafe++"}  # both name the file they work on
+
+
+def niceness_seen(env):
+    """Compile good_matmul.cu (to the link) while polling /proc: the set
+    of (program, niceness) of the toolchain's processes seen."""
+    seen, stop = set(), threading.Event()
+
+    def poll():
+        while not stop.is_set():
+            for pid in os.listdir("/proc"):
+                try:
+                    st = open(f"/proc/{pid}/stat").read()
+                except OSError:
+                    continue
+                comm, rest = st[st.index("(") + 1:st.rindex(")")], st[st.rindex(")") + 2:].split()
+                if comm not in TOOLS:
+                    continue
+                try:  # the student's file, not the lab's harness built at the start
+                    cmd = open(f"/proc/{pid}/cmdline", "rb").read().decode(errors="replace")
+                except OSError:
+                    continue
+                if "orig_src_file_name" in cmd.replace("-", "_") and ROOT not in cmd:
+                    seen.add((comm, int(rest[16])))  # field 19: nice
+            time.sleep(0.01)
+    t = threading.Thread(target=poll)
+    t.start()
+    try:
+        d = grade("matmul", "good_matmul.cu", stop="link", env=env)
+    finally:
+        stop.set()
+        t.join()
+    return d, seen
+
+
 try:
     p = subprocess.run([RUNNER, "--help"], capture_output=True, text=True)
     ok(p.returncode == 0 and "--token-file" in p.stdout and "grade --lab" in p.stdout, "--help prints the usage")
@@ -35,6 +72,17 @@ try:
         ok(d["status"] == "graded" and d["result"]["cugrade"].get("stopped_after") == "inspect"
            and d["result"]["cugrade"].get("rejection") is None,
            f"{f} compiles in the sandbox and passes inspection", json.dumps(d)[:2000])
+
+    # Front pass at 0, the full compile's and the link's steps at 10 (the
+    # lab's harness, built by the first grade above at the runner's start,
+    # is cached by now).
+    d, seen = niceness_seen({})
+    full = {n for (c, n) in seen if c == "cicc"}
+    ok(d["status"] == "graded" and full == {10} and ("cudafe++", 0) in seen,
+       "the full compile runs at nice 10, the front pass at the runner's 0", sorted(seen))
+    d, seen = niceness_seen({"CUGRADE_COMPILE_NICE": "0", "CUGRADE_FRONT": "0"})
+    ok(d["status"] == "graded" and {n for (c, n) in seen if c == "cicc"} == {0},
+       "CUGRADE_COMPILE_NICE=0: the full compile at the runner's priority", sorted(seen))
 
     # Harmless parts of libstdc++ (containers, std::string, exceptions) are
     # allowed; its file, stream and thread APIs are not (docs/runner.md).

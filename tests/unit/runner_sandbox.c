@@ -69,6 +69,35 @@ static void test_output_limit(const char *parent)
     free(wd);
 }
 
+/* The run's CPU priority (sandbox_config.nice): the program inside sees
+ * the niceness it was given, and a run without one the runner's own. */
+static void test_nice(const char *parent)
+{
+    const char *env[] = {"PATH=/usr/bin:/bin", NULL};
+    const char *nice_argv[] = {"nice", NULL}; /* coreutils: prints its niceness */
+    int want[2] = {7, 0}, got[2] = {-1, -1};
+    for (int i = 0; i < 2; i++) {
+        char *wd = NULL;
+        struct sandbox_config cfg;
+        struct sandbox_verdict v;
+        memset(&v, 0, sizeof v);
+        if (sandbox_workdir_create(parent, &wd) != 0)
+            continue;
+        sandbox_config_init(&cfg);
+        cfg.argv = nice_argv;
+        cfg.env = env;
+        cfg.workdir = wd;
+        cfg.nice = want[i];
+        if (sandbox_run(&cfg, &v) == 0 && v.exited && v.exit_code == 0 && v.out)
+            got[i] = atoi(v.out);
+        sandbox_verdict_free(&v);
+        sandbox_workdir_remove(wd);
+        free(wd);
+    }
+    check(got[0] == 7 && got[1] == 0,
+          "nice: a run given niceness 7 runs at 7, one given none at the runner's 0");
+}
+
 /* Boxes: each work directory holds its own uid until it is removed; when
  * every box is taken, a new one is -EBUSY (a system error, retried), and a
  * removed directory's box is free again. A run in a directory that holds
@@ -320,6 +349,7 @@ int main(void)
         check(cgroup_detect() != CGROUP_NONE, "cgroup_detect: v1 or v2 found (running as root)");
         test_control_and_cancel(parent);
         test_output_limit(parent);
+        test_nice(parent);
         test_boxes(parent);
     }
 
