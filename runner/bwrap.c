@@ -247,7 +247,7 @@ void bwrap_plan_creds(struct bwrap_plan *p, const struct sandbox_config *cfg,
     rlim_t cpu = cfg->cpu_seconds > 0 ? (rlim_t)ceil(cfg->cpu_seconds) + 1 : RLIM_INFINITY;
     p->cpu.rlim_cur = cpu;
     p->cpu.rlim_max = cpu == RLIM_INFINITY ? cpu : cpu + 1;
-    assert(cfg->nice >= 0 && cfg->nice <= 19);
+    assert(cfg->nice >= -20 && cfg->nice <= 19);
     p->nice = cfg->nice;
     p->uid = mode == BWRAP_MODE_SELF ? -1 : (int)box;
     p->gid = mode == BWRAP_MODE_SELF ? -1 : (int)box;
@@ -394,11 +394,14 @@ _Noreturn void bwrap_child_run(struct bwrap_plan *p)
         child_fail(p->errpipe, errno ? errno : ESRCH);
     /* Before the fork: the reaper, bwrap and every process of the run
      * inherit the priority (and none of them may raise it again). */
-    if (p->nice > 0) {
+    if (p->nice != 0) {
+        /* Best effort: a runner without CAP_SYS_NICE cannot raise a
+         * priority (a negative nice), and one started niced keeps its own
+         * for a positive one; either way the run goes on as it is. */
         errno = 0;
-        int cur = getpriority(PRIO_PROCESS, 0); /* a runner started niced keeps its own */
-        if ((errno != 0 || cur < p->nice) && setpriority(PRIO_PROCESS, 0, p->nice) < 0)
-            child_fail(p->errpipe, errno);
+        int cur = getpriority(PRIO_PROCESS, 0);
+        if (errno == 0 && (p->nice < 0 || cur < p->nice))
+            (void)setpriority(PRIO_PROCESS, 0, p->nice);
     }
     p->reaper = getpid();
     pid_t g = fork();

@@ -42,7 +42,7 @@ const char *bwrap_mode_name(enum bwrap_mode m);
 struct bwrap_plan {
     const struct cgroup *cg;
     struct rlimit fsize, core, nofile, cpu;
-    int nice;              /* 0, or the run's CPU priority (sandbox_config.nice) */
+    int nice;              /* 0, or the run's CPU priority, -20..19 (sandbox_config.nice) */
     int uid, gid;          /* -1: keep who we are; else the box */
     int own_userns;        /* ROOT mode: make the user namespace ourselves */
     gid_t groups[8];       /* supplementary groups: the GPU nodes' */

@@ -166,7 +166,7 @@ static void toolchain_env(const struct compile_toolchain *tc, char *path, size_t
 struct toolchain_step {
     const char *expect_out; /* the file (in workdir) that says it worked */
     double wall;            /* its wall limit; 0: the lab's compile_seconds */
-    int nice;               /* its CPU priority (compile_nice, or 0) */
+    int nice;               /* its CPU priority (compile_nice, compile_front_nice, 0) */
 };
 
 /* Run argv in the sandbox with the toolchain's limits, clean its output
@@ -292,6 +292,11 @@ int compile_nice(void)
     return (int)run_env_seconds("CUGRADE_COMPILE_NICE", COMPILE_NICE, 0, 19);
 }
 
+int compile_front_nice(void)
+{
+    return (int)run_env_seconds("CUGRADE_FRONT_NICE", COMPILE_FRONT_NICE, -20, 19);
+}
+
 double compile_front_seconds(void)
 {
     return run_env_seconds("CUGRADE_FRONT_SECONDS", COMPILE_FRONT_SECONDS, 0.01, 3600);
@@ -320,7 +325,7 @@ int compile_front(const struct compile_toolchain *tc, const struct lab *lab, con
     argv[3] = "front";
     for (size_t i = 0; i < n; i++)
         argv[4 + i] = nv[i];
-    struct toolchain_step step = {".front-ok", compile_front_seconds(), 0};
+    struct toolchain_step step = {".front-ok", compile_front_seconds(), compile_front_nice()};
     int rc = toolchain_run(tc, lab, workdir, argv, NULL, 0, &step, res);
     if (rc == 0 && !res->ok && res->exit_code == 100) {
         res->unavailable = 1;

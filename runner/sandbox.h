@@ -56,11 +56,12 @@ struct sandbox_config {
                                     (a Python timing run waiting at its gate for the
                                     GPU's exclusive lock): the wall limit does not
                                     count the stopped time. */
-    int nice;                    /* 0, or 1..19: the whole run at this CPU
-                                    priority (setpriority before bwrap; the
-                                    compiler's full steps, docs/runner.md "Two
-                                    lanes": a front pass or a GPU-lane process
-                                    beside them gets the cores first) */
+    int nice;                    /* 0 (the runner's own), or -20..19: the
+                                    whole run at this CPU priority
+                                    (setpriority before bwrap, best effort:
+                                    raising one needs CAP_SYS_NICE). The
+                                    front pass runs above the rest, the
+                                    compiler's full steps below (compile.h) */
 };
 
 /* The default output limit: 8 MiB of stdout + stderr (DOMjudge's default). */

@@ -4,8 +4,8 @@
 symbol inspection; cuBLAS, dlopen/dlsym, a redefined cudaEventElapsedTime, a
 static constructor, a syntax error and an #include of /etc/shadow each get
 the right status and message. The compiler's full steps run at nice 10
-(CUGRADE_COMPILE_NICE), the front pass at the runner's own priority: seen
-from outside, in /proc, while a file compiles. Prints TAP lines."""
+(CUGRADE_COMPILE_NICE), the front pass at nice -5 (CUGRADE_FRONT_NICE):
+seen from outside, in /proc, while a file compiles. Prints TAP lines."""
 import json, os, shutil, subprocess, sys, tempfile, threading, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakelab"))
@@ -73,13 +73,17 @@ try:
            and d["result"]["cugrade"].get("rejection") is None,
            f"{f} compiles in the sandbox and passes inspection", json.dumps(d)[:2000])
 
-    # Front pass at 0, the full compile's and the link's steps at 10 (the
+    # Front pass at -5, the full compile's and the link's steps at 10 (the
     # lab's harness, built by the first grade above at the runner's start,
     # is cached by now).
     d, seen = niceness_seen({})
     full = {n for (c, n) in seen if c == "cicc"}
-    ok(d["status"] == "graded" and full == {10} and ("cudafe++", 0) in seen,
-       "the full compile runs at nice 10, the front pass at the runner's 0", sorted(seen))
+    ok(d["status"] == "graded" and full == {10} and ("cudafe++", -5) in seen,
+       "the full compile runs at nice 10, the front pass at -5", sorted(seen))
+    d, seen = niceness_seen({"CUGRADE_COMPILE_NICE": "0", "CUGRADE_FRONT_NICE": "0"})
+    ok(d["status"] == "graded" and {n for (c, n) in seen} == {0},
+       "CUGRADE_COMPILE_NICE=0 CUGRADE_FRONT_NICE=0: every step at the runner's priority",
+       sorted(seen))
     d, seen = niceness_seen({"CUGRADE_COMPILE_NICE": "0", "CUGRADE_FRONT": "0"})
     ok(d["status"] == "graded" and {n for (c, n) in seen if c == "cicc"} == {0},
        "CUGRADE_COMPILE_NICE=0: the full compile at the runner's priority", sorted(seen))

@@ -70,13 +70,14 @@ static void test_output_limit(const char *parent)
 }
 
 /* The run's CPU priority (sandbox_config.nice): the program inside sees
- * the niceness it was given, and a run without one the runner's own. */
+ * the niceness it was given, and a run without one the runner's own
+ * (root here: a negative one too). */
 static void test_nice(const char *parent)
 {
     const char *env[] = {"PATH=/usr/bin:/bin", NULL};
     const char *nice_argv[] = {"nice", NULL}; /* coreutils: prints its niceness */
-    int want[2] = {7, 0}, got[2] = {-1, -1};
-    for (int i = 0; i < 2; i++) {
+    int want[3] = {7, 0, -3}, got[3] = {-1, -1, -1};
+    for (int i = 0; i < 3; i++) {
         char *wd = NULL;
         struct sandbox_config cfg;
         struct sandbox_verdict v;
@@ -96,6 +97,7 @@ static void test_nice(const char *parent)
     }
     check(got[0] == 7 && got[1] == 0,
           "nice: a run given niceness 7 runs at 7, one given none at the runner's 0");
+    check(got[2] == -3, "nice: a run given -3 runs above the runner (root may raise it)");
 }
 
 /* Boxes: each work directory holds its own uid until it is removed; when
