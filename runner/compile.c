@@ -167,6 +167,7 @@ struct toolchain_step {
     const char *expect_out; /* the file (in workdir) that says it worked */
     double wall;            /* its wall limit; 0: the lab's compile_seconds */
     int nice;               /* its CPU priority (compile_nice, compile_front_nice, 0) */
+    const char *env;        /* NULL, or one more NAME=value for its environment */
 };
 
 /* Run argv in the sandbox with the toolchain's limits, clean its output
@@ -188,6 +189,10 @@ static int toolchain_run(const struct compile_toolchain *tc, const struct lab *l
     memset(&v, 0, sizeof v);
     sandbox_config_init(&cfg);
     toolchain_env(tc, path, sizeof path, env);
+    if (step->env) {
+        env[5] = step->env;
+        env[6] = NULL;
+    }
     nb = compile_cuda_binds(tc->cuda_home, binds, real);
     for (size_t i = 0; i < nextra && nb < 4; i++)
         binds[nb++] = extra[i];
@@ -264,7 +269,7 @@ int compile_student(const struct compile_toolchain *tc, const struct lab *lab,
         memset(res, 0, sizeof *res);
         return -ENOMEM;
     }
-    struct toolchain_step step = {obj, 0, compile_nice()};
+    struct toolchain_step step = {obj, 0, compile_nice(), NULL};
     int rc = toolchain_run(tc, lab, workdir, (const char *const *)argv, NULL, 0, &step, res);
     compile_argv_free(argv);
     return rc;
@@ -290,6 +295,12 @@ static const char front_script[] =
 int compile_nice(void)
 {
     return (int)run_env_seconds("CUGRADE_COMPILE_NICE", COMPILE_NICE, 0, 19);
+}
+
+int compile_front_hugetlb(void)
+{
+    const char *e = getenv("CUGRADE_FRONT_HUGETLB");
+    return !(e && strcmp(e, "0") == 0);
 }
 
 int compile_front_nice(void)
@@ -325,7 +336,9 @@ int compile_front(const struct compile_toolchain *tc, const struct lab *lab, con
     argv[3] = "front";
     for (size_t i = 0; i < n; i++)
         argv[4 + i] = nv[i];
-    struct toolchain_step step = {".front-ok", compile_front_seconds(), compile_front_nice()};
+    struct toolchain_step step = {".front-ok", compile_front_seconds(), compile_front_nice(),
+                                  compile_front_hugetlb() ? "GLIBC_TUNABLES=glibc.malloc.hugetlb=1"
+                                                          : NULL};
     int rc = toolchain_run(tc, lab, workdir, argv, NULL, 0, &step, res);
     if (rc == 0 && !res->ok && res->exit_code == 100) {
         res->unavailable = 1;
@@ -359,7 +372,7 @@ int compile_python(const struct compile_toolchain *tc, const struct lab *lab,
                           NULL};
     struct sandbox_bind root;
     size_t nroot = (size_t)python_root_bind(&root);
-    struct toolchain_step step = {".python-syntax-ok", 0, 0};
+    struct toolchain_step step = {".python-syntax-ok", 0, 0, NULL};
     int rc = toolchain_run(tc, lab, workdir, argv, nroot ? &root : NULL, nroot, &step, res);
     if (rc == 0 && !res->ok && !res->timed_out && !res->oom)
         snprintf(res->message, sizeof res->message,
@@ -406,7 +419,7 @@ int compile_link(const struct compile_toolchain *tc, const struct lab *lab,
             goto out;
     if (argv_push(v, &n, cap, "-o") || argv_push(v, &n, cap, prog))
         goto out;
-    struct toolchain_step step = {prog, 0, compile_nice()};
+    struct toolchain_step step = {prog, 0, compile_nice(), NULL};
     rc = toolchain_run(tc, lab, workdir, (const char *const *)v, &hb, 1, &step, res);
 out:
     compile_argv_free(v);

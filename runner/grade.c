@@ -35,7 +35,7 @@ json_t *grade_system_error_doc(const char *lab, const char *gpu, const char *mes
 static int grade_phases(struct job *j)
 {
     int r;
-    if ((r = job_setup(j)) < 0 || (r = job_front(j)) != JOB_NEXT)
+    if ((r = job_setup(j)) < 0 || (r = job_front(j)) != JOB_NEXT || job_stop_at(j, "front"))
         return r;
     if ((r = job_cpu_lane(j)) < 0 || (r = job_prestart(j)) < 0)
         return r;

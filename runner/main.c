@@ -31,7 +31,7 @@ static void usage(FILE *f)
             "                      [--work DIR] [--root DIR] [--name NAME] [--once]\n"
             "       cugrade-runner grade --lab L --file kernel.cu [--seed HEX] [--rubric F]\n"
             "                      [--gpu N] [--cache DIR] [--work DIR] [--root DIR]\n"
-            "                      [--arch sm_XX] [--stop-after compile|inspect|link]\n"
+            "                      [--arch sm_XX] [--stop-after front|compile|inspect|link]\n"
             "       cugrade-runner prepare [--gpu N] [--cache DIR] [--root DIR] [--arch sm_XX]\n"
             "       cugrade-runner --help\n"
             "\n"
@@ -131,8 +131,9 @@ static int cmd_grade(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    if (stop && strcmp(stop, "compile") && strcmp(stop, "inspect") && strcmp(stop, "link")) {
-        fprintf(stderr, "cugrade-runner: --stop-after takes compile, inspect or link\n");
+    if (stop && strcmp(stop, "front") && strcmp(stop, "compile") && strcmp(stop, "inspect") &&
+        strcmp(stop, "link")) {
+        fprintf(stderr, "cugrade-runner: --stop-after takes front, compile, inspect or link\n");
         return 2;
     }
     struct host h;

@@ -52,6 +52,12 @@ def niceness_seen(env):
                     continue
                 if "orig_src_file_name" in cmd.replace("-", "_") and ROOT not in cmd:
                     seen.add((comm, int(rest[16])))  # field 19: nice
+                    try:
+                        envs = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
+                    except OSError:
+                        continue
+                    if b"GLIBC_TUNABLES=glibc.malloc.hugetlb=1" in envs:
+                        seen.add((comm, "hugetlb"))
             time.sleep(0.01)
     t = threading.Thread(target=poll)
     t.start()
@@ -79,14 +85,17 @@ try:
     d, seen = niceness_seen({})
     full = {n for (c, n) in seen if c == "cicc"}
     ok(d["status"] == "graded" and full == {10} and ("cudafe++", -5) in seen,
-       "the full compile runs at nice 10, the front pass at -5", sorted(seen))
+       "the full compile runs at nice 10, the front pass at -5", sorted(seen, key=str))
+    ok(("cudafe++", "hugetlb") in seen and ("cicc", "hugetlb") not in seen,
+       "the front pass's malloc on huge pages (GLIBC_TUNABLES), the full compile's not",
+       sorted(seen, key=str))
     d, seen = niceness_seen({"CUGRADE_COMPILE_NICE": "0", "CUGRADE_FRONT_NICE": "0"})
-    ok(d["status"] == "graded" and {n for (c, n) in seen} == {0},
+    ok(d["status"] == "graded" and {n for (c, n) in seen if n != "hugetlb"} == {0},
        "CUGRADE_COMPILE_NICE=0 CUGRADE_FRONT_NICE=0: every step at the runner's priority",
-       sorted(seen))
+       sorted(seen, key=str))
     d, seen = niceness_seen({"CUGRADE_COMPILE_NICE": "0", "CUGRADE_FRONT": "0"})
     ok(d["status"] == "graded" and {n for (c, n) in seen if c == "cicc"} == {0},
-       "CUGRADE_COMPILE_NICE=0: the full compile at the runner's priority", sorted(seen))
+       "CUGRADE_COMPILE_NICE=0: the full compile at the runner's priority", sorted(seen, key=str))
 
     # Harmless parts of libstdc++ (containers, std::string, exceptions) are
     # allowed; its file, stream and thread APIs are not (docs/runner.md).

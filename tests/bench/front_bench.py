@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""The front pass's cost on this host (a benchmark: prints a table, asserts
+nothing). docs/runner.md "Two lanes": in the deadline burst the runner
+claims ~19 jobs/s, one per front pass ended, 16 at a time; this says what
+one pass costs here and whether anything makes it cheaper.
+
+    sh tests/bench/front_bench.sh        (dist/ when built, like the others)
+    env: N (passes per row, default 8), P (passes at once in the parallel
+         rows, default the host's cores), FILES (default matmul/fast.cu and
+         matmul/syntax_error.cu of tests/gpu/solutions)
+
+Rows, per file and per variant (CUGRADE_FRONT_HUGETLB=0/1):
+  - one at a time: the median of `phases.front` of `cugrade-runner grade
+    --stop-after compile` (the sandbox, nvcc --dryrun, the preprocessor,
+    cudafe++), and the CPU seconds of the whole grade process tree;
+  - P at once, twice: passes per second over the batch's wall time.
+Plus the host: cores, CPU model, transparent huge pages, and the two
+programs alone outside the sandbox (sequential, median wall and CPU).
+"""
+import json, os, re, resource, statistics, subprocess, sys, tempfile, time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+RUNNER = os.environ.get("CUGRADE_RUNNER_BIN", os.path.join(ROOT, "build/cugrade-runner"))
+N = int(os.environ.get("N", "8"))
+P = int(os.environ.get("P", str(os.cpu_count() or 1)))
+FILES = os.environ.get("FILES", "matmul/fast.cu matmul/syntax_error.cu").split()
+
+
+def bin_env(extra):
+    env = dict(os.environ, CUGRADE_GPU_HOLD="0", **extra)
+    for kv in filter(None, os.environ.get("CUGRADE_BIN_ENV", "").split(";")):
+        k, v = kv.split("=", 1)
+        env[k] = v
+    return env
+
+
+def grade_cmd(tmp, lab, path, i):
+    return [RUNNER, "grade", "--lab", lab, "--file", path, "--stop-after", "front", "--root", ROOT,
+            "--cache", os.path.join(tmp, "cache"), "--work", os.path.join(tmp, f"work-{i}"),
+            "--arch", "sm_90"]
+
+
+def front_of(out):
+    try:
+        return json.loads(out)["result"]["cugrade"]["phases"]["front"]
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def cpu_children():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def sequential(tmp, lab, path, env):
+    fronts, cpus = [], []
+    for i in range(N):
+        c0 = cpu_children()
+        p = subprocess.run(grade_cmd(tmp, lab, path, i), capture_output=True, text=True, env=env)
+        cpus.append(cpu_children() - c0)
+        f = front_of(p.stdout)
+        if f is not None:
+            fronts.append(f)
+    return fronts, cpus
+
+
+def parallel(tmp, lab, path, env):
+    rates = []
+    for _ in range(2):
+        t0 = time.time()
+        ps = [subprocess.Popen(grade_cmd(tmp, lab, path, i), stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, text=True, env=env) for i in range(P)]
+        ok = sum(1 for p in ps if front_of(p.communicate()[0]) is not None)
+        rates.append(ok / (time.time() - t0))
+    return rates
+
+
+def outside(tmp, path):
+    """The two steps alone, as nvcc --dryrun gives them, outside the sandbox."""
+    d = tempfile.mkdtemp(dir=tmp)
+    src = os.path.join(d, os.path.basename(path))
+    open(src, "w").write(open(path).read())
+    dry = subprocess.run(["nvcc", "-c", "-arch=sm_90", os.path.basename(src), "-o", "k.o", "--dryrun"],
+                         capture_output=True, text=True, cwd=d).stderr
+    steps = []
+    for line in dry.splitlines():
+        if line.startswith("#$ ") and not re.match(r"#\$ [A-Za-z_][A-Za-z_0-9]*=", line):
+            steps.append(line[3:])
+            if line[3:].startswith("cudafe++ "):
+                break
+    script = os.path.join(d, "front.sh")
+    open(script, "w").write("\n".join(steps) + "\n")
+    walls, cpus = [], []
+    for _ in range(N):
+        c0, t0 = cpu_children(), time.time()
+        subprocess.run(["sh", script], cwd=d, capture_output=True)
+        walls.append(time.time() - t0)
+        cpus.append(cpu_children() - c0)
+    return walls, cpus
+
+
+def med(x):
+    return f"{statistics.median(x):.3f}" if x else "n/a"
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="cugrade-front-bench-")
+    os.chmod(tmp, 0o755)
+    model = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+    try:
+        thp = open("/sys/kernel/mm/transparent_hugepage/enabled").read().strip()
+    except OSError:
+        thp = "?"
+    rows = [("host", f"{os.cpu_count()} cores, {model}, THP {thp}")]
+    sol = os.path.join(ROOT, "tests/gpu/solutions")
+    # The lab is built by the first grade (cached after).
+    subprocess.run(grade_cmd(tmp, "matmul", os.path.join(sol, FILES[0]), 0), capture_output=True,
+                   env=bin_env({}))
+    for f in FILES:
+        lab, path = f.split("/")[0], os.path.join(sol, f)
+        w, c = outside(tmp, path)
+        rows.append((f"{f}: preprocessor + cudafe++ outside the sandbox, wall / CPU s", f"{med(w)} / {med(c)}"))
+        for v in ("0", "1"):
+            env = bin_env({"CUGRADE_FRONT_HUGETLB": v})
+            fr, cpu = sequential(tmp, lab, path, env)
+            rows.append((f"{f} HUGETLB={v}: front one at a time, median / max s; grade CPU s",
+                         f"{med(fr)} / {max(fr) if fr else float('nan'):.3f}; {med(cpu)} (n={len(fr)})"))
+            r = parallel(tmp, lab, path, env)
+            rows.append((f"{f} HUGETLB={v}: {P} at once, passes/s", " / ".join(f"{x:.1f}" for x in r)))
+    w = max(len(a) for a, _ in rows)
+    print("\nfront_bench")
+    for a, b in rows:
+        print(f"{a:<{w}} | {b}")
+    subprocess.run(["rm", "-rf", tmp])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
