@@ -13,14 +13,5 @@ if [ "${BENCH_FORCE:-0}" != 1 ] && ! (env -u LD_LIBRARY_PATH nvidia-smi -L 2>/de
     echo "grade_bench: no GPU on this host (nvidia-smi -L): skipped (run it through the device tool)"
     exit 0
 fi
-if [ -x "$ROOT/dist/cugrade-runner" ] && [ -x "$ROOT/dist/cugrade-server" ]; then
-    D=$(mktemp -d /tmp/cugrade-dist.XXXXXX) || exit 2
-    trap 'rm -rf "$D"' EXIT INT TERM
-    cp -r "$ROOT/dist/." "$D/" && chmod -R go+rX "$D" && chmod 755 "$D"
-    export CUGRADE_SERVER_BIN="$D/cugrade-server" CUGRADE_RUNNER_BIN="$D/cugrade-runner"
-    export CUGRADE_BIN_ENV="LD_LIBRARY_PATH=$D/lib;CUGRADE_BWRAP=$D/bwrap"
-else
-    export CUGRADE_SERVER_BIN="$ROOT/$BUILD/cugrade-server" CUGRADE_RUNNER_BIN="$ROOT/$BUILD/cugrade-runner"
-fi
-export PATH="/usr/local/cuda/bin:$PATH"
+. "$ROOT/tests/tools/dist_env.sh"
 exec python3 tests/bench/grade_bench.py

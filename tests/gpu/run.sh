@@ -17,21 +17,7 @@ BUILD=${1:-build}
 cd "$ROOT" || exit 2
 rc=0
 
-if [ -x "$ROOT/dist/cugrade-runner" ] && [ -x "$ROOT/dist/cugrade-server" ]; then
-    # The sandbox drops to uid nobody before bwrap: bwrap and the libraries
-    # must be reachable by it, which a checkout under a 0700 home is not.
-    D=$(mktemp -d /tmp/cugrade-dist.XXXXXX) || exit 2
-    trap 'rm -rf "$D"' EXIT INT TERM
-    cp -r "$ROOT/dist/." "$D/" && chmod -R go+rX "$D" && chmod 755 "$D"
-    export CUGRADE_SERVER_BIN="$D/cugrade-server" CUGRADE_RUNNER_BIN="$D/cugrade-runner"
-    # LD_LIBRARY_PATH only for our binaries (the runner drops it for nvcc &c.).
-    export CUGRADE_BIN_ENV="LD_LIBRARY_PATH=$D/lib;CUGRADE_BWRAP=$D/bwrap"
-    DIST=$ROOT/dist
-else
-    export CUGRADE_SERVER_BIN="$ROOT/$BUILD/cugrade-server" CUGRADE_RUNNER_BIN="$ROOT/$BUILD/cugrade-runner"
-    DIST=""
-fi
-export PATH="/usr/local/cuda/bin:$PATH"
+. "$ROOT/tests/tools/dist_env.sh"
 # Python submissions (docs/python.md): the python3 that has CuPy and Numba.
 # A virtual environment outside /usr (the device tool's image: /opt/torch/.venv)
 # is bound into the sandbox as CUGRADE_PYTHON_ROOT.
