@@ -6,6 +6,10 @@ cudafe++) answers it before the fourth correct job is granted its CPU lane
 slot, with nvcc's own error line; the slots go in claim order; the correct
 jobs are graded. With CUGRADE_FRONT=0 the same syntax error waits for its
 turn in the CPU lane (run once by hand: the ordering check then fails).
+The front lane is one wide here (CUGRADE_FRONT_JOBS=1; by default it is
+twice the CPU lane): slots go to the jobs that asked, oldest claim first,
+and with a wider front lane a job whose front pass ends sooner asks (and
+is granted) before one claimed just before it.
 A scripted fake server; the fake lab of pipeline.t. Prints TAP."""
 import json, os, shutil, signal, subprocess, sys, tempfile, time
 
@@ -31,7 +35,7 @@ port, lock, state = fake.port, fake.lock, fake.state
 tok = os.path.join(tmp, "token")
 open(tok, "w").write(TOKEN + "\n")
 log = open(os.path.join(tmp, "runner.log"), "w+")
-env = dict(os.environ, CUGRADE_GPU_MEMORY_MB="1000", CUGRADE_GPU_HOLD="0")
+env = dict(os.environ, CUGRADE_GPU_MEMORY_MB="1000", CUGRADE_GPU_HOLD="0", CUGRADE_FRONT_JOBS="1")
 p = subprocess.Popen([RUNNER, "--server", f"http://127.0.0.1:{port}", "--token-file", tok,
                       "--root", root, "--cache", cache, "--work", os.path.join(tmp, "work"),
                       "--arch", "sm_90", "--jobs", "1", "--queue", "8"],
