@@ -88,9 +88,9 @@ int compile_front_nice(void);
  * glibc.malloc.hugetlb=1; glibc 2.35 and later, THP "madvise" or
  * "always"; an older glibc ignores it): cudafe++ touches ~180 MiB in
  * ~46,000 page faults. On the H100 host (a virtual machine) a pass took
- * 0.35 s instead of 0.45-0.48 s alone, 16 at once 26-29 passes/s instead
- * of 21-26 (tests/bench/front_bench.sh; docs/runner.md "Where the front
- * pass's CPU goes"). */
+ * 0.35 s instead of 0.45-0.48 s alone, 16 at once 26-30 passes/s instead
+ * of 21-28, 32 at once 31-36 instead of 28-30 (tests/bench/front_bench.sh;
+ * docs/runner.md "Where the front pass's CPU goes"). */
 int compile_front_hugetlb(void);
 
 /* The front pass (docs/runner.md "The front pass"): the preprocessor and

@@ -172,8 +172,8 @@ static int job_child(struct client *cl, struct host *hst, const struct grade_env
  * writes 'g' and waits for the GPU lane (the GPU memory admission and the
  * GPU lock, lock.h) holding nothing another job needs. The runner claims
  * a new job whenever fewer than front_width(jobs) children are in their
- * front pass and fewer than `queue` are in flight: a compile error is answered while
- * both lanes are full. */
+ * front pass and fewer than `queue` are in flight: a compile error is
+ * answered while both lanes are full. */
 
 enum kid_state {
     KID_FRONT, /* front pass */
@@ -372,9 +372,10 @@ static void kids_grant(struct kid *kids, size_t nk, int jobs)
 
 /* How many children may be in their front pass at once: twice the CPU
  * lane's size (at most 256), or $CUGRADE_FRONT_JOBS (1 to 256). The
- * passes run above the CPU lane's compiles (compile.h): on the H100 host
- * 32 at once ended 28-36 passes/s against 21-29 with 16, and the burst's
- * claims went from ~19/s to ~27/s (docs/runner.md "Two lanes"). */
+ * passes run above the CPU lane's compiles (compile.h): on the idle H100
+ * host 32 at once ended 28-36 passes/s against 21-30 with 16, and with
+ * huge pages the burst's claims went from ~19/s to ~27/s (docs/runner.md
+ * "Two lanes"). */
 static size_t front_width(int jobs)
 {
     const char *e = getenv("CUGRADE_FRONT_JOBS");
