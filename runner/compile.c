@@ -299,8 +299,7 @@ int compile_nice(void)
 
 int compile_front_hugetlb(void)
 {
-    const char *e = getenv("CUGRADE_FRONT_HUGETLB");
-    return !(e && strcmp(e, "0") == 0);
+    return !run_env_off("CUGRADE_FRONT_HUGETLB");
 }
 
 int compile_front_nice(void)

@@ -301,8 +301,7 @@ int host_gpu_hold_main(void)
 void host_gpu_hold_start(const struct host *h)
 {
     static int write_end = -1;
-    const char *e = getenv("CUGRADE_GPU_HOLD");
-    if (!h->have_gpu || write_end >= 0 || (e && strcmp(e, "0") == 0))
+    if (!h->have_gpu || write_end >= 0 || run_env_off("CUGRADE_GPU_HOLD"))
         return;
     char exe[PATH_MAX];
     int p[2];

@@ -24,8 +24,7 @@
 /* CUGRADE_FRONT=0 turns the front pass off. */
 static int front_enabled(void)
 {
-    const char *e = getenv("CUGRADE_FRONT");
-    return !(e && strcmp(e, "0") == 0);
+    return !run_env_off("CUGRADE_FRONT");
 }
 
 /* Before the job waits for a CPU lane slot: nvcc's first two steps on the

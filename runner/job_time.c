@@ -240,8 +240,7 @@ static void *time_gate_main(void *p)
  * the exclusive lock. A Python run always has its gate. */
 static int time_gate_on(void)
 {
-    const char *e = getenv("CUGRADE_TIME_GATE");
-    return !(e && strcmp(e, "0") == 0);
+    return !run_env_off("CUGRADE_TIME_GATE");
 }
 
 /* Start the gate of a timing run: o gets the program's end as fd 4
@@ -530,8 +529,7 @@ static int job_profile_load(struct job *j)
  * without a GPU. */
 static void job_profile(struct job *j)
 {
-    const char *off = getenv("CUGRADE_PROFILE");
-    if (!j->rub.profile || (off && strcmp(off, "0") == 0) || !j->env->gpu_devices)
+    if (!j->rub.profile || run_env_off("CUGRADE_PROFILE") || !j->env->gpu_devices)
         return;
     for (size_t i = 0; i < j->in.ncases; i++)
         if (!j->in.cases[i].passed)
@@ -618,8 +616,7 @@ static int job_time_round(void *ctx, int k, struct retime_pool *pool, struct sco
  * cached medians, measured once per GPU model). */
 static void job_round_baselines(struct job_round *jr)
 {
-    const char *e = getenv("CUGRADE_INTERLEAVE");
-    if (e && strcmp(e, "0") == 0)
+    if (run_env_off("CUGRADE_INTERLEAVE"))
         return;
     const struct job *j = jr->j;
     for (size_t i = 0; i < j->rub.nspeed; i++) {

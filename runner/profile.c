@@ -728,15 +728,13 @@ static void kernel_filter(const char *const *skip, char *buf, size_t len)
 
 int profile_source_on(void)
 {
-    const char *e = getenv("CUGRADE_PROFILE_SOURCE");
-    return !(e && strcmp(e, "0") == 0);
+    return !run_env_off("CUGRADE_PROFILE_SOURCE");
 }
 
 int profile_argv(const char *ncu, const char *log, const char *const *skip,
                  const char *const *target, const char **argv, size_t n, char *filter,
                  size_t filter_len)
 {
-    const char *off = getenv("CUGRADE_PROFILE_FILTER");
     /* With source lines: the source counters in the same pass (profile.h),
      * and its report saved for the source page. */
     static __thread char metrics[8192];
@@ -770,7 +768,7 @@ int profile_argv(const char *ncu, const char *log, const char *const *skip,
         head[nh++] = "-o";
         head[nh++] = PROFILE_REPORT;
     }
-    if (skip && skip[0] && !(off && strcmp(off, "0") == 0)) {
+    if (skip && skip[0] && !run_env_off("CUGRADE_PROFILE_FILTER")) {
         kernel_filter(skip, filter, filter_len);
         head[nh++] = "--kernel-name-base";
         head[nh++] = "function";

@@ -39,6 +39,12 @@ double run_env_seconds(const char *name, double dflt, double lo, double hi)
     return v && end != v && *end == '\0' && d >= lo && d <= hi ? d : dflt;
 }
 
+int run_env_off(const char *name)
+{
+    const char *v = getenv(name);
+    return v && strcmp(v, "0") == 0;
+}
+
 int run_self_exe(char *exe, size_t len)
 {
     ssize_t n = readlink("/proc/self/exe", exe, len - 1);
