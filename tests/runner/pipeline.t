@@ -360,13 +360,16 @@ exit $rc
     ok(d["status"] == "graded" and d["result"]["score"] == 45 and ph.get("compile", 0) > 0.5 and waited < 0.9,
        "the sanitizers start before the compile (1 s start-up here, %.2f s compile): "
        "%.2f s waited after the link" % (ph.get("compile", 0), waited), json.dumps(ph))
+    # Uncancelled, the waiting sanitizers would hold the job until their own
+    # limit (3x run_seconds from their go, 13 s here); the bound leaves room
+    # for a loaded 2-core CI host (0.52 s seen once), not for that wait.
     SOURCES["broken.cu"] = 'extern "C" void fill(float* o, int n) { this is not C++ }\n'
     t0 = time.time()
     d, log = grade("broken.cu", ["--rubric", rpath])
     left = subprocess.run(["pgrep", "-f", "/lab/launch"], capture_output=True, text=True).stdout.strip()
     ph = d.get("result", {}).get("cugrade", {}).get("phases") or {}
     ok(d["status"] == "compile_error" and not d["result"].get("cugrade", {}).get("sanitizer") and
-       not left and ph.get("total", 9) < ph.get("compile", 0) + 0.5,
+       not left and ph.get("total", 9) < ph.get("compile", 0) + 1.5,
        "a compile error cancels the waiting sanitizers at once (%.2f s after the compile), nothing left running"
        % (ph.get("total", 9) - ph.get("compile", 0)), json.dumps(d)[:1500] + " left: " + left)
     SOURCES["hang2.cu"] = SOURCES["hang.cu"]
