@@ -186,7 +186,10 @@ int bwrap_args_build(const struct sandbox_config *cfg, enum bwrap_mode mode, int
     if (mode != BWRAP_MODE_BOX)
         arg_add2(&a, "--cap-drop", "ALL"); /* bounding set too, not only effective */
     arg_add(&a, "--die-with-parent");   /* runner dies: the sandbox dies */
-    arg_add(&a, "--new-session");       /* TIOCSTI into a terminal we might share */
+    /* No --new-session: the reaper has already made the run a session of
+     * its own, without a controlling terminal (bwrap_child_run), which cuts
+     * TIOCSTI as that flag would, and a second setsid() in bwrap would put
+     * the command in a new autogroup at nice 0 (autogroup_nice). */
     arg_add(&a, "--clearenv");
     for (const char *const *e = cfg->env; e && *e; e++) {
         const char *eq = strchr(*e, '=');
@@ -381,6 +384,32 @@ static _Noreturn void grandchild_run(const struct bwrap_plan *p)
     child_fail(ep, errno);
 }
 
+/* Where the kernel groups CPU time by session (autogroup, on by default
+ * in most distributions' kernels: /proc/sys/kernel/sched_autogroup_enabled),
+ * a task's nice weighs only against the tasks of its own session; sessions
+ * share the CPUs by their autogroup's nice. The run is a session of its
+ * own (bwrap_child_run), so its priority must be its autogroup's too, or a
+ * compile at nice 10 would weigh as much as any other session. Best effort
+ * (no autogroup: ENOENT; a negative nice needs CAP_SYS_NICE). Async-signal-
+ * safe: the runner may have threads. */
+static void autogroup_nice(int nice)
+{
+    char num[8], *e = num + sizeof num;
+    unsigned u = (unsigned)(nice < 0 ? -nice : nice);
+    *--e = 0;
+    do
+        *--e = (char)('0' + u % 10);
+    while ((u /= 10) && e > num + 1);
+    if (nice < 0)
+        *--e = '-';
+    int fd = open("/proc/self/autogroup", O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    ssize_t w = write(fd, e, strlen(e));
+    (void)w;
+    close(fd);
+}
+
 /* The child of the runner: a reaper outside the cgroup. bwrap's outer
  * process exits as soon as it knows the command's status, leaving its
  * init (pid 1 of the sandbox) and whatever that init had not reaped to be
@@ -392,6 +421,11 @@ _Noreturn void bwrap_child_run(struct bwrap_plan *p)
     if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != p->runner ||
         prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
         child_fail(p->errpipe, errno ? errno : ESRCH);
+    /* A session of the run's own, without a controlling terminal: nothing
+     * in the sandbox can reach the runner's terminal (TIOCSTI), and no
+     * job-control signal meant for the runner reaches the run. */
+    if (setsid() < 0)
+        child_fail(p->errpipe, errno);
     /* Before the fork: the reaper, bwrap and every process of the run
      * inherit the priority (and none of them may raise it again). */
     if (p->nice != 0) {
@@ -400,8 +434,10 @@ _Noreturn void bwrap_child_run(struct bwrap_plan *p)
          * for a positive one; either way the run goes on as it is. */
         errno = 0;
         int cur = getpriority(PRIO_PROCESS, 0);
-        if (errno == 0 && (p->nice < 0 || cur < p->nice))
+        if (errno == 0 && (p->nice < 0 || cur < p->nice)) {
             (void)setpriority(PRIO_PROCESS, 0, p->nice);
+            autogroup_nice(p->nice);
+        }
     }
     p->reaper = getpid();
     pid_t g = fork();

@@ -348,7 +348,8 @@ static int make_group(const char *mnt, const char *ctrl, const char *name, char 
 int cgroup_create(struct cgroup *cg, uint64_t memory_bytes, uint64_t pids)
 {
     memset(cg, 0, sizeof *cg);
-    cg->procs_fd[0] = cg->procs_fd[1] = cg->procs_fd[2] = -1;
+    for (int i = 0; i < CGROUP_FDS; i++)
+        cg->procs_fd[i] = -1;
     cg->version = cgroup_detect();
     snprintf(cg->name, sizeof cg->name, "cugrade-%d-%u", (int)getpid(),
              atomic_fetch_add(&cg_seq, 1));
@@ -398,6 +399,12 @@ int cgroup_create(struct cgroup *cg, uint64_t memory_bytes, uint64_t pids)
         cg->procs_fd[1] = rc;
         if (cg->cpuacct[0] && (rc = open_procs(cg->cpuacct)) >= 0)
             cg->procs_fd[2] = rc;
+        /* The v2 tree beside v1 has no controllers here but keeps each
+         * group's CPU pressure: best effort, as cpuacct. */
+        if (path_exists(CG_MNT "/unified/cpu.pressure") &&
+            make_group(CG_MNT "/unified", "", cg->name, cg->unified, sizeof cg->unified) == 0 &&
+            (rc = open_procs(cg->unified)) >= 0)
+            cg->procs_fd[3] = rc;
     } else {
         rc = -EOPNOTSUPP;
         goto fail;
@@ -410,7 +417,7 @@ fail:
 
 int cgroup_enter_self(const struct cgroup *cg)
 {
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < CGROUP_FDS; i++)
         if (cg->procs_fd[i] >= 0 && write(cg->procs_fd[i], "0", 1) != 1)
             return -errno;
     return 0;
@@ -424,6 +431,20 @@ double cgroup_cpu_seconds(const struct cgroup *cg)
     if (cg->version == CGROUP_V1 && cg->cpuacct[0] && single_u64(cg->cpuacct, "cpuacct.usage", &v) == 0)
         return (double)v / 1e9;
     return -1;
+}
+
+double cgroup_cpu_wait_seconds(const struct cgroup *cg)
+{
+    const char *dir = cg->version == CGROUP_V2 ? cg->v2 : cg->unified;
+    char buf[512];
+    if (!dir[0] || file_read(dir, "cpu.pressure", buf, sizeof buf) < 0)
+        return -1;
+    /* "some avg10=0.00 avg60=0.00 avg300=0.00 total=12345" (microseconds) */
+    const char *t = strncmp(buf, "some ", 5) == 0 ? strstr(buf, " total=") : NULL;
+    const char *nl = strchr(buf, '\n');
+    if (!t || (nl && t > nl))
+        return -1;
+    return (double)strtoull(t + 7, NULL, 10) / 1e6;
 }
 
 void cgroup_sample(struct cgroup *cg)
@@ -481,8 +502,8 @@ int cgroup_populated(const struct cgroup *cg)
     }
     pid_t p[1];
     int total = 0;
-    const char *dirs[] = {cg->mem, cg->pids, cg->cpuacct};
-    for (int i = 0; i < 3; i++) {
+    const char *dirs[] = {cg->mem, cg->pids, cg->cpuacct, cg->unified};
+    for (int i = 0; i < 4; i++) {
         if (!dirs[i][0])
             continue;
         int n = list_pids(dirs[i], p, 1);
@@ -521,8 +542,8 @@ int cgroup_kill(const struct cgroup *cg, int timeout_ms)
             /* No cgroup.kill (v1, or v2 before 5.14): SIGKILL every member
              * and go again; a fork bomb cannot outrun this because pids.max
              * bounds how many children it can have in flight. */
-            const char *dirs[] = {cg->v2, cg->mem, cg->pids, cg->cpuacct};
-            for (int d = 0; d < 4; d++) {
+            const char *dirs[] = {cg->v2, cg->mem, cg->pids, cg->cpuacct, cg->unified};
+            for (int d = 0; d < 5; d++) {
                 if (!dirs[d][0])
                     continue;
                 int n = list_pids(dirs[d], pids, (int)(sizeof pids / sizeof pids[0]));
@@ -559,7 +580,7 @@ int cgroup_destroy(struct cgroup *cg)
     int rc = 0, r;
     if (cg->version == CGROUP_NONE)
         return 0; /* zeroed: owns nothing (fd 0 is not ours) */
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < CGROUP_FDS; i++) {
         if (cg->procs_fd[i] >= 0)
             close(cg->procs_fd[i]);
         cg->procs_fd[i] = -1;
@@ -567,8 +588,8 @@ int cgroup_destroy(struct cgroup *cg)
     r = cgroup_kill(cg, 5000);
     if (r < 0 && rc == 0)
         rc = r;
-    char *dirs[] = {cg->v2, cg->mem, cg->pids, cg->cpuacct};
-    for (int d = 0; d < 4; d++)
+    char *dirs[] = {cg->v2, cg->mem, cg->pids, cg->cpuacct, cg->unified};
+    for (int d = 0; d < 5; d++)
         if ((r = remove_dir(dirs[d])) < 0 && rc == 0)
             rc = r;
     return rc;

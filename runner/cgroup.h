@@ -7,7 +7,8 @@
  *     created below a parent that has +memory +pids in subtree_control.
  *   - cgroup v1 (this CI machine): memory and pids controllers mounted at
  *     /sys/fs/cgroup/{memory,pids} (cpuacct if mounted, for CPU time), with
- *     a controller-less v2 tree beside them that we ignore.
+ *     a controller-less v2 tree beside them (/sys/fs/cgroup/unified), where
+ *     the run also gets a group when it can, for its CPU pressure only.
  * The parent is the caller's own cgroup, or $CUGRADE_CGROUP when set (a
  * delegated subtree, path relative to the v2 mount or to each v1 mount).
  */
@@ -19,6 +20,8 @@
 
 enum cgroup_version { CGROUP_NONE = 0, CGROUP_V1 = 1, CGROUP_V2 = 2 };
 
+#define CGROUP_FDS 4 /* v2; v1 memory, pids, cpuacct, unified */
+
 struct cgroup {
     enum cgroup_version version;
     char name[64];        /* leaf name, e.g. "cugrade-1234-7" */
@@ -26,7 +29,9 @@ struct cgroup {
     char mem[4096];       /* v1: memory group directory */
     char pids[4096];      /* v1: pids group directory */
     char cpuacct[4096];   /* v1: cpuacct group directory, "" when unmounted */
-    int procs_fd[3];      /* open cgroup.procs of each group, -1 unused (O_CLOEXEC) */
+    char unified[4096];   /* v1: a group in the v2 tree beside it (its CPU
+                             pressure), "" when there is none */
+    int procs_fd[CGROUP_FDS]; /* open cgroup.procs of each group, -1 unused (O_CLOEXEC) */
     uint64_t peak_sampled; /* highest memory.current seen by cgroup_sample */
 };
 
@@ -46,6 +51,11 @@ int cgroup_enter_self(const struct cgroup *cg);
 
 /* CPU time consumed by the group so far, in seconds, or -1 when unknown. */
 double cgroup_cpu_seconds(const struct cgroup *cg);
+
+/* How long, so far, at least one of the group's tasks was ready to run but
+ * waited for a CPU (the "some total" of its cpu.pressure), in seconds, or
+ * -1 when unknown (a kernel without PSI, a v1 host without the v2 tree). */
+double cgroup_cpu_wait_seconds(const struct cgroup *cg);
 
 /* Record memory usage now (for hosts without a peak counter). */
 void cgroup_sample(struct cgroup *cg);

@@ -438,6 +438,8 @@ int job_compile(struct job *j)
     job_clock_mark(&j->pc, "compile");
     if (r < 0)
         return job_fail(j, r, "the compile sandbox failed: %s", strerror(-r));
+    if (j->cres.starved)
+        return job_fail(j, -EAGAIN, "%s", j->cres.message);
     j->log_keep = j->cres.log;
     j->cres.log = NULL;
     j->in.compile_log = j->log_keep;
@@ -529,6 +531,8 @@ int job_link(struct job *j)
     job_clock_mark(&j->pc, "link");
     if (r < 0)
         return job_fail(j, r, "the link sandbox failed: %s", strerror(-r));
+    if (j->cres.starved)
+        return job_fail(j, -EAGAIN, "%s", j->cres.message);
     if (!j->cres.ok)
         return job_link_error(j);
     return JOB_NEXT;

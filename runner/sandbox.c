@@ -5,7 +5,8 @@
  * Who does what:
  *   bwrap       namespaces (user, pid, mount, net, ipc, uts, cgroup), the
  *               filesystem view, fresh /proc, /dev, the seccomp filter,
- *               --die-with-parent, --new-session, clean environment.
+ *               --die-with-parent, clean environment (the reaper before
+ *               it: a session of its own).
  *   this file   the cgroup (memory, pids, CPU accounting), the wall and
  *               CPU clocks, output capture with a cap, the whole-tree
  *               kill, the verdict.
@@ -309,7 +310,8 @@ static int run_prepare(struct run *r)
          * memory, pids or CPU accounting; the tree is still killed through
          * the PDEATHSIG chain reaper -> bwrap -> init -> pid namespace. */
         memset(&r->cg, 0, sizeof r->cg);
-        r->cg.procs_fd[0] = r->cg.procs_fd[1] = r->cg.procs_fd[2] = -1;
+        for (int i = 0; i < CGROUP_FDS; i++)
+            r->cg.procs_fd[i] = -1;
         static int warned;
         if (!warned++)
             fprintf(stderr, "sandbox: CUGRADE_SANDBOX_CGROUP=off: running WITHOUT cgroup limits\n");
@@ -590,6 +592,7 @@ static void run_verdict(struct run *r)
                                        (double)r->ru.ru_stime.tv_sec + r->ru.ru_stime.tv_usec / 1e6;
     v->peak_memory_bytes = cgroup_peak_memory(&r->cg);
     v->oom_killed = cgroup_oom_kills(&r->cg) > 0;
+    v->cpu_wait_seconds = cgroup_cpu_wait_seconds(&r->cg);
 
     /* How it ended. bwrap reports the command's status as an exit code:
      * the code itself, or 128+signal when a signal killed it. */

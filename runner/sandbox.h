@@ -103,6 +103,8 @@ struct sandbox_verdict {
     int output_limit;     /* killed for producing more than cfg->output_limit bytes
                              of stdout + stderr ("output limit exceeded"); the
                              byte counts say how far it got (at most ~1 MiB past) */
+    double cpu_wait_seconds; /* how long it was ready to run but waited for a
+                                CPU (its cgroup's CPU pressure), -1 unknown */
 };
 
 /* Boxes: every sandbox that runs at the same time as another has a host

@@ -114,8 +114,9 @@ static int seccomp_build(scmp_filter_ctx ctx)
         (rc = seccomp_socket_rules(ctx, SCMP_SYS(socketpair))) < 0)
         return rc;
     /* Faking keyboard input into a terminal the sandbox shares with a
-     * shell (TIOCSTI; TIOCLINUX on a VT). --new-session already cuts the
-     * controlling terminal; this is the second wall. */
+     * shell (TIOCSTI; TIOCLINUX on a VT). The run's own session (the
+     * reaper's setsid, bwrap.c) has no controlling terminal; this is the
+     * second wall. */
     if ((rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
                                SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, TIOCSTI))) < 0 ||
         (rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,

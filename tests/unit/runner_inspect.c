@@ -144,6 +144,12 @@ int main(void)
     check(c && strcmp(c, "kernel.cu(12): error: x\nkernel.cudafe1.cpp:3: note\n/usr/bin/ld: harness.o: in function main\n") == 0,
           "compiler output: sandbox paths cleaned, line numbers kept");
     free(c);
+    check(compile_starved(60, 2, 40) && compile_starved(3, 0.1, 2.8),
+          "compile timeout: waited for a CPU longer than it ran, most of the limit: starved (ours)");
+    check(!compile_starved(60, 50, 10) && !compile_starved(60, 0.2, 0.3) && !compile_starved(60, 20, 20.5 - 1),
+          "compile timeout: ran more than it waited, or hardly waited: the file's (a heavy or blocking file)");
+    check(!compile_starved(60, 0.1, -1) && !compile_starved(0, 0, 5),
+          "compile timeout: no CPU-pressure accounting (or no limit): charged as before");
     test_sanitizer_parse();
 
     snprintf(dir, sizeof dir, "%s/labs/matmul", root);
