@@ -211,8 +211,13 @@ def main():
         if OUT:  # the raw data first: a table that fails to print loses nothing
             with open(os.path.join(OUT, f"deadline-{int(HOSTILE)}-subs.json"), "w") as f:
                 json.dump([dict(s, done=done.get(s["id"])) for s in subs], f, indent=1, default=str)
+        try:  # does a run's nice reach the scheduler? (docs/runner.md, CPU priorities)
+            ag = {"1": "on", "0": "off"}.get(open("/proc/sys/kernel/sched_autogroup_enabled").read().strip(), "?")
+        except OSError:
+            ag = "absent"
         rows = [
             ("runners on GPU 0", f"{NRUN}"),
+            ("host: cores, autogroup", f"{os.cpu_count()}, {ag}"),
             ("submissions (hostile)", f"{BURST} ({nh})"),
             ("finished / unfinished", f"{len(done)} / {unfinished}"),
             ("throughput, jobs/min", f"{len(done) / max(t_last - t_first, 1e-9) * 60:.1f}"),

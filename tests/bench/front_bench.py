@@ -14,10 +14,19 @@ Rows, per file and per variant (CUGRADE_FRONT_HUGETLB=0/1):
     --stop-after compile` (the sandbox, nvcc --dryrun, the preprocessor,
     cudafe++), and the CPU seconds of the whole grade process tree;
   - P at once, twice: passes per second over the batch's wall time.
-Plus the host: cores, CPU model, transparent huge pages, and the two
-programs alone outside the sandbox (sequential, median wall and CPU).
+Plus the host: cores, CPU model, transparent huge pages, autogroup, and
+the two programs alone outside the sandbox (sequential, median wall and
+CPU).
+
+Under load (LOAD, default twice the cores; 0 skips): LOAD full compiles of
+matmul/fast.cu (`--stop-after compile`, no front pass), each restarted as
+it ends, stand in for the CPU lane on deadline night while the front
+passes of the last file run one at a time: median and p90 of
+`phases.front`, with the priorities (full compile at nice 10, front pass
+at -5: the defaults) and without (both 0). Where the priorities take
+effect the first is the shorter.
 """
-import json, os, re, resource, statistics, subprocess, sys, tempfile, time
+import json, os, re, resource, statistics, subprocess, sys, tempfile, threading, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RUNNER = os.environ.get("CUGRADE_RUNNER_BIN", os.path.join(ROOT, "build/cugrade-runner"))
@@ -99,6 +108,39 @@ def outside(tmp, path):
     return walls, cpus
 
 
+def under_load(tmp, lab, path, nice_env):
+    """Front passes of path one at a time while LOAD full compiles run."""
+    load = int(os.environ.get("LOAD", str(2 * (os.cpu_count() or 1))))
+    if load <= 0:
+        return None
+    sol = os.path.join(ROOT, "tests/gpu/solutions")
+    stop = threading.Event()
+    benv = bin_env(dict(nice_env, CUGRADE_FRONT="0"))
+
+    def churn(k):
+        while not stop.is_set():
+            subprocess.run([RUNNER, "grade", "--lab", "matmul", "--file", os.path.join(sol, "matmul/fast.cu"),
+                            "--stop-after", "compile", "--root", ROOT, "--cache", os.path.join(tmp, "cache"),
+                            "--work", os.path.join(tmp, f"load-{k}"), "--arch", "sm_90"],
+                           capture_output=True, env=benv)
+
+    ts = [threading.Thread(target=churn, args=(k,)) for k in range(load)]
+    for t in ts:
+        t.start()
+    time.sleep(3)  # every load compile under way
+    fronts = []
+    env = bin_env(nice_env)
+    for i in range(N):
+        p = subprocess.run(grade_cmd(tmp, lab, path, 100 + i), capture_output=True, text=True, env=env)
+        f = front_of(p.stdout)
+        if f is not None:
+            fronts.append(f)
+    stop.set()
+    for t in ts:
+        t.join()
+    return load, fronts
+
+
 def med(x):
     return f"{statistics.median(x):.3f}" if x else "n/a"
 
@@ -111,7 +153,11 @@ def main():
         thp = open("/sys/kernel/mm/transparent_hugepage/enabled").read().strip()
     except OSError:
         thp = "?"
-    rows = [("host", f"{os.cpu_count()} cores, {model}, THP {thp}")]
+    try:
+        ag = {"1": "on", "0": "off"}.get(open("/proc/sys/kernel/sched_autogroup_enabled").read().strip(), "?")
+    except OSError:
+        ag = "absent"
+    rows = [("host", f"{os.cpu_count()} cores, {model}, THP {thp}, autogroup {ag}")]
     sol = os.path.join(ROOT, "tests/gpu/solutions")
     # The lab is built by the first grade (cached after).
     subprocess.run(grade_cmd(tmp, "matmul", os.path.join(sol, FILES[0]), 0), capture_output=True,
@@ -127,6 +173,16 @@ def main():
                          f"{med(fr)} / {max(fr) if fr else float('nan'):.3f}; {med(cpu)} (n={len(fr)})"))
             r = parallel(tmp, lab, path, env)
             rows.append((f"{f} HUGETLB={v}: {P} at once, passes/s", " / ".join(f"{x:.1f}" for x in r)))
+    last = FILES[-1]
+    lab, path = last.split("/")[0], os.path.join(sol, last)
+    for label, ne in (("priorities (compile 10, front -5)", {}),
+                      ("no priorities (both 0)", {"CUGRADE_COMPILE_NICE": "0", "CUGRADE_FRONT_NICE": "0"})):
+        r = under_load(tmp, lab, path, ne)
+        if r:
+            load, fr = r
+            p90 = sorted(fr)[int(0.9 * (len(fr) - 1))] if fr else float("nan")
+            rows.append((f"{last} under {load} full compiles, {label}: front median / p90 s",
+                         f"{med(fr)} / {p90:.3f} (n={len(fr)})"))
     w = max(len(a) for a, _ in rows)
     print("\nfront_bench")
     for a, b in rows:
