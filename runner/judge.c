@@ -122,7 +122,6 @@ void judge_session_start(const struct run_ctx *rc, struct judge_session *js)
         close(out[0]);
         return;
     }
-    setpgid(pid, pid);
     js->pid = pid;
     js->in = in[1];
     js->out = out[0];
@@ -146,7 +145,10 @@ static void *judge_reap_main(void *p)
         if (!reaped)
             nanosleep(&ts, NULL);
     }
-    kill(-jr->pid, SIGKILL); /* a straggler, and anything it left in its group */
+    if (reaped)
+        kill(-jr->pid, SIGKILL); /* anything it left in its group */
+    else
+        run_kill_child(jr->pid); /* a straggler, and its group */
     if (!reaped)
         while (waitpid(jr->pid, &st, 0) < 0 && errno == EINTR)
             ;
@@ -178,7 +180,7 @@ void judge_session_end(struct judge_session *js)
                 jr->pid = js->pid;
                 judge_reap_main(jr);
             } else {
-                kill(-js->pid, SIGKILL);
+                run_kill_child(js->pid);
                 waitpid(js->pid, NULL, 0);
             }
         }
@@ -236,7 +238,7 @@ static int judge_ask(struct judge_session *js, const char *const *argv, double s
     }
     if (r < 0) {
         /* Broken: no later verdict may come from it. */
-        kill(-js->pid, SIGKILL);
+        run_kill_child(js->pid);
         js->ready = -1;
     }
     return r;

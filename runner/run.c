@@ -54,13 +54,20 @@ int run_self_exe(char *exe, size_t len)
     return 0;
 }
 
-/* In a forked child: a process group of its own, stdin from in_fd (-1:
- * /dev/null), stdout to out_fd, the runner's environment less
- * LD_LIBRARY_PATH plus extra_env, then exec argv. Never returns. */
+/* In a forked child: a session (and so a process group) of its own, stdin
+ * from in_fd (-1: /dev/null), stdout to out_fd, the runner's environment
+ * less LD_LIBRARY_PATH plus extra_env, then exec argv. Never returns.
+ * Its own session because, where the kernel groups CPU time by session
+ * (autogroup, bwrap.c), every judge and helper left in the runner's
+ * session would share one session's CPU with the runner itself, against
+ * one share per sandboxed run. The parent does not setpgid() it: a group
+ * leader cannot setsid(). Kill it by its group and its pid both
+ * (run_kill_child): a kill before the setsid() finds no group. */
 void run_trusted_child(const char *const *argv, const char *const *extra_env, int in_fd,
                                int out_fd)
 {
-    setpgid(0, 0);
+    if (setsid() < 0)
+        setpgid(0, 0);
     dup2(out_fd, 1);
     int dn = in_fd >= 0 ? in_fd : open("/dev/null", O_RDONLY);
     if (dn >= 0)
@@ -73,6 +80,13 @@ void run_trusted_child(const char *const *argv, const char *const *extra_env, in
     execvp(argv[0], (char *const *)argv);
     fprintf(stderr, "cugrade-runner: cannot run %s: %s\n", argv[0], strerror(errno));
     _exit(127);
+}
+
+void run_kill_child(pid_t pid)
+{
+    assert(pid > 0);
+    kill(-pid, SIGKILL);
+    kill(pid, SIGKILL);
 }
 
 int grade_exec_trusted(const char *const *argv, const char *const *extra_env,
@@ -94,7 +108,6 @@ int grade_exec_trusted(const char *const *argv, const char *const *extra_env,
     }
     if (pid == 0)
         run_trusted_child(argv, extra_env, -1, pfd[1]);
-    setpgid(pid, pid);
     close(pfd[1]);
     buf = malloc(cap + 1);
     double end = run_now() + seconds;
@@ -126,7 +139,7 @@ int grade_exec_trusted(const char *const *argv, const char *const *extra_env,
     close(pfd[0]);
     int status = 0;
     if (timed_out)
-        kill(-pid, SIGKILL);
+        run_kill_child(pid);
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
     kill(-pid, SIGKILL); /* anything the command left behind in its group */

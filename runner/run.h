@@ -82,11 +82,15 @@ int run_env_off(const char *name);
  * subcommands (gpu-hold, gpu-probe): 0, or -1. */
 int run_self_exe(char *exe, size_t len);
 
-/* In a forked child: a process group of its own, stdin from in_fd (-1:
- * /dev/null), stdout to out_fd, the runner's environment less
- * LD_LIBRARY_PATH plus extra_env, then exec argv. Never returns. */
+/* In a forked child: a session (and process group) of its own, stdin
+ * from in_fd (-1: /dev/null), stdout to out_fd, the runner's environment
+ * less LD_LIBRARY_PATH plus extra_env, then exec argv. Never returns. */
 void run_trusted_child(const char *const *argv, const char *const *extra_env, int in_fd,
                        int out_fd) __attribute__((noreturn));
+
+/* SIGKILL a child started with run_trusted_child: its group (what it left
+ * behind) and itself (if it has not reached its setsid() yet). */
+void run_kill_child(pid_t pid);
 
 /* Run argv in the sandbox on the job's GPU with the lab's run limits, the
  * wall limit `seconds`, channel_fd as fd 3 (-1: none) and o's differences

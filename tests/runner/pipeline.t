@@ -42,8 +42,31 @@ def grade(name, extra=()):
     except ValueError:
         return {"status": "unparsable", "result": {}}, p.stderr + p.stdout
 
+def sessions_of_judges(stop, seen):
+    """(pid, session) of every `judge --serve` seen in /proc until stop."""
+    while not stop.is_set():
+        for pid in os.listdir("/proc"):
+            try:
+                cmd = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+                st = open(f"/proc/{pid}/stat").read()
+            except OSError:
+                continue
+            if len(cmd) > 2 and cmd[-2] == b"--serve" and cmd[-3].endswith(b"/judge"):
+                seen.add((int(pid), int(st[st.rindex(")") + 2:].split()[3])))  # field 6: session
+        time.sleep(0.005)
+
 try:
+    stop, judges = threading.Event(), set()
+    poller = threading.Thread(target=sessions_of_judges, args=(stop, judges))
+    poller.start()
     d, log = grade("good.cu")
+    stop.set()
+    poller.join()
+    # A session of its own (runner/run.c): where the kernel shares the CPUs
+    # by session (autogroup), judges left in the runner's session would
+    # share one session's CPU among them all.
+    ok(judges and all(pid == sid for pid, sid in judges),
+       "the judge runs in a session of its own (%d seen)" % len(judges), sorted(judges))
     r = d.get("result", {})
     cg = r.get("cugrade", {})
     t = cg.get("timing") or {}
