@@ -4,6 +4,7 @@
 #include "sanitizer.h"
 #include "channel.h"
 
+#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -250,20 +251,13 @@ void sanitizer_task_init(struct sanitizer_task *t)
     t->cancel[0] = t->cancel[1] = t->done[0] = t->done[1] = -1;
 }
 
-static void *sanitize_main(void *p)
+/* The tool's run in the sandbox on the channel fd (closed here, and the
+ * task's done pipe with it); chan gets what a Python harness wrote on the
+ * channel. Returns run_sandboxed_opts's value with *v filled. */
+static int sanitize_run(struct sanitizer_task *t, int fd, struct sandbox_verdict *v, char *chan,
+                        size_t chanlen)
 {
-    struct sanitizer_task *t = p;
     const struct run_ctx *rc = t->rc;
-    struct score_sanitizer *s = t->s;
-    struct sandbox_verdict v;
-    memset(&v, 0, sizeof v);
-    int fd = channel_open(rc->jobdir, t->tool);
-    if (fd < 0) {
-        t->r = fd;
-        snprintf(t->err, sizeof t->err, "cannot open a channel: %s", strerror(-fd));
-        run_fd_close(&t->done[1]);
-        return NULL;
-    }
     const char *argv[] = {t->cs, "--tool", t->tool, "--error-exitcode", "86",
                           "--print-limit", "20", "--launch-timeout", "60",
                           "/lab/launch", "/work/prog.so", "check", "--seed", t->seed, "--cases",
@@ -273,6 +267,7 @@ static void *sanitize_main(void *p)
     double lim = t->limit + (rc->lab->compile_seconds > 0 ? rc->lab->compile_seconds : 60) * 2;
     struct run_opts o = {NULL, t->launch, NULL, t->ctl_child, t->cancel[0], NULL, 0, NULL, 0, NULL, NULL};
     const char *const *args = argv;
+    assert(chanlen > 0);
     if (t->python) {
         o = t->py_opts;
         o.cancel_fd = t->cancel[0];
@@ -280,86 +275,80 @@ static void *sanitize_main(void *p)
     }
     /* No lock of its own: the job takes one for all its sanitizers at the
      * go (job_admit). */
-    int r = run_sandboxed_opts(rc, args, fd, lim, &o, &v);
-    char chan[512] = "";
+    int r = run_sandboxed_opts(rc, args, fd, lim, &o, v);
+    chan[0] = '\0';
     if (t->python) {
-        ssize_t k = pread(fd, chan, sizeof chan - 1, 0);
+        ssize_t k = pread(fd, chan, chanlen - 1, 0);
         chan[k > 0 ? k : 0] = '\0';
     }
     close(fd);
     run_fd_close(&t->done[1]);
-    if (t->overtime && (r == -ECANCELED || (r == 0 && v.cancelled))) {
-        /* Ended by sanitizer_settle: the program (slow under the tool, or
-         * endless) ran past the limit counted from the go. */
-        s->ran = 1;
-        snprintf(s->note, sizeof s->note, "the program failed under %s: it ran past the "
-                 "time limit (%.0f s) under the tool", t->tool, t->limit);
-        sandbox_verdict_free(&v);
-        return NULL;
-    }
-    if (r == -ECANCELED || (r == 0 && v.cancelled)) {
-        t->gone = 1;
-        sandbox_verdict_free(&v);
-        return NULL;
-    }
-    if (r < 0) {
-        t->r = r;
-        snprintf(t->err, sizeof t->err, "the sanitizer sandbox failed: %s", strerror(-r));
-        sandbox_verdict_free(&v);
-        return NULL;
-    }
-    const char *text = v.out ? v.out : "";
+    return r;
+}
+
+/* The tool (or our launcher, or the Python harness under it) did not come
+ * up in the sandbox: nothing of the student's ran. Ours: the rest of the
+ * grade stands, the line is not charged (score.c) and the admins see why.
+ * Returns 1 (the line's note set) or 0. */
+static int sanitize_not_started(struct sanitizer_task *t, const struct sandbox_verdict *v,
+                                const char *chan)
+{
+    struct score_sanitizer *s = t->s;
+    const char *text = v->out ? v->out : "";
     /* (not for Python: the student writes its stderr, and could claim it) */
-    int launch_failed = !t->python && v.err && strstr(v.err, "cugrade-launch:") != NULL;
+    int launch_failed = !t->python && v->err && strstr(v->err, "cugrade-launch:") != NULL;
     if (launch_failed ||
-        (!strstr(text, "COMPUTE-SANITIZER") && !(v.err && strstr(v.err, "COMPUTE-SANITIZER")))) {
-        /* The sanitizer itself (or our launcher) could not start in the
-         * sandbox: ours, not the student's. The rest of the grade stands;
-         * the line is not charged (score.c) and the admins see why. */
+        (!strstr(text, "COMPUTE-SANITIZER") && !(v->err && strstr(v->err, "COMPUTE-SANITIZER")))) {
         fprintf(stderr, "cugrade-runner: job %lld: compute-sanitizer %s did not start "
-                "(exit %d, signal %d): %.300s\n", t->job_id, t->tool, v.exit_code,
-                v.signal, v.err ? v.err : "");
+                "(exit %d, signal %d): %.300s\n", t->job_id, t->tool, v->exit_code,
+                v->signal, v->err ? v->err : "");
         s->infra_failed = 1;
         snprintf(s->note, sizeof s->note,
                  "compute-sanitizer could not run on this runner (our problem, not "
-                 "yours): %.150s", v.err ? v.err : "");
-        sandbox_verdict_free(&v);
-        return NULL;
+                 "yours): %.150s", v->err ? v->err : "");
+        return 1;
     }
     if (t->python && !python_sanitize_started(chan) &&
-        !(v.exited && (v.exit_code == 0 || v.exit_code == SANITIZER_EXIT))) {
-        /* The Python harness did not come up under the tool (Numba, CuPy or
-         * the CUDA context): nothing of the student's had run. Ours. */
-        const char *e = v.err ? strstr(v.err, "harness: ") : NULL;
+        !(v->exited && (v->exit_code == 0 || v->exit_code == SANITIZER_EXIT))) {
+        /* Numba, CuPy or the CUDA context did not come up under the tool. */
+        const char *e = v->err ? strstr(v->err, "harness: ") : NULL;
         fprintf(stderr, "cugrade-runner: job %lld: the Python harness did not start under "
                 "compute-sanitizer %s (exit %d, signal %d): %.300s\n", t->job_id, t->tool,
-                v.exit_code, v.signal, v.err ? v.err : "");
+                v->exit_code, v->signal, v->err ? v->err : "");
         s->infra_failed = 1;
         snprintf(s->note, sizeof s->note,
                  "compute-sanitizer could not run on this runner (our problem, not yours): "
                  "%.150s", e ? e + 9 : "the Python harness did not start under it");
-        sandbox_verdict_free(&v);
-        return NULL;
+        return 1;
     }
+    return 0;
+}
+
+/* The tool ran: its findings, and clean (exit 0), errors found (exit 86)
+ * or how the program failed under it. */
+static void sanitize_findings(struct sanitizer_task *t, const struct sandbox_verdict *v)
+{
+    struct score_sanitizer *s = t->s;
+    const char *text = v->out ? v->out : "";
     s->ran = 1;
     if (t->python) {
         const char *base = strrchr(t->py.path, '/');
         sanitizer_python_parse(text, s, base ? base + 1 : t->py.path);
-        if (v.err)
-            sanitizer_python_parse(v.err, s, base ? base + 1 : t->py.path);
+        if (v->err)
+            sanitizer_python_parse(v->err, s, base ? base + 1 : t->py.path);
     } else {
         grade_sanitizer_parse(text, s);
-        if (v.err)
-            grade_sanitizer_parse(v.err, s);
+        if (v->err)
+            grade_sanitizer_parse(v->err, s);
     }
-    if (v.exited && v.exit_code == 0) {
+    if (v->exited && v->exit_code == 0) {
         s->clean = 1;
-    } else if (v.exited && v.exit_code == SANITIZER_EXIT) {
+    } else if (v->exited && v->exit_code == SANITIZER_EXIT) {
         snprintf(s->note, sizeof s->note, "%zu error(s) found", s->nfindings);
     } else {
         char fail[256];
-        const char *why = run_failure(&v, fail, sizeof fail);
-        const char *raised = t->python && v.err ? strstr(v.err, "your code raised ") : NULL;
+        const char *why = run_failure(v, fail, sizeof fail);
+        const char *raised = t->python && v->err ? strstr(v->err, "your code raised ") : NULL;
         if (raised) /* the tenant's words: the exception, cleaned of paths */
             snprintf(s->note, sizeof s->note, "the program failed under %s: %.*s", t->tool,
                      (int)strcspn(raised + 5, "\n"), raised + 5);
@@ -367,6 +356,47 @@ static void *sanitize_main(void *p)
             snprintf(s->note, sizeof s->note, "the program failed under %s: %s", t->tool,
                      why ? why : "unknown");
     }
+}
+
+/* What one sanitizer's run says, into the task (r, err, gone) and its
+ * line (ran, clean, findings, note). */
+static void sanitize_judge(struct sanitizer_task *t, int r, const struct sandbox_verdict *v,
+                           const char *chan)
+{
+    struct score_sanitizer *s = t->s;
+    int cancelled = r == -ECANCELED || (r == 0 && v->cancelled);
+    if (t->overtime && cancelled) {
+        /* Ended by sanitizer_settle: the program (slow under the tool, or
+         * endless) ran past the limit counted from the go. */
+        s->ran = 1;
+        snprintf(s->note, sizeof s->note, "the program failed under %s: it ran past the "
+                 "time limit (%.0f s) under the tool", t->tool, t->limit);
+    } else if (cancelled) {
+        t->gone = 1;
+    } else if (r < 0) {
+        t->r = r;
+        snprintf(t->err, sizeof t->err, "the sanitizer sandbox failed: %s", strerror(-r));
+    } else if (!sanitize_not_started(t, v, chan)) {
+        sanitize_findings(t, v);
+    }
+}
+
+/* A sanitizer's thread: open its channel, run the tool, judge the run. */
+static void *sanitize_main(void *p)
+{
+    struct sanitizer_task *t = p;
+    struct sandbox_verdict v;
+    char chan[512];
+    memset(&v, 0, sizeof v);
+    int fd = channel_open(t->rc->jobdir, t->tool);
+    if (fd < 0) {
+        t->r = fd;
+        snprintf(t->err, sizeof t->err, "cannot open a channel: %s", strerror(-fd));
+        run_fd_close(&t->done[1]);
+        return NULL;
+    }
+    int r = sanitize_run(t, fd, &v, chan, sizeof chan);
+    sanitize_judge(t, r, &v, chan);
     sandbox_verdict_free(&v);
     return NULL;
 }
