@@ -9,6 +9,7 @@
  */
 #include "lab.h"
 
+#include <assert.h>
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
@@ -380,13 +381,147 @@ static const char *lab__basename(const char *path, char *buf, size_t len)
 
 /* Load labs/<name>/lab.json (and README.md) from dir. Returns 0, or -errno
  * with a human sentence in err. On failure *lab is left zeroed (nothing to free). */
+/* lab, title, interface and symbol: the lab's name matches its folder,
+ * the symbol is a C identifier named in the interface. Returns 0 or
+ * -errno (err says why; -ENOMEM may leave it to the caller). */
+static int lab__parse_identity(struct lab *lab, const char *dir, const char *file, char *err,
+                               size_t errlen)
+{
+    char base[4096];
+    const char *s, *dirname_;
+    if ((s = lab__get_str(lab->doc, "lab", file, err, errlen)) == NULL)
+        return -EINVAL;
+    if (!lab__name_ok(s)) {
+        lab__err(err, errlen, "%s: lab: must be 1-32 characters of a-z 0-9 _ -", file);
+        return -EINVAL;
+    }
+    /* The directory is the lab's identity on disk; a copied folder whose
+     * lab.json still says the old name would silently shadow the old lab. */
+    dirname_ = lab__basename(dir, base, sizeof(base));
+    if (strcmp(dirname_, s) != 0) {
+        lab__err(err, errlen, "%s: lab: \"%s\" does not match its folder name \"%s\"", file, s,
+                 dirname_);
+        return -EINVAL;
+    }
+    lab->name = strdup(s);
+    lab->dir = strdup(dir);
+    if (lab->name == NULL || lab->dir == NULL)
+        return -ENOMEM;
+    if ((s = lab__get_str(lab->doc, "title", file, err, errlen)) == NULL)
+        return -EINVAL;
+    if ((lab->title = strdup(s)) == NULL)
+        return -ENOMEM;
+    if ((s = lab__get_str(lab->doc, "interface", file, err, errlen)) == NULL)
+        return -EINVAL;
+    if ((lab->interface = strdup(s)) == NULL)
+        return -ENOMEM;
+    if ((s = lab__get_str(lab->doc, "symbol", file, err, errlen)) == NULL)
+        return -EINVAL;
+    if (!lab__ident_ok(s)) {
+        lab__err(err, errlen, "%s: symbol: must be a C identifier", file);
+        return -EINVAL;
+    }
+    if (strstr(lab->interface, s) == NULL) {
+        lab__err(err, errlen, "%s: symbol: \"%s\" does not appear in interface", file, s);
+        return -EINVAL;
+    }
+    if ((lab->symbol = strdup(s)) == NULL)
+        return -ENOMEM;
+    return 0;
+}
+
+/* nvcc_flags, link_libs, baselines, allow, cases and the two case
+ * references. Returns 0 or -errno. */
+static int lab__parse_lists(struct lab *lab, const char *file, char *err, size_t errlen)
+{
+    int rc;
+    if ((rc = lab__get_str_array(lab->doc, "nvcc_flags", &lab->nvcc_flags, &lab->nnvcc_flags,
+                                 file, err, errlen)) < 0 ||
+        (rc = lab__get_str_array(lab->doc, "link_libs", &lab->link_libs, &lab->nlink_libs, file,
+                                 err, errlen)) < 0 ||
+        (rc = lab__get_str_array(lab->doc, "baselines", &lab->baselines, &lab->nbaselines, file,
+                                 err, errlen)) < 0)
+        return rc;
+    for (size_t i = 0; i < lab->nbaselines; i++)
+        if (!lab__name_ok(lab->baselines[i])) {
+            lab__err(err, errlen, "%s: baselines[%zu]: must be 1-32 characters of a-z 0-9 _ -",
+                     file, i);
+            return -EINVAL;
+        }
+    if ((rc = lab__parse_allow(lab, json_object_get(lab->doc, "allow"), file, err, errlen)) < 0 ||
+        (rc = lab__parse_cases(lab, json_object_get(lab->doc, "cases"), file, err, errlen)) < 0 ||
+        (rc = lab__get_case_ref(lab, "sanitize_case", 0, &lab->sanitize_case, file, err,
+                                errlen)) < 0 ||
+        (rc = lab__get_case_ref(lab, "timing_case", 1, &lab->timing_case, file, err, errlen)) < 0)
+        return rc;
+    return 0;
+}
+
+/* limits.derive: wall limits from the naive reference's own time
+ * (runner/limits.c), so an endless program is killed in seconds. Returns 0
+ * or -errno. */
+static int lab__parse_derive(struct lab *lab, const json_t *limits, const char *file, char *err,
+                             size_t errlen)
+{
+    json_t *derive = json_object_get(limits, "derive");
+    int rc;
+    if (derive == NULL)
+        return 0;
+    if (!json_is_object(derive)) {
+        lab__err(err, errlen, "%s: limits.derive: must be an object", file);
+        return -EINVAL;
+    }
+    if ((rc = lab__get_number(derive, "factor", 5, 1, 1000, &lab->derive_factor, file, err,
+                              errlen)) < 0 ||
+        (rc = lab__get_number(derive, "floor_seconds", 10, 0.1, 36000, &lab->derive_floor_seconds,
+                              file, err, errlen)) < 0 ||
+        (rc = lab__get_number(derive, "startup_seconds", 2, 0, 600,
+                              &lab->derive_startup_seconds, file, err, errlen)) < 0)
+        return rc;
+    return 0;
+}
+
+/* limits: the compile and run clocks, host and device memory (the
+ * biggest case's and the timing case's), derive. Returns 0 or -errno. */
+static int lab__parse_limits(struct lab *lab, const char *file, char *err, size_t errlen)
+{
+    json_t *limits = json_object_get(lab->doc, "limits");
+    double mem = 0, dmb = 0, tmb = 0;
+    int rc;
+    if (limits != NULL && !json_is_object(limits)) {
+        lab__err(err, errlen, "%s: limits: must be an object", file);
+        return -EINVAL;
+    }
+    if ((rc = lab__get_number(limits, "compile_seconds", 60, 1, 3600, &lab->compile_seconds,
+                              file, err, errlen)) < 0 ||
+        (rc = lab__get_number(limits, "run_seconds", 120, 1, 36000, &lab->run_seconds, file, err,
+                              errlen)) < 0 ||
+        (rc = lab__get_number(limits, "memory_mb", 16384, 16, 16777216, &mem, file, err,
+                              errlen)) < 0 ||
+        (rc = lab__get_number(limits, "device_mb", 0, 0, 16777216, &dmb, file, err, errlen)) < 0)
+        return rc;
+    lab->memory_mb = (unsigned long long)mem;
+    lab->device_mb = (unsigned long long)dmb;
+    /* What is left once the check run is over: the timing case's buffers
+     * (the timing run, its baselines, the profile). Not past device_mb,
+     * which is the biggest case's. */
+    if ((rc = lab__get_number(limits, "timing_device_mb", dmb, 0, 16777216, &tmb, file, err,
+                              errlen)) < 0)
+        return rc;
+    if (tmb > dmb && dmb > 0) {
+        lab__err(err, errlen, "%s: limits.timing_device_mb (%.0f) is more than device_mb (%.0f)",
+                 file, tmb, dmb);
+        return -EINVAL;
+    }
+    lab->timing_device_mb = (unsigned long long)tmb;
+    return lab__parse_derive(lab, limits, file, err, errlen);
+}
+
 int lab_load(const char *dir, struct lab *lab, char *err, size_t errlen)
 {
-    char file[4096], readme[4096], base[4096];
+    char file[4096], readme[4096];
     char *text = NULL;
     json_error_t jerr;
-    const char *s, *dirname_;
-    json_t *limits;
     int rc;
 
     memset(lab, 0, sizeof(*lab));
@@ -404,152 +539,29 @@ int lab_load(const char *dir, struct lab *lab, char *err, size_t errlen)
     }
     lab->doc = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
     free(text);
-    text = NULL;
     if (lab->doc == NULL) {
         lab__err(err, errlen, "%s:%d:%d: %s", file, jerr.line, jerr.column, jerr.text);
         rc = -EINVAL;
         goto fail;
     }
-    rc = -EINVAL;
     if (!json_is_object(lab->doc)) {
         lab__err(err, errlen, "%s: must be a JSON object", file);
-        goto fail;
-    }
-    if ((s = lab__get_str(lab->doc, "lab", file, err, errlen)) == NULL)
-        goto fail;
-    if (!lab__name_ok(s)) {
-        lab__err(err, errlen, "%s: lab: must be 1-32 characters of a-z 0-9 _ -", file);
-        goto fail;
-    }
-    /* The directory is the lab's identity on disk; a copied folder whose
-     * lab.json still says the old name would silently shadow the old lab. */
-    dirname_ = lab__basename(dir, base, sizeof(base));
-    if (strcmp(dirname_, s) != 0) {
-        lab__err(err, errlen, "%s: lab: \"%s\" does not match its folder name \"%s\"", file, s,
-                 dirname_);
-        goto fail;
-    }
-    lab->name = strdup(s);
-    lab->dir = strdup(dir);
-    if (lab->name == NULL || lab->dir == NULL)
-        goto nomem;
-    if ((s = lab__get_str(lab->doc, "title", file, err, errlen)) == NULL)
-        goto fail;
-    if ((lab->title = strdup(s)) == NULL)
-        goto nomem;
-    if ((s = lab__get_str(lab->doc, "interface", file, err, errlen)) == NULL)
-        goto fail;
-    if ((lab->interface = strdup(s)) == NULL)
-        goto nomem;
-    if ((s = lab__get_str(lab->doc, "symbol", file, err, errlen)) == NULL)
-        goto fail;
-    if (!lab__ident_ok(s)) {
-        lab__err(err, errlen, "%s: symbol: must be a C identifier", file);
-        goto fail;
-    }
-    if (strstr(lab->interface, s) == NULL) {
-        lab__err(err, errlen, "%s: symbol: \"%s\" does not appear in interface", file, s);
-        goto fail;
-    }
-    if ((lab->symbol = strdup(s)) == NULL)
-        goto nomem;
-
-    if ((rc = lab__get_str_array(lab->doc, "nvcc_flags", &lab->nvcc_flags, &lab->nnvcc_flags,
-                                 file, err, errlen)) < 0)
-        goto fail_rc;
-    if ((rc = lab__get_str_array(lab->doc, "link_libs", &lab->link_libs, &lab->nlink_libs, file,
-                                 err, errlen)) < 0)
-        goto fail_rc;
-    if ((rc = lab__get_str_array(lab->doc, "baselines", &lab->baselines, &lab->nbaselines, file,
-                                 err, errlen)) < 0)
-        goto fail_rc;
-    for (size_t i = 0; i < lab->nbaselines; i++)
-        if (!lab__name_ok(lab->baselines[i])) {
-            lab__err(err, errlen, "%s: baselines[%zu]: must be 1-32 characters of a-z 0-9 _ -",
-                     file, i);
-            rc = -EINVAL;
-            goto fail_rc;
-        }
-    if ((rc = lab__parse_allow(lab, json_object_get(lab->doc, "allow"), file, err, errlen)) < 0)
-        goto fail_rc;
-    if ((rc = lab__parse_cases(lab, json_object_get(lab->doc, "cases"), file, err, errlen)) < 0)
-        goto fail_rc;
-    if ((rc = lab__get_case_ref(lab, "sanitize_case", 0, &lab->sanitize_case, file, err,
-                                errlen)) < 0)
-        goto fail_rc;
-    if ((rc = lab__get_case_ref(lab, "timing_case", 1, &lab->timing_case, file, err, errlen)) <
-        0)
-        goto fail_rc;
-
-    limits = json_object_get(lab->doc, "limits");
-    if (limits != NULL && !json_is_object(limits)) {
-        lab__err(err, errlen, "%s: limits: must be an object", file);
         rc = -EINVAL;
-        goto fail_rc;
+        goto fail;
     }
-    {
-        double mem = 0;
-        if ((rc = lab__get_number(limits, "compile_seconds", 60, 1, 3600, &lab->compile_seconds,
-                                  file, err, errlen)) < 0 ||
-            (rc = lab__get_number(limits, "run_seconds", 120, 1, 36000, &lab->run_seconds, file,
-                                  err, errlen)) < 0 ||
-            (rc = lab__get_number(limits, "memory_mb", 16384, 16, 16777216, &mem, file, err,
-                                  errlen)) < 0)
-            goto fail_rc;
-        lab->memory_mb = (unsigned long long)mem;
-        double dmb = 0;
-        if ((rc = lab__get_number(limits, "device_mb", 0, 0, 16777216, &dmb, file, err,
-                                  errlen)) < 0)
-            goto fail_rc;
-        lab->device_mb = (unsigned long long)dmb;
-        /* What is left once the check run is over: the timing case's
-         * buffers (the timing run, its baselines, the profile). Not past
-         * device_mb, which is the biggest case's. */
-        double tmb = 0;
-        if ((rc = lab__get_number(limits, "timing_device_mb", dmb, 0, 16777216, &tmb, file, err,
-                                  errlen)) < 0)
-            goto fail_rc;
-        if (tmb > dmb && dmb > 0) {
-            lab__err(err, errlen, "%s: limits.timing_device_mb (%.0f) is more than device_mb (%.0f)",
-                     file, tmb, dmb);
-            rc = -EINVAL;
-            goto fail_rc;
-        }
-        lab->timing_device_mb = (unsigned long long)tmb;
-    }
-    {
-        /* limits.derive: wall limits from the naive reference's own time
-         * (runner/limits.c), so an endless program is killed in seconds. */
-        json_t *derive = json_object_get(limits, "derive");
-        if (derive != NULL && !json_is_object(derive)) {
-            lab__err(err, errlen, "%s: limits.derive: must be an object", file);
-            rc = -EINVAL;
-            goto fail_rc;
-        }
-        if (derive != NULL &&
-            ((rc = lab__get_number(derive, "factor", 5, 1, 1000, &lab->derive_factor, file, err,
-                                   errlen)) < 0 ||
-             (rc = lab__get_number(derive, "floor_seconds", 10, 0.1, 36000,
-                                   &lab->derive_floor_seconds, file, err, errlen)) < 0 ||
-             (rc = lab__get_number(derive, "startup_seconds", 2, 0, 600,
-                                   &lab->derive_startup_seconds, file, err, errlen)) < 0))
-            goto fail_rc;
-    }
-
+    if ((rc = lab__parse_identity(lab, dir, file, err, errlen)) < 0 ||
+        (rc = lab__parse_lists(lab, file, err, errlen)) < 0 ||
+        (rc = lab__parse_limits(lab, file, err, errlen)) < 0)
+        goto fail;
     rc = lab__read_file(readme, LAB_README_MAX, &lab->handout);
     if (rc < 0 && rc != -ENOENT) {
         lab__err(err, errlen, "%s: %s", readme, strerror(-rc));
-        goto fail_rc;
+        goto fail;
     }
+    assert(lab->name && lab->symbol && lab->interface);
     return 0;
 
-nomem:
-    lab__err(err, errlen, "%s: out of memory", file);
-    rc = -ENOMEM;
-    goto fail_rc;
 fail:
-    rc = -EINVAL;
-fail_rc:
     if (rc == -ENOMEM && err && errlen && err[0] == '\0')
         lab__err(err, errlen, "%s: out of memory", file);
     lab_free(lab);
