@@ -5,6 +5,7 @@
 #include "hint.h"
 #include "status.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -418,280 +419,409 @@ fail:
     return -1;
 }
 
-json_t *score_result(const struct rubric *r, const struct score_input *in)
+/* The result document being built: score_result's steps fill it in, in
+ * this order. Each json_t is a new reference that stays here until
+ * result_document hands it to the document (then NULL). */
+struct result {
+    const struct rubric *r;
+    const struct score_input *in;
+    json_t *tests, *cases, *sans, *hints, *speed, *timing;
+    double score, max;          /* the tests' sums, added in the tests' order */
+    int all_correct;            /* no correctness case failed (requires_correct) */
+    int graded;                 /* in->status is graded */
+    double floor_ms;            /* score_floor_ms of the timing, 0 when unknown */
+    int flagged;                /* the timing is not rewarded */
+    char flag_reason[512];      /* why, when flagged */
+    double primary;             /* the first speed line's value, NAN when none */
+    const char *primary_metric; /* its metric, NULL when none */
+    double speedup;             /* the scoreboard's */
+    char summary[2048];
+};
+
+/* The catalogue's hints first: they name the bug (runner/hint.h). */
+static void result_catalogue_hints(struct result *res)
 {
-    json_t *doc = NULL, *tests = json_array(), *cases = json_array(), *sans = json_array();
-    json_t *hints = json_array(), *cg = NULL;
-    double score = 0, max = 0;
-    int all_correct = 1, graded = in->status && status_parse(in->status) == STATUS_GRADED;
+    for (size_t i = 0; i < res->in->nhints; i++)
+        add_hint(res->hints, res->in->hints[i].text);
+}
+
+/* Correctness lines: one test per rubric case, with its feedback and the
+ * catalogue's hints about it. Clears all_correct when one failed. Returns 0
+ * or -ENOMEM. */
+static int result_correctness(struct result *res)
+{
+    const struct rubric *r = res->r;
+    const struct score_input *in = res->in;
     char buf[2048];
 
-    if (!tests || !cases || !sans || !hints)
-        goto fail;
-    /* The catalogue's hints first: they name the bug (runner/hint.h). */
-    for (size_t i = 0; i < in->nhints; i++)
-        add_hint(hints, in->hints[i].text);
-
-    /* Correctness lines: one per rubric case. */
     for (size_t i = 0; i < r->ncorrectness; i++) {
         const struct rubric_line *l = &r->correctness[i];
         const struct score_case *c = case_find(in, l->case_name);
         int passed = c && c->ran && c->passed;
         if (!passed)
-            all_correct = 0;
+            res->all_correct = 0;
         char name[300];
         snprintf(name, sizeof name, "correctness: %s", l->case_name);
-        if (!c && in->status && (status_parse(in->status) == STATUS_COMPILE_ERROR ||
-                                 status_parse(in->status) == STATUS_REJECTED))
+        if (!c && in->status &&
+            (status_parse(in->status) == STATUS_COMPILE_ERROR ||
+             status_parse(in->status) == STATUS_REJECTED))
             snprintf(buf, sizeof buf, "not run: %s", in->status);
         else
             case_output(c, buf, sizeof buf);
         if (c && !passed)
             case_hints(in, c->name, buf, sizeof buf);
         double pts = passed ? l->points : 0;
-        score += pts;
-        max += l->points;
-        if (json_array_append_new(tests, test_new(name, pts, l->points, passed, buf,
-                                                  l->visibility)))
-            goto fail;
+        res->score += pts;
+        res->max += l->points;
+        if (json_array_append_new(res->tests,
+                                  test_new(name, pts, l->points, passed, buf, l->visibility)))
+            return -ENOMEM;
         if (c && c->ran && !c->passed && c->unwritten > 0 && !in->hints_ran)
-            add_hint(hints, "Some outputs were never written: check that your grid covers "
-                            "every element (round the block count up: `(n + block - 1) / block`).");
+            add_hint(res->hints, "Some outputs were never written: check that your grid covers "
+                                 "every element (round the block count up: `(n + block - 1) / "
+                                 "block`).");
     }
+    /* No correctness lines: correct when the judge reported a case. */
     if (r->ncorrectness == 0)
-        all_correct = in->ncases > 0;
+        res->all_correct = in->ncases > 0;
+    return 0;
+}
+
+/* cugrade.cases: every case the judge reported, in its order; a case that
+ * ran and failed clears all_correct, rubric line or not. Returns 0 or
+ * -ENOMEM. */
+static int result_cases(struct result *res)
+{
+    const struct score_input *in = res->in;
     for (size_t i = 0; i < in->ncases; i++) {
         const struct score_case *c = &in->cases[i];
         if (c->ran && !c->passed)
-            all_correct = 0;
+            res->all_correct = 0;
         if (json_array_append_new(
-                cases, json_pack("{s:s, s:b, s:o, s:o, s:o, s:o, s:s?}", "name", c->name,
-                                 "passed", c->ran && c->passed, "max_abs_err",
-                                 num_or_null(c->max_abs_err), "max_rel_err",
-                                 num_or_null(c->max_rel_err), "first_bad_index",
-                                 c->first_bad_index >= 0 ? json_integer(c->first_bad_index)
-                                                         : json_null(),
-                                 "unwritten",
-                                 c->unwritten >= 0 ? json_integer(c->unwritten) : json_null(),
-                                 "message", c->message)))
-            goto fail;
+                res->cases,
+                json_pack("{s:s, s:b, s:o, s:o, s:o, s:o, s:s?}", "name", c->name, "passed",
+                          c->ran && c->passed, "max_abs_err", num_or_null(c->max_abs_err),
+                          "max_rel_err", num_or_null(c->max_rel_err), "first_bad_index",
+                          c->first_bad_index >= 0 ? json_integer(c->first_bad_index) : json_null(),
+                          "unwritten", c->unwritten >= 0 ? json_integer(c->unwritten) : json_null(),
+                          "message", c->message)))
+            return -ENOMEM;
     }
+    return 0;
+}
 
-    /* Sanitizer line: all requested tools ran and were clean. */
-    if (r->sanitizer_points > 0) {
-        int clean = in->nsanitizers > 0;
-        int o = 0;
-        buf[0] = '\0';
-        for (size_t i = 0; i < in->nsanitizers; i++) {
-            const struct score_sanitizer *s = &in->sanitizers[i];
-            if ((!s->ran && !s->infra_failed) || (s->ran && !s->clean))
-                clean = 0;
+/* Sanitizer line, when the rubric has one: all requested tools ran and
+ * were clean (one that could not run for a reason of ours is not charged).
+ * Returns 0 or -ENOMEM. */
+static int result_sanitizer_line(struct result *res)
+{
+    const struct rubric *r = res->r;
+    const struct score_input *in = res->in;
+    char buf[2048];
+
+    if (!(r->sanitizer_points > 0))
+        return 0;
+    int clean = in->nsanitizers > 0;
+    int o = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < in->nsanitizers; i++) {
+        const struct score_sanitizer *s = &in->sanitizers[i];
+        if ((!s->ran && !s->infra_failed) || (s->ran && !s->clean))
+            clean = 0;
+        if (o >= 0 && (size_t)o < sizeof buf)
+            o += snprintf(buf + o, sizeof buf - (size_t)o, "%s%s: %s", i ? "; " : "", s->tool,
+                          !s->ran    ? (s->note[0] ? s->note : "not run")
+                          : s->clean ? "clean"
+                                     : (s->note[0] ? s->note : "errors found"));
+        for (size_t k = 0; k < s->nfindings && k < 3; k++)
             if (o >= 0 && (size_t)o < sizeof buf)
-                o += snprintf(buf + o, sizeof buf - (size_t)o, "%s%s: %s", i ? "; " : "",
-                              s->tool,
-                              !s->ran ? (s->note[0] ? s->note : "not run")
-                              : s->clean ? "clean"
-                                         : (s->note[0] ? s->note : "errors found"));
-            for (size_t k = 0; k < s->nfindings && k < 3; k++)
-                if (o >= 0 && (size_t)o < sizeof buf)
-                    o += snprintf(buf + o, sizeof buf - (size_t)o, "; %s:%d %s",
-                                  s->findings[k].file ? s->findings[k].file : "?",
-                                  s->findings[k].line, s->findings[k].message);
-        }
-        if (!in->nsanitizers)
-            snprintf(buf, sizeof buf, "not run");
-        double pts = clean ? r->sanitizer_points : 0;
-        score += pts;
-        max += r->sanitizer_points;
-        if (json_array_append_new(tests, test_new("sanitizer (memcheck, racecheck)", pts,
-                                                  r->sanitizer_points, clean, buf, "visible")))
-            goto fail;
+                o += snprintf(buf + o, sizeof buf - (size_t)o, "; %s:%d %s",
+                              s->findings[k].file ? s->findings[k].file : "?", s->findings[k].line,
+                              s->findings[k].message);
     }
+    if (!in->nsanitizers)
+        snprintf(buf, sizeof buf, "not run");
+    double pts = clean ? r->sanitizer_points : 0;
+    res->score += pts;
+    res->max += r->sanitizer_points;
+    if (json_array_append_new(res->tests, test_new("sanitizer (memcheck, racecheck)", pts,
+                                                   r->sanitizer_points, clean, buf, "visible")))
+        return -ENOMEM;
+    return 0;
+}
+
+/* cugrade.sanitizer: every tool's verdict and findings, the findings'
+ * hints when the catalogue did not run. Returns 0 or -ENOMEM. */
+static int result_sanitizers(struct result *res)
+{
+    const struct score_input *in = res->in;
     for (size_t i = 0; i < in->nsanitizers; i++) {
         const struct score_sanitizer *s = &in->sanitizers[i];
         json_t *f = json_array();
         if (!f)
-            goto fail;
+            return -ENOMEM;
         for (size_t k = 0; k < s->nfindings; k++) {
-            json_array_append_new(
-                f, json_pack("{s:s?, s:i, s:s, s:s?}", "file", s->findings[k].file, "line",
-                             s->findings[k].line, "message",
-                             s->findings[k].message ? s->findings[k].message : "", "hint",
-                             s->findings[k].hint));
+            json_array_append_new(f,
+                                  json_pack("{s:s?, s:i, s:s, s:s?}", "file", s->findings[k].file,
+                                            "line", s->findings[k].line, "message",
+                                            s->findings[k].message ? s->findings[k].message : "",
+                                            "hint", s->findings[k].hint));
             if (s->findings[k].hint && !in->hints_ran)
-                add_hint(hints, s->findings[k].hint);
+                add_hint(res->hints, s->findings[k].hint);
         }
-        json_t *e = json_pack("{s:s, s:b, s:b, s:o}", "tool", s->tool, "ran", s->ran,
-                              "clean", s->ran && s->clean, "findings", f);
+        json_t *e = json_pack("{s:s, s:b, s:b, s:o}", "tool", s->tool, "ran", s->ran, "clean",
+                              s->ran && s->clean, "findings", f);
         if (e && s->infra_failed)
             json_object_set_new(e, "runner_problem", json_true());
         if (!e || (s->note[0] && json_object_set_new(e, "note", json_string(s->note))) ||
-            json_array_append_new(sans, e))
-            goto fail;
+            json_array_append_new(res->sans, e))
+            return -ENOMEM;
     }
+    return 0;
+}
 
-    /* Speed lines. */
-    const struct score_timing *t = &in->timing;
-    double floor_ms = score_floor_ms(t);
-    int flagged = t->have && floor_ms > 0 && t->student_ms < SCORE_FLOOR_FACTOR * floor_ms;
-    char flag_reason[512] = "";
-    if (t->have && t->judge_flag_reason && !flagged) {
-        flagged = 1;
-        snprintf(flag_reason, sizeof flag_reason, "%s; the timing is not rewarded.",
+/* Whether the timing is rewarded: not when faster than the physical
+ * floor, when the judge flagged it, or when the re-check on fresh inputs
+ * failed (a cached or precomputed answer). Sets floor_ms, flagged and
+ * flag_reason, and hints why. */
+static void result_flag(struct result *res)
+{
+    const struct score_timing *t = &res->in->timing;
+    res->floor_ms = score_floor_ms(t);
+    res->flagged =
+        t->have && res->floor_ms > 0 && t->student_ms < SCORE_FLOOR_FACTOR * res->floor_ms;
+    res->flag_reason[0] = '\0';
+    if (t->have && t->judge_flag_reason && !res->flagged) {
+        res->flagged = 1;
+        snprintf(res->flag_reason, sizeof res->flag_reason, "%s; the timing is not rewarded.",
                  t->judge_flag_reason);
-        add_hint(hints, flag_reason);
-    } else if (flagged) {
-        snprintf(flag_reason, sizeof flag_reason,
+        add_hint(res->hints, res->flag_reason);
+    } else if (res->flagged) {
+        snprintf(res->flag_reason, sizeof res->flag_reason,
                  "%.4g ms is faster than this GPU can physically do the case (%.4g ms: "
                  "bytes over the measured copy bandwidth, flops over the FP32 peak); "
                  "the timing is not rewarded.",
-                 t->student_ms, floor_ms);
-        add_hint(hints, flag_reason);
+                 t->student_ms, res->floor_ms);
+        add_hint(res->hints, res->flag_reason);
     }
     if (t->have && !t->recheck_passed) {
         /* A cached or precomputed answer: the time is not of real work. */
-        if (!flagged)
-            snprintf(flag_reason, sizeof flag_reason,
+        if (!res->flagged)
+            snprintf(res->flag_reason, sizeof res->flag_reason,
                      "the outputs after the timed loop were wrong on fresh inputs (a cached "
                      "or precomputed answer?): the timing is not rewarded.");
-        flagged = 1;
-        add_hint(hints, "The outputs after the timed loop were wrong on fresh inputs "
-                        "(a cached or precomputed answer?): no speed points.");
+        res->flagged = 1;
+        add_hint(res->hints, "The outputs after the timed loop were wrong on fresh inputs "
+                             "(a cached or precomputed answer?): no speed points.");
     }
-    json_t *speed = json_array();
-    if (!speed)
-        goto fail;
-    double primary = NAN;
-    const char *primary_metric = NULL;
+    assert(!res->flagged || res->flag_reason[0]);
+}
+
+/* Speed lines: one test and one cugrade.speed entry per rubric line, the
+ * best tier met when timed, rewarded and (if required) all correct. Sets
+ * primary from the first line. Returns 0 or -ENOMEM. */
+static int result_speed(struct result *res)
+{
+    const struct rubric *r = res->r;
+    const struct score_timing *t = &res->in->timing;
+    char buf[2048];
+
+    res->speed = json_array();
+    if (!res->speed)
+        return -ENOMEM;
+    res->primary = NAN;
+    res->primary_metric = NULL;
     for (size_t i = 0; i < r->nspeed; i++) {
         const struct rubric_speed *sp = &r->speed[i];
         double best = 0;
         for (size_t k = 0; k < sp->ntiers; k++)
             if (sp->tiers[k].points > best)
                 best = sp->tiers[k].points;
-        max += best;
+        res->max += best;
         double v = score_metric(sp->metric, t);
         if (i == 0) {
-            primary = v;
-            primary_metric = sp->metric;
+            res->primary = v;
+            res->primary_metric = sp->metric;
         }
         const char *tier = NULL;
         double pts = 0;
+        int must_pass = sp->requires_correct && !res->all_correct;
         if (!t->have)
             snprintf(buf, sizeof buf, "not timed%s",
-                     !graded ? "" : (sp->requires_correct && !all_correct)
-                                        ? ": every correctness case must pass first"
-                                        : "");
+                     !res->graded ? ""
+                     : must_pass  ? ": every correctness case must pass first"
+                                  : "");
         else if (!isfinite(v))
             snprintf(buf, sizeof buf, "%s: not available (a baseline is missing)", sp->metric);
-        else if (flagged)
-            snprintf(buf, sizeof buf, "%s = %.3g; flagged: %s", sp->metric, v, flag_reason);
-        else if (sp->requires_correct && !all_correct)
+        else if (res->flagged)
+            snprintf(buf, sizeof buf, "%s = %.3g; flagged: %s", sp->metric, v, res->flag_reason);
+        else if (must_pass)
             snprintf(buf, sizeof buf, "%s = %.3g; no points: every correctness case must pass",
                      sp->metric, v);
         else {
             pts = rubric_speed_points(sp, v, &tier);
             speed_message(sp, t, v, tier, buf, sizeof buf);
         }
-        score += pts;
-        if (json_array_append_new(tests, test_new(sp->name, pts, best, pts > 0, buf, "visible")) ||
-            json_array_append_new(speed, speed_entry(sp, t, v, tier, pts, best))) {
-            json_decref(speed);
-            goto fail;
-        }
+        res->score += pts;
+        if (json_array_append_new(res->tests,
+                                  test_new(sp->name, pts, best, pts > 0, buf, "visible")) ||
+            json_array_append_new(res->speed, speed_entry(sp, t, v, tier, pts, best)))
+            return -ENOMEM;
     }
+    return 0;
+}
 
-    /* The scoreboard's "speedup": the primary metric, higher is better. */
-    double speedup = NAN;
-    if (isfinite(primary) && primary > 0 && primary_metric)
-        speedup = strncmp(primary_metric, "ratio_", 6) == 0 ? 1.0 / primary : primary;
-    if (flagged)
-        speedup = NAN;
+/* The scoreboard's "speedup": the primary metric, higher is better; none
+ * when flagged. */
+static void result_speedup(struct result *res)
+{
+    res->speedup = NAN;
+    if (isfinite(res->primary) && res->primary > 0 && res->primary_metric)
+        res->speedup =
+            strncmp(res->primary_metric, "ratio_", 6) == 0 ? 1.0 / res->primary : res->primary;
+    if (res->flagged)
+        res->speedup = NAN;
+}
 
+/* cugrade.timing: the timings, the primary metric and the flag, and their
+ * noise (timing_noise); null when not timed. Returns 0 or -ENOMEM. */
+static int result_timing(struct result *res)
+{
+    const struct score_timing *t = &res->in->timing;
+    if (!t->have) {
+        res->timing = json_null();
+        return 0;
+    }
     double gflops = NAN, gbs = NAN;
-    if (t->have && t->student_ms > 0) {
+    if (t->student_ms > 0) {
         if (t->flops > 0)
             gflops = t->flops / (t->student_ms * 1e-3) / 1e9;
         if (t->bytes > 0)
             gbs = t->bytes / (t->student_ms * 1e-3) / 1e9;
     }
-    json_t *timing = json_null();
-    if (t->have) {
-        timing = json_pack(
-            "{s:o, s:{s:o, s:o}, s:o, s:o, s:o, s:s?, s:o, s:o, s:o, s:i, s:o, s:b, s:o, "
-            "s:o, s:b, s:s?}",
-            "student_ms", num_or_null(t->student_ms), "reference_ms", "naive",
-            num_or_null(t->naive_ms), "optimized", num_or_null(t->optimized_ms), "cublas_ms",
-            num_or_null(t->cublas_ms), "cpu_ms", num_or_null(t->cpu_ms), "speedup",
-            num_or_null(speedup), "metric", primary_metric, "metric_value",
-            num_or_null(primary), "bandwidth_gbs", num_or_null(gbs), "gflops",
-            num_or_null(gflops), "samples", (int)t->samples, "rel_err", num_or_null(t->rel_err),
-            "flagged", flagged, "floor_ms", num_or_null(floor_ms > 0 ? floor_ms : NAN),
-            "case", t->case_name ? json_string(t->case_name) : json_null(), "recheck_passed",
-            t->recheck_passed, "flag_reason", flagged ? flag_reason : NULL);
-        if (!timing || timing_noise(timing, t))
-            goto fail;
-        if (!flagged)
-            json_object_set_new(timing, "flag_reason", json_null());
-    }
+    res->timing = json_pack(
+        "{s:o, s:{s:o, s:o}, s:o, s:o, s:o, s:s?, s:o, s:o, s:o, s:i, s:o, s:b, s:o, "
+        "s:o, s:b, s:s?}",
+        "student_ms", num_or_null(t->student_ms), "reference_ms", "naive", num_or_null(t->naive_ms),
+        "optimized", num_or_null(t->optimized_ms), "cublas_ms", num_or_null(t->cublas_ms), "cpu_ms",
+        num_or_null(t->cpu_ms), "speedup", num_or_null(res->speedup), "metric", res->primary_metric,
+        "metric_value", num_or_null(res->primary), "bandwidth_gbs", num_or_null(gbs), "gflops",
+        num_or_null(gflops), "samples", (int)t->samples, "rel_err", num_or_null(t->rel_err),
+        "flagged", res->flagged, "floor_ms", num_or_null(res->floor_ms > 0 ? res->floor_ms : NAN),
+        "case", t->case_name ? json_string(t->case_name) : json_null(), "recheck_passed",
+        t->recheck_passed, "flag_reason", res->flagged ? res->flag_reason : NULL);
+    if (!res->timing || timing_noise(res->timing, t))
+        return -ENOMEM;
+    if (!res->flagged)
+        json_object_set_new(res->timing, "flag_reason", json_null());
+    return 0;
+}
 
-    /* The score is the sum of the tests: a compile error or a rejection ran
-     * nothing and earns nothing; a runtime_error or timeout keeps the points
-     * of the cases that passed before the program stopped. */
+/* Summary paragraph: why nothing ran, or how many correctness cases
+ * passed and the primary metric. */
+static void result_summary(struct result *res)
+{
+    const struct rubric *r = res->r;
+    const struct score_input *in = res->in;
+    const struct score_timing *t = &in->timing;
+    char *summary = res->summary;
+    size_t len = sizeof res->summary;
 
-    /* Summary paragraph. */
-    char summary[2048];
-    if (in->status && status_parse(in->status) == STATUS_COMPILE_ERROR)
-        snprintf(summary, sizeof summary, "Your file did not compile%s%s See the compiler log.",
+    if (in->status && status_parse(in->status) == STATUS_COMPILE_ERROR) {
+        snprintf(summary, len, "Your file did not compile%s%s See the compiler log.",
                  in->status_message ? ": " : ".", in->status_message ? in->status_message : "");
-    else if (in->status && status_parse(in->status) == STATUS_REJECTED)
-        snprintf(summary, sizeof summary, "Your file was rejected: %s",
-                 in->rejection_reason ? in->rejection_reason : "forbidden construct");
-    else {
-        size_t passed = 0;
-        for (size_t i = 0; i < r->ncorrectness; i++) {
-            const struct score_case *c = case_find(in, r->correctness[i].case_name);
-            passed += c && c->ran && c->passed;
-        }
-        int o = snprintf(summary, sizeof summary, "%s%s%zu of %zu correctness cases passed.",
-                         in->status_message ? in->status_message : "",
-                         in->status_message ? " " : "", passed, r->ncorrectness);
-        if (t->have && isfinite(primary) && o >= 0 && (size_t)o < sizeof summary)
-            snprintf(summary + o, sizeof summary - (size_t)o, " %s %.3g on %s (%.4g ms)%s.",
-                     primary_metric, primary, t->case_name ? t->case_name : "the timed case",
-                     t->student_ms, flagged ? ", flagged as faster than physically possible" : "");
+        return;
     }
+    if (in->status && status_parse(in->status) == STATUS_REJECTED) {
+        snprintf(summary, len, "Your file was rejected: %s",
+                 in->rejection_reason ? in->rejection_reason : "forbidden construct");
+        return;
+    }
+    size_t passed = 0;
+    for (size_t i = 0; i < r->ncorrectness; i++) {
+        const struct score_case *c = case_find(in, r->correctness[i].case_name);
+        passed += c && c->ran && c->passed;
+    }
+    int o = snprintf(summary, len, "%s%s%zu of %zu correctness cases passed.",
+                     in->status_message ? in->status_message : "", in->status_message ? " " : "",
+                     passed, r->ncorrectness);
+    if (t->have && isfinite(res->primary) && o >= 0 && (size_t)o < len)
+        snprintf(summary + o, len - (size_t)o, " %s %.3g on %s (%.4g ms)%s.", res->primary_metric,
+                 res->primary, t->case_name ? t->case_name : "the timed case", t->student_ms,
+                 res->flagged ? ", flagged as faster than physically possible" : "");
+}
 
-    cg = json_pack("{s:o, s:s, s:i, s:s, s:o, s:o, s:o, s:o, s:o, s:o}", "speed", speed,
-                   "lab", in->lab ? in->lab : "",
-                   "rubric_version", in->rubric_version, "gpu", in->gpu ? in->gpu : "",
-                   "compile_log", in->compile_log ? json_string(in->compile_log) : json_null(),
-                   "rejection",
-                   in->rejection_reason
-                       ? json_pack("{s:s, s:s}", "symbol",
-                                   in->rejection_symbol ? in->rejection_symbol : "", "reason",
-                                   in->rejection_reason)
-                       : json_null(),
-                   "cases", cases, "sanitizer", sans, "timing", timing, "hints", hints);
-    cases = sans = hints = NULL;
+/* The document: score, max_score, summary and tests, and the cugrade
+ * object around what the steps built. The score is the sum of the tests:
+ * a compile error or a rejection ran nothing and earns nothing; a
+ * runtime_error or timeout keeps the points of the cases that passed
+ * before the program stopped. Takes the result's references (NULL after,
+ * whether or not it succeeds, as json_pack's "o" steals them). Returns a
+ * new reference, or NULL (ENOMEM). */
+static json_t *result_document(struct result *res)
+{
+    const struct score_input *in = res->in;
+    assert(res->tests && res->cases && res->sans && res->hints && res->speed && res->timing);
+
+    json_t *cg = json_pack(
+        "{s:o, s:s, s:i, s:s, s:o, s:o, s:o, s:o, s:o, s:o}", "speed", res->speed, "lab",
+        in->lab ? in->lab : "", "rubric_version", in->rubric_version, "gpu", in->gpu ? in->gpu : "",
+        "compile_log", in->compile_log ? json_string(in->compile_log) : json_null(), "rejection",
+        in->rejection_reason
+            ? json_pack("{s:s, s:s}", "symbol", in->rejection_symbol ? in->rejection_symbol : "",
+                        "reason", in->rejection_reason)
+            : json_null(),
+        "cases", res->cases, "sanitizer", res->sans, "timing", res->timing, "hints", res->hints);
+    res->speed = res->cases = res->sans = res->timing = res->hints = NULL;
     if (!cg)
-        goto fail;
+        return NULL;
     if (in->status)
         json_object_set_new(cg, "status", json_string(in->status));
     if (in->hints_ran) {
         json_t *hd = hint_details(in);
-        if (!hd || json_object_set_new(cg, "hint_details", hd))
-            goto fail;
+        if (!hd || json_object_set_new(cg, "hint_details", hd)) {
+            json_decref(cg);
+            return NULL;
+        }
     }
-    doc = json_pack("{s:f, s:f, s:s, s:o, s:o}", "score", score, "max_score", max, "output",
-                    summary, "tests", tests, "cugrade", cg);
-    tests = cg = NULL;
+    json_t *doc = json_pack("{s:f, s:f, s:s, s:o, s:o}", "score", res->score, "max_score", res->max,
+                            "output", res->summary, "tests", res->tests, "cugrade", cg);
+    res->tests = NULL;
     return doc;
+}
+
+json_t *score_result(const struct rubric *r, const struct score_input *in)
+{
+    struct result res = {.r = r,
+                         .in = in,
+                         .tests = json_array(),
+                         .cases = json_array(),
+                         .sans = json_array(),
+                         .hints = json_array(),
+                         .all_correct = 1,
+                         .graded = in->status && status_parse(in->status) == STATUS_GRADED};
+    json_t *doc = NULL;
+
+    if (!res.tests || !res.cases || !res.sans || !res.hints)
+        goto fail;
+    result_catalogue_hints(&res);
+    if (result_correctness(&res) || result_cases(&res) || result_sanitizer_line(&res) ||
+        result_sanitizers(&res))
+        goto fail;
+    result_flag(&res);
+    if (result_speed(&res))
+        goto fail;
+    result_speedup(&res);
+    if (result_timing(&res))
+        goto fail;
+    result_summary(&res);
+    doc = result_document(&res);
 fail:
-    json_decref(tests);
-    json_decref(cases);
-    json_decref(sans);
-    json_decref(hints);
-    json_decref(cg);
-    return NULL;
+    json_decref(res.tests);
+    json_decref(res.cases);
+    json_decref(res.sans);
+    json_decref(res.hints);
+    json_decref(res.speed);
+    json_decref(res.timing);
+    return doc;
 }
