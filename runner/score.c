@@ -410,10 +410,9 @@ static int timing_noise(json_t *timing, const struct score_timing *t)
         json_object_set_new(timing, "retimed", json_integer(t->retimed)) ||
         json_object_set_new(timing, "retime_bound", json_integer(t->retime_bound)) ||
         json_object_set_new(timing, "retime_reason",
-                            t->retime_reason[0] ? json_string(t->retime_reason) : json_null()) ||
-        json_object_set_new(timing, "timings", arr))
-        return -1;
-    return 0;
+                            t->retime_reason[0] ? json_string(t->retime_reason) : json_null()))
+        goto fail;
+    return json_object_set_new(timing, "timings", arr) ? -1 : 0; /* arr is taken, even then */
 fail:
     json_decref(arr);
     return -1;
