@@ -345,6 +345,11 @@ static int make_group(const char *mnt, const char *ctrl, const char *name, char 
     return 0;
 }
 
+/* Every directory a run's groups may have, "" where it has none: one list
+ * for the walks over them all (populated, kill, destroy). */
+#define CG_DIRS(cg) {(cg)->v2, (cg)->mem, (cg)->pids, (cg)->cpuacct, (cg)->unified}
+#define CG_NDIRS 5
+
 int cgroup_create(struct cgroup *cg, uint64_t memory_bytes, uint64_t pids)
 {
     memset(cg, 0, sizeof *cg);
@@ -502,8 +507,8 @@ int cgroup_populated(const struct cgroup *cg)
     }
     pid_t p[1];
     int total = 0;
-    const char *dirs[] = {cg->mem, cg->pids, cg->cpuacct, cg->unified};
-    for (int i = 0; i < 4; i++) {
+    const char *dirs[CG_NDIRS] = CG_DIRS(cg);
+    for (int i = 0; i < CG_NDIRS; i++) {
         if (!dirs[i][0])
             continue;
         int n = list_pids(dirs[i], p, 1);
@@ -542,8 +547,8 @@ int cgroup_kill(const struct cgroup *cg, int timeout_ms)
             /* No cgroup.kill (v1, or v2 before 5.14): SIGKILL every member
              * and go again; a fork bomb cannot outrun this because pids.max
              * bounds how many children it can have in flight. */
-            const char *dirs[] = {cg->v2, cg->mem, cg->pids, cg->cpuacct, cg->unified};
-            for (int d = 0; d < 5; d++) {
+            const char *dirs[CG_NDIRS] = CG_DIRS(cg);
+            for (int d = 0; d < CG_NDIRS; d++) {
                 if (!dirs[d][0])
                     continue;
                 int n = list_pids(dirs[d], pids, (int)(sizeof pids / sizeof pids[0]));
@@ -588,8 +593,8 @@ int cgroup_destroy(struct cgroup *cg)
     r = cgroup_kill(cg, 5000);
     if (r < 0 && rc == 0)
         rc = r;
-    char *dirs[] = {cg->v2, cg->mem, cg->pids, cg->cpuacct, cg->unified};
-    for (int d = 0; d < 5; d++)
+    char *dirs[CG_NDIRS] = CG_DIRS(cg);
+    for (int d = 0; d < CG_NDIRS; d++)
         if ((r = remove_dir(dirs[d])) < 0 && rc == 0)
             rc = r;
     return rc;

@@ -43,8 +43,8 @@ def bin_env(extra):
     return env
 
 
-def grade_cmd(tmp, lab, path, i):
-    return [RUNNER, "grade", "--lab", lab, "--file", path, "--stop-after", "front", "--root", ROOT,
+def grade_cmd(tmp, lab, path, i, stop="front"):
+    return [RUNNER, "grade", "--lab", lab, "--file", path, "--stop-after", stop, "--root", ROOT,
             "--cache", os.path.join(tmp, "cache"), "--work", os.path.join(tmp, f"work-{i}"),
             "--arch", "sm_90"]
 
@@ -119,10 +119,8 @@ def under_load(tmp, lab, path, nice_env):
 
     def churn(k):
         while not stop.is_set():
-            subprocess.run([RUNNER, "grade", "--lab", "matmul", "--file", os.path.join(sol, "matmul/fast.cu"),
-                            "--stop-after", "compile", "--root", ROOT, "--cache", os.path.join(tmp, "cache"),
-                            "--work", os.path.join(tmp, f"load-{k}"), "--arch", "sm_90"],
-                           capture_output=True, env=benv)
+            subprocess.run(grade_cmd(tmp, "matmul", os.path.join(sol, "matmul/fast.cu"), f"load-{k}",
+                                     stop="compile"), capture_output=True, env=benv)
 
     ts = [threading.Thread(target=churn, args=(k,)) for k in range(load)]
     for t in ts:

@@ -15,7 +15,7 @@ the GPU hosts have it. Prints TAP lines."""
 import json, os, re, subprocess, sys, tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakelab"))
-from suite import NVCC, RUNNER, failures, ok, require_nvcc_root  # noqa: E402  (paths, TAP)
+from suite import NVCC, RUNNER, failures, link_cuda, ok, require_nvcc_root  # noqa: E402  (paths, TAP)
 import tree  # noqa: E402  (the fake lab laid out as a course tree)
 
 require_nvcc_root()
@@ -29,13 +29,7 @@ lab["limits"]["compile_seconds"] = 3
 json.dump(lab, open(lp, "w"))
 
 fake = os.path.join(tmp, "cuda")
-os.makedirs(os.path.join(fake, "bin"))
-for t in os.listdir("/usr/local/cuda/bin"):
-    if t != "nvcc":
-        os.symlink(os.path.join("/usr/local/cuda/bin", t), os.path.join(fake, "bin", t))
-for t in ("include", "lib64", "nvvm", "targets"):
-    if os.path.exists(os.path.join("/usr/local/cuda", t)):
-        os.symlink(os.path.join("/usr/local/cuda", t), os.path.join(fake, t))
+link_cuda(fake, own=("nvcc",))
 with open(os.path.join(fake, "bin/nvcc"), "w") as f:
     f.write("""#!/bin/sh
 # No front pass (a dry run that fails): the full compile answers.

@@ -9,7 +9,7 @@ TAP lines."""
 import json, os, shutil, subprocess, sys, tempfile, threading, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakelab"))
-from suite import RUNNER, failures, ok, require_nvcc_root  # noqa: E402  (paths, TAP)
+from suite import RUNNER, failures, link_cuda, ok, require_nvcc_root  # noqa: E402  (paths, TAP)
 import tree  # noqa: E402  (the fake lab laid out as a course tree)
 
 require_nvcc_root()
@@ -325,14 +325,7 @@ try:
     # CUDA_HOME whose bin/ links the real nvcc and holds a script that prints
     # the tool's banner and findings and exits as the real one would.
     fake = os.path.join(tmp, "cuda")
-    os.makedirs(os.path.join(fake, "bin"))
-    for t in os.listdir("/usr/local/cuda/bin"):
-        os.symlink(os.path.join("/usr/local/cuda/bin", t), os.path.join(fake, "bin", t))
-    for t in ("include", "lib64", "nvvm", "targets"):
-        if os.path.exists(os.path.join("/usr/local/cuda", t)):
-            os.symlink(os.path.join("/usr/local/cuda", t), os.path.join(fake, t))
-    cs = os.path.join(fake, "bin/compute-sanitizer")
-    os.unlink(cs) if os.path.lexists(cs) else None
+    cs = os.path.join(link_cuda(fake, own=("compute-sanitizer",)), "compute-sanitizer")
     with open(cs, "w") as f:
         f.write("""#!/bin/sh
 echo "========= COMPUTE-SANITIZER"

@@ -41,6 +41,23 @@ def failures():
     return _failures
 
 
+def link_cuda(fake, own=()):
+    """Make fake a CUDA_HOME that links the real toolkit's (NVCC's) bin/
+    programs, include, lib64, nvvm and targets, except the programs named
+    in own, which the caller writes (a stand-in compute-sanitizer, nvcc).
+    Returns fake/bin."""
+    real = os.path.dirname(os.path.dirname(NVCC))
+    fbin = os.path.join(fake, "bin")
+    os.makedirs(fbin)
+    for t in os.listdir(os.path.join(real, "bin")) if os.path.isdir(real) else []:
+        if t not in own:
+            os.symlink(os.path.join(real, "bin", t), os.path.join(fbin, t))
+    for t in ("include", "lib64", "nvvm", "targets"):
+        if os.path.exists(os.path.join(real, t)):
+            os.symlink(os.path.join(real, t), os.path.join(fake, t))
+    return fbin
+
+
 def require_nvcc_root():
     """CI has the CUDA toolkit and runs as root (the sandbox needs root): a
     runner suite that cannot run there fails (exit 1); it does not skip."""

@@ -8,7 +8,7 @@ with CUGRADE_PY_SIM=1, in the real sandbox."""
 import functools, json, os, shutil, subprocess, sys, tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fakelab"))
-from suite import ROOT, RUNNER, failures, ok as suite_ok  # noqa: E402,F401  (paths, TAP: failures for the suites)
+from suite import ROOT, RUNNER, failures, link_cuda, ok as suite_ok  # noqa: E402,F401  (paths, TAP: failures for the suites)
 ok = functools.partial(suite_ok, lines=40)  # a failure prints 40 lines of its detail
 SEED = "0123456789abcdef0123456789abcdef"
 
@@ -102,16 +102,7 @@ def fake_cuda(tmp):
     os.chmod(fake, 0o755)
     atexit.register(shutil.rmtree, fake, True)
     FAKE_CUDA[tmp] = fake
-    os.makedirs(os.path.join(fake, "bin"))
-    real = "/usr/local/cuda"
-    for t in os.listdir(os.path.join(real, "bin")) if os.path.isdir(real) else []:
-        os.symlink(os.path.join(real, "bin", t), os.path.join(fake, "bin", t))
-    for t in ("include", "lib64", "nvvm", "targets"):
-        if os.path.exists(os.path.join(real, t)):
-            os.symlink(os.path.join(real, t), os.path.join(fake, t))
-    cs = os.path.join(fake, "bin/compute-sanitizer")
-    if os.path.lexists(cs):
-        os.unlink(cs)
+    cs = os.path.join(link_cuda(fake, own=("compute-sanitizer",)), "compute-sanitizer")
     with open(cs, "w") as f:
         f.write(STANDIN)
     shutil.copytree(os.path.join(ROOT, "tests/runner/fixtures"), os.path.join(fake, "fixtures"),
