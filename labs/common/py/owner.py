@@ -2,7 +2,8 @@
 
     CUGRADE_SEED=HEX python3 -I -B owner.py LAB check --cases a,b,c --file /work/kernel.py
     CUGRADE_SEED=HEX python3 -I -B owner.py LAB time  --case NAME [--max-ms N] [--gate] --file ...
-    (--gate: fd 4 is the runner's gate; the samples wait for its 'g')
+    (--gate: fd 4 is the runner's gate; the samples wait for its 'g';
+    --batch K: K calls per sample instead of run_time's choice, for tests)
     (--seed HEX instead of CUGRADE_SEED by hand; the runner never puts the
     seed on the command line, which the tenant could read in /proc)
 
@@ -58,6 +59,15 @@ CHUNK = 1 << 24
 MAX_MSG = 1 << 16
 CALL_LIMIT_S = 3600      # the sandbox's wall limit ends a stuck run long before
 MAX_SAMPLES, MIN_SAMPLES, TARGET_REL_ERR = 1000, 10, 0.01
+# A timed sample is a batch of calls on distinct inputs (run_time): as many
+# as make the batch last BATCH_MS by the warm-up's fastest single call, at
+# most BATCH_MAX, their buffers at most half the GPU's free memory (the
+# samples hold the GPU alone). A sample's fixed cost (0.65-1.1 ms on an
+# H200: the round trip and the switches between the tenant's CUDA context
+# and ours) is then a few percent of it (docs/python.md, "What a Python
+# timing includes").
+BATCH_MS, BATCH_MAX = 30.0, 32
+PROBES = 64              # output elements read to stop a sample's clock, over the batch
 
 CHANNEL = None           # our private descriptor of the result channel
 GATE = None              # --gate: our private descriptor of the runner's gate (time mode)
@@ -186,6 +196,18 @@ class SimBackend:
     def flush_l2(self):
         pass
 
+    def spare_bytes(self):
+        return 1 << 62
+
+    def probe_plan(self, spots):
+        """spots: (buf, byte offsets) pairs. What probe_read reads."""
+        np = self.np
+        return [(np.frombuffer(b["mm"], dtype="uint8"), offs) for b, offs in spots]
+
+    def probe_read(self, plan):
+        """The planned bytes, now, as one bytes object."""
+        return b"".join(v[offs].tobytes() for v, offs in plan)
+
 
 class CudaBackend:
     """A GPU, through CuPy. Shared buffers are plain cudaMalloc allocations
@@ -244,6 +266,35 @@ class CudaBackend:
         self.round += 1
         self.flush.fill(self.round & 0xFF)
         self.sync()
+
+    def spare_bytes(self):
+        return int(self.cp.cuda.runtime.memGetInfo()[0]) // 2
+
+    PROBE_SRC = r"""
+    extern "C" __global__ void cugrade_probe(const unsigned long long *a, unsigned char *o,
+                                             long long n) {
+        long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) o[i] = *(const volatile unsigned char *)a[i];
+    }"""
+
+    def probe_plan(self, spots):
+        """spots: (buf, byte offsets) pairs. The bytes' addresses, on the
+        device in our own memory (not an exported buffer: the tenant's
+        context cannot see it), and where they are read to: one kernel and
+        one copy whatever the batch (probe_read)."""
+        cp, np = self.cp, self.np
+        if not hasattr(self, "probe_kernel"):
+            self.probe_kernel = cp.RawKernel(self.PROBE_SRC, "cugrade_probe")
+        addrs = np.concatenate([np.uint64(b["ptr"]) + offs.astype("uint64") for b, offs in spots])
+        return cp.asarray(addrs), cp.empty(addrs.size, dtype=cp.uint8)
+
+    def probe_read(self, plan):
+        """The planned bytes, read in our context now (our read waits for
+        nothing of the tenant's: what is not written yet is the poison)."""
+        addrs, out = plan
+        n = addrs.size
+        self.probe_kernel(((n + 255) // 256,), (256,), (addrs, out, self.np.int64(n)))
+        return self.cp.asnumpy(out).tobytes()
 
 
 def backend():
@@ -391,35 +442,6 @@ class Case:
         return {"dtype": "mixed", "count": sum(m["count"] for m in outs), "outputs": desc}, \
             b"".join(parts)
 
-    def probes(self, k=64):
-        """probe() over each output (a lab with several outputs: the clock
-        stops after our read of every one of them)."""
-        outs = self.outs()
-        if len(outs) == 1:
-            return [(None,) + self.probe(k)]
-        return [(m["name"],) + self.probe(k, self.views[m["name"]]) for m in outs]
-
-    def probes_same(self, seen):
-        """True when every probed element still holds what the probe read."""
-        for name, pos, got in seen:
-            v = self.out_view() if name is None else self.views[name]
-            now = self.be.to_host(v if pos is None else v[self.be.xp.asarray(pos.astype("int64"))])
-            if got.view("uint32").tobytes() != now.view("uint32").tobytes():
-                return False
-        return True
-
-    def probe(self, k=64, v=None):
-        """What stops a sample's clock: k output elements at positions drawn
-        now from a generator the tenant cannot see (os.urandom), copied to
-        the host. The copy is ours, in our context: it waits for the GPU or
-        finds the poison. The whole output is checked after the clock."""
-        v = self.out_view() if v is None else v
-        n = v.size
-        if n <= k:
-            return None, self.be.to_host(v)
-        pos = self.be.np.frombuffer(os.urandom(8 * k), dtype="uint64") % n
-        return pos, self.be.to_host(v[self.be.xp.asarray(pos.astype("int64"))])
-
     def describe(self):
         """What the tenant is sent: per buffer its shape, dtype and how to map
         it; the descriptors go beside the message (SCM_RIGHTS)."""
@@ -440,6 +462,55 @@ class Case:
         for b in self.bufs.values():
             self.be.free(b)
         self.bufs.clear()
+
+
+class Probe:
+    """What stops a sample's clock: PROBES output elements spread over the
+    batch's cases (every element of an output that has fewer), at positions
+    drawn from os.urandom before the call and kept in our memory and our
+    own device allocation, which the tenant's process cannot read. read()
+    copies them to the host in our context, in one kernel and one copy: it
+    waits for the GPU or finds the poison. Every output is checked whole
+    after the clock, and same() says whether the probed bytes still hold
+    what the clock's read saw (nothing was still being written)."""
+
+    def __init__(self, be, cases):
+        np = be.np
+        outs = [(c, m) for c in cases for m in c.outs()]
+        per = max(2, PROBES // len(outs))
+        spots = []
+        for c, m in outs:
+            n, size = m["count"], m["itemsize"]
+            pos = np.arange(n, dtype="uint64") if n <= per else \
+                np.frombuffer(os.urandom(8 * per), dtype="uint64") % np.uint64(n)
+            offs = (pos[:, None] * np.uint64(size) + np.arange(size, dtype="uint64")).ravel()
+            spots.append((c.bufs[m["name"]], offs))
+        self.be, self.plan = be, be.probe_plan(spots)
+
+    def read(self):
+        return self.be.probe_read(self.plan)
+
+    def same(self, seen):
+        return self.read() == seen
+
+
+def describe_batch(cases):
+    """One call message for a batch of cases: the first case's arguments in
+    "args", the others' in "more", called one after the other by the
+    tenant before it waits for the GPU once. Returns (message, fds)."""
+    msg, fds = cases[0].describe()
+    more = []
+    for c in cases[1:]:
+        m, f = c.describe()
+        for d in m["args"]:
+            if "fd_index" in d:
+                d["fd_index"] += len(fds)
+        fds.extend(f)
+        more.append(m["args"])
+    if more:
+        msg["more"] = more
+        msg["buffers_id"] = "-".join(str(c.serial) for c in cases)
+    return msg, fds
 
 
 # ---------------------------------------------------------------- the tenant
@@ -615,16 +686,73 @@ def time_prepare(be, lab, cases, name, seed, guard):
     generator, the reference, the checks, the probe) on its first use, in
     this process (its cache is in memory), and that must not eat the sample
     budget (seen on an H100: 3 embedding samples in 3 s without it) nor the
-    GPU's exclusive hold (the gate comes after this). Returns (case, inputs)."""
-    cs = gen.case_seed(seed, name)
-    c = Case(be, lab, cases[name], cs, guard)
-    inputs = {m["name"]: c.views[m["name"]] for m in c.meta if m["role"] == "in"}
+    GPU's exclusive hold (the gate comes after this). Returns the Timed."""
+    t = Timed(be, lab, cases[name], guard)
+    c = t.cases[0]
     c.fill(int.from_bytes(os.urandom(8), "little"))
     c.poison()
-    lab["sample_ok"](be.xp, lab["reference"](be.xp, inputs), c.sample_arg())
-    c.probes_same(c.probes())
+    lab["sample_ok"](be.xp, lab["reference"](be.xp, t.inputs(c)), c.sample_arg())
+    p = Probe(be, [c])
+    p.same(p.read())
     be.sync()
-    return c, inputs
+    return t
+
+
+class Timed:
+    """The timed case's batch: its cases (the first made at time_prepare,
+    the others once the batch's size is known), each with its own buffers
+    and fresh inputs per sample."""
+
+    def __init__(self, be, lab, params, guard):
+        self.be, self.lab, self.params, self.guard = be, lab, params, guard
+        self.cases = [Case(be, lab, params, 0, guard)]
+
+    def inputs(self, c):
+        return {m["name"]: c.views[m["name"]] for m in c.meta if m["role"] == "in"}
+
+    def grow(self, k):
+        """k cases in all, fewer when their buffers would pass half the
+        GPU's free memory. Called after the gate: nothing else runs on the
+        GPU until the samples end, and they are freed then."""
+        c = self.cases[0]
+        size = sum(b["size"] for b in c.bufs.values())
+        spare = self.be.spare_bytes()
+        while len(self.cases) < k and spare >= size:
+            self.cases.append(Case(self.be, self.lab, self.params, 0, self.guard))
+            spare -= size
+
+    def free(self):
+        for c in self.cases:
+            c.free()
+
+
+def batch_size(single_ms, forced):
+    """How many calls one sample times: enough to last BATCH_MS by the
+    warm-up's time of one call (round trip included), at most BATCH_MAX."""
+    if forced:
+        return max(1, min(BATCH_MAX, forced))
+    return max(1, min(BATCH_MAX, int(math.ceil(BATCH_MS / max(single_ms, 1e-3)))))
+
+
+def round_trip(tenant, be, t):
+    """The part of a sample's fixed cost we can measure before any of the
+    student's code is in the tenant (a trusted answer): our message, the
+    tenant's wait for its GPU work (none), its answer and our probe read.
+    Median of 11, in ms; reported, never subtracted. It leaves out the
+    switches between the tenant's CUDA context and ours that a call with
+    GPU work adds (the timing record's single_ms against its median shows
+    those)."""
+    p = Probe(be, t.cases[:1])
+    xs = []
+    for _ in range(11):
+        t0 = time.perf_counter()
+        ans = tenant.ask({"op": "sync"})
+        p.read()
+        xs.append((time.perf_counter() - t0) * 1e3)
+        if ans is None or not ans.get("ok"):
+            die("the student's Python process did not answer before its code was loaded: %s"
+                % (text(ans.get("error"), 300) if ans else tenant.death()))
+    return median_rel_err(xs)[0]
 
 
 def timing_failed(rec):
@@ -637,45 +765,76 @@ def timing_failed(rec):
     sys.exit(3 if rec["fatal"] else 0)
 
 
-def run_time(tenant, be, lab, name, seed, max_ms, prepared):
-    """Samples timed here, from the message that starts the call to the
-    owner's own read of the output after the tenant's answer: an answer sent
-    before the GPU work is done does not stop the clock (the read waits or
-    finds the poison). Every timed call gets fresh inputs, from a seed drawn
-    with os.urandom (not the run's: unpredictable even with it), made before
-    the clock starts, and its output is checked right after it (lab.py
-    sample_ok): an answer replayed from an earlier call, keyed on a pointer,
-    an id() or a fingerprint of the inputs, is wrong, and one wrong sample
-    flags the timing (GPU MODE's result-replay family)."""
-    c, inputs = prepared
-    start, warm = time.perf_counter(), 0
+def time_warm_up(tenant, t, name):
+    """Untimed calls (at least 2 and 30 ms, at most 20) on the timed case:
+    the student's caches and clocks come up. Returns the fastest call's
+    time, the round trip and our probe read included (batch_size's input;
+    not the median: the first call may still compile for this case's
+    shapes), and the number of calls."""
+    c, p = t.cases[0], Probe(t.be, t.cases[:1])
+    start, xs = time.perf_counter(), []
     while True:
         c.poison()
-        ans, _ = call(tenant, c)
+        ans, t0 = call(tenant, c)
+        p.read()
+        xs.append((time.perf_counter() - t0) * 1e3)
         if ans is None or not ans.get("ok"):
             timing_failed(case_failed(name, ans, tenant))
-        warm += 1
         el = (time.perf_counter() - start) * 1e3
-        if warm >= 20 or (warm >= 2 and el >= 30) or el >= max_ms / 4:
-            break
+        if len(xs) >= 20 or (len(xs) >= 2 and el >= 30) or el >= t.max_ms / 4:
+            return min(xs), len(xs)
+
+
+def time_sample(tenant, t, name):
+    """One sample: fresh inputs for each call of the batch (a seed from
+    os.urandom each, not the run's: unpredictable even with it) and their
+    references, outputs poisoned, L2 flushed, all before the clock; the
+    clock runs from our message to our probe read of every output of the
+    batch; then every output is checked whole (lab.py sample_ok) and the
+    probed bytes must be unchanged. Returns (ms per call, all right)."""
+    be, lab = t.be, t.lab
+    refs = []
+    for c in t.cases:
+        c.fill(int.from_bytes(os.urandom(8), "little"))
+        refs.append(lab["reference"](be.xp, t.inputs(c)))
+    for c in t.cases:
+        c.poison()
+    probe = Probe(be, t.cases)
+    msg, fds = describe_batch(t.cases)
+    be.flush_l2()
+    global STUDENT_RAN
+    STUDENT_RAN = True
+    t0 = time.perf_counter()
+    ans = tenant.ask(msg, fds)
+    seen = probe.read()                 # our read of the outputs stops the clock
+    t1 = time.perf_counter()
+    if ans is None or not ans.get("ok"):
+        timing_failed(case_failed(name, ans, tenant))
+    good = all(lab["sample_ok"](be.xp, r, c.sample_arg()) for r, c in zip(refs, t.cases))
+    return (t1 - t0) * 1e3 / len(t.cases), good and probe.same(seen)
+
+
+def run_time(tenant, be, lab, name, seed, max_ms, prepared, rt_ms, forced_batch=0):
+    """Samples timed here (time_sample): an answer sent before the GPU work
+    is done does not stop the clock (our read waits or finds the poison),
+    and an answer replayed from an earlier call, keyed on a pointer, an
+    id() or a fingerprint of the inputs, is wrong: one wrong sample flags
+    the timing (GPU MODE's result-replay family). A sample is a batch of
+    calls on distinct buffers, so that our round trip is a few percent of
+    it; its time is the batch's over its size."""
+    t = prepared
+    t.max_ms = max_ms
+    single_ms, warm = time_warm_up(tenant, t, name)
+    t.grow(batch_size(single_ms, forced_batch))
+    if len(t.cases) > 1:
+        # The new buffers mapped in the tenant, and one batch run, untimed.
+        time_sample(tenant, t, name)
     samples, wrong = [], 0
     start = time.perf_counter()
     while True:
-        c.fill(int.from_bytes(os.urandom(8), "little"))
-        ref = lab["reference"](be.xp, inputs)
-        c.poison()
-        be.flush_l2()
-        ans, t0 = call(tenant, c)
-        seen = c.probes()           # our read of the output stops the clock
-        t1 = time.perf_counter()
-        if ans is None or not ans.get("ok"):
-            timing_failed(case_failed(name, ans, tenant))
-        # The whole output, after the clock, on the device; and what the
-        # probe saw must be what is there now (nothing still being written).
-        good = lab["sample_ok"](be.xp, ref, c.sample_arg())
-        good = good and c.probes_same(seen)
+        ms, good = time_sample(tenant, t, name)
         wrong += 0 if good else 1
-        samples.append((t1 - t0) * 1e3)
+        samples.append(ms)
         med, rel = median_rel_err(samples)
         n = len(samples)
         el = (time.perf_counter() - start) * 1e3
@@ -683,11 +842,14 @@ def run_time(tenant, be, lab, name, seed, max_ms, prepared):
                 (el >= max_ms and n >= 3) or el >= 2 * max_ms:
             break
     seed2 = gen.recheck_seed(seed)
+    k = len(t.cases)
     send_record({"type": "timing", "name": name, "samples_ms": [round(x, 6) for x in samples],
                  "median_ms": round(med, 6), "rel_err": round(rel, 6) if rel != float("inf") else 1e9,
                  "n": n, "converged": n >= MIN_SAMPLES and rel < TARGET_REL_ERR, "warmup": warm,
                  "event_median_ms": 0.0, "flush_bytes": 0, "seed2": "%016x" % seed2,
-                 "wrong_samples": wrong, "timed_by": "owner", **CPU_TIMING})
+                 "wrong_samples": wrong, "timed_by": "owner", "batch": k,
+                 "single_ms": round(single_ms, 6), "roundtrip_ms": round(rt_ms, 6), **CPU_TIMING})
+    c = t.cases[0]
     cs2 = gen.case_seed(seed2, name)
     c.fill(cs2)
     c.poison()
@@ -703,15 +865,15 @@ def run_time(tenant, be, lab, name, seed, max_ms, prepared):
         # was not there when the call "returned". The re-check is reported
         # as unwritten so that the judge fails it and the timing is flagged.
         send_record({"type": "case", "name": name + "@recheck", "status": "runtime_error",
-                     "error": "%d of %d timed calls returned before their output was right"
-                              % (wrong, len(samples)),
+                     "error": "%d of %d timed samples (batches of %d calls) had an output that was "
+                              "not right when the call returned" % (wrong, len(samples), k),
                      "error_name": "python_timing",
                      "cause": "every timed call must leave the right answer in the output when "
                               "it returns: wait for your kernels (cuda.synchronize()) and do not "
                               "reuse an answer from an earlier call", "fatal": False})
     else:
         report_output(name + "@recheck", c, cs2, ms)
-    c.free()
+    t.free()
 
 
 def time_cpu(be, lab, cases, name, seed):
@@ -759,7 +921,8 @@ def parse(argv):
             opts["gate"] = True
             i += 1
             continue
-        if i + 1 >= len(argv) or a not in ("--seed", "--cases", "--case", "--max-ms", "--file"):
+        if i + 1 >= len(argv) or a not in ("--seed", "--cases", "--case", "--max-ms", "--file",
+                                              "--batch"):
             die("bad argument %r" % a)
         opts[a[2:].replace("-", "_")] = argv[i + 1]
         i += 2
@@ -820,6 +983,7 @@ def main():
         if ans is None or not ans.get("ok"):
             die("the student's Python process could not start Numba: %s"
                 % (text(ans.get("error"), 300) if ans else tenant.death()))
+        rt_ms = round_trip(tenant, be, prepared) if o["mode"] == "time" else 0.0
         load(tenant)
         ans = warm_up(tenant, be, lab, cases, doc["cases"][0]["name"])
         if ans is None:
@@ -828,7 +992,8 @@ def main():
         if o["mode"] == "check":
             run_check(tenant, be, lab, cases, names, seed, o["guard"])
         else:
-            run_time(tenant, be, lab, names[0], seed, max_ms, prepared)
+            run_time(tenant, be, lab, names[0], seed, max_ms, prepared, rt_ms,
+                     int(o.get("batch", 0)))
         send_record({"type": "done"})
     finally:
         tenant.close()
