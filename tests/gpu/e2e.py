@@ -10,6 +10,7 @@ and prints a table: file, status, score, key metric, expected (the file's
 
 Expectation keys (all optional but status): status=, correctness=pass|fail,
 sanitizer=clean|dirty, tier="name"|none|any (the first speed line's tier),
+tier2= (the second speed line's: the copy-bandwidth share in reduction and embedding),
 flagged=yes|no, symbol= (the rejection's symbol), hint=<id> (the classic-bug
 catalogue's entry, runner/hint.c: the match fails unless cugrade.hint_details
 holds that id; "a|b": either; "a,b": both), profile=<id> (a profiling hint,
@@ -121,6 +122,7 @@ def observe(sub):
     elif sans:
         o["sanitizer"] = "clean" if all(s.get("clean") for s in sans) else "dirty"
     o["tier"] = (speed[0].get("tier") if speed else None) or "none"
+    o["tier2"] = (speed[1].get("tier") if len(speed) > 1 else None) or "none"
     o["flagged"] = "yes" if timing.get("flagged") else "no"
     o["symbol"] = (cg.get("rejection") or {}).get("symbol", "")
     # profile=<id>: one of the profiling hints (result.cugrade.profile.hints[].id)
@@ -161,7 +163,7 @@ def matches(exp, obs):
     for k, v in exp.items():
         if k in ("note", "after"):
             continue
-        if k == "tier" and v == "any":
+        if k in ("tier", "tier2") and v == "any":
             continue
         if k == "profile":
             if not any(i in obs.get("profile", []) for i in v.split("|")):
@@ -417,7 +419,7 @@ def exp_str(exp):
 
 def obs_str(exp, obs):
     return " ".join(f"{k}={obs.get(k)}" for k in exp if k not in ("note", "after") and not
-                    (k == "tier" and exp[k] == "any"))
+                    (k in ("tier", "tier2") and exp[k] == "any"))
 
 
 def print_table(rows):

@@ -1,4 +1,4 @@
-# expect: status=graded correctness=pass sanitizer=clean tier="100x faster than one CPU thread" flagged=no note="Numba: grid-stride loop, shared-memory tree, one atomic per block"
+# expect: status=graded correctness=pass sanitizer=clean tier="100x faster than one CPU thread" tier2="80% of copy bandwidth|60% of copy bandwidth" flagged=no note="Numba: grid-stride loop, shared-memory tree, one atomic per block (H200: 0.30 ms, 0.26 ms in-process; before batched samples every Python reduction was timed at ~1.2 ms, 40% or less)"
 from numba import cuda, float32
 import numpy as np
 

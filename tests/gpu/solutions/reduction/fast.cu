@@ -1,4 +1,4 @@
-// expect: status=graded correctness=pass sanitizer=clean tier="100x faster than one CPU thread" flagged=no note="correct and fast: float4 grid-stride loads, shuffles, two passes"
+// expect: status=graded correctness=pass sanitizer=clean tier="100x faster than one CPU thread" tier2="80% of copy bandwidth" flagged=no note="correct and fast: float4 grid-stride loads, shuffles, two passes"
 #include <cuda_runtime.h>
 #include <stddef.h>
 
