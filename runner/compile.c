@@ -366,15 +366,28 @@ int compile_front(const struct compile_toolchain *tc, const struct lab *lab, con
 
 /* A Python file's syntax, checked without running any of it: compile()
  * only parses. The SyntaxError comes back as the compile log, in
- * Python's own words, with the file's name only. */
+ * Python's own words, with the file's name only (exit 1). Then whether
+ * the file can define the lab's function at all: a file in which the
+ * function's name appears nowhere (no def, assignment, import or string
+ * of it; the test is the name as a word of the source, so a name built by
+ * setattr from a literal still passes) is told so here, in about a second
+ * (exit 3), instead of after the GPU lane's check run has started two
+ * interpreters. Whatever passes is checked again when the tenant loads
+ * the module (labs/common/py/tenant.py). */
 static const char python_syntax_check[] =
-    "import os, sys, traceback\n"
-    "p = sys.argv[1]\n"
+    "import os, re, sys, traceback\n"
+    "p, sym = sys.argv[1], sys.argv[2]\n"
+    "src = open(p, 'rb').read()\n"
     "try:\n"
-    "    compile(open(p, 'rb').read(), os.path.basename(p), 'exec')\n"
+    "    compile(src, os.path.basename(p), 'exec')\n"
     "except (SyntaxError, ValueError) as e:\n"
     "    sys.stderr.write(''.join(traceback.format_exception_only(type(e), e)))\n"
     "    sys.exit(1)\n"
+    "if sym and not re.search(rb'(?<![A-Za-z0-9_])' + re.escape(sym.encode()) +\n"
+    "                         rb'(?![A-Za-z0-9_])', src):\n"
+    "    sys.stderr.write('your file defines no function %s(...): define it at the top level '\n"
+    "                     'of your file, as in starter.py\\n' % sym)\n"
+    "    sys.exit(3)\n"
     "open('/work/.python-syntax-ok', 'w').close()\n";
 
 int compile_python(const struct compile_toolchain *tc, const struct lab *lab,
@@ -383,15 +396,17 @@ int compile_python(const struct compile_toolchain *tc, const struct lab *lab,
     char path[PATH_MAX];
     snprintf(path, sizeof path, "/work/%s", src);
     const char *argv[] = {python_interpreter(), "-I", "-B", "-c", python_syntax_check, path,
-                          NULL};
+                          lab->symbol ? lab->symbol : "", NULL};
     struct sandbox_bind root;
     size_t nroot = (size_t)python_root_bind(&root);
     struct toolchain_step step = {".python-syntax-ok", 0, 0, NULL};
     int rc = toolchain_run(tc, lab, workdir, argv, nroot ? &root : NULL, nroot, &step, res);
     if (rc == 0 && !res->ok && !res->timed_out && !res->oom)
-        snprintf(res->message, sizeof res->message,
-                 "Python could not parse your file: fix the syntax error below (the line "
-                 "number is in your file).");
+        snprintf(res->message, sizeof res->message, "%s",
+                 res->exit_code == 3
+                     ? "your file does not define the lab's function: see below."
+                     : "Python could not parse your file: fix the syntax error below (the line "
+                       "number is in your file).");
     return rc;
 }
 

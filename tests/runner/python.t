@@ -72,6 +72,18 @@ doc, err = grade(tmp, root, "nofn.py", NOFN)
 log = doc["result"].get("cugrade", {}).get("compile_log") or ""
 ok(doc["status"] == "compile_error" and "defines no function reduce_sum" in log,
    "a file without reduce_sum is a compile_error that names it", str(doc)[:1500] + err[-800:])
+ph = doc["result"].get("cugrade", {}).get("phases") or {}
+ok(doc["status"] == "compile_error" and not ph.get("check_run"),
+   "... told by the compile step, before any GPU run started (no check_run phase)",
+   json.dumps(ph) + str(doc)[:800])
+
+# The compile step's test is the name as a word of the source: a function
+# bound by name from a string still reaches the tenant, which finds it.
+BYNAME = GOOD.replace("def reduce_sum(", "def _impl(") + '\nglobals()["reduce_sum"] = _impl\n'
+doc, err = grade(tmp, root, "byname.py", BYNAME)
+ok(doc["status"] == "graded" and doc["result"].get("score") == 20,
+   "a function bound by its name in a string is graded, not refused at compile",
+   str(doc)[:1500] + err[-800:])
 
 # A JIT compile error at the warm-up call (Numba's TypingError, from its CPU
 # JIT here: the simulator compiles no kernels): a compile_error whose log has
