@@ -475,6 +475,7 @@ static void on_connection(uv_stream_t *ls, int status)
         setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof(lowat));
     }
     http_parser_init(&c->parser, HTTP_REQUEST);
+    frame_reset(c);
     c->parser.data = c;
     conn_read_start(c);
     /* Until its first request head is in, a connection gets the header
@@ -672,6 +673,7 @@ int http_server_adopt(struct http_server *srv, int fd)
         return rc;
     }
     http_parser_init(&c->parser, HTTP_REQUEST);
+    frame_reset(c);
     c->parser.data = c;
     conn_read_start(c);
     conn_timer_arm(c, srv->lim.header_timeout_s);

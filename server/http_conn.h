@@ -1,6 +1,6 @@
 /*
  * http_conn.h - private to the HTTP files (http.c, http_message.c,
- * http_client.c, http_parse.c): the server and connection structs and the
+ * http_client.c, http_parse.c, http_frame.c): the server and connection structs and the
  * helpers one of them calls in another. Nothing else includes this.
  */
 #ifndef CUGRADE_HTTP_CONN_H
@@ -109,6 +109,12 @@ struct http_conn {
     char remote[INET6_ADDRSTRLEN];
     char client_key[HTTP_CLIENT_KEY_MAX];    /* the peer's */
     char forwarded_key[HTTP_CLIENT_KEY_MAX]; /* X-Forwarded-For's, via a proxy */
+    /* line framing of the input (http_frame.c) */
+    int fr_state;
+    unsigned fr_line;
+    uint64_t fr_remain;
+    size_t fr_ahead;    /* bytes at the parser's position already scanned */
+    const char *fr_bad; /* the framing error met at fr_ahead, to answer with */
 };
 
 struct http_write {
@@ -134,6 +140,18 @@ int addr_equal(const struct http_addr *x, const struct http_addr *y);
 void addr_client_key(const struct http_addr *a, char *key, size_t klen);
 int client_add(struct http_server *s, struct http_conn *c, size_t max);
 void client_remove(struct http_server *s, struct http_conn *c);
+
+/* http_frame.c */
+/* Check the framing of data (len bytes, at the parser's position, whose
+ * first c->fr_ahead bytes were checked before): returns how many bytes
+ * from data may go to the parser. Stops at the end of a head until
+ * frame_body says how its body is framed, and at a framing error
+ * (c->fr_bad says which; answer it once the parser has the bytes before). */
+size_t frame_scan(struct http_conn *c, const char *data, size_t len);
+/* The parser has read a head (on_headers_complete): its body's framing. */
+void frame_body(struct http_conn *c, const http_parser *p);
+/* A new connection's framing state. */
+void frame_reset(struct http_conn *c);
 
 /* http_message.c */
 void http_buf_reset(struct http_buf *b);
