@@ -68,7 +68,8 @@ def main(t):
         ("GET", "/api/admin/export/grades.csv", None, ADMIN_ONLY(200)),
         ("POST", "/api/admin/users/matrix_victim/revoke", None, ADMIN_ONLY(200)),
         # A is queued and leased by nobody: a runner gets 409 conflict.
-        ("POST", "/api/runner/jobs/%d/progress" % a, {"phase": "compiling", "detail": ""},
+        ("POST", "/api/runner/jobs/%d/progress" % a, {"phase": "compiling", "detail": "",
+                                                      "runner": "matrix-gpu0", "attempt": 1},
          RUNNER_ONLY(409)),
         ("POST", "/api/runner/jobs/%d/result" % a, {"status": "graded", "runner": "matrix-gpu0",
                                                     "attempt": 1, "result": {
