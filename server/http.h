@@ -166,8 +166,10 @@ const char *http_request_query(struct http_request *req, const char *name);
 /* Route parameter set by the router; NULL if absent. */
 const char *http_request_param(const struct http_request *req, const char *name);
 
-/* Value of cookie name from the Cookie header, copied to buf (NUL-terminated).
- * Returns 0, -ENOENT when absent, -ENAMETOOLONG when it does not fit. */
+/* Value of cookie name from the Cookie headers, copied to buf (NUL-terminated).
+ * Returns 0, -ENOENT when absent, -EEXIST when the name comes more than once
+ * (one of them may have been planted: none is taken), -ENAMETOOLONG when it
+ * does not fit. */
 int http_request_cookie(const struct http_request *req, const char *name, char *buf, size_t len);
 
 /* Response helpers. Each returns 0 or -ENOMEM (then the request gets a 500). */
