@@ -113,10 +113,12 @@ int auth_session_check(struct db *db, const char *cookie, struct auth_user *out)
 /* End a session (logout). 0 or -errno; an unknown cookie is not an error. */
 int auth_session_destroy(struct db *db, const char *cookie);
 
-/* Failed credential checks per client address: after limit failures within
- * window_s of the first, a client gets 429 without any lookup until the
- * window ends. A bounded table (AUTH_THROTTLE_SLOTS clients): a flood of
- * addresses evicts the oldest windows, it cannot grow our memory. */
+/* Failed credential checks per key (the server keys a credential: a
+ * token's or session's first characters, never an address, so a valid
+ * credential is never refused for another's failures): after limit
+ * failures within window_s of the first, the key gets 429 without any
+ * lookup until the window ends. A bounded table (AUTH_THROTTLE_SLOTS
+ * keys): a flood evicts the oldest windows, it cannot grow our memory. */
 #define AUTH_THROTTLE_SLOTS 4096
 
 struct auth_throttle;
