@@ -225,21 +225,27 @@ def proxy(t):
     for c in held:
         c.close()
 
-    def me(token, xff=None, source="127.0.0.9"):
-        h = {"X-Forwarded-For": xff} if xff else None
+    # What is counted per client (two session cookies, never valid: the
+    # throttle keys them to the client) is counted under the last
+    # X-Forwarded-For address through a trusted proxy.
+    two = "cugrade_session=%s; cugrade_session=%s" % ("ab" * 32, "cd" * 32)
+
+    def me(token=None, xff=None, source="127.0.0.9"):
+        h = {"X-Forwarded-For": xff} if xff else {}
+        if token is None:
+            h["Cookie"] = two
         return s.get("/api/me", token=token, headers=h, source=source).status
-    codes = [me(WRONG, "203.0.113.6") for _ in range(3)]
-    codes.append(me("alice_q7", "203.0.113.6"))
+    codes = [me(None, "203.0.113.6") for _ in range(4)]
     t.eq(codes, [401, 401, 401, 429],
          "through the proxy, 3 failures of client 203.0.113.6, then 429 for it")
-    t.eq(me("alice_q7", "198.51.100.7"), 200, "...while client 198.51.100.7 is served")
-    t.eq(me("alice_q7", "198.51.100.7, 203.0.113.6"), 429,
+    t.eq(me("alice_q7", "203.0.113.6"), 200, "...while a valid token of that client is served")
+    t.eq(me(None, "198.51.100.7"), 401, "...and client 198.51.100.7 is not throttled")
+    t.eq(me(None, "198.51.100.7, 203.0.113.6"), 429,
          "the last X-Forwarded-For entry counts (the one the proxy appended)")
-    t.eq(me("alice_q7", "203.0.113.6, 198.51.100.7"), 200,
+    t.eq(me(None, "203.0.113.6, 198.51.100.7"), 401,
          "an entry the client put before it does not")
-    t.eq(me("alice_q7"), 200, "the proxy's own requests (no X-Forwarded-For) are served")
-    codes = [me(WRONG, "198.51.100.%d" % i, source="127.0.0.1") for i in range(3)]
-    codes.append(me("alice_q7", "198.51.100.99", source="127.0.0.1"))
+    t.eq(me(None), 401, "the proxy's own requests (no X-Forwarded-For) are not throttled")
+    codes = [me(None, "198.51.100.%d" % i, source="127.0.0.1") for i in range(4)]
     t.eq(codes, [401, 401, 401, 429],
          "from an address that is not a trusted proxy, X-Forwarded-For is ignored")
     s.stop()
