@@ -45,9 +45,12 @@ static int h_healthz(struct app *app, struct http_request *req)
  * refused at admission. 0 or -ENOMEM. */
 static int app_metrics_write(struct app *app, struct http_buf *out)
 {
-    uint64_t global = 0, client = 0;
-    if (app->http)
+    uint64_t global = 0, client = 0, shed_client = 0, shed_global = 0, shed_budget = 0;
+    size_t buffered = 0;
+    if (app->http) {
         http_server_refused(app->http, &global, &client);
+        http_server_shed(app->http, &shed_client, &shed_global, &shed_budget, &buffered);
+    }
     int rc = http_buf_printf(
         out,
         "# HELP cugrade_http_connections_refused_total Connections closed as soon as accepted: "
@@ -55,6 +58,15 @@ static int app_metrics_write(struct app *app, struct http_buf *out)
         "# TYPE cugrade_http_connections_refused_total counter\n"
         "cugrade_http_connections_refused_total{reason=\"server\"} %llu\n"
         "cugrade_http_connections_refused_total{reason=\"client\"} %llu\n"
+        "# HELP cugrade_http_connections_shed_total Connections closed to make room: idle "
+        "ones at a client address's cap or at the server's, stalled ones over the byte budget.\n"
+        "# TYPE cugrade_http_connections_shed_total counter\n"
+        "cugrade_http_connections_shed_total{reason=\"idle_client\"} %llu\n"
+        "cugrade_http_connections_shed_total{reason=\"idle_server\"} %llu\n"
+        "cugrade_http_connections_shed_total{reason=\"budget\"} %llu\n"
+        "# HELP cugrade_http_buffered_bytes Unsent answers and request bodies held now.\n"
+        "# TYPE cugrade_http_buffered_bytes gauge\n"
+        "cugrade_http_buffered_bytes %zu\n"
         "# HELP cugrade_http_admission_refused_total Requests refused from their headers, "
         "before any body byte was read.\n"
         "# TYPE cugrade_http_admission_refused_total counter\n"
@@ -62,6 +74,8 @@ static int app_metrics_write(struct app *app, struct http_buf *out)
         "cugrade_http_admission_refused_total{code=\"403\"} %llu\n"
         "cugrade_http_admission_refused_total{code=\"429\"} %llu\n",
         (unsigned long long)global, (unsigned long long)client,
+        (unsigned long long)shed_client, (unsigned long long)shed_global,
+        (unsigned long long)shed_budget, buffered,
         (unsigned long long)app->admit_refused[0], (unsigned long long)app->admit_refused[1],
         (unsigned long long)app->admit_refused[2]);
     if (!rc && app->writer) {

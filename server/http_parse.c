@@ -283,6 +283,13 @@ static int on_headers_complete(http_parser *p)
                            "The request body is %llu bytes; this endpoint accepts at most %zu KiB.",
                            (unsigned long long)p->content_length, c->body_max / 1024);
     }
+    /* The body is held until handled: it must fit in what all connections
+     * together may hold, after the longest-stalled ones made room. */
+    if ((p->flags & F_CONTENTLENGTH) && p->content_length > 0 &&
+        conn_body_room(c, p->content_length) != 0)
+        return conn_reject(c, 503, "busy",
+                           "The server holds too many unfinished requests and answers; try "
+                           "again in a minute.");
     const char *expect = http_request_header(r, "Expect");
     if (expect) {
         if (strcasecmp(expect, "100-continue") != 0)
@@ -578,8 +585,10 @@ void conn_after_writes(struct http_conn *c)
     conn_read_start(c);
     /* Only an idle connection gets a new deadline here: a request in
      * progress keeps the one from its first byte (slowloris). */
-    if (!c->in_message)
+    if (!c->in_message) {
+        c->idle_tick = ++s->tick;
         conn_timer_arm(c, s->lim.idle_timeout_s);
+    }
 }
 
 void conn_resume_cb(uv_timer_t *t)
@@ -591,4 +600,5 @@ void conn_resume_cb(uv_timer_t *t)
     if (c->pending)
         conn_feed(c, c->pending + c->pending_off, c->pending_len - c->pending_off);
     conn_flush(c);
+    conn_account(c);
 }

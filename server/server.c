@@ -349,7 +349,8 @@ int app_listen(struct app *app, const char *host, int port)
                               .idle_timeout_s = app->cfg.idle_timeout_s,
                               .write_timeout_s = 30,
                               .max_conns = app->cfg.max_conns,
-                              .max_conns_per_client = app->cfg.max_conns_per_client};
+                              .max_conns_per_client = app->cfg.max_conns_per_client,
+                              .max_buffered = app->cfg.max_buffered};
     memcpy(lim.trusted_proxies, app->cfg.trusted_proxies, sizeof(lim.trusted_proxies));
     rc = http_server_start(app->loop, host, port, &lim, &cb, app, &app->http);
     if (rc == 0) /* the similarity checks due after a lab's last deadline */
