@@ -14,7 +14,9 @@
 #include "server/views.h"
 #include "server/writer.h"
 
-/* /healthz: 200 only when the database answers, no damage was seen (the
+/* /healthz: 200 only when the database answers and is still the file at its
+ * path (renamed away, every write would go into a file lost at restart:
+ * "db":"moved" with a reason), no damage was seen (the
  * start's quick_check passed, and SQLite has met no damaged page since),
  * and the database's filesystem has at least --min-free-mb free: a full
  * disk fails every submission and result, so the probe says so first. */
@@ -25,14 +27,22 @@ static int h_healthz(struct app *app, struct http_request *req)
     int disk_rc = api_disk_free(app, &free_mb);
     const char *disk = disk_rc ? "error" : free_mb < app->cfg.min_free_mb ? "low" : "ok";
     long damaged = db_corruption_count();
-    int ok = db_ok && damaged == 0 && strcmp(disk, "ok") == 0;
-    json_t *j = json_pack("{s:b,s:s,s:s,s:s,s:o,s:f}", "ok", ok, "db", db_ok ? "ok" : "error",
+    int moved = db_file_check(app->db) != 0;
+    int ok = db_ok && !moved && damaged == 0 && strcmp(disk, "ok") == 0;
+    json_t *j = json_pack("{s:b,s:s,s:s,s:s,s:o,s:f}", "ok", ok, "db",
+                          moved ? "moved" : db_ok ? "ok" : "error",
                           "integrity", damaged ? "damaged" : "ok", "disk", disk, "free_mb",
                           disk_rc ? json_null() : json_integer((json_int_t)free_mb), "min_free_mb",
                           app->cfg.min_free_mb);
     /* 512, not 512.0, for a whole number of MiB. */
     if (j && app->cfg.min_free_mb == floor(app->cfg.min_free_mb))
         json_object_set_new(j, "min_free_mb", json_integer((json_int_t)app->cfg.min_free_mb));
+    if (j && moved)
+        json_object_set_new(j, "reason",
+                            json_sprintf("%s is no longer the file this server has open (renamed, "
+                                         "deleted or replaced): writes are refused; put it back "
+                                         "or restart the server.",
+                                         db_path(app->db)));
     if (!j) {
         static const char bad[] = "{\"ok\":false,\"db\":\"error\"}\n";
         http_response_body(req, 503, "application/json", bad, sizeof(bad) - 1);

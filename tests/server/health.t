@@ -5,10 +5,13 @@
 #    lets us mount one) also turns submissions into a 503 that says so;
 #  - a database with damaged pages: `serve` runs PRAGMA quick_check first and
 #    refuses to start, naming the damage, without writing a byte into it;
+#  - the database file renamed or deleted under a running server (its inode
+#    no longer at its path): 503 "db":"moved" with the reason, writes 503;
 #  - a read-only folder or file: its own clear error at start, not "already
 #    being served by another cugrade-server" (which stays for a real second
 #    server).
 import hashlib
+import json
 import os
 import shutil
 import sqlite3
@@ -99,12 +102,65 @@ def full_disk(t):
         t.ok(r.status == 503 and "disk is full" in err.get("message", ""),
              "a submission that cannot be stored is a 503 that says the disk is full",
              r.brief())
+        # A runner's result on a full disk is a 503 that says so (the
+        # runner retries a 503), not a 500 "Input/output error".
+        run = s.runner("runner1")
         os.unlink(os.path.join(mnt, "filler"))
+        job = run.claim(wait=2) if s.submit("vadd", kernel("claimed")).status == 202 else None
+        try:
+            with open(os.path.join(mnt, "filler"), "wb") as f:
+                while True:
+                    f.write(b"\0" * 4096)
+                    f.flush()
+        except OSError:
+            pass
+        doc = None
+        if job:
+            from fake_runner import canned_result
+            doc = canned_result(None)
+            doc["output"] = "y" * 2000000
+            r = run.result(job["id"], result=doc)
+            try:
+                msg = json.loads(r.body)["error"]["message"]
+            except (ValueError, KeyError, TypeError):
+                msg = ""
+            t.ok(r.status == 503 and "disk is full" in msg,
+                 "a runner's result on a full disk: 503 that says the disk is full",
+                 "%s %r" % (r.status, r.body[:300]))
+        else:
+            t.ok(False, "a job to post a result for", run.last)
+        if os.path.exists(os.path.join(mnt, "filler")):
+            os.unlink(os.path.join(mnt, "filler"))
         t.eq(s.get("/healthz").status, 200, "space freed: healthy again")
+        if job:
+            doc["output"] = "stored"
+            t.status(run.result(job["id"], result=doc), 200, "and the runner's retry is stored")
         t.eq(s.submit("vadd", kernel("after")).status, 202, "and submissions are stored again")
     finally:
         s.stop()
         subprocess.run(["umount", "-l", mnt])
+
+
+def moved(t):
+    """The database file renamed away under a running server: the server
+    still writes into the file it has open, which nothing will find again
+    (lost at restart). /healthz says so, and writes are refused."""
+    s = Server(labs=["vadd"], tap=t)
+    t.status(s.submit("vadd", kernel("before")), 202, "a submission before the move: 202")
+    os.rename(s.db, s.db + ".away")
+    r = s.get("/healthz")
+    j = r.json() or {}
+    t.ok(r.status == 503 and j.get("ok") is False and j.get("db") == "moved"
+         and "reason" in j and s.db in j.get("reason", ""),
+         "the database renamed away: /healthz is 503, db moved, with the reason", r.brief())
+    r = s.submit("vadd", kernel("after"))
+    t.ok(r.status == 503 and "moved" in ((r.error() or {}).get("message") or ""),
+         "a submission then: 503 saying the database was moved (not 202 into a lost file)",
+         r.brief())
+    os.rename(s.db + ".away", s.db)
+    t.eq(s.get("/healthz").status, 200, "moved back: healthy again")
+    t.status(s.submit("vadd", kernel("back")), 202, "and submissions are stored again")
+    s.cleanup()
 
 
 def damaged(t):
@@ -177,6 +233,7 @@ t = Tap()
 require_binary(t)
 t.run(healthz)
 t.run(full_disk)
+t.run(moved)
 t.run(damaged)
 t.run(read_only)
 t.exit()
