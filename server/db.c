@@ -253,6 +253,16 @@ static int db_quick_check(struct db *db, const char *path)
     return 0;
 }
 
+/* Which file db has open: device and inode, for db_file_check. */
+static void db_note_file(struct db *db)
+{
+    struct stat sb;
+    if (stat(sqlite3_db_filename(db->h, "main"), &sb) == 0) {
+        db->dev = sb.st_dev;
+        db->ino = sb.st_ino;
+    }
+}
+
 int db_open(const char *path, int oflags, struct db **out)
 {
     struct db *db = NULL;
@@ -287,10 +297,7 @@ int db_open(const char *path, int oflags, struct db **out)
     }
     sqlite3_busy_timeout(db->h, 5000);
     sqlite3_extended_result_codes(db->h, 0);
-    if (stat(sqlite3_db_filename(db->h, "main"), &sb) == 0) {
-        db->dev = sb.st_dev;
-        db->ino = sb.st_ino;
-    }
+    db_note_file(db);
     /* SQLITE_OPEN_READWRITE quietly falls back to read-only when the file
      * cannot be written: every later write would fail, one request at a
      * time. Say it now. */

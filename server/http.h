@@ -115,10 +115,11 @@ struct http_limits {
                                   * address; of the address holding the most, when that
                                   * holds more than its own), else it is closed at once.
                                   * SIZE_MAX: no cap [64] */
-    size_t max_buffered;         /* bytes of unsent answers and request bodies, over all
-                                  * connections; beyond, the connection holding bytes
-                                  * longest without progress is closed, and a body that
-                                  * does not fit is refused (503) [64 MiB] */
+    size_t max_buffered;         /* bytes of unsent answers, over all connections; beyond,
+                                  * the connection holding them longest without progress
+                                  * is closed. Request bodies being read may hold 4 times
+                                  * this; a body that does not fit is refused (503)
+                                  * before it is read [64 MiB] */
     /* Reverse proxies ("127.0.0.1", "::1"; unused slots NULL; the strings
      * must outlive the server): their connections are not held to
      * max_conns_per_client, and their requests' client is the last address

@@ -2,14 +2,17 @@
  * http_budget.c - what all connections together may hold, and who makes
  * room when it is full. See http.h (struct http_limits).
  *
- * Bytes: answers waiting to be written and request bodies being read are
- * counted against one budget (max_buffered). Per connection they were
- * already capped (HTTP_WRITE_HIGH, the body limits), but 10,000 clients
- * that pipeline GET /static/style.css and never read each held ~135 KiB:
+ * Bytes: answers waiting to be written (and pipelined requests waiting to
+ * be parsed) are counted against one budget (max_buffered). Per connection
+ * they were already capped (HTTP_WRITE_HIGH), but 10,000 clients that
+ * pipeline GET /static/style.css and never read each held ~135 KiB:
  * 1.3 GiB, OOM-killed in a 1 GiB cgroup. Over the budget, the connection
- * holding bytes that went longest without progress (nothing read from it,
- * nothing of its answers taken) is closed first; a body that does not fit
- * after that is refused (503) before it is read.
+ * holding answers that went longest without progress (nothing read from
+ * it, nothing of its answers taken) is closed first. Request bodies being
+ * read (credentials checked: an anonymous one is 4 KiB at most) are
+ * counted apart, against four times the budget: a body that does not fit
+ * is refused (503, a runner retries) before it is read, and never closes
+ * another upload (thirty 8 MiB runner results at once are normal).
  *
  * Connections: the caps per client address (an IPv6 /64) and in all stay,
  * but a full cap no longer locks out the next comer while idle connections
@@ -92,23 +95,22 @@ int conn_admit(struct http_server *s, struct http_conn *c)
     return 0;
 }
 
-/* Close connections holding bytes, the one longest without progress
- * first (never except, nor one whose request a handler holds), until need
- * more bytes fit in the budget. 0, or -ENOBUFS when they do not. */
-static int budget_make_room(struct http_server *s, size_t need, struct http_conn *except)
+/* Close connections holding answers, the one longest without progress
+ * first (never except, one whose request a handler holds, nor one reading
+ * a body), until the answers fit in the budget. */
+static void budget_make_room(struct http_server *s, struct http_conn *except)
 {
-    while (s->buffered + need > s->lim.max_buffered) {
+    while (s->buffered > s->lim.max_buffered) {
         struct http_conn *v = NULL;
         for (struct http_conn *c = s->conns; c; c = c->next)
-            if (c != except && c->accounted > 0 && !c->closing && !c->deferred &&
-                (!v || c->progress_tick < v->progress_tick))
+            if (c != except && c->accounted > 0 && c->accounted_body == 0 && !c->closing &&
+                !c->deferred && (!v || c->progress_tick < v->progress_tick))
                 v = c;
         if (!v)
-            return -ENOBUFS;
+            return;
         conn_close(v);
         s->shed_budget++;
     }
-    return 0;
 }
 
 void conn_account(struct http_conn *c)
@@ -116,28 +118,33 @@ void conn_account(struct http_conn *c)
     struct http_server *s = c->srv;
     if (c->closing)
         return;
-    size_t now = c->out.cap + c->write_pending + c->body.cap + (c->pending ? c->pending_len : 0);
-    assert(s->buffered >= c->accounted);
+    size_t now = c->out.cap + c->write_pending + (c->pending ? c->pending_len : 0);
+    assert(s->buffered >= c->accounted && s->bodies >= c->accounted_body);
     s->buffered = s->buffered - c->accounted + now;
     c->accounted = now;
+    /* A body while it is being read (a finished request's small buffer is
+     * kept for the next one and counts nowhere). */
+    size_t body = c->in_message && !c->complete ? c->body.cap : 0;
+    s->bodies = s->bodies - c->accounted_body + body;
+    c->accounted_body = body;
     if (s->buffered > s->lim.max_buffered)
-        budget_make_room(s, 0, c);
+        budget_make_room(s, c);
 }
 
 void conn_unaccount(struct http_conn *c)
 {
     struct http_server *s = c->srv;
-    assert(s->buffered >= c->accounted);
+    assert(s->buffered >= c->accounted && s->bodies >= c->accounted_body);
     s->buffered -= c->accounted;
-    c->accounted = 0;
+    s->bodies -= c->accounted_body;
+    c->accounted = c->accounted_body = 0;
 }
 
 int conn_body_room(struct http_conn *c, uint64_t len)
 {
     struct http_server *s = c->srv;
-    if (len > s->lim.max_buffered)
-        return -ENOBUFS;
-    return budget_make_room(s, (size_t)len, c);
+    uint64_t cap = (uint64_t)s->lim.max_buffered * 4;
+    return s->bodies + len > cap ? -ENOBUFS : 0;
 }
 
 void http_server_shed(struct http_server *srv, uint64_t *idle_client, uint64_t *idle_global,
@@ -146,5 +153,5 @@ void http_server_shed(struct http_server *srv, uint64_t *idle_client, uint64_t *
     *idle_client = srv->shed_client;
     *idle_global = srv->shed_global;
     *budget = srv->shed_budget;
-    *buffered = srv->buffered;
+    *buffered = srv->buffered + srv->bodies;
 }

@@ -58,7 +58,8 @@ struct http_server {
     struct http_client *clients[HTTP_CLIENT_BUCKETS];
     uint64_t refused_global, refused_client;
     uint64_t shed_client, shed_global, shed_budget; /* idle or stalled ones closed (http_budget.c) */
-    size_t buffered; /* bytes of answers and bodies held, over all connections */
+    size_t buffered; /* bytes of answers (and unparsed input) held, over all connections */
+    size_t bodies;   /* bytes of request bodies being read, over all connections */
     size_t nclosing; /* of nconns, closed but not yet freed */
     uint64_t tick;   /* orders events for the http_budget.c choices (uv_now ties in a turn) */
     struct http_addr proxies[HTTP_TRUSTED_PROXIES_MAX]; /* lim.trusted_proxies, parsed */
@@ -113,7 +114,8 @@ struct http_conn {
     char remote[INET6_ADDRSTRLEN];
     char client_key[HTTP_CLIENT_KEY_MAX];    /* the peer's */
     char forwarded_key[HTTP_CLIENT_KEY_MAX]; /* X-Forwarded-For's, via a proxy */
-    size_t accounted;     /* of srv->buffered, this connection's */
+    size_t accounted;      /* of srv->buffered, this connection's */
+    size_t accounted_body; /* of srv->bodies, this connection's */
     uint64_t progress_tick; /* srv->tick at the last read from it, or answer bytes it took */
     uint64_t idle_tick;     /* srv->tick when it last became idle (between requests) */
     /* line framing of the input (http_frame.c) */
@@ -151,7 +153,7 @@ int conn_admit(struct http_server *s, struct http_conn *c);
 void conn_account(struct http_conn *c);
 /* Uncount c (it is closing). */
 void conn_unaccount(struct http_conn *c);
-/* Make room for a body of len bytes on c. 0 or -ENOBUFS. */
+/* Whether a body of len bytes on c fits in what bodies may hold. 0 or -ENOBUFS. */
 int conn_body_room(struct http_conn *c, uint64_t len);
 
 /* http_client.c */

@@ -283,13 +283,13 @@ static int on_headers_complete(http_parser *p)
                            "The request body is %llu bytes; this endpoint accepts at most %zu KiB.",
                            (unsigned long long)p->content_length, c->body_max / 1024);
     }
-    /* The body is held until handled: it must fit in what all connections
-     * together may hold, after the longest-stalled ones made room. */
+    /* The body is held until handled: all bodies being read together have
+     * a budget (http_budget.c). */
     if ((p->flags & F_CONTENTLENGTH) && p->content_length > 0 &&
         conn_body_room(c, p->content_length) != 0)
         return conn_reject(c, 503, "busy",
-                           "The server holds too many unfinished requests and answers; try "
-                           "again in a minute.");
+                           "The server holds too many unfinished uploads; try again in a "
+                           "minute.");
     const char *expect = http_request_header(r, "Expect");
     if (expect) {
         if (strcasecmp(expect, "100-continue") != 0)

@@ -185,6 +185,26 @@ def budget(t):
     t.ok(v is not None and v < 256 * 1024, "once they are gone, the server holds nothing of theirs (%s)" % v)
     s.stop()
 
+    # Bodies being read have 4 times the budget (1 MiB: 4 MiB), refused
+    # before they are read; never closing another upload.
+    s = Server(labs=["vadd"], args=["--max-buffered-mb", "1"], tap=t)
+    auth = b"Authorization: Bearer " + s.tok["runner1"].encode() + b"\r\n"
+    head = (b"POST /api/runner/jobs/1/result HTTP/1.1\r\nHost: x\r\n" + auth +
+            b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n")
+    up = s.connect()
+    up.sendall(head % (3 * 1024 * 1024) + b"{" * 65536)    # 3 MiB announced, being read
+    time.sleep(0.3)
+    r = s.raw(head % (2 * 1024 * 1024))
+    t.ok(r is not None and r.status == 503 and (r.error() or {}).get("code") == "busy",
+         "a 2 MiB body beside a 3 MiB one being read (4 MiB for bodies): 503 busy, unread",
+         r and r.brief())
+    up.sendall(b" " * (3 * 1024 * 1024 - 65536))
+    r = SockReader(up).response(10)
+    t.ok(r is not None and r.status == 400, "the upload being read was not cut off (its 400 for "
+         "bad JSON)", r and r.brief())
+    up.close()
+    s.stop()
+
 
 def silent(t):
     # The idle timeout is 60 s; the request timeout 2 s.
