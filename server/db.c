@@ -362,6 +362,15 @@ fail:
     return rc;
 }
 
+int db_integrity_check(struct db *db)
+{
+    DB_OWNED(db);
+    int rc = db_quick_check(db, db_path(db));
+    if (rc == -EBADMSG)
+        __atomic_add_fetch(&db_corruptions, 1, __ATOMIC_RELAXED);
+    return rc;
+}
+
 int db_file_check(struct db *db)
 {
     struct stat sb;

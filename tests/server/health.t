@@ -17,6 +17,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cugrade_test import Tap, Server, require_binary, kernel, BINARY  # noqa: E402
 
@@ -188,6 +189,40 @@ def damaged(t):
     s.cleanup()
 
 
+def damaged_later(t):
+    """A page damaged under a running server, in a table no request reads:
+    the background check (PRAGMA quick_check on the sweep's connection,
+    every CUGRADE_INTEGRITY_S seconds; 600 by default) finds it and /healthz
+    says so. Before, /healthz answered 200 until something read the page."""
+    s = Server(labs=["vadd"], tap=t, env={"CUGRADE_INTEGRITY_S": "1"})
+    for i in range(5):
+        s.submit("vadd", kernel("later %d" % i))
+    time.sleep(0.5)
+    c = sqlite3.connect(s.db, timeout=10)
+    c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    page = c.execute("PRAGMA page_size").fetchone()[0]
+    root = c.execute("SELECT rootpage FROM sqlite_master WHERE name = 'audit_log'").fetchone()
+    root = root[0] if root else c.execute(
+        "SELECT rootpage FROM sqlite_master WHERE name = 'submissions'").fetchone()[0]
+    c.close()
+    t.eq(s.get("/healthz").status, 200, "healthy before the damage")
+    with open(s.db, "r+b") as f:
+        f.seek((root - 1) * page)
+        f.write(b"\xff" * 64)
+    j, end = {}, time.time() + 15
+    while time.time() < end:
+        r = s.get("/healthz")
+        j = r.json() or {}
+        if r.status == 503:
+            break
+        time.sleep(0.3)
+    t.ok(r.status == 503 and j.get("integrity") == "damaged",
+         "a page damaged while serving: the background check makes /healthz 503 integrity "
+         "damaged", r.brief())
+    s.stop()
+    s.cleanup()
+
+
 def read_only(t):
     s = Server(labs=["vadd"], tap=t)
     s.stop()
@@ -235,5 +270,6 @@ t.run(healthz)
 t.run(full_disk)
 t.run(moved)
 t.run(damaged)
+t.run(damaged_later)
 t.run(read_only)
 t.exit()
