@@ -59,6 +59,11 @@ int api_internal(struct api_error *e, int rc)
         return api_fail(e, 503, "internal",
                         "The server's disk is full, so nothing could be saved; the staff have "
                         "been alerted by /healthz. Try again later.");
+    if (rc == -ENOLINK)
+        return api_fail(e, 503, "internal",
+                        "The server's database file was moved or deleted while it runs, so "
+                        "nothing could be saved; the staff have been alerted by /healthz. Try "
+                        "again later.");
     return api_fail(e, 500, "internal",
                     "Internal error (%s); the staff can see it in the server log.",
                     strerror(rc < 0 ? -rc : rc));

@@ -57,7 +57,8 @@ struct app_config {
     double min_free_mb;      /* /healthz fails below this much free space by the db (512) */
     size_t max_conns;            /* open connections in all (10000) */
     size_t max_conns_per_client; /* per client address or IPv6 /64 (64); SIZE_MAX: no cap */
-    unsigned auth_fail_limit;    /* failed credential checks per client and window (30); */
+    size_t max_buffered;         /* bytes of unsent answers in all (64 MiB); bodies 4x */
+    unsigned auth_fail_limit;    /* failed checks of one credential per window (30); */
     double auth_fail_window_s;   /* ...then 429 until the window ends (60). limit 0: off */
     const char *trusted_proxies[HTTP_TRUSTED_PROXIES_MAX]; /* see struct http_limits */
 };

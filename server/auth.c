@@ -472,7 +472,7 @@ int auth_request_user(struct db *db, const struct http_request *req, struct auth
         return rc == -ENOENT ? -EACCES : rc;
     }
     char cookie[96];
-    int rc = http_request_cookie(req, AUTH_SESSION_COOKIE, cookie, sizeof(cookie));
+    int rc = auth_session_cookie(req, cookie, sizeof(cookie));
     if (rc == -ENOENT)
         return -ENOENT;
     if (rc)
@@ -486,8 +486,24 @@ int auth_request_has_credentials(const struct http_request *req)
     char cookie[8];
     if (http_request_header(req, "Authorization"))
         return 1;
-    int rc = http_request_cookie(req, AUTH_SESSION_COOKIE, cookie, sizeof(cookie));
+    int rc = auth_session_cookie(req, cookie, sizeof(cookie));
     return rc != -ENOENT; /* present, even when too long to be one */
+}
+
+int auth_request_https(const struct http_request *req)
+{
+    const char *xf = http_request_header(req, "X-Forwarded-Proto");
+    return xf && strncasecmp(xf, "https", 5) == 0;
+}
+
+const char *auth_session_cookie_name(const struct http_request *req)
+{
+    return auth_request_https(req) ? AUTH_SESSION_COOKIE_HOST : AUTH_SESSION_COOKIE;
+}
+
+int auth_session_cookie(const struct http_request *req, char *buf, size_t len)
+{
+    return http_request_cookie(req, auth_session_cookie_name(req), buf, len);
 }
 
 /* ---- failed-check throttle ---- */

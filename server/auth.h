@@ -15,6 +15,9 @@
 
 #define AUTH_TOKEN_LEN 68 /* "cgs_" + 64 hex */
 #define AUTH_SESSION_COOKIE "cugrade_session"
+/* Its name behind HTTPS: a __Host- cookie is Secure, Path=/ and has no
+ * Domain, so no sibling host and no plain-HTTP page can plant one. */
+#define AUTH_SESSION_COOKIE_HOST "__Host-cugrade_session"
 #define AUTH_SESSION_TTL_S (12 * 3600.0)
 
 enum auth_role { AUTH_NONE = 0, AUTH_STUDENT, AUTH_TA, AUTH_ADMIN, AUTH_RUNNER };
@@ -98,7 +101,7 @@ int auth_token_check(struct db *db, const char *token, struct auth_user *out);
  * session ends when that token is revoked). Writes the cookie value (64
  * hex) and the CSRF token (64 hex). Returns 0, -EINVAL when token_id is
  * not a live token of user_id, or -errno. The caller sets the cookie:
- * "cugrade_session=<value>; Path=/; HttpOnly; SameSite=Lax". */
+ * page_set_cookie(AUTH_SESSION_COOKIE, ...), which names it for the request. */
 int auth_session_create(struct db *db, long long user_id, long long token_id, char cookie_out[65],
                         char csrf_out[65]);
 
@@ -110,10 +113,12 @@ int auth_session_check(struct db *db, const char *cookie, struct auth_user *out)
 /* End a session (logout). 0 or -errno; an unknown cookie is not an error. */
 int auth_session_destroy(struct db *db, const char *cookie);
 
-/* Failed credential checks per client address: after limit failures within
- * window_s of the first, a client gets 429 without any lookup until the
- * window ends. A bounded table (AUTH_THROTTLE_SLOTS clients): a flood of
- * addresses evicts the oldest windows, it cannot grow our memory. */
+/* Failed credential checks per key (the server keys a credential: a
+ * token's or session's first characters, never an address, so a valid
+ * credential is never refused for another's failures): after limit
+ * failures within window_s of the first, the key gets 429 without any
+ * lookup until the window ends. A bounded table (AUTH_THROTTLE_SLOTS
+ * keys): a flood evicts the oldest windows, it cannot grow our memory. */
 #define AUTH_THROTTLE_SLOTS 4096
 
 struct auth_throttle;
@@ -129,6 +134,19 @@ int auth_throttle_wait(struct auth_throttle *t, const char *client, double now);
 
 /* Count one failed credential check of client at now. */
 void auth_throttle_fail(struct auth_throttle *t, const char *client, double now);
+
+/* 1 when req came over TLS (through a proxy that says so with
+ * X-Forwarded-Proto: https), else 0. */
+int auth_request_https(const struct http_request *req);
+
+/* The session cookie's name for req: AUTH_SESSION_COOKIE_HOST over HTTPS,
+ * else AUTH_SESSION_COOKIE (a browser refuses __Host- without Secure). */
+const char *auth_session_cookie_name(const struct http_request *req);
+
+/* The session cookie of req (by auth_session_cookie_name only) into buf:
+ * http_request_cookie's 0, -ENOENT, -EEXIST (two: neither is honoured),
+ * -ENAMETOOLONG. */
+int auth_session_cookie(const struct http_request *req, char *buf, size_t len);
 
 /* Whether req carries credentials (an Authorization header or the session
  * cookie), i.e. whether authenticating it costs a lookup. */

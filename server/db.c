@@ -23,6 +23,8 @@ struct db_cached {
 
 struct db {
     sqlite3 *h;
+    dev_t dev; /* the file opened (db_file_check) */
+    ino_t ino;
     pthread_t owner; /* the one thread that may use h (db_thread_adopt) */
     struct db_cached cache[DB_STMT_MAX];
     size_t ncache;
@@ -166,6 +168,20 @@ void db_thread_adopt(struct db *db)
     db->owner = pthread_self();
 }
 
+/* db_errno for a failure of h: an I/O error whose system call ran out of
+ * space (a WAL or -shm write on a full disk is SQLITE_IOERR, not
+ * SQLITE_FULL) is -ENOSPC, which every write path answers with 503. */
+static int db_errno_of(sqlite3 *h, int rc)
+{
+    int err = db_errno(rc);
+    if (err == -EIO) {
+        int sys = sqlite3_system_errno(h);
+        if (sys == ENOSPC || sys == EDQUOT)
+            return -ENOSPC;
+    }
+    return err;
+}
+
 int db_exec(struct db *db, const char *sql)
 {
     DB_OWNED(db);
@@ -174,7 +190,7 @@ int db_exec(struct db *db, const char *sql)
     if (rc != SQLITE_OK) {
         fprintf(stderr, "cugrade-server: db: %s\n", msg ? msg : sqlite3_errstr(rc));
         sqlite3_free(msg);
-        return db_errno(rc) ? db_errno(rc) : -EIO;
+        return db_errno_of(db->h, rc) ? db_errno_of(db->h, rc) : -EIO;
     }
     return 0;
 }
@@ -237,6 +253,16 @@ static int db_quick_check(struct db *db, const char *path)
     return 0;
 }
 
+/* Which file db has open: device and inode, for db_file_check. */
+static void db_note_file(struct db *db)
+{
+    struct stat sb;
+    if (stat(sqlite3_db_filename(db->h, "main"), &sb) == 0) {
+        db->dev = sb.st_dev;
+        db->ino = sb.st_ino;
+    }
+}
+
 int db_open(const char *path, int oflags, struct db **out)
 {
     struct db *db = NULL;
@@ -271,6 +297,7 @@ int db_open(const char *path, int oflags, struct db **out)
     }
     sqlite3_busy_timeout(db->h, 5000);
     sqlite3_extended_result_codes(db->h, 0);
+    db_note_file(db);
     /* SQLITE_OPEN_READWRITE quietly falls back to read-only when the file
      * cannot be written: every later write would fail, one request at a
      * time. Say it now. */
@@ -333,6 +360,32 @@ fail:
         sqlite3_close(db->h);
     free(db);
     return rc;
+}
+
+int db_integrity_check(struct db *db)
+{
+    DB_OWNED(db);
+    int rc = db_quick_check(db, db_path(db));
+    if (rc == -EBADMSG)
+        __atomic_add_fetch(&db_corruptions, 1, __ATOMIC_RELAXED);
+    return rc;
+}
+
+int db_file_check(struct db *db)
+{
+    struct stat sb;
+    const char *path = sqlite3_db_filename(db->h, "main");
+    if (!path || !*path || db->ino == 0)
+        return 0; /* in memory, or not known at open */
+    if (stat(path, &sb) != 0)
+        return errno == ENOENT ? -ENOLINK : -errno;
+    return sb.st_dev == db->dev && sb.st_ino == db->ino ? 0 : -ENOLINK;
+}
+
+const char *db_path(struct db *db)
+{
+    const char *p = sqlite3_db_filename(db->h, "main");
+    return p ? p : "";
 }
 
 void db_close(struct db *db)
@@ -408,7 +461,7 @@ void db_rollback(struct db *db)
 int db_step_done(sqlite3_stmt *st)
 {
     int rc = sqlite3_step(st);
-    int err = db_errno(rc);
+    int err = db_errno_of(sqlite3_db_handle(st), rc);
     if (rc != SQLITE_DONE && rc != SQLITE_ROW)
         fprintf(stderr, "cugrade-server: db: %s\n", sqlite3_errmsg(sqlite3_db_handle(st)));
     sqlite3_reset(st);

@@ -32,6 +32,20 @@ int db_open(const char *path, int flags, struct db **out);
  * SQLITE_NOTADB) in this process since it started: /healthz shows it. */
 long db_corruption_count(void);
 
+/* PRAGMA quick_check on db (O(N): for a background thread): 0, or
+ * -EBADMSG after printing the damage to stderr and counting it in
+ * db_corruption_count (so /healthz says so), or -errno. */
+int db_integrity_check(struct db *db);
+
+/* Whether the file db has open is still the one at its path (device and
+ * inode as at open): 0; -ENOLINK when it was renamed away, deleted or
+ * replaced (what is written then is lost at the next start); or the
+ * stat's -errno. Any thread (a stat, no SQLite call). */
+int db_file_check(struct db *db);
+
+/* The absolute path of db's file ("" in memory). */
+const char *db_path(struct db *db);
+
 /* Finalize every cached statement, checkpoint the WAL and close. NULL is fine. */
 void db_close(struct db *db);
 

@@ -14,7 +14,9 @@
 #include "server/views.h"
 #include "server/writer.h"
 
-/* /healthz: 200 only when the database answers, no damage was seen (the
+/* /healthz: 200 only when the database answers and is still the file at its
+ * path (renamed away, every write would go into a file lost at restart:
+ * "db":"moved" with a reason), no damage was seen (the
  * start's quick_check passed, and SQLite has met no damaged page since),
  * and the database's filesystem has at least --min-free-mb free: a full
  * disk fails every submission and result, so the probe says so first. */
@@ -25,14 +27,22 @@ static int h_healthz(struct app *app, struct http_request *req)
     int disk_rc = api_disk_free(app, &free_mb);
     const char *disk = disk_rc ? "error" : free_mb < app->cfg.min_free_mb ? "low" : "ok";
     long damaged = db_corruption_count();
-    int ok = db_ok && damaged == 0 && strcmp(disk, "ok") == 0;
-    json_t *j = json_pack("{s:b,s:s,s:s,s:s,s:o,s:f}", "ok", ok, "db", db_ok ? "ok" : "error",
+    int moved = db_file_check(app->db) != 0;
+    int ok = db_ok && !moved && damaged == 0 && strcmp(disk, "ok") == 0;
+    json_t *j = json_pack("{s:b,s:s,s:s,s:s,s:o,s:f}", "ok", ok, "db",
+                          moved ? "moved" : db_ok ? "ok" : "error",
                           "integrity", damaged ? "damaged" : "ok", "disk", disk, "free_mb",
                           disk_rc ? json_null() : json_integer((json_int_t)free_mb), "min_free_mb",
                           app->cfg.min_free_mb);
     /* 512, not 512.0, for a whole number of MiB. */
     if (j && app->cfg.min_free_mb == floor(app->cfg.min_free_mb))
         json_object_set_new(j, "min_free_mb", json_integer((json_int_t)app->cfg.min_free_mb));
+    if (j && moved)
+        json_object_set_new(j, "reason",
+                            json_sprintf("%s is no longer the file this server has open (renamed, "
+                                         "deleted or replaced): writes are refused; put it back "
+                                         "or restart the server.",
+                                         db_path(app->db)));
     if (!j) {
         static const char bad[] = "{\"ok\":false,\"db\":\"error\"}\n";
         http_response_body(req, 503, "application/json", bad, sizeof(bad) - 1);
@@ -45,9 +55,12 @@ static int h_healthz(struct app *app, struct http_request *req)
  * refused at admission. 0 or -ENOMEM. */
 static int app_metrics_write(struct app *app, struct http_buf *out)
 {
-    uint64_t global = 0, client = 0;
-    if (app->http)
+    uint64_t global = 0, client = 0, shed_client = 0, shed_global = 0, shed_budget = 0;
+    size_t buffered = 0;
+    if (app->http) {
         http_server_refused(app->http, &global, &client);
+        http_server_shed(app->http, &shed_client, &shed_global, &shed_budget, &buffered);
+    }
     int rc = http_buf_printf(
         out,
         "# HELP cugrade_http_connections_refused_total Connections closed as soon as accepted: "
@@ -55,6 +68,15 @@ static int app_metrics_write(struct app *app, struct http_buf *out)
         "# TYPE cugrade_http_connections_refused_total counter\n"
         "cugrade_http_connections_refused_total{reason=\"server\"} %llu\n"
         "cugrade_http_connections_refused_total{reason=\"client\"} %llu\n"
+        "# HELP cugrade_http_connections_shed_total Connections closed to make room: idle "
+        "ones at a client address's cap or at the server's, stalled ones over the byte budget.\n"
+        "# TYPE cugrade_http_connections_shed_total counter\n"
+        "cugrade_http_connections_shed_total{reason=\"idle_client\"} %llu\n"
+        "cugrade_http_connections_shed_total{reason=\"idle_server\"} %llu\n"
+        "cugrade_http_connections_shed_total{reason=\"budget\"} %llu\n"
+        "# HELP cugrade_http_buffered_bytes Unsent answers and request bodies held now.\n"
+        "# TYPE cugrade_http_buffered_bytes gauge\n"
+        "cugrade_http_buffered_bytes %zu\n"
         "# HELP cugrade_http_admission_refused_total Requests refused from their headers, "
         "before any body byte was read.\n"
         "# TYPE cugrade_http_admission_refused_total counter\n"
@@ -62,6 +84,8 @@ static int app_metrics_write(struct app *app, struct http_buf *out)
         "cugrade_http_admission_refused_total{code=\"403\"} %llu\n"
         "cugrade_http_admission_refused_total{code=\"429\"} %llu\n",
         (unsigned long long)global, (unsigned long long)client,
+        (unsigned long long)shed_client, (unsigned long long)shed_global,
+        (unsigned long long)shed_budget, buffered,
         (unsigned long long)app->admit_refused[0], (unsigned long long)app->admit_refused[1],
         (unsigned long long)app->admit_refused[2]);
     if (!rc && app->writer) {

@@ -1,8 +1,8 @@
 /*
  * http.c - HTTP/1.1 on libuv and http-parser: connections, their
  * lifecycle, writing, timers, reading and accepting. See http.h; the other
- * parts are http_message.c, http_client.c and http_parse.c (private
- * interface: http_conn.h).
+ * parts are http_message.c, http_client.c, http_parse.c, http_frame.c and
+ * http_budget.c (private interface: http_conn.h).
  *
  * One connection parses one request at a time: the parser pauses at the end
  * of each message, the request is handled, and only then does parsing go on
@@ -57,6 +57,8 @@ static void conn_free_if_done(struct http_conn *c)
     if (c->next)
         c->next->prev = c->prev;
     s->nconns--;
+    assert(s->nclosing > 0);
+    s->nclosing--;
     client_remove(s, c);
     if (s->stopping && s->nconns == 0)
         server_maybe_done(s);
@@ -83,6 +85,9 @@ void conn_close(struct http_conn *c)
     if (c->closing)
         return;
     c->closing = 1;
+    c->srv->nclosing++;
+    client_remove(c->srv, c); /* its place is free now (http_budget.c) */
+    conn_unaccount(c);
     yield_unlink(c);
     if (c->deferred && c->req.on_abort) {
         /* The client went away while its request was parked: the owner
@@ -166,8 +171,10 @@ static void write_cb(uv_write_t *w, int status)
         conn_close(c);
         return;
     }
+    c->progress_tick = ++c->srv->tick;
     if (c->write_pending == 0)
         conn_after_writes(c);
+    conn_account(c);
 }
 
 /* Hand hw (owning hw->buf) to uv_write, or, when failed is non-zero or
@@ -359,12 +366,14 @@ static void conn_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
         conn_close(c);
         return;
     }
+    c->progress_tick = ++c->srv->tick;
     http_read_buf_busy = 1;
     conn_feed(c, buf->base, (size_t)n);
     http_read_buf_busy = 0;
     conn_flush(c);
     if (c->in_message && !c->complete && !c->deferred)
         conn_yield(c);
+    conn_account(c);
 }
 
 void conn_read_start(struct http_conn *c)
@@ -396,6 +405,7 @@ char *http_request_body_take(struct http_request *req)
     c->body.len = c->body.cap = 0;
     req->body = "";
     req->body_len = 0;
+    conn_account(c); /* the handler holds it now */
     return b;
 }
 
@@ -407,6 +417,7 @@ void http_request_finish(struct http_request *req)
     c->deferred = 0;
     conn_respond(c);
     conn_flush(c);
+    conn_account(c);
 }
 
 /* ---- accepting ---- */
@@ -434,13 +445,9 @@ static void on_connection(uv_stream_t *ls, int status)
         s->conns->prev = c;
     s->conns = c;
     s->nconns++;
+    c->idle_tick = c->progress_tick = ++s->tick;
     if (uv_accept(ls, (uv_stream_t *)&c->tcp) != 0) {
         conn_close(c);
-        return;
-    }
-    if (s->nconns > s->lim.max_conns) {
-        s->refused_global++;
-        conn_close(c); /* connection floods: shed at once */
         return;
     }
     struct sockaddr_storage sa;
@@ -459,13 +466,11 @@ static void on_connection(uv_stream_t *ls, int status)
     for (size_t i = 0; i < s->nproxies; i++)
         c->via_proxy |= addr_equal(&peer, &s->proxies[i]);
     /* One client holding every connection locks the others out (10,000
-     * idle sockets from one host did): it gets its share, no more. A
-     * trusted proxy carries every client: it is held only to max_conns. */
-    int rc = c->via_proxy ? 0 : client_add(s, c, s->lim.max_conns_per_client);
-    if (rc) {
-        if (rc == -EMFILE)
-            s->refused_client++;
-        conn_close(c);
+     * idle sockets from one host did): it gets its share, no more, and
+     * idle ones make room for others (http_budget.c). A trusted proxy
+     * carries every client: it is held only to max_conns. */
+    if (conn_admit(s, c) != 0) {
+        conn_close(c); /* connection floods: shed at once */
         return;
     }
     uv_tcp_nodelay(&c->tcp, 1);
@@ -475,6 +480,7 @@ static void on_connection(uv_stream_t *ls, int status)
         setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof(lowat));
     }
     http_parser_init(&c->parser, HTTP_REQUEST);
+    frame_reset(c);
     c->parser.data = c;
     conn_read_start(c);
     /* Until its first request head is in, a connection gets the header
@@ -510,6 +516,8 @@ int http_server_start(uv_loop_t *loop, const char *host, int port, const struct 
         s->lim.max_conns = 10000;
     if (s->lim.max_conns_per_client == 0)
         s->lim.max_conns_per_client = 64;
+    if (s->lim.max_buffered == 0)
+        s->lim.max_buffered = (size_t)64 << 20;
     for (size_t i = 0; i < HTTP_TRUSTED_PROXIES_MAX && s->lim.trusted_proxies[i]; i++) {
         const char *p = s->lim.trusted_proxies[i];
         if (addr_from_text(p, strlen(p), &s->proxies[s->nproxies++]) != 0) {
@@ -666,12 +674,14 @@ int http_server_adopt(struct http_server *srv, int fd)
         srv->conns->prev = c;
     srv->conns = c;
     srv->nconns++;
+    c->idle_tick = c->progress_tick = ++srv->tick;
     int rc = uv_tcp_open(&c->tcp, fd);
     if (rc) {
         conn_close(c);
         return rc;
     }
     http_parser_init(&c->parser, HTTP_REQUEST);
+    frame_reset(c);
     c->parser.data = c;
     conn_read_start(c);
     conn_timer_arm(c, srv->lim.header_timeout_s);

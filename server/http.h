@@ -110,8 +110,16 @@ struct http_limits {
     double idle_timeout_s;      /* keep-alive wait for the next request [30] */
     double write_timeout_s;     /* a client that does not read its response [30] */
     size_t max_conns;           /* new connections beyond are closed at once [10000] */
-    size_t max_conns_per_client; /* the same per client address (an IPv6 /64); beyond,
-                                  * closed at once. SIZE_MAX: no cap [64] */
+    size_t max_conns_per_client; /* the same per client address (an IPv6 /64). At either
+                                  * cap a new connection replaces an idle one (of its
+                                  * address; of the address holding the most, when that
+                                  * holds more than its own), else it is closed at once.
+                                  * SIZE_MAX: no cap [64] */
+    size_t max_buffered;         /* bytes of unsent answers, over all connections; beyond,
+                                  * the connection holding them longest without progress
+                                  * is closed. Request bodies being read may hold 4 times
+                                  * this; a body that does not fit is refused (503)
+                                  * before it is read [64 MiB] */
     /* Reverse proxies ("127.0.0.1", "::1"; unused slots NULL; the strings
      * must outlive the server): their connections are not held to
      * max_conns_per_client, and their requests' client is the last address
@@ -134,6 +142,12 @@ size_t http_server_conns(struct http_server *srv);
 
 /* Connections refused so far: over the global cap, over a client's cap. */
 void http_server_refused(struct http_server *srv, uint64_t *over_global, uint64_t *over_client);
+
+/* Connections closed to make room so far: idle ones at a client's cap, idle
+ * ones at the server's cap, stalled ones over the byte budget; and the
+ * bytes buffered now. */
+void http_server_shed(struct http_server *srv, uint64_t *idle_client, uint64_t *idle_global,
+                      uint64_t *budget, size_t *buffered);
 
 /* Whether req announced a body (a Content-Length above 0, or chunked).
  * Meaningful from admission on. */
@@ -166,8 +180,10 @@ const char *http_request_query(struct http_request *req, const char *name);
 /* Route parameter set by the router; NULL if absent. */
 const char *http_request_param(const struct http_request *req, const char *name);
 
-/* Value of cookie name from the Cookie header, copied to buf (NUL-terminated).
- * Returns 0, -ENOENT when absent, -ENAMETOOLONG when it does not fit. */
+/* Value of cookie name from the Cookie headers, copied to buf (NUL-terminated).
+ * Returns 0, -ENOENT when absent, -EEXIST when the name comes more than once
+ * (one of them may have been planted: none is taken), -ENAMETOOLONG when it
+ * does not fit. */
 int http_request_cookie(const struct http_request *req, const char *name, char *buf, size_t len);
 
 /* Response helpers. Each returns 0 or -ENOMEM (then the request gets a 500). */

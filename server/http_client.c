@@ -98,6 +98,15 @@ static size_t client_bucket(const char *key)
     return h % HTTP_CLIENT_BUCKETS;
 }
 
+/* The entry of client key; NULL when it holds no connection. */
+struct http_client *client_find(struct http_server *s, const char *key)
+{
+    struct http_client *e = s->clients[client_bucket(key)];
+    while (e && strcmp(e->key, key) != 0)
+        e = e->next;
+    return e;
+}
+
 /* Count c against its client. Returns 0, -EMFILE when the client already
  * holds max connections (c is not counted then), or -ENOMEM. */
 int client_add(struct http_server *s, struct http_conn *c, size_t max)

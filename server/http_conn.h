@@ -1,6 +1,6 @@
 /*
  * http_conn.h - private to the HTTP files (http.c, http_message.c,
- * http_client.c, http_parse.c): the server and connection structs and the
+ * http_client.c, http_parse.c, http_frame.c, http_budget.c): the server and connection structs and the
  * helpers one of them calls in another. Nothing else includes this.
  */
 #ifndef CUGRADE_HTTP_CONN_H
@@ -57,6 +57,11 @@ struct http_server {
     size_t nconns;
     struct http_client *clients[HTTP_CLIENT_BUCKETS];
     uint64_t refused_global, refused_client;
+    uint64_t shed_client, shed_global, shed_budget; /* idle or stalled ones closed (http_budget.c) */
+    size_t buffered; /* bytes of answers (and unparsed input) held, over all connections */
+    size_t bodies;   /* bytes of request bodies being read, over all connections */
+    size_t nclosing; /* of nconns, closed but not yet freed */
+    uint64_t tick;   /* orders events for the http_budget.c choices (uv_now ties in a turn) */
     struct http_addr proxies[HTTP_TRUSTED_PROXIES_MAX]; /* lim.trusted_proxies, parsed */
     size_t nproxies;
     int port;
@@ -109,6 +114,16 @@ struct http_conn {
     char remote[INET6_ADDRSTRLEN];
     char client_key[HTTP_CLIENT_KEY_MAX];    /* the peer's */
     char forwarded_key[HTTP_CLIENT_KEY_MAX]; /* X-Forwarded-For's, via a proxy */
+    size_t accounted;      /* of srv->buffered, this connection's */
+    size_t accounted_body; /* of srv->bodies, this connection's */
+    uint64_t progress_tick; /* srv->tick at the last read from it, or answer bytes it took */
+    uint64_t idle_tick;     /* srv->tick when it last became idle (between requests) */
+    /* line framing of the input (http_frame.c) */
+    int fr_state;
+    unsigned fr_line;
+    uint64_t fr_remain;
+    size_t fr_ahead;    /* bytes at the parser's position already scanned */
+    const char *fr_bad; /* the framing error met at fr_ahead, to answer with */
 };
 
 struct http_write {
@@ -127,13 +142,40 @@ void conn_timer_arm(struct http_conn *c, double seconds);
 void conn_read_start(struct http_conn *c);
 void conn_read_stop(struct http_conn *c);
 
+/* http_budget.c */
+/* 1 when c is between requests with nothing to write or parse. */
+int conn_idle(const struct http_conn *c);
+/* Count the new connection c (address known) against the caps, closing an
+ * idle one to make room where fair. 0, -EMFILE (its client's cap), -EUSERS
+ * (the server's), -ENOMEM; refused, c is to be closed. */
+int conn_admit(struct http_server *s, struct http_conn *c);
+/* Count c's buffered bytes now against the budget; over it, close others. */
+void conn_account(struct http_conn *c);
+/* Uncount c (it is closing). */
+void conn_unaccount(struct http_conn *c);
+/* Whether a body of len bytes on c fits in what bodies may hold. 0 or -ENOBUFS. */
+int conn_body_room(struct http_conn *c, uint64_t len);
+
 /* http_client.c */
 void addr_from_sockaddr(const struct sockaddr_storage *sa, struct http_addr *a);
 int addr_from_text(const char *text, size_t len, struct http_addr *a);
 int addr_equal(const struct http_addr *x, const struct http_addr *y);
 void addr_client_key(const struct http_addr *a, char *key, size_t klen);
 int client_add(struct http_server *s, struct http_conn *c, size_t max);
+struct http_client *client_find(struct http_server *s, const char *key);
 void client_remove(struct http_server *s, struct http_conn *c);
+
+/* http_frame.c */
+/* Check the framing of data (len bytes, at the parser's position, whose
+ * first c->fr_ahead bytes were checked before): returns how many bytes
+ * from data may go to the parser. Stops at the end of a head until
+ * frame_body says how its body is framed, and at a framing error
+ * (c->fr_bad says which; answer it once the parser has the bytes before). */
+size_t frame_scan(struct http_conn *c, const char *data, size_t len);
+/* The parser has read a head (on_headers_complete): its body's framing. */
+void frame_body(struct http_conn *c, const http_parser *p);
+/* A new connection's framing state. */
+void frame_reset(struct http_conn *c);
 
 /* http_message.c */
 void http_buf_reset(struct http_buf *b);

@@ -285,6 +285,7 @@ const char *http_request_query(struct http_request *req, const char *name)
 int http_request_cookie(const struct http_request *req, const char *name, char *buf, size_t len)
 {
     size_t nl = strlen(name);
+    int found = 0, rc = -ENOENT;
     for (size_t h = 0; h < req->nheaders; h++) {
         if (strcasecmp(req->headers[h].name, "Cookie") != 0)
             continue;
@@ -301,18 +302,22 @@ int http_request_cookie(const struct http_request *req, const char *name, char *
                     v++;
                     vl -= 2;
                 }
-                if (vl + 1 > len)
-                    return -ENAMETOOLONG;
-                memcpy(buf, v, vl);
-                buf[vl] = '\0';
-                return 0;
+                if (found++) /* which one is ours is anybody's guess */
+                    return -EEXIST;
+                if (vl + 1 > len) {
+                    rc = -ENAMETOOLONG;
+                } else {
+                    memcpy(buf, v, vl);
+                    buf[vl] = '\0';
+                    rc = 0;
+                }
             }
             if (!end)
                 break;
             p = end + 1;
         }
     }
-    return -ENOENT;
+    return rc;
 }
 
 /* ---- response helpers ---- */

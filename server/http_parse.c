@@ -117,10 +117,12 @@ static int is_tchar(unsigned char ch)
  * the colon: "Transfer-Encoding : chunked" would be read differently by a
  * proxy in front of us -- request smuggling); no CR or LF left in a value;
  * the only transfer coding is a lone "chunked", and
- * never beside Content-Length. Returns 0, or conn_reject's -1. */
+ * never beside Content-Length; one Host (RFC 9112 3.2: exactly one in
+ * HTTP/1.1, at most one in 1.0). The line framing (CRLF, no obs-fold) is
+ * http_frame.c's. Returns 0, or conn_reject's -1. */
 static int request_check_strict(struct http_conn *c, http_parser *p)
 {
-    int te = 0, cl = 0;
+    int te = 0, cl = 0, host = 0;
     if (p->http_major != 1 || p->http_minor > 1)
         return conn_reject(c, 400, "bad_request", "Only HTTP/1.0 and HTTP/1.1 are served.");
     for (size_t i = 0; i < c->nh; i++) {
@@ -141,8 +143,12 @@ static int request_check_strict(struct http_conn *c, http_parser *p)
                                    "The only transfer coding accepted is a lone 'chunked'.");
         } else if (strcasecmp(n, "Content-Length") == 0) {
             cl++;
+        } else if (strcasecmp(n, "Host") == 0 && host++) {
+            return conn_reject(c, 400, "bad_request", "A request carries one Host header, not two.");
         }
     }
+    if (!host && p->http_minor == 1)
+        return conn_reject(c, 400, "bad_request", "An HTTP/1.1 request must carry a Host header.");
     if (te && cl)
         return conn_reject(c, 400, "bad_request",
                            "A request may not carry both Transfer-Encoding and Content-Length.");
@@ -223,6 +229,7 @@ static int on_headers_complete(http_parser *p)
         c->kv[i].name = c->hbuf.data + c->hname[i];
         c->kv[i].value = c->hbuf.data + c->hvalue[i];
     }
+    frame_body(c, p);
     if (request_check_strict(c, p))
         return -1;
     r->headers = c->kv;
@@ -276,6 +283,13 @@ static int on_headers_complete(http_parser *p)
                            "The request body is %llu bytes; this endpoint accepts at most %zu KiB.",
                            (unsigned long long)p->content_length, c->body_max / 1024);
     }
+    /* The body is held until handled: all bodies being read together have
+     * a budget (http_budget.c). */
+    if ((p->flags & F_CONTENTLENGTH) && p->content_length > 0 &&
+        conn_body_room(c, p->content_length) != 0)
+        return conn_reject(c, 503, "busy",
+                           "The server holds too many unfinished uploads; try again in a "
+                           "minute.");
     const char *expect = http_request_header(r, "Expect");
     if (expect) {
         if (strcasecmp(expect, "100-continue") != 0)
@@ -496,10 +510,19 @@ void conn_feed(struct http_conn *c, const char *data, size_t len)
      * other clients are served in between. */
     while (len > 0 && !c->closing && !c->lingering && !c->deferred && !c->close_after_write &&
            c->out.len + c->write_pending <= HTTP_WRITE_HIGH && handled < HTTP_PIPELINE_BURST) {
-        size_t n = http_parser_execute(&c->parser, &parser_settings, data, len);
+        /* Only bytes whose line framing is checked go to the parser. */
+        size_t ok = frame_scan(c, data, len);
+        if (ok == 0) {
+            assert(c->fr_bad); /* else the parser would have had the head */
+            conn_reject(c, 400, "bad_request", "%s", c->fr_bad);
+            conn_refuse(c);
+            break;
+        }
+        size_t n = http_parser_execute(&c->parser, &parser_settings, data, ok);
         enum http_errno e = HTTP_PARSER_ERRNO(&c->parser);
-        if (n > len)
-            n = len;
+        if (n > ok)
+            n = ok;
+        c->fr_ahead = ok - n;
         data += n;
         len -= n;
         if (from_pending)
@@ -562,8 +585,10 @@ void conn_after_writes(struct http_conn *c)
     conn_read_start(c);
     /* Only an idle connection gets a new deadline here: a request in
      * progress keeps the one from its first byte (slowloris). */
-    if (!c->in_message)
+    if (!c->in_message) {
+        c->idle_tick = ++s->tick;
         conn_timer_arm(c, s->lim.idle_timeout_s);
+    }
 }
 
 void conn_resume_cb(uv_timer_t *t)
@@ -575,4 +600,5 @@ void conn_resume_cb(uv_timer_t *t)
     if (c->pending)
         conn_feed(c, c->pending + c->pending_off, c->pending_len - c->pending_off);
     conn_flush(c);
+    conn_account(c);
 }

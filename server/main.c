@@ -26,7 +26,7 @@ struct opts {
     const char *rubrics;
     const char *display_name;
     double lease_s, sweep_s, request_timeout_s, idle_timeout_s, min_free_mb;
-    long max_conns, max_conns_per_address, auth_fail_limit; /* -1: the default */
+    long max_conns, max_conns_per_address, auth_fail_limit, max_buffered_mb; /* -1: the default */
     double auth_fail_window_s;
     const char *trusted_proxies[HTTP_TRUSTED_PROXIES_MAX];
     size_t ntrusted_proxies;
@@ -74,12 +74,16 @@ static const char usage_serve[] =
     "  --idle-timeout N       close keep-alive connections idle this long (default 60)\n"
     "  --min-free-mb N        /healthz fails (503, \"disk\":\"low\") when the database's\n"
     "                         filesystem has less than N MiB free (default 512)\n"
-    "  --max-conns N          open connections in all; more are closed at once (default 10000)\n"
+    "  --max-conns N          open connections in all (default 10000); at the cap a new one\n"
+    "                         replaces an idle one of the address holding the most, or is closed\n"
     "  --max-conns-per-address N\n"
     "                         the same per client address (an IPv6 /64; default 64; 0: no cap,\n"
-    "                         for a server behind a proxy that all clients come through)\n"
-    "  --auth-fail-limit N    failed token or session checks per client address in a window;\n"
-    "                         then 429 until it ends (default 30; 0: no limit)\n"
+    "                         for a server behind a proxy that all clients come through); at\n"
+    "                         it a new one replaces that address's idle one, or is closed\n"
+    "  --max-buffered-mb N    unsent answers held in all (default 64); beyond, the connection\n"
+    "                         stalled longest is closed; bodies being read: 4 times this\n"
+    "  --auth-fail-limit N    failed checks of one token or session in a window; then 429\n"
+    "                         for it until the window ends (default 30; 0: no limit)\n"
     "  --auth-fail-window N   the window, in seconds from the first failure (default 60)\n"
     "  --trusted-proxy ADDR   a reverse proxy (e.g. 127.0.0.1) all clients come through: its\n"
     "                         connections are not capped per address, and the client of its\n"
@@ -117,6 +121,7 @@ static const struct option long_opts[] = {{"db", required_argument, NULL, 'd'},
                                       {"max-conns", required_argument, NULL, 'C'},
                                       {"max-conns-per-address", required_argument, NULL, 'A'},
                                       {"auth-fail-limit", required_argument, NULL, 'F'},
+                                      {"max-buffered-mb", required_argument, NULL, 'B'},
                                       {"auth-fail-window", required_argument, NULL, 'W'},
                                       {"trusted-proxy", required_argument, NULL, 'P'},
                                       {"help", no_argument, NULL, 'h'},
@@ -172,13 +177,17 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         }
         case 'C':
         case 'A':
-        case 'F': {
+        case 'F':
+        case 'B': {
             char *end;
             long v = strtol(optarg, &end, 10);
-            if (*optarg == '\0' || *end != '\0' || v < 0 || v > 1000000000 || (c == 'C' && v == 0))
+            if (*optarg == '\0' || *end != '\0' || v < 0 || v > 1000000000 ||
+                ((c == 'C' || c == 'B') && v == 0))
                 return -1;
-            *(c == 'C' ? &o->max_conns : c == 'A' ? &o->max_conns_per_address : &o->auth_fail_limit) =
-                v;
+            *(c == 'C'   ? &o->max_conns
+              : c == 'A' ? &o->max_conns_per_address
+              : c == 'B' ? &o->max_buffered_mb
+                         : &o->auth_fail_limit) = v;
             break;
         }
         case 'W':
@@ -528,6 +537,8 @@ static void serve_config(const struct opts *o, struct app_config *out)
     memcpy(cfg.trusted_proxies, o->trusted_proxies, sizeof(cfg.trusted_proxies));
     if (o->max_conns > 0)
         cfg.max_conns = (size_t)o->max_conns;
+    if (o->max_buffered_mb > 0)
+        cfg.max_buffered = (size_t)o->max_buffered_mb << 20;
     if (o->max_conns_per_address == 0)
         cfg.max_conns_per_client = SIZE_MAX;
     else if (o->max_conns_per_address > 0)
@@ -626,7 +637,8 @@ int main(int argc, char **argv)
                      .min_free_mb = 512,
                      .max_conns = -1,
                      .max_conns_per_address = -1,
-                     .auth_fail_limit = -1};
+                     .auth_fail_limit = -1,
+                     .max_buffered_mb = -1};
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
         strcmp(argv[1], "help") == 0) {
         fputs(usage_main, argc < 2 ? stderr : stdout);
@@ -662,6 +674,7 @@ int main(int argc, char **argv)
                 strcmp(argv[i], "--request-timeout") == 0 || strcmp(argv[i], "--idle-timeout") == 0 ||
                 strcmp(argv[i], "--min-free-mb") == 0 || strcmp(argv[i], "--max-conns") == 0 ||
                 strcmp(argv[i], "--max-conns-per-address") == 0 ||
+                strcmp(argv[i], "--max-buffered-mb") == 0 ||
                 strcmp(argv[i], "--auth-fail-limit") == 0 ||
                 strcmp(argv[i], "--auth-fail-window") == 0 ||
                 strcmp(argv[i], "--trusted-proxy") == 0;

@@ -103,22 +103,22 @@ void page_security_headers(struct http_request *req)
     http_response_header(req, "Referrer-Policy", "no-referrer");
 }
 
-/* 1 when the request came over TLS (directly or through a proxy that says
- * so): then cookies get the Secure flag. */
-static int request_is_https(const struct http_request *req)
-{
-    const char *xf = http_request_header(req, "X-Forwarded-Proto");
-    return xf && strncasecmp(xf, "https", 5) == 0;
-}
-
 void page_set_cookie(struct http_request *req, const char *name, const char *value, long max_age)
 {
     char line[256];
+    int https = auth_request_https(req); /* then cookies get the Secure flag */
 
+    if (strcmp(name, AUTH_SESSION_COOKIE) == 0) {
+        name = auth_session_cookie_name(req); /* __Host- behind HTTPS */
+        char old[96];
+        /* Clearing it ends the session it named, whatever its name was. */
+        if (max_age == 0 && auth_session_cookie(req, old, sizeof(old)) == 0)
+            auth_session_destroy(((struct app *)req->app)->db, old);
+    }
     /* HttpOnly: script (an XSS) cannot read the session. SameSite=Strict:
      * no other site can make the browser send it (CSRF, cross-site leaks). */
     snprintf(line, sizeof(line), "%s=%s; Path=/; Max-Age=%ld; HttpOnly; SameSite=Strict%s", name,
-             value, max_age, request_is_https(req) ? "; Secure" : "");
+             value, max_age, https ? "; Secure" : "");
     http_response_header(req, "Set-Cookie", line);
 }
 

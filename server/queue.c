@@ -45,6 +45,16 @@ struct queue {
     double rate, rate_at;
     uv_timer_t sweeper;
     uv_timer_t waker;
+    /* The sweep runs on libuv's pool with a connection of its own: on the
+     * loop it waited for the write lock (another process's transaction)
+     * up to the busy timeout, and every client with it. */
+    struct db *sweep_db; /* NULL: sweep on the loop (an in-memory database) */
+    uv_work_t sweep_work;
+    int sweeping, swept;
+    double sweep_now;
+    /* ...and, every integrity_s, PRAGMA quick_check there: a page damaged
+     * where no request reads it left /healthz at 200. */
+    double integrity_s, integrity_at;
     struct queue_waiter *head, *tail;
     size_t nwaiting;
     int closing, handles;
@@ -53,6 +63,7 @@ struct queue {
 };
 
 #define IN_PROGRESS "('compiling','checking','running','timing')"
+#define QUEUE_INTEGRITY_S 600.0 /* seconds between background quick_checks */
 
 /* A job entered or left the queue, or started or stopped being graded:
  * the fair order must be read again. */
@@ -67,14 +78,56 @@ static void changed(struct queue *q, long long id)
         q->on_change(q->on_change_arg, id);
 }
 
-static void sweep_cb(uv_timer_t *t)
+static int sweep_on(struct db *db, double now);
+static void queue_free_if_done(struct queue *q);
+
+static void sweep_report(struct queue *q, int n)
 {
-    struct queue *q = t->data;
-    int n = queue_sweep(q, db_now());
     if (n > 0) {
+        reordered(q);
+        changed(q, 0);
         fprintf(stderr, "cugrade-server: %d expired lease%s requeued (or ended in system_error)\n",
                 n, n == 1 ? "" : "s");
         queue_notify(q);
+    }
+}
+
+/* Pool thread: the sweep on q->sweep_db (one sweep at a time). */
+static void sweep_work_cb(uv_work_t *w)
+{
+    struct queue *q = w->data;
+    db_thread_adopt(q->sweep_db);
+    q->swept = sweep_on(q->sweep_db, q->sweep_now);
+    if (q->sweep_now - q->integrity_at >= q->integrity_s) {
+        q->integrity_at = q->sweep_now;
+        db_integrity_check(q->sweep_db);
+    }
+}
+
+static void sweep_after_cb(uv_work_t *w, int status)
+{
+    struct queue *q = w->data;
+    q->sweeping = 0;
+    if (status == 0 && !q->closing)
+        sweep_report(q, q->swept);
+    q->handles--;
+    queue_free_if_done(q);
+}
+
+static void sweep_cb(uv_timer_t *t)
+{
+    struct queue *q = t->data;
+    if (!q->sweep_db) {
+        sweep_report(q, sweep_on(q->db, db_now()));
+        return;
+    }
+    if (q->sweeping || q->closing)
+        return;
+    q->sweep_now = db_now();
+    q->sweep_work.data = q;
+    if (uv_queue_work(q->loop, &q->sweep_work, sweep_work_cb, sweep_after_cb) == 0) {
+        q->sweeping = 1;
+        q->handles++;
     }
 }
 
@@ -90,6 +143,12 @@ int queue_new(uv_loop_t *loop, struct db *db, double sweep_interval_s, struct qu
     q->sweeper.data = q;
     q->waker.data = q;
     q->handles = 2;
+    const char *path = db_path(db);
+    if (sweep_interval_s > 0 && path[0] && db_open(path, 0, &q->sweep_db) != 0)
+        q->sweep_db = NULL; /* swept on the loop, as before */
+    const char *every = getenv("CUGRADE_INTEGRITY_S"); /* tests: seconds */
+    q->integrity_s = every && atof(every) > 0 ? atof(every) : QUEUE_INTEGRITY_S;
+    q->integrity_at = db_now(); /* the start ran quick_check already */
     if (sweep_interval_s > 0) {
         uint64_t ms = (uint64_t)(sweep_interval_s * 1000);
         uv_timer_start(&q->sweeper, sweep_cb, ms, ms);
@@ -104,13 +163,23 @@ void queue_on_change(struct queue *q, void (*fn)(void *arg, long long id), void 
     q->on_change_arg = arg;
 }
 
-static void queue_handle_closed(uv_handle_t *h)
+static void queue_free_if_done(struct queue *q)
 {
-    struct queue *q = h->data;
-    if (--q->handles == 0) {
+    if (q->handles == 0) {
+        if (q->sweep_db) {
+            db_thread_adopt(q->sweep_db);
+            db_close(q->sweep_db);
+        }
         free(q->order.ids);
         free(q);
     }
+}
+
+static void queue_handle_closed(uv_handle_t *h)
+{
+    struct queue *q = h->data;
+    q->handles--;
+    queue_free_if_done(q);
 }
 
 static void waiter_closed(uv_handle_t *h)
@@ -586,10 +655,21 @@ int queue_regrade(struct queue *q, long long id)
 
 int queue_sweep(struct queue *q, double now)
 {
+    int n = sweep_on(q->db, now);
+    if (n > 0) {
+        reordered(q);
+        changed(q, 0);
+    }
+    return n;
+}
+
+/* Requeue (or end) the expired leases on db: how many, or -errno. */
+static int sweep_on(struct db *db, double now)
+{
     int n = 0;
     /* Look before taking the write lock: most sweeps find nothing, and the
      * CLI (another process) should not wait on an empty sweep. */
-    sqlite3_stmt *probe = db_stmt(q->db, "SELECT 1 FROM submissions WHERE status IN " IN_PROGRESS
+    sqlite3_stmt *probe = db_stmt(db, "SELECT 1 FROM submissions WHERE status IN " IN_PROGRESS
                                          " AND lease_expires < ?1 LIMIT 1");
     if (!probe)
         return -EIO;
@@ -598,11 +678,11 @@ int queue_sweep(struct queue *q, double now)
     sqlite3_reset(probe);
     if (!found)
         return 0;
-    int rc = db_begin(q->db, 1);
+    int rc = db_begin(db, 1);
     if (rc)
         return rc;
     sqlite3_stmt *st = db_stmt(
-        q->db,
+        db,
         "UPDATE submissions SET status = CASE WHEN attempts >= max_attempts THEN 'system_error'"
         " ELSE 'queued' END,"
         " detail = CASE WHEN attempts >= max_attempts THEN 'the runner stopped answering '"
@@ -617,17 +697,13 @@ int queue_sweep(struct queue *q, double now)
     rc = db_step_done(st);
     if (rc)
         goto fail;
-    n = db_changes(q->db);
-    rc = db_commit(q->db);
+    n = db_changes(db);
+    rc = db_commit(db);
     if (rc)
         return rc;
-    if (n > 0) {
-        reordered(q);
-        changed(q, 0);
-    }
     return n;
 fail:
-    db_rollback(q->db);
+    db_rollback(db);
     return rc;
 }
 

@@ -54,7 +54,12 @@ typedef int (*queue_wait_cb)(struct queue *q, struct http_request *req, int wake
                              const char *runner, void *data);
 
 /* Create the queue. sweep_interval_s: how often expired leases are looked
- * for (0: never; tests call queue_sweep). Returns 0 or -errno. */
+ * for (0: never; tests call queue_sweep). The timer's sweeps run on libuv's
+ * pool with a connection of their own (opened here on db's file; an
+ * in-memory db is swept on the loop): a sweep waits for the write lock,
+ * and on the loop every client waited with it. Every 10 minutes
+ * (CUGRADE_INTEGRITY_S seconds in tests) that connection also runs
+ * db_integrity_check. Returns 0 or -errno. */
 int queue_new(uv_loop_t *loop, struct db *db, double sweep_interval_s, struct queue **out);
 
 /* Answer every parked claim (wake=0); later queue_wait calls fail with

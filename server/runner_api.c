@@ -253,7 +253,13 @@ static int h_progress(struct app *app, struct http_request *req)
     const char *runner;
     int attempt, rc;
     job_lease_args(body, &runner, &attempt);
-    if (!phase || !status_in_progress(phase)) {
+    if (!runner || !*runner || attempt <= 0) {
+        /* As for a result: a stale runner of the same account overwrote the
+         * holder's phase and renewed its lease. */
+        rc = api_fail(&e, 400, "bad_request",
+                      "runner and attempt: progress must name its lease (the runner name sent on "
+                      "claim and the claim's attempt).");
+    } else if (!phase || !status_in_progress(phase)) {
         rc =
             api_fail(&e, 400, "bad_request", "phase: one of compiling, checking, running, timing.");
     } else if (jd && !json_is_string(jd)) {

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "server/api.h"
@@ -151,12 +152,60 @@ static int is_signin(const struct http_request *req)
     return req->method == HTTP_POST && strcmp(req->path, "/login") == 0;
 }
 
+/* Characters of a credential that key the failed-check throttle: 80 bits
+ * of a token after its "cgs_", never the whole secret. */
+#define THROTTLE_KEY_CHARS 24
+
+/* The throttle's key for the credential req presents (what would fail):
+ * "t:" and the token's first characters, or "s:" and the session cookie's.
+ * Keyed to the credential, not the address: a class behind one NAT address
+ * shares it, and one student's bad tokens locked out every classmate's
+ * valid one. 0, or -ENOENT when req carries none. */
+static int throttle_key(const struct http_request *req, char *key, size_t len)
+{
+    char cookie[160];
+    const char *h = http_request_header(req, "Authorization");
+    if (h) {
+        if (strncasecmp(h, "Bearer ", 7) == 0)
+            for (h += 7; *h == ' ';)
+                h++;
+        snprintf(key, len, "t:%.*s", THROTTLE_KEY_CHARS, h);
+        return 0;
+    }
+    int rc = auth_session_cookie(req, cookie, sizeof(cookie));
+    if (rc == -ENOENT)
+        return -ENOENT;
+    if (rc == 0)
+        snprintf(key, len, "s:%.*s", THROTTLE_KEY_CHARS, cookie);
+    else /* two, or too long: never valid, counted per client */
+        snprintf(key, len, "s*%s", req->client);
+    return 0;
+}
+
+/* The sign-in form's key: the token typed in (the body's "token" field,
+ * as sent), as throttle_key keys a token. */
+static void signin_key(const struct http_request *req, char *key, size_t len)
+{
+    const char *b = req->body, *v = NULL;
+    for (const char *p = b; p && *p; p = strchr(p, '&'), p = p ? p + 1 : NULL)
+        if (strncmp(p, "token=", 6) == 0) {
+            v = p + 6;
+            break;
+        }
+    size_t n = v ? strcspn(v, "&") : 0;
+    snprintf(key, len, "t:%.*s", (int)(n < THROTTLE_KEY_CHARS ? n : THROTTLE_KEY_CHARS),
+             v ? v : "");
+}
+
 static void app_http_done(void *a, struct http_request *req)
 {
     struct app *app = a;
+    char key[HTTP_CLIENT_KEY_MAX];
     router_record(&app->router, req);
-    if (req->status == 401 && is_signin(req))
-        auth_throttle_fail(app->throttle, req->client, app_clock());
+    if (req->status == 401 && is_signin(req) && req->body) {
+        signin_key(req, key, sizeof(key));
+        auth_throttle_fail(app->throttle, key, app_clock());
+    }
 }
 
 /* Fill req with the API's JSON error and return its status, counted. */
@@ -186,7 +235,7 @@ static int admit_refuse(struct app *app, struct http_request *req, int status, c
  * needs credentials answers 401 (403 for a role that may not use it) from
  * the headers, and a request that may go on anonymously (a page, the
  * sign-in form, an unknown API path) gets APP_ANON_BODY_MAX at most. A
- * client over its failed-check limit gets 429 before any lookup. */
+ * credential over its failed-check limit gets 429 before any lookup. */
 static int app_http_admit(void *a, struct http_request *req, size_t *body_max)
 {
     struct app *app = a;
@@ -196,19 +245,20 @@ static int app_http_admit(void *a, struct http_request *req, size_t *body_max)
     int creds = auth_request_has_credentials(req);
     struct auth_user u;
     int rc = -ENOENT;
+    char key[HTTP_CLIENT_KEY_MAX];
 
-    if (creds || is_signin(req)) {
-        int wait = auth_throttle_wait(app->throttle, req->client, app_clock());
+    if (creds && throttle_key(req, key, sizeof(key)) == 0) {
+        int wait = auth_throttle_wait(app->throttle, key, app_clock());
         if (wait)
             return admit_refuse(app, req, 429, "rate_limited", wait,
-                                "Too many failed sign-ins (tokens or sessions) from your address; "
-                                "try again in %d s.",
+                                "This token or session failed too many checks (mistyped, revoked "
+                                "or expired); try again in %d s, or ask the staff for a new one.",
                                 wait);
-    }
-    if (creds) {
         rc = app_auth(app, req, &u);
         if (rc == -EACCES)
-            auth_throttle_fail(app->throttle, req->client, app_clock());
+            auth_throttle_fail(app->throttle, key, app_clock());
+    } else if (creds) {
+        rc = app_auth(app, req, &u);
     }
     if (roles == ANYONE) {
         /* A page decides for itself who sees what; here only the body cap
@@ -257,6 +307,16 @@ static int app_http_admit(void *a, struct http_request *req, size_t *body_max)
 static int app_http_handle(void *a, struct http_request *req)
 {
     struct app *app = a;
+    if (is_signin(req)) { /* its token is in the body: checked only now */
+        char key[HTTP_CLIENT_KEY_MAX];
+        signin_key(req, key, sizeof(key));
+        int wait = auth_throttle_wait(app->throttle, key, app_clock());
+        if (wait) {
+            admit_refuse(app, req, 429, "rate_limited", wait,
+                         "This token failed too many sign-ins; try again in %d s.", wait);
+            return HTTP_DONE;
+        }
+    }
     return router_dispatch(&app->router, app, req);
 }
 
@@ -289,7 +349,8 @@ int app_listen(struct app *app, const char *host, int port)
                               .idle_timeout_s = app->cfg.idle_timeout_s,
                               .write_timeout_s = 30,
                               .max_conns = app->cfg.max_conns,
-                              .max_conns_per_client = app->cfg.max_conns_per_client};
+                              .max_conns_per_client = app->cfg.max_conns_per_client,
+                              .max_buffered = app->cfg.max_buffered};
     memcpy(lim.trusted_proxies, app->cfg.trusted_proxies, sizeof(lim.trusted_proxies));
     rc = http_server_start(app->loop, host, port, &lim, &cb, app, &app->http);
     if (rc == 0) /* the similarity checks due after a lab's last deadline */

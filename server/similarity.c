@@ -25,6 +25,7 @@
 #include "server/db.h"
 #include "server/scoreboard.h"
 #include "server/submission.h"
+#include "server/writer.h"
 
 const char similarity_schema[] =
     "CREATE TABLE IF NOT EXISTS similarity_runs("
@@ -295,42 +296,97 @@ static void job_free(struct sim_job *j)
     free(j);
 }
 
-static void run_finish(struct sim_job *j, const char *status, const char *detail)
+/* A run's end, stored by the writer thread: its pairs (tens of MB for a
+ * big class) and its row. On the loop it waited for the write lock too. */
+struct sim_store {
+    long long run_id;
+    char lab[65];
+    char status[16];
+    char detail[300];
+    struct sim_pair *pairs; /* taken from the job */
+    size_t npairs;
+};
+
+static void store_free(struct sim_store *st)
 {
-    if (j->stopping)
-        return; /* the database may be closing: the next start marks it failed */
-    struct db *db = j->app->db;
+    for (size_t i = 0; i < st->npairs; i++)
+        json_decref(st->pairs[i].regions);
+    free(st->pairs);
+    free(st);
+}
+
+/* Writer thread (or the loop, when the writer refused the job): inside a
+ * transaction, the pairs of a done run and the run's row. */
+static int store_run(struct db *db, void *arg)
+{
+    struct sim_store *s = arg;
     sqlite3_stmt *st;
-    if (strcmp(status, "done") == 0 && db_begin(db, 1) == 0) {
+    int rc = 0;
+    if (strcmp(s->status, "done") == 0) {
         st = db_stmt(db, "INSERT INTO similarity_pairs(run_id, sub_a, sub_b, percent, percent_a,"
                          " percent_b, regions) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)");
-        for (size_t i = 0; st && i < j->npairs && i < SIMILARITY_PAIRS_MAX; i++) {
-            struct sim_pair *p = &j->pairs[i];
-            char *regions = json_dumps(p->regions ? p->regions : json_array(), JSON_COMPACT);
-            sqlite3_bind_int64(st, 1, j->run_id);
+        for (size_t i = 0; st && !rc && i < s->npairs && i < SIMILARITY_PAIRS_MAX; i++) {
+            struct sim_pair *p = &s->pairs[i];
+            char *regions = p->regions ? json_dumps(p->regions, JSON_COMPACT) : NULL;
+            sqlite3_bind_int64(st, 1, s->run_id);
             sqlite3_bind_int64(st, 2, p->a);
             sqlite3_bind_int64(st, 3, p->b);
             sqlite3_bind_double(st, 4, p->pa > p->pb ? p->pa : p->pb);
             sqlite3_bind_double(st, 5, p->pa);
             sqlite3_bind_double(st, 6, p->pb);
             sqlite3_bind_text(st, 7, regions ? regions : "[]", -1, SQLITE_TRANSIENT);
-            db_step_done(st);
+            rc = db_step_done(st);
             free(regions);
         }
     }
     st = db_stmt(db, "UPDATE similarity_runs SET status = ?2, detail = ?3, finished_at = ?4"
                      " WHERE id = ?1");
-    if (st) {
-        sqlite3_bind_int64(st, 1, j->run_id);
-        sqlite3_bind_text(st, 2, status, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 3, detail, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_double(st, 4, db_now());
-        db_step_done(st);
+    if (!st)
+        return -EIO;
+    sqlite3_bind_int64(st, 1, s->run_id);
+    sqlite3_bind_text(st, 2, rc ? "failed" : s->status, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, rc ? "the pairs could not be stored" : s->detail, -1, SQLITE_STATIC);
+    sqlite3_bind_double(st, 4, db_now());
+    return db_step_done(st); /* a run whose pairs failed is stored as failed */
+}
+
+/* Loop thread: the run is stored (or not). */
+static void store_done(void *arg, int rc)
+{
+    struct sim_store *s = arg;
+    app_log("similarity run %lld (%s): %s%s%s%s", s->run_id, s->lab, s->status,
+            *s->detail ? ": " : "", s->detail, rc ? " (not stored: the database failed)" : "");
+    store_free(s);
+}
+
+static void run_finish(struct sim_job *j, const char *status, const char *detail)
+{
+    if (j->stopping)
+        return; /* the database may be closing: the next start marks it failed */
+    struct sim_store *s = calloc(1, sizeof(*s));
+    if (!s)
+        return; /* the next start marks it failed */
+    s->run_id = j->run_id;
+    snprintf(s->lab, sizeof(s->lab), "%s", j->lab);
+    snprintf(s->status, sizeof(s->status), "%s", status);
+    snprintf(s->detail, sizeof(s->detail), "%s", detail);
+    s->pairs = j->pairs; /* the job is freed next: the store owns them */
+    s->npairs = j->npairs;
+    j->pairs = NULL;
+    j->npairs = j->cappairs = 0;
+    size_t bytes = s->npairs * 256;
+    if (j->app->writer &&
+        writer_submit(j->app->writer, store_run, store_done, s, bytes) == 0)
+        return;
+    /* No writer (stopping): on the loop, as one transaction. */
+    int rc = db_begin(j->app->db, 1);
+    if (!rc) {
+        rc = store_run(j->app->db, s);
+        rc = rc ? rc : db_commit(j->app->db);
+        if (rc)
+            db_rollback(j->app->db);
     }
-    if (strcmp(status, "done") == 0)
-        db_commit(db);
-    app_log("similarity run %lld (%s): %s%s%s", j->run_id, j->lab, status, *detail ? ": " : "",
-            detail);
+    store_done(s, rc);
 }
 
 /* Sort pairs by their larger percent, highest first. */

@@ -91,7 +91,11 @@ static double mono_s(void)
  * job's rc. */
 static void writer_batch(struct writer *w, struct writer_job *batch)
 {
-    int rc = db_begin(w->db, 1);
+    /* Into a file renamed away or deleted, a commit is lost at the next
+     * start: refuse it (503) while /healthz says why. */
+    int rc = db_file_check(w->db);
+    if (!rc)
+        rc = db_begin(w->db, 1);
     for (struct writer_job *j = batch; j; j = j->next) {
         if (rc) {
             j->rc = rc;
@@ -103,10 +107,14 @@ static void writer_batch(struct writer *w, struct writer_job *batch)
             continue;
         }
         j->rc = j->run(w->db, j->arg);
-        if (j->rc && db_exec(w->db, "ROLLBACK TO job") != 0)
-            rc = -EIO; /* cannot undo one job: fail the batch */
-        if (!rc && db_exec(w->db, "RELEASE job") != 0)
-            rc = -EIO;
+        /* Cannot undo one job: fail the batch. A full disk (SQLITE_FULL)
+         * has SQLite roll the whole transaction back, savepoint and all:
+         * then the batch fails with the job's own error (503 "disk is
+         * full", which a runner retries), not "no such savepoint" (500). */
+        if (j->rc && (sp = db_exec(w->db, "ROLLBACK TO job")) != 0)
+            rc = sqlite3_get_autocommit(db_handle(w->db)) ? j->rc : -EIO;
+        if (!rc && (sp = db_exec(w->db, "RELEASE job")) != 0)
+            rc = sp == -ENOSPC ? sp : -EIO;
         if (rc)
             j->rc = rc;
     }

@@ -51,7 +51,8 @@ REPEAT = int(os.environ.get("REPEAT", "3"))
 FREEZE_S = float(os.environ.get("FREEZE_S", "6"))
 PIPELINE_S = float(os.environ.get("PIPELINE_S", "5"))
 PROBE_MS = float(os.environ.get("PROBE_MS", "1"))
-LOADS = os.environ.get("LOADS", "submit300 upload400 result30 freeze6s pipeline10").split()
+LOADS = os.environ.get("LOADS", "submit300 upload400 result30 freeze6s pipeline10 pipe640 "
+                       "commitfreeze").split()
 LAB = "bench"
 SERVER_NICE = 0
 STUDENTS = 400
@@ -59,12 +60,16 @@ STUDENTS = 400
 # Measured last week on this machine, before the writer thread (issue 14):
 # the longest /healthz stall under each load.
 OLD = {"submit300": "226 ms", "upload400": "571 ms", "result30": "5.87 s",
-       "freeze6s": "5.92 s", "pipeline10": "2.53 s"}
+       "freeze6s": "5.92 s", "pipeline10": "2.53 s",
+       # issue 29's red team, before the byte budget and the sweep off the loop
+       "pipe640": "334 ms", "commitfreeze": "5.8 s"}
 TITLES = {"submit300": "300 students submit at once",
           "upload400": "400 uploads of 256 KiB",
           "result30": "30 runner results of 8 MiB",
           "freeze6s": "%g s filesystem freeze" % FREEZE_S,
-          "pipeline10": "10 clients pipelining /metrics"}
+          "pipeline10": "10 clients pipelining /metrics",
+          "pipe640": "640 conns pipelining, not reading",
+          "commitfreeze": "%g s freeze right after a commit" % FREEZE_S}
 
 SRC = (b"__global__ void vadd_kernel(const float* a, const float* b, float* c, int n)\n"
        b"{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) c[i] = a[i] + b[i]; }\n"
@@ -455,9 +460,35 @@ def run(tmp, db, admin, mnt, why_no_freeze, frozen, servers):
             s.close()
     if "pipeline10" in LOADS:
         window("pipeline10", pipeline)
+
+    # 5. 640 connections (10 addresses x 64) pipeline GET /static/style.css
+    # and never read: what they make the server hold is one budget
+    def pipe640():
+        socks = []
+        one = b"GET /static/style.css HTTP/1.1\r\nHost: bench\r\n\r\n"
+        for i in range(640):
+            try:
+                s = socket.create_connection(("127.0.0.1", port),
+                                             source_address=("127.0.0.%d" % (40 + i // 64), 0))
+            except OSError:
+                break
+            s.setblocking(False)
+            socks.append(s)
+        end = time.time() + PIPELINE_S
+        while time.time() < end:
+            for s in socks:
+                try:
+                    s.send(one * 100)
+                except OSError:
+                    pass
+            time.sleep(0.05)
+        for s in socks:
+            s.close()
+    if "pipe640" in LOADS:
+        window("pipe640", pipe640)
     watch.stop()
 
-    # 5. the filesystem freezes while 20 students submit: a second server on
+    # 6. the filesystem freezes while 20 students submit: a second server on
     # a copy of the database in the loop-mounted image
     if mnt and "freeze6s" in LOADS:
         srv.stop()
@@ -484,12 +515,28 @@ def run(tmp, db, admin, mnt, why_no_freeze, frozen, servers):
             frozen[0] = False
             th.join()
         window("freeze6s", freeze)
-        watch.stop()
         if "err" in out:
             why_no_freeze = "fsfreeze -f: " + out["err"]
             del windows["freeze6s"]
         else:
             extra["freeze_ok"] = sum(1 for r in out["res"] if r[0] == 202)
+
+        # 7. a commit, then the freeze at once, and no other load: the first
+        # read after a commit writes the -shm, and the lease sweep did that
+        # read on the loop (issue 29: /healthz 5.7 s)
+        def commitfreeze():
+            burst(port, [submit(students[0], SRC + b"// commit then freeze\n")])
+            r = sh("fsfreeze", "-f", mnt)
+            if r.returncode:
+                out["err2"] = r.stderr.strip()
+                return
+            time.sleep(FREEZE_S)
+            sh("fsfreeze", "-u", mnt)
+        if "commitfreeze" in LOADS and "err" not in out:
+            window("commitfreeze", commitfreeze)
+            if "err2" in out:
+                del windows["commitfreeze"]
+        watch.stop()
 
     if os.environ.get("KEEP") == "1":
         print("windows (monotonic s):", json.dumps(windows))
@@ -510,7 +557,8 @@ def report(samples, rss, windows, extra, why_no_freeze, t_seed):
     print(hdr)
     print("-" * len(hdr))
     base = [kib for t, kib in rss]
-    for name in ("submit300", "upload400", "result30", "freeze6s", "pipeline10"):
+    for name in ("submit300", "upload400", "result30", "freeze6s", "pipeline10", "pipe640",
+                 "commitfreeze"):
         if name not in LOADS:
             continue
         if name not in windows:

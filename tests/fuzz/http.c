@@ -37,10 +37,12 @@ static char big[64 * 1024];
 /* What the strict framing rules promise every head that gets past them
  * (RFC 9112; request smuggling): field names are tokens, no value holds a
  * line break, the only transfer coding is one lone "chunked", never beside
- * a Content-Length, and the target is origin-form. */
+ * a Content-Length, at most one Host, and the target is origin-form. (The
+ * line framing -- CRLF, no obs-fold -- is checked before the parser and
+ * leaves no trace in a head.) */
 static void check_strict(const struct http_request *req)
 {
-    size_t te = 0, cl = 0;
+    size_t te = 0, cl = 0, host = 0;
     assert(req->target[0] == '/' && req->path[0] == '/');
     for (size_t i = 0; i < req->nheaders; i++) {
         const char *n = req->headers[i].name, *v = req->headers[i].value;
@@ -53,8 +55,9 @@ static void check_strict(const struct http_request *req)
             assert(strcasecmp(v, "chunked") == 0);
         }
         cl += strcasecmp(n, "Content-Length") == 0;
+        host += strcasecmp(n, "Host") == 0;
     }
-    assert(te <= 1 && !(te && cl));
+    assert(te <= 1 && !(te && cl) && host <= 1);
 }
 
 /* Admission as the application does it: from the head alone. */

@@ -316,7 +316,7 @@ class Runner {
     throw new Error(`job ${id} never came`);
   }
   async progress(job, phase, detail = '') {
-    const r = await this.s.api('POST', `/api/runner/jobs/${job.id}/progress`, this.who, { phase, detail });
+    const r = await this.s.api('POST', `/api/runner/jobs/${job.id}/progress`, this.who, { phase, detail, runner: this.name, attempt: job.attempt });
     if (r.status !== 200) throw new Error(`progress answered ${r.status}: ${r.text.slice(0, 300)}`);
     return r;
   }

@@ -3,7 +3,9 @@
 # owning student, another student, a TA, an admin, a runner), no token, and a
 # wrong token.  One check per cell: the status, and for 401/403 the error code.
 import json
+import http.client
 import os
+import re
 import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cugrade_test import Tap, Server, require_binary, kernel, FIXTURES  # noqa: E402
@@ -68,7 +70,8 @@ def main(t):
         ("GET", "/api/admin/export/grades.csv", None, ADMIN_ONLY(200)),
         ("POST", "/api/admin/users/matrix_victim/revoke", None, ADMIN_ONLY(200)),
         # A is queued and leased by nobody: a runner gets 409 conflict.
-        ("POST", "/api/runner/jobs/%d/progress" % a, {"phase": "compiling", "detail": ""},
+        ("POST", "/api/runner/jobs/%d/progress" % a, {"phase": "compiling", "detail": "",
+                                                      "runner": "matrix-gpu0", "attempt": 1},
          RUNNER_ONLY(409)),
         ("POST", "/api/runner/jobs/%d/result" % a, {"status": "graded", "runner": "matrix-gpu0",
                                                     "attempt": 1, "result": {
@@ -131,7 +134,54 @@ def cookies(t):
     t.ok(rsess is None, "a runner token cannot sign in to the pages", r.brief())
     r = s.get("/api/me", headers={"Cookie": "cugrade_session=" + "ab" * 32})
     t.error(r, 401, "unauthorized", "a made-up session cookie")
+    session_cookie_names(t, s, sess)
     s.cleanup()
+
+
+def session_cookie_names(t, s, sess):
+    """One session cookie is honoured: two of them (whichever comes first,
+    in one Cookie header or two) are no session at all. Behind HTTPS the
+    cookie is __Host-cugrade_session (Secure, Path=/, no Domain: no sibling
+    host or plain-HTTP page can plant one), and only that name counts."""
+    bsess, _ = s.login(s.tok["bob_z3"])
+    for ck, what in (("cugrade_session=%s; cugrade_session=%s" % (sess, bsess), "alice's then bob's"),
+                     ("cugrade_session=%s; cugrade_session=%s" % ("ab" * 32, sess), "a made-up one then alice's"),
+                     ("cugrade_session=%s; cugrade_session=%s" % (sess, "ab" * 32), "alice's then a made-up one")):
+        r = s.get("/api/me", headers={"Cookie": ck})
+        t.error(r, 401, "unauthorized", "two session cookies (%s): no session" % what)
+    c = http.client.HTTPConnection("127.0.0.1", s.port, timeout=10)
+    c.putrequest("GET", "/api/me")
+    c.putheader("Cookie", "cugrade_session=" + sess)
+    c.putheader("Cookie", "cugrade_session=" + bsess)
+    c.endheaders()
+    t.eq(c.getresponse().status, 401, "two session cookies in two Cookie headers: 401")
+    c.close()
+
+    https = {"X-Forwarded-Proto": "https"}
+    hsess, r = s.login(s.tok["alice_q7"], headers=https)
+    sc = " | ".join(r.header_all("set-cookie"))
+    t.ok(hsess is not None and re.search(r"(^|\| )__Host-cugrade_session=[0-9a-f]{64}; Path=/;", sc)
+         and "Secure" in sc and "Domain" not in sc,
+         "behind HTTPS the session cookie is __Host-cugrade_session, Secure, Path=/, no Domain", sc)
+    r = s.get("/api/me", headers=dict(https, Cookie="__Host-cugrade_session=%s" % hsess))
+    t.ok(r.status == 200 and (r.json() or {}).get("name") == "alice_q7",
+         "behind HTTPS, __Host-cugrade_session signs alice in", r.brief())
+    r = s.get("/api/me", headers=dict(https, Cookie="cugrade_session=%s" % hsess))
+    t.error(r, 401, "unauthorized", "behind HTTPS a plain cugrade_session (planted) is not honoured")
+    r = s.get("/api/me", headers=dict(https, Cookie="cugrade_session=%s; __Host-cugrade_session=%s"
+                                      % (bsess, hsess)))
+    t.eq((r.json() or {}).get("name"), "alice_q7",
+         "behind HTTPS, beside a plain cugrade_session, the __Host- one counts")
+    ck = dict(https, Cookie="__Host-cugrade_session=%s" % hsess)
+    page = s.get("/labs", headers=ck).body.decode("utf-8", "replace")
+    m = re.search(r'name="csrf" value="([0-9a-f]+)"', page)
+    r = s.post("/logout", body=("csrf=%s" % (m.group(1) if m else "")).encode(),
+               headers=dict(ck, **{"Content-Type": "application/x-www-form-urlencoded"}))
+    sc = " | ".join(r.header_all("set-cookie"))
+    t.ok(r.status in (302, 303) and "__Host-cugrade_session=;" in sc,
+         "behind HTTPS, sign-out clears __Host-cugrade_session", r.brief() + "\n" + sc)
+    r = s.get("/api/me", headers=ck)
+    t.error(r, 401, "unauthorized", "behind HTTPS, the signed-out session is over on the server")
 
 
 t = Tap()

@@ -666,22 +666,24 @@ class Server:
             time.sleep(0.2)
         return obj
 
-    def login(self, token):
+    def login(self, token, headers=None):
         """Sign in through the pages (GET /login, then POST /login with the
         double-submit cookie), as a browser does.  token: a token or a user
-        name in self.tok.  Returns (the cugrade_session cookie value or None,
+        name in self.tok; headers: sent with both requests (behind an HTTPS
+        proxy: X-Forwarded-Proto).  Returns (the session cookie's value --
+        cugrade_session, or __Host-cugrade_session over HTTPS -- or None,
         the POST's Response)."""
         import urllib.parse
-        r = self.get("/login")
+        r = self.get("/login", headers=headers)
         m = re.search(r"cugrade_login=([^;]+)", r.header("set-cookie") or "")
         f = re.search(r'name="csrf" value="([^"]+)"', r.body.decode("utf-8", "replace"))
         if not (m and f):
             return None, r
         body = urllib.parse.urlencode({"token": self.tok.get(token, token),
                                        "csrf": f.group(1)}).encode()
-        r = self.post("/login", body=body, headers={
+        r = self.post("/login", body=body, headers=dict(headers or {}, **{
             "Content-Type": "application/x-www-form-urlencoded",
-            "Cookie": "cugrade_login=" + m.group(1)})
+            "Cookie": "cugrade_login=" + m.group(1)}))
         for sc in r.header_all("set-cookie"):
             m = re.search(r"cugrade_session=([^;]+)", sc)
             if m and m.group(1):

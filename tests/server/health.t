@@ -5,15 +5,19 @@
 #    lets us mount one) also turns submissions into a 503 that says so;
 #  - a database with damaged pages: `serve` runs PRAGMA quick_check first and
 #    refuses to start, naming the damage, without writing a byte into it;
+#  - the database file renamed or deleted under a running server (its inode
+#    no longer at its path): 503 "db":"moved" with the reason, writes 503;
 #  - a read-only folder or file: its own clear error at start, not "already
 #    being served by another cugrade-server" (which stays for a real second
 #    server).
 import hashlib
+import json
 import os
 import shutil
 import sqlite3
 import subprocess
 import sys
+import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cugrade_test import Tap, Server, require_binary, kernel, BINARY  # noqa: E402
 
@@ -99,12 +103,65 @@ def full_disk(t):
         t.ok(r.status == 503 and "disk is full" in err.get("message", ""),
              "a submission that cannot be stored is a 503 that says the disk is full",
              r.brief())
+        # A runner's result on a full disk is a 503 that says so (the
+        # runner retries a 503), not a 500 "Input/output error".
+        run = s.runner("runner1")
         os.unlink(os.path.join(mnt, "filler"))
+        job = run.claim(wait=2) if s.submit("vadd", kernel("claimed")).status == 202 else None
+        try:
+            with open(os.path.join(mnt, "filler"), "wb") as f:
+                while True:
+                    f.write(b"\0" * 4096)
+                    f.flush()
+        except OSError:
+            pass
+        doc = None
+        if job:
+            from fake_runner import canned_result
+            doc = canned_result(None)
+            doc["output"] = "y" * 2000000
+            r = run.result(job["id"], result=doc)
+            try:
+                msg = json.loads(r.body)["error"]["message"]
+            except (ValueError, KeyError, TypeError):
+                msg = ""
+            t.ok(r.status == 503 and "disk is full" in msg,
+                 "a runner's result on a full disk: 503 that says the disk is full",
+                 "%s %r" % (r.status, r.body[:300]))
+        else:
+            t.ok(False, "a job to post a result for", run.last)
+        if os.path.exists(os.path.join(mnt, "filler")):
+            os.unlink(os.path.join(mnt, "filler"))
         t.eq(s.get("/healthz").status, 200, "space freed: healthy again")
+        if job:
+            doc["output"] = "stored"
+            t.status(run.result(job["id"], result=doc), 200, "and the runner's retry is stored")
         t.eq(s.submit("vadd", kernel("after")).status, 202, "and submissions are stored again")
     finally:
         s.stop()
         subprocess.run(["umount", "-l", mnt])
+
+
+def moved(t):
+    """The database file renamed away under a running server: the server
+    still writes into the file it has open, which nothing will find again
+    (lost at restart). /healthz says so, and writes are refused."""
+    s = Server(labs=["vadd"], tap=t)
+    t.status(s.submit("vadd", kernel("before")), 202, "a submission before the move: 202")
+    os.rename(s.db, s.db + ".away")
+    r = s.get("/healthz")
+    j = r.json() or {}
+    t.ok(r.status == 503 and j.get("ok") is False and j.get("db") == "moved"
+         and "reason" in j and s.db in j.get("reason", ""),
+         "the database renamed away: /healthz is 503, db moved, with the reason", r.brief())
+    r = s.submit("vadd", kernel("after"))
+    t.ok(r.status == 503 and "moved" in ((r.error() or {}).get("message") or ""),
+         "a submission then: 503 saying the database was moved (not 202 into a lost file)",
+         r.brief())
+    os.rename(s.db + ".away", s.db)
+    t.eq(s.get("/healthz").status, 200, "moved back: healthy again")
+    t.status(s.submit("vadd", kernel("back")), 202, "and submissions are stored again")
+    s.cleanup()
 
 
 def damaged(t):
@@ -129,6 +186,40 @@ def damaged(t):
     t.eq(file_sha(s.db), before, "and it wrote nothing into the file")
     p = s.cli("user", "list", "--db", s.db, check=False)
     t.ok(p.returncode == 0, "the admin commands still open it (to look around)", p.stderr)
+    s.cleanup()
+
+
+def damaged_later(t):
+    """A page damaged under a running server, in a table no request reads:
+    the background check (PRAGMA quick_check on the sweep's connection,
+    every CUGRADE_INTEGRITY_S seconds; 600 by default) finds it and /healthz
+    says so. Before, /healthz answered 200 until something read the page."""
+    s = Server(labs=["vadd"], tap=t, env={"CUGRADE_INTEGRITY_S": "1"})
+    for i in range(5):
+        s.submit("vadd", kernel("later %d" % i))
+    time.sleep(0.5)
+    c = sqlite3.connect(s.db, timeout=10)
+    c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    page = c.execute("PRAGMA page_size").fetchone()[0]
+    root = c.execute("SELECT rootpage FROM sqlite_master WHERE name = 'audit_log'").fetchone()
+    root = root[0] if root else c.execute(
+        "SELECT rootpage FROM sqlite_master WHERE name = 'submissions'").fetchone()[0]
+    c.close()
+    t.eq(s.get("/healthz").status, 200, "healthy before the damage")
+    with open(s.db, "r+b") as f:
+        f.seek((root - 1) * page)
+        f.write(b"\xff" * 64)
+    j, end = {}, time.time() + 15
+    while time.time() < end:
+        r = s.get("/healthz")
+        j = r.json() or {}
+        if r.status == 503:
+            break
+        time.sleep(0.3)
+    t.ok(r.status == 503 and j.get("integrity") == "damaged",
+         "a page damaged while serving: the background check makes /healthz 503 integrity "
+         "damaged", r.brief())
+    s.stop()
     s.cleanup()
 
 
@@ -177,6 +268,8 @@ t = Tap()
 require_binary(t)
 t.run(healthz)
 t.run(full_disk)
+t.run(moved)
 t.run(damaged)
+t.run(damaged_later)
 t.run(read_only)
 t.exit()

@@ -163,7 +163,39 @@ def main(t):
          "runner B claims it as attempt 2", {k: job.get(k) for k in ("id", "attempt")})
 
 
+def sweep_off_loop(t):
+    """Issue 29: the lease sweep ran on the event loop, so a sweep that
+    found an expired lease waited there for the write lock (up to the busy
+    timeout) and every client waited with it. Another process (the CLI, a
+    backup) holds the write lock while a lease expires: /healthz is still
+    answered at once, and the lease is requeued once the lock is free."""
+    import sqlite3
+    s = Server(labs=["vadd"], args=["--lease-seconds", "1"], tap=t)
+    sid = (s.submit("vadd", kernel("sweep")).json() or {}).get("id")
+    job = s.runner("runner1").claim(wait=2)
+    t.ok(job is not None and job.get("id") == sid, "a job is leased for 1 s")
+    c = sqlite3.connect(s.db, timeout=10, isolation_level=None)
+    c.execute("BEGIN IMMEDIATE")
+    try:
+        time.sleep(1.5)             # expired: each sweep now meets the lock
+        worst, end = 0.0, time.time() + 3
+        while time.time() < end:
+            t0 = time.time()
+            s.get("/healthz", timeout=15)
+            worst = max(worst, time.time() - t0)
+            time.sleep(0.1)
+    finally:
+        c.execute("ROLLBACK")
+        c.close()
+    t.ok(worst < 1.0, "while another process holds the write lock, /healthz is answered "
+         "(worst %.2f s): the sweep waits off the loop" % worst)
+    o = s.wait_status(sid, "queued", timeout=10)
+    t.eq((o or {}).get("status"), "queued", "the lock released, the expired lease is requeued")
+    s.cleanup()
+
+
 t = Tap()
 require_binary(t)
 t.run(main)
+t.run(sweep_off_loop)
 t.exit()

@@ -2,7 +2,8 @@
 # The queue under concurrency: claims are atomic (parallel claimers never get
 # the same job), FIFO among students, queue_position counts down; many parked
 # long-polls and one submission wake exactly one claimer; a parallel burst of
-# one student's submissions leaves exactly one queued (the rest superseded); bad progress/result bodies are refused; a
+# one student's submissions leaves exactly one queued (the rest superseded); bad progress/result bodies
+# are refused, and both must name their lease (runner and attempt); a
 # posted result survives kill -9.
 import os
 import sys
@@ -75,6 +76,19 @@ def main(t):
     r = rn.request("POST", "/api/runner/jobs/%d/result" % j0,
                    dict(lease, attempt=2, status="graded", result=canned_result()))
     t.ok(r.status == 409, "a result naming another attempt of the lease: 409", r)
+    # Progress names its lease too: without it a stale runner of the same
+    # account overwrote the holder's phase and renewed its lease.
+    r = rn.request("POST", "/api/runner/jobs/%d/progress" % j0, {"phase": "timing", "detail": "stale"})
+    t.ok(r.status == 400 and "lease" in (((r.json() or {}).get("error") or {}).get("message") or ""),
+         "progress without runner and attempt: 400, it must name its lease", r)
+    r = rn.request("POST", "/api/runner/jobs/%d/progress" % j0,
+                   dict(lease, attempt=2, phase="timing", detail="stale"))
+    t.ok(r.status == 409, "progress naming another attempt of the lease: 409", r)
+    r = rn.request("POST", "/api/runner/jobs/%d/progress" % j0,
+                   dict(lease, runner="someone-else", phase="timing", detail="stale"))
+    t.ok(r.status == 409, "progress naming another runner: 409", r)
+    o = s.submission(j0) or {}
+    t.ok(o.get("status") != "timing", "the refused progress did not change the phase", o.get("status"))
     o = s.submission(j0) or {}
     t.ok(o.get("status") not in ("graded", "queued") and o.get("score") is None,
          "the refused results changed nothing (still leased, no score)",

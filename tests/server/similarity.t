@@ -12,6 +12,7 @@ import os
 import shutil
 import sqlite3
 import sys
+import tempfile
 import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cugrade_test import Tap, Server, require_binary, FIXTURES  # noqa: E402
@@ -240,6 +241,56 @@ def scheduled(t):
     t.eq(n, 1, "scheduler: and only once (no new run at the next ticks)")
 
 
+def store_off_loop(t):
+    """Issue 29: a check's pairs (60 MB for a big class) were written on the
+    event loop, which then waited for the write lock too. Here the sim_c
+    on PATH is a wrapper that has another process hold the write lock for
+    3 s while the real sim_c runs: the run's end waits for it on the writer
+    thread, and /healthz is answered meanwhile."""
+    fake = tempfile.mkdtemp(prefix="cugrade-simbin-")
+    with open(os.path.join(fake, "sim_c"), "w") as f:
+        f.write("#!/bin/sh\n"
+                "python3 -c 'import sqlite3, sys, time\n"
+                "c = sqlite3.connect(sys.argv[1], timeout=10, isolation_level=None)\n"
+                "c.execute(\"BEGIN IMMEDIATE\"); time.sleep(3); c.execute(\"ROLLBACK\")' "
+                "\"$CUGRADE_TEST_DB\" >/dev/null 2>&1 &\n"
+                "sleep 0.3\nexec %s \"$@\"\n" % shutil.which("sim_c"))
+    os.chmod(os.path.join(fake, "sim_c"), 0o755)
+    s = Server(labs=["simlab"], tap=t, start=False,
+               env={"PATH": fake + ":" + os.environ.get("PATH", "")})
+    s.env = dict(getattr(s, "env", None) or {}, CUGRADE_TEST_DB=s.db)
+    s.init()
+    s.start()
+    s.add_users(Server.DEFAULT_USERS)
+    db = sqlite3.connect(s.db, timeout=10)
+    for who, tag in (("alice_q7", "x"), ("bob_z3", "y")):
+        src = STARTER.replace(TODO, ALICE_KERNEL + "    // %s\n" % tag).encode()
+        uid = db.execute("SELECT id FROM users WHERE name = ?", (who,)).fetchone()[0]
+        db.execute("INSERT INTO submissions(user_id, lab, filename, source, sha256, size, status,"
+                   " score, max_score, rubric_version, created_at, updated_at, graded_at)"
+                   " VALUES(?, 'simlab', 'k.cu', ?, ?, ?, 'graded', 50, 100, 1, 1.58e9, 1.58e9,"
+                   " 1.58e9)", (uid, src, hashlib.sha256(src).hexdigest(), len(src)))
+    db.commit()
+    db.close()
+    url = "/api/admin/labs/simlab/similarity"
+    r = s.post(url, token="tina_ta")
+    t.status(r, (200, 201, 202), "a check starts")
+    worst, rep, end = 0.0, {}, time.time() + 20
+    while time.time() < end:
+        t0 = time.time()
+        s.get("/healthz", timeout=15)
+        worst = max(worst, time.time() - t0)
+        rep = s.get(url, token="tina_ta", timeout=15).json() or {}
+        if (rep.get("run") or {}).get("status") in ("done", "failed"):
+            break
+        time.sleep(0.05)
+    t.eq((rep.get("run") or {}).get("status"), "done", "the check ends done", rep)
+    t.ok(worst < 1.0, "while another process holds the write lock as the check ends, /healthz "
+         "is answered (worst %.2f s): the pairs are stored off the loop" % worst)
+    s.cleanup()
+    shutil.rmtree(fake, ignore_errors=True)
+
+
 if __name__ == "__main__":
     t = Tap()
     require_binary(t)
@@ -247,4 +298,5 @@ if __name__ == "__main__":
     if shutil.which("sim_text"):
         t.run(python_lab)
     t.run(scheduled)
+    t.run(store_off_loop)
     t.exit()

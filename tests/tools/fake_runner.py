@@ -147,9 +147,11 @@ class FakeRunner:
         raise RuntimeError("claim: unexpected answer %s %r" % (r.status, r.body[:300]))
 
     def progress(self, job_id, phase, detail=""):
-        """POST /api/runner/jobs/ID/progress; returns the Response."""
+        """POST /api/runner/jobs/ID/progress, naming the lease as result
+        does; returns the Response."""
         return self.request("POST", "/api/runner/jobs/%s/progress" % job_id,
-                            {"phase": phase, "detail": detail})
+                            {"phase": phase, "detail": detail, "runner": self.name,
+                             "attempt": self.attempts.get(int(job_id), 1)})
 
     def result(self, job_id, status="graded", result=None):
         """POST /api/runner/jobs/ID/result, naming the lease (this runner's
