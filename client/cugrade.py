@@ -1261,9 +1261,10 @@ def bundle_fetch(client, lab, note=None):
     dest = os.path.join(root, version)
     if not os.path.isdir(dest):
         _bundle_unpack(doc, dest)
-    with open(current + ".tmp", "w") as f:
+    part = "%s.%d.tmp" % (current, os.getpid())
+    with open(part, "w") as f:
         f.write(version + "\n")
-    os.replace(current + ".tmp", current)
+    os.replace(part, current)
     if have and have != version:
         note("cugrade: the lab's bundle changed on the server (%s -> %s): using the new one."
              % (have[:12], version[:12]))

@@ -90,6 +90,37 @@ const char *bundle_base_url(const struct http_request *req, char *buf, size_t le
     return buf;
 }
 
+char *bundle_handout(const struct http_request *req, const char *text)
+{
+    static const char key[] = "{{server}}";
+    char base[256];
+    size_t n = 0, klen = sizeof(key) - 1;
+    if (!text)
+        return NULL;
+    bundle_base_url(req, base, sizeof(base));
+    for (const char *p = strstr(text, key); p; p = strstr(p + klen, key))
+        n++;
+    size_t blen = strlen(base), len = strlen(text) + n * blen + 1;
+    char *out = malloc(len), *o = out;
+    if (!out)
+        return NULL;
+    for (const char *p = text, *q; *p; p = q + klen) {
+        q = strstr(p, key);
+        if (!q) {
+            memcpy(o, p, strlen(p));
+            o += strlen(p);
+            break;
+        }
+        memcpy(o, p, (size_t)(q - p));
+        o += q - p;
+        memcpy(o, base, blen);
+        o += blen;
+    }
+    *o = '\0';
+    assert((size_t)(o - out) < len);
+    return out;
+}
+
 /* GET /client/cugrade.py: the client, anyone may fetch it (it holds no
  * secret, and a student needs it before signing in). */
 static int r_client_py(struct app *app, struct http_request *req)

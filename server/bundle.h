@@ -26,6 +26,12 @@
  * (len bytes) and returns buf. */
 const char *bundle_base_url(const struct http_request *req, char *buf, size_t len);
 
+/* text with every "{{server}}" replaced by bundle_base_url(req): how a
+ * handout (labs/LAB/README.md) shows its copyable lines with this server's
+ * address. malloc'd (caller frees); NULL when text is NULL or out of
+ * memory. */
+char *bundle_handout(const struct http_request *req, const char *text);
+
 /* The served client's version (its __version__ line), e.g. "0.2.0";
  * "unknown" when the embedded file has none. Static storage. */
 const char *bundle_client_version(void);

@@ -41,6 +41,7 @@ LABS = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, HERE)
 
 NOTE = "local, public cases only, not a grade"
+DEFAULT_ARCH = "sm_90"
 SIM_MAX_ELEMENTS = 1 << 16   # the simulator runs a thread at a time: small cases only
 POISON = 0x7FDEADED
 EXIT_OK, EXIT_FAILED, EXIT_VERDICT, EXIT_MISSING = 0, 1, 2, 4
@@ -269,12 +270,21 @@ def pick_cases(doc, lab_ns, cases, opts, sim):
 # ------------------------------------------------------------ CUDA files
 
 def find_nvcc():
-    for p in (os.environ.get("NVCC"), shutil.which("nvcc"), "/usr/local/cuda/bin/nvcc"):
+    """$NVCC, else nvcc on PATH, else $CUDA_HOME/bin/nvcc or
+    /usr/local/cuda/bin/nvcc."""
+    todo = ("Install the CUDA toolkit 12 or newer and add its bin/ to PATH (or set NVCC), or "
+            "use the course's NGC container. `cugrade submit` works without it.")
+    if os.environ.get("NVCC"):
+        if os.access(os.environ["NVCC"], os.X_OK):
+            return os.environ["NVCC"]
+        raise Missing("NVCC is set to %s, which is not an executable nvcc.\n%s"
+                      % (os.environ["NVCC"], todo))
+    for p in (shutil.which("nvcc"), os.path.join(os.environ.get("CUDA_HOME") or "/nonexistent",
+                                                 "bin", "nvcc"), "/usr/local/cuda/bin/nvcc"):
         if p and os.access(p, os.X_OK):
             return p
     raise Missing("nvcc is not installed here (or not on PATH): a .cu file needs the CUDA "
-                  "toolkit.\nInstall the CUDA toolkit 12 or newer, add its bin/ to PATH (or set "
-                  "NVCC), or use the course's NGC container. `cugrade submit` works without it.")
+                  "toolkit.\n" + todo)
 
 
 def nvcc_version(nvcc):
@@ -408,12 +418,14 @@ def run_cuda(lab, path, doc, lab_ns, opts):
     if not os.path.exists(os.path.join(LABS, lab, "harness.cu")):
         raise Missing("this lab takes Python files only (it has no CUDA harness).")
     gpu, why = have_gpu()
-    arch = []
-    if gpu and "," in why:
-        cc = why.rsplit(",", 1)[1].strip().replace(".", "")
-        arch = ["-arch=sm_" + cc] if cc.isdigit() else []
+    # The GPU's own arch; without one, $CUGRADE_ARCH or sm_90 (the grader's
+    # H100/H200 class: code for sm_80+ features such as TF32 compiles).
+    arch = "sm_" + why.rsplit(",", 1)[1].strip().replace(".", "") if gpu and "," in why \
+        else os.environ.get("CUGRADE_ARCH") or DEFAULT_ARCH
+    arch = ["-arch=" + arch] if re.match(r"^sm_\d+a?$", arch) else []
     res["where"] = ("GPU: " + why) if gpu else \
-        "no GPU here (%s): compile, inspect and link only, nothing runs" % why
+        "no GPU here (%s): compile for %s, inspect and link only, nothing runs" % (
+            why, arch[0][6:] if arch else "nvcc's default arch")
     tmp = tempfile.mkdtemp(prefix="cugrade-test-")
     try:
         src = os.path.abspath(path)
@@ -456,9 +468,10 @@ def build_harness(nvcc, lab, doc, arch, obj, tmp, res):
         re.sub(r"[^A-Za-z0-9_.-]", "_", nvcc)[-40:]
     cache = os.path.join(LABS, "..", ".build", lab, key)
     harness = os.path.join(cache, "harness.o")
+    part = "%s.%d.tmp" % (harness, os.getpid())   # runs at once build their own, one wins
     prog = os.path.join(tmp, "prog")
     steps = [[nvcc, "-c", "-O2", "-I", tmp, "-I", os.path.join(LABS, "common")] + arch +
-             [os.path.join(LABS, lab, "harness.cu"), "-o", harness + ".tmp"],
+             [os.path.join(LABS, lab, "harness.cu"), "-o", part],
              [nvcc] + arch + ["-cudart", "static", harness, obj, "-o", prog] +
              ["-l" + x for x in doc.get("link_libs") or []]]
     if os.path.exists(harness):
@@ -466,10 +479,10 @@ def build_harness(nvcc, lab, doc, arch, obj, tmp, res):
     else:
         os.makedirs(cache, exist_ok=True)
     for cmd in steps:
-        i = 0 if harness + ".tmp" in cmd else 1
+        i = 0 if part in cmd else 1
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
         if i == 0 and r.returncode == 0:
-            os.replace(harness + ".tmp", harness)
+            os.replace(part, harness)
         if r.returncode != 0:
             what = "building the lab's harness" if i == 0 else "linking with the lab's harness"
             res.update(status="compile_error" if i == 1 else "harness_error",
