@@ -151,7 +151,7 @@ def check_cuda(t, cli):
             if name.endswith(".cu") and status is not None:
                 jobs.append((lab, name, path, status, symbol))
     # nvcc dominates: a few at once where the host has the cores.
-    workers = max(1, min(4, (os.cpu_count() or 2) // 2))
+    workers = max(2, min(4, (os.cpu_count() or 2) // 2))
     with concurrent.futures.ThreadPoolExecutor(workers) as pool:
         runs = list(pool.map(lambda j: local(cli, j[0], j[2]), jobs))
     for (lab, name, path, status, symbol), (mine, r) in zip(jobs, runs):
