@@ -66,6 +66,8 @@ $(BUILD)/%.o: %.c
 
 # page.c embeds the stylesheet and script (.incbin): rebuild it when they change.
 $(BUILD)/server/page.o: server/static/style.css server/static/app.js
+# bundle.c embeds the student client the same way.
+$(BUILD)/server/bundle.o: client/cugrade.py
 
 $(BUILD)/libcommon.a: $(COMMON_OBJ)
 	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^

@@ -34,6 +34,7 @@ Exit status of `submit --watch` and `show --watch` (also in README.md):
 
 import argparse
 import getpass
+import hashlib
 import html
 import http.client
 import json
@@ -47,7 +48,7 @@ import sys
 import time
 import urllib.parse
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -958,7 +959,7 @@ def cmd_login(args, prompt=None, secret=None):
     except CugradeError:
         cfg = {}            # login is how an unsafe or broken file gets replaced
     interactive = args.interactive if args.interactive is not None else sys.stdin.isatty()
-    server = args.server or os.environ.get("CUGRADE_SERVER") or ""
+    server = args.server or getattr(args, "url", None) or os.environ.get("CUGRADE_SERVER") or ""
     if not server:
         default = cfg.get("server") or DEFAULT_SERVER
         server = (prompt("Server URL [%s]: " % default) if interactive else "").strip() or default
@@ -978,6 +979,7 @@ def cmd_login(args, prompt=None, secret=None):
             _clean(me.get("role", "?")), path))
     if me.get("role") != "student":
         _out(args, "Note: this is a %s token, not a student's.\n" % _clean(me.get("role")))
+    version_check(Client(server, token))
     return EXIT_OK
 
 
@@ -1136,6 +1138,171 @@ def cmd_scoreboard(args):
     return EXIT_OK
 
 
+# ------------------------------------------------------------------ local test
+#
+# `cugrade test LAB FILE` runs the student's file against the lab's public
+# cases here, with the grader's own harness: the server's lab bundle
+# (GET /api/labs/LAB/bundle: the harness, the generator, the owner and its
+# checks, the public cases, and local.py, which does the run) is fetched,
+# checked against its SHA-256 sums and cached per bundle version under
+# $XDG_CACHE_HOME/cugrade/bundles/LAB/VERSION. What runs and how is the
+# bundle's (labs/common/py/local.py), so it changes with the server's labs
+# and not with this file. docs/client.md.
+
+def _version_tuple(v):
+    return tuple(int(x) for x in re.findall(r"\d+", str(v))[:3])
+
+
+def version_check(client, stream=None):
+    """Say (on stream, default stderr) when the server serves a newer client
+    than this one, with the line that updates it. Best effort: any failure
+    is silent. Returns the server's version or None."""
+    try:
+        status, _, data = client.request("GET", "/client/version")
+        info = json.loads(data.decode("utf-8")) if status == 200 else {}
+    except (CugradeError, ValueError, UnicodeDecodeError):
+        return None
+    theirs = str(info.get("version") or "")
+    if theirs and _version_tuple(theirs) > _version_tuple(__version__):
+        (stream or sys.stderr).write(
+            "cugrade: the server has a newer client (%s; this is %s). Update it with:\n"
+            "  curl -O %s\n" % (_clean(theirs), __version__,
+                                _clean(info.get("url") or client.server + "/client/cugrade.py")))
+    return theirs or None
+
+
+def cache_dir():
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "cugrade", "bundles")
+
+
+def bundle_version(files):
+    """The bundle's version as the server computes it (server/bundle.c):
+    SHA-256 of the lines "PATH SHA256\\n" over the sorted paths."""
+    lines = "".join("%s %s\n" % (p, files[p]["sha256"]) for p in sorted(files))
+    return hashlib.sha256(lines.encode("utf-8")).hexdigest()
+
+
+def bundle_verify(doc):
+    """Raise CugradeError unless every file matches its sum and the sums
+    the version. Returns the version."""
+    files = doc.get("files") if isinstance(doc, dict) else None
+    if not isinstance(files, dict) or not files:
+        raise CugradeError("cugrade: the server's lab bundle is empty or malformed.",
+                           "Tell your course staff; `cugrade submit` still works.", EXIT_SYSTEM)
+    for path, f in files.items():
+        bad = (not isinstance(f, dict) or ".." in path.split("/") or path.startswith("/") or
+               hashlib.sha256(str(f.get("text", "")).encode("utf-8")).hexdigest() != f.get("sha256"))
+        if bad:
+            raise CugradeError("cugrade: the lab bundle's file %s does not match its SHA-256 "
+                               "(damaged on the way, or stale)." % _clean(path),
+                               "Run the command again; tell your course staff if it keeps "
+                               "happening.", EXIT_SYSTEM)
+    if bundle_version(files) != doc.get("version"):
+        raise CugradeError("cugrade: the lab bundle's version does not match its files.",
+                           "Run the command again; tell your course staff if it keeps "
+                           "happening.", EXIT_SYSTEM)
+    return doc["version"]
+
+
+def _bundle_unpack(doc, dest):
+    tmp = dest + ".%d.tmp" % os.getpid()
+    shutil.rmtree(tmp, ignore_errors=True)
+    for path, f in doc["files"].items():
+        full = os.path.join(tmp, *path.split("/"))
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        with open(full, "w", encoding="utf-8", newline="") as out:
+            out.write(f["text"])
+    with open(os.path.join(tmp, "bundle.json"), "w") as out:
+        json.dump({"lab": doc["lab"], "version": doc["version"],
+                   "public_cases": doc.get("public_cases"), "fetched": time.time()}, out)
+    try:
+        os.rename(tmp, dest)
+    except OSError:         # another run unpacked the same version first
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def bundle_fetch(client, lab, note=None):
+    """The folder of lab's current bundle: the cached one when the server
+    says it is current (304), else fetched, checked and unpacked. When the
+    server cannot be reached, the newest cached one, saying so (note)."""
+    note = note or (lambda s: sys.stderr.write(s + "\n"))
+    root = os.path.join(cache_dir(), re.sub(r"[^A-Za-z0-9_.-]", "_", lab))
+    current = os.path.join(root, "current")
+    have = ""
+    try:
+        with open(current) as f:
+            have = f.read().strip()
+    except OSError:
+        pass
+    if have and not os.path.isdir(os.path.join(root, have)):
+        have = ""
+    path = "/api/labs/%s/bundle" % urllib.parse.quote(lab, safe="")
+    try:
+        status, headers, data = client.request(
+            "GET", path + ("?have=" + urllib.parse.quote(have) if have else ""))
+    except CugradeError:
+        if not have:
+            raise
+        note("cugrade: the server cannot be reached; using the cached bundle %s, which may be "
+             "stale." % have[:12])
+        return os.path.join(root, have)
+    if status == 304 and have:
+        return os.path.join(root, have)
+    if status != 200:
+        raise api_error(status, headers, data)
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise CugradeError("cugrade: the server's lab bundle is not JSON.",
+                           "Check that the address is the cugrade server's.", EXIT_SYSTEM)
+    version = bundle_verify(doc)
+    os.makedirs(root, mode=0o700, exist_ok=True)
+    dest = os.path.join(root, version)
+    if not os.path.isdir(dest):
+        _bundle_unpack(doc, dest)
+    part = "%s.%d.tmp" % (current, os.getpid())
+    with open(part, "w") as f:
+        f.write(version + "\n")
+    os.replace(part, current)
+    if have and have != version:
+        note("cugrade: the lab's bundle changed on the server (%s -> %s): using the new one."
+             % (have[:12], version[:12]))
+    return dest
+
+
+def local_argv(bundle, lab, path, sim=False, cases=None, as_json=False):
+    """The command that runs the bundle's local.py on path."""
+    argv = [sys.executable, "-B", os.path.join(bundle, "labs", "common", "py", "local.py"),
+            lab, os.path.abspath(path)]
+    if sim:
+        argv.append("--sim")
+    if cases:
+        argv += ["--cases", cases]
+    if as_json:
+        argv.append("--json")
+    return argv
+
+
+def cmd_test(args):
+    """cugrade test LAB FILE: the local run; its exit status is local.py's
+    (0 passed, 1 a case failed, 2 compile_error/rejected, 4 this machine
+    lacks something)."""
+    if not os.path.isfile(args.file):
+        raise CugradeError("cugrade: no file %s." % args.file, "Give the path of your .cu or "
+                           ".py file.")
+    if not args.file.endswith((".cu", ".py")):
+        raise CugradeError("cugrade: %s is neither a .cu nor a .py file." % args.file,
+                           "cugrade test runs CUDA C (.cu) or Python (.py) files.")
+    c = client_from_settings(args.server)
+    version_check(c)
+    bundle = bundle_fetch(c, args.lab)
+    sys.stdout.flush()
+    import subprocess
+    return subprocess.call(local_argv(bundle, args.lab, args.file, args.sim, args.cases,
+                                      args.json))
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse that raises (usage errors are exit 4; the magic must not
     exit the kernel)."""
@@ -1161,6 +1328,7 @@ def build_parser(prog="cugrade"):
     sub.add_parser = lambda *a, **kw: real_add(*a, parents=[common], **kw)
 
     s = sub.add_parser("login", help="save the server URL and your token (checked first)")
+    s.add_argument("url", nargs="?", help="the server's address (as on its /help page)")
     s.add_argument("--token-stdin", action="store_true",
                    help="read the token from standard input (for scripts)")
     s.set_defaults(fn=cmd_login, interactive=None)
@@ -1201,6 +1369,16 @@ def build_parser(prog="cugrade"):
     s.add_argument("--json", action="store_true")
     s.add_argument("--csv", action="store_true")
     s.set_defaults(fn=cmd_scoreboard)
+
+    s = sub.add_parser("test", help="run a file on the lab's public cases here (local, not a "
+                                    "grade)")
+    s.add_argument("lab")
+    s.add_argument("file", help="your .cu or .py file")
+    s.add_argument("--sim", action="store_true",
+                   help="Python: run in Numba's CUDA simulator even if there is a GPU")
+    s.add_argument("--cases", help="only these public cases (comma-separated)")
+    s.add_argument("--json", action="store_true", help="the result as JSON")
+    s.set_defaults(fn=cmd_test)
     return p
 
 
@@ -1318,6 +1496,46 @@ def magic_submit(shell, argv, cell):
         return None
 
 
+def magic_test(shell, argv, cell):
+    """%%cugrade test LAB [--lang cu|py] [--sim] [--cases a,b]: the cell's
+    body, saved as cell.cu / cell.py in a temporary folder, through
+    `cugrade test`; its table is shown below the cell. Returns local.py's
+    exit status (None when it could not start)."""
+    import subprocess
+    import tempfile
+    p = _Parser(prog="%%cugrade test", add_help=False)
+    p.add_argument("lab")
+    p.add_argument("--lang", choices=("cu", "py"))
+    p.add_argument("--sim", action="store_true")
+    p.add_argument("--cases")
+    rich = rich_display(shell)
+    try:
+        a = p.parse_args(argv)
+        lang = a.lang or sniff_lang(cell)
+        if not lang:
+            raise CugradeError("cugrade: cannot tell whether this cell is CUDA C or Python.",
+                               "Add --lang cu or --lang py to the %%cugrade line.")
+        c = client_from_settings()
+        notes = []
+        version_check(c, stream=sys.stderr)
+        bundle = bundle_fetch(c, a.lab, note=notes.append)
+        tmp = tempfile.mkdtemp(prefix="cugrade-cell-")
+        try:
+            path = os.path.join(tmp, "cell." + lang)
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(cell)
+            r = subprocess.run(local_argv(bundle, a.lab, path, a.sim, a.cases),
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        text = "\n".join(notes + [r.stdout.decode("utf-8", "replace").rstrip()])
+        _magic_show(rich, '<pre class="cugrade-test">%s</pre>' % esc(text), text)
+        return r.returncode
+    except CugradeError as e:
+        _magic_show(rich, render_error_html(e), e.text(), stream=sys.stderr)
+        return None
+
+
 def _magic_show(rich, markup, text, stream=None):
     if rich:
         from IPython.display import HTML, display
@@ -1362,9 +1580,14 @@ def load_ipython_extension(ipython):
         if cell is None:
             return magic_line(ipython, line)
         argv = shlex.split(line)
+        if argv[:1] == ["test"]:
+            magic_test(ipython, argv[1:], cell)
+            return None
         if argv[:1] != ["submit"]:
-            msg = CugradeError("cugrade: the cell magic is %%cugrade submit LAB [--lang cu|py].",
-                               "Put the line `%%cugrade submit LAB` first in the cell.")
+            msg = CugradeError("cugrade: the cell magic is %%cugrade submit LAB or %%cugrade "
+                               "test LAB [--lang cu|py].",
+                               "Put the line `%%cugrade submit LAB` (graded) or `%%cugrade test "
+                               "LAB` (local, public cases) first in the cell.")
             _magic_show(rich_display(ipython), render_error_html(msg), msg.text(),
                         stream=sys.stderr)
             return None

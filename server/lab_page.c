@@ -1,6 +1,7 @@
 /*
  * lab_page.c - the labs list, a lab's page with its submit form, and the submit.
  */
+#include "server/bundle.h"
 #include "server/page.h"
 
 #include <assert.h>
@@ -205,7 +206,9 @@ static int page_lab(struct page *p, const char *lab, const char *problem, int st
     html_raw(&p->b, "</p>\n");
 
     html_raw(&p->b, "<div class=\"grid2\"><section class=\"handout\" aria-label=\"handout\"><h2>Handout</h2>\n");
-    markdown_render(&p->b, page_jstr(doc, "handout"));
+    char *handout = bundle_handout(p->req, page_jstr(doc, "handout"));
+    markdown_render(&p->b, handout ? handout : page_jstr(doc, "handout"));
+    free(handout);
     html_raw(&p->b, "</section>\n<section aria-label=\"submit\">\n<h2>The interface you implement</h2>\n");
     html_fmt(&p->b, "<pre><code>%s</code></pre>\n", page_jstr(doc, "interface"));
 

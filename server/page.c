@@ -20,6 +20,7 @@
 #include "server/html.h"
 #include "server/multipart.h"
 #include "server/regrade.h"
+#include "server/bundle.h"
 
 /* Static files, embedded in the binary.
  * The stylesheet and script are linked in with .incbin, so the server
@@ -503,15 +504,33 @@ int page_post_check(struct page *p)
     return 0;
 }
 
+/* The help page: the copyable lines with this server's own address
+ * (bundle_base_url), so a student can paste them as they are. */
 static int page_help(struct page *p)
 {
+    char base[256];
+    const char *u = bundle_base_url(p->req, base, sizeof(base));
     page_begin(p, "Help");
     html_raw(&p->b, "<h1>Help</h1>\n<div class=\"handout\">\n"
         "<h2>Submitting</h2><p>Open a lab, choose your <code>.cu</code> file (or paste it) and press "
         "<em>Submit for grading</em>. You land on the submission's page, which updates by itself "
-        "(or every few seconds without JavaScript). Your best score counts.</p>\n"
-        "<h2>From a terminal</h2><pre><code>curl -H 'Authorization: Bearer YOUR_TOKEN' -F file=@kernel.cu \\\n"
-        "     http://THIS_SERVER/api/labs/LAB/submissions</code></pre>\n"
+        "(or every few seconds without JavaScript). Your best score counts.</p>\n");
+    html_fmt(&p->b,
+        "<h2>From a terminal or a notebook</h2><p>Get the client from this server (one Python "
+        "file, standard library only), sign in with your token, test on your own GPU, submit:</p>"
+        "<pre><code>curl -O %s/client/cugrade.py\n"
+        "python3 cugrade.py login %s\n"
+        "python3 cugrade.py test LAB kernel.cu      # local, public cases only, not a grade\n"
+        "python3 cugrade.py submit LAB kernel.cu --watch</code></pre>\n"
+        "<p>In Jupyter: put <code>cugrade.py</code> beside the notebook, then "
+        "<code>%%load_ext cugrade</code>, and a cell starting with <code>%%%%cugrade test LAB</code> "
+        "or <code>%%%%cugrade submit LAB</code>. <code>cugrade test</code> fetches the lab's public "
+        "harness and cases and runs your file on your machine; only a submission is graded.</p>\n"
+        "<h2>With curl only</h2><pre><code>curl -H 'Authorization: Bearer YOUR_TOKEN' "
+        "-F file=@kernel.cu \\\n     %s/api/labs/LAB/submissions\n"
+        "curl -H 'Authorization: Bearer YOUR_TOKEN' %s/api/submissions/ID</code></pre>\n",
+        u, u, u, u);
+    html_raw(&p->b,
         "<h2>Statuses</h2><ul>"
         "<li><strong>waiting in the queue</strong>: a GPU will pick it up; you do not need to resubmit.</li>"
         "<li><strong>did not compile</strong>: the compiler output links each error to its line.</li>"

@@ -340,6 +340,7 @@ int app_listen(struct app *app, const char *host, int port)
         {lateday_api_routes, lateday_api_nroutes},       {regrade_api_routes, regrade_api_nroutes},
         {similarity_api_routes, similarity_api_nroutes}, {lateday_page_routes, lateday_page_nroutes},
         {regrade_page_routes, regrade_page_nroutes},     {similarity_page_routes, similarity_page_nroutes},
+        {bundle_routes, bundle_nroutes},
     };
     int rc = router_init(&app->router, views, sizeof(views) / sizeof(views[0]), pages_handle,
                          PAGES_BODY_MAX, pages_run);

@@ -34,6 +34,7 @@ VIEW_TABLE(similarity_api);
 VIEW_TABLE(lateday_page);
 VIEW_TABLE(regrade_page);
 VIEW_TABLE(similarity_page);
+VIEW_TABLE(bundle);
 
 #undef VIEW_TABLE
 
