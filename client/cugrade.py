@@ -19,7 +19,7 @@ needs IPython, which the notebook already has. See client/README.md.
 
 Exit status of `submit --watch` and `show --watch` (also in README.md):
   0  graded, and every visible correctness case passed and the sanitizers
-     were clean (the score may still lack speed points); `submit` without
+     were clean or could not run on our side (runner_problem, not charged) (the score may still lack speed points); `submit` without
      --watch: accepted; other commands: done
   1  graded, but a visible correctness case failed or a sanitizer found a
      problem (the score and the failing cases are shown)
@@ -461,6 +461,27 @@ def versus(mine, other):
     return "%.2fx faster" % r if r >= 1 else "%.2fx slower" % (1 / r)
 
 
+def san_state(x):
+    """What one sanitizer entry says: "clean", "problems" (it ran and found
+    some), "ours" (it could not run for a reason of ours: runner_problem; not
+    charged) or "not run" (it did not run, e.g. after a crash)."""
+    if x.get("ran") is False or x.get("runner_problem"):
+        return "ours" if x.get("runner_problem") else "not run"
+    return "clean" if x.get("clean") else "problems"
+
+
+SAN_WORDS = {"clean": "clean", "problems": "found problems", "ours": "not run (ours)",
+             "not run": "not run"}
+
+
+def san_words(x):
+    """The words for one sanitizer entry, with the runner's note when it
+    did not run."""
+    st = san_state(x)
+    note = _clean(x.get("note") or "") if st in ("ours", "not run") else ""
+    return SAN_WORDS[st] + (": " + note if note else "")
+
+
 def _bar_glyph():
     enc = (getattr(sys.stdout, "encoding", "") or "").lower()
     return "\u2588" if "utf" in enc else "#"
@@ -516,8 +537,9 @@ def render_text(sub, page=None):
     san = [x for x in cg.get("sanitizer") or [] if isinstance(x, dict)]
     if san:
         out += ["", "Sanitizers: " + ", ".join(
-            "%s %s" % (_clean(x.get("tool", "")), "clean" if x.get("clean") else "found problems")
-            for x in san)]
+            "%s %s" % (_clean(x.get("tool", "")), san_words(x)) for x in san)]
+        if any(san_state(x) == "ours" for x in san):
+            out.append("  (not run on our side: not your problem, and not charged)")
         for x in san:
             for f in x.get("findings") or []:
                 if not isinstance(f, dict):
@@ -580,7 +602,7 @@ def exit_status(sub):
         bad_case = any(isinstance(c, dict) and c.get("passed") is False
                        for c in cg.get("cases") or [])
         bad_san = any(isinstance(s, dict) and s.get("clean") is False
-                      for s in cg.get("sanitizer") or [])
+                      and san_state(s) != "ours" for s in cg.get("sanitizer") or [])
         return EXIT_FAILED if bad_case or bad_san else EXIT_OK
     if st in VERDICTS:
         return EXIT_VERDICT
@@ -594,7 +616,8 @@ def exit_status(sub):
 _BADGE = {"good": "color:#17733a;border:1px solid #9fd3b1;background:#eef9f1",
           "bad": "color:#b42318;border:1px solid #f2b8b2;background:#fdf1f0",
           "warn": "color:#8a5a00;border:1px solid #e9cf91;background:#fdf7e8",
-          "busy": "color:#0b62c4;border:1px solid #9cc1ec;background:#eef5fd"}
+          "busy": "color:#0b62c4;border:1px solid #9cc1ec;background:#eef5fd",
+          "neutral": "color:#1d232b;border:1px solid #d9dee4;background:#f4f6f8"}
 _BOX = ("font:14px/1.45 system-ui,'DejaVu Sans',sans-serif;color:#1d232b;background:#fff;"
         "max-width:56rem;padding:.2rem 0")
 _TABLE = "border-collapse:collapse;margin:.3rem 0 .8rem;font-size:13px"
@@ -760,9 +783,12 @@ def render_html(sub, page=None):
     if san:
         out.append('<h4>Sanitizers</h4><ul class="cugrade-sanitizer">')
         for x in san:
+            st = san_state(x)
             out.append("<li><strong>%s</strong>: %s" % (esc(x.get("tool")), _badge(
-                "clean" if x.get("clean") else "problems found",
-                "good" if x.get("clean") else "bad")))
+                {"clean": "clean", "problems": "problems found"}.get(st, SAN_WORDS[st]),
+                {"clean": "good", "problems": "bad"}.get(st, "neutral"))))
+            if st in ("ours", "not run") and x.get("note"):
+                out.append(' <span style="color:#5a6470">%s</span>' % esc(x.get("note")))
             finds = [f for f in x.get("findings") or [] if isinstance(f, dict)]
             if finds:
                 out.append("<ul>")

@@ -288,8 +288,15 @@ static void put_result(struct page *p, json_t *sub)
         json_array_foreach(san, i, t) {
             json_t *finds = json_object_get(t, "findings");
             int clean = json_is_true(json_object_get(t, "clean"));
+            int ours = json_is_true(json_object_get(t, "runner_problem"));
+            int notrun = ours || json_is_false(json_object_get(t, "ran"));
             html_fmt(&p->b, "<li><strong>%s</strong>: <span class=\"badge %R\">%R</span>", page_jstr(t, "tool"),
-                     clean ? "good" : "bad", clean ? "clean" : "problems found");
+                     notrun ? "neutral" : clean ? "good" : "bad",
+                     ours ? "not run (ours)" : notrun ? "not run" : clean ? "clean" : "problems found");
+            if (notrun && page_jstr(t, "note")[0])
+                html_fmt(&p->b, " <span class=\"muted small\">%s</span>", page_jstr(t, "note"));
+            if (ours)
+                html_raw(&p->b, " <span class=\"muted small\">(our problem, not yours: not charged)</span>");
             if (json_array_size(finds) > 0) {
                 html_raw(&p->b, "<ul>\n");
                 json_array_foreach(finds, j, f) {

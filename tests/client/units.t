@@ -56,6 +56,21 @@ def check_exit_status(t):
     dirty = sub("graded")
     dirty["result"]["cugrade"]["sanitizer"][0]["clean"] = False
     t.eq(cugrade.exit_status(dirty), 1, "exit: graded with a sanitizer finding: 1")
+    ours = sub("graded", score=20, max_score=20)
+    ours["result"]["cugrade"]["sanitizer"] = [
+        {"tool": "memcheck", "ran": False, "clean": False, "runner_problem": True,
+         "note": "compute-sanitizer could not start", "findings": []},
+        {"tool": "racecheck", "ran": True, "clean": True, "findings": []}]
+    t.eq(cugrade.exit_status(ours), 0,
+         "exit: a full score whose sanitizer did not run on our side (runner_problem): 0")
+    text = cugrade.render_text(ours)
+    t.ok("memcheck not run (ours): compute-sanitizer could not start" in text
+         and "found problems" not in text and "not your problem" in text,
+         "text: a sanitizer not run on our side says 'not run (ours)' and its note", text)
+    markup = cugrade.render_html(ours)
+    t.ok("not run (ours)" in markup and "problems found" not in markup
+         and 'cugrade-badge neutral' in markup,
+         "HTML: a sanitizer not run on our side is a neutral 'not run (ours)' badge", markup)
     for st in ("compile_error", "rejected", "runtime_error", "timeout"):
         t.eq(cugrade.exit_status(sub(st, result=None)), 2, "exit: %s: 2" % st)
     t.eq(cugrade.exit_status(sub("system_error", result=None)), 3, "exit: system_error: 3")
