@@ -134,28 +134,6 @@ static char *read_starter(const struct app_lab *l, const char *name)
     return buf;
 }
 
-/* The languages a lab takes (docs/python.md): Python when it has a Python
- * interface or starter (labs/<lab>/lab.py, starter.py), CUDA C when it has
- * a harness or a CUDA starter, or nothing of Python's. */
-static void lab_languages(const struct app_lab *l, int *cuda, int *python)
-{
-    char path[512];
-    *cuda = *python = 0;
-    if (!l) {
-        *cuda = 1;
-        return;
-    }
-    static const char *const py[] = {"lab.py", "starter.py"}, *const cu[] = {"harness.cu",
-                                                                              "starter.cu"};
-    for (int i = 0; i < 2; i++) {
-        snprintf(path, sizeof(path), "%s/%s", l->lab.dir, py[i]);
-        *python |= access(path, R_OK) == 0;
-        snprintf(path, sizeof(path), "%s/%s", l->lab.dir, cu[i]);
-        *cuda |= access(path, R_OK) == 0;
-    }
-    *cuda |= !*python;
-}
-
 /* The starter files, one block each. */
 static void put_starters(struct page *p, const struct app_lab *al, int cuda, int python)
 {
@@ -228,12 +206,12 @@ static int page_lab(struct page *p, const char *lab, const char *problem, int st
                     "enctype=\"multipart/form-data\">\n", lab);
     page_csrf_field(p);
     int cuda, python;
-    lab_languages(al, &cuda, &python);
+    submission_lab_languages(al, &cuda, &python);
     /* The extension picks the language: .cu (CUDA C) or .py (Numba, CuPy). */
     const char *exts = cuda && python ? "<code>.cu</code> or <code>.py</code>"
                        : python       ? "<code>.py</code>"
                                       : "<code>.cu</code>";
-    html_fmt(&p->b, "\n<label for=\"file\">Upload your %s file</label>\n"
+    html_fmt(&p->b, "\n<label for=\"file\">Upload your %R file</label>\n"
                     "<input type=\"file\" id=\"file\" name=\"file\" accept=\"%s\">\n"
                     "<p id=\"file-note\" class=\"muted small\" aria-live=\"polite\"></p>\n"
                     "<label for=\"source\">&hellip;or paste your source here</label>\n"
@@ -242,7 +220,7 @@ static int page_lab(struct page *p, const char *lab, const char *problem, int st
              exts, cuda && python ? ".cu,.py" : python ? ".py" : ".cu",
              cuda && python ? ".cu or .py" : python ? ".py" : ".cu");
     html_text(&p->b, pasted);
-    html_fmt(&p->b, "</textarea>\n<label for=\"filename\">File name for pasted source%s</label>\n"
+    html_fmt(&p->b, "</textarea>\n<label for=\"filename\">File name for pasted source%R</label>\n"
                     "<input type=\"text\" id=\"filename\" name=\"filename\" value=\"%s\" "
                     "pattern=\"[A-Za-z0-9_.\\-]{1,61}\\.%s\">\n"
                     "<p><button type=\"submit\">Submit for grading</button></p>\n</form>\n",
@@ -315,7 +293,7 @@ static int post_submit(struct page *p, const char *lab)
         filename = page_field(p, "filename");
         if (filename == NULL || *filename == '\0') {
             int cuda, python;
-            lab_languages(app_lab_find(p->app, lab), &cuda, &python);
+            submission_lab_languages(app_lab_find(p->app, lab), &cuda, &python);
             filename = cuda ? "kernel.cu" : "kernel.py";
         }
         source = src->value;

@@ -4,7 +4,7 @@
 # CUDA one offers .py (accept, the pasted name's pattern and default, its
 # starter.py shown); a lab with both (the repo's reduction) offers both and
 # shows both starters; a .py file sent through the form is accepted and
-# queued with its name.
+# queued with its name. The label's <code> is markup, never shown raw.
 import os
 import re
 import sys
@@ -25,6 +25,8 @@ def main(t):
     f = form(html)
     t.ok('accept=".cu"' in f and ".py" not in f and 'value="kernel.cu"' in f,
          "a CUDA-only lab: the form takes .cu only", f[:800])
+    t.ok("Upload your <code>.cu</code> file" in f and "&lt;code&gt;" not in f,
+         "the label's <code> is markup, not shown raw as &lt;code&gt;", f[:800])
     html = s.get("/labs/pylab", headers=ck).body.decode()
     f = form(html)
     t.ok('accept=".py"' in f and 'value="kernel.py"' in f and r'\.py"' in f and ".cu" not in f,
@@ -50,6 +52,8 @@ def main(t):
     f = form(html)
     t.ok('accept=".cu,.py"' in f and "(cu|py)" in f and 'value="kernel.cu"' in f,
          "a lab with both (reduction): the form takes .cu and .py", f[:800])
+    t.ok("(<code>.py</code> for Python)" in f and "&lt;code&gt;" not in f,
+         "...its labels' <code> is markup, not shown raw", f[:1200])
     t.ok("<code>starter.cu</code>" in html and "<code>starter.py</code>" in html,
          "both starters are shown", html[-600:])
     s.cleanup()
