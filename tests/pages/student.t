@@ -123,6 +123,9 @@ run(async (t) => {
       t.ok(/\/submissions\/\d+$/.test(page.url()), 'pasted source is submitted', page.url());
       t.ok(await page.isVisible('#filename:has-text("pasted.cu")'), 'under the chosen file name');
       await page.goto(s.url + '/labs/vadd');
+      // pasted.cu is still queued: the form asks before replacing it (lab.t).
+      t.ok(await page.isVisible('#replace-note'), 'the form says pasted.cu is still queued');
+      await page.check('#replace');
       await Promise.all([page.waitForNavigation(), page.click('#submit-form button[type=submit]')]);
       t.ok(await page.isVisible('#problem:has-text("Nothing was sent")'), 'an empty submit says what to do');
     });
