@@ -243,8 +243,9 @@ static void put_submit_form(struct page *p, const struct app_lab *al, const char
                         "submission #%lld</a> is still waiting in the queue. A new one takes its "
                         "place: #%lld will not be graded.</p>\n<label class=\"check\"><input "
                         "type=\"checkbox\" id=\"replace\" name=\"replace\" value=\"%lld\" required> "
-                        "Replace my queued submission #%lld</label></div>\n",
-                 queued, queued, queued, queued, queued);
+                        "Replace my queued submission #%lld</label>\n<input type=\"hidden\" "
+                        "name=\"queued\" value=\"%lld\"></div>\n",
+                 queued, queued, queued, queued, queued, queued);
     html_raw(&p->b, "<p><button type=\"submit\">Submit for grading</button></p>\n</form>\n");
     put_starters(p, al, cuda, python);
 }
@@ -399,8 +400,10 @@ static int post_submit(struct page *p, const char *lab)
         return page_lab(p, lab, msg, 400, src ? src->value : NULL, NULL);
     }
     long long queued = queued_id(p, lab);
-    const char *replace = page_field(p, "replace");
-    if (queued > 0 && (!replace || atoll(replace) != queued)) {
+    const char *replace = page_field(p, "replace"), *shown = page_field(p, "queued");
+    /* The page showed a queued submission: the box must be ticked (browsers
+     * ask before sending; this is for those that do not validate). */
+    if (queued > 0 && shown && atoll(shown) == queued && (!replace || atoll(replace) != queued)) {
         snprintf(msg, sizeof(msg), "Your submission #%lld is still waiting in the queue and a new one "
                  "would replace it. Tick \xe2\x80\x9cReplace my queued submission #%lld\xe2\x80\x9d to send this "
                  "one instead, or wait for #%lld to be graded.", queued, queued, queued);
