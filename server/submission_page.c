@@ -286,7 +286,13 @@ static void put_overrides(struct page *p, long long id)
         html_raw(&p->b, "<p class=\"muted\">No overrides.</p>\n");
 }
 
-static int page_submission(struct page *p, long long id)
+/* A failed override form: why, and what was typed (kept in the form). */
+struct override_form {
+    const char *problem, *score, *reason;
+};
+
+/* The submission page; of (NULL: none) is a failed override to show. */
+static int page_submission(struct page *p, long long id, const struct override_form *of)
 {
     struct api_error e;
     json_t *sub = NULL;
@@ -331,14 +337,20 @@ static int page_submission(struct page *p, long long id)
 
     if (page_is_staff(p)) {
         html_raw(&p->b, "<h2>Staff</h2>\n<div class=\"grid2\"><div class=\"panel\"><h3>Override the score</h3>\n");
+        if (of)
+            html_fmt(&p->b, "<div class=\"notice bad\" role=\"alert\" id=\"override-problem\"><p>%s "
+                            "Your input is kept below.</p></div>\n", of->problem);
         html_fmt(&p->b, "<form class=\"stack\" method=\"post\" action=\"/submissions/%lld/override\">", id);
         page_csrf_field(p);
         html_fmt(&p->b, "<label for=\"ov-score\">New score (out of %.0f)</label>"
-                        "<input type=\"number\" id=\"ov-score\" name=\"score\" step=\"any\" min=\"0\" required>"
+                        "<input type=\"number\" id=\"ov-score\" name=\"score\" step=\"any\" min=\"0\" required "
+                        "value=\"%s\">"
                         "<label for=\"ov-reason\">Reason (students see the new score; staff see the reason)</label>"
-                        "<input type=\"text\" id=\"ov-reason\" name=\"reason\" required maxlength=\"500\">"
+                        "<input type=\"text\" id=\"ov-reason\" name=\"reason\" required maxlength=\"500\" "
+                        "value=\"%s\">"
                         "<p><button type=\"submit\">Save override</button></p></form>\n",
-                 page_jnum(sub, "max_score", 100));
+                 page_jnum(sub, "max_score", 100), of && of->score ? of->score : "",
+                 of && of->reason ? of->reason : "");
         put_overrides(p, id);
         html_raw(&p->b, "</div><div class=\"panel\"><h3>Regrade</h3>\n<p class=\"small\">Puts the "
                         "submission back in the queue with the current rubric. The old result stays "
@@ -348,7 +360,7 @@ static int page_submission(struct page *p, long long id)
         html_raw(&p->b, "<button type=\"submit\" class=\"secondary\">Regrade</button></form></div></div>\n");
     }
     json_decref(sub);
-    return page_end(p, 200);
+    return page_end(p, of ? 400 : 200);
 }
 
 /* Line numbers to mark in a source listing: compile errors and sanitizer
@@ -412,14 +424,20 @@ static int post_override(struct page *p, long long id)
     score_s = page_field(p, "score");
     reason = page_field(p, "reason");
     score = score_s ? strtod(score_s, &endp) : NAN;
+    struct override_form of = {NULL, score_s, reason};
     if (score_s == NULL || endp == score_s || *endp != '\0' || !isfinite(score) || score < 0)
-        return page_error(p, 400, "The override needs a score",
-                          "Enter the new score as a number (for example 85 or 92.5), then save again.");
-    if (reason == NULL || reason[strspn(reason, " \t\r\n")] == '\0')
-        return page_error(p, 400, "The override needs a reason",
-                          "Write why the score changes (it goes into the audit log), then save again.");
-    if (api_override_add(p->app, &p->user, id, score, reason, &e) != 0)
-        return page_api_error(p, &e);
+        of.problem = "The override needs a score: enter it as a number (for example 85 or 92.5), "
+                     "then save again.";
+    else if (reason == NULL || reason[strspn(reason, " \t\r\n")] == '\0')
+        of.problem = "The override needs a reason: write why the score changes (it goes into the "
+                     "audit log), then save again.";
+    else if (api_override_add(p->app, &p->user, id, score, reason, &e) != 0) {
+        if (e.status != 400)
+            return page_api_error(p, &e);
+        of.problem = e.message;
+    }
+    if (of.problem)
+        return page_submission(p, id, &of); /* 400, with what was typed */
     snprintf(loc, sizeof(loc), "/submissions/%lld?done=override", id);
     return page_redirect(p, loc);
 }
@@ -491,7 +509,7 @@ static int page_submissions(struct page *p)
 static int r_submission(struct page *p)
 {
     long long id = page_parse_id(http_request_param(p->req, "id"));
-    return id ? page_submission(p, id) : -1;
+    return id ? page_submission(p, id, NULL) : -1;
 }
 
 static int r_source(struct page *p)
