@@ -274,8 +274,9 @@ static void put_overrides(struct page *p, long long id)
             html_raw(&p->b, TABLE_BOX("Score overrides") "<table class=\"overrides\"><thead><tr><th class=\"num\">Score</th>"
                             "<th>Reason</th><th>By</th><th>When</th></tr></thead><tbody>\n");
         any = 1;
-        html_fmt(&p->b, "<tr><td class=\"num\">%.2f</td><td>%s</td><td>%s</td><td>",
-                 page_jnum(o, "score", 0), page_jstr(o, "reason"), page_jstr(o, "by"));
+        html_raw(&p->b, "<tr><td class=\"num\">");
+        put_score(&p->b, json_object_get(o, "score"), NULL);
+        html_fmt(&p->b, "</td><td>%s</td><td>%s</td><td>", page_jstr(o, "reason"), page_jstr(o, "by"));
         put_when(&p->b, page_jnum(o, "created_at", 0));
         html_raw(&p->b, "</td></tr>\n");
     }

@@ -2,13 +2,17 @@
 # Staff forms keep what was typed when they fail (issue 27): an override
 # without a reason, and a late-day grant to an unknown student, come back as
 # their page (400 / 404) with the problem above the form and the typed
-# values still in it, not a dead-end error page.
+# values still in it, not a dead-end error page; so does a regrade answer
+# the API refuses (an override without a score). The regrade pages show one
+# date format (UTC with "ago") and scores without trailing zeros.
 import os
 import re
 import sys
 import urllib.parse
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cugrade_test import Tap, Server, require_binary  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+from fake_runner import canned_result  # noqa: E402
 
 CU = b"__global__ void k(float* x) { x[0] = 1; }\n"
 
@@ -34,6 +38,32 @@ def main(t):
          "...the submission page again, the problem above the form", page[-3000:])
     t.ok(re.search(r'id="ov-score"[^>]*value="87\.5"', page),
          "...with the typed score still in the form")
+
+    run = s.runner()
+    sid2 = (s.submit("vadd", CU + b"// 2\n", filename="k2.cu").json() or {}).get("id")
+    job = run.claim(wait=2) or {}      # sid2 superseded the queued first one
+    run.result(job.get("id"), "graded", canned_result(job, score=20.0, max_score=20.0))
+    s.wait_status(sid2, "graded")
+    r = s.post("/api/submissions/%s/regrade-requests" % sid2, token="alice_q7",
+               json_body={"reason": "the big case"})
+    rid = (r.json() or {}).get("id")
+    r = form_post(s, ck, "/regrades/%s" % rid, "/regrades/%s/answer" % rid,
+                  {"answer": "You are right, see <here>", "action": "override", "score": ""})
+    page = r.body.decode()
+    t.eq(r.status, 400, "a regrade answer 'override' without a score: 400", page[:2000])
+    t.ok('id="problem"' in page and "You are right, see &lt;here&gt;</textarea>" in page
+         and re.search(r'value="override" checked', page),
+         "...the request page again with the typed answer and action kept", page[-3000:])
+    t.ok("score 20 / 20" in page and "20.00" not in page, "...its score without trailing zeros")
+    t.ok(re.search(r"asked <time datetime=\"\d{4}-\d\d-\d\d \d\d:\d\d UTC\"", page)
+         and not re.search(r"\d{4}-\d\d-\d\dT\d\d:", page),
+         "...and its date in the pages' one format, not raw ISO", page[:3000])
+
+    r = form_post(s, ck, "/submissions/%s" % sid2, "/submissions/%s/override" % sid2,
+                  {"score": "18", "reason": "late grace"})
+    page = s.get("/submissions/%s" % sid2, headers=ck).body.decode()
+    t.ok(re.search(r'<table class="overrides">.*?<td class="num">18</td>', page, re.S)
+         and "18.00" not in page, "the override history shows 18, not 18.00", page[-3000:])
 
     sess, _ = s.login("admin")
     ck = {"Cookie": "cugrade_session=%s" % sess}
