@@ -10,7 +10,9 @@
  *    says which one it replaces and needs a ticked box (the browser stops
  *    the form without it; the server too, with 409 and the pasted source
  *    kept), then the new one supersedes it;
- *  - axe-core finds no serious or critical violation at 1200 and 375 px.
+ *  - axe-core finds no serious or critical violation at 1200 and 375 px,
+ *    and in dark mode (prefers-color-scheme); no request answers 404 (the
+ *    icon is served).
  * Screenshots: $CUGRADE_BUILD/screenshots/lab/ (CUGRADE_SCREENSHOTS=1:
  * tests/pages/screenshots/).
  */
@@ -118,6 +120,30 @@ run(async (t) => {
         if (vp === PHONE) await p.screenshot({ path: path.join(SHOT_DIR, 'lab-page-375.png'), fullPage: true });
         await p.close();
       }
+    });
+    await t.step('favicon, and dark mode passes axe-core', async () => {
+      const p = await newPage(b, { viewport: DESKTOP, colorScheme: 'dark' });
+      const missing = [];
+      p.on('response', (r) => { if (r.status() === 404) missing.push(r.url()); });
+      await signIn(p, s, 'alice');
+      await p.goto(`${s.url}/labs/vadd`);
+      await p.waitForTimeout(300);
+      t.eq(missing.length, 0, 'no request of the page answers 404 (the icon is there)', missing.join('\n'));
+      t.eq(await p.locator('link[rel=icon]').count(), 1, 'the page links its icon');
+      const ico = await s.api('GET', '/favicon.ico');
+      t.ok(ico.status === 200 && /svg/.test(ico.headers.get('content-type')), '/favicon.ico answers 200 with the SVG icon', ico.status);
+      const bg = await p.evaluate(() => getComputedStyle(document.body).backgroundColor);
+      t.ok(/rgb\(20, 24, 29\)/.test(bg) || bg === 'rgba(0, 0, 0, 0)', 'prefers-color-scheme: dark gives a dark page', bg);
+      const html = await p.evaluate(() => getComputedStyle(document.documentElement).backgroundColor);
+      t.eq(html, 'rgb(20, 24, 29)', 'the page ground is dark');
+      for (const u of ['/labs/vadd', '/labs', `/submissions/${first}`]) {
+        await p.goto(s.url + u);
+        const vs = await axeSerious(p);
+        t.eq(vs.length, 0, `dark ${u}: no serious or critical axe-core violation`,
+          vs.map((v) => `${v.impact} ${v.id}: ${v.help} ${v.nodes.join(', ')}`).join('\n'));
+      }
+      await p.screenshot({ path: path.join(SHOT_DIR, 'result-dark.png'), fullPage: true });
+      await p.close();
     });
     await page.close();
   } finally {
