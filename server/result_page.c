@@ -162,7 +162,7 @@ static void put_fix_first(struct html_buf *b, json_t *sub, json_t *cg, struct sa
     const char *err = *log ? first_error(log, &n, &line) : NULL;
     if (err) {
         html_raw(b, "<section class=\"fix-first\" id=\"fix-first\" aria-label=\"What to fix first\">"
-                    "<h2>What to fix first</h2>\n<p>The first compiler error:</p>\n<pre class=\"log\"><span class=\"err\">");
+                    "<h2>What to fix first</h2>\n<p>The first compiler error:</p>\n<pre class=\"first-error\"><span class=\"err\">");
         html_textn(b, err, n);
         html_raw(b, "</span></pre>\n");
         put_line_link(b, id, line);
