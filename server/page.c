@@ -328,6 +328,8 @@ void page_begin(struct page *p, const char *title)
             if (open > 0)
                 html_fmt(b, " <span class=\"count\" title=\"open requests\">%d</span>", open);
             html_raw(b, "</a><a href=\"/audit\">Audit log</a>");
+            if (!page_is_admin(p)) /* TAs open these two of the admin pages */
+                html_raw(b, "<a href=\"/admin/queue\">Queue</a><a href=\"/admin/late-days\">Late days</a>");
         } else
             html_raw(b, "<a href=\"/submissions\">My submissions</a><a href=\"/me/late-days\">Late days</a>");
         if (page_is_admin(p))

@@ -4,7 +4,8 @@
 # their page (400 / 404) with the problem above the form and the typed
 # values still in it, not a dead-end error page; so does a regrade answer
 # the API refuses (an override without a score). The regrade pages show one
-# date format (UTC with "ago") and scores without trailing zeros.
+# date format (UTC with "ago") and scores without trailing zeros. A TA's
+# nav links every page a TA may open (the queue, late days).
 import os
 import re
 import sys
@@ -64,6 +65,14 @@ def main(t):
     page = s.get("/submissions/%s" % sid2, headers=ck).body.decode()
     t.ok(re.search(r'<table class="overrides">.*?<td class="num">18</td>', page, re.S)
          and "18.00" not in page, "the override history shows 18, not 18.00", page[-3000:])
+
+    html = s.get("/labs", headers=ck).body.decode()
+    nav = re.search(r"<nav.*?</nav>", html, re.S)
+    nav = nav.group(0) if nav else ""
+    t.ok('href="/admin/queue"' in nav and 'href="/admin/late-days"' in nav,
+         "a TA's nav links the queue and late-days pages", nav)
+    t.eq([s.get(u, headers=ck).status for u in ("/admin/queue", "/admin/late-days")], [200, 200],
+         "...which a TA may open")
 
     sess, _ = s.login("admin")
     ck = {"Cookie": "cugrade_session=%s" % sess}
