@@ -144,6 +144,9 @@ static void put_starters(struct page *p, const struct app_lab *al, int cuda, int
         char *starter = read_starter(al, names[i]);
         if (!starter)
             continue;
+        html_fmt(&p->b, "<p class=\"starter\"><a class=\"button secondary\" href=\"/labs/%u/starter/%s\" "
+                        "download=\"%s\">Download %s</a></p>\n",
+                 al->lab.name, names[i], names[i], names[i]);
         html_fmt(&p->b, "<details><summary>Starter file (<code>%s</code>)</summary>\n<pre><code>",
                  names[i]);
         html_text(&p->b, starter);
@@ -423,6 +426,31 @@ static int r_lab(struct page *p)
     return page_lab(p, http_request_param(p->req, "lab"), NULL, 200, NULL, NULL);
 }
 
+/* GET /labs/{lab}/starter/{name}: the lab's starter.cu or starter.py as a
+ * download, to whoever may read the lab. */
+static int r_starter(struct page *p)
+{
+    const char *lab = http_request_param(p->req, "lab"), *name = http_request_param(p->req, "name");
+    struct app_lab *al = app_lab_find(p->app, lab);
+    struct api_error e;
+    json_t *doc = NULL;
+    char disp[64], *src;
+
+    if (api_lab_get(p->app, &p->user, lab, &doc, &e) != 0)
+        return page_api_error(p, &e);
+    json_decref(doc);
+    if (!al || !name || (strcmp(name, "starter.cu") != 0 && strcmp(name, "starter.py") != 0) ||
+        !(src = read_starter(al, name)))
+        return page_error(p, 404, "No such starter file",
+                          "This lab has no starter file by that name; its page links the ones it has.");
+    snprintf(disp, sizeof(disp), "attachment; filename=\"%s\"", name);
+    page_security_headers(p->req);
+    http_response_header(p->req, "Content-Disposition", disp);
+    http_response_body(p->req, 200, "text/plain; charset=utf-8", src, strlen(src));
+    free(src);
+    return HTTP_DONE;
+}
+
 static int r_submit(struct page *p)
 {
     return post_submit(p, http_request_param(p->req, "lab"));
@@ -432,5 +460,6 @@ const struct route lab_page_routes[] = {
     PAGE_ROUTE(HTTP_GET, "/labs", page_labs),
     PAGE_ROUTE(HTTP_GET, "/labs/{lab}", r_lab),
     PAGE_ROUTE(HTTP_POST, "/labs/{lab}/submit", r_submit),
+    PAGE_ROUTE(HTTP_GET, "/labs/{lab}/starter/{name}", r_starter),
 };
 const size_t lab_page_nroutes = sizeof(lab_page_routes) / sizeof(lab_page_routes[0]);
