@@ -207,8 +207,14 @@ static void put_status_strip(struct page *p, const char *lab, json_t *subs, doub
     } else {
         html_raw(&p->b, "<span class=\"muted\">nothing submitted</span>");
     }
-    html_fmt(&p->b, "</li>\n<li><a href=\"/labs/%u/scoreboard\">Scoreboard</a></li>\n"
-                    "<li><a class=\"button\" href=\"#submit\">Submit</a></li>\n</ul>\n", lab);
+    int rank = 0;
+    long long best_id = 0;
+    html_raw(&p->b, "</li>\n<li><span class=\"k\">Rank</span> ");
+    if (api_scoreboard_mine(p->app, &p->user, lab, &rank, &best_id) == 0 && rank > 0)
+        html_fmt(&p->b, "<a href=\"/labs/%u/scoreboard\" id=\"rank\">#%d on the scoreboard</a>", lab, rank);
+    else
+        html_fmt(&p->b, "<a href=\"/labs/%u/scoreboard\">Scoreboard</a>", lab);
+    html_raw(&p->b, "</li>\n<li><a class=\"button\" href=\"#submit\">Submit</a></li>\n</ul>\n");
 }
 
 /* The submit form (with the pasted source and name to keep); queued: the

@@ -3,7 +3,7 @@
 /*
  * lab.t - the lab page leads (issue 27), in a real browser:
  *  - a status strip first: the due date, the student's best score, the
- *    latest submission and its status, a Submit link; the student's
+ *    latest submission and its status, the rank, a Submit link; the student's
  *    submissions come before the handout, which has the full width;
  *  - the submit form's labels show <code> as code, never as raw text;
  *  - a resubmit while a submission is still queued asks first: the form
@@ -60,6 +60,7 @@ run(async (t) => {
       t.ok(/Your best\s*72\.5 \/ 100/i.test(txt), 'it shows the best score', txt);
       t.ok(new RegExp(`#${first}\\s*graded`).test(txt), 'it shows the latest submission and its status', txt);
       t.ok(await strip.locator('a[href="#submit"]').count() === 1, 'it links to the form');
+      t.ok(/#1 on the scoreboard/.test(txt), 'it shows the rank on the scoreboard', txt);
       const order = await page.evaluate(() => {
         const y = (sel) => { const e = document.querySelector(sel); return e ? e.getBoundingClientRect().top : -1; };
         return { strip: y('ul.strip'), subs: y('table.subs'), handout: y('section.handout') };
