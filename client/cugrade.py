@@ -838,6 +838,10 @@ def render_html(sub, page=None):
         out.append('<div class="cugrade-notice bad" style="%s"><strong>Rejected:</strong> your '
                    'code uses <code>%s</code>. %s</div>'
                    % (_notice("bad"), esc(rej.get("symbol")), esc(rej.get("reason"))))
+    first, shown_hint = fix_first(sub)
+    if first:
+        out.append('<div class="cugrade-fix-first" style="%s"><strong>What to fix first</strong>'
+                   '<br>%s</div>' % (_notice("bad"), "<br>".join(esc(x) for x in first)))
     if cg.get("compile_log"):
         out.append('<h4>Compiler output</h4><pre class="cugrade-log" style="background:#f4f6f8;'
                    'padding:.5rem;overflow:auto;max-height:20rem">%s</pre>' % esc(cg["compile_log"]))
@@ -903,7 +907,7 @@ def render_html(sub, page=None):
             out.append('<div class="cugrade-notice warn" style="%s">This timing was flagged '
                        'and earns no speed points: %s</div>' % (_notice("warn"), esc(
                            t.get("flag_reason") or "it is faster than the hardware allows.")))
-    hints = [h for h in cg.get("hints") or [] if isinstance(h, str)]
+    hints = [h for h in cg.get("hints") or [] if isinstance(h, str) and h != shown_hint]
     if hints:
         out.append('<h4>Hints</h4><ul class="cugrade-hints">%s</ul>'
                    % "".join("<li>%s</li>" % esc(h) for h in hints))

@@ -110,6 +110,8 @@ def check_structure(t):
     t.ok("cuBLAS" not in text.split("Time (lower is better):")[-1] and "n/a" not in text,
          "text: no cuBLAS n/a row in a lab timed without cuBLAS", text)
     markup = cugrade.render_html(s)
+    t.ok('class="cugrade-fix-first"' in markup and "Case small is wrong from element 999 on" in markup,
+         "HTML: the notebook leads with what to fix first", markup[:2000])
     t.ok("cugrade-badge warn" in markup and ">partial<" in markup,
          "HTML: partial credit is a 'partial' badge", markup[:2000])
 
