@@ -15,6 +15,7 @@
 #include "server/course.h"
 #include "server/lateday.h"
 #include "server/markdown.h"
+#include "server/regrade.h"
 #include "server/scoreboard.h"
 #include "server/submission.h"
 #include "server/views.h"
@@ -43,6 +44,34 @@ static json_t *best_scores(struct page *p)
     return best;
 }
 
+/* A student's notice of their regrade requests answered in the last week
+ * (lab NULL: any lab), each linking to the answer. */
+static void put_regrade_answered(struct page *p, const char *lab)
+{
+    struct api_error e;
+    json_t *out = NULL, *r;
+    size_t i, shown = 0;
+
+    if (p->user.role != AUTH_STUDENT ||
+        regrade_request_list(p->app, &p->user, "answered", lab, p->user.name, 0, &out, &e) != 0)
+        return;
+    json_array_foreach(json_object_get(out, "requests"), i, r) {
+        double at = page_iso_to_time(page_jstr(r, "answered_at"));
+        long long rid = (long long)page_jnum(r, "id", 0), sid = (long long)page_jnum(r, "submission", 0);
+        if (at <= 0 || db_now() - at > 7 * 86400 || shown >= 3)
+            continue;
+        html_fmt(&p->b, "%R<p>Your regrade request about <a href=\"/submissions/%lld\">submission #%lld</a> "
+                        "(%s) was answered ",
+                 shown++ ? "" : "<div class=\"notice good\" id=\"regrade-answered\">", sid, sid,
+                 page_jstr(r, "lab"));
+        put_when(&p->b, at);
+        html_fmt(&p->b, ": <a href=\"/regrades/%lld\">read the answer</a>.</p>\n", rid);
+    }
+    if (shown)
+        html_raw(&p->b, "</div>\n");
+    json_decref(out);
+}
+
 static int page_labs(struct page *p)
 {
     struct api_error e;
@@ -55,6 +84,7 @@ static int page_labs(struct page *p)
     best = best_scores(p);
     page_begin(p, "Labs");
     html_raw(&p->b, "<h1>Labs</h1>\n");
+    put_regrade_answered(p, NULL);
     if (json_array_size(json_object_get(labs, "labs")) == 0)
         html_raw(&p->b, "<p class=\"muted\">No labs are set up yet.</p>\n");
     else
@@ -303,6 +333,7 @@ static int page_lab(struct page *p, const char *lab, const char *problem, int st
     html_fmt(&p->b, "<h1>%s <span class=\"muted small\">lab <code>%s</code></span></h1>\n",
              page_jstr(doc, "title"), lab);
     put_status_strip(p, lab, list, due, hard);
+    put_regrade_answered(p, lab);
     if (page_is_staff(p))
         html_fmt(&p->b, "<p><a href=\"/labs/%u/stats\">Score and speedup charts</a>"
                         " &middot; <a href=\"/submissions?lab=%u\">All submissions</a>"

@@ -10,6 +10,8 @@
  *    says which one it replaces and needs a ticked box (the browser stops
  *    the form without it; the server too, with 409 and the pasted source
  *    kept), then the new one supersedes it;
+ *  - a regrade request answered in the last week is a notice on the labs
+ *    and lab pages, linking the answer;
  *  - axe-core finds no serious or critical violation at 1200 and 375 px,
  *    and in dark mode (prefers-color-scheme); no request answers 404 (the
  *    icon is served).
@@ -122,6 +124,22 @@ run(async (t) => {
         await p.close();
       }
     });
+    await t.step('an answered regrade request shows on the labs and lab pages', async () => {
+      let r = await s.api('POST', `/api/submissions/${first}/regrade-requests`, 'alice', { reason: 'the big case' });
+      t.eq(r.status, 201, 'alice asks for a regrade', r.text);
+      const rid = r.json && r.json.id;
+      await page.goto(`${s.url}/labs`);
+      t.eq(await page.locator('#regrade-answered').count(), 0, 'no notice while it is open');
+      r = await s.api('POST', `/api/regrade-requests/${rid}/answer`, 'tina', { answer: 'Looked again: fine.', action: 'none' });
+      t.eq(r.status, 200, 'a TA answers it', r.text);
+      for (const u of ['/labs', '/labs/vadd']) {
+        await page.goto(s.url + u);
+        const n = page.locator('#regrade-answered');
+        t.ok(await n.isVisible() && (await n.locator(`a[href="/regrades/${rid}"]`).count()) === 1,
+          `${u}: a notice says the request was answered and links the answer`);
+      }
+    });
+
     await t.step('favicon, and dark mode passes axe-core', async () => {
       const p = await newPage(b, { viewport: DESKTOP, colorScheme: 'dark' });
       const missing = [];
