@@ -5,7 +5,8 @@
  * folded into one; partial credit as "partial"; hidden tests as one
  * placeholder row so the rows add up), the correctness numbers, sanitizer
  * findings grouped by line with each hint once, the speed on a log scale
- * against each reference with the next tier, then the other hints. The
+ * against each reference with the next tier, then the other hints and the
+ * student's standing (rank, latest submissions). The
  * profile and the footer stay submission_page.c's.
  */
 #include "server/result_page.h"
@@ -19,6 +20,8 @@
 #include "status.h"
 #include "server/hidden.h"
 #include "server/markdown.h"
+#include "server/scoreboard.h"
+#include "server/submission.h"
 
 /* What the page already said, so nothing is said twice. */
 struct said {
@@ -497,6 +500,41 @@ static void put_hints(struct html_buf *b, json_t *hints, const struct said *said
         html_raw(b, "</ul>\n");
 }
 
+/* The student's standing in the lab: their rank on the scoreboard and
+ * their latest submissions to it, this one marked. */
+static void put_history(struct page *p, json_t *sub)
+{
+    struct api_error e;
+    json_t *subs = NULL, *s;
+    long long id = (long long)page_jnum(sub, "id", 0), best = 0;
+    const char *lab = page_jstr(sub, "lab");
+    int rank = 0;
+    size_t i;
+
+    if (p->user.role != AUTH_STUDENT)
+        return;
+    html_raw(&p->b, "<h2>Your standing in this lab</h2>\n<p id=\"standing\">");
+    if (api_scoreboard_mine(p->app, &p->user, lab, &rank, &best) == 0 && rank > 0)
+        html_fmt(&p->b, "<a href=\"/labs/%u/scoreboard\">#%d on the scoreboard</a> with "
+                        "<a href=\"/submissions/%lld\">submission #%lld</a>. ",
+                 lab, rank, best, best);
+    if (api_submissions_list(p->app, &p->user, lab, p->user.name, NULL, 5, 0, &subs, &e) == 0) {
+        html_raw(&p->b, "Latest: ");
+        json_array_foreach(json_object_get(subs, "submissions"), i, s) {
+            long long sid = (long long)page_jnum(s, "id", 0);
+            html_fmt(&p->b, "%R<a href=\"/submissions/%lld\"%R>#%lld</a> ", i ? "&middot; " : "", sid,
+                     sid == id ? " aria-current=\"page\"" : "", sid);
+            if (json_is_number(json_object_get(s, "score")) && page_jnum(s, "max_score", 0) > 0)
+                put_score(&p->b, json_object_get(s, "score"), json_object_get(s, "max_score"));
+            else
+                html_text(&p->b, page_status_words(page_jstr(s, "status")));
+            html_raw(&p->b, " ");
+        }
+    }
+    json_decref(subs);
+    html_raw(&p->b, "</p>\n");
+}
+
 void result_put(struct page *p, json_t *sub)
 {
     json_t *r = json_object_get(sub, "result"), *cg = json_object_get(r, "cugrade");
@@ -522,4 +560,5 @@ void result_put(struct page *p, json_t *sub)
     if (json_is_object(json_object_get(cg, "timing")))
         put_speed(p, sub, cg);
     put_hints(&p->b, json_object_get(cg, "hints"), &said);
+    put_history(p, sub);
 }

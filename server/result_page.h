@@ -13,7 +13,8 @@
  * p: the summary, what to fix first, the compiler output, the tests with
  * hidden ones as one placeholder row, the correctness numbers, the
  * sanitizers grouped by line, the speed on a log scale with the next tier,
- * and the hints not shown yet. Nothing when sub has no result. */
+ * the hints not shown yet, and for a student their rank and latest
+ * submissions to the lab. Nothing when sub has no result. */
 void result_put(struct page *p, json_t *sub);
 
 #endif

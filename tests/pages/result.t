@@ -14,6 +14,7 @@
  *    add up to the score, a system error shows no "0 / 0" and no host path;
  *  - the speed chart is on a log scale, without cuBLAS where there is none,
  *    with "x times faster/slower than" each reference and the next tier;
+ *  - the student's rank and latest submissions to the lab, this one marked;
  *  - each variant (pass, partial, compile error, runtime error with a race,
  *    timeout, system error, hidden tests) goes through axe-core with no
  *    serious or critical violation at 1200 and 375 px, and is saved as
@@ -186,6 +187,15 @@ run(async (t) => {
       t.ok(/265 times faster than CPU/.test(vs) && /22\.[78] times faster than naive/.test(vs), 'x times faster than each reference', vs);
       const next = await page.locator('.next-tier').innerText();
       t.ok(/within 2x of cuBLAS/.test(next) && /50 points/.test(next), 'the next tier and its points', next);
+    });
+
+    await t.step('rank and history on the result page', async () => {
+      await page.goto(`${s.url}/submissions/${ids.partial}`);
+      const st = await page.locator('#standing').innerText();
+      t.ok(/#1 on the scoreboard/.test(st), 'the result page shows the student\'s rank', st);
+      t.ok(await page.locator(`#standing a[href="/submissions/${ids.partial}"][aria-current=page]`).count() === 1 &&
+        await page.locator(`#standing a[href="/submissions/${ids.ours}"]`).count() >= 1,
+      '...and their latest submissions, this one marked', st);
     });
 
     await t.step('axe-core and screenshots of every variant', async () => {
