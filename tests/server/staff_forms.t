@@ -5,10 +5,13 @@
 # values still in it, not a dead-end error page; so does a regrade answer
 # the API refuses (an override without a score). The regrade pages show one
 # date format (UTC with "ago") and scores without trailing zeros. A TA's
-# nav links every page a TA may open (the queue, late days).
+# nav links every page a TA may open (the queue, late days). A similarity
+# check still running says so, not "No similar pairs.".
 import os
 import re
+import sqlite3
 import sys
+import time
 import urllib.parse
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cugrade_test import Tap, Server, require_binary  # noqa: E402
@@ -73,6 +76,16 @@ def main(t):
          "a TA's nav links the queue and late-days pages", nav)
     t.eq([s.get(u, headers=ck).status for u in ("/admin/queue", "/admin/late-days")], [200, 200],
          "...which a TA may open")
+
+    db = sqlite3.connect(s.db, timeout=10)
+    db.execute("INSERT INTO similarity_runs(lab, status, tool, files, started_at)"
+               " VALUES('vadd', 'running', 'sim_c', 2, ?)", (time.time(),))
+    db.commit()
+    db.close()
+    page = s.get("/labs/vadd/similarity", headers=ck).body.decode()
+    t.ok('id="sim-running"' in page and "No similar pairs" not in page,
+         "similarity: a running check says so, not 'No similar pairs.'", page[-2000:])
+    t.ok(not re.search(r"started \d{4}-\d\d-\d\dT", page), "...and its start in the pages' date format")
 
     sess, _ = s.login("admin")
     ck = {"Cookie": "cugrade_session=%s" % sess}
