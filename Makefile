@@ -160,4 +160,7 @@ format:
 clean:
 	rm -rf build build-asan build-fuzz dist
 
+# page.c embeds the icon too (see the stylesheet's rule above).
+$(BUILD)/server/page.o: server/static/favicon.svg
+
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

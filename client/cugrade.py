@@ -19,7 +19,7 @@ needs IPython, which the notebook already has. See client/README.md.
 
 Exit status of `submit --watch` and `show --watch` (also in README.md):
   0  graded, and every visible correctness case passed and the sanitizers
-     were clean (the score may still lack speed points); `submit` without
+     were clean or could not run on our side (runner_problem, not charged) (the score may still lack speed points); `submit` without
      --watch: accepted; other commands: done
   1  graded, but a visible correctness case failed or a sanitizer found a
      problem (the score and the failing cases are shown)
@@ -444,7 +444,8 @@ def timing_bars(t):
     refs = t.get("reference_ms") if isinstance(t.get("reference_ms"), dict) else {}
     for k, v in list(refs.items())[:3]:
         bars.append(("reference (%s)" % k[:24], v, False))
-    bars.append(("cuBLAS", t.get("cublas_ms"), False))
+    if _ms(t.get("cublas_ms")):     # a lab timed without cuBLAS has no cuBLAS row
+        bars.append(("cuBLAS", t.get("cublas_ms"), False))
     if isinstance(t.get("cpu_ms"), (int, float)):
         bars.append(("CPU", t.get("cpu_ms"), False))
     return bars
@@ -460,6 +461,111 @@ def versus(mine, other):
         return ""
     r = other / mine
     return "%.2fx faster" % r if r >= 1 else "%.2fx slower" % (1 / r)
+
+
+def san_state(x):
+    """What one sanitizer entry says: "clean", "problems" (it ran and found
+    some), "ours" (it could not run for a reason of ours: runner_problem; not
+    charged) or "not run" (it did not run, e.g. after a crash)."""
+    if x.get("ran") is False or x.get("runner_problem"):
+        return "ours" if x.get("runner_problem") else "not run"
+    return "clean" if x.get("clean") else "problems"
+
+
+SAN_WORDS = {"clean": "clean", "problems": "found problems", "ours": "not run (ours)",
+             "not run": "not run"}
+
+
+def san_words(x):
+    """The words for one sanitizer entry, with the runner's note when it
+    did not run."""
+    st = san_state(x)
+    note = _clean(x.get("note") or "") if st in ("ours", "not run") else ""
+    return SAN_WORDS[st] + (": " + note if note else "")
+
+
+def outcome(x):
+    """A test's outcome: passed (all points), partial (some), not run, failed."""
+    out = str(x.get("output") or "")
+    sc, mx = x.get("score"), x.get("max_score")
+    sc = sc if isinstance(sc, (int, float)) else 0
+    mx = mx if isinstance(mx, (int, float)) else 0
+    if out.startswith("not run") or out.startswith("not timed"):
+        return "not run"
+    if (mx > 0 and sc >= mx) or (mx <= 0 and x.get("status") == "passed"):
+        return "passed"
+    return "partial" if sc > 0 else "failed"
+
+
+def _no_hint(out):
+    """A test's feedback without its " Hint: ..." tail (hints are shown once)."""
+    out = str(out or "")
+    i = out.find(" Hint: ")
+    return out[:i].rstrip(";") if i >= 0 else out
+
+
+def fix_first(sub):
+    """What to fix first, as (lines, hint shown): a rejection, the first
+    compiler error, or the first failing case with its message, hint and
+    line; ([], None) when there is nothing to fix."""
+    res = sub.get("result") if isinstance(sub.get("result"), dict) else {}
+    cg = res.get("cugrade") if isinstance(res.get("cugrade"), dict) else {}
+    rej = cg.get("rejection")
+    if isinstance(rej, dict):
+        return (["Your code uses %s: %s" % (_clean(rej.get("symbol", "")),
+                                            _clean(rej.get("reason", "")))], None)
+    for line in str(cg.get("compile_log") or "").splitlines():
+        if "error" in line:
+            return (["The first compiler error (later ones often follow from it):",
+                     "  " + _clean(line)], None)
+    case = next((c for c in cg.get("cases") or [] if isinstance(c, dict)
+                 and not c.get("passed")), None)
+    finds = [f for x in cg.get("sanitizer") or [] if isinstance(x, dict)
+             for f in x.get("findings") or [] if isinstance(f, dict)]
+    if not case and not finds:
+        return ([], None)
+    out, hint = [], None
+    if case:
+        where = (" from element %d on" % case["first_bad_index"]
+                 if isinstance(case.get("first_bad_index"), int) else "")
+        msg = _clean(case.get("message") or "")
+        out.append("Case %s is wrong%s%s" % (_clean(case.get("name", "")), where,
+                                             ": " + msg if msg else "."))
+        hint = next((d.get("text") for d in cg.get("hint_details") or []
+                     if isinstance(d, dict) and d.get("case") == case.get("name")
+                     and isinstance(d.get("text"), str)), None)
+    else:
+        out.append("The sanitizer found a problem: " + _clean(finds[0].get("message", "")))
+    if not hint and finds and isinstance(finds[0].get("hint"), str):
+        hint = finds[0]["hint"]
+    if not hint:
+        hint = next((h for h in cg.get("hints") or [] if isinstance(h, str)), None)
+    if hint:
+        out.append("Hint: " + _clean(hint))
+    if finds and finds[0].get("line"):
+        out.append("Line %s of %s." % (finds[0]["line"], _clean(finds[0].get("file", ""))))
+    return (out, hint)
+
+
+def finding_lines(findings, skip_hint=None):
+    """A tool's findings as text: one line per source line with a count,
+    then each distinct hint once."""
+    out, seen, hints = [], {}, []
+    for f in findings:
+        if not isinstance(f, dict):
+            continue
+        key = (f.get("file"), f.get("line"))
+        if key in seen:
+            seen[key][1] += 1
+            continue
+        seen[key] = [f, 1]
+        if f.get("hint") and f["hint"] != skip_hint and f["hint"] not in hints:
+            hints.append(f["hint"])
+    for f, n in seen.values():
+        where = "%s:%s: " % (_clean(f.get("file", "")), f.get("line")) if f.get("line") else ""
+        msg = re.sub(r"0x[0-9a-fA-F]{4,}", "0x...", _clean(f.get("message", "")))
+        out.append("  %s%s%s" % (where, msg, " (%d times)" % n if n > 1 else ""))
+    return out + ["  hint: " + _clean(h) for h in hints]
 
 
 def _bar_glyph():
@@ -495,14 +601,17 @@ def render_text(sub, page=None):
     if isinstance(rej, dict):
         out += ["", "Rejected: your code uses %s. %s" % (_clean(rej.get("symbol", "")),
                                                         _clean(rej.get("reason", "")))]
+    first, shown_hint = fix_first(sub)
+    if first:
+        out += ["", "What to fix first:"] + ["  " + l for l in first]
     if cg.get("compile_log"):
         out += ["", "Compiler output:"] + ["  " + l for l in _clean(cg["compile_log"]).splitlines()]
     tests = [x for x in res.get("tests") or [] if isinstance(x, dict)]
     if tests:
         out += ["", "Tests:", _table(
             ["test", "result", "points", "details"],
-            [[x.get("name", ""), x.get("status", ""), fmt_score(x.get("score"), x.get("max_score")),
-              _clip(x.get("output", ""), 60)] for x in tests], right=(2,))]
+            [[x.get("name", ""), outcome(x), fmt_score(x.get("score"), x.get("max_score")),
+              _no_hint(x.get("output", ""))] for x in tests], right=(2,))]
     cases = [x for x in cg.get("cases") or [] if isinstance(x, dict)]
     if cases:
         out += ["", "Correctness cases:", _table(
@@ -517,17 +626,11 @@ def render_text(sub, page=None):
     san = [x for x in cg.get("sanitizer") or [] if isinstance(x, dict)]
     if san:
         out += ["", "Sanitizers: " + ", ".join(
-            "%s %s" % (_clean(x.get("tool", "")), "clean" if x.get("clean") else "found problems")
-            for x in san)]
+            "%s %s" % (_clean(x.get("tool", "")), san_words(x)) for x in san)]
+        if any(san_state(x) == "ours" for x in san):
+            out.append("  (not run on our side: not your problem, and not charged)")
         for x in san:
-            for f in x.get("findings") or []:
-                if not isinstance(f, dict):
-                    continue
-                where = "%s:%s: " % (_clean(f.get("file", "")), f.get("line")) \
-                    if f.get("line") else ""
-                out.append("  %s%s" % (where, _clean(f.get("message", ""))))
-                if f.get("hint"):
-                    out.append("    hint: " + _clean(f["hint"]))
+            out += finding_lines(x.get("findings") or [], shown_hint)
     t = cg.get("timing")
     if isinstance(t, dict):
         out += ["", "Time (lower is better):"]
@@ -558,7 +661,7 @@ def render_text(sub, page=None):
         if t.get("flagged"):
             out.append("  Flagged, no speed points: %s" % _clean(
                 t.get("flag_reason") or "it is faster than the hardware allows."))
-    hints = [h for h in cg.get("hints") or [] if isinstance(h, str)]
+    hints = [h for h in cg.get("hints") or [] if isinstance(h, str) and h != shown_hint]
     if hints:
         out += ["", "Hints:"] + ["  - " + _clean(h) for h in hints]
     foot = []
@@ -581,7 +684,7 @@ def exit_status(sub):
         bad_case = any(isinstance(c, dict) and c.get("passed") is False
                        for c in cg.get("cases") or [])
         bad_san = any(isinstance(s, dict) and s.get("clean") is False
-                      for s in cg.get("sanitizer") or [])
+                      and san_state(s) != "ours" for s in cg.get("sanitizer") or [])
         return EXIT_FAILED if bad_case or bad_san else EXIT_OK
     if st in VERDICTS:
         return EXIT_VERDICT
@@ -595,7 +698,8 @@ def exit_status(sub):
 _BADGE = {"good": "color:#17733a;border:1px solid #9fd3b1;background:#eef9f1",
           "bad": "color:#b42318;border:1px solid #f2b8b2;background:#fdf1f0",
           "warn": "color:#8a5a00;border:1px solid #e9cf91;background:#fdf7e8",
-          "busy": "color:#0b62c4;border:1px solid #9cc1ec;background:#eef5fd"}
+          "busy": "color:#0b62c4;border:1px solid #9cc1ec;background:#eef5fd",
+          "neutral": "color:#1d232b;border:1px solid #d9dee4;background:#f4f6f8"}
 _BOX = ("font:14px/1.45 system-ui,'DejaVu Sans',sans-serif;color:#1d232b;background:#fff;"
         "max-width:56rem;padding:.2rem 0")
 _TABLE = "border-collapse:collapse;margin:.3rem 0 .8rem;font-size:13px"
@@ -735,6 +839,10 @@ def render_html(sub, page=None):
         out.append('<div class="cugrade-notice bad" style="%s"><strong>Rejected:</strong> your '
                    'code uses <code>%s</code>. %s</div>'
                    % (_notice("bad"), esc(rej.get("symbol")), esc(rej.get("reason"))))
+    first, shown_hint = fix_first(sub)
+    if first:
+        out.append('<div class="cugrade-fix-first" style="%s"><strong>What to fix first</strong>'
+                   '<br>%s</div>' % (_notice("bad"), "<br>".join(esc(x) for x in first)))
     if cg.get("compile_log"):
         out.append('<h4>Compiler output</h4><pre class="cugrade-log" style="background:#f4f6f8;'
                    'padding:.5rem;overflow:auto;max-height:20rem">%s</pre>' % esc(cg["compile_log"]))
@@ -742,8 +850,8 @@ def render_html(sub, page=None):
     if tests:
         out.append("<h4>Tests</h4>")
         out.append(_html_table("cugrade-tests", ["Test", "Result", "Points", "Details"], [
-            [esc(x.get("name")), _badge(x.get("status", ""), "good" if x.get("status") == "passed"
-                                        else "bad"),
+            [esc(x.get("name")), _badge(outcome(x), {"passed": "good", "partial": "warn",
+                                                      "not run": "neutral"}.get(outcome(x), "bad")),
              esc(fmt_score(x.get("score"), x.get("max_score"))),
              "<code>%s</code>" % esc(x.get("output"))] for x in tests], right=(2,)))
     cases = [x for x in cg.get("cases") or [] if isinstance(x, dict)]
@@ -761,9 +869,12 @@ def render_html(sub, page=None):
     if san:
         out.append('<h4>Sanitizers</h4><ul class="cugrade-sanitizer">')
         for x in san:
+            st = san_state(x)
             out.append("<li><strong>%s</strong>: %s" % (esc(x.get("tool")), _badge(
-                "clean" if x.get("clean") else "problems found",
-                "good" if x.get("clean") else "bad")))
+                {"clean": "clean", "problems": "problems found"}.get(st, SAN_WORDS[st]),
+                {"clean": "good", "problems": "bad"}.get(st, "neutral"))))
+            if st in ("ours", "not run") and x.get("note"):
+                out.append(' <span style="color:#5a6470">%s</span>' % esc(x.get("note")))
             finds = [f for f in x.get("findings") or [] if isinstance(f, dict)]
             if finds:
                 out.append("<ul>")
@@ -797,7 +908,7 @@ def render_html(sub, page=None):
             out.append('<div class="cugrade-notice warn" style="%s">This timing was flagged '
                        'and earns no speed points: %s</div>' % (_notice("warn"), esc(
                            t.get("flag_reason") or "it is faster than the hardware allows.")))
-    hints = [h for h in cg.get("hints") or [] if isinstance(h, str)]
+    hints = [h for h in cg.get("hints") or [] if isinstance(h, str) and h != shown_hint]
     if hints:
         out.append('<h4>Hints</h4><ul class="cugrade-hints">%s</ul>'
                    % "".join("<li>%s</li>" % esc(h) for h in hints))

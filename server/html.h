@@ -87,6 +87,12 @@ struct html_bar {
 void html_svg_bars(struct html_buf *b, const char *title, const struct html_bar *bars,
                    size_t nbars, const char *unit);
 
+/* html_svg_bars on a logarithmic scale (times that differ 100x all show),
+ * narrow enough for a phone, with a note that the scale is logarithmic.
+ * Bars with value <= 0 or NaN are left out of the drawing, label only. */
+void html_svg_bars_log(struct html_buf *b, const char *title, const struct html_bar *bars,
+                       size_t nbars, const char *unit);
+
 /* An inline SVG histogram of values (NaN values skipped) over nbins equal
  * bins spanning [lo, hi] (values outside are clamped into the end bins).
  * When lo >= hi the range is taken from the data. xlabel names the axis. */

@@ -1,8 +1,8 @@
 /*
  * lab_page.c - the labs list, a lab's page with its submit form, and the submit.
  */
-#include "server/bundle.h"
 #include "server/page.h"
+#include "server/bundle.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -16,6 +16,7 @@
 #include "server/course.h"
 #include "server/lateday.h"
 #include "server/markdown.h"
+#include "server/regrade.h"
 #include "server/scoreboard.h"
 #include "server/submission.h"
 #include "server/views.h"
@@ -44,6 +45,34 @@ static json_t *best_scores(struct page *p)
     return best;
 }
 
+/* A student's notice of their regrade requests answered in the last week
+ * (lab NULL: any lab), each linking to the answer. */
+static void put_regrade_answered(struct page *p, const char *lab)
+{
+    struct api_error e;
+    json_t *out = NULL, *r;
+    size_t i, shown = 0;
+
+    if (p->user.role != AUTH_STUDENT ||
+        regrade_request_list(p->app, &p->user, "answered", lab, p->user.name, 0, &out, &e) != 0)
+        return;
+    json_array_foreach(json_object_get(out, "requests"), i, r) {
+        double at = page_iso_to_time(page_jstr(r, "answered_at"));
+        long long rid = (long long)page_jnum(r, "id", 0), sid = (long long)page_jnum(r, "submission", 0);
+        if (at <= 0 || db_now() - at > 7 * 86400 || shown >= 3)
+            continue;
+        html_fmt(&p->b, "%R<p>Your regrade request about <a href=\"/submissions/%lld\">submission #%lld</a> "
+                        "(%s) was answered ",
+                 shown++ ? "" : "<div class=\"notice good\" id=\"regrade-answered\">", sid, sid,
+                 page_jstr(r, "lab"));
+        put_when(&p->b, at);
+        html_fmt(&p->b, ": <a href=\"/regrades/%lld\">read the answer</a>.</p>\n", rid);
+    }
+    if (shown)
+        html_raw(&p->b, "</div>\n");
+    json_decref(out);
+}
+
 static int page_labs(struct page *p)
 {
     struct api_error e;
@@ -56,6 +85,7 @@ static int page_labs(struct page *p)
     best = best_scores(p);
     page_begin(p, "Labs");
     html_raw(&p->b, "<h1>Labs</h1>\n");
+    put_regrade_answered(p, NULL);
     if (json_array_size(json_object_get(labs, "labs")) == 0)
         html_raw(&p->b, "<p class=\"muted\">No labs are set up yet.</p>\n");
     else
@@ -135,28 +165,6 @@ static char *read_starter(const struct app_lab *l, const char *name)
     return buf;
 }
 
-/* The languages a lab takes (docs/python.md): Python when it has a Python
- * interface or starter (labs/<lab>/lab.py, starter.py), CUDA C when it has
- * a harness or a CUDA starter, or nothing of Python's. */
-static void lab_languages(const struct app_lab *l, int *cuda, int *python)
-{
-    char path[512];
-    *cuda = *python = 0;
-    if (!l) {
-        *cuda = 1;
-        return;
-    }
-    static const char *const py[] = {"lab.py", "starter.py"}, *const cu[] = {"harness.cu",
-                                                                              "starter.cu"};
-    for (int i = 0; i < 2; i++) {
-        snprintf(path, sizeof(path), "%s/%s", l->lab.dir, py[i]);
-        *python |= access(path, R_OK) == 0;
-        snprintf(path, sizeof(path), "%s/%s", l->lab.dir, cu[i]);
-        *cuda |= access(path, R_OK) == 0;
-    }
-    *cuda |= !*python;
-}
-
 /* The starter files, one block each. */
 static void put_starters(struct page *p, const struct app_lab *al, int cuda, int python)
 {
@@ -167,6 +175,9 @@ static void put_starters(struct page *p, const struct app_lab *al, int cuda, int
         char *starter = read_starter(al, names[i]);
         if (!starter)
             continue;
+        html_fmt(&p->b, "<p class=\"starter\"><a class=\"button secondary\" href=\"/labs/%u/starter/%s\" "
+                        "download=\"%s\">Download %s</a></p>\n",
+                 al->lab.name, names[i], names[i], names[i]);
         html_fmt(&p->b, "<details><summary>Starter file (<code>%s</code>)</summary>\n<pre><code>",
                  names[i]);
         html_text(&p->b, starter);
@@ -175,47 +186,118 @@ static void put_starters(struct page *p, const struct app_lab *al, int cuda, int
     }
 }
 
-/* The lab page; problem (may be NULL) is shown above the form with the
- * source the student pasted, so nothing they typed is lost. */
-static int page_lab(struct page *p, const char *lab, const char *problem, int status,
-                    const char *pasted, const char *pasted_name)
+/* The id of the viewer's submission to lab still waiting in the queue
+ * (a new one would supersede it), or 0. */
+static long long queued_id(struct page *p, const char *lab)
 {
     struct api_error e;
-    json_t *doc = NULL, *subs = NULL;
-    struct app_lab *al = app_lab_find(p->app, lab);
-    double due = 0, hard = 0, now = db_now();
+    json_t *subs = NULL;
+    long long id = 0;
+    if (api_submissions_list(p->app, &p->user, lab, p->user.name, "queued", 1, 0, &subs, &e) == 0)
+        id = (long long)page_jnum(json_array_get(json_object_get(subs, "submissions"), 0), "id", 0);
+    json_decref(subs);
+    return id;
+}
 
-    if (api_lab_get(p->app, &p->user, lab, &doc, &e) != 0)
-        return page_api_error(p, &e);
-    if (al)
-        api_deadlines(p->app, al, p->user.id, &due, &hard);
-    page_begin(p, page_jstr(doc, "title"));
-    html_fmt(&p->b, "<h1>%s</h1>\n<p class=\"muted\">Lab <code>%s</code> &middot; due ", page_jstr(doc, "title"), lab);
+/* The status strip at the top of a lab page: the due date with the late
+ * days left, the student's best score and latest status (subs: newest
+ * first), and a link to the form. */
+static void put_status_strip(struct page *p, const char *lab, json_t *subs, double due, double hard)
+{
+    struct lateday_pool pool;
+    json_t *s, *best = NULL;
+    size_t i;
+
+    html_raw(&p->b, "<ul class=\"strip\" aria-label=\"Your status in this lab\">\n<li><span class=\"k\">Due</span> ");
     put_when(&p->b, due);
     if (hard > 0 && hard != due) {
-        html_raw(&p->b, " &middot; hard deadline ");
+        html_raw(&p->b, "<br><span class=\"small muted\">hard deadline ");
         put_when(&p->b, hard);
+        html_raw(&p->b, "</span>");
     }
-    html_fmt(&p->b, "</p>\n<p><a href=\"/labs/%u/scoreboard\">Scoreboard</a>", lab);
-    if (page_is_staff(p))
-        html_fmt(&p->b, " &middot; <a href=\"/labs/%u/stats\">Score and speedup charts</a>"
-                        " &middot; <a href=\"/submissions?lab=%u\">All submissions</a>"
-                        " &middot; <a href=\"/labs/%u/similarity\">Similarity</a>", lab, lab, lab);
-    if (page_is_admin(p))
-        html_fmt(&p->b, " &middot; <a href=\"/admin/labs/%u/rubric\">Edit the rubric</a>", lab);
-    html_raw(&p->b, "</p>\n");
+    if (p->user.role == AUTH_STUDENT && lateday_pool_get(p->app->db, p->user.id, &pool) == 0 &&
+        pool.budget > 0)
+        html_fmt(&p->b, "<br><span class=\"small muted\">%d of %d late day%R left</span>",
+                 pool.remaining, pool.budget, pool.budget == 1 ? "" : "s");
+    html_raw(&p->b, "</li>\n<li><span class=\"k\">Your best</span> ");
+    json_array_foreach(subs, i, s)
+        if (json_is_number(json_object_get(s, "score")) &&
+            strcmp(page_jstr(s, "status"), "system_error") != 0 &&
+            (!best || page_jnum(s, "score", 0) > page_jnum(best, "score", 0)))
+            best = s;
+    if (best)
+        put_score(&p->b, json_object_get(best, "score"), json_object_get(best, "max_score"));
+    else
+        html_raw(&p->b, "<span class=\"muted\">no score yet</span>");
+    html_raw(&p->b, "</li>\n<li><span class=\"k\">Latest</span> ");
+    s = json_array_get(subs, 0);
+    if (s) {
+        long long id = (long long)page_jnum(s, "id", 0);
+        html_fmt(&p->b, "<a href=\"/submissions/%lld\">#%lld</a> ", id, id);
+        put_status(&p->b, page_jstr(s, "status"));
+    } else {
+        html_raw(&p->b, "<span class=\"muted\">nothing submitted</span>");
+    }
+    int rank = 0;
+    long long best_id = 0;
+    html_raw(&p->b, "</li>\n<li><span class=\"k\">Rank</span> ");
+    if (api_scoreboard_mine(p->app, &p->user, lab, &rank, &best_id) == 0 && rank > 0)
+        html_fmt(&p->b, "<a href=\"/labs/%u/scoreboard\" id=\"rank\">#%d on the scoreboard</a>", lab, rank);
+    else
+        html_fmt(&p->b, "<a href=\"/labs/%u/scoreboard\">Scoreboard</a>", lab);
+    html_raw(&p->b, "</li>\n<li><a class=\"button\" href=\"#submit\">Submit</a></li>\n</ul>\n");
+}
 
-    html_raw(&p->b, "<div class=\"grid2\"><section class=\"handout\" aria-label=\"handout\"><h2>Handout</h2>\n");
-    char *handout = bundle_handout(p->req, page_jstr(doc, "handout"));
-    markdown_render(&p->b, handout ? handout : page_jstr(doc, "handout"));
-    free(handout);
-    html_raw(&p->b, "</section>\n<section aria-label=\"submit\">\n<h2>The interface you implement</h2>\n");
-    html_fmt(&p->b, "<pre><code>%s</code></pre>\n", page_jstr(doc, "interface"));
+/* The submit form (with the pasted source and name to keep); queued: the
+ * student's submission still waiting, which a new one replaces, so the form
+ * asks to confirm that first. */
+static void put_submit_form(struct page *p, const struct app_lab *al, const char *lab,
+                            const char *pasted, const char *pasted_name, long long queued)
+{
+    int cuda, python;
+    submission_lab_languages(al, &cuda, &python);
+    /* The extension picks the language: .cu (CUDA C) or .py (Numba, CuPy). */
+    const char *exts = cuda && python ? "<code>.cu</code> or <code>.py</code>"
+                       : python       ? "<code>.py</code>"
+                                      : "<code>.cu</code>";
+    html_fmt(&p->b, "<form id=\"submit-form\" class=\"stack\" method=\"post\" action=\"/labs/%u/submit\" "
+                    "enctype=\"multipart/form-data\">\n", lab);
+    page_csrf_field(p);
+    html_fmt(&p->b, "\n<label for=\"file\">Upload your %R file</label>\n"
+                    "<input type=\"file\" id=\"file\" name=\"file\" accept=\"%s\">\n"
+                    "<p id=\"file-note\" class=\"muted small\" aria-live=\"polite\"></p>\n"
+                    "<label for=\"source\">&hellip;or paste your source here</label>\n"
+                    "<textarea id=\"source\" name=\"source\" class=\"code\" spellcheck=\"false\" "
+                    "placeholder=\"Paste the whole %s file here (used only when no file is chosen).\">",
+             exts, cuda && python ? ".cu,.py" : python ? ".py" : ".cu",
+             cuda && python ? ".cu or .py" : python ? ".py" : ".cu");
+    html_text(&p->b, pasted);
+    html_fmt(&p->b, "</textarea>\n<label for=\"filename\">File name for pasted source%R</label>\n"
+                    "<input type=\"text\" id=\"filename\" name=\"filename\" value=\"%s\" "
+                    "pattern=\"[A-Za-z0-9_.\\-]{1,61}\\.%s\">\n",
+             cuda && python ? " (<code>.py</code> for Python)" : "",
+             pasted_name && *pasted_name ? pasted_name : cuda ? "kernel.cu" : "kernel.py",
+             cuda && python ? "(cu|py)" : python ? "py" : "cu");
+    if (queued > 0)
+        html_fmt(&p->b, "<div class=\"notice warn\" id=\"replace-note\"><p>Your <a href=\"/submissions/%lld\">"
+                        "submission #%lld</a> is still waiting in the queue. A new one takes its "
+                        "place: #%lld will not be graded.</p>\n<label class=\"check\"><input "
+                        "type=\"checkbox\" id=\"replace\" name=\"replace\" value=\"%lld\" required> "
+                        "Replace my queued submission #%lld</label>\n<input type=\"hidden\" "
+                        "name=\"queued\" value=\"%lld\"></div>\n",
+                 queued, queued, queued, queued, queued, queued);
+    html_raw(&p->b, "<p><button type=\"submit\">Submit for grading</button></p>\n</form>\n");
+    put_starters(p, al, cuda, python);
+}
 
-    html_raw(&p->b, "<h2 id=\"submit\">Submit</h2>\n");
+/* The notices above the form: the problem with the last try (may be NULL),
+ * then what the deadlines allow now. */
+static void put_submit_notices(struct page *p, const struct app_lab *al, const char *lab,
+                               const char *problem, double due, double hard)
+{
     if (problem)
         html_fmt(&p->b, "<div class=\"notice bad\" role=\"alert\" id=\"problem\"><p>%s</p></div>\n", problem);
-    enum app_lab_state state = al ? app_lab_state(al, due, hard, now) : APP_LAB_NO_RUBRIC;
+    enum app_lab_state state = al ? app_lab_state(al, due, hard, db_now()) : APP_LAB_NO_RUBRIC;
     if (state == APP_LAB_CLOSED)
         html_raw(&p->b, "<div class=\"notice warn\"><p>The hard deadline has passed: the server no "
                         "longer accepts submissions for this lab. If you have an extension, ask the "
@@ -227,39 +309,60 @@ static int page_lab(struct page *p, const char *lab, const char *problem, int st
     else if (state == APP_LAB_LATE && !lateday_notice_html(p->app, &p->b, &p->user, lab))
         html_raw(&p->b, "<div class=\"notice warn\"><p>The due date has passed: a submission now "
                         "is marked late and the late penalty applies.</p></div>\n");
-    html_fmt(&p->b, "<form id=\"submit-form\" class=\"stack\" method=\"post\" action=\"/labs/%u/submit\" "
-                    "enctype=\"multipart/form-data\">\n", lab);
-    page_csrf_field(p);
-    int cuda, python;
-    lab_languages(al, &cuda, &python);
-    /* The extension picks the language: .cu (CUDA C) or .py (Numba, CuPy). */
-    const char *exts = cuda && python ? "<code>.cu</code> or <code>.py</code>"
-                       : python       ? "<code>.py</code>"
-                                      : "<code>.cu</code>";
-    html_fmt(&p->b, "\n<label for=\"file\">Upload your %s file</label>\n"
-                    "<input type=\"file\" id=\"file\" name=\"file\" accept=\"%s\">\n"
-                    "<p id=\"file-note\" class=\"muted small\" aria-live=\"polite\"></p>\n"
-                    "<label for=\"source\">&hellip;or paste your source here</label>\n"
-                    "<textarea id=\"source\" name=\"source\" class=\"code\" spellcheck=\"false\" "
-                    "placeholder=\"Paste the whole %s file here (used only when no file is chosen).\">",
-             exts, cuda && python ? ".cu,.py" : python ? ".py" : ".cu",
-             cuda && python ? ".cu or .py" : python ? ".py" : ".cu");
-    html_text(&p->b, pasted);
-    html_fmt(&p->b, "</textarea>\n<label for=\"filename\">File name for pasted source%s</label>\n"
-                    "<input type=\"text\" id=\"filename\" name=\"filename\" value=\"%s\" "
-                    "pattern=\"[A-Za-z0-9_.\\-]{1,61}\\.%s\">\n"
-                    "<p><button type=\"submit\">Submit for grading</button></p>\n</form>\n",
-             cuda && python ? " (<code>.py</code> for Python)" : "",
-             pasted_name && *pasted_name ? pasted_name : cuda ? "kernel.cu" : "kernel.py",
-             cuda && python ? "(cu|py)" : python ? "py" : "cu");
-    put_starters(p, al, cuda, python);
-    html_raw(&p->b, "</section></div>\n");
+}
 
-    if (api_submissions_list(p->app, &p->user, lab, p->user.name, NULL, 50, 0, &subs, &e) == 0 &&
-        json_array_size(json_object_get(subs, "submissions")) > 0) {
+/* The lab page, led by the student's status and latest submissions, then
+ * the handout at full width, then the form. problem (may be NULL) is shown
+ * above the form with the source the student pasted, so nothing they
+ * typed is lost. */
+static int page_lab(struct page *p, const char *lab, const char *problem, int status,
+                    const char *pasted, const char *pasted_name)
+{
+    struct api_error e;
+    json_t *doc = NULL, *subs = NULL, *list;
+    struct app_lab *al = app_lab_find(p->app, lab);
+    double due = 0, hard = 0;
+
+    if (api_lab_get(p->app, &p->user, lab, &doc, &e) != 0)
+        return page_api_error(p, &e);
+    if (al)
+        api_deadlines(p->app, al, p->user.id, &due, &hard);
+    if (api_submissions_list(p->app, &p->user, lab, p->user.name, NULL, 50, 0, &subs, &e) != 0)
+        subs = NULL;
+    list = json_object_get(subs, "submissions");
+    page_begin(p, page_jstr(doc, "title"));
+    html_fmt(&p->b, "<h1>%s <span class=\"muted small\">lab <code>%s</code></span></h1>\n",
+             page_jstr(doc, "title"), lab);
+    put_status_strip(p, lab, list, due, hard);
+    put_regrade_answered(p, lab);
+    if (page_is_staff(p))
+        html_fmt(&p->b, "<p><a href=\"/labs/%u/stats\">Score and speedup charts</a>"
+                        " &middot; <a href=\"/submissions?lab=%u\">All submissions</a>"
+                        " &middot; <a href=\"/labs/%u/similarity\">Similarity</a>%R</p>\n",
+                 lab, lab, lab, page_is_admin(p) ? " &middot; " : "");
+    if (page_is_admin(p))
+        html_fmt(&p->b, "<p><a href=\"/admin/labs/%u/rubric\">Edit the rubric</a></p>\n", lab);
+    if (json_array_size(list) > 0) {
+        json_t *recent = json_array();
+        for (size_t i = 0; i < json_array_size(list) && i < 5; i++)
+            json_array_append(recent, json_array_get(list, i));
         html_raw(&p->b, "<h2>Your submissions</h2>\n");
-        put_submissions_table(p, json_object_get(subs, "submissions"), 0, 0);
+        put_submissions_table(p, recent, 0, 0);
+        json_decref(recent);
+        if (json_array_size(list) > 5)
+            html_fmt(&p->b, "<p class=\"small\"><a href=\"/submissions?lab=%u\">All %zu of your "
+                            "submissions to this lab</a></p>\n", lab, json_array_size(list));
     }
+    html_raw(&p->b, "<section class=\"handout\" aria-label=\"handout\"><h2>Handout</h2>\n");
+    char *handout = bundle_handout(p->req, page_jstr(doc, "handout"));
+    markdown_render(&p->b, handout ? handout : page_jstr(doc, "handout"));
+    free(handout);
+    html_raw(&p->b, "</section>\n<section aria-label=\"submit\">\n<h2>The interface you implement</h2>\n");
+    html_fmt(&p->b, "<pre><code>%s</code></pre>\n", page_jstr(doc, "interface"));
+    html_raw(&p->b, "<h2 id=\"submit\">Submit</h2>\n");
+    put_submit_notices(p, al, lab, problem, due, hard);
+    put_submit_form(p, al, lab, pasted, pasted_name, queued_id(p, lab));
+    html_raw(&p->b, "</section>\n");
     json_decref(subs);
     json_decref(doc);
     return page_end(p, status);
@@ -318,7 +421,7 @@ static int post_submit(struct page *p, const char *lab)
         filename = page_field(p, "filename");
         if (filename == NULL || *filename == '\0') {
             int cuda, python;
-            lab_languages(app_lab_find(p->app, lab), &cuda, &python);
+            submission_lab_languages(app_lab_find(p->app, lab), &cuda, &python);
             filename = cuda ? "kernel.cu" : "kernel.py";
         }
         source = src->value;
@@ -339,6 +442,16 @@ static int post_submit(struct page *p, const char *lab)
                  "and submit again.", filename);
         return page_lab(p, lab, msg, 400, src ? src->value : NULL, NULL);
     }
+    long long queued = queued_id(p, lab);
+    const char *replace = page_field(p, "replace"), *shown = page_field(p, "queued");
+    /* The page showed a queued submission: the box must be ticked (browsers
+     * ask before sending; this is for those that do not validate). */
+    if (queued > 0 && shown && atoll(shown) == queued && (!replace || atoll(replace) != queued)) {
+        snprintf(msg, sizeof(msg), "Your submission #%lld is still waiting in the queue and a new one "
+                 "would replace it. Tick \xe2\x80\x9cReplace my queued submission #%lld\xe2\x80\x9d to send this "
+                 "one instead, or wait for #%lld to be graded.", queued, queued, queued);
+        return page_lab(p, lab, msg, 409, source == (src ? src->value : NULL) ? source : NULL, filename);
+    }
     if (submission_start_form(p->app, p->req, &p->user, lab, filename, source, len, submit_done,
                               &e) != 0) {
         submit_refused_msg(&e, msg, sizeof(msg));
@@ -353,6 +466,31 @@ static int r_lab(struct page *p)
     return page_lab(p, http_request_param(p->req, "lab"), NULL, 200, NULL, NULL);
 }
 
+/* GET /labs/{lab}/starter/{name}: the lab's starter.cu or starter.py as a
+ * download, to whoever may read the lab. */
+static int r_starter(struct page *p)
+{
+    const char *lab = http_request_param(p->req, "lab"), *name = http_request_param(p->req, "name");
+    struct app_lab *al = app_lab_find(p->app, lab);
+    struct api_error e;
+    json_t *doc = NULL;
+    char disp[64], *src;
+
+    if (api_lab_get(p->app, &p->user, lab, &doc, &e) != 0)
+        return page_api_error(p, &e);
+    json_decref(doc);
+    if (!al || !name || (strcmp(name, "starter.cu") != 0 && strcmp(name, "starter.py") != 0) ||
+        !(src = read_starter(al, name)))
+        return page_error(p, 404, "No such starter file",
+                          "This lab has no starter file by that name; its page links the ones it has.");
+    snprintf(disp, sizeof(disp), "attachment; filename=\"%s\"", name);
+    page_security_headers(p->req);
+    http_response_header(p->req, "Content-Disposition", disp);
+    http_response_body(p->req, 200, "text/plain; charset=utf-8", src, strlen(src));
+    free(src);
+    return HTTP_DONE;
+}
+
 static int r_submit(struct page *p)
 {
     return post_submit(p, http_request_param(p->req, "lab"));
@@ -362,5 +500,6 @@ const struct route lab_page_routes[] = {
     PAGE_ROUTE(HTTP_GET, "/labs", page_labs),
     PAGE_ROUTE(HTTP_GET, "/labs/{lab}", r_lab),
     PAGE_ROUTE(HTTP_POST, "/labs/{lab}/submit", r_submit),
+    PAGE_ROUTE(HTTP_GET, "/labs/{lab}/starter/{name}", r_starter),
 };
 const size_t lab_page_nroutes = sizeof(lab_page_routes) / sizeof(lab_page_routes[0]);

@@ -78,7 +78,9 @@ static int page_mine(struct page_view *v)
     return PAGE_VIEW_RENDERED;
 }
 
-static int page_admin(struct page_view *v)
+/* The staff page; problem (NULL: none) is why the last form failed: it is
+ * shown above the forms, which keep what was typed. */
+static int page_admin(struct page_view *v, const struct api_error *problem)
 {
     struct api_error e;
     json_t *o = NULL, *s;
@@ -88,9 +90,14 @@ static int page_admin(struct page_view *v)
         return view_api_error(v, &e);
     snprintf(v->title, sizeof(v->title), "Late days");
     html_raw(v->b, "<h1>Late days</h1>\n");
-    if (done)
+    if (done && !problem)
         html_raw(v->b, "<div class=\"notice good\"><p>Saved and recorded in the audit "
                        "log.</p></div>\n");
+    if (problem) {
+        html_fmt(v->b, "<div class=\"notice bad\" role=\"alert\" id=\"problem\"><p>That did not "
+                       "work: %s Your input is kept below.</p></div>\n", problem->message);
+        v->status = problem->status ? problem->status : 500;
+    }
     html_fmt(v->b,
              "<p>Every student starts with <strong id=\"default-days\">%d</strong> late "
              "day(s), spent automatically by late submissions before the late penalty "
@@ -110,16 +117,21 @@ static int page_admin(struct page_view *v)
         html_raw(v->b, "<div class=\"panel\"><h2>Grant more days</h2><form class=\"stack\" "
                        "method=\"post\" action=\"/admin/late-days/grant\">");
         csrf_input(v);
-        html_raw(v->b,
+        const char *gu = problem ? v->field(v->page, "user") : NULL;
+        const char *gd = problem ? v->field(v->page, "days") : NULL;
+        const char *gr = problem ? v->field(v->page, "reason") : NULL;
+        html_fmt(v->b,
                  "<label for=\"ld-user\">Student (user name)</label>"
-                 "<input type=\"text\" id=\"ld-user\" name=\"user\" required maxlength=\"64\">"
+                 "<input type=\"text\" id=\"ld-user\" name=\"user\" required maxlength=\"64\" "
+                 "value=\"%s\">"
                  "<label for=\"ld-days\">Days</label>"
                  "<input type=\"number\" id=\"ld-days\" name=\"days\" min=\"1\" max=\"365\" "
-                 "value=\"1\" required>"
+                 "value=\"%s\" required>"
                  "<label for=\"ld-reason\">Reason (audit log)</label>"
                  "<input type=\"text\" id=\"ld-reason\" name=\"reason\" required "
-                 "maxlength=\"500\">"
-                 "<p><button type=\"submit\">Grant</button></p></form></div></div>\n");
+                 "maxlength=\"500\" value=\"%s\">"
+                 "<p><button type=\"submit\">Grant</button></p></form></div></div>\n",
+                 gu ? gu : "", gd ? gd : "1", gr ? gr : "");
     }
     html_raw(v->b, "<div class=\"scroll\"><table id=\"late-days-table\"><thead><tr><th>Student</th><th>Name</th>"
                    "<th class=\"num\">Budget</th><th class=\"num\">Used</th>"
@@ -174,7 +186,7 @@ static int post_grant(struct page_view *v)
         return PAGE_VIEW_DONE;
     if (lateday_grant(v->app, v->user, v->field(v->page, "user"), int_field(v, "days"),
                       v->field(v->page, "reason"), &e))
-        return view_api_error(v, &e);
+        return e.status == 400 || e.status == 404 ? page_admin(v, &e) : view_api_error(v, &e);
     snprintf(v->location, sizeof(v->location), "/admin/late-days?done=grant");
     return PAGE_VIEW_RENDERED;
 }
@@ -188,7 +200,7 @@ int lateday_page_route(struct page_view *v, char **seg, size_t n)
     if (!auth_role_staff(v->user->role))
         return page_view_error(v, 403, "Not allowed", "These pages are for course staff.");
     if (n == 2 && v->get)
-        return page_admin(v);
+        return page_admin(v, NULL);
     if (n == 3 && v->post && strcmp(seg[2], "default") == 0)
         return post_default(v);
     if (n == 3 && v->post && strcmp(seg[2], "grant") == 0)

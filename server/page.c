@@ -38,9 +38,11 @@
 
 PAGES_EMBED(pages__style_css, "server/static/style.css");
 PAGES_EMBED(pages__app_js, "server/static/app.js");
+PAGES_EMBED(pages__favicon_svg, "server/static/favicon.svg");
 
 extern const char pages__style_css[], pages__style_css_end[];
 extern const char pages__app_js[], pages__app_js_end[];
+extern const char pages__favicon_svg[], pages__favicon_svg_end[];
 
 struct static_file {
     const char *path;
@@ -53,6 +55,10 @@ struct static_file {
 static struct static_file static_files[] = {
     {"/static/style.css", "text/css; charset=utf-8", pages__style_css, pages__style_css_end, ""},
     {"/static/app.js", "text/javascript; charset=utf-8", pages__app_js, pages__app_js_end, ""},
+    /* The icon: linked from every page; /favicon.ico for browsers that ask
+     * anyway (an SVG there too: no 404 on every page). */
+    {"/static/favicon.svg", "image/svg+xml", pages__favicon_svg, pages__favicon_svg_end, ""},
+    {"/favicon.ico", "image/svg+xml", pages__favicon_svg, pages__favicon_svg_end, ""},
 };
 
 /* The version tag of a static file (a hash of its bytes), used both as the
@@ -308,7 +314,9 @@ void page_begin(struct page *p, const char *title)
     static_link(b, 0);
     html_raw(b, "\">\n<script src=\"");
     static_link(b, 1);
-    html_raw(b, "\" defer></script>\n");
+    html_raw(b, "\" defer></script>\n<link rel=\"icon\" type=\"image/svg+xml\" href=\"");
+    static_link(b, 2);
+    html_raw(b, "\">\n<meta name=\"color-scheme\" content=\"light dark\">\n");
     if (p->refresh > 0)
         html_fmt(b, "<noscript><meta http-equiv=\"refresh\" content=\"%d\"></noscript>\n",
                  p->refresh);
@@ -321,6 +329,8 @@ void page_begin(struct page *p, const char *title)
             if (open > 0)
                 html_fmt(b, " <span class=\"count\" title=\"open requests\">%d</span>", open);
             html_raw(b, "</a><a href=\"/audit\">Audit log</a>");
+            if (!page_is_admin(p)) /* TAs open these two of the admin pages */
+                html_raw(b, "<a href=\"/admin/queue\">Queue</a><a href=\"/admin/late-days\">Late days</a>");
         } else
             html_raw(b, "<a href=\"/submissions\">My submissions</a><a href=\"/me/late-days\">Late days</a>");
         if (page_is_admin(p))

@@ -61,13 +61,16 @@ static void answer_block(struct page_view *v, const json_t *r)
     if (strcmp(js(r, "status"), "answered") != 0)
         return;
     const char *action = js(r, "action");
-    html_fmt(v->b, "<div class=\"regrade-answer\"><p class=\"small\">Answered by %s on %s",
-             js(r, "answered_by"), js(r, "answered_at"));
+    html_fmt(v->b, "<div class=\"regrade-answer\"><p class=\"small\">Answered by %s ",
+             js(r, "answered_by"));
+    put_when_iso(v->b, js(r, "answered_at"));
     if (strcmp(action, "regrade") == 0)
         html_raw(v->b, " &middot; the submission was put back in the queue for regrading");
     else if (strcmp(action, "override") == 0)
-        html_fmt(v->b, " &middot; the score was changed to %f",
-                 json_number_value(json_object_get(r, "new_score")));
+    {
+        html_raw(v->b, " &middot; the score was changed to ");
+        put_score(v->b, json_object_get(r, "new_score"), NULL);
+    }
     html_fmt(v->b, "</p><blockquote class=\"regrade-text\">%s</blockquote></div>\n",
              js(r, "answer"));
 }
@@ -87,7 +90,8 @@ void regrade_page_section(struct page_view *v, json_t *sub)
         open |= strcmp(js(r, "status"), "open") == 0;
         html_fmt(v->b, "<article class=\"regrade-item\"><p class=\"small\">");
         status_badge(v, js(r, "status"));
-        html_fmt(v->b, " asked on %s", js(r, "created_at"));
+        html_raw(v->b, " asked ");
+        put_when_iso(v->b, js(r, "created_at"));
         if (!mine)
             html_fmt(v->b, " &middot; <a href=\"/regrades/%lld\">%R</a>", ji(r, "id"),
                      strcmp(js(r, "status"), "open") == 0 ? "answer it" : "open");
@@ -178,10 +182,10 @@ static int page_inbox(struct page_view *v)
                  ji(r, "id"));
         status_badge(v, js(r, "status"));
         html_fmt(v->b,
-                 "</td><td><a href=\"/submissions/%lld\">#%lld</a></td><td>%s</td><td>%s</td>"
-                 "<td>%s</td><td class=\"regrade-reason\">",
-                 ji(r, "submission"), ji(r, "submission"), js(r, "lab"), js(r, "user"),
-                 js(r, "created_at"));
+                 "</td><td><a href=\"/submissions/%lld\">#%lld</a></td><td>%s</td><td>%s</td><td>",
+                 ji(r, "submission"), ji(r, "submission"), js(r, "lab"), js(r, "user"));
+        put_when_iso(v->b, js(r, "created_at"));
+        html_raw(v->b, "</td><td class=\"regrade-reason\">");
         /* An excerpt: at most 160 bytes, cut at a character boundary. */
         size_t len = strlen(reason), cut = len > 160 ? 160 : len;
         while (cut < len && ((unsigned char)reason[cut] & 0xc0) == 0x80)
@@ -196,7 +200,48 @@ static int page_inbox(struct page_view *v)
     return PAGE_VIEW_RENDERED;
 }
 
-static int page_request(struct page_view *v, long long rid)
+/* One request; problem (NULL: none) is why the answer form failed: shown
+ * above it, with what was typed kept. */
+/* The staff's answer form of request rid (sub: its submission); after a
+ * failed try (problem not NULL) the problem first and the typed values. */
+static void answer_form(struct page_view *v, long long rid, json_t *sub,
+                        const struct api_error *problem)
+{
+    const char *ans = problem ? v->field(v->page, "answer") : NULL;
+    const char *act = problem ? v->field(v->page, "action") : NULL;
+    const char *sc = problem ? v->field(v->page, "score") : NULL;
+    char max[32];
+    if (!act)
+        act = "none";
+    snprintf(max, sizeof(max), "%g", json_number_value(json_object_get(sub, "max_score")));
+    html_raw(v->b, "<h2>Answer</h2>");
+    if (problem) {
+        html_fmt(v->b, "<div class=\"notice bad\" role=\"alert\" id=\"problem\"><p>That did not "
+                       "work: %s Your answer is kept below.</p></div>\n", problem->message);
+        v->status = problem->status ? problem->status : 500;
+    }
+    html_fmt(v->b, "<form class=\"stack regrade-form\" method=\"post\" action=\"/regrades/%lld/answer\">",
+             rid);
+    csrf_input(v);
+    html_fmt(v->b,
+             "<label for=\"rr-answer\">Answer (the student reads it)</label>"
+             "<textarea id=\"rr-answer\" name=\"answer\" maxlength=\"%d\" required "
+             "rows=\"4\">%s</textarea><fieldset><legend>And</legend>"
+             "<label><input type=\"radio\" name=\"action\" value=\"none\"%R> keep the "
+             "score</label>"
+             "<label><input type=\"radio\" name=\"action\" value=\"regrade\"%R> regrade (put it "
+             "back in the queue)</label>"
+             "<label><input type=\"radio\" name=\"action\" value=\"override\"%R> override the "
+             "score</label></fieldset>"
+             "<label for=\"rr-score\">New score (for an override, out of %s)</label>"
+             "<input type=\"number\" id=\"rr-score\" name=\"score\" step=\"any\" min=\"0\" value=\"%s\">"
+             "<p><button type=\"submit\">Send the answer</button></p></form>\n",
+             REGRADE_ANSWER_MAX, ans ? ans : "", strcmp(act, "regrade") && strcmp(act, "override") ? " checked" : "",
+             strcmp(act, "regrade") == 0 ? " checked" : "", strcmp(act, "override") == 0 ? " checked" : "",
+             max, sc ? sc : "");
+}
+
+static int page_request(struct page_view *v, long long rid, const struct api_error *problem)
 {
     struct api_error e;
     json_t *r = NULL, *sub = NULL;
@@ -212,14 +257,13 @@ static int page_request(struct page_view *v, long long rid)
     status_badge(v, js(r, "status"));
     html_fmt(v->b,
              " &middot; <a href=\"/submissions/%lld\">submission #%lld</a> (lab %s) by "
-             "<strong>%s</strong> &middot; asked on %s",
-             sid, sid, js(r, "lab"), js(r, "user"), js(r, "created_at"));
+             "<strong>%s</strong> &middot; asked ",
+             sid, sid, js(r, "lab"), js(r, "user"));
+    put_when_iso(v->b, js(r, "created_at"));
     if (api_submission_get(v->app, v->user, sid, &sub, &e) == 0) {
         json_t *sc = json_object_get(sub, "score");
-        html_fmt(v->b, " &middot; score %R", json_is_number(sc) ? "" : "-");
-        if (json_is_number(sc))
-            html_fmt(v->b, "%f / %f", json_number_value(sc),
-                     json_number_value(json_object_get(sub, "max_score")));
+        html_raw(v->b, " &middot; score ");
+        put_score(v->b, sc, json_object_get(sub, "max_score"));
     }
     html_fmt(v->b, " &middot; <a href=\"/submissions/%lld/source\">source</a></p>\n", sid);
     html_fmt(v->b,
@@ -227,27 +271,8 @@ static int page_request(struct page_view *v, long long rid)
              "id=\"regrade-reason\">%s</blockquote>\n",
              js(r, "reason"));
     answer_block(v, r);
-    if (auth_role_staff(v->user->role) && strcmp(js(r, "status"), "open") == 0) {
-        html_fmt(v->b,
-                 "<h2>Answer</h2><form class=\"stack regrade-form\" method=\"post\" "
-                 "action=\"/regrades/%lld/answer\">",
-                 rid);
-        csrf_input(v);
-        html_fmt(v->b,
-                 "<label for=\"rr-answer\">Answer (the student reads it)</label>"
-                 "<textarea id=\"rr-answer\" name=\"answer\" maxlength=\"%d\" required "
-                 "rows=\"4\"></textarea><fieldset><legend>And</legend>"
-                 "<label><input type=\"radio\" name=\"action\" value=\"none\" checked> keep the "
-                 "score</label>"
-                 "<label><input type=\"radio\" name=\"action\" value=\"regrade\"> regrade (put it "
-                 "back in the queue)</label>"
-                 "<label><input type=\"radio\" name=\"action\" value=\"override\"> override the "
-                 "score</label></fieldset>"
-                 "<label for=\"rr-score\">New score (for an override, out of %f)</label>"
-                 "<input type=\"number\" id=\"rr-score\" name=\"score\" step=\"any\" min=\"0\">"
-                 "<p><button type=\"submit\">Send the answer</button></p></form>\n",
-                 REGRADE_ANSWER_MAX, json_number_value(json_object_get(sub, "max_score")));
-    }
+    if (auth_role_staff(v->user->role) && strcmp(js(r, "status"), "open") == 0)
+        answer_form(v, rid, sub, problem);
     html_raw(v->b, "<p><a href=\"/regrades\">All regrade requests</a></p>\n");
     json_decref(sub);
     json_decref(r);
@@ -267,7 +292,7 @@ static int post_answer(struct page_view *v, long long rid)
         score = NAN;
     if (regrade_request_answer(v->app, v->user, rid, v->field(v->page, "answer"),
                                v->field(v->page, "action"), score, &out, &e))
-        return api_err(v, &e);
+        return e.status == 400 ? page_request(v, rid, &e) : api_err(v, &e);
     json_decref(out);
     snprintf(v->location, sizeof(v->location), "/regrades/%lld?done=1", rid);
     return PAGE_VIEW_RENDERED;
@@ -304,7 +329,7 @@ int regrade_page_route(struct page_view *v, char **seg, size_t n)
     if ((id = seg_id(n >= 2 ? seg[1] : NULL)) == 0)
         return PAGE_VIEW_NOT_MINE;
     if (n == 2 && v->get)
-        return page_request(v, id);
+        return page_request(v, id, NULL);
     if (n == 3 && v->post && strcmp(seg[2], "answer") == 0) {
         if (!auth_role_staff(v->user->role))
             return page_view_error(v, 403, "Not allowed",

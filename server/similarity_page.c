@@ -75,19 +75,26 @@ static int page_report(struct page_view *v, const char *lab)
     }
     html_fmt(v->b,
              "<p class=\"meta\" id=\"sim-run\">Run #%lld &middot; <span class=\"badge "
-             "%R\">%s</span> &middot; %s over %d file(s)%R &middot; started %s by %s",
+             "%R\">%s</span> &middot; %s over %d file(s)%R &middot; started ",
              (long long)json_integer_value(json_object_get(run, "id")),
              strcmp(js(run, "status"), "done") == 0 ? "good" : "warn", js(run, "status"),
              js(run, "tool"), (int)json_integer_value(json_object_get(run, "files")),
-             json_is_true(json_object_get(run, "starter_excluded")) ? ", starter excluded" : "",
-             js(run, "started_at"),
-             *js(run, "by") ? js(run, "by") : "the scheduler (after the deadline)");
+             json_is_true(json_object_get(run, "starter_excluded")) ? ", starter excluded" : "");
+    put_when_iso(v->b, js(run, "started_at"));
+    html_fmt(v->b, " by %s", *js(run, "by") ? js(run, "by") : "the scheduler (after the deadline)");
     if (*js(run, "detail"))
         html_fmt(v->b, " &middot; %s", js(run, "detail"));
     html_raw(v->b, "</p>\n");
     json_t *pairs = json_object_get(o, "pairs");
     if (json_array_size(pairs) == 0) {
-        html_raw(v->b, "<p class=\"muted\">No similar pairs.</p>\n");
+        /* "No similar pairs" only once the check is done. */
+        html_raw(v->b, strcmp(js(run, "status"), "running") == 0
+                           ? "<p class=\"muted\" id=\"sim-running\">The check is still running: "
+                             "reload this page in a minute for its pairs.</p>\n"
+                       : strcmp(js(run, "status"), "failed") == 0
+                           ? "<p class=\"muted\" id=\"sim-failed\">The check failed (the reason is "
+                             "above); run it again.</p>\n"
+                           : "<p class=\"muted\">No similar pairs.</p>\n");
         json_decref(o);
         return PAGE_VIEW_RENDERED;
     }

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "status.h"
 #include "server/hidden.h"
@@ -510,6 +511,48 @@ int submission_rate_check(struct db *db, long long uid, const char *lab, int max
     return 0;
 }
 
+void submission_lab_languages(const struct app_lab *l, int *cuda, int *python)
+{
+    static const char *const py[] = {"lab.py", "starter.py"}, *const cu[] = {"harness.cu",
+                                                                              "starter.cu"};
+    char path[512];
+    *cuda = *python = 0;
+    if (!l) {
+        *cuda = 1;
+        return;
+    }
+    const char *lang = json_string_value(json_object_get(l->lab.doc, "language"));
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof(path), "%s/%s", l->lab.dir, py[i]);
+        *python |= access(path, R_OK) == 0;
+        snprintf(path, sizeof(path), "%s/%s", l->lab.dir, cu[i]);
+        *cuda |= access(path, R_OK) == 0;
+    }
+    if (lang && strcmp(lang, "python") == 0) {
+        *python = 1;
+        *cuda = 0;
+        return;
+    }
+    *cuda |= !*python;
+}
+
+/* 400 when filename's extension (.cu or .py) is a language lab l does not
+ * take, naming the ones it does; 0 otherwise. */
+static int language_check(const struct app_lab *l, const char *filename, struct api_error *e)
+{
+    int cuda, python;
+    size_t n = strlen(filename);
+    int is_py = n > 3 && strcmp(filename + n - 3, ".py") == 0;
+    submission_lab_languages(l, &cuda, &python);
+    if (is_py ? python : cuda)
+        return 0;
+    return api_fail(e, 400, "wrong_language",
+                    "Lab %s takes only %s files; '%.64s' is %s. Submit your %s file instead "
+                    "(nothing was replaced: a queued submission keeps its place).",
+                    l->lab.name, python ? "Python (.py)" : "CUDA C (.cu)", filename,
+                    is_py ? "Python" : "CUDA C", python ? ".py" : ".cu");
+}
+
 int submission_check(struct app *app, const struct auth_user *viewer, const char *labname,
                      const char *filename, const char *source, size_t len, int text_ok,
                      double now, struct app_lab **lp, int *late, double *late_days,
@@ -531,6 +574,9 @@ int submission_check(struct app *app, const struct auth_user *viewer, const char
                         "The file name '%.64s' is not allowed: use 1-64 letters, digits, '_', '-' "
                         "or '.', not starting with '-' or '.', ending in .cu or .py (no folders).",
                         filename);
+    rc = language_check(l, filename, e);
+    if (rc)
+        return rc;
     if (len == 0)
         return api_fail(e, 400, "bad_request", "The source file is empty.");
     if (len > API_SOURCE_MAX)

@@ -21,6 +21,12 @@
 /* 1 when viewer may see a submission of the user with id owner. */
 int submission_visible(const struct auth_user *viewer, long long owner);
 
+/* The languages lab l takes (docs/python.md): Python when it has a Python
+ * interface or starter (lab.py, starter.py) or lab.json says "language":
+ * "python"; CUDA C when it has a harness or a CUDA starter, or nothing of
+ * Python's, and lab.json does not say Python only. l NULL: CUDA C. */
+void submission_lab_languages(const struct app_lab *l, int *cuda, int *python);
+
 /* The checks of a submission that take no lock (role, lab, file name,
  * size, text, deadlines) at now; sets *lp, *late and *late_days. text_ok:
  * whether the source is text when the caller checked already, else -1.

@@ -16,6 +16,7 @@
 #include "server/markdown.h"
 #include "server/pageview.h"
 #include "server/regrade.h"
+#include "server/result_page.h"
 #include "server/runner.h"
 #include "server/submission.h"
 #include "server/views.h"
@@ -69,87 +70,6 @@ static double runner_idle_s(struct page *p)
 {
     double t = runner_last_seen(p->app);
     return t > 0 ? db_now() - t : -1;
-}
-
-/* A compiler log with each "file(LINE): ..." turned into a link to that
- * line of the source listing. Everything else is escaped text. */
-static void put_compile_log(struct page *p, const char *log, long long id)
-{
-    const char *s = log, *nl;
-
-    html_raw(&p->b, "<pre class=\"log\" tabindex=\"0\" aria-label=\"Compiler output\">");
-    while (*s) {
-        size_t n;
-        const char *paren, *close;
-        long line = 0;
-
-        nl = strchr(s, '\n');
-        n = nl ? (size_t)(nl - s) : strlen(s);
-        paren = memchr(s, '(', n);
-        close = paren ? memchr(paren, ')', n - (size_t)(paren - s)) : NULL;
-        if (paren && close && close > paren + 1 && close - paren < 9) {
-            char *endp;
-            line = strtol(paren + 1, &endp, 10);
-            if (endp != close || line <= 0)
-                line = 0;
-        }
-        html_fmt(&p->b, "<span class=\"%R\">",
-                 memmem(s, n, "error", 5) ? "err" : memmem(s, n, "warning", 7) ? "warn" : "");
-        if (line > 0) {
-            html_textn(&p->b, s, (size_t)(paren - s));
-            html_fmt(&p->b, "(<a href=\"/submissions/%lld/source#L%ld\">%ld</a>)", id, line, line);
-            html_textn(&p->b, close + 1, n - (size_t)(close + 1 - s));
-        } else {
-            html_textn(&p->b, s, n);
-        }
-        html_raw(&p->b, "</span>\n");
-        s = nl ? nl + 1 : s + n;
-    }
-    html_raw(&p->b, "</pre>\n");
-}
-
-static void put_timing(struct page *p, json_t *t)
-{
-    json_t *ref = json_object_get(t, "reference_ms");
-    struct html_bar bars[6];
-    size_t n = 0;
-    const char *key;
-    json_t *v;
-
-    bars[n++] = (struct html_bar){"your kernel", page_jnum(t, "student_ms", NAN), 1};
-    json_object_foreach(ref, key, v) {
-        static char labels[3][40];
-        if (n >= 4 || !json_is_number(v))
-            continue;
-        snprintf(labels[n - 1], sizeof(labels[0]), "reference (%.24s)", key);
-        bars[n] = (struct html_bar){labels[n - 1], json_number_value(v), 0};
-        n++;
-    }
-    bars[n++] = (struct html_bar){"cuBLAS", page_jnum(t, "cublas_ms", NAN), 0};
-    if (json_is_number(json_object_get(t, "cpu_ms")))
-        bars[n++] = (struct html_bar){"CPU", page_jnum(t, "cpu_ms", NAN), 0};
-    html_raw(&p->b, "<h2>Time (lower is better)</h2>\n");
-    html_svg_bars(&p->b, "Kernel time in milliseconds: yours, the reference kernels and cuBLAS", bars,
-                  n, "ms");
-    html_raw(&p->b, "<p class=\"small\">");
-    if (json_is_number(json_object_get(t, "speedup")))
-        html_fmt(&p->b, "Speedup used for ranking: <strong>%.2f</strong>. ", page_jnum(t, "speedup", 0));
-    if (json_is_number(json_object_get(t, "metric_value")))
-        html_fmt(&p->b, "Rubric metric <code>%s</code> = %.3f. ", page_jstr(t, "metric"),
-                 page_jnum(t, "metric_value", 0));
-    if (json_is_number(json_object_get(t, "gflops")))
-        html_fmt(&p->b, "%.1f GFLOP/s. ", page_jnum(t, "gflops", 0));
-    if (json_is_number(json_object_get(t, "bandwidth_gbs")))
-        html_fmt(&p->b, "%.1f GB/s. ", page_jnum(t, "bandwidth_gbs", 0));
-    if (json_is_number(json_object_get(t, "samples")))
-        html_fmt(&p->b, "Median of %d samples (relative error %.2f%%).", (int)page_jnum(t, "samples", 0),
-                 100 * page_jnum(t, "rel_err", 0));
-    html_raw(&p->b, "</p>\n");
-    if (json_is_true(json_object_get(t, "flagged")))
-        html_fmt(&p->b, "<div class=\"notice warn\"><p>This timing was flagged and earns no speed "
-                        "points: %s</p></div>\n",
-                 page_jstr(t, "flag_reason")[0] ? page_jstr(t, "flag_reason")
-                                           : "it is faster than the hardware allows.");
 }
 
 /* One cell of the profile table: a metric (times scale, with decimals
@@ -229,100 +149,14 @@ static void put_profile(struct page *p, json_t *pf)
     html_raw(&p->b, "</tbody></table></div>\n");
 }
 
+/* The result (result_page.c), then the profile and where it was graded. */
 static void put_result(struct page *p, json_t *sub)
 {
     json_t *r = json_object_get(sub, "result"), *cg = json_object_get(r, "cugrade");
-    json_t *tests = json_object_get(r, "tests"), *cases = json_object_get(cg, "cases");
-    json_t *san = json_object_get(cg, "sanitizer"), *hints = json_object_get(cg, "hints");
-    json_t *rej = json_object_get(cg, "rejection"), *t, *f;
-    const char *log = page_jstr(cg, "compile_log");
-    long long id = (long long)page_jnum(sub, "id", 0);
-    size_t i, j;
 
     if (!json_is_object(r))
         return;
-    if (page_jstr(r, "output")[0])
-        html_fmt(&p->b, "<p class=\"summary\">%s</p>\n", page_jstr(r, "output"));
-    if (json_is_object(rej))
-        html_fmt(&p->b, "<div class=\"notice bad\"><p><strong>Rejected:</strong> your code uses "
-                        "<code>%s</code>. %s</p></div>\n",
-                 page_jstr(rej, "symbol"), page_jstr(rej, "reason"));
-    if (*log) {
-        html_raw(&p->b, "<h2>Compiler output</h2>\n");
-        put_compile_log(p, log, id);
-    }
-    if (json_array_size(tests) > 0) {
-        html_raw(&p->b, "<h2>Tests</h2>\n" TABLE_BOX("Tests") "<table class=\"tests\"><thead><tr><th>Test</th><th>Result</th>"
-                        "<th class=\"num\">Points</th><th>Details</th></tr></thead><tbody>\n");
-        json_array_foreach(tests, i, t) {
-            int passed = strcmp(page_jstr(t, "status"), "passed") == 0;
-            html_fmt(&p->b, "<tr><td>%s</td><td><span class=\"badge %R\">%s</span></td><td class=\"num\">",
-                     page_jstr(t, "name"), passed ? "good" : "bad", page_jstr(t, "status"));
-            put_score(&p->b, json_object_get(t, "score"), json_object_get(t, "max_score"));
-            html_fmt(&p->b, "</td><td><code class=\"small\">%s</code></td></tr>\n", page_jstr(t, "output"));
-        }
-        html_raw(&p->b, "</tbody></table></div>\n");
-    }
-    if (json_array_size(cases) > 0) {
-        html_raw(&p->b, "<h2>Correctness cases</h2>\n" TABLE_BOX("Correctness cases") "<table class=\"cases\"><thead><tr><th>Case</th>"
-                        "<th>Result</th><th class=\"num\">Max abs error</th><th class=\"num\">Max rel error</th>"
-                        "<th>First wrong element</th><th>Message</th></tr></thead><tbody>\n");
-        json_array_foreach(cases, i, t) {
-            int passed = json_is_true(json_object_get(t, "passed"));
-            char ae[32] = "-", re[32] = "-", bad[32] = "-";
-            if (json_is_number(json_object_get(t, "max_abs_err")))
-                snprintf(ae, sizeof(ae), "%.3g", page_jnum(t, "max_abs_err", 0));
-            if (json_is_number(json_object_get(t, "max_rel_err")))
-                snprintf(re, sizeof(re), "%.3g", page_jnum(t, "max_rel_err", 0));
-            if (json_is_number(json_object_get(t, "first_bad_index")))
-                snprintf(bad, sizeof(bad), "index %.0f", page_jnum(t, "first_bad_index", 0));
-            html_fmt(&p->b, "<tr><td>%s</td><td><span class=\"badge %R\">%R</span></td>"
-                            "<td class=\"num\">%s</td><td class=\"num\">%s</td><td>%s</td><td>%s</td></tr>\n",
-                     page_jstr(t, "name"), passed ? "good" : "bad", passed ? "passed" : "failed", ae, re,
-                     bad, page_jstr(t, "message"));
-        }
-        html_raw(&p->b, "</tbody></table></div>\n");
-    }
-    if (json_array_size(san) > 0) {
-        html_raw(&p->b, "<h2>Sanitizers</h2>\n<ul class=\"sanitizer\">\n");
-        json_array_foreach(san, i, t) {
-            json_t *finds = json_object_get(t, "findings");
-            int clean = json_is_true(json_object_get(t, "clean"));
-            html_fmt(&p->b, "<li><strong>%s</strong>: <span class=\"badge %R\">%R</span>", page_jstr(t, "tool"),
-                     clean ? "good" : "bad", clean ? "clean" : "problems found");
-            if (json_array_size(finds) > 0) {
-                html_raw(&p->b, "<ul>\n");
-                json_array_foreach(finds, j, f) {
-                    long line = (long)page_jnum(f, "line", 0);
-                    html_raw(&p->b, "<li>");
-                    if (line > 0)
-                        html_fmt(&p->b, "<a href=\"/submissions/%lld/source#L%ld\">%s line %ld</a>: ",
-                                 id, line, page_jstr(f, "file"), line);
-                    html_fmt(&p->b, "%s", page_jstr(f, "message"));
-                    if (page_jstr(f, "hint")[0]) {
-                        html_raw(&p->b, "<div class=\"muted\">Hint: ");
-                        markdown_render_inline(&p->b, page_jstr(f, "hint"));
-                        html_raw(&p->b, "</div>");
-                    }
-                    html_raw(&p->b, "</li>\n");
-                }
-                html_raw(&p->b, "</ul>");
-            }
-            html_raw(&p->b, "</li>\n");
-        }
-        html_raw(&p->b, "</ul>\n");
-    }
-    if (json_is_object(json_object_get(cg, "timing")))
-        put_timing(p, json_object_get(cg, "timing"));
-    if (json_array_size(hints) > 0) {
-        html_raw(&p->b, "<h2>Hints</h2>\n<ul class=\"hints\">\n");
-        json_array_foreach(hints, i, t) {
-            html_raw(&p->b, "<li>");
-            markdown_render_inline(&p->b, json_string_value(t));
-            html_raw(&p->b, "</li>\n");
-        }
-        html_raw(&p->b, "</ul>\n");
-    }
+    result_put(p, sub);
     put_profile(p, json_object_get(cg, "profile"));
     if (page_jstr(cg, "gpu")[0])
         html_fmt(&p->b, "<p class=\"muted small\">Graded on %s with rubric version %d.</p>\n",
@@ -344,7 +178,9 @@ static void put_live(struct page *p, json_t *sub)
              final, id, title);
     html_raw(&p->b, "<p>Status: ");
     put_status(&p->b, st);
-    if (json_is_number(json_object_get(sub, "score"))) {
+    /* A system error has no score to show (never "0 / 0": it is ours). */
+    if (json_is_number(json_object_get(sub, "score")) && strcmp(st, "system_error") != 0 &&
+        page_jnum(sub, "max_score", 0) > 0) {
         html_raw(&p->b, " &middot; <span class=\"score-big\" id=\"score\">");
         put_score(&p->b, json_object_get(sub, "score"), json_object_get(sub, "max_score"));
         html_raw(&p->b, "</span>");
@@ -404,6 +240,11 @@ static void put_live(struct page *p, json_t *sub)
             html_raw(&p->b, "<div class=\"notice warn\"><p>Grading failed on our side several times. "
                             "This does not count against you; the staff can see it and will regrade "
                             "it. You may also submit again.</p></div>\n");
+        if (strcmp(st, "system_error") == 0 && !page_is_staff(p)) {
+            /* What failed is ours and names our hosts' paths: staff only. */
+            html_raw(&p->b, "</section>\n");
+            return;
+        }
         else if (strcmp(st, "compile_error") == 0)
             html_raw(&p->b, "<div class=\"notice bad\"><p>Your file did not compile. The compiler "
                             "output below links each error to its line in your source.</p></div>\n");
@@ -433,8 +274,9 @@ static void put_overrides(struct page *p, long long id)
             html_raw(&p->b, TABLE_BOX("Score overrides") "<table class=\"overrides\"><thead><tr><th class=\"num\">Score</th>"
                             "<th>Reason</th><th>By</th><th>When</th></tr></thead><tbody>\n");
         any = 1;
-        html_fmt(&p->b, "<tr><td class=\"num\">%.2f</td><td>%s</td><td>%s</td><td>",
-                 page_jnum(o, "score", 0), page_jstr(o, "reason"), page_jstr(o, "by"));
+        html_raw(&p->b, "<tr><td class=\"num\">");
+        put_score(&p->b, json_object_get(o, "score"), NULL);
+        html_fmt(&p->b, "</td><td>%s</td><td>%s</td><td>", page_jstr(o, "reason"), page_jstr(o, "by"));
         put_when(&p->b, page_jnum(o, "created_at", 0));
         html_raw(&p->b, "</td></tr>\n");
     }
@@ -445,7 +287,13 @@ static void put_overrides(struct page *p, long long id)
         html_raw(&p->b, "<p class=\"muted\">No overrides.</p>\n");
 }
 
-static int page_submission(struct page *p, long long id)
+/* A failed override form: why, and what was typed (kept in the form). */
+struct override_form {
+    const char *problem, *score, *reason;
+};
+
+/* The submission page; of (NULL: none) is a failed override to show. */
+static int page_submission(struct page *p, long long id, const struct override_form *of)
 {
     struct api_error e;
     json_t *sub = NULL;
@@ -490,14 +338,20 @@ static int page_submission(struct page *p, long long id)
 
     if (page_is_staff(p)) {
         html_raw(&p->b, "<h2>Staff</h2>\n<div class=\"grid2\"><div class=\"panel\"><h3>Override the score</h3>\n");
+        if (of)
+            html_fmt(&p->b, "<div class=\"notice bad\" role=\"alert\" id=\"override-problem\"><p>%s "
+                            "Your input is kept below.</p></div>\n", of->problem);
         html_fmt(&p->b, "<form class=\"stack\" method=\"post\" action=\"/submissions/%lld/override\">", id);
         page_csrf_field(p);
         html_fmt(&p->b, "<label for=\"ov-score\">New score (out of %.0f)</label>"
-                        "<input type=\"number\" id=\"ov-score\" name=\"score\" step=\"any\" min=\"0\" required>"
+                        "<input type=\"number\" id=\"ov-score\" name=\"score\" step=\"any\" min=\"0\" required "
+                        "value=\"%s\">"
                         "<label for=\"ov-reason\">Reason (students see the new score; staff see the reason)</label>"
-                        "<input type=\"text\" id=\"ov-reason\" name=\"reason\" required maxlength=\"500\">"
+                        "<input type=\"text\" id=\"ov-reason\" name=\"reason\" required maxlength=\"500\" "
+                        "value=\"%s\">"
                         "<p><button type=\"submit\">Save override</button></p></form>\n",
-                 page_jnum(sub, "max_score", 100));
+                 page_jnum(sub, "max_score", 100), of && of->score ? of->score : "",
+                 of && of->reason ? of->reason : "");
         put_overrides(p, id);
         html_raw(&p->b, "</div><div class=\"panel\"><h3>Regrade</h3>\n<p class=\"small\">Puts the "
                         "submission back in the queue with the current rubric. The old result stays "
@@ -507,7 +361,7 @@ static int page_submission(struct page *p, long long id)
         html_raw(&p->b, "<button type=\"submit\" class=\"secondary\">Regrade</button></form></div></div>\n");
     }
     json_decref(sub);
-    return page_end(p, 200);
+    return page_end(p, of ? 400 : 200);
 }
 
 /* Line numbers to mark in a source listing: compile errors and sanitizer
@@ -571,14 +425,20 @@ static int post_override(struct page *p, long long id)
     score_s = page_field(p, "score");
     reason = page_field(p, "reason");
     score = score_s ? strtod(score_s, &endp) : NAN;
+    struct override_form of = {NULL, score_s, reason};
     if (score_s == NULL || endp == score_s || *endp != '\0' || !isfinite(score) || score < 0)
-        return page_error(p, 400, "The override needs a score",
-                          "Enter the new score as a number (for example 85 or 92.5), then save again.");
-    if (reason == NULL || reason[strspn(reason, " \t\r\n")] == '\0')
-        return page_error(p, 400, "The override needs a reason",
-                          "Write why the score changes (it goes into the audit log), then save again.");
-    if (api_override_add(p->app, &p->user, id, score, reason, &e) != 0)
-        return page_api_error(p, &e);
+        of.problem = "The override needs a score: enter it as a number (for example 85 or 92.5), "
+                     "then save again.";
+    else if (reason == NULL || reason[strspn(reason, " \t\r\n")] == '\0')
+        of.problem = "The override needs a reason: write why the score changes (it goes into the "
+                     "audit log), then save again.";
+    else if (api_override_add(p->app, &p->user, id, score, reason, &e) != 0) {
+        if (e.status != 400)
+            return page_api_error(p, &e);
+        of.problem = e.message;
+    }
+    if (of.problem)
+        return page_submission(p, id, &of); /* 400, with what was typed */
     snprintf(loc, sizeof(loc), "/submissions/%lld?done=override", id);
     return page_redirect(p, loc);
 }
@@ -650,7 +510,7 @@ static int page_submissions(struct page *p)
 static int r_submission(struct page *p)
 {
     long long id = page_parse_id(http_request_param(p->req, "id"));
-    return id ? page_submission(p, id) : -1;
+    return id ? page_submission(p, id, NULL) : -1;
 }
 
 static int r_source(struct page *p)

@@ -207,6 +207,20 @@ def check_exit_codes(t, s, cli, run):
     watch_one(t, s, cli, run, "wrong.cu", kernel("wrong"), "graded", doc, 1,
               ["graded, score 40 / 100", "FAILED", "index 4096", "big: c[4096] = NaN"])
 
+    # A full score whose sanitizer could not start on our side (runner_problem):
+    # not the student's problem, so `submit --watch && git commit` goes on.
+    doc = canned_result({"lab": "open"}, score=20, max_score=20)
+    doc["cugrade"]["sanitizer"] = [
+        {"tool": "memcheck", "ran": False, "clean": False, "runner_problem": True,
+         "note": "compute-sanitizer could not start in the sandbox", "findings": []}]
+    r = watch_one(t, s, cli, run, "full.cu", kernel("full"), "graded", doc, 0,
+                  ["score 20 / 20", "memcheck not run (ours)"])
+    t.ok("found problems" not in r.stdout, "...and it does not say 'found problems'", r.stdout)
+    m = re.search(r"Submission #(\d+)", r.stdout)
+    r = cli.run("show", m.group(1) if m else "0")
+    t.eq(r.returncode, 0, "show of that full score with the sanitizer not run (ours): exit 0",
+         r.stdout + r.stderr)
+
     doc = canned_result({"lab": "open"}, status="compile_error", score=0)
     watch_one(t, s, cli, run, "broken.cu", b"__global__ void k( {\n", "compile_error", doc, 2,
               ["did not compile", "fix the first error", "Compiler output:",

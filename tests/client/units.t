@@ -56,9 +56,64 @@ def check_exit_status(t):
     dirty = sub("graded")
     dirty["result"]["cugrade"]["sanitizer"][0]["clean"] = False
     t.eq(cugrade.exit_status(dirty), 1, "exit: graded with a sanitizer finding: 1")
+    ours = sub("graded", score=20, max_score=20)
+    ours["result"]["cugrade"]["sanitizer"] = [
+        {"tool": "memcheck", "ran": False, "clean": False, "runner_problem": True,
+         "note": "compute-sanitizer could not start", "findings": []},
+        {"tool": "racecheck", "ran": True, "clean": True, "findings": []}]
+    t.eq(cugrade.exit_status(ours), 0,
+         "exit: a full score whose sanitizer did not run on our side (runner_problem): 0")
+    text = cugrade.render_text(ours)
+    t.ok("memcheck not run (ours): compute-sanitizer could not start" in text
+         and "found problems" not in text and "not your problem" in text,
+         "text: a sanitizer not run on our side says 'not run (ours)' and its note", text)
+    markup = cugrade.render_html(ours)
+    t.ok("not run (ours)" in markup and "problems found" not in markup
+         and 'cugrade-badge neutral' in markup,
+         "HTML: a sanitizer not run on our side is a neutral 'not run (ours)' badge", markup)
     for st in ("compile_error", "rejected", "runtime_error", "timeout"):
         t.eq(cugrade.exit_status(sub(st, result=None)), 2, "exit: %s: 2" % st)
     t.eq(cugrade.exit_status(sub("system_error", result=None)), 3, "exit: system_error: 3")
+
+
+def check_structure(t):
+    """The text result has the web page's structure (issue 27)."""
+    long_tier = "ratio_to_cublas = 3.1: within 4x of cuBLAS; next tier within 2x of cuBLAS for 50 points"
+    s = {"id": 9, "lab": "vadd", "status": "graded", "score": 22, "max_score": 70, "result": {
+        "tests": [
+            {"name": "correctness: small", "score": 0, "max_score": 10, "status": "failed",
+             "output": "wrong; c[999] = 0 but expected 1.25 Hint: Check the bounds."},
+            {"name": "speed vs cuBLAS", "score": 22, "max_score": 50, "status": "passed",
+             "output": long_tier},
+            {"name": "sanitizer (memcheck, racecheck)", "score": 0, "max_score": 10,
+             "status": "failed", "output": "not run"}],
+        "cugrade": {
+            "cases": [{"name": "small", "passed": False, "first_bad_index": 999,
+                       "message": "c[999] = 0 but expected 1.25"}],
+            "hint_details": [{"id": "bounds", "case": "small", "text": "Check the bounds."}],
+            "hints": ["Check the bounds."],
+            "sanitizer": [{"tool": "racecheck", "ran": True, "clean": False, "findings": [
+                {"file": "kernel.cu", "line": 5, "hint": "Put __syncthreads() between.",
+                 "message": "Race at 0x7f3a%dc20" % k} for k in range(7)]}],
+            "timing": {"student_ms": 0.4, "reference_ms": {"naive": 9.1}, "cublas_ms": None,
+                       "cpu_ms": 106}}}}
+    text = cugrade.render_text(s)
+    t.ok("What to fix first:\n  Case small is wrong from element 999 on: c[999] = 0 but expected "
+         "1.25\n  Hint: Check the bounds.\n  Line 5 of kernel.cu." in text,
+         "text: 'What to fix first' names the case, its message, the hint and the line", text)
+    t.eq(text.count("Check the bounds."), 1, "text: the case's hint appears once")
+    t.ok(long_tier in text, "text: a tier's feedback is not cut at 60 characters", text)
+    t.ok(" partial " in text and " not run " in text,
+         "text: outcomes partial and not run, not 'passed'/'failed'", text)
+    t.ok("kernel.cu:5: Race at 0x... (7 times)" in text and text.count("__syncthreads") == 1,
+         "text: 7 findings on one line are one line, no raw address, the hint once", text)
+    t.ok("cuBLAS" not in text.split("Time (lower is better):")[-1] and "n/a" not in text,
+         "text: no cuBLAS n/a row in a lab timed without cuBLAS", text)
+    markup = cugrade.render_html(s)
+    t.ok('class="cugrade-fix-first"' in markup and "Case small is wrong from element 999 on" in markup,
+         "HTML: the notebook leads with what to fix first", markup[:2000])
+    t.ok("cugrade-badge warn" in markup and ">partial<" in markup,
+         "HTML: partial credit is a 'partial' badge", markup[:2000])
 
 
 def hostile_sub():
@@ -160,6 +215,7 @@ def main(t):
     check_sniff(t)
     check_exit_status(t)
     check_escaping(t)
+    check_structure(t)
     check_api_errors(t)
     check_config(t)
 

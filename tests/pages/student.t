@@ -89,13 +89,14 @@ run(async (t) => {
       t.ok(!(await page.isVisible('text=SECRET-HIDDEN-OUTPUT')), 'a hidden test\'s output is not shown to the student');
       t.ok(await page.isVisible('table.cases >> text=small'), 'the per-case table is shown');
       t.ok(await page.isVisible('.sanitizer >> text=Invalid __global__ write of size 4'), 'a sanitizer finding is shown');
-      t.ok(await page.isVisible('.sanitizer >> text=Hint: Check the bounds test'), 'its hint is shown');
+      // The only finding is what to fix first: its hint is shown there, once (result.t).
+      t.ok(await page.isVisible('#fix-first >> text=Check the bounds test'), 'its hint is shown (in "What to fix first")');
       t.ok(await page.isVisible('.sanitizer a[href$="/source#L5"]'), 'the finding links to the source line');
       const svg = page.locator('#live svg.chart.bars');
       t.ok(await svg.count() === 1, 'the timing chart is an inline SVG');
       const labels = await svg.locator('text.lbl').allTextContents();
-      t.ok(labels.includes('your kernel') && labels.includes('cuBLAS') && labels.some((x) => x.startsWith('reference')),
-        'the chart shows the student next to the reference and cuBLAS', labels.join(', '));
+      t.ok(labels.includes('your kernel') && labels.includes('cuBLAS') && labels.includes('naive') && labels.includes('optimized'),
+        'the chart shows the student next to the references and cuBLAS', labels.join(', '));
       t.ok(page.errors.length === 0, 'no script errors on the page', page.errors.join('\n'));
       t.ok(page.cspViolations.length === 0, 'no Content-Security-Policy violations', page.cspViolations.join('\n'));
       await shot(page, '06-result');
@@ -123,6 +124,9 @@ run(async (t) => {
       t.ok(/\/submissions\/\d+$/.test(page.url()), 'pasted source is submitted', page.url());
       t.ok(await page.isVisible('#filename:has-text("pasted.cu")'), 'under the chosen file name');
       await page.goto(s.url + '/labs/vadd');
+      // pasted.cu is still queued: the form asks before replacing it (lab.t).
+      t.ok(await page.isVisible('#replace-note'), 'the form says pasted.cu is still queued');
+      await page.check('#replace');
       await Promise.all([page.waitForNavigation(), page.click('#submit-form button[type=submit]')]);
       t.ok(await page.isVisible('#problem:has-text("Nothing was sent")'), 'an empty submit says what to do');
     });

@@ -122,6 +122,19 @@ int main(void)
     }
 
     {
+        struct html_bar bars[] = {{"your kernel", 0.4, 1}, {"CPU <x>", 106, 0}, {"cuBLAS", NAN, 0}};
+        s = RENDER(html_svg_bars_log(b, "Time", bars, 3, "ms"));
+        expect_has(s, "<svg class=\"chart bars log\"", "log bar chart is an inline svg");
+        expect_has(s, "CPU &lt;x&gt;", "log chart labels are escaped");
+        expect_has(s, "width=\"190\"", "log chart: the largest bar takes the full width");
+        expect_has(s, "width=\"38\"", "log chart: 265x less is a fifth of it, still visible");
+        expect_has(s, "(log scale)", "log chart says its scale");
+        if (strstr(s, "n/a") != NULL)
+            expect_has("", "n/a", "log chart: a missing value draws no n/a");
+        free(s);
+    }
+
+    {
         double v[] = {0, 10, 20, 30, 100, 100, NAN};
         s = RENDER(html_svg_histogram(b, "Scores", v, 7, 10, 0, 100, "score"));
         expect_has(s, "(6 values)", "histogram counts finite values");
