@@ -224,11 +224,13 @@ json_t *profile_run_held(const struct run_ctx *rc, const char *const *target, in
 
 /* Wait, holding nothing a grading job needs, for this GPU's profiler and
  * then for a moment when no job waits for its memory admission (the
- * grading comes first), at most max_wait seconds. Returns the profile
- * lock's fd (for profile_run_held), or < 0 with a "profile skipped: ..."
- * sentence in why: PROFILE_AFTER_MAX profiles already wait, the GPU
- * stayed busy, or the lock file cannot be opened. */
-int profile_wait_turn(const struct grade_env *env, double max_wait, char *why, size_t len);
+ * grading comes first; under_load: not waited for), at most max_wait
+ * seconds. Returns the profile lock's fd (for profile_run_held), or < 0
+ * with a "profile skipped: ..." sentence in why: PROFILE_AFTER_MAX
+ * profiles already wait, the GPU stayed busy, or the lock file cannot be
+ * opened. */
+int profile_wait_turn(const struct grade_env *env, double max_wait, int under_load, char *why,
+                      size_t len);
 
 /* The GPU's profile lock at path, waiting at most max_wait seconds in the
  * queue ledger at queue (admit.h; none when PROFILE_QUEUE_MAX wait there

@@ -167,6 +167,24 @@ static void profile_lines(const struct run_ctx *rc, const char *ncu, const char 
     sandbox_verdict_free(&v);
 }
 
+/* o (may be NULL) into po, with the ncu directory beside the run's own
+ * binds (a Python run's), in binds (room for RUN_MORE_BINDS). */
+static void profile_opts(const struct run_opts *o, const char *ncu_dir,
+                         struct sandbox_bind *binds, struct run_opts *po)
+{
+    memset(po, 0, sizeof *po);
+    if (o)
+        *po = *o;
+    else
+        po->control_fd = po->cancel_fd = -1;
+    size_t nb = 0;
+    for (size_t i = 0; i < po->nmore_binds && nb < RUN_MORE_BINDS - 1; i++)
+        binds[nb++] = po->more_binds[i];
+    binds[nb++] = (struct sandbox_bind){ncu_dir, ncu_dir, 0};
+    po->more_binds = binds;
+    po->nmore_binds = nb;
+}
+
 /* profile_run, with held the GPU's profile lock the caller holds (taken
  * over: closed here), or -1 to take it here. */
 static json_t *profile_run_lock(const struct run_ctx *rc, const char *const *target,
@@ -196,20 +214,9 @@ static json_t *profile_run_lock(const struct run_ctx *rc, const char *const *tar
             close(held);
         return profile_json_unavailable("the profiled command is too long", 0);
     }
-    /* The ncu directory beside the run's own binds (a Python run's). */
     struct run_opts po;
     struct sandbox_bind binds[RUN_MORE_BINDS];
-    memset(&po, 0, sizeof po);
-    if (o)
-        po = *o;
-    else
-        po.control_fd = po.cancel_fd = -1;
-    size_t nb = 0;
-    for (size_t i = 0; i < po.nmore_binds && nb < RUN_MORE_BINDS - 1; i++)
-        binds[nb++] = po.more_binds[i];
-    binds[nb++] = (struct sandbox_bind){ncu_dir, ncu_dir, 0};
-    po.more_binds = binds;
-    po.nmore_binds = nb;
+    profile_opts(o, ncu_dir, binds, &po);
 
     struct sandbox_verdict v;
     memset(&v, 0, sizeof v);
@@ -299,7 +306,8 @@ static int profile_gpu_busy(const struct grade_env *env)
     return admit_count(queue) > 0;
 }
 
-int profile_wait_turn(const struct grade_env *env, double max_wait, char *why, size_t len)
+int profile_wait_turn(const struct grade_env *env, double max_wait, int under_load, char *why,
+                      size_t len)
 {
     char path[PATH_MAX], line[PATH_MAX];
     lock_gpu_path(env, "profile", path, sizeof path);
@@ -328,7 +336,7 @@ int profile_wait_turn(const struct grade_env *env, double max_wait, char *why, s
     for (;;) {
         if (!have)
             have = flock(fd, LOCK_EX | LOCK_NB) == 0;
-        if (have && !profile_gpu_busy(env)) {
+        if (have && (under_load || !profile_gpu_busy(env))) {
             r = fd;
             break;
         }

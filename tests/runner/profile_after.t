@@ -77,16 +77,46 @@ def stop(p, log):
     return text
 
 
+def overloaded(r):
+    """A system_error of a host too loaded to compile (CI's shared cores):
+    ours, retried by a real server; the scenario is run once more."""
+    return r.get("status") == "system_error" and \
+        "overloaded" in ((r.get("result") or {}).get("output") or "")
+
+
+def start(jid, name, extra_env):
+    """A fake server with one job, a job waiting for the GPU's memory (a
+    live process in the admission queue) and a runner serving it; returns
+    (fake, holder, runner, its log)."""
+    holder = subprocess.Popen(["sleep", "600"])
+    open(admitq, "w").write("%d 7 0\n" % holder.pid)
+    fake = fakeserver.FakeServer([job(jid, rubric, GOOD)])
+    p, log = serve(fake, name, extra_env)
+    return fake, holder, p, log
+
+
+def end(fake, holder, p, log):
+    if holder.poll() is None:
+        holder.kill()
+    holder.wait()
+    open(admitq, "w").close()
+    stop(p, log)
+    fake.stop()
+
+
 # ------------------------------------------------ the verdict first, then the profile
-holder = subprocess.Popen(["sleep", "600"])
-fake = fakeserver.FakeServer([job(1, rubric, GOOD)])
-state = fake.state
-p, log = serve(fake, "runner1", {})
-try:
-    open(admitq, "w").write("%d 7 0\n" % holder.pid)  # a job waits for the GPU's memory
-    got = fake.wait_for(lambda: 1 in state["results"], 240)
+for tries in range(2):
+    fake, holder, p, log = start(1, "runner1", {})
+    state = fake.state
+    fake.wait_for(lambda: 1 in state["results"], 240)
     with fake.lock:
         r1 = state["results"].get(1) or {}
+    if tries == 0 and overloaded(r1):
+        end(fake, holder, p, log)
+        continue
+    break
+try:
+    got = 1 in state["results"]
     doc = r1.get("result") or {}
     pf = (doc.get("cugrade") or {}).get("profile") or {}
     ok(got and r1.get("status") == "graded" and doc.get("score", 0) > 0,
@@ -120,20 +150,21 @@ try:
     p.wait(timeout=60)
     ok(p.returncode == 0, "the runner (--once) ends once the profile is posted", p.returncode)
 finally:
-    if holder.poll() is None:
-        holder.kill()
-    open(admitq, "w").close()
-    stop(p, log)
-    fake.stop()
+    end(fake, holder, p, log)
 
 # ------------------------------------------------ a GPU that stays busy: skipped
-holder = subprocess.Popen(["sleep", "600"])
-fake = fakeserver.FakeServer([job(2, rubric, GOOD)])
-state = fake.state
-p, log = serve(fake, "runner2", {"CUGRADE_PROFILE_WAIT": "2"})
+for tries in range(2):
+    fake, holder, p, log = start(2, "runner2", {"CUGRADE_PROFILE_WAIT": "2"})
+    state = fake.state
+    fake.wait_for(lambda: 2 in state["results"], 240)
+    with fake.lock:
+        r2 = state["results"].get(2) or {}
+    if tries == 0 and overloaded(r2):
+        end(fake, holder, p, log)
+        continue
+    break
 try:
-    open(admitq, "w").write("%d 7 0\n" % holder.pid)
-    got = fake.wait_for(lambda: 2 in state["profiles"], 240)
+    got = fake.wait_for(lambda: 2 in state["profiles"], 60)
     with fake.lock:
         r2 = state["results"].get(2) or {}
         u = state["profiles"].get(2) or {}
@@ -146,11 +177,7 @@ try:
        "a GPU that stays busy past CUGRADE_PROFILE_WAIT: the update says the profile was skipped",
        json.dumps(u)[:1200])
 finally:
-    holder.kill()
-    holder.wait()
-    open(admitq, "w").close()
-    stop(p, log)
-    fake.stop()
+    end(fake, holder, p, log)
 
 shutil.rmtree(tmp, ignore_errors=True)
 sys.exit(1 if failures() else 0)
