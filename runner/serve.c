@@ -258,6 +258,12 @@ static int kid_ended(struct client *cl, const struct host *h, const struct kid *
         return 0;
     if (WIFEXITED(status) && WEXITSTATUS(status) == EXIT_SYSERR)
         return 1;
+    if (k->state == KID_PROFILE) {
+        /* Its verdict is posted: only the profile update is lost. */
+        fprintf(stderr, "cugrade-runner: job %lld: its profile ended abnormally (status %d)\n",
+                k->id, status);
+        return 0;
+    }
     if (WIFSIGNALED(status))
         snprintf(msg, sizeof msg, "the runner's grading process died (signal %d)",
                  WTERMSIG(status));
@@ -267,8 +273,7 @@ static int kid_ended(struct client *cl, const struct host *h, const struct kid *
     fprintf(stderr, "cugrade-runner: job %lld: %s\n", k->id, msg);
     json_t *doc = grade_system_error_doc(k->lab, h->gpu_name, msg);
     if (doc)
-        client_result(cl, k->id, k->attempt, status_name(STATUS_SYSTEM_ERROR), doc, NULL,
-                          120);
+        client_result(cl, k->id, k->attempt, status_name(STATUS_SYSTEM_ERROR), doc, NULL, 120);
     json_decref(doc);
     return 1;
 }

@@ -641,7 +641,8 @@ int queue_regrade(struct queue *q, long long id)
 {
     sqlite3_stmt *st = db_stmt(
         q->db, "UPDATE submissions SET status = 'queued', phase = '', detail = 'regrade requested',"
-               " attempts = 0, profile_key = NULL, lease_runner = NULL, lease_user = NULL, lease_expires = NULL,"
+               " attempts = 0, profile_key = NULL, lease_runner = NULL, lease_user = NULL,"
+               " lease_expires = NULL,"
                " updated_at = ?1 WHERE id = ?2");
     if (!st)
         return -EIO;
