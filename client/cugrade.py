@@ -664,6 +664,7 @@ def render_text(sub, page=None):
     hints = [h for h in cg.get("hints") or [] if isinstance(h, str) and h != shown_hint]
     if hints:
         out += ["", "Hints:"] + ["  - " + _clean(h) for h in hints]
+    out += profile_lines(sub)
     foot = []
     if cg.get("gpu"):
         foot.append("Graded on %s with rubric version %s." % (_clean(cg["gpu"]),
@@ -673,6 +674,38 @@ def render_text(sub, page=None):
     if foot:
         out += [""] + foot
     return "\n".join(out) + "\n"
+
+
+def profile_of(sub):
+    """The result's profile object ({} when there is none)."""
+    res = sub.get("result") if isinstance(sub.get("result"), dict) else {}
+    cg = res.get("cugrade") if isinstance(res.get("cugrade"), dict) else {}
+    return cg.get("profile") if isinstance(cg.get("profile"), dict) else {}
+
+
+def profile_pending(sub):
+    """The score is final and the profile follows as an update of it."""
+    return is_final(sub) and profile_of(sub).get("status") == "pending"
+
+
+def profile_lines(sub):
+    """The profile's lines of the text result: pending, its hints, or why
+    there is none. Feedback only: the score never depends on it."""
+    pf = profile_of(sub)
+    st = pf.get("status")
+    if not st:
+        return []
+    if st == "pending":
+        return ["", "Profile pending: Nsight Compute's hints come as soon as the GPU has room "
+                "(your score is final). `cugrade show %s` shows them." % sub.get("id")]
+    if st != "ok":
+        return ["", "Profile: %s" % _clean(pf.get("message") or st)]
+    hints = [h.get("text") for h in pf.get("hints") or []
+             if isinstance(h, dict) and isinstance(h.get("text"), str)]
+    if not hints:
+        return ["", "Profile (Nsight Compute): no problem found."]
+    return ["", "Profile hints (Nsight Compute, feedback only):"] + \
+        ["  - " + _clean(h).replace("\n", " ") for h in hints]
 
 
 def exit_status(sub):
@@ -912,6 +945,10 @@ def render_html(sub, page=None):
     if hints:
         out.append('<h4>Hints</h4><ul class="cugrade-hints">%s</ul>'
                    % "".join("<li>%s</li>" % esc(h) for h in hints))
+    pl = profile_lines(sub)
+    if pl:
+        out.append('<h4>Profile</h4><p class="cugrade-profile">%s</p>'
+                   % "<br>".join(esc(x) for x in pl[1:]))
     if cg.get("gpu"):
         out.append('<p style="color:#5a6470;font-size:12px">Graded on %s with rubric version '
                    '%s.</p>' % (esc(cg["gpu"]), esc(sub.get("rubric_version"))))
@@ -981,12 +1018,37 @@ def next_interval(sub, interval):
     return 1.0
 
 
-def watch(client, sid, show, interval=None, retry_s=60.0, follow=True):
+PROFILE_WAIT_S = 90.0
+
+
+def wait_profile(client, sub, show, profile_wait, interval=None):
+    """The score is final and its profile pending: poll for profile_wait
+    seconds at most until the update lands; returns the last submission
+    object seen. Never an error: the result is already there (a server
+    that stops answering or a Ctrl-C ends the wait)."""
+    sid = sub.get("id")
+    show.note("Score is final; waiting up to %d s for the profile's hints (Ctrl-C stops "
+              "waiting)." % profile_wait)
+    end = time.monotonic() + profile_wait
+    try:
+        while profile_pending(sub) and time.monotonic() < end:
+            time.sleep(min(interval or 2.0, max(0.1, end - time.monotonic())))
+            sub = client.submission(sid)
+    except (CugradeError, KeyboardInterrupt):
+        pass
+    if profile_pending(sub):
+        show.note("The profile is still pending: `cugrade show %s` shows it later." % sid)
+    return sub
+
+
+def watch(client, sid, show, interval=None, retry_s=60.0, follow=True,
+          profile_wait=PROFILE_WAIT_S):
     """Poll the submission until it reaches an end state, telling show of
     every answer; returns the final submission object. A server that stops
     answering is retried for retry_s seconds (then CugradeError
     EXIT_SYSTEM: the submission is saved there). A superseded submission
-    is followed to the one that replaced it."""
+    is followed to the one that replaced it. A final one whose profile is
+    pending is waited for profile_wait seconds more (wait_profile)."""
     down_since = None
     while True:
         try:
@@ -1015,6 +1077,9 @@ def watch(client, sid, show, interval=None, retry_s=60.0, follow=True):
         show.update(sub)
         if is_final(sub):
             show.finish(sub)
+            if profile_pending(sub) and profile_wait > 0:
+                sub = wait_profile(client, sub, show, profile_wait, interval)
+                show.finish(sub)
             return sub
         time.sleep(next_interval(sub, interval))
 
@@ -1164,7 +1229,8 @@ def _watch_and_finish(args, c, sid):
     if args.json and not sys.stderr.isatty():
         show = _Quiet()
     try:
-        sub = watch(c, sid, show, interval=args.interval, retry_s=args.retry)
+        sub = watch(c, sid, show, interval=args.interval, retry_s=args.retry,
+                    profile_wait=args.profile_wait)
     except KeyboardInterrupt:
         show.note("\nStopped watching. Submission #%s keeps its place; follow it with "
                   "`cugrade show %s --watch` or at %s" % (sid, sid, c.page(sid)))
@@ -1189,7 +1255,7 @@ def cmd_show(args):
         sys.stdout.buffer.write(c.source(args.id))
         return EXIT_OK
     sub = c.submission(args.id)
-    if args.watch and not is_final(sub):
+    if args.watch and (not is_final(sub) or profile_pending(sub)):
         return _watch_and_finish(args, c, args.id)
     if args.json:
         _print_json(sub)
@@ -1498,6 +1564,9 @@ def _watch_opts(s):
     s.add_argument("--interval", type=float, default=None, help=argparse.SUPPRESS)
     s.add_argument("--retry", type=float, default=60.0,
                    help="seconds to keep retrying an unreachable server while watching")
+    s.add_argument("--profile-wait", type=float, default=PROFILE_WAIT_S,
+                   help="seconds to wait for a pending profile once the score is in "
+                        "(0: do not wait)")
 
 
 def main(argv=None):
@@ -1565,6 +1634,7 @@ def magic_parser():
     p.add_argument("--text", action="store_true", help="plain text instead of HTML")
     p.add_argument("--interval", type=float, default=None)
     p.add_argument("--retry", type=float, default=60.0)
+    p.add_argument("--profile-wait", type=float, default=PROFILE_WAIT_S)
     return p
 
 
@@ -1594,7 +1664,8 @@ def magic_submit(shell, argv, cell):
             print("Submitted %s to %s: submission #%s." % (_clean(name), _clean(a.lab), sid))
         if acc.get("superseded"):
             show.note("It replaces your earlier submission that was still queued.")
-        sub = watch(c, sid, show, interval=a.interval, retry_s=a.retry)
+        sub = watch(c, sid, show, interval=a.interval, retry_s=a.retry,
+                    profile_wait=a.profile_wait)
         if not rich:
             sys.stdout.write(render_text(sub, page))
         return sub

@@ -190,15 +190,12 @@ int client_progress(struct client *c, long long id, int attempt, const char *pha
     return rc;
 }
 
-int client_result(struct client *c, long long id, int attempt, const char *status,
-                  const json_t *result, double give_up_s)
+/* POST body to path until it is answered (200: 0; 409 or 404: -ECANCELED;
+ * another 4xx: -EINVAL) or give_up_s passed (-ETIMEDOUT), with backoff. */
+static int post_retrying(struct client *c, long long id, const char *path, const char *req,
+                         double give_up_s)
 {
-    char path[128], *resp = NULL, *req;
-    req = body_encode(json_pack("{s:s, s:O, s:s, s:i}", "status", status, "result", result,
-                                "runner", c->runner, "attempt", attempt));
-    if (!req)
-        return -ENOMEM;
-    snprintf(path, sizeof path, "/api/runner/jobs/%lld/result", id);
+    char *resp = NULL;
     struct timespec t0, t;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     int rc = -ETIMEDOUT;
@@ -209,8 +206,8 @@ int client_result(struct client *c, long long id, int attempt, const char *statu
         } else if (code == 409 || code == 404) {
             rc = -ECANCELED;
         } else if (code >= 400 && code < 500 && code != 429 && code != 408) {
-            fprintf(stderr, "cugrade-runner: result for job %lld refused (%d): %.300s\n", id,
-                    code, resp ? resp : "");
+            fprintf(stderr, "cugrade-runner: %s for job %lld refused (%d): %.300s\n",
+                    strrchr(path, '/') + 1, id, code, resp ? resp : "");
             rc = -EINVAL;
         } else {
             rc = -ETIMEDOUT;
@@ -224,6 +221,39 @@ int client_result(struct client *c, long long id, int attempt, const char *statu
             break;
         client_backoff(try_);
     }
+    return rc;
+}
+
+int client_result(struct client *c, long long id, int attempt, const char *status,
+                  const json_t *result, const char *profile_key, double give_up_s)
+{
+    char path[128], *req;
+    json_t *body = json_pack("{s:s, s:O, s:s, s:i}", "status", status, "result", result, "runner",
+                             c->runner, "attempt", attempt);
+    if (body && profile_key && json_object_set_new(body, "profile_key", json_string(profile_key)))
+        json_decref(body), body = NULL;
+    if (!(req = body_encode(body)))
+        return -ENOMEM;
+    snprintf(path, sizeof path, "/api/runner/jobs/%lld/result", id);
+    int rc = post_retrying(c, id, path, req, give_up_s);
+    free(req);
+    return rc;
+}
+
+int client_profile(struct client *c, long long id, int attempt, const char *profile_key,
+                   const json_t *update, double give_up_s)
+{
+    char path[128], *req;
+    json_t *body = json_deep_copy(update);
+    json_t *lease = json_pack("{s:s, s:i, s:s}", "runner", c->runner, "attempt", attempt,
+                              "profile_key", profile_key);
+    if (body && (!lease || json_object_update(body, lease) < 0))
+        json_decref(body), body = NULL;
+    json_decref(lease);
+    if (!(req = body_encode(body)))
+        return -ENOMEM;
+    snprintf(path, sizeof path, "/api/runner/jobs/%lld/profile", id);
+    int rc = post_retrying(c, id, path, req, give_up_s);
     free(req);
     return rc;
 }

@@ -39,12 +39,22 @@ int client_claim(struct client *c, int wait_seconds, json_t **job);
 int client_progress(struct client *c, long long id, int attempt, const char *phase,
                     const char *detail, int *lease_left);
 
-/* POST /api/runner/jobs/{id}/result {"status","result","runner","attempt"}. Retries with
- * backoff on network/server errors for up to give_up_s seconds. Returns 0,
- * -ECANCELED on 409 (someone else holds the job now), -EINVAL on another 4xx,
- * -ETIMEDOUT when it gave up. */
+/* POST /api/runner/jobs/{id}/result {"status","result","runner","attempt"}, plus
+ * "profile_key" when profile_key is not NULL (a profile update of this
+ * verdict follows: client_profile). Retries with backoff on network/server
+ * errors for up to give_up_s seconds. Returns 0, -ECANCELED on 409 (someone
+ * else holds the job now), -EINVAL on another 4xx, -ETIMEDOUT when it gave
+ * up. */
 int client_result(struct client *c, long long id, int attempt, const char *status,
-                  const json_t *result, double give_up_s);
+                  const json_t *result, const char *profile_key, double give_up_s);
+
+/* POST /api/runner/jobs/{id}/profile: update's keys ({"profile", "hints",
+ * "hint_details"}) with "runner", "attempt" and the profile_key its verdict
+ * was posted with. Retries as client_result. Returns 0, -ECANCELED on 409
+ * or 404 (regraded or no longer ours: drop it), -EINVAL on another 4xx,
+ * -ETIMEDOUT, -ENOMEM. */
+int client_profile(struct client *c, long long id, int attempt, const char *profile_key,
+                   const json_t *update, double give_up_s);
 
 /* Sleep for the attempt-th backoff step: 0.5 s doubling to 30 s, with
  * jitter so that many runners do not hammer a restarted server in step. */

@@ -17,7 +17,9 @@
 #include "status.h"
 #include "job.h"
 
+#include <assert.h>
 #include <errno.h>
+#include <sys/random.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,8 +61,45 @@ static int grade_phases(struct job *j)
     return s < 0 ? s : JOB_VERDICT;
 }
 
+/* len - 1 random hex digits and a NUL into out. 0 or -errno. */
+static int random_hex(char *out, size_t len)
+{
+    unsigned char b[32];
+    size_t n = (len - 1) / 2;
+    assert(len >= 3 && n <= sizeof b);
+    if (getrandom(b, n, 0) != (ssize_t)n)
+        return -EIO;
+    for (size_t i = 0; i < n; i++)
+        snprintf(out + 2 * i, 3, "%02x", b[i]);
+    return 0;
+}
+
+/* The verdict (*result, taken) through later, then the profile and its
+ * update. Returns 0 (*result NULL: posted) or the verdict post's error. */
+static int grade_post_later(struct job *j, const struct grade_later *later, const char *status,
+                            json_t **result)
+{
+    char key[17];
+    if (random_hex(key, sizeof key) < 0) {
+        snprintf(j->err, sizeof j->err, "no random bytes for the profile key");
+        return -EIO;
+    }
+    int r = later->verdict(later->arg, status, *result, key);
+    json_decref(*result);
+    *result = NULL;
+    if (r < 0)
+        return r;
+    job_profile_after(j);
+    json_t *u = job_profile_update(j);
+    if (!u || later->profile(later->arg, u, key) < 0)
+        fprintf(stderr, "cugrade-runner: job %lld: the profile update was not posted\n", j->g->id);
+    json_decref(u);
+    return 0;
+}
+
 int grade_job_run(const struct grade_env *env, const struct grade_job *job,
-                  grade_progress_fn progress, void *arg, const char **status, json_t **result)
+                  grade_progress_fn progress, void *arg, const struct grade_later *later,
+                  const char **status, json_t **result)
 {
     *status = NULL;
     *result = NULL;
@@ -68,9 +107,17 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
     if (!j)
         return -ENOMEM;
     job_init(j, env, job, progress, arg);
+    j->profile_later = later != NULL;
     int r = grade_phases(j);
     if (r >= 0)
         r = job_score(j, status, result);
+    if (r >= 0 && later && j->profile_pending) {
+        /* Posted (or not) through later: nothing for the caller to post. */
+        r = grade_post_later(j, later, *status, result);
+        job_free(j);
+        free(j);
+        return r;
+    }
     if (r == -ENOMEM && !j->err[0])
         snprintf(j->err, sizeof j->err, "out of memory");
     if (r < 0 && r != -ECANCELED) {

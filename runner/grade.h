@@ -58,13 +58,32 @@ struct grade_job {
  * be called from a helper thread. */
 typedef int (*grade_progress_fn)(void *arg, const char *phase, const char *detail);
 
+/* Score first, the profile after (docs/runner.md "Profiling hints"): how
+ * a served job posts a verdict whose profile follows. arg is theirs. */
+struct grade_later {
+    /* Post the verdict now: result (borrowed) says cugrade.profile
+     * {"status": "pending"}, and profile_key (16 hex digits) names the
+     * update to follow. 0 when stored; else -errno (-ECANCELED: the lease
+     * is lost), and no profile runs. */
+    int (*verdict)(void *arg, const char *status, const json_t *result, const char *profile_key);
+    /* Post the profile update {profile, hints, hint_details} (borrowed). */
+    int (*profile)(void *arg, const json_t *update, const char *profile_key);
+    void *arg;
+};
+
 /* Grade one job. Returns 0 with *status (a static string: graded |
  * compile_error | rejected | runtime_error | timeout | system_error) and
  * *result (new reference: the result document; for system_error a document
  * whose "output" says what broke), or -ECANCELED when abandoned (nothing to
- * post), or -ENOMEM. Never lets a submission crash the runner. */
+ * post), or -ENOMEM. Never lets a submission crash the runner.
+ * With later (may be NULL) and a profile due, the verdict goes to
+ * later->verdict before the profile runs and the update to later->profile
+ * after it; then 0 with *status set and *result NULL (posted), or
+ * later->verdict's error. Without it the profile runs first and is in
+ * *result. */
 int grade_job_run(const struct grade_env *env, const struct grade_job *job,
-                  grade_progress_fn progress, void *arg, const char **status, json_t **result);
+                  grade_progress_fn progress, void *arg, const struct grade_later *later,
+                  const char **status, json_t **result);
 
 /* Build lab `lab` for env->arch into CACHE/ARCH/LAB with
  * `labs/build-lab.sh LAB DIR ARCH` (trusted, outside the sandbox) unless a

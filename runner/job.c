@@ -906,6 +906,25 @@ static void job_hints(struct job *j, struct hint_list *hl)
     j->in.hints_ran = 1;
 }
 
+json_t *job_profile_update(struct job *j)
+{
+    static __thread struct hint_list hl;
+    json_t *u = json_pack("{s:O}", "profile", j->profile ? j->profile : json_null());
+    job_hints(j, &hl);
+    json_t *doc = score_result(&j->rub, &j->in);
+    j->in.hints = NULL;
+    j->in.nhints = 0;
+    json_t *cg = json_object_get(doc, "cugrade");
+    json_t *h = json_object_get(cg, "hints"), *hd = json_object_get(cg, "hint_details");
+    if (!u || !doc || !json_is_object(j->profile) || (h && json_object_set(u, "hints", h) < 0) ||
+        (hd && json_object_set(u, "hint_details", hd) < 0)) {
+        json_decref(u);
+        u = NULL;
+    }
+    json_decref(doc);
+    return u;
+}
+
 int job_score(struct job *j, const char **status, json_t **result)
 {
     static __thread struct hint_list hl; /* 14 KiB: not on a worker's stack */

@@ -126,6 +126,8 @@ struct job {
 
     /* profile (docs/runner.md "Profiling hints"): feedback, never the grade */
     json_t *profile;                 /* result.cugrade.profile, or NULL: not profiled */
+    int profile_later;               /* served: the verdict posts first, the profile after */
+    int profile_pending;             /* ... and this job's profile is due (job_profile_after) */
 
     /* the outcome */
     struct score_input in;
@@ -159,6 +161,14 @@ int job_sanitize(struct job *j);
 int job_stop_at(struct job *j, const char *phase);
 /* Add the seconds since the last mark to phase name. */
 void job_clock_mark(struct job_clock *pc, const char *name);
+/* Score first, the profile after (grade.h, struct grade_later): once the
+ * verdict (whose profile said "pending") is posted, wait for this GPU to
+ * have room and profile, or say why it was skipped, into j->profile. */
+void job_profile_after(struct job *j);
+/* The profile update of j: {profile, hints, hint_details}, the catalogue's
+ * hints now with the profile's numbers (never a score). New reference or
+ * NULL. */
+json_t *job_profile_update(struct job *j);
 /* The result document of j's outcome (j->st). Returns 0 with *status and
  * *result (new reference) set, or -ENOMEM. */
 int job_score(struct job *j, const char **status, json_t **result);

@@ -521,6 +521,8 @@ static int job_profile_load(struct job *j)
     return 1;
 }
 
+static void job_profile_run(struct job *j, int plk);
+
 /* Profiling feedback (profile.h) for a submission that passed every case:
  * the timing case's check run once more under ncu, in the sandbox, under
  * the same shared GPU lock as a check run (and the GPU's profile lock).
@@ -547,11 +549,64 @@ static void job_profile(struct job *j)
             "kernel yourself: ncu --target-processes all python3 your_file.py", 0);
         return;
     }
+    if (j->profile_later) {
+        /* Score first (grade.h, struct grade_later): the verdict posts
+         * with the profile pending, and job_profile_after runs it. */
+        j->profile = json_pack("{s:s}", "status", "pending");
+        j->profile_pending = j->profile != NULL;
+        return;
+    }
     if (job_profile_load(j))
         return;
+    job_profile_run(j, -1);
+}
+
+/* $CUGRADE_PROFILE_WAIT, else PROFILE_AFTER_WAIT: seconds a profile waits
+ * for its turn after the verdict. */
+static double job_profile_wait(void)
+{
+    const char *e = getenv("CUGRADE_PROFILE_WAIT");
+    double s = e ? atof(e) : 0;
+    return s > 0 ? s : PROFILE_AFTER_WAIT;
+}
+
+void job_profile_after(struct job *j)
+{
+    char why[400];
+    assert(j->profile_pending);
+    json_decref(j->profile);
+    j->profile = NULL;
+    j->profile_pending = 0;
+    /* Nothing held while in line: the judge's context, the reservation. */
+    judge_session_end(&j->js);
+    job_unreserve(j);
+    double t0 = run_now();
+    const char *ul = getenv("CUGRADE_PROFILE_UNDER_LOAD");
+    int plk = profile_wait_turn(j->env, job_profile_wait(), ul && strcmp(ul, "1") == 0, why,
+                                sizeof why);
+    double waited = run_now() - t0;
+    job_clock_mark(&j->pc, "profile_wait");
+    if (plk < 0) {
+        fprintf(stderr, "cugrade-runner: job %lld: %s\n", j->g->id, why);
+        j->profile = profile_json_unavailable(why, 0);
+        json_object_set_new(j->profile, "status", json_string("skipped"));
+    } else {
+        job_profile_run(j, plk);
+    }
+    if (j->profile)
+        json_object_set_new(j->profile, "wait_seconds", json_real(waited));
+}
+
+/* The timing case's check run once more under ncu (profile.h), with plk
+ * the GPU's profile lock the caller holds (taken over), or -1. */
+static void job_profile_run(struct job *j, int plk)
+{
     int fd = channel_open(j->rc.jobdir, "profile");
-    if (fd < 0)
+    if (fd < 0) {
+        if (plk >= 0)
+            close(plk);
         return;
+    }
     const char *argv_c[] = {"/work/prog", "check", "--seed", j->seed, "--cases",
                             j->lab.timing_case, NULL};
     const char *const *argv = argv_c;
@@ -561,6 +616,8 @@ static void job_profile(struct job *j)
         if (python_run_prepare(&pr, &o, j->env->root, j->lab.name, "check", j->seed,
                                j->lab.timing_case, NULL, j->src) < 0) {
             close(fd);
+            if (plk >= 0)
+                close(plk);
             return;
         }
         argv = pr.argv;
@@ -575,7 +632,8 @@ static void job_profile(struct job *j)
     job_unreserve(j);
     unsigned long long need = j->python ? lock_admit_need(&j->lab, 0)
                                         : lock_admit_after_check(&j->lab, 0);
-    j->profile = profile_run(&j->rc, argv, fd, &o, need);
+    j->profile = plk >= 0 ? profile_run_held(&j->rc, argv, fd, &o, need, plk)
+                          : profile_run(&j->rc, argv, fd, &o, need);
     close(fd);
     job_clock_mark(&j->pc, "profile");
 }

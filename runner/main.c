@@ -174,7 +174,7 @@ static int cmd_grade(int argc, char **argv)
     if (h.have_gpu && access("/dev/nvidia-uvm", F_OK) != 0 &&
         grade_lab_ensure(&env, lab, berr, sizeof berr) == 0)
         host_ensure_uvm(&h, lab);
-    int r = grade_job_run(&env, &job, progress_print, NULL, &status, &result);
+    int r = grade_job_run(&env, &job, progress_print, NULL, NULL, &status, &result);
     free(src);
     json_decref(rdoc);
     if (r < 0) {

@@ -25,6 +25,7 @@
 
 struct run_ctx;
 struct run_opts;
+struct grade_env;
 
 /* Where the profiled run leaves its files in the sandbox's /work. */
 #define PROFILE_LOG "/work/.cugrade-profile.csv"
@@ -111,7 +112,8 @@ json_t *profile_hints(const struct profile_report *r);
  * status: "ok"}. New reference, or NULL on out of memory. */
 json_t *profile_json(const struct profile_report *r, double seconds);
 /* {status: "unavailable", message, seconds}: the profiler could not run
- * (ours, never charged). New reference or NULL. */
+ * (ours, never charged). New reference or NULL. A profile skipped after
+ * its verdict (profile_wait_turn) is the same with status "skipped". */
 json_t *profile_json_unavailable(const char *message, double seconds);
 
 /* The harness's kernel names for lab: every `__global__ void NAME(` in
@@ -207,6 +209,28 @@ int profile_argv(const char *ncu, const char *log, const char *const *skip,
  * the program passed every check before). NULL on out of memory. */
 json_t *profile_run(const struct run_ctx *rc, const char *const *target, int channel_fd,
                     const struct run_opts *o, unsigned long long need_mb);
+
+/* profile_run for a caller that holds the GPU's profile lock (lock_fd,
+ * from profile_wait_turn; closed here once the profiled run is over). */
+json_t *profile_run_held(const struct run_ctx *rc, const char *const *target, int channel_fd,
+                         const struct run_opts *o, unsigned long long need_mb, int lock_fd);
+
+/* Score first, the profile after: profiles that wait for a GPU, at most
+ * (the ledger CACHE/gpu-N.profilew), and how long one waits for its turn
+ * ($CUGRADE_PROFILE_WAIT seconds). A profile takes 2.5-5 s (H100): past
+ * these the student is told it was skipped rather than wait for minutes. */
+#define PROFILE_AFTER_MAX 32
+#define PROFILE_AFTER_WAIT 300.0
+
+/* Wait, holding nothing a grading job needs, for this GPU's profiler and
+ * then for a moment when no job waits for its memory admission (the
+ * grading comes first; under_load: not waited for), at most max_wait
+ * seconds. Returns the profile lock's fd (for profile_run_held), or < 0
+ * with a "profile skipped: ..." sentence in why: PROFILE_AFTER_MAX
+ * profiles already wait, the GPU stayed busy, or the lock file cannot be
+ * opened. */
+int profile_wait_turn(const struct grade_env *env, double max_wait, int under_load, char *why,
+                      size_t len);
 
 /* The GPU's profile lock at path, waiting at most max_wait seconds in the
  * queue ledger at queue (admit.h; none when PROFILE_QUEUE_MAX wait there

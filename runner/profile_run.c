@@ -11,6 +11,7 @@
 #include "lock.h"
 #include "run.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -166,8 +167,29 @@ static void profile_lines(const struct run_ctx *rc, const char *ncu, const char 
     sandbox_verdict_free(&v);
 }
 
-json_t *profile_run(const struct run_ctx *rc, const char *const *target, int channel_fd,
-                    const struct run_opts *o, unsigned long long need_mb)
+/* o (may be NULL) into po, with the ncu directory beside the run's own
+ * binds (a Python run's), in binds (room for RUN_MORE_BINDS). */
+static void profile_opts(const struct run_opts *o, const char *ncu_dir,
+                         struct sandbox_bind *binds, struct run_opts *po)
+{
+    memset(po, 0, sizeof *po);
+    if (o)
+        *po = *o;
+    else
+        po->control_fd = po->cancel_fd = -1;
+    size_t nb = 0;
+    for (size_t i = 0; i < po->nmore_binds && nb < RUN_MORE_BINDS - 1; i++)
+        binds[nb++] = po->more_binds[i];
+    binds[nb++] = (struct sandbox_bind){ncu_dir, ncu_dir, 0};
+    po->more_binds = binds;
+    po->nmore_binds = nb;
+}
+
+/* profile_run, with held the GPU's profile lock the caller holds (taken
+ * over: closed here), or -1 to take it here. */
+static json_t *profile_run_lock(const struct run_ctx *rc, const char *const *target,
+                                int channel_fd, const struct run_opts *o,
+                                unsigned long long need_mb, int held)
 {
     double t0 = run_now();
     const char *ncu = profile_ncu_path();
@@ -188,26 +210,17 @@ json_t *profile_run(const struct run_ctx *rc, const char *const *target, int cha
     if (profile_argv(real, PROFILE_LOG, (const char *const *)skip, target, argv, 64, filter,
                      sizeof filter) < 0) {
         profile_names_free(skip);
+        if (held >= 0)
+            close(held);
         return profile_json_unavailable("the profiled command is too long", 0);
     }
-    /* The ncu directory beside the run's own binds (a Python run's). */
     struct run_opts po;
     struct sandbox_bind binds[RUN_MORE_BINDS];
-    memset(&po, 0, sizeof po);
-    if (o)
-        po = *o;
-    else
-        po.control_fd = po.cancel_fd = -1;
-    size_t nb = 0;
-    for (size_t i = 0; i < po.nmore_binds && nb < RUN_MORE_BINDS - 1; i++)
-        binds[nb++] = po.more_binds[i];
-    binds[nb++] = (struct sandbox_bind){ncu_dir, ncu_dir, 0};
-    po.more_binds = binds;
-    po.nmore_binds = nb;
+    profile_opts(o, ncu_dir, binds, &po);
 
     struct sandbox_verdict v;
     memset(&v, 0, sizeof v);
-    int plk = profile_lock(rc->env);
+    int plk = held >= 0 ? held : profile_lock(rc->env);
     long long tok = 0;
     char admit[PATH_MAX];
     if (plk != -2 && (tok = profile_reserve(rc, need_mb, t0, admit, sizeof admit)) < 0) {
@@ -269,4 +282,76 @@ done:
     free(log);
     sandbox_verdict_free(&v);
     return out;
+}
+
+json_t *profile_run(const struct run_ctx *rc, const char *const *target, int channel_fd,
+                    const struct run_opts *o, unsigned long long need_mb)
+{
+    return profile_run_lock(rc, target, channel_fd, o, need_mb, -1);
+}
+
+json_t *profile_run_held(const struct run_ctx *rc, const char *const *target, int channel_fd,
+                         const struct run_opts *o, unsigned long long need_mb, int lock_fd)
+{
+    assert(lock_fd >= 0);
+    return profile_run_lock(rc, target, channel_fd, o, need_mb, lock_fd);
+}
+
+/* Does anyone wait for this GPU's memory admission (the grading comes
+ * first)? */
+static int profile_gpu_busy(const struct grade_env *env)
+{
+    char queue[PATH_MAX];
+    lock_admit_queue_path(env, queue, sizeof queue);
+    return admit_count(queue) > 0;
+}
+
+int profile_wait_turn(const struct grade_env *env, double max_wait, int under_load, char *why,
+                      size_t len)
+{
+    char path[PATH_MAX], line[PATH_MAX];
+    lock_gpu_path(env, "profile", path, sizeof path);
+    lock_gpu_path(env, "profilew", line, sizeof line);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        snprintf(why, len, "profile skipped: the GPU's profiler lock cannot be opened (%s)",
+                 strerror(errno));
+        return -1;
+    }
+    int waiting = admit_count(line);
+    if (waiting >= PROFILE_AFTER_MAX) {
+        snprintf(why, len,
+                 "profile skipped: %d profiles already wait for this GPU (at most %d wait); "
+                 "profile your kernel yourself: ncu --set basic ./your_program",
+                 waiting, PROFILE_AFTER_MAX);
+        close(fd);
+        return -2;
+    }
+    /* In line, holding nothing a grading job needs: first the profiler
+     * (one ncu per GPU), then, holding it, a moment when no job waits for
+     * the GPU's memory. */
+    long long tok = admit_enter(line);
+    double end = run_now() + max_wait;
+    int have = 0, r = -2;
+    for (;;) {
+        if (!have)
+            have = flock(fd, LOCK_EX | LOCK_NB) == 0;
+        if (have && (under_load || !profile_gpu_busy(env))) {
+            r = fd;
+            break;
+        }
+        if (run_now() >= end)
+            break;
+        usleep(50000);
+    }
+    admit_release(line, tok);
+    if (r < 0) {
+        snprintf(why, len,
+                 "profile skipped: the GPU stayed busy grading other submissions for %.0f s; "
+                 "resubmit when it is quieter, or profile your kernel yourself: ncu --set basic "
+                 "./your_program",
+                 max_wait);
+        close(fd);
+    }
+    return r;
 }

@@ -8,6 +8,7 @@
 #include "health.h"
 #include "run.h"
 #include "status.h"
+#include "profile.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -48,6 +49,13 @@ struct heartbeat {
     char phase[32], detail[128];
     int dirty, stop, cancelled;
     pthread_t thread;
+    int thread_running;
+};
+
+/* What a job's struct grade_later callbacks need. */
+struct job_later {
+    struct heartbeat *hb;
+    const struct grade_env *env;
 };
 
 static void *heartbeat_main(void *p)
@@ -93,6 +101,52 @@ static int progress_post(void *arg, const char *phase, const char *detail)
     return cancelled ? -ECANCELED : 0;
 }
 
+/* Stop hb's thread (it posts no progress once a verdict is posted). */
+static void heartbeat_stop(struct heartbeat *hb)
+{
+    if (!hb->thread_running)
+        return;
+    pthread_mutex_lock(&hb->mu);
+    hb->stop = 1;
+    pthread_cond_signal(&hb->cv);
+    pthread_mutex_unlock(&hb->mu);
+    pthread_join(hb->thread, NULL);
+    hb->thread_running = 0;
+}
+
+/* Score first (grade.h, struct grade_later): the verdict of a job whose
+ * profile follows, posted before the profile runs. Then the child tells
+ * the runner ('p' on its lane pipe) that it only waits for its profile:
+ * it no longer counts against the jobs in flight. */
+static int later_verdict(void *arg, const char *status, const json_t *result, const char *key)
+{
+    struct job_later *jl = arg;
+    heartbeat_stop(jl->hb);
+    if (jl->hb->cancelled)
+        return -ECANCELED;
+    fprintf(stderr, "cugrade-runner: job %lld: %s, score %g/%g (profile pending)\n", jl->hb->id,
+            status, json_number_value(json_object_get(result, "score")),
+            json_number_value(json_object_get(result, "max_score")));
+    int r = client_result(jl->hb->cl, jl->hb->id, jl->hb->attempt, status, result, key, 600);
+    if (r == 0 && jl->env->lane_fd >= 0) {
+        char c = 'p';
+        ssize_t w = write(jl->env->lane_fd, &c, 1);
+        (void)w;
+    }
+    return r;
+}
+
+static int later_profile(void *arg, const json_t *update, const char *key)
+{
+    struct job_later *jl = arg;
+    int r = client_profile(jl->hb->cl, jl->hb->id, jl->hb->attempt, key, update, 120);
+    fprintf(stderr, "cugrade-runner: job %lld: profile %s%s\n", jl->hb->id,
+            json_string_value(json_object_get(json_object_get(update, "profile"), "status")),
+            r == 0 ? " posted" : r == -ECANCELED ? " dropped (regraded or no longer ours)"
+                                                 : " not posted");
+    return r;
+}
+
 /* In the child: grade the job, heartbeat, post the result. Returns an EXIT_* code. */
 static int job_child(struct client *cl, struct host *hst, const struct grade_env *env,
                      const json_t *j)
@@ -123,7 +177,9 @@ static int job_child(struct client *cl, struct host *hst, const struct grade_env
     pthread_mutex_init(&hb.mu, NULL);
     pthread_cond_init(&hb.cv, NULL);
     snprintf(hb.phase, sizeof hb.phase, "%s", status_name(STATUS_COMPILING));
-    int have_thread = pthread_create(&hb.thread, NULL, heartbeat_main, &hb) == 0;
+    hb.thread_running = pthread_create(&hb.thread, NULL, heartbeat_main, &hb) == 0;
+    struct job_later jl = {&hb, env};
+    struct grade_later later = {later_verdict, later_profile, &jl};
 
     const char *status = NULL;
     json_t *result = NULL;
@@ -135,15 +191,11 @@ static int job_child(struct client *cl, struct host *hst, const struct grade_env
                                         "the claimed job lacks lab, seed or rubric");
         r = result ? 0 : -ENOMEM;
     } else {
-        r = grade_job_run(env, &job, progress_post, &hb, &status, &result);
+        r = grade_job_run(env, &job, progress_post, &hb, &later, &status, &result);
     }
-    if (have_thread) {
-        pthread_mutex_lock(&hb.mu);
-        hb.stop = 1;
-        pthread_cond_signal(&hb.cv);
-        pthread_mutex_unlock(&hb.mu);
-        pthread_join(hb.thread, NULL);
-    }
+    heartbeat_stop(&hb);
+    if (r == 0 && !result) /* the verdict went through later_verdict */
+        return strcmp(status, status_name(STATUS_SYSTEM_ERROR)) == 0 ? EXIT_SYSERR : EXIT_POSTED;
     if (r == -ECANCELED || hb.cancelled) {
         json_decref(result);
         return EXIT_ABANDONED;
@@ -154,7 +206,7 @@ static int job_child(struct client *cl, struct host *hst, const struct grade_env
             json_number_value(json_object_get(result, "score")),
             json_number_value(json_object_get(result, "max_score")));
     int ours = strcmp(status, status_name(STATUS_SYSTEM_ERROR)) == 0;
-    r = client_result(cl, id, hb.attempt, status, result, 600);
+    r = client_result(cl, id, hb.attempt, status, result, NULL, 600);
     json_decref(result);
     if (r == -ECANCELED)
         return EXIT_ABANDONED;
@@ -180,6 +232,7 @@ enum kid_state {
     KID_WAIT,  /* asked for a CPU lane slot */
     KID_CPU,   /* granted: compile, inspection, link */
     KID_GPU,   /* left the CPU lane */
+    KID_PROFILE, /* its verdict posted, it waits for or runs its profile */
 };
 
 struct kid {
@@ -205,6 +258,12 @@ static int kid_ended(struct client *cl, const struct host *h, const struct kid *
         return 0;
     if (WIFEXITED(status) && WEXITSTATUS(status) == EXIT_SYSERR)
         return 1;
+    if (k->state == KID_PROFILE) {
+        /* Its verdict is posted: only the profile update is lost. */
+        fprintf(stderr, "cugrade-runner: job %lld: its profile ended abnormally (status %d)\n",
+                k->id, status);
+        return 0;
+    }
     if (WIFSIGNALED(status))
         snprintf(msg, sizeof msg, "the runner's grading process died (signal %d)",
                  WTERMSIG(status));
@@ -214,7 +273,7 @@ static int kid_ended(struct client *cl, const struct host *h, const struct kid *
     fprintf(stderr, "cugrade-runner: job %lld: %s\n", k->id, msg);
     json_t *doc = grade_system_error_doc(k->lab, h->gpu_name, msg);
     if (doc)
-        client_result(cl, k->id, k->attempt, status_name(STATUS_SYSTEM_ERROR), doc, 120);
+        client_result(cl, k->id, k->attempt, status_name(STATUS_SYSTEM_ERROR), doc, NULL, 120);
     json_decref(doc);
     return 1;
 }
@@ -254,6 +313,8 @@ static void kids_poll(struct client *cl, const struct host *h, struct health *hl
                 kids[i].state = KID_WAIT;
             else if (c == 'g')
                 kids[i].state = KID_GPU;
+            else if (c == 'p')
+                kids[i].state = KID_PROFILE;
         }
         if (kids[i].lane >= 0 && n == 0) {
             close(kids[i].lane);
@@ -335,7 +396,8 @@ static int kid_start(struct client *cl, const struct host *h, const struct grade
         fprintf(stderr, "cugrade-runner: job %lld: %s\n", k->id, msg);
         json_t *doc = grade_system_error_doc(k->lab, h->gpu_name, msg);
         if (doc)
-            client_result(cl, k->id, k->attempt, status_name(STATUS_SYSTEM_ERROR), doc, 120);
+            client_result(cl, k->id, k->attempt, status_name(STATUS_SYSTEM_ERROR), doc, NULL,
+                          120);
         json_decref(doc);
         return -e;
     }
@@ -388,7 +450,11 @@ static void serve_loop(struct client *cl, struct host *h, const struct grade_env
                        int jobs, int queue)
 {
     size_t front_max = front_width(jobs);
-    struct kid *kids = calloc((size_t)queue, sizeof *kids);
+    /* A child whose verdict is posted and that waits for its profile
+     * does not count against queue; profile_wait_turn bounds how many wait
+     * per GPU (PROFILE_AFTER_MAX), and the array has room for them. */
+    size_t room = (size_t)queue + PROFILE_AFTER_MAX;
+    struct kid *kids = calloc(room, sizeof *kids);
     struct health hl;
     size_t nk = 0;
     int attempt = 0, claimed = 0;
@@ -407,7 +473,9 @@ static void serve_loop(struct client *cl, struct host *h, const struct grade_env
             continue;
         }
         /* A GPU that does not answer its probe: claim nothing (health.h). */
-        if (in_front >= front_max || nk >= (size_t)queue || !health_ok(&hl)) {
+        size_t in_flight = nk - kids_in(kids, nk, KID_PROFILE);
+        if (in_front >= front_max || in_flight >= (size_t)queue || nk >= room ||
+            !health_ok(&hl)) {
             kids_poll(cl, h, &hl, kids, &nk, 200);
             continue;
         }

@@ -11,7 +11,7 @@
 #include <sqlite3.h>
 #include <stddef.h>
 
-#define DB_SCHEMA_VERSION 7
+#define DB_SCHEMA_VERSION 8
 
 struct db;
 

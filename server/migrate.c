@@ -50,6 +50,10 @@ static const struct migrate_step steps[] = {
     {5, "pooled late days (late_day_policy, late_day_grants, late_day_spends)", lateday_schema},
     {6, "regrade requests", regrade_schema},
     {7, "similarity checks (similarity_runs, similarity_pairs)", similarity_schema},
+    /* The verdict posts first, the profile after it (docs/api.md "Runner
+     * protocol"): the key names the one profile update a verdict waits for. */
+    {8, "submissions name the profile their verdict waits for (profile_key)",
+     "ALTER TABLE submissions ADD COLUMN profile_key TEXT;"},
 };
 
 int migrate_upgrade(sqlite3 *h, int from, int quiet)

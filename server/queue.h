@@ -120,6 +120,7 @@ struct queue_result {
     double score, max_score; /* score after the late penalty */
     int has_speedup;
     double speedup;
+    const char *profile_key; /* NULL, or the runner's key of the profile to follow */
 };
 
 /* Store a result for job id (same lease rules as queue_progress). A
@@ -135,6 +136,15 @@ int queue_result(struct queue *q, long long id, long long runner_user, const cha
  * -errno. */
 int queue_result_in(struct db *db, long long id, long long runner_user, const char *runner,
                     int attempt, const struct queue_result *res, const char **final_status);
+
+/* Merge a profile update (docs/api.md: {"profile", "hints", "hint_details"}
+ * of update, others ignored) into the stored result of job id, inside the
+ * caller's transaction: only while the row holds the verdict whose result
+ * named key for this runner_user, runner and attempt. Posting it again
+ * stores the same. Returns 0, -ENOENT, -ESTALE (regraded, retried, or
+ * another lease's), -ENOMEM or -errno. */
+int queue_profile_in(struct db *db, long long id, long long runner_user, const char *runner,
+                     int attempt, const char *key, const json_t *update);
 
 /* Put a submission back in the queue (admin regrade): attempts reset, old
  * result kept until the new one arrives. Returns 0, -ENOENT, -errno. */

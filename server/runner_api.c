@@ -315,6 +315,20 @@ static int result_check(const char *runner, int attempt, const char *status, con
     return 0;
 }
 
+/* A result's profile_key (the runner's name for the profile update to
+ * follow): 8 to 64 hex digits. */
+static int profile_key_ok(const json_t *k)
+{
+    const char *s = json_string_value(k);
+    size_t n = s ? strlen(s) : 0;
+    if (n < 8 || n > 64)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!isxdigit((unsigned char)s[i]))
+            return 0;
+    return 1;
+}
+
 /* ---- a runner's result: parsed on libuv's pool, written by the writer ----
  * An 8 MiB result costs tens of milliseconds to parse and serialize and
  * more to write: none of it runs on the loop. */
@@ -331,6 +345,7 @@ struct result_job {
     char lab[65];
     /* set by result_parse (pool thread) */
     char *runner;
+    char profile_key[65]; /* "" when no profile follows */
     int attempt;
     char status[32];
     struct queue_result qr;
@@ -425,6 +440,13 @@ static void result_parse(uv_work_t *w)
         api_fail(e, 400, "bad_request", "result.score and result.max_score must be numbers.");
         goto out;
     }
+    json_t *jk = json_object_get(body, "profile_key");
+    if (jk && !profile_key_ok(jk)) {
+        api_fail(e, 400, "bad_request", "profile_key: 8 to 64 hex digits.");
+        goto out;
+    }
+    snprintf(j->profile_key, sizeof j->profile_key, "%s", jk ? json_string_value(jk) : "");
+    j->qr.profile_key = j->profile_key;
     snprintf(j->status, sizeof(j->status), "%s", status);
     j->runner = strdup(runner);
     if (!j->runner) {
@@ -532,10 +554,148 @@ static int h_result(struct app *app, struct http_request *req)
     return HTTP_DEFERRED;
 }
 
+/* ---- a profile after its verdict (docs/api.md "Runner protocol") ----
+ * Small (a few hints and one table): parsed on the loop like progress,
+ * merged and written by the writer. */
+
+struct profile_job {
+    struct app *app;
+    struct http_request *req; /* NULL once the client went away */
+    long long id, runner_user;
+    int attempt;
+    char runner[72], key[65];
+    json_t *update; /* {profile, hints?, hint_details?} */
+    struct api_error e;
+};
+
+static int profile_run(struct db *db, void *arg)
+{
+    struct profile_job *j = arg;
+    int rc = queue_profile_in(db, j->id, j->runner_user, j->runner, j->attempt, j->key, j->update);
+    if (rc == -ENOENT)
+        return api_fail(&j->e, 404, "not_found", "There is no job %lld.", j->id);
+    if (rc == -ESTALE)
+        return api_fail(&j->e, 409, "conflict",
+                        "Job %lld no longer waits for this profile (regraded, retried or "
+                        "another runner's); it was not stored.",
+                        j->id);
+    return rc;
+}
+
+static void profile_abort(struct http_request *req, void *data)
+{
+    struct profile_job *j = data;
+    assert(j->req == req);
+    j->req = NULL;
+}
+
+static void profile_done(void *arg, int rc)
+{
+    struct profile_job *j = arg;
+    struct http_request *req = j->req;
+    if (!rc) {
+        api_cache_invalidate(j->app, j->id);
+        app_log("job %lld: profile stored", j->id);
+    }
+    if (req) {
+        req->on_abort = NULL;
+        if (rc) {
+            if (!j->e.status)
+                api_internal(&j->e, rc);
+            api_send_err(req, &j->e);
+        } else {
+            api_send_json(req, 200, json_pack("{s:I,s:b}", "id", (json_int_t)j->id, "stored", 1));
+        }
+        http_request_finish(req);
+    }
+    json_decref(j->update);
+    free(j);
+}
+
+/* The update of body: {profile, hints, hint_details} when they have their
+ * types, else NULL with a 400 in e. New reference. */
+static json_t *profile_update(const json_t *body, struct api_error *e)
+{
+    json_t *pf = json_object_get(body, "profile"), *h = json_object_get(body, "hints"),
+           *hd = json_object_get(body, "hint_details");
+    if (!json_is_object(pf) || !json_is_string(json_object_get(pf, "status"))) {
+        api_fail(e, 400, "bad_request", "profile: an object with its status.");
+        return NULL;
+    }
+    if ((h && !json_is_array(h)) || (hd && !json_is_array(hd))) {
+        api_fail(e, 400, "bad_request", "hints and hint_details: arrays.");
+        return NULL;
+    }
+    json_t *u = json_pack("{s:O}", "profile", pf);
+    if (u && h)
+        json_object_set(u, "hints", h);
+    if (u && hd)
+        json_object_set(u, "hint_details", hd);
+    if (!u)
+        api_internal(e, -ENOMEM);
+    return u;
+}
+
+static int h_profile(struct app *app, struct http_request *req)
+{
+    struct auth_user u;
+    struct api_error e;
+    long long id;
+    json_t *body;
+    if (api_need(app, req, &u, RUNNER))
+        return HTTP_DONE;
+    if (api_parse_id(http_request_param(req, "id"), &id)) {
+        api_fail(&e, 404, "not_found", "Job ids are positive integers.");
+        return api_send_err(req, &e);
+    }
+    if (api_body_json(req, &body, 0, &e))
+        return api_send_err(req, &e);
+    const char *runner;
+    int attempt, rc = 0;
+    job_lease_args(body, &runner, &attempt);
+    json_t *jk = json_object_get(body, "profile_key"), *update = NULL;
+    if (!runner || !*runner || strlen(runner) > 64 || attempt <= 0)
+        rc = api_fail(&e, 400, "bad_request",
+                      "runner and attempt: a profile names the lease of its verdict.");
+    else if (!profile_key_ok(jk))
+        rc = api_fail(&e, 400, "bad_request",
+                      "profile_key: the key its verdict's result named (8 to 64 hex digits).");
+    else if (!(update = profile_update(body, &e)))
+        rc = -EINVAL;
+    struct profile_job *j = rc ? NULL : calloc(1, sizeof(*j));
+    if (!rc && !j)
+        rc = api_internal(&e, -ENOMEM);
+    if (!rc) {
+        j->app = app;
+        j->req = req;
+        j->id = id;
+        j->runner_user = u.id;
+        j->attempt = attempt;
+        j->update = update;
+        update = NULL;
+        snprintf(j->runner, sizeof j->runner, "%s", runner);
+        snprintf(j->key, sizeof j->key, "%s", json_string_value(jk));
+        if ((rc = writer_submit(app->writer, profile_run, profile_done, j, 0)) != 0) {
+            api_internal(&e, rc);
+            json_decref(j->update);
+            free(j);
+        }
+    }
+    json_decref(update);
+    json_decref(body);
+    if (rc)
+        return api_send_err(req, &e);
+    req->on_abort = profile_abort;
+    req->abort_data = j;
+    return HTTP_DEFERRED; /* answered by profile_done */
+}
+
 const struct route runner_api_routes[] = {
     {HTTP_POST, "/api/runner/claim", h_claim, 16 * KiB, NULL, NULL},
     {HTTP_POST, "/api/runner/jobs/{id}/progress", h_progress, 16 * KiB, NULL, NULL},
     {HTTP_POST, "/api/runner/jobs/{id}/result", h_result, 8192 * KiB,
      "a result may be at most 8 MiB.", NULL},
+    {HTTP_POST, "/api/runner/jobs/{id}/profile", h_profile, 1024 * KiB,
+     "a profile may be at most 1 MiB.", NULL},
 };
 const size_t runner_api_nroutes = sizeof(runner_api_routes) / sizeof(runner_api_routes[0]);

@@ -105,6 +105,19 @@ static void put_profile(struct page *p, json_t *pf)
     if (!json_is_object(pf))
         return;
     html_raw(&p->b, "<h2>Profile</h2>\n");
+    if (strcmp(page_jstr(pf, "status"), "pending") == 0) {
+        /* The score came first; the profile follows as an update of this
+         * submission when the GPU has room (docs/runner.md). */
+        html_raw(&p->b, "<p id=\"profile-pending\" class=\"muted\">Profile pending: your score "
+                        "is final; Nsight Compute's hints come when the GPU has room (usually "
+                        "within a minute). Reload the page to see them.</p>\n");
+        return;
+    }
+    if (strcmp(page_jstr(pf, "status"), "skipped") == 0) {
+        html_fmt(&p->b, "<p class=\"muted\">%s (it never changes the grade)</p>\n",
+                 page_jstr(pf, "message"));
+        return;
+    }
     if (strcmp(page_jstr(pf, "status"), "ok") != 0) {
         html_fmt(&p->b, "<p class=\"muted\">Profiling was unavailable for this submission (our "
                         "problem, not yours; it never changes the grade): %s</p>\n",
@@ -313,6 +326,12 @@ static int page_submission(struct page *p, long long id, const struct override_f
     }
     if (!status_final(page_jstr(sub, "status")))
         p->refresh = 3;
+    else if (strcmp(page_jstr(json_object_get(json_object_get(json_object_get(sub, "result"),
+                                                              "cugrade"),
+                                              "profile"),
+                              "status"),
+                    "pending") == 0)
+        p->refresh = 10; /* the profile's update comes later */
     snprintf(title, sizeof(title), "Submission #%lld", id);
     page_begin(p, title);
     html_fmt(&p->b, "<h1>Submission #%lld <span class=\"muted\">&middot; <a href=\"/labs/%u\">%s</a></span></h1>\n",

@@ -1,7 +1,7 @@
 """A scripted stand-in for the server's runner protocol (docs/api.md
 "Runner protocol"), for the runner suites that serve: a queue of jobs for
 the fake lab, every claim, progress post and result recorded with its
-time. Used by tests/runner/lanes.t, front.t and health.t."""
+time. Used by tests/runner/lanes.t, front.t, health.t and profile_after.t."""
 import json
 import threading
 import time
@@ -28,7 +28,8 @@ class FakeServer:
     def __init__(self, queue):
         self.lock = threading.Lock()
         self.state = {"queue": list(queue), "claims": [], "claimed": {}, "progress": {},
-                      "progress_at": {}, "results": {}, "result_at": {}}
+                      "progress_at": {}, "results": {}, "result_at": {}, "profiles": {},
+                      "profile_at": {}}
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -67,6 +68,14 @@ class FakeServer:
                         st["results"][jid] = body
                         st["result_at"][jid] = now
                         return self.reply(200, {"ok": True})
+                    elif self.path.endswith("/profile"):
+                        jid = int(self.path.split("/")[4])
+                        key = (st["results"].get(jid) or {}).get("profile_key")
+                        if not key or body.get("profile_key") != key:
+                            return self.reply(409, {"error": {"code": "conflict"}})
+                        st["profiles"][jid] = body
+                        st["profile_at"][jid] = now
+                        return self.reply(200, {"id": jid, "stored": True})
                 time.sleep(0.3)
                 self.reply(204)
 
