@@ -58,6 +58,23 @@ const struct hint *hint_find(const struct hint_list *l, const char *id)
     return NULL;
 }
 
+/* A field of the student's output (a device assert's file, a sanitizer's
+ * finding), at most max bytes, made inert for a Markdown code span: no
+ * control characters, no backtick, no newline, valid UTF-8 (score.h). The
+ * caller puts it between backticks. */
+static const char *md_code(char *buf, size_t len, const char *src, size_t max)
+{
+    size_t n = src ? strnlen(src, max) : 0;
+    score_text_clean(buf, len, src, n, 1);
+    return buf;
+}
+
+/* 1 when s is only made of the characters in set (and not empty). */
+static int only_of(const char *s, const char *set)
+{
+    return s[0] && strspn(s, set) == strlen(s);
+}
+
 /* The harness's launch error of case c, or NULL. */
 static const char *case_error(const struct hint_facts *f, const struct score_case *c)
 {
@@ -124,11 +141,19 @@ static void case_sizes(const struct hint_facts *f, const char *name, char *buf, 
     }
 }
 
+/* A file name the program's output gave: letters, digits and ._+- only
+ * (Markdown-inert outside a code span), else "your file". */
+static const char *file_name(const char *file)
+{
+    static const char ok[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.-+";
+    return file && strlen(file) < 100 && only_of(file, ok) && file[0] != '.' ? file : "your file";
+}
+
 /* "kernel.cu line 12" of a finding, or "" when it has no line. */
 static void finding_where(const struct score_finding *fd, char *buf, size_t len)
 {
     if (fd->line > 0)
-        snprintf(buf, len, " at %s line %d", fd->file ? fd->file : "your file", fd->line);
+        snprintf(buf, len, " at %s line %d", file_name(fd->file), fd->line);
     else
         buf[0] = '\0';
 }
@@ -147,6 +172,11 @@ static void rec_device_assert(const struct hint_facts *f, struct hint_list *out)
         if (case_says(f, &f->cases[i], "device-side assert") ||
             case_says(f, &f->cases[i], "CUDA_ERROR_ASSERT"))
             cname = f->cases[i].name;
+    int failed = 0;
+    for (size_t i = 0; i < f->ncases; i++)
+        failed |= case_failed(&f->cases[i]);
+    if (!failed)
+        return; /* an assert line on stderr with every case right: the student's print */
     if (!a) {
         if (cname)
             hint_add(out, "device-assert", cname,
@@ -163,26 +193,34 @@ static void rec_device_assert(const struct hint_facts *f, struct hint_list *out)
     const char *ls = a;
     while (ls > err && ls[-1] != '\n')
         ls--;
-    const char *ce = strstr(a + 11, "` failed");
+    /* Every field is the program's stderr, which the student writes too:
+     * the condition goes into a code span, the file, block and thread
+     * only when they are what CUDA prints (Markdown-inert as they are). */
+    const char *ce = strstr(a + 11, "` failed"), *eol = strchr(a, '\n');
     char cond[200] = "?", file[128] = "", block[40] = "?", thread[40] = "?";
     int line = 0;
-    if (ce)
-        snprintf(cond, sizeof cond, "%.*s", (int)(ce - a - 11 > 190 ? 190 : ce - a - 11), a + 11);
+    if (ce && (!eol || ce < eol))
+        md_code(cond, sizeof cond, a + 11, (size_t)(ce - a - 11 > 190 ? 190 : ce - a - 11));
     char path[256];
     if (sscanf(ls, "%255[^:\n]:%d:", path, &line) == 2) {
         const char *base = strrchr(path, '/');
-        snprintf(file, sizeof file, "%.120s", base ? base + 1 : path);
+        snprintf(file, sizeof file, "%s", file_name(base ? base + 1 : path));
     }
     const char *b = strstr(ls, "block: ["), *t = strstr(ls, "thread: [");
     if (b && b < a)
-        sscanf(b + 7, "%39[^]]]", block);
+        sscanf(b + 7, "%39[^]\n]]", block);
     if (t && t < a)
-        sscanf(t + 8, "%39[^]]]", thread);
-    for (char *x = cond; *x; x++)
-        if (*x == '`')
-            *x = '\'';
+        sscanf(t + 8, "%39[^]\n]]", thread);
+    if (block[0] == '[' && only_of(block + 1, "0123456789, "))
+        strcat(block, "]");
+    else
+        snprintf(block, sizeof block, "?");
+    if (thread[0] == '[' && only_of(thread + 1, "0123456789, "))
+        strcat(thread, "]");
+    else
+        snprintf(thread, sizeof thread, "?");
     hint_add(out, "device-assert", cname,
-             "A device-side `assert(%s)` failed%s%s%s%.0d in block %s], thread %s]%s%s: that "
+             "A device-side `assert(%s)` failed%s%s%s%.0d in block %s, thread %s%s%s: that "
              "thread saw the condition false, and the kernel stopped (%zu thread%s failed it). "
              "Print or check the values the condition uses for that block and thread.",
              cond, file[0] ? " at " : "", file, line ? " line " : "", line, block, thread,
@@ -221,7 +259,7 @@ static void rec_launch_limits(const struct hint_facts *f, const char *code, stru
         }
     if (!hit && !fw)
         return;
-    char detail[200] = "", why[240];
+    char detail[200] = "", why[240], msg[204];
     if (code)
         source_launch_over_limits(code, f->python, detail, sizeof detail);
     char sizes[160] = "";
@@ -231,7 +269,7 @@ static void rec_launch_limits(const struct hint_facts *f, const char *code, stru
         snprintf(why, sizeof why, "case %s%s%s%s: %s", hit->name, sizes[0] ? " (" : "", sizes,
                  sizes[0] ? ")" : "", what);
     else
-        snprintf(why, sizeof why, "compute-sanitizer: %.200s", fw);
+        snprintf(why, sizeof why, "compute-sanitizer: `%s`", md_code(msg, sizeof msg, fw, 200));
     hint_add(out, "launch-limits", hit ? hit->name : NULL,
              "A launch over the GPU's limits: the kernel never ran (%s).%s A block may have "
              "at most 1024 threads (`blockDim.x*y*z`, z at most 64), a grid at most 65535 "
@@ -329,6 +367,64 @@ static void rec_float32_saturation(const struct hint_facts *f, struct hint_list 
     }
 }
 
+/* unset-output: a NaN answer while memcheck, which runs without the
+ * harness's NaN guard past the inputs, found no access past any end. The
+ * harness fills the output with NaN before every call; a kernel that only
+ * adds to it (one atomicAdd per block, never a first write of 0) answers
+ * NaN + x = NaN. A missing bounds check reads past n instead, which
+ * memcheck reports. */
+static void rec_unset_output(const struct hint_facts *f, struct hint_list *out)
+{
+    int memcheck_clean = 0;
+    for (size_t i = 0; i < f->nsanitizers; i++) {
+        const struct score_sanitizer *s = &f->sanitizers[i];
+        if (s->tool && strcmp(s->tool, "memcheck") == 0)
+            memcheck_clean = s->ran && s->clean && s->nfindings == 0;
+    }
+    if (!memcheck_clean)
+        return;
+    for (size_t i = 0; i < f->ncases; i++) {
+        const struct score_case *c = &f->cases[i];
+        if (!c->ran || c->passed || !c->have_value || !isnan(c->got) || !isfinite(c->expected))
+            continue;
+        char sizes[160];
+        case_sizes(f, c->name, sizes, sizeof sizes);
+        hint_add(out, "unset-output", c->name,
+                 "Output never set in case %s (%s): your answer is NaN, and memcheck found no "
+                 "access past the end of any buffer. Before every call the harness fills the "
+                 "output with NaN (device memory holds whatever was there until you write it), "
+                 "and your code only added to it: NaN + x is NaN. Set the output first, then "
+                 "add the partial sums: %s.",
+                 c->name, sizes,
+                 f->python ? "a one-thread kernel that writes 0 (`zero[1, 1](d_out)`, or "
+                             "`d_out.fill(0)` in CuPy) before the kernel that calls "
+                             "`cuda.atomic.add`"
+                           : "`cudaMemset(d_out, 0, sizeof(float))` before the kernel that "
+                             "calls `atomicAdd` (or have one thread write, not add, the first "
+                             "value)");
+        return;
+    }
+}
+
+/* std-ddof: the judge found the columns standardized with the sample
+ * standard deviation (it says "ddof=1": reference/pipeline/judge.py). */
+static void rec_std_ddof(const struct hint_facts *f, struct hint_list *out)
+{
+    for (size_t i = 0; i < f->ncases; i++) {
+        const struct score_case *c = &f->cases[i];
+        if (!c->ran || c->passed || !case_says(f, c, "ddof=1"))
+            continue;
+        hint_add(out, "std-ddof", c->name,
+                 "The sample standard deviation where the population one is asked for: in case "
+                 "%s your columns match a std that divides by n - 1 (`ddof=1`), off by a factor "
+                 "sqrt(n / (n - 1)). The pipeline's std divides by n: `x.std(axis=0)` with no "
+                 "`ddof` (NumPy's and CuPy's default is `ddof=0`), or `sqrt(sum((x - mean)^2) "
+                 "/ n)` if you write it yourself.",
+                 c->name);
+        return;
+    }
+}
+
 /* bounds-check: an access past the end of a buffer. */
 static void rec_bounds_check(const struct hint_facts *f, struct hint_list *out)
 {
@@ -343,13 +439,14 @@ static void rec_bounds_check(const struct hint_facts *f, struct hint_list *out)
                 continue;
             if (text_find(fd->message, "misaligned"))
                 continue; /* an alignment error (sanitizer-finding), not past the end */
-            char where[160];
+            char where[160], msg[128];
             finding_where(fd, where, sizeof where);
             hint_add(out, "bounds-check", NULL,
                      "Missing bounds check: %s found an access past the end of a buffer%s "
-                     "(\"%.120s\"). The grid is a whole number of blocks, so the threads of the "
+                     "(`%s`). The grid is a whole number of blocks, so the threads of the "
                      "last block run past n: %s.",
-                     f->sanitizers[i].tool, where, fd->message, fix);
+                     f->sanitizers[i].tool, where, md_code(msg, sizeof msg, fd->message, 120),
+                     fix);
             return;
         }
     for (size_t i = 0; i < f->ncases; i++) {
@@ -357,7 +454,8 @@ static void rec_bounds_check(const struct hint_facts *f, struct hint_list *out)
         const char *ev = NULL;
         if (c->ran && !c->passed && case_says(f, c, "past the end of the output"))
             ev = "it wrote past the end of the output";
-        else if (c->ran && !c->passed && c->have_value && isnan(c->got) && isfinite(c->expected))
+        else if (c->ran && !c->passed && c->have_value && isnan(c->got) && isfinite(c->expected) &&
+                 !hint_find(out, "unset-output"))
             ev = "the answer is NaN: it read past the end of the input, where the harness "
                  "keeps NaNs";
         else if ((case_says(f, c, "illegal memory access") ||
@@ -393,15 +491,15 @@ static void rec_missing_sync(const struct hint_facts *f, const char *code, struc
             if (!text_find(fd->message, "Race reported") && !text_find(fd->message, "hazard") &&
                 !text_find(fd->message, " race"))
                 continue;
-            char where[160];
+            char where[160], msg[128];
             finding_where(fd, where, sizeof where);
             hint_add(out, "missing-syncthreads", NULL,
                      "Missing `__syncthreads()`: racecheck found a shared-memory race%s "
-                     "(\"%.120s\"). A thread reads a value another thread writes to shared "
+                     "(`%s`). A thread reads a value another thread writes to shared "
                      "memory with no barrier between them: put `__syncthreads()` after the "
                      "writes and before the reads, and in a loop also before the buffer is "
                      "overwritten in the next iteration.",
-                     where, fd->message);
+                     where, md_code(msg, sizeof msg, fd->message, 120));
             return;
         }
     }
@@ -436,12 +534,12 @@ static void rec_divergent_barrier(const struct hint_facts *f, const char *code,
             const struct score_finding *fd = &f->sanitizers[i].findings[k];
             if (!text_find(fd->message, "Barrier") && !text_find(fd->message, "divergent"))
                 continue;
-            char where[160];
+            char where[160], msg[128];
             finding_where(fd, where, sizeof where);
             hint_add(out, "divergent-barrier", NULL,
                      "A barrier in divergent code%s: not every thread of the block reaches "
-                     "this `__syncthreads()` (\"%.120s\"). %s",
-                     where, fd->message, fix);
+                     "this `__syncthreads()` (`%s`). %s",
+                     where, md_code(msg, sizeof msg, fd->message, 120), fix);
             return;
         }
     int line = 0;
@@ -467,12 +565,61 @@ static void rec_divergent_barrier(const struct hint_facts *f, const char *code,
         }
 }
 
+/* The first sign that a device allocation failed, or NULL: the harness's
+ * refusal past the student's budget, CUDA's or Numba's out-of-memory, on
+ * stderr or in a case's feedback. */
+static const char *oom_evidence(const struct hint_facts *f, const struct score_case **cp)
+{
+    static const char *const words[] = {"refused your cudaMalloc",
+                                        "out of memory",
+                                        "CUDA_ERROR_OUT_OF_MEMORY",
+                                        "cudaErrorMemoryAllocation",
+                                        "OutOfMemoryError",
+                                        "could not allocate its buffers",
+                                        NULL};
+    *cp = NULL;
+    for (size_t i = 0; i < f->ncases; i++)
+        for (size_t k = 0; words[k]; k++)
+            if (case_failed(&f->cases[i]) && case_says(f, &f->cases[i], words[k])) {
+                *cp = &f->cases[i];
+                return words[k];
+            }
+    for (size_t k = 0; words[k]; k++)
+        if (text_find(f->program_err, words[k]))
+            return words[k];
+    return NULL;
+}
+
+/* device-memory: an allocation failed, and a case failed (its output
+ * never written, or an error): the memory, not the grid. */
+static void rec_device_memory(const struct hint_facts *f, struct hint_list *out)
+{
+    const struct score_case *c = NULL;
+    const char *what = oom_evidence(f, &c);
+    for (size_t i = 0; what && !c && i < f->ncases; i++)
+        if (case_failed(&f->cases[i]))
+            c = &f->cases[i];
+    if (!what || !c)
+        return;
+    hint_add(out, "device-memory", c->name,
+             "A device allocation failed (%s) and case %s has no answer: the kernel that "
+             "should have written the output did not run on the memory it needed, so this is "
+             "not your grid. Your code may hold at most the lab's device memory at once: "
+             "allocate only the scratch a call needs (a few bytes per block, not a copy of the "
+             "input or the GPU's free memory), free it before the call returns%s, and check "
+             "every allocation's result.",
+             what, c->name,
+             f->python ? " (or let CuPy's pool reuse it)" : " (`cudaFree`), or allocate once");
+}
+
 /* grid-coverage: outputs never written, or a sum missing a share. */
 static void rec_grid_coverage(const struct hint_facts *f, struct hint_list *out)
 {
     const struct hint *ovf = hint_find(out, "index-overflow-32"),
                       *lim = hint_find(out, "launch-limits"),
                       *sat = hint_find(out, "float32-saturation");
+    if (hint_find(out, "device-memory") || hint_find(out, "unset-output"))
+        return; /* outputs unwritten for want of memory; a NaN sum never set */
     for (size_t i = 0; i < f->ncases; i++) {
         const struct score_case *c = &f->cases[i];
         /* explained already: a stalled float total, the cases past 2^31
@@ -517,10 +664,13 @@ static void rec_grid_coverage(const struct hint_facts *f, struct hint_list *out)
 static const char *profile_where(const struct hint_profile *p, int line, char *where, size_t len)
 {
     where[0] = '\0';
+    char k[128];
+    if (p->kernel)
+        md_code(k, sizeof k, p->kernel, 120); /* a C++ name may hold '*' and '_' */
     if (p->kernel && line > 0)
-        snprintf(where, len, " in %s at line %d", p->kernel, line);
+        snprintf(where, len, " in `%s` at line %d", k, line);
     else if (p->kernel)
-        snprintf(where, len, " in %s", p->kernel);
+        snprintf(where, len, " in `%s`", k);
     else if (line > 0)
         snprintf(where, len, " at line %d", line);
     return where;
@@ -588,10 +738,42 @@ static void rec_sanitizer_other(const struct hint_facts *f, struct hint_list *ou
 
 /* ---------------------------------------------------------------------- */
 
+/* A hint in the words of a Python (Numba) submission: CUDA C's names of
+ * the barrier, the atomic add and shared memory become Numba's, in the
+ * catalogue's texts and in the sanitizers' (sanitizer.c) alike (the last
+ * two only as code, not inside a quoted finding such as "Invalid
+ * __shared__ read"). */
+static void hint_python_words(struct hint *h)
+{
+    static const char *const from[] = {"__syncthreads()", "__syncthreads", "`atomicAdd`",
+                                       "`__shared__`", NULL};
+    static const char *const to[] = {"cuda.syncthreads()", "cuda.syncthreads()",
+                                     "`cuda.atomic.add`", "`cuda.shared.array`", NULL};
+    char big[2 * HINT_TEXT_MAX];
+    size_t o = 0;
+    for (const char *p = h->text; *p && o + 32 < sizeof big;) {
+        size_t k = 0;
+        while (from[k] && strncmp(p, from[k], strlen(from[k])) != 0)
+            k++;
+        if (from[k]) {
+            memcpy(big + o, to[k], strlen(to[k]));
+            o += strlen(to[k]);
+            p += strlen(from[k]);
+        } else {
+            big[o++] = *p++;
+        }
+    }
+    big[o] = '\0';
+    score_text_clean(h->text, sizeof h->text, big, o, 0); /* cut between characters */
+}
+
 static const char *const catalogue[] = {"device-assert",
                                         "launch-limits",
+                                        "device-memory",
                                         "index-overflow-32",
                                         "float32-saturation",
+                                        "std-ddof",
+                                        "unset-output",
                                         "bounds-check",
                                         "missing-syncthreads",
                                         "divergent-barrier",
@@ -614,8 +796,11 @@ void hint_recognize(const struct hint_facts *f, struct hint_list *out)
     char *code = source_code(f->source, f->source_len, f->python);
     rec_device_assert(f, out);
     rec_launch_limits(f, code, out);
+    rec_device_memory(f, out);
     rec_index_overflow(f, out);
     rec_float32_saturation(f, out);
+    rec_std_ddof(f, out);
+    rec_unset_output(f, out);
     rec_bounds_check(f, out);
     rec_missing_sync(f, code, out);
     rec_divergent_barrier(f, code, out);
@@ -623,6 +808,9 @@ void hint_recognize(const struct hint_facts *f, struct hint_list *out)
     rec_profile(f, out);
     rec_sanitizer_other(f, out);
     free(code);
-    for (size_t i = 0; i < out->n; i++)
+    for (size_t i = 0; i < out->n; i++) {
+        if (f->python)
+            hint_python_words(&out->v[i]);
         assert(out->v[i].id && out->v[i].text[0]);
+    }
 }

@@ -945,10 +945,13 @@ int job_score(struct job *j, const char **status, json_t **result)
     }
     const struct sandbox_verdict *v = &j->v;
     if ((v->out && *v->out) || (v->err && *v->err)) {
-        /* The student's own prints are feedback, never a verdict. */
-        char buf[4096];
-        snprintf(buf, sizeof buf, "%.2000s%s%.2000s", v->out ? v->out : "",
-                 (v->out && *v->out) ? "\n" : "", v->err ? v->err : "");
+        /* The student's own prints are feedback, never a verdict: at
+         * most 2000 bytes of each stream, cut between characters, without
+         * control characters (score_text_clean). */
+        char out[2001], err[2001], buf[4096];
+        score_text_clean(out, sizeof out, v->out, v->out ? strlen(v->out) : 0, 0);
+        score_text_clean(err, sizeof err, v->err, v->err ? strlen(v->err) : 0, 0);
+        snprintf(buf, sizeof buf, "%s%s%s", out, out[0] ? "\n" : "", err);
         json_object_set_new(cg, "program_output", json_string(buf));
     }
     if (j->stopped_after)

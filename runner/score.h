@@ -137,6 +137,17 @@ double score_floor_ms(const struct score_timing *t);
  * the document is not of that shape, -ENOMEM. */
 int score_cases_from_judge(const json_t *doc, struct score_case **cases, size_t *n);
 
+/* Student-influenced text (program output, exception text, a sanitizer's
+ * finding) made safe to store and show: the at most srclen bytes of src
+ * (up to a NUL) copied into dst (len bytes, NUL-terminated) without control
+ * characters (newline and tab kept; terminal escape sequences and C1
+ * controls dropped whole), each byte that is not part of valid UTF-8
+ * replaced by '?', and cut before a character that does not fit, never
+ * inside one. flat: newline and tab become spaces and '`' becomes '\'', so
+ * the text cannot leave a Markdown code span. dst may be src (the text
+ * never grows). Returns 1 when src was cut, else 0. */
+size_t score_text_clean(char *dst, size_t len, const char *src, size_t srclen, int flat);
+
 void score_cases_free(struct score_case *cases, size_t n);
 void score_sanitizer_clear(struct score_sanitizer *s);
 

@@ -22,9 +22,79 @@
 #define SCAN_LAUNCHES 64        /* launches whose configuration is worked out */
 #define SCAN_GROUP (64u << 10)  /* a (...) or {...} followed to its end */
 
+static int line_of(const char *s, const char *p)
+{
+    int line = 1;
+    for (; s < p; s++)
+        line += *s == '\n';
+    return line;
+}
+
+static int ident_char(char c)
+{
+    return isalnum((unsigned char)c) || c == '_';
+}
+
+/* Blank [p, end) but its newlines. */
+static void blank(char *p, const char *end)
+{
+    for (; p < end; p++)
+        if (*p != '\n')
+            *p = ' ';
+}
+
+/* The end of a quoted literal that opens at q (q[0] is the quote, tlen 1
+ * or 3 quote characters): the first character after it, or the end of
+ * the line (an unterminated one-line literal) or of the text. A
+ * backslash escapes the next character, in raw strings too (r"\"" is
+ * one string). */
+static char *literal_end(char *q, size_t tlen)
+{
+    char c = *q;
+    char *p = q + tlen;
+    while (*p) {
+        if (*p == '\\' && p[1]) {
+            p += 2;
+            continue;
+        }
+        if (tlen == 1 && *p == '\n')
+            return p;
+        if (*p == c && (tlen == 1 || (p[1] == c && p[2] == c)))
+            return p + tlen;
+        p++;
+    }
+    return p;
+}
+
+/* A Python string prefix (r, b, f, u, rb, br, fr, rf, any case) that ends
+ * just before the quote at q, starting at s: its length, 0 when none. */
+static size_t py_prefix(const char *s, const char *q)
+{
+    size_t n = 0;
+    while (q - n > s && n < 2 && strchr("rRbBfFuU", q[-(long)n - 1]))
+        n++;
+    while (n > 0 && q - n > s && ident_char(q[-(long)n - 1]))
+        n--; /* "ptr'..." is no prefix: the letters end a longer name */
+    return n;
+}
+
+/* A C++ raw string R"delim( ... )delim" at p ('R'): its end, or NULL. */
+static char *c_raw_end(char *p)
+{
+    char *o = memchr(p + 2, '(', strnlen(p + 2, 17)); /* a delimiter is at most 16 */
+    if (!o)
+        return NULL;
+    char close[20];
+    snprintf(close, sizeof close, ")%.*s\"", (int)(o - (p + 2)), p + 2);
+    char *e = strstr(o, close);
+    return e ? e + strlen(close) : o + strlen(o);
+}
+
 /* A copy of the source with comments and string and character literals
- * blanked (newlines kept, so lines still count). Caller frees; NULL when
- * there is no source or no memory. */
+ * blanked (newlines kept, so lines still count). Python: '#' comments and
+ * every string form (', ", ''', """, with r/b/f/u prefixes); CUDA C: //
+ * and block comments, "..." and '...' (escapes), and R"(...)" raw strings.
+ * Caller frees; NULL when there is no source or no memory. */
 char *source_code(const char *source, size_t source_len, int python)
 {
     if (!source || !source_len || source_len > SOURCE_MAX)
@@ -38,48 +108,31 @@ char *source_code(const char *source, size_t source_len, int python)
         if (s[i] == '\0')
             s[i] = ' ';
     }
-    for (char *p = s; *p; p++) {
-        if (!python && p[0] == '/' && p[1] == '/') {
-            while (*p && *p != '\n')
-                *p++ = ' ';
+    for (char *p = s; *p;) {
+        char *e = NULL;
+        /* unterminated: to the end (each scan starts past the last) */
+        if ((!python && p[0] == '/' && p[1] == '/') || (python && *p == '#')) {
+            e = strchr(p, '\n');
+            e = e ? e : p + strlen(p);
         } else if (!python && p[0] == '/' && p[1] == '*') {
-            *p++ = ' ';
-            while (*p && !(p[0] == '*' && p[1] == '/')) {
-                if (*p != '\n')
-                    *p = ' ';
-                p++;
-            }
-            if (*p)
-                *p++ = ' ', *p = ' ';
-        } else if (python && *p == '#') {
-            while (*p && *p != '\n')
-                *p++ = ' ';
+            e = strstr(p + 2, "*/");
+            e = e ? e + 2 : p + strlen(p);
+        } else if (!python && *p == 'R' && p[1] == '"' && (p == s || !ident_char(p[-1]))) {
+            e = c_raw_end(p);
         } else if (*p == '"' || *p == '\'') {
-            char q = *p;
-            p++;
-            while (*p && *p != q && *p != '\n') {
-                if (*p == '\\' && p[1] && p[1] != '\n')
-                    *p++ = ' ';
-                *p++ = ' ';
-            }
+            size_t tlen = python && p[1] == *p && p[2] == *p ? 3 : 1;
+            e = literal_end(p, tlen);
+            if (python)
+                p -= py_prefix(s, p); /* not blanked yet: letters */
         }
-        if (!*p)
-            break;
+        if (!e) {
+            p++;
+            continue;
+        }
+        blank(p, e);
+        p = e;
     }
     return s;
-}
-
-static int line_of(const char *s, const char *p)
-{
-    int line = 1;
-    for (; s < p; s++)
-        line += *s == '\n';
-    return line;
-}
-
-static int ident_char(char c)
-{
-    return isalnum((unsigned char)c) || c == '_';
 }
 
 /* The names that hold a thread-dependent value ("tid = threadIdx.x",

@@ -12,7 +12,9 @@
 
 /* A NUL-terminated copy of source (CUDA C, or Python when python) with
  * comments and string and character literals blanked, newlines kept so
- * lines still count. Caller frees; NULL when there is no source, it is
+ * lines still count: Python's '#' comments and every string form (' " '''
+ * """, prefixed r b f u), CUDA C's // and block comments, "..." '...' and
+ * R"(...)" raw strings. Caller frees; NULL when there is no source, it is
  * over the cap, or there is no memory. */
 char *source_code(const char *source, size_t source_len, int python);
 

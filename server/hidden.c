@@ -41,6 +41,13 @@ struct hidden_cases {
 static const char hidden_note[] =
     "(not shown: this is about a case that stays hidden until it becomes visible)";
 
+/* program_output is what the student's code printed in one run of every
+ * case, hidden ones included ("n=67108864"), with nothing that tells which
+ * case a line came from: while any case is hidden, none of it is shown. */
+static const char hidden_output_note[] =
+    "(not shown yet: your program's output includes what it printed during cases that stay "
+    "hidden until they become visible, such as after the due date)";
+
 static int hidden_add(struct hidden_cases *h, const char *name)
 {
     if (!name || !*name)
@@ -298,6 +305,9 @@ json_t *hidden_result_filter(struct app *app, const char *lab, long long uid, co
         }
         if (!rc)
             rc = json_scrub(out, &h);
+        json_t *cg = json_object_get(out, "cugrade");
+        if (!rc && json_is_string(json_object_get(cg, "program_output")))
+            rc = json_object_set_new(cg, "program_output", json_string(hidden_output_note));
     }
     hidden_cases_free(&h);
     if (rc) {

@@ -94,6 +94,21 @@ def split_payload(rec, payload, n):
 COL_HINT = {2: "offset 65536", 4: "offset 250000", 6: "offset 2^20"}
 
 
+def sample_std_cols(x):
+    """The columns a port computes with the sample std (ddof=1, divided by
+    n - 1) instead of the population one: a common slip whose error shrinks
+    with n (a factor sqrt(n / (n - 1))), so only the small cases fail. None
+    for one row (ddof=1 has no std there)."""
+    n = x.shape[0]
+    if n < 2:
+        return None
+    x64 = x.astype(np.float64)
+    sd = x64.std(axis=0, ddof=1)
+    sd = np.where(sd > 0, sd, 1.0)
+    c = np.clip((x64 - x64.mean(axis=0)) / sd, -P.CLIP, P.CLIP)
+    return np.sign(c) * np.log1p(np.abs(c))
+
+
 def judge_case(params, cs, out):
     """Compare a case's outputs with the float64 NumPy pipeline."""
     n = params["n"]
@@ -133,7 +148,12 @@ def judge_case(params, cs, out):
         m = "cols[%d, %d] = %.9g but expected %.9g (error %.3g > tolerance %g; %d of %d elements " \
             "are off)" % (r, j, c64[r, j], rc[r, j], ec_[r, j], LAB["COLS_ATOL"], bad.size, ec.size)
         badcols = sorted(set(int(b % NC) for b in bad))
-        if any(b in COL_HINT for b in badcols) and ec_[:, [0, 5]].max() <= LAB["COLS_ATOL"]:
+        alt = sample_std_cols(x)
+        if alt is not None and bool((np.abs(c64 - alt) <= LAB["COLS_ATOL"]).all()):
+            # the hint catalogue (runner/hint.c, std-ddof) keys on "ddof=1"
+            m += ": these are the columns of a std with ddof=1 (divided by n - 1); the " \
+                 "pipeline's std is the population one (ddof=0, divided by n)"
+        elif any(b in COL_HINT for b in badcols) and ec_[:, [0, 5]].max() <= LAB["COLS_ATOL"]:
             m += ": the wrong columns (%s) are those with large offsets (%s): compute the means, " \
                  "the std and x - mean in float64, not float32" % (
                      ", ".join(map(str, badcols)), ", ".join(COL_HINT[b] for b in badcols if b in COL_HINT))

@@ -13,7 +13,10 @@ sanitizer=clean|dirty, tier="name"|none|any (the first speed line's tier),
 tier2= (the second speed line's: the copy-bandwidth share in reduction and embedding),
 flagged=yes|no, symbol= (the rejection's symbol), hint=<id> (the classic-bug
 catalogue's entry, runner/hint.c: the match fails unless cugrade.hint_details
-holds that id; "a|b": either; "a,b": both), profile=<id> (a profiling hint,
+holds that id; "a|b": either; "a,b": both; hint=none: no hint at all),
+nohint=<id> (none of "a,b" among the hints: a hint that must not mislead),
+says="text" / nosay="text" (some hint's text holds it / none does: the
+hints in the submission's language), profile=<id> (a profiling hint,
 cugrade.profile.hints[].id; "a|b": either) or profile=<id>@<line> (that hint
 names that line of the student's file), after=all (submitted only once
 every other file has its result: the hostile suite's "the next job was
@@ -132,6 +135,7 @@ def observe(sub):
     o["profile"] += [f"{h.get('id')}@{h.get('line')}" for h in (cg.get("profile") or {}).get("hints") or []
                      if h.get("line")]
     o["hint"] = ",".join(h.get("id", "") for h in cg.get("hint_details") or []) or "none"
+    o["hint_texts"] = [h.get("text", "") for h in cg.get("hint_details") or []]
     return o
 
 
@@ -176,6 +180,14 @@ def matches(exp, obs):
         if k == "hint":  # every id of "a,b" (each may be "x|y") among the result's
             have = obs.get("hint", "").split(",")
             if not all(any(i in have for i in want.split("|")) for want in v.split(",")):
+                return False
+            continue
+        if k == "nohint":  # none of the ids of "a,b" among the result's
+            if any(i in obs.get("hint", "").split(",") for i in v.split(",")):
+                return False
+            continue
+        if k in ("says", "nosay"):  # some hint's text holds v / none does
+            if any(v in t for t in obs.get("hint_texts", [])) != (k == "says"):
                 return False
             continue
         if obs.get(k) not in v.split("|"):  # "a|b": either is right

@@ -115,6 +115,25 @@ ok(doc["status"] == "runtime_error" and "dispatcher.py:748: UserWarning: Grid si
    "a library's warning in the feedback: its file's name, no host path, no terminal colours",
    out[:800] + err[-500:])
 
+# What the student prints is cleaned (runner/score.c score_text_clean):
+# no BEL or terminal escapes, and a cut at 2000 bytes that falls inside a
+# 2-byte character keeps the output (it used to be invalid UTF-8, and the
+# whole program_output was dropped).
+PRINTS = GOOD.replace("def reduce_sum(d_in, d_out):\n",
+                      "def reduce_sum(d_in, d_out):\n    import os, sys\n"
+                      "    if d_in.shape[0] > 1:\n"
+                      "        sys.stdout.write('x' * 1999 + '\\u00e9' * 50 + '\\n')\n"
+                      "        sys.stderr.write('\\a\\x1b[31mred\\x1b[0m\\x1b]0;title\\x07 \\u00e9t\\u00e9\\tok\\n')\n"
+                      "        sys.stdout.flush(); sys.stderr.flush()\n"
+                      "        os._exit(5)\n")
+doc, err = grade(tmp, root, "prints.py", PRINTS)
+out = (doc["result"].get("cugrade", {}) or {}).get("program_output")
+ok(doc["status"] == "runtime_error" and out is not None and ("x" * 1999 + "\n") in out,
+   "program_output cut at 2000 bytes inside a 2-byte character: kept, cut before it",
+   repr(out)[:300] + json.dumps(doc)[:1000] + err[-600:])
+ok(out is not None and "red \u00e9t\u00e9\tok" in out and not any(c in out for c in "\a\x1b\x07"),
+   "program_output: no BEL nor terminal escapes; tab, newline and UTF-8 kept", repr(out)[-300:])
+
 RAISES = GOOD.replace("    zero[1, 1](d_out)\n", "    zero[1, 1](d_out)\n    if d_in.shape[0] > 1:\n        raise ValueError('too big for me')\n")
 doc, err = grade(tmp, root, "raises.py", RAISES)
 c = cases(doc)

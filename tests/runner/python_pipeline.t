@@ -144,6 +144,16 @@ c, why = one("1000", (bad, b, m))
 ok(not c.get("passed") and "large offsets" in c.get("message", "") and "float64" in c["message"],
    "judge: float32 statistics fail cols with the float64 hint", (c, why))
 
+# A port whose std divides by n - 1 (ddof=1): the judge says so, and the
+# hint catalogue (runner/hint.c std-ddof) keys on its "ddof=1".
+x64 = x.astype(np.float64)
+zd = np.clip((x64 - x64.mean(0)) / x64.std(0, ddof=1), -4, 4)
+c, why = one("1000", ((np.sign(zd) * np.log1p(np.abs(zd))).astype(np.float32), b, m))
+ok(not c.get("passed") and "ddof=1" in c.get("message", "") and "large offsets" not in c["message"],
+   "judge: a std with ddof=1 fails case 1000 and is named (ddof=1, divided by n - 1)", (c, why))
+c, why = one("1000", (bad, b, m))
+ok("ddof" not in c.get("message", ""), "judge: ...float32 statistics are not called ddof=1", c)
+
 p2 = cols.copy()
 p2.view(np.uint32).reshape(-1)[5 * 8 + 3] = 0x7FDEADED
 c, why = one("1000", (p2, b, m))

@@ -49,6 +49,8 @@ def crashed(job):
             "lab": "secret", "rubric_version": job.get("rubric_version", 1),
             "gpu": "NVIDIA H100 80GB HBM3 (fake)", "status": "runtime_error",
             "compile_log": "", "rejection": None,
+            # printed by the student's code in every case, the hidden ones too
+            "program_output": "n=1\nn=1000\nn=1048583\nn=67108864\n",
             "cases": [case("1", True), case("1000", True), case("2^20+7", True),
                       case("2^26", False, "runtime_error: an illegal memory access was "
                            "encountered: a kernel read or wrote past an allocation"),
@@ -77,7 +79,7 @@ def timed(job):
 
 
 # What must never reach a student before the case is visible.
-SECRETS = ["2^26", "3 of 5", "5 of 5", "illegal memory access", "the next case"]
+SECRETS = ["2^26", "3 of 5", "5 of 5", "illegal memory access", "the next case", "n=67108864"]
 UNTIL_DUE = ["2^28"]
 
 
@@ -128,6 +130,9 @@ def main(t):
          "cugrade.cases: the visible ones")
     t.eq(cg.get("hints"), ["Round the block count up: (n + block - 1) / block."],
          "the hint about case 2^26 is removed, the other kept")
+    t.ok(cg.get("program_output", "").startswith("(not shown yet") and "n=" not in cg["program_output"],
+         "program_output (prints made during the hidden cases too) is withheld with a note",
+         cg.get("program_output"))
     t.ok(res.get("score") == 20 and res.get("max_score") == 90 and cg.get("gpu"),
          "score, max_score and the rest of the document are still there", res)
 

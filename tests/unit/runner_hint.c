@@ -542,6 +542,248 @@ static void test_hostile_source(void)
     free(src);
 }
 
+/* Issue 26 item 5a: the source scanner reads Python's strings (single,
+ * triple-quoted, prefixed), its comments, and CUDA C's comments and
+ * strings: a barrier named in a docstring is no barrier. */
+static void test_source_strings(void)
+{
+    struct run r;
+    struct hint_facts f;
+    static const struct {
+        int python, want;
+        const char *name, *src;
+    } t[] = {
+        {1, 0, "Python: a docstring shows cuda.syncthreads() under if cuda.threadIdx.x < 32",
+         "@cuda.jit\ndef k(s):\n    \"\"\"Tree sum. Never write:\n\n"
+         "    if cuda.threadIdx.x < 32:\n        cuda.syncthreads()\n    \"\"\"\n"
+         "    t = cuda.threadIdx.x\n    cuda.syncthreads()\n    if t < 32:\n        s[t] += 1\n"},
+        {1, 0, "Python: the same in r''' ''' and f\"\"\" \"\"\" strings",
+         "X = r'''\nif cuda.threadIdx.x < 32:\n    cuda.syncthreads()\n'''\n"
+         "Y = f\"\"\"{X}\nif cuda.threadIdx.x < 32:\n    cuda.syncthreads()\n\"\"\"\n"},
+        {1, 0, "Python: a one-line string and a comment",
+         "t = cuda.threadIdx.x\nif t < 3: print('cuda.syncthreads()')  # cuda.syncthreads()\n"
+         "if t < 3:\n    s = \"a \\\" quote, then cuda.syncthreads()\"\n"},
+        {1, 1, "Python: after a docstring and a '#' in a string, the real barrier is found",
+         "\"\"\"doc\n\"\"\"\nh = '#'\n@cuda.jit\ndef k(s):\n    t = cuda.threadIdx.x\n"
+         "    if t < 32:\n        s[t] += 1\n        cuda.syncthreads()\n"},
+        {0, 0, "C: a block comment and strings show the barrier under a condition",
+         "/* if (threadIdx.x < 32) { __syncthreads(); } */\n__global__ void k(float *s) {\n"
+         "  const char *m = \"if (threadIdx.x < 32) { __syncthreads(); }\";\n"
+         "  const char *r = R\"x(\nif (threadIdx.x < 32) { __syncthreads(); }\n)x\";\n"
+         "  __syncthreads();\n}\n"},
+        {0, 1, "C: after a comment holding a quote, the real barrier is found",
+         "// it's here\n__global__ void k(float *s) {\n  char c = '\\'';\n"
+         "  if (threadIdx.x < 32) {\n    __syncthreads();\n  }\n}\n"},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        memset(&f, 0, sizeof f);
+        f.python = t[i].python;
+        f.source = t[i].src;
+        f.source_len = strlen(t[i].src);
+        const struct hint_list *l = recognize(&r, &red, red_doc(NULL, NULL), &f);
+        ok(!!hint_find(l, "divergent-barrier") == t[i].want, "divergent-barrier %s: %s (%s)",
+           t[i].want ? "found" : "not found", t[i].name, text_of(l, "divergent-barrier"));
+        run_free(&r);
+    }
+    /* hostile: unterminated strings and comments stay linear */
+    static const char *unit[] = {"/*", "//", "R\"", "'''"};
+    size_t n = 200u << 10;
+    char *src = malloc(n + 1);
+    for (size_t k = 0; src && k < 4; k++) {
+        size_t u = strlen(unit[k]), o = 0;
+        for (; o + u <= n; o += u)
+            memcpy(src + o, unit[k], u);
+        src[o] = '\0';
+        memset(&f, 0, sizeof f);
+        f.python = k == 3;
+        f.source = src;
+        f.source_len = o;
+        const struct hint_list *l = recognize(&r, &red, red_doc(NULL, NULL), &f);
+        ok(l->n == 0, "200 KiB of unterminated %s: scanned, no hint", unit[k]);
+        run_free(&r);
+    }
+    free(src);
+}
+
+/* Issue 26 item 5b: a NaN sum with a clean memcheck (which runs without the
+ * NaN guard past the inputs) is an output never set, not a bounds check. */
+static void test_unset_output(void)
+{
+    struct run r;
+    struct hint_facts f;
+    struct score_sanitizer sans[2];
+    memset(sans, 0, sizeof sans);
+    sans[0].tool = "memcheck";
+    sans[0].ran = sans[0].clean = 1;
+    sans[1].tool = "racecheck";
+    sans[1].ran = sans[1].clean = 1;
+    memset(&f, 0, sizeof f);
+    f.sanitizers = sans;
+    f.nsanitizers = 2;
+    const struct hint_list *l =
+        recognize(&r, &red, red_doc("1000:nan:500", "2^26:nan:33554432"), &f);
+    ok(hint_find(l, "unset-output") && !hint_find(l, "bounds-check") &&
+           !hint_find(l, "grid-coverage") && strcmp(case_of(l, "unset-output"), "1000") == 0 &&
+           strstr(text_of(l, "unset-output"), "cudaMemset(d_out, 0") &&
+           strstr(text_of(l, "unset-output"), "n = 1000"),
+       "unset-output: a NaN sum, memcheck clean: the output was never set, no bounds-check: %s",
+       text_of(l, "unset-output"));
+    run_free(&r);
+    f.python = 1;
+    l = recognize(&r, &red, red_doc("1000:nan:500", NULL), &f);
+    ok(hint_find(l, "unset-output") && strstr(text_of(l, "unset-output"), "cuda.atomic.add") &&
+           !strstr(text_of(l, "unset-output"), "cudaMemset"),
+       "...in Python words: %s", text_of(l, "unset-output"));
+    run_free(&r);
+    sans[0].ran = 0;
+    l = recognize(&r, &red, red_doc("1000:nan:500", NULL), &f);
+    ok(!hint_find(l, "unset-output") && hint_find(l, "bounds-check"),
+       "...memcheck not run: a NaN sum stays a bounds-check");
+    run_free(&r);
+}
+
+/* Issue 26 item 5c: a device allocation that failed is not a grid that
+ * misses outputs. */
+static void test_device_memory(void)
+{
+    struct run r;
+    struct hint_facts f;
+    memset(&f, 0, sizeof f);
+    f.program_err = "harness: refused your cudaMalloc of 79872 MiB: your code may hold at most "
+                    "2048 MiB of device memory at once (it holds 0 MiB)\n";
+    json_t *doc = json_pack("{s:[{s:s, s:b}, {s:s, s:b, s:i, s:s}]}", "cases", "name", "1",
+                            "passed", 1, "name", "1000", "passed", 0, "unwritten", 1, "message",
+                            "d_out[0] was never written");
+    const struct hint_list *l = recognize(&r, &red, doc, &f);
+    ok(hint_find(l, "device-memory") && !hint_find(l, "grid-coverage") &&
+           strstr(text_of(l, "device-memory"), "refused your cudaMalloc") &&
+           strcmp(case_of(l, "device-memory"), "1000") == 0,
+       "device-memory: the harness refused the allocation, not grid-coverage: %s",
+       text_of(l, "device-memory"));
+    run_free(&r);
+    f.program_err = NULL;
+    doc = json_pack("{s:[{s:s, s:b}, {s:s, s:b, s:i, s:s}]}", "cases", "name", "1", "passed", 1,
+                    "name", "1000", "passed", 0, "unwritten", 1, "message",
+                    "d_out[0] was never written");
+    l = recognize(&r, &red, doc, &f);
+    ok(!hint_find(l, "device-memory") && hint_find(l, "grid-coverage"),
+       "...no allocation failed: grid-coverage as before");
+    run_free(&r);
+}
+
+/* Issue 26 item 5d: the pipeline's std with ddof=1 (the judge says so). */
+static void test_std_ddof(void)
+{
+    struct run r;
+    json_t *doc = json_pack(
+        "{s:[{s:s, s:b}, {s:s, s:b, s:f, s:s}]}", "cases", "name", "1", "passed", 1, "name",
+        "1000", "passed", 0, "max_abs_err", 4.1e-4, "message",
+        "cols[3, 0] = 0.5201 but expected 0.5199 (error 0.0002 > tolerance 1e-05; 7990 of 8000 "
+        "elements are off): these are the columns of a std with ddof=1 (divided by n - 1)");
+    const struct hint_list *l = recognize(&r, &red, doc, NULL);
+    ok(hint_find(l, "std-ddof") && strstr(text_of(l, "std-ddof"), "ddof=0") &&
+           strcmp(case_of(l, "std-ddof"), "1000") == 0,
+       "std-ddof: the judge's ddof=1 finding names the population std: %s",
+       text_of(l, "std-ddof"));
+    run_free(&r);
+}
+
+/* Issue 26 item 5e: a Python submission's hints name cuda.syncthreads(). */
+static void test_python_words(void)
+{
+    struct run r;
+    struct hint_facts f;
+    struct score_finding race =
+        finding("Race reported between Write access at k+0x1c0 and Read access", 13);
+    struct score_finding bar = finding("Barrier error detected. Divergent thread(s) in block", 9);
+    struct score_sanitizer san;
+    memset(&san, 0, sizeof san);
+    san.tool = "racecheck";
+    san.ran = 1;
+    san.findings = &race;
+    san.nfindings = 1;
+    memset(&f, 0, sizeof f);
+    f.python = 1;
+    f.sanitizers = &san;
+    f.nsanitizers = 1;
+    const struct hint_list *l = recognize(&r, &red, red_doc(NULL, NULL), &f);
+    const char *t = text_of(l, "missing-syncthreads");
+    ok(strstr(t, "`cuda.syncthreads()`") && !strstr(t, "__syncthreads"),
+       "Python: racecheck's race names cuda.syncthreads(): %s", t);
+    run_free(&r);
+    san.findings = &bar;
+    san.tool = "memcheck";
+    l = recognize(&r, &red, red_doc(NULL, NULL), &f);
+    t = text_of(l, "divergent-barrier");
+    ok(hint_find(l, "divergent-barrier") && strstr(t, "cuda.syncthreads()") &&
+           !strstr(t, "__syncthreads"),
+       "Python: a divergent barrier found by the sanitizer names cuda.syncthreads(): %s", t);
+    run_free(&r);
+    f.python = 0;
+    l = recognize(&r, &red, red_doc(NULL, NULL), &f);
+    ok(strstr(text_of(l, "divergent-barrier"), "`__syncthreads()`") != NULL,
+       "...and CUDA C keeps __syncthreads()");
+    run_free(&r);
+}
+
+/* The text of h outside its code spans: where Markdown is live. */
+static void outside_code(const char *h, char *buf, size_t len)
+{
+    size_t o = 0;
+    int in = 0;
+    for (; *h && o + 1 < len; h++) {
+        if (*h == '`')
+            in = !in;
+        else if (!in)
+            buf[o++] = *h;
+    }
+    buf[o] = '\0';
+}
+
+/* Issue 26 item 6: a device-assert line and a finding forged on stderr
+ * put no live Markdown (links, bold) into a hint. */
+static void test_markdown_inert(void)
+{
+    struct run r;
+    struct hint_facts f;
+    char live[HINT_TEXT_MAX];
+    memset(&f, 0, sizeof f);
+    f.program_err = "[x](http://evil.example/a):9: void k(): block: [**1**](http://evil.example/b), "
+                    "thread: [_2_] Assertion `ok [c](http://evil.example/c) **x**` failed.\n";
+    json_t *doc = json_pack("{s:[{s:s, s:b, s:s}]}", "cases", "name", "1000", "passed", 0,
+                            "message", "device-side assert triggered");
+    const struct hint_list *l = recognize(&r, &red, doc, &f);
+    outside_code(text_of(l, "device-assert"), live, sizeof live);
+    ok(hint_find(l, "device-assert") && !strstr(live, "http") && !strstr(live, "**") &&
+           !strstr(live, "](") && !strstr(live, "_2_"),
+       "device-assert: forged file, block and thread fields stay out of live Markdown: %s",
+       text_of(l, "device-assert"));
+    run_free(&r);
+    l = recognize(&r, &red, red_doc(NULL, NULL), &f);
+    ok(!hint_find(l, "device-assert"),
+       "device-assert: a line printed on stderr while every case passed is no assert");
+    run_free(&r);
+
+    struct score_finding fd = finding("Invalid __global__ read` [d](http://evil.example/d) `",
+                                      8);
+    fd.file = (char *)"**k**.cu";
+    struct score_sanitizer san;
+    memset(&san, 0, sizeof san);
+    san.tool = "memcheck";
+    san.ran = 1;
+    san.findings = &fd;
+    san.nfindings = 1;
+    memset(&f, 0, sizeof f);
+    f.sanitizers = &san;
+    f.nsanitizers = 1;
+    l = recognize(&r, &red, red_doc(NULL, NULL), &f);
+    outside_code(text_of(l, "bounds-check"), live, sizeof live);
+    ok(hint_find(l, "bounds-check") && !strstr(live, "http") && !strstr(live, "**"),
+       "bounds-check: a forged finding's message and file stay out of live Markdown: %s",
+       text_of(l, "bounds-check"));
+    run_free(&r);
+}
+
 static void test_profile(void)
 {
     struct run r;
@@ -679,7 +921,7 @@ int main(void)
     size_t nids = 0;
     while (ids[nids])
         nids++;
-    ok(nids == 12, "the catalogue has 12 entries (%zu)", nids);
+    ok(nids == 15, "the catalogue has 15 entries (%zu)", nids);
     test_saturation();
     test_overflow();
     test_launch();
@@ -690,6 +932,12 @@ int main(void)
     test_divergent_barrier();
     test_profile();
     test_hostile_source();
+    test_source_strings();
+    test_unset_output();
+    test_device_memory();
+    test_std_ddof();
+    test_python_words();
+    test_markdown_inert();
     test_result_document();
     test_correct_solutions_quiet();
     lab_free(&red);

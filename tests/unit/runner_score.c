@@ -82,6 +82,49 @@ static void load_cases(const char *judge, struct score_input *in)
     json_decref(doc);
 }
 
+/* 12. Student-influenced text (program_output, exception text, findings):
+ * control characters and terminal escapes dropped, newline and tab kept,
+ * invalid UTF-8 replaced, a cut never inside a character (json_string
+ * refuses invalid UTF-8: a split character used to drop the whole text). */
+static void test_text_clean(void)
+{
+    char out[64];
+    const char *esc = "n=\x1b[31mred\x1b[0m\a\b\x7f ok\x1b]0;title\a\r\n\tend\xc2\x9b";
+    int cut = (int)score_text_clean(out, sizeof out, esc, strlen(esc), 0);
+    check(strcmp(out, "n=red ok\n\tend") == 0 && !cut,
+          "control characters and escape sequences dropped, newline and tab kept");
+    /* "é" is 2 bytes: 9 bytes of room hold "aaaaaaa" and no half "é" */
+    const char *acc = "aaaaaaa\xc3\xa9zz";
+    cut = (int)score_text_clean(out, 9, acc, strlen(acc), 0);
+    json_t *js = json_string(out);
+    check(strcmp(out, "aaaaaaa") == 0 && cut && js, "cut before a character, never inside one");
+    json_decref(js);
+    cut = (int)score_text_clean(out, 10, acc, strlen(acc), 0);
+    check(strcmp(out, "aaaaaaa\xc3\xa9") == 0 && cut, "...the whole character when it fits");
+    const char *bad = "a\xff\xc3-\xe0\x80\x80z";
+    score_text_clean(out, sizeof out, bad, strlen(bad), 0);
+    js = json_string(out);
+    check(js && strcmp(out, "a?" "?-?" "?" "?z") == 0, "invalid UTF-8 bytes become '?', the rest stays");
+    json_decref(js);
+    score_text_clean(out, sizeof out, "a`b\nc", 5, 1);
+    check(strcmp(out, "a'b c") == 0, "flat: no backtick nor newline (a Markdown code span)");
+    char same[] = "in\x1bZ place\x01";
+    score_text_clean(same, sizeof same, same, strlen(same), 0);
+    check(strcmp(same, "in place") == 0, "in place: dst may be src");
+
+    /* The judge's case message (a Python exception's text) is cleaned. */
+    json_t *doc = json_loads("{\"cases\":[{\"name\":\"1\",\"passed\":false,\"message\":"
+                             "\"your code raised \\u001b[2Jboom\\u0007\"}]}",
+                             0, NULL);
+    struct score_case *c = NULL;
+    size_t n = 0;
+    check(doc && score_cases_from_judge(doc, &c, &n) == 0 && n == 1 &&
+              strcmp(c[0].message, "your code raised boom") == 0,
+          "a case's message loses its control characters");
+    score_cases_free(c, n);
+    json_decref(doc);
+}
+
 int main(void)
 {
     struct rubric r;
@@ -265,6 +308,7 @@ int main(void)
     check(score_cases_from_judge(junk, &c, &n) == -EINVAL, "a malformed judge output is refused");
     json_decref(junk);
 
+    test_text_clean();
     rubric_free(&r);
     json_decref(rdoc);
     return failures ? 1 : 0;

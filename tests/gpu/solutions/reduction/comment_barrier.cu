@@ -1,0 +1,43 @@
+// expect: status=graded correctness=pass sanitizer=clean tier=any flagged=no nohint=divergent-barrier note="correct; a block comment, a string and a raw string show __syncthreads() under if (threadIdx.x < k): the source scanner skips comments and strings, no divergent-barrier hint (issue 26)"
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stddef.h>
+
+/* Never write the tree like this:
+ *     if (threadIdx.x < k) {
+ *         s[threadIdx.x] += s[threadIdx.x + k];
+ *         __syncthreads();
+ *     }
+ * threads k..255 would never reach the barrier. */
+static const char *const WRONG = "if (threadIdx.x < k) { __syncthreads(); }";
+static const char *const ALSO_WRONG = R"x(
+if (threadIdx.x < k) {
+    __syncthreads();
+}
+)x";
+
+__global__ void block_sum(const float *in, float *out, size_t n)
+{
+    __shared__ float s[256];
+    float acc = 0.0f;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        acc += in[i];
+    s[threadIdx.x] = acc;
+    __syncthreads();
+    for (unsigned k = blockDim.x / 2; k > 0; k /= 2) {
+        if (threadIdx.x < k)
+            s[threadIdx.x] += s[threadIdx.x + k];
+        __syncthreads(); // after the if: every thread reaches it
+    }
+    if (threadIdx.x == 0)
+        atomicAdd(out, s[0]);
+}
+
+extern "C" void reduce_sum(const float *d_in, float *d_out, size_t n)
+{
+    if (n == 0)
+        fprintf(stderr, "%s%s", WRONG, ALSO_WRONG);
+    cudaMemset(d_out, 0, sizeof(float));
+    block_sum<<<132 * 8, 256>>>(d_in, d_out, n);
+}
