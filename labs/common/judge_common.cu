@@ -275,7 +275,7 @@ static int jd_case_record(struct jd_chan *ch, const struct jd_obj *o, uint64_t s
                  strcmp(en->str, "python_process") == 0)
             jd_fail(&jc->r, "%s: %s", e1, e2);
         else if (v && strcmp(v->str, "runtime_error") == 0 && en &&
-                 strcmp(en->str, "python_timing") == 0)
+                 (strcmp(en->str, "python_timing") == 0 || strcmp(en->str, "python_host") == 0))
             jd_fail(&jc->r, "%s: %s", e1, e2);
         else if (v && strcmp(v->str, "runtime_error") == 0)
             jd_fail(&jc->r, "your kernel crashed: %s. %s", e1, e2);

@@ -32,6 +32,8 @@ static void judge_lines(const uint8_t *data, size_t size)
         jd_obj_clear(&obj);
         if (jd_parse_obj((const char *)data + start, i - start, &obj) == 0) {
             assert(obj.n >= 0 && obj.n <= JD_MAX_KEYS);
+            const struct jd_val *t = jd_get(&obj, "type", JD_STR);
+            assert(!t || strlen(t->str) <= CHANNEL_FIELD_MAX);
             for (int k = 0; k < obj.n; k++) {
                 size_t l = strnlen(obj.v[k].str, sizeof obj.v[k].str);
                 assert(l <= CHANNEL_FIELD_MAX);

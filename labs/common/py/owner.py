@@ -467,7 +467,8 @@ class Case:
         args, fds = [], []
         for m in self.meta:
             d, f = self.be.export(self.bufs[m["name"]])
-            d.update({"name": m["name"], "dtype": m["dtype"], "shape": m["shape"]})
+            d.update({"name": m["name"], "dtype": m["dtype"], "shape": m["shape"],
+                      "role": m["role"]})
             if f:
                 d["fd_index"] = len(fds)
                 fds.extend(f)
@@ -626,9 +627,33 @@ def run_check(tenant, be, lab, cases, names, seed, guard):
                 if rec["fatal"]:
                     sys.exit(3)
                 continue
+            if host_copy_refused(lab, ans):
+                send_record(host_copy_record(name, ans))
+                continue
             report_output(name, c, cs, ms)
         finally:
             c.free()
+
+
+def host_copy_refused(lab, ans):
+    """The host-library policy (docs/python.md, "Host libraries"): in a lab
+    that teaches a GPU kernel (lab.py HOST_COPY_ALLOWED false, the default),
+    a call that copied any of its inputs to the host computed the answer
+    there (NumPy, BLAS, a Python loop): the case gets no credit. The count
+    comes from the tenant: a rule that a correct host solution cannot pass
+    by mistake, not a fence against a student who patches the tenant."""
+    return not lab.get("HOST_COPY_ALLOWED", False) and int(ans.get("host_copy") or 0) > 0
+
+
+def host_copy_record(name, ans):
+    return {"type": "case", "name": name, "status": "runtime_error",
+            "error_name": "python_host",
+            "error": "your function copied %d bytes of its inputs (%s) to the host"
+                     % (int(ans.get("host_copy") or 0), text(ans.get("host_copy_from"), 200)),
+            "cause": "this lab grades a GPU kernel: compute the answer on the device (Numba "
+                     "@cuda.jit, CuPy) from the device arrays you are given; copying them to "
+                     "the host (copy_to_host, np.asarray, cupy.asnumpy) and computing with "
+                     "NumPy or BLAS gets no credit", "fatal": False}
 
 
 def report_output(name, c, cs, ms):
