@@ -48,7 +48,7 @@ struct bwrap_plan {
     gid_t groups[8];       /* supplementary groups: the GPU nodes' */
     int ngroups;
     char uid_map[32], gid_map[32]; /* "0 <box> 1" */
-    int src[9], dst[9], n; /* dup2 plan; all src >= 10, all dst < 10 */
+    int src[10], dst[10], n; /* dup2 plan; all src >= 10, all dst < 10 */
     int keep_from;         /* close everything from here up, but the error pipe */
     int errpipe;           /* CLOEXEC; errno written here if exec fails */
     const char *bwrap;

@@ -358,7 +358,12 @@ static int job_prestart_now(struct job *j)
         sk->tool = tools[t];
         sk->cs = j->cs;
         sk->launch = j->launch;
-        sk->seed = j->seed;
+        /* A throwaway seed, never the run's: the tool is dumpable and its
+         * command line is in /proc, and the run's seed would regenerate the
+         * check's and the re-check's inputs. Nothing of a sanitizer run's
+         * outputs is judged, so any inputs do. */
+        python_sanitize_seed(&sk->py);
+        sk->seed = sk->py.seed;
         sk->sanitize_case = lab->sanitize_case;
         sk->job_id = j->g->id;
         sk->limit = j->rc.limits.sanitize;
@@ -368,7 +373,6 @@ static int job_prestart_now(struct job *j)
             /* The .py under the Python harness: started at the go (job_admit). */
             sk->python = 1;
             sk->limit += PYTHON_SANITIZE_SECONDS;
-            python_sanitize_seed(&sk->py);
             if ((r = python_sanitize_prepare(&sk->py, &sk->py_opts, j->env->root, lab->name,
                                              j->cs, tools[t], lab->sanitize_case, sk->py.seed,
                                              j->src)) < 0)
@@ -680,9 +684,10 @@ static int job_check_run(struct job *j)
         return -ECANCELED;
     if ((j->chk_fd = channel_open(j->rc.jobdir, "check")) < 0)
         return job_fail(j, j->chk_fd, "cannot open the result channel: %s", strerror(-j->chk_fd));
-    const char *argv_c[] = {"/work/prog", "check", "--seed", j->seed, "--cases", j->case_list, NULL};
+    /* The seed on fd 5 (run_opts.secret), never on the command line. */
+    const char *argv_c[] = {"/work/prog", "check", "--seed-fd", "5", "--cases", j->case_list, NULL};
     const char *const *argv = argv_c;
-    struct run_opts o = {NULL, NULL, NULL, -1, -1, NULL, 0, NULL, 0, NULL, NULL};
+    struct run_opts o = {NULL, NULL, NULL, -1, -1, NULL, 0, NULL, 0, j->seed, NULL};
     struct python_run pr;
     if (j->python) {
         if ((r = python_run_prepare(&pr, &o, j->env->root, j->lab.name, "check", j->seed,

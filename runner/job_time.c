@@ -290,13 +290,13 @@ static int job_time_run(struct job *j, struct job_round *jr, int k)
     int fd = channel_open(j->rc.jobdir, chan);
     if (fd < 0)
         return job_fail(j, fd, "cannot open a channel: %s", strerror(-fd));
-    const char *targv_c[] = {"/work/prog", "time", "--seed", j->seed, "--case",
+    const char *targv_c[] = {"/work/prog", "time", "--seed-fd", "5", "--case",
                              j->lab.timing_case, "--max-ms", TIME_MAX_MS, "--gate", "4", NULL};
     int gated = j->python || time_gate_on();
     if (!gated)
         targv_c[8] = NULL; /* no --gate */
     const char *const *targv = targv_c;
-    struct run_opts o = {NULL, NULL, NULL, -1, -1, NULL, 0, NULL, 0, NULL, NULL};
+    struct run_opts o = {NULL, NULL, NULL, -1, -1, NULL, 0, NULL, 0, j->seed, NULL};
     struct python_run pr;
     if (j->python) {
         int pr_r = python_run_prepare(&pr, &o, j->env->root, j->lab.name, "time", j->seed,
@@ -607,10 +607,10 @@ static void job_profile_run(struct job *j, int plk)
             close(plk);
         return;
     }
-    const char *argv_c[] = {"/work/prog", "check", "--seed", j->seed, "--cases",
+    const char *argv_c[] = {"/work/prog", "check", "--seed-fd", "5", "--cases",
                             j->lab.timing_case, NULL};
     const char *const *argv = argv_c;
-    struct run_opts o = {NULL, NULL, NULL, -1, -1, NULL, 0, NULL, 0, NULL, NULL};
+    struct run_opts o = {NULL, NULL, NULL, -1, -1, NULL, 0, NULL, 0, j->seed, NULL};
     struct python_run pr;
     if (j->python) {
         if (python_run_prepare(&pr, &o, j->env->root, j->lab.name, "check", j->seed,

@@ -175,7 +175,6 @@ int python_run_prepare(struct python_run *pr, struct run_opts *o, const char *ro
     int check = strcmp(mode, "check") == 0;
     snprintf(pr->path, sizeof pr->path, "/work/%s", src);
     snprintf(pr->labs, sizeof pr->labs, "%s/labs", root);
-    snprintf(pr->seed_env, sizeof pr->seed_env, "CUGRADE_SEED=%s", seed);
     pr->argv[n++] = python_interpreter();
     pr->argv[n++] = "-I"; /* no PYTHON* variables, no user site, no script dir */
     pr->argv[n++] = "-B"; /* no .pyc written where the tenant could swap it */
@@ -192,10 +191,12 @@ int python_run_prepare(struct python_run *pr, struct run_opts *o, const char *ro
     }
     pr->argv[n++] = "--file";
     pr->argv[n++] = pr->path;
+    pr->argv[n++] = "--seed-fd"; /* the seed: o->secret, on fd 5 (run_opts.secret) */
+    pr->argv[n++] = "5";
     pr->argv[n] = NULL;
     assert(n < sizeof pr->argv / sizeof *pr->argv);
     o->labs_bind = pr->labs;
-    o->secret_env = pr->seed_env;
+    o->secret = seed;
     o->more_binds = pr->hide;
     o->nmore_binds = pr->nhide;
     if (python_simulated()) {

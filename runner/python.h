@@ -54,7 +54,6 @@ struct python_run {
     const char *argv[24];
     char path[PATH_MAX];     /* the student's file in /work */
     char labs[PATH_MAX];     /* ROOT/labs, bound read-only at /lab/labs */
-    char seed_env[64];       /* "CUGRADE_SEED=<seed>" */
     char seed[24];           /* a sanitizer run's throwaway seed (hex) */
     char owner[PATH_MAX];    /* the owner script, as the sandbox sees it */
     /* The libraries the lab forbids, hidden by absence: /dev/null bound

@@ -217,6 +217,26 @@ void run_lab_dir(const struct grade_env *env, const char *lab, char *out, size_t
     snprintf(out, len, "%s/%s/%s", env->cache, env->arch, lab);
 }
 
+/* A pipe's read end (O_CLOEXEC) holding secret and then end of file: the
+ * write end is closed here. A secret is a few dozen bytes, far below a
+ * pipe's capacity, so the write never blocks. Returns the fd or -errno. */
+static int run_secret_pipe(const char *secret)
+{
+    int p[2];
+    size_t len = strlen(secret);
+    assert(len < 4096);
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return -errno;
+    ssize_t w = write(p[1], secret, len);
+    int e = w == (ssize_t)len ? 0 : w < 0 ? errno : EIO;
+    close(p[1]);
+    if (e) {
+        close(p[0]);
+        return -e;
+    }
+    return p[0];
+}
+
 /* Run argv in the sandbox on the GPU with the lab's run limits. */
 int run_sandboxed_opts(const struct run_ctx *rc, const char *const *argv, int channel_fd,
                               double seconds, const struct run_opts *o,
@@ -244,8 +264,6 @@ int run_sandboxed_opts(const struct run_ctx *rc, const char *const *argv, int ch
     }
     if (o && o->extra_env)
         envv[ne++] = o->extra_env;
-    if (o && o->secret_env)
-        envv[ne++] = o->secret_env;
     envv[ne] = NULL;
     nb = compile_cuda_binds(env->cuda_home, binds, real);
     if (o && o->prog_bind)
@@ -268,6 +286,8 @@ int run_sandboxed_opts(const struct run_ctx *rc, const char *const *argv, int ch
     cfg.control_fd = o ? o->control_fd : -1;
     cfg.cancel_fd = o ? o->cancel_fd : -1;
     cfg.pause = o ? o->pause : NULL;
+    if (o && o->secret && (cfg.secret_fd = run_secret_pipe(o->secret)) < 0)
+        return cfg.secret_fd;
     cfg.wall_seconds = seconds;
     cfg.cpu_seconds = seconds * 4; /* the CUDA runtime's threads spin while they wait */
     cfg.memory_bytes = (rc->lab->memory_mb ? rc->lab->memory_mb : 16384) << 20;
@@ -275,7 +295,10 @@ int run_sandboxed_opts(const struct run_ctx *rc, const char *const *argv, int ch
     cfg.file_bytes = RUN_FILE_BYTES;
     cfg.workdir_bytes = RUN_WORKDIR_BYTES;
     cfg.output_cap = RUN_OUTPUT_CAP;
-    return sandbox_run(&cfg, v);
+    int r = sandbox_run(&cfg, v);
+    if (cfg.secret_fd >= 0)
+        close(cfg.secret_fd);
+    return r;
 }
 
 /* prog_bind, when set, binds a host program read-only at /lab/prog;

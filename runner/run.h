@@ -59,10 +59,14 @@ struct run_opts {
     const struct sandbox_bind *more_binds; /* more binds after the others (a Python
                                 run's hidden libraries), at most RUN_MORE_BINDS */
     size_t nmore_binds;
-    const char *secret_env;  /* one more "K=V", for a value that must not be on
-                                the command line (a Python run's seed: a
-                                process of the same uid reads /proc/PID/cmdline,
-                                not a non-dumpable process's environ) */
+    const char *secret;      /* NULL, or a value that must not be on the command
+                                line nor in the environment (a run's seed: the
+                                student's code reads /proc/PID/cmdline, and
+                                bwrap's init keeps its --setenv values in
+                                memory the student can read): written to a
+                                pipe that is fd 5 inside (sandbox_config.
+                                secret_fd), which the harness reads and closes
+                                before any of the student's code runs */
     const struct sandbox_pause *pause; /* sandbox_config.pause */
 };
 

@@ -56,6 +56,7 @@ void sandbox_config_init(struct sandbox_config *cfg)
     cfg->result_fd = -1;
     cfg->control_fd = -1;
     cfg->cancel_fd = -1;
+    cfg->secret_fd = -1;
     cfg->wall_seconds = 10;
     cfg->cpu_seconds = 10;
     cfg->memory_bytes = 1ULL << 30;
@@ -234,7 +235,7 @@ struct run {
     struct capture out, err;
     int p_out[2], p_err[2], p_status[2], p_exec[2], p_ready[2];
     int seccomp_fd, args_fd, null_fd, pidfd;
-    int hi[10], nhi;       /* the plan's sources, copied above 10 */
+    int hi[11], nhi;       /* the plan's sources, copied above 10 */
     int base;              /* bwrap's --args descriptor inside; then seccomp, status, ready */
     pid_t pid;
     struct bwrap_plan plan;
@@ -263,7 +264,7 @@ static void run_init(struct run *r, const struct sandbox_config *cfg, enum bwrap
     for (int i = 0; i < 2; i++)
         r->p_out[i] = r->p_err[i] = r->p_status[i] = r->p_exec[i] = r->p_ready[i] = -1;
     r->seccomp_fd = r->args_fd = r->null_fd = r->pidfd = -1;
-    for (int i = 0; i < 10; i++)
+    for (int i = 0; i < 11; i++)
         r->hi[i] = -1;
     r->pid = -1;
     r->bwrap_exit = -1;
@@ -351,20 +352,25 @@ static int run_plan_fds(struct run *r)
     const struct sandbox_config *cfg = r->cfg;
     struct bwrap_plan *plan = &r->plan;
     /* Descriptor layout inside: 0 /dev/null, 1 and 2 the capture pipes,
-     * 3 the result channel (only when given), 4 the control socket (only
-     * when given, and only with a channel), then bwrap's own args,
-     * seccomp and status descriptors, which bwrap closes before exec'ing
-     * the command, and the ready pipe, which the launcher closes. Sources
-     * are first copied above 10 so the dup2s cannot clobber each other. */
-    int base = cfg->result_fd >= 0 ? (cfg->control_fd >= 0 ? 5 : 4) : 3;
-    int src[9] = {r->null_fd, r->p_out[1], r->p_err[1], cfg->result_fd, -1, r->seccomp_fd,
-                  r->p_status[1], r->p_ready[1], cfg->result_fd >= 0 ? cfg->control_fd : -1};
-    int dst[9] = {0, 1, 2, 3, base, base + 1, base + 2, base + 3, 4};
+     * 3 the result channel (only when given), 4 the control socket and 5
+     * the secret (each only when given, and only with a channel), then
+     * bwrap's own args, seccomp and status descriptors, which bwrap closes
+     * before exec'ing the command, and the ready pipe, which the launcher
+     * closes. Sources are first copied above 10 so the dup2s cannot
+     * clobber each other. */
+    int chan = cfg->result_fd >= 0;
+    int base = !chan ? 3 : cfg->secret_fd >= 0 ? 6 : cfg->control_fd >= 0 ? 5 : 4;
+    int src[10] = {r->null_fd, r->p_out[1], r->p_err[1], cfg->result_fd, -1, r->seccomp_fd,
+                   r->p_status[1], r->p_ready[1], chan ? cfg->control_fd : -1,
+                   chan ? cfg->secret_fd : -1};
+    if (chan && cfg->secret_fd >= 0 && cfg->control_fd < 0)
+        src[8] = r->null_fd; /* no gap below base: nothing of ours could land there */
+    int dst[10] = {0, 1, 2, 3, base, base + 1, base + 2, base + 3, 4, 5};
     r->base = base;
     if ((r->args_fd = bwrap_args_build(cfg, r->mode, base + 1, base + 2)) < 0)
         return r->args_fd;
     src[4] = r->args_fd;
-    for (int i = 0; i < 9; i++) {
+    for (int i = 0; i < 10; i++) {
         if (src[i] < 0)
             continue;
         if ((r->hi[r->nhi] = fcntl(src[i], F_DUPFD_CLOEXEC, 10)) < 0)
@@ -376,7 +382,7 @@ static int run_plan_fds(struct run *r)
     if ((plan->errpipe = fcntl(r->p_exec[1], F_DUPFD_CLOEXEC, 10)) < 0)
         return -errno;
     r->hi[r->nhi++] = plan->errpipe;
-    assert(r->nhi <= 10);
+    assert(r->nhi <= 11);
     return 0;
 }
 
@@ -679,7 +685,7 @@ static int run_cleanup(struct run *r, int rc)
         }
     }
     free(r->bargv);
-    for (int i = 0; i < 10; i++)
+    for (int i = 0; i < 11; i++)
         if (r->hi[i] >= 0)
             close(r->hi[i]);
     int fds[] = {r->p_out[0],   r->p_out[1],   r->p_err[0],    r->p_err[1],   r->p_status[0],

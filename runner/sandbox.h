@@ -56,6 +56,13 @@ struct sandbox_config {
                                     (a Python timing run waiting at its gate for the
                                     GPU's exclusive lock): the wall limit does not
                                     count the stopped time. */
+    int secret_fd;               /* -1, or a host fd that appears as fd 5 inside
+                                    (needs result_fd): a pipe holding a secret
+                                    (a run's seed) that the command reads and
+                                    closes before it runs anything untrusted;
+                                    never on a command line or in the
+                                    environment, which bwrap's init (pid 1
+                                    inside) keeps readable in its memory */
     int nice;                    /* 0 (the runner's own), or -20..19: the
                                     whole run at this CPU priority
                                     (setpriority before bwrap, best effort:

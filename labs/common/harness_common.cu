@@ -3,8 +3,10 @@
  * of labs/<lab>/harness.cu after the lab has defined `static const struct
  * hc_lab HC_LAB` and `LAB_CASES` (cases.h). See harness_common.cuh.
  *
- *   prog check --seed HEX --cases a,b,c [--no-guard]
- *   prog time  --seed HEX --case NAME [--max-ms N] [--no-guard] [--gate FD]
+ *   prog check (--seed HEX | --seed-fd N) --cases a,b,c [--no-guard]
+ *   prog time  (--seed HEX | --seed-fd N) --case NAME [--max-ms N] [--no-guard] [--gate FD]
+ *   (the runner: --seed-fd 5, a pipe holding the seed; --seed for baselines
+ *   and runs by hand)
  *   prog device
  *
  * Writes the records of docs/formats.md ("The harness result channel") to fd
@@ -149,11 +151,15 @@ static void hc_sb_add(struct hc_sb *b, const char *fmt, ...)
     }
 }
 
-/* A JSON string literal; bytes outside printable ASCII are escaped. */
+/* A JSON string literal; bytes outside printable ASCII are escaped. At most
+ * CHANNEL_FIELD_MAX bytes as the judge reads them (each escape is one),
+ * the last ones CHANNEL_CUT_MARK when s is longer (channel_limits.h). */
 static void hc_sb_str(struct hc_sb *b, const char *s)
 {
+    size_t len = strlen(s), mark = sizeof(CHANNEL_CUT_MARK) - 1;
+    const char *end = s + (len > CHANNEL_FIELD_MAX ? CHANNEL_FIELD_MAX - mark : len);
     hc_sb_add(b, "\"");
-    for (; *s; s++) {
+    for (; s < end; s++) {
         unsigned char c = (unsigned char)*s;
         if (c == '"' || c == '\\')
             hc_sb_add(b, "\\%c", c);
@@ -162,6 +168,8 @@ static void hc_sb_str(struct hc_sb *b, const char *s)
         else
             hc_sb_add(b, "%c", c);
     }
+    if (len > CHANNEL_FIELD_MAX)
+        hc_sb_add(b, "%s", CHANNEL_CUT_MARK);
     hc_sb_add(b, "\"");
 }
 
@@ -936,12 +944,44 @@ static void hc_report_device(void)
 
 /* ------------------------------------------------------------------ main */
 
+/* --seed-fd N: the run's seed is the text on descriptor N (a pipe the
+ * runner wrote and closed: run_opts.secret), read to its end and closed
+ * before any student code runs, so it is on no command line and in no
+ * environment (bwrap's init, pid 1 inside, keeps both readable). Returns
+ * buf, or dies. */
+static const char *hc_seed_read(const char *num, char *buf, size_t len)
+{
+    char *end;
+    long fd = strtol(num, &end, 10);
+    size_t n = 0;
+    if (*end || fd < 0 || fd > 1023)
+        hc_die("--seed-fd: a descriptor number");
+    for (;;) {
+        ssize_t r = read((int)fd, buf + n, len - 1 - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            hc_die("--seed-fd: cannot read descriptor %ld: %s", fd, strerror(errno));
+        if (r == 0)
+            break;
+        n += (size_t)r;
+        if (n == len - 1)
+            hc_die("--seed-fd: more than a seed");
+    }
+    close((int)fd);
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+        n--;
+    buf[n] = '\0';
+    return buf;
+}
+
 static void hc_usage(void) __attribute__((noreturn));
 static void hc_usage(void)
 {
     fprintf(stderr,
-            "usage: prog check --seed HEX --cases a,b,c [--no-guard]\n"
-            "       prog time  --seed HEX --case NAME [--max-ms N] [--no-guard] [--gate FD]\n"
+            "usage: prog check (--seed HEX | --seed-fd N) --cases a,b,c [--no-guard]\n"
+            "       prog time  (--seed HEX | --seed-fd N) --case NAME [--max-ms N] [--no-guard] "
+            "[--gate FD]\n"
             "       prog device\n"
             "Records go to fd 3 (docs/formats.md). Lab %s, cases:",
             LAB_NAME);
@@ -955,6 +995,7 @@ static void hc_usage(void)
 int main(int argc, char **argv)
 {
     const char *mode, *seed_s = NULL, *cases = NULL, *one = NULL;
+    static char seed_buf[80];
     double max_ms = 3000;
     uint64_t seed = 0;
     struct hc_sb b = {NULL, 0, 0};
@@ -967,6 +1008,8 @@ int main(int argc, char **argv)
             hc_guard_on = 0;
         } else if (i + 1 < argc && strcmp(argv[i], "--seed") == 0) {
             seed_s = argv[++i];
+        } else if (i + 1 < argc && strcmp(argv[i], "--seed-fd") == 0) {
+            seed_s = hc_seed_read(argv[++i], seed_buf, sizeof seed_buf);
         } else if (i + 1 < argc && strcmp(argv[i], "--cases") == 0) {
             cases = argv[++i];
         } else if (i + 1 < argc && strcmp(argv[i], "--case") == 0) {

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <cuda_runtime.h>
 
+#include "channel_limits.h"
 #include "gen.cuh"
 
 /* Bit patterns. The poison is a quiet NaN no float arithmetic produces

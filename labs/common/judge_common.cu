@@ -18,9 +18,6 @@
 #include <unistd.h>
 
 #define JD_MAX_LINE (1u << 20)        /* a timing record of 100000 samples fits */
-#define JD_MAX_KEYS 32
-#define JD_MAX_STR 512
-#define JD_MAX_ARRAY 100000
 #define JD_MAX_ERRORS 16
 /* A result this far past the copy-bandwidth floor or the FP32 peak is not
  * physics: it is flagged and earns nothing. */
@@ -38,221 +35,7 @@ static void jd_die(const char *fmt, ...)
     exit(2);
 }
 
-/* ----------------------------------------------- a flat JSON object parser */
-
-enum jd_type { JD_STR, JD_NUM, JD_BOOL, JD_NULL, JD_ARR };
-
-struct jd_val {
-    char key[64];
-    enum jd_type type;
-    char str[JD_MAX_STR];
-    double num;
-    int b;
-    double *arr;
-    size_t narr;
-};
-
-struct jd_obj {
-    struct jd_val v[JD_MAX_KEYS];
-    int n;
-};
-
-static void jd_obj_clear(struct jd_obj *o)
-{
-    for (int i = 0; i < o->n; i++)
-        free(o->v[i].arr);
-    o->n = 0;
-}
-
-static const struct jd_val *jd_get(const struct jd_obj *o, const char *key, enum jd_type t)
-{
-    for (int i = 0; i < o->n; i++)
-        if (strcmp(o->v[i].key, key) == 0)
-            return o->v[i].type == t ? &o->v[i] : NULL;
-    return NULL;
-}
-
-struct jd_cur {
-    const char *p, *end;
-};
-
-static void jd_ws(struct jd_cur *c)
-{
-    while (c->p < c->end && (*c->p == ' ' || *c->p == '\t' || *c->p == '\r'))
-        c->p++;
-}
-
-/* A JSON string into out (at most cap-1 bytes; longer is an error).
- * \uXXXX outside ASCII becomes '?': names and messages are ASCII. */
-static int jd_parse_str(struct jd_cur *c, char *out, size_t cap)
-{
-    size_t n = 0;
-    if (c->p >= c->end || *c->p != '"')
-        return -1;
-    c->p++;
-    while (c->p < c->end && *c->p != '"') {
-        char ch = *c->p++;
-        if ((unsigned char)ch < 0x20)
-            return -1;
-        if (ch == '\\') {
-            if (c->p >= c->end)
-                return -1;
-            ch = *c->p++;
-            switch (ch) {
-            case 'n': ch = '\n'; break;
-            case 't': ch = '\t'; break;
-            case 'r': ch = '\r'; break;
-            case 'b': ch = '\b'; break;
-            case 'f': ch = '\f'; break;
-            case '"': case '\\': case '/': break;
-            case 'u': {
-                unsigned v = 0;
-                if (c->end - c->p < 4)
-                    return -1;
-                for (int i = 0; i < 4; i++) {
-                    int h = (unsigned char)*c->p++, d;
-                    if (h >= '0' && h <= '9')
-                        d = h - '0';
-                    else if ((h | 32) >= 'a' && (h | 32) <= 'f')
-                        d = (h | 32) - 'a' + 10;
-                    else
-                        return -1;
-                    v = v * 16 + (unsigned)d;
-                }
-                if (v == 0)   /* a NUL would cut "1\u0000x" to the case name "1" */
-                    return -1;
-                ch = v < 0x80 ? (char)v : '?';
-                break;
-            }
-            default:
-                return -1;
-            }
-        }
-        if (n + 1 >= cap)
-            return -1;
-        out[n++] = ch;
-    }
-    if (c->p >= c->end)
-        return -1;
-    c->p++;
-    out[n] = '\0';
-    return 0;
-}
-
-static int jd_parse_num(struct jd_cur *c, double *out)
-{
-    char buf[64];
-    size_t n = 0;
-    char *end;
-    while (c->p < c->end && n < sizeof(buf) - 1 && strchr("+-0123456789.eE", *c->p))
-        buf[n++] = *c->p++;
-    buf[n] = '\0';
-    if (n == 0 || n == sizeof(buf) - 1)
-        return -1;
-    errno = 0;
-    *out = strtod(buf, &end);
-    if (*end != '\0' || !isfinite(*out))
-        return -1;
-    return 0;
-}
-
-/* Parse one record: a flat object whose values are strings, numbers,
- * booleans, null, or arrays of numbers. Anything else is malformed. */
-static int jd_parse_obj(const char *line, size_t len, struct jd_obj *o)
-{
-    struct jd_cur c = {line, line + len};
-    o->n = 0;
-    jd_ws(&c);
-    if (c.p >= c.end || *c.p++ != '{')
-        return -1;
-    jd_ws(&c);
-    if (c.p < c.end && *c.p == '}') {
-        c.p++;
-        goto tail;
-    }
-    for (;;) {
-        struct jd_val *v;
-        if (o->n == JD_MAX_KEYS)
-            return -1;
-        v = &o->v[o->n];
-        memset(v, 0, sizeof(*v));
-        jd_ws(&c);
-        if (jd_parse_str(&c, v->key, sizeof(v->key)) != 0)
-            return -1;
-        for (int i = 0; i < o->n; i++)   /* a duplicate key could smuggle a second value */
-            if (strcmp(o->v[i].key, v->key) == 0)
-                return -1;
-        jd_ws(&c);
-        if (c.p >= c.end || *c.p++ != ':')
-            return -1;
-        jd_ws(&c);
-        if (c.p >= c.end)
-            return -1;
-        o->n++;
-        if (*c.p == '"') {
-            v->type = JD_STR;
-            if (jd_parse_str(&c, v->str, sizeof(v->str)) != 0)
-                return -1;
-        } else if (c.end - c.p >= 4 && memcmp(c.p, "true", 4) == 0) {
-            v->type = JD_BOOL, v->b = 1, c.p += 4;
-        } else if (c.end - c.p >= 5 && memcmp(c.p, "false", 5) == 0) {
-            v->type = JD_BOOL, v->b = 0, c.p += 5;
-        } else if (c.end - c.p >= 4 && memcmp(c.p, "null", 4) == 0) {
-            v->type = JD_NULL, c.p += 4;
-        } else if (*c.p == '[') {
-            size_t cap = 0;
-            v->type = JD_ARR;
-            c.p++;
-            jd_ws(&c);
-            if (c.p < c.end && *c.p == ']') {
-                c.p++;
-            } else {
-                for (;;) {
-                    double x;
-                    jd_ws(&c);
-                    if (jd_parse_num(&c, &x) != 0 || v->narr == JD_MAX_ARRAY)
-                        return -1;
-                    if (v->narr == cap) {
-                        double *t;
-                        cap = cap ? cap * 2 : 64;
-                        t = (double *)realloc(v->arr, cap * sizeof(double));
-                        if (t == NULL)
-                            return -1;
-                        v->arr = t;
-                    }
-                    v->arr[v->narr++] = x;
-                    jd_ws(&c);
-                    if (c.p < c.end && *c.p == ',') {
-                        c.p++;
-                        continue;
-                    }
-                    if (c.p < c.end && *c.p == ']') {
-                        c.p++;
-                        break;
-                    }
-                    return -1;
-                }
-            }
-        } else {
-            v->type = JD_NUM;
-            if (jd_parse_num(&c, &v->num) != 0)
-                return -1;
-        }
-        jd_ws(&c);
-        if (c.p < c.end && *c.p == ',') {
-            c.p++;
-            continue;
-        }
-        if (c.p < c.end && *c.p == '}') {
-            c.p++;
-            break;
-        }
-        return -1;
-    }
-tail:
-    jd_ws(&c);
-    return c.p == c.end ? 0 : -1;
-}
+#include "judge_parse.h"
 
 /* ------------------------------------------------------------ the channel */
 
@@ -323,13 +106,21 @@ static void jd_json_num(double x)
         printf("null");
 }
 
-/* Keep only printable ASCII of a hostile string, at most max bytes. */
+/* Keep only printable ASCII of a hostile string, at most max bytes; a
+ * longer one ends in CHANNEL_CUT_MARK (channel_limits.h), so a reader
+ * knows that more was said. */
 static void jd_sanitize(char *s, size_t max)
 {
-    size_t n = 0;
-    for (char *p = s; *p && n < max; p++)
+    size_t n = 0, mark = sizeof(CHANNEL_CUT_MARK) - 1;
+    char *p = s;
+    for (; *p && n < max; p++)
         if ((unsigned char)*p >= 0x20 && (unsigned char)*p <= 0x7e)
             s[n++] = *p;
+    int more = 0;
+    for (; *p && !more; p++)
+        more = (unsigned char)*p >= 0x20 && (unsigned char)*p <= 0x7e;
+    if (more && max > mark)
+        memcpy(s + max - mark, CHANNEL_CUT_MARK, mark);
     s[n] = '\0';
 }
 
@@ -484,7 +275,7 @@ static int jd_case_record(struct jd_chan *ch, const struct jd_obj *o, uint64_t s
                  strcmp(en->str, "python_process") == 0)
             jd_fail(&jc->r, "%s: %s", e1, e2);
         else if (v && strcmp(v->str, "runtime_error") == 0 && en &&
-                 strcmp(en->str, "python_timing") == 0)
+                 (strcmp(en->str, "python_timing") == 0 || strcmp(en->str, "python_host") == 0))
             jd_fail(&jc->r, "%s: %s", e1, e2);
         else if (v && strcmp(v->str, "runtime_error") == 0)
             jd_fail(&jc->r, "your kernel crashed: %s. %s", e1, e2);

@@ -1,8 +1,9 @@
 """lab.py - the trusted owner of a profiling-lab run (docs/labs.md, "The
 profiling lab"; the trust model is docs/python.md's, as far as it applies).
 
-    CUGRADE_SEED=HEX python3 -I -B lab.py profiling check --cases results,syncs,copies --file F
-    CUGRADE_SEED=HEX python3 -I -B lab.py profiling time --case results [--max-ms N] [--gate] --file F
+    python3 -I -B lab.py profiling check --cases results,syncs,copies --file F --seed-fd 5
+    python3 -I -B lab.py profiling time --case results [--max-ms N] [--gate] --file F --seed-fd 5
+    (by hand: CUGRADE_SEED=HEX or --seed HEX instead of --seed-fd)
 
 The runner starts it in place of labs/common/py/owner.py (lab.json
 "python": {"owner": "lab.py"}; runner/python.c), with the same command line
@@ -454,7 +455,7 @@ def parse(argv):
             opts["gate"] = True
             i += 1
             continue
-        if i + 1 >= len(argv) or a not in ("--seed", "--cases", "--case", "--max-ms", "--file",
+        if i + 1 >= len(argv) or a not in ("--seed", "--seed-fd", "--cases", "--case", "--max-ms", "--file",
                                            "--starter", "--dump"):
             common.die("bad argument %r" % a)
         opts[a[2:].replace("-", "_")] = argv[i + 1]
@@ -473,11 +474,7 @@ def main():
     with open(os.path.join(HERE, "lab.json")) as f:
         doc = json.load(f)
     cfg = doc["train"]
-    try:
-        seed = common.gen.seed_parse_wide(os.environ.pop("CUGRADE_SEED", None) or
-                                          o.get("seed", ""))
-    except ValueError:
-        common.die("--seed: 1 to 32 hex digits")
+    seed = common.run_seed(o)   # --seed-fd from the runner (owner.py run_seed)
     if "file" not in o:
         common.die("--file is required")
     known = [c["name"] for c in doc["cases"]]

@@ -187,7 +187,7 @@ def failed(rec):
     e1, e2 = str(rec.get("error", "unknown error"))[:300], str(rec.get("cause", ""))[:1500]
     if st == "runtime_error" and en == "python_exception":
         return "your code raised %s (at %s)" % (e1, e2)
-    if st == "runtime_error" and en in ("python_process", "python_timing"):
+    if st == "runtime_error" and en in ("python_process", "python_timing", "python_host"):
         return "%s: %s" % (e1, e2)
     if st == "runtime_error":
         return "your code failed: %s. %s" % (e1, e2)

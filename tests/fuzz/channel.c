@@ -14,11 +14,36 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "labs/common/judge_parse.h"
 #include "runner/channel.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static int fd = -1;
+static struct jd_obj obj;
+
+/* Every line of the input through the judge's parser. */
+static void judge_lines(const uint8_t *data, size_t size)
+{
+    size_t start = 0;
+    for (size_t i = 0; i <= size; i++) {
+        if (i < size && data[i] != '\n')
+            continue;
+        jd_obj_clear(&obj);
+        if (jd_parse_obj((const char *)data + start, i - start, &obj) == 0) {
+            assert(obj.n >= 0 && obj.n <= JD_MAX_KEYS);
+            const struct jd_val *t = jd_get(&obj, "type", JD_STR);
+            assert(!t || strlen(t->str) <= CHANNEL_FIELD_MAX);
+            for (int k = 0; k < obj.n; k++) {
+                size_t l = strnlen(obj.v[k].str, sizeof obj.v[k].str);
+                assert(l <= CHANNEL_FIELD_MAX);
+                assert(obj.v[k].type != JD_ARR || obj.v[k].narr <= JD_MAX_ARRAY);
+            }
+        }
+        start = i + 1;
+    }
+    jd_obj_clear(&obj);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -57,5 +82,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     assert(!ci.timing || json_is_object(ci.timing));
     assert(!ci.harness_error || strlen(ci.harness_error) <= 400);
     channel_info_clear(&ci);
+
+    judge_lines(data, size);
     return 0;
 }

@@ -64,7 +64,7 @@ def failed(rec):
         return "%s (%s)" % (e2, e1)
     if st == "runtime_error" and en == "python_exception":
         return "your code raised %s (at %s)" % (e1, e2)
-    if st == "runtime_error" and en in ("python_process", "python_timing"):
+    if st == "runtime_error" and en in ("python_process", "python_timing", "python_host"):
         return "%s: %s" % (e1, e2)
     if st == "runtime_error":
         return "your kernel crashed: %s. %s" % (e1, e2)

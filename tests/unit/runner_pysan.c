@@ -88,9 +88,9 @@ static void test_argv(void)
     check(same, "no --target-processes all: the tool's target is the student's process itself");
     char labs[1100];
     snprintf(labs, sizeof labs, "%s/labs", root);
-    check(o.labs_bind && strcmp(o.labs_bind, labs) == 0 && o.control_fd == -1 && !o.secret_env &&
+    check(o.labs_bind && strcmp(o.labs_bind, labs) == 0 && o.control_fd == -1 && !o.secret &&
               !o.extra_env,
-          "labs bound read-only, no control socket, no seed in its environment, no simulator");
+          "labs bound read-only, no control socket, no run seed handed over, no simulator");
     setenv("CUGRADE_PY_SIM", "1", 1);
     memset(&o, 0, sizeof o);
     python_sanitize_prepare(&pr, &o, root, "reduction", "cs", "memcheck", "1000", "ab", "k.py");

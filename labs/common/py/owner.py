@@ -1,11 +1,14 @@
 """owner.py - the trusted owner of a Python submission's run (docs/python.md).
 
-    CUGRADE_SEED=HEX python3 -I -B owner.py LAB check --cases a,b,c --file /work/kernel.py
-    CUGRADE_SEED=HEX python3 -I -B owner.py LAB time  --case NAME [--max-ms N] [--gate] --file ...
+    python3 -I -B owner.py LAB check --cases a,b,c --file /work/kernel.py --seed-fd 5
+    python3 -I -B owner.py LAB time  --case NAME [--max-ms N] [--gate] --file ... --seed-fd 5
+    (--seed-fd N: the seed is the text on descriptor N, a pipe, read to its
+    end and closed before the tenant exists; the runner's way. --seed HEX
+    or CUGRADE_SEED=HEX are for runs by hand: the runner never puts the seed
+    on a command line or in an environment, which the student's code could
+    read in /proc or in the memory of bwrap's init)
     (--gate: fd 4 is the runner's gate; the samples wait for its 'g';
     --batch K: K calls per sample instead of run_time's choice, for tests)
-    (--seed HEX instead of CUGRADE_SEED by hand; the runner never puts the
-    seed on the command line, which the tenant could read in /proc)
 
 The Python counterpart of the lab's harness (labs/common/harness_common.cu),
 with one difference that is the whole point: the student's code does NOT run
@@ -86,7 +89,45 @@ def die(msg, code=2):
     sys.exit(code)
 
 
+def channel_limits():
+    """CHANNEL_FIELD_MAX and CHANNEL_CUT_MARK from labs/common/channel_limits.h,
+    the one place they are written (the CUDA harness and the judge include
+    it)."""
+    import re
+    with open(os.path.join(HERE, "..", "channel_limits.h")) as f:
+        h = f.read()
+    n = re.search(r"^#define CHANNEL_FIELD_MAX (\d+)$", h, re.M)
+    m = re.search(r'^#define CHANNEL_CUT_MARK "([^"\\]*)"$', h, re.M)
+    return int(n.group(1)), m.group(1)
+
+
+FIELD_MAX, CUT_MARK = channel_limits()
+
+
+def field(s):
+    """s cut to FIELD_MAX bytes as the judge stores it (after JSON
+    unescaping: one byte per character, two for one outside the BMP, which
+    json.dumps writes as a surrogate pair), ending in CUT_MARK when cut."""
+    cost, keep = 0, len(s)
+    for i, c in enumerate(s):
+        cost += 2 if ord(c) > 0xFFFF else 1
+        if cost > FIELD_MAX:
+            keep = i
+            break
+    else:
+        return s
+    room, cost = FIELD_MAX - len(CUT_MARK), 0
+    for i, c in enumerate(s[:keep]):
+        cost += 2 if ord(c) > 0xFFFF else 1
+        if cost > room:
+            return s[:i] + CUT_MARK
+    return s[:keep] + CUT_MARK
+
+
 def send_record(rec, payload=b""):
+    """One record on the channel; every string field within the channel's
+    one limit (field)."""
+    rec = {k: field(v) if isinstance(v, str) else v for k, v in rec.items()}
     data = json.dumps(rec, separators=(",", ":"), allow_nan=False).encode() + b"\n" + payload
     while data:
         n = os.write(CHANNEL, data)
@@ -511,7 +552,8 @@ class Case:
         args, fds = [], []
         for m in self.meta:
             d, f = self.be.export(self.bufs[m["name"]])
-            d.update({"name": m["name"], "dtype": m["dtype"], "shape": m["shape"]})
+            d.update({"name": m["name"], "dtype": m["dtype"], "shape": m["shape"],
+                      "role": m["role"]})
             if f:
                 d["fd_index"] = len(fds)
                 fds.extend(f)
@@ -684,7 +726,7 @@ def load(tenant):
 
 
 def compile_error(message):
-    send_record({"type": "compile_error", "message": hidden_hint(message)[:4000]})
+    send_record({"type": "compile_error", "message": hidden_hint(message)})
     sys.exit(5)
 
 
@@ -719,9 +761,33 @@ def run_check(tenant, be, lab, cases, names, seed, guard):
                 if rec["fatal"]:
                     sys.exit(3)
                 continue
+            if host_copy_refused(lab, ans):
+                send_record(host_copy_record(name, ans))
+                continue
             report_output(name, c, cs, ms)
         finally:
             c.free()
+
+
+def host_copy_refused(lab, ans):
+    """The host-library policy (docs/python.md, "Host libraries"): in a lab
+    that teaches a GPU kernel (lab.py HOST_COPY_ALLOWED false, the default),
+    a call that copied any of its inputs to the host computed the answer
+    there (NumPy, BLAS, a Python loop): the case gets no credit. The count
+    comes from the tenant: a rule that a correct host solution cannot pass
+    by mistake, not a fence against a student who patches the tenant."""
+    return not lab.get("HOST_COPY_ALLOWED", False) and int(ans.get("host_copy") or 0) > 0
+
+
+def host_copy_record(name, ans):
+    return {"type": "case", "name": name, "status": "runtime_error",
+            "error_name": "python_host",
+            "error": "your function copied %d bytes of its inputs (%s) to the host"
+                     % (int(ans.get("host_copy") or 0), text(ans.get("host_copy_from"), 200)),
+            "cause": "this lab grades a GPU kernel: compute the answer on the device (Numba "
+                     "@cuda.jit, CuPy) from the device arrays you are given; copying them to "
+                     "the host (copy_to_host, np.asarray, cupy.asnumpy) and computing with "
+                     "NumPy or BLAS gets no credit", "fatal": False}
 
 
 def report_output(name, c, cs, ms):
@@ -971,6 +1037,37 @@ def time_cpu(be, lab, cases, name, seed):
                        "cpu_warmup": CPU_WARMUP, "cpu_timed_by": "owner"})
 
 
+def run_seed(o):
+    """The run's seed, before the tenant exists. The runner's way is
+    --seed-fd N: a pipe only this process holds (the runner wrote the seed
+    and closed its end), read to its end and closed here, so no process of
+    the student's can ever read it: not on a command line, not in an
+    environment, not in bwrap's memory (docs/python.md, "Threat model").
+    By hand: CUGRADE_SEED or --seed. The tenant's environment never has it."""
+    env = os.environ.pop("CUGRADE_SEED", None)
+    if "seed_fd" in o:
+        try:
+            fd = int(o["seed_fd"])
+            data = b""
+            while True:
+                b = os.read(fd, 256)
+                if not b:
+                    break
+                data += b
+                if len(data) > 256:
+                    raise ValueError
+            os.close(fd)
+            s = data.decode("ascii").strip()
+        except (ValueError, OSError, UnicodeError):
+            die("--seed-fd: not a descriptor holding a seed")
+    else:
+        s = env or o.get("seed", "")
+    try:
+        return gen.seed_parse_wide(s)
+    except ValueError:
+        die("--seed: 1 to 32 hex digits")
+
+
 def parse(argv):
     if len(argv) < 2 or argv[1] not in ("check", "time"):
         die("usage: owner.py LAB check|time --seed HEX (--cases a,b | --case C) --file F")
@@ -986,8 +1083,8 @@ def parse(argv):
             opts["gate"] = True
             i += 1
             continue
-        if i + 1 >= len(argv) or a not in ("--seed", "--cases", "--case", "--max-ms", "--file",
-                                              "--batch"):
+        if i + 1 >= len(argv) or a not in ("--seed", "--seed-fd", "--cases", "--case", "--max-ms",
+                                           "--file", "--batch"):
             die("bad argument %r" % a)
         opts[a[2:].replace("-", "_")] = argv[i + 1]
         i += 2
@@ -1007,13 +1104,7 @@ def main():
     labs = os.environ.get("CUGRADE_LABS", os.path.join(HERE, "..", ".."))
     doc, lab, cases = load_lab(os.path.join(labs, o["lab"]))
     HIDDEN.update(doc.get("python") or {})
-    # The seed: from the environment (the runner's way: /proc/PID/environ of
-    # a non-dumpable process is closed to the tenant, /proc/PID/cmdline is
-    # not), or --seed by hand. The tenant's environment never has it.
-    try:
-        seed = gen.seed_parse_wide(os.environ.pop("CUGRADE_SEED", None) or o.get("seed", ""))
-    except ValueError:
-        die("--seed: 1 to 32 hex digits")
+    seed = run_seed(o)
     if "file" not in o:
         die("--file is required")
     names = o["cases"].split(",") if o["mode"] == "check" and "cases" in o else [o.get("case", "")]

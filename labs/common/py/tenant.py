@@ -105,6 +105,71 @@ class _Closer:
         self.fn()
 
 
+class HostCopies:
+    """The host-library policy's count (owner.py host_copy_refused): bytes
+    of the call's input buffers that the student's code copied to the host,
+    through Numba's copy_to_host (np.asarray of a device array uses it too)
+    or cupy.asnumpy. The inputs' device address ranges are set per call.
+    The student's code can undo these patches: a rule, not a fence."""
+
+    def __init__(self):
+        self.ranges, self.bytes, self.names = [], 0, set()
+
+    def note(self, arr, nbytes):
+        try:
+            p = arr.__cuda_array_interface__["data"][0]
+        except Exception:
+            try:
+                p = arr.__array_interface__["data"][0]
+            except Exception:
+                return
+        for lo, hi, name in self.ranges:
+            if lo <= p < hi:
+                self.bytes += int(nbytes)
+                self.names.add(name)
+
+    def install(self, sim):
+        hc = self
+
+        def wrap(cls):
+            orig = cls.copy_to_host
+
+            def copy_to_host(self, *a, **k):
+                hc.note(self, getattr(self, "nbytes", 0))
+                return orig(self, *a, **k)
+            cls.copy_to_host = copy_to_host
+        try:
+            if sim:
+                from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+                wrap(FakeCUDAArray)
+            else:
+                from numba.cuda.cudadrv.devicearray import DeviceNDArrayBase
+                wrap(DeviceNDArrayBase)
+                import cupy
+                orig = cupy.asnumpy
+
+                def asnumpy(a, *x, **k):
+                    hc.note(a, getattr(a, "nbytes", 0))
+                    return orig(a, *x, **k)
+                cupy.asnumpy = asnumpy
+        except Exception:
+            pass
+
+    def watch(self, args, descs):
+        self.ranges, self.bytes, self.names = [], 0, set()
+        for a, d in zip(args, descs):
+            if d.get("role") != "in":
+                continue
+            try:
+                p = a.__cuda_array_interface__["data"][0]
+            except Exception:
+                try:
+                    p = a._ary.__array_interface__["data"][0]   # the simulator's FakeCUDAArray
+                except Exception:
+                    continue
+            self.ranges.append((p, p + max(int(a.nbytes), 1), d.get("name", "?")))
+
+
 class Buffers:
     """The owner's buffers as the student's device arrays."""
 
@@ -273,6 +338,7 @@ def main():
     quiet_paths()
     fn = None
     bufs = Buffers()
+    host = HostCopies()
     cuda = None
     args, cur_id = [], None
     while True:
@@ -316,6 +382,7 @@ def main():
                 ans = {"ok": False, "error": "%s: %s" % (type(e).__name__, e)}
         elif msg["op"] == "load":
             try:
+                host.install(bufs.sim)
                 spec = importlib.util.spec_from_file_location("submission", path)
                 mod = importlib.util.module_from_spec(spec)
                 sys.modules["submission"] = mod
@@ -334,13 +401,18 @@ def main():
                 # their mappings, so that opening them is never timed.
                 if msg.get("buffers_id") != cur_id:
                     bufs.close()
-                    args = [[bufs.array(d, fds) for d in a] for a in [msg["args"]] + msg.get("more", [])]
+                    sets = [msg["args"]] + msg.get("more", [])
+                    args = [[bufs.array(d, fds) for d in a] for a in sets]
                     cur_id = msg.get("buffers_id")
+                    host.watch([x for a in args for x in a], [d for a in sets for d in a])
+                host.bytes, host.names = 0, set()
                 # A timed batch (owner.py run_time): one call per set of
                 # buffers, then one wait for the GPU.
                 for a in args:
                     fn(*a)
                 cuda.synchronize()
+                if host.bytes:
+                    ans.update({"host_copy": host.bytes, "host_copy_from": ",".join(sorted(host.names))})
             except BaseException as e:  # noqa: B902
                 w, m = where(e, path)
                 ans = {"ok": False, "error": m, "where": w, "compile": is_compile_error(e)}

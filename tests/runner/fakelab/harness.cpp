@@ -53,6 +53,16 @@ int main(int argc, char** argv)
     int gate = -1;
     for (int i = 2; i + 1 < argc; i++) {
         if (!strcmp(argv[i], "--seed")) seed = argv[++i];
+        else if (!strcmp(argv[i], "--seed-fd")) {  // the runner's way: a pipe, read and closed
+            static char buf[80];
+            int fd = atoi(argv[++i]);
+            ssize_t n = 0, r;
+            while (n < (ssize_t)sizeof buf - 1 && (r = read(fd, buf + n, sizeof buf - 1 - n)) > 0)
+                n += r;
+            buf[n] = 0;
+            close(fd);
+            seed = buf;
+        }
         else if (!strcmp(argv[i], "--cases")) cases = argv[++i];
         else if (!strcmp(argv[i], "--case")) one = argv[++i];
         else if (!strcmp(argv[i], "--max-ms")) ++i;
