@@ -217,7 +217,8 @@ static json_t *baseline_gpu_samples(const struct run_ctx *rc, const char *name, 
         if (!*device && ci.device)
             *device = json_incref(ci.device);
     } else {
-        fprintf(stderr, "cugrade-runner: baseline %s of %s failed (rc %d, exit %d, signal %d%s%s): %s\n",
+        fprintf(stderr,
+                "cugrade-runner: baseline %s of %s failed (rc %d, exit %d, signal %d%s%s): %s\n",
                 name, rc->lab->name, r, v.exit_code, v.signal, v.timed_out ? ", timed out" : "",
                 v.oom_killed ? ", out of memory" : "", v.err ? v.err : "");
     }

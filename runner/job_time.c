@@ -172,8 +172,11 @@ static void job_round_cpu_baseline(struct job_round *jr, int k)
  * a job waiting for the exclusive lock holds nothing another job needs. */
 static void job_time_let_go(struct job *j, int k)
 {
-    if (k == 0)
+    if (k == 0) {
         sanitizer_settle(j->san_tasks, j->nsan_tasks);
+        /* their contexts are gone: the timing case and the judge's remain */
+        job_reserve_to(j, lock_admit_after_check(&j->lab, 0));
+    }
     lock_gpu_release(j->job_lk);
     j->job_lk = -1;
 }
