@@ -249,6 +249,9 @@ static void refresh_tick(const struct host *h, const struct grade_env *env)
     refresh_last = now;
     pid_t pid = fork();
     if (pid == 0) {
+        /* nothing of the runner's: its server connection, and the lane and
+         * grant pipes, whose end a job waits on when the runner dies */
+        close_range(3, ~0U, 0);
         host_refresh_baselines(env);
         _exit(0);
     }
