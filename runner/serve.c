@@ -435,7 +435,7 @@ static void serve_loop(struct client *cl, struct host *h, const struct grade_env
     for (;;) {
         kids_poll(cl, h, &hl, kids, &nk, 0);
         kids_grant(kids, nk, jobs);
-        if (!once && !stopping)
+        if (!once && !stopping && health_ok(&hl)) /* not while the GPU does not answer */
             refresh_tick(h, env);
         size_t in_front = kids_in(kids, nk, KID_FRONT);
         if (stopping || (once && claimed)) {
