@@ -486,7 +486,7 @@ static int lab__parse_derive(struct lab *lab, const json_t *limits, const char *
 static int lab__parse_limits(struct lab *lab, const char *file, char *err, size_t errlen)
 {
     json_t *limits = json_object_get(lab->doc, "limits");
-    double mem = 0, dmb = 0, tmb = 0;
+    double mem = 0, dmb = 0, tmb = 0, smb = 0;
     int rc;
     if (limits != NULL && !json_is_object(limits)) {
         lab__err(err, errlen, "%s: limits: must be an object", file);
@@ -514,6 +514,17 @@ static int lab__parse_limits(struct lab *lab, const char *file, char *err, size_
         return -EINVAL;
     }
     lab->timing_device_mb = (unsigned long long)tmb;
+    /* What the sanitizers' small case needs (their runs are what is left
+     * of a job whose check failed): not past device_mb either. */
+    if ((rc = lab__get_number(limits, "sanitize_device_mb", dmb, 0, 16777216, &smb, file, err,
+                              errlen)) < 0)
+        return rc;
+    if (smb > dmb && dmb > 0) {
+        lab__err(err, errlen, "%s: limits.sanitize_device_mb (%.0f) is more than device_mb (%.0f)",
+                 file, smb, dmb);
+        return -EINVAL;
+    }
+    lab->sanitize_device_mb = (unsigned long long)smb;
     return lab__parse_derive(lab, limits, file, err, errlen);
 }
 

@@ -49,6 +49,10 @@ struct lab {
      * run, its baselines, the profile), <= device_mb; device_mb when not
      * declared. A job's reservation shrinks to it after the check run. */
     unsigned long long timing_device_mb;
+    /* limits.sanitize_device_mb: what the sanitize case allocates (under
+     * compute-sanitizer), <= device_mb; device_mb when not declared. What
+     * a job whose only GPU work left is its sanitizers keeps reserved. */
+    unsigned long long sanitize_device_mb;
     json_t *doc;        /* the parsed lab.json (owned) */
 };
 

@@ -217,8 +217,10 @@ static json_t *baseline_gpu_samples(const struct run_ctx *rc, const char *name, 
         if (!*device && ci.device)
             *device = json_incref(ci.device);
     } else {
-        fprintf(stderr, "cugrade-runner: baseline %s of %s failed (rc %d, exit %d, signal %d): %s\n",
-                name, rc->lab->name, r, v.exit_code, v.signal, v.err ? v.err : "");
+        fprintf(stderr,
+                "cugrade-runner: baseline %s of %s failed (rc %d, exit %d, signal %d%s%s): %s\n",
+                name, rc->lab->name, r, v.exit_code, v.signal, v.timed_out ? ", timed out" : "",
+                v.oom_killed ? ", out of memory" : "", v.err ? v.err : "");
     }
     channel_info_clear(&ci);
     sandbox_verdict_free(&v);
@@ -574,4 +576,63 @@ void baseline_limits_set(struct run_ctx *rc, int measure)
 {
     limit_compute(rc->lab, baseline_naive_check_seconds(rc, measure), atof(TIME_MAX_MS),
                   &rc->limits);
+}
+
+/* The CPU record of case_name brought up to BASELINE_CPU_SHARE_MIN batch
+ * medians, or one newer when it is older than stale_s (a CPU batch needs
+ * no GPU lock). Returns the batches timed. */
+static int baseline_refresh_cpu(const struct run_ctx *rc, const char *case_name, double stale_s)
+{
+    char path[PATH_MAX];
+    double rec[BASELINE_CPU_RECORD];
+    int timed = 0;
+    baseline_record_path(rc, case_name, path, sizeof path);
+    double age = baseline_record_age(path);
+    size_t have = baseline_record_read(path, rec, BASELINE_CPU_RECORD);
+    while (have < BASELINE_CPU_SHARE_MIN || !(age >= 0 && age <= stale_s)) {
+        double *x = NULL;
+        size_t n = 0;
+        json_t *device = NULL;
+        int r = baseline_batch(rc, "cpu", case_name, &x, &n, &device);
+        json_decref(device);
+        if (r == 0 && n > 0)
+            r = baseline_record_add(path, stats_median(x, n));
+        free(x);
+        if (r != 0)
+            break; /* logged by baseline_batch; the next refresh tries again */
+        timed++, have++, age = 0;
+    }
+    return timed;
+}
+
+int baseline_refresh(const struct run_ctx *rc, double stale_s)
+{
+    const struct lab *lab = rc->lab;
+    int timed = 0;
+    if (!lab->timing_case)
+        return 0;
+    for (size_t i = 0; i < lab->nbaselines; i++) {
+        const char *b = lab->baselines[i];
+        double *x = NULL, age = 0;
+        size_t n = 0;
+        if (strcmp(b, "cpu") == 0) {
+            timed += baseline_refresh_cpu(rc, lab->timing_case, stale_s);
+            continue;
+        }
+        if (baseline_batch_recent(rc, b, lab->timing_case, stale_s, &x, &n, &age) == 0) {
+            free(x);
+            continue;
+        }
+        json_t *device = NULL;
+        int lk = lock_gpu(rc->env, 1);
+        /* Looked up again under the lock: another runner of this GPU may
+         * have just timed it. */
+        int r = baseline_batch_recent(rc, b, lab->timing_case, stale_s, &x, &n, &age);
+        if (r != 0 && baseline_batch(rc, b, lab->timing_case, &x, &n, &device) == 0)
+            timed++;
+        lock_gpu_release(lk);
+        json_decref(device);
+        free(x);
+    }
+    return timed;
 }

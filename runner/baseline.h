@@ -37,7 +37,7 @@ int baseline_batch(const struct run_ctx *rc, const char *name, const char *case_
  * hold: in a deadline burst the cuBLAS or naive batch is then timed about
  * once per window, not once per job (stop 21 on the H100: the baselines
  * were 1.98 s of a 2.95 s hold). */
-#define BASELINE_SHARE_DEFAULT_S 30.0
+#define BASELINE_SHARE_DEFAULT_S 600.0
 #define BASELINE_SHARE_MAX_S 600.0
 /* The window from $CUGRADE_BASELINE_SHARE (seconds; 0 turns sharing off:
  * every job times its own batches), else the default; clamped to
@@ -82,6 +82,15 @@ double baseline_record_age(const char *path);
 /* The record's path for lab rc->lab, case case_name, on this GPU model. */
 void baseline_record_path(const struct run_ctx *rc, const char *case_name, char *out,
                           size_t len);
+/* The GPU's baseline record (docs/runner.md, "Baselines per GPU"): every
+ * baseline of rc->lab's timing case whose kept batch (GPU) or CPU record is
+ * older than stale_s seconds, or missing, is timed now and kept for the
+ * jobs of this GPU; the CPU record is also filled to BASELINE_CPU_SHARE_MIN
+ * batches. Each GPU batch under the exclusive GPU lock (the caller holds
+ * none). At `prepare` and in the background of a serving runner, so that
+ * a job's first timing round finds a fresh record and times no baseline
+ * inside the student's latency. Returns the batches timed. */
+int baseline_refresh(const struct run_ctx *rc, double stale_s);
 /* Fill rc->device_path with this GPU's device record (measured once per GPU
  * model, cached as CACHE/ARCH/LAB/device-GPU.chan); left empty when none
  * can be made. Takes the exclusive GPU lock when it measures. */

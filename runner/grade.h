@@ -95,6 +95,10 @@ int grade_lab_ensure(const struct grade_env *env, const char *lab, char *err, si
  * record and the baselines of the timed case (both cached). Needs a GPU
  * (env->gpu_devices); a no-op without one. Returns 0 or -errno. */
 int grade_lab_warm(const struct grade_env *env, const char *lab);
+/* The GPU's baseline record of lab refreshed where stale (baseline.h's
+ * baseline_refresh, half the sharing window): what a serving runner does in
+ * the background. Nothing without a GPU. Returns 0 or -errno. */
+int grade_lab_refresh(const struct grade_env *env, const char *lab);
 
 /* Run a trusted command outside the sandbox (build script, judge,
  * nvidia-smi) with a wall-clock limit; its process group is killed at the

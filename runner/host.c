@@ -5,6 +5,7 @@
 #include "host.h"
 #include "run.h"
 #include "lab.h"
+#include "labcache.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -386,4 +387,17 @@ void host_build_labs(struct host *h, const struct grade_env *env)
         if (grade_lab_ensure(env, labs[i].name, err, sizeof err) == 0)
             grade_lab_warm(env, labs[i].name);
     lab_free_all(labs, (size_t)n);
+}
+
+void host_refresh_baselines(const struct grade_env *env)
+{
+    char dir[PATH_MAX + 16], err[512];
+    struct lab *labs = NULL;
+    snprintf(dir, sizeof dir, "%s/labs", env->root);
+    int n = lab_load_all(dir, &labs, err, sizeof err);
+    for (int i = 0; i < n; i++)
+        if (labcache_built(env, labs[i].name))
+            grade_lab_refresh(env, labs[i].name);
+    if (n > 0)
+        lab_free_all(labs, (size_t)n);
 }

@@ -59,5 +59,8 @@ void host_gpu_hold_start(const struct host *h);
  * baselines one lab at a time. Failures are logged; a lab that does not
  * build is built again on its first job. */
 void host_build_labs(struct host *h, const struct grade_env *env);
+/* The GPU's baseline record of every built lab refreshed where stale
+ * (grade_lab_refresh): what a serving runner's background child runs. */
+void host_refresh_baselines(const struct grade_env *env);
 
 #endif

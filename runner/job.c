@@ -315,12 +315,16 @@ void job_unreserve(struct job *j)
  * bigger reservation (only slower, never unsafe). */
 static void job_reserve_shrink(struct job *j)
 {
+    job_reserve_to(j, lock_admit_after_check(&j->lab, job_sanitizers_wanted(j)));
+}
+
+void job_reserve_to(struct job *j, unsigned long long mb)
+{
     /* Not a Python job: what its interpreters and CuPy's pool hold for the
      * timing case is not measured (docs/python.md), so it keeps it all. */
     if (!j->admitted || j->python)
         return;
-    int r = admit_resize(j->admit_file, j->admit_token,
-                         lock_admit_after_check(&j->lab, job_sanitizers_wanted(j)));
+    int r = admit_resize(j->admit_file, j->admit_token, mb);
     if (r < 0)
         fprintf(stderr, "cugrade-runner: job %lld: cannot shrink its GPU reservation: %s\n",
                 j->g->id, strerror(-r));
@@ -828,6 +832,11 @@ int job_sanitize(struct job *j)
             sanitizer_cancel(&j->san_tasks[i]);
         j->in.nsanitizers = 0;
     }
+    /* What is left on the GPU is the sanitizers' small case: the next job
+     * is admitted while they finish (a check run that failed or timed
+     * out, or a job with nothing to time; a timed job's already did). */
+    size_t left = j->check_timed_out ? 0 : job_sanitizers_wanted(j);
+    job_reserve_to(j, lock_admit_sanitize_only(&j->lab, left));
     sanitizer_settle(j->san_tasks, j->nsan_tasks);
     lock_gpu_release(j->job_lk);
     j->job_lk = -1;

@@ -21,6 +21,11 @@ void case_work(const struct lab *lab, const char *case_name, const json_t *timin
 
 /* Let go of the job's GPU memory reservation (admit.h), if it holds one. */
 void job_unreserve(struct job *j);
+/* Shrink the job's GPU reservation to mb MiB for the phase it enters (per
+ * phase, docs/runner.md "GPU memory"; never grows; a CUDA job only: what a
+ * Python job's interpreters and CuPy's pool hold is not measured). A
+ * ledger that cannot be rewritten keeps the bigger reservation. */
+void job_reserve_to(struct job *j, unsigned long long mb);
 
 /* A system_error of ours: the sentence into j->err, r (< 0) returned. */
 __attribute__((format(printf, 3, 4))) int job_fail(struct job *j, int r, const char *fmt, ...);

@@ -15,6 +15,7 @@
 #include "profile.h"
 #include "python.h"
 #include "sanitizer.h"
+#include "share.h"
 #include "stats.h"
 
 #include <assert.h>
@@ -171,8 +172,11 @@ static void job_round_cpu_baseline(struct job_round *jr, int k)
  * a job waiting for the exclusive lock holds nothing another job needs. */
 static void job_time_let_go(struct job *j, int k)
 {
-    if (k == 0)
+    if (k == 0) {
         sanitizer_settle(j->san_tasks, j->nsan_tasks);
+        /* their contexts are gone: the timing case and the judge's remain */
+        job_reserve_to(j, lock_admit_after_check(&j->lab, 0));
+    }
     lock_gpu_release(j->job_lk);
     j->job_lk = -1;
 }
@@ -207,6 +211,7 @@ struct time_gate {
     int tlk;                /* the exclusive lock, once taken */
     int opened;             /* 1: 'g' was sent */
     struct sandbox_pause pause; /* the run's wall clock, stopped while we hold it back */
+    struct share_clock *clock;  /* the run's share clock (share.h), or NULL: the wall */
     pthread_t thread;
     int started;
 };
@@ -226,6 +231,8 @@ static void *time_gate_main(void *p)
     job_clock_mark(&j->pc, round_phase(g->k, "time_start"));
     job_time_let_go(j, g->k);
     g->tlk = job_time_hold(j, g->jr, g->k);
+    if (g->clock) /* from here on the run is alone on the GPU */
+        share_clock_alone(g->clock);
     sandbox_pause_end(&g->pause);
     c = 'g';
     do /* the owner may be gone (killed): no SIGPIPE for us */
@@ -243,23 +250,34 @@ static int time_gate_on(void)
     return !run_env_off("CUGRADE_TIME_GATE");
 }
 
-/* Start the gate of a timing run: o gets the program's end as fd 4
- * and the pause clock. Returns 0 or -errno. */
+/* Start the gate of a timing run: o gets the program's end as fd 4, the
+ * pause clock and (best effort: else the wall clock) the cancel fd of the
+ * share clock sc counting tlim seconds, which the gate turns to the wall
+ * clock once it holds the exclusive lock; g->clock says whether sc runs
+ * (then the caller stops it after time_gate_close). Returns 0 or -errno. */
 static int time_gate_open(struct time_gate *g, struct job *j, struct job_round *jr, int k,
-                          struct run_opts *o, int *child_fd)
+                          struct run_opts *o, int *child_fd, struct share_clock *sc, double tlim)
 {
     int sv[2];
+    char users[PATH_MAX];
     memset(g, 0, sizeof *g);
     g->j = j, g->jr = jr, g->k = k, g->tlk = -1, g->fd = -1;
     sandbox_pause_init(&g->pause);
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
         return -errno;
+    lock_active_path(j->env, users, sizeof users);
+    if (share_clock_start_paused(sc, users, tlim, &g->pause, &o->cancel_fd) == 0)
+        g->clock = sc;
     g->fd = sv[0];
     *child_fd = sv[1];
     o->control_fd = sv[1];
     o->pause = &g->pause;
     run_task_start(&g->thread, &g->started, time_gate_main, g);
     if (!g->started) {
+        if (g->clock)
+            share_clock_stop(g->clock);
+        g->clock = NULL;
+        o->cancel_fd = -1;
         run_fd_close(&g->fd);
         run_fd_close(child_fd);
         return -EAGAIN;
@@ -276,6 +294,49 @@ static int time_gate_close(struct time_gate *g)
     run_task_join(&g->thread, &g->started);
     run_fd_close(&g->fd);
     return g->tlk;
+}
+
+/* The gated timing run (time_gate) on its share clock (share.h): its
+ * start-up under the shared lock counts its share of the GPU (beside n
+ * other jobs' check runs it may take n times as long on the wall clock:
+ * an H200 burst charged correct kernels `timeout` for a 17 s start-up),
+ * the wait at the gate nothing (the pause), its samples under the
+ * exclusive lock the wall clock. A run that never counts past tlim is not
+ * a timeout; a hang still is, alone or not. pr is the Python run (NULL for
+ * CUDA). *tlk gets the exclusive lock (or -1), *sampled whether the gate
+ * opened; note (len) a sentence for a timeout's message, or "". Returns
+ * run_sandboxed_opts's value, or -EAGAIN when the gate could not open. */
+static int job_time_gated(struct job *j, struct job_round *jr, int k, const char *const *targv,
+                          int fd, double tlim, struct run_opts *o, struct python_run *pr, int *tlk,
+                          int *sampled, char *note, size_t len)
+{
+    struct time_gate g;
+    struct share_clock sc;
+    int child_fd = -1, r;
+    if (j->job_lk < 0)
+        j->job_lk = lock_gpu_shared_user(j->env); /* a re-timing round */
+    if ((r = time_gate_open(&g, j, jr, k, o, &child_fd, &sc, tlim)) < 0)
+        return -EAGAIN;
+    int shared = g.clock != NULL;
+    /* the timing's own ceiling (limit.h: at most twice run_seconds) */
+    double wall = shared ? share_wall_ceiling(2 * j->rc.limits.ceiling, tlim) : tlim;
+    if (pr)
+        python_run_gate(pr);
+    r = run_sandboxed_opts(&j->rc, targv, fd, wall, o, &j->tv);
+    run_fd_close(&child_fd);
+    *tlk = time_gate_close(&g); /* joined: the clock is no longer the gate's */
+    *sampled = g.opened;
+    if (!g.opened) /* the owner never reached its gate (a compile error, a crash) */
+        job_time_let_go(j, k); /* a no-op when the gate let it go */
+    if (shared && share_clock_stop(&sc) && j->tv.cancelled) {
+        j->tv.cancelled = 0; /* the share clock's cancel is the time limit */
+        j->tv.timed_out = 1;
+    }
+    if (shared && sc.peak_users > 1 && sc.wall > tlim * 1.1)
+        snprintf(note, len, " Other jobs shared the GPU before your timed samples (up to %d at "
+                 "once), so the limit counted your share of it: %.1f s of share in %.1f s of "
+                 "wall time.", sc.peak_users, sc.used, sc.wall);
+    return r;
 }
 
 /* The timing run of round k, with the round's GPU baselines in the same
@@ -310,26 +371,16 @@ static int job_time_run(struct job *j, struct job_round *jr, int k)
     }
     double tlim = j->rc.limits.timing;
     int tlk = -1, r, sampled = 1; /* sampled: the samples ran under the exclusive lock */
+    char share_note[200] = "";
     if (gated) {
-        /* The gate: start-up under the shared lock, samples alone. */
-        struct time_gate g;
-        int child_fd = -1;
         if (j->python)
             tlim = fmin(j->rc.limits.ceiling, tlim + PYTHON_STARTUP_SECONDS);
-        if (j->job_lk < 0)
-            j->job_lk = lock_gpu_shared_user(j->env); /* a re-timing round */
-        if ((r = time_gate_open(&g, j, jr, k, &o, &child_fd)) < 0) {
+        r = job_time_gated(j, jr, k, targv, fd, tlim, &o, j->python ? &pr : NULL, &tlk, &sampled,
+                           share_note, sizeof share_note);
+        if (r == -EAGAIN) {
             close(fd);
             return job_fail(j, r, "cannot open the timing gate: %s", strerror(-r));
         }
-        if (j->python)
-            python_run_gate(&pr);
-        r = run_sandboxed_opts(&j->rc, targv, fd, tlim, &o, &j->tv);
-        run_fd_close(&child_fd);
-        tlk = time_gate_close(&g);
-        sampled = g.opened;
-        if (!g.opened) /* the owner never reached its gate (a compile error, a crash) */
-            job_time_let_go(j, k); /* a no-op when the gate let it go */
     } else {
         job_time_let_go(j, k);
         tlk = job_time_hold(j, jr, k);
@@ -351,8 +402,9 @@ static int job_time_run(struct job *j, struct job_round *jr, int k)
     const char *why_t = run_failure(&j->tv, fail, sizeof fail);
     if (why_t || !j->ti.timing) {
         j->st = j->tv.timed_out ? status_name(STATUS_TIMEOUT) : status_name(STATUS_RUNTIME_ERROR);
-        snprintf(j->status_msg, sizeof j->status_msg, "Timing failed: %s",
-                 why_t ? why_t : "the harness sent no timing record.");
+        snprintf(j->status_msg, sizeof j->status_msg, "Timing failed: %s%s",
+                 why_t ? why_t : "the harness sent no timing record.",
+                 j->tv.timed_out ? share_note : "");
         /* The timing run's prints are the feedback now. */
         sandbox_verdict_free(&j->v);
         j->v = j->tv;

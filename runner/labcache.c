@@ -120,7 +120,17 @@ done:
     return rc;
 }
 
-int grade_lab_warm(const struct grade_env *env, const char *lab_name)
+/* The stale age of the GPU's baseline record: half the sharing window, so
+ * that a record refreshed then is still fresh for a job until the next
+ * refresh (baseline.h). 0 when sharing is off: nothing is kept for jobs. */
+static double lab_record_stale(void)
+{
+    return baseline_share_window() / 2;
+}
+
+/* grade_lab_warm (full: the device record, the limits and the cached
+ * medians too) or grade_lab_refresh (the baseline record only). */
+static int lab_warm(const struct grade_env *env, const char *lab_name, int full)
 {
     struct lab lab;
     struct run_ctx rc;
@@ -145,10 +155,10 @@ int grade_lab_warm(const struct grade_env *env, const char *lab_name)
     }
     rc.workdir = workdir;
     baseline_device_record(&rc);
-    baseline_limits_set(&rc, 1);
+    baseline_limits_set(&rc, full);
     json_t *device = NULL;
     struct score_timing t;
-    for (size_t i = 0; i < lab.nbaselines; i++) {
+    for (size_t i = 0; full && i < lab.nbaselines; i++) {
         double *slot = score_median_slot(&t, lab.baselines[i]);
         if (slot) {
             *slot = baseline_time(&rc, lab.baselines[i], lab.timing_case, &device);
@@ -157,6 +167,12 @@ int grade_lab_warm(const struct grade_env *env, const char *lab_name)
         }
     }
     json_decref(device);
+    if (lab_record_stale() > 0) {
+        int n = baseline_refresh(&rc, lab_record_stale());
+        if (n > 0)
+            fprintf(stderr, "cugrade-runner: %s: %d baseline batch%s timed for this GPU's record\n",
+                    lab.name, n, n == 1 ? "" : "es");
+    }
     r = 0;
 out:
     if (rc.jobdir[0])
@@ -164,6 +180,16 @@ out:
     free(workdir);
     lab_free(&lab);
     return r;
+}
+
+int grade_lab_warm(const struct grade_env *env, const char *lab_name)
+{
+    return lab_warm(env, lab_name, 1);
+}
+
+int grade_lab_refresh(const struct grade_env *env, const char *lab_name)
+{
+    return lab_warm(env, lab_name, 0);
 }
 
 int labcache_built(const struct grade_env *env, const char *lab)

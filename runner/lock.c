@@ -166,6 +166,17 @@ unsigned long long lock_admit_need(const struct lab *lab, size_t nsanitizers)
     return lab->device_mb + ADMIT_STUDENT_MB + ADMIT_CONTEXT_MB * (2 + nsanitizers);
 }
 
+unsigned long long lock_admit_sanitize_only(const struct lab *lab, size_t nsanitizers)
+{
+    unsigned long long s =
+        lab->sanitize_device_mb < lab->device_mb ? lab->sanitize_device_mb : lab->device_mb;
+    unsigned long long mb = ADMIT_CONTEXT_MB; /* the judge's */
+    if (nsanitizers)
+        mb += s + ADMIT_STUDENT_MB + ADMIT_CONTEXT_MB * nsanitizers;
+    unsigned long long after = lock_admit_after_check(lab, nsanitizers);
+    return mb < after ? mb : after;
+}
+
 unsigned long long lock_admit_after_check(const struct lab *lab, size_t nsanitizers)
 {
     /* lab.c: timing_device_mb is device_mb when not declared, and never

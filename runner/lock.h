@@ -58,5 +58,11 @@ unsigned long long lock_admit_need(const struct lab *lab, size_t nsanitizers);
  * time and the profile, the student's allowance, and the same contexts
  * (the sanitizers may still run). Never more than lock_admit_need. */
 unsigned long long lock_admit_after_check(const struct lab *lab, size_t nsanitizers);
+/* What a job keeps while its only GPU work left is its sanitizers, on the
+ * small sanitize case (a check run that failed, nothing to time): that
+ * case (limits.sanitize_device_mb), the student's allowance and a context
+ * per sanitizer and the judge's; with no sanitizer, the judge's context
+ * alone. Never more than lock_admit_after_check. */
+unsigned long long lock_admit_sanitize_only(const struct lab *lab, size_t nsanitizers);
 
 #endif

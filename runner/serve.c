@@ -5,7 +5,9 @@
  * survives, posts system_error for that job and claims the next one.
  */
 #include "serve.h"
+#include "baseline.h"
 #include "health.h"
+#include "host.h"
 #include "run.h"
 #include "status.h"
 #include "profile.h"
@@ -287,6 +289,35 @@ static size_t kids_in(const struct kid *kids, size_t nk, enum kid_state s)
     return n;
 }
 
+/* The GPU's baseline record refreshed in the background (baseline.h,
+ * docs/runner.md "Baselines per GPU"): every CUGRADE_BASELINE_REFRESH
+ * seconds (default 30; 0 off) a child of its own refreshes what is stale
+ * (half the sharing window old), one at a time, busy or idle, so that a
+ * job's first timing round finds a fresh record and times no baseline in
+ * the student's latency. Its GPU batches take the exclusive lock like any
+ * timing run. */
+static pid_t refresh_pid;
+static double refresh_last;
+
+static void refresh_tick(const struct host *h, const struct grade_env *env)
+{
+    double every = run_env_seconds("CUGRADE_BASELINE_REFRESH", 30, 0, 86400), now = run_now();
+    if (refresh_pid > 0 || !h->have_gpu || !(every > 0) || !(baseline_share_window() > 0) ||
+        now - refresh_last < every)
+        return;
+    refresh_last = now;
+    pid_t pid = fork();
+    if (pid == 0) {
+        /* nothing of the runner's: its server connection, and the lane and
+         * grant pipes, whose end a job waits on when the runner dies */
+        close_range(3, ~0U, 0);
+        host_refresh_baselines(env);
+        _exit(0);
+    }
+    if (pid > 0)
+        refresh_pid = pid;
+}
+
 /* Reap ended children (and the GPU probe) and read lane bytes, waiting at
  * most ms for one. */
 static void kids_poll(struct client *cl, const struct host *h, struct health *hl,
@@ -326,6 +357,10 @@ static void kids_poll(struct client *cl, const struct host *h, struct health *hl
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
         if (health_reaped(hl, pid, status, run_now()))
             continue;
+        if (pid == refresh_pid) {
+            refresh_pid = 0;
+            continue;
+        }
         for (size_t i = 0; i < *nk; i++)
             if (kids[i].pid == pid) {
                 if (kid_ended(cl, h, &kids[i], status))
@@ -462,9 +497,12 @@ static void serve_loop(struct client *cl, struct host *h, const struct grade_env
     if (!kids)
         return;
     health_init(&hl, h->have_gpu && !once, env, run_now());
+    refresh_last = run_now(); /* the record was just made at start (host_build_labs) */
     for (;;) {
         kids_poll(cl, h, &hl, kids, &nk, 0);
         kids_grant(kids, nk, jobs);
+        if (!once && !stopping && health_ok(&hl)) /* not while the GPU does not answer */
+            refresh_tick(h, env);
         size_t in_front = kids_in(kids, nk, KID_FRONT);
         if (stopping || (once && claimed)) {
             if (nk == 0)

@@ -6,6 +6,7 @@
 #include "admit.h"
 #include "lock.h"
 #include "run.h"
+#include "sandbox.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -31,10 +32,16 @@ static double mono(void)
     return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* Seconds the run's caller has stopped its clock for so far. */
+static double paused(const struct share_clock *c)
+{
+    return c->pause ? sandbox_pause_seconds(c->pause) : 0;
+}
+
 static void *share_main(void *p)
 {
     struct share_clock *c = p;
-    double last = mono();
+    double last = mono(), last_paused = paused(c);
     pthread_mutex_lock(&c->mu);
     while (!c->stop) {
         struct timespec until;
@@ -48,15 +55,19 @@ static void *share_main(void *p)
         if (c->stop)
             break;
         pthread_mutex_unlock(&c->mu);
-        /* A ledger we cannot read counts as alone: the wall clock. */
-        int n = admit_count(c->ledger);
-        double now = mono();
+        /* A ledger we cannot read counts as alone: the wall clock. Alone
+         * (the exclusive lock) the ledger is not read: what it says then
+         * is other jobs waiting, not sharing. */
+        int n = atomic_load(&c->alone) ? 1 : admit_count(c->ledger);
+        double now = mono(), now_paused = paused(c);
+        double dt = fmax(0, (now - last) - (now_paused - last_paused));
         pthread_mutex_lock(&c->mu);
         if (n > c->peak_users)
             c->peak_users = n;
-        c->used += share_of(now - last, n);
+        c->used += share_of(dt, n);
         c->wall += now - last;
         last = now;
+        last_paused = now_paused;
         if (c->used >= c->limit) {
             c->fired = 1;
             ssize_t w = write(c->fds[1], "t", 1);
@@ -70,12 +81,20 @@ static void *share_main(void *p)
 
 int share_clock_start(struct share_clock *c, const char *ledger, double limit, int *cancel_fd)
 {
+    return share_clock_start_paused(c, ledger, limit, NULL, cancel_fd);
+}
+
+int share_clock_start_paused(struct share_clock *c, const char *ledger, double limit,
+                             const struct sandbox_pause *pause, int *cancel_fd)
+{
     assert(c && ledger && cancel_fd && limit > 0);
     memset(c, 0, sizeof *c);
     if (strlen(ledger) >= sizeof c->ledger)
         return -ENAMETOOLONG;
     snprintf(c->ledger, sizeof c->ledger, "%s", ledger);
     c->limit = limit;
+    c->pause = pause;
+    atomic_init(&c->alone, 0);
     if (pipe2(c->fds, O_CLOEXEC) < 0)
         return -errno;
     pthread_mutex_init(&c->mu, NULL);
@@ -90,6 +109,17 @@ int share_clock_start(struct share_clock *c, const char *ledger, double limit, i
     }
     *cancel_fd = c->fds[0];
     return 0;
+}
+
+void share_clock_alone(struct share_clock *c)
+{
+    atomic_store(&c->alone, 1);
+}
+
+double share_wall_ceiling(double ceiling, double limit)
+{
+    assert(limit > 0);
+    return fmin(fmax(ceiling, limit), limit * SHARE_MAX_STRETCH);
 }
 
 int share_clock_stop(struct share_clock *c)
@@ -113,7 +143,7 @@ int share_run(const struct run_ctx *rc, const char *const *argv, int channel_fd,
     assert(limit > 0);
     lock_active_path(rc->env, users, sizeof users);
     *shared = share_clock_start(sc, users, limit, &o->cancel_fd) == 0;
-    double wall = *shared ? fmin(fmax(rc->limits.ceiling, limit), limit * SHARE_MAX_STRETCH) : limit;
+    double wall = *shared ? share_wall_ceiling(rc->limits.ceiling, limit) : limit;
     assert(wall >= limit);
     int r = run_sandboxed_opts(rc, argv, channel_fd, wall, o, v);
     if (*shared && share_clock_stop(sc) && v->cancelled) {

@@ -18,6 +18,9 @@
 #define CUGRADE_SHARE_H
 
 #include <pthread.h>
+#include <stdatomic.h>
+
+struct sandbox_pause;
 
 /* A run shared with others may take this many times its limit on the wall
  * clock (and never more than the lab's run_seconds). */
@@ -29,6 +32,8 @@ struct share_clock {
     double used;         /* seconds of share counted so far */
     double wall;         /* seconds of wall time watched */
     int peak_users;      /* the most users seen at once */
+    const struct sandbox_pause *pause; /* NULL, or time during which nothing is counted */
+    atomic_int alone;    /* 1: the run holds the GPU exclusively, its share is the wall */
     int fired;           /* 1 when the limit was reached */
     int fds[2];          /* a byte on fds[1] cancels the run (sandbox cancel_fd) */
     int stop;
@@ -46,6 +51,22 @@ double share_of(double dt, int users);
  * there ends the run) in *cancel_fd, or -errno (then run on the wall clock).
  * The caller calls share_clock_stop exactly once after a 0. */
 int share_clock_start(struct share_clock *c, const char *ledger, double limit, int *cancel_fd);
+
+/* share_clock_start for a run whose wall clock its caller stops at times
+ * (pause, the run's sandbox_config.pause, may be NULL): the clock counts
+ * nothing while it is stopped either. A timing run's gate: its start-up
+ * counts its share under the shared lock, the wait for the exclusive lock
+ * not at all, its samples (share_clock_alone) the wall clock. */
+int share_clock_start_paused(struct share_clock *c, const char *ledger, double limit,
+                             const struct sandbox_pause *pause, int *cancel_fd);
+
+/* From now on the run holds the GPU alone (the exclusive lock): its share
+ * is the wall time, whatever the users ledger holds. Any thread. */
+void share_clock_alone(struct share_clock *c);
+
+/* The wall ceiling of a run whose share limit is limit seconds:
+ * min(max(ceiling, limit), SHARE_MAX_STRETCH x limit). Pure. */
+double share_wall_ceiling(double ceiling, double limit);
 
 /* Stop counting and close the fds. Returns 1 when the limit was reached
  * (the run was cancelled by the clock: a timeout), else 0. */

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Deadline night on one GPU host (a benchmark: prints a table, asserts
-nothing). Starts the real server and CUGRADE_BENCH_RUNNERS runners on GPU 0
-(default 1: one runner per GPU, as make run starts it), waits for `prepare` (labs built, baselines and limits
-measured), then sends a burst of BURST submissions (default 200), one
+nothing). Starts the service as make run does (tests/bench/service.py: the
+real server, `prepare` on every GPU -- labs built, baselines and limits
+measured -- then CUGRADE_BENCH_RUNNERS runners on each GPU, default 1;
+CUGRADE_GPUS=N uses the first N GPUs), then sends a burst of BURST submissions (default 200), one
 student each, mixing tests/gpu/solutions/*/*.cu round-robin with HOSTILE
 percent (default 10) of hostile ones (tests/gpu/solutions/reduction:
 host_loop, gpu_loop, flood, gpu_membomb, host_membomb, fork_bomb). Prints:
@@ -10,7 +11,7 @@ throughput per minute, p50/p95 submit-to-final of the correct submissions,
 p99 of compile errors and rejections, GPU busy share (nvidia-smi sampled
 every 0.5 s while work was queued), and false runtime_errors (a file whose
 `// expect:` header says graded that ended runtime_error, timeout or
-system_error). Run it twice, HOSTILE=10 and HOSTILE=0, to compare.
+system_error), and the throughput of each GPU's runners. Run it twice, HOSTILE=10 and HOSTILE=0, to compare.
 
     sh tests/bench/deadline_bench.sh          # on the GPU host, after make dist
 """
@@ -19,10 +20,13 @@ import json, os, re, statistics, subprocess, sys, tempfile, threading, time, url
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
 sys.path.insert(0, os.path.join(ROOT, "tests/gpu"))
 import e2e  # noqa: E402  (server/runner start-up helpers, expectations)
+sys.path.insert(0, os.path.join(ROOT, "tests/bench"))
+import service  # noqa: E402  (the service as make run starts it)
 
 BURST = int(os.environ.get("BURST", "200"))
 HOSTILE = float(os.environ.get("HOSTILE", "10"))
-NRUN = int(os.environ.get("CUGRADE_BENCH_RUNNERS", "1"))
+NRUN = int(os.environ.get("CUGRADE_BENCH_RUNNERS", "1"))  # per GPU
+NGPUS = e2e.gpu_count()
 HOSTILE_FILES = ["host_loop.cu", "gpu_loop.cu", "flood.cu", "gpu_membomb.cu", "host_membomb.cu",
                  "fork_bomb.cu"]
 OUT = os.environ.get("OUT") or None
@@ -39,9 +43,10 @@ def pct(xs, p):
 def sample_gpu(stop, samples):
     while not stop.is_set():
         try:
-            out = subprocess.run(["nvidia-smi", "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits",
-                                  "-i", "0"], capture_output=True, text=True, timeout=5).stdout
-            samples.append((time.time(), float(out.strip().splitlines()[0])))
+            out = subprocess.run(["nvidia-smi", "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits"],
+                                 capture_output=True, text=True, timeout=5).stdout
+            u = [float(x) for x in out.strip().splitlines()[:NGPUS]]
+            samples.append((time.time(), sum(u) / len(u)))  # the mean over the GPUs used
         except Exception:
             pass
         stop.wait(0.5)
@@ -80,49 +85,14 @@ def main():
 
     tmp = tempfile.mkdtemp(prefix="cugrade-deadline-")
     os.chmod(tmp, 0o755)
-    env = e2e.bin_env()
-    procs = []
     logs = OUT or tmp
+    # The service as make run starts it: prepare on every GPU, then NRUN
+    # runners on each (tests/bench/service.py).
+    svc = service.Service(tmp, logs, per_gpu=NRUN)
     try:
-        db = os.path.join(tmp, "cugrade.db")
-        p = subprocess.run([e2e.SERVER, "init", "--db", db], env=env, capture_output=True, text=True)
-        admin = re.search(r"(cga_[0-9a-f]{64})", p.stdout + p.stderr).group(1)
-        toks = []
-        for i in range(NRUN):
-            p = subprocess.run([e2e.SERVER, "user", "add", "--db", db, f"runner{i}", "runner"], env=env,
-                               capture_output=True, text=True)
-            tf = os.path.join(tmp, f"runner{i}.token")
-            with open(tf, "w") as f:
-                f.write(re.search(r"(cgr_[0-9a-f]{64})", p.stdout + p.stderr).group(1) + "\n")
-            os.chmod(tf, 0o600)
-            toks.append(tf)
-        port = e2e.free_port()
-        base = f"http://127.0.0.1:{port}"
-        slog = open(os.path.join(logs, "bench-server.log"), "w")
-        procs.append(subprocess.Popen([e2e.SERVER, "serve", "--db", db, "--listen", f"127.0.0.1:{port}",
-                                       "--labs", os.path.join(ROOT, "labs"), "--rubrics",
-                                       os.path.join(ROOT, "rubrics")], env=env, stdout=slog, stderr=slog, cwd=ROOT))
-        for _ in range(100):
-            try:
-                urllib.request.urlopen(base + "/healthz", timeout=1)
-                break
-            except Exception:
-                time.sleep(0.1)
-        cache = os.environ.get("CUGRADE_CACHE") or os.path.join(tmp, "cache")
-        common = ["--gpu", "0", "--cache", cache, "--root", ROOT]
-        t_prep = time.time()
-        with open(os.path.join(logs, "bench-prepare.log"), "w") as plog:
-            subprocess.run([e2e.RUNNER, "prepare"] + common + ["--work", os.path.join(tmp, "work-prep")],
-                           env=env, stdout=plog, stderr=plog, cwd=ROOT)
-        e2e.log(f"prepare: {time.time() - t_prep:.0f} s")
-        for i in range(NRUN):
-            rl = open(os.path.join(logs, f"bench-runner{i}.log"), "w")
-            procs.append(subprocess.Popen([e2e.RUNNER, "--server", base, "--token-file", toks[i], "--work",
-                                           os.path.join(tmp, f"work-{i}"), "--name", f"gpu0-r{i}"] + common,
-                                          env=env, stdout=rl, stderr=rl, cwd=ROOT))
-        st, users = e2e.api(base, "POST", "/api/admin/users", admin,
-                            {"users": [{"name": f"s{i}", "role": "student"} for i in range(BURST)]})
-        stoks = [u["token"] for u in users["users"]]
+        svc.start()
+        base, admin = svc.base, svc.admin
+        stoks = svc.students(BURST)
         time.sleep(3)  # runners up and idle
 
         stop, samples = threading.Event(), []
@@ -133,18 +103,14 @@ def main():
         subs = []
         t_first = time.time()
         for i, (lab, path) in enumerate(order):
-            with open(path, "rb") as f:
-                src = f.read()
-            name = os.path.basename(path)
-            t = time.time()
-            st, r = e2e.api(base, "POST", f"/api/labs/{lab}/submissions?filename={name}", stoks[i], src,
-                            "application/octet-stream")
-            subs.append({"lab": lab, "file": name, "path": path, "id": r.get("id") if st == 202 else None,
+            sid, t = svc.submit(stoks[i], lab, path)
+            subs.append({"lab": lab, "file": os.path.basename(path), "path": path, "id": sid,
                          "t": t, "exp": e2e.parse_expect(path)})
         e2e.log(f"submitted {len(subs)} in {time.time() - t_first:.1f} s")
         done = {}
         deadline = time.time() + float(os.environ.get("BENCH_TIMEOUT", "520"))
         while time.time() < deadline and len(done) < len([s for s in subs if s["id"]]):
+            svc.note_leases()
             for s in subs:
                 if s["id"] is None or s["id"] in done:
                     continue
@@ -215,12 +181,19 @@ def main():
             ag = {"1": "on", "0": "off"}.get(open("/proc/sys/kernel/sched_autogroup_enabled").read().strip(), "?")
         except OSError:
             ag = "absent"
+        # Per GPU: the jobs its runners finished (the lease last seen in the
+        # database; "?" when a job ended between two looks) per minute.
+        per_gpu = __import__("collections").Counter(svc.gpu_of(s["id"]) for s in subs if s["id"] in done)
         rows = [
-            ("runners on GPU 0", f"{NRUN}"),
+            ("GPUs, runners per GPU", f"{svc.ngpus}, {NRUN}"),
+            ("prepare (every GPU at once), s", f"{svc.prepare_s:.0f}"),
             ("host: cores, autogroup", f"{os.cpu_count()}, {ag}"),
             ("submissions (hostile)", f"{BURST} ({nh})"),
             ("finished / unfinished", f"{len(done)} / {unfinished}"),
             ("throughput, jobs/min", f"{len(done) / max(t_last - t_first, 1e-9) * 60:.1f}"),
+            ("throughput per GPU, jobs/min", ", ".join(
+                f"GPU {'?' if g is None else g}: {n / max(t_last - t_first, 1e-9) * 60:.1f}"
+                for g, n in sorted(per_gpu.items(), key=lambda kv: (kv[0] is None, kv[0] or 0)))),
             ("correct: p50 / p95 submit-to-graded, s", f"{pct(lat_ok, 50):.1f} / {pct(lat_ok, 95):.1f} (n={len(lat_ok)})"),
             ("compile errors + rejections: p50 / p99, s", f"{pct(lat_ce, 50):.1f} / {pct(lat_ce, 99):.1f} (n={len(lat_ce)})"),
             ("compile errors alone: p50 / p99, s", f"{pct(lat_cerr, 50):.1f} / {pct(lat_cerr, 99):.1f} (n={len(lat_cerr)})"),
@@ -253,13 +226,7 @@ def main():
                 json.dump({"rows": rows, "subs": [dict(s, done=done.get(s["id"])) for s in subs]}, f, indent=1, default=str)
         return 0
     finally:
-        for p in reversed(procs):
-            p.terminate()
-        for p in reversed(procs):
-            try:
-                p.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        svc.stop()
 
 
 if __name__ == "__main__":

@@ -5,8 +5,10 @@ their harnesses allocate: every case's buffers (labs/<lab>/harness.cu's
 hc_alloc calls, computed here from the case's params) plus the guard words
 fit in device_mb, and the timing case's plus the L2 flush buffer
 (harness_common.cu: twice the L2, 120 MiB on an H200) fit in
-timing_device_mb, which the runner keeps after the check run. An
-undeclared timing_device_mb means device_mb. Prints TAP lines."""
+timing_device_mb, which the runner keeps after the check run, and the
+sanitize case's in sanitize_device_mb, which a job keeps while only its
+sanitizers run. An undeclared timing_device_mb or sanitize_device_mb
+means device_mb. Prints TAP lines."""
 import json, os, sys
 
 ROOT = os.environ.get("CUGRADE_ROOT") or os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
@@ -56,6 +58,13 @@ for lab, bufs in BUFFERS.items():
        f"{lab}: timing_device_mb {tdev // MiB} covers the timing case {tc} "
        f"({sizes.get(tc, 0) / MiB:.0f} MiB) and the L2 flush buffer, within device_mb",
        f"timing case {sizes.get(tc, 0) / MiB:.0f} + {FLUSH // MiB} vs {tdev // MiB} (device_mb {dev // MiB})")
+
+    sc = d.get("sanitize_case")
+    sdev = lim.get("sanitize_device_mb", lim.get("device_mb", 0)) * MiB
+    ok(sc in sizes and sizes[sc] <= sdev <= dev,
+       f"{lab}: sanitize_device_mb {sdev // MiB} covers the sanitize case {sc} "
+       f"({sizes.get(sc, 0) / MiB:.1f} MiB), within device_mb",
+       f"sanitize case {sizes.get(sc, 0) / MiB:.1f} vs {sdev // MiB} (device_mb {dev // MiB})")
 
 print(f"1..{n}")
 sys.exit(1 if failed else 0)

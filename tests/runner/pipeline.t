@@ -121,7 +121,7 @@ try:
     nv = t0d.get("naive", {})
     cv = t0d.get("cpu", {})
     ok(t1.get("naive", {}).get("shared_age_s", 0) is None and nv.get("interleaved") is False and
-       0 <= (nv.get("shared_age_s") if nv.get("shared_age_s") is not None else -1) <= 30 and
+       0 <= (nv.get("shared_age_s") if nv.get("shared_age_s") is not None else -1) <= 600 and
        nv.get("samples", 0) > 0 and
        os.path.exists(os.path.join(tmp, "cache", "gpu-0.batch-fakelab-big-naive.json")),
        "the next job takes the naive batch the first one timed (%s s old), not timing its own"
@@ -143,7 +143,7 @@ try:
     with open(rec) as f:
         nrec = len(f.read().split())
     ok(dr["status"] == "graded" and cr.get("interleaved") is False and cr.get("shared_age_s") is not None and
-       0 <= cr["shared_age_s"] <= 30 and cr.get("samples") == 10 and nrec == 10,
+       0 <= cr["shared_age_s"] <= 600 and cr.get("samples") == 10 and nrec == 10,
        "with 10 batches in the record (appended to %s s ago) the next job takes it as it is, adding none"
        % cr.get("shared_age_s"), json.dumps({"cpu": cr, "record_lines": nrec}))
     os.environ["CUGRADE_BASELINE_SHARE"] = "0"
@@ -225,10 +225,15 @@ try:
         stop.set()
         th.join()
         del os.environ["CUGRADE_GPU_MEMORY_MB"]
-    full, after = 100 + 2048 + 600 * 2, 40 + 2048 + 600 * 2
-    ok(d["status"] == "graded" and seen == [full, after] and open(ledger).read() == "",
-       "the reservation is %d MiB up to the end of the check run, then %d (timing_device_mb), then let go"
-       % (full, after), json.dumps({"seen": seen, "status": d.get("status"), "log": log[-800:]}))
+    # Per phase (issue 25): with no sanitizer, what is left after the
+    # timing is the judge's context alone, for an instant (the watcher may
+    # not see it) before the reservation is let go.
+    full, after, judge = 100 + 2048 + 600 * 2, 40 + 2048 + 600 * 2, 600
+    ok(d["status"] == "graded" and seen in ([full, after], [full, after, judge]) and
+       open(ledger).read() == "",
+       "the reservation is %d MiB up to the end of the check run, then %d (timing_device_mb), then %d "
+       "(the judge's context: no sanitizer left), then let go"
+       % (full, after, judge), json.dumps({"seen": seen, "status": d.get("status"), "log": log[-800:]}))
 
     d, log = grade("wrong.cu")
     cg = d.get("result", {}).get("cugrade", {})

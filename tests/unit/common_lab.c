@@ -165,9 +165,26 @@ int main(void)
         struct lab l3;
         char d3[512];
         snprintf(d3, sizeof(d3), "%s/tdm3/matmul", root);
-        check(rc == 0 && lab_load(d3, &l3, err, sizeof(err)) == 0 && l3.timing_device_mb == 900,
-              "timing_device_mb defaults to device_mb");
+        check(rc == 0 && lab_load(d3, &l3, err, sizeof(err)) == 0 && l3.timing_device_mb == 900 &&
+                  l3.sanitize_device_mb == 900,
+              "timing_device_mb and sanitize_device_mb default to device_mb");
         lab_free(&l3);
+    }
+    rc = load_variant("sdm1", "\"memory_mb\":16384}",
+                      "\"memory_mb\":16384,\"device_mb\":900,\"sanitize_device_mb\":901}", err,
+                      sizeof(err));
+    check(err_has(rc, err, "sanitize_device_mb (901) is more than device_mb (900)"),
+          "limits.sanitize_device_mb past device_mb is refused");
+    rc = load_variant("sdm2", "\"memory_mb\":16384}",
+                      "\"memory_mb\":16384,\"device_mb\":900,\"sanitize_device_mb\":64}", err,
+                      sizeof(err));
+    {
+        struct lab l4;
+        char d4[512];
+        snprintf(d4, sizeof(d4), "%s/sdm2/matmul", root);
+        check(rc == 0 && lab_load(d4, &l4, err, sizeof(err)) == 0 && l4.sanitize_device_mb == 64,
+              "sanitize_device_mb is read");
+        lab_free(&l4);
     }
     rc = load_variant("a1", "\"title\"", "\"title\"", err, sizeof(err));
     check(rc == 0, "an unchanged copy in another folder loads");

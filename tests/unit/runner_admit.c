@@ -2,7 +2,9 @@
  * runner_admit.c - unit tests for runner/admit.c, GPU memory admission:
  * the fit rule, the ledger shared by processes (a second job waits while a
  * live one holds the memory, is admitted once it lets go, and a dead
- * process's entry does not wedge the GPU), and the device record's memory.
+ * process's entry does not wedge the GPU), the device record's memory, and
+ * the reservation of each phase of a job (lock.h): the check run's biggest
+ * case, the timing case after it, the sanitizers' small case alone.
  * Prints TAP lines.
  */
 #include <errno.h>
@@ -14,6 +16,7 @@
 #include <unistd.h>
 
 #include "runner/admit.h"
+#include "runner/lock.h"
 
 #include "tests/unit/tap.h"
 
@@ -106,5 +109,23 @@ int main(void)
     check(admit_device_mb(rec) == 81105, "the device record's memory in MiB");
     unlink(rec);
     check(admit_device_mb(rec) == 0, "no record: 0 (admission off)");
+
+    /* Per phase (docs/runner.md, "GPU memory admission"): the reduction
+     * lab's declarations, two sanitizers. */
+    struct lab red;
+    memset(&red, 0, sizeof red);
+    red.device_mb = 9800, red.timing_device_mb = 1280, red.sanitize_device_mb = 256;
+    unsigned long long ctx = ADMIT_CONTEXT_MB, al = ADMIT_STUDENT_MB;
+    check(lock_admit_need(&red, 2) == 9800 + al + 4 * ctx,
+          "the check run: the biggest case, the allowance, check + judge + 2 sanitizers");
+    check(lock_admit_after_check(&red, 2) == 1280 + al + 4 * ctx &&
+              lock_admit_after_check(&red, 0) == 1280 + al + 2 * ctx,
+          "timed: the timing case, with the sanitizers' contexts until they end");
+    check(lock_admit_sanitize_only(&red, 2) == 256 + al + 3 * ctx,
+          "only the sanitizers left: their small case, the judge's and their contexts");
+    check(lock_admit_sanitize_only(&red, 0) == ctx, "nothing left but the judge: its context");
+    red.sanitize_device_mb = 9800; /* undeclared: device_mb; never above after_check */
+    check(lock_admit_sanitize_only(&red, 2) == lock_admit_after_check(&red, 2),
+          "an undeclared sanitize case keeps no more than after the check");
     return failures ? 1 : 0;
 }

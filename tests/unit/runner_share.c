@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "runner/admit.h"
+#include "runner/sandbox.h"
 #include "runner/share.h"
 
 #include "tests/unit/tap.h"
@@ -64,11 +65,35 @@ int main(void)
     fired = share_clock_stop(&c);
     check(!got && !fired, "stopped after 0.3 s: no cancel byte, not fired");
 
+    /* A timing run's clock (job_time.c): alone on the GPU (the exclusive
+     * lock) the four lines are other jobs waiting, not sharing: the wall. */
+    check(share_clock_start(&c, ledger, 0.3, &fd) == 0, "a clock beside four lines, then alone");
+    share_clock_alone(&c);
+    got = cancelled(fd, 5000);
+    fired = share_clock_stop(&c);
+    check(got && fired && c.wall < 0.3 * 3, "alone, it fires after about its limit, ledger or not");
+
+    /* Paused (the wait at a timing run's gate), it counts nothing. */
+    struct sandbox_pause pz;
+    sandbox_pause_init(&pz);
+    sandbox_pause_begin(&pz);
+    check(share_clock_start_paused(&c, ledger, 0.3, &pz, &fd) == 0, "a paused clock");
+    share_clock_alone(&c);
+    got = cancelled(fd, 700);
+    sandbox_pause_end(&pz);
+    int late = cancelled(fd, 5000);
+    fired = share_clock_stop(&c);
+    check(!got && late && fired && c.wall >= 0.7 + 0.3,
+          "paused for 0.7 s it does not fire; resumed, it fires after its limit");
+    check(share_wall_ceiling(4, 8) == 8 && share_wall_ceiling(60, 8) == 60 &&
+          share_wall_ceiling(300, 8) == 8 * SHARE_MAX_STRETCH,
+          "the wall ceiling: the ceiling, at least the limit, at most 16 limits");
+
     for (int i = 0; i < 4; i++)
         admit_release(ledger, tok[i]);
     check(admit_count(ledger) == 0, "the users left the ledger");
     unlink(ledger);
     rmdir(dir);
-    printf("1..%d\n", 11);
+    printf("1..%d\n", 16);
     return failures ? 1 : 0;
 }

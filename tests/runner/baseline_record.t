@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""CI (no GPU): baselines per GPU, not per job (docs/runner.md, "Baselines
+per GPU"). With a fake GPU (a fake nvidia-smi: the runner then measures and
+times as on a GPU host, the fake lab's "GPU" programs running on the CPU):
+- `prepare` leaves the GPU's baseline record: a kept batch of the naive
+  reference (CACHE/gpu-0.batch-fakelab-big-naive.json) and a CPU record of
+  at least 9 batch medians;
+- a job graded after it takes both as they are (their age in the result's
+  timings, `shared_age_s`) and times no baseline of its own;
+- a serving runner refreshes a stale record in the background
+  (CUGRADE_BASELINE_REFRESH=1, no job in the queue).
+Prints TAP."""
+import glob, json, os, signal, subprocess, sys, tempfile, time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakelab"))
+from suite import RUNNER, failures, ok, require_nvcc_root  # noqa: E402  (paths, TAP)
+import tree  # noqa: E402  (the fake lab laid out as a course tree)
+import fakeserver  # noqa: E402  (the server's runner protocol, scripted)
+
+require_nvcc_root()
+
+tmp = tempfile.mkdtemp(prefix="cugrade-brec-")
+os.chmod(tmp, 0o755)
+root = tree.lay_out(os.path.join(tmp, "root"))
+labp = os.path.join(root, "labs/fakelab/lab.json")
+lab = json.load(open(labp))
+lab["limits"]["run_seconds"] = 30  # a loaded CI host: the naive batch takes up to ~25 s (3 x run_seconds)
+json.dump(lab, open(labp, "w"))
+cache = os.path.join(tmp, "cache")
+smi = os.path.join(tmp, "bin")
+os.makedirs(smi)
+with open(os.path.join(smi, "nvidia-smi"), "w") as f:
+    f.write('#!/bin/sh\ncase "$1" in --query-gpu=index,name,compute_cap,pci.bus_id) '
+            'echo "0, NVIDIA H200, 9.0, 00000000:19:00.0"; exit 0;; esac\nexit 2\n')
+os.chmod(os.path.join(smi, "nvidia-smi"), 0o755)
+ENV = dict(os.environ, PATH=smi + ":" + os.environ.get("PATH", "/usr/bin:/bin"), CUGRADE_GPU_HOLD="0",
+           CUGRADE_COMPILE_NICE="0")
+COMMON = ["--root", root, "--cache", cache, "--work", os.path.join(tmp, "work"), "--arch", "sm_90"]
+NAIVE = os.path.join(cache, "gpu-0.batch-fakelab-big-naive.json")
+GOOD = 'extern "C" void fill(float* o, int n) { for (int i = 0; i < n; i++) o[i] = 2.0f * i; }\n'
+
+
+def cpu_record():
+    recs = glob.glob(os.path.join(cache, "sm_90/fakelab/baselines/*__big__cpu.batches"))
+    return open(recs[0]).read().split() if len(recs) == 1 else []
+
+
+def grade():
+    path = os.path.join(tmp, "good.cu")
+    with open(path, "w") as f:
+        f.write(GOOD)
+    for _ in range(3):  # an overloaded CI host's starved compile is retried, as the server does
+        p = subprocess.run([RUNNER, "grade", "--lab", "fakelab", "--file", path,
+                            "--seed", "0123456789abcdef0123456789abcdef"] + COMMON,
+                           capture_output=True, text=True, timeout=300, env=ENV)
+        try:
+            d = json.loads(p.stdout)
+        except ValueError:
+            d = {"status": "unparsable"}
+        if not (d["status"] == "system_error" and "overloaded" in p.stderr):
+            break
+    return d, p.stderr[-2000:]
+
+
+p = None
+fake = None
+try:
+    pr = subprocess.run([RUNNER, "prepare"] + COMMON, capture_output=True, text=True, timeout=600, env=ENV)
+    naive = json.load(open(NAIVE)) if os.path.exists(NAIVE) else {}
+    ok(naive.get("baseline") == "naive" and len(naive.get("samples_ms") or []) > 0 and
+       0 <= time.time() - naive.get("at", 0) < 600,
+       "prepare keeps a batch of the naive reference as this GPU's record", pr.stderr[-2000:])
+    ok(len(cpu_record()) >= 9, "prepare fills the CPU record to 9 batch medians (%d)" % len(cpu_record()),
+       pr.stderr[-2000:])
+
+    d, log = grade()
+    t = ((d.get("result") or {}).get("cugrade") or {}).get("timing") or {}
+    tl = {x.get("name"): x for x in t.get("timings") or []}
+    nv, cv = tl.get("naive", {}), tl.get("cpu", {})
+    ok(d["status"] == "graded" and nv.get("interleaved") is False and nv.get("shared_age_s") is not None and
+       cv.get("interleaved") is False and cv.get("shared_age_s") is not None,
+       "the next job takes the GPU's record (naive %s s old, CPU %s s old) and times no baseline of its own"
+       % (nv.get("shared_age_s"), cv.get("shared_age_s")), json.dumps(tl) + "\n" + log)
+
+    # A stale record (dated 1000 s ago): a serving runner refreshes it in
+    # the background, with no job in its queue.
+    naive["at"] = time.time() - 1000
+    with open(NAIVE, "w") as f:
+        json.dump(naive, f)
+    fake = fakeserver.FakeServer([])
+    tok = os.path.join(tmp, "token")
+    open(tok, "w").write("cgr_" + "ef" * 32 + "\n")
+    log = open(os.path.join(tmp, "runner.log"), "w+")
+    p = subprocess.Popen([RUNNER, "--server", f"http://127.0.0.1:{fake.port}", "--token-file", tok,
+                          "--lazy-build"] + COMMON, stdout=log, stderr=log, start_new_session=True,
+                         env=dict(ENV, CUGRADE_BASELINE_REFRESH="1"))
+    t_end = time.time() + 120
+    fresh = False
+    while time.time() < t_end and not fresh:
+        time.sleep(0.5)
+        try:
+            fresh = time.time() - json.load(open(NAIVE)).get("at", 0) < 60
+        except (OSError, ValueError):
+            pass
+    log.seek(0)
+    ok(fresh, "a serving runner refreshes a stale record in the background", log.read()[-2000:])
+finally:
+    if p is not None:
+        try:
+            os.killpg(p.pid, signal.SIGTERM)
+            p.wait(timeout=30)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    if fake is not None:
+        fake.stop()
+    subprocess.run(["rm", "-rf", tmp])
+
+print("1..4")
+sys.exit(1 if failures() else 0)
