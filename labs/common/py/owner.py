@@ -614,7 +614,7 @@ def describe_batch(cases):
         more.append(m["args"])
     if more:
         msg["more"] = more
-        msg["buffers_id"] = "-".join(str(c.serial) for c in cases)
+        msg["set_ids"] = [c.serial for c in cases]
     return msg, fds
 
 

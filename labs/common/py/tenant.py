@@ -340,7 +340,7 @@ def main():
     bufs = Buffers()
     host = HostCopies()
     cuda = None
-    args, cur_id = [], None
+    args, cur_id, mapped = [], None, {}   # mapped: set id -> (Buffers, arrays, descriptions)
     while True:
         try:
             data, fds, _, _ = socket.recv_fds(sock, MAX_MSG, 253)   # SCM_MAX_FD
@@ -399,12 +399,21 @@ def main():
             try:
                 # The same buffers as the last call (the timing loop): keep
                 # their mappings, so that opening them is never timed.
-                if msg.get("buffers_id") != cur_id:
-                    bufs.close()
-                    sets = [msg["args"]] + msg.get("more", [])
-                    args = [[bufs.array(d, fds) for d in a] for a in sets]
-                    cur_id = msg.get("buffers_id")
-                    host.watch([x for a in args for x in a], [d for a in sets for d in a])
+                # A set's mappings are kept while the owner names it (the
+                # timing batch's first set is the warm-up's), and closed
+                # once it does not: the owner has freed those buffers.
+                ids = msg.get("set_ids") or [msg.get("buffers_id")]
+                if ids != cur_id:
+                    descs = [msg["args"]] + msg.get("more", [])
+                    for i in [i for i in mapped if i not in ids]:
+                        mapped.pop(i)[0].close()
+                    for i, d in zip(ids, descs):
+                        if i not in mapped:
+                            b = Buffers()
+                            mapped[i] = (b, [b.array(x, fds) for x in d], d)
+                    args = [mapped[i][1] for i in ids]
+                    cur_id = ids
+                    host.watch([x for a in args for x in a], [x for i in ids for x in mapped[i][2]])
                 host.bytes, host.names = 0, set()
                 # A timed batch (owner.py run_time): one call per set of
                 # buffers, then one wait for the GPU.
