@@ -85,31 +85,15 @@ GEN_FN float gen_f32_sym(uint64_t seed, uint64_t i)
     return (float)k * (1.0f / 8388608.0f);
 }
 
-/* The reduction lab's values. Bulk elements: s * (k + b) * 2^-23, k a
- * 23-bit integer, b = 2^21 + 21 bits drawn from the stream's seed, so |x| is
- * in [0.25, 1.5) with a mean in [0.75, 1.0) that differs from case to case
- * and run to run. One element in 2^GEN_HEAVY_BITS (its hash's low bits all
- * zero, so at places no one can know without the seed) is heavy:
- * s * (k + 2^23) * 2^-3, in [2^20, 2^21). All values of one case share a
- * sign, the seed's top bit: the sum is well conditioned (|sum| = sum of
- * |x|), so losing even a small fraction of the elements moves the sum far
- * outside the tolerance, and no statistic of a sample predicts it: the
- * heavy elements (128 expected at 2^28, each worth 11 tolerances or more)
- * must all be read (docs/python.md, "Inputs no statistic predicts"). Every
- * value is an integer below 2^24 times a power of two: exact in float. */
-#define GEN_HEAVY_BITS 21
-#define GEN_BASE_KEY 0x424153452d4d4541ull /* "BASE-MEA" */
-
+/* The reduction lab's values: s * (k + 2^21) * 2^-23 with k a 23-bit integer,
+ * so |x| is in [0.25, 1.25) (mean 0.75) and the sign s is the seed's top bit.
+ * All values of one case share a sign: the sum is well conditioned
+ * (|sum| = sum of |x|), so losing even a small fraction of the elements moves
+ * the sum far outside the tolerance. */
 GEN_FN float gen_f32_reduction(uint64_t seed, uint64_t i)
 {
-    uint64_t u = gen_u64(seed, i);
-    int32_t k = (int32_t)(u >> 41);
-    float x;
-    if ((u & ((1ull << GEN_HEAVY_BITS) - 1)) == 0)
-        x = (float)(k + (1 << 23)) * 0.125f;
-    else
-        x = (float)(k + (1 << 21) + (int32_t)(gen_mix64(seed ^ GEN_BASE_KEY) >> 43)) *
-            (1.0f / 8388608.0f);
+    int32_t k = (int32_t)(gen_u64(seed, i) >> 41) + (1 << 21);
+    float x = (float)k * (1.0f / 8388608.0f);
     return (seed & GEN_TOP_BIT) ? -x : x;
 }
 

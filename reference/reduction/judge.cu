@@ -12,9 +12,7 @@
  * like a random walk. A sum missing one block of 256 elements fails at n up
  * to about 6 million, a sum missing 1% of the elements fails at every n,
  * and a float sum accumulated one element at a time stalls (x + 0.75 == x
- * once x passes 2^24) and fails. The inputs' heavy elements (gen.cuh) make
- * any estimate from a sample miss by far more than the tolerance
- * (docs/python.md, "Inputs no statistic predicts").
+ * once x passes 2^24) and fails.
  */
 #include "judge_common.cuh"
 #include "cases.h"

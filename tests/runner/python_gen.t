@@ -37,15 +37,6 @@ int main(int argc, char **argv) {
             printf("%08x %08x %lld\n", x, y, (long long)gen_index(st, i, 50257));
         }
     }
-    /* The heavy elements of the reduction (one in 2^21): where and what. */
-    uint64_t st = gen_stream(cs, 0);
-    for (unsigned long long i = 0; i < (1ull << 23); i++) {
-        float a = gen_f32_reduction(st, i);
-        unsigned x;
-        memcpy(&x, &a, 4);
-        if (a >= 1048576.0f || a <= -1048576.0f)
-            printf("heavy %llu %08x\n", i, x);
-    }
     return 0;
 }
 '''
@@ -73,11 +64,6 @@ def py(seed, name):
             b = gen.f32_sym(np, st, int(i), 1).view(np.uint32)[0]
             c = gen.index(np, st, int(i), 1, 50257)[0]
             out.append("%08x %08x %d" % (a, b, c))
-    st = gen.stream(cs, 0)
-    for s in range(0, 1 << 23, 1 << 21):
-        x = gen.f32_reduction(np, st, s, 1 << 21)
-        for i in np.nonzero(np.abs(x) >= 1048576.0)[0]:
-            out.append("heavy %d %08x" % (s + i, x[i:i + 1].view(np.uint32)[0]))
     return "\n".join(out) + "\n"
 
 
@@ -87,8 +73,7 @@ for seed, name in (("1", "1000"), ("0123456789abcdef", "2^28"),
                    ("1" * 33, "1"), ("xyz", "1")):
     want = subprocess.run([exe, seed, name], capture_output=True, text=True).stdout
     got = py(seed, name)
-    ok(got == want and (want == "bad\n" or "heavy" in want),
-       "seed %s, case %s: gen.py == gen.cuh (heavy elements included)" % (seed, name),
+    ok(got == want, "seed %s, case %s: gen.py == gen.cuh" % (seed, name),
        "\n".join(l for l in (got.splitlines()[:3] + ["--- C:"] + want.splitlines()[:3])))
 
 # Chunked generation (the owner fills big inputs 2^24 at a time) equals one call.

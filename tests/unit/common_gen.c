@@ -35,44 +35,22 @@ int main(void)
 
     s = gen_stream(gen_case_seed(seed, "2^28"), 0);
     ok = 1;
-    {
-        uint64_t heavy = 0;
-        for (uint64_t i = 0; i < (1u << 24); i++) {
-            float x = gen_f32_reduction(s, i);
-            double k = (double)x * 8388608.0;
-            if (x >= 1048576.0f) {
-                heavy++;
-                ok &= x < 2097152.0f && (double)x * 8 == floor((double)x * 8);
-            } else {
-                ok &= x >= 0.25f && x < 1.5f && k == floor(k);
-            }
-        }
-        check(ok, "reduction values: positive seed gives bulk in [0.25, 1.5) on a 2^-23 grid, "
-                  "heavy ones in [2^20, 2^21) on a 2^-3 grid");
-        ok(heavy >= 2 && heavy <= 20, "reduction values: about one element in 2^21 is heavy "
-           "(%llu in 2^24, 8 expected)", (unsigned long long)heavy);
+    for (uint64_t i = 0; i < 200000; i++) {
+        float x = gen_f32_reduction(s, i);
+        double k = (double)x * 8388608.0;
+        ok &= x >= 0.25f && x < 1.25f && k == floor(k);
     }
+    check(ok, "reduction values: positive seed gives [0.25, 1.25) on a 2^-23 grid");
     s = gen_stream(gen_case_seed(top, "2^28"), 0);
     ok = 1;
     for (uint64_t i = 0; i < 1000; i++)
-        ok &= gen_f32_reduction(s, i) <= -0.25f;
+        ok &= gen_f32_reduction(s, i) <= -0.25f && gen_f32_reduction(s, i) > -1.25f;
     check(ok, "reduction values: top-bit seed gives all negative values");
     {
-        double lo = 2, hi = 0;
-        for (int c = 0; c < 16; c++) {
-            char name[8];
-            snprintf(name, sizeof name, "c%d", c);
-            uint64_t cs = gen_stream(gen_case_seed(seed, name), 0);
-            double sum = 0;
-            for (uint64_t i = 0; i < 100000; i++) {
-                float x = gen_f32_reduction(cs, i);
-                sum += x < 1048576.0f ? x : 0;
-            }
-            lo = fmin(lo, sum / 100000);
-            hi = fmax(hi, sum / 100000);
-        }
-        ok(lo >= 0.74 && hi <= 1.01 && hi - lo > 0.05, "reduction values: the bulk's mean "
-           "differs from case to case, in [0.75, 1.0) (16 cases: %.3f to %.3f)", lo, hi);
+        double sum = 0;
+        for (uint64_t i = 0; i < 100000; i++)
+            sum += gen_f32_reduction(gen_stream(gen_case_seed(seed, "x"), 0), i);
+        check(fabs(sum / 100000 - 0.75) < 0.01, "reduction values: mean 0.75");
     }
     ok = 1;
     {

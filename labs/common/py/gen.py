@@ -70,25 +70,10 @@ def u64(xp, seed, start, count):
         return _mix64_arr(xp, inner ^ xp.uint64(seed))
 
 
-HEAVY_BITS = 21
-BASE_KEY = 0x424153452D4D4541
-
-
-def reduction_base(seed):
-    """The bulk's offset b of gen_f32_reduction: 2^21 + 21 bits of the seed."""
-    return (1 << 21) + (mix64(seed ^ BASE_KEY) >> 43)
-
-
 def f32_reduction(xp, seed, start, count):
-    """gen_f32_reduction: bulk s * (k + b) * 2^-23, one element in 2^21
-    heavy, s * (k + 2^23) * 2^-3; k 23 random bits, b reduction_base(seed),
-    s the seed's top bit."""
-    u = u64(xp, seed, start, count)
-    k = (u >> xp.uint64(41)).astype(xp.int64)
-    heavy = (u & xp.uint64((1 << HEAVY_BITS) - 1)) == 0
-    bulk = (k + reduction_base(seed)).astype(xp.float32) * xp.float32(1.0 / 8388608.0)
-    big = (k + (1 << 23)).astype(xp.float32) * xp.float32(0.125)
-    x = xp.where(heavy, big, bulk)
+    """gen_f32_reduction: s * (k + 2^21) * 2^-23, k 23 random bits, s the seed's top bit."""
+    k = (u64(xp, seed, start, count) >> xp.uint64(41)).astype(xp.int64) + (1 << 21)
+    x = k.astype(xp.float32) * xp.float32(1.0 / 8388608.0)
     return -x if seed & TOP else x
 
 
