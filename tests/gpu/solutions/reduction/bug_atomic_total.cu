@@ -1,4 +1,4 @@
-// expect: status=graded|timeout correctness=fail nohint=grid-coverage,bounds-check note="every element atomicAdd-ed into one float32 total: the bulk stops growing past 2^24 for n = 2^26 (elements below 1 round away). Since the reduction's inputs carry heavy elements at secret places (docs/python.md, Inputs no statistic predicts), the total no longer stalls at a power of two, so runner/hint.c's float32-saturation test cannot see it: the case fails with no hint, and must not get the grid or bounds hint"
+// expect: status=graded|timeout correctness=fail hint=float32-saturation note="every element atomicAdd-ed into one float32 total: it stops growing at 2^25 for n = 2^26 (elements below 2 round away); the catalogue says float32 accumulation and partial sums, not 'does your grid cover'"
 #include <cuda_runtime.h>
 #include <stddef.h>
 
