@@ -135,3 +135,35 @@ recs, err, rc = owner_time("auto", GOOD, batch="")
 t = timing(recs)
 ok(rc == 0 and t.get("batch") == 1 and t.get("wrong_samples") == 0,
    "the owner's own choice for a slow call: a batch of 1", json.dumps(t)[:600] + err[-500:])
+
+# A set's mappings are closed only once the owner has freed its buffers:
+# a file that keeps every mapping the tenant closes (Buffers.close patched)
+# and fails if such a buffer ever changes sees no change, batch or not (the
+# batch reuses the warm-up's set; closing and reopening it made the
+# owner's next fill of a live buffer look like a freed one reused:
+# hostile_stale_ipc.py on a GPU).
+STALE = GOOD.replace("def reduce_sum(d_in, d_out):", "def _real(d_in, d_out):") + r'''
+import sys
+_kept = []
+def _keep():
+    B = getattr(sys.modules.get("__main__"), "Buffers", None)
+    def close(self):
+        for m in self.maps:
+            try:
+                _kept.append((m, bytes(m[:16])))
+            except Exception:
+                pass
+        self.maps = []
+    B.close = close
+_keep()
+def reduce_sum(d_in, d_out):
+    for m, snap in _kept:
+        if bytes(m[:16]) != snap:
+            raise RuntimeError("a buffer whose mapping was closed changed")
+    _real(d_in, d_out)
+'''
+recs, err, rc = owner_time("stale", STALE)
+t = timing(recs)
+ok(rc == 0 and t.get("batch") == 4 and t.get("wrong_samples") == 0 and recheck(recs).get("status") == "ok",
+   "no buffer whose mapping the tenant closed is written again (the batch keeps the warm-up's set)",
+   json.dumps(recs)[:1200] + err[-800:])
