@@ -305,7 +305,10 @@ struct sim_store {
     char detail[300];
     struct sim_pair *pairs; /* taken from the job */
     size_t npairs;
+    struct writer *writer;  /* a failed store is submitted again (store_done) */
+    int tries;
 };
+#define SIM_STORE_TRIES 5 /* else the run says "running" until the next start */
 
 static void store_free(struct sim_store *st)
 {
@@ -354,6 +357,9 @@ static int store_run(struct db *db, void *arg)
 static void store_done(void *arg, int rc)
 {
     struct sim_store *s = arg;
+    if (rc && s->writer && ++s->tries < SIM_STORE_TRIES &&
+        writer_submit(s->writer, store_run, store_done, s, s->npairs * 256) == 0)
+        return;
     app_log("similarity run %lld (%s): %s%s%s%s", s->run_id, s->lab, s->status,
             *s->detail ? ": " : "", s->detail, rc ? " (not stored: the database failed)" : "");
     store_free(s);
@@ -375,6 +381,7 @@ static void run_finish(struct sim_job *j, const char *status, const char *detail
     j->pairs = NULL;
     j->npairs = j->cappairs = 0;
     size_t bytes = s->npairs * 256;
+    s->writer = j->app->writer;
     if (j->app->writer &&
         writer_submit(j->app->writer, store_run, store_done, s, bytes) == 0)
         return;
