@@ -81,7 +81,9 @@ ok(doc["status"] == "compile_error" and not ph.get("check_run"),
 # bound by name from a string still reaches the tenant, which finds it.
 BYNAME = GOOD.replace("def reduce_sum(", "def _impl(") + '\nglobals()["reduce_sum"] = _impl\n'
 doc, err = grade(tmp, root, "byname.py", BYNAME)
-ok(doc["status"] == "graded" and doc["result"].get("score") == 20,
+# (its score is not the point: the simulator's atomics have been seen to
+# lose a block under load)
+ok(doc["status"] == "graded" and len(cases(doc)) == 2 and not doc["result"]["cugrade"].get("compile_log"),
    "a function bound by its name in a string is graded, not refused at compile",
    str(doc)[:1500] + err[-800:])
 
