@@ -13,13 +13,13 @@ import re
 import sys
 
 PARAMS = {
-    "reduction": ["n"],
+    "reduction": ["n", "signs"],
     "matmul": ["M", "N", "K"],
     "embedding": ["num_indices", "dim", "vocab"],
 }
 # Upper bounds: what the harness's index types and the channel can carry.
 LIMITS = {
-    "n": 1 << 34,
+    "n": 1 << 34, "signs": 2,
     "M": 1 << 16, "N": 1 << 16, "K": 1 << 16,
     "num_indices": 1 << 31, "dim": 1 << 20, "vocab": 1 << 31,
 }

@@ -19,6 +19,7 @@
 #ifndef CUGRADE_GEN_CUH
 #define CUGRADE_GEN_CUH
 
+#include <math.h>
 #include <stdint.h>
 
 #ifdef __CUDACC__
@@ -85,16 +86,81 @@ GEN_FN float gen_f32_sym(uint64_t seed, uint64_t i)
     return (float)k * (1.0f / 8388608.0f);
 }
 
-/* The reduction lab's values: s * (k + 2^21) * 2^-23 with k a 23-bit integer,
- * so |x| is in [0.25, 1.25) (mean 0.75) and the sign s is the seed's top bit.
- * All values of one case share a sign: the sum is well conditioned
- * (|sum| = sum of |x|), so losing even a small fraction of the elements moves
- * the sum far outside the tolerance. */
-GEN_FN float gen_f32_reduction(uint64_t seed, uint64_t i)
+/* The reduction lab's values. A case of lab.json has "signs": 1 or 2.
+ *
+ * signs 1 (one sign): s * (k + 2^21) * 2^-23 with k a 23-bit integer, so |x|
+ * is in [0.25, 1.25) (mean 0.75) and the sign s is the seed's top bit. The
+ * sum is well conditioned (|sum| = sum of |x|): losing even a small share of
+ * the elements moves it far outside the tolerance, and a float32 total
+ * accumulated one element at a time stalls (the 2.5e9 case teaches both).
+ * But n * 0.75 predicts that sum to a few standard deviations, far inside
+ * the tolerance of a large n: a case a submission could answer from n alone.
+ *
+ * signs 2 (balanced): (k - 2^23 + b) * 2^-23 with k a 24-bit integer: noise
+ * uniform in [-1, 1) (sd 1/sqrt(3)) around a small mean b * 2^-23. The bias
+ * b = s * R * 2^22 / isqrt(n), R in [40, 72) from the seed (gen_reduction_bias),
+ * puts the mean's share of the sum at R * sqrt(3)/2 = 35 to 62 standard
+ * deviations of the noise's share: the sum still has the sign s, so a
+ * re-check (top bit flipped) has the opposite sign, and a sum missing a share
+ * of the elements is short by about that share. The noise of the elements a
+ * program did not read, sd sqrt(unread / 3), is what no statistic predicts:
+ * at 2^28 even an estimator told b exactly, reading half the elements,
+ * misses the tolerance (gen_reduction_tolerance) by about 40 tolerances
+ * (docs/python.md, "Inputs no statistic predicts"). The timed cases are
+ * balanced. Every value is an integer below 2^24 times 2^-23: exact. */
+#define GEN_ONE_SIGN INT32_MIN   /* gen_reduction_bias of a signs-1 case */
+
+/* floor(sqrt(n)), exact, integers only (host and device agree). */
+GEN_FN uint64_t gen_isqrt(uint64_t n)
 {
-    int32_t k = (int32_t)(gen_u64(seed, i) >> 41) + (1 << 21);
-    float x = (float)k * (1.0f / 8388608.0f);
-    return (seed & GEN_TOP_BIT) ? -x : x;
+    uint64_t r = 0;
+    for (int b = 31; b >= 0; b--) {
+        uint64_t t = r | (1ull << b);
+        if (t * t <= n)
+            r = t;
+    }
+    return r;
+}
+
+/* The bias of a case's values (see above): GEN_ONE_SIGN for signs 1. */
+GEN_FN int32_t gen_reduction_bias(uint64_t seed, uint64_t n, int signs)
+{
+    if (signs != 2)
+        return GEN_ONE_SIGN;
+    uint64_t r = 40 + (gen_mix64(seed ^ 0x6d65616e6d65616eull) >> 58) % 32;  /* "meanmean" */
+    uint64_t q = n > 0 ? gen_isqrt(n) : 1;
+    uint64_t b = (r << 22) / q;
+    if (b > (1ull << 22))
+        b = 1ull << 22; /* a tiny n: keep |k - 2^23 + b| < 2^24 */
+    return (seed & GEN_TOP_BIT) ? -(int32_t)b : (int32_t)b;
+}
+
+/* Element i of a reduction case whose bias is bias (gen_reduction_bias). */
+GEN_FN float gen_f32_reduction(uint64_t seed, uint64_t i, int32_t bias)
+{
+    if (bias == GEN_ONE_SIGN) {
+        int32_t k = (int32_t)(gen_u64(seed, i) >> 41) + (1 << 21);
+        float x = (float)k * (1.0f / 8388608.0f);
+        return (seed & GEN_TOP_BIT) ? -x : x;
+    }
+    int32_t k = (int32_t)(gen_u64(seed, i) >> 40) - (1 << 23) + bias;
+    return (float)k * (1.0f / 8388608.0f);
+}
+
+/* The judge's tolerance for a reduction sum (docs/labs.md): from the
+ * reference sum and sum of squares (in double) of the n inputs,
+ *     tau(n) * (|sum| + 3 * sqrt(sumsq)),  tau(n) = 2^-23 (2 log2 n + sqrt(n)/8).
+ * |sum| + 3 sqrt(sumsq) is the size the running totals of any natural
+ * summation order reach (the sum itself, plus a 3-sigma excursion of the
+ * noise); the rounding error of one addition is at most 2^-24 of it.
+ * 2 log2(n) tau bounds a pairwise (tree) sum; sqrt(n)/8 covers a float32
+ * atomicAdd of one partial per 64 or more elements, whose errors add up like
+ * a random walk. For a one-sign case this is tau(n) * sum|x| to within
+ * 4/sqrt(n): the same as before balanced cases existed. */
+GEN_FN double gen_reduction_tolerance(double n, double sum, double sumsq)
+{
+    double tau = ldexp(1.0, -23) * (2 * log2(n > 1 ? n : 1) + sqrt(n) / 8);
+    return tau * (fabs(sum) + 3 * sqrt(sumsq));
 }
 
 /* An index in [0, range) (range >= 1), nearly uniform (64-bit modulo). */
@@ -105,7 +171,7 @@ GEN_FN int64_t gen_index(uint64_t seed, uint64_t i, uint64_t range)
 
 /* One case of a lab, as generated from lab.json into cases.h by
  * labs/common/gen-cases.py. p[] holds the lab's parameters in a fixed order:
- * reduction {n}, matmul {M, N, K}, embedding {num_indices, dim, vocab}. */
+ * reduction {n, signs}, matmul {M, N, K}, embedding {num_indices, dim, vocab}. */
 struct lab_case_def {
     const char *name;
     int timing;

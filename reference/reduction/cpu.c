@@ -36,6 +36,7 @@ int main(int argc, char **argv)
 {
     const char *name = LAB_TIMING_CASE, *seed_s = "1";
     uint64_t seed = 0, s;
+    int32_t bias;
     int reps = 5;
     const struct lab_case_def *c = NULL;
     double *t, sink = 0;
@@ -63,6 +64,7 @@ int main(int argc, char **argv)
     }
     n = (size_t)c->p[0];
     s = gen_stream(gen_case_seed(seed, c->name), 0);
+    bias = gen_reduction_bias(s, n, (int)c->p[1]);
     x = malloc(n * sizeof(float));
     t = malloc(reps * sizeof(double));
     if (x == NULL || t == NULL) {
@@ -70,7 +72,7 @@ int main(int argc, char **argv)
         return 2;
     }
     for (size_t i = 0; i < n; i++)
-        x[i] = gen_f32_reduction(s, i);
+        x[i] = gen_f32_reduction(s, i, bias);
     for (int r = 0; r < reps; r++) {
         double t0 = now_ms(), sum = 0;
         for (size_t i = 0; i < n; i++)

@@ -31,11 +31,26 @@ int main(int argc, char **argv) {
     for (int k = 0; k < 2; k++) {
         uint64_t st = gen_stream(cs, k);
         for (unsigned long long i = 0; i < 2000; i += 7) {
-            float a = gen_f32_reduction(st, i), b = gen_f32_sym(st, i);
+            float a = gen_f32_reduction(st, i, gen_reduction_bias(st, 2000, 1)),
+                  b = gen_f32_sym(st, i);
             unsigned x, y;
             memcpy(&x, &a, 4); memcpy(&y, &b, 4);
             printf("%08x %08x %lld\n", x, y, (long long)gen_index(st, i, 50257));
         }
+    }
+    /* Balanced reduction cases: the bias at several n, values, tolerance. */
+    static const unsigned long long ns[] = {1, 2, 1000, 1048583, 67108864, 268435456, 2500000000ull};
+    uint64_t st = gen_stream(cs, 0);
+    for (int j = 0; j < 7; j++) {
+        int32_t b = gen_reduction_bias(st, ns[j], 2);
+        printf("bias %llu %d\n", ns[j], (int)b);
+        for (unsigned long long i = 0; i < 2000; i += 13) {
+            float a = gen_f32_reduction(st, i, b);
+            unsigned x;
+            memcpy(&x, &a, 4);
+            printf("%08x\n", x);
+        }
+        printf("tol %.17g\n", gen_reduction_tolerance((double)ns[j], -12345.678 * j, 9876.5 * ns[j]));
     }
     return 0;
 }
@@ -45,7 +60,7 @@ src, exe = os.path.join(tmp, "g.c"), os.path.join(tmp, "g")
 open(src, "w").write(C)
 cc = os.environ.get("CC", "cc")
 p = subprocess.run([cc, "-std=c17", "-O1", "-I" + os.path.join(ROOT, "labs/common"), "-x", "c", src,
-                    "-o", exe], capture_output=True, text=True)
+                    "-o", exe, "-lm"], capture_output=True, text=True)
 ok(p.returncode == 0, "gen.cuh compiles as host C", p.stderr)
 
 
@@ -60,10 +75,16 @@ def py(seed, name):
         st = gen.stream(cs, k)
         idx = np.arange(0, 2000, 7)
         for i in idx:
-            a = gen.f32_reduction(np, st, int(i), 1).view(np.uint32)[0]
+            a = gen.f32_reduction(np, st, int(i), 1, 2000, 1).view(np.uint32)[0]
             b = gen.f32_sym(np, st, int(i), 1).view(np.uint32)[0]
             c = gen.index(np, st, int(i), 1, 50257)[0]
             out.append("%08x %08x %d" % (a, b, c))
+    st = gen.stream(cs, 0)
+    for j, n in enumerate((1, 2, 1000, 1048583, 67108864, 268435456, 2500000000)):
+        out.append("bias %d %d" % (n, gen.reduction_bias(st, n, 2)))
+        x = gen.f32_reduction(np, st, 0, 2000, n, 2)
+        out += ["%08x" % v for v in x[::13].view(np.uint32)]
+        out.append("tol %.17g" % gen.reduction_tolerance(n, -12345.678 * j, 9876.5 * n))
     return "\n".join(out) + "\n"
 
 
@@ -73,12 +94,17 @@ for seed, name in (("1", "1000"), ("0123456789abcdef", "2^28"),
                    ("1" * 33, "1"), ("xyz", "1")):
     want = subprocess.run([exe, seed, name], capture_output=True, text=True).stdout
     got = py(seed, name)
-    ok(got == want, "seed %s, case %s: gen.py == gen.cuh" % (seed, name),
+    ok(got == want and (want == "bad\n" or "bias 268435456" in want),
+       "seed %s, case %s: gen.py == gen.cuh (one-sign and balanced reduction values, "
+       "biases and tolerances too)" % (seed, name),
        "\n".join(l for l in (got.splitlines()[:3] + ["--- C:"] + want.splitlines()[:3])))
 
 # Chunked generation (the owner fills big inputs 2^24 at a time) equals one call.
 st = gen.stream(gen.case_seed(gen.seed_parse_wide("abc"), "x"), 0)
-whole = gen.f32_reduction(np, st, 0, 5000)
-parts = np.concatenate([gen.f32_reduction(np, st, s, min(1000, 5000 - s)) for s in range(0, 5000, 1000)])
-ok(np.array_equal(whole.view(np.uint32), parts.view(np.uint32)), "generation in chunks equals one call")
+for signs in (1, 2):
+    whole = gen.f32_reduction(np, st, 0, 5000, 1 << 28, signs)
+    parts = np.concatenate([gen.f32_reduction(np, st, s, min(1000, 5000 - s), 1 << 28, signs)
+                            for s in range(0, 5000, 1000)])
+    ok(np.array_equal(whole.view(np.uint32), parts.view(np.uint32)),
+       "generation in chunks equals one call (signs %d)" % signs)
 sys.exit(1 if failures() else 0)

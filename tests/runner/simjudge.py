@@ -25,10 +25,11 @@ def cases_of():
         return {c["name"]: c["params"] for c in json.load(f)["cases"]}
 
 
-def red_judge(n, cs, out):
-    x = gen.f32_reduction(np, gen.stream(cs, 0), 0, n).astype(np.float64)
-    ref, mag = float(x.sum()), float(np.abs(x).sum())
-    tol = 2.0 ** -23 * (2 * math.log2(max(n, 1)) + math.sqrt(n) / 8) * mag
+def red_judge(params, cs, out):
+    n = params["n"]
+    x = gen.f32_reduction(np, gen.stream(cs, 0), 0, n, n, params["signs"]).astype(np.float64)
+    ref = float(x.sum())
+    tol = gen.reduction_tolerance(n, ref, float((x * x).sum()))
     bits = struct.unpack("<I", out[:4])[0]
     got = struct.unpack("<f", out[:4])[0]
     err = abs(got - ref)
@@ -104,7 +105,7 @@ def judge(a):
                 # the timing run's re-check: fresh inputs from the timing's seed2
                 base = name[:-8]
                 ok2 = rec.get("status") == "ok" and nb == 4 and len(payload) == 4 and red_judge(
-                    cases[base]["n"], gen.case_seed(int(timing["seed2"], 16), base), payload)["passed"]
+                    cases[base], gen.case_seed(int(timing["seed2"], 16), base), payload)["passed"]
                 timing["recheck_passed"] = bool(ok2)
                 continue
             if name not in cases or name in res:
@@ -119,7 +120,7 @@ def judge(a):
                              "first_bad_index": -1, "unwritten": 0,
                              "message": "the channel record of this case has the wrong size"}
                 continue
-            r = red_judge(cases[name]["n"], gen.case_seed(seed, name), payload)
+            r = red_judge(cases[name], gen.case_seed(seed, name), payload)
             if rec.get("inputs_modified"):
                 r.update(passed=False, message="your code modified its inputs (%d elements "
                          "changed, counting the area just past their ends): inputs are read-only"

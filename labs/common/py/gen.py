@@ -7,6 +7,8 @@ an integer times a power of two: exact in float32 on any host or device.
 tests/runner/python_gen.t compares it with gen.cuh compiled by the host's C
 compiler."""
 
+import math
+
 M64 = (1 << 64) - 1
 TOP = 1 << 63
 RECHECK_KEY = 0x5245434845434B21
@@ -70,11 +72,36 @@ def u64(xp, seed, start, count):
         return _mix64_arr(xp, inner ^ xp.uint64(seed))
 
 
-def f32_reduction(xp, seed, start, count):
-    """gen_f32_reduction: s * (k + 2^21) * 2^-23, k 23 random bits, s the seed's top bit."""
-    k = (u64(xp, seed, start, count) >> xp.uint64(41)).astype(xp.int64) + (1 << 21)
-    x = k.astype(xp.float32) * xp.float32(1.0 / 8388608.0)
-    return -x if seed & TOP else x
+ONE_SIGN = None   # reduction_bias of a one-sign ("signs": 1) case
+
+
+def reduction_bias(seed, n, signs):
+    """gen_reduction_bias: the small mean (times 2^23) of a balanced case."""
+    if signs != 2:
+        return ONE_SIGN
+    r = 40 + (mix64(seed ^ 0x6D65616E6D65616E) >> 58) % 32
+    b = min((r << 22) // (math.isqrt(n) if n > 0 else 1), 1 << 22)
+    return -b if seed & TOP else b
+
+
+def f32_reduction(xp, seed, start, count, n, signs):
+    """gen_f32_reduction: one sign, s * (k + 2^21) * 2^-23 with k 23 random
+    bits and s the seed's top bit; or balanced, (k - 2^23 + b) * 2^-23 with k
+    24 random bits and b = reduction_bias (labs/common/gen.cuh says why)."""
+    bias = reduction_bias(seed, n, signs)
+    u = u64(xp, seed, start, count)
+    if bias is ONE_SIGN:
+        k = (u >> xp.uint64(41)).astype(xp.int64) + (1 << 21)
+        x = k.astype(xp.float32) * xp.float32(1.0 / 8388608.0)
+        return -x if seed & TOP else x
+    k = (u >> xp.uint64(40)).astype(xp.int64) - (1 << 23) + bias
+    return k.astype(xp.float32) * xp.float32(1.0 / 8388608.0)
+
+
+def reduction_tolerance(n, total, sumsq):
+    """gen_reduction_tolerance: tau(n) * (|sum| + 3 sqrt(sum of squares))."""
+    tau = 2.0 ** -23 * (2 * math.log2(max(n, 1)) + math.sqrt(n) / 8)
+    return tau * (abs(total) + 3 * math.sqrt(sumsq))
 
 
 def f32_sym(xp, seed, start, count):
@@ -86,6 +113,18 @@ def f32_sym(xp, seed, start, count):
 def index(xp, seed, start, count, rng):
     """gen_index: an index in [0, rng) (64-bit modulo)."""
     return (u64(xp, seed, start, count) % xp.uint64(rng)).astype(xp.int64)
+
+
+# The case parameters a generator takes after (xp, seed, start, count), by
+# name: the owner and `cugrade test` pass params[p] for each.
+CASE_PARAMS = {"index": ("vocab",), "f32_reduction": ("n", "signs")}
+
+
+def generate(xp, genname, seed, start, count, params, own=None):
+    """Elements [start, start + count) of generator genname (or own, a lab's
+    own generator from its lab.py GEN) for a case with these params."""
+    extra = [params[p] for p in CASE_PARAMS.get(genname, ())] if own is None else []
+    return (own or globals()[genname])(xp, seed, start, count, *extra)
 
 
 class _quiet:

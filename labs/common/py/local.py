@@ -122,12 +122,8 @@ def regen_inputs(np, gen, lab_ns, params, case_seed):
         count = 1
         for d in shape(params):
             count *= int(d)
-        s = gen.stream(case_seed, k)
-        if genname == "index":
-            inputs[name] = gen.index(np, s, 0, count, params["vocab"])
-        else:
-            own = (lab_ns.get("GEN") or {}).get(genname)
-            inputs[name] = (own or getattr(gen, genname))(np, s, 0, count)
+        own = (lab_ns.get("GEN") or {}).get(genname)
+        inputs[name] = gen.generate(np, genname, gen.stream(case_seed, k), 0, count, params, own)
     return inputs
 
 

@@ -261,11 +261,13 @@ class SimBackend:
 
 
 class CudaBackend:
-    """A GPU, through CuPy. Shared buffers are plain cudaMalloc allocations
-    (never the memory pool's: an IPC handle maps the whole allocation, and
-    a pool chunk would carry our other arrays with it) exported with
-    cudaIpcGetMemHandle. Kernel cache in memory only: a cache on disk would
-    be in /work, which the tenant can write (a poisoned cached kernel)."""
+    """A GPU, through CuPy. Shared buffers are allocations of their own
+    (never the memory pool's: the tenant maps a whole allocation, and a pool
+    chunk would carry our other arrays with it) made and exported with
+    CUDA's virtual memory management (vmm.py says why not legacy IPC: a
+    freed buffer the tenant still mapped came back as our next
+    allocation). Kernel cache in memory only: a cache on disk would be in
+    /work, which the tenant can write (a poisoned cached kernel)."""
     name = "cuda"
 
     def __init__(self):
@@ -290,10 +292,15 @@ class CudaBackend:
                 "driver": rt.driverGetVersion()}
 
     def alloc(self, nbytes):
-        rt = self.cp.cuda.runtime
-        size = max(nbytes, 4)
-        ptr = rt.malloc(size)
-        return {"ptr": ptr, "bytes": nbytes, "size": size}
+        if not hasattr(self, "vmm"):
+            import vmm
+            self.vmm = vmm.Vmm()
+        size = self.vmm.round(max(nbytes, 4))
+        try:
+            ptr, handle = self.vmm.alloc(size)
+        except Exception as e:   # as CuPy says it, for the callers' out-of-memory paths
+            raise self.cp.cuda.memory.OutOfMemoryError(size, 0, 0) from e
+        return {"ptr": ptr, "handle": handle, "bytes": nbytes, "size": size, "fd": None}
 
     def view(self, buf, dtype, count, offset=0):
         cp = self.cp
@@ -301,11 +308,18 @@ class CudaBackend:
         return cp.ndarray((count,), dtype=dtype, memptr=cp.cuda.MemoryPointer(mem, offset))
 
     def free(self, buf):
-        self.cp.cuda.runtime.free(buf["ptr"])
+        # Our kernels on it must be done before the mapping goes.
+        self.sync()
+        if buf["fd"] is not None:
+            os.close(buf["fd"])
+        self.vmm.release(buf["ptr"], buf["handle"], buf["size"])
 
     def export(self, buf):
-        h = self.cp.cuda.runtime.ipcGetMemHandle(buf["ptr"])
-        return {"kind": "ipc", "handle": bytes(h).hex(), "size": buf["size"]}, []
+        """The descriptor is exported once per buffer and kept until free:
+        every message that names the buffer carries a copy (SCM_RIGHTS)."""
+        if buf["fd"] is None:
+            buf["fd"] = self.vmm.export(buf["handle"])
+        return {"kind": "vmm", "size": buf["size"]}, [buf["fd"]]
 
     def to_host(self, arr):
         return self.cp.asnumpy(arr)
@@ -462,11 +476,8 @@ class Case:
     def _gen(self, m, seed, start, count):
         genname, k = m["how"]
         xp = self.be.xp
-        s = gen.stream(seed, k)
-        if genname == "index":
-            return gen.index(xp, s, start, count, self.params["vocab"])
         own = (self.lab.get("GEN") or {}).get(genname)   # a lab's own generator (lab.py GEN)
-        return (own or getattr(gen, genname))(xp, s, start, count)
+        return gen.generate(xp, genname, gen.stream(seed, k), start, count, self.params, own)
 
     def fill(self, case_seed):
         """Inputs from case_seed (chunk by chunk), guards set."""

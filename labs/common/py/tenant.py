@@ -170,6 +170,9 @@ class HostCopies:
             self.ranges.append((p, p + max(int(a.nbytes), 1), d.get("name", "?")))
 
 
+_VMM = None   # vmm.Vmm, made on the first shared buffer
+
+
 class Buffers:
     """The owner's buffers as the student's device arrays."""
 
@@ -177,20 +180,44 @@ class Buffers:
         self.sim = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
         self.maps = []
 
-    def array(self, d, fds):
+    def array(self, d, fds, used):
+        """The buffer d describes, as the student's array. Its descriptor
+        (fds[d["fd_index"]]) is closed here and its index added to used."""
         import numpy as np
         count = 1
         for s in d["shape"]:
             count *= s
         if d["kind"] == "memfd":
             fd = fds[d["fd_index"]]
+            used.add(d["fd_index"])
             mm = mmap.mmap(fd, d["size"])
             os.close(fd)
             self.maps.append(mm)
             host = np.frombuffer(mm, dtype=d["dtype"], count=count).reshape(d["shape"])
             from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
             return FakeCUDAArray(host)
+        if d["kind"] == "vmm":
+            return self._vmm(fds[d["fd_index"]], d, np, used)
         return self._ipc(bytes.fromhex(d["handle"]), d, np)
+
+    def _vmm(self, fd, d, np, used):
+        """Map the owner's allocation (vmm.py) and hand it over as a Numba
+        device array (it has __cuda_array_interface__: CuPy takes it with
+        cupy.asarray)."""
+        global _VMM
+        from numba import cuda
+        cuda.current_context()
+        if _VMM is None:   # by its path: -I keeps this folder off sys.path
+            spec = importlib.util.spec_from_file_location(
+                "cugrade_vmm", os.path.join(os.path.dirname(os.path.abspath(__file__)), "vmm.py"))
+            mod = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mod)
+            _VMM = mod.Vmm()
+        used.add(d["fd_index"])
+        ptr, handle = _VMM.import_fd(fd, d["size"])
+        size = d["size"]
+        self.maps.append(_Closer(lambda: _VMM.release(ptr, handle, size)))
+        return cuda.as_cuda_array(_Iface(ptr, tuple(d["shape"]), np.dtype(d["dtype"])))
 
     def _ipc(self, h, d, np):
         """Open the owner's allocation (CUDA IPC) and hand it over as a Numba
@@ -288,9 +315,8 @@ def sanitize(lab_name, case_name, seed_hex, path):
         for name, dtype, shape, genname, k in lab["INPUTS"]:
             shp = tuple(shape(params))
             count = int(np.prod(shp))
-            s = gen.stream(cs, k)
-            host = gen.index(np, s, 0, count, params["vocab"]) if genname == "index" \
-                else getattr(gen, genname)(np, s, 0, count)
+            own = (lab.get("GEN") or {}).get(genname)
+            host = gen.generate(np, genname, gen.stream(cs, k), 0, count, params, own)
             arrays[name] = cuda.to_device(np.ascontiguousarray(host.astype(dtype).reshape(shp)))
         for name, dtype, shape in lab["OUTPUTS"]:
             shp = tuple(shape(params))
@@ -349,6 +375,7 @@ def main():
         if not data:
             return
         msg = json.loads(data)
+        used = set()   # indexes of this message's descriptors that a mapping took (and closed)
         ans = {"ok": True}
         if msg["op"] == "imports":
             # Before the timing gate (owner.py): the libraries only, no
@@ -410,10 +437,13 @@ def main():
                     for i, d in zip(ids, descs):
                         if i not in mapped:
                             b = Buffers()
-                            mapped[i] = (b, [b.array(x, fds) for x in d], d)
+                            mapped[i] = (b, [b.array(x, fds, used) for x in d], d)
                     args = [mapped[i][1] for i in ids]
                     cur_id = ids
                     host.watch([x for a in args for x in a], [x for i in ids for x in mapped[i][2]])
+                for k, f in enumerate(fds):   # the sets mapped already: their copies
+                    if k not in used:
+                        os.close(f)
                 host.bytes, host.names = 0, set()
                 # A timed batch (owner.py run_time): one call per set of
                 # buffers, then one wait for the GPU.

@@ -1,12 +1,22 @@
-# expect: status=graded note="KNOWN GAP, issue 26 item 2 (open): answers from n alone -- d_out[0] = n times the generator's mean, its sign taken from d_in[0] on the device. The inputs are i.i.d. with mean 0.75 and the tolerance at 2^28 is ~10 standard deviations of the sum, so this passes; a generator with heavy elements (tried 2026-11-28) stopped it but made the canonical per-block float32 atomicAdd kernels fail the 2.5e9 case (docs/log/2026-11-28-python-timing.md), so it was taken back. No correctness expectation: this row reports what happens"
+# expect: status=graded correctness=fail tier=none note="cheat: sums the small cases honestly, and answers the big ones from a sample -- n times the mean of 4096 evenly spaced elements (16 KiB read of up to 1 GiB). The timed cases are balanced (issue 26 item 2): the unread elements' noise is hundreds of tolerances wide, so 2^26 and 2^28 fail (tests/runner/python_estimate.t: the same estimator misses by 136 to 44403 tolerances at the median)"
 from numba import cuda
+
+SAMPLE = 4096
 
 
 @cuda.jit
 def guess(x, out):
     n = x.shape[0]
-    s = 1.0 if x[0] > 0 else -1.0
-    out[0] = s * (n * (1.0 - 2.0 ** -21) * 0.875 + n * 2.0 ** -21 * 1572864.0)
+    s = 0.0
+    if n <= (1 << 21):
+        for i in range(n):
+            s += x[i]
+        out[0] = s
+        return
+    step = n // SAMPLE
+    for j in range(SAMPLE):
+        s += x[j * step]
+    out[0] = s * (n / SAMPLE)
 
 
 def reduce_sum(d_in, d_out):

@@ -37,9 +37,28 @@ def honest(d_in, d_out, stream=0):
     zero[1, 1, stream](d_out)
     partial[1056, THREADS, stream](d_in, d_out)
 
-_stale = []          # [array, checksum when we last saw it, label]
+_seen = {}           # device pointer -> [array, checksum when we last saw it, label]
+_stale = set()       # pointers of the buffers whose mappings the tenant was told to close
 _leaks = []
 _calls = [0]
+
+
+def _pointers(m):
+    """The device pointers a mapping object of the tenant's holds (its
+    closer's closure: vmm's ptr; Numba's IPC opener: its handle's base)."""
+    out = set()
+    fn = getattr(m, "fn", None)
+    for c in (getattr(fn, "__closure__", None) or ()):
+        v = c.cell_contents
+        if isinstance(v, int):
+            out.add(v)
+    cm = getattr(m, "cm", None)
+    for attr in ("_opened_mem", "opened_mem"):
+        mem = getattr(getattr(cm, "_ipc_handle", cm), attr, None)
+        h = getattr(mem, "handle", None)
+        if h is not None:
+            out.add(int(getattr(h, "value", h) or 0))
+    return out
 
 
 def keep_mappings():
@@ -50,6 +69,8 @@ def keep_mappings():
     kept = []
 
     def close(self):          # the owner's freed buffers stay mapped here
+        for m in self.maps:
+            _stale.update(_pointers(m))
         kept.extend(self.maps)
         self.maps = []
     B.close = close
@@ -66,10 +87,17 @@ def digest(a):
     return int((w * (cupy.arange(w.size, dtype=cupy.uint64) * 2 + 1)).sum())
 
 
+def ptr(a):
+    return a.__cuda_array_interface__["data"][0]
+
+
 def reduce_sum(d_in, d_out):
     _calls[0] += 1
-    for e in _stale:
-        if e[0] is d_in or e[0] is d_out:
+    live = (ptr(d_in), ptr(d_out))
+    for p, e in _seen.items():
+        # a buffer the owner freed (its set closed) that it handed over again
+        # is live once more: only freed and not handed back counts
+        if p not in _stale or p in live:
             continue
         now = digest(e[0])
         if now != e[1]:
@@ -80,13 +108,10 @@ def reduce_sum(d_in, d_out):
     for a, label in ((d_in, "d_in[%d]" % d_in.shape[0]), (d_out, "d_out of n=%d" % d_in.shape[0])):
         if a.shape[0] > (1 << 26):
             continue
-        for e in _stale:
-            if e[0] is a:
-                e[1] = digest(a)
-                break
-        else:
-            _stale.append([a, digest(a), label])
-    print("call %d: %d stale mappings kept (Buffers.close patched: %s), leaks %s"
-          % (_calls[0], len(_stale), KEPT, _leaks), flush=True)
+        _stale.discard(ptr(a))
+        _seen[ptr(a)] = [a, digest(a), label]
+    print("call %d: %d buffers seen, %d of them freed by the owner and still mapped here "
+          "(Buffers.close patched: %s), leaks %s"
+          % (_calls[0], len(_seen), len(_stale & set(_seen)), KEPT, _leaks), flush=True)
     if _leaks:
         raise RuntimeError("stale mappings: " + "; ".join(_leaks))
