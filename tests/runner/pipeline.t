@@ -243,6 +243,16 @@ try:
     ok(bad and bad[0].get("unwritten", 0) >= 1 and any("never written" in h for h in cg.get("hints", [])),
        "the unwritten output is counted and hinted", json.dumps(cg)[:3000])
 
+    # A graded file's own prints reach its result (program_output), and the
+    # hints, which read the same run's output: the check run's output is
+    # kept after the check (it was dropped when no timing run followed).
+    SOURCES["wrongprint.cu"] = ('#include <cstdio>\nextern "C" void fill(float* o, int n) { '
+                                'printf("debug n=%d\\n", n); }\n')
+    d, log = grade("wrongprint.cu")
+    cg = d.get("result", {}).get("cugrade", {})
+    ok(d["status"] == "graded" and "debug n=" in cg.get("program_output", ""),
+       "a graded file's prints in its failing cases are its program_output", json.dumps(d)[:3000])
+
     d, log = grade("crash.cu")
     out = d.get("result", {}).get("output", "")
     ok(d["status"] == "runtime_error" and "signal 11" in out, "a crash is a runtime_error naming the signal",
