@@ -86,12 +86,14 @@ static void put_user_row(struct page *p, const json_t *u)
              json_is_true(json_object_get(u, "show_name")) ? "shown" : "pseudonym");
     html_fmt(&p->b, "<form class=\"inline\" method=\"post\" action=\"/admin/users/%u/token\">", name);
     page_csrf_field(p);
-    html_fmt(&p->b, "<button type=\"submit\">New token<span class=\"sr-only\"> for %s</span></button></form> "
+    /* aria-label, not a .sr-only span: an absolutely placed span escapes
+     * the table's scroll box and widens the page at 375 px. */
+    html_fmt(&p->b, "<button type=\"submit\" aria-label=\"New token for %s\">New token</button></form> "
                     "<form class=\"inline\" method=\"post\" action=\"/admin/users/%u/revoke\">",
              name, name);
     page_csrf_field(p);
-    html_fmt(&p->b, "<button type=\"submit\" class=\"danger\">Revoke<span class=\"sr-only\"> every token of "
-                    "%s</span></button></form></td></tr>\n",
+    html_fmt(&p->b, "<button type=\"submit\" class=\"danger\" aria-label=\"Revoke every token of %s\">"
+                    "Revoke</button></form></td></tr>\n",
              name);
 }
 
