@@ -7,8 +7,9 @@
 # kept) and reports each row, never failing the whole import, from the page
 # and from the API. The LMS grades CSV has one row per student (also those
 # who never submitted) and one column per lab with the best counted score:
-# an override replaces a score, a system error is never a best of 0 / 0;
-# its file is named for the day.
+# an override replaces a score, a system error is never a best of 0 / 0
+# (nor on the scoreboard and the long CSV: it stores no score); its file is
+# named for the day.
 import csv
 import io
 import os
@@ -19,6 +20,8 @@ import time
 import urllib.parse
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cugrade_test import Tap, Server, require_binary, TOKEN_RE  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+from fake_runner import canned_result  # noqa: E402
 
 FORM = "application/x-www-form-urlencoded"
 
@@ -154,6 +157,26 @@ def lms(s, t, ck):
     t.eq(r.status, 403, "a TA may not export grades")
 
 
+def system_error_board(t):
+    """A submission whose last attempt ends in system_error (the runner's
+    document says 0 / 0) is not the student's best of 0 / 0: not on the
+    scoreboard, not in the long grades CSV."""
+    s = Server(labs=["vadd"], tap=t)
+    sid = (s.submit("vadd", b"__global__ void k() {}\n", token="bob_z3").json() or {}).get("id")
+    run = s.runner()
+    for _ in range(3):       # max_attempts 3: the third one is final
+        job = run.claim(wait=2) or {}
+        run.result(job.get("id"), "system_error", canned_result(job, score=0.0, max_score=0.0,
+                                                                  status="system_error"))
+    t.eq((s.wait_status(sid, "system_error") or {}).get("status"), "system_error",
+         "bob's submission ends in system_error")
+    rows = (s.get("/api/labs/vadd/scoreboard", token="admin").json() or {}).get("rows")
+    t.eq(rows, [], "...the scoreboard has no row for him (no best of 0 / 0)")
+    body = s.get("/api/admin/export/grades.csv", token="admin").body.decode()
+    t.ok("bob_z3" not in body, "...nor the long grades CSV", body)
+    s.cleanup()
+
+
 def main(t):
     users = Server.DEFAULT_USERS + [("carol", "student", "Carol Young")]
     s = Server(labs=["vadd", "pylab"], users=users, tap=t)
@@ -168,4 +191,5 @@ def main(t):
 t = Tap()
 require_binary(t)
 t.run(main)
+t.run(system_error_board)
 t.exit()
