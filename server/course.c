@@ -12,6 +12,7 @@
 #include "server/roster.h"
 #include "server/scoreboard.h"
 #include "server/submission.h"
+#include "server/user_admin.h"
 
 int api_labs_list(struct app *app, const struct auth_user *viewer, json_t **out,
                   struct api_error *e)
@@ -299,24 +300,9 @@ int course_users_add_csv(struct db *db, const struct auth_user *viewer, const ch
         return api_internal(e, rc);
     if (rc)
         return api_fail(e, 400, "bad_request", "Roster: %s", err);
-    const char **names = calloc(n, sizeof(char *)), **roles = calloc(n, sizeof(char *)),
-               **disp = calloc(n, sizeof(char *));
-    int *lines = calloc(n, sizeof(int));
-    if (!names || !roles || !disp || !lines) {
-        rc = api_internal(e, -ENOMEM);
-    } else {
-        for (size_t i = 0; i < n; i++) {
-            names[i] = rows[i].name;
-            roles[i] = rows[i].role;
-            disp[i] = rows[i].display_name[0] ? rows[i].display_name : NULL;
-            lines[i] = rows[i].line;
-        }
-        rc = users_add_rows(db, viewer, n, names, roles, disp, lines, out, e);
-    }
-    free(names);
-    free(roles);
-    free(disp);
-    free(lines);
+    /* Run again, a roster updates or keeps the users it names: it never
+     * fails on them (user_admin_import). */
+    rc = user_admin_import(db, viewer, rows, n, out, e);
     free(rows);
     return rc;
 }

@@ -48,7 +48,9 @@ int course_rubric_versions(struct app *app, const char *lab, json_t **out);
 /* The users import's rows on db, inside the caller's transaction (the
  * writer's job): users is [{"name","role","display_name"?}...] (json) or
  * a roster CSV (csv). On success *out is {"users":[{name,role,token}]}
- * (a new reference). 0 or -errno with e. */
+ * (a new reference). 0 or -errno with e. A name that exists is a 409 for
+ * json; the CSV (a roster, run again each term) updates or keeps it and
+ * reports each row (user_admin_import: *out has "rows" too). */
 int course_users_add_json(struct db *db, const struct auth_user *viewer, const json_t *users,
                           json_t **out, struct api_error *e);
 int course_users_add_csv(struct db *db, const struct auth_user *viewer, const char *csv,

@@ -11,6 +11,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "server/grades_lms.h"
 #include "server/scoreboard.h"
 #include "server/submission.h"
 #include "server/views.h"
@@ -22,7 +23,12 @@ static int page_exports(struct page *p)
     page_begin(p, "Exports");
     html_raw(&p->b, "<h1>Exports</h1>\n<ul>\n<li><a href=\"/admin/export/grades.csv\">Grades CSV</a> for the "
                     "LMS: <code>user,display_name,lab,score,max_score,late,submission</code>, each student's "
-                    "best score per lab with overrides applied.</li>\n");
+                    "best score per lab with overrides applied.</li>\n"
+                    "<li><a href=\"/admin/export/grades-lms.csv\">Grades CSV, one row per student</a> "
+                    "for an LMS import: <code>user,display_name</code> and one column per lab with the "
+                    "best score (overrides applied, system errors never counted); every student, an "
+                    "empty cell where a student has no counted submission. The file is named for "
+                    "today's date.</li>\n");
     for (size_t i = 0; i < p->app->nlabs; i++)
         html_fmt(&p->b, "<li><a href=\"/admin/export/results.json?lab=%u\">%s: Gradescope-style results</a> "
                         "(one <code>results.json</code> per student: their best submission) &middot; "
@@ -57,6 +63,27 @@ static int export_grades(struct page *p)
         return page_api_error(p, &e);
     }
     rc = send_download(p, "text/csv; charset=utf-8", "grades.csv", out.data, out.len);
+    http_buf_free(&out);
+    return rc;
+}
+
+/* One row per student, one column per lab (grades_lms_csv), in a file
+ * named for today. */
+static int export_grades_lms(struct page *p)
+{
+    struct api_error e;
+    struct http_buf out = {0};
+    char fname[64];
+    int rc;
+
+    if (!page_is_admin(p))
+        return page_error(p, 403, "Not allowed", "Only admins export grades.");
+    if (grades_lms_csv(p->app, &p->user, &out, &e) != 0) {
+        http_buf_free(&out);
+        return page_api_error(p, &e);
+    }
+    grades_lms_filename(db_now(), fname, sizeof(fname));
+    rc = send_download(p, "text/csv; charset=utf-8", fname, out.data, out.len);
     http_buf_free(&out);
     return rc;
 }
@@ -107,5 +134,6 @@ const struct route export_page_routes[] = {
     PAGE_ROUTE(HTTP_GET, "/admin/exports", page_exports),
     PAGE_ROUTE(HTTP_GET, "/admin/export/grades.csv", export_grades),
     PAGE_ROUTE(HTTP_GET, "/admin/export/results.json", export_results),
+    PAGE_ROUTE(HTTP_GET, "/admin/export/grades-lms.csv", export_grades_lms),
 };
 const size_t export_page_nroutes = sizeof(export_page_routes) / sizeof(export_page_routes[0]);

@@ -396,7 +396,10 @@ static void result_fill(struct result_job *j, json_t *result)
 {
     json_t *js = json_object_get(result, "score"), *jm = json_object_get(result, "max_score");
     j->qr.status = j->status;
-    if (js) {
+    /* A system error is ours: it stores no score, so the scoreboard and
+     * the grades never take it for the student's best (the runner's
+     * document says 0 / 0). */
+    if (js && strcmp(j->status, "system_error") != 0) {
         j->qr.has_score = 1;
         j->qr.score = json_number_value(js) * (1 - j->pct / 100.0);
         if (j->qr.score < 0)

@@ -45,4 +45,9 @@ int api_scoreboard_csv(struct app *app, const struct auth_user *viewer, const ch
 int api_grades_csv(struct app *app, const struct auth_user *viewer, struct http_buf *out,
                    struct api_error *e);
 
+/* s as one CSV cell into b: quoted when it holds a comma, a quote or a
+ * line break; a leading = + - @ (a spreadsheet formula) defused with a
+ * quote. */
+void scoreboard_csv_cell(struct http_buf *b, const char *s);
+
 #endif

@@ -651,11 +651,12 @@ static int step_spawn(struct sim_job *j)
 
 /* ---- starting a run ---- */
 
-/* The lab's starter (labs/<lab>/starter.cu or .py): its text, malloc'd, and
- * the extension; NULL when the lab has none. */
-static char *starter_read(const struct app_lab *l, const char **ext, size_t *len)
+/* The lab's starter (labs/<lab>/starter.<want>, else the other of .cu and
+ * .py): its text, malloc'd, and the extension; NULL when the lab has none. */
+static char *starter_read(const struct app_lab *l, const char *want, const char **ext, size_t *len)
 {
-    static const char *const exts[] = {"cu", "py"};
+    static const char *const by_want[2][2] = {{"cu", "py"}, {"py", "cu"}};
+    const char *const *exts = by_want[strcmp(want, "py") == 0];
     for (int i = 0; i < 2; i++) {
         char path[512];
         snprintf(path, sizeof(path), "%s/starter.%s", l->lab.dir, exts[i]);
@@ -695,7 +696,8 @@ static int files_load(struct sim_job *j, const struct auth_user *viewer, struct 
         struct sim_file *f = &j->files[j->nfiles];
         if (sub <= 0 || api_submission_source(j->app, viewer, sub, &f->src, &f->len, fname, e) != 0)
             continue;
-        if (j->nfiles == 0 && strlen(fname) > 3 && strcmp(fname + strlen(fname) - 3, ".py") == 0)
+        /* sim_text when any file is Python: sim_c would lex it as C. */
+        if (strlen(fname) > 3 && strcmp(fname + strlen(fname) - 3, ".py") == 0)
             j->ext = "py";
         f->sub = sub;
         j->nfiles++;
@@ -748,10 +750,8 @@ int similarity_start(struct app *app, const struct auth_user *viewer, const char
     if (!l)
         return api_fail(e, 404, "not_found", "There is no lab called '%.64s'.", lab);
     if (active)
-        return api_fail(e, 409, "conflict",
-                        "A similarity check (lab %s) is running; wait until it ends, then start "
-                        "this one.",
-                        active->lab);
+        return api_fail(e, 409, "conflict", "A similarity check (lab %s) is running; wait until "
+                        "it ends, then start this one.", active->lab);
     /* A run left 'running' by a server that stopped will never end. */
     db_exec(app->db, "UPDATE similarity_runs SET status = 'failed', detail = 'the server stopped "
                      "during the run' WHERE status = 'running'");
@@ -776,7 +776,7 @@ int similarity_start(struct app *app, const struct auth_user *viewer, const char
     }
     const char *sext = NULL;
     size_t slen = 0;
-    char *starter = starter_read(l, &sext, &slen);
+    char *starter = starter_read(l, j->ext, &sext, &slen);
     if (!starter || !sext || strcmp(sext, j->ext) != 0) {
         free(starter);
         starter = NULL;

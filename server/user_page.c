@@ -12,9 +12,95 @@
 #include <time.h>
 
 #include "server/course.h"
+#include "server/scoreboard.h"
+#include "server/user_admin.h"
 #include "server/views.h"
 
-static int page_users(struct page *p, json_t *created, const char *problem, int status)
+/* The tokens just issued (created: {"users":[{name,role,token}]}), shown
+ * this once, with a link that downloads them as a CSV file: the link
+ * carries the file itself (a data: URL), so no token is kept anywhere to
+ * serve it later. */
+static void put_new_tokens(struct page *p, const json_t *created)
+{
+    struct http_buf csv = {0};
+    char fname[64], iso[40];
+    const json_t *users = json_object_get(created, "users");
+    json_t *u;
+    size_t i;
+
+    if (json_array_size(users) == 0)
+        return;
+    http_buf_append(&csv, "name,role,token\r\n", 17);
+    json_array_foreach(users, i, u) {
+        scoreboard_csv_cell(&csv, page_jstr(u, "name"));
+        http_buf_printf(&csv, ",%s,%s\r\n", page_jstr(u, "role"), page_jstr(u, "token"));
+    }
+    http_buf_append(&csv, "", 1);
+    api_time_iso(db_now(), iso, sizeof(iso));
+    snprintf(fname, sizeof(fname), "tokens-%.10s.csv", iso);
+    html_raw(&p->b, "<div class=\"notice good\"><p><strong>New tokens: copy them now.</strong> "
+                    "They are stored only as hashes and cannot be shown again.</p>\n");
+    html_fmt(&p->b, "<p><a id=\"tokens-csv\" download=\"%s\" href=\"data:text/csv;charset=utf-8,%u\">"
+                    "Download these tokens (CSV)</a></p>\n",
+             fname, csv.data ? csv.data : "");
+    http_buf_free(&csv);
+    html_raw(&p->b, TABLE_BOX("New tokens") "<table id=\"new-tokens\"><thead><tr><th>Name</th><th>Role</th>"
+                    "<th>Token</th></tr></thead><tbody>\n");
+    json_array_foreach(users, i, u)
+        html_fmt(&p->b, "<tr><td>%s</td><td>%s</td><td><span class=\"token\">%s</span></td></tr>\n",
+                 page_jstr(u, "name"), page_jstr(u, "role"), page_jstr(u, "token"));
+    html_raw(&p->b, "</tbody></table></div></div>\n");
+}
+
+/* A roster import's report, one row per roster line (user_admin_import). */
+static void put_import_report(struct page *p, const json_t *created)
+{
+    const json_t *rows = json_object_get(created, "rows");
+    json_t *r;
+    size_t i;
+
+    if (!json_is_array(rows))
+        return;
+    html_fmt(&p->b, "<div class=\"notice good\" id=\"import-summary\" role=\"status\"><p>Roster imported: "
+                    "%.0f created, %.0f updated, %.0f unchanged.</p></div>\n",
+             page_jnum(created, "created", 0), page_jnum(created, "updated", 0),
+             page_jnum(created, "unchanged", 0));
+    html_raw(&p->b, TABLE_BOX("Import report") "<table id=\"import-report\"><thead><tr><th>Line</th>"
+                    "<th>Name</th><th>Role</th><th>Result</th><th>Detail</th></tr></thead><tbody>\n");
+    json_array_foreach(rows, i, r)
+        html_fmt(&p->b, "<tr class=\"%s\"><td class=\"num\">%.0f</td><td>%s</td><td>%s</td><td>%s</td>"
+                        "<td>%s</td></tr>\n",
+                 page_jstr(r, "result"), page_jnum(r, "line", 0), page_jstr(r, "name"),
+                 page_jstr(r, "role"), page_jstr(r, "result"), page_jstr(r, "detail"));
+    html_raw(&p->b, "</tbody></table></div>\n");
+}
+
+/* One user's row of the users table, with the token forms. */
+static void put_user_row(struct page *p, const json_t *u)
+{
+    const char *name = page_jstr(u, "name");
+
+    html_fmt(&p->b, "<tr><td><a href=\"/submissions?user=%u\">%s</a></td><td>%s</td><td>%s</td><td>%s</td>"
+                    "<td>%R</td><td class=\"actions\">",
+             name, name, page_jstr(u, "display_name"), page_jstr(u, "role"), page_jstr(u, "pseudonym"),
+             json_is_true(json_object_get(u, "show_name")) ? "shown" : "pseudonym");
+    html_fmt(&p->b, "<form class=\"inline\" method=\"post\" action=\"/admin/users/%u/token\">", name);
+    page_csrf_field(p);
+    /* aria-label, not a .sr-only span: an absolutely placed span escapes
+     * the table's scroll box and widens the page at 375 px. */
+    html_fmt(&p->b, "<button type=\"submit\" aria-label=\"New token for %s\">New token</button></form> "
+                    "<form class=\"inline\" method=\"post\" action=\"/admin/users/%u/revoke\">",
+             name, name);
+    page_csrf_field(p);
+    html_fmt(&p->b, "<button type=\"submit\" class=\"danger\" aria-label=\"Revoke every token of %s\">"
+                    "Revoke</button></form></td></tr>\n",
+             name);
+}
+
+/* The users page; created: what a POST did ({"users":[tokens]},
+ * "rows":[import report]}) or NULL; problem (HTML-escaped here) and done
+ * (a sentence, escaped) above the forms, or NULL. */
+static int page_users(struct page *p, json_t *created, const char *problem, const char *done, int status)
 {
     struct api_error e;
     json_t *users = NULL, *u;
@@ -27,15 +113,12 @@ static int page_users(struct page *p, json_t *created, const char *problem, int 
     page_begin(p, "Users");
     html_raw(&p->b, "<h1>Users</h1>\n");
     if (problem)
-        html_fmt(&p->b, "<div class=\"notice bad\" role=\"alert\"><p>%s</p></div>\n", problem);
+        html_fmt(&p->b, "<div class=\"notice bad\" id=\"problem\" role=\"alert\"><p>%s</p></div>\n", problem);
+    if (done)
+        html_fmt(&p->b, "<div class=\"notice good\" id=\"done\" role=\"status\"><p>%s</p></div>\n", done);
     if (created) {
-        html_raw(&p->b, "<div class=\"notice good\"><p><strong>New tokens: copy them now.</strong> "
-                        "They are stored only as hashes and cannot be shown again.</p>\n"
-                        TABLE_BOX("New tokens") "<table id=\"new-tokens\"><thead><tr><th>Name</th><th>Role</th><th>Token</th></tr></thead><tbody>\n");
-        json_array_foreach(json_object_get(created, "users"), i, u)
-            html_fmt(&p->b, "<tr><td>%s</td><td>%s</td><td><span class=\"token\">%s</span></td></tr>\n",
-                     page_jstr(u, "name"), page_jstr(u, "role"), page_jstr(u, "token"));
-        html_raw(&p->b, "</tbody></table></div></div>\n");
+        put_import_report(p, created);
+        put_new_tokens(p, created);
     }
     html_raw(&p->b, "<div class=\"grid2\"><div class=\"panel\"><h2>Add one user</h2>\n"
                     "<form class=\"stack\" method=\"post\" action=\"/admin/users\">");
@@ -50,19 +133,22 @@ static int page_users(struct page *p, json_t *created, const char *problem, int 
                     "<form class=\"stack\" method=\"post\" action=\"/admin/users\" enctype=\"multipart/form-data\">");
     page_csrf_field(p);
     html_raw(&p->b, "<label for=\"roster\">CSV: <code>name,role,display_name</code>, one user per line "
-                    "(header optional)</label><textarea id=\"roster\" name=\"roster\" class=\"code\" "
+                    "(header optional). Import the same roster again at any time: names that exist keep "
+                    "their tokens and role, and take the display name of their line.</label>"
+                    "<textarea id=\"roster\" name=\"roster\" class=\"code\" "
                     "placeholder=\"name,role,display_name&#10;ada,student,Ada Lovelace\"></textarea>"
                     "<label for=\"roster-file\">&hellip;or upload the CSV file</label>"
                     "<input type=\"file\" id=\"roster-file\" name=\"roster_file\" accept=\".csv,text/csv\">"
                     "<p><button type=\"submit\">Import</button></p></form></div></div>\n");
-    html_fmt(&p->b, "<h2>All users (%zu)</h2>\n" TABLE_BOX("All users") "<table class=\"sortable\"><thead><tr><th data-sort=\"text\">Name</th>"
+    html_fmt(&p->b, "<h2>All users (%zu)</h2>\n<p>A lost or leaked token: <strong>New token</strong> revokes "
+                    "every token of the user, ends their sessions and shows one new token once; "
+                    "<strong>Revoke</strong> only takes every token and session away.</p>\n"
+                    TABLE_BOX("All users") "<table class=\"sortable\" id=\"users\"><thead><tr><th data-sort=\"text\">Name</th>"
                     "<th data-sort=\"text\">Display name</th><th data-sort=\"text\">Role</th>"
-                    "<th data-sort=\"text\">Pseudonym</th><th>Name on scoreboard</th></tr></thead><tbody>\n",
+                    "<th data-sort=\"text\">Pseudonym</th><th>Name on scoreboard</th><th>Tokens</th></tr></thead><tbody>\n",
              json_array_size(json_object_get(users, "users")));
     json_array_foreach(json_object_get(users, "users"), i, u)
-        html_fmt(&p->b, "<tr><td><a href=\"/submissions?user=%u\">%s</a></td><td>%s</td><td>%s</td><td>%s</td><td>%R</td></tr>\n",
-                 page_jstr(u, "name"), page_jstr(u, "name"), page_jstr(u, "display_name"), page_jstr(u, "role"),
-                 page_jstr(u, "pseudonym"), json_is_true(json_object_get(u, "show_name")) ? "shown" : "pseudonym");
+        put_user_row(p, u);
     html_raw(&p->b, "</tbody></table></div>\n");
     json_decref(users);
     return page_end(p, status);
@@ -97,22 +183,72 @@ static int post_users(struct page *p)
         rc = api_users_add(p->app, &p->user, list, &out, &e);
         json_decref(list);
     } else {
-        return page_users(p, NULL, "Fill in a user name, or paste or upload a roster.", 400);
+        return page_users(p, NULL, "Fill in a user name, or paste or upload a roster.", NULL, 400);
     }
     if (rc != 0)
-        return page_users(p, NULL, e.message, e.status ? e.status : 400);
-    rc = page_users(p, out, NULL, 201);
+        return page_users(p, NULL, e.message, NULL, e.status ? e.status : 400);
+    rc = page_users(p, out, NULL, NULL, 201);
     json_decref(out);
     return rc;
 }
 
 static int r_users(struct page *p)
 {
-    return page_users(p, NULL, NULL, 200);
+    return page_users(p, NULL, NULL, NULL, 200);
+}
+
+/* POST /admin/users/{name}/token: every old token revoked, one new token
+ * shown once (user_admin_token_regenerate). */
+static int post_token(struct page *p)
+{
+    struct api_error e;
+    json_t *out = NULL, *created;
+    char done[200];
+    int rc;
+
+    if (!page_is_admin(p))
+        return page_error(p, 403, "Not allowed", "Only admins manage users.");
+    if (page_post_check(p) != 0)
+        return HTTP_DONE;
+    if (user_admin_token_regenerate(p->app, &p->user, http_request_param(p->req, "name"), &out, &e) != 0)
+        return page_users(p, NULL, e.message, NULL, e.status ? e.status : 400);
+    snprintf(done, sizeof(done), "A new token for %s: %.0f old token(s) revoked, %.0f session(s) ended.",
+             page_jstr(out, "user"), page_jnum(out, "tokens_revoked", 0), page_jnum(out, "sessions_ended", 0));
+    created = json_pack("{s:[{s:s,s:s,s:s}]}", "users", "name", page_jstr(out, "user"), "role",
+                        page_jstr(out, "role"), "token", page_jstr(out, "token"));
+    rc = page_users(p, created, created ? NULL : "Out of memory: try again.", done, created ? 200 : 500);
+    json_decref(created);
+    json_decref(out);
+    return rc;
+}
+
+/* POST /admin/users/{name}/revoke: every token and session of the user
+ * ends (api_user_revoke, audit-logged). */
+static int post_revoke(struct page *p)
+{
+    struct api_error e;
+    json_t *out = NULL;
+    char done[200];
+    int rc;
+
+    if (!page_is_admin(p))
+        return page_error(p, 403, "Not allowed", "Only admins manage users.");
+    if (page_post_check(p) != 0)
+        return HTTP_DONE;
+    if (api_user_revoke(p->app, &p->user, http_request_param(p->req, "name"), &out, &e) != 0)
+        return page_users(p, NULL, e.message, NULL, e.status ? e.status : 400);
+    snprintf(done, sizeof(done), "Every token of %s is revoked (%.0f) and their %.0f session(s) ended. "
+             "They cannot sign in until they get a new token.",
+             page_jstr(out, "user"), page_jnum(out, "tokens_revoked", 0), page_jnum(out, "sessions_ended", 0));
+    rc = page_users(p, NULL, NULL, done, 200);
+    json_decref(out);
+    return rc;
 }
 
 const struct route user_page_routes[] = {
     PAGE_ROUTE(HTTP_GET, "/admin/users", r_users),
     PAGE_ROUTE(HTTP_POST, "/admin/users", post_users),
+    PAGE_ROUTE(HTTP_POST, "/admin/users/{name}/token", post_token),
+    PAGE_ROUTE(HTTP_POST, "/admin/users/{name}/revoke", post_revoke),
 };
 const size_t user_page_nroutes = sizeof(user_page_routes) / sizeof(user_page_routes[0]);

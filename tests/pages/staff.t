@@ -174,6 +174,19 @@ run(async (t) => {
       await Promise.all([admin.waitForNavigation(), admin.click('form:has(textarea#roster) button')]);
       const toks = await admin.locator('#new-tokens tbody tr').allTextContents();
       t.ok(toks.length === 2 && /cgs_[0-9a-f]{64}/.test(toks[0]) && /cgt_[0-9a-f]{64}/.test(toks[1]), 'the roster import shows each new token once', toks.join('\n'));
+      const [dl] = await Promise.all([admin.waitForEvent('download'), admin.click('#tokens-csv')]);
+      const dlText = require('fs').readFileSync(await dl.path(), 'utf8');
+      t.ok(/^tokens-\d{4}-\d\d-\d\d\.csv$/.test(dl.suggestedFilename()) && /^name,role,token\r\nada,student,cgs_[0-9a-f]{64}\r\ngrace,ta,cgt_/.test(dlText),
+        'the new tokens download as tokens-<date>.csv', dl.suggestedFilename() + '\n' + dlText);
+      await Promise.all([admin.waitForNavigation(), admin.click('form[action="/admin/users/ada/token"] button')]);
+      t.ok(await admin.isVisible('#done:has-text("A new token for ada")') && /cgs_[0-9a-f]{64}/.test(await admin.textContent('#new-tokens')),
+        'New token on ada\'s row shows her new token once');
+      await admin.fill('textarea#roster', 'name,role,display_name\nada,student,Ada King\nalice,ta\n');
+      await Promise.all([admin.waitForNavigation(), admin.click('form:has(textarea#roster) button')]);
+      const report = await admin.locator('#import-report tbody tr').allTextContents();
+      t.ok(report.length === 2 && /ada.*updated/.test(report[0]) && /alice.*student.*unchanged/.test(report[1]),
+        'the roster imported again reports each row: updated, unchanged (role kept)', report.join('\n'));
+      await shot(admin, '24-admin-users-import-again');
       await admin.fill('textarea#roster', 'name,role\nbad,professor\n');
       await Promise.all([admin.waitForNavigation(), admin.click('form:has(textarea#roster) button')]);
       t.ok(await admin.isVisible('.notice.bad'), 'a bad roster line is refused with a message');
@@ -198,6 +211,11 @@ run(async (t) => {
       const body = await csv.text();
       t.ok(csv.status() === 200 && /^user,display_name,lab,score/.test(body) && /alice,.*vadd,95/.test(body),
         'the grades CSV has the overridden score', body.slice(0, 300));
+      const lms = await admin.request.get(s.url + '/admin/export/grades-lms.csv');
+      const lmsBody = await lms.text();
+      t.ok(lms.status() === 200 && /filename="grades-lms-\d{4}-\d\d-\d\d\.csv"/.test(lms.headers()['content-disposition'])
+        && /^user,display_name,[^\r]*vadd/.test(lmsBody) && /\r\nalice,[^\r]*,95/.test(lmsBody) && /\r\nada,Ada King,/.test(lmsBody),
+        'the LMS CSV: a dated file, a row per student, also ada who never submitted', lmsBody.slice(0, 300));
       const gs = await admin.request.get(s.url + '/admin/export/results.json?lab=vadd');
       const doc = await gs.json();
       const a = doc.students.find((x) => x.user === 'alice');

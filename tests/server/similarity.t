@@ -155,18 +155,19 @@ PY_CAROL = "    i = cuda.grid(1)\n    if i < n:\n        c[i] = a[i] + b[i]\n"
 PY_DAVE = "    for j in range(cuda.grid(1), n, cuda.gridsize(1)):\n        c[j] = b[j] + a[j]\n"
 
 
-def py_best(s, who, kern, t0):
-    """Store a graded Python submission for who in pylab straight in the
-    database (the submit API takes .cu files only until Python lands)."""
-    src = PY_STARTER.replace(PY_TODO, kern).encode()
+def py_best(s, who, kern, t0, src=None, ext="py", score=50):
+    """Store a graded Python submission (or src as a file of ext) for who in
+    pylab straight in the database."""
+    src = src if src is not None else PY_STARTER.replace(PY_TODO, kern).encode()
     db = sqlite3.connect(s.db, timeout=10)
     try:
         uid = db.execute("SELECT id FROM users WHERE name = ?", (who,)).fetchone()[0]
         cur = db.execute(
             "INSERT INTO submissions(user_id, lab, filename, source, sha256, size, status,"
             " score, max_score, rubric_version, created_at, updated_at, graded_at)"
-            " VALUES(?, 'pylab', ?, ?, ?, ?, 'graded', 50, 100, 1, ?, ?, ?)",
-            (uid, who + ".py", src, hashlib.sha256(src).hexdigest(), len(src), t0, t0, t0))
+            " VALUES(?, 'pylab', ?, ?, ?, ?, 'graded', ?, 100, 1, ?, ?, ?)",
+            (uid, who + "." + ext, src, hashlib.sha256(src).hexdigest(), len(src), score, t0, t0,
+             t0))
         db.commit()
         return cur.lastrowid
     finally:
@@ -201,6 +202,38 @@ def python_lab(t):
          {"alice_q7", "bob_z3"}, "python: alice and bob are the most similar pair", pairs)
     cd = [p for p in pairs if {p["a"]["user"], p["b"]["user"]} == {"carol", "dave"}]
     t.ok(not cd, "python: carol and dave (only the starter in common) are not reported", cd)
+
+
+def mixed_lab(t):
+    """A lab that takes both languages: the best-ranked file is a .cu, the
+    others are Python; the check still compares with sim_text (sim_c lexes
+    Python as C), starter.py left out."""
+    users = Server.DEFAULT_USERS + [("carol", "student", "Carol Young"),
+                                    ("dave", "student", "Dave Zed"), ("erin", "student", "Erin")]
+    s = Server(labs=["pylab"], users=users, tap=t)
+    now = time.time()
+    py_best(s, "erin", "", now, src=STARTER.replace(TODO, "    c[0] = 1;\n").encode(), ext="cu",
+            score=90)
+    for who, kern in (("alice_q7", PY_ALICE), ("bob_z3", PY_BOB), ("carol", PY_CAROL),
+                      ("dave", PY_DAVE)):
+        py_best(s, who, kern, now)
+    url = "/api/admin/labs/pylab/similarity"
+    t.status(s.post(url, token="tina_ta"), 202, "mixed: a TA starts a check")
+    rep = {}
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        rep = s.get(url, token="tina_ta").json() or {}
+        if (rep.get("run") or {}).get("status") != "running":
+            break
+        time.sleep(0.2)
+    rn = rep.get("run") or {}
+    t.eq((rn.get("status"), rn.get("tool"), rn.get("files"), rn.get("starter_excluded")),
+         ("done", "sim_text", 5, True), "mixed: the top file is .cu, the .py files are compared "
+         "with sim_text, starter.py excluded", rn)
+    top = (rep.get("pairs") or [{}])[0]
+    t.eq({(top.get("a") or {}).get("user"), (top.get("b") or {}).get("user")},
+         {"alice_q7", "bob_z3"}, "mixed: alice and bob are the most similar pair", rep.get("pairs"))
+    s.cleanup()
 
 
 def scheduled(t):
@@ -299,6 +332,7 @@ if __name__ == "__main__":
     t.run(main)
     if shutil.which("sim_text"):
         t.run(python_lab)
+        t.run(mixed_lab)
     t.run(scheduled)
     t.run(store_off_loop)
     t.exit()
