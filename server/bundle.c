@@ -91,35 +91,46 @@ const char *bundle_base_url(const struct http_request *req, char *buf, size_t le
     return buf;
 }
 
-char *bundle_handout(const struct http_request *req, const char *text)
+/* text with each key[k] replaced by val[k] (nkeys pairs). malloc'd; NULL
+ * when out of memory. */
+static char *replace_keys(const char *text, const char *const *key, const char *const *val,
+                          size_t nkeys)
 {
-    static const char key[] = "{{server}}";
-    char base[256];
-    size_t n = 0, klen = sizeof(key) - 1;
-    if (!text)
-        return NULL;
-    bundle_base_url(req, base, sizeof(base));
-    for (const char *p = strstr(text, key); p; p = strstr(p + klen, key))
-        n++;
-    size_t blen = strlen(base), len = strlen(text) + n * blen + 1;
+    size_t len = strlen(text) + 1;
+    for (size_t k = 0; k < nkeys; k++)
+        for (const char *p = strstr(text, key[k]); p; p = strstr(p + strlen(key[k]), key[k]))
+            len += strlen(val[k]);
     char *out = malloc(len), *o = out;
     if (!out)
         return NULL;
-    for (const char *p = text, *q; *p; p = q + klen) {
-        q = strstr(p, key);
-        if (!q) {
-            memcpy(o, p, strlen(p));
-            o += strlen(p);
-            break;
+    for (const char *p = text; *p;) {
+        size_t k = 0;
+        while (k < nkeys && strncmp(p, key[k], strlen(key[k])) != 0)
+            k++;
+        if (k < nkeys) {
+            memcpy(o, val[k], strlen(val[k]));
+            o += strlen(val[k]);
+            p += strlen(key[k]);
+        } else {
+            *o++ = *p++;
         }
-        memcpy(o, p, (size_t)(q - p));
-        o += q - p;
-        memcpy(o, base, blen);
-        o += blen;
     }
     *o = '\0';
     assert((size_t)(o - out) < len);
     return out;
+}
+
+static const struct wheel *client_wheel(void);
+
+char *bundle_handout(const struct http_request *req, const char *text)
+{
+    static const char *const key[] = {"{{server}}", "{{wheel}}"};
+    char base[256];
+    const struct wheel *w = client_wheel();
+    const char *val[] = {bundle_base_url(req, base, sizeof(base)), w ? w->name : "cugrade.py"};
+    if (!text)
+        return NULL;
+    return replace_keys(text, key, val, 2);
 }
 
 /* GET /client/cugrade.py: the client, anyone may fetch it (it holds no

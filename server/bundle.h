@@ -27,9 +27,10 @@
  * (len bytes) and returns buf. */
 const char *bundle_base_url(const struct http_request *req, char *buf, size_t len);
 
-/* text with every "{{server}}" replaced by bundle_base_url(req): how a
- * handout (labs/LAB/README.md) shows its copyable lines with this server's
- * address. malloc'd (caller frees); NULL when text is NULL or out of
+/* text with every "{{server}}" replaced by bundle_base_url(req) and every
+ * "{{wheel}}" by the client wheel's file name (bundle_client_wheel_name):
+ * how a handout (labs/LAB/README.md) shows its copyable lines with this
+ * server's address and its client's version. malloc'd (caller frees); NULL when text is NULL or out of
  * memory. */
 char *bundle_handout(const struct http_request *req, const char *text);
 
