@@ -1,6 +1,6 @@
 /*
  * compile.h - nvcc on the student's file, and the link with the lab's
- * trusted harness, both inside the sandbox (DESIGN steps 3 and 5).
+ * trusted harness, both inside the sandbox (docs/runner.md, "A job").
  *
  * The sandbox sees the job's work directory at /work (the student's source
  * and, after the compile, student.o), the CUDA toolkit read-only, and for

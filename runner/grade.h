@@ -1,5 +1,5 @@
 /*
- * grade.h - one submission through the whole pipeline (DESIGN steps 3-9):
+ * grade.h - one submission through the whole pipeline (docs/runner.md):
  * compile -> inspect -> link -> check cases -> sanitize -> time -> score.
  *
  * Everything the student's code touches runs in the sandbox (sandbox.h).

@@ -1,5 +1,5 @@
 /*
- * inspect.h - symbol inspection of a student's object file (DESIGN step 4).
+ * inspect.h - symbol inspection of a student's object file (docs/runner.md).
  *
  * The object is the output of `nvcc -c` on the student's file. It is read
  * and parsed here in C (an x86-64 ELF relocatable: .symtab, section headers,

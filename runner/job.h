@@ -1,6 +1,6 @@
 /*
  * job.h - one job in flight through the runner's pipeline, as phases
- * (DESIGN steps 3-9, docs/runner.md "Order and overlap"):
+ * (docs/runner.md, "A job" and "Order and overlap"):
  *
  *   job_setup     the lab, the rubric, the seed, the job's directories
  *   job_front     the front pass (nvcc's preprocessor and cudafe++): a

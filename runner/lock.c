@@ -65,7 +65,7 @@ static void user_leave(int fd)
         }
 }
 
-/* The GPU lock. Timing needs the GPU to itself (DESIGN step 8); checks and
+/* The GPU lock. Timing needs the GPU to itself (docs/runner.md); checks and
  * sanitizer runs do not. Runners that share one GPU (a test host running
  * several) take CACHE/gpu-<index>.lock shared for GPU work and exclusive for
  * timing, so a timed kernel never runs beside another job's kernels. With

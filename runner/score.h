@@ -1,8 +1,8 @@
 /*
- * score.h - the rubric applied to what the pipeline measured (DESIGN step
- * 9): case verdicts from the judge, sanitizer verdicts, timings and
- * baselines -> the result document of docs/api.md (a superset of
- * Gradescope's results.json).
+ * score.h - the rubric applied to what the pipeline measured
+ * (docs/runner.md, "Score"): case verdicts from the judge, sanitizer
+ * verdicts, timings and baselines -> the result document of docs/api.md
+ * (a superset of Gradescope's results.json).
  */
 #ifndef CUGRADE_SCORE_H
 #define CUGRADE_SCORE_H

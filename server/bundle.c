@@ -13,6 +13,7 @@
 #include "server/api.h"
 #include "server/auth.h"
 #include "server/views.h"
+#include "server/wheel.h"
 
 /* The client, linked in like the stylesheet (server/page.c): a server
  * always serves the client of its own version, whatever is installed
@@ -90,35 +91,46 @@ const char *bundle_base_url(const struct http_request *req, char *buf, size_t le
     return buf;
 }
 
-char *bundle_handout(const struct http_request *req, const char *text)
+/* text with each key[k] replaced by val[k] (nkeys pairs). malloc'd; NULL
+ * when out of memory. */
+static char *replace_keys(const char *text, const char *const *key, const char *const *val,
+                          size_t nkeys)
 {
-    static const char key[] = "{{server}}";
-    char base[256];
-    size_t n = 0, klen = sizeof(key) - 1;
-    if (!text)
-        return NULL;
-    bundle_base_url(req, base, sizeof(base));
-    for (const char *p = strstr(text, key); p; p = strstr(p + klen, key))
-        n++;
-    size_t blen = strlen(base), len = strlen(text) + n * blen + 1;
+    size_t len = strlen(text) + 1;
+    for (size_t k = 0; k < nkeys; k++)
+        for (const char *p = strstr(text, key[k]); p; p = strstr(p + strlen(key[k]), key[k]))
+            len += strlen(val[k]);
     char *out = malloc(len), *o = out;
     if (!out)
         return NULL;
-    for (const char *p = text, *q; *p; p = q + klen) {
-        q = strstr(p, key);
-        if (!q) {
-            memcpy(o, p, strlen(p));
-            o += strlen(p);
-            break;
+    for (const char *p = text; *p;) {
+        size_t k = 0;
+        while (k < nkeys && strncmp(p, key[k], strlen(key[k])) != 0)
+            k++;
+        if (k < nkeys) {
+            memcpy(o, val[k], strlen(val[k]));
+            o += strlen(val[k]);
+            p += strlen(key[k]);
+        } else {
+            *o++ = *p++;
         }
-        memcpy(o, p, (size_t)(q - p));
-        o += q - p;
-        memcpy(o, base, blen);
-        o += blen;
     }
     *o = '\0';
     assert((size_t)(o - out) < len);
     return out;
+}
+
+static const struct wheel *client_wheel(void);
+
+char *bundle_handout(const struct http_request *req, const char *text)
+{
+    static const char *const key[] = {"{{server}}", "{{wheel}}"};
+    char base[256];
+    const struct wheel *w = client_wheel();
+    const char *val[] = {bundle_base_url(req, base, sizeof(base)), w ? w->name : "cugrade.py"};
+    if (!text)
+        return NULL;
+    return replace_keys(text, key, val, 2);
 }
 
 /* GET /client/cugrade.py: the client, anyone may fetch it (it holds no
@@ -145,17 +157,75 @@ static int r_client_py(struct app *app, struct http_request *req)
     return HTTP_DONE;
 }
 
-/* GET /client/version: {"version","sha256","url"}: what the client compares
- * its own __version__ with. */
+/* The wheel of the embedded client, built on first use and kept for the
+ * life of the process (the module never changes under a running server).
+ * NULL when it cannot be built (out of memory, a version a wheel cannot
+ * carry). */
+static const struct wheel *client_wheel(void)
+{
+    static struct wheel w;
+    static int state; /* 0 not yet, 1 built, -1 failed */
+    if (state == 0)
+        state = wheel_build(bundle__client_py, client_len(), bundle_client_version(), &w) ? -1 : 1;
+    return state == 1 ? &w : NULL;
+}
+
+const char *bundle_client_wheel_name(void)
+{
+    const struct wheel *w = client_wheel();
+    return w ? w->name : NULL;
+}
+
+/* GET /client/{file}: the client's wheel under its own name
+ * (cugrade-VERSION-py3-none-any.whl), to anyone, like the module; any other
+ * name is the 404 page. */
+static int r_client_file(struct app *app, struct http_request *req)
+{
+    static char etag[20];
+    const struct wheel *w = client_wheel();
+    const char *file = http_request_param(req, "file");
+    (void)app;
+    if (!w || !file || strcmp(file, w->name) != 0) {
+        static const char msg[] = "Not found: this server serves /client/cugrade.py and its wheel "
+                                  "(see /client/version).\n";
+        http_response_body(req, 404, "text/plain; charset=utf-8", msg, sizeof(msg) - 1);
+        return HTTP_DONE;
+    }
+    if (!etag[0]) {
+        char hex[65];
+        auth_sha256_hex(w->data, w->len, hex);
+        snprintf(etag, sizeof(etag), "\"%.16s\"", hex);
+    }
+    const char *inm = http_request_header(req, "If-None-Match");
+    http_response_header(req, "X-Content-Type-Options", "nosniff");
+    http_response_header(req, "X-Cugrade-Client-Version", bundle_client_version());
+    http_response_header(req, "ETag", etag);
+    http_response_header(req, "Cache-Control", "no-cache");
+    if (inm && strstr(inm, etag)) {
+        http_response_status(req, 304);
+        return HTTP_DONE;
+    }
+    http_response_body_borrowed(req, 200, "application/zip", (const char *)w->data, w->len);
+    return HTTP_DONE;
+}
+
+/* GET /client/version: {"version","sha256","url","wheel"}: what the client
+ * compares its own __version__ with; wheel is the URL to pip install (null
+ * when the wheel cannot be built). */
 static int r_client_version(struct app *app, struct http_request *req)
 {
-    char base[256], url[300], hex[65];
+    char base[256], url[300], whl[400], hex[65];
+    const struct wheel *w = client_wheel();
     (void)app;
     auth_sha256_hex(bundle__client_py, client_len(), hex);
-    snprintf(url, sizeof(url), "%s/client/cugrade.py", bundle_base_url(req, base, sizeof(base)));
+    bundle_base_url(req, base, sizeof(base));
+    snprintf(url, sizeof(url), "%s/client/cugrade.py", base);
+    if (w)
+        snprintf(whl, sizeof(whl), "%s/client/%s", base, w->name);
     http_response_header(req, "Cache-Control", "no-cache");
-    return api_send_json(req, 200, json_pack("{s:s,s:s,s:s}", "version", bundle_client_version(),
-                                             "sha256", hex, "url", url));
+    return api_send_json(req, 200, json_pack("{s:s,s:s,s:s,s:s?}", "version",
+                                             bundle_client_version(), "sha256", hex, "url", url,
+                                             "wheel", w ? whl : NULL));
 }
 
 /* 1 when case name is one a student sees from the start: its rubric line
@@ -419,6 +489,7 @@ static int h_lab_bundle(struct app *app, struct http_request *req)
 const struct route bundle_routes[] = {
     {HTTP_GET, "/client/cugrade.py", r_client_py, 0, NULL, NULL},
     {HTTP_GET, "/client/version", r_client_version, 0, NULL, NULL},
+    {HTTP_GET, "/client/{file}", r_client_file, 0, NULL, NULL},
     {HTTP_GET, "/api/labs/{lab}/bundle", h_lab_bundle, 0, NULL, NULL},
 };
 const size_t bundle_nroutes = sizeof(bundle_routes) / sizeof(bundle_routes[0]);

@@ -520,6 +520,7 @@ static int page_help(struct page *p)
 {
     char base[256];
     const char *u = bundle_base_url(p->req, base, sizeof(base));
+    const char *whl = bundle_client_wheel_name();
     page_begin(p, "Help");
     html_raw(&p->b, "<h1>Help</h1>\n<div class=\"handout\">\n"
         "<h2>Submitting</h2><p>Open a lab, choose your <code>.cu</code> file (or paste it) and press "
@@ -531,15 +532,22 @@ static int page_help(struct page *p)
         "<pre><code>curl -O %s/client/cugrade.py\n"
         "python3 cugrade.py login %s\n"
         "python3 cugrade.py test LAB kernel.cu      # local, public cases only, not a grade\n"
-        "python3 cugrade.py submit LAB kernel.cu --watch</code></pre>\n"
-        "<p>In Jupyter: put <code>cugrade.py</code> beside the notebook, then "
+        "python3 cugrade.py submit LAB kernel.cu --watch</code></pre>\n",
+        u, u);
+    if (whl)
+        html_fmt(&p->b,
+            "<p>Or install it as a <code>cugrade</code> command (a venv, the NGC container; "
+            "nothing else is downloaded):</p><pre><code>pip install %s/client/%s\n"
+            "cugrade login %s</code></pre>\n", u, whl, u);
+    html_fmt(&p->b,
+        "<p>In Jupyter: put <code>cugrade.py</code> beside the notebook (or install it), then "
         "<code>%%load_ext cugrade</code>, and a cell starting with <code>%%%%cugrade test LAB</code> "
         "or <code>%%%%cugrade submit LAB</code>. <code>cugrade test</code> fetches the lab's public "
         "harness and cases and runs your file on your machine; only a submission is graded.</p>\n"
         "<h2>With curl only</h2><pre><code>curl -H 'Authorization: Bearer YOUR_TOKEN' "
         "-F file=@kernel.cu \\\n     %s/api/labs/LAB/submissions\n"
         "curl -H 'Authorization: Bearer YOUR_TOKEN' %s/api/submissions/ID</code></pre>\n",
-        u, u, u, u);
+        u, u);
     html_raw(&p->b,
         "<h2>Statuses</h2><ul>"
         "<li><strong>waiting in the queue</strong>: a GPU will pick it up; you do not need to resubmit.</li>"

@@ -22,7 +22,7 @@ VmRSS every 20 ms. Then, one after the other, each load of issue 14:
               for PIPELINE_S seconds
 
 and prints /healthz p50/p99/max and the peak RSS within each load's window,
-beside last week's numbers (before the writer thread) and the targets
+beside the stalls measured before the writer thread (issue 14) and the targets
 (/healthz p99 <= 20 ms, max <= 100 ms; submit p99 <= 50 ms).
 Python 3 stdlib only.
 """
@@ -57,7 +57,7 @@ LAB = "bench"
 SERVER_NICE = 0
 STUDENTS = 400
 
-# Measured last week on this machine, before the writer thread (issue 14):
+# Measured on the 2-core development machine before the writer thread (issue 14):
 # the longest /healthz stall under each load.
 OLD = {"submit300": "226 ms", "upload400": "571 ms", "result30": "5.87 s",
        "freeze6s": "5.92 s", "pipeline10": "2.53 s",
@@ -553,7 +553,7 @@ def report(samples, rss, windows, extra, why_no_freeze, t_seed):
           "image, frozen with fsfreeze; the other rows: the database on %s"
           % (sh("df", "--output=fstype", tempfile.gettempdir()).stdout.split() or ["?"])[-1])
     hdr = "%-32s %9s %9s %9s %7s %9s %12s" % ("load", "p50", "p99", "max", "probes", "RSS peak",
-                                              "last week max")
+                                              "before max")
     print(hdr)
     print("-" * len(hdr))
     base = [kib for t, kib in rss]

@@ -2,7 +2,7 @@
 # healthz_bench.sh - /healthz latency and server RSS under the loads of
 # issue 14 (300 students submitting at once, 400 uploads of 256 KiB, 30
 # runner results of 8 MiB, a filesystem freeze, 10 clients pipelining
-# /metrics), beside last week's numbers. See healthz_bench.py for the
+# /metrics), beside the stalls before the writer thread. See healthz_bench.py for the
 # details and the knobs (SEED, REPEAT, FREEZE_S, PIPELINE_S, PROBE_MS).
 #
 #   sh tests/bench/healthz_bench.sh [BUILD]

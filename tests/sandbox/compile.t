@@ -1,7 +1,7 @@
 #!/bin/sh
 # Compilers inside the sandbox: gcc and nvcc (-c) compile a normal file, and
-# `#include "/etc/shadow"` shows nothing of the host's file (DESIGN.md,
-# "Trust boundaries"). nvcc needs /usr/local/cuda (under the read-only
+# `#include "/etc/shadow"` shows nothing of the host's file (docs/sandbox.md,
+# "The trust boundary"). nvcc needs /usr/local/cuda (under the read-only
 # /usr), gcc on PATH, a writable /tmp, a few hundred MB and more than a few
 # pids.
 . "$(dirname "$0")/lib.sh"

@@ -68,8 +68,11 @@ def check_help(t, s, url):
         r = s.get("/labs/" + lab, token="alice_q7")
         body = r.body.decode("utf-8", "replace")
         t.ok(r.status == 200 and "curl -O %s/client/cugrade.py" % url in body and
-             "python3 cugrade.py login %s" % url in body and "{{server}}" not in body,
-             "the %s handout on its lab page has the copyable lines with %s" % (lab, url),
+             "python3 cugrade.py login %s" % url in body and "{{server}}" not in body and
+             re.search(r"pip install %s/client/cugrade-[0-9][^ <]*-py3-none-any\.whl" %
+                       re.escape(url), body) and "{{wheel}}" not in body,
+             "the %s handout on its lab page has the copyable lines with %s (curl, login, "
+             "pip install of the served wheel)" % (lab, url),
              body[:200])
 
 
