@@ -18,13 +18,7 @@ cd "$ROOT" || exit 2
 rc=0
 
 . "$ROOT/tests/tools/dist_env.sh"
-# Python submissions (docs/python.md): the python3 that has CuPy and Numba.
-# A virtual environment outside /usr (the device tool's image: /opt/torch/.venv)
-# is bound into the sandbox as CUGRADE_PYTHON_ROOT.
-if [ -z "${CUGRADE_PYTHON:-}" ] && P=$(command -v python3) && V=$(dirname "$(dirname "$P")") &&
-   [ -f "$V/pyvenv.cfg" ]; then
-    export CUGRADE_PYTHON="$P" CUGRADE_PYTHON_ROOT="$V"
-fi
+# (dist_env.sh also sets CUGRADE_PYTHON/CUGRADE_PYTHON_ROOT for Python files.)
 
 if [ -f tests/gpu/sandbox.sh ] && [ "${CUGRADE_SKIP_SANDBOX:-0}" != 1 ]; then
     echo "== tests/gpu/sandbox.sh"
