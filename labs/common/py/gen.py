@@ -122,9 +122,77 @@ CASE_PARAMS = {"index": ("vocab",), "f32_reduction": ("n", "signs")}
 
 def generate(xp, genname, seed, start, count, params, own=None):
     """Elements [start, start + count) of generator genname (or own, a lab's
-    own generator from its lab.py GEN) for a case with these params."""
-    extra = [params[p] for p in CASE_PARAMS.get(genname, ())] if own is None else []
-    return (own or globals()[genname])(xp, seed, start, count, *extra)
+    own generator from its lab.py GEN) for a case with these params. On a
+    GPU (CuPy) one fused kernel of gen.cuh's own code when it compiles."""
+    if own is not None:
+        return own(xp, seed, start, count)
+    extra = [params[p] for p in CASE_PARAMS.get(genname, ())]
+    out = _fused_generate(xp, genname, seed, start, count, extra)
+    if out is not None:
+        return out
+    return globals()[genname](xp, seed, start, count, *extra)
+
+
+# CuPy: gen.cuh itself compiled by NVRTC (its <stdint.h> and <math.h> given
+# by this prelude: NVRTC has neither header, and its math is built in), one
+# elementwise kernel per generator. The ufunc chain above makes some 15
+# passes over 64-bit temporaries (about 35 ms per GiB of float32 on an
+# H200); this is one pass. Same source as the harness and the judge, so the
+# same bits (the judge checks every input the owner made, every run).
+_PRELUDE = """typedef unsigned long long uint64_t; typedef long long int64_t;
+typedef int int32_t; typedef unsigned int uint32_t;
+#define INT32_MIN (-2147483647 - 1)
+"""
+_KERNELS = {   # genname: (inputs, output, body)
+    "f32_reduction": ("uint64 seed, uint64 start, int32 bias", "float32 out",
+                      "out = gen_f32_reduction(seed, start + i, bias)"),
+    "f32_sym": ("uint64 seed, uint64 start", "float32 out", "out = gen_f32_sym(seed, start + i)"),
+    "index": ("uint64 seed, uint64 start, uint64 rng", "int64 out",
+              "out = gen_index(seed, start + i, rng)"),
+}
+_fused = {}   # genname -> the kernel, or False once it failed to build
+
+
+def _fused_kernel(xp, genname):
+    k = _fused.get(genname)
+    if k is None:
+        import os
+        import re
+        k = False
+        try:
+            here = os.path.dirname(os.path.abspath(__file__))
+            with open(os.path.join(here, "..", "gen.cuh")) as f:
+                src = re.sub(r"(?m)^#include <[a-z]+\.h>\s*$", "", f.read())
+            ins, outs, body = _KERNELS[genname]
+            k = xp.ElementwiseKernel(ins, outs, body, "cugrade_gen_" + genname,
+                                     preamble=_PRELUDE + src)
+        except Exception:   # no gen.cuh beside us, an old CuPy: the ufunc chain
+            k = False
+        _fused[genname] = k
+    return k
+
+
+def _fused_generate(xp, genname, seed, start, count, extra):
+    if genname not in _KERNELS or not hasattr(xp, "ElementwiseKernel"):
+        return None
+    k = _fused_kernel(xp, genname)
+    if not k:
+        return None
+    import numpy
+    if genname == "f32_reduction":
+        b = reduction_bias(seed, *extra)
+        args = (numpy.int32(-(1 << 31) if b is ONE_SIGN else b),)
+        out = xp.empty(count, dtype=xp.float32)
+    elif genname == "f32_sym":
+        args, out = (), xp.empty(count, dtype=xp.float32)
+    else:
+        args, out = (numpy.uint64(extra[0]),), xp.empty(count, dtype=xp.int64)
+    try:
+        k(numpy.uint64(seed), numpy.uint64(start), *args, out)
+    except Exception:   # NVRTC refused it: the ufunc chain from now on
+        _fused[genname] = False
+        return None
+    return out
 
 
 class _quiet:
