@@ -95,6 +95,7 @@ struct http_conn {
     int reject_status;      /* answer this and close (413, 431, 400) */
     int reject_ready;       /* ...with the response admission filled in, not reject_msg */
     int admit_refused;      /* admission answered this bodiless request: no handler */
+    int admitting;          /* admission answers later (deferred is set too) */
     const char *reject_code;
     char reject_msg[160];
     /* input received but not parsed yet (while a request is handled) */
@@ -190,5 +191,6 @@ void conn_refuse(struct http_conn *c);
 void conn_feed(struct http_conn *c, const char *data, size_t len);
 void conn_after_writes(struct http_conn *c);
 void conn_resume_cb(uv_timer_t *t);
+int conn_admit_resume(struct http_conn *c);
 
 #endif
