@@ -125,6 +125,8 @@ struct http_conn {
     uint64_t fr_remain;
     size_t fr_ahead;    /* bytes at the parser's position already scanned */
     const char *fr_bad; /* the framing error met at fr_ahead, to answer with */
+    char fr_tail[9];    /* the request line's last bytes (its version) */
+    unsigned char fr_tail_n;
 };
 
 struct http_write {
