@@ -149,6 +149,15 @@ static int frame_size_byte(struct http_conn *c, unsigned char ch)
         c->fr_line = f | FL_DIGITS;
         return 0;
     }
+    /* After the digits, only what http-parser also takes for the start of
+     * an extension: its hex table reads a byte >= 0x80 as the digit 0
+     * ("2" 0xff 0xff was a chunk of 512 bytes to it, of 2 here), and any
+     * other byte is its error. */
+    if (!(f & FL_EXT) && ch != ';' && ch != ' ') {
+        c->fr_bad = "A chunk size has a byte that is neither a hex digit nor the start of an "
+                    "extension (';').";
+        return -1;
+    }
     c->fr_line = f | FL_EXT; /* white space and extensions: http-parser reads them */
     return 0;
 }

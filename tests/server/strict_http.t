@@ -40,6 +40,11 @@ def main(t):
             "a version spread over two lines ('H' CRLF 'P/1.1')")
     refused(b"GET /healthz HTTP/1.1 \r\nHost: x\r\n\r\n", 400,
             "a space after the version")
+    # http-parser reads a byte >= 0x80 in a chunk size as the digit 0: the
+    # chunk below was 512 bytes to it and 2 to the framing (the server aborted)
+    refused(b"POST /healthz HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+            b"2\xff\xff\r\nab\r\n0\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", 400,
+            "a chunk size with bytes >= 0x80 after its digits")
     r = s.raw(b"GET /healthz HTTP/9.9\r\nHost: x\r\n\r\n")
     t.ok(r is not None and r.status == 400, "HTTP/9.9: refused (%s)" % (r and r.status),
          None if r is None else r.brief())
