@@ -314,9 +314,9 @@ static int cred_resolve(struct app *app, struct http_request *req, struct app_cr
 }
 
 /* Admission's credential check (req carries one): 429 (answered) when it
- * failed too many times, HTTP_DEFERRED while the reader looks it up, else
- * app_auth's answer (-EACCES counted by the throttle). Keyed to the
- * credential, not the address (see throttle_key). */
+ * failed too many times (503 out of memory), HTTP_DEFERRED while the
+ * reader looks it up, else app_auth's answer (-EACCES counted by the
+ * throttle). Keyed to the credential, not the address (see throttle_key). */
 static int admit_credential(struct app *app, struct http_request *req, struct auth_user *u)
 {
     char key[HTTP_CLIENT_KEY_MAX];
@@ -365,7 +365,7 @@ static int app_http_admit(void *a, struct http_request *req, size_t *body_max)
 
     if (auth_request_has_credentials(req)) {
         rc = admit_credential(app, req, &u);
-        if (rc == HTTP_DEFERRED || rc == 429)
+        if (rc == HTTP_DEFERRED || rc >= 400) /* looked up later, or answered */
             return rc;
     }
     if (roles == ANYONE) {
