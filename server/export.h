@@ -2,8 +2,9 @@
  * export.h - exports built off the event loop (docs/server.md, "The loop
  * never waits for the disk").
  *
- * The grades CSV reads every student's best submission of every lab: tens
- * of thousands of rows for a big course, on the loop's connection a stall
+ * The grades CSV reads every student's best submission of every lab, and a
+ * lab's results.json every student's best result: tens of thousands of
+ * rows, tens of MB, for a big course, on the loop's connection a stall
  * for every client (and for as long as the disk stalls). It is built by a
  * reader job (server/reader.h) and handed back to the loop, which sends it.
  */
@@ -25,5 +26,11 @@ typedef void (*export_done_fn)(struct app *app, struct http_request *req, struct
  * built on the loop; or the job could not be queued: done with a 503). */
 int export_grades_csv(struct app *app, struct http_request *req, const struct auth_user *viewer,
                       export_done_fn done);
+
+/* The same for lab's Gradescope-style results.json: each student's best
+ * submission with its result, the score the board's (overrides applied).
+ * An unknown lab is done's 404. */
+int export_results_json(struct app *app, struct http_request *req, const struct auth_user *viewer,
+                        const char *lab, export_done_fn done);
 
 #endif

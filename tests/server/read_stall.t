@@ -124,6 +124,14 @@ def token_at_admission(t, s, user):
 
 def main(t):
     s = Server(labs=["vadd"], tap=t)
+    # a graded submission: the exports read its row and its result
+    from fake_runner import canned_result
+    sid = (s.submit("vadd", kernel("graded")).json() or {}).get("id")
+    run = s.runner()
+    job = run.claim(wait=2) or {}
+    run.result(job.get("id"), "graded", canned_result(job, score=50))
+    t.eq((s.wait_status(sid, "graded") or {}).get("status"), "graded",
+         "a graded submission to export")
     time.sleep(2.5)  # no token looked up so far is still in the 2 s cache
     token_at_admission(t, s, "bob_z3")
     stalled(t, s, "an uncached token", "/healthz", token="alice_q7")
@@ -134,9 +142,19 @@ def main(t):
                 warm="/api/me")
     t.ok(r is not None and (r.body or b"").startswith(b"user,display_name,lab,score"),
          "grades.csv (API): a CSV export", r and r.brief())
-    r = stalled(t, s, "grades.csv (page, session)", "/admin/export/grades.csv", headers=session)
+    stalled(t, s, "a session", "/healthz", headers=session)
+    # the pages take the token too: cached first, so that the export's own
+    # reads are what waits
+    r = stalled(t, s, "grades.csv (page)", "/admin/export/grades.csv", token="admin",
+                warm="/api/me")
     t.ok(r is not None and (r.body or b"").startswith(b"user,display_name,lab,score"),
-         "grades.csv (page, session): a CSV export", r and r.brief())
+         "grades.csv (page): a CSV export", r and r.brief())
+    r = stalled(t, s, "results.json (page)", "/admin/export/results.json?lab=vadd",
+                token="admin", warm="/api/me")
+    students = (r.json() or {}).get("students") if r is not None else None
+    t.ok(students and students[0].get("submission") == sid and
+         students[0].get("results", {}).get("score") == 50,
+         "results.json (page): the graded submission's results", r and r.brief())
     s.cleanup()
 
 
