@@ -101,7 +101,6 @@ int api_need(struct app *app, struct http_request *req, struct auth_user *u, uns
         api_send_err(req, &e);
         return -1;
     }
-    req->user = u;
     return 0;
 }
 

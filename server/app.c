@@ -135,6 +135,12 @@ struct app_lab *app_lab_find(struct app *app, const char *name)
 
 int app_auth(struct app *app, const struct http_request *req, struct auth_user *user)
 {
+    const struct app_cred *ac = req->user;
+    if (ac && ac->rc != -EINPROGRESS) {
+        if (ac->rc == 0)
+            *user = ac->u;
+        return ac->rc;
+    }
     return auth_request_user(app->db, req, user);
 }
 

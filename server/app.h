@@ -74,6 +74,7 @@ struct app {
     uv_loop_t *loop;
     struct db *db;         /* the loop thread's connection: reads, small writes */
     struct writer *writer; /* durable writes off the loop (server/writer.h) */
+    struct reader *reader; /* reads off the loop (server/reader.h) */
     struct queue *queue;
     struct router router;
     struct http_server *http;
@@ -126,8 +127,18 @@ void app_labs_free(struct app *app);
 /* The lab called name, or NULL. */
 struct app_lab *app_lab_find(struct app *app, const char *name);
 
-/* Authenticate req (Bearer token, else the cugrade_session cookie). Returns
- * 0 and fills user; -ENOENT no credentials; -EACCES bad credentials. */
+/* A request's credential as admission resolved it (server.c), kept in
+ * req->user (freed by the HTTP server): the answer app_auth gives the
+ * handler, so that no handler looks it up again on the loop. */
+struct app_cred {
+    int rc;      /* app_auth's; -EINPROGRESS while the reader looks it up */
+    int counted; /* a failure counted by the throttle */
+    struct auth_user u;
+};
+
+/* Authenticate req (Bearer token, else the cugrade_session cookie): the
+ * answer admission found (req->user), else a lookup now. Returns 0 and
+ * fills user; -ENOENT no credentials; -EACCES bad credentials; -errno. */
 int app_auth(struct app *app, const struct http_request *req, struct auth_user *user);
 
 /* One line to stderr: "2026-11-21T08:00:00Z cugrade-server: <message>". */

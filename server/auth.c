@@ -3,6 +3,7 @@
  */
 #include "server/auth.h"
 
+#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <openssl/crypto.h>
@@ -318,11 +319,18 @@ struct auth_cached {
 };
 
 static struct auth_cached *auth_cache;
+static unsigned auth_cache_gen; /* counts clears: see auth_credential_remember */
 
 void auth_cache_clear(void)
 {
     free(auth_cache);
     auth_cache = NULL;
+    auth_cache_gen++;
+}
+
+unsigned auth_cache_generation(void)
+{
+    return auth_cache_gen;
 }
 
 static struct auth_cached *auth_cache_slot(const char *hash)
@@ -338,20 +346,41 @@ static struct auth_cached *auth_cache_slot(const char *hash)
     return &auth_cache[idx % AUTH_CACHE_N];
 }
 
-int auth_token_check(struct db *db, const char *token, struct auth_user *out)
+/* The token's shape (nothing else reaches the database) and its hash:
+ * 0, or -ENOENT when it cannot be a token. */
+static int token_hash(const char *token, char hash[65])
 {
-    char hash[65];
     size_t len = strlen(token);
-    /* Cheap shape check first: nothing else reaches the database. */
     if (len != AUTH_TOKEN_LEN || token[3] != '_')
         return -ENOENT;
     auth_sha256_hex(token, len, hash);
-    double now = db_now();
+    return 0;
+}
+
+/* The cached lookup of the token whose hash is hash: 0, or -ENOENT. */
+static int token_cached(const char *hash, struct auth_user *out)
+{
     struct auth_cached *slot = auth_cache_slot(hash);
-    if (slot && slot->expires > now && auth_equal(slot->hash, hash)) {
+    if (slot && slot->expires > db_now() && auth_equal(slot->hash, hash)) {
         *out = slot->user;
         return 0;
     }
+    return -ENOENT;
+}
+
+static void token_remember(const char *hash, const struct auth_user *u)
+{
+    struct auth_cached *slot = auth_cache_slot(hash);
+    if (slot) {
+        memcpy(slot->hash, hash, sizeof(slot->hash));
+        slot->user = *u;
+        slot->expires = db_now() + AUTH_CACHE_TTL_S;
+    }
+}
+
+/* The token's row, no cache (any thread owning db): 0, -ENOENT, -errno. */
+static int token_lookup(struct db *db, const char *token, const char *hash, struct auth_user *out)
+{
     sqlite3_stmt *st =
         db_stmt(db, "SELECT u.id, u.name, u.role, u.display_name, u.pseudonym,"
                     " u.show_name, t.hash, t.id FROM tokens t JOIN users u ON u.id = t.user_id"
@@ -371,15 +400,23 @@ int auth_token_check(struct db *db, const char *token, struct auth_user *out)
          * admin is a bug elsewhere, not a reason to grant admin). */
         if (!same || strncmp(token, role_prefix[out->role], 4) != 0)
             return -ENOENT;
-        if (slot) {
-            memcpy(slot->hash, hash, sizeof(slot->hash));
-            slot->user = *out;
-            slot->expires = now + AUTH_CACHE_TTL_S;
-        }
         return 0;
     }
     sqlite3_reset(st);
     return rc == SQLITE_DONE ? -ENOENT : db_errno(rc);
+}
+
+int auth_token_check(struct db *db, const char *token, struct auth_user *out)
+{
+    char hash[65];
+    if (token_hash(token, hash))
+        return -ENOENT;
+    if (token_cached(hash, out) == 0)
+        return 0;
+    int rc = token_lookup(db, token, hash, out);
+    if (!rc)
+        token_remember(hash, out);
+    return rc;
 }
 
 int auth_session_create(struct db *db, long long user_id, long long token_id, char cookie_out[65],
@@ -459,26 +496,79 @@ int auth_session_destroy(struct db *db, const char *cookie)
     return db_step_done(st);
 }
 
-int auth_request_user(struct db *db, const struct http_request *req, struct auth_user *out)
+int auth_credential_get(const struct http_request *req, struct auth_credential *c)
 {
+    memset(c, 0, sizeof(*c));
     const char *h = http_request_header(req, "Authorization");
     if (h) {
         if (strncasecmp(h, "Bearer ", 7) != 0)
             return -EACCES;
-        h += 7;
-        while (*h == ' ')
+        for (h += 7; *h == ' ';)
             h++;
-        int rc = auth_token_check(db, h, out);
-        return rc == -ENOENT ? -EACCES : rc;
+        if (strlen(h) != AUTH_TOKEN_LEN)
+            return -EACCES;
+        c->kind = AUTH_CRED_TOKEN;
+        memcpy(c->value, h, AUTH_TOKEN_LEN + 1);
+        return 0;
     }
-    char cookie[96];
-    int rc = auth_session_cookie(req, cookie, sizeof(cookie));
+    int rc = auth_session_cookie(req, c->value, sizeof(c->value));
     if (rc == -ENOENT)
         return -ENOENT;
-    if (rc)
+    if (rc || strlen(c->value) != 64)
         return -EACCES;
-    rc = auth_session_check(db, cookie, out);
+    c->kind = AUTH_CRED_SESSION;
+    return 0;
+}
+
+int auth_credential_cached(const struct auth_credential *c, struct auth_user *out)
+{
+    char hash[65];
+    assert(c->kind == AUTH_CRED_TOKEN || c->kind == AUTH_CRED_SESSION);
+    if (c->kind == AUTH_CRED_SESSION) /* never cached: revocation is at once */
+        return -EAGAIN;
+    if (token_hash(c->value, hash))
+        return -EACCES;
+    return token_cached(hash, out) == 0 ? 0 : -EAGAIN;
+}
+
+int auth_credential_check(struct db *db, const struct auth_credential *c, struct auth_user *out)
+{
+    char hash[65];
+    int rc;
+    if (c->kind == AUTH_CRED_SESSION) {
+        rc = auth_session_check(db, c->value, out);
+    } else {
+        rc = token_hash(c->value, hash);
+        if (!rc)
+            rc = token_lookup(db, c->value, hash, out);
+    }
     return rc == -ENOENT ? -EACCES : rc;
+}
+
+void auth_credential_remember(const struct auth_credential *c, const struct auth_user *u,
+                              unsigned gen)
+{
+    char hash[65];
+    /* A revocation (auth_cache_clear) since the lookup began: its answer
+     * may be the revoked token's, which must not live on in the cache. */
+    if (c->kind != AUTH_CRED_TOKEN || gen != auth_cache_gen || token_hash(c->value, hash))
+        return;
+    token_remember(hash, u);
+}
+
+int auth_request_user(struct db *db, const struct http_request *req, struct auth_user *out)
+{
+    struct auth_credential c;
+    int rc = auth_credential_get(req, &c);
+    if (rc)
+        return rc;
+    rc = auth_credential_cached(&c, out);
+    if (rc != -EAGAIN)
+        return rc;
+    rc = auth_credential_check(db, &c, out);
+    if (!rc)
+        auth_credential_remember(&c, out, auth_cache_gen);
+    return rc;
 }
 
 int auth_request_has_credentials(const struct http_request *req)

@@ -152,6 +152,34 @@ int auth_session_cookie(const struct http_request *req, char *buf, size_t len);
  * cookie), i.e. whether authenticating it costs a lookup. */
 int auth_request_has_credentials(const struct http_request *req);
 
+/* A request's credential, copied out of it (for a lookup off the loop). */
+enum { AUTH_CRED_TOKEN = 1, AUTH_CRED_SESSION = 2 };
+struct auth_credential {
+    int kind;       /* AUTH_CRED_TOKEN (the Bearer token) or AUTH_CRED_SESSION */
+    char value[96]; /* the token or the session cookie's value */
+};
+
+/* The credential req presents (the Bearer token first, else the session
+ * cookie): 0 and *c; -ENOENT when it has none; -EACCES when what it has
+ * can never be valid (not Bearer, the wrong length, two cookies). */
+int auth_credential_get(const struct http_request *req, struct auth_credential *c);
+
+/* From memory only (loop thread): 0 and *out for a token looked up less
+ * than 2 s ago; -EACCES for a token of the wrong shape; -EAGAIN when it
+ * takes auth_credential_check (always for a session). */
+int auth_credential_cached(const struct auth_credential *c, struct auth_user *out);
+
+/* Look c up in the database, no cache (any thread, on a connection it
+ * owns): 0 and *out; -EACCES (unknown, revoked or expired); -errno. */
+int auth_credential_check(struct db *db, const struct auth_credential *c, struct auth_user *out);
+
+/* Cache a token's lookup made off the loop (loop thread), unless the cache
+ * was cleared (a revocation) since gen = auth_cache_generation() was read
+ * before the lookup began. */
+unsigned auth_cache_generation(void);
+void auth_credential_remember(const struct auth_credential *c, const struct auth_user *u,
+                              unsigned gen);
+
 /* Authenticate a request: the Bearer token first, else the session cookie.
  * Returns 0 and fills out; -ENOENT when the request carries no credentials;
  * -EACCES when it carries a wrong, revoked or expired one; -errno. */

@@ -11,6 +11,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "server/export.h"
 #include "server/grades_lms.h"
 #include "server/scoreboard.h"
 #include "server/submission.h"
@@ -50,21 +51,39 @@ static int send_download(struct page *p, const char *type, const char *filename,
     return HTTP_DONE;
 }
 
+/* The grades CSV built off the loop (export.c): sent as before. */
+static void export_grades_done(struct app *app, struct http_request *req, struct http_buf *out,
+                               const struct api_error *e)
+{
+    struct page p;
+    page_open(&p, app, req);
+    if (e)
+        page_api_error(&p, e);
+    else
+        send_download(&p, "text/csv; charset=utf-8", "grades.csv", out->data, out->len);
+    page_free(&p);
+}
+
 static int export_grades(struct page *p)
 {
-    struct api_error e;
-    struct http_buf out = {0};
-    int rc;
-
     if (!page_is_admin(p))
         return page_error(p, 403, "Not allowed", "Only admins export grades.");
-    if (api_grades_csv(p->app, &p->user, &out, &e) != 0) {
-        http_buf_free(&out);
-        return page_api_error(p, &e);
-    }
-    rc = send_download(p, "text/csv; charset=utf-8", "grades.csv", out.data, out.len);
-    http_buf_free(&out);
-    return rc;
+    return export_grades_csv(p->app, p->req, &p->user, export_grades_done);
+}
+
+/* A lab's results.json built off the loop (export.c): sent as before. */
+static void export_results_done(struct app *app, struct http_request *req, struct http_buf *out,
+                                const struct api_error *e)
+{
+    struct page p;
+    char fname[96];
+    page_open(&p, app, req);
+    snprintf(fname, sizeof(fname), "%.64s-results.json", http_request_query(req, "lab"));
+    if (e)
+        page_api_error(&p, e);
+    else
+        send_download(&p, "application/json", fname, out->data, out->len);
+    page_free(&p);
 }
 
 /* One row per student, one column per lab (grades_lms_csv), in a file
@@ -90,44 +109,16 @@ static int export_grades_lms(struct page *p)
 
 /* Gradescope-style: [{"user","display_name","submission","results":{score,
  * max_score,output,tests,...}}] with each student's best submission, the
- * score replaced by the override when there is one. */
+ * score replaced by the override when there is one (export.c). */
 static int export_results(struct page *p)
 {
-    struct api_error e;
     const char *lab = http_request_query(p->req, "lab");
-    json_t *sb = NULL, *r, *out, *students;
-    char *text, fname[96];
-    size_t i;
-    int rc;
 
     if (!page_is_admin(p))
         return page_error(p, 403, "Not allowed", "Only admins export grades.");
-    if (lab == NULL || api_scoreboard(p->app, &p->user, lab, &sb, &e) != 0)
-        return lab ? page_api_error(p, &e) : page_error(p, 400, "Which lab?", "Pick a lab on the exports page.");
-    out = json_pack("{s:s,s:[]}", "lab", lab, "students");
-    students = json_object_get(out, "students");
-    json_array_foreach(json_object_get(sb, "rows"), i, r) {
-        json_t *sub = NULL, *res;
-        long long id = (long long)page_jnum(r, "submission", 0);
-        if (api_submission_get(p->app, &p->user, id, &sub, &e) != 0)
-            continue;
-        res = json_object_get(sub, "result");
-        res = json_is_object(res) ? json_deep_copy(res) : json_object();
-        json_object_set(res, "score", json_object_get(r, "score"));
-        json_object_set(res, "max_score", json_object_get(r, "max_score"));
-        json_array_append_new(students, json_pack("{s:s,s:s,s:I,s:o}", "user", page_jstr(r, "user"), "display_name",
-                                                  page_jstr(r, "display_name"), "submission", id, "results", res));
-        json_decref(sub);
-    }
-    json_decref(sb);
-    text = json_dumps(out, JSON_INDENT(1));
-    json_decref(out);
-    if (text == NULL)
-        return page_error(p, 500, "Out of memory", "Try again in a minute.");
-    snprintf(fname, sizeof(fname), "%.64s-results.json", lab);
-    rc = send_download(p, "application/json", fname, text, strlen(text));
-    free(text);
-    return rc;
+    if (lab == NULL)
+        return page_error(p, 400, "Which lab?", "Pick a lab on the exports page.");
+    return export_results_json(p->app, p->req, &p->user, lab, export_results_done);
 }
 
 const struct route export_page_routes[] = {

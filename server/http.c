@@ -69,6 +69,7 @@ static void conn_free_if_done(struct http_conn *c)
     http_buf_free(&c->req.res_headers);
     http_buf_free(&c->req.res_body);
     free(c->req.qparams);
+    free(c->req.user);
     free(c->pending);
     free(c);
 }
@@ -417,6 +418,22 @@ void http_request_finish(struct http_request *req)
     c->deferred = 0;
     conn_respond(c);
     conn_flush(c);
+    conn_account(c);
+}
+
+void http_request_admit_resume(struct http_request *req)
+{
+    struct http_conn *c = req->conn;
+    assert(c->admitting && c->deferred && !c->closing);
+    c->admitting = 0;
+    c->deferred = 0;
+    if (conn_admit_resume(c) != 0) {
+        conn_refuse(c);
+    } else if (!c->admitting && c->pending) {
+        conn_feed(c, c->pending + c->pending_off, c->pending_len - c->pending_off);
+    }
+    if (!c->admitting)
+        conn_flush(c);
     conn_account(c);
 }
 

@@ -67,7 +67,8 @@ struct http_request {
     const char *remote;    /* peer address, "1.2.3.4" */
     const char *client;    /* what per-client limits count: remote, or its /64 for IPv6;
                             * via a trusted proxy, X-Forwarded-For's last address */
-    void *user;            /* for the application (auth result) */
+    void *user;            /* for the application (its auth result): malloc'd by it,
+                            * freed with free() by the server when the request ends */
     void *app;             /* the application passed to http_server_start */
     /* response (filled by the http_response_* helpers) */
     int status;
@@ -94,8 +95,12 @@ struct http_callbacks {
      * 429...) after filling req's response with the http_response_*
      * helpers: that answer is sent at once, the handler never runs, and a
      * request that announced a body is closed without reading it (no
-     * "100 Continue" goes out). NULL: every request may send
-     * HTTP_BODY_DEFAULT_MAX. */
+     * "100 Continue" goes out). Or HTTP_DEFERRED: the application looks
+     * something up off the loop and calls http_request_admit_resume(req)
+     * once, which calls admit again (that call must not defer again);
+     * meanwhile nothing more of the connection is read or parsed, and
+     * req->on_abort (set by admit) runs if the client goes away. NULL:
+     * every request may send HTTP_BODY_DEFAULT_MAX. */
     int (*admit)(void *app, struct http_request *req, size_t *body_max);
     /* Handle a complete request: HTTP_DONE or HTTP_DEFERRED. */
     int (*handle)(void *app, struct http_request *req);
@@ -166,6 +171,11 @@ int http_server_stopping(struct http_server *srv);
  * caller frees it); req->body is "" from then on. For handlers that hand a large body to another thread without a copy.
  * Once per request, from its handler. */
 char *http_request_body_take(struct http_request *req);
+
+/* Go on with a request whose admission answered HTTP_DEFERRED: admit runs
+ * again, then reading and parsing. Exactly once, on the loop thread, not
+ * after req->on_abort ran. */
+void http_request_admit_resume(struct http_request *req);
 
 /* Finish a deferred request: write its response. Exactly once. */
 void http_request_finish(struct http_request *req);

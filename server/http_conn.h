@@ -95,6 +95,7 @@ struct http_conn {
     int reject_status;      /* answer this and close (413, 431, 400) */
     int reject_ready;       /* ...with the response admission filled in, not reject_msg */
     int admit_refused;      /* admission answered this bodiless request: no handler */
+    int admitting;          /* admission answers later (deferred is set too) */
     const char *reject_code;
     char reject_msg[160];
     /* input received but not parsed yet (while a request is handled) */
@@ -124,6 +125,8 @@ struct http_conn {
     uint64_t fr_remain;
     size_t fr_ahead;    /* bytes at the parser's position already scanned */
     const char *fr_bad; /* the framing error met at fr_ahead, to answer with */
+    char fr_tail[9];    /* the request line's last bytes (its version) */
+    unsigned char fr_tail_n;
 };
 
 struct http_write {
@@ -190,5 +193,6 @@ void conn_refuse(struct http_conn *c);
 void conn_feed(struct http_conn *c, const char *data, size_t len);
 void conn_after_writes(struct http_conn *c);
 void conn_resume_cb(uv_timer_t *t);
+int conn_admit_resume(struct http_conn *c);
 
 #endif

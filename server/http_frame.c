@@ -57,6 +57,17 @@ static int hexval(unsigned char ch)
     return -1;
 }
 
+/* Whether the request line just read ends in SP "HTTP/" DIGIT "." DIGIT
+ * (RFC 9112 3). http-parser, not strict, takes any byte for most of
+ * "HTTP/": "GET / H" CRLF CRLF was a version to it that went on past the
+ * end of the head we had seen, and the server aborted on the disagreement. */
+static int request_line_version_ok(const struct http_conn *c)
+{
+    const char *t = c->fr_tail;
+    return c->fr_tail_n == sizeof(c->fr_tail) && memcmp(t, " HTTP/", 6) == 0 && t[6] >= '0' &&
+           t[6] <= '9' && t[7] == '.' && t[8] >= '0' && t[8] <= '9';
+}
+
 /* One byte of a line of the head or trailer. Returns 1 at the empty line
  * that ends it, 0 to go on, -1 on a framing error (c->fr_bad set). */
 static int frame_line_byte(struct http_conn *c, unsigned char ch)
@@ -74,6 +85,11 @@ static int frame_line_byte(struct http_conn *c, unsigned char ch)
             }
             return 1;
         }
+        if (c->fr_state == FR_HEAD && !(f & FL_FIELD) && !request_line_version_ok(c)) {
+            c->fr_bad = "The request line does not end in an HTTP version (HTTP/1.1).";
+            return -1;
+        }
+        c->fr_tail_n = 0;
         c->fr_line = FL_START | FL_FIELD;
         return 0;
     }
@@ -89,6 +105,11 @@ static int frame_line_byte(struct http_conn *c, unsigned char ch)
         c->fr_bad = "A header line starts with white space (obs-fold): "
                     "send each field on one line.";
         return -1;
+    }
+    if (c->fr_state == FR_HEAD && !(f & FL_FIELD)) { /* the request line's last bytes */
+        if (c->fr_tail_n == sizeof(c->fr_tail))
+            memmove(c->fr_tail, c->fr_tail + 1, --c->fr_tail_n);
+        c->fr_tail[c->fr_tail_n++] = (char)ch;
     }
     c->fr_line = f & ~(unsigned)FL_START;
     return 0;
@@ -127,6 +148,15 @@ static int frame_size_byte(struct http_conn *c, unsigned char ch)
         c->fr_remain = (c->fr_remain << 4) | (uint64_t)h;
         c->fr_line = f | FL_DIGITS;
         return 0;
+    }
+    /* After the digits, only what http-parser also takes for the start of
+     * an extension: its hex table reads a byte >= 0x80 as the digit 0
+     * ("2" 0xff 0xff was a chunk of 512 bytes to it, of 2 here), and any
+     * other byte is its error. */
+    if (!(f & FL_EXT) && ch != ';' && ch != ' ') {
+        c->fr_bad = "A chunk size has a byte that is neither a hex digit nor the start of an "
+                    "extension (';').";
+        return -1;
     }
     c->fr_line = f | FL_EXT; /* white space and extensions: http-parser reads them */
     return 0;
@@ -208,4 +238,5 @@ void frame_reset(struct http_conn *c)
     c->fr_remain = 0;
     c->fr_ahead = 0;
     c->fr_bad = NULL;
+    c->fr_tail_n = 0;
 }

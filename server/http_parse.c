@@ -213,10 +213,11 @@ static int request_split_target(struct http_conn *c, struct http_request *r)
     return 0;
 }
 
+static int head_admit(struct http_conn *c);
+
 static int on_headers_complete(http_parser *p)
 {
     struct http_conn *c = p->data;
-    struct http_server *s = c->srv;
     struct http_request *r = &c->req;
 
     if (hbuf_add(c, "", 1))
@@ -244,6 +245,7 @@ static int on_headers_complete(http_parser *p)
     r->nparams = 0;
     r->route = NULL;
     r->body_note = NULL;
+    free(r->user);
     r->user = NULL;
     r->on_abort = NULL;
     r->abort_data = NULL;
@@ -252,12 +254,33 @@ static int on_headers_complete(http_parser *p)
 
     if (request_split_target(c, r))
         return -1;
+    if (head_admit(c))
+        return -1;
+    if (c->admitting) /* the parser waits at the head's end */
+        http_parser_pause(p, 1);
+    return 0;
+}
 
-    /* Admission: nothing of the body has been read yet (what arrived with
-     * the head waits unparsed in the read buffer). */
+/* Admission of c's head and the checks that follow it: 0 (c->admitting
+ * when the application answers later), or -1 with the request rejected.
+ * Nothing of the body has been read yet (what arrived with the head waits
+ * unparsed). */
+static int head_admit(struct http_conn *c)
+{
+    struct http_server *s = c->srv;
+    struct http_request *r = &c->req;
+    http_parser *p = &c->parser;
+
     c->body_max = HTTP_BODY_DEFAULT_MAX;
     if (s->cb.admit) {
         int refused = s->cb.admit(s->app, r, &c->body_max);
+        if (refused == HTTP_DEFERRED) {
+            /* Its lookups are off the loop: http_request_admit_resume
+             * goes on. Nothing more is read or parsed meanwhile. */
+            c->admitting = 1;
+            c->deferred = 1;
+            return 0;
+        }
         if (refused) {
             assert(refused >= 400 && refused <= 599);
             if (r->status == 0)
@@ -301,6 +324,11 @@ static int on_headers_complete(http_parser *p)
     }
     conn_timer_arm(c, s->lim.header_timeout_s * 3);
     return 0;
+}
+
+int conn_admit_resume(struct http_conn *c)
+{
+    return head_admit(c);
 }
 
 static int on_body(http_parser *p, const char *at, size_t len)
@@ -420,6 +448,8 @@ void conn_respond(struct http_conn *c)
     r->qparams = NULL;
     r->nqparams = 0;
     r->qparsed = 0;
+    free(r->user);
+    r->user = NULL;
     c->in_message = 0;
     c->complete = 0;
     if (c->hbuf.cap > HTTP_KEEP_BUF)

@@ -15,6 +15,7 @@
 
 #include "server/api.h"
 #include "server/page.h"
+#include "server/reader.h"
 #include "server/similarity.h"
 #include "server/submission.h"
 #include "server/views.h"
@@ -102,6 +103,12 @@ int app_open(struct app *app, uv_loop_t *loop, const struct app_config *cfg, cha
     if (rc) {
         snprintf(err, errlen, "%s: cannot start the writer thread: %s", cfg->db_path,
                  strerror(rc < 0 ? -rc : rc));
+        goto fail;
+    }
+    /* Credential lookups and exports read off the loop (server/reader.h). */
+    rc = reader_new(loop, db_path(app->db), &app->reader);
+    if (rc) {
+        snprintf(err, errlen, "out of memory");
         goto fail;
     }
     n = queue_recover(app->queue, app->cfg.lease_s);
@@ -227,6 +234,117 @@ static int admit_refuse(struct app *app, struct http_request *req, int status, c
     return status;
 }
 
+/* A lookup on the reader: a token not in the cache, or any session. */
+struct cred_job {
+    struct app *app;
+    struct http_request *req; /* NULL once the client went away */
+    struct auth_credential c;
+    unsigned gen; /* auth_cache_generation() when it began */
+    struct auth_user u;
+};
+
+/* Reader thread. */
+static int cred_run(struct db *db, void *arg)
+{
+    struct cred_job *j = arg;
+    return auth_credential_check(db, &j->c, &j->u);
+}
+
+static void cred_abort(struct http_request *req, void *data)
+{
+    (void)req;
+    ((struct cred_job *)data)->req = NULL;
+}
+
+/* Loop thread: the answer goes to the request, whose admission goes on. */
+static void cred_done(void *arg, int rc)
+{
+    struct cred_job *j = arg;
+    struct app *app = j->app;
+    if (!rc)
+        auth_credential_remember(&j->c, &j->u, j->gen);
+    if (j->req) {
+        struct app_cred *ac = j->req->user;
+        ac->rc = rc;
+        ac->u = j->u;
+        j->req->on_abort = NULL;
+        http_request_admit_resume(j->req);
+    }
+    free(j);
+    app_work_end(app); /* last: it may finish a stop */
+}
+
+/* Resolve the credential of ac's request: from the cache, or on the loop's
+ * connection when the reader cannot (a database in memory); else queue the
+ * lookup and answer HTTP_DEFERRED. Otherwise 0 with ac->rc set. */
+static int cred_resolve(struct app *app, struct http_request *req, struct app_cred *ac)
+{
+    struct auth_credential c;
+    int rc = auth_credential_get(req, &c);
+    if (!rc)
+        rc = auth_credential_cached(&c, &ac->u);
+    if (rc == -EAGAIN && reader_sync(app->reader)) {
+        rc = auth_credential_check(app->db, &c, &ac->u);
+        if (!rc)
+            auth_credential_remember(&c, &ac->u, auth_cache_generation());
+    } else if (rc == -EAGAIN) {
+        struct cred_job *j = calloc(1, sizeof(*j));
+        if (!j) {
+            ac->rc = -ENOMEM;
+            return 0;
+        }
+        j->app = app;
+        j->req = req;
+        j->c = c;
+        j->gen = auth_cache_generation();
+        rc = reader_submit(app->reader, cred_run, cred_done, j);
+        if (rc) {
+            free(j);
+            ac->rc = rc;
+            return 0;
+        }
+        app_work_begin(app);
+        ac->rc = -EINPROGRESS;
+        req->on_abort = cred_abort;
+        req->abort_data = j;
+        return HTTP_DEFERRED;
+    }
+    ac->rc = rc;
+    return 0;
+}
+
+/* Admission's credential check (req carries one): 429 (answered) when it
+ * failed too many times (503 out of memory), HTTP_DEFERRED while the
+ * reader looks it up, else app_auth's answer (-EACCES counted by the
+ * throttle). Keyed to the credential, not the address (see throttle_key). */
+static int admit_credential(struct app *app, struct http_request *req, struct auth_user *u)
+{
+    char key[HTTP_CLIENT_KEY_MAX];
+    int keyed = throttle_key(req, key, sizeof(key)) == 0;
+    struct app_cred *ac = req->user;
+    if (!ac) { /* the first call: the second comes with the reader's answer */
+        int wait = keyed ? auth_throttle_wait(app->throttle, key, app_clock()) : 0;
+        if (wait)
+            return admit_refuse(app, req, 429, "rate_limited", wait,
+                                "This token or session failed too many checks (mistyped, revoked "
+                                "or expired); try again in %d s, or ask the staff for a new one.",
+                                wait);
+        if (!(ac = calloc(1, sizeof(*ac))))
+            return admit_refuse(app, req, 503, "internal", 1, "Out of memory; try again.");
+        req->user = ac;
+        if (cred_resolve(app, req, ac) == HTTP_DEFERRED)
+            return HTTP_DEFERRED;
+    }
+    assert(ac->rc != -EINPROGRESS);
+    if (ac->rc == -EACCES && keyed && !ac->counted) {
+        ac->counted = 1;
+        auth_throttle_fail(app->throttle, key, app_clock());
+    }
+    if (!ac->rc)
+        *u = ac->u;
+    return ac->rc;
+}
+
 /* http_callbacks.admit: who is asking and how much body they may send,
  * from the head alone, before any body byte is buffered.
  *
@@ -242,23 +360,13 @@ static int app_http_admit(void *a, struct http_request *req, size_t *body_max)
     size_t max;
     const struct route *rt = router_lookup(&app->router, req, &max);
     unsigned roles = admit_roles(rt);
-    int creds = auth_request_has_credentials(req);
-    struct auth_user u;
+    struct auth_user u = {0};
     int rc = -ENOENT;
-    char key[HTTP_CLIENT_KEY_MAX];
 
-    if (creds && throttle_key(req, key, sizeof(key)) == 0) {
-        int wait = auth_throttle_wait(app->throttle, key, app_clock());
-        if (wait)
-            return admit_refuse(app, req, 429, "rate_limited", wait,
-                                "This token or session failed too many checks (mistyped, revoked "
-                                "or expired); try again in %d s, or ask the staff for a new one.",
-                                wait);
-        rc = app_auth(app, req, &u);
-        if (rc == -EACCES)
-            auth_throttle_fail(app->throttle, key, app_clock());
-    } else if (creds) {
-        rc = app_auth(app, req, &u);
+    if (auth_request_has_credentials(req)) {
+        rc = admit_credential(app, req, &u);
+        if (rc == HTTP_DEFERRED || rc >= 400) /* looked up later, or answered */
+            return rc;
     }
     if (roles == ANYONE) {
         /* A page decides for itself who sees what; here only the body cap
@@ -420,6 +528,8 @@ void app_close(struct app *app)
     /* First: its last done callbacks still use the queue and the caches. */
     writer_stop(app->writer);
     app->writer = NULL;
+    reader_free(app->reader); /* its jobs are done: app_shutdown waited */
+    app->reader = NULL;
     if (app->queue) {
         queue_close(app->queue);
         app->queue = NULL;

@@ -76,7 +76,7 @@ static json_t *submission_json(struct app *app, sqlite3_stmt *st, const struct a
             hidden_detail_filter(app, db_col_text(st, C_LAB), sqlite3_column_int64(st, C_UID), detail);
         detail = scrubbed ? scrubbed : "";
     }
-    if (strcmp(status, "queued") == 0) {
+    if (strcmp(status, "queued") == 0 && app->queue) { /* none in an export's view */
         long long pos = queue_position(app->queue, id);
         double rate = queue_rate(app->queue);
         qpos = json_integer(pos);

@@ -11,7 +11,8 @@
  * server has closed the connection. A connection the server leaves open
  * hangs the run (libFuzzer reports a timeout). The admission and handler
  * callbacks below play an application: refusals, small and large body
- * limits, JSON answers naming what was parsed, a large answer.
+ * limits, JSON answers naming what was parsed, a large answer, admission
+ * answered later ("/later...").
  */
 #include <assert.h>
 #include <ctype.h>
@@ -60,11 +61,46 @@ static void check_strict(const struct http_request *req)
     assert(te <= 1 && !(te && cl) && host <= 1);
 }
 
+/* Admission that looks something up off the loop (the server's credential
+ * lookups): "/later..." answers HTTP_DEFERRED and is resumed from a timer,
+ * unless the client went first (later_abort). req->user marks the second
+ * call; the server frees it. */
+static uv_timer_t later_timer;
+static struct http_request *later_req;
+
+static void later_abort(struct http_request *req, void *data)
+{
+    assert(req == later_req);
+    later_req = NULL;
+    uv_timer_stop(&later_timer);
+}
+
+static void later_cb(uv_timer_t *t)
+{
+    struct http_request *req = later_req;
+    later_req = NULL;
+    if (req) {
+        req->on_abort = NULL;
+        http_request_admit_resume(req);
+    }
+}
+
 /* Admission as the application does it: from the head alone. */
 static int fuzz_admit(void *app, struct http_request *req, size_t *body_max)
 {
     char session[64];
     check_strict(req);
+    if (strncmp(req->path, "/later", 6) == 0 && req->user == NULL) {
+        assert(later_req == NULL && (req->user = malloc(1)) != NULL);
+        later_req = req;
+        req->on_abort = later_abort;
+        uv_timer_start(&later_timer, later_cb, 0, 0);
+        return HTTP_DEFERRED;
+    }
+    if (strncmp(req->path, "/laterdeny", 10) == 0) {
+        http_response_error(req, 401, "unauthorized", "Looked up: no.");
+        return 401;
+    }
     const char *token = http_request_header(req, "Authorization");
     int has_session = http_request_cookie(req, "session", session, sizeof(session)) == 0;
     if (strncmp(req->path, "/deny", 5) == 0) {
@@ -127,6 +163,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     signal(SIGPIPE, SIG_IGN); /* as in server/main.c */
     memset(big, 'x', sizeof(big));
     uv_loop_init(&loop);
+    uv_timer_init(&loop, &later_timer);
     if (http_server_start(&loop, "127.0.0.1", 0, &lim, &cb, NULL, &srv) != 0) {
         fprintf(stderr, "fuzz/http: cannot listen on 127.0.0.1\n");
         exit(2);

@@ -31,6 +31,20 @@ def main(t):
     r = s.raw(b"POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
     t.ok(r is not None and r.status == 400, "Content-Length beside Transfer-Encoding: 400",
          None if r is None else r.brief())
+    # http-parser (not strict) took any bytes for most of "HTTP/": its
+    # "version" ran on past the head's end, and the server aborted (assert)
+    # on one packet from anyone
+    refused(b"GET /healthz H\r\n\r\nTTP/1.1\r\n\r\n", 400,
+            "a request line ending in 'H' (its 'version' read on past the head)")
+    refused(b"GET /healthz H\r\nP/1.1\r\nHost: x\r\n\r\n", 400,
+            "a version spread over two lines ('H' CRLF 'P/1.1')")
+    refused(b"GET /healthz HTTP/1.1 \r\nHost: x\r\n\r\n", 400,
+            "a space after the version")
+    # http-parser reads a byte >= 0x80 in a chunk size as the digit 0: the
+    # chunk below was 512 bytes to it and 2 to the framing (the server aborted)
+    refused(b"POST /healthz HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+            b"2\xff\xff\r\nab\r\n0\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", 400,
+            "a chunk size with bytes >= 0x80 after its digits")
     r = s.raw(b"GET /healthz HTTP/9.9\r\nHost: x\r\n\r\n")
     t.ok(r is not None and r.status == 400, "HTTP/9.9: refused (%s)" % (r and r.status),
          None if r is None else r.brief())

@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+# Issue 29 item 4: the event loop never waits for a read. While every SQLite
+# read of the server waits (as on a stalled disk), /healthz is answered: a
+# credential lookup and an export wait off the loop, and both complete once
+# reads go again.
+#
+# The stall: another process (this script) holds SQLite's WAL read locks
+# (bytes 123..127 of the database's -shm file, WAL_READ_LOCK(0..4)), so a
+# connection beginning a read retries in SQLite's own back-off (about 10 s in
+# all before it gives up) -- on the thread that asked. No root, no fsfreeze.
+import fcntl
+import os
+import sys
+import threading
+import time
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cugrade_test import Tap, Server, require_binary, kernel, read_response  # noqa: E402
+
+HOLD_S = 6.0      # reads stall this long
+BOUND_S = 3.0     # /healthz must answer well inside the stall (generous: loaded machines)
+READ_LOCKS = (123, 5)  # offset and length in the -shm of WAL_READ_LOCK(0..4)
+
+
+class Stall:
+    """Hold the WAL read locks of db from start() for HOLD_S seconds (a
+    timer lets them go, whatever the server does meanwhile)."""
+
+    def __init__(self, db):
+        self.fd = os.open(db + "-shm", os.O_RDWR)
+        self.timer = None
+
+    def start(self, timeout=10):
+        end = time.time() + timeout
+        while True:  # the server may hold a shared read lock for an instant
+            try:
+                fcntl.lockf(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB, READ_LOCKS[1],
+                            READ_LOCKS[0], os.SEEK_SET)
+                break
+            except OSError:
+                if time.time() > end:
+                    os.close(self.fd)
+                    return False
+                time.sleep(0.001)
+        self.timer = threading.Timer(HOLD_S, self.release)
+        self.timer.start()
+        return True
+
+    def release(self):
+        fcntl.lockf(self.fd, fcntl.LOCK_UN, READ_LOCKS[1], READ_LOCKS[0], os.SEEK_SET)
+        os.close(self.fd)
+
+    def wait(self):
+        if self.timer:
+            self.timer.join()
+
+
+def healthz_during(t, s, what):
+    """/healthz while reads stall: answered, inside BOUND_S."""
+    t0 = time.time()
+    try:
+        h = s.get("/healthz", timeout=HOLD_S + 15)
+    except OSError as e:
+        h = e
+    took = time.time() - t0
+    t.ok(getattr(h, "status", None) == 200 and took < BOUND_S,
+         "%s: /healthz answers while it waits for the stalled read (%.2f s, bound %.0f s; "
+         "reads stalled %.0f s)" % (what, took, BOUND_S, HOLD_S), h)
+
+
+def stalled(t, s, what, path, token=None, headers=None, warm=None):
+    """Stall reads, GET path (token or headers) in a thread, then /healthz;
+    the request must still be waiting then, and get 200 once reads go."""
+    if warm:  # a token looked up now is in the 2 s cache: the path's own reads stall
+        t.status(s.get(warm, token=token, headers=headers), 200, "%s: %s first" % (what, warm))
+    st = Stall(s.db)
+    if not t.ok(st.start(), "%s: the WAL read locks are taken" % what):
+        return None
+    out = []
+
+    def go():
+        t0 = time.time()
+        try:
+            out.append((s.get(path, token=token, headers=headers, timeout=40),
+                        time.time() - t0))
+        except Exception as e:  # noqa: BLE001
+            out.append((e, time.time() - t0))
+    th = threading.Thread(target=go)
+    th.start()
+    time.sleep(0.5)  # the request is in the server, its read waiting
+    healthz_during(t, s, what)
+    busy = not out
+    st.wait()
+    th.join(40)
+    t.ok(busy, "%s: the request was still waiting when /healthz was answered" % what, out)
+    r, secs = out[0] if out else (None, 0)
+    t.ok(getattr(r, "status", None) == 200,
+         "%s: answered 200 once reads go again (after %.1f s)" % (what, secs), r)
+    return r
+
+
+def token_at_admission(t, s, user):
+    """A submission's head with a token not in the cache: its lookup at
+    admission waits for the stalled read; the body follows once reads go."""
+    what = "an uncached token at admission"
+    body = kernel("stall")
+    head = ("POST /api/labs/vadd/submissions HTTP/1.1\r\nHost: x\r\n"
+            "Authorization: Bearer %s\r\nContent-Type: application/octet-stream\r\n"
+            "Content-Length: %d\r\nConnection: close\r\n\r\n" % (s.tok[user], len(body)))
+    st = Stall(s.db)
+    if not t.ok(st.start(), "%s: the WAL read locks are taken" % what):
+        return
+    c = s.connect(timeout=40)
+    try:
+        c.sendall(head.encode())
+        time.sleep(0.5)
+        healthz_during(t, s, what)
+        st.wait()
+        c.sendall(body)
+        r = read_response(c, timeout=40)
+    finally:
+        c.close()
+    t.status(r, 202, "%s: the submission is accepted once reads go again" % what)
+
+
+def main(t):
+    s = Server(labs=["vadd"], tap=t)
+    # a graded submission: the exports read its row and its result
+    from fake_runner import canned_result
+    sid = (s.submit("vadd", kernel("graded")).json() or {}).get("id")
+    run = s.runner()
+    job = run.claim(wait=2) or {}
+    run.result(job.get("id"), "graded", canned_result(job, score=50))
+    t.eq((s.wait_status(sid, "graded") or {}).get("status"), "graded",
+         "a graded submission to export")
+    time.sleep(2.5)  # no token looked up so far is still in the 2 s cache
+    token_at_admission(t, s, "bob_z3")
+    stalled(t, s, "an uncached token", "/healthz", token="alice_q7")
+    cookie, _ = s.login("admin")
+    t.ok(cookie, "the admin signs in (a session cookie: never cached)")
+    session = {"Cookie": "cugrade_session=%s" % cookie}
+    r = stalled(t, s, "grades.csv (API)", "/api/admin/export/grades.csv", token="admin",
+                warm="/api/me")
+    t.ok(r is not None and (r.body or b"").startswith(b"user,display_name,lab,score"),
+         "grades.csv (API): a CSV export", r and r.brief())
+    stalled(t, s, "a session", "/healthz", headers=session)
+    # the pages take the token too: cached first, so that the export's own
+    # reads are what waits
+    r = stalled(t, s, "grades.csv (page)", "/admin/export/grades.csv", token="admin",
+                warm="/api/me")
+    t.ok(r is not None and (r.body or b"").startswith(b"user,display_name,lab,score"),
+         "grades.csv (page): a CSV export", r and r.brief())
+    r = stalled(t, s, "results.json (page)", "/admin/export/results.json?lab=vadd",
+                token="admin", warm="/api/me")
+    students = (r.json() or {}).get("students") if r is not None else None
+    t.ok(students and students[0].get("submission") == sid and
+         students[0].get("results", {}).get("score") == 50,
+         "results.json (page): the graded submission's results", r and r.brief())
+    s.cleanup()
+
+
+t = Tap()
+require_binary(t)
+t.run(main)
+t.exit()
