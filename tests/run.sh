@@ -137,7 +137,7 @@ slots=$(awk -v list="$RUN_RESULTS/suites" '
       if (!(k in est)) order[n++] = k
       est[k] += t; who[k] = who[k] " " $1 }
     END { for (i = 0; i < n; i++) print est[order[i]] who[order[i]] }' \
-    tests/suite-times $( [ -f "$LOGDIR/suite-times" ] && echo "$LOGDIR/suite-times") "$RUN_RESULTS/suites" |
+    $(for f in tests/suite-times "$LOGDIR/suite-times"; do [ -f "$f" ] && echo "$f"; done) "$RUN_RESULTS/suites" |
     sort -k1,1nr | cut -d' ' -f2-)
 
 for n in $(echo "$suites" | awk '$2 == "alone" { print $1 }'); do
