@@ -143,7 +143,7 @@ slots=$(awk -v list="$RUN_RESULTS/suites" '
 for n in $(echo "$suites" | awk '$2 == "alone" { print $1 }'); do
     run_suite "$n"
 done
-[ -n "$slots" ] && echo "$slots" | xargs -L 1 -P "$JOBS" sh "$0" --chain
+[ -n "$slots" ] && echo "$slots" | xargs -L 1 -P "$JOBS" sh "$CUGRADE_ROOT/tests/run.sh" --chain
 
 # The sum, in the suites' order; the seconds go to $LOGDIR/suite-times.
 passed=0; failed=0; skipped=0; failures=""
