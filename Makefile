@@ -8,6 +8,7 @@
 # tests/unit/{server,runner,common}_*.c link the matching library.
 
 BUILD   ?= build
+NPROC   ?= $(shell nproc 2>/dev/null || echo 1)
 CC      ?= cc
 NVCC    ?= /usr/local/cuda/bin/nvcc
 
@@ -111,17 +112,18 @@ run: deps
 	@$(MAKE) --no-print-directory all
 	@sh deploy/run.sh
 
+# The build runs on every core (the binaries and the fuzzers side by side),
+# then tests/run.sh runs the suites side by side (JOBS, see its header).
 test: test-deps
-	@$(MAKE) --no-print-directory all
-	@$(MAKE) --no-print-directory fuzz-build
+	@$(MAKE) --no-print-directory -j$(NPROC) all fuzz-build
 	@sh tests/run.sh $(BUILD)
 
 # The same suite against an ASan+UBSan build. Every sanitizer report of any
 # process goes to build-asan/sanitizer/ and fails the suite that caused it
 # (tests/run.sh), whether or not the suite reads that process's stderr.
 asan: test-deps
-	@$(MAKE) --no-print-directory BUILD=build-asan SAN=1 all
-	@$(MAKE) --no-print-directory fuzz-build
+	@$(MAKE) --no-print-directory -j$(NPROC) BUILD=build-asan SAN=1 all
+	@$(MAKE) --no-print-directory -j$(NPROC) fuzz-build
 	@rm -rf build-asan/sanitizer; mkdir -p build-asan/sanitizer
 	@SANITIZER_LOG_DIR=$(CURDIR)/build-asan/sanitizer \
 	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:log_path=$(CURDIR)/build-asan/sanitizer/report \

@@ -10,26 +10,61 @@
 #
 #   sh tests/run.sh [BUILD]            all suites
 #   ONLY=server sh tests/run.sh        only suites whose path contains "server"
+#   JOBS=1 sh tests/run.sh             one suite at a time (default: 2 x cores)
+#
+# Suites run side by side, JOBS at a time (most of a suite's time is spent
+# waiting: on a server, a lease, a sandboxed child, a browser), the longest
+# first: tests/suite-times holds each suite's seconds from a serial run
+# ($BUILD/test-logs/suite-times, written by every run, takes precedence; a
+# suite in neither counts as 30 s). Each suite prints its line when it ends;
+# the counts are summed from the suites' logs ($BUILD/test-logs/<suite>.log)
+# once all have ended. A suite that cannot share the machine says so in a
+# comment line of its own (`#` or `//`) near its top:
+#   suite: alone          runs with no other suite running: it measures
+#                         time or load, or loads every core itself. The
+#                         alone suites run first, one by one, then the rest.
+#   suite: serial NAME    runs one after another with the other suites that
+#                         name the same NAME (one slot of the pool, beside
+#                         the rest): they watch one host-wide resource,
+#                         e.g. processes found by name in /proc.
 #
 # SANITIZER_LOG_DIR (set by `make asan`, where ASAN_OPTIONS and UBSAN_OPTIONS
 # have log_path=$SANITIZER_LOG_DIR/report): every process of the ASan+UBSan
 # build -- servers, runners, tools, unit tests -- writes its sanitizer
 # reports there, also those whose suite never reads their stderr (a runner
-# logging to a temporary file). A report left there fails the suite that ran
-# when it was written; it is moved to $BUILD/test-logs/<suite>.sanitizer/.
-BUILD=${1:-build}
+# logging to a temporary file). Each suite runs with its own folder there
+# ($SANITIZER_LOG_DIR/<suite>/, log_path rewritten to it), inherited by
+# every process it starts, so a report fails the suite that caused it even
+# with others running beside it; it is moved to
+# $BUILD/test-logs/<suite>.sanitizer/. A report written after its suite
+# ended (a process it left behind) fails that suite at the end of the run.
+if [ "${1:-}" = --chain ]; then CHAIN=1; shift; else CHAIN=""; fi
+BUILD=${CUGRADE_BUILD:-build}
+[ -z "$CHAIN" ] && BUILD=${1:-build}
 export CUGRADE_BUILD="$(cd "$BUILD" 2>/dev/null && pwd || echo "$BUILD")"
 export CUGRADE_ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$CUGRADE_ROOT" || exit 2
 LOGDIR="$CUGRADE_BUILD/test-logs"
 mkdir -p "$LOGDIR"
-passed=0; failed=0; skipped=0; failures=""
 SUITE_TIMEOUT=${SUITE_TIMEOUT:-900}
 
+# run_suite NAME: run one suite (unit/X: the binary $BUILD/tests/unit/X,
+# else tests/NAME), count its TAP lines into $RUN_RESULTS/<suite>.res
+# ("passed failed skipped seconds") and print its line (and its skips and
+# failures) in one piece.
 run_suite() {
-    name=$1; shift
-    case "$name" in *"${ONLY:-}"*) ;; *) return ;; esac
-    log="$LOGDIR/$(echo "$name" | tr '/' '_').log"
+    name=$1
+    case "$name" in unit/*) set -- "$CUGRADE_BUILD/tests/$name" ;; *) set -- "./tests/$name" ;; esac
+    flat=$(echo "$name" | tr '/' '_')
+    log="$LOGDIR/$flat.log"
+    out="$RUN_RESULTS/$flat.out"
+    if [ -n "${SANITIZER_LOG_DIR:-}" ]; then
+        sdir="$SANITIZER_LOG_DIR/$flat"
+        rm -rf "$sdir"; mkdir -p "$sdir"
+        set -- env SANITIZER_LOG_DIR="$sdir" \
+            ASAN_OPTIONS="$(printf '%s' "${ASAN_OPTIONS:-}" | sed "s|log_path=[^:]*|log_path=$sdir/report|")" \
+            UBSAN_OPTIONS="$(printf '%s' "${UBSAN_OPTIONS:-}" | sed "s|log_path=[^:]*|log_path=$sdir/report|")" "$@"
+    fi
     start=$(date +%s)
     timeout -k 10 "$SUITE_TIMEOUT" "$@" >"$log" 2>&1
     rc=$?
@@ -39,9 +74,9 @@ run_suite() {
     if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
         f=1; echo "not ok - $name exited with status $rc" >>"$log"
     fi
-    if [ -n "${SANITIZER_LOG_DIR:-}" ] && [ -n "$(ls -A "$SANITIZER_LOG_DIR" 2>/dev/null)" ]; then
+    if [ -n "${SANITIZER_LOG_DIR:-}" ] && [ -n "$(ls -A "$sdir" 2>/dev/null)" ]; then
         san="$log.sanitizer"
-        mkdir -p "$san" && mv "$SANITIZER_LOG_DIR"/* "$san"/
+        mkdir -p "$san" && mv "$sdir"/* "$san"/
         for r in "$san"/*; do
             f=$((f + 1))
             echo "not ok - $name: no sanitizer report ($(basename "$r"): $(grep -m1 -E 'ERROR|runtime error' "$r"))" >>"$log"
@@ -51,24 +86,98 @@ run_suite() {
     if [ "$p" -eq 0 ] && [ "$f" -eq 0 ] && [ "$s" -eq 0 ]; then
         f=1; echo "not ok - $name printed no results" >>"$log"
     fi
-    passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
-    printf '%-44s %4d passed %3d failed %3d skipped  (%ss)\n' "$name" "$p" "$f" "$s" "$(( $(date +%s) - start ))"
-    if [ "$s" -gt 0 ]; then
-        grep -iE '^ok.*#[[:space:]]*skip' "$log" | sed 's/^/    /'
-    fi
-    if [ "$f" -gt 0 ]; then
-        grep -E '^not ok' "$log" | sed 's/^/    /'
-        echo "    --- last lines of $log:"; tail -n 15 "$log" | sed 's/^/    | /'
-        failures="$failures $name"
-    fi
+    secs=$(( $(date +%s) - start ))
+    echo "$p $f $s $secs" >"$RUN_RESULTS/$flat.res"
+    {
+        printf '%-44s %4d passed %3d failed %3d skipped  (%ss)\n' "$name" "$p" "$f" "$s" "$secs"
+        if [ "$s" -gt 0 ]; then
+            grep -iE '^ok.*#[[:space:]]*skip' "$log" | sed 's/^/    /'
+        fi
+        if [ "$f" -gt 0 ]; then
+            grep -E '^not ok' "$log" | sed 's/^/    /'
+            echo "    --- last lines of $log:"; tail -n 15 "$log" | sed 's/^/    | /'
+        fi
+    } >"$out"
+    flock "$RUN_RESULTS/print.lock" cat "$out"
 }
 
-for t in "$CUGRADE_BUILD"/tests/unit/*; do
-    [ -x "$t" ] && [ -f "$t" ] && case "$t" in *.o|*.d) continue;; esac && run_suite "unit/$(basename "$t")" "$t"
+# One slot of the pool (xargs below): the named suites, one after another.
+if [ -n "$CHAIN" ]; then
+    for n; do run_suite "$n"; done
+    exit 0
+fi
+
+RUN_RESULTS=$(mktemp -d "${TMPDIR:-/tmp}/cugrade-run.XXXXXX") || exit 2
+export RUN_RESULTS
+trap 'rm -rf "$RUN_RESULTS"' EXIT
+JOBS=${JOBS:-$(( $(nproc 2>/dev/null || echo 1) * 2 ))}
+
+# Every suite as "NAME CLASS": CLASS is "-", "alone" or "serial:NAME".
+list() {
+    for t in "$CUGRADE_BUILD"/tests/unit/*; do
+        [ -x "$t" ] && [ -f "$t" ] && case "$t" in *.o|*.d) continue;; esac && echo "unit/$(basename "$t") -"
+    done
+    for t in tests/*/*.t; do
+        [ -f "$t" ] || continue
+        c=$(sed -n '1,40{s,^[[:space:]]*\(#\|//\)[[:space:]]*suite:[[:space:]]*\(alone\|serial[[:space:]][[:space:]]*[A-Za-z0-9_-]*\).*,\2,p}' "$t" |
+            head -n 1 | tr -s ' \t' ':')
+        echo "${t#tests/} ${c:--}"
+    done
+}
+suites=$(list | while read -r n c; do case "$n" in *"${ONLY:-}"*) echo "$n $c" ;; esac; done)
+
+# The pool's slots, longest first: one line per slot, the suites it runs.
+# A serial group is one slot, its suites' seconds summed.
+echo "$suites" >"$RUN_RESULTS/suites"
+slots=$(awk -v list="$RUN_RESULTS/suites" '
+    FILENAME != list { sec[$1] = $2; next }
+    $1 == "" || $2 == "alone" { next }
+    { t = ($1 in sec) ? sec[$1] : 30
+      k = ($2 == "-") ? $1 : $2
+      if (!(k in est)) order[n++] = k
+      est[k] += t; who[k] = who[k] " " $1 }
+    END { for (i = 0; i < n; i++) print est[order[i]] who[order[i]] }' \
+    $(for f in tests/suite-times "$LOGDIR/suite-times"; do [ -f "$f" ] && echo "$f"; done) "$RUN_RESULTS/suites" |
+    sort -k1,1nr | cut -d' ' -f2-)
+
+for n in $(echo "$suites" | awk '$2 == "alone" { print $1 }'); do
+    run_suite "$n"
 done
-for t in tests/*/*.t; do
-    [ -f "$t" ] && run_suite "${t#tests/}" "./$t"
+[ -n "$slots" ] && echo "$slots" | xargs -L 1 -P "$JOBS" sh "$CUGRADE_ROOT/tests/run.sh" --chain
+
+# The sum, in the suites' order; the seconds go to $LOGDIR/suite-times.
+passed=0; failed=0; skipped=0; failures=""
+for n in $(echo "$suites" | awk '{ print $1 }'); do
+    flat=$(echo "$n" | tr '/' '_')
+    if [ -n "${SANITIZER_LOG_DIR:-}" ] && [ -n "$(ls -A "$SANITIZER_LOG_DIR/$flat" 2>/dev/null)" ]; then
+        # written after its suite ended: a process it left behind
+        for r in "$SANITIZER_LOG_DIR/$flat"/*; do
+            echo "not ok - $n: no sanitizer report after the suite ended ($(basename "$r"): $(grep -m1 -E 'ERROR|runtime error' "$r"))" |
+                tee -a "$LOGDIR/$flat.log"
+        done
+        mkdir -p "$LOGDIR/$flat.log.sanitizer" && mv "$SANITIZER_LOG_DIR/$flat"/* "$LOGDIR/$flat.log.sanitizer"/
+        failed=$((failed + 1)); failures="$failures $n"
+    fi
+    if [ ! -f "$RUN_RESULTS/$flat.res" ]; then
+        echo "not ok - $n did not run to its end (its slot was killed)" | tee -a "$LOGDIR/$flat.log"
+        failed=$((failed + 1)); failures="$failures $n"; continue
+    fi
+    read -r p f s secs <"$RUN_RESULTS/$flat.res"
+    passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
+    [ "$f" -gt 0 ] && case " $failures " in *" $n "*) ;; *) failures="$failures $n" ;; esac
+    echo "$n $secs" >>"$RUN_RESULTS/times"
 done
+if [ -n "${SANITIZER_LOG_DIR:-}" ]; then
+    for r in $(find "$SANITIZER_LOG_DIR" -maxdepth 1 -type f 2>/dev/null); do
+        echo "not ok - no sanitizer report outside a suite ($r: $(grep -m1 -E 'ERROR|runtime error' "$r"))"
+        failed=$((failed + 1)); failures="$failures (none)"
+    done
+fi
+if [ -f "$RUN_RESULTS/times" ]; then
+    { [ -f "$LOGDIR/suite-times" ] && cat "$LOGDIR/suite-times"; cat "$RUN_RESULTS/times"; } |
+        awk '{ t[$1] = $2 } END { for (n in t) print n, t[n] }' | sort >"$RUN_RESULTS/all-times"
+    mv "$RUN_RESULTS/all-times" "$LOGDIR/suite-times"
+fi
 
 [ -n "$failures" ] && echo "failed suites:$failures"
 echo "$passed passed, $failed failed, $skipped skipped"

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# suite: alone  (tests/run.sh: it needs a quiet host, then takes every core)
 """CI (no GPU, real sandbox): who is charged when a compile runs past the
 lab's compile_seconds (runner/compile.h, compile_starved). A stand-in nvcc
 (a CUDA_HOME whose nvcc execs the real one, except for the student's

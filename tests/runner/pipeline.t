@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# suite: alone  (tests/run.sh: it bounds waits to fractions of a second and
+# looks for any /lab/launch process left on the host)
 """CI (no GPU): the whole grading pipeline -- compile, inspect, link, check
 (sandboxed, result channel on fd 3), the judge, timing, baselines (sandboxed
 and CPU, cached), scoring -- on a CPU-only fake lab (tests/runner/fakelab/:

@@ -1,4 +1,6 @@
 #!/bin/sh
+# suite: serial hostile-prog  (tests/run.sh: the host checks find leftover
+# processes by the name hostile-prog, which sandbox/*.t all run)
 # Compilers inside the sandbox: gcc and nvcc (-c) compile a normal file, and
 # `#include "/etc/shadow"` shows nothing of the host's file (docs/sandbox.md,
 # "The trust boundary"). nvcc needs /usr/local/cuda (under the read-only

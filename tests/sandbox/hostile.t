@@ -1,4 +1,6 @@
 #!/bin/sh
+# suite: serial hostile-prog  (tests/run.sh: the host checks find leftover
+# processes by the name hostile-prog, which sandbox/*.t all run)
 # The hostile-program suite: each student program below attacks the sandbox
 # one way; each test asserts the verdict sandbox_run gives it and what the
 # program managed to see or do, then the host is checked (no process, cgroup,

@@ -1,4 +1,6 @@
 #!/bin/sh
+# suite: serial hostile-prog  (tests/run.sh: the host checks find leftover
+# processes by the name hostile-prog, which sandbox/*.t all run)
 # The hostile suite again in root mode: the sandbox as it runs on hosts
 # without unprivileged user namespaces (the runner, root, makes the user
 # namespace for the job's box uid itself; see docs/sandbox.md "Identity").
