@@ -99,7 +99,7 @@ struct score_input {
 
 /* Value of a rubric metric from the timing, or NAN when it cannot be computed
  * (baseline or work missing). */
-double score_metric(const char *metric, const struct score_timing *t);
+double score_metric(const struct metric *metric, const struct score_timing *t);
 
 /* The confidence interval [lo, hi] of a metric (lo <= hi whichever way
  * the metric goes): from the student's interval and, for a metric against
@@ -109,11 +109,8 @@ double score_metric(const char *metric, const struct score_timing *t);
  * it holds at (0.95, less when a timing had too few samples for its
  * nominal level: the exact coverages, joined by Bonferroni), or 0 with
  * lo = hi = NAN when no spread is known. */
-double score_metric_ci(const char *metric, const struct score_timing *t, double *lo, double *hi);
-
-/* The baseline a metric compares against ("cublas", "optimized", "naive",
- * "cpu"), or NULL (bandwidth_share: the device record's copy bandwidth). */
-const char *score_metric_baseline(const char *metric);
+double score_metric_ci(const struct metric *metric, const struct score_timing *t, double *lo,
+                       double *hi);
 
 /* The spread slot of t for a baseline name ("naive", "optimized",
  * "cublas", "cpu"), or NULL. */
