@@ -788,10 +788,15 @@ static int result_timing(struct result *res)
         "flagged", res->flagged, "floor_ms", num_or_null(res->floor_ms > 0 ? res->floor_ms : NAN),
         "case", t->case_name ? json_string(t->case_name) : json_null(), "recheck_passed",
         t->recheck_passed, "flag_reason", res->flagged ? res->flag_reason : NULL);
-    /* How the primary metric reads, from the table: the client shows it. */
+    /* How the primary metric reads, from the table: the client shows these
+     * and keeps no copy of the table. */
+    char shown[32];
+    if (pm)
+        metric_format(pm, res->primary, shown, sizeof shown);
     if (res->timing && pm &&
         (json_object_set_new(res->timing, "metric_label", json_string(pm->label)) ||
-         json_object_set_new(res->timing, "metric_unit", json_string(pm->unit))))
+         json_object_set_new(res->timing, "metric_unit", json_string(pm->unit)) ||
+         json_object_set_new(res->timing, "metric_text", json_string(shown))))
         return -ENOMEM;
     if (!res->timing || timing_noise(res->timing, t))
         return -ENOMEM;

@@ -155,8 +155,10 @@ static void test_direction_from_table(struct rubric *r)
     check(num(sp, "points") == 30 && json_is_true(json_object_get(sp, "lower_is_better")),
           "...and its tier is met at or below the threshold (2 <= 2: 30 points)");
     check(strcmp(json_string_value(json_object_get(tm, "metric_label")), slowdown.label) == 0 &&
-              strcmp(json_string_value(json_object_get(sp, "unit")), "x") == 0,
-          "the result carries the row's label and unit for the client");
+              strcmp(json_string_value(json_object_get(tm, "metric_text")), "2.00x") == 0 &&
+              strcmp(json_string_value(json_object_get(sp, "unit")), "x") == 0 &&
+              strcmp(json_string_value(json_object_get(sp, "label")), slowdown.label) == 0,
+          "the result carries the row's label, unit and the value as shown, for the client");
     json_decref(doc);
 
     r->speed[0].metric = &ratio_up;
