@@ -110,8 +110,10 @@ static int formula__factor(struct formula__p *p, double *out)
         p->s++;
         rc = formula__expr(p, out);
         formula__space(p);
-        if (rc == 0 && *p->s++ != ')')
+        if (rc == 0 && *p->s != ')')
             rc = formula__fail(p, "expected ')'");
+        else if (rc == 0)
+            p->s++; /* never past the terminating NUL */
     } else if (isdigit((unsigned char)*p->s) || *p->s == '.') {
         char *end;
         *out = strtod(p->s, &end);
