@@ -97,8 +97,10 @@ struct score_input {
     int hints_ran;
 };
 
-/* Value of a rubric metric from the timing, or NAN when it cannot be computed
- * (baseline or work missing). */
+/* Value of a rubric metric (a row of common/metric.c's table) from the
+ * timing: the row's formula over the student's median and its baseline's
+ * (score_median_slot), or the case's bytes and the copy bandwidth; NAN when
+ * it cannot be computed (not timed, baseline or work missing). */
 double score_metric(const struct metric *metric, const struct score_timing *t);
 
 /* The confidence interval [lo, hi] of a metric (lo <= hi whichever way
