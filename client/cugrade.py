@@ -455,6 +455,21 @@ def _ms(v):
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
 
 
+def metric_fact(t):
+    """The rubric's primary metric as the server's result describes it: its
+    name, and the label and the value as shown (metric_label, metric_text)
+    from the server's metric table; None when not measured. The client
+    keeps no copy of the table: a result from before the label existed
+    shows the name and the bare value."""
+    v = t.get("metric_value")
+    if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
+        return None
+    label = t.get("metric_label") if isinstance(t.get("metric_label"), str) else ""
+    text = t.get("metric_text") if isinstance(t.get("metric_text"), str) else "%.3f" % v
+    return "rubric metric %s%s = %s" % (t.get("metric") or "", " (%s)" % label if label else "",
+                                       text)
+
+
 def versus(mine, other):
     """'2.15x faster' / '1.30x slower' for your time against another."""
     if not (_ms(mine) and _ms(other)):
@@ -646,9 +661,8 @@ def render_text(sub, page=None):
         facts = []
         if isinstance(t.get("speedup"), (int, float)):
             facts.append("speedup used for ranking %.2f" % t["speedup"])
-        if isinstance(t.get("metric_value"), (int, float)):
-            facts.append("rubric metric %s = %.3f" % (_clean(t.get("metric", "")),
-                                                      t["metric_value"]))
+        if metric_fact(t):
+            facts.append(_clean(metric_fact(t)))
         if isinstance(t.get("gflops"), (int, float)):
             facts.append("%.1f GFLOP/s" % t["gflops"])
         if isinstance(t.get("bandwidth_gbs"), (int, float)):
@@ -930,6 +944,8 @@ def render_html(sub, page=None):
                  for label, v, me in bars if not me and versus(t.get("student_ms"), v)]
         if isinstance(t.get("speedup"), (int, float)):
             facts.append("speedup used for ranking: %.2f" % t["speedup"])
+        if metric_fact(t):
+            facts.append(metric_fact(t))
         if isinstance(t.get("gflops"), (int, float)):
             facts.append("%.1f GFLOP/s" % t["gflops"])
         if isinstance(t.get("bandwidth_gbs"), (int, float)):

@@ -8,6 +8,7 @@
  * small alphabet here, once, for both binaries.
  */
 #include "lab.h"
+#include "formula.h"
 
 #include <assert.h>
 #include <ctype.h>
@@ -528,6 +529,52 @@ static int lab__parse_limits(struct lab *lab, const char *file, char *err, size_
     return lab__parse_derive(lab, limits, file, err, errlen);
 }
 
+/* "work": {"bytes"|"flops"|"elements": formula over a case's params}: each
+ * formula must evaluate for every case, so that a typo fails the load
+ * rather than a hint or the physical floor later. */
+static int lab__parse_work(struct lab *lab, const char *file, char *err, size_t errlen)
+{
+    static const char *const keys[] = {"bytes", "flops", "elements", "comment", NULL};
+    const json_t *work = json_object_get(lab->doc, "work"), *v;
+    const char *key;
+    char why[160];
+    if (work == NULL)
+        return 0;
+    if (!json_is_object(work)) {
+        lab__err(err, errlen, "%s: work: must be an object of formulas", file);
+        return -EINVAL;
+    }
+    json_object_foreach((json_t *)work, key, v) {
+        size_t k = 0;
+        while (keys[k] && strcmp(keys[k], key) != 0)
+            k++;
+        if (keys[k] == NULL || (strcmp(key, "comment") != 0 && !json_is_string(v))) {
+            lab__err(err, errlen, "%s: work.%s: %s", file, key,
+                     keys[k] ? "must be a formula (a string such as \"2*M*N*K\")"
+                             : "unknown field (bytes, flops, elements)");
+            return -EINVAL;
+        }
+        for (size_t i = 0; strcmp(key, "comment") != 0 && i < lab->ncases; i++) {
+            double x;
+            if (formula_eval(json_string_value(v), lab->cases[i].params, &x, why, sizeof why)) {
+                lab__err(err, errlen, "%s: work.%s: case %s: %s", file, key, lab->cases[i].name,
+                         why);
+                return -EINVAL;
+            }
+        }
+    }
+    return 0;
+}
+
+/* What case costs by the lab's "work" formulas; see lab.h. */
+int lab_case_work(const struct lab *lab, const struct lab_case *c, const char *what, double *out)
+{
+    const json_t *f = json_object_get(json_object_get(lab->doc, "work"), what);
+    if (!json_is_string(f) || c == NULL)
+        return -ENOENT;
+    return formula_eval(json_string_value(f), c->params, out, NULL, 0);
+}
+
 int lab_load(const char *dir, struct lab *lab, char *err, size_t errlen)
 {
     char file[4096], readme[4096];
@@ -562,7 +609,8 @@ int lab_load(const char *dir, struct lab *lab, char *err, size_t errlen)
     }
     if ((rc = lab__parse_identity(lab, dir, file, err, errlen)) < 0 ||
         (rc = lab__parse_lists(lab, file, err, errlen)) < 0 ||
-        (rc = lab__parse_limits(lab, file, err, errlen)) < 0)
+        (rc = lab__parse_limits(lab, file, err, errlen)) < 0 ||
+        (rc = lab__parse_work(lab, file, err, errlen)) < 0)
         goto fail;
     rc = lab__read_file(readme, LAB_README_MAX, &lab->handout);
     if (rc < 0 && rc != -ENOENT) {

@@ -67,6 +67,12 @@ int lab_load_all(const char *root, struct lab **labs, char *err, size_t errlen);
 /* Find a case by name; NULL if absent. */
 const struct lab_case *lab_case_find(const struct lab *lab, const char *name);
 
+/* What case c costs by the lab's "work" formulas (lab.json; what is
+ * "bytes", "flops" or "elements", the most elements one buffer holds),
+ * evaluated over the case's params. Returns 0 with *out, or -ENOENT when
+ * the lab declares no such formula (or c is NULL). */
+int lab_case_work(const struct lab *lab, const struct lab_case *c, const char *what, double *out);
+
 /* 1 if name matches pattern ("cuda*" prefix or exact). */
 int lab_pattern_match(const char *pattern, const char *name);
 

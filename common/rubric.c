@@ -34,14 +34,6 @@ static void rubric__err(char *err, size_t errlen, const char *fmt, ...)
 static const char *const rubric__visibilities[] = {"visible", "hidden", "after_due_date",
                                                    "after_published", NULL};
 
-static const struct {
-    const char *name;
-    int lower_is_better;
-} rubric__metrics[] = {
-    {"ratio_to_cublas", 1},  {"ratio_to_optimized", 1}, {"speedup_vs_cpu", 0},
-    {"speedup_vs_naive", 0}, {"bandwidth_share", 0},    {NULL, 0},
-};
-
 static int rubric__in(const char *s, const char *const *set)
 {
     for (; *set; set++)
@@ -261,8 +253,8 @@ static int rubric__parse_sanitizer(const json_t *s, struct rubric *r, char *err,
     return 0;
 }
 
-static int rubric__parse_tiers(const json_t *arr, struct rubric_speed *sp, int share,
-                               const char *where, char *err, size_t errlen)
+static int rubric__parse_tiers(const json_t *arr, struct rubric_speed *sp, const char *where,
+                               char *err, size_t errlen)
 {
     static const char *const keys[] = {"name", "threshold", "points", "comment", NULL};
     const json_t *t;
@@ -296,10 +288,10 @@ static int rubric__parse_tiers(const json_t *arr, struct rubric_speed *sp, int s
                         json_object_get(t, "threshold") == NULL ? "threshold" : "points");
             return -EINVAL;
         }
-        /* A bandwidth share is a fraction of the measured copy bandwidth:
-         * a threshold above 1 could only be met by a flagged (too fast) result. */
-        if (rubric__number(t, "threshold", 0, 1e-9, share ? 1.0 : 1e12, &tier->threshold, w, err,
-                           errlen) < 0)
+        /* The metric's largest honest threshold (a share's is 1: more could
+         * only be met by a flagged, too fast result). */
+        if (rubric__number(t, "threshold", 0, 1e-9, sp->metric->max_threshold, &tier->threshold,
+                           w, err, errlen) < 0)
             return -EINVAL;
         if (rubric__number(t, "points", 0, 0, 1e300, &tier->points, w, err, errlen) < 0)
             return -EINVAL;
@@ -333,7 +325,7 @@ static int rubric__parse_speed(const json_t *arr, struct rubric *r, char *err, s
     json_array_foreach((json_t *)arr, i, s) {
         struct rubric_speed *sp = &r->speed[i];
         const json_t *v;
-        int m, rc;
+        int rc;
         snprintf(where, sizeof(where), "speed[%zu]", i);
         r->nspeed = i + 1;
         if (!json_is_object(s)) {
@@ -356,22 +348,19 @@ static int rubric__parse_speed(const json_t *arr, struct rubric *r, char *err, s
         if ((sp->name = strdup(json_string_value(v))) == NULL)
             return -ENOMEM;
         v = json_object_get(s, "metric");
-        for (m = 0; rubric__metrics[m].name; m++)
-            if (json_is_string(v) && strcmp(json_string_value(v), rubric__metrics[m].name) == 0)
-                break;
-        if (rubric__metrics[m].name == NULL) {
-            rubric__err(err, errlen, "%s.metric: must be one of ratio_to_cublas, "
-                        "ratio_to_optimized, speedup_vs_cpu, speedup_vs_naive, bandwidth_share",
-                        where);
+        sp->metric = metric_find(json_string_value(v));
+        if (sp->metric == NULL) {
+            char names[256];
+            metric_names(names, sizeof names);
+            rubric__err(err, errlen, "%s.metric: %s%s%s is not a metric; must be one of %s",
+                        where, json_is_string(v) ? "\"" : "",
+                        json_is_string(v) ? json_string_value(v) : "a non-string",
+                        json_is_string(v) ? "\"" : "", names);
             return -EINVAL;
         }
-        if ((sp->metric = strdup(rubric__metrics[m].name)) == NULL)
-            return -ENOMEM;
-        sp->lower_is_better = rubric__metrics[m].lower_is_better;
         if (rubric__bool(s, "requires_correct", 1, &sp->requires_correct, where, err, errlen) < 0)
             return -EINVAL;
-        rc = rubric__parse_tiers(json_object_get(s, "tiers"), sp,
-                                 strcmp(sp->metric, "bandwidth_share") == 0, where, err, errlen);
+        rc = rubric__parse_tiers(json_object_get(s, "tiers"), sp, where, err, errlen);
         if (rc < 0)
             return rc;
     }
@@ -519,7 +508,7 @@ double rubric_speed_points(const struct rubric_speed *s, double value, const cha
         return 0;
     for (size_t i = 0; i < s->ntiers; i++) {
         const struct rubric_tier *t = &s->tiers[i];
-        int met = s->lower_is_better ? value <= t->threshold : value >= t->threshold;
+        int met = s->metric->lower_is_better ? value <= t->threshold : value >= t->threshold;
         if (met && (name == NULL || t->points > best)) {
             best = t->points;
             name = t->name;
@@ -543,7 +532,6 @@ void rubric_free(struct rubric *r)
     free(r->correctness);
     for (size_t i = 0; i < r->nspeed; i++) {
         free(r->speed[i].name);
-        free(r->speed[i].metric);
         for (size_t j = 0; j < r->speed[i].ntiers; j++)
             free(r->speed[i].tiers[j].name);
         free(r->speed[i].tiers);

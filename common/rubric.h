@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <jansson.h>
 #include "lab.h"
+#include "metric.h"
 
 enum rubric_late { RUBRIC_LATE_ACCEPT, RUBRIC_LATE_REFUSE };
 
@@ -26,9 +27,7 @@ struct rubric_tier {
 
 struct rubric_speed {
     char *name;
-    char *metric;               /* ratio_to_cublas | ratio_to_optimized | speedup_vs_cpu |
-                                   speedup_vs_naive | bandwidth_share */
-    int lower_is_better;        /* derived from metric */
+    const struct metric *metric; /* a row of the metric table (static, not freed) */
     int requires_correct;
     struct rubric_tier *tiers;  size_t ntiers;
 };

@@ -94,9 +94,9 @@ static int case_failed(const struct score_case *c)
 }
 
 /* The most elements a kernel indexes in one buffer in case name: the
- * params' "elements" when a lab declares it; the three course labs'
- * buffers (reduction n; matmul the largest of A, B, C; embedding the
- * weight table and the output); else the largest parameter. 0 when
+ * params' "elements" when a case declares it; the lab's "work.elements"
+ * formula (lab.json: matmul the largest of A, B, C; embedding the weight
+ * table and the output); else the largest parameter (reduction: n). 0 when
  * unknown. */
 static double case_extent(const struct hint_facts *f, const char *name)
 {
@@ -109,12 +109,10 @@ static double case_extent(const struct hint_facts *f, const char *name)
 #define P(key) json_number_value(json_object_get(lc->params, key))
     if (P("elements") > 0)
         return P("elements");
-    const char *lab = f->lab->name ? f->lab->name : "";
-    if (strcmp(lab, "matmul") == 0)
-        return fmax(P("M") * P("K"), fmax(P("K") * P("N"), P("M") * P("N")));
-    if (strcmp(lab, "embedding") == 0)
-        return fmax(P("vocab") * P("dim"), P("num_indices") * P("dim"));
 #undef P
+    if (lab_case_work(f->lab, lc, "elements", &best) == 0)
+        return best;
+    best = 0;
     json_object_foreach(lc->params, k, v) if (json_number_value(v) > best) best =
         json_number_value(v);
     return best;

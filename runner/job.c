@@ -78,8 +78,8 @@ static const char *case_visible(const struct rubric *rub, const char *name)
 }
 
 /* Work of the timed case for the physical floor: the timing record's
- * "bytes"/"flops", else the case's params "bytes"/"flops", else the three
- * course labs' own formulas. */
+ * "bytes"/"flops", else the case's params "bytes"/"flops", else the lab's
+ * "work" formulas (lab.json) over the case's params. */
 void case_work(const struct lab *lab, const char *case_name, const json_t *timing,
                double *bytes, double *flops)
 {
@@ -93,19 +93,10 @@ void case_work(const struct lab *lab, const char *case_name, const json_t *timin
         *flops = json_number_value(json_object_get(p, "flops"));
     if (*bytes > 0 || *flops > 0 || !p)
         return;
-#define P(k) json_number_value(json_object_get(p, k))
-    if (strcmp(lab->name, "matmul") == 0) {
-        double M = P("M"), N = P("N"), K = P("K");
-        *flops = 2 * M * N * K;
-        *bytes = 4 * (M * K + K * N + M * N);
-    } else if (strcmp(lab->name, "reduction") == 0) {
-        *bytes = 4 * P("n");
-        *flops = P("n");
-    } else if (strcmp(lab->name, "embedding") == 0) {
-        double ni = P("num_indices"), dim = P("dim");
-        *bytes = ni * 8 + 2 * ni * dim * 4;
-    }
-#undef P
+    if (lab_case_work(lab, c, "bytes", bytes) != 0)
+        *bytes = 0;
+    if (lab_case_work(lab, c, "flops", flops) != 0)
+        *flops = 0;
 }
 
 void job_clock_mark(struct job_clock *pc, const char *name)

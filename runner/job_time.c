@@ -730,7 +730,7 @@ static void job_round_baselines(struct job_round *jr)
         return;
     const struct job *j = jr->j;
     for (size_t i = 0; i < j->rub.nspeed; i++) {
-        const char *b = score_metric_baseline(j->rub.speed[i].metric);
+        const char *b = j->rub.speed[i].metric->baseline;
         int have = 0, in_lab = 0;
         for (size_t k = 0; b && k < jr->ncmp; k++)
             have |= strcmp(jr->cmp[k], b) == 0;

@@ -104,14 +104,7 @@ int retime_apply(const struct retime_pool *p, struct score_timing *t)
         tmp.shared = p->s[i].shared_n > 0;
         tmp.shared_age_s = tmp.shared ? p->s[i].shared_age_s : 0;
         *sp = tmp;
-        if (strcmp(who_names[i], "naive") == 0)
-            t->naive_ms = ms;
-        else if (strcmp(who_names[i], "optimized") == 0)
-            t->optimized_ms = ms;
-        else if (strcmp(who_names[i], "cublas") == 0)
-            t->cublas_ms = ms;
-        else
-            t->cpu_ms = ms;
+        *score_median_slot(t, who_names[i]) = ms;
     }
     return 0;
 }
@@ -127,7 +120,7 @@ int retime_uncertain(const struct rubric *r, const struct score_timing *t, char 
         if (conf > 0 && score_tier_uncertain(sp, lo, hi, &th)) {
             snprintf(why, len,
                      "%s = %.4g, its %.0f%% CI %.4g\u2013%.4g holds the tier threshold %g",
-                     sp->metric, score_metric(sp->metric, t), floor(conf * 100), lo, hi, th);
+                     sp->metric->name, score_metric(sp->metric, t), floor(conf * 100), lo, hi, th);
             return (int)i;
         }
     }

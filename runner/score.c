@@ -8,70 +8,53 @@
 #include <assert.h>
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-double score_metric(const char *metric, const struct score_timing *t)
-{
-    if (!t->have || !(t->student_ms > 0))
-        return NAN;
-    if (strcmp(metric, "ratio_to_cublas") == 0)
-        return t->cublas_ms > 0 ? t->student_ms / t->cublas_ms : NAN;
-    if (strcmp(metric, "ratio_to_optimized") == 0)
-        return t->optimized_ms > 0 ? t->student_ms / t->optimized_ms : NAN;
-    if (strcmp(metric, "speedup_vs_cpu") == 0)
-        return t->cpu_ms > 0 ? t->cpu_ms / t->student_ms : NAN;
-    if (strcmp(metric, "speedup_vs_naive") == 0)
-        return t->naive_ms > 0 ? t->naive_ms / t->student_ms : NAN;
-    if (strcmp(metric, "bandwidth_share") == 0) {
-        if (!(t->bytes > 0) || !(t->copy_gbs > 0))
-            return NAN;
-        double gbs = t->bytes / (t->student_ms * 1e-3) / 1e9;
-        return gbs / t->copy_gbs;
-    }
-    return NAN;
-}
+/* The baselines a metric may be relative to (common/metric.c's "baseline")
+ * and where a timing keeps each one's median and spread. */
+static const struct {
+    const char *name;
+    size_t median, spread;
+} score__baselines[] = {
+    {"naive", offsetof(struct score_timing, naive_ms), offsetof(struct score_timing, naive)},
+    {"optimized", offsetof(struct score_timing, optimized_ms),
+     offsetof(struct score_timing, optimized)},
+    {"cublas", offsetof(struct score_timing, cublas_ms), offsetof(struct score_timing, cublas)},
+    {"cpu", offsetof(struct score_timing, cpu_ms), offsetof(struct score_timing, cpu)},
+};
 
-const char *score_metric_baseline(const char *metric)
+/* The row of score__baselines named name, or -1. */
+static int score__baseline(const char *name)
 {
-    if (!metric)
-        return NULL;
-    if (strcmp(metric, "ratio_to_cublas") == 0)
-        return "cublas";
-    if (strcmp(metric, "ratio_to_optimized") == 0)
-        return "optimized";
-    if (strcmp(metric, "speedup_vs_cpu") == 0)
-        return "cpu";
-    if (strcmp(metric, "speedup_vs_naive") == 0)
-        return "naive";
-    return NULL;
+    for (size_t i = 0; name && i < sizeof score__baselines / sizeof score__baselines[0]; i++)
+        if (strcmp(score__baselines[i].name, name) == 0)
+            return (int)i;
+    return -1;
 }
 
 double *score_median_slot(struct score_timing *t, const char *name)
 {
-    if (strcmp(name, "naive") == 0)
-        return &t->naive_ms;
-    if (strcmp(name, "optimized") == 0)
-        return &t->optimized_ms;
-    if (strcmp(name, "cublas") == 0)
-        return &t->cublas_ms;
-    if (strcmp(name, "cpu") == 0)
-        return &t->cpu_ms;
-    return NULL;
+    int i = score__baseline(name);
+    return i < 0 ? NULL : (double *)((char *)t + score__baselines[i].median);
 }
 
 struct score_spread *score_spread_slot(struct score_timing *t, const char *name)
 {
-    if (strcmp(name, "naive") == 0)
-        return &t->naive;
-    if (strcmp(name, "optimized") == 0)
-        return &t->optimized;
-    if (strcmp(name, "cublas") == 0)
-        return &t->cublas;
-    if (strcmp(name, "cpu") == 0)
-        return &t->cpu;
-    return NULL;
+    int i = score__baseline(name);
+    return i < 0 ? NULL : (struct score_spread *)((char *)t + score__baselines[i].spread);
+}
+
+double score_metric(const struct metric *m, const struct score_timing *t)
+{
+    assert(m);
+    if (!t->have)
+        return NAN;
+    int b = score__baseline(m->baseline);
+    double base = b < 0 ? NAN : *(const double *)((const char *)t + score__baselines[b].median);
+    return metric_value(m, t->student_ms, base, t->bytes, t->copy_gbs);
 }
 
 /* The interval of one timing at 95% (or 97.5% when two) as [*lo, *hi];
@@ -86,12 +69,13 @@ static void spread_bounds(const struct score_spread *s, double ms, int two, doub
     }
 }
 
-double score_metric_ci(const char *metric, const struct score_timing *t, double *lo, double *hi)
+double score_metric_ci(const struct metric *metric, const struct score_timing *t, double *lo,
+                       double *hi)
 {
     *lo = *hi = NAN;
     if (!t->have || !(t->student_ms > 0) || t->student.samples == 0)
         return 0;
-    const char *base = score_metric_baseline(metric);
+    const char *base = metric->baseline;
     struct score_timing u = *t;
     const struct score_spread *bs = base ? score_spread_slot(&u, base) : NULL;
     double *bms = base ? score_median_slot(&u, base) : NULL;
@@ -414,13 +398,6 @@ static int add_hint(json_t *hints, const char *h)
     return json_array_append_new(hints, json_string(h));
 }
 
-/* A metric value for a sentence: two decimals from 1 up, else three
- * significant digits (0.0999). */
-static void metric_fmt(double v, char *buf, size_t len)
-{
-    snprintf(buf, len, fabs(v) >= 1 ? "%.2f" : "%.3g", v);
-}
-
 /* The feedback of a speed line that earned its tier: the value, its 95%
  * interval, the time it came from, the re-timing. */
 static void speed_message(const struct rubric_speed *sp, const struct score_timing *t, double v,
@@ -428,11 +405,11 @@ static void speed_message(const struct rubric_speed *sp, const struct score_timi
 {
     char a[32], b[32], c[32], ci[160] = "", th_s[32], tail[200] = "";
     double lo, hi, th = NAN;
-    metric_fmt(v, a, sizeof a);
+    metric_format(sp->metric, v, a, sizeof a);
     double conf = score_metric_ci(sp->metric, t, &lo, &hi);
     if (conf > 0) {
-        metric_fmt(lo, b, sizeof b);
-        metric_fmt(hi, c, sizeof c);
+        metric_format(sp->metric, lo, b, sizeof b);
+        metric_format(sp->metric, hi, c, sizeof c);
         snprintf(ci, sizeof ci, " (%.0f%% CI %s\u2013%s%s)", floor(conf * 100), b, c,
                  conf < 0.95 ? ": too few samples for 95%" : "");
         if (score_tier_uncertain(sp, lo, hi, &th)) {
@@ -442,7 +419,8 @@ static void speed_message(const struct rubric_speed *sp, const struct score_timi
                      t->retimed ? " even after re-timing" : "");
         }
     }
-    int o = snprintf(buf, len, "%s = %s%s; %.4g ms, median of %zu samples", sp->metric, a, ci,
+    int o = snprintf(buf, len, "%s = %s%s; %.4g ms, median of %zu samples", sp->metric->name, a,
+                     ci,
                      t->student_ms, t->samples);
     if (t->retimed > 0 && o >= 0 && (size_t)o < len)
         o += snprintf(buf + o, len - (size_t)o, ", re-timed %d time%s", t->retimed,
@@ -451,17 +429,20 @@ static void speed_message(const struct rubric_speed *sp, const struct score_timi
         snprintf(buf + o, len - (size_t)o, "%s: %s", tail, tier ? tier : "no tier met");
 }
 
-/* speed[] entry: the line, its value and 95% interval, tier, points. */
+/* speed[] entry: the line, its value and 95% interval, tier, points, and
+ * how the metric reads (the table's label, unit and direction) so that a
+ * client shows it without a copy of the table. */
 static json_t *speed_entry(const struct rubric_speed *sp, const struct score_timing *t, double v,
                            const char *tier, double pts, double best)
 {
     double lo = NAN, hi = NAN;
     double conf = score_metric_ci(sp->metric, t, &lo, &hi);
-    return json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:s?, s:f, s:f}", "name", sp->name,
-                     "metric", sp->metric, "value", num_or_null(v), "ci_low", num_or_null(lo),
-                     "ci_high", num_or_null(hi), "ci_confidence",
-                     num_or_null(conf > 0 ? conf : NAN), "tier", tier, "points", pts,
-                     "max_points", best);
+    return json_pack("{s:s, s:s, s:s, s:s, s:b, s:o, s:o, s:o, s:o, s:s?, s:f, s:f}", "name",
+                     sp->name, "metric", sp->metric->name, "label", sp->metric->label, "unit",
+                     sp->metric->unit, "lower_is_better", sp->metric->lower_is_better, "value",
+                     num_or_null(v), "ci_low", num_or_null(lo), "ci_high", num_or_null(hi),
+                     "ci_confidence", num_or_null(conf > 0 ? conf : NAN), "tier", tier, "points",
+                     pts, "max_points", best);
 }
 
 /* One timing of the job for timing.timings[]: median and its 95% interval;
@@ -523,7 +504,7 @@ struct result {
     int flagged;                /* the timing is not rewarded */
     char flag_reason[512];      /* why, when flagged */
     double primary;             /* the first speed line's value, NAN when none */
-    const char *primary_metric; /* its metric, NULL when none */
+    const struct metric *primary_metric; /* its metric, NULL when none */
     double speedup;             /* the scoreboard's */
     char summary[2048];
 };
@@ -747,12 +728,14 @@ static int result_speed(struct result *res)
                      : must_pass  ? ": every correctness case must pass first"
                                   : "");
         else if (!isfinite(v))
-            snprintf(buf, sizeof buf, "%s: not available (a baseline is missing)", sp->metric);
+            snprintf(buf, sizeof buf, "%s: not available (a baseline is missing)",
+                     sp->metric->name);
         else if (res->flagged)
-            snprintf(buf, sizeof buf, "%s = %.3g; flagged: %s", sp->metric, v, res->flag_reason);
+            snprintf(buf, sizeof buf, "%s = %.3g; flagged: %s", sp->metric->name, v,
+                     res->flag_reason);
         else if (must_pass)
             snprintf(buf, sizeof buf, "%s = %.3g; no points: every correctness case must pass",
-                     sp->metric, v);
+                     sp->metric->name, v);
         else {
             pts = rubric_speed_points(sp, v, &tier);
             speed_message(sp, t, v, tier, buf, sizeof buf);
@@ -766,14 +749,13 @@ static int result_speed(struct result *res)
     return 0;
 }
 
-/* The scoreboard's "speedup": the primary metric, higher is better; none
- * when flagged. */
+/* The scoreboard's "speedup": the primary metric turned higher-is-better
+ * by the metric table's direction; none when flagged. */
 static void result_speedup(struct result *res)
 {
     res->speedup = NAN;
-    if (isfinite(res->primary) && res->primary > 0 && res->primary_metric)
-        res->speedup =
-            strncmp(res->primary_metric, "ratio_", 6) == 0 ? 1.0 / res->primary : res->primary;
+    if (res->primary_metric)
+        res->speedup = metric_speedup(res->primary_metric, res->primary);
     if (res->flagged)
         res->speedup = NAN;
 }
@@ -783,6 +765,7 @@ static void result_speedup(struct result *res)
 static int result_timing(struct result *res)
 {
     const struct score_timing *t = &res->in->timing;
+    const struct metric *pm = res->primary_metric;
     if (!t->have) {
         res->timing = json_null();
         return 0;
@@ -799,12 +782,22 @@ static int result_timing(struct result *res)
         "s:o, s:b, s:s?}",
         "student_ms", num_or_null(t->student_ms), "reference_ms", "naive", num_or_null(t->naive_ms),
         "optimized", num_or_null(t->optimized_ms), "cublas_ms", num_or_null(t->cublas_ms), "cpu_ms",
-        num_or_null(t->cpu_ms), "speedup", num_or_null(res->speedup), "metric", res->primary_metric,
+        num_or_null(t->cpu_ms), "speedup", num_or_null(res->speedup), "metric", pm ? pm->name : NULL,
         "metric_value", num_or_null(res->primary), "bandwidth_gbs", num_or_null(gbs), "gflops",
         num_or_null(gflops), "samples", (int)t->samples, "rel_err", num_or_null(t->rel_err),
         "flagged", res->flagged, "floor_ms", num_or_null(res->floor_ms > 0 ? res->floor_ms : NAN),
         "case", t->case_name ? json_string(t->case_name) : json_null(), "recheck_passed",
         t->recheck_passed, "flag_reason", res->flagged ? res->flag_reason : NULL);
+    /* How the primary metric reads, from the table: the client shows these
+     * and keeps no copy of the table. */
+    char shown[32];
+    if (pm)
+        metric_format(pm, res->primary, shown, sizeof shown);
+    if (res->timing && pm &&
+        (json_object_set_new(res->timing, "metric_label", json_string(pm->label)) ||
+         json_object_set_new(res->timing, "metric_unit", json_string(pm->unit)) ||
+         json_object_set_new(res->timing, "metric_text", json_string(shown))))
+        return -ENOMEM;
     if (!res->timing || timing_noise(res->timing, t))
         return -ENOMEM;
     if (!res->flagged)
@@ -841,8 +834,8 @@ static void result_summary(struct result *res)
                      in->status_message ? in->status_message : "", in->status_message ? " " : "",
                      passed, r->ncorrectness);
     if (t->have && isfinite(res->primary) && o >= 0 && (size_t)o < len)
-        snprintf(summary + o, len - (size_t)o, " %s %.3g on %s (%.4g ms)%s.", res->primary_metric,
-                 res->primary, t->case_name ? t->case_name : "the timed case", t->student_ms,
+        snprintf(summary + o, len - (size_t)o, " %s %.3g on %s (%.4g ms)%s.",
+                 res->primary_metric->name, res->primary, t->case_name ? t->case_name : "the timed case", t->student_ms,
                  res->flagged ? ", flagged as faster than physically possible" : "");
 }
 

@@ -97,9 +97,11 @@ struct score_input {
     int hints_ran;
 };
 
-/* Value of a rubric metric from the timing, or NAN when it cannot be computed
- * (baseline or work missing). */
-double score_metric(const char *metric, const struct score_timing *t);
+/* Value of a rubric metric (a row of common/metric.c's table) from the
+ * timing: the row's formula over the student's median and its baseline's
+ * (score_median_slot), or the case's bytes and the copy bandwidth; NAN when
+ * it cannot be computed (not timed, baseline or work missing). */
+double score_metric(const struct metric *metric, const struct score_timing *t);
 
 /* The confidence interval [lo, hi] of a metric (lo <= hi whichever way
  * the metric goes): from the student's interval and, for a metric against
@@ -109,11 +111,8 @@ double score_metric(const char *metric, const struct score_timing *t);
  * it holds at (0.95, less when a timing had too few samples for its
  * nominal level: the exact coverages, joined by Bonferroni), or 0 with
  * lo = hi = NAN when no spread is known. */
-double score_metric_ci(const char *metric, const struct score_timing *t, double *lo, double *hi);
-
-/* The baseline a metric compares against ("cublas", "optimized", "naive",
- * "cpu"), or NULL (bandwidth_share: the device record's copy bandwidth). */
-const char *score_metric_baseline(const char *metric);
+double score_metric_ci(const struct metric *metric, const struct score_timing *t, double *lo,
+                       double *hi);
 
 /* The spread slot of t for a baseline name ("naive", "optimized",
  * "cublas", "cpu"), or NULL. */

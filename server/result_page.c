@@ -427,12 +427,13 @@ static void put_next_tiers(struct page *p, json_t *sub, json_t *cg)
         if (!next)
             continue;
         char thr[32], val[32], pts_s[32];
-        snprintf(thr, sizeof(thr), "%g", next->threshold);
+        snprintf(thr, sizeof(thr), "%g%s", next->threshold, sp->metric->unit);
         snprintf(pts_s, sizeof(pts_s), "%g", next->points);
-        snprintf(val, sizeof(val), "%.3g", page_jnum(e, "value", NAN));
+        metric_format(sp->metric, page_jnum(e, "value", NAN), val, sizeof(val));
         html_fmt(&p->b, "<p class=\"next-tier\">Next: <strong>%s</strong> for %s points "
-                        "(<code>%s</code> %R %s; yours is %s).</p>\n",
-                 next->name, pts_s, sp->metric, sp->lower_is_better ? "&le;" : "&ge;", thr,
+                        "(<code title=\"%s\">%s</code> %R %s; yours is %s).</p>\n",
+                 next->name, pts_s, sp->metric->label, sp->metric->name,
+                 sp->metric->lower_is_better ? "&le;" : "&ge;", thr,
                  json_is_number(json_object_get(e, "value")) ? val : "not measured");
     }
 }

@@ -130,7 +130,9 @@ def hostile_sub():
                                    {"file": EVIL, "line": 3, "message": EVIL, "hint": EVIL}]}],
                                "timing": {"student_ms": 1, "reference_ms": {EVIL: 2},
                                           "cublas_ms": 3, "flagged": True, "flag_reason": EVIL,
-                                          "metric": EVIL, "speedup": 1.5},
+                                          "metric": EVIL, "speedup": 1.5,
+                                          "metric_value": 1.37, "metric_label": EVIL,
+                                          "metric_text": EVIL},
                                "hints": [EVIL]}}}
 
 
@@ -149,6 +151,30 @@ def check_escaping(t):
     text = cugrade.render_text(dict(s, result=dict(s["result"], output="a\x1b[2Jb\x07c\r\nd")))
     t.ok("\x1b" not in text and "\x07" not in text and "a?[2Jb?c\nd" in text,
          "text: terminal control characters become '?'", repr(text[:200]))
+
+
+def check_metric(t):
+    """The primary metric reads as the server's table describes it (label,
+    value as shown); the client has no table of its own."""
+    timing = {"student_ms": 2, "cublas_ms": 1, "metric": "frobs_per_widget",
+              "metric_value": 7.0, "metric_label": "frobs per widget (more is better)",
+              "metric_unit": " fpw", "metric_text": "7.00 fpw"}
+    s = sub("graded")
+    s["result"]["cugrade"]["timing"] = timing
+    text = cugrade.render_text(s)
+    t.ok("rubric metric frobs_per_widget (frobs per widget (more is better)) = 7.00 fpw" in text,
+         "text: a metric the client never heard of shows the server's label and value", text)
+    markup = cugrade.render_html(s)
+    t.ok("frobs per widget (more is better)" in markup and "7.00 fpw" in markup,
+         "HTML: the same, from the result JSON", markup[-1500:])
+    old = dict(timing)
+    for k in ("metric_label", "metric_unit", "metric_text"):
+        del old[k]
+    old["metric"], old["metric_value"] = "ratio_to_cublas", 1.37
+    s["result"]["cugrade"]["timing"] = old
+    text = cugrade.render_text(s)
+    t.ok("rubric metric ratio_to_cublas = 1.370" in text,
+         "text: a result stored before the labels existed shows the name and the value", text)
 
 
 def check_api_errors(t):
@@ -216,6 +242,7 @@ def main(t):
     check_exit_status(t)
     check_escaping(t)
     check_structure(t)
+    check_metric(t)
     check_api_errors(t)
     check_config(t)
 

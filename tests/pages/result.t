@@ -187,6 +187,8 @@ run(async (t) => {
       t.ok(/265 times faster than CPU/.test(vs) && /22\.[78] times faster than naive/.test(vs), 'x times faster than each reference', vs);
       const next = await page.locator('.next-tier').innerText();
       t.ok(/within 2x of cuBLAS/.test(next) && /50 points/.test(next), 'the next tier and its points', next);
+      t.ok(/ratio_to_cublas ≤ 2x; yours is 3\.10x/.test(next), 'the threshold and the value as the metric table shows them (unit, direction)', next);
+      t.ok(/lower is better/.test(await page.locator('.next-tier code').getAttribute('title')), '...and the metric\'s label on its name');
     });
 
     await t.step('rank and history on the result page', async () => {

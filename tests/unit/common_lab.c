@@ -4,6 +4,7 @@
  * TAP: "ok - name" / "not ok - name".
  */
 #include "lab.h"
+#include "formula.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -80,6 +81,75 @@ static int err_has(int rc, const char *err, const char *needle)
         return 0;
     }
     return 1;
+}
+
+/* "work": formulas over a case's params, checked for every case at load,
+ * and the repository's labs' formulas giving what the runner computed from
+ * their names before (2MNK flops; 4(MK + KN + MN) bytes; ...). */
+static void test_work(void)
+{
+    char err[512], dir[512];
+    struct lab lab;
+    double x = 0;
+    int rc = load_variant("work_q", " \"sanitize_case\"",
+                          " \"work\":{\"flops\":\"2*M*N*Q\"},\n \"sanitize_case\"", err,
+                          sizeof err);
+    check(err_has(rc, err, "work.flops: case 1x1x1: unknown name \"Q\""),
+          "a formula naming no param is refused at load, naming the field and the case");
+    rc = load_variant("work_syntax", " \"sanitize_case\"",
+                      " \"work\":{\"bytes\":\"4*(M*K\"},\n \"sanitize_case\"", err,
+                      sizeof err);
+    check(err_has(rc, err, "work.bytes: case 1x1x1: expected ')'"), "an unclosed '(' is refused");
+    rc = load_variant("work_key", " \"sanitize_case\"",
+                      " \"work\":{\"flop\":\"M\"},\n \"sanitize_case\"", err, sizeof err);
+    check(err_has(rc, err, "work.flop: unknown field"), "a misspelt work field is refused");
+    rc = load_variant("work_num", " \"sanitize_case\"",
+                      " \"work\":{\"flops\":3},\n \"sanitize_case\"", err, sizeof err);
+    check(err_has(rc, err, "work.flops: must be a formula"), "a formula must be a string");
+    check(formula_eval("max(2, -3*4, 1) + min(8, 6) / 2 - (1 - 2)", NULL, &x, err, sizeof err) ==
+                  0 &&
+              x == 6,
+          "formula: max, min, unary minus, precedence, parentheses");
+    check(formula_eval("1 / 0", NULL, &x, err, sizeof err) == -EINVAL &&
+              formula_eval("", NULL, &x, err, sizeof err) == -EINVAL &&
+              formula_eval("2 3", NULL, &x, err, sizeof err) == -EINVAL &&
+              formula_eval("sqrt(4)", NULL, &x, err, sizeof err) == -EINVAL,
+          "formula: division by zero, empty, trailing junk, an unknown function refused");
+
+    const char *repo = getenv("CUGRADE_ROOT");
+    if (!repo)
+        return;
+    snprintf(dir, sizeof dir, "%s/labs/matmul", repo);
+    if (lab_load(dir, &lab, err, sizeof err) == 0) {
+        const struct lab_case *c = lab_case_find(&lab, "17x31x13");
+        double b = 0, f = 0, e = 0;
+        check(lab_case_work(&lab, c, "bytes", &b) == 0 &&
+                  b == 4.0 * (17 * 13 + 13 * 31 + 17 * 31) &&
+                  lab_case_work(&lab, c, "flops", &f) == 0 && f == 2.0 * 17 * 31 * 13 &&
+                  lab_case_work(&lab, c, "elements", &e) == 0 && e == 17 * 31,
+              "labs/matmul: bytes 4(MK + KN + MN), flops 2MNK, elements the largest matrix");
+        lab_free(&lab);
+    }
+    snprintf(dir, sizeof dir, "%s/labs/embedding", repo);
+    if (lab_load(dir, &lab, err, sizeof err) == 0) {
+        const struct lab_case *c = lab_case_find(&lab, "1000x33");
+        double b = 0, e = 0;
+        check(lab_case_work(&lab, c, "bytes", &b) == 0 && b == 1000 * 8 + 2.0 * 1000 * 33 * 4 &&
+                  lab_case_work(&lab, c, "flops", &x) == -ENOENT &&
+                  lab_case_work(&lab, c, "elements", &e) == 0 && e == 5000 * 33,
+              "labs/embedding: bytes of indices and rows, no flops, elements the table");
+        lab_free(&lab);
+    }
+    snprintf(dir, sizeof dir, "%s/labs/reduction", repo);
+    if (lab_load(dir, &lab, err, sizeof err) == 0) {
+        const struct lab_case *c = lab_case_find(&lab, "1000");
+        double b = 0, f = 0;
+        check(lab_case_work(&lab, c, "bytes", &b) == 0 && b == 4000 &&
+                  lab_case_work(&lab, c, "flops", &f) == 0 && f == 1000 &&
+                  lab_case_work(&lab, c, "elements", &x) == -ENOENT,
+              "labs/reduction: 4n bytes, n flops, elements left to the largest param");
+        lab_free(&lab);
+    }
 }
 
 int main(void)
@@ -290,6 +360,7 @@ int main(void)
         }
     }
 
+    test_work();
     {
         char cmd[600];
         snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);

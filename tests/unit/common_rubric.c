@@ -123,8 +123,9 @@ int main(void)
         check(refused(lim, "\"profile\": \"no\", \"limits\": {", "profile: must be true or false"),
               "\"profile\" must be a boolean");
     }
-    check(r.nspeed == 2 && r.speed[0].lower_is_better == 1 && r.speed[0].requires_correct == 1 &&
-              r.speed[0].ntiers == 3 && r.speed[1].lower_is_better == 0 &&
+    check(r.nspeed == 2 && r.speed[0].metric == metric_find("ratio_to_cublas") &&
+              r.speed[0].requires_correct == 1 && r.speed[0].ntiers == 3 &&
+              r.speed[1].metric == metric_find("bandwidth_share") &&
               r.speed[1].requires_correct == 0,
           "speed lines and metric direction");
     check(r.max_score == 5 + 10 + 10 + 30 + 8, "max_score = cases + sanitizer + best tier per line");

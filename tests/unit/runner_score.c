@@ -125,6 +125,56 @@ static void test_text_clean(void)
     json_decref(doc);
 }
 
+/* The direction of a speed line comes from its row of the metric table,
+ * never from the metric's name: two rows whose names say the opposite of
+ * their direction score and rank by the row. */
+static void test_direction_from_table(struct rubric *r)
+{
+    struct score_sanitizer clean[2] = {{.tool = "memcheck", .ran = 1, .clean = 1},
+                                       {.tool = "racecheck", .ran = 1, .clean = 1}};
+    struct score_input in_ = {.lab = "matmul", .status = "graded", .sanitizers = clean,
+                              .nsanitizers = 2};
+    struct score_input *in = &in_;
+    load_cases(JUDGE_ALL_GOOD, in);
+    static const struct metric slowdown = {"slowdown_vs_cublas", "cublas", 1,
+                                           METRIC_TIME_OVER_BASELINE, 1e12, "x",
+                                           "your time over cuBLAS's (lower is better)"};
+    static const struct metric ratio_up = {"ratio_of_cublas_speed", "cublas", 0,
+                                           METRIC_BASELINE_OVER_TIME, 1e12, "x",
+                                           "cuBLAS's time over yours (higher is better)"};
+    const struct metric *saved = r->speed[0].metric;
+    in->timing = timing(20.0, 10.0); /* twice cuBLAS's time */
+
+    r->speed[0].metric = &slowdown;
+    json_t *doc = score_result(r, in);
+    json_t *tm = json_object_get(json_object_get(doc, "cugrade"), "timing");
+    json_t *sp = json_array_get(json_object_get(json_object_get(doc, "cugrade"), "speed"), 0);
+    ok(fabs(num(tm, "metric_value") - 2) < 1e-9 && fabs(num(tm, "speedup") - 0.5) < 1e-9,
+       "a lower-is-better row not named ratio_*: the scoreboard's speedup is 1/value (%g)",
+       num(tm, "speedup"));
+    check(num(sp, "points") == 30 && json_is_true(json_object_get(sp, "lower_is_better")),
+          "...and its tier is met at or below the threshold (2 <= 2: 30 points)");
+    check(strcmp(json_string_value(json_object_get(tm, "metric_label")), slowdown.label) == 0 &&
+              strcmp(json_string_value(json_object_get(tm, "metric_text")), "2.00x") == 0 &&
+              strcmp(json_string_value(json_object_get(sp, "unit")), "x") == 0 &&
+              strcmp(json_string_value(json_object_get(sp, "label")), slowdown.label) == 0,
+          "the result carries the row's label, unit and the value as shown, for the client");
+    json_decref(doc);
+
+    r->speed[0].metric = &ratio_up;
+    doc = score_result(r, in);
+    tm = json_object_get(json_object_get(doc, "cugrade"), "timing");
+    sp = json_array_get(json_object_get(json_object_get(doc, "cugrade"), "speed"), 0);
+    ok(fabs(num(tm, "metric_value") - 0.5) < 1e-9 && fabs(num(tm, "speedup") - 0.5) < 1e-9,
+       "a higher-is-better row named ratio_*: the speedup is the value itself (%g)",
+       num(tm, "speedup"));
+    check(num(sp, "points") == 0 && json_is_false(json_object_get(sp, "lower_is_better")),
+          "...and 0.5 meets no tier of 2, 3 or 6: they are minimums for it");
+    json_decref(doc);
+    r->speed[0].metric = saved;
+    score_cases_free(in->cases, in->ncases);
+}
+
 int main(void)
 {
     struct rubric r;
@@ -294,11 +344,13 @@ int main(void)
 
     /* 10. Metrics. */
     struct score_timing t = timing(10.0, 5.0);
-    check(fabs(score_metric("speedup_vs_naive", &t) - 90) < 1e-9, "speedup_vs_naive");
-    check(fabs(score_metric("ratio_to_optimized", &t) - 0.25) < 1e-9, "ratio_to_optimized");
-    check(isnan(score_metric("speedup_vs_cpu", &t)), "a missing baseline gives no metric");
+    check(fabs(score_metric(metric_find("speedup_vs_naive"), &t) - 90) < 1e-9, "speedup_vs_naive");
+    check(fabs(score_metric(metric_find("ratio_to_optimized"), &t) - 0.25) < 1e-9,
+          "ratio_to_optimized");
+    check(isnan(score_metric(metric_find("speedup_vs_cpu"), &t)),
+          "a missing baseline gives no metric");
     t.bytes = 2950e6; /* 2950 MB in 10 ms = 295 GB/s of 2950 */
-    check(fabs(score_metric("bandwidth_share", &t) - 0.1) < 1e-9, "bandwidth_share");
+    check(fabs(score_metric(metric_find("bandwidth_share"), &t) - 0.1) < 1e-9, "bandwidth_share");
     check(fabs(score_floor_ms(&t) - 2.054) < 0.01, "the floor is the larger of the two bounds");
 
     /* 11. The judge's output is checked. */
@@ -308,6 +360,7 @@ int main(void)
     check(score_cases_from_judge(junk, &c, &n) == -EINVAL, "a malformed judge output is refused");
     json_decref(junk);
 
+    test_direction_from_table(&r);
     test_text_clean();
     rubric_free(&r);
     json_decref(rdoc);

@@ -149,20 +149,21 @@ int main(void)
     t.student = (struct score_spread){2.9, 3.1, 2.8, 3.2, 50, 0, 0.95, 0.975, 0, 0};
     t.cublas = (struct score_spread){1.95, 2.05, 1.9, 2.1, 50, 1, 0.95, 0.975, 0, 0};
     double lo, hi;
-    check(score_metric_ci("ratio_to_cublas", &t, &lo, &hi) == 0.95, "the metric CI is 95%");
+    check(score_metric_ci(metric_find("ratio_to_cublas"), &t, &lo, &hi) == 0.95,
+          "the metric CI is 95%");
     ok(fabs(lo - 2.8 / 2.1) < 1e-12 && fabs(hi - 3.2 / 1.9) < 1e-12,
        "ratio CI from the two 97.5%% intervals: %g..%g", lo, hi);
     t.cublas.samples = 0; /* a cached baseline: exact */
-    score_metric_ci("ratio_to_cublas", &t, &lo, &hi);
+    score_metric_ci(metric_find("ratio_to_cublas"), &t, &lo, &hi);
     ok(fabs(lo - 2.9 / 2) < 1e-12 && fabs(hi - 3.1 / 2) < 1e-12,
        "a cached baseline counts as exact: the student's 95%% interval alone (%g..%g)", lo, hi);
     t.student.samples = 0;
-    check(score_metric_ci("ratio_to_cublas", &t, &lo, &hi) == 0 && isnan(lo),
+    check(score_metric_ci(metric_find("ratio_to_cublas"), &t, &lo, &hi) == 0 && isnan(lo),
           "no spread of the student's time: no interval");
     t.student.samples = 50;
     t.bytes = 1e9;
     t.copy_gbs = 1000;
-    score_metric_ci("bandwidth_share", &t, &lo, &hi);
+    score_metric_ci(metric_find("bandwidth_share"), &t, &lo, &hi);
     ok(fabs(lo - 1.0 / 3.1) < 1e-12 && fabs(hi - 1.0 / 2.9) < 1e-12,
        "bandwidth_share: the slow end gives the low share (%g..%g)", lo, hi);
 
@@ -181,7 +182,7 @@ int main(void)
     ok(strstr(o, "(95% CI ") && strstr(o, "\xe2\x80\x93") && strstr(o, "re-timed 2 times") &&
            strstr(o, "within the noise even after re-timing"),
        "the speed line shows the value, its 95%% CI and the re-timing: %s", o);
-    double v1 = score_metric("speedup_vs_cpu", &t);
+    double v1 = score_metric(metric_find("speedup_vs_cpu"), &t);
     const char *tier1 = NULL;
     rubric_speed_points(sp, v1, &tier1);
 
@@ -190,8 +191,8 @@ int main(void)
     near.seed = 1;
     run(&r, &near, 2, &t2, &code);
     const char *tier2 = NULL;
-    rubric_speed_points(sp, score_metric("speedup_vs_cpu", &t2), &tier2);
-    check(score_metric("speedup_vs_cpu", &t2) == v1 && tier1 == tier2 && t2.retimed == t.retimed,
+    rubric_speed_points(sp, score_metric(metric_find("speedup_vs_cpu"), &t2), &tier2);
+    check(score_metric(metric_find("speedup_vs_cpu"), &t2) == v1 && tier1 == tier2 && t2.retimed == t.retimed,
           "the same samples give the same rounds, value and tier");
 
     /* 2. Far from every threshold: 1000x. */
@@ -205,7 +206,7 @@ int main(void)
        "its line shows the CI and the tier, no re-timing; 5 CPU samples cannot give 97.5%%, "
        "so the joint level shown is the exact one, 92%%: %s", o);
     double lo5, hi5;
-    ok(fabs(score_metric_ci("speedup_vs_cpu", &t, &lo5, &hi5) - (1 - 0.0625 - (1 - t.student.cov2))) <
+    ok(fabs(score_metric_ci(metric_find("speedup_vs_cpu"), &t, &lo5, &hi5) - (1 - 0.0625 - (1 - t.student.cov2))) <
            1e-12,
        "the joint confidence is 1 - the two misses (Bonferroni) with the exact coverages");
 

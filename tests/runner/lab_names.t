@@ -1,0 +1,46 @@
+#!/usr/bin/env python3
+# The runner decides nothing from a lab's name: no runner/*.c holds a lab's
+# name as a C string (a `strcmp(lab->name, "matmul")` branch). What differs
+# between labs is data in labs/<lab>/lab.json (e.g. "work": the formulas of
+# a case's bytes, flops and elements; docs/formats.md), read through
+# common/lab.c.
+#
+#   tests/runner/lab_names.t [DIR]     check DIR (default: the tree's runner/)
+import json
+import os
+import re
+import sys
+
+ROOT = os.environ.get("CUGRADE_ROOT") or os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+DIR = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "runner")
+n = 0
+failed = 0
+
+
+def ok(cond, name, why=""):
+    global n, failed
+    n += 1
+    failed += not cond
+    print("%s %d - %s" % ("ok" if cond else "not ok", n, name))
+    for line in why.splitlines() if not cond else []:
+        print("#   " + line)
+
+
+labs = sorted(d for d in os.listdir(os.path.join(ROOT, "labs"))
+              if os.path.isfile(os.path.join(ROOT, "labs", d, "lab.json")))
+names = [json.load(open(os.path.join(ROOT, "labs", d, "lab.json")))["lab"] for d in labs]
+ok(len(names) >= 5, "the labs are found (%s)" % ", ".join(names))
+literal = re.compile(r'"(%s)"' % "|".join(re.escape(x) for x in names))
+hits = []
+files = sorted(f for f in os.listdir(DIR) if f.endswith((".c", ".h")))
+for f in files:
+    with open(os.path.join(DIR, f), encoding="utf-8", errors="replace") as fh:
+        for i, line in enumerate(fh, 1):
+            m = literal.search(line)
+            if m:
+                hits.append("%s:%d: %s" % (f, i, line.strip()))
+ok(files and not hits, "no lab's name is a string in %d files of %s/ (what differs between "
+   "labs belongs in lab.json)" % (len(files), os.path.basename(DIR)), "\n".join(hits))
+print("1..%d" % n)
+sys.exit(1 if failed else 0)
