@@ -9,6 +9,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -275,15 +276,21 @@ int runner_config_reload(char *err, size_t len)
     return 0;
 }
 
+/* The first use's parse, unless main's came first (then nothing: the
+ * threads that call runner_cfg only read). */
+static void cfg_first_load(void)
+{
+    char err[512];
+    if (!cfg_loaded && runner_config_reload(err, sizeof err) < 0) {
+        fprintf(stderr, "cugrade-runner: %s\n", err);
+        exit(2);
+    }
+}
+
 const struct runner_config *runner_cfg(void)
 {
-    if (!cfg_loaded) {
-        char err[512];
-        if (runner_config_reload(err, sizeof err) < 0) {
-            fprintf(stderr, "cugrade-runner: %s\n", err);
-            exit(2);
-        }
-    }
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, cfg_first_load);
     return &cfg_now;
 }
 

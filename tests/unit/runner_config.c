@@ -8,7 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runner/baseline.h"
+#include "runner/compile.h"
 #include "runner/config.h"
+#include "runner/profile.h"
+#include "runner/retime.h"
+#include "runner/sandbox.h"
 #include "tests/unit/tap.h"
 
 static char err[512];
@@ -42,6 +47,12 @@ int main(void)
           "text defaults: a path, or empty when the row has none");
     check(c.gpu_memory_mb == -1 && c.sandbox_user == RUNNER_USER_AUTO && c.sandbox_cgroup == RUNNER_ON,
           "an integer without a default is -1 (unset); choices start at their first");
+    check(c.sandbox_uid_base == SANDBOX_BOX_UID_BASE && c.sandbox_boxes == SANDBOX_BOXES &&
+              c.baseline_share == BASELINE_SHARE_DEFAULT_S && c.retime == RETIME_DEFAULT_BOUND &&
+              c.retime_python == RETIME_PYTHON_BOUND && c.front_seconds == COMPILE_FRONT_SECONDS &&
+              c.compile_nice == COMPILE_NICE && c.front_nice == COMPILE_FRONT_NICE &&
+              c.profile_seconds == PROFILE_SECONDS && strcmp(c.ncu, PROFILE_NCU_DEFAULT) == 0,
+          "the table's defaults are the headers' constants (one value, not two)");
     check(parse_with("CUGRADE_RETIME", "") == 0 && c.retime == 2, "an empty value is unset");
 
     check(parse_with("CUGRADE_RETIME", "5") == 0 && c.retime == 5, "an integer at its most");
