@@ -54,8 +54,8 @@ static const struct row rows[] = {
      "the bubblewrap binary the sandbox runs"},
     {"CUGRADE_LAUNCH", T_PATH, OP, F(launch), NULL, 0, 0, NULL, "",
      "cugrade-launch, the sanitizer runs' target; unset: beside cugrade-runner"},
-    {"CUGRADE_NCU", T_PATH, OP, F(ncu), "/opt/nvidia/nsight-compute/2025.3.1/ncu", 0, 0, NULL,
-     "", "Nsight Compute for the profiling hints (none there: no profile)"},
+    {"CUGRADE_NCU", T_PATH, OP, F(ncu), "/opt/nvidia/nsight-compute/2025.3.1/ncu", 0, 0, NULL, "",
+     "Nsight Compute for the profiling hints (none there: no profile)"},
     {"CUGRADE_PYTHON", T_PATH, OP, F(python), "/usr/bin/python3", 0, 0, NULL, "",
      "the interpreter of Python runs: under /usr or under CUGRADE_PYTHON_ROOT"},
     {"CUGRADE_PYTHON_ROOT", T_PATH, OP, F(python_root), NULL, 0, 0, NULL, "",
@@ -159,13 +159,22 @@ static int arch_ok(const char *v)
 static const char *allowed(const struct row *r, char *buf, size_t len)
 {
     switch (r->type) {
-    case T_TEXT: return "any text";
-    case T_PATH: return "an absolute path";
-    case T_ARCH: return "sm_NN";
-    case T_BOOL: return "0|1";
-    case T_CHOICE: return r->choices;
-    case T_INT: snprintf(buf, len, "%.0f..%.0f", r->lo, r->hi); return buf;
-    case T_REAL: snprintf(buf, len, "%g..%g", r->lo, r->hi); return buf;
+    case T_TEXT:
+        return "any text";
+    case T_PATH:
+        return "an absolute path";
+    case T_ARCH:
+        return "sm_NN";
+    case T_BOOL:
+        return "0|1";
+    case T_CHOICE:
+        return r->choices;
+    case T_INT:
+        snprintf(buf, len, "%.0f..%.0f", r->lo, r->hi);
+        return buf;
+    case T_REAL:
+        snprintf(buf, len, "%g..%g", r->lo, r->hi);
+        return buf;
     }
     return "?";
 }
@@ -224,18 +233,22 @@ static int row_set(const struct row *r, struct runner_config *c, const char *v)
 static int cross_check(const struct runner_config *c, char *err, size_t len)
 {
     struct stat st;
-    if (c->python_root[0] &&
-        (strcmp(c->python_root, "/") == 0 || stat(c->python_root, &st) < 0 || !S_ISDIR(st.st_mode))) {
-        snprintf(err, len, "CUGRADE_PYTHON_ROOT=%s: not a directory (expected a directory other "
-                 "than /, bound read-only into Python runs)", c->python_root);
+    if (c->python_root[0] && (strcmp(c->python_root, "/") == 0 || stat(c->python_root, &st) < 0 ||
+                              !S_ISDIR(st.st_mode))) {
+        snprintf(err, len,
+                 "CUGRADE_PYTHON_ROOT=%s: not a directory (expected a directory other "
+                 "than /, bound read-only into Python runs)",
+                 c->python_root);
         return -EINVAL;
     }
     size_t n = strlen(c->python_root);
     int under_root = n && strncmp(c->python, c->python_root, n) == 0 &&
                      (c->python[n] == '/' || c->python[n] == '\0' || c->python_root[n - 1] == '/');
     if (strncmp(c->python, "/usr/", 5) != 0 && !under_root) {
-        snprintf(err, len, "CUGRADE_PYTHON=%s: not under /usr or CUGRADE_PYTHON_ROOT (the sandbox "
-                 "binds only those)", c->python);
+        snprintf(err, len,
+                 "CUGRADE_PYTHON=%s: not under /usr or CUGRADE_PYTHON_ROOT (the sandbox "
+                 "binds only those)",
+                 c->python);
         return -EINVAL;
     }
     return 0;
@@ -297,8 +310,9 @@ const struct runner_config *runner_cfg(void)
 static const char *kind_title(int kind)
 {
     return kind == RUNNER_CONFIG_OPERATOR ? "Operator switches"
-           : kind == RUNNER_CONFIG_TUNING ? "Tuning (measured defaults; change with a benchmark)"
-                                          : "Test hooks (set by tests/ and tests/bench, not in production)";
+           : kind == RUNNER_CONFIG_TUNING
+               ? "Tuning (measured defaults; change with a benchmark)"
+               : "Test hooks (set by tests/ and tests/bench, not in production)";
 }
 
 void runner_config_print(FILE *f, int markdown)
@@ -323,8 +337,7 @@ void runner_config_print(FILE *f, int markdown)
                 for (const char *p = al; *p; p++) /* a bare | would end the cell */
                     fputs(*p == '|' ? "\\|" : (char[]){*p, 0}, f);
                 fprintf(f, " | %s |\n", r->doc);
-            }
-            else
+            } else
                 fprintf(f, "  %-27s %-14s %-20s %s\n", r->name, d, al, r->doc);
         }
     }

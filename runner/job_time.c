@@ -243,7 +243,6 @@ static void *time_gate_main(void *p)
     return NULL;
 }
 
-
 /* Start the gate of a timing run: o gets the program's end as fd 4, the
  * pause clock and (best effort: else the wall clock) the cancel fd of the
  * share clock sc counting tlim seconds, which the gate turns to the wall

@@ -22,10 +22,10 @@ static struct runner_config c;
 /* Parse with only k=v set among the switches this test touches. */
 static int parse_with(const char *k, const char *v)
 {
-    static const char *touched[] = {"CUGRADE_RETIME", "CUGRADE_PROFILE", "CUGRADE_SANDBOX_USER",
-                                    "CUGRADE_BWRAP", "CUGRADE_ARCH", "CUGRADE_GPU_MEMORY_MB",
-                                    "CUGRADE_FRONT_NICE", "CUGRADE_PYTHON", "CUGRADE_PYTHON_ROOT",
-                                    "CUGRADE_BASELINE_SHARE", "CUGRADE_SANDBOX_CGROUP", NULL};
+    static const char *touched[] = {
+        "CUGRADE_RETIME",      "CUGRADE_PROFILE",        "CUGRADE_SANDBOX_USER",   "CUGRADE_BWRAP",
+        "CUGRADE_ARCH",        "CUGRADE_GPU_MEMORY_MB",  "CUGRADE_FRONT_NICE",     "CUGRADE_PYTHON",
+        "CUGRADE_PYTHON_ROOT", "CUGRADE_BASELINE_SHARE", "CUGRADE_SANDBOX_CGROUP", NULL};
     for (size_t i = 0; touched[i]; i++)
         unsetenv(touched[i]);
     if (k)
@@ -45,7 +45,8 @@ int main(void)
     check(strcmp(c.bwrap, "/usr/bin/bwrap") == 0 && strcmp(c.python, "/usr/bin/python3") == 0 &&
               c.arch[0] == '\0' && c.python_root[0] == '\0',
           "text defaults: a path, or empty when the row has none");
-    check(c.gpu_memory_mb == -1 && c.sandbox_user == RUNNER_USER_AUTO && c.sandbox_cgroup == RUNNER_ON,
+    check(c.gpu_memory_mb == -1 && c.sandbox_user == RUNNER_USER_AUTO &&
+              c.sandbox_cgroup == RUNNER_ON,
           "an integer without a default is -1 (unset); choices start at their first");
     check(c.sandbox_uid_base == SANDBOX_BOX_UID_BASE && c.sandbox_boxes == SANDBOX_BOXES &&
               c.baseline_share == BASELINE_SHARE_DEFAULT_S && c.retime == RETIME_DEFAULT_BOUND &&
@@ -58,7 +59,8 @@ int main(void)
     check(parse_with("CUGRADE_RETIME", "5") == 0 && c.retime == 5, "an integer at its most");
     ok(parse_with("CUGRADE_RETIME", "6") == -EINVAL && strstr(err, "CUGRADE_RETIME=6") &&
            strstr(err, "0..5 rounds") && strstr(err, "default 2"),
-       "one past: -EINVAL naming the switch, the value, the range, the unit, the default (%s)", err);
+       "one past: -EINVAL naming the switch, the value, the range, the unit, the default (%s)",
+       err);
     check(parse_with("CUGRADE_RETIME", "2x") == -EINVAL, "junk after the number: an error");
     check(parse_with("CUGRADE_FRONT_NICE", "-20") == 0 && c.front_nice == -20, "a negative bound");
     check(parse_with("CUGRADE_BASELINE_SHARE", "12.5") == 0 && c.baseline_share == 12.5,
