@@ -399,13 +399,14 @@ exit $rc
        "ended, not reported" % took, json.dumps(d)[:1500] + " left: " + left)
     SOURCES["slowtool.cu"] = SOURCES["good.cu"]
     t0 = time.time()
-    # The sanitizers' deadline, not the timing: the baselines are the
-    # GPU's shared batches of the jobs before (CUGRADE_BASELINE_SHARE).
+    # The sanitizers' deadline, not the timing: the stand-in tool sleeps
+    # 60 s, ended at 12 s; the bound leaves room for the job's own
+    # interleaved baselines (~3 s here, more on a loaded host).
     d, log = grade("slowtool.cu", ["--rubric", rpath])
     took = time.time() - t0
     san = d.get("result", {}).get("cugrade", {}).get("sanitizer") or []
     ok(d["status"] == "graded" and d["result"]["score"] == 35 and len(san) == 2 and
-       all(not x["clean"] and "time limit (12 s)" in (x.get("note") or "") for x in san) and took < 20,
+       all(not x["clean"] and "time limit (12 s)" in (x.get("note") or "") for x in san) and took < 40,
        "a sanitizer run past 3x run_seconds from its go is ended: not clean, the rest graded (%.1f s)" % took,
        json.dumps(san)[:1500])
     d, log = grade("racy.cu", ["--rubric", rpath])
