@@ -3,6 +3,7 @@
  */
 #include "baseline.h"
 #include "channel.h"
+#include "config.h"
 #include "lock.h"
 #include "stats.h"
 
@@ -326,8 +327,7 @@ int baseline_batch(const struct run_ctx *rc, const char *name, const char *case_
 
 double baseline_share_window(void)
 {
-    double s = run_env_seconds("CUGRADE_BASELINE_SHARE", BASELINE_SHARE_DEFAULT_S, 0, DBL_MAX);
-    return fmin(s, BASELINE_SHARE_MAX_S);
+    return fmin(runner_cfg()->baseline_share, BASELINE_SHARE_MAX_S);
 }
 
 /* CACHE/gpu-N.batch-LAB-CASE-NAME.json: names made of the slugs. */

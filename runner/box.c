@@ -3,6 +3,7 @@
  * sandbox.h and docs/sandbox.md).
  */
 #include "runner/box.h"
+#include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -39,25 +40,16 @@ static struct {
     size_t nheld, capheld;
 } boxes = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
-static unsigned env_unsigned(const char *name, unsigned dflt)
-{
-    const char *e = getenv(name);
-    char *end;
-    if (!e || !*e)
-        return dflt;
-    unsigned long v = strtoul(e, &end, 10);
-    return *end || v == 0 || v > 0xfffffff0UL ? dflt : (unsigned)v;
-}
-
 /* Under boxes.mu. */
 static void boxes_setup(void)
 {
     if (boxes.configured)
         return;
-    boxes.base = env_unsigned("CUGRADE_SANDBOX_UID_BASE", SANDBOX_BOX_UID_BASE);
-    boxes.count = env_unsigned("CUGRADE_SANDBOX_BOXES", SANDBOX_BOXES);
-    const char *d = getenv("CUGRADE_SANDBOX_BOX_DIR");
-    if (!d || *d != '/')
+    const struct runner_config *c = runner_cfg();
+    boxes.base = (unsigned)c->sandbox_uid_base;
+    boxes.count = (unsigned)c->sandbox_boxes;
+    const char *d = c->sandbox_box_dir;
+    if (!*d)
         /* /run where there is one to write (a container may lack it) */
         d = access("/run", W_OK) == 0 ? SANDBOX_BOX_DIR : SANDBOX_BOX_DIR_FALLBACK;
     snprintf(boxes.dir, sizeof boxes.dir, "%s", d);

@@ -5,6 +5,7 @@
  * uses them is in sandbox.c.
  */
 #include "runner/bwrap.h"
+#include "config.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -140,8 +141,7 @@ static void args_system(struct argbuf *a)
 
 int bwrap_seccomp_off(void)
 {
-    const char *e = getenv("CUGRADE_SANDBOX_SECCOMP");
-    if (!e || strcmp(e, "off") != 0)
+    if (runner_cfg()->sandbox_seccomp != RUNNER_OFF)
         return 0;
     static int warned;
     if (!warned++)

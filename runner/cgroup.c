@@ -8,6 +8,7 @@
  * whole-tree kill, and memory/pids limits hard ones.
  */
 #include "runner/cgroup.h"
+#include "config.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -160,7 +161,7 @@ static int self_path(const char *ctrl, char *out, size_t cap)
  * path is not visible (a container without a cgroup namespace). */
 static int parent_dir(const char *mnt, const char *ctrl, char *out, size_t cap)
 {
-    const char *env = getenv("CUGRADE_CGROUP");
+    const char *env = runner_cfg()->cgroup;
     char own[PATH_MAX] = "";
     if (env && *env) {
         snprintf(own, sizeof own, "%s%s", env[0] == '/' ? "" : "/", env);
@@ -296,8 +297,7 @@ static void sweep_stale(const char *parent)
     DIR *d = opendir(parent);
     if (!d)
         return;
-    const char *age_env = getenv("CUGRADE_CGROUP_SWEEP_AGE"); /* tests: 0 */
-    long min_age = age_env && *age_env ? atol(age_env) : 60;
+    long min_age = runner_cfg()->cgroup_sweep_age;
     struct dirent *e;
     while ((e = readdir(d))) {
         int pid;
@@ -329,7 +329,7 @@ static int make_group(const char *mnt, const char *ctrl, const char *name, char 
         return rc;
     if (cgroup_detect() == CGROUP_V2 && (rc = v2_prepare(parent)) < 0) {
         char alt[PATH_MAX];
-        if (rc != -EOPNOTSUPP || getenv("CUGRADE_CGROUP"))
+        if (rc != -EOPNOTSUPP || runner_cfg()->cgroup[0])
             return rc;
         if ((rc = v2_fallback_parent(parent, alt, sizeof alt)) < 0)
             return rc;

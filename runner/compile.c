@@ -2,6 +2,7 @@
  * compile.c - see compile.h.
  */
 #include "compile.h"
+#include "config.h"
 #include "python.h"
 #include "run.h"
 #include "sandbox.h"
@@ -309,22 +310,17 @@ static const char front_script[] =
 
 int compile_nice(void)
 {
-    return (int)run_env_seconds("CUGRADE_COMPILE_NICE", COMPILE_NICE, 0, 19);
-}
-
-int compile_front_hugetlb(void)
-{
-    return !run_env_off("CUGRADE_FRONT_HUGETLB");
+    return (int)runner_cfg()->compile_nice;
 }
 
 int compile_front_nice(void)
 {
-    return (int)run_env_seconds("CUGRADE_FRONT_NICE", COMPILE_FRONT_NICE, -20, 19);
+    return (int)runner_cfg()->front_nice;
 }
 
 double compile_front_seconds(void)
 {
-    return run_env_seconds("CUGRADE_FRONT_SECONDS", COMPILE_FRONT_SECONDS, 0.01, 3600);
+    return runner_cfg()->front_seconds;
 }
 
 int compile_front(const struct compile_toolchain *tc, const struct lab *lab, const char *workdir,
@@ -351,8 +347,7 @@ int compile_front(const struct compile_toolchain *tc, const struct lab *lab, con
     for (size_t i = 0; i < n; i++)
         argv[4 + i] = nv[i];
     struct toolchain_step step = {".front-ok", compile_front_seconds(), compile_front_nice(),
-                                  compile_front_hugetlb() ? "GLIBC_TUNABLES=glibc.malloc.hugetlb=1"
-                                                          : NULL};
+                                  "GLIBC_TUNABLES=glibc.malloc.hugetlb=1"};
     int rc = toolchain_run(tc, lab, workdir, argv, NULL, 0, &step, res);
     if (rc == 0 && !res->ok && res->exit_code == 100) {
         res->unavailable = 1;

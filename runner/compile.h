@@ -95,7 +95,7 @@ int compile_nice(void);
  * own wall limit (compile_front_seconds) and the sandbox's CPU limit. */
 #define COMPILE_FRONT_NICE (-5)
 int compile_front_nice(void);
-/* 1 unless $CUGRADE_FRONT_HUGETLB=0: the front pass's programs run with
+/* The front pass's programs run with
  * glibc's malloc on transparent huge pages (GLIBC_TUNABLES=
  * glibc.malloc.hugetlb=1; glibc 2.35 and later, THP "madvise" or
  * "always"; an older glibc ignores it): cudafe++ touches ~180 MiB in
@@ -103,7 +103,6 @@ int compile_front_nice(void);
  * 0.35 s instead of 0.45-0.48 s alone, 16 at once 26-30 passes/s instead
  * of 21-28, 32 at once 31-36 instead of 28-30 (tests/bench/front_bench.sh;
  * docs/runner.md "Where the front pass's CPU goes"). */
-int compile_front_hugetlb(void);
 
 /* The front pass (docs/runner.md "The front pass"): the preprocessor and
  * cudafe++ steps of the nvcc command compile_student would run, in the

@@ -3,6 +3,7 @@
  * child, and the state the service loop asks before each claim.
  */
 #include "health.h"
+#include "config.h"
 #include "lock.h"
 #include "run.h"
 
@@ -98,15 +99,9 @@ int health_probe_main(void)
 /* ---------------------------------------------------------------------- */
 /* The state, in the service loop. */
 
-/* Seconds from $name: a number in (0, max], else dflt. */
-static double env_seconds(const char *name, double dflt, double max)
-{
-    return run_env_seconds(name, dflt, DBL_TRUE_MIN, max);
-}
-
 double health_down_wait(void)
 {
-    return env_seconds("CUGRADE_GPU_DOWN_WAIT", 600, 86400);
+    return runner_cfg()->gpu_down_wait;
 }
 
 void health_init(struct health *hl, int have_gpu, const struct grade_env *env, double now)
@@ -119,8 +114,8 @@ void health_init(struct health *hl, int have_gpu, const struct grade_env *env, d
     hl->wanted = have_gpu; /* a GPU already gone at start claims nothing */
     hl->fd = -1;
     hl->next = now;
-    hl->period = env_seconds("CUGRADE_GPU_PROBE_SECONDS", 30, 3600);
-    hl->limit = env_seconds("CUGRADE_GPU_PROBE_LIMIT", 30, 3600);
+    hl->period = runner_cfg()->gpu_probe_seconds;
+    hl->limit = runner_cfg()->gpu_probe_limit;
     snprintf(hl->gpu, sizeof hl->gpu, "%s", env->gpu_index ? env->gpu_index : "0");
 }
 

@@ -3,6 +3,7 @@
  * nodes, the GPU holder, the labs built at start.
  */
 #include "host.h"
+#include "config.h"
 #include "run.h"
 #include "lab.h"
 #include "labcache.h"
@@ -29,12 +30,12 @@ static int dir_has(const char *dir, const char *name)
 static void find_root(struct host *h, const char *opt)
 {
     char exe[PATH_MAX];
-    const char *env = getenv("CUGRADE_ROOT");
+    const char *env = runner_cfg()->root;
     if (opt) {
         snprintf(h->root, sizeof h->root, "%s", opt);
         return;
     }
-    if (env && dir_has(env, "labs")) {
+    if (*env && dir_has(env, "labs")) {
         snprintf(h->root, sizeof h->root, "%s", env);
         return;
     }
@@ -60,7 +61,7 @@ static void find_root(struct host *h, const char *opt)
  * shipped beside cugrade-runner (make, make dist). */
 static void find_launch(struct host *h)
 {
-    const char *e = getenv("CUGRADE_LAUNCH");
+    const char *e = runner_cfg()->launch;
     char exe[PATH_MAX];
     if (e && *e) {
         snprintf(h->launch, sizeof h->launch, "%s", e);
@@ -155,8 +156,8 @@ static void detect_gpu(struct host *h, const char *arch_opt)
     free(out);
     if (arch_opt)
         snprintf(h->arch, sizeof h->arch, "%s", arch_opt);
-    else if (!h->arch[0] && getenv("CUGRADE_ARCH"))
-        snprintf(h->arch, sizeof h->arch, "%s", getenv("CUGRADE_ARCH"));
+    else if (!h->arch[0] && runner_cfg()->arch[0])
+        snprintf(h->arch, sizeof h->arch, "%s", runner_cfg()->arch);
     if (!h->arch[0])
         snprintf(h->arch, sizeof h->arch, "sm_90");
     if (!h->gpu_name[0])
@@ -302,7 +303,7 @@ int host_gpu_hold_main(void)
 void host_gpu_hold_start(const struct host *h)
 {
     static int write_end = -1;
-    if (!h->have_gpu || write_end >= 0 || run_env_off("CUGRADE_GPU_HOLD"))
+    if (!h->have_gpu || write_end >= 0 || !runner_cfg()->gpu_hold)
         return;
     char exe[PATH_MAX];
     int p[2];

@@ -2,6 +2,7 @@
  * job.c - see job.h. The phases in the order grade_job_run calls them.
  */
 #include "job.h"
+#include "config.h"
 #include "job_phase.h"
 #include "status.h"
 #include "admit.h"
@@ -183,7 +184,7 @@ void job_free(struct job *j)
     score_cases_free(j->in.cases, j->in.ncases);
     for (size_t i = 0; i < 2; i++)
         score_sanitizer_clear(&j->sans[i]);
-    if (j->rc.jobdir[0] && !getenv("CUGRADE_KEEP_JOBS"))
+    if (j->rc.jobdir[0] && !runner_cfg()->keep_jobs)
         run_jobdir_remove(j->rc.jobdir, j->workdir);
     free(j->workdir);
     if (j->rub_loaded)

@@ -5,6 +5,7 @@
  * runner's probe finds the GPU unusable. Split from job.c.
  */
 #include "job.h"
+#include "config.h"
 #include "job_phase.h"
 #include "status.h"
 #include "compile.h"
@@ -24,7 +25,7 @@
 /* CUGRADE_FRONT=0 turns the front pass off. */
 static int front_enabled(void)
 {
-    return !run_env_off("CUGRADE_FRONT");
+    return runner_cfg()->front != 0;
 }
 
 /* Before the job waits for a CPU lane slot: nvcc's first two steps on the

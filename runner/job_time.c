@@ -6,6 +6,7 @@
  * from job.c along its banner; the helpers they share are in job_phase.h.
  */
 #include "job.h"
+#include "config.h"
 #include "job_phase.h"
 #include "status.h"
 #include "admit.h"
@@ -242,14 +243,6 @@ static void *time_gate_main(void *p)
     return NULL;
 }
 
-/* The gate for a CUDA timing run too (the harness's --gate): on unless
- * CUGRADE_TIME_GATE=0, which times as before -- the process started under
- * the exclusive lock. A Python run always has its gate. */
-static int time_gate_on(void)
-{
-    return !run_env_off("CUGRADE_TIME_GATE");
-}
-
 /* Start the gate of a timing run: o gets the program's end as fd 4, the
  * pause clock and (best effort: else the wall clock) the cancel fd of the
  * share clock sc counting tlim seconds, which the gate turns to the wall
@@ -353,9 +346,6 @@ static int job_time_run(struct job *j, struct job_round *jr, int k)
         return job_fail(j, fd, "cannot open a channel: %s", strerror(-fd));
     const char *targv_c[] = {"/work/prog", "time", "--seed-fd", "5", "--case",
                              j->lab.timing_case, "--max-ms", TIME_MAX_MS, "--gate", "4", NULL};
-    int gated = j->python || time_gate_on();
-    if (!gated)
-        targv_c[8] = NULL; /* no --gate */
     const char *const *targv = targv_c;
     struct run_opts o = {NULL, NULL, NULL, -1, -1, NULL, 0, NULL, 0, j->seed, NULL};
     struct python_run pr;
@@ -372,19 +362,15 @@ static int job_time_run(struct job *j, struct job_round *jr, int k)
     double tlim = j->rc.limits.timing;
     int tlk = -1, r, sampled = 1; /* sampled: the samples ran under the exclusive lock */
     char share_note[200] = "";
-    if (gated) {
-        if (j->python)
-            tlim = fmin(j->rc.limits.ceiling, tlim + PYTHON_STARTUP_SECONDS);
-        r = job_time_gated(j, jr, k, targv, fd, tlim, &o, j->python ? &pr : NULL, &tlk, &sampled,
-                           share_note, sizeof share_note);
-        if (r == -EAGAIN) {
-            close(fd);
-            return job_fail(j, r, "cannot open the timing gate: %s", strerror(-r));
-        }
-    } else {
-        job_time_let_go(j, k);
-        tlk = job_time_hold(j, jr, k);
-        r = run_sandboxed_opts(&j->rc, targv, fd, tlim, &o, &j->tv);
+    /* Every timing run has its gate, CUDA and Python alike (the ungated
+     * CUDA run of before is gone: docs/log/2026-11-28-runner-config.md). */
+    if (j->python)
+        tlim = fmin(j->rc.limits.ceiling, tlim + PYTHON_STARTUP_SECONDS);
+    r = job_time_gated(j, jr, k, targv, fd, tlim, &o, j->python ? &pr : NULL, &tlk, &sampled,
+                       share_note, sizeof share_note);
+    if (r == -EAGAIN) {
+        close(fd);
+        return job_fail(j, r, "cannot open the timing gate: %s", strerror(-r));
     }
     job_clock_mark(&j->pc, round_phase(k, "time_run"));
     if (r == 0 && k % 2 == 0 && sampled)
@@ -554,9 +540,8 @@ static void job_baselines(struct job *j, const struct retime_pool *pool)
  * without. Returns 1 (j->profile says why) when skipped. */
 static int job_profile_load(struct job *j)
 {
-    const char *e = getenv("CUGRADE_PROFILE_UNDER_LOAD");
     char queue[PATH_MAX];
-    if (e && strcmp(e, "1") == 0)
+    if (runner_cfg()->profile_under_load)
         return 0;
     lock_admit_queue_path(j->env, queue, sizeof queue);
     int n = admit_count(queue);
@@ -583,13 +568,12 @@ static void job_profile_run(struct job *j, int plk);
  * without a GPU. */
 static void job_profile(struct job *j)
 {
-    if (!j->rub.profile || run_env_off("CUGRADE_PROFILE") || !j->env->gpu_devices)
+    if (!j->rub.profile || !runner_cfg()->profile || !j->env->gpu_devices)
         return;
     for (size_t i = 0; i < j->in.ncases; i++)
         if (!j->in.cases[i].passed)
             return;
-    const char *py = getenv("CUGRADE_PROFILE_PYTHON");
-    if (j->python && !(py && strcmp(py, "1") == 0)) {
+    if (j->python) {
         /* Measured on an H100 (docs/runner.md, "Profiling"): a Python
          * profile re-runs the interpreter, CuPy's and Numba's imports and
          * the JIT under ncu, which also profiles the owner's own CuPy
@@ -613,13 +597,11 @@ static void job_profile(struct job *j)
     job_profile_run(j, -1);
 }
 
-/* $CUGRADE_PROFILE_WAIT, else PROFILE_AFTER_WAIT: seconds a profile waits
- * for its turn after the verdict. */
+/* CUGRADE_PROFILE_WAIT: seconds a profile waits for its turn after the
+ * verdict. */
 static double job_profile_wait(void)
 {
-    const char *e = getenv("CUGRADE_PROFILE_WAIT");
-    double s = e ? atof(e) : 0;
-    return s > 0 ? s : PROFILE_AFTER_WAIT;
+    return runner_cfg()->profile_wait;
 }
 
 void job_profile_after(struct job *j)
@@ -633,9 +615,8 @@ void job_profile_after(struct job *j)
     judge_session_end(&j->js);
     job_unreserve(j);
     double t0 = run_now();
-    const char *ul = getenv("CUGRADE_PROFILE_UNDER_LOAD");
-    int plk = profile_wait_turn(j->env, job_profile_wait(), ul && strcmp(ul, "1") == 0, why,
-                                sizeof why);
+    int plk = profile_wait_turn(j->env, job_profile_wait(), (int)runner_cfg()->profile_under_load,
+                                why, sizeof why);
     double waited = run_now() - t0;
     job_clock_mark(&j->pc, "profile_wait");
     if (plk < 0) {
@@ -722,12 +703,9 @@ static int job_time_round(void *ctx, int k, struct retime_pool *pool, struct sco
 }
 
 /* The baselines the rubric's speed lines compare against, timed in this
- * job beside the student's batches (unless CUGRADE_INTERLEAVE=0: then the
- * cached medians, measured once per GPU model). */
+ * job beside the student's batches. */
 static void job_round_baselines(struct job_round *jr)
 {
-    if (run_env_off("CUGRADE_INTERLEAVE"))
-        return;
     const struct job *j = jr->j;
     for (size_t i = 0; i < j->rub.nspeed; i++) {
         const char *b = j->rub.speed[i].metric->baseline;

@@ -2,6 +2,7 @@
  * lock.c - see lock.h.
  */
 #include "lock.h"
+#include "config.h"
 #include "admit.h"
 #include "run.h"
 
@@ -146,16 +147,14 @@ void lock_admit_queue_path(const struct grade_env *env, char *out, size_t len)
 
 size_t lock_admit_max_jobs(void)
 {
-    const char *o = getenv("CUGRADE_GPU_JOBS");
-    long n = o && *o ? strtol(o, NULL, 10) : 0;
-    return n > 0 && n <= 256 ? (size_t)n : 0;
+    return (size_t)runner_cfg()->gpu_jobs;
 }
 
 unsigned long long lock_admit_capacity(const struct run_ctx *rc)
 {
-    const char *o = getenv("CUGRADE_GPU_MEMORY_MB");
-    if (o && *o)
-        return strtoull(o, NULL, 10);
+    long mb = runner_cfg()->gpu_memory_mb;
+    if (mb >= 0)
+        return (unsigned long long)mb;
     if (!rc->env->gpu_devices || !rc->device_path[0])
         return 0; /* no GPU or no record: admission off */
     return admit_device_mb(rc->device_path) * 88 / 100;

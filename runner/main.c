@@ -8,6 +8,7 @@
  * heartbeats, results) serve.c.
  */
 #include "client.h"
+#include "config.h"
 #include "grade.h"
 #include "health.h"
 #include "host.h"
@@ -33,7 +34,7 @@ static void usage(FILE *f)
             "                      [--gpu N] [--cache DIR] [--work DIR] [--root DIR]\n"
             "                      [--arch sm_XX] [--stop-after front|compile|inspect|link]\n"
             "       cugrade-runner prepare [--gpu N] [--cache DIR] [--root DIR] [--arch sm_XX]\n"
-            "       cugrade-runner --help\n"
+            "       cugrade-runner --help | --help-env [markdown]\n"
             "\n"
             "Claims jobs from a cugrade-server and grades them on one GPU (see docs/runner.md).\n"
             "`grade` runs the whole pipeline on one file without a server and prints\n"
@@ -54,8 +55,8 @@ static void usage(FILE *f)
             "                    most 256: claim ahead, so compile errors never wait for the GPU)\n"
             "  --lazy-build      build a lab on its first job instead of at start\n"
             "  --name NAME       runner name reported to the server (default HOST-gpuN)\n"
-            "Environment: CUDA_HOME (default /usr/local/cuda), CUGRADE_KEEP_JOBS=1 keeps job dirs,\n"
-            "CUGRADE_GPU_HOLD=0 does not keep the GPU initialised (see docs/runner.md).\n");
+            "Environment: CUDA_HOME (default /usr/local/cuda) and the CUGRADE_* switches that\n"
+            "`cugrade-runner --help-env` lists (docs/runner.md, \"Environment switches\").\n");
 }
 
 static char *read_small_file(const char *path, size_t cap)
@@ -318,7 +319,7 @@ static void mount_namespace_own(void)
 {
     /* CUGRADE_KEEP_JOBS keeps each job's directory for someone to look
      * into after the runner: its work tmpfs must then be the host's. */
-    if (geteuid() != 0 || getenv("CUGRADE_KEEP_JOBS"))
+    if (geteuid() != 0 || runner_cfg()->keep_jobs)
         return;
     if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
         fprintf(stderr,
@@ -330,6 +331,17 @@ static void mount_namespace_own(void)
 int main(int argc, char **argv)
 {
     setvbuf(stderr, NULL, _IOLBF, 0);
+    if (argc >= 2 && strcmp(argv[1], "--help-env") == 0) {
+        runner_config_print(stdout, argc >= 3 && strcmp(argv[2], "markdown") == 0);
+        return 0;
+    }
+    /* Every switch parsed before anything runs: a bad value refuses the
+     * start with the switch, its range and the value (config.h). */
+    char err[512];
+    if (runner_config_reload(err, sizeof err) < 0) {
+        fprintf(stderr, "cugrade-runner: %s\n(cugrade-runner --help-env lists the switches)\n", err);
+        return 2;
+    }
     /* the holder and the probe mount nothing */
     if (!(argc == 2 && (strcmp(argv[1], "gpu-hold") == 0 || strcmp(argv[1], "gpu-probe") == 0)))
         mount_namespace_own();

@@ -3,6 +3,7 @@
  * server/markdown.c): code in backticks.
  */
 #include "profile.h"
+#include "config.h"
 #include "share.h"
 #include "admit.h"
 #include "lock.h"
@@ -180,12 +181,10 @@ static int report_add(struct profile_report *r, const char *name, json_t *metric
  * metric asked for (~600 on an H100 with PROFILE_METRICS). */
 #define CSV_MAX_FIELDS 4096
 
-/* The metric list in use: $CUGRADE_PROFILE_METRICS (experiments only),
- * else PROFILE_METRICS. */
+/* The metric list in use. */
 static const char *metric_list(void)
 {
-    const char *m = getenv("CUGRADE_PROFILE_METRICS");
-    return m && *m ? m : PROFILE_METRICS;
+    return PROFILE_METRICS;
 }
 
 /* Is name one of the metrics asked for? The raw page also carries every
@@ -709,9 +708,7 @@ void profile_names_free(char **names)
 
 const char *profile_ncu_path(void)
 {
-    const char *p = getenv("CUGRADE_NCU");
-    if (!p || !*p)
-        p = PROFILE_NCU_DEFAULT;
+    const char *p = runner_cfg()->ncu;
     return access(p, X_OK) == 0 ? p : NULL;
 }
 
@@ -728,7 +725,7 @@ static void kernel_filter(const char *const *skip, char *buf, size_t len)
 
 int profile_source_on(void)
 {
-    return !run_env_off("CUGRADE_PROFILE_SOURCE");
+    return runner_cfg()->profile_source != 0;
 }
 
 int profile_argv(const char *ncu, const char *log, const char *const *skip,
@@ -768,7 +765,7 @@ int profile_argv(const char *ncu, const char *log, const char *const *skip,
         head[nh++] = "-o";
         head[nh++] = PROFILE_REPORT;
     }
-    if (skip && skip[0] && !run_env_off("CUGRADE_PROFILE_FILTER")) {
+    if (skip && skip[0]) {
         kernel_filter(skip, filter, filter_len);
         head[nh++] = "--kernel-name-base";
         head[nh++] = "function";

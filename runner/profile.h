@@ -194,8 +194,7 @@ const char *profile_ncu_path(void);
  * target command target (NULL-terminated; e.g. /work/prog check ...): the
  * report written to log (inside the sandbox); the kernels named in skip
  * (the harness's; may be NULL) left out through a --kernel-name regex
- * written into filter (room for filter_len; $CUGRADE_PROFILE_FILTER=0: no
- * filter). Returns the number of entries, or -ENOSPC. */
+ * written into filter (room for filter_len). Returns the number of entries, or -ENOSPC. */
 int profile_argv(const char *ncu, const char *log, const char *const *skip,
                  const char *const *target, const char **argv, size_t n, char *filter,
                  size_t filter_len);
@@ -216,17 +215,16 @@ json_t *profile_run_held(const struct run_ctx *rc, const char *const *target, in
                          const struct run_opts *o, unsigned long long need_mb, int lock_fd);
 
 /* Score first, the profile after: profiles that wait for a GPU, at most
- * (the ledger CACHE/gpu-N.profilew), and how long one waits for its turn
- * ($CUGRADE_PROFILE_WAIT seconds). A profile takes 2.5-5 s (H100): past
- * these the student is told it was skipped rather than wait for minutes. */
-#define PROFILE_AFTER_MAX 32
-#define PROFILE_AFTER_WAIT 300.0
+ * CUGRADE_PROFILE_AFTER_MAX (the ledger CACHE/gpu-N.profilew), each for
+ * its turn at most CUGRADE_PROFILE_WAIT seconds (config.h; 32 and 300 by
+ * default). A profile takes 2.5-5 s (H100): past these the student is
+ * told it was skipped rather than wait for minutes. */
 
 /* Wait, holding nothing a grading job needs, for this GPU's profiler and
  * then for a moment when no job waits for its memory admission (the
  * grading comes first; under_load: not waited for), at most max_wait
  * seconds. Returns the profile lock's fd (for profile_run_held), or < 0
- * with a "profile skipped: ..." sentence in why: PROFILE_AFTER_MAX
+ * with a "profile skipped: ..." sentence in why: CUGRADE_PROFILE_AFTER_MAX
  * profiles already wait, the GPU stayed busy, or the lock file cannot be
  * opened. */
 int profile_wait_turn(const struct grade_env *env, double max_wait, int under_load, char *why,

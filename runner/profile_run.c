@@ -6,6 +6,7 @@
  * and the hint rules.
  */
 #include "profile.h"
+#include "config.h"
 #include "share.h"
 #include "admit.h"
 #include "lock.h"
@@ -105,9 +106,7 @@ static void profile_error_text(const char *log, const struct sandbox_verdict *v,
 
 static double profile_seconds_limit(void)
 {
-    const char *e = getenv("CUGRADE_PROFILE_SECONDS");
-    double s = e ? atof(e) : 0;
-    return s > 0 ? s : PROFILE_SECONDS;
+    return runner_cfg()->profile_seconds;
 }
 
 /* The source lines of out's hints: ncu's source page of the pass's report,
@@ -318,12 +317,12 @@ int profile_wait_turn(const struct grade_env *env, double max_wait, int under_lo
                  strerror(errno));
         return -1;
     }
-    int waiting = admit_count(line);
-    if (waiting >= PROFILE_AFTER_MAX) {
+    int waiting = admit_count(line), most = (int)runner_cfg()->profile_after_max;
+    if (waiting >= most) {
         snprintf(why, len,
                  "profile skipped: %d profiles already wait for this GPU (at most %d wait); "
                  "profile your kernel yourself: ncu --set basic ./your_program",
-                 waiting, PROFILE_AFTER_MAX);
+                 waiting, most);
         close(fd);
         return -2;
     }

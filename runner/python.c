@@ -2,6 +2,7 @@
  * python.c - see python.h and docs/python.md.
  */
 #include "python.h"
+#include "config.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -23,7 +24,7 @@ int python_submission(const char *filename)
 const char *python_root(void)
 {
     static char root[PATH_MAX];
-    const char *p = getenv("CUGRADE_PYTHON_ROOT");
+    const char *p = runner_cfg()->python_root;
     struct stat st;
     if (!p || p[0] != '/' || strstr(p, "..") || strlen(p) >= sizeof root - 1 ||
         stat(p, &st) < 0 || !S_ISDIR(st.st_mode) || strcmp(p, "/") == 0)
@@ -44,7 +45,7 @@ static int python_under(const char *path, const char *dir)
 
 const char *python_interpreter(void)
 {
-    const char *p = getenv("CUGRADE_PYTHON");
+    const char *p = runner_cfg()->python;
     const char *root = python_root();
     /* Only what the sandbox binds is visible there: /usr, and the root. */
     if (p && p[0] == '/' && !strstr(p, "..") &&
@@ -64,8 +65,7 @@ int python_root_bind(struct sandbox_bind *out)
 
 int python_simulated(void)
 {
-    const char *s = getenv("CUGRADE_PY_SIM");
-    return s && strcmp(s, "1") == 0;
+    return runner_cfg()->py_sim != 0;
 }
 
 int python_hidden(struct python_run *pr, const char *root, const char *lab)

@@ -2,6 +2,7 @@
  * retime.c - see retime.h.
  */
 #include "retime.h"
+#include "config.h"
 #include "stats.h"
 
 #include <assert.h>
@@ -166,26 +167,12 @@ int retime_run(const struct rubric *r, int bound, const struct retime_source *sr
     }
 }
 
-/* An extra-rounds bound from the environment variable name: 0 to
- * RETIME_MAX_BOUND, dflt when unset or not a whole number >= 0. */
-static int retime_bound_env(const char *name, int dflt)
-{
-    const char *e = getenv(name);
-    if (!e || !*e)
-        return dflt;
-    char *end;
-    long v = strtol(e, &end, 10);
-    if (*end || v < 0)
-        return dflt;
-    return v > RETIME_MAX_BOUND ? RETIME_MAX_BOUND : (int)v;
-}
-
 int retime_bound_python(void)
 {
-    return retime_bound_env("CUGRADE_RETIME_PYTHON", RETIME_PYTHON_BOUND);
+    return (int)runner_cfg()->retime_python;
 }
 
 int retime_bound_from_env(void)
 {
-    return retime_bound_env("CUGRADE_RETIME", RETIME_DEFAULT_BOUND);
+    return (int)runner_cfg()->retime;
 }

@@ -31,20 +31,6 @@ double run_now(void)
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-double run_env_seconds(const char *name, double dflt, double lo, double hi)
-{
-    const char *v = getenv(name);
-    char *end = NULL;
-    double d = v ? strtod(v, &end) : 0;
-    return v && end != v && *end == '\0' && d >= lo && d <= hi ? d : dflt;
-}
-
-int run_env_off(const char *name)
-{
-    const char *v = getenv(name);
-    return v && strcmp(v, "0") == 0;
-}
-
 int run_self_exe(char *exe, size_t len)
 {
     ssize_t n = readlink("/proc/self/exe", exe, len - 1);

@@ -75,13 +75,6 @@ struct channel_info;
 /* Seconds on the monotonic clock. */
 double run_now(void);
 
-/* Seconds from the environment variable name: its whole value a number v
- * with lo <= v <= hi, else dflt (unset, empty, junk, NaN, out of range). */
-double run_env_seconds(const char *name, double dflt, double lo, double hi);
-/* 1 when $name is "0": a switch that is on unless turned off that way
- * (CUGRADE_FRONT, CUGRADE_PROFILE, CUGRADE_GPU_HOLD...); else 0. */
-int run_env_off(const char *name);
-
 /* This binary's path (exe: len bytes), to start one of its own
  * subcommands (gpu-hold, gpu-probe): 0, or -1. */
 int run_self_exe(char *exe, size_t len);

@@ -23,6 +23,7 @@
  * bwrap's setup is over, then becomes the command. No byte, our failure.
  */
 #include "runner/sandbox.h"
+#include "config.h"
 
 #include "runner/box.h"
 #include "runner/bwrap.h"
@@ -168,8 +169,7 @@ static const char *bwrap_path(const struct sandbox_config *cfg)
 {
     if (cfg->bwrap && *cfg->bwrap)
         return cfg->bwrap;
-    const char *e = getenv("CUGRADE_BWRAP");
-    return e && *e ? e : "/usr/bin/bwrap";
+    return runner_cfg()->bwrap;
 }
 
 /* Kill a running sandbox: the whole tree -- bwrap, its init, every fork and
@@ -305,8 +305,7 @@ static int run_prepare(struct run *r)
     r->err.buf = malloc(cfg->output_cap + 1);
     if (!r->out.buf || !r->err.buf)
         return -ENOMEM;
-    const char *cgenv = getenv("CUGRADE_SANDBOX_CGROUP");
-    if (cgenv && strcmp(cgenv, "off") == 0) {
+    if (runner_cfg()->sandbox_cgroup == RUNNER_OFF) {
         /* Diagnostics only (a host whose cgroupfs we may not write): no
          * memory, pids or CPU accounting; the tree is still killed through
          * the PDEATHSIG chain reaper -> bwrap -> init -> pid namespace. */
@@ -724,10 +723,10 @@ static enum bwrap_mode mode_initial(void)
 {
     if (getuid() != 0)
         return BWRAP_MODE_SELF; /* not root: bwrap runs as whoever we are */
-    const char *e = getenv("CUGRADE_SANDBOX_USER");
-    if (e && strcmp(e, "root") == 0)
+    long u = runner_cfg()->sandbox_user;
+    if (u == RUNNER_USER_ROOT)
         return BWRAP_MODE_ROOT;
-    if (e && (strcmp(e, "nobody") == 0 || strcmp(e, "box") == 0))
+    if (u == RUNNER_USER_NOBODY || u == RUNNER_USER_BOX)
         return BWRAP_MODE_BOX;
     return sandbox_mode_cached == BWRAP_MODE_ROOT ? BWRAP_MODE_ROOT : BWRAP_MODE_BOX;
 }
@@ -748,7 +747,7 @@ int sandbox_run(const struct sandbox_config *cfg, struct sandbox_verdict *v)
         return box_fd;
     }
     int rc = run_once(cfg, mode, box, v);
-    if (rc == -EAGAIN && mode == BWRAP_MODE_BOX && !getenv("CUGRADE_SANDBOX_USER")) {
+    if (rc == -EAGAIN && mode == BWRAP_MODE_BOX && runner_cfg()->sandbox_user == RUNNER_USER_AUTO) {
         fprintf(stderr, "sandbox: retrying in root mode (kept for this process if it works)\n");
         rc = run_once(cfg, BWRAP_MODE_ROOT, box, v);
         if (rc == 0)

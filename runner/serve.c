@@ -5,6 +5,7 @@
  * survives, posts system_error for that job and claims the next one.
  */
 #include "serve.h"
+#include "config.h"
 #include "baseline.h"
 #include "health.h"
 #include "host.h"
@@ -301,7 +302,7 @@ static double refresh_last;
 
 static void refresh_tick(const struct host *h, const struct grade_env *env)
 {
-    double every = run_env_seconds("CUGRADE_BASELINE_REFRESH", 30, 0, 86400), now = run_now();
+    double every = runner_cfg()->baseline_refresh, now = run_now();
     if (refresh_pid > 0 || !h->have_gpu || !(every > 0) || !(baseline_share_window() > 0) ||
         now - refresh_last < every)
         return;
@@ -475,8 +476,7 @@ static void kids_grant(struct kid *kids, size_t nk, int jobs)
  * "Two lanes"). */
 static size_t front_width(int jobs)
 {
-    const char *e = getenv("CUGRADE_FRONT_JOBS");
-    int n = e ? atoi(e) : 0;
+    long n = runner_cfg()->front_jobs;
     size_t twice = 2 * (size_t)jobs;
     return n >= 1 && n <= 256 ? (size_t)n : twice > 256 ? 256 : twice;
 }
@@ -487,8 +487,8 @@ static void serve_loop(struct client *cl, struct host *h, const struct grade_env
     size_t front_max = front_width(jobs);
     /* A child whose verdict is posted and that waits for its profile
      * does not count against queue; profile_wait_turn bounds how many wait
-     * per GPU (PROFILE_AFTER_MAX), and the array has room for them. */
-    size_t room = (size_t)queue + PROFILE_AFTER_MAX;
+     * per GPU (CUGRADE_PROFILE_AFTER_MAX), and the array has room for them. */
+    size_t room = (size_t)queue + (size_t)runner_cfg()->profile_after_max;
     struct kid *kids = calloc(room, sizeof *kids);
     struct health hl;
     size_t nk = 0;
@@ -543,8 +543,7 @@ static void serve_loop(struct client *cl, struct host *h, const struct grade_env
 int serve_default_jobs(void)
 {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    const char *per = getenv("CUGRADE_RUNNERS_PER_HOST");
-    long n = per && atoi(per) > 0 ? atoi(per) : 1;
+    long n = runner_cfg()->runners_per_host;
     long j = (cores > 0 ? cores : 1) / n;
     return j < 1 ? 1 : j > 64 ? 64 : (int)j;
 }

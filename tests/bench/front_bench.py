@@ -9,7 +9,8 @@ one pass costs here and whether anything makes it cheaper.
          rows, default the host's cores), FILES (default matmul/fast.cu and
          matmul/syntax_error.cu of tests/gpu/solutions)
 
-Rows, per file and per variant (CUGRADE_FRONT_HUGETLB=0/1):
+Rows, per file (the front pass's malloc on huge pages: always, since the
+switch that turned it off went, docs/log/2026-11-28-runner-config.md):
   - one at a time: the median of `phases.front` of `cugrade-runner grade
     --stop-after compile` (the sandbox, nvcc --dryrun, the preprocessor,
     cudafe++), and the CPU seconds of the whole grade process tree;
@@ -164,13 +165,12 @@ def main():
         lab, path = f.split("/")[0], os.path.join(sol, f)
         w, c = outside(tmp, path)
         rows.append((f"{f}: preprocessor + cudafe++ outside the sandbox, wall / CPU s", f"{med(w)} / {med(c)}"))
-        for v in ("0", "1"):
-            env = bin_env({"CUGRADE_FRONT_HUGETLB": v})
-            fr, cpu = sequential(tmp, lab, path, env)
-            rows.append((f"{f} HUGETLB={v}: front one at a time, median / max s; grade CPU s",
-                         f"{med(fr)} / {max(fr) if fr else float('nan'):.3f}; {med(cpu)} (n={len(fr)})"))
-            r = parallel(tmp, lab, path, env)
-            rows.append((f"{f} HUGETLB={v}: {P} at once, passes/s", " / ".join(f"{x:.1f}" for x in r)))
+        env = bin_env({})
+        fr, cpu = sequential(tmp, lab, path, env)
+        rows.append((f"{f}: front one at a time, median / max s; grade CPU s",
+                     f"{med(fr)} / {max(fr) if fr else float('nan'):.3f}; {med(cpu)} (n={len(fr)})"))
+        r = parallel(tmp, lab, path, env)
+        rows.append((f"{f}: {P} at once, passes/s", " / ".join(f"{x:.1f}" for x in r)))
     last = FILES[-1]
     lab, path = last.split("/")[0], os.path.join(sol, last)
     for label, ne in (("priorities (compile 10, front -5)", {}),

@@ -3,8 +3,9 @@
 # re-timing"). The naive reduction (tests/gpu/solutions/reduction/naive.cu)
 # sits on the 100x-over-one-CPU-thread threshold on an H100. It is graded
 # BENCH_N times (default 10) in each of two modes, alternating run by run:
-#   before: CUGRADE_INTERLEAVE=0 CUGRADE_RETIME=0 (cached baselines, one
-#           timing batch: the grading before issue 11);
+#   before: CUGRADE_RETIME=0 (one timing batch, no re-timing; the cached
+#           baselines of the grading before issue 11 are gone with its
+#           switch: docs/log/2026-11-28-runner-config.md);
 #   after:  the defaults (the CPU baseline timed in the job beside each
 #           student batch, re-timing near a threshold up to 2 more rounds).
 # Prints one row per grade (value, 95% CI, tier, rounds, the timing phase's
@@ -35,14 +36,14 @@ LAB = os.environ.get("BENCH_LAB", "reduction")
 FILE = os.environ.get("BENCH_FILE", os.path.join(ROOT, "tests/gpu/solutions", LAB, "naive.cu"))
 DEADLINE = time.time() + float(os.environ.get("BENCH_TIMEOUT", "1e9"))
 OUT = os.environ.get("OUT")
-MODES = {"before": {"CUGRADE_INTERLEAVE": "0", "CUGRADE_RETIME": "0"}, "after": {}}
+MODES = {"before": {"CUGRADE_RETIME": "0"}, "after": {}}
 TIMING_PHASES = ("sanitize_wait", "time_run", "time_baselines", "time_judge", "baselines", "retime")
 
 env = dict(os.environ)
 for kv in filter(None, os.environ.get("CUGRADE_BIN_ENV", "").split(";")):
     k, _, v = kv.partition("=")
     env[k] = v
-for k in ("CUGRADE_INTERLEAVE", "CUGRADE_RETIME"):
+for k in ("CUGRADE_RETIME",):
     env.pop(k, None)
 
 tmp = tempfile.mkdtemp(prefix="cugrade-spread-")

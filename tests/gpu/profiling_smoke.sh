@@ -14,8 +14,11 @@ T0=$(date +%s)
 left() { [ $(( $(date +%s) - T0 )) -lt "$BUDGET" ]; }
 echo "== env"; command -v python3
 python3 -c "import torch; print('torch', torch.__version__, torch.cuda.is_available() and torch.cuda.get_device_name())" 2>&1 | tail -1
-P=$(command -v python3); V=$(dirname "$(dirname "$P")"); export CUGRADE_PYTHON=$P
-[ -f "$V/pyvenv.cfg" ] && export CUGRADE_PYTHON_ROOT=$V
+P=$(command -v python3); V=$(dirname "$(dirname "$P")")
+# a venv outside /usr is bound (CUGRADE_PYTHON_ROOT); another python3 outside
+# /usr is not one the sandbox can run: the runner would refuse to start
+if [ -f "$V/pyvenv.cfg" ]; then export CUGRADE_PYTHON=$P CUGRADE_PYTHON_ROOT=$V
+else case $P in /usr/*) export CUGRADE_PYTHON=$P ;; esac; fi
 D=/tmp/cgd; R=/tmp/cgroot; W=/tmp/cgw; mkdir -p $D $R $W; cp -r dist/. $D/; cp -r labs reference rubrics tests $R/; chmod -R go+rX $D $R; chmod 755 $D $R $W
 export LD_LIBRARY_PATH=$D/lib CUGRADE_BWRAP=$D/bwrap PATH=/usr/local/cuda/bin:$PATH
 for f in $GRADE; do

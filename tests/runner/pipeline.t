@@ -107,14 +107,10 @@ try:
     # run's start-up under the shared lock ("time_start"), its samples under
     # the exclusive one ("time_run") with the interleaved baselines above.
     ok("time_start" in ph and ph["time_start"] >= 0, "the CUDA timing run passed its gate (time_start)", ph)
-    os.environ["CUGRADE_TIME_GATE"] = "0"
-    try:
-        d0, log0 = grade("good.cu")
-    finally:
-        del os.environ["CUGRADE_TIME_GATE"]
+    d0, log0 = grade("good.cu")
     ph0 = d0.get("result", {}).get("cugrade", {}).get("phases") or {}
-    ok(d0["status"] == "graded" and "time_run" in ph0 and "time_start" not in ph0,
-       "CUGRADE_TIME_GATE=0: timed without the gate, as before", ph0)
+    ok(d0["status"] == "graded" and "time_run" in ph0 and "time_start" in ph0,
+       "the next job's timing run passes its gate too (no ungated CUDA timing any more)", ph0)
     # Shared batches (docs/runner.md, "Noise and re-timing"): the first
     # job's naive batch was kept for this GPU; the next job, seconds later,
     # takes it instead of timing its own inside its exclusive hold.
@@ -415,17 +411,14 @@ exit $rc
        "ended, not reported" % took, json.dumps(d)[:1500] + " left: " + left)
     SOURCES["slowtool.cu"] = SOURCES["good.cu"]
     t0 = time.time()
-    # The sanitizers' deadline, not the timing: the baselines from the cache
-    # (an interleaved naive batch of the fake lab costs ~3 s here).
-    os.environ["CUGRADE_INTERLEAVE"] = "0"
-    try:
-        d, log = grade("slowtool.cu", ["--rubric", rpath])
-    finally:
-        del os.environ["CUGRADE_INTERLEAVE"]
+    # The sanitizers' deadline, not the timing: the stand-in tool sleeps
+    # 60 s, ended at 12 s; the bound leaves room for the job's own
+    # interleaved baselines (~3 s here, more on a loaded host).
+    d, log = grade("slowtool.cu", ["--rubric", rpath])
     took = time.time() - t0
     san = d.get("result", {}).get("cugrade", {}).get("sanitizer") or []
     ok(d["status"] == "graded" and d["result"]["score"] == 35 and len(san) == 2 and
-       all(not x["clean"] and "time limit (12 s)" in (x.get("note") or "") for x in san) and took < 20,
+       all(not x["clean"] and "time limit (12 s)" in (x.get("note") or "") for x in san) and took < 40,
        "a sanitizer run past 3x run_seconds from its go is ended: not clean, the rest graded (%.1f s)" % took,
        json.dumps(san)[:1500])
     d, log = grade("racy.cu", ["--rubric", rpath])

@@ -15,10 +15,24 @@
 #include <string.h>
 
 #include "runner/admit.h"
+#include "runner/config.h"
 #include "runner/profile.h"
 #include "runner/run.h"
 
 #include "tests/unit/tap.h"
+
+/* Set (v) or unset (NULL) the environment variable k and parse the
+ * runner's switches again (runner/config.h): 0, or -EINVAL with the
+ * parser's sentence in env_err. */
+static char env_err[512];
+static int env_switch(const char *k, const char *v)
+{
+    if (v)
+        setenv(k, v, 1);
+    else
+        unsetenv(k);
+    return runner_config_reload(env_err, sizeof env_err);
+}
 
 static const char *root;
 
@@ -433,14 +447,14 @@ static void test_argv(void)
                 strstr(argv[i + 1], "gpu__time_duration.sum,");
     }
     ok(report && srcm, "ncu argv: the source counters in the same pass, its report saved");
-    setenv("CUGRADE_PROFILE_SOURCE", "0", 1);
+    env_switch("CUGRADE_PROFILE_SOURCE", "0");
     n = profile_argv("/opt/ncu/ncu", "/work/p.csv", (const char *const *)skip, target, argv, 64,
                      filter, sizeof filter);
     report = 0;
     for (int i = 0; i < n; i++)
         report |= strcmp(argv[i], "-o") == 0 || strstr(argv[i], ",inst_executed,") != NULL;
     ok(n > 5 && !report, "ncu argv: CUGRADE_PROFILE_SOURCE=0: no report, no source counters");
-    unsetenv("CUGRADE_PROFILE_SOURCE");
+    env_switch("CUGRADE_PROFILE_SOURCE", NULL);
     check(profile_argv("/opt/ncu/ncu", "/work/p.csv", NULL, target, argv, 8, filter,
                        sizeof filter) == -ENOSPC,
           "ncu argv: too little room is -ENOSPC");
@@ -647,7 +661,7 @@ static void test_source_hostile(void)
 /* Without ncu the profile is "unavailable", before anything runs. */
 static void test_no_ncu(void)
 {
-    setenv("CUGRADE_NCU", "/nonexistent/ncu", 1);
+    env_switch("CUGRADE_NCU", "/nonexistent/ncu");
     const char *target[] = {"/work/prog", NULL};
     json_t *doc = profile_run(NULL, target, -1, NULL, 0);
     ok(doc && strcmp(json_string_value(json_object_get(doc, "status")), "unavailable") == 0 &&
@@ -655,7 +669,7 @@ static void test_no_ncu(void)
        "no ncu on the runner: unavailable, not a failure (%s)",
        doc ? json_string_value(json_object_get(doc, "message")) : "NULL");
     json_decref(doc);
-    unsetenv("CUGRADE_NCU");
+    env_switch("CUGRADE_NCU", NULL);
 }
 
 /* The GPU's profile lock and its queue: free, taken at once; held by

@@ -11,11 +11,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runner/config.h"
 #include "runner/grade.h"
 #include "runner/python.h"
 #include "runner/sanitizer.h"
 #include "runner/score.h"
 #include "tap.h"
+
+/* Set (v) or unset (NULL) the environment variable k and parse the
+ * runner's switches again (runner/config.h): 0, or -EINVAL with the
+ * parser's sentence in env_err. */
+static char env_err[512];
+static int env_switch(const char *k, const char *v)
+{
+    if (v)
+        setenv(k, v, 1);
+    else
+        unsetenv(k);
+    return runner_config_reload(env_err, sizeof env_err);
+}
 
 /* The lines of the captured findings (tests/gpu/solutions-py/reduction/
  * oob_write.py and race.py as /work/kernel.py). */
@@ -54,7 +68,7 @@ static void test_argv(void)
     memset(&o, 0, sizeof o);
     unsetenv("CUGRADE_PYTHON");
     unsetenv("CUGRADE_PYTHON_ROOT");
-    unsetenv("CUGRADE_PY_SIM");
+    env_switch("CUGRADE_PY_SIM", NULL);
     int r =
         python_sanitize_prepare(&pr, &o, root, "reduction", "/usr/local/cuda/bin/compute-sanitizer",
                                 "racecheck", "1000", "00112233aabbccdd", "kernel.py");
@@ -91,12 +105,12 @@ static void test_argv(void)
     check(o.labs_bind && strcmp(o.labs_bind, labs) == 0 && o.control_fd == -1 && !o.secret &&
               !o.extra_env,
           "labs bound read-only, no control socket, no run seed handed over, no simulator");
-    setenv("CUGRADE_PY_SIM", "1", 1);
+    env_switch("CUGRADE_PY_SIM", "1");
     memset(&o, 0, sizeof o);
     python_sanitize_prepare(&pr, &o, root, "reduction", "cs", "memcheck", "1000", "ab", "k.py");
     check(o.extra_env && strcmp(o.extra_env, "NUMBA_ENABLE_CUDASIM=1") == 0 && o.pids >= 4096,
           "in the simulator: NUMBA_ENABLE_CUDASIM=1 and the simulator's threads");
-    unsetenv("CUGRADE_PY_SIM");
+    env_switch("CUGRADE_PY_SIM", NULL);
 
     struct python_run a, b;
     memset(&a, 0, sizeof a);

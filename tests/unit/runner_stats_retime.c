@@ -21,12 +21,26 @@
 #include "rubric.h"
 #include "lab.h"
 #include "runner/baseline.h"
+#include "runner/config.h"
 #include "runner/grade.h"
 #include "runner/run.h"
 #include "runner/retime.h"
 #include "runner/score.h"
 
 #include "tests/unit/tap.h"
+
+/* Set (v) or unset (NULL) the environment variable k and parse the
+ * runner's switches again (runner/config.h): 0, or -EINVAL with the
+ * parser's sentence in env_err. */
+static char env_err[512];
+static int env_switch(const char *k, const char *v)
+{
+    if (v)
+        setenv(k, v, 1);
+    else
+        unsetenv(k);
+    return runner_config_reload(env_err, sizeof env_err);
+}
 
 static const char *RUBRIC =
     "{\"lab\":\"reduction\",\"opens\":\"2026-11-01T00:00:00Z\",\"due\":\"2026-12-04T23:59:00Z\","
@@ -364,15 +378,16 @@ int main(void)
           "a FIFO in its place is not waited on");
     unlink(bpath);
     rmdir(cdir);
-    unsetenv("CUGRADE_BASELINE_SHARE");
+    env_switch("CUGRADE_BASELINE_SHARE", NULL);
     check(baseline_share_window() == BASELINE_SHARE_DEFAULT_S, "the window's default");
-    setenv("CUGRADE_BASELINE_SHARE", "0", 1);
-    check(baseline_share_window() == 0, "CUGRADE_BASELINE_SHARE=0 turns sharing off");
-    setenv("CUGRADE_BASELINE_SHARE", "1e9", 1);
-    check(baseline_share_window() == BASELINE_SHARE_MAX_S, "the window is capped");
-    setenv("CUGRADE_BASELINE_SHARE", "-3", 1);
-    check(baseline_share_window() == BASELINE_SHARE_DEFAULT_S, "a bad value keeps the default");
-    unsetenv("CUGRADE_BASELINE_SHARE");
+    check(env_switch("CUGRADE_BASELINE_SHARE", "0") == 0 && baseline_share_window() == 0,
+          "CUGRADE_BASELINE_SHARE=0 turns sharing off");
+    check(env_switch("CUGRADE_BASELINE_SHARE", "1e9") == -EINVAL &&
+              strstr(env_err, "CUGRADE_BASELINE_SHARE=1e9") && strstr(env_err, "0..600 s") &&
+              baseline_share_window() == 0,
+          "past the most: an error naming the switch, its range and the value; the last stands");
+    check(env_switch("CUGRADE_BASELINE_SHARE", "-3") == -EINVAL, "a negative window is an error");
+    env_switch("CUGRADE_BASELINE_SHARE", NULL);
 
     /* In the pool: a shared batch alone is shared, not interleaved; with
      * a batch of the job's own beside it (a re-timing round), both. */
@@ -415,24 +430,23 @@ int main(void)
     retime_pool_free(&sp_pool);
 
     /* The environment's bound. */
-    setenv("CUGRADE_RETIME", "0", 1);
-    check(retime_bound_from_env() == 0, "CUGRADE_RETIME=0 turns re-timing off");
-    setenv("CUGRADE_RETIME", "99", 1);
-    check(retime_bound_from_env() == RETIME_MAX_BOUND, "the bound is capped");
-    setenv("CUGRADE_RETIME", "x", 1);
-    check(retime_bound_from_env() == RETIME_DEFAULT_BOUND, "a bad value keeps the default");
-    unsetenv("CUGRADE_RETIME");
+    check(env_switch("CUGRADE_RETIME", "0") == 0 && retime_bound_from_env() == 0,
+          "CUGRADE_RETIME=0 turns re-timing off");
+    ok(env_switch("CUGRADE_RETIME", "99") == -EINVAL && strstr(env_err, "CUGRADE_RETIME=99") &&
+           strstr(env_err, "0..5"),
+       "CUGRADE_RETIME=99: an error naming the switch and its range (%s)", env_err);
+    check(env_switch("CUGRADE_RETIME", "x") == -EINVAL, "CUGRADE_RETIME=x: an error");
+    env_switch("CUGRADE_RETIME", NULL);
     check(retime_bound_from_env() == RETIME_DEFAULT_BOUND, "unset: the default bound");
-    unsetenv("CUGRADE_RETIME_PYTHON");
+    env_switch("CUGRADE_RETIME_PYTHON", NULL);
     check(retime_bound_python() == 1 && RETIME_PYTHON_BOUND < RETIME_DEFAULT_BOUND,
           "a Python submission gets one extra round by default (each restarts the interpreters)");
-    setenv("CUGRADE_RETIME_PYTHON", "3", 1);
-    check(retime_bound_python() == 3, "CUGRADE_RETIME_PYTHON=3 sets it");
-    setenv("CUGRADE_RETIME_PYTHON", "99", 1);
-    check(retime_bound_python() == RETIME_MAX_BOUND, "capped as the other bound is");
-    setenv("CUGRADE_RETIME_PYTHON", "-1", 1);
-    check(retime_bound_python() == RETIME_PYTHON_BOUND, "a bad value keeps the Python default");
-    unsetenv("CUGRADE_RETIME_PYTHON");
+    check(env_switch("CUGRADE_RETIME_PYTHON", "3") == 0 && retime_bound_python() == 3,
+          "CUGRADE_RETIME_PYTHON=3 sets it");
+    check(env_switch("CUGRADE_RETIME_PYTHON", "99") == -EINVAL &&
+              env_switch("CUGRADE_RETIME_PYTHON", "-1") == -EINVAL,
+          "out of 0..5: an error, as for the other bound");
+    env_switch("CUGRADE_RETIME_PYTHON", NULL);
 
     rubric_free(&r);
     rubric_free(&rc);

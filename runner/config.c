@@ -1,0 +1,352 @@
+/*
+ * config.c - see config.h. The table below is the only place a CUGRADE_*
+ * switch of the runner is named with its default; the one getenv of them
+ * is in runner_config_parse.
+ */
+#include "config.h"
+
+#include <assert.h>
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+enum type {
+    T_TEXT,   /* any text */
+    T_PATH,   /* an absolute path without ".." */
+    T_ARCH,   /* sm_NN (a letter may follow: sm_90a) */
+    T_INT,    /* a whole number in [lo, hi] */
+    T_REAL,   /* a number in [lo, hi] */
+    T_BOOL,   /* 0 or 1 */
+    T_CHOICE, /* one of choices ("a|b|c"), stored as its index */
+};
+
+struct row {
+    const char *name;
+    enum type type;
+    int kind;
+    size_t off, size;
+    const char *dflt; /* NULL: "" for text, -1 for an integer */
+    double lo, hi;
+    const char *choices;
+    const char *unit;
+    const char *doc;
+};
+
+#define F(field) offsetof(struct runner_config, field), sizeof(((struct runner_config *)0)->field)
+#define OP RUNNER_CONFIG_OPERATOR
+#define TU RUNNER_CONFIG_TUNING
+#define TE RUNNER_CONFIG_TEST
+
+static const struct row rows[] = {
+    /* operator */
+    {"CUGRADE_ROOT", T_TEXT, OP, F(root), NULL, 0, 0, NULL, "",
+     "source tree with labs/ (--root wins); unset: found from the cwd or the binary"},
+    {"CUGRADE_ARCH", T_ARCH, OP, F(arch), NULL, 0, 0, NULL, "",
+     "GPU architecture when no GPU answers (--arch wins); unset: sm_90"},
+    {"CUGRADE_KEEP_JOBS", T_BOOL, OP, F(keep_jobs), "0", 0, 1, NULL, "",
+     "1 keeps each job's directory for debugging (work dirs then in the host's namespace)"},
+    {"CUGRADE_BWRAP", T_PATH, OP, F(bwrap), "/usr/bin/bwrap", 0, 0, NULL, "",
+     "the bubblewrap binary the sandbox runs"},
+    {"CUGRADE_LAUNCH", T_PATH, OP, F(launch), NULL, 0, 0, NULL, "",
+     "cugrade-launch, the sanitizer runs' target; unset: beside cugrade-runner"},
+    {"CUGRADE_NCU", T_PATH, OP, F(ncu), "/opt/nvidia/nsight-compute/2025.3.1/ncu", 0, 0, NULL, "",
+     "Nsight Compute for the profiling hints (none there: no profile)"},
+    {"CUGRADE_PYTHON", T_PATH, OP, F(python), "/usr/bin/python3", 0, 0, NULL, "",
+     "the interpreter of Python runs: under /usr or under CUGRADE_PYTHON_ROOT"},
+    {"CUGRADE_PYTHON_ROOT", T_PATH, OP, F(python_root), NULL, 0, 0, NULL, "",
+     "a directory outside /usr (a venv) bound read-only into every Python run"},
+    {"CUGRADE_CGROUP", T_TEXT, OP, F(cgroup), NULL, 0, 0, NULL, "",
+     "the cgroup under which sandboxes get theirs; unset: the runner's own"},
+    {"CUGRADE_SANDBOX_UID_BASE", T_INT, OP, F(sandbox_uid_base), "1900000000", 1, 4294967280.0,
+     NULL, "uid", "first uid of the sandbox boxes (one uid per run)"},
+    {"CUGRADE_SANDBOX_BOXES", T_INT, OP, F(sandbox_boxes), "1000", 1, 1000000, NULL, "",
+     "how many box uids from CUGRADE_SANDBOX_UID_BASE"},
+    {"CUGRADE_SANDBOX_BOX_DIR", T_PATH, OP, F(sandbox_box_dir), NULL, 0, 0, NULL, "",
+     "the boxes' lock directory; unset: /run/cugrade-sandbox, else under /tmp"},
+    {"CUGRADE_RUNNERS_PER_HOST", T_INT, OP, F(runners_per_host), "1", 1, 1024, NULL, "",
+     "runners sharing this host's cores (--jobs default: cores / this)"},
+    {"CUGRADE_GPU_JOBS", T_INT, OP, F(gpu_jobs), "0", 0, 256, NULL, "jobs",
+     "jobs admitted to one GPU at once; 0: as many as its memory holds"},
+    {"CUGRADE_GPU_MEMORY_MB", T_INT, OP, F(gpu_memory_mb), NULL, 0, 16777216, NULL, "MiB",
+     "GPU memory admission hands out; unset: 88% of the device's; 0: no admission"},
+    {"CUGRADE_PROFILE", T_BOOL, OP, F(profile), "1", 0, 1, NULL, "",
+     "0 turns the profiling hints off runner-wide"},
+    {"CUGRADE_PROFILE_UNDER_LOAD", T_BOOL, OP, F(profile_under_load), "0", 0, 1, NULL, "",
+     "1 profiles even while other jobs wait for the GPU"},
+    {"CUGRADE_PROFILE_WAIT", T_REAL, OP, F(profile_wait), "300", 0.001, 86400, NULL, "s",
+     "how long a served job's profile waits for its turn after the verdict"},
+    {"CUGRADE_PROFILE_AFTER_MAX", T_INT, OP, F(profile_after_max), "32", 1, 256, NULL, "jobs",
+     "profiles waiting after their verdict per GPU; more are skipped"},
+    /* tuning */
+    {"CUGRADE_BASELINE_SHARE", T_REAL, TU, F(baseline_share), "600", 0, 600, NULL, "s",
+     "a first timing round takes the GPU's baseline record this fresh; 0: off"},
+    {"CUGRADE_BASELINE_REFRESH", T_REAL, TU, F(baseline_refresh), "30", 0, 86400, NULL, "s",
+     "how often a serving runner refreshes the baseline record; 0: never"},
+    {"CUGRADE_RETIME", T_INT, TU, F(retime), "2", 0, 5, NULL, "rounds",
+     "extra timing rounds at most for a CUDA submission; 0: no re-timing"},
+    {"CUGRADE_RETIME_PYTHON", T_INT, TU, F(retime_python), "1", 0, 5, NULL, "rounds",
+     "extra timing rounds at most for a Python submission"},
+    {"CUGRADE_FRONT_JOBS", T_INT, TU, F(front_jobs), "0", 0, 256, NULL, "jobs",
+     "front passes at once; 0: twice --jobs (at most 256)"},
+    {"CUGRADE_FRONT_SECONDS", T_REAL, TU, F(front_seconds), "10", 0.01, 3600, NULL, "s",
+     "the front pass's wall limit"},
+    {"CUGRADE_FRONT_NICE", T_INT, TU, F(front_nice), "-5", -20, 19, NULL, "nice",
+     "the front pass's CPU priority"},
+    {"CUGRADE_COMPILE_NICE", T_INT, TU, F(compile_nice), "10", 0, 19, NULL, "nice",
+     "the full compile's and the link's CPU priority"},
+    {"CUGRADE_PROFILE_SECONDS", T_REAL, TU, F(profile_seconds), "10", 0.001, 3600, NULL, "s",
+     "the profiled run's wall limit"},
+    {"CUGRADE_GPU_DOWN_WAIT", T_REAL, TU, F(gpu_down_wait), "600", 0.001, 86400, NULL, "s",
+     "how long a job in flight waits for a GPU that stopped answering"},
+    {"CUGRADE_GPU_PROBE_SECONDS", T_REAL, TU, F(gpu_probe_seconds), "30", 0.001, 3600, NULL, "s",
+     "how often a GPU that stopped answering is probed"},
+    {"CUGRADE_GPU_PROBE_LIMIT", T_REAL, TU, F(gpu_probe_limit), "30", 0.001, 3600, NULL, "s",
+     "how long one probe may take (a hung driver)"},
+    /* test hooks */
+    {"CUGRADE_GPU_HOLD", T_BOOL, TE, F(gpu_hold), "1", 0, 1, NULL, "",
+     "0: no process keeps the GPU initialised (tests with a fake driver)"},
+    {"CUGRADE_PY_SIM", T_BOOL, TE, F(py_sim), "0", 0, 1, NULL, "",
+     "1: Python runs use Numba's CUDA simulator (CI has no GPU)"},
+    {"CUGRADE_FRONT", T_BOOL, TE, F(front), "1", 0, 1, NULL, "",
+     "0: no front pass (tests of the full compile's own messages)"},
+    {"CUGRADE_PROFILE_SOURCE", T_BOOL, TE, F(profile_source), "1", 0, 1, NULL, "",
+     "0: the hints name no source lines"},
+    {"CUGRADE_CGROUP_SWEEP_AGE", T_INT, TE, F(cgroup_sweep_age), "60", 0, 86400, NULL, "s",
+     "age past which an empty leftover sandbox cgroup is removed"},
+    {"CUGRADE_SANDBOX_USER", T_CHOICE, TE, F(sandbox_user), "auto", 0, 0, "auto|root|nobody|box",
+     "", "forces the sandbox's uid mode (auto: box uids, root-mapped if those fail)"},
+    {"CUGRADE_SANDBOX_CGROUP", T_CHOICE, TE, F(sandbox_cgroup), "on", 0, 0, "on|off", "",
+     "off: sandboxes WITHOUT cgroup limits (diagnostics: tests/bench/sandbox_diag.sh)"},
+    {"CUGRADE_SANDBOX_SECCOMP", T_CHOICE, TE, F(sandbox_seccomp), "on", 0, 0, "on|off", "",
+     "off: sandboxes WITHOUT the seccomp filter (diagnostics: sandbox_diag.sh)"},
+};
+
+#define NROWS (sizeof rows / sizeof rows[0])
+
+static struct runner_config cfg_now;
+static int cfg_loaded;
+
+static int choice_index(const char *choices, const char *v)
+{
+    size_t n = strlen(v);
+    int i = 0;
+    for (const char *p = choices; p; i++) {
+        const char *bar = strchr(p, '|');
+        size_t len = bar ? (size_t)(bar - p) : strlen(p);
+        if (len == n && strncmp(p, v, n) == 0)
+            return i;
+        p = bar ? bar + 1 : NULL;
+    }
+    return -1;
+}
+
+static int arch_ok(const char *v)
+{
+    if (strncmp(v, "sm_", 3) != 0 || !isdigit((unsigned char)v[3]))
+        return 0;
+    const char *p = v + 3;
+    while (isdigit((unsigned char)*p))
+        p++;
+    return *p == '\0' || (islower((unsigned char)*p) && p[1] == '\0');
+}
+
+/* What a row accepts, in words, into buf. */
+static const char *allowed(const struct row *r, char *buf, size_t len)
+{
+    switch (r->type) {
+    case T_TEXT:
+        return "any text";
+    case T_PATH:
+        return "an absolute path";
+    case T_ARCH:
+        return "sm_NN";
+    case T_BOOL:
+        return "0|1";
+    case T_CHOICE:
+        return r->choices;
+    case T_INT:
+        snprintf(buf, len, "%.0f..%.0f", r->lo, r->hi);
+        return buf;
+    case T_REAL:
+        snprintf(buf, len, "%g..%g", r->lo, r->hi);
+        return buf;
+    }
+    return "?";
+}
+
+/* Parse v into the row's field of c. Returns 0, or -EINVAL. */
+static int row_set(const struct row *r, struct runner_config *c, const char *v)
+{
+    char *field = (char *)c + r->off, *end = NULL;
+    switch (r->type) {
+    case T_PATH:
+        if (*v && (v[0] != '/' || strstr(v, "..")))
+            return -EINVAL;
+        /* fall through */
+    case T_ARCH:
+        if (r->type == T_ARCH && *v && !arch_ok(v))
+            return -EINVAL;
+        /* fall through */
+    case T_TEXT:
+        if (strlen(v) >= r->size)
+            return -EINVAL;
+        memcpy(field, v, strlen(v) + 1);
+        return 0;
+    case T_CHOICE: {
+        int i = choice_index(r->choices, v);
+        if (i < 0)
+            return -EINVAL;
+        *(long *)(void *)field = i;
+        return 0;
+    }
+    case T_BOOL:
+    case T_INT: {
+        if (!*v) {
+            *(long *)(void *)field = -1;
+            return 0;
+        }
+        errno = 0;
+        long n = strtol(v, &end, 10);
+        if (errno || end == v || *end || n < r->lo || n > r->hi)
+            return -EINVAL;
+        *(long *)(void *)field = n;
+        return 0;
+    }
+    case T_REAL: {
+        double d = strtod(v, &end);
+        if (end == v || *end || !isfinite(d) || d < r->lo || d > r->hi)
+            return -EINVAL;
+        *(double *)(void *)field = d;
+        return 0;
+    }
+    }
+    return -EINVAL;
+}
+
+/* The rules between switches: the interpreter must be one the sandbox
+ * binds, the Python root a directory. */
+static int cross_check(const struct runner_config *c, char *err, size_t len)
+{
+    struct stat st;
+    if (c->python_root[0] && (strcmp(c->python_root, "/") == 0 || stat(c->python_root, &st) < 0 ||
+                              !S_ISDIR(st.st_mode))) {
+        snprintf(err, len,
+                 "CUGRADE_PYTHON_ROOT=%s: not a directory (expected a directory other "
+                 "than /, bound read-only into Python runs)",
+                 c->python_root);
+        return -EINVAL;
+    }
+    size_t n = strlen(c->python_root);
+    int under_root = n && strncmp(c->python, c->python_root, n) == 0 &&
+                     (c->python[n] == '/' || c->python[n] == '\0' || c->python_root[n - 1] == '/');
+    if (strncmp(c->python, "/usr/", 5) != 0 && !under_root) {
+        snprintf(err, len,
+                 "CUGRADE_PYTHON=%s: not under /usr or CUGRADE_PYTHON_ROOT (the sandbox "
+                 "binds only those)",
+                 c->python);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+int runner_config_parse(struct runner_config *c, char *err, size_t len)
+{
+    assert(c && err && len);
+    memset(c, 0, sizeof *c);
+    err[0] = '\0';
+    for (size_t i = 0; i < NROWS; i++) {
+        const struct row *r = &rows[i];
+        const char *v = getenv(r->name);
+        const char *dflt = r->dflt ? r->dflt : "";
+        int rc = row_set(r, c, dflt);
+        assert(rc == 0); /* a default the table cannot parse is our bug */
+        if (rc == 0 && v && *v)
+            rc = row_set(r, c, v);
+        if (rc < 0) {
+            char buf[64];
+            snprintf(err, len, "%s=%.200s: expected %s%s%s (default %s): %s", r->name, v,
+                     allowed(r, buf, sizeof buf), *r->unit ? " " : "", r->unit,
+                     *dflt ? dflt : "unset", r->doc);
+            return -EINVAL;
+        }
+    }
+    return cross_check(c, err, len);
+}
+
+int runner_config_reload(char *err, size_t len)
+{
+    static struct runner_config next;
+    int rc = runner_config_parse(&next, err, len);
+    if (rc < 0)
+        return rc;
+    cfg_now = next;
+    cfg_loaded = 1;
+    return 0;
+}
+
+/* The first use's parse, unless main's came first (then nothing: the
+ * threads that call runner_cfg only read). */
+static void cfg_first_load(void)
+{
+    char err[512];
+    if (!cfg_loaded && runner_config_reload(err, sizeof err) < 0) {
+        fprintf(stderr, "cugrade-runner: %s\n", err);
+        exit(2);
+    }
+}
+
+const struct runner_config *runner_cfg(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, cfg_first_load);
+    return &cfg_now;
+}
+
+static const char *kind_title(int kind)
+{
+    return kind == RUNNER_CONFIG_OPERATOR ? "Operator switches"
+           : kind == RUNNER_CONFIG_TUNING
+               ? "Tuning (measured defaults; change with a benchmark)"
+               : "Test hooks (set by tests/ and tests/bench, not in production)";
+}
+
+void runner_config_print(FILE *f, int markdown)
+{
+    char buf[64];
+    for (int kind = RUNNER_CONFIG_OPERATOR; kind <= RUNNER_CONFIG_TEST; kind++) {
+        if (markdown)
+            fprintf(f, "%s**%s**\n\n| switch | default | allowed | doc |\n|---|---|---|---|\n",
+                    kind ? "\n" : "", kind_title(kind));
+        else
+            fprintf(f, "%s%s:\n", kind ? "\n" : "", kind_title(kind));
+        for (size_t i = 0; i < NROWS; i++) {
+            const struct row *r = &rows[i];
+            if (r->kind != kind)
+                continue;
+            const char *d = r->dflt && *r->dflt ? r->dflt : "unset";
+            char al[96];
+            snprintf(al, sizeof al, "%s%s%s", allowed(r, buf, sizeof buf), *r->unit ? " " : "",
+                     r->unit);
+            if (markdown) {
+                fprintf(f, "| `%s` | %s | ", r->name, d);
+                for (const char *p = al; *p; p++) /* a bare | would end the cell */
+                    fputs(*p == '|' ? "\\|" : (char[]){*p, 0}, f);
+                fprintf(f, " | %s |\n", r->doc);
+            } else
+                fprintf(f, "  %-27s %-14s %-20s %s\n", r->name, d, al, r->doc);
+        }
+    }
+}
+
+size_t runner_config_count(int kind)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < NROWS; i++)
+        n += kind < 0 || rows[i].kind == kind;
+    return n;
+}

@@ -1,0 +1,132 @@
+/*
+ * runner_config.c - the runner's one table of environment switches
+ * (runner/config.h): defaults, each kind of value, the sentence of a bad
+ * one, the rules between switches, and the printed table.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runner/baseline.h"
+#include "runner/compile.h"
+#include "runner/config.h"
+#include "runner/profile.h"
+#include "runner/retime.h"
+#include "runner/sandbox.h"
+#include "tests/unit/tap.h"
+
+static char err[512];
+static struct runner_config c;
+
+/* Parse with only k=v set among the switches this test touches. */
+static int parse_with(const char *k, const char *v)
+{
+    static const char *touched[] = {
+        "CUGRADE_RETIME",      "CUGRADE_PROFILE",        "CUGRADE_SANDBOX_USER",   "CUGRADE_BWRAP",
+        "CUGRADE_ARCH",        "CUGRADE_GPU_MEMORY_MB",  "CUGRADE_FRONT_NICE",     "CUGRADE_PYTHON",
+        "CUGRADE_PYTHON_ROOT", "CUGRADE_BASELINE_SHARE", "CUGRADE_SANDBOX_CGROUP", NULL};
+    for (size_t i = 0; touched[i]; i++)
+        unsetenv(touched[i]);
+    if (k)
+        setenv(k, v, 1);
+    return runner_config_parse(&c, err, sizeof err);
+}
+
+int main(void)
+{
+    unsetenv("CUGRADE_KEEP_JOBS");
+    unsetenv("CUGRADE_PROFILE_WAIT");
+    ok(parse_with(NULL, NULL) == 0, "nothing set: every default parses (%s)", err);
+    check(c.retime == 2 && c.retime_python == 1 && c.profile == 1 && c.keep_jobs == 0 &&
+              c.profile_wait == 300 && c.profile_after_max == 32 && c.baseline_share == 600 &&
+              c.front_nice == -5 && c.compile_nice == 10 && c.sandbox_uid_base == 1900000000L,
+          "the table's defaults");
+    check(strcmp(c.bwrap, "/usr/bin/bwrap") == 0 && strcmp(c.python, "/usr/bin/python3") == 0 &&
+              c.arch[0] == '\0' && c.python_root[0] == '\0',
+          "text defaults: a path, or empty when the row has none");
+    check(c.gpu_memory_mb == -1 && c.sandbox_user == RUNNER_USER_AUTO &&
+              c.sandbox_cgroup == RUNNER_ON,
+          "an integer without a default is -1 (unset); choices start at their first");
+    check(c.sandbox_uid_base == SANDBOX_BOX_UID_BASE && c.sandbox_boxes == SANDBOX_BOXES &&
+              c.baseline_share == BASELINE_SHARE_DEFAULT_S && c.retime == RETIME_DEFAULT_BOUND &&
+              c.retime_python == RETIME_PYTHON_BOUND && c.front_seconds == COMPILE_FRONT_SECONDS &&
+              c.compile_nice == COMPILE_NICE && c.front_nice == COMPILE_FRONT_NICE &&
+              c.profile_seconds == PROFILE_SECONDS && strcmp(c.ncu, PROFILE_NCU_DEFAULT) == 0,
+          "the table's defaults are the headers' constants (one value, not two)");
+    check(parse_with("CUGRADE_RETIME", "") == 0 && c.retime == 2, "an empty value is unset");
+
+    check(parse_with("CUGRADE_RETIME", "5") == 0 && c.retime == 5, "an integer at its most");
+    ok(parse_with("CUGRADE_RETIME", "6") == -EINVAL && strstr(err, "CUGRADE_RETIME=6") &&
+           strstr(err, "0..5 rounds") && strstr(err, "default 2"),
+       "one past: -EINVAL naming the switch, the value, the range, the unit, the default (%s)",
+       err);
+    check(parse_with("CUGRADE_RETIME", "2x") == -EINVAL, "junk after the number: an error");
+    check(parse_with("CUGRADE_FRONT_NICE", "-20") == 0 && c.front_nice == -20, "a negative bound");
+    check(parse_with("CUGRADE_BASELINE_SHARE", "12.5") == 0 && c.baseline_share == 12.5,
+          "a real number");
+    check(parse_with("CUGRADE_BASELINE_SHARE", "nan") == -EINVAL &&
+              parse_with("CUGRADE_BASELINE_SHARE", "601") == -EINVAL,
+          "NaN and past the most: errors");
+    check(parse_with("CUGRADE_GPU_MEMORY_MB", "0") == 0 && c.gpu_memory_mb == 0,
+          "0 set is not unset (-1)");
+    check(parse_with("CUGRADE_PROFILE", "0") == 0 && c.profile == 0, "a boolean 0");
+    ok(parse_with("CUGRADE_PROFILE", "off") == -EINVAL && strstr(err, "0|1"),
+       "a boolean is 0 or 1, nothing else (%s)", err);
+    check(parse_with("CUGRADE_SANDBOX_USER", "box") == 0 && c.sandbox_user == RUNNER_USER_BOX &&
+              parse_with("CUGRADE_SANDBOX_USER", "root") == 0 && c.sandbox_user == RUNNER_USER_ROOT,
+          "a choice is its index");
+    ok(parse_with("CUGRADE_SANDBOX_USER", "Root") == -EINVAL && strstr(err, "auto|root|nobody|box"),
+       "a choice not listed: the list in the error (%s)", err);
+    check(parse_with("CUGRADE_SANDBOX_CGROUP", "off") == 0 && c.sandbox_cgroup == RUNNER_OFF,
+          "on|off");
+    check(parse_with("CUGRADE_BWRAP", "bin/bwrap") == -EINVAL &&
+              parse_with("CUGRADE_BWRAP", "/usr/../tmp/bwrap") == -EINVAL &&
+              parse_with("CUGRADE_BWRAP", "/opt/bwrap") == 0 && strcmp(c.bwrap, "/opt/bwrap") == 0,
+          "a path is absolute and has no ..");
+    check(parse_with("CUGRADE_ARCH", "sm_90a") == 0 && parse_with("CUGRADE_ARCH", "90") == -EINVAL,
+          "an architecture is sm_NN");
+    char longv[5000];
+    memset(longv, 'a', sizeof longv - 1);
+    longv[0] = '/';
+    longv[sizeof longv - 1] = '\0';
+    check(parse_with("CUGRADE_BWRAP", longv) == -EINVAL, "a value longer than its field: an error");
+
+    ok(parse_with("CUGRADE_PYTHON", "/opt/py/bin/python3") == -EINVAL &&
+           strstr(err, "not under /usr or CUGRADE_PYTHON_ROOT"),
+       "an interpreter the sandbox does not bind: an error (%s)", err);
+    setenv("CUGRADE_PYTHON_ROOT", "/tmp", 1);
+    setenv("CUGRADE_PYTHON", "/tmp/venv/bin/python3", 1);
+    check(runner_config_parse(&c, err, sizeof err) == 0, "an interpreter under the Python root");
+    setenv("CUGRADE_PYTHON_ROOT", "/nonexistent-cugrade", 1);
+    check(runner_config_parse(&c, err, sizeof err) == -EINVAL && strstr(err, "CUGRADE_PYTHON_ROOT"),
+          "a Python root that is no directory: an error");
+    unsetenv("CUGRADE_PYTHON_ROOT");
+    unsetenv("CUGRADE_PYTHON");
+
+    check(parse_with("CUGRADE_RETIME", "4") == 0 && runner_config_reload(err, sizeof err) == 0 &&
+              runner_cfg()->retime == 4,
+          "reload: the configuration in use");
+    setenv("CUGRADE_RETIME", "9", 1);
+    check(runner_config_reload(err, sizeof err) == -EINVAL && runner_cfg()->retime == 4,
+          "a failed reload leaves the configuration in use as it was");
+    unsetenv("CUGRADE_RETIME");
+
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    runner_config_print(f, 1);
+    fclose(f);
+    check(buf && strstr(buf, "| `CUGRADE_SANDBOX_USER` | auto | auto\\|root\\|nobody\\|box |") &&
+              strstr(buf, "**Test hooks"),
+          "markdown: one row per switch, a bare | escaped, the test hooks in their own section");
+    free(buf);
+    check(runner_config_count(-1) == runner_config_count(RUNNER_CONFIG_OPERATOR) +
+                                         runner_config_count(RUNNER_CONFIG_TUNING) +
+                                         runner_config_count(RUNNER_CONFIG_TEST),
+          "every row is of one kind");
+    ok(runner_config_count(RUNNER_CONFIG_OPERATOR) <= 20, "at most 20 operator switches (%zu)",
+       runner_config_count(RUNNER_CONFIG_OPERATOR));
+    printf("1..%d\n", count);
+    return failures ? 1 : 0;
+}
