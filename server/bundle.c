@@ -135,14 +135,16 @@ char *bundle_handout(const struct http_request *req, const char *text)
 
 /* GET /client/cugrade.py: the client, anyone may fetch it (it holds no
  * secret, and a student needs it before signing in). */
-static int r_client_py(struct app *app, struct http_request *req)
+/* One of the client's files (data lives as long as the process): its
+ * ETag (the first 16 hex digits of its SHA-256, computed once into etag),
+ * 304 when the client has it, else the bytes, borrowed. */
+static int send_client_file(struct http_request *req, char etag[20], const void *data,
+                            size_t len, const char *type)
 {
-    static char etag[20];
-    (void)app;
     if (!etag[0]) {
         char hex[65];
-        auth_sha256_hex(bundle__client_py, client_len(), hex);
-        snprintf(etag, sizeof(etag), "\"%.16s\"", hex);
+        auth_sha256_hex(data, len, hex);
+        snprintf(etag, 20, "\"%.16s\"", hex);
     }
     const char *inm = http_request_header(req, "If-None-Match");
     http_response_header(req, "X-Content-Type-Options", "nosniff");
@@ -153,8 +155,16 @@ static int r_client_py(struct app *app, struct http_request *req)
         http_response_status(req, 304);
         return HTTP_DONE;
     }
-    http_response_body(req, 200, "text/x-python; charset=utf-8", bundle__client_py, client_len());
+    http_response_body_borrowed(req, 200, type, data, len);
     return HTTP_DONE;
+}
+
+static int r_client_py(struct app *app, struct http_request *req)
+{
+    static char etag[20];
+    (void)app;
+    return send_client_file(req, etag, bundle__client_py, client_len(),
+                            "text/x-python; charset=utf-8");
 }
 
 /* The wheel of the embedded client, built on first use and kept for the
@@ -191,22 +201,7 @@ static int r_client_file(struct app *app, struct http_request *req)
         http_response_body(req, 404, "text/plain; charset=utf-8", msg, sizeof(msg) - 1);
         return HTTP_DONE;
     }
-    if (!etag[0]) {
-        char hex[65];
-        auth_sha256_hex(w->data, w->len, hex);
-        snprintf(etag, sizeof(etag), "\"%.16s\"", hex);
-    }
-    const char *inm = http_request_header(req, "If-None-Match");
-    http_response_header(req, "X-Content-Type-Options", "nosniff");
-    http_response_header(req, "X-Cugrade-Client-Version", bundle_client_version());
-    http_response_header(req, "ETag", etag);
-    http_response_header(req, "Cache-Control", "no-cache");
-    if (inm && strstr(inm, etag)) {
-        http_response_status(req, 304);
-        return HTTP_DONE;
-    }
-    http_response_body_borrowed(req, 200, "application/zip", (const char *)w->data, w->len);
-    return HTTP_DONE;
+    return send_client_file(req, etag, w->data, w->len, "application/zip");
 }
 
 /* GET /client/version: {"version","sha256","url","wheel"}: what the client
