@@ -89,14 +89,6 @@ class _Iface:
                                          "data": (ptr, False), "version": 3, "strides": None}
 
 
-class _Exit:
-    def __init__(self, cm):
-        self.cm = cm
-
-    def close(self):
-        self.cm.__exit__(None, None, None)
-
-
 class _Closer:
     def __init__(self, fn):
         self.fn = fn
@@ -196,9 +188,7 @@ class Buffers:
             host = np.frombuffer(mm, dtype=d["dtype"], count=count).reshape(d["shape"])
             from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
             return FakeCUDAArray(host)
-        if d["kind"] == "vmm":
-            return self._vmm(fds[d["fd_index"]], d, np, used)
-        return self._ipc(bytes.fromhex(d["handle"]), d, np)
+        return self._vmm(fds[d["fd_index"]], d, np, used)
 
     def _vmm(self, fd, d, np, used):
         """Map the owner's allocation (vmm.py) and hand it over as a Numba
@@ -218,23 +208,6 @@ class Buffers:
         size = d["size"]
         self.maps.append(_Closer(lambda: _VMM.release(ptr, handle, size)))
         return cuda.as_cuda_array(_Iface(ptr, tuple(d["shape"]), np.dtype(d["dtype"])))
-
-    def _ipc(self, h, d, np):
-        """Open the owner's allocation (CUDA IPC) and hand it over as a Numba
-        device array (it has __cuda_array_interface__: CuPy takes it with
-        cupy.asarray). Numba's own opener first, CuPy's if that fails."""
-        from numba import cuda
-        shape, dtype = tuple(d["shape"]), np.dtype(d["dtype"])
-        try:
-            cm = cuda.open_ipc_array(h, shape=shape, dtype=dtype)
-            arr = cm.__enter__()
-            self.maps.append(_Exit(cm))
-            return arr
-        except Exception:
-            import cupy
-            ptr = cupy.cuda.runtime.ipcOpenMemHandle(h)
-            self.maps.append(_Closer(lambda: cupy.cuda.runtime.ipcCloseMemHandle(ptr)))
-            return cuda.as_cuda_array(_Iface(ptr, shape, dtype))
 
     def close(self):
         for m in self.maps:

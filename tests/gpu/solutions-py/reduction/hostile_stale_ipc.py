@@ -45,20 +45,10 @@ _calls = [0]
 
 def _pointers(m):
     """The device pointers a mapping object of the tenant's holds (its
-    closer's closure: vmm's ptr; Numba's IPC opener: its handle's base)."""
-    out = set()
+    closer's closure: vmm.py's ptr)."""
     fn = getattr(m, "fn", None)
-    for c in (getattr(fn, "__closure__", None) or ()):
-        v = c.cell_contents
-        if isinstance(v, int):
-            out.add(v)
-    cm = getattr(m, "cm", None)
-    for attr in ("_opened_mem", "opened_mem"):
-        mem = getattr(getattr(cm, "_ipc_handle", cm), attr, None)
-        h = getattr(mem, "handle", None)
-        if h is not None:
-            out.add(int(getattr(h, "value", h) or 0))
-    return out
+    return {c.cell_contents for c in (getattr(fn, "__closure__", None) or ())
+            if isinstance(c.cell_contents, int)}
 
 
 def keep_mappings():
