@@ -7,6 +7,7 @@
 #
 #   tests/runner/lab_names.t [DIR]     check DIR (default: the tree's runner/)
 import json
+import functools
 import os
 import re
 import sys
@@ -14,17 +15,10 @@ import sys
 ROOT = os.environ.get("CUGRADE_ROOT") or os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 DIR = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "runner")
-n = 0
-failed = 0
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakelab"))
+from suite import failures, ok as suite_ok  # noqa: E402  (TAP lines, counted)
 
-
-def ok(cond, name, why=""):
-    global n, failed
-    n += 1
-    failed += not cond
-    print("%s %d - %s" % ("ok" if cond else "not ok", n, name))
-    for line in why.splitlines() if not cond else []:
-        print("#   " + line)
+ok = functools.partial(suite_ok, lines=None)   # every line of a failure's detail
 
 
 labs = sorted(d for d in os.listdir(os.path.join(ROOT, "labs"))
@@ -42,5 +36,4 @@ for f in files:
                 hits.append("%s:%d: %s" % (f, i, line.strip()))
 ok(files and not hits, "no lab's name is a string in %d files of %s/ (what differs between "
    "labs belongs in lab.json)" % (len(files), os.path.basename(DIR)), "\n".join(hits))
-print("1..%d" % n)
-sys.exit(1 if failed else 0)
+sys.exit(1 if failures() else 0)

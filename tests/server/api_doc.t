@@ -6,6 +6,7 @@
 # line). Each row's link names a doc that exists. Reads sources only.
 #
 #   tests/server/api_doc.t [ROOT]
+import functools
 import os
 import re
 import sys
@@ -15,19 +16,10 @@ ROOT = sys.argv[1] if len(sys.argv) > 1 else (os.environ.get("CUGRADE_ROOT") or 
 ROUTE = re.compile(r'(?:\{|PAGE_ROUTE\()\s*HTTP_([A-Z]+)\s*,\s*"(/[^"]*)"')
 ROW = re.compile(r"^\|\s*([A-Z]+) (/\S*)\s*\|\s*(.*?)\s*\|\s*$")
 
-n = 0
-failed = 0
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../runner/fakelab"))
+from suite import failures, ok as suite_ok  # noqa: E402  (TAP lines, counted)
 
-
-def ok(cond, name, why=""):
-    global n, failed
-    n += 1
-    if not cond:
-        failed += 1
-    print("%s %d - %s" % ("ok" if cond else "not ok", n, name))
-    if not cond and why:
-        for line in str(why).splitlines():
-            print("#   " + line)
+ok = functools.partial(suite_ok, lines=None)   # every line of a failure's detail
 
 
 def code_routes():
@@ -68,5 +60,4 @@ ok(not stale, "every row of the index is a route of server/*.c",
    "\n".join("%s %s" % r for r in stale))
 bad = sorted(set(x for x in links if not os.path.exists(os.path.join(ROOT, "docs", x))))
 ok(not bad, "every doc the index links to exists", "\n".join(bad))
-print("1..%d" % n)
-sys.exit(1 if failed else 0)
+sys.exit(1 if failures() else 0)
