@@ -172,25 +172,23 @@ class Buffers:
         self.sim = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
         self.maps = []
 
-    def array(self, d, fds, used):
+    def array(self, d, fds):
         """The buffer d describes, as the student's array. Its descriptor
-        (fds[d["fd_index"]]) is closed here and its index added to used."""
+        (fds[d["fd_index"]]) stays open: the message's handler closes every
+        descriptor it received, once, when the call is done."""
         import numpy as np
         count = 1
         for s in d["shape"]:
             count *= s
         if d["kind"] == "memfd":
-            fd = fds[d["fd_index"]]
-            used.add(d["fd_index"])
-            mm = mmap.mmap(fd, d["size"])
-            os.close(fd)
+            mm = mmap.mmap(fds[d["fd_index"]], d["size"])   # mmap holds its own copy
             self.maps.append(mm)
             host = np.frombuffer(mm, dtype=d["dtype"], count=count).reshape(d["shape"])
             from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
             return FakeCUDAArray(host)
-        return self._vmm(fds[d["fd_index"]], d, np, used)
+        return self._vmm(fds[d["fd_index"]], d, np)
 
-    def _vmm(self, fd, d, np, used):
+    def _vmm(self, fd, d, np):
         """Map the owner's allocation (vmm.py) and hand it over as a Numba
         device array (it has __cuda_array_interface__: CuPy takes it with
         cupy.asarray)."""
@@ -203,7 +201,6 @@ class Buffers:
             mod = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(mod)
             _VMM = mod.Vmm()
-        used.add(d["fd_index"])
         ptr, handle = _VMM.import_fd(fd, d["size"])
         size = d["size"]
         self.maps.append(_Closer(lambda: _VMM.release(ptr, handle, size)))
@@ -348,7 +345,6 @@ def main():
         if not data:
             return
         msg = json.loads(data)
-        used = set()   # indexes of this message's descriptors that a mapping took (and closed)
         ans = {"ok": True}
         if msg["op"] == "imports":
             # Before the timing gate (owner.py): the libraries only, no
@@ -410,13 +406,10 @@ def main():
                     for i, d in zip(ids, descs):
                         if i not in mapped:
                             b = Buffers()
-                            mapped[i] = (b, [b.array(x, fds, used) for x in d], d)
+                            mapped[i] = (b, [b.array(x, fds) for x in d], d)
                     args = [mapped[i][1] for i in ids]
                     cur_id = ids
                     host.watch([x for a in args for x in a], [x for i in ids for x in mapped[i][2]])
-                for k, f in enumerate(fds):   # the sets mapped already: their copies
-                    if k not in used:
-                        os.close(f)
                 host.bytes, host.names = 0, set()
                 # A timed batch (owner.py run_time): one call per set of
                 # buffers, then one wait for the GPU.

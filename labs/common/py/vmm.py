@@ -18,7 +18,6 @@ tenant still maps stays the tenant's, unchanged, and is never the owner's
 again (a tenant that hoards mappings only runs itself out of memory).
 """
 import ctypes
-import os
 
 _PINNED, _POSIX_FD, _DEVICE, _READWRITE, _GRAN_MIN = 1, 1, 1, 3, 0
 
@@ -127,12 +126,10 @@ class Vmm:
 
     def import_fd(self, fd, size):
         """(device pointer, handle) of the allocation behind fd (another
-        process's export), mapped read-write here. Closes fd."""
+        process's export), mapped read-write here. fd stays the caller's:
+        the allocation holds on without it."""
         h = _U64()
-        try:
-            self._ok("cuMemImportFromShareableHandle", ctypes.byref(h), ctypes.c_void_p(fd), _POSIX_FD)
-        finally:
-            os.close(fd)
+        self._ok("cuMemImportFromShareableHandle", ctypes.byref(h), ctypes.c_void_p(fd), _POSIX_FD)
         try:
             return self._map(h.value, size), h.value
         except VmmError:
