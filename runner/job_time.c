@@ -719,6 +719,34 @@ static void job_round_baselines(struct job_round *jr)
     }
 }
 
+/* Every speed line the student was timed for has the baseline it is
+ * relative to (or the device's copy bandwidth). A baseline that could not
+ * be timed (its batch killed at its limit on a loaded host, its program
+ * gone) is ours: the job is a system_error naming it, which the server
+ * retries, never a grade without that line's points. Returns JOB_NEXT or
+ * job_fail's -EAGAIN. */
+static int job_time_complete(struct job *j)
+{
+    const struct score_timing *t = &j->in.timing;
+    if (!t->have || !(t->student_ms > 0))
+        return JOB_NEXT;
+    for (size_t i = 0; i < j->rub.nspeed; i++) {
+        const struct metric *m = j->rub.speed[i].metric;
+        assert(m);
+        if (isfinite(score_metric(m, t)))
+            continue;
+        if (m->baseline)
+            return job_fail(j, -EAGAIN,
+                            "the %s baseline could not be timed on this GPU for %s: our failure, "
+                            "not your kernel's; it is graded again and never charged to you",
+                            m->baseline, j->lab.timing_case);
+        return job_fail(j, -EAGAIN,
+                        "the GPU's copy bandwidth was not measured: our failure, not your "
+                        "kernel's; it is graded again and never charged to you");
+    }
+    return JOB_NEXT;
+}
+
 int job_time(struct job *j)
 {
     if (!job_time_wanted(j))
@@ -740,6 +768,8 @@ int job_time(struct job *j)
                  "Timing failed: the judge accepted no timing samples.");
         return JOB_VERDICT;
     }
+    if (r == JOB_NEXT)
+        r = job_time_complete(j);
     if (r == JOB_NEXT)
         job_profile(j);
     return r;
