@@ -136,6 +136,30 @@ t = timing(recs)
 ok(rc == 0 and t.get("batch") == 1 and t.get("wrong_samples") == 0,
    "the owner's own choice for a slow call: a batch of 1", json.dumps(t)[:600] + err[-500:])
 
+# A batch of 128 sets has more buffer descriptors (two a set) than one
+# message may carry (SCM_MAX_FD, 253): the owner sends the new sets in
+# "map" messages of at most 240 before the call that names them by id.
+ONE = """from numba import cuda
+
+
+@cuda.jit
+def one(x, out):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += x[i]
+    out[0] = s
+
+
+def reduce_sum(d_in, d_out):
+    one[1, 1](d_in, d_out)   # one simulated thread: 128 calls a batch stay cheap in CI
+"""
+recs, err, rc = owner_time("wide", ONE, batch="128", max_ms="100")
+t = timing(recs)
+ok(rc == 0 and t.get("batch") == 128 and t.get("wrong_samples") == 0 and
+   recheck(recs).get("status") == "ok",
+   "a batch of 128 sets (256 descriptors, past one message's 253) is timed, every sample right",
+   json.dumps(t)[:600] + err[-800:])
+
 # A set's mappings are closed only once the owner has freed its buffers:
 # a file that keeps every mapping the tenant closes (Buffers.close patched)
 # and fails if such a buffer ever changes sees no change, batch or not (the

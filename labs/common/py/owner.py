@@ -63,13 +63,16 @@ MAX_MSG = 1 << 16
 CALL_LIMIT_S = 3600      # the sandbox's wall limit ends a stuck run long before
 MAX_SAMPLES, MIN_SAMPLES, TARGET_REL_ERR = 1000, 10, 0.01
 # A timed sample is a batch of calls on distinct inputs (run_time): as many
-# as make the batch last BATCH_MS by the warm-up's fastest single call, at
-# most BATCH_MAX, their buffers at most half the GPU's free memory (the
-# samples hold the GPU alone). A sample's fixed cost (0.65-1.1 ms on an
-# H200: the round trip and the switches between the tenant's CUDA context
-# and ours) is then a few percent of it (docs/python.md, "What a Python
-# timing includes").
-BATCH_MS, BATCH_MAX = 30.0, 32
+# as make the batch's calls last BATCH_MS by their own time per call (a
+# first batch sized by the warm-up's single call, whose round trip makes it
+# too small, measures it), at most BATCH_MAX, their buffers at most half
+# the GPU's free memory (the samples hold the GPU alone). A sample's fixed
+# cost (0.4-1.1 ms on an H200: the round trip and the switches between the
+# tenant's CUDA context and ours) is then a few percent of it
+# (docs/python.md, "What a Python timing includes"). A batch's new buffers
+# reach the tenant in "map" messages of at most MAP_FDS descriptors
+# (SCM_MAX_FD is 253) before the call that names them by id.
+BATCH_MS, BATCH_MAX, MAP_FDS = 20.0, 128, 240
 PROBES = 64              # output elements read to stop a sample's clock, over the batch
 
 CHANNEL = None           # our private descriptor of the result channel
@@ -610,25 +613,6 @@ class Probe:
         return self.read() == seen
 
 
-def describe_batch(cases):
-    """One call message for a batch of cases: the first case's arguments in
-    "args", the others' in "more", called one after the other by the
-    tenant before it waits for the GPU once. Returns (message, fds)."""
-    msg, fds = cases[0].describe()
-    more = []
-    for c in cases[1:]:
-        m, f = c.describe()
-        for d in m["args"]:
-            if "fd_index" in d:
-                d["fd_index"] += len(fds)
-        fds.extend(f)
-        more.append(m["args"])
-    if more:
-        msg["more"] = more
-        msg["set_ids"] = [c.serial for c in cases]
-    return msg, fds
-
-
 # ---------------------------------------------------------------- the tenant
 
 class Tenant:
@@ -848,6 +832,28 @@ class Timed:
     def __init__(self, be, lab, params, guard):
         self.be, self.lab, self.params, self.guard = be, lab, params, guard
         self.cases = [Case(be, lab, params, 0, guard)]
+        self.sent = set()   # the sets whose buffers the tenant has mapped
+
+    def map_new(self, tenant, name):
+        """Send the tenant the sets it has not mapped yet, in "map" messages
+        of at most MAP_FDS descriptors: a batch's call then names its sets
+        by id only, with no descriptor and no description."""
+        new = [c for c in self.cases if c.serial not in self.sent]
+        while new:
+            sets, fds = [], []
+            while new:
+                m, f = new[0].describe()    # the buffers' own descriptors, kept until free
+                if sets and len(fds) + len(f) > MAP_FDS:
+                    break
+                for d in m["args"]:
+                    if "fd_index" in d:
+                        d["fd_index"] += len(fds)
+                fds.extend(f)
+                sets.append([new.pop(0).serial, m["args"]])
+            ans = tenant.ask({"op": "map", "sets": sets}, fds)
+            if ans is None or not ans.get("ok"):
+                timing_failed(case_failed(name, ans, tenant))
+            self.sent.update(i for i, _ in sets)
 
     def inputs(self, c):
         return {m["name"]: c.views[m["name"]] for m in c.meta if m["role"] == "in"}
@@ -868,12 +874,13 @@ class Timed:
             c.free()
 
 
-def batch_size(single_ms, forced):
-    """How many calls one sample times: enough to last BATCH_MS by the
-    warm-up's time of one call (round trip included), at most BATCH_MAX."""
+def batch_size(per_call_ms, forced):
+    """How many calls one sample times: enough to last BATCH_MS by a time
+    per call (the warm-up's single call, its round trip included, for the
+    first batch; then a batch's time over its size), at most BATCH_MAX."""
     if forced:
         return max(1, min(BATCH_MAX, forced))
-    return max(1, min(BATCH_MAX, int(math.ceil(BATCH_MS / max(single_ms, 1e-3)))))
+    return max(1, min(BATCH_MAX, int(math.ceil(BATCH_MS / max(per_call_ms, 1e-3)))))
 
 
 def round_trip(tenant, be, t):
@@ -942,12 +949,13 @@ def time_sample(tenant, t, name):
     for c in t.cases:
         c.poison()
     probe = Probe(be, t.cases)
-    msg, fds = describe_batch(t.cases)
+    t.map_new(tenant, name)
+    msg = {"op": "call", "set_ids": [c.serial for c in t.cases]}
     be.flush_l2()
     global STUDENT_RAN
     STUDENT_RAN = True
     t0 = time.perf_counter()
-    ans = tenant.ask(msg, fds)
+    ans = tenant.ask(msg)
     seen = probe.read()                 # our read of the outputs stops the clock
     t1 = time.perf_counter()
     if ans is None or not ans.get("ok"):
@@ -967,10 +975,20 @@ def run_time(tenant, be, lab, name, seed, max_ms, prepared, rt_ms, forced_batch=
     t = prepared
     t.max_ms = max_ms
     single_ms, warm = time_warm_up(tenant, t, name)
+    t.sent.add(t.cases[0].serial)       # mapped by the warm-up's calls
     t.grow(batch_size(single_ms, forced_batch))
     if len(t.cases) > 1:
         # The new buffers mapped in the tenant, and one batch run, untimed.
         time_sample(tenant, t, name)
+        if not forced_batch:
+            # Its time per call, the fixed cost now spread over the batch,
+            # sizes the batch again (the warm-up's single call is mostly
+            # round trip for a fast kernel), and one more batch, untimed.
+            per_call, _ = time_sample(tenant, t, name)
+            k = batch_size(per_call, 0)
+            if k > len(t.cases):
+                t.grow(k)
+                time_sample(tenant, t, name)
     samples, wrong = [], 0
     start = time.perf_counter()
     while True:
