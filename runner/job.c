@@ -158,6 +158,7 @@ void job_init(struct job *j, const struct grade_env *env, const struct grade_job
 void job_free(struct job *j)
 {
     /* No thread may outlive the buffers it writes. */
+    job_time_prestart_end(j);
     run_task_join(&j->so_task.thread, &j->so_task.started);
     compile_result_free(&j->so_task.res);
     for (size_t i = 0; i < j->nsan_tasks; i++) {
@@ -284,8 +285,10 @@ static int job_reserve(struct job *j, double max_wait, double *waited)
      * wait (job_time.c, job_profile). */
     lock_admit_queue_path(j->env, queue, sizeof queue);
     qtok = admit_enter(queue);
-    int r = admit_reserve_jobs(j->admit_file, lock_admit_capacity(&j->rc),
-                               lock_admit_need(&j->lab, job_sanitizers_wanted(j)),
+    unsigned long long need = lock_admit_need(&j->lab, job_sanitizers_wanted(j));
+    if (j->lab.timing_case && j->rub.nspeed > 0) /* job_time_prestart's run */
+        need += lock_admit_time_prestart(&j->lab);
+    int r = admit_reserve_jobs(j->admit_file, lock_admit_capacity(&j->rc), need,
                                lock_admit_max_jobs(), max_wait, &j->admit_token, waited);
     admit_release(queue, qtok);
     j->admitted = r == 0;
@@ -701,6 +704,7 @@ static int job_check_run(struct job *j)
      * jobs it may take longer on the wall clock, up to the ceiling. */
     struct share_clock sc;
     int shared;
+    job_time_prestart(j);
     r = share_run(&j->rc, argv, j->chk_fd, lim, &o, &j->v, &sc, &shared);
     int wc = channel_watch_stop(&w);
     job_clock_mark(&j->pc, "check_run");
@@ -818,6 +822,7 @@ int job_check(struct job *j)
 
 int job_sanitize(struct job *j)
 {
+    job_time_prestart_end(j); /* a timing run the job did not reach */
     if (j->check_timed_out) {
         /* An endless program: the sanitizers would only run into their
          * own limit. Ended now and not reported, as when they started

@@ -120,6 +120,7 @@ struct job {
     char why_buf[1024];
 
     /* time */
+    struct time_pre *pre;            /* the first timing run, started beside the check */
     struct sandbox_verdict tv;
     struct channel_info ti;
     char judge_flag[400];

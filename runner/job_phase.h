@@ -35,4 +35,15 @@ __attribute__((format(printf, 3, 4))) int job_fail(struct job *j, int r, const c
  * CUGRADE_GPU_DOWN_WAIT (j->err says so). job_lane.c. */
 int job_gpu_up(struct job *j);
 
+/* Start the first timing run beside the check run (job_time.c): its
+ * start-up overlaps the check, then it waits at its gate for the job's
+ * timing (job_time) or ends there (job_time_prestart_end). Under the
+ * job's shared lock, after its admission; a no-op for a lab with nothing
+ * to time, and when it cannot start (the timing starts after the check). */
+void job_time_prestart(struct job *j);
+/* End a pre-started timing run the job will not use (a verdict at the
+ * check, an error): it ends at its gate, nothing of the student's having
+ * run in it; waits for it. A no-op without one. */
+void job_time_prestart_end(struct job *j);
+
 #endif

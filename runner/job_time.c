@@ -21,6 +21,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -215,7 +216,58 @@ struct time_gate {
     struct share_clock *clock;  /* the run's share clock (share.h), or NULL: the wall */
     pthread_t thread;
     int started;
+    struct time_pre *pre;       /* a run started beside the check run, or NULL */
 };
+
+/* The first timing run, started beside the check run (job_time_prestart):
+ * its start-up (an interpreter, CuPy and Numba, a context, the timed
+ * case's inputs; for CUDA a context and the inputs) overlaps the check,
+ * and it waits at its gate, its wall clock stopped, until the job reaches
+ * its timing (go 1) or ends without one (go -1: the gate is shut, the run
+ * ends at it). Nothing of the student's runs in it before 'g'. */
+struct time_pre {
+    struct job *j;
+    pthread_t thread;
+    int started;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int go;                     /* 0: not yet; 1: timing; -1: never */
+    int gate_fd;                /* the gate's socket while it is open, else -1 */
+    int cancel_wfd;             /* a byte here ends the run (sandbox cancel_fd), else -1 */
+    int cancel_pipe[2];         /* the cancel fd when no share clock gives one */
+    int fd;                     /* the timing channel */
+    const char *targv_c[12];
+    const char *const *targv;
+    struct run_opts o;
+    struct python_run pr;
+    double tlim;
+    int r, tlk, sampled;        /* job_time_gated's results */
+    char note[200];
+};
+
+/* End a pre-started run the job will not use, at once: a byte on its
+ * cancel fd (the sandbox kills it) and the gate shut. tp->mu held. */
+static void time_pre_cancel(struct time_pre *tp)
+{
+    char c = 'x';
+    if (tp->cancel_wfd >= 0 && write(tp->cancel_wfd, &c, 1) < 0)
+        fprintf(stderr, "cugrade-runner: cannot cancel a pre-started timing run: %s\n",
+                strerror(errno));
+    if (tp->gate_fd >= 0)
+        shutdown(tp->gate_fd, SHUT_RDWR);
+}
+
+/* In the gate's thread, once the run said 'r': wait for the job's word.
+ * Returns 1 to go on, 0 when the job ended without a timing. */
+static int time_pre_wait(struct time_pre *tp)
+{
+    pthread_mutex_lock(&tp->mu);
+    while (tp->go == 0)
+        pthread_cond_wait(&tp->cv, &tp->mu);
+    int go = tp->go > 0;
+    pthread_mutex_unlock(&tp->mu);
+    return go;
+}
 
 static void *time_gate_main(void *p)
 {
@@ -229,6 +281,12 @@ static void *time_gate_main(void *p)
     if (n != 1 || c != 'r')
         return NULL; /* the run ended (or was ended) before the gate */
     sandbox_pause_begin(&g->pause);
+    if (g->pre && !time_pre_wait(g->pre)) {
+        shutdown(g->fd, SHUT_RDWR); /* no 'g': the run ends at its gate */
+        sandbox_pause_end(&g->pause);
+        return NULL;
+    }
+    /* A pre-started run: the job thread waits in time_pre_join from here on. */
     job_clock_mark(&j->pc, round_phase(g->k, "time_start"));
     job_time_let_go(j, g->k);
     g->tlk = job_time_hold(j, g->jr, g->k);
@@ -249,12 +307,13 @@ static void *time_gate_main(void *p)
  * clock once it holds the exclusive lock; g->clock says whether sc runs
  * (then the caller stops it after time_gate_close). Returns 0 or -errno. */
 static int time_gate_open(struct time_gate *g, struct job *j, struct job_round *jr, int k,
-                          struct run_opts *o, int *child_fd, struct share_clock *sc, double tlim)
+                          struct run_opts *o, int *child_fd, struct share_clock *sc, double tlim,
+                          struct time_pre *pre)
 {
     int sv[2];
     char users[PATH_MAX];
     memset(g, 0, sizeof *g);
-    g->j = j, g->jr = jr, g->k = k, g->tlk = -1, g->fd = -1;
+    g->j = j, g->jr = jr, g->k = k, g->tlk = -1, g->fd = -1, g->pre = pre;
     sandbox_pause_init(&g->pause);
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
         return -errno;
@@ -265,6 +324,16 @@ static int time_gate_open(struct time_gate *g, struct job *j, struct job_round *
     *child_fd = sv[1];
     o->control_fd = sv[1];
     o->pause = &g->pause;
+    if (pre) { /* so that an abort ends the run at once (time_pre_join) */
+        if (!g->clock && pipe2(pre->cancel_pipe, O_CLOEXEC) == 0)
+            o->cancel_fd = pre->cancel_pipe[0];
+        pthread_mutex_lock(&pre->mu);
+        pre->gate_fd = g->fd;
+        pre->cancel_wfd = g->clock ? sc->fds[1] : pre->cancel_pipe[1];
+        if (pre->go < 0)
+            time_pre_cancel(pre);
+        pthread_mutex_unlock(&pre->mu);
+    }
     run_task_start(&g->thread, &g->started, time_gate_main, g);
     if (!g->started) {
         if (g->clock)
@@ -283,6 +352,13 @@ static int time_gate_open(struct time_gate *g, struct job *j, struct job_round *
  * job's shared lock is still held). */
 static int time_gate_close(struct time_gate *g)
 {
+    if (g->pre) {
+        pthread_mutex_lock(&g->pre->mu);
+        g->pre->gate_fd = g->pre->cancel_wfd = -1;
+        pthread_mutex_unlock(&g->pre->mu);
+        run_fd_close(&g->pre->cancel_pipe[0]);
+        run_fd_close(&g->pre->cancel_pipe[1]);
+    }
     shutdown(g->fd, SHUT_RDWR);
     run_task_join(&g->thread, &g->started);
     run_fd_close(&g->fd);
@@ -301,14 +377,15 @@ static int time_gate_close(struct time_gate *g)
  * run_sandboxed_opts's value, or -EAGAIN when the gate could not open. */
 static int job_time_gated(struct job *j, struct job_round *jr, int k, const char *const *targv,
                           int fd, double tlim, struct run_opts *o, struct python_run *pr, int *tlk,
-                          int *sampled, char *note, size_t len)
+                          int *sampled, char *note, size_t len, struct time_pre *pre)
 {
     struct time_gate g;
     struct share_clock sc;
     int child_fd = -1, r;
+    assert(!pre || (k == 0 && j->job_lk >= 0));
     if (j->job_lk < 0)
         j->job_lk = lock_gpu_shared_user(j->env); /* a re-timing round */
-    if ((r = time_gate_open(&g, j, jr, k, o, &child_fd, &sc, tlim)) < 0)
+    if ((r = time_gate_open(&g, j, jr, k, o, &child_fd, &sc, tlim, pre)) < 0)
         return -EAGAIN;
     int shared = g.clock != NULL;
     /* the timing's own ceiling (limit.h: at most twice run_seconds) */
@@ -319,8 +396,12 @@ static int job_time_gated(struct job *j, struct job_round *jr, int k, const char
     run_fd_close(&child_fd);
     *tlk = time_gate_close(&g); /* joined: the clock is no longer the gate's */
     *sampled = g.opened;
-    if (!g.opened) /* the owner never reached its gate (a compile error, a crash) */
-        job_time_let_go(j, k); /* a no-op when the gate let it go */
+    /* The owner never reached its gate (a compile error, a crash): let go
+     * here (a no-op when the gate did). A pre-start's job thread does that
+     * itself (job_time_run, job_sanitize): this thread may run beside its
+     * check. */
+    if (!g.opened && !pre)
+        job_time_let_go(j, k);
     if (shared && share_clock_stop(&sc) && j->tv.cancelled) {
         j->tv.cancelled = 0; /* the share clock's cancel is the time limit */
         j->tv.timed_out = 1;
@@ -337,37 +418,134 @@ static int job_time_gated(struct job *j, struct job_round *jr, int k, const char
  * on odd ones (a drift of the GPU's clocks within the hold cancels over
  * two rounds). The job's shared lock is let go (its sanitizers have
  * ended) before the exclusive one is asked for: a waiter holds nothing. */
+/* What one timing run needs: its channel, its command line, its options
+ * (a Python owner's in tp->pr) and its limit, into tp. Returns 0 or
+ * job_fail's -errno. */
+static int time_run_setup(struct job *j, int k, struct time_pre *tp)
+{
+    char chan[32];
+    snprintf(chan, sizeof chan, k == 0 ? "timing" : "timing-%d", k);
+    tp->fd = channel_open(j->rc.jobdir, chan);
+    if (tp->fd < 0)
+        return job_fail(j, tp->fd, "cannot open a channel: %s", strerror(-tp->fd));
+    const char *c[] = {"/work/prog", "time", "--seed-fd", "5", "--case", j->lab.timing_case,
+                       "--max-ms", TIME_MAX_MS, "--gate", "4", NULL};
+    static_assert(sizeof c <= sizeof tp->targv_c, "targv_c holds the CUDA command line");
+    memcpy(tp->targv_c, c, sizeof c);
+    tp->targv = tp->targv_c;
+    tp->o = (struct run_opts){NULL, NULL, NULL, -1, -1, NULL, 0, NULL, 0, j->seed, NULL};
+    tp->tlim = j->rc.limits.timing;
+    if (j->python) {
+        int r = python_run_prepare(&tp->pr, &tp->o, j->env->root, j->lab.name, "time", j->seed,
+                                   j->lab.timing_case, TIME_MAX_MS, j->src);
+        if (r < 0) {
+            close(tp->fd);
+            tp->fd = -1;
+            return job_fail(j, r, "the lab's hidden libraries (lab.json python.hide): %s",
+                            strerror(-r));
+        }
+        tp->targv = tp->pr.argv;
+        tp->tlim = fmin(j->rc.limits.ceiling, tp->tlim + PYTHON_STARTUP_SECONDS);
+    }
+    return 0;
+}
+
+static void *time_pre_main(void *p)
+{
+    struct time_pre *tp = p;
+    struct job *j = tp->j;
+    tp->r = job_time_gated(j, NULL, 0, tp->targv, tp->fd, tp->tlim, &tp->o,
+                           j->python ? &tp->pr : NULL, &tp->tlk, &tp->sampled, tp->note,
+                           sizeof tp->note, tp);
+    return NULL;
+}
+
+void job_time_prestart(struct job *j)
+{
+    assert(!j->pre && j->job_lk >= 0);
+    if (!j->lab.timing_case || j->rub.nspeed == 0)
+        return;
+    struct time_pre *tp = calloc(1, sizeof *tp);
+    if (!tp)
+        return; /* the timing starts after the check, as without a pre-start */
+    tp->j = j;
+    tp->gate_fd = tp->fd = tp->cancel_wfd = -1;
+    tp->cancel_pipe[0] = tp->cancel_pipe[1] = -1;
+    tp->tlk = -1;
+    pthread_mutex_init(&tp->mu, NULL);
+    pthread_cond_init(&tp->cv, NULL);
+    if (time_run_setup(j, 0, tp) == 0)
+        run_task_start(&tp->thread, &tp->started, time_pre_main, tp);
+    if (!tp->started) {
+        j->err[0] = '\0'; /* not a failure of the job: it starts its timing later */
+        if (tp->fd >= 0)
+            close(tp->fd);
+        pthread_cond_destroy(&tp->cv);
+        pthread_mutex_destroy(&tp->mu);
+        free(tp);
+        return;
+    }
+    j->pre = tp;
+}
+
+/* Tell a pre-started run to go on (go 1) or to end at its gate (go -1),
+ * and wait for it to end. */
+static void time_pre_join(struct time_pre *tp, int go)
+{
+    pthread_mutex_lock(&tp->mu);
+    tp->go = go;
+    if (go < 0)
+        time_pre_cancel(tp);
+    pthread_cond_broadcast(&tp->cv);
+    pthread_mutex_unlock(&tp->mu);
+    run_task_join(&tp->thread, &tp->started);
+}
+
+void job_time_prestart_end(struct job *j)
+{
+    struct time_pre *tp = j->pre;
+    if (!tp)
+        return;
+    j->pre = NULL;
+    if (tp->started)
+        time_pre_join(tp, -1);
+    if (tp->fd >= 0)
+        close(tp->fd);
+    pthread_cond_destroy(&tp->cv);
+    pthread_mutex_destroy(&tp->mu);
+    free(tp);
+}
+
+/* The timing run of round k, with the round's GPU baselines in the same
+ * exclusive hold: the student first on even rounds, the baselines first
+ * on odd ones (a drift of the GPU's clocks within the hold cancels over
+ * two rounds). The job's shared lock is let go (its sanitizers have
+ * ended) before the exclusive one is asked for: a waiter holds nothing.
+ * Round 0 goes on with the run started beside the check, when there is one. */
 static int job_time_run(struct job *j, struct job_round *jr, int k)
 {
-    char fail[512], chan[32];
-    snprintf(chan, sizeof chan, k == 0 ? "timing" : "timing-%d", k);
-    int fd = channel_open(j->rc.jobdir, chan);
-    if (fd < 0)
-        return job_fail(j, fd, "cannot open a channel: %s", strerror(-fd));
-    const char *targv_c[] = {"/work/prog", "time", "--seed-fd", "5", "--case",
-                             j->lab.timing_case, "--max-ms", TIME_MAX_MS, "--gate", "4", NULL};
-    const char *const *targv = targv_c;
-    struct run_opts o = {NULL, NULL, NULL, -1, -1, NULL, 0, NULL, 0, j->seed, NULL};
-    struct python_run pr;
-    if (j->python) {
-        int pr_r = python_run_prepare(&pr, &o, j->env->root, j->lab.name, "time", j->seed,
-                                      j->lab.timing_case, TIME_MAX_MS, j->src);
-        if (pr_r < 0) {
-            close(fd);
-            return job_fail(j, pr_r, "the lab's hidden libraries (lab.json python.hide): %s",
-                            strerror(-pr_r));
-        }
-        targv = pr.argv;
-    }
-    double tlim = j->rc.limits.timing;
+    char fail[512];
+    struct time_pre own, *tp = k == 0 && j->pre ? j->pre : &own;
     int tlk = -1, r, sampled = 1; /* sampled: the samples ran under the exclusive lock */
     char share_note[200] = "";
-    /* Every timing run has its gate, CUDA and Python alike (the ungated
-     * CUDA run of before is gone: docs/log/2026-11-28-runner-config.md). */
-    if (j->python)
-        tlim = fmin(j->rc.limits.ceiling, tlim + PYTHON_STARTUP_SECONDS);
-    r = job_time_gated(j, jr, k, targv, fd, tlim, &o, j->python ? &pr : NULL, &tlk, &sampled,
-                       share_note, sizeof share_note);
+    if (tp == j->pre) {
+        time_pre_join(tp, 1);
+        r = tp->r, tlk = tp->tlk, sampled = tp->sampled;
+        snprintf(share_note, sizeof share_note, "%s", tp->note);
+        if (!sampled) /* it ended before its gate: let go here, as job_time_gated does */
+            job_time_let_go(j, 0);
+    } else {
+        memset(&own, 0, sizeof own);
+        if ((r = time_run_setup(j, k, &own)) < 0)
+            return r;
+        r = job_time_gated(j, jr, k, own.targv, own.fd, own.tlim, &own.o,
+                           j->python ? &own.pr : NULL, &tlk, &sampled, share_note,
+                           sizeof share_note, NULL);
+    }
+    int fd = tp->fd;
+    tp->fd = -1; /* ours to close now */
+    if (tp == j->pre)
+        job_time_prestart_end(j);
     if (r == -EAGAIN) {
         close(fd);
         return job_fail(j, r, "cannot open the timing gate: %s", strerror(-r));

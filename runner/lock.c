@@ -176,6 +176,13 @@ unsigned long long lock_admit_sanitize_only(const struct lab *lab, size_t nsanit
     return mb < after ? mb : after;
 }
 
+unsigned long long lock_admit_time_prestart(const struct lab *lab)
+{
+    unsigned long long t =
+        lab->timing_device_mb < lab->device_mb ? lab->timing_device_mb : lab->device_mb;
+    return t + ADMIT_CONTEXT_MB;
+}
+
 unsigned long long lock_admit_after_check(const struct lab *lab, size_t nsanitizers)
 {
     /* lab.c: timing_device_mb is device_mb when not declared, and never

@@ -58,6 +58,10 @@ unsigned long long lock_admit_need(const struct lab *lab, size_t nsanitizers);
  * time and the profile, the student's allowance, and the same contexts
  * (the sanitizers may still run). Never more than lock_admit_need. */
 unsigned long long lock_admit_after_check(const struct lab *lab, size_t nsanitizers);
+/* What a timing run started beside the check run (job_time_prestart) adds
+ * to the check's reservation: the timing case it prepares and its
+ * context. */
+unsigned long long lock_admit_time_prestart(const struct lab *lab);
 /* What a job keeps while its only GPU work left is its sanitizers, on the
  * small sanitize case (a check run that failed, nothing to time): that
  * case (limits.sanitize_device_mb), the student's allowance and a context

@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""CI (no GPU): the first timing run starts beside the check run
+(job_time_prestart, runner/job_time.c; docs/runner.md "The timing gate").
+Its start-up (an interpreter and CuPy, or CUDA's context, and the timed
+case's inputs) overlaps the check, and it waits at its gate, its wall clock
+stopped, until the job reaches its timing; nothing of the student's runs in
+it before the gate opens. A job that ends at its check ends it at once.
+
+The fake lab's harness plays both phases' lengths from the seed:
+"de1a" SS CC, a set-up of SS seconds before the timing gate and a check
+run of CC seconds.
+- a 3 s set-up beside a 5 s check: the timing starts with its set-up done
+  (time_start well under 3 s; before, it was the whole 3 s after the check);
+- a wrong file with a 9 s set-up beside its check: the verdict does not wait
+  for the set-up, and no process of that run is left.
+Prints TAP."""
+import json, os, subprocess, sys, tempfile, time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakelab"))
+from suite import RUNNER, failures, ok, require_nvcc_root  # noqa: E402  (paths, TAP)
+import tree  # noqa: E402  (the fake lab laid out as a course tree)
+
+require_nvcc_root()
+
+tmp = tempfile.mkdtemp(prefix="cugrade-pre-")
+os.chmod(tmp, 0o755)
+root = tree.lay_out(os.path.join(tmp, "root"))
+labp = os.path.join(root, "labs/fakelab/lab.json")
+lab = json.load(open(labp))
+lab["limits"]["run_seconds"] = 30  # room for a 5 s check and a 9 s set-up
+lab["limits"]["derive"]["floor_seconds"] = 15  # the check's derived limit too
+json.dump(lab, open(labp, "w"))
+cache = os.path.join(tmp, "cache")
+os.makedirs(cache)
+GOOD = 'extern "C" void fill(float* o, int n) { for (int i = 0; i < n; i++) o[i] = 2.0f * i; }\n'
+WRONG = 'extern "C" void fill(float* o, int n) { for (int i = 0; i < n; i++) o[i] = 3.0f * i; }\n'
+
+
+def grade(name, src, seed):
+    path = os.path.join(tmp, name)
+    open(path, "w").write(src)
+    t0 = time.monotonic()
+    p = subprocess.run([RUNNER, "grade", "--root", root, "--lab", "fakelab", "--file", path,
+                        "--cache", cache, "--work", os.path.join(tmp, "work"), "--arch", "sm_90",
+                        "--seed", seed],
+                       capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, CUGRADE_GPU_HOLD="0", CUGRADE_RETIME="0",
+                                CUGRADE_COMPILE_NICE="0"))
+    try:
+        d = json.loads(p.stdout)
+    except ValueError:
+        d = {"status": "unparsable", "result": {}}
+    ph = (d.get("result", {}).get("cugrade") or {}).get("phases") or {}
+    return d, ph, time.monotonic() - t0, p.stderr[-1500:]
+
+
+def leftover():
+    """Processes of the fake harness still alive (a run that was not ended)."""
+    out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    return [l for l in out.splitlines() if "/work/prog" in l and " time " in l]
+
+
+try:
+    d, ph, _, log = grade("warm.cu", GOOD, "0123456789abcdef0123456789abcdef")
+    ok(d.get("status") == "graded", "a correct file is graded (the lab built, its limits measured)",
+       json.dumps(ph) + log)
+
+    d, ph, _, log = grade("good.cu", GOOD, "de1a0305" + "0" * 24)
+    ok(d.get("status") == "graded" and ph.get("check_run", 0) >= 4.5 and
+       ph.get("time_start", 99) < 1.5,
+       "a 3 s set-up beside a 5 s check run: the timing starts with its set-up done "
+       "(check_run %.1f s, time_start %.1f s)" % (ph.get("check_run", -1), ph.get("time_start", -1)),
+       json.dumps(ph) + log)
+
+    d, ph, wall, log = grade("wrong.cu", WRONG, "de1a0901" + "0" * 24)
+    after = sum(v for k, v in ph.items() if k not in ("total", "front", "compile", "link", "inspect",
+                                                      "prestart", "admit_wait", "check_run"))
+    ok(d.get("status") == "graded" and d.get("result", {}).get("score") == 0 and after < 4,
+       "a wrong file's verdict does not wait for the 9 s set-up of the timing run it will not "
+       "use (%.1f s after its check)" % after, json.dumps(ph) + log)
+    ok(not leftover(), "no process of that timing run is left", "\n".join(leftover()))
+finally:
+    subprocess.run(["rm", "-rf", tmp])
+
+print("1..4")
+sys.exit(1 if failures() else 0)
