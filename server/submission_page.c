@@ -261,11 +261,11 @@ static void put_live(struct page *p, json_t *sub)
         else if (strcmp(st, "compile_error") == 0)
             html_raw(&p->b, "<div class=\"notice bad\"><p>Your file did not compile. The compiler "
                             "output below links each error to its line in your source.</p></div>\n");
-        else if (strcmp(st, "timeout") == 0)
+        else if (strcmp(st, "timeout") == 0 && !result_has_summary(sub))
             html_raw(&p->b, "<div class=\"notice bad\"><p>Your program ran past the time limit. Look "
                             "for a loop that never ends or a kernel launched with far too many "
                             "threads.</p></div>\n");
-        else if (strcmp(st, "runtime_error") == 0)
+        else if (strcmp(st, "runtime_error") == 0 && !result_has_summary(sub))
             html_raw(&p->b, "<div class=\"notice bad\"><p>Your program crashed or a kernel failed to "
                             "launch. The cases and sanitizer findings below say where.</p></div>\n");
         put_result(p, sub);
