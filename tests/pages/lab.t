@@ -71,6 +71,8 @@ run(async (t) => {
         'strip, then your submissions, then the handout', JSON.stringify(order));
       const w = await page.evaluate(() => document.querySelector('section.handout').getBoundingClientRect().width);
       t.ok(w > 900, `the handout has the full width at 1200 px (${Math.round(w)} px)`);
+      const heads = await page.locator('section.handout').locator('h2, h3').allInnerTexts();
+      t.eq(heads[0], 'Vector add', 'the handout starts with its own title, not under a second "Handout" heading', heads.join(' | '));
       const label = await page.locator('label[for=file]').innerText();
       t.ok(!/<code>/.test(label) && /\.cu/.test(label), 'the upload label shows .cu as code, not raw <code>', label);
       await page.screenshot({ path: path.join(SHOT_DIR, 'lab-page.png'), fullPage: true });
