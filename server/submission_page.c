@@ -197,6 +197,13 @@ static void put_live(struct page *p, json_t *sub)
         html_raw(&p->b, " &middot; <span class=\"score-big\" id=\"score\">");
         put_score(&p->b, json_object_get(sub, "score"), json_object_get(sub, "max_score"));
         html_raw(&p->b, "</span>");
+        json_t *r = json_object_get(sub, "result");
+        /* The tests below add up to the graded score, not to the override. */
+        if (json_is_true(json_object_get(sub, "overridden")) && json_is_number(json_object_get(r, "score"))) {
+            html_raw(&p->b, " <span class=\"badge warn\">overridden</span> <span class=\"muted\">(graded ");
+            put_score(&p->b, json_object_get(r, "score"), json_object_get(r, "max_score"));
+            html_raw(&p->b, ")</span>");
+        }
     }
     html_raw(&p->b, "</p>\n");
     long long newer = 0;
