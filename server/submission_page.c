@@ -176,19 +176,9 @@ static void put_result(struct page *p, json_t *sub)
                  page_jstr(cg, "gpu"), (int)page_jnum(sub, "rubric_version", 0));
 }
 
-/* The live part of a submission page: the part app.js swaps in place. */
-static void put_live(struct page *p, json_t *sub)
+/* "Status: <badge> · <score>", an override marked beside its score. */
+static void put_status_line(struct page *p, json_t *sub, const char *st)
 {
-    const char *st = page_jstr(sub, "status");
-    long long id = (long long)page_jnum(sub, "id", 0);
-    int final = status_final(st);
-    int pi = phase_index(st);
-    char title[96];
-
-    snprintf(title, sizeof(title), "#%lld %s - cugrade", id, page_status_words(st));
-    html_fmt(&p->b, "<section id=\"live\" data-final=\"%d\" data-src=\"/submissions/%lld?part=live\" "
-                    "data-title=\"%s\" aria-live=\"polite\">\n",
-             final, id, title);
     html_raw(&p->b, "<p>Status: ");
     put_status(&p->b, st);
     /* A system error has no score to show (never "0 / 0": it is ours). */
@@ -206,6 +196,22 @@ static void put_live(struct page *p, json_t *sub)
         }
     }
     html_raw(&p->b, "</p>\n");
+}
+
+/* The live part of a submission page: the part app.js swaps in place. */
+static void put_live(struct page *p, json_t *sub)
+{
+    const char *st = page_jstr(sub, "status");
+    long long id = (long long)page_jnum(sub, "id", 0);
+    int final = status_final(st);
+    int pi = phase_index(st);
+    char title[96];
+
+    snprintf(title, sizeof(title), "#%lld %s - cugrade", id, page_status_words(st));
+    html_fmt(&p->b, "<section id=\"live\" data-final=\"%d\" data-src=\"/submissions/%lld?part=live\" "
+                    "data-title=\"%s\" aria-live=\"polite\">\n",
+             final, id, title);
+    put_status_line(p, sub, st);
     long long newer = 0;
     if (strcmp(st, "superseded") == 0 &&
         sscanf(page_jstr(sub, "detail"), "replaced by submission %lld", &newer) == 1)
