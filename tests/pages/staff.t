@@ -183,6 +183,8 @@ run(async (t) => {
       t.ok(await admin.isVisible('#runners >> text=fake-gpu0'), 'the runner is listed');
       t.ok(/Queued jobs: \d+/.test(await admin.textContent('#queue-depth')), 'the queue depth is shown');
       t.ok(await admin.locator('#jobs tbody tr').count() >= 3, 'queued jobs are listed');
+      t.ok(await admin.isVisible('h2:has-text("Queued, running and failed jobs")'),
+        'the jobs are headed as what they are (queued, running, failed), not as "needing attention"');
       await keep(t, admin, '12-admin-queue');
       // Grade the regraded jobs so the exports below have full results.
       for (let job = await runner.claim(0); job; job = await runner.claim(0)) {
