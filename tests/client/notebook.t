@@ -335,7 +335,7 @@ def reduction_result(job):
     """A result as the runner writes it for the reduction (the visible
     cases passed, the hidden one's line kept for the page's filter, the
     speedup and bandwidth lines each at a lower tier)."""
-    doc = canned_result(job, score=80, speedup=57.0)
+    doc = canned_result(job, score=75, max_score=90, speedup=57.0)
     doc["output"] = "6 of 6 correctness cases passed. speedup_vs_cpu 57 on 2^28 (0.91 ms)."
     cases = [("1", 5), ("1000", 5), ("2^20+7", 10), ("2^26", 10), ("2^28", 5), ("2.5e9", 10)]
     doc["tests"] = [{"name": "correctness: %s" % n, "score": p, "max_score": p, "status": "passed",
@@ -353,7 +353,9 @@ def reduction_result(job):
                                for n, _ in cases]
     doc["cugrade"]["timing"].update(student_ms=0.91, reference_ms={"naive": 6.2, "optimized": 0.68},
                                     cublas_ms=None, cpu_ms=52.0, metric="speedup_vs_cpu",
-                                    metric_value=57.0, gflops=None, bandwidth_gbs=2840.0)
+                                    metric_value=57.0, metric_text="57x",
+                                    metric_label="speedup over one CPU thread (higher is better)",
+                                    gflops=None, bandwidth_gbs=2840.0)
     doc["cugrade"]["hints"] = ["Neighbouring threads read 16 KiB apart: let thread i read "
                                "element i of each block-sized stride (coalesced loads)."]
     return doc
@@ -397,8 +399,11 @@ def check_test_and_submit(t):
              "simulator" in html, "the %%cugrade test cell shows the local table (public cases, "
              "not a grade, in the simulator)", html[-3000:])
         t.eq(job.get("filename"), "cell.py", "...and the submit cell reached the runner as cell.py")
-        t.ok('class="cugrade-result" data-status="graded"' in html and "80 / 100" in html,
+        t.ok('class="cugrade-result" data-status="graded"' in html and "75 / 90" in html,
              "...and shows the graded result inline", html[-2000:])
+        t.ok(re.search(r">hidden tests<.*?>10 / 10<", html, re.S),
+             "...where the hidden case (2^26, shown after the due date) is one row of 10 points, "
+             "so the rows add up to 75 / 90")
         return out
     finally:
         cli.cleanup()
