@@ -73,6 +73,11 @@ run(async (t) => {
       t.ok(w > 900, `the handout has the full width at 1200 px (${Math.round(w)} px)`);
       const heads = await page.locator('section.handout').locator('h2, h3').allInnerTexts();
       t.eq(heads[0], 'Vector add', 'the handout starts with its own title, not under a second "Handout" heading', heads.join(' | '));
+      const starter = page.locator('a', { hasText: 'Download starter.cu' });
+      const href = await starter.getAttribute('href');
+      const got = href ? await page.request.get(s.url + href) : null;
+      t.ok(got && got.status() === 200 && (await got.text()) === fs.readFileSync(path.join(__dirname, 'fixtures', 'labs', 'vadd', 'starter.cu'), 'utf8'),
+        'the lab page downloads the starter file', href);
       const label = await page.locator('label[for=file]').innerText();
       t.ok(!/<code>/.test(label) && /\.cu/.test(label), 'the upload label shows .cu as code, not raw <code>', label);
       await page.screenshot({ path: path.join(SHOT_DIR, 'lab-page.png'), fullPage: true });

@@ -101,6 +101,35 @@ run(async (t) => {
       t.ok((await ta.textContent('table.src')).includes('alice 70'), 'it is alice\'s source');
     });
 
+    await t.step('staff nav: a link to every page the role may open', async () => {
+      const want = { tina: ['/labs', '/submissions', '/regrades', '/audit', '/admin/queue', '/admin/late-days'],
+        adam: ['/labs', '/submissions', '/regrades', '/audit', '/admin/users', '/admin/deadlines', '/admin/queue', '/admin/late-days', '/admin/exports'] };
+      for (const who of ['tina', 'adam']) {
+        const p = await newPage(b);
+        await signIn(p, s, who);
+        const hrefs = await p.$$eval('header nav a', (as) => as.map((a) => a.getAttribute('href')));
+        const missing = want[who].filter((h) => !hrefs.includes(h));
+        t.eq(missing.join(' '), '', `${who}: the menu links each page of the role`, hrefs.join(' '));
+        const bad = [];
+        for (const h of hrefs) {
+          const r = await p.goto(s.url + h);
+          if (r.status() !== 200) bad.push(`${h} ${r.status()}`);
+        }
+        t.eq(bad.join(', '), '', `${who}: every link of the menu opens (200)`);
+        await p.close();
+      }
+    });
+
+    await t.step('TA: an override form with an error keeps what was typed', async () => {
+      await ta.goto(`${s.url}/submissions/${ids.alice}`);
+      await ta.fill('#ov-score', '88');
+      await ta.fill('#ov-reason', '');
+      await ta.evaluate(() => { for (const f of document.forms) f.noValidate = true; });
+      await Promise.all([ta.waitForNavigation(), ta.click('form[action$="/override"] button')]);
+      t.ok(await ta.isVisible('#override-problem'), 'an override without a reason is refused with a message');
+      t.eq(await ta.inputValue('#ov-score'), '88', '...and the typed score is still in the form');
+    });
+
     await t.step('TA: override shows in the scoreboard and in the audit log', async () => {
       await ta.goto(`${s.url}/submissions/${ids.alice}`);
       await ta.fill('#ov-score', '95');
