@@ -261,6 +261,16 @@ run(async (t) => {
       '...and their latest submissions, this one marked', st);
     });
 
+    await t.step('one date format, scores without trailing zeros', async () => {
+      await page.goto(`${s.url}/submissions/${ids.partial}`);
+      const body = await page.locator('body').innerText();
+      const dates = body.match(/\d{4}-\d\d-\d\d[^\n]{0,24}/g) || [];
+      t.ok(dates.length > 0 && dates.every((d) => /^\d{4}-\d\d-\d\d \d\d:\d\d UTC \((just now|\d+ \w+ ago|in \d+ \w+)\)/.test(d)),
+        'every date on the result page reads "YYYY-MM-DD HH:MM UTC (x ago)"', dates.join('\n'));
+      t.ok(!/\d\.0+\b(?! ?ms)/.test(await page.locator('#live').innerText().then((x) => x.replace(/\d+\.\d+ ?(ms|%)/g, ''))),
+        'no score or count with trailing zeros ("52 / 100", not "52.00")');
+    });
+
     await t.step('timeout and runtime error: each thing said once, nothing blamed on a case that never ran', async () => {
       await page.goto(`${s.url}/submissions/${ids.timeout}`);
       let live = await page.locator('#live').innerText();
