@@ -115,6 +115,10 @@ def check_structure(t):
          "HTML: the notebook leads with what to fix first", markup[:2000])
     t.ok("cugrade-badge warn" in markup and ">partial<" in markup,
          "HTML: partial credit is a 'partial' badge", markup[:2000])
+    t.ok(markup.count("(7 times)") == 1 and markup.count("__syncthreads") == 1
+         and "0x7f3a" not in markup,
+         "HTML: 7 findings on one line are one item, no raw address, the hint once (as the text)",
+         markup.split("Sanitizers")[-1][:1500])
 
 
 def check_stopped_hidden_speed(t):
