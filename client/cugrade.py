@@ -601,10 +601,11 @@ def fix_first(sub):
     return (out, hint)
 
 
-def finding_lines(findings, skip_hint=None):
-    """A tool's findings as text: one line per source line with a count,
-    then each distinct hint once."""
-    out, seen, hints = [], {}, []
+def finding_groups(findings, skip_hint=None):
+    """A tool's findings grouped by source line: ([(first finding, message
+    without device addresses, count)], each distinct hint once but
+    skip_hint, already shown)."""
+    seen, hints = {}, []
     for f in findings:
         if not isinstance(f, dict):
             continue
@@ -615,9 +616,17 @@ def finding_lines(findings, skip_hint=None):
         seen[key] = [f, 1]
         if f.get("hint") and f["hint"] != skip_hint and f["hint"] not in hints:
             hints.append(f["hint"])
-    for f, n in seen.values():
+    return ([(f, re.sub(r"0x[0-9a-fA-F]{4,}", "0x...", _clean(f.get("message", ""))), n)
+             for f, n in seen.values()], hints)
+
+
+def finding_lines(findings, skip_hint=None):
+    """A tool's findings as text: one line per source line with a count,
+    then each distinct hint once."""
+    groups, hints = finding_groups(findings, skip_hint)
+    out = []
+    for f, msg, n in groups:
         where = "%s:%s: " % (_clean(f.get("file", "")), f.get("line")) if f.get("line") else ""
-        msg = re.sub(r"0x[0-9a-fA-F]{4,}", "0x...", _clean(f.get("message", "")))
         out.append("  %s%s%s" % (where, msg, " (%d times)" % n if n > 1 else ""))
     return out + ["  hint: " + _clean(h) for h in hints]
 
@@ -978,16 +987,18 @@ def render_html(sub, page=None):
                 {"clean": "good", "problems": "bad"}.get(st, "neutral"))))
             if st in ("ours", "not run") and x.get("note"):
                 out.append(' <span style="color:#5a6470">%s</span>' % esc(x.get("note")))
-            finds = [f for f in x.get("findings") or [] if isinstance(f, dict)]
-            if finds:
+            groups, hints = finding_groups(x.get("findings") or [], shown_hint)
+            if groups:
                 out.append("<ul>")
-                for f in finds:
+                for f, msg, n in groups:
                     where = ("%s line %s: " % (f.get("file", ""), f.get("line"))
                              if f.get("line") else "")
-                    out.append("<li>%s%s%s</li>" % (esc(where), esc(f.get("message")),
-                               '<br><span style="color:#5a6470">Hint: %s</span>'
-                               % esc(f["hint"]) if f.get("hint") else ""))
+                    out.append("<li>%s%s%s</li>" % (esc(where), esc(msg), (
+                        ' <span style="color:#5a6470">(%d times)</span>' % n if n > 1 else "")))
                 out.append("</ul>")
+            for h in hints:
+                out.append('<br><span class="cugrade-hint" style="color:#5a6470">Hint: %s</span>'
+                           % esc(h))
             out.append("</li>")
         out.append("</ul>")
     t = cg.get("timing")
