@@ -295,6 +295,9 @@ run(async (t) => {
       await p.goto(`${s.url}/submissions/${ids.race}`);
       t.eq(await p.evaluate(() => document.getElementById('score').getClientRects().length), 1,
         'at 375 px the score "0 / 100" stays on one line');
+      const hist = await p.$$eval('#standing .nowrap', (es) => es.map((e) => [e.textContent, e.getClientRects().length]));
+      t.ok(hist.length >= 3 && hist.every(([, n]) => n === 1),
+        'at 375 px each score of your latest submissions stays on one line ("100 / 100", not "100 /" then "100")', JSON.stringify(hist));
       await p.close();
     });
 
