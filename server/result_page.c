@@ -550,11 +550,12 @@ static void put_history(struct page *p, json_t *sub)
             long long sid = (long long)page_jnum(s, "id", 0);
             html_fmt(&p->b, "%R<a href=\"/submissions/%lld\"%R>#%lld</a> ", i ? "&middot; " : "", sid,
                      sid == id ? " aria-current=\"page\"" : "", sid);
+            html_raw(&p->b, "<span class=\"nowrap\">");
             if (json_is_number(json_object_get(s, "score")) && page_jnum(s, "max_score", 0) > 0)
                 put_score(&p->b, json_object_get(s, "score"), json_object_get(s, "max_score"));
             else
                 html_text(&p->b, page_status_words(page_jstr(s, "status")));
-            html_raw(&p->b, " ");
+            html_raw(&p->b, "</span> ");
         }
     }
     json_decref(subs);
