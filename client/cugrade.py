@@ -372,6 +372,45 @@ def fmt_score(score, max_score):
     return s
 
 
+def case_ran(c):
+    """False for a case the program never reached (the runner's "not run:
+    ..." message: it stopped before, or ran past its time limit)."""
+    return not str(c.get("message") or "").startswith("not run")
+
+
+def status_todo(sub):
+    """What to do next after an end state, or None. A timeout's or crash's
+    own summary says what stopped it and where to look: the general line
+    is left out then (said once)."""
+    st = sub.get("status")
+    res = sub.get("result") if isinstance(sub.get("result"), dict) else {}
+    if st in ("timeout", "runtime_error") and res.get("output"):
+        return None
+    return STATUS_TODO.get(st)
+
+
+def hidden_row(res, tests):
+    """(score, max) of the tests a student may not see yet (the result's
+    total less the visible rows), or None: one placeholder row, so the
+    rows add up to the score as on the web page."""
+    num = (lambda v: v if isinstance(v, (int, float)) and not isinstance(v, bool) else 0)
+    hmax = num(res.get("max_score")) - sum(num(x.get("max_score")) for x in tests)
+    hsc = num(res.get("score")) - sum(num(x.get("score")) for x in tests)
+    return (max(0, hsc), hmax) if hmax > 1e-9 else None
+
+
+def said_above(out, res):
+    """A test's or case's "not run: <why>" whose why is the result's summary
+    (shown above) as a short line instead of the summary again."""
+    out = str(out or "")
+    if out.startswith("not run: ") and len(out) > 9 and out[9:] in str(res.get("output") or ""):
+        return "not run: your program stopped before this case (see above)"
+    return out
+
+
+HIDDEN_WORDS = "not shown yet (hidden tests show after the due date if the rubric says so)"
+
+
 def fmt_eta(sec):
     if not isinstance(sec, (int, float)) or sec <= 0:
         return ""
@@ -534,7 +573,7 @@ def fix_first(sub):
             return (["The first compiler error (later ones often follow from it):",
                      "  " + _clean(line)], None)
     case = next((c for c in cg.get("cases") or [] if isinstance(c, dict)
-                 and not c.get("passed")), None)
+                 and not c.get("passed") and case_ran(c)), None)
     finds = [f for x in cg.get("sanitizer") or [] if isinstance(x, dict)
              for f in x.get("findings") or [] if isinstance(f, dict)]
     if not case and not finds:
@@ -562,10 +601,11 @@ def fix_first(sub):
     return (out, hint)
 
 
-def finding_lines(findings, skip_hint=None):
-    """A tool's findings as text: one line per source line with a count,
-    then each distinct hint once."""
-    out, seen, hints = [], {}, []
+def finding_groups(findings, skip_hint=None):
+    """A tool's findings grouped by source line: ([(first finding, message
+    without device addresses, count)], each distinct hint once but
+    skip_hint, already shown)."""
+    seen, hints = {}, []
     for f in findings:
         if not isinstance(f, dict):
             continue
@@ -576,9 +616,17 @@ def finding_lines(findings, skip_hint=None):
         seen[key] = [f, 1]
         if f.get("hint") and f["hint"] != skip_hint and f["hint"] not in hints:
             hints.append(f["hint"])
-    for f, n in seen.values():
+    return ([(f, re.sub(r"0x[0-9a-fA-F]{4,}", "0x...", _clean(f.get("message", ""))), n)
+             for f, n in seen.values()], hints)
+
+
+def finding_lines(findings, skip_hint=None):
+    """A tool's findings as text: one line per source line with a count,
+    then each distinct hint once."""
+    groups, hints = finding_groups(findings, skip_hint)
+    out = []
+    for f, msg, n in groups:
         where = "%s:%s: " % (_clean(f.get("file", "")), f.get("line")) if f.get("line") else ""
-        msg = re.sub(r"0x[0-9a-fA-F]{4,}", "0x...", _clean(f.get("message", "")))
         out.append("  %s%s%s" % (where, msg, " (%d times)" % n if n > 1 else ""))
     return out + ["  hint: " + _clean(h) for h in hints]
 
@@ -605,8 +653,8 @@ def render_text(sub, page=None):
         days, pct = sub.get("late_days"), sub.get("late_penalty_percent")
         out.append("Late%s%s." % (" by %g day(s)" % days if isinstance(days, (int, float)) else "",
                                   ": %g%% penalty" % pct if isinstance(pct, (int, float)) else ""))
-    if st in STATUS_TODO:
-        out.append(STATUS_TODO[st])
+    if status_todo(sub):
+        out.append(status_todo(sub))
     if st == "superseded":
         out.append(_clean(sub.get("detail") or "") +
                    ": this one was never graded and does not count against your limits.")
@@ -623,20 +671,24 @@ def render_text(sub, page=None):
         out += ["", "Compiler output:"] + ["  " + l for l in _clean(cg["compile_log"]).splitlines()]
     tests = [x for x in res.get("tests") or [] if isinstance(x, dict)]
     if tests:
+        hid = hidden_row(res, tests)
         out += ["", "Tests:", _table(
             ["test", "result", "points", "details"],
             [[x.get("name", ""), outcome(x), fmt_score(x.get("score"), x.get("max_score")),
-              _no_hint(x.get("output", ""))] for x in tests], right=(2,))]
+              _no_hint(said_above(x.get("output", ""), res))] for x in tests] +
+            ([["hidden tests", "hidden", fmt_score(*hid), HIDDEN_WORDS]] if hid else []),
+            right=(2,))]
     cases = [x for x in cg.get("cases") or [] if isinstance(x, dict)]
     if cases:
         out += ["", "Correctness cases:", _table(
             ["case", "result", "max abs err", "max rel err", "first wrong"],
-            [[x.get("name", ""), "passed" if x.get("passed") else "FAILED",
+            [[x.get("name", ""), "passed" if x.get("passed") else
+              "FAILED" if case_ran(x) else "not run",
               fmt_num(x.get("max_abs_err")), fmt_num(x.get("max_rel_err")),
               "index %d" % x["first_bad_index"] if isinstance(x.get("first_bad_index"), int)
               else "-"] for x in cases], right=(2, 3))]
         for x in cases:
-            if x.get("message"):
+            if x.get("message") and said_above(x["message"], res) == x["message"]:
                 out.append("  %s: %s" % (_clean(x.get("name", "")), _clean(x["message"])))
     san = [x for x in cg.get("sanitizer") or [] if isinstance(x, dict)]
     if san:
@@ -660,7 +712,7 @@ def render_text(sub, page=None):
         out.append(_table(["kernel", "time", "", "yours is"], rows, right=(1,)))
         facts = []
         if isinstance(t.get("speedup"), (int, float)):
-            facts.append("speedup used for ranking %.2f" % t["speedup"])
+            facts.append("speedup used for ranking %s" % fmt_num(t["speedup"]))
         if metric_fact(t):
             facts.append(_clean(metric_fact(t)))
         if isinstance(t.get("gflops"), (int, float)):
@@ -797,8 +849,14 @@ def svg_bars(title, bars, unit):
     """An inline SVG bar chart like the web page's (server/html.c
     html_svg_bars): bars is [(label, value, highlight)]; every text escaped."""
     label_w, bar_w, row_h, pad = 150, 330, 28, 8
-    width, height = label_w + bar_w + 90, len(bars) * row_h + 2 * pad
-    top = max([v for _, v, _ in bars if _ms(v)] or [0])
+    width, height = label_w + bar_w + 90, len(bars) * row_h + 2 * pad + 16
+    vals = [v for _, v, _ in bars if _ms(v)]
+    top = max(vals or [0])
+    # A log scale as the web page's: the shortest bar keeps a fifth of the
+    # width (a 0.4 ms kernel beside a 106 ms CPU still shows), each decade
+    # the same width.
+    span = math.log10(top / min(vals)) / 0.8 if vals and top > min(vals) else 1
+    base = math.log10(top) - span if vals else 0
     out = ['<svg class="cugrade-chart" role="img" xmlns="http://www.w3.org/2000/svg" '
            'viewBox="0 0 %d %d" width="%d" height="%d" style="max-width:100%%;height:auto;'
            'font:12px system-ui,\'DejaVu Sans\',sans-serif"><title>%s</title>'
@@ -808,7 +866,7 @@ def svg_bars(title, bars, unit):
         out.append('<text x="%d" y="%d" text-anchor="end" fill="#1d232b">%s</text>'
                    % (label_w - 6, y + row_h // 2 + 4, esc(label)))
         if _ms(v) and top > 0:
-            w = max(2, int(bar_w * v / top + 0.5))
+            w = max(2, int(bar_w * (math.log10(v) - base) / span + 0.5))
             out.append('<rect x="%d" y="%d" width="%d" height="%d" fill="%s"/>'
                        % (label_w, y + 4, w, row_h - 8, "#0b62c4" if me else "#8aa4bf"))
             out.append('<text x="%d" y="%d" fill="#5a6470">%s</text>'
@@ -816,6 +874,7 @@ def svg_bars(title, bars, unit):
         else:
             out.append('<text x="%d" y="%d" fill="#5a6470">n/a</text>'
                        % (label_w + 6, y + row_h // 2 + 4))
+    out.append('<text x="%d" y="%d" fill="#5a6470">(log scale)</text>' % (label_w, height - 6))
     out.append("</svg>")
     return "".join(out)
 
@@ -871,10 +930,10 @@ def render_html(sub, page=None):
     cg = res.get("cugrade") if isinstance(res.get("cugrade"), dict) else {}
     out = ['<div class="cugrade-result" data-status="%s" style="%s">' % (esc(st), _BOX),
            _head_html(sub, page)]
-    if st in STATUS_TODO:
+    if status_todo(sub):
         kind = "warn" if st == "system_error" else "bad"
         out.append('<div class="cugrade-notice %s" style="%s">%s</div>'
-                   % (kind, _notice(kind), esc(STATUS_TODO[st])))
+                   % (kind, _notice(kind), esc(status_todo(sub))))
     if sub.get("late"):
         out.append('<p style="color:#8a5a00">Late%s.</p>' % esc(
             " by %g day(s), %g%% penalty" % (sub.get("late_days") or 0,
@@ -895,23 +954,29 @@ def render_html(sub, page=None):
                    'padding:.5rem;overflow:auto;max-height:20rem">%s</pre>' % esc(cg["compile_log"]))
     tests = [x for x in res.get("tests") or [] if isinstance(x, dict)]
     if tests:
+        hid = hidden_row(res, tests)
         out.append("<h4>Tests</h4>")
         out.append(_html_table("cugrade-tests", ["Test", "Result", "Points", "Details"], [
             [esc(x.get("name")), _badge(outcome(x), {"passed": "good", "partial": "warn",
                                                       "not run": "neutral"}.get(outcome(x), "bad")),
              esc(fmt_score(x.get("score"), x.get("max_score"))),
-             "<code>%s</code>" % esc(x.get("output"))] for x in tests], right=(2,)))
+             "<code>%s</code>" % esc(said_above(x.get("output"), res))] for x in tests] +
+            ([["hidden tests", _badge("hidden", "neutral"), esc(fmt_score(*hid)),
+               esc(HIDDEN_WORDS)]] if hid else []), right=(2,)))
     cases = [x for x in cg.get("cases") or [] if isinstance(x, dict)]
     if cases:
         out.append("<h4>Correctness cases</h4>")
         out.append(_html_table(
             "cugrade-cases", ["Case", "Result", "Max abs error", "Max rel error",
                               "First wrong element", "Message"],
-            [[esc(x.get("name")), _badge("passed" if x.get("passed") else "failed",
-                                         "good" if x.get("passed") else "bad"),
+            [[esc(x.get("name")), _badge("passed" if x.get("passed") else
+                                         "failed" if case_ran(x) else "not run",
+                                         "good" if x.get("passed") else
+                                         "bad" if case_ran(x) else "neutral"),
               esc(fmt_num(x.get("max_abs_err"))), esc(fmt_num(x.get("max_rel_err"))),
               esc("index %d" % x["first_bad_index"] if isinstance(x.get("first_bad_index"), int)
-                  else "-"), esc(x.get("message"))] for x in cases], right=(2, 3)))
+                  else "-"), esc(said_above(x.get("message"), res))] for x in cases],
+            right=(2, 3)))
     san = [x for x in cg.get("sanitizer") or [] if isinstance(x, dict)]
     if san:
         out.append('<h4>Sanitizers</h4><ul class="cugrade-sanitizer">')
@@ -922,16 +987,18 @@ def render_html(sub, page=None):
                 {"clean": "good", "problems": "bad"}.get(st, "neutral"))))
             if st in ("ours", "not run") and x.get("note"):
                 out.append(' <span style="color:#5a6470">%s</span>' % esc(x.get("note")))
-            finds = [f for f in x.get("findings") or [] if isinstance(f, dict)]
-            if finds:
+            groups, hints = finding_groups(x.get("findings") or [], shown_hint)
+            if groups:
                 out.append("<ul>")
-                for f in finds:
+                for f, msg, n in groups:
                     where = ("%s line %s: " % (f.get("file", ""), f.get("line"))
                              if f.get("line") else "")
-                    out.append("<li>%s%s%s</li>" % (esc(where), esc(f.get("message")),
-                               '<br><span style="color:#5a6470">Hint: %s</span>'
-                               % esc(f["hint"]) if f.get("hint") else ""))
+                    out.append("<li>%s%s%s</li>" % (esc(where), esc(msg), (
+                        ' <span style="color:#5a6470">(%d times)</span>' % n if n > 1 else "")))
                 out.append("</ul>")
+            for h in hints:
+                out.append('<br><span class="cugrade-hint" style="color:#5a6470">Hint: %s</span>'
+                           % esc(h))
             out.append("</li>")
         out.append("</ul>")
     t = cg.get("timing")
@@ -943,7 +1010,7 @@ def render_html(sub, page=None):
         facts = ["%s: yours is %s" % (label, versus(t.get("student_ms"), v))
                  for label, v, me in bars if not me and versus(t.get("student_ms"), v)]
         if isinstance(t.get("speedup"), (int, float)):
-            facts.append("speedup used for ranking: %.2f" % t["speedup"])
+            facts.append("speedup used for ranking: %s" % fmt_num(t["speedup"]))
         if metric_fact(t):
             facts.append(metric_fact(t))
         if isinstance(t.get("gflops"), (int, float)):

@@ -353,9 +353,12 @@ static int page_lab(struct page *p, const char *lab, const char *problem, int st
             html_fmt(&p->b, "<p class=\"small\"><a href=\"/submissions?lab=%u\">All %zu of your "
                             "submissions to this lab</a></p>\n", lab, json_array_size(list));
     }
-    html_raw(&p->b, "<section class=\"handout\" aria-label=\"handout\"><h2>Handout</h2>\n");
     char *handout = bundle_handout(p->req, page_jstr(doc, "handout"));
-    markdown_render(&p->b, handout ? handout : page_jstr(doc, "handout"));
+    const char *md = handout ? handout : page_jstr(doc, "handout");
+    /* A handout that opens with its title needs no "Handout" over it. */
+    html_fmt(&p->b, "<section class=\"handout\" aria-label=\"handout\">%R\n",
+             strncmp(md + strspn(md, " \t\r\n"), "# ", 2) == 0 ? "" : "<h2>Handout</h2>");
+    markdown_render(&p->b, md);
     free(handout);
     html_raw(&p->b, "</section>\n<section aria-label=\"submit\">\n<h2>The interface you implement</h2>\n");
     html_fmt(&p->b, "<pre><code>%s</code></pre>\n", page_jstr(doc, "interface"));

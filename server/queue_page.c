@@ -1,5 +1,5 @@
 /*
- * queue_page.c - admin: the runners and the jobs needing attention.
+ * queue_page.c - admin: the runners and the queued, running and failed jobs.
  */
 #include "server/page.h"
 
@@ -53,7 +53,7 @@ static int page_queue(struct page *p)
         html_raw(&p->b, "<div class=\"notice warn\"><p>No runner has ever connected. Jobs wait in the "
                         "queue until one does: start <code>cugrade-runner</code> on a GPU host with a "
                         "runner token.</p></div>\n");
-    html_raw(&p->b, "<h2>Jobs needing attention</h2>\n");
+    html_raw(&p->b, "<h2>Queued, running and failed jobs</h2>\n");
     if (json_array_size(json_object_get(q, "queue")) == 0) {
         html_raw(&p->b, "<p class=\"muted\">Nothing queued, running or failed.</p>\n");
     } else {

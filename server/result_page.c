@@ -125,6 +125,13 @@ static const char *first_error(const char *log, size_t *n, long *line)
     return NULL;
 }
 
+/* 0 for a case the program never reached (the runner's "not run: ..."
+ * message: it stopped before, or ran past its time limit). */
+static int case_ran(json_t *c)
+{
+    return strncmp(page_jstr(c, "message"), "not run", 7) != 0;
+}
+
 /* The first sanitizer finding (its tool entry's finding object), or NULL. */
 static json_t *first_finding(json_t *cg)
 {
@@ -134,6 +141,13 @@ static json_t *first_finding(json_t *cg)
         if (json_array_size(json_object_get(t, "findings")) > 0)
             return json_array_get(json_object_get(t, "findings"), 0);
     return NULL;
+}
+
+/* 1 when a sanitizer of result r reported a finding (the Sanitizers
+ * section lists them; the tests table points there). */
+static int any_finding(json_t *r)
+{
+    return first_finding(json_object_get(r, "cugrade")) != NULL;
 }
 
 /* The top box's line link: "line N of your source". */
@@ -175,7 +189,8 @@ static void put_fix_first(struct html_buf *b, json_t *sub, json_t *cg, struct sa
     }
     c = NULL;
     for (i = 0; !c && i < json_array_size(json_object_get(cg, "cases")); i++)
-        if (!json_is_true(json_object_get(json_array_get(json_object_get(cg, "cases"), i), "passed")))
+        if (!json_is_true(json_object_get(json_array_get(json_object_get(cg, "cases"), i), "passed")) &&
+            case_ran(json_array_get(json_object_get(cg, "cases"), i)))
             c = json_array_get(json_object_get(cg, "cases"), i);
     if (!c && !f)
         return; /* a timeout alone: the status notice says it */
@@ -205,7 +220,11 @@ static void put_fix_first(struct html_buf *b, json_t *sub, json_t *cg, struct sa
         html_raw(b, "</p>\n");
         said->hint = hint;
     }
-    if (f)
+    if (f && c && page_jnum(f, "line", 0) > 0)
+        html_fmt(b, "<p>The sanitizer found a problem on <a href=\"/submissions/%lld/source#L%ld\">line %ld of "
+                    "your source</a>.</p>\n",
+                 id, (long)page_jnum(f, "line", 0), (long)page_jnum(f, "line", 0));
+    else if (f)
         put_line_link(b, id, (long)page_jnum(f, "line", 0));
     html_raw(b, "</section>\n");
 }
@@ -263,8 +282,8 @@ static void put_hidden_row(struct page *p, json_t *sub, json_t *r, double vis_sc
     snprintf(pts, sizeof(pts), "%g / %g", round(hscore * 100) / 100, hmax);
     snprintf(max, sizeof(max), "%g", hmax);
     html_fmt(&p->b, "<tr class=\"hidden-tests\"><td>%d hidden test%R</td><td><span class=\"badge neutral\">"
-                    "hidden</span></td><td class=\"num\">%s</td><td>%d hidden test%R, %s points, %R</td></tr>\n",
-             n, n == 1 ? "" : "s", pts, n, n == 1 ? "" : "s", max,
+                    "hidden</span></td><td class=\"num\">%s</td><td>%s points, %R</td></tr>\n",
+             n, n == 1 ? "" : "s", pts, max,
              after ? "shown after the due date" : "not shown to students");
 }
 
@@ -295,6 +314,11 @@ static void put_tests(struct page *p, json_t *sub, json_t *r, const struct said 
         html_raw(&p->b, "</td><td class=\"small\">");
         if (said->message && said->message[0] && strstr(out, said->message))
             html_raw(&p->b, "<span class=\"muted\">see above</span>");
+        else if (strncmp(out, "not run: ", 9) == 0 && out[9] && strstr(page_jstr(r, "output"), out + 9))
+            html_raw(&p->b, "not run: your program stopped before this case (see above)");
+        else if (strncmp(page_jstr(t, "name"), "sanitizer", 9) == 0 && any_finding(r))
+            html_raw(&p->b, "<span class=\"muted\">the findings are under <a href=\"#sanitizers\">"
+                            "Sanitizers</a> below</span>");
         else
             put_output(&p->b, out);
         html_raw(&p->b, "</td></tr>\n");
@@ -319,7 +343,7 @@ static void put_cases(struct html_buf *b, json_t *cases)
                 "<th>Case</th><th>Result</th><th class=\"num\">Max abs error</th><th class=\"num\">Max rel error</th>"
                 "<th>First wrong element</th></tr></thead><tbody>\n");
     json_array_foreach(cases, i, t) {
-        int passed = json_is_true(json_object_get(t, "passed"));
+        int passed = json_is_true(json_object_get(t, "passed")), ran = case_ran(t);
         char ae[32] = "-", re[32] = "-", bad[40] = "-";
         if (json_is_number(json_object_get(t, "max_abs_err")))
             snprintf(ae, sizeof(ae), "%.3g", page_jnum(t, "max_abs_err", 0));
@@ -329,7 +353,8 @@ static void put_cases(struct html_buf *b, json_t *cases)
             snprintf(bad, sizeof(bad), "index %.0f", page_jnum(t, "first_bad_index", 0));
         html_fmt(b, "<tr><td>%s</td><td><span class=\"badge %R\">%R</span></td><td class=\"num\">%s</td>"
                     "<td class=\"num\">%s</td><td>%s</td></tr>\n",
-                 page_jstr(t, "name"), passed ? "good" : "bad", passed ? "passed" : "failed", ae, re, bad);
+                 page_jstr(t, "name"), passed ? "good" : ran ? "bad" : "neutral",
+                 passed ? "passed" : ran ? "failed" : "not run", ae, re, bad);
     }
     html_raw(b, "</tbody></table></div>\n");
 }
@@ -377,7 +402,7 @@ static void put_sanitizers(struct html_buf *b, json_t *san, long long id, const 
 {
     json_t *t;
     size_t i;
-    html_raw(b, "<h2>Sanitizers</h2>\n<ul class=\"sanitizer\">\n");
+    html_raw(b, "<h2 id=\"sanitizers\">Sanitizers</h2>\n<ul class=\"sanitizer\">\n");
     json_array_foreach(san, i, t) {
         json_t *finds = json_object_get(t, "findings");
         int clean = json_is_true(json_object_get(t, "clean"));
@@ -525,15 +550,34 @@ static void put_history(struct page *p, json_t *sub)
             long long sid = (long long)page_jnum(s, "id", 0);
             html_fmt(&p->b, "%R<a href=\"/submissions/%lld\"%R>#%lld</a> ", i ? "&middot; " : "", sid,
                      sid == id ? " aria-current=\"page\"" : "", sid);
+            html_raw(&p->b, "<span class=\"nowrap\">");
             if (json_is_number(json_object_get(s, "score")) && page_jnum(s, "max_score", 0) > 0)
                 put_score(&p->b, json_object_get(s, "score"), json_object_get(s, "max_score"));
             else
                 html_text(&p->b, page_status_words(page_jstr(s, "status")));
-            html_raw(&p->b, " ");
+            html_raw(&p->b, "</span> ");
         }
     }
     json_decref(subs);
     html_raw(&p->b, "</p>\n");
+}
+
+/* The runner's summary. A program that stopped (timeout, runtime error)
+ * has it as the page's notice: it says what stopped it and where to look,
+ * so submission_page.c's general notice is left out (said once). */
+static void put_summary(struct html_buf *b, json_t *sub, json_t *r)
+{
+    const char *st = page_jstr(sub, "status"), *out = page_jstr(r, "output");
+    int crash = strcmp(st, "runtime_error") == 0, stopped = crash || strcmp(st, "timeout") == 0;
+    if (!out[0])
+        return;
+    html_fmt(b, "%R<p class=\"summary\">%s%R</p>\n%R", stopped ? "<div class=\"notice bad\">" : "", out,
+             crash ? " The cases and sanitizer findings below say where." : "", stopped ? "</div>" : "");
+}
+
+int result_has_summary(json_t *sub)
+{
+    return page_jstr(json_object_get(sub, "result"), "output")[0] != '\0';
 }
 
 void result_put(struct page *p, json_t *sub)
@@ -545,8 +589,7 @@ void result_put(struct page *p, json_t *sub)
     assert(p && sub);
     if (!json_is_object(r))
         return;
-    if (page_jstr(r, "output")[0])
-        html_fmt(&p->b, "<p class=\"summary\">%s</p>\n", page_jstr(r, "output"));
+    put_summary(&p->b, sub, r);
     put_fix_first(&p->b, sub, cg, &said);
     if (page_jstr(cg, "compile_log")[0]) {
         html_raw(&p->b, "<h2>Compiler output</h2>\n");

@@ -17,4 +17,8 @@
  * submissions to the lab. Nothing when sub has no result. */
 void result_put(struct page *p, json_t *sub);
 
+/* 1 when sub's result has the runner's summary (result_put shows it; for
+ * a timeout or runtime error as the page's notice), else 0. */
+int result_has_summary(json_t *sub);
+
 #endif

@@ -176,6 +176,28 @@ static void put_result(struct page *p, json_t *sub)
                  page_jstr(cg, "gpu"), (int)page_jnum(sub, "rubric_version", 0));
 }
 
+/* "Status: <badge> · <score>", an override marked beside its score. */
+static void put_status_line(struct page *p, json_t *sub, const char *st)
+{
+    html_raw(&p->b, "<p>Status: ");
+    put_status(&p->b, st);
+    /* A system error has no score to show (never "0 / 0": it is ours). */
+    if (json_is_number(json_object_get(sub, "score")) && strcmp(st, "system_error") != 0 &&
+        page_jnum(sub, "max_score", 0) > 0) {
+        html_raw(&p->b, " &middot; <span class=\"score-big\" id=\"score\">");
+        put_score(&p->b, json_object_get(sub, "score"), json_object_get(sub, "max_score"));
+        html_raw(&p->b, "</span>");
+        json_t *r = json_object_get(sub, "result");
+        /* The tests below add up to the graded score, not to the override. */
+        if (json_is_true(json_object_get(sub, "overridden")) && json_is_number(json_object_get(r, "score"))) {
+            html_raw(&p->b, " <span class=\"badge warn\">overridden</span> <span class=\"muted\">(graded ");
+            put_score(&p->b, json_object_get(r, "score"), json_object_get(r, "max_score"));
+            html_raw(&p->b, ")</span>");
+        }
+    }
+    html_raw(&p->b, "</p>\n");
+}
+
 /* The live part of a submission page: the part app.js swaps in place. */
 static void put_live(struct page *p, json_t *sub)
 {
@@ -189,16 +211,7 @@ static void put_live(struct page *p, json_t *sub)
     html_fmt(&p->b, "<section id=\"live\" data-final=\"%d\" data-src=\"/submissions/%lld?part=live\" "
                     "data-title=\"%s\" aria-live=\"polite\">\n",
              final, id, title);
-    html_raw(&p->b, "<p>Status: ");
-    put_status(&p->b, st);
-    /* A system error has no score to show (never "0 / 0": it is ours). */
-    if (json_is_number(json_object_get(sub, "score")) && strcmp(st, "system_error") != 0 &&
-        page_jnum(sub, "max_score", 0) > 0) {
-        html_raw(&p->b, " &middot; <span class=\"score-big\" id=\"score\">");
-        put_score(&p->b, json_object_get(sub, "score"), json_object_get(sub, "max_score"));
-        html_raw(&p->b, "</span>");
-    }
-    html_raw(&p->b, "</p>\n");
+    put_status_line(p, sub, st);
     long long newer = 0;
     if (strcmp(st, "superseded") == 0 &&
         sscanf(page_jstr(sub, "detail"), "replaced by submission %lld", &newer) == 1)
@@ -261,11 +274,11 @@ static void put_live(struct page *p, json_t *sub)
         else if (strcmp(st, "compile_error") == 0)
             html_raw(&p->b, "<div class=\"notice bad\"><p>Your file did not compile. The compiler "
                             "output below links each error to its line in your source.</p></div>\n");
-        else if (strcmp(st, "timeout") == 0)
+        else if (strcmp(st, "timeout") == 0 && !result_has_summary(sub))
             html_raw(&p->b, "<div class=\"notice bad\"><p>Your program ran past the time limit. Look "
                             "for a loop that never ends or a kernel launched with far too many "
                             "threads.</p></div>\n");
-        else if (strcmp(st, "runtime_error") == 0)
+        else if (strcmp(st, "runtime_error") == 0 && !result_has_summary(sub))
             html_raw(&p->b, "<div class=\"notice bad\"><p>Your program crashed or a kernel failed to "
                             "launch. The cases and sanitizer findings below say where.</p></div>\n");
         put_result(p, sub);

@@ -268,6 +268,11 @@ def check_refusals(t, s, cli, run):
          and "submit again" in r.stderr, "a file name the server refuses: exit 4, its 400",
          r.stderr)
 
+    r = cli.run("submit", "open", write(cli, "reduce.py", b"from numba import cuda\n"))
+    t.ok(r.returncode == 4 and "400" in r.stderr and "CUDA C (.cu)" in r.stderr,
+         "a .py to a lab that takes only CUDA C: exit 4, the server's 400 naming the lab's "
+         "language (issue 27 item 2)", r.stderr)
+
     big = write(cli, "big.cu", b"// " + b"x" * (300 * 1024) + b"\n")
     r = cli.run("submit", "open", big)
     t.eq(r.returncode, 4, "a 300 KiB file: exit 4", r.stderr)

@@ -23,16 +23,29 @@ const { browser } = require('../pages/lib');
     await page.goto('file://' + path.resolve(input), { waitUntil: 'load' });
     const result = await page.$('.cugrade-result');
     if (!result) throw new Error('no .cugrade-result in ' + input);
-    const cell = (await page.$('.jp-Cell:has(.cugrade-result)')) || (await page.$('.cell:has(.cugrade-result)')) || result;
-    await cell.scrollIntoViewIfNeeded();
-    await cell.screenshot({ path: out });
+    // From the %%cugrade test cell (when there is one) to the bottom of
+    // the cell with the result, in page coordinates.
+    const clip = await page.evaluate(() => {
+      const cellOf = (el) => (el && (el.closest('.jp-Cell') || el.closest('.cell'))) || el;
+      const last = cellOf(document.querySelector('.cugrade-result'));
+      const first = cellOf(document.querySelector('pre.cugrade-test')) || last;
+      const a = first.getBoundingClientRect(), b = last.getBoundingClientRect();
+      const x = Math.min(a.left, b.left), y = a.top + window.scrollY;
+      return { x, y, width: Math.max(a.right, b.right) - x, height: b.bottom + window.scrollY - y };
+    });
+    await page.screenshot({ path: out, clip, fullPage: true });
     const box = await result.boundingBox();
     const info = await result.evaluate((el) => ({
       rows: el.querySelectorAll('table tbody tr').length,
       bars: el.querySelectorAll('svg.cugrade-chart rect').length,
       text: el.innerText.slice(0, 200),
     }));
-    console.log(JSON.stringify({ ...info, width: Math.round(box.width), height: Math.round(box.height) }));
+    const test = await page.evaluate(() => {
+      const pre = document.querySelector('pre.cugrade-test');
+      return pre ? pre.innerText.slice(0, 400) : '';
+    });
+    console.log(JSON.stringify({ ...info, test_cell: !!test, test_text: test,
+      width: Math.round(box.width), height: Math.round(box.height) }));
   } catch (e) {
     console.error(e && e.stack ? e.stack : String(e));
     code = 1;

@@ -7,6 +7,7 @@
 # next), and the config file's refusals (a symlink, another mode).
 import json
 import os
+import re
 import stat
 import sys
 import tempfile
@@ -114,6 +115,51 @@ def check_structure(t):
          "HTML: the notebook leads with what to fix first", markup[:2000])
     t.ok("cugrade-badge warn" in markup and ">partial<" in markup,
          "HTML: partial credit is a 'partial' badge", markup[:2000])
+    t.ok(markup.count("(7 times)") == 1 and markup.count("__syncthreads") == 1
+         and "0x7f3a" not in markup,
+         "HTML: 7 findings on one line are one item, no raw address, the hint once (as the text)",
+         markup.split("Sanitizers")[-1][:1500])
+
+
+def check_stopped_hidden_speed(t):
+    """A timeout blames no case that never ran; hidden tests are one row
+    so the rows add up; the notebook's chart is on a log scale; no
+    trailing zeros (issue 27, as the result page)."""
+    why = ("Your program ran past its time limit of 12.0 s while case 1 was running: look for a "
+           "loop that never ends or a kernel launched far more often than needed.")
+    s = {"id": 3, "lab": "reduction", "status": "timeout", "score": 0, "max_score": 100,
+         "result": {"score": 0, "max_score": 100, "output": why, "tests": [
+             {"name": "correctness: 1", "score": 0, "max_score": 90, "status": "failed",
+              "output": "not run: " + why}], "cugrade": {
+             "cases": [{"name": "1", "passed": False, "message": "not run: " + why}],
+             "sanitizer": [], "timing": None}}}
+    text = cugrade.render_text(s)
+    t.ok("What to fix first" not in text and "is wrong" not in text,
+         "text: a timeout calls no case that never ran wrong", text)
+    t.eq(text.lower().count("loop that never ends"), 1,
+         "text: a timeout says where to look once (its summary, not a second general line)", text)
+    t.ok("FAILED" not in text.split("Correctness cases:")[-1],
+         "text: a case that never ran is 'not run', not FAILED", text)
+    markup = cugrade.render_html(s)
+    t.ok("cugrade-fix-first" not in markup and ">failed<" not in markup.split("cugrade-cases")[-1],
+         "HTML: no 'What to fix first' and no red 'failed' for a case that never ran", markup)
+    g = {"id": 4, "lab": "reduction", "status": "graded", "score": 80, "max_score": 100,
+         "result": {"score": 80, "max_score": 100, "tests": [
+             {"name": "correctness: 1", "score": 70, "max_score": 90, "status": "passed",
+              "output": "correct"}], "cugrade": {"cases": [], "sanitizer": [], "timing": {
+                  "student_ms": 0.91, "reference_ms": {"naive": 6.2}, "cublas_ms": None,
+                  "cpu_ms": 52.0, "speedup": 57.0}}}}
+    text = cugrade.render_text(g)
+    t.ok(re.search(r"hidden tests\s+hidden\s+10 / 10\s+not shown yet", text),
+         "text: the hidden tests are one row, so the rows add up to 80 / 100", text)
+    t.ok("ranking 57.00" not in text and "speedup used for ranking 57" in text,
+         "text: no trailing zeros (57, not 57.00)", text)
+    markup = cugrade.render_html(g)
+    t.ok(re.search(r"<td[^>]*>hidden tests</td>.*?10 / 10", markup),
+         "HTML: the hidden tests' row", markup)
+    widths = [int(w) for w in re.findall(r'<rect [^>]*width="(\d+)"', markup)]
+    t.ok(widths and min(widths) >= 0.2 * max(widths) and "log scale" in markup,
+         "HTML: the chart is on a log scale: 0.91 ms beside 52 ms is a visible bar (%s)" % widths)
 
 
 def hostile_sub():
@@ -242,6 +288,7 @@ def main(t):
     check_exit_status(t)
     check_escaping(t)
     check_structure(t)
+    check_stopped_hidden_speed(t)
     check_metric(t)
     check_api_errors(t)
     check_config(t)

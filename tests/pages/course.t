@@ -11,21 +11,30 @@
  *     override, the student reads the answer;
  *   - similarity: a TA runs the check of a lab, the most similar pair comes
  *     first, and the side-by-side view marks the matching regions.
- * Screenshots go to $BUILD/screenshots and, for the docs, to
- * tests/pages/screenshots/ (committed).
+ * Screenshots at 1200 and 375 px go to $BUILD/screenshots and, with
+ * CUGRADE_SCREENSHOTS=1, to the committed tests/pages/screenshots/.
  */
 const fs = require('fs');
 const path = require('path');
-const { Server, Runner, resultDoc, browser, newPage, signIn, shot, kernel, submitApi, run, sleep, ROOT } = require('./lib');
+const { Server, Runner, resultDoc, browser, newPage, signIn, kernel, submitApi, run, sleep, ROOT, SHOTS } = require('./lib');
 
 const COMMITTED = path.join(__dirname, 'screenshots');
 const DAY = 86400 * 1000;
 
-/* A screenshot in both places. */
+/* A screenshot at 1200 px (NAME.png) and at 375 px (NAME-375.png) in
+ * $BUILD/screenshots, and with CUGRADE_SCREENSHOTS=1 in the committed
+ * tests/pages/screenshots/ too. */
 async function keep(page, name) {
-  await shot(page, name);
-  fs.mkdirSync(COMMITTED, { recursive: true });
-  await page.screenshot({ path: path.join(COMMITTED, name + '.png'), fullPage: true });
+  const dirs = [SHOTS].concat(process.env.CUGRADE_SCREENSHOTS === '1' ? [COMMITTED] : []);
+  const vp = page.viewportSize();
+  for (const w of [vp.width, 375]) {
+    await page.setViewportSize({ width: w, height: vp.height });
+    for (const d of dirs) {
+      fs.mkdirSync(d, { recursive: true });
+      await page.screenshot({ path: path.join(d, name + (w === 375 ? '-375' : '') + '.png'), fullPage: true });
+    }
+  }
+  await page.setViewportSize(vp);
 }
 
 /* 1 when the page does not scroll sideways at 375 px (tables and code

@@ -71,6 +71,13 @@ run(async (t) => {
         'strip, then your submissions, then the handout', JSON.stringify(order));
       const w = await page.evaluate(() => document.querySelector('section.handout').getBoundingClientRect().width);
       t.ok(w > 900, `the handout has the full width at 1200 px (${Math.round(w)} px)`);
+      const heads = await page.locator('section.handout').locator('h2, h3').allInnerTexts();
+      t.eq(heads[0], 'Vector add', 'the handout starts with its own title, not under a second "Handout" heading', heads.join(' | '));
+      const starter = page.locator('a', { hasText: 'Download starter.cu' });
+      const href = await starter.getAttribute('href');
+      const got = href ? await page.request.get(s.url + href) : null;
+      t.ok(got && got.status() === 200 && (await got.text()) === fs.readFileSync(path.join(__dirname, 'fixtures', 'labs', 'vadd', 'starter.cu'), 'utf8'),
+        'the lab page downloads the starter file', href);
       const label = await page.locator('label[for=file]').innerText();
       t.ok(!/<code>/.test(label) && /\.cu/.test(label), 'the upload label shows .cu as code, not raw <code>', label);
       await page.screenshot({ path: path.join(SHOT_DIR, 'lab-page.png'), fullPage: true });
@@ -120,7 +127,11 @@ run(async (t) => {
           vs.map((v) => `${v.impact} ${v.id}: ${v.help} ${v.nodes.join(', ')}`).join('\n'));
         const over = await p.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
         t.ok(over <= 0, `lab page at ${vp.width} px: no sideways scroll (${over} px)`);
-        if (vp === PHONE) await p.screenshot({ path: path.join(SHOT_DIR, 'lab-page-375.png'), fullPage: true });
+        if (vp === PHONE) {
+          const split = await p.$$eval('table.subs td code', (cs) => cs.filter((c) => c.getClientRects().length > 1).map((c) => c.textContent));
+          t.eq(split.join(', '), '', 'lab page at 375 px: no file name in your submissions is broken over lines (the table scrolls in its box)');
+          await p.screenshot({ path: path.join(SHOT_DIR, 'lab-page-375.png'), fullPage: true });
+        }
         await p.close();
       }
     });

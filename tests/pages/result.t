@@ -31,6 +31,9 @@ const SHOT_DIR = process.env.CUGRADE_SCREENSHOTS === '1'
   : path.join(SHOTS, 'result');
 const PHONE = { width: 375, height: 740 };
 const DESKTOP = { width: 1200, height: 860 };
+const SLOW = 'Your program ran past its time limit of 12.0 s while case small was running: look for a loop that never ends or a kernel launched far more often than needed.';
+const CRASH = 'Your program was killed by signal 6 (Aborted): CUDA error: an illegal memory access was encountered.';
+const RACE_HINT = 'A shared-memory race: put __syncthreads() between the write and the read.';
 
 async function axeSerious(page) {
   await page.evaluate(AXE_SOURCE);
@@ -113,6 +116,64 @@ run(async (t) => {
       d.tests = [];
       return d;
     });
+    ids.pass = await graded(s, runner, 'full pass', 'graded', (job) => {
+      const d = resultDoc(job, { score: 100 });
+      d.tests = [
+        { name: 'correctness: small', score: 10, max_score: 10, status: 'passed', output: 'correct; max abs err 0, max rel err 0', visibility: 'visible' },
+        { name: 'correctness: big', score: 30, max_score: 30, status: 'passed', output: 'SECRET-HIDDEN-OUTPUT', visibility: 'hidden' },
+        { name: 'sanitizer (memcheck, racecheck)', score: 10, max_score: 10, status: 'passed', output: 'memcheck: clean; racecheck: clean', visibility: 'visible' },
+        { name: 'speed vs cuBLAS', score: 50, max_score: 50, status: 'passed', output: 'ratio_to_cublas = 1.37: within 2x of cuBLAS', visibility: 'visible' },
+      ];
+      d.cugrade.speed = [{ name: 'speed vs cuBLAS', metric: 'ratio_to_cublas', value: 1.37, tier: 'within 2x of cuBLAS', points: 50, max_points: 50 }];
+      return d;
+    });
+    // The file crashed on the hidden case after a wrong small case, and
+    // racecheck saw one race 12 times on two lines of the kernel.
+    ids.race = await graded(s, runner, 'runtime error with a race', 'runtime_error', (job) => {
+      const race = (line, k) => ({ file: 'kernel.cu', line, hint: RACE_HINT,
+        message: `Race reported between Write access at 0x7f3a${k}c20 in vadd_kernel and Read access at 0x7f3a${k}d40 in vadd_kernel [32 hazards]` });
+      const d = resultDoc(job, {
+        score: 0, status: 'runtime_error',
+        output: `${CRASH} 0 of 2 correctness cases passed.`,
+        cases: [
+          { name: 'small', passed: false, max_abs_err: 2.25, max_rel_err: 0.47, first_bad_index: 1024, unwritten: 0, message: 'c[1024] = 2.5 but expected 4.75' },
+          { name: 'big', passed: false, max_abs_err: null, max_rel_err: null, first_bad_index: null, unwritten: null, message: `not run: ${CRASH}` },
+        ],
+        sanitizer: [
+          { tool: 'memcheck', ran: true, clean: false, findings: [{ file: 'kernel.cu', line: 14,
+            message: 'Invalid __global__ write of size 4 bytes at 0x7f3a00c400 is out of bounds', hint: 'A write past the end of an array: check the index against n before you write.' }] },
+          { tool: 'racecheck', ran: true, clean: false, findings: [...Array.from({ length: 8 }, (_, k) => race(9, k)), ...Array.from({ length: 4 }, (_, k) => race(11, k))] },
+        ],
+      });
+      d.tests = [
+        { name: 'correctness: small', score: 0, max_score: 10, status: 'failed', output: 'wrong; max abs err 2.25, max rel err 0.47; first bad index 1024; c[1024] = 2.5 but expected 4.75', visibility: 'visible' },
+        { name: 'correctness: big', score: 0, max_score: 30, status: 'failed', output: `not run: ${CRASH}`, visibility: 'hidden' },
+        { name: 'sanitizer (memcheck, racecheck)', score: 0, max_score: 10, status: 'failed',
+          output: 'memcheck: errors found; kernel.cu:14 Invalid __global__ write of size 4 bytes; racecheck: errors found; kernel.cu:9 Race reported between Write access and Read access', visibility: 'visible' },
+        { name: 'speed vs cuBLAS', score: 0, max_score: 50, status: 'failed', output: 'not timed', visibility: 'visible' },
+      ];
+      d.cugrade.status = 'runtime_error';
+      return d;
+    });
+    // A loop that never ends: the check run was killed, the sanitizers
+    // were cancelled, nothing was timed.
+    ids.timeout = await graded(s, runner, 'timeout', 'timeout', (job) => {
+      const d = resultDoc(job, {
+        score: 0, status: 'timeout',
+        output: `${SLOW} 0 of 2 correctness cases passed.`,
+        cases: ['small', 'big'].map((name) => ({ name, passed: false, max_abs_err: null, max_rel_err: null,
+          first_bad_index: null, unwritten: null, message: `not run: ${SLOW}` })),
+        sanitizer: [],
+      });
+      d.tests = [
+        { name: 'correctness: small', score: 0, max_score: 10, status: 'failed', output: `not run: ${SLOW}`, visibility: 'visible' },
+        { name: 'correctness: big', score: 0, max_score: 30, status: 'failed', output: `not run: ${SLOW}`, visibility: 'hidden' },
+        { name: 'sanitizer (memcheck, racecheck)', score: 0, max_score: 10, status: 'failed', output: 'not run', visibility: 'visible' },
+        { name: 'speed vs cuBLAS', score: 0, max_score: 50, status: 'failed', output: 'not timed', visibility: 'visible' },
+      ];
+      d.cugrade.status = 'timeout';
+      return d;
+    });
     await s.waitStatus(ids.system, 'system_error');
     const page = await newPage(b, { viewport: DESKTOP });
     await signIn(page, s, 'alice');
@@ -192,12 +253,52 @@ run(async (t) => {
     });
 
     await t.step('rank and history on the result page', async () => {
-      await page.goto(`${s.url}/submissions/${ids.partial}`);
+      await page.goto(`${s.url}/submissions/${ids.timeout}`);
       const st = await page.locator('#standing').innerText();
       t.ok(/#1 on the scoreboard/.test(st), 'the result page shows the student\'s rank', st);
-      t.ok(await page.locator(`#standing a[href="/submissions/${ids.partial}"][aria-current=page]`).count() === 1 &&
-        await page.locator(`#standing a[href="/submissions/${ids.ours}"]`).count() >= 1,
+      t.ok(await page.locator(`#standing a[href="/submissions/${ids.timeout}"][aria-current=page]`).count() === 1 &&
+        await page.locator(`#standing a[href="/submissions/${ids.race}"]`).count() >= 1,
       '...and their latest submissions, this one marked', st);
+    });
+
+    await t.step('one date format, scores without trailing zeros', async () => {
+      await page.goto(`${s.url}/submissions/${ids.partial}`);
+      const body = await page.locator('body').innerText();
+      const dates = body.match(/\d{4}-\d\d-\d\d[^\n]{0,24}/g) || [];
+      t.ok(dates.length > 0 && dates.every((d) => /^\d{4}-\d\d-\d\d \d\d:\d\d UTC \((just now|\d+ \w+ ago|in \d+ \w+)\)/.test(d)),
+        'every date on the result page reads "YYYY-MM-DD HH:MM UTC (x ago)"', dates.join('\n'));
+      t.ok(!/\d\.0+\b(?! ?ms)/.test(await page.locator('#live').innerText().then((x) => x.replace(/\d+\.\d+ ?(ms|%)/g, ''))),
+        'no score or count with trailing zeros ("52 / 100", not "52.00")');
+    });
+
+    await t.step('timeout and runtime error: each thing said once, nothing blamed on a case that never ran', async () => {
+      await page.goto(`${s.url}/submissions/${ids.timeout}`);
+      let live = await page.locator('#live').innerText();
+      t.eq((live.match(/loop that never ends/gi) || []).length, 1, 'a timeout says where to look once, not in a notice and again below', live);
+      t.eq(await page.locator('#fix-first').count(), 0, 'a timeout alone has no "What to fix first" box that calls a case that never ran wrong');
+      const cb = await page.locator('table.cases tr', { hasText: 'small' }).locator('.badge');
+      t.ok(await cb.innerText() === 'not run' && /neutral/.test(await cb.getAttribute('class')),
+        'the correctness case that never ran is "not run", not a red "failed"', await cb.innerText());
+      await page.goto(`${s.url}/submissions/${ids.race}`);
+      live = await page.locator('#live').innerText();
+      t.eq((live.match(/illegal memory access/g) || []).length, 1, 'a runtime error\'s cause is said once', live);
+      t.eq((live.match(/Invalid __global__ write/g) || []).length, 1, 'a sanitizer finding is listed once (under Sanitizers, not again in the tests table)', live);
+      t.eq(await page.locator('table.tests a[href="#sanitizers"]').count(), 1, '...the tests table links to it');
+      const box = await page.locator('#fix-first').innerText();
+      t.ok(/Case small is wrong/.test(box) && /sanitizer found a problem on line 14/i.test(box),
+        'the box names the failing case, and a link to a finding\'s line says it is the sanitizer\'s', box);
+      await page.goto(`${s.url}/submissions/${ids.pass}`);
+      const hidden = await page.locator('table.tests tr.hidden-tests').innerText();
+      t.eq((hidden.match(/hidden test/g) || []).length, 1, 'the hidden tests\' row says "1 hidden test" once', hidden);
+      const p = await newPage(b, { viewport: PHONE });
+      await signIn(p, s, 'alice');
+      await p.goto(`${s.url}/submissions/${ids.race}`);
+      t.eq(await p.evaluate(() => document.getElementById('score').getClientRects().length), 1,
+        'at 375 px the score "0 / 100" stays on one line');
+      const hist = await p.$$eval('#standing .nowrap', (es) => es.map((e) => [e.textContent, e.getClientRects().length]));
+      t.ok(hist.length >= 3 && hist.every(([, n]) => n === 1),
+        'at 375 px each score of your latest submissions stays on one line ("100 / 100", not "100 /" then "100")', JSON.stringify(hist));
+      await p.close();
     });
 
     await t.step('axe-core and screenshots of every variant', async () => {
@@ -214,6 +315,60 @@ run(async (t) => {
           t.ok(w <= 0, `result "${name}" at ${vp.width} px: the page does not scroll sideways (${w} px)`);
           await p.screenshot({ path: path.join(SHOT_DIR, `result-${name}${vp === PHONE ? '-375' : ''}.png`), fullPage: true });
         }
+        await p.close();
+      }
+    });
+    await t.step('hidden tests before and after the due date', async () => {
+      // The big case shows after the due date; bob's own due date passes
+      // after his submission was graded.
+      const rub = (await s.api('GET', '/api/admin/labs/vadd/rubric', 'admin')).json.rubric;
+      rub.correctness.find((c) => c.case === 'big').visibility = 'after_due_date';
+      const put = await s.api('PUT', '/api/admin/labs/vadd/rubric', 'admin', rub);
+      t.eq(put.status, 200, 'the admin shows the big case after the due date', put.text);
+      const id = await submitApi(s, 'bob', 'vadd', kernel('hidden'), 'hidden.cu');
+      const job = await runner.claimId(id);
+      const d = resultDoc(job, { score: 75, speedup: 0.32 });
+      d.tests = [
+        { name: 'correctness: small', score: 10, max_score: 10, status: 'passed', output: 'correct; max abs err 0, max rel err 0', visibility: 'visible' },
+        { name: 'correctness: big', score: 30, max_score: 30, status: 'passed', output: 'correct; max abs err 1e-07, max rel err 2e-07', visibility: 'after_due_date' },
+        { name: 'sanitizer (memcheck, racecheck)', score: 10, max_score: 10, status: 'passed', output: 'memcheck: clean; racecheck: clean', visibility: 'visible' },
+        { name: 'speed vs cuBLAS', score: 25, max_score: 50, status: 'passed', output: 'ratio_to_cublas = 3.1: within 4x of cuBLAS', visibility: 'visible' },
+      ];
+      d.cugrade.speed = [{ name: 'speed vs cuBLAS', metric: 'ratio_to_cublas', value: 3.1, tier: 'within 4x of cuBLAS', points: 25, max_points: 50 }];
+      await runner.result(job, 'graded', d);
+      await s.waitStatus(id, 'graded');
+      const rowsAddUp = async (p) => {
+        const pts = await p.$$eval('table.tests tbody tr td.num', (tds) => tds.map((x) => x.textContent));
+        const sum = pts.reduce((a, x) => { const m = x.match(/([\d.]+) \/ ([\d.]+)/); return m ? [a[0] + +m[1], a[1] + +m[2]] : a; }, [0, 0]);
+        return sum.join(' / ');
+      };
+      for (const vp of [DESKTOP, PHONE]) {
+        const p = await newPage(b, { viewport: vp });
+        await signIn(p, s, 'bob');
+        await p.goto(`${s.url}/submissions/${id}`);
+        const row = p.locator('table.tests tr.hidden-tests');
+        const rt = await row.count() ? await row.innerText() : '';
+        t.ok(/1 hidden test/.test(rt) && /shown after the due date/.test(rt), `before the due date (${vp.width} px): one placeholder row, shown after the due date`, rt);
+        t.eq(await rowsAddUp(p), '75 / 100', '...and the rows add up to the score');
+        t.ok(!/max abs err 1e-07/.test(await p.content()), '...and nothing of the hidden test\'s output');
+        await p.screenshot({ path: path.join(SHOT_DIR, `result-hidden-before${vp === PHONE ? '-375' : ''}.png`), fullPage: true });
+        await p.close();
+      }
+      const past = new Date(Date.now() - 3600 * 1000).toISOString().replace(/\.\d+Z$/, 'Z');
+      const ext = await s.api('POST', '/api/admin/extensions', 'adam', { user: 'bob', lab: 'vadd', due: past });
+      t.eq(ext.status, 200, 'bob\'s own due date is an hour ago', ext.text);
+      for (const vp of [DESKTOP, PHONE]) {
+        const p = await newPage(b, { viewport: vp });
+        await signIn(p, s, 'bob');
+        await p.goto(`${s.url}/submissions/${id}`);
+        t.eq(await p.locator('table.tests tr.hidden-tests').count(), 0, `after the due date (${vp.width} px): no placeholder row`);
+        const big = p.locator('table.tests tr', { hasText: 'correctness: big' });
+        t.ok(await big.count() === 1 && /max abs err 1e-07/.test(await big.innerText()), '...the big case\'s own row with its output');
+        t.eq(await rowsAddUp(p), '75 / 100', '...and the rows add up to the score');
+        const vs = await axeSerious(p);
+        t.eq(vs.length, 0, `hidden tests after the due date at ${vp.width} px: no serious or critical axe-core violation`,
+          vs.map((v) => `${v.impact} ${v.id}: ${v.help} ${v.nodes.join(', ')}`).join('\n'));
+        await p.screenshot({ path: path.join(SHOT_DIR, `result-hidden-after${vp === PHONE ? '-375' : ''}.png`), fullPage: true });
         await p.close();
       }
     });

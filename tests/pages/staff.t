@@ -9,7 +9,27 @@
  * the rubric (validated, diffed, applied as a new version), imports a
  * roster, gives an extension, looks at the queue and exports grades.
  */
-const { Server, Runner, resultDoc, browser, newPage, signIn, shot, kernel, submitApi, run } = require('./lib');
+const fs = require('fs');
+const path = require('path');
+const { Server, Runner, resultDoc, browser, newPage, signIn, kernel, submitApi, run, SHOTS } = require('./lib');
+
+/* Screenshots at 1200 and 375 px: $CUGRADE_BUILD/screenshots/staff/, or
+ * with CUGRADE_SCREENSHOTS=1 the committed ones in tests/pages/screenshots/. */
+const SHOT_DIR = process.env.CUGRADE_SCREENSHOTS === '1' ? path.join(__dirname, 'screenshots') : path.join(SHOTS, 'staff');
+
+/* The page now at 1200 px as NAME.png and at 375 px as NAME-375.png, and
+ * a check that it does not scroll sideways there (tables scroll in their
+ * own boxes). */
+async function keep(t, page, name) {
+  fs.mkdirSync(SHOT_DIR, { recursive: true });
+  const vp = page.viewportSize();
+  await page.screenshot({ path: path.join(SHOT_DIR, name + '.png'), fullPage: true });
+  await page.setViewportSize({ width: 375, height: 740 });
+  const over = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  t.ok(over <= 0, `${name} at 375 px: the page does not scroll sideways (${over} px)`);
+  await page.screenshot({ path: path.join(SHOT_DIR, name + '-375.png'), fullPage: true });
+  await page.setViewportSize(vp);
+}
 
 /* The text of column col (0-based) of each body row of #scoreboard. */
 async function column(page, col) {
@@ -49,7 +69,7 @@ run(async (t) => {
       t.eq((await column(page, 3)).join(','), '2.50×,1.10×,0.80×', 'clicking the Speedup header sorts by speedup (JS)');
       await page.click('#scoreboard th:has-text("Score")');
       t.eq((await column(page, 2)).map((x) => x.split(' ')[0]).join(','), '90,70,50', 'clicking the Score header sorts by score again');
-      await shot(page, '07-scoreboard');
+      await keep(t, page, '07-scoreboard');
       await page.click('#show-name');
       await page.waitForSelector('#scoreboard tr.me:has-text("Carol Young")');
       t.ok(true, 'after opting in, the student\'s real name shows on the scoreboard');
@@ -75,10 +95,39 @@ run(async (t) => {
       const users = await ta.$$eval('table.subs tbody tr', (rows) => rows.map((r) => r.cells[2].textContent));
       t.ok(users.length === 2 && users.every((u) => u === 'bob'), 'filtering by student shows only theirs', users.join(','));
       await ta.goto(s.url + '/submissions?lab=vadd');
-      await shot(ta, '08-ta-submissions');
+      await keep(t, ta, '08-ta-submissions');
       await ta.goto(`${s.url}/submissions/${ids.alice}/source`);
       t.ok(await ta.isVisible('table.src td#L2'), 'the TA reads any source with line numbers');
       t.ok((await ta.textContent('table.src')).includes('alice 70'), 'it is alice\'s source');
+    });
+
+    await t.step('staff nav: a link to every page the role may open', async () => {
+      const want = { tina: ['/labs', '/submissions', '/regrades', '/audit', '/admin/queue', '/admin/late-days'],
+        adam: ['/labs', '/submissions', '/regrades', '/audit', '/admin/users', '/admin/deadlines', '/admin/queue', '/admin/late-days', '/admin/exports'] };
+      for (const who of ['tina', 'adam']) {
+        const p = await newPage(b);
+        await signIn(p, s, who);
+        const hrefs = await p.$$eval('header nav a', (as) => as.map((a) => a.getAttribute('href')));
+        const missing = want[who].filter((h) => !hrefs.includes(h));
+        t.eq(missing.join(' '), '', `${who}: the menu links each page of the role`, hrefs.join(' '));
+        const bad = [];
+        for (const h of hrefs) {
+          const r = await p.goto(s.url + h);
+          if (r.status() !== 200) bad.push(`${h} ${r.status()}`);
+        }
+        t.eq(bad.join(', '), '', `${who}: every link of the menu opens (200)`);
+        await p.close();
+      }
+    });
+
+    await t.step('TA: an override form with an error keeps what was typed', async () => {
+      await ta.goto(`${s.url}/submissions/${ids.alice}`);
+      await ta.fill('#ov-score', '88');
+      await ta.fill('#ov-reason', '');
+      await ta.evaluate(() => { for (const f of document.forms) f.noValidate = true; });
+      await Promise.all([ta.waitForNavigation(), ta.click('form[action$="/override"] button')]);
+      t.ok(await ta.isVisible('#override-problem'), 'an override without a reason is refused with a message');
+      t.eq(await ta.inputValue('#ov-score'), '88', '...and the typed score is still in the form');
     });
 
     await t.step('TA: override shows in the scoreboard and in the audit log', async () => {
@@ -88,6 +137,10 @@ run(async (t) => {
       await Promise.all([ta.waitForNavigation(), ta.click('form[action$="/override"] button')]);
       t.ok(await ta.isVisible('text=The override is saved'), 'the override is confirmed');
       t.ok(await ta.isVisible('table.overrides >> text=Regrade request'), 'the submission page lists the override with its reason');
+      const line = await ta.locator('#live p', { hasText: 'Status:' }).innerText();
+      t.ok(/95 \/ 100/.test(line) && /overridden/.test(line) && /graded 70 \/ 100/.test(line),
+        'the score line says the 95 is an override of the graded 70 (the tests below add up to 70)', line);
+      await keep(t, ta, '13-ta-result-override');
       await ta.goto(s.url + '/labs/vadd/scoreboard');
       const rows = await ta.$$eval('#scoreboard tbody tr', (r) => r.map((x) => x.textContent));
       t.ok(rows[0].includes('alice') && rows[0].includes('95 / 100'), 'the overridden score moves alice to the top of the scoreboard', rows.join('\n'));
@@ -96,7 +149,7 @@ run(async (t) => {
       await ta.goto(s.url + '/audit');
       const audit = await ta.locator('#audit tbody tr', { hasText: 'override' }).first().textContent();
       t.ok(audit.includes('tina') && audit.includes('Regrade request'), 'the audit log records who overrode and why', audit);
-      await shot(ta, '09-override-audit');
+      await keep(t, ta, '09-override-audit');
       const api = await s.submission(ids.alice);
       t.eq(api && api.score, 95, 'the API reports the overridden score');
     });
@@ -106,7 +159,7 @@ run(async (t) => {
       t.eq(await ta.locator('svg.chart.hist').count(), 2, 'two SVG histograms: scores and speedups');
       const title = await ta.locator('svg.chart.hist title').first().textContent();
       t.ok(title.includes('(3 values)'), 'the score histogram counts each student once', title);
-      await shot(ta, '10-charts');
+      await keep(t, ta, '10-charts');
     });
 
     await t.step('TA: regrade a submission', async () => {
@@ -140,7 +193,7 @@ run(async (t) => {
       t.ok(adds.some((x) => x.includes('"points": 15')) && dels.some((x) => x.includes('"points": 10')),
         'the preview shows what changes as a diff', adds.concat(dels).join('\n'));
       t.eq(await admin.textContent('#rubric-version'), '1', 'previewing stores nothing');
-      await shot(admin, '11-admin-rubric-editor');
+      await keep(t, admin, '11-admin-rubric-editor');
       await admin.check('input[name=regrade]');
       await Promise.all([admin.waitForNavigation(), admin.click('#apply')]);
       t.ok(await admin.isVisible('text=Saved as version 2'), 'applying saves version 2');
@@ -159,7 +212,9 @@ run(async (t) => {
       t.ok(await admin.isVisible('#runners >> text=fake-gpu0'), 'the runner is listed');
       t.ok(/Queued jobs: \d+/.test(await admin.textContent('#queue-depth')), 'the queue depth is shown');
       t.ok(await admin.locator('#jobs tbody tr').count() >= 3, 'queued jobs are listed');
-      await shot(admin, '12-admin-queue');
+      t.ok(await admin.isVisible('h2:has-text("Queued, running and failed jobs")'),
+        'the jobs are headed as what they are (queued, running, failed), not as "needing attention"');
+      await keep(t, admin, '12-admin-queue');
       // Grade the regraded jobs so the exports below have full results.
       for (let job = await runner.claim(0); job; job = await runner.claim(0)) {
         const who = Object.keys(ids).find((k) => ids[k] === job.id);
@@ -186,7 +241,7 @@ run(async (t) => {
       const report = await admin.locator('#import-report tbody tr').allTextContents();
       t.ok(report.length === 2 && /ada.*updated/.test(report[0]) && /alice.*student.*unchanged/.test(report[1]),
         'the roster imported again reports each row: updated, unchanged (role kept)', report.join('\n'));
-      await shot(admin, '24-admin-users-import-again');
+      await keep(t, admin, '24-admin-users-import-again');
       await admin.fill('textarea#roster', 'name,role\nbad,professor\n');
       await Promise.all([admin.waitForNavigation(), admin.click('form:has(textarea#roster) button')]);
       t.ok(await admin.isVisible('.notice.bad'), 'a bad roster line is refused with a message');
@@ -207,6 +262,9 @@ run(async (t) => {
       await admin.fill('form[action="/admin/extensions"] input[name=due]', '2100-01-05T12:00');
       await Promise.all([admin.waitForNavigation(), admin.click('form[action="/admin/extensions"] button')]);
       t.ok(await admin.isVisible('#extensions tr:has-text("alice") >> text=2100-01-05 12:00 UTC'), 'an extension is recorded and listed');
+      await keep(t, admin, '14-admin-deadlines');
+      await admin.goto(s.url + '/admin/exports');
+      await keep(t, admin, '15-admin-exports');
       const csv = await admin.request.get(s.url + '/admin/export/grades.csv');
       const body = await csv.text();
       t.ok(csv.status() === 200 && /^user,display_name,lab,score/.test(body) && /alice,.*vadd,95/.test(body),
