@@ -735,20 +735,110 @@ static void hc_gate_wait(void)
     hc_gate_fd = -1;
 }
 
+/* The timing of one case: each call's wall time and event time. */
+struct hc_samples {
+    double *ms, *sorted;  /* HC_MAX_SAMPLES each */
+    float *ev;
+    int n, converged;
+    double median, rel;
+};
+
+/* The timed calls of hc_run_time, until the median's confidence
+ * half-width is under HC_TARGET_REL_ERR (s->converged) or the budget max_ms
+ * is spent: each call's wall time (the whole device synchronized, so work
+ * hidden on another stream counts) into s->ms, its event time into s->ev.
+ * Returns 0, or -1 after reporting the student's CUDA error. */
+static int hc_time_calls(const struct lab_case_def *c, double max_ms, cudaEvent_t ev0,
+                         cudaEvent_t ev1, struct hc_samples *s)
+{
+    double start = hc_now_ms(), ms;
+    cudaError_t e;
+    for (;;) {
+        double t0, t1;
+        cudaError_t e1, e2;
+        hc_poison_output();
+        hc_flush_l2();
+        HC_CUDA(cudaDeviceSynchronize());
+        (void)cudaGetLastError();
+        t0 = hc_now_ms();
+        cudaEventRecord(ev0, 0);
+        HC_LAB.call();
+        e1 = cudaGetLastError();
+        cudaEventRecord(ev1, 0);
+        /* Synchronize the whole device before the end timestamp: work the
+         * student hid on a non-blocking stream is counted too. */
+        e2 = cudaDeviceSynchronize();
+        t1 = hc_now_ms();
+        e = e1 != cudaSuccess ? e1 : e2;
+        if (e != cudaSuccess) {
+            hc_report_error(c->name, e);
+            return -1;
+        }
+        s->ms[s->n] = t1 - t0;
+        s->ev[s->n] = 0;
+        (void)cudaEventElapsedTime(&s->ev[s->n], ev0, ev1);
+        (void)cudaGetLastError();
+        s->n++;
+        memcpy(s->sorted, s->ms, s->n * sizeof(double));
+        qsort(s->sorted, s->n, sizeof(double), hc_cmp_double);
+        s->rel = hc_median_rel_err(s->sorted, s->n, &s->median);
+        if (s->n >= HC_MIN_SAMPLES && s->rel < HC_TARGET_REL_ERR) {
+            s->converged = 1;
+            return 0;
+        }
+        if (s->n == HC_MAX_SAMPLES)
+            return 0;
+        ms = hc_now_ms() - start;
+        if (ms >= max_ms && s->n >= 3)
+            return 0;
+        if (ms >= 2 * max_ms)   /* one call longer than the whole budget */
+            return 0;
+    }
+}
+
+/* The "timing" record of case c: the samples, their median and its error,
+ * the events' median, the warm-up calls, the L2 flush, and seed2 (the
+ * re-check's seed, which the judge checks). */
+static void hc_send_timing(const struct lab_case_def *c, struct hc_samples *s, int warm,
+                           uint64_t seed2)
+{
+    struct hc_sb b = {NULL, 0, 0};
+    float evsorted_med;
+    hc_sb_add(&b, "{\"type\":\"timing\",\"name\":");
+    hc_sb_str(&b, c->name);
+    hc_sb_add(&b, ",\"samples_ms\":[");
+    for (int i = 0; i < s->n; i++)
+        hc_sb_add(&b, "%s%.6f", i ? "," : "", s->ms[i]);
+    qsort(s->ev, s->n, sizeof(float), [](const void *x, const void *y) {
+        float a = *(const float *)x, bb = *(const float *)y;
+        return a < bb ? -1 : a > bb;
+    });
+    evsorted_med = s->ev[s->n / 2];
+    hc_sb_add(&b,
+              "],\"median_ms\":%.6f,\"rel_err\":%.6f,\"n\":%d,\"converged\":%s,"
+              "\"warmup\":%d,\"event_median_ms\":%.6f,\"flush_bytes\":%zu,"
+              "\"seed2\":\"%016llx\"}",
+              s->median, s->rel, s->n, s->converged ? "true" : "false", warm,
+              (double)evsorted_med, hc_flush_bytes, (unsigned long long)seed2);
+    hc_sb_send(&b);
+}
+
 static void hc_run_time(const struct lab_case_def *c, uint64_t seed, double max_ms)
 {
     uint64_t cs = gen_case_seed(seed, c->name), seed2, cs2;
-    double *samples = (double *)malloc(HC_MAX_SAMPLES * sizeof(double));
-    double *sorted = (double *)malloc(HC_MAX_SAMPLES * sizeof(double));
-    float *evs = (float *)malloc(HC_MAX_SAMPLES * sizeof(float));
-    double start, median = 0, rel = INFINITY, ms;
-    int n = 0, warm = 0, l2 = 0, converged = 0;
+    struct hc_samples s;
+    double start, ms;
+    int warm = 0, l2 = 0;
     cudaEvent_t ev0, ev1;
     cudaError_t e;
-    struct hc_sb b = {NULL, 0, 0};
     char name2[128];
 
-    if (samples == NULL || sorted == NULL || evs == NULL)
+    memset(&s, 0, sizeof s);
+    s.rel = INFINITY;
+    s.ms = (double *)malloc(HC_MAX_SAMPLES * sizeof(double));
+    s.sorted = (double *)malloc(HC_MAX_SAMPLES * sizeof(double));
+    s.ev = (float *)malloc(HC_MAX_SAMPLES * sizeof(float));
+    if (s.ms == NULL || s.sorted == NULL || s.ev == NULL)
         hc_die("out of memory");
     HC_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
     hc_flush_bytes = 2 * (size_t)l2 > (64u << 20) ? 2 * (size_t)l2 : (64u << 20);
@@ -774,70 +864,10 @@ static void hc_run_time(const struct lab_case_def *c, uint64_t seed, double max_
     } while (warm < 20 && (warm < 2 || hc_now_ms() - start < 30) &&
              hc_now_ms() - start < max_ms / 4);
 
-    start = hc_now_ms();
-    for (;;) {
-        double t0, t1;
-        cudaError_t e1, e2;
-        hc_poison_output();
-        hc_flush_l2();
-        HC_CUDA(cudaDeviceSynchronize());
-        (void)cudaGetLastError();
-        t0 = hc_now_ms();
-        cudaEventRecord(ev0, 0);
-        HC_LAB.call();
-        e1 = cudaGetLastError();
-        cudaEventRecord(ev1, 0);
-        /* Synchronize the whole device before the end timestamp: work the
-         * student hid on a non-blocking stream is counted too. */
-        e2 = cudaDeviceSynchronize();
-        t1 = hc_now_ms();
-        e = e1 != cudaSuccess ? e1 : e2;
-        if (e != cudaSuccess) {
-            hc_report_error(c->name, e);
-            goto out;
-        }
-        samples[n] = t1 - t0;
-        evs[n] = 0;
-        (void)cudaEventElapsedTime(&evs[n], ev0, ev1);
-        (void)cudaGetLastError();
-        n++;
-        memcpy(sorted, samples, n * sizeof(double));
-        qsort(sorted, n, sizeof(double), hc_cmp_double);
-        rel = hc_median_rel_err(sorted, n, &median);
-        if (n >= HC_MIN_SAMPLES && rel < HC_TARGET_REL_ERR) {
-            converged = 1;
-            break;
-        }
-        if (n == HC_MAX_SAMPLES)
-            break;
-        ms = hc_now_ms() - start;
-        if (ms >= max_ms && n >= 3)
-            break;
-        if (ms >= 2 * max_ms)   /* one call longer than the whole budget */
-            break;
-    }
-
-    hc_sb_add(&b, "{\"type\":\"timing\",\"name\":");
-    hc_sb_str(&b, c->name);
-    hc_sb_add(&b, ",\"samples_ms\":[");
-    for (int i = 0; i < n; i++)
-        hc_sb_add(&b, "%s%.6f", i ? "," : "", samples[i]);
-    {
-        float evsorted_med;
-        qsort(evs, n, sizeof(float), [](const void *x, const void *y) {
-            float a = *(const float *)x, bb = *(const float *)y;
-            return a < bb ? -1 : a > bb;
-        });
-        evsorted_med = evs[n / 2];
-        seed2 = gen_recheck_seed(seed);
-        hc_sb_add(&b,
-                  "],\"median_ms\":%.6f,\"rel_err\":%.6f,\"n\":%d,\"converged\":%s,"
-                  "\"warmup\":%d,\"event_median_ms\":%.6f,\"flush_bytes\":%zu,"
-                  "\"seed2\":\"%016llx\"}",
-                  median, rel, n, converged ? "true" : "false", warm, (double)evsorted_med,
-                  hc_flush_bytes, (unsigned long long)seed2);
-    }
-    hc_sb_send(&b);
+    if (hc_time_calls(c, max_ms, ev0, ev1, &s) < 0)
+        goto out;
+    seed2 = gen_recheck_seed(seed);
+    hc_send_timing(c, &s, warm, seed2);
 
     /* Re-check on fresh inputs: a cached answer fails here. */
     cs2 = gen_case_seed(seed2, c->name);
@@ -858,9 +888,9 @@ out:
     cudaFree(hc_flush_buf);
     cudaEventDestroy(ev0);
     cudaEventDestroy(ev1);
-    free(samples);
-    free(sorted);
-    free(evs);
+    free(s.ms);
+    free(s.sorted);
+    free(s.ev);
 }
 
 /* ---------------------------------------------------------------- device */
