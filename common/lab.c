@@ -529,12 +529,12 @@ static int lab__parse_lists(struct lab *lab, const char *file, char *err, size_t
     rc = lab__parse_allow(lab, allow, file, err, errlen);
     json_decref(allow);
     if (rc < 0 ||
-        (rc = lab__parse_cases(lab, json_object_get(lab->doc, "cases"), file, err, errlen)) < 0 ||
-        (rc = lab__get_case_ref(lab, "sanitize_case", 0, &lab->sanitize_case, file, err,
-                                errlen)) < 0 ||
-        (rc = lab__get_case_ref(lab, "timing_case", 1, &lab->timing_case, file, err, errlen)) < 0)
+        (rc = lab__parse_cases(lab, json_object_get(lab->doc, "cases"), file, err, errlen)) < 0)
         return rc;
-    return 0;
+    rc = lab__get_case_ref(lab, "sanitize_case", 0, &lab->sanitize_case, file, err, errlen);
+    if (rc < 0)
+        return rc;
+    return lab__get_case_ref(lab, "timing_case", 1, &lab->timing_case, file, err, errlen);
 }
 
 /* limits.derive: wall limits from the naive reference's own time

@@ -390,8 +390,8 @@ static int rubric__parse_late(const json_t *doc, struct rubric *out, char *err, 
         rubric__err(err, errlen, "late.policy: must be \"accept\" or \"refuse\"");
         return -EINVAL;
     }
-    out->late_policy = strcmp(json_string_value(v), "accept") == 0 ? RUBRIC_LATE_ACCEPT
-                                                                   : RUBRIC_LATE_REFUSE;
+    out->late_policy =
+        strcmp(json_string_value(v), "accept") == 0 ? RUBRIC_LATE_ACCEPT : RUBRIC_LATE_REFUSE;
     if (rubric__time(late, "hard_deadline", 0, &out->hard_deadline, "late", err, errlen) < 0)
         return -EINVAL;
     if (out->hard_deadline != 0 && out->hard_deadline < out->due) {
@@ -418,14 +418,15 @@ static int rubric__parse_limits(const json_t *doc, struct rubric *out, char *err
     }
     if (limits != NULL && rubric__keys_known(limits, limit_keys, "limits", err, errlen) < 0)
         return -EINVAL;
-    if (rubric__int(limits, "max_in_flight", 1, 1, 1000, &out->max_in_flight, "limits", err,
-                    errlen) < 0 ||
-        rubric__int(limits, "max_per_hour", 30, 0, 100000, &out->max_per_hour, "limits", err,
-                    errlen) < 0 ||
-        rubric__int(limits, "max_attempts", 3, 1, 100, &out->max_attempts, "limits", err,
-                    errlen) < 0)
-        return -EINVAL;
-    return 0;
+    int rc = rubric__int(limits, "max_in_flight", 1, 1, 1000, &out->max_in_flight, "limits", err,
+                         errlen);
+    if (rc == 0)
+        rc = rubric__int(limits, "max_per_hour", 30, 0, 100000, &out->max_per_hour, "limits", err,
+                         errlen);
+    if (rc == 0)
+        rc = rubric__int(limits, "max_attempts", 3, 1, 100, &out->max_attempts, "limits", err,
+                         errlen);
+    return rc;
 }
 
 /* The most a submission can score: the sanitizer's points, every

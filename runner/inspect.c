@@ -660,8 +660,8 @@ static int printable(const char *s)
  * function in *have_iface. Returns 1, or 0 with rep rejected (a malformed
  * table, a name no tool prints faithfully). */
 static int collect_symbols(const struct elf_obj *o, const struct lab *lab,
-                           struct inspect_report *rep, const char **names, int *kinds,
-                           size_t *nn, int *have_iface)
+                           struct inspect_report *rep, const char **names, int *kinds, size_t *nn,
+                           int *have_iface)
 {
     for (size_t i = 1; i < o->nsym; i++) {
         Elf64_Sym s;

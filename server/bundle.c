@@ -301,8 +301,7 @@ static json_t *public_lab_doc(const struct app_lab *l, const json_t *manifest, j
     json_t *allow = NULL;
     if (!*rc && json_object_get(pub, "allow")) {
         char why[256];
-        *rc = lab_allow_resolve(l->lab.dir, json_object_get(pub, "allow"), &allow, why,
-                                sizeof why);
+        *rc = lab_allow_resolve(l->lab.dir, json_object_get(pub, "allow"), &allow, why, sizeof why);
         if (!*rc && json_object_set_new(pub, "allow", allow))
             *rc = -ENOMEM;
     }

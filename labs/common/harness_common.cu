@@ -737,7 +737,7 @@ static void hc_gate_wait(void)
 
 /* The timing of one case: each call's wall time and event time. */
 struct hc_samples {
-    double *ms, *sorted;  /* HC_MAX_SAMPLES each */
+    double *ms, *sorted; /* HC_MAX_SAMPLES each */
     float *ev;
     int n, converged;
     double median, rel;
@@ -818,8 +818,8 @@ static void hc_send_timing(const struct lab_case_def *c, struct hc_samples *s, i
               "],\"median_ms\":%.6f,\"rel_err\":%.6f,\"n\":%d,\"converged\":%s,"
               "\"warmup\":%d,\"event_median_ms\":%.6f,\"flush_bytes\":%zu,"
               "\"seed2\":\"%016llx\"}",
-              s->median, s->rel, s->n, s->converged ? "true" : "false", warm,
-              (double)evsorted_med, hc_flush_bytes, (unsigned long long)seed2);
+              s->median, s->rel, s->n, s->converged ? "true" : "false", warm, (double)evsorted_med,
+              hc_flush_bytes, (unsigned long long)seed2);
     hc_sb_send(&b);
 }
 
@@ -859,7 +859,7 @@ static void hc_run_time(const struct lab_case_def *c, uint64_t seed, double max_
         if (e != cudaSuccess)
             hc_report_error(c->name, e);
         if (e != cudaSuccess)
-            goto out;   /* a launch error: nothing to time */
+            goto out; /* a launch error: nothing to time */
         warm++;
     } while (warm < 20 && (warm < 2 || hc_now_ms() - start < 30) &&
              hc_now_ms() - start < max_ms / 4);

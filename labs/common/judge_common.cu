@@ -367,8 +367,7 @@ static struct jd_obj jd_rec;
 /* The one-shot judge's arguments into seed, path and devpath (NULL when
  * absent); the cases --cases names are marked requested. Exits 2 on a bad
  * command line. */
-static void jd_args(int argc, char **argv, uint64_t *seed, const char **path,
-                    const char **devpath)
+static void jd_args(int argc, char **argv, uint64_t *seed, const char **path, const char **devpath)
 {
     const char *seed_s = NULL, *cases = NULL;
     for (int i = 1; i < argc; i++) {
@@ -600,8 +599,8 @@ static void jd_print_timing(const struct jd_timing *tm, const struct jd_device *
     jd_json_num(d->copy_gbs > 0 ? bytes / (d->copy_gbs * 1e9) * 1e3 : NAN);
     printf(",\"recheck\":");
     jd_print_result(jd_recheck.def ? jd_recheck.def->name : c->name, &jd_recheck.r);
-    printf(",\"recheck_passed\":%s,\"flagged\":%s,\"flag_reason\":",
-           recheck_ok ? "true" : "false", flagged ? "true" : "false");
+    printf(",\"recheck_passed\":%s,\"flagged\":%s,\"flag_reason\":", recheck_ok ? "true" : "false",
+           flagged ? "true" : "false");
     jd_json_str(reason);
     printf(",\"valid\":%s,\"samples_ms\":[", !flagged ? "true" : "false");
     for (size_t i = 0; i < tm->n; i++)
@@ -637,8 +636,9 @@ static void jd_print_verdict(const struct jd_device *d, int fdev_seen, const str
         if (!jc->seen && !jc->requested)
             continue;
         if (!jc->seen)
-            jd_fail(&jc->r, "no result: the program stopped before this case (it crashed%s, "
-                            "was killed, or ran out of time)",
+            jd_fail(&jc->r,
+                    "no result: the program stopped before this case (it crashed%s, "
+                    "was killed, or ran out of time)",
                     fatal ? " the GPU context in an earlier case" : "");
         printf(first ? "" : ",");
         first = 0;

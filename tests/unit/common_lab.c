@@ -162,11 +162,13 @@ static void test_allow_base(void)
     struct lab lab;
     int rc;
     write_file("base", "x", "");
-    write_file("base/common", "allow.json",
-               "{\"about\": \"shared\",\n"
-               " \"cuda\": {\"undefined\": [\"cuda*\", \"printf\"],\n"
-               "          \"forbidden\": {\"dlopen\": \"no dlopen\", \"cudaIpc*\": \"no IPC\"}}}\n");
-    rc = load_variant("base", "\"allow\":{\"undefined\":[\"cudaMalloc\",\"cuda*\",\"__cuda*\",\"printf\"],",
+    write_file(
+        "base/common", "allow.json",
+        "{\"about\": \"shared\",\n"
+        " \"cuda\": {\"undefined\": [\"cuda*\", \"printf\"],\n"
+        "          \"forbidden\": {\"dlopen\": \"no dlopen\", \"cudaIpc*\": \"no IPC\"}}}\n");
+    rc = load_variant("base",
+                      "\"allow\":{\"undefined\":[\"cudaMalloc\",\"cuda*\",\"__cuda*\",\"printf\"],",
                       "\"allow\":{\"base\":\"cuda\",\"undefined\":[\"__cuda*\"],", err, sizeof err);
     check(rc == 0, "allow.base names a list of common/allow.json");
     if (rc != 0)
@@ -192,7 +194,7 @@ static void test_allow_base(void)
     check(err_has(rc, err, "allow.base"), "the file's about is no list");
     rc = load_variant("nobase", "\"allow\":{", "\"allow\":{\"base\":\"cuda\",", err, sizeof err);
     check(err_has(rc, err, "common/allow.json"), "a base without common/allow.json is refused, "
-                                                  "naming the file");
+                                                 "naming the file");
 
     const char *repo = getenv("CUGRADE_ROOT");
     if (!repo)
