@@ -31,10 +31,6 @@ EXCEPTIONS = {
         "copies it anywhere and runs it) and server/wheel.c packs it as the wheel's one module "
         "(tests/server/bundle.t, tests/client/served_install.t); a package first needs the "
         "server to join or pack several files",
-    "labs/common/harness_common.cu":
-        "one translation unit that each lab's harness.cu #includes, shipped file by file in the "
-        "student's bundle (labs/bundle.json) and read by path by runner/profile.c for the "
-        "harness's own kernel names: a split changes the three together",
     "labs/common/py/owner.py":
         "the trusted side of a Python lab, started by path in the sandbox (runner/python.c) and "
         "shipped in the bundle; its seams are plain (backends, checks, timing) but a split of "
