@@ -31,10 +31,6 @@ EXCEPTIONS = {
         "copies it anywhere and runs it) and server/wheel.c packs it as the wheel's one module "
         "(tests/server/bundle.t, tests/client/served_install.t); a package first needs the "
         "server to join or pack several files",
-    "labs/common/py/owner.py":
-        "the trusted side of a Python lab, started by path in the sandbox (runner/python.c) and "
-        "shipped in the bundle; its seams are plain (backends, checks, timing) but a split of "
-        "it wants the GPU runs of tests/gpu/python_smoke.sh, not CI alone",
 }
 
 n = 0
