@@ -128,7 +128,7 @@ static int hc_time_calls(const struct lab_case_def *c, double max_ms, cudaEvent_
         ms = hc_now_ms() - start;
         if (ms >= max_ms && s->n >= 3)
             return 0;
-        if (ms >= 2 * max_ms)   /* one call longer than the whole budget */
+        if (ms >= 2 * max_ms) /* one call longer than the whole budget */
             return 0;
     }
 }
