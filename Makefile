@@ -58,7 +58,7 @@ TOOLS       = $(patsubst tests/tools/%.c,$(BUILD)/tests/tools/%,$(wildcard tests
 
 BINS = $(BUILD)/cugrade-server $(BUILD)/cugrade-runner $(BUILD)/cugrade-launch
 
-.PHONY: all deps test-deps run test asan fuzz fuzz-build fuzz-bins test-gpu dist bench clean format
+.PHONY: all deps test-deps run test asan fuzz fuzz-build fuzz-bins test-gpu dist bench clean format format-check format-all format-tool
 all: $(BINS) $(UNIT_SERVER) $(UNIT_RUNNER) $(UNIT_COMMON) $(TOOLS)
 
 $(BUILD)/%.o: %.c
@@ -156,8 +156,31 @@ dist: all
 bench:
 	@sh tests/bench/run.sh $(BUILD)
 
-format:
-	clang-format -i $(wildcard common/*.[ch] server/*.[ch] runner/*.[ch])
+# clang-format (.clang-format) on the C and CUDA lines changed since
+# FORMAT_BASE, committed or not: the tree converges file by file as it is
+# worked on, with no whole-tree reformat that every open branch would
+# conflict with. format-check fails (and prints the diff) where those lines
+# are not formatted: CI runs it with FORMAT_BASE at the commit it builds
+# on. format-all formats every file, for the day the tree is reformatted
+# once. clang-format comes from Debian (make test-deps).
+FORMAT_BASE ?= main
+FORMAT_EXT = c,h,cu,cuh
+FORMAT_ALL = $(wildcard common/*.[ch] server/*.[ch] runner/*.[ch] labs/common/*.cu \
+             labs/common/*.cuh labs/common/*.h labs/*/harness.cu)
+format: format-tool
+	@git clang-format -f --extensions $(FORMAT_EXT) $(FORMAT_BASE)
+format-check: format-tool
+	@out=$$(git clang-format --diff --extensions $(FORMAT_EXT) $(FORMAT_BASE)) || exit 2; \
+	case "$$out" in \
+	""|"no modified files to format"|"clang-format did not modify any files") \
+	    echo "format-check: the C and CUDA changed since $(FORMAT_BASE) are formatted";; \
+	*) printf '%s\n' "$$out"; echo "format-check: not formatted (run: make format)" >&2; exit 1;; \
+	esac
+format-all: format-tool
+	clang-format -i $(FORMAT_ALL)
+format-tool:
+	@command -v git-clang-format >/dev/null 2>&1 || \
+	    { echo "make format: clang-format is missing (make test-deps installs it)" >&2; exit 2; }
 
 clean:
 	rm -rf build build-asan build-fuzz dist

@@ -921,6 +921,62 @@ def render_progress_html(sub, page=None, elapsed=None):
     return "".join(out)
 
 
+def _sanitizer_html(san, shown_hint):
+    """The Sanitizers section of render_html: each tool's state, its note
+    when it did not run, its findings grouped by line (a count, not the
+    same line again), and each hint once (not the one shown at the top)."""
+    out = ['<h4>Sanitizers</h4><ul class="cugrade-sanitizer">']
+    for x in san:
+        st = san_state(x)
+        out.append("<li><strong>%s</strong>: %s" % (esc(x.get("tool")), _badge(
+            {"clean": "clean", "problems": "problems found"}.get(st, SAN_WORDS[st]),
+            {"clean": "good", "problems": "bad"}.get(st, "neutral"))))
+        if st in ("ours", "not run") and x.get("note"):
+            out.append(' <span style="color:#5a6470">%s</span>' % esc(x.get("note")))
+        groups, hints = finding_groups(x.get("findings") or [], shown_hint)
+        if groups:
+            out.append("<ul>")
+            for f, msg, n in groups:
+                where = ("%s line %s: " % (f.get("file", ""), f.get("line"))
+                         if f.get("line") else "")
+                out.append("<li>%s%s%s</li>" % (esc(where), esc(msg), (
+                    ' <span style="color:#5a6470">(%d times)</span>' % n if n > 1 else "")))
+            out.append("</ul>")
+        for h in hints:
+            out.append('<br><span class="cugrade-hint" style="color:#5a6470">Hint: %s</span>'
+                       % esc(h))
+        out.append("</li>")
+    out.append("</ul>")
+    return out
+
+
+def _timing_html(t):
+    """The Time section of render_html: the bars (yours, the references),
+    the facts beside them, and the flag when the timing earns nothing."""
+    bars = timing_bars(t)
+    out = ["<h4>Time (lower is better)</h4>",
+           svg_bars("Kernel time in milliseconds: yours, the reference kernels and "
+                    "cuBLAS", bars, "ms")]
+    facts = ["%s: yours is %s" % (label, versus(t.get("student_ms"), v))
+             for label, v, me in bars if not me and versus(t.get("student_ms"), v)]
+    if isinstance(t.get("speedup"), (int, float)):
+        facts.append("speedup used for ranking: %s" % fmt_num(t["speedup"]))
+    if metric_fact(t):
+        facts.append(metric_fact(t))
+    if isinstance(t.get("gflops"), (int, float)):
+        facts.append("%.1f GFLOP/s" % t["gflops"])
+    if isinstance(t.get("bandwidth_gbs"), (int, float)):
+        facts.append("%.1f GB/s" % t["bandwidth_gbs"])
+    if facts:
+        out.append('<p class="cugrade-speed" style="font-size:13px">%s.</p>'
+                   % esc("; ".join(facts)))
+    if t.get("flagged"):
+        out.append('<div class="cugrade-notice warn" style="%s">This timing was flagged '
+                   'and earns no speed points: %s</div>' % (_notice("warn"), esc(
+                       t.get("flag_reason") or "it is faster than the hardware allows.")))
+    return out
+
+
 def render_html(sub, page=None):
     """The result of a finished submission as one HTML fragment with inline
     styles (a notebook has no stylesheet of ours): the same parts as the
@@ -979,51 +1035,10 @@ def render_html(sub, page=None):
             right=(2, 3)))
     san = [x for x in cg.get("sanitizer") or [] if isinstance(x, dict)]
     if san:
-        out.append('<h4>Sanitizers</h4><ul class="cugrade-sanitizer">')
-        for x in san:
-            st = san_state(x)
-            out.append("<li><strong>%s</strong>: %s" % (esc(x.get("tool")), _badge(
-                {"clean": "clean", "problems": "problems found"}.get(st, SAN_WORDS[st]),
-                {"clean": "good", "problems": "bad"}.get(st, "neutral"))))
-            if st in ("ours", "not run") and x.get("note"):
-                out.append(' <span style="color:#5a6470">%s</span>' % esc(x.get("note")))
-            groups, hints = finding_groups(x.get("findings") or [], shown_hint)
-            if groups:
-                out.append("<ul>")
-                for f, msg, n in groups:
-                    where = ("%s line %s: " % (f.get("file", ""), f.get("line"))
-                             if f.get("line") else "")
-                    out.append("<li>%s%s%s</li>" % (esc(where), esc(msg), (
-                        ' <span style="color:#5a6470">(%d times)</span>' % n if n > 1 else "")))
-                out.append("</ul>")
-            for h in hints:
-                out.append('<br><span class="cugrade-hint" style="color:#5a6470">Hint: %s</span>'
-                           % esc(h))
-            out.append("</li>")
-        out.append("</ul>")
+        out.extend(_sanitizer_html(san, shown_hint))
     t = cg.get("timing")
     if isinstance(t, dict):
-        bars = timing_bars(t)
-        out.append("<h4>Time (lower is better)</h4>")
-        out.append(svg_bars("Kernel time in milliseconds: yours, the reference kernels and "
-                            "cuBLAS", bars, "ms"))
-        facts = ["%s: yours is %s" % (label, versus(t.get("student_ms"), v))
-                 for label, v, me in bars if not me and versus(t.get("student_ms"), v)]
-        if isinstance(t.get("speedup"), (int, float)):
-            facts.append("speedup used for ranking: %s" % fmt_num(t["speedup"]))
-        if metric_fact(t):
-            facts.append(metric_fact(t))
-        if isinstance(t.get("gflops"), (int, float)):
-            facts.append("%.1f GFLOP/s" % t["gflops"])
-        if isinstance(t.get("bandwidth_gbs"), (int, float)):
-            facts.append("%.1f GB/s" % t["bandwidth_gbs"])
-        if facts:
-            out.append('<p class="cugrade-speed" style="font-size:13px">%s.</p>'
-                       % esc("; ".join(facts)))
-        if t.get("flagged"):
-            out.append('<div class="cugrade-notice warn" style="%s">This timing was flagged '
-                       'and earns no speed points: %s</div>' % (_notice("warn"), esc(
-                           t.get("flag_reason") or "it is faster than the hardware allows.")))
+        out.extend(_timing_html(t))
     hints = [h for h in cg.get("hints") or [] if isinstance(h, str) and h != shown_hint]
     if hints:
         out.append('<h4>Hints</h4><ul class="cugrade-hints">%s</ul>'

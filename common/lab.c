@@ -209,6 +209,79 @@ static int lab__get_number(json_t *obj, const char *key, double dflt, double min
     return 0;
 }
 
+/* The shared list name of labs/common/allow.json (beside the lab's folder)
+ * as a new reference in *out, or -errno with err set. Why a file of its
+ * own: the CUDA labs forbid the same ~60 symbols for the same reasons, and
+ * a copy per lab drifts (tests/labs/allow.t). */
+static int lab__allow_base(const char *dir, const char *name, json_t **out, const char *file,
+                           char *err, size_t errlen)
+{
+    char path[4096];
+    json_error_t je;
+    json_t *doc, *list;
+    *out = NULL;
+    if (snprintf(path, sizeof path, "%s/../common/allow.json", dir) >= (int)sizeof path) {
+        lab__err(err, errlen, "%s: allow.base: path too long", file);
+        return -ENAMETOOLONG;
+    }
+    doc = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    if (doc == NULL) {
+        lab__err(err, errlen, "%s: allow.base: %s: %s", file, path, je.text);
+        return -EINVAL;
+    }
+    list = json_object_get(doc, name);
+    if (strcmp(name, "about") == 0 || !json_is_object(list)) {
+        lab__err(err, errlen, "%s: allow.base: \"%s\" is not a list of %s", file, name, path);
+        json_decref(doc);
+        return -EINVAL;
+    }
+    *out = json_incref(list);
+    json_decref(doc);
+    return 0;
+}
+
+/* The lab's allow-list with its "base" merged in; see lab.h. */
+int lab_allow_resolve(const char *dir, json_t *allow, json_t **out, char *err, size_t errlen)
+{
+    json_t *base_name = json_object_get(allow, "base"), *base = NULL, *und, *forb;
+    char file[4096];
+    int rc;
+
+    assert(dir != NULL && out != NULL);
+    *out = NULL;
+    snprintf(file, sizeof file, "%s/lab.json", dir);
+    if (!json_is_object(allow) || base_name == NULL) {
+        *out = json_incref(allow);
+        return 0;
+    }
+    if (!json_is_string(base_name)) {
+        lab__err(err, errlen, "%s: allow.base: must be the name of a list in common/allow.json",
+                 file);
+        return -EINVAL;
+    }
+    if ((rc = lab__allow_base(dir, json_string_value(base_name), &base, file, err, errlen)) < 0)
+        return rc;
+    und = json_array();
+    forb = json_object();
+    *out = json_pack("{s:o,s:o}", "undefined", und, "forbidden", forb);
+    if (*out == NULL ||
+        (json_is_array(json_object_get(base, "undefined")) &&
+         json_array_extend(und, json_object_get(base, "undefined"))) ||
+        (json_is_array(json_object_get(allow, "undefined")) &&
+         json_array_extend(und, json_object_get(allow, "undefined"))) ||
+        (json_is_object(json_object_get(base, "forbidden")) &&
+         json_object_update(forb, json_object_get(base, "forbidden"))) ||
+        (json_is_object(json_object_get(allow, "forbidden")) &&
+         json_object_update(forb, json_object_get(allow, "forbidden")))) {
+        json_decref(base);
+        json_decref(*out);
+        *out = NULL;
+        return -ENOMEM;
+    }
+    json_decref(base);
+    return 0;
+}
+
 static int lab__parse_allow(struct lab *lab, json_t *allow, const char *file, char *err,
                             size_t errlen)
 {
@@ -449,13 +522,19 @@ static int lab__parse_lists(struct lab *lab, const char *file, char *err, size_t
                      file, i);
             return -EINVAL;
         }
-    if ((rc = lab__parse_allow(lab, json_object_get(lab->doc, "allow"), file, err, errlen)) < 0 ||
-        (rc = lab__parse_cases(lab, json_object_get(lab->doc, "cases"), file, err, errlen)) < 0 ||
-        (rc = lab__get_case_ref(lab, "sanitize_case", 0, &lab->sanitize_case, file, err,
-                                errlen)) < 0 ||
-        (rc = lab__get_case_ref(lab, "timing_case", 1, &lab->timing_case, file, err, errlen)) < 0)
+    json_t *allow = NULL;
+    if ((rc = lab_allow_resolve(lab->dir, json_object_get(lab->doc, "allow"), &allow, err,
+                                errlen)) < 0)
         return rc;
-    return 0;
+    rc = lab__parse_allow(lab, allow, file, err, errlen);
+    json_decref(allow);
+    if (rc < 0 ||
+        (rc = lab__parse_cases(lab, json_object_get(lab->doc, "cases"), file, err, errlen)) < 0)
+        return rc;
+    rc = lab__get_case_ref(lab, "sanitize_case", 0, &lab->sanitize_case, file, err, errlen);
+    if (rc < 0)
+        return rc;
+    return lab__get_case_ref(lab, "timing_case", 1, &lab->timing_case, file, err, errlen);
 }
 
 /* limits.derive: wall limits from the naive reference's own time

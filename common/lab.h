@@ -73,6 +73,15 @@ const struct lab_case *lab_case_find(const struct lab *lab, const char *name);
  * the lab declares no such formula (or c is NULL). */
 int lab_case_work(const struct lab *lab, const struct lab_case *c, const char *what, double *out);
 
+/* The lab's "allow" object (borrowed, from the lab.json in folder dir) as
+ * the inspector reads it: when it names a "base", the list of that name in
+ * dir/../common/allow.json, with the lab's own "undefined" patterns
+ * appended and its "forbidden" ones added after the base's (the lab's
+ * reason wins for a pattern in both); otherwise allow itself. Returns 0
+ * with a new reference in *out (NULL when allow is NULL), or -errno with a
+ * sentence in err. */
+int lab_allow_resolve(const char *dir, json_t *allow, json_t **out, char *err, size_t errlen);
+
 /* 1 if name matches pattern ("cuda*" prefix or exact). */
 int lab_pattern_match(const char *pattern, const char *name);
 

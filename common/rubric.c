@@ -367,6 +367,84 @@ static int rubric__parse_speed(const json_t *arr, struct rubric *r, char *err, s
     return 0;
 }
 
+/* "late": the policy (refuse unless "accept"), the hard deadline (not
+ * before due) and the penalty. Returns 0 or -EINVAL with err set. */
+static int rubric__parse_late(const json_t *doc, struct rubric *out, char *err, size_t errlen)
+{
+    static const char *const late_keys[] = {"policy", "hard_deadline", "penalty_percent_per_day",
+                                            "comment", NULL};
+    const json_t *late = json_object_get(doc, "late"), *v;
+
+    out->late_policy = RUBRIC_LATE_REFUSE;
+    if (late == NULL)
+        return 0;
+    if (!json_is_object(late)) {
+        rubric__err(err, errlen, "late: must be an object");
+        return -EINVAL;
+    }
+    if (rubric__keys_known(late, late_keys, "late", err, errlen) < 0)
+        return -EINVAL;
+    v = json_object_get(late, "policy");
+    if (!json_is_string(v) || (strcmp(json_string_value(v), "accept") != 0 &&
+                               strcmp(json_string_value(v), "refuse") != 0)) {
+        rubric__err(err, errlen, "late.policy: must be \"accept\" or \"refuse\"");
+        return -EINVAL;
+    }
+    out->late_policy =
+        strcmp(json_string_value(v), "accept") == 0 ? RUBRIC_LATE_ACCEPT : RUBRIC_LATE_REFUSE;
+    if (rubric__time(late, "hard_deadline", 0, &out->hard_deadline, "late", err, errlen) < 0)
+        return -EINVAL;
+    if (out->hard_deadline != 0 && out->hard_deadline < out->due) {
+        rubric__err(err, errlen, "late.hard_deadline: must not be before due");
+        return -EINVAL;
+    }
+    if (rubric__number(late, "penalty_percent_per_day", 0, 0, 100, &out->penalty_percent_per_day,
+                       "late", err, errlen) < 0)
+        return -EINVAL;
+    return 0;
+}
+
+/* "limits": how many submissions a student may have in flight, per hour,
+ * and attempts; defaults for what is left out. Returns 0 or -EINVAL. */
+static int rubric__parse_limits(const json_t *doc, struct rubric *out, char *err, size_t errlen)
+{
+    static const char *const limit_keys[] = {"max_in_flight", "max_per_hour", "max_attempts",
+                                             "comment", NULL};
+    const json_t *limits = json_object_get(doc, "limits");
+
+    if (limits != NULL && !json_is_object(limits)) {
+        rubric__err(err, errlen, "limits: must be an object");
+        return -EINVAL;
+    }
+    if (limits != NULL && rubric__keys_known(limits, limit_keys, "limits", err, errlen) < 0)
+        return -EINVAL;
+    int rc = rubric__int(limits, "max_in_flight", 1, 1, 1000, &out->max_in_flight, "limits", err,
+                         errlen);
+    if (rc == 0)
+        rc = rubric__int(limits, "max_per_hour", 30, 0, 100000, &out->max_per_hour, "limits", err,
+                         errlen);
+    if (rc == 0)
+        rc = rubric__int(limits, "max_attempts", 3, 1, 100, &out->max_attempts, "limits", err,
+                         errlen);
+    return rc;
+}
+
+/* The most a submission can score: the sanitizer's points, every
+ * correctness line's, and each speed metric's best tier. */
+static void rubric__max_score(struct rubric *out)
+{
+    out->max_score = out->sanitizer_points;
+    for (size_t i = 0; i < out->ncorrectness; i++)
+        out->max_score += out->correctness[i].points;
+    for (size_t i = 0; i < out->nspeed; i++) {
+        double best = 0;
+        for (size_t j = 0; j < out->speed[i].ntiers; j++)
+            if (out->speed[i].tiers[j].points > best)
+                best = out->speed[i].tiers[j].points;
+        out->max_score += best;
+    }
+}
+
 /* Parse and validate a rubric document; see rubric.h. On success *out owns
  * copies of every string (doc may be freed); on failure *out is zeroed. */
 int rubric_parse(const json_t *doc, const struct lab *lab, struct rubric *out, char *err,
@@ -375,11 +453,7 @@ int rubric_parse(const json_t *doc, const struct lab *lab, struct rubric *out, c
     static const char *const top[] = {"lab", "title", "comment", "version", "opens", "due",
                                       "late", "limits", "correctness", "sanitizer", "speed",
                                       "profile", NULL};
-    static const char *const late_keys[] = {"policy", "hard_deadline", "penalty_percent_per_day",
-                                            "comment", NULL};
-    static const char *const limit_keys[] = {"max_in_flight", "max_per_hour", "max_attempts",
-                                             "comment", NULL};
-    const json_t *v, *late, *limits;
+    const json_t *v;
     int rc = -EINVAL;
 
     memset(out, 0, sizeof(*out));
@@ -412,33 +486,8 @@ int rubric_parse(const json_t *doc, const struct lab *lab, struct rubric *out, c
         goto fail;
     }
 
-    out->late_policy = RUBRIC_LATE_REFUSE;
-    late = json_object_get(doc, "late");
-    if (late != NULL) {
-        if (!json_is_object(late)) {
-            rubric__err(err, errlen, "late: must be an object");
-            goto fail;
-        }
-        if (rubric__keys_known(late, late_keys, "late", err, errlen) < 0)
-            goto fail;
-        v = json_object_get(late, "policy");
-        if (!json_is_string(v) || (strcmp(json_string_value(v), "accept") != 0 &&
-                                   strcmp(json_string_value(v), "refuse") != 0)) {
-            rubric__err(err, errlen, "late.policy: must be \"accept\" or \"refuse\"");
-            goto fail;
-        }
-        out->late_policy = strcmp(json_string_value(v), "accept") == 0 ? RUBRIC_LATE_ACCEPT
-                                                                       : RUBRIC_LATE_REFUSE;
-        if (rubric__time(late, "hard_deadline", 0, &out->hard_deadline, "late", err, errlen) < 0)
-            goto fail;
-        if (out->hard_deadline != 0 && out->hard_deadline < out->due) {
-            rubric__err(err, errlen, "late.hard_deadline: must not be before due");
-            goto fail;
-        }
-        if (rubric__number(late, "penalty_percent_per_day", 0, 0, 100,
-                           &out->penalty_percent_per_day, "late", err, errlen) < 0)
-            goto fail;
-    }
+    if (rubric__parse_late(doc, out, err, errlen) < 0)
+        goto fail;
 
     /* Profiling feedback (docs/runner.md "Profiling hints"): on unless
      * "profile": false. */
@@ -449,19 +498,7 @@ int rubric_parse(const json_t *doc, const struct lab *lab, struct rubric *out, c
     }
     out->profile = v == NULL || json_is_true(v);
 
-    limits = json_object_get(doc, "limits");
-    if (limits != NULL && !json_is_object(limits)) {
-        rubric__err(err, errlen, "limits: must be an object");
-        goto fail;
-    }
-    if (limits != NULL && rubric__keys_known(limits, limit_keys, "limits", err, errlen) < 0)
-        goto fail;
-    if (rubric__int(limits, "max_in_flight", 1, 1, 1000, &out->max_in_flight, "limits", err,
-                    errlen) < 0 ||
-        rubric__int(limits, "max_per_hour", 30, 0, 100000, &out->max_per_hour, "limits", err,
-                    errlen) < 0 ||
-        rubric__int(limits, "max_attempts", 3, 1, 100, &out->max_attempts, "limits", err,
-                    errlen) < 0)
+    if (rubric__parse_limits(doc, out, err, errlen) < 0)
         goto fail;
 
     if ((rc = rubric__parse_correctness(json_object_get(doc, "correctness"), lab, out, err,
@@ -472,16 +509,7 @@ int rubric_parse(const json_t *doc, const struct lab *lab, struct rubric *out, c
     if ((rc = rubric__parse_speed(json_object_get(doc, "speed"), out, err, errlen)) < 0)
         goto fail_rc;
 
-    out->max_score = out->sanitizer_points;
-    for (size_t i = 0; i < out->ncorrectness; i++)
-        out->max_score += out->correctness[i].points;
-    for (size_t i = 0; i < out->nspeed; i++) {
-        double best = 0;
-        for (size_t j = 0; j < out->speed[i].ntiers; j++)
-            if (out->speed[i].tiers[j].points > best)
-                best = out->speed[i].tiers[j].points;
-        out->max_score += best;
-    }
+    rubric__max_score(out);
     return 0;
 
 nomem:

@@ -13,6 +13,8 @@ if [ "${1:-run}" = test ]; then
     want="$want python3-ipython jupyter-nbconvert python3-ipykernel python3-venv python3-setuptools python3-wheel"
     # The fuzzers (tests/fuzz): clang with libFuzzer.
     want="$want clang libclang-rt-14-dev"
+    # make format / format-check (.clang-format): clang-format and git-clang-format.
+    want="$want clang-format"
     # Python submissions in CI: @cuda.jit kernels in Numba's CUDA simulator.
     want="$want python3-numba"
     # The profiling lab in CI (tests/runner/profiling_lab.t): CPU-only PyTorch 1.13.

@@ -654,42 +654,25 @@ static int printable(const char *s)
     return 1;
 }
 
-int inspect_buffer(const unsigned char *buf, size_t len, const struct lab *lab,
-                   struct inspect_report *rep)
+/* Step 1: the object's named global and undefined symbols into names and
+ * kinds (0 undefined, 1 defined global, 2 defined weak; room for o->nsym),
+ * their count in *nn, and whether the lab's interface is defined as a
+ * function in *have_iface. Returns 1, or 0 with rep rejected (a malformed
+ * table, a name no tool prints faithfully). */
+static int collect_symbols(const struct elf_obj *o, const struct lab *lab,
+                           struct inspect_report *rep, const char **names, int *kinds, size_t *nn,
+                           int *have_iface)
 {
-    struct elf_obj o;
-    const char **names = NULL;
-    int *kinds = NULL; /* 0 undefined, 1 defined global, 2 defined weak */
-    char **dem = NULL;
-    size_t nn = 0;
-    int rc = 0, have_iface = 0;
-
-    memset(rep, 0, sizeof *rep);
-    const char *bad = elf_open(&o, buf, len);
-    if (bad) {
-        if (strcmp(bad, "out of memory") == 0) {
-            rc = -ENOMEM;
-            goto out;
-        }
-        reject(rep, "", "%s", bad);
-        goto out;
-    }
-    names = calloc(o.nsym ? o.nsym : 1, sizeof *names);
-    kinds = calloc(o.nsym ? o.nsym : 1, sizeof *kinds);
-    if (!names || !kinds) {
-        rc = -ENOMEM;
-        goto out;
-    }
-    for (size_t i = 1; i < o.nsym; i++) {
+    for (size_t i = 1; i < o->nsym; i++) {
         Elf64_Sym s;
-        sym_get(&o, i, &s);
+        sym_get(o, i, &s);
         int bind = ELF64_ST_BIND(s.st_info), type = ELF64_ST_TYPE(s.st_info);
         if (type == STT_SECTION || type == STT_FILE)
             continue;
-        const char *n = strtab_get(o.str, o.str_len, s.st_name);
+        const char *n = strtab_get(o->str, o->str_len, s.st_name);
         if (!n) {
             reject(rep, "", "the object's symbol table is malformed.");
-            goto out;
+            return 0;
         }
         if (!*n)
             continue;
@@ -701,27 +684,59 @@ int inspect_buffer(const unsigned char *buf, size_t len, const struct lab *lab,
         if (strlen(n) > INSPECT_MAX_NAME || !printable(n)) {
             reject(rep, "", "your file defines or uses a symbol with an unprintable or "
                             "overlong name.");
-            goto out;
+            return 0;
         }
         if (!undef && lab->symbol && strcmp(n, lab->symbol) == 0 && type == STT_FUNC)
-            have_iface = 1;
-        names[nn] = n;
-        kinds[nn] = undef ? 0 : bind == STB_GLOBAL ? 1 : 2;
-        nn++;
+            *have_iface = 1;
+        names[*nn] = n;
+        kinds[*nn] = undef ? 0 : bind == STB_GLOBAL ? 1 : 2;
+        (*nn)++;
     }
-    dem = inspect_demangle(names, nn);
-    if (!dem) {
-        rc = -ENOMEM;
-        goto out;
+    return 1;
+}
+
+/* Is the undefined symbol name (demangled dem) allowed? 1 yes; 0 with rep
+ * rejected (forbidden: the pattern's reason; else: not on the list). */
+static int check_one_undefined(const char *name, const char *dem, const struct lab *lab,
+                               struct inspect_report *rep)
+{
+    const char *reason = NULL, *r2 = NULL, *r3 = NULL;
+    int ok = lab_symbol_allowed(lab, name, &reason);
+    int ok2 = 0, ok3 = 0;
+    char *base = NULL;
+    if (strcmp(dem, name) != 0) {
+        ok2 = lab_symbol_allowed(lab, dem, &r2);
+        base = demangled_base(dem);
+        if (base)
+            ok3 = lab_symbol_allowed(lab, base, &r3);
     }
-    /* Step 2: undefined symbols against the lab's allow-list, in name order
-     * so that the rejection named is the same whatever the compiler's order
-     * (cublasCreate before cublasSgemm, dlopen before dlsym). */
+    const char *forbid = reason ? reason : r2 ? r2 : r3;
+    if (forbid) {
+        reject(rep, dem, "%s uses %s: %s", "your file", base ? base : dem, forbid);
+        free(base);
+        return 0;
+    }
+    free(base);
+    if (ok || ok2 || ok3 || compiler_undefined(name))
+        return 1;
+    reject(rep, dem,
+           "your file uses %s, which this lab does not allow (it is not on the lab's "
+           "list of functions student code may call).",
+           dem);
+    return 0;
+}
+
+/* Step 2: undefined symbols against the lab's allow-list, in name order
+ * so that the rejection named is the same whatever the compiler's order
+ * (cublasCreate before cublasSgemm, dlopen before dlsym). Returns 1, 0
+ * with rep rejected, or -ENOMEM. */
+static int check_undefined(const char **names, const int *kinds, char **dem, size_t nn,
+                           const struct lab *lab, struct inspect_report *rep)
+{
     size_t *order = malloc((nn ? nn : 1) * sizeof *order);
-    if (!order) {
-        rc = -ENOMEM;
-        goto out;
-    }
+    int rc = 1;
+    if (!order)
+        return -ENOMEM;
     for (size_t i = 0; i < nn; i++)
         order[i] = i;
     for (size_t i = 1; i < nn; i++) /* insertion sort: a few hundred names at most */
@@ -730,40 +745,23 @@ int inspect_buffer(const unsigned char *buf, size_t len, const struct lab *lab,
             order[k] = order[k - 1];
             order[k - 1] = t;
         }
-    for (size_t oi = 0; oi < nn; oi++) {
+    for (size_t oi = 0; oi < nn && rc == 1; oi++) {
         size_t i = order[oi];
         if (kinds[i] != 0)
             continue;
         rep->nundefined++;
-        const char *reason = NULL, *r2 = NULL, *r3 = NULL;
-        int ok = lab_symbol_allowed(lab, names[i], &reason);
-        int ok2 = 0, ok3 = 0;
-        char *base = NULL;
-        if (strcmp(dem[i], names[i]) != 0) {
-            ok2 = lab_symbol_allowed(lab, dem[i], &r2);
-            base = demangled_base(dem[i]);
-            if (base)
-                ok3 = lab_symbol_allowed(lab, base, &r3);
-        }
-        const char *forbid = reason ? reason : r2 ? r2 : r3;
-        if (forbid) {
-            reject(rep, dem[i], "%s uses %s: %s", "your file", base ? base : dem[i], forbid);
-            free(base);
-            free(order);
-            goto out;
-        }
-        free(base);
-        if (ok || ok2 || ok3 || compiler_undefined(names[i]))
-            continue;
-        reject(rep, dem[i],
-               "your file uses %s, which this lab does not allow (it is not on the lab's "
-               "list of functions student code may call).",
-               dem[i]);
-        free(order);
-        goto out;
+        rc = check_one_undefined(names[i], dem[i], lab, rep);
     }
     free(order);
-    /* Step 3: defined global symbols. */
+    return rc;
+}
+
+/* Step 3: defined global symbols: the lab's interface, the standard
+ * library's weak template instances, nothing that would replace a name of
+ * the runtime or the C library. Returns 1, or 0 with rep rejected. */
+static int check_defined(const char **names, const int *kinds, char **dem, size_t nn,
+                         const struct lab *lab, struct inspect_report *rep)
+{
     for (size_t i = 0; i < nn; i++) {
         if (kinds[i] == 0)
             continue;
@@ -781,9 +779,51 @@ int inspect_buffer(const unsigned char *buf, size_t len, const struct lab *lab,
         const char *why = inspect_defined_denied(names[i], dem[i]);
         if (why) {
             reject(rep, dem[i], "your file defines %s: %s", dem[i], why);
-            goto out;
+            return 0;
         }
     }
+    return 1;
+}
+
+int inspect_buffer(const unsigned char *buf, size_t len, const struct lab *lab,
+                   struct inspect_report *rep)
+{
+    struct elf_obj o;
+    const char **names = NULL;
+    int *kinds = NULL; /* 0 undefined, 1 defined global, 2 defined weak */
+    char **dem = NULL;
+    size_t nn = 0;
+    int rc = 0, have_iface = 0, r;
+
+    memset(rep, 0, sizeof *rep);
+    const char *bad = elf_open(&o, buf, len);
+    if (bad) {
+        if (strcmp(bad, "out of memory") == 0) {
+            rc = -ENOMEM;
+            goto out;
+        }
+        reject(rep, "", "%s", bad);
+        goto out;
+    }
+    names = calloc(o.nsym ? o.nsym : 1, sizeof *names);
+    kinds = calloc(o.nsym ? o.nsym : 1, sizeof *kinds);
+    if (!names || !kinds) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    if (!collect_symbols(&o, lab, rep, names, kinds, &nn, &have_iface))
+        goto out;
+    dem = inspect_demangle(names, nn);
+    if (!dem) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    if ((r = check_undefined(names, kinds, dem, nn, lab, rep)) <= 0) {
+        rc = r < 0 ? r : 0;
+        goto out;
+    }
+    if (!check_defined(names, kinds, dem, nn, lab, rep))
+        goto out;
     if (!check_initfini(&o, lab, rep))
         goto out;
     if (!check_syscalls(&o, rep))

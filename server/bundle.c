@@ -296,6 +296,15 @@ static json_t *public_lab_doc(const struct app_lab *l, const json_t *manifest, j
         if (!*rc && x && strcmp(k, "cases") != 0 && json_object_set(pub, k, x))
             *rc = -ENOMEM;
     }
+    /* The allow-list ships whole (labs/common/py/local.py reads it): a
+     * "base" naming labs/common/allow.json's shared list is merged in. */
+    json_t *allow = NULL;
+    if (!*rc && json_object_get(pub, "allow")) {
+        char why[256];
+        *rc = lab_allow_resolve(l->lab.dir, json_object_get(pub, "allow"), &allow, why, sizeof why);
+        if (!*rc && json_object_set_new(pub, "allow", allow))
+            *rc = -ENOMEM;
+    }
     json_array_foreach(json_object_get(doc, "cases"), i, v)
     {
         const char *name = json_string_value(json_object_get(v, "name"));

@@ -201,6 +201,39 @@ static void jd_read_device(const struct jd_obj *o, struct jd_device *d)
         d->peak_gflops = v->num;
 }
 
+/* A case record whose status (v; NULL when absent) is not "ok": fail r
+ * with the sentence its error, cause and error_name make. */
+static void jd_status_fail(const struct jd_obj *o, const struct jd_val *v, struct jd_result *r)
+{
+    const struct jd_val *err = jd_get(o, "error", JD_STR), *cause = jd_get(o, "cause", JD_STR);
+    char e1[JD_MAX_STR], e2[JD_MAX_STR];
+    snprintf(e1, sizeof(e1), "%s", err ? err->str : "unknown error");
+    snprintf(e2, sizeof(e2), "%s", cause ? cause->str : "");
+    jd_sanitize(e1, 150);
+    jd_sanitize(e2, 400);
+    const struct jd_val *en = jd_get(o, "error_name", JD_STR);
+    if (v && strcmp(v->str, "runtime_error") == 0 && en && strcmp(en->str, "harness") == 0)
+        jd_fail(r, "%s (%s)", e2, e1);
+    /* A Python submission's owner (labs/common/py/owner.py): an
+     * exception of the student's code, its process gone, or timed calls
+     * that returned before their output was right. */
+    else if (v && strcmp(v->str, "runtime_error") == 0 && en &&
+             strcmp(en->str, "python_exception") == 0)
+        jd_fail(r, "your code raised %s (at %s)", e1, e2);
+    else if (v && strcmp(v->str, "runtime_error") == 0 && en &&
+             strcmp(en->str, "python_process") == 0)
+        jd_fail(r, "%s: %s", e1, e2);
+    else if (v && strcmp(v->str, "runtime_error") == 0 && en &&
+             (strcmp(en->str, "python_timing") == 0 || strcmp(en->str, "python_host") == 0))
+        jd_fail(r, "%s: %s", e1, e2);
+    else if (v && strcmp(v->str, "runtime_error") == 0)
+        jd_fail(r, "your kernel crashed: %s. %s", e1, e2);
+    else if (v && strcmp(v->str, "launch_error") == 0)
+        jd_fail(r, "CUDA error: %s. %s", e1, e2);
+    else
+        jd_fail(r, "the harness reported an unknown status");
+}
+
 /* Judge one "case" record; reads its payload. Returns 0, or -1 when the
  * stream cannot be trusted any further (bad framing). */
 static int jd_case_record(struct jd_chan *ch, const struct jd_obj *o, uint64_t seed,
@@ -256,33 +289,7 @@ static int jd_case_record(struct jd_chan *ch, const struct jd_obj *o, uint64_t s
 
     v = jd_get(o, "status", JD_STR);
     if (v == NULL || strcmp(v->str, "ok") != 0) {
-        const struct jd_val *err = jd_get(o, "error", JD_STR), *cause = jd_get(o, "cause", JD_STR);
-        char e1[JD_MAX_STR], e2[JD_MAX_STR];
-        snprintf(e1, sizeof(e1), "%s", err ? err->str : "unknown error");
-        snprintf(e2, sizeof(e2), "%s", cause ? cause->str : "");
-        jd_sanitize(e1, 150);
-        jd_sanitize(e2, 400);
-        const struct jd_val *en = jd_get(o, "error_name", JD_STR);
-        if (v && strcmp(v->str, "runtime_error") == 0 && en && strcmp(en->str, "harness") == 0)
-            jd_fail(&jc->r, "%s (%s)", e2, e1);
-        /* A Python submission's owner (labs/common/py/owner.py): an
-         * exception of the student's code, its process gone, or timed calls
-         * that returned before their output was right. */
-        else if (v && strcmp(v->str, "runtime_error") == 0 && en &&
-                 strcmp(en->str, "python_exception") == 0)
-            jd_fail(&jc->r, "your code raised %s (at %s)", e1, e2);
-        else if (v && strcmp(v->str, "runtime_error") == 0 && en &&
-                 strcmp(en->str, "python_process") == 0)
-            jd_fail(&jc->r, "%s: %s", e1, e2);
-        else if (v && strcmp(v->str, "runtime_error") == 0 && en &&
-                 (strcmp(en->str, "python_timing") == 0 || strcmp(en->str, "python_host") == 0))
-            jd_fail(&jc->r, "%s: %s", e1, e2);
-        else if (v && strcmp(v->str, "runtime_error") == 0)
-            jd_fail(&jc->r, "your kernel crashed: %s. %s", e1, e2);
-        else if (v && strcmp(v->str, "launch_error") == 0)
-            jd_fail(&jc->r, "CUDA error: %s. %s", e1, e2);
-        else
-            jd_fail(&jc->r, "the harness reported an unknown status");
+        jd_status_fail(o, v, &jc->r);
         return bytes ? -1 : 0;
     }
     count = JD_LAB.out_count(def);
@@ -354,43 +361,29 @@ static void jd_usage(void)
     exit(2);
 }
 
-/* Judge one channel: print the verdict line. Every call starts from a clean
- * slate (the --serve loop judges several channels in one process). */
-static int jd_judge(int argc, char **argv)
-{
-    const char *seed_s = NULL, *path = NULL, *cases = NULL, *devpath = NULL;
-    uint64_t seed = 0;
-    struct jd_chan ch;
-    static struct jd_obj o;
-    struct jd_device dev, fdev;
-    struct jd_timing tm;
-    int complete = 0, fatal = 0, stop = 0;
+/* One record of a channel or device file (big: static, not on the stack). */
+static struct jd_obj jd_rec;
 
-    memset(&dev, 0, sizeof(dev));
-    memset(&fdev, 0, sizeof(fdev));
-    memset(&tm, 0, sizeof(tm));
-    memset(jd_cases, 0, sizeof(jd_cases));
-    memset(&jd_recheck, 0, sizeof(jd_recheck));
-    jd_nerrors = 0;
+/* The one-shot judge's arguments into seed, path and devpath (NULL when
+ * absent); the cases --cases names are marked requested. Exits 2 on a bad
+ * command line. */
+static void jd_args(int argc, char **argv, uint64_t *seed, const char **path, const char **devpath)
+{
+    const char *seed_s = NULL, *cases = NULL;
     for (int i = 1; i < argc; i++) {
         if (i + 1 < argc && strcmp(argv[i], "--seed") == 0)
             seed_s = argv[++i];
         else if (i + 1 < argc && strcmp(argv[i], "--channel") == 0)
-            path = argv[++i];
+            *path = argv[++i];
         else if (i + 1 < argc && strcmp(argv[i], "--cases") == 0)
             cases = argv[++i];
         else if (i + 1 < argc && strcmp(argv[i], "--device") == 0)
-            devpath = argv[++i];
+            *devpath = argv[++i];
         else
             jd_usage();
     }
-    if (seed_s == NULL || path == NULL || gen_seed_parse_wide(seed_s, &seed) != 0)
+    if (seed_s == NULL || *path == NULL || gen_seed_parse_wide(seed_s, seed) != 0)
         jd_usage();
-    for (size_t i = 0; i < LAB_NCASES; i++) {
-        jd_cases[i].def = &LAB_CASES[i];
-        jd_cases[i].r.first_bad_index = -1;
-    }
-    jd_recheck.r.first_bad_index = -1;
     if (cases != NULL) {
         char *list = strdup(cases), *save = NULL;
         for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
@@ -401,31 +394,76 @@ static int jd_judge(int argc, char **argv)
         }
         free(list);
     }
-    /* CUDA starts lazily, at the first reference computed: a channel that
-     * holds no judgeable output (or a hostile one) is judged without a GPU. */
+}
 
-    /* A trusted device record (from a baseline program's `device` run)
-     * overrides the one measured inside the student's process. */
-    if (devpath != NULL) {
-        struct jd_chan dc;
-        long len;
-        jd_chan_open(&dc, devpath);
-        while ((len = jd_chan_line(&dc)) >= 0) {
-            const struct jd_val *t;
-            if (jd_parse_obj(dc.line, (size_t)len, &o) == 0 && (t = jd_get(&o, "type", JD_STR)) &&
-                strcmp(t->str, "device") == 0) {
-                jd_read_device(&o, &fdev);
-                jd_obj_clear(&o);
-                break;
-            }
-            jd_obj_clear(&o);
+/* A trusted device record (from a baseline program's `device` run) into
+ * fdev; it overrides the one measured inside the student's process. Dies
+ * when the file holds none. */
+static void jd_device_file(const char *devpath, struct jd_device *fdev)
+{
+    struct jd_chan dc;
+    long len;
+    jd_chan_open(&dc, devpath);
+    while ((len = jd_chan_line(&dc)) >= 0) {
+        const struct jd_val *t;
+        if (jd_parse_obj(dc.line, (size_t)len, &jd_rec) == 0 &&
+            (t = jd_get(&jd_rec, "type", JD_STR)) && strcmp(t->str, "device") == 0) {
+            jd_read_device(&jd_rec, fdev);
+            jd_obj_clear(&jd_rec);
+            break;
         }
-        fclose(dc.f);
-        free(dc.line);
-        if (!fdev.seen)
-            jd_die("%s: no device record", devpath);
+        jd_obj_clear(&jd_rec);
     }
+    fclose(dc.f);
+    free(dc.line);
+    if (!fdev->seen)
+        jd_die("%s: no device record", devpath);
+}
 
+/* A "timing" record into tm: the first one only, for a case of the lab,
+ * with samples that a clock could have measured. */
+static void jd_timing_record(const struct jd_obj *o, struct jd_timing *tm)
+{
+    const struct jd_val *nm = jd_get(o, "name", JD_STR), *s = jd_get(o, "samples_ms", JD_ARR);
+    const struct jd_val *v;
+    int ok = 1;
+    if (tm->seen || nm == NULL || jd_case_def(nm->str) == NULL || s == NULL || s->narr == 0) {
+        jd_error("a timing record that is repeated, unnamed, for an unknown case, or "
+                 "without samples");
+        return;
+    }
+    for (size_t i = 0; i < s->narr; i++)
+        ok &= s->arr[i] > 0 && s->arr[i] < 1e7;
+    if (!ok) {
+        jd_error("a timing record with impossible samples");
+        return;
+    }
+    tm->seen = 1;
+    tm->def = jd_case_def(nm->str);
+    tm->samples = (double *)malloc(s->narr * sizeof(double));
+    if (tm->samples == NULL)
+        jd_die("out of memory");
+    memcpy(tm->samples, s->arr, s->narr * sizeof(double));
+    tm->n = s->narr;
+    if ((v = jd_get(o, "event_median_ms", JD_NUM)))
+        tm->event_median_ms = v->num;
+    if ((v = jd_get(o, "median_ms", JD_NUM)))
+        tm->reported_median_ms = v->num;
+    tm->converged = (v = jd_get(o, "converged", JD_BOOL)) && v->b;
+    if ((v = jd_get(o, "seed2", JD_STR)))
+        snprintf(tm->seed2, sizeof(tm->seed2), "%.20s", v->str);
+    jd_sanitize(tm->seed2, sizeof(tm->seed2) - 1);
+}
+
+/* Read the channel at path record by record: the device record into dev,
+ * cases judged into jd_cases, the timing into tm; *complete once "done" is
+ * read, *fatal when a case says the GPU context died. Stops at the first
+ * record whose framing cannot be trusted. */
+static void jd_read_channel(const char *path, uint64_t seed, struct jd_device *dev,
+                            struct jd_timing *tm, int *complete, int *fatal)
+{
+    struct jd_chan ch;
+    int stop = 0;
     jd_chan_open(&ch, path);
     while (!stop) {
         long len = jd_chan_line(&ch);
@@ -436,195 +474,219 @@ static int jd_judge(int argc, char **argv)
             jd_error("the channel ends in the middle of a record");
             break;
         }
-        if (jd_parse_obj(ch.line, (size_t)len, &o) != 0) {
+        if (jd_parse_obj(ch.line, (size_t)len, &jd_rec) != 0) {
             jd_error("a malformed record in the channel");
-            jd_obj_clear(&o);
+            jd_obj_clear(&jd_rec);
             break;   /* framing cannot be trusted past a bad line */
         }
-        t = jd_get(&o, "type", JD_STR);
-        if (complete) {
+        t = jd_get(&jd_rec, "type", JD_STR);
+        if (*complete) {
             jd_error("records after \"done\"");
-            jd_obj_clear(&o);
+            jd_obj_clear(&jd_rec);
             break;
         }
         if (t == NULL) {
             jd_error("a record without a type");
-            stop = jd_get(&o, "bytes", JD_NUM) != NULL;
+            stop = jd_get(&jd_rec, "bytes", JD_NUM) != NULL;
         } else if (strcmp(t->str, "device") == 0) {
-            if (!dev.seen)
-                jd_read_device(&o, &dev);
+            if (!dev->seen)
+                jd_read_device(&jd_rec, dev);
         } else if (strcmp(t->str, "case") == 0) {
-            const struct jd_val *f = jd_get(&o, "fatal", JD_BOOL);
-            if (jd_case_record(&ch, &o, seed, tm.seen ? tm.def->name : NULL) != 0)
+            const struct jd_val *f = jd_get(&jd_rec, "fatal", JD_BOOL);
+            if (jd_case_record(&ch, &jd_rec, seed, tm->seen ? tm->def->name : NULL) != 0)
                 stop = 1;
             if (f && f->b)
-                fatal = 1;
+                *fatal = 1;
         } else if (strcmp(t->str, "timing") == 0) {
-            const struct jd_val *nm = jd_get(&o, "name", JD_STR), *s = jd_get(&o, "samples_ms", JD_ARR);
-            const struct jd_val *v;
-            if (tm.seen || nm == NULL || jd_case_def(nm->str) == NULL || s == NULL || s->narr == 0) {
-                jd_error("a timing record that is repeated, unnamed, for an unknown case, or "
-                         "without samples");
-            } else {
-                int ok = 1;
-                for (size_t i = 0; i < s->narr; i++)
-                    ok &= s->arr[i] > 0 && s->arr[i] < 1e7;
-                if (!ok) {
-                    jd_error("a timing record with impossible samples");
-                } else {
-                    tm.seen = 1;
-                    tm.def = jd_case_def(nm->str);
-                    tm.samples = (double *)malloc(s->narr * sizeof(double));
-                    if (tm.samples == NULL)
-                        jd_die("out of memory");
-                    memcpy(tm.samples, s->arr, s->narr * sizeof(double));
-                    tm.n = s->narr;
-                    if ((v = jd_get(&o, "event_median_ms", JD_NUM)))
-                        tm.event_median_ms = v->num;
-                    if ((v = jd_get(&o, "median_ms", JD_NUM)))
-                        tm.reported_median_ms = v->num;
-                    tm.converged = (v = jd_get(&o, "converged", JD_BOOL)) && v->b;
-                    if ((v = jd_get(&o, "seed2", JD_STR)))
-                        snprintf(tm.seed2, sizeof(tm.seed2), "%.20s", v->str);
-                    jd_sanitize(tm.seed2, sizeof(tm.seed2) - 1);
-                }
-            }
+            jd_timing_record(&jd_rec, tm);
         } else if (strcmp(t->str, "done") == 0) {
-            complete = 1;
+            *complete = 1;
         } else if (strcmp(t->str, "harness_error") == 0) {
             /* The harness claims a failure of its own (exit 2): the runner
              * reads it and makes the job a system_error; nothing to judge. */
-            stop = jd_get(&o, "bytes", JD_NUM) != NULL;
+            stop = jd_get(&jd_rec, "bytes", JD_NUM) != NULL;
         } else {
             jd_error("a record of unknown type");
-            stop = jd_get(&o, "bytes", JD_NUM) != NULL;
+            stop = jd_get(&jd_rec, "bytes", JD_NUM) != NULL;
         }
-        jd_obj_clear(&o);
+        jd_obj_clear(&jd_rec);
     }
     fclose(ch.f);
+    free(ch.line);
+}
 
-    /* ---- print the verdict */
-    {
-        const struct jd_device *d = fdev.seen ? &fdev : &dev;
-        int first = 1;
-        printf("{\"lab\":");
-        jd_json_str(LAB_NAME);
-        printf(",\"complete\":%s,\"fatal\":%s,\"device\":", complete ? "true" : "false",
-               fatal ? "true" : "false");
-        if (d->seen) {
-            printf("{\"name\":");
-            jd_json_str(d->name);
-            printf(",\"cc\":");
-            jd_json_str(d->cc);
-            printf(",\"sms\":%.0f,\"copy_gbs\":%.1f,\"peak_fp32_gflops\":%.0f,\"source\":\"%s\"}",
-                   d->sms, d->copy_gbs, d->peak_gflops, fdev.seen ? "file" : "channel");
-        } else {
-            printf("null");
-        }
-        printf(",\"cases\":[");
-        for (size_t i = 0; i < LAB_NCASES; i++) {
-            struct jd_case *jc = &jd_cases[i];
-            if (!jc->seen && !jc->requested)
-                continue;
-            if (!jc->seen)
-                jd_fail(&jc->r, "no result: the program stopped before this case (it crashed%s, "
-                                "was killed, or ran out of time)",
-                        fatal ? " the GPU context in an earlier case" : "");
-            printf(first ? "" : ",");
-            first = 0;
-            jd_print_result(jc->def->name, &jc->r);
-        }
-        printf("],\"timing\":");
-        if (!tm.seen) {
-            printf("null");
-        } else {
-            const struct lab_case_def *c = tm.def;
-            double *sorted = (double *)malloc(tm.n * sizeof(double)), median, rel, half;
-            double bytes = JD_LAB.bytes(c), flops = JD_LAB.flops(c), gbs, gflops, bw_share = NAN,
-                   fl_share = NAN;
-            long lo, hi;
-            int flagged = 0, recheck_ok, seed2_ok;
-            char reason[300] = "", s2[32];
-            if (sorted == NULL)
-                jd_die("out of memory");
-            memcpy(sorted, tm.samples, tm.n * sizeof(double));
-            median = jd_median(sorted, tm.n);
-            lo = (long)floor(tm.n / 2.0 - 0.98 * sqrt((double)tm.n));
-            hi = (long)ceil(tm.n / 2.0 + 0.98 * sqrt((double)tm.n));
-            lo = lo < 0 ? 0 : lo;
-            hi = hi > (long)tm.n - 1 ? (long)tm.n - 1 : hi;
-            half = (sorted[hi] - sorted[lo]) / 2;
-            rel = half / median;
-            gbs = bytes / (median * 1e-3) / 1e9;
-            gflops = flops / (median * 1e-3) / 1e9;
-            if (d->copy_gbs > 0)
-                bw_share = gbs / d->copy_gbs;
-            if (d->peak_gflops > 0)
-                fl_share = gflops / d->peak_gflops;
-            snprintf(s2, sizeof(s2), "%016llx", (unsigned long long)gen_recheck_seed(seed));
-            seed2_ok = strcmp(s2, tm.seed2) == 0;
-            recheck_ok = jd_recheck.seen && jd_recheck.r.passed && seed2_ok;
-            if (!jd_recheck.seen)
-                jd_fail(&jd_recheck.r, "no re-check result: the program stopped after timing");
-            else if (!seed2_ok)
-                jd_fail(&jd_recheck.r, "the re-check used the wrong inputs");
-            if (bw_share > JD_MAX_BANDWIDTH_SHARE) {
-                flagged = 1;
-                snprintf(reason, sizeof(reason),
-                         "faster than the memory system allows: %.0f GB/s is %.2fx the copy "
-                         "bandwidth measured on this GPU",
-                         gbs, bw_share);
-            } else if (fl_share > JD_MAX_FLOPS_SHARE) {
-                flagged = 1;
-                snprintf(reason, sizeof(reason),
-                         "faster than the GPU's FP32 peak: %.0f GFLOP/s is %.2fx the peak", gflops,
-                         fl_share);
-            } else if (!recheck_ok) {
-                flagged = 1;
-                snprintf(reason, sizeof(reason),
-                         "the re-check on fresh inputs after timing failed: a cached or "
-                         "incomplete answer");
-            }
-            printf("{\"case\":");
-            jd_json_str(c->name);
-            printf(",\"median_ms\":");
-            jd_json_num(median);
-            printf(",\"rel_err\":");
-            jd_json_num(rel);
-            printf(",\"n\":%zu,\"converged\":%s,\"event_median_ms\":", tm.n,
-                   tm.converged ? "true" : "false");
-            jd_json_num(tm.event_median_ms);
-            printf(",\"bytes\":%.0f,\"flops\":%.0f,\"gbs\":", bytes, flops);
-            jd_json_num(gbs);
-            printf(",\"gflops\":");
-            jd_json_num(gflops);
-            printf(",\"bandwidth_share\":");
-            jd_json_num(bw_share);
-            printf(",\"flops_share\":");
-            jd_json_num(fl_share);
-            printf(",\"floor_ms\":");
-            jd_json_num(d->copy_gbs > 0 ? bytes / (d->copy_gbs * 1e9) * 1e3 : NAN);
-            printf(",\"recheck\":");
-            jd_print_result(jd_recheck.def ? jd_recheck.def->name : c->name, &jd_recheck.r);
-            printf(",\"recheck_passed\":%s,\"flagged\":%s,\"flag_reason\":",
-                   recheck_ok ? "true" : "false", flagged ? "true" : "false");
-            jd_json_str(reason);
-            printf(",\"valid\":%s,\"samples_ms\":[", !flagged ? "true" : "false");
-            for (size_t i = 0; i < tm.n; i++)
-                printf("%s%.6f", i ? "," : "", tm.samples[i]);
-            printf("]}");
-            free(sorted);
-        }
-        printf(",\"errors\":[");
-        for (int i = 0; i < jd_nerrors; i++) {
-            printf(i ? "," : "");
-            jd_json_str(jd_errors[i]);
-        }
-        printf("]}\n");
+/* Why a timing cannot count (into reason, empty when it can): faster than
+ * the memory system or the FP32 peak of this GPU, or a failed re-check.
+ * Returns 1 when flagged. */
+static int jd_timing_flag(double gbs, double bw_share, double gflops, double fl_share,
+                          int recheck_ok, char *reason, size_t len)
+{
+    if (bw_share > JD_MAX_BANDWIDTH_SHARE) {
+        snprintf(reason, len,
+                 "faster than the memory system allows: %.0f GB/s is %.2fx the copy "
+                 "bandwidth measured on this GPU",
+                 gbs, bw_share);
+        return 1;
     }
+    if (fl_share > JD_MAX_FLOPS_SHARE) {
+        snprintf(reason, len, "faster than the GPU's FP32 peak: %.0f GFLOP/s is %.2fx the peak",
+                 gflops, fl_share);
+        return 1;
+    }
+    if (!recheck_ok) {
+        snprintf(reason, len,
+                 "the re-check on fresh inputs after timing failed: a cached or "
+                 "incomplete answer");
+        return 1;
+    }
+    return 0;
+}
+
+/* The verdict's "timing" object for tm (seen) on device d: the median and
+ * its confidence half-width, the rates and shares of the GPU's peaks, the
+ * re-check, and whether the timing is flagged. */
+static void jd_print_timing(const struct jd_timing *tm, const struct jd_device *d, uint64_t seed)
+{
+    const struct lab_case_def *c = tm->def;
+    double *sorted = (double *)malloc(tm->n * sizeof(double)), median, rel, half;
+    double bytes = JD_LAB.bytes(c), flops = JD_LAB.flops(c), gbs, gflops, bw_share = NAN,
+           fl_share = NAN;
+    long lo, hi;
+    int flagged, recheck_ok, seed2_ok;
+    char reason[300] = "", s2[32];
+    if (sorted == NULL)
+        jd_die("out of memory");
+    memcpy(sorted, tm->samples, tm->n * sizeof(double));
+    median = jd_median(sorted, tm->n);
+    lo = (long)floor(tm->n / 2.0 - 0.98 * sqrt((double)tm->n));
+    hi = (long)ceil(tm->n / 2.0 + 0.98 * sqrt((double)tm->n));
+    lo = lo < 0 ? 0 : lo;
+    hi = hi > (long)tm->n - 1 ? (long)tm->n - 1 : hi;
+    half = (sorted[hi] - sorted[lo]) / 2;
+    rel = half / median;
+    gbs = bytes / (median * 1e-3) / 1e9;
+    gflops = flops / (median * 1e-3) / 1e9;
+    if (d->copy_gbs > 0)
+        bw_share = gbs / d->copy_gbs;
+    if (d->peak_gflops > 0)
+        fl_share = gflops / d->peak_gflops;
+    snprintf(s2, sizeof(s2), "%016llx", (unsigned long long)gen_recheck_seed(seed));
+    seed2_ok = strcmp(s2, tm->seed2) == 0;
+    recheck_ok = jd_recheck.seen && jd_recheck.r.passed && seed2_ok;
+    if (!jd_recheck.seen)
+        jd_fail(&jd_recheck.r, "no re-check result: the program stopped after timing");
+    else if (!seed2_ok)
+        jd_fail(&jd_recheck.r, "the re-check used the wrong inputs");
+    flagged = jd_timing_flag(gbs, bw_share, gflops, fl_share, recheck_ok, reason, sizeof reason);
+    printf("{\"case\":");
+    jd_json_str(c->name);
+    printf(",\"median_ms\":");
+    jd_json_num(median);
+    printf(",\"rel_err\":");
+    jd_json_num(rel);
+    printf(",\"n\":%zu,\"converged\":%s,\"event_median_ms\":", tm->n,
+           tm->converged ? "true" : "false");
+    jd_json_num(tm->event_median_ms);
+    printf(",\"bytes\":%.0f,\"flops\":%.0f,\"gbs\":", bytes, flops);
+    jd_json_num(gbs);
+    printf(",\"gflops\":");
+    jd_json_num(gflops);
+    printf(",\"bandwidth_share\":");
+    jd_json_num(bw_share);
+    printf(",\"flops_share\":");
+    jd_json_num(fl_share);
+    printf(",\"floor_ms\":");
+    jd_json_num(d->copy_gbs > 0 ? bytes / (d->copy_gbs * 1e9) * 1e3 : NAN);
+    printf(",\"recheck\":");
+    jd_print_result(jd_recheck.def ? jd_recheck.def->name : c->name, &jd_recheck.r);
+    printf(",\"recheck_passed\":%s,\"flagged\":%s,\"flag_reason\":", recheck_ok ? "true" : "false",
+           flagged ? "true" : "false");
+    jd_json_str(reason);
+    printf(",\"valid\":%s,\"samples_ms\":[", !flagged ? "true" : "false");
+    for (size_t i = 0; i < tm->n; i++)
+        printf("%s%.6f", i ? "," : "", tm->samples[i]);
+    printf("]}");
+    free(sorted);
+}
+
+/* The verdict line: the device (d, from the file when fdev_seen), every
+ * case seen or requested (one never seen fails: the program stopped before
+ * it), the timing, the channel's errors. */
+static void jd_print_verdict(const struct jd_device *d, int fdev_seen, const struct jd_timing *tm,
+                             uint64_t seed, int complete, int fatal)
+{
+    int first = 1;
+    printf("{\"lab\":");
+    jd_json_str(LAB_NAME);
+    printf(",\"complete\":%s,\"fatal\":%s,\"device\":", complete ? "true" : "false",
+           fatal ? "true" : "false");
+    if (d->seen) {
+        printf("{\"name\":");
+        jd_json_str(d->name);
+        printf(",\"cc\":");
+        jd_json_str(d->cc);
+        printf(",\"sms\":%.0f,\"copy_gbs\":%.1f,\"peak_fp32_gflops\":%.0f,\"source\":\"%s\"}",
+               d->sms, d->copy_gbs, d->peak_gflops, fdev_seen ? "file" : "channel");
+    } else {
+        printf("null");
+    }
+    printf(",\"cases\":[");
+    for (size_t i = 0; i < LAB_NCASES; i++) {
+        struct jd_case *jc = &jd_cases[i];
+        if (!jc->seen && !jc->requested)
+            continue;
+        if (!jc->seen)
+            jd_fail(&jc->r,
+                    "no result: the program stopped before this case (it crashed%s, "
+                    "was killed, or ran out of time)",
+                    fatal ? " the GPU context in an earlier case" : "");
+        printf(first ? "" : ",");
+        first = 0;
+        jd_print_result(jc->def->name, &jc->r);
+    }
+    printf("],\"timing\":");
+    if (!tm->seen)
+        printf("null");
+    else
+        jd_print_timing(tm, d, seed);
+    printf(",\"errors\":[");
+    for (int i = 0; i < jd_nerrors; i++) {
+        printf(i ? "," : "");
+        jd_json_str(jd_errors[i]);
+    }
+    printf("]}\n");
+}
+
+/* Judge one channel: print the verdict line. Every call starts from a clean
+ * slate (the --serve loop judges several channels in one process). */
+static int jd_judge(int argc, char **argv)
+{
+    const char *path = NULL, *devpath = NULL;
+    uint64_t seed = 0;
+    struct jd_device dev, fdev;
+    struct jd_timing tm;
+    int complete = 0, fatal = 0;
+
+    memset(&dev, 0, sizeof(dev));
+    memset(&fdev, 0, sizeof(fdev));
+    memset(&tm, 0, sizeof(tm));
+    memset(jd_cases, 0, sizeof(jd_cases));
+    memset(&jd_recheck, 0, sizeof(jd_recheck));
+    jd_nerrors = 0;
+    for (size_t i = 0; i < LAB_NCASES; i++) {
+        jd_cases[i].def = &LAB_CASES[i];
+        jd_cases[i].r.first_bad_index = -1;
+    }
+    jd_recheck.r.first_bad_index = -1;
+    jd_args(argc, argv, &seed, &path, &devpath);
+    /* CUDA starts lazily, at the first reference computed: a channel that
+     * holds no judgeable output (or a hostile one) is judged without a GPU. */
+    if (devpath != NULL)
+        jd_device_file(devpath, &fdev);
+    jd_read_channel(path, seed, &dev, &tm, &complete, &fatal);
+    jd_print_verdict(fdev.seen ? &fdev : &dev, fdev.seen, &tm, seed, complete, fatal);
     fflush(stdout);
     free(tm.samples);
-    free(ch.line);
     return 0;
 }
 

@@ -43,7 +43,8 @@ PY_FILES = ["naive_numba.py", "wrong_tail.py", "small_grid.py", "no_bounds.py",
 
 def repo_server(t):
     s = Server(labs="repo", tap=t, start=False)
-    shutil.copytree(os.path.join(ROOT, "labs", "common"), os.path.join(s.labs_dir, "common"))
+    shutil.copytree(os.path.join(ROOT, "labs", "common"), os.path.join(s.labs_dir, "common"),
+                    dirs_exist_ok=True)
     shutil.copy(os.path.join(ROOT, "labs", "bundle.json"), s.labs_dir)
     s.init()
     s.start()

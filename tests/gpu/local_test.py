@@ -38,7 +38,8 @@ def expect(path):
 def main():
     flt = sys.argv[1] if len(sys.argv) > 1 else ""
     s = Server(labs="repo", start=False)
-    shutil.copytree(os.path.join(ROOT, "labs", "common"), os.path.join(s.labs_dir, "common"))
+    shutil.copytree(os.path.join(ROOT, "labs", "common"), os.path.join(s.labs_dir, "common"),
+                    dirs_exist_ok=True)
     shutil.copy(os.path.join(ROOT, "labs", "bundle.json"), s.labs_dir)
     s.init()
     s.start()

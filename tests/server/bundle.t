@@ -25,7 +25,8 @@ CLIENT = os.path.join(ROOT, "client", "cugrade.py")
 
 def repo_server(t, env=None, manifest=True):
     s = Server(labs="repo", tap=t, start=False, env=env)
-    shutil.copytree(os.path.join(ROOT, "labs", "common"), os.path.join(s.labs_dir, "common"))
+    shutil.copytree(os.path.join(ROOT, "labs", "common"), os.path.join(s.labs_dir, "common"),
+                    dirs_exist_ok=True)
     if manifest:
         shutil.copy(os.path.join(ROOT, "labs", "bundle.json"), s.labs_dir)
     s.init()
@@ -105,6 +106,18 @@ def check_bundle(t, s, lab, refs):
          "%s: the shipped lab.json has exactly the cases the rubric shows from the start" % lab)
     t.eq(sorted(doc.get("public_cases") or []), sorted(c["name"] for c in shipped["cases"]),
          "%s: public_cases names them" % lab)
+    # The allow-list ships whole: a lab.json naming a shared list of
+    # labs/common/allow.json by "base" ships that list merged in (the
+    # student's `cugrade test` checks symbols against it, local.py).
+    allow = lab_json.get("allow") or {}
+    want = dict(allow)
+    if "base" in allow:
+        base = json.load(open(os.path.join(ROOT, "labs", "common", "allow.json")))[allow["base"]]
+        want = {"undefined": base.get("undefined", []) + allow.get("undefined", []),
+                "forbidden": dict(base.get("forbidden", {}), **allow.get("forbidden", {}))}
+    t.eq(shipped.get("allow"), want, "%s: the shipped allow-list is the lab's whole list "
+         "(%d undefined, %d forbidden patterns)" % (lab, len(want.get("undefined", [])),
+                                                    len(want.get("forbidden", {}))))
     leaks = []
     for c in hidden:
         if c["name"] in json.dumps(shipped) or c["name"] in (doc.get("public_cases") or []):

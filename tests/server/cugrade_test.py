@@ -379,6 +379,11 @@ class Server:
             src_l = os.path.join(FIXTURES, "labs")
             src_r = os.path.join(FIXTURES, "rubrics")
             names = list(labs)
+        if labs == "repo":
+            # The shared allow-lists the repo's lab.json files name by "base".
+            os.makedirs(os.path.join(self.labs_dir, "common"))
+            shutil.copy(os.path.join(src_l, "common", "allow.json"),
+                        os.path.join(self.labs_dir, "common"))
         for n in names:
             shutil.copytree(os.path.join(src_l, n), os.path.join(self.labs_dir, n))
             r = os.path.join(src_r, n + ".json")

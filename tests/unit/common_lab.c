@@ -152,6 +152,68 @@ static void test_work(void)
     }
 }
 
+/* "allow": {"base": NAME}: the shared list NAME of common/allow.json beside
+ * the lab's folder, the lab's own patterns added to it; the repository's
+ * matmul keeps every rule it had when it carried its own copy. */
+static void test_allow_base(void)
+{
+    char err[512], dir[512];
+    const char *reason = NULL;
+    struct lab lab;
+    int rc;
+    write_file("base", "x", "");
+    write_file(
+        "base/common", "allow.json",
+        "{\"about\": \"shared\",\n"
+        " \"cuda\": {\"undefined\": [\"cuda*\", \"printf\"],\n"
+        "          \"forbidden\": {\"dlopen\": \"no dlopen\", \"cudaIpc*\": \"no IPC\"}}}\n");
+    rc = load_variant("base",
+                      "\"allow\":{\"undefined\":[\"cudaMalloc\",\"cuda*\",\"__cuda*\",\"printf\"],",
+                      "\"allow\":{\"base\":\"cuda\",\"undefined\":[\"__cuda*\"],", err, sizeof err);
+    check(rc == 0, "allow.base names a list of common/allow.json");
+    if (rc != 0)
+        fprintf(stderr, "# %s\n", err);
+    snprintf(dir, sizeof dir, "%s/base/matmul", root);
+    if (rc == 0 && lab_load(dir, &lab, err, sizeof err) == 0) {
+        check(lab_symbol_allowed(&lab, "cudaMalloc", &reason) == 1 &&
+                  lab_symbol_allowed(&lab, "__cudaRegisterFatBinary", &reason) == 1 &&
+                  lab_symbol_allowed(&lab, "puts", &reason) == 0 && reason == NULL,
+              "...its undefined patterns and the lab's own are allowed, nothing else");
+        check(lab_symbol_allowed(&lab, "dlopen", &reason) == 0 && reason &&
+                  strcmp(reason, "no dlopen") == 0 &&
+                  lab_symbol_allowed(&lab, "cudaIpcGetMemHandle", &reason) == 0 && reason &&
+                  strcmp(reason, "no IPC") == 0 &&
+                  lab_symbol_allowed(&lab, "cublasSgemm", &reason) == 0 && reason &&
+                  strcmp(reason, "cuBLAS is not allowed") == 0,
+              "...its forbidden patterns and the lab's own are refused with their reasons");
+        lab_free(&lab);
+    }
+    rc = load_variant("base", "\"allow\":{", "\"allow\":{\"base\":\"hip\",", err, sizeof err);
+    check(err_has(rc, err, "allow.base: \"hip\" is not a list of"), "an unknown base is refused");
+    rc = load_variant("base", "\"allow\":{", "\"allow\":{\"base\":\"about\",", err, sizeof err);
+    check(err_has(rc, err, "allow.base"), "the file's about is no list");
+    rc = load_variant("nobase", "\"allow\":{", "\"allow\":{\"base\":\"cuda\",", err, sizeof err);
+    check(err_has(rc, err, "common/allow.json"), "a base without common/allow.json is refused, "
+                                                 "naming the file");
+
+    const char *repo = getenv("CUGRADE_ROOT");
+    if (!repo)
+        return;
+    snprintf(dir, sizeof dir, "%s/labs/matmul", repo);
+    rc = lab_load(dir, &lab, err, sizeof err);
+    check(rc == 0, "labs/matmul loads with its shared base");
+    if (rc == 0) {
+        check(lab.nallowed == 105 && lab.nforbidden == 57 &&
+                  strcmp(lab.forbidden[53].pattern, "cuMemAlloc*") == 0 &&
+                  strcmp(lab.forbidden[54].pattern, "cublas*") == 0 &&
+                  lab_symbol_allowed(&lab, "cudaStreamCreate", &reason) == 0 && reason &&
+                  strstr(reason, "default stream") != NULL &&
+                  lab_symbol_allowed(&lab, "cudaMalloc", &reason) == 1,
+              "labs/matmul: the shared 105 allowed and 54 forbidden patterns, then its own 3");
+        lab_free(&lab);
+    }
+}
+
 int main(void)
 {
     char err[512], dir[512];
@@ -361,6 +423,7 @@ int main(void)
     }
 
     test_work();
+    test_allow_base();
     {
         char cmd[600];
         snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);

@@ -324,6 +324,30 @@ def sanitize(lab_name, case_name, seed_hex, path):
     os._exit(0)
 
 
+def runtime_op(op, sim, cuda):
+    """The owner's questions before any of the student's code runs:
+    "imports" (the libraries only, before the timing gate: no CUDA context
+    yet, Numba's and CuPy's are lazy), "runtime" (whether this host's Numba
+    and its CUDA context come up; the owner believes this one answer only,
+    since nothing of the student's has run yet), "sync" (a round trip,
+    owner.py round_trip). Returns (answer, numba.cuda once imported, else
+    the cuda given)."""
+    try:
+        from numba import cuda
+        if op == "imports" and not sim:
+            try:
+                import cupy  # noqa: F401
+            except ImportError:
+                pass   # a host with Numba only: the student's import says so
+        elif op == "runtime" and not sim:
+            cuda.current_context()
+        elif op == "sync":
+            cuda.synchronize()
+    except BaseException as e:  # noqa: B902
+        return {"ok": False, "error": "%s: %s" % (type(e).__name__, e)}, cuda
+    return {"ok": True}, cuda
+
+
 def main():
     if len(sys.argv) == 6 and sys.argv[1] == "--sanitize":
         sanitize(*sys.argv[2:6])
@@ -346,36 +370,8 @@ def main():
             return
         msg = json.loads(data)
         ans = {"ok": True}
-        if msg["op"] == "imports":
-            # Before the timing gate (owner.py): the libraries only, no
-            # CUDA context yet (Numba's and CuPy's are lazy).
-            try:
-                from numba import cuda  # noqa: F401
-                if not bufs.sim:
-                    try:
-                        import cupy  # noqa: F401
-                    except ImportError:
-                        pass   # a host with Numba only: the student's import says so
-            except BaseException as e:  # noqa: B902
-                ans = {"ok": False, "error": "%s: %s" % (type(e).__name__, e)}
-        elif msg["op"] == "runtime":
-            # Before any of the student's code: whether this host's Numba
-            # (and its CUDA context) comes up. The owner believes this one
-            # answer only, since nothing of the student's has run yet.
-            try:
-                from numba import cuda
-                if not bufs.sim:
-                    cuda.current_context()
-            except BaseException as e:  # noqa: B902
-                ans = {"ok": False, "error": "%s: %s" % (type(e).__name__, e)}
-        elif msg["op"] == "sync":
-            # The owner's measure of a round trip, before any of the
-            # student's code is here (owner.py round_trip).
-            try:
-                from numba import cuda
-                cuda.synchronize()
-            except BaseException as e:  # noqa: B902
-                ans = {"ok": False, "error": "%s: %s" % (type(e).__name__, e)}
+        if msg["op"] in ("imports", "runtime", "sync"):
+            ans, cuda = runtime_op(msg["op"], bufs.sim, cuda)
         elif msg["op"] == "load":
             try:
                 host.install(bufs.sim)

@@ -1,0 +1,232 @@
+"""The owner's two GPU backends (owner.py backend() picks one): Numba's
+CUDA simulator in CI and CuPy on a GPU. Each allocates the buffers the
+tenant shares (memfd pages, or CUDA virtual memory exported as a
+descriptor: vmm.py), views them as arrays, flushes the L2, reads the probe
+spots that stop a timed sample's clock, and writes the device record.
+Trusted, like owner.py: started beside it from labs/common/py, shipped with
+it in the student's bundle (labs/bundle.json)."""
+import mmap
+import os
+
+
+class SimBackend:
+    """Numba's CUDA simulator (CI, no GPU): "device" buffers are memfd pages
+    shared with the tenant; NumPy does the owner's work."""
+    name = "sim"
+
+    def __init__(self):
+        import numpy
+        self.xp = numpy
+        self.np = numpy
+
+    def device_record(self):
+        return {"type": "device", "name": "Numba CUDA simulator", "cc": "0.0", "sms": 0,
+                "copy_gbs": 0.0, "peak_fp32_gflops": 0, "clock_mhz": 0, "l2_bytes": 0,
+                "mem_bytes": 0, "runtime": 0, "driver": 0}
+
+    def alloc(self, nbytes):
+        fd = os.memfd_create("cugrade-buf", os.MFD_CLOEXEC)
+        size = max(nbytes, 1)
+        os.ftruncate(fd, size)
+        mm = mmap.mmap(fd, size)
+        return {"fd": fd, "mm": mm, "bytes": nbytes, "size": size}
+
+    def view(self, buf, dtype, count, offset=0):
+        return self.np.frombuffer(buf["mm"], dtype=dtype, count=count, offset=offset)
+
+    def free(self, buf):
+        os.close(buf["fd"])
+        try:
+            buf["mm"].close()
+        except BufferError:   # a view of ours still exists: the GC unmaps it
+            pass
+
+    def export(self, buf):
+        return {"kind": "memfd", "size": buf["size"]}, [buf["fd"]]
+
+    def to_host(self, arr):
+        return self.np.array(arr, copy=True)
+
+    def sync(self):
+        pass
+
+    def flush_l2(self):
+        pass
+
+    def spare_bytes(self):
+        return 1 << 62
+
+    def count_ne(self, a, b):
+        """How many elements of a and b (same dtype and size) differ, bit
+        for bit (a NaN equals the same NaN)."""
+        w = {4: "uint32", 8: "uint64"}.get(a.dtype.itemsize)
+        return int((a.view(w) != b.view(w)).sum()) if w else int((a != b).sum())
+
+    def count_ne_word(self, a, word):
+        """How many 32-bit words of a (a uint32 view) are not word."""
+        return int((a != self.np.uint32(word)).sum())
+
+    def probe_plan(self, spots):
+        """spots: (buf, byte offsets) pairs. What probe_read reads."""
+        np = self.np
+        return [(np.frombuffer(b["mm"], dtype="uint8"), offs) for b, offs in spots]
+
+    def probe_read(self, plan):
+        """The planned bytes, now, as one bytes object."""
+        return b"".join(v[offs].tobytes() for v, offs in plan)
+
+
+class CudaBackend:
+    """A GPU, through CuPy. Shared buffers are allocations of their own
+    (never the memory pool's: the tenant maps a whole allocation, and a pool
+    chunk would carry our other arrays with it) made and exported with
+    CUDA's virtual memory management (vmm.py says why not legacy IPC: a
+    freed buffer the tenant still mapped came back as our next
+    allocation). Kernel cache in memory only: a cache on disk would be in
+    /work, which the tenant can write (a poisoned cached kernel)."""
+    name = "cuda"
+
+    def __init__(self):
+        os.environ["CUPY_CACHE_IN_MEMORY"] = "1"
+        import numpy
+        import cupy
+        self.np, self.xp, self.cp = numpy, cupy, cupy
+        cupy.cuda.Device(0).use()
+        l2 = int(cupy.cuda.runtime.getDeviceProperties(0).get("l2CacheSize", 0))
+        # Evicting the inputs before a sample, as the CUDA harness does.
+        self.flush = cupy.empty(max(2 * l2, 64 << 20) // 4, dtype=cupy.float32)
+        self.round = 0
+
+    def device_record(self):
+        rt = self.cp.cuda.runtime
+        p = rt.getDeviceProperties(0)
+        name = p["name"].decode() if isinstance(p["name"], bytes) else str(p["name"])
+        return {"type": "device", "name": name, "cc": "%d.%d" % (p["major"], p["minor"]),
+                "sms": p["multiProcessorCount"], "copy_gbs": 0.0, "peak_fp32_gflops": 0,
+                "clock_mhz": p.get("clockRate", 0) // 1000, "l2_bytes": p.get("l2CacheSize", 0),
+                "mem_bytes": p["totalGlobalMem"], "runtime": rt.runtimeGetVersion(),
+                "driver": rt.driverGetVersion()}
+
+    def alloc(self, nbytes):
+        if not hasattr(self, "vmm"):
+            import vmm
+            self.vmm = vmm.Vmm()
+        size = self.vmm.round(max(nbytes, 4))
+        try:
+            ptr, handle = self.vmm.alloc(size)
+        except Exception as e:   # as CuPy says it, for the callers' out-of-memory paths
+            raise self.cp.cuda.memory.OutOfMemoryError(size, 0, 0) from e
+        return {"ptr": ptr, "handle": handle, "bytes": nbytes, "size": size, "fd": None}
+
+    def view(self, buf, dtype, count, offset=0):
+        cp = self.cp
+        mem = cp.cuda.UnownedMemory(buf["ptr"], buf["size"], None)
+        return cp.ndarray((count,), dtype=dtype, memptr=cp.cuda.MemoryPointer(mem, offset))
+
+    def free(self, buf):
+        # Our kernels on it must be done before the mapping goes.
+        self.sync()
+        if buf["fd"] is not None:
+            os.close(buf["fd"])
+        self.vmm.release(buf["ptr"], buf["handle"], buf["size"])
+
+    def export(self, buf):
+        """The descriptor is exported once per buffer and kept until free:
+        every message that names the buffer carries a copy (SCM_RIGHTS)."""
+        if buf["fd"] is None:
+            buf["fd"] = self.vmm.export(buf["handle"])
+        return {"kind": "vmm", "size": buf["size"]}, [buf["fd"]]
+
+    def to_host(self, arr):
+        return self.cp.asnumpy(arr)
+
+    def sync(self):
+        self.cp.cuda.runtime.deviceSynchronize()
+
+    def flush_l2(self):
+        self.round += 1
+        self.flush.fill(self.round & 0xFF)
+        self.sync()
+
+    def spare_bytes(self):
+        return int(self.cp.cuda.runtime.memGetInfo()[0]) // 2
+
+    # The owner's own checks after every case (inputs modified, guards) as
+    # two grid-stride kernels in one module: CuPy's "!=" and ".sum()" would
+    # compile a reduction per size class in every run (its cache is in
+    # memory only here: seen on an H200, 3.2 s for case 1 and 3.0 s more
+    # for case 1000 of the reduction lab, every check run).
+    CHECK_SRC = r"""
+    template <typename T>
+    __device__ void count_ne(const T *a, const T *b, unsigned long long n, unsigned long long *bad) {
+        unsigned long long k = 0;
+        for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+             i += (unsigned long long)gridDim.x * blockDim.x)
+            k += a[i] != b[i];
+        if (k) atomicAdd(bad, k);
+    }
+    extern "C" __global__ void cugrade_ne32(const unsigned *a, const unsigned *b, unsigned long long n,
+                                            unsigned long long *bad) { count_ne(a, b, n, bad); }
+    extern "C" __global__ void cugrade_ne64(const unsigned long long *a, const unsigned long long *b,
+                                            unsigned long long n, unsigned long long *bad) {
+        count_ne(a, b, n, bad);
+    }
+    extern "C" __global__ void cugrade_ne_word(const unsigned *a, unsigned w, unsigned long long n,
+                                               unsigned long long *bad) {
+        unsigned long long k = 0;
+        for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+             i += (unsigned long long)gridDim.x * blockDim.x)
+            k += a[i] != w;
+        if (k) atomicAdd(bad, k);
+    }"""
+
+    def _check(self, name, args, n):
+        cp = self.cp
+        if not hasattr(self, "check_mod"):
+            self.check_mod = cp.RawModule(code=self.CHECK_SRC)
+        bad = cp.zeros(1, dtype=cp.uint64)
+        if n:
+            blocks = int(min((n + 255) // 256, 4096))
+            self.check_mod.get_function(name)((blocks,), (256,), args + (self.np.uint64(n), bad))
+        return int(bad.get()[0])
+
+    def count_ne(self, a, b):
+        """How many elements of a and b (same dtype and size, contiguous)
+        differ, bit for bit (a NaN equals the same NaN)."""
+        assert a.dtype == b.dtype and a.size == b.size
+        size = a.dtype.itemsize
+        if size not in (4, 8) or not (a.flags.c_contiguous and b.flags.c_contiguous):
+            return int((a != b).sum())
+        w = "uint32" if size == 4 else "uint64"
+        return self._check("cugrade_ne32" if size == 4 else "cugrade_ne64",
+                           (a.view(w), b.view(w)), a.size)
+
+    def count_ne_word(self, a, word):
+        """How many 32-bit words of a (a contiguous uint32 view) are not word."""
+        return self._check("cugrade_ne_word", (a, self.np.uint32(word)), a.size)
+
+    PROBE_SRC = r"""
+    extern "C" __global__ void cugrade_probe(const unsigned long long *a, unsigned char *o,
+                                             long long n) {
+        long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) o[i] = *(const volatile unsigned char *)a[i];
+    }"""
+
+    def probe_plan(self, spots):
+        """spots: (buf, byte offsets) pairs. The bytes' addresses, on the
+        device in our own memory (not an exported buffer: the tenant's
+        context cannot see it), and where they are read to: one kernel and
+        one copy whatever the batch (probe_read)."""
+        cp, np = self.cp, self.np
+        if not hasattr(self, "probe_kernel"):
+            self.probe_kernel = cp.RawKernel(self.PROBE_SRC, "cugrade_probe")
+        addrs = np.concatenate([np.uint64(b["ptr"]) + offs.astype("uint64") for b, offs in spots])
+        return cp.asarray(addrs), cp.empty(addrs.size, dtype=cp.uint8)
+
+    def probe_read(self, plan):
+        """The planned bytes, read in our context now (our read waits for
+        nothing of the tenant's: what is not written yet is the poison)."""
+        addrs, out = plan
+        n = addrs.size
+        self.probe_kernel(((n + 255) // 256,), (256,), (addrs, out, self.np.int64(n)))
+        return self.cp.asnumpy(out).tobytes()
