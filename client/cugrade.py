@@ -636,6 +636,40 @@ def _bar_glyph():
     return "\u2588" if "utf" in enc else "#"
 
 
+def _timing_text(t):
+    """The Time section of render_text: a bar per kernel (yours, the
+    references), the facts, and the flag when the timing earns nothing."""
+    out = []
+    out += ["", "Time (lower is better):"]
+    bars = timing_bars(t)
+    top = max([v for _, v, _ in bars if _ms(v)] or [1])
+    glyph = _bar_glyph()
+    rows = []
+    for label, v, me in bars:
+        rows.append([label, fmt_num(v, "ms") if _ms(v) else "n/a",
+                     glyph * max(1, int(30 * v / top + 0.5)) if _ms(v) else "",
+                     "" if me else versus(t.get("student_ms"), v)])
+    out.append(_table(["kernel", "time", "", "yours is"], rows, right=(1,)))
+    facts = []
+    if isinstance(t.get("speedup"), (int, float)):
+        facts.append("speedup used for ranking %s" % fmt_num(t["speedup"]))
+    if metric_fact(t):
+        facts.append(_clean(metric_fact(t)))
+    if isinstance(t.get("gflops"), (int, float)):
+        facts.append("%.1f GFLOP/s" % t["gflops"])
+    if isinstance(t.get("bandwidth_gbs"), (int, float)):
+        facts.append("%.1f GB/s" % t["bandwidth_gbs"])
+    if isinstance(t.get("samples"), (int, float)):
+        facts.append("median of %d samples (relative error %.2f%%)"
+                     % (t["samples"], 100 * (t.get("rel_err") or 0)))
+    if facts:
+        out.append("  " + "; ".join(facts) + ".")
+    if t.get("flagged"):
+        out.append("  Flagged, no speed points: %s" % _clean(
+            t.get("flag_reason") or "it is faster than the hardware allows."))
+    return out
+
+
 def render_text(sub, page=None):
     """The whole result of a finished submission as plain text."""
     st = sub.get("status") or "?"
@@ -700,33 +734,7 @@ def render_text(sub, page=None):
             out += finding_lines(x.get("findings") or [], shown_hint)
     t = cg.get("timing")
     if isinstance(t, dict):
-        out += ["", "Time (lower is better):"]
-        bars = timing_bars(t)
-        top = max([v for _, v, _ in bars if _ms(v)] or [1])
-        glyph = _bar_glyph()
-        rows = []
-        for label, v, me in bars:
-            rows.append([label, fmt_num(v, "ms") if _ms(v) else "n/a",
-                         glyph * max(1, int(30 * v / top + 0.5)) if _ms(v) else "",
-                         "" if me else versus(t.get("student_ms"), v)])
-        out.append(_table(["kernel", "time", "", "yours is"], rows, right=(1,)))
-        facts = []
-        if isinstance(t.get("speedup"), (int, float)):
-            facts.append("speedup used for ranking %s" % fmt_num(t["speedup"]))
-        if metric_fact(t):
-            facts.append(_clean(metric_fact(t)))
-        if isinstance(t.get("gflops"), (int, float)):
-            facts.append("%.1f GFLOP/s" % t["gflops"])
-        if isinstance(t.get("bandwidth_gbs"), (int, float)):
-            facts.append("%.1f GB/s" % t["bandwidth_gbs"])
-        if isinstance(t.get("samples"), (int, float)):
-            facts.append("median of %d samples (relative error %.2f%%)"
-                         % (t["samples"], 100 * (t.get("rel_err") or 0)))
-        if facts:
-            out.append("  " + "; ".join(facts) + ".")
-        if t.get("flagged"):
-            out.append("  Flagged, no speed points: %s" % _clean(
-                t.get("flag_reason") or "it is faster than the hardware allows."))
+        out += _timing_text(t)
     hints = [h for h in cg.get("hints") or [] if isinstance(h, str) and h != shown_hint]
     if hints:
         out += ["", "Hints:"] + ["  - " + _clean(h) for h in hints]
