@@ -381,7 +381,8 @@ def repo_server(t):
     """A started Server with the repo's labs and their public bundle (what
     `cugrade test` fetches), and the default users."""
     s = Server(labs="repo", tap=t, start=False)
-    shutil.copytree(os.path.join(ROOT, "labs", "common"), os.path.join(s.labs_dir, "common"))
+    shutil.copytree(os.path.join(ROOT, "labs", "common"), os.path.join(s.labs_dir, "common"),
+                    dirs_exist_ok=True)  # Server(labs="repo") put allow.json there
     shutil.copy(os.path.join(ROOT, "labs", "bundle.json"), s.labs_dir)
     s.init()
     s.start()
