@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 # Issue 29 item 4: the event loop never waits for a read. While every SQLite
 # read of the server waits (as on a stalled disk), /healthz is answered: a
-# credential lookup and an export wait off the loop, and both complete once
-# reads go again.
+# credential lookup, an export, a page of each family and the sign-in form
+# wait off the loop, and each completes once reads go again.
 #
 # The stall: another process (this script) holds SQLite's WAL read locks
 # (bytes 123..127 of the database's -shm file, WAL_READ_LOCK(0..4)), so a
@@ -10,6 +10,7 @@
 # all before it gives up) -- on the thread that asked. No root, no fsfreeze.
 import fcntl
 import os
+import re
 import sys
 import threading
 import time
@@ -122,6 +123,62 @@ def token_at_admission(t, s, user):
     t.status(r, 202, "%s: the submission is accepted once reads go again" % what)
 
 
+def login_stalled(t, s, user):
+    """The sign-in form posted while reads stall: its token lookup waits
+    off the loop; once reads go, the session is made (303 with a cookie)."""
+    import urllib.parse
+    what = "the sign-in form"
+    r = s.get("/login")
+    m = re.search(r"cugrade_login=([^;]+)", r.header("set-cookie") or "")
+    f = re.search(r'name="csrf" value="([^"]+)"', r.body.decode("utf-8", "replace"))
+    if not t.ok(m and f, "%s: GET /login gives the form and its cookie" % what):
+        return
+    body = urllib.parse.urlencode({"token": s.tok[user], "csrf": f.group(1)}).encode()
+    headers = {"Content-Type": "application/x-www-form-urlencoded",
+               "Cookie": "cugrade_login=" + m.group(1)}
+    st = Stall(s.db)
+    if not t.ok(st.start(), "%s: the WAL read locks are taken" % what):
+        return
+    out = []
+
+    def go():
+        try:
+            out.append(s.post("/login", body=body, headers=headers, timeout=40))
+        except Exception as e:  # noqa: BLE001
+            out.append(e)
+    th = threading.Thread(target=go)
+    th.start()
+    time.sleep(0.5)
+    healthz_during(t, s, what)
+    busy = not out
+    st.wait()
+    th.join(40)
+    t.ok(busy, "%s: the sign-in was still waiting when /healthz was answered" % what, out)
+    r = out[0] if out else None
+    cookies = " ".join(r.header_all("set-cookie")) if hasattr(r, "header_all") else ""
+    t.ok(getattr(r, "status", None) == 303 and re.search(r"cugrade_session=[0-9a-f]{64}", cookies),
+         "%s: signed in once reads go again (303 and a session cookie)" % what,
+         getattr(r, "brief", lambda: r)())
+
+
+def pages(t, s, sid):
+    """Issue 29 item 4, the pages: each family's page waits off the loop."""
+    for what, path, user, want in (
+            ("the scoreboard page", "/labs/vadd/scoreboard", "alice_q7", b"Scoreboard"),
+            ("the lab page", "/labs/vadd", "alice_q7", b"vadd"),
+            ("the labs page", "/labs", "bob_z3", b"vadd"),
+            ("the result page", "/submissions/%s" % sid, "alice_q7", b"50"),
+            ("the submissions page (staff)", "/submissions", "admin", b"alice_q7"),
+            ("the queue page (staff)", "/admin/queue", "admin", b"Queue"),
+            ("the users page (staff)", "/admin/users", "admin", b"alice_q7"),
+            ("the LMS grades export", "/admin/export/grades-lms.csv", "admin",
+             b"user,display_name")):
+        r = stalled(t, s, what, path, token=user, warm="/api/me")
+        t.ok(r is not None and want in (r.body or b""),
+             "%s: the page as before (%r in it)" % (what, want), r and r.brief())
+    login_stalled(t, s, "bob_z3")
+
+
 def main(t):
     s = Server(labs=["vadd"], tap=t)
     # a graded submission: the exports read its row and its result
@@ -155,6 +212,7 @@ def main(t):
     t.ok(students and students[0].get("submission") == sid and
          students[0].get("results", {}).get("score") == 50,
          "results.json (page): the graded submission's results", r and r.brief())
+    pages(t, s, sid)
     s.cleanup()
 
 
