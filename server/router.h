@@ -31,6 +31,7 @@ struct route {
     size_t body_max;       /* 0: no body accepted */
     const char *body_note; /* the 413 message's end, e.g. "source files may be at most 256 KiB." */
     page_fn page;          /* a web page (fn NULL): run through the router's page runner */
+    int off_loop;          /* a page that only reads: its GET runs on the reader (page.h) */
 };
 
 #define ROUTER_BUCKETS 14

@@ -72,8 +72,8 @@ static int h_grades(struct app *app, struct http_request *req)
 }
 
 const struct route scoreboard_api_routes[] = {
-    {HTTP_GET, "/api/labs/{lab}/scoreboard", h_scoreboard, 0, NULL, NULL},
-    {HTTP_GET, "/api/admin/export/grades.csv", h_grades, 0, NULL, NULL},
+    {HTTP_GET, "/api/labs/{lab}/scoreboard", h_scoreboard, 0, NULL, NULL, 0},
+    {HTTP_GET, "/api/admin/export/grades.csv", h_grades, 0, NULL, NULL, 0},
 };
 const size_t scoreboard_api_nroutes =
     sizeof(scoreboard_api_routes) / sizeof(scoreboard_api_routes[0]);
