@@ -43,6 +43,7 @@ struct app_lab {
     int rubric_version;
     struct http_buf sb_cache[4]; /* rendered scoreboards: json/csv x staff/student */
     int sb_valid[4];
+    unsigned sb_gen; /* bumped by every scoreboard_invalidate of the lab */
 };
 
 struct app_config {

@@ -5,11 +5,128 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "server/appview.h"
 #include "server/export.h"
+#include "server/reader.h"
 #include "server/scoreboard.h"
 #include "server/views.h"
+
+/* The answer: b's bytes (borrowed: the loop's cache, sent at once; or
+ * copied for a deferred request). */
+static void sb_send(struct http_request *req, const struct app_lab *l, int kind,
+                    const struct http_buf *b, int borrowed)
+{
+    int csv = kind >= SCOREBOARD_CSV_STAFF;
+    const char *type = csv ? "text/csv; charset=utf-8" : "application/json";
+    if (csv) {
+        char cd[128];
+        snprintf(cd, sizeof(cd), "attachment; filename=\"%s-scoreboard.csv\"", l->lab.name);
+        http_response_header(req, "Content-Disposition", cd);
+    }
+    if (borrowed)
+        http_response_body_borrowed(req, 200, type, b->data, b->len);
+    else if (http_response_body(req, 200, type, b->data, b->len) != 0)
+        http_response_error(req, 500, "internal", "Out of memory; try again.");
+}
+
+/* A scoreboard not in the loop's cache, ranked on the reader. */
+struct sb_job {
+    struct app *app;
+    struct http_request *req; /* NULL once the client went away */
+    size_t lab;               /* index in app->labs */
+    int kind;
+    unsigned gen; /* the lab's sb_gen when it began */
+    struct app view;
+    struct http_buf out;
+    int rc;
+};
+
+/* Reader thread: rank in the view, take the bytes. */
+static int sb_run(struct db *db, void *arg)
+{
+    struct sb_job *j = arg;
+    const struct http_buf *b;
+    app_view_db(&j->view, db);
+    struct app_lab *l = &j->view.labs[j->lab];
+    j->rc = scoreboard_render(&j->view, l, j->kind, &b);
+    if (!j->rc) {
+        j->out = l->sb_cache[j->kind];
+        memset(&l->sb_cache[j->kind], 0, sizeof(l->sb_cache[j->kind]));
+        l->sb_valid[j->kind] = 0;
+    }
+    return 0;
+}
+
+static void sb_abort(struct http_request *req, void *data)
+{
+    (void)req;
+    ((struct sb_job *)data)->req = NULL;
+}
+
+/* Loop thread: into the loop's cache when nothing changed the lab's
+ * scoreboard meanwhile, then the answer. */
+static void sb_after(void *arg, int rc)
+{
+    struct sb_job *j = arg;
+    struct app *app = j->app;
+    struct app_lab *l = &app->labs[j->lab];
+    if (!rc)
+        rc = j->rc;
+    const struct http_buf *b = &j->out;
+    if (!rc && l->sb_gen == j->gen && !l->sb_valid[j->kind]) {
+        http_buf_free(&l->sb_cache[j->kind]);
+        l->sb_cache[j->kind] = j->out;
+        memset(&j->out, 0, sizeof(j->out));
+        l->sb_valid[j->kind] = 1;
+        b = &l->sb_cache[j->kind];
+    }
+    if (j->req) {
+        struct api_error e;
+        j->req->on_abort = NULL;
+        if (rc) {
+            api_internal(&e, rc);
+            api_send_err(j->req, &e);
+        } else {
+            sb_send(j->req, l, j->kind, b, 0);
+        }
+        http_request_finish(j->req);
+    }
+    app_view_end(app, &j->view);
+    http_buf_free(&j->out);
+    free(j);
+    app_work_end(app); /* last: it may finish a stop */
+}
+
+/* Rank l's scoreboard of kind on the reader: HTTP_DEFERRED, or -errno. */
+static int sb_start(struct app *app, struct http_request *req, struct app_lab *l, int kind)
+{
+    struct sb_job *j = calloc(1, sizeof(*j));
+    if (!j)
+        return -ENOMEM;
+    int rc = app_view_begin(app, &j->view);
+    if (rc) {
+        free(j);
+        return rc;
+    }
+    j->app = app;
+    j->req = req;
+    j->lab = (size_t)(l - app->labs);
+    j->kind = kind;
+    j->gen = l->sb_gen;
+    rc = reader_submit(app->reader, sb_run, sb_after, j);
+    if (rc) {
+        app_view_end(app, &j->view);
+        free(j);
+        return rc;
+    }
+    app_work_begin(app);
+    req->on_abort = sb_abort;
+    req->abort_data = j;
+    return HTTP_DEFERRED;
+}
 
 static int h_scoreboard(struct app *app, struct http_request *req)
 {
@@ -30,19 +147,21 @@ static int h_scoreboard(struct app *app, struct http_request *req)
         return api_send_err(req, &e);
     }
     int kind = (csv ? 2 : 0) + (u.role == AUTH_STUDENT ? 1 : 0);
+    /* The cache answers on the loop; a miss is ranked on the reader. */
+    if (!l->sb_valid[kind] && !reader_sync(app->reader)) {
+        int rc = sb_start(app, req, l, kind);
+        if (rc == HTTP_DEFERRED)
+            return rc;
+        api_internal(&e, rc);
+        return api_send_err(req, &e);
+    }
     const struct http_buf *b;
     int rc = scoreboard_render(app, l, kind, &b);
     if (rc) {
         api_internal(&e, rc);
         return api_send_err(req, &e);
     }
-    if (csv) {
-        char cd[128];
-        snprintf(cd, sizeof(cd), "attachment; filename=\"%s-scoreboard.csv\"", l->lab.name);
-        http_response_header(req, "Content-Disposition", cd);
-    }
-    http_response_body_borrowed(req, 200, csv ? "text/csv; charset=utf-8" : "application/json",
-                                b->data, b->len);
+    sb_send(req, l, kind, b, 1);
     return HTTP_DONE;
 }
 
