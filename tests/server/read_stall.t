@@ -156,9 +156,33 @@ def login_stalled(t, s, user):
     t.ok(busy, "%s: the sign-in was still waiting when /healthz was answered" % what, out)
     r = out[0] if out else None
     cookies = " ".join(r.header_all("set-cookie")) if hasattr(r, "header_all") else ""
-    t.ok(getattr(r, "status", None) == 303 and re.search(r"cugrade_session=[0-9a-f]{64}", cookies),
+    m = re.search(r"cugrade_session=([0-9a-f]{64})", cookies)
+    t.ok(getattr(r, "status", None) == 303 and m,
          "%s: signed in once reads go again (303 and a session cookie)" % what,
          getattr(r, "brief", lambda: r)())
+    me = s.get("/api/me", headers={"Cookie": "cugrade_session=%s" % (m.group(1) if m else "")})
+    t.ok(me.status == 200 and (me.json() or {}).get("name") == user,
+         "%s: the session is stored and works" % what, me.brief())
+
+
+def hang_up(t, s):
+    """A client that goes away while its page waits: the job's answer is
+    dropped (no write to a freed request: the ASan build's log is read at
+    the end), and the server goes on."""
+    what = "a client gone while its page waits"
+    t.status(s.get("/api/me", token="alice_q7"), 200, "%s: /api/me first" % what)
+    st = Stall(s.db)
+    if not t.ok(st.start(), "%s: the WAL read locks are taken" % what):
+        return
+    c = s.connect()
+    c.sendall(("GET /labs/vadd/scoreboard HTTP/1.1\r\nHost: x\r\n"
+               "Authorization: Bearer %s\r\n\r\n" % s.tok["alice_q7"]).encode())
+    time.sleep(0.5)
+    c.close()
+    st.wait()
+    time.sleep(0.5)
+    t.status(s.get("/labs/vadd/scoreboard", token="alice_q7"), 200,
+             "%s: the next one is answered" % what)
 
 
 def pages(t, s, sid):
@@ -178,6 +202,7 @@ def pages(t, s, sid):
              "%s: the page as before (%r in it)" % (what, want), r and r.brief())
     login_stalled(t, s, "bob_z3")
     api_scoreboard(t, s)
+    hang_up(t, s)
 
 
 def api_scoreboard(t, s):
