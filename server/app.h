@@ -44,6 +44,7 @@ struct app_lab {
     struct http_buf sb_cache[4]; /* rendered scoreboards: json/csv x staff/student */
     int sb_valid[4];
     unsigned sb_gen; /* bumped by every scoreboard_invalidate of the lab */
+    void *sb_job[4]; /* a miss being ranked on the reader (scoreboard_api.c) */
 };
 
 struct app_config {

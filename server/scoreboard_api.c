@@ -32,11 +32,18 @@ static void sb_send(struct http_request *req, const struct app_lab *l, int kind,
         http_response_error(req, 500, "internal", "Out of memory; try again.");
 }
 
-/* A scoreboard not in the loop's cache, ranked on the reader. */
+/* A request waiting for a scoreboard being ranked. */
+struct sb_waiter {
+    struct http_request *req; /* NULL once the client went away */
+    struct sb_waiter *next;
+};
+
+/* A scoreboard not in the loop's cache, ranked on the reader once for
+ * every request that misses while it runs (l->sb_job[kind]). */
 struct sb_job {
     struct app *app;
-    struct http_request *req; /* NULL once the client went away */
-    size_t lab;               /* index in app->labs */
+    struct sb_waiter *waiters;
+    size_t lab; /* index in app->labs */
     int kind;
     unsigned gen; /* the lab's sb_gen when it began */
     struct app view;
@@ -63,16 +70,18 @@ static int sb_run(struct db *db, void *arg)
 static void sb_abort(struct http_request *req, void *data)
 {
     (void)req;
-    ((struct sb_job *)data)->req = NULL;
+    ((struct sb_waiter *)data)->req = NULL;
 }
 
 /* Loop thread: into the loop's cache when nothing changed the lab's
- * scoreboard meanwhile, then the answer. */
+ * scoreboard meanwhile, then the answer to each waiter. */
 static void sb_after(void *arg, int rc)
 {
     struct sb_job *j = arg;
     struct app *app = j->app;
     struct app_lab *l = &app->labs[j->lab];
+    if (l->sb_job[j->kind] == j)
+        l->sb_job[j->kind] = NULL;
     if (!rc)
         rc = j->rc;
     const struct http_buf *b = &j->out;
@@ -83,16 +92,21 @@ static void sb_after(void *arg, int rc)
         l->sb_valid[j->kind] = 1;
         b = &l->sb_cache[j->kind];
     }
-    if (j->req) {
-        struct api_error e;
-        j->req->on_abort = NULL;
-        if (rc) {
-            api_internal(&e, rc);
-            api_send_err(j->req, &e);
-        } else {
-            sb_send(j->req, l, j->kind, b, 0);
+    while (j->waiters) {
+        struct sb_waiter *w = j->waiters;
+        j->waiters = w->next;
+        if (w->req) {
+            struct api_error e;
+            w->req->on_abort = NULL;
+            if (rc) {
+                api_internal(&e, rc);
+                api_send_err(w->req, &e);
+            } else {
+                sb_send(w->req, l, j->kind, b, 0);
+            }
+            http_request_finish(w->req);
         }
-        http_request_finish(j->req);
+        free(w);
     }
     app_view_end(app, &j->view);
     http_buf_free(&j->out);
@@ -100,31 +114,38 @@ static void sb_after(void *arg, int rc)
     app_work_end(app); /* last: it may finish a stop */
 }
 
-/* Rank l's scoreboard of kind on the reader: HTTP_DEFERRED, or -errno. */
-static int sb_start(struct app *app, struct http_request *req, struct app_lab *l, int kind)
+/* Wait for l's scoreboard of kind: join the ranking under way (of the
+ * scoreboard as it is now), or start one on the reader. HTTP_DEFERRED,
+ * or -errno. */
+static int sb_wait(struct app *app, struct http_request *req, struct app_lab *l, int kind)
 {
-    struct sb_job *j = calloc(1, sizeof(*j));
-    if (!j)
+    struct sb_job *j = l->sb_job[kind];
+    struct sb_waiter *w = calloc(1, sizeof(*w));
+    if (!w)
         return -ENOMEM;
-    int rc = app_view_begin(app, &j->view);
-    if (rc) {
-        free(j);
-        return rc;
+    if (!j || j->gen != l->sb_gen) {
+        int rc = (j = calloc(1, sizeof(*j))) ? app_view_begin(app, &j->view) : -ENOMEM;
+        if (!rc) {
+            j->app = app;
+            j->lab = (size_t)(l - app->labs);
+            j->kind = kind;
+            j->gen = l->sb_gen;
+            if ((rc = reader_submit(app->reader, sb_run, sb_after, j)) != 0)
+                app_view_end(app, &j->view);
+        }
+        if (rc) {
+            free(j);
+            free(w);
+            return rc;
+        }
+        app_work_begin(app);
+        l->sb_job[kind] = j;
     }
-    j->app = app;
-    j->req = req;
-    j->lab = (size_t)(l - app->labs);
-    j->kind = kind;
-    j->gen = l->sb_gen;
-    rc = reader_submit(app->reader, sb_run, sb_after, j);
-    if (rc) {
-        app_view_end(app, &j->view);
-        free(j);
-        return rc;
-    }
-    app_work_begin(app);
+    w->req = req;
+    w->next = j->waiters;
+    j->waiters = w;
     req->on_abort = sb_abort;
-    req->abort_data = j;
+    req->abort_data = w;
     return HTTP_DEFERRED;
 }
 
@@ -149,7 +170,7 @@ static int h_scoreboard(struct app *app, struct http_request *req)
     int kind = (csv ? 2 : 0) + (u.role == AUTH_STUDENT ? 1 : 0);
     /* The cache answers on the loop; a miss is ranked on the reader. */
     if (!l->sb_valid[kind] && !reader_sync(app->reader)) {
-        int rc = sb_start(app, req, l, kind);
+        int rc = sb_wait(app, req, l, kind);
         if (rc == HTTP_DEFERRED)
             return rc;
         api_internal(&e, rc);

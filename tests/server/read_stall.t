@@ -215,6 +215,31 @@ def api_scoreboard(t, s):
     r = stalled(t, s, what, "/api/labs/vadd/scoreboard", token="alice_q7", warm="/api/me")
     rows = (r.json() or {}).get("rows") if r is not None else None
     t.ok(rows and rows[0].get("score") == 50, "%s: the graded row" % what, r and r.brief())
+    what = "the API scoreboard, three misses at once"
+    t.status(s.request("PATCH", "/api/me", token="bob_z3", json_body={"show_name": False}), 200,
+             "%s: bob hides his name again (the cache is dropped)" % what)
+    t.status(s.get("/api/me", token="alice_q7"), 200, "%s: /api/me first" % what)
+    st = Stall(s.db)
+    if not t.ok(st.start(), "%s: the WAL read locks are taken" % what):
+        return
+    out = []
+
+    def go():
+        try:
+            out.append(s.get("/api/labs/vadd/scoreboard", token="alice_q7", timeout=40))
+        except Exception as e:  # noqa: BLE001
+            out.append(e)
+    ths = [threading.Thread(target=go) for _ in range(3)]
+    for th in ths:
+        th.start()
+    time.sleep(0.5)
+    healthz_during(t, s, what)
+    st.wait()
+    for th in ths:
+        th.join(40)
+    bodies = set(getattr(r, "body", None) for r in out)
+    t.ok(len(out) == 3 and all(getattr(r, "status", None) == 200 for r in out) and
+         len(bodies) == 1, "%s: each answered, the same scoreboard" % what, out)
     what = "the API scoreboard (cached)"
     t.status(s.get("/api/me", token="alice_q7"), 200, "%s: /api/me first" % what)
     st = Stall(s.db)
