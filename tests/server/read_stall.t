@@ -201,8 +201,20 @@ def pages(t, s, sid):
         t.ok(r is not None and want in (r.body or b""),
              "%s: the page as before (%r in it)" % (what, want), r and r.brief())
     login_stalled(t, s, "bob_z3")
+    api_reads(t, s, sid)
     api_scoreboard(t, s)
     hang_up(t, s)
+
+
+def api_reads(t, s, sid):
+    """The API's reads that only read wait off the loop too."""
+    for what, path, user, want in (
+            ("the API's labs", "/api/labs", "alice_q7", b"vadd"),
+            ("the API's submission list", "/api/submissions", "alice_q7", b'"id":%d' % sid),
+            ("the API's queue (staff)", "/api/admin/queue", "admin", b"queue")):
+        r = stalled(t, s, what, path, token=user, warm="/api/me")
+        t.ok(r is not None and want in (r.body or b"").replace(b": ", b":"),
+             "%s: as before (%r in it)" % (what, want), r and r.brief())
 
 
 def api_scoreboard(t, s):
