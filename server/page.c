@@ -671,9 +671,17 @@ void pages_warm(void)
     bundle_client_wheel_name();
 }
 
+/* An API route that only reads, on the reader: its handler on the view. */
+static int api_run_here(struct app *app, struct http_request *req, const struct route *rt)
+{
+    return rt->fn(app, req);
+}
+
 int pages_run(struct app *app, struct http_request *req, const struct route *rt)
 {
-    assert(rt && rt->page);
+    assert(rt && (rt->page || rt->off_loop));
+    if (!rt->page)
+        return page_job_start(app, req, rt, api_run_here);
     if (rt->off_loop && (req->method == HTTP_GET || req->method == HTTP_HEAD))
         return page_job_start(app, req, rt, pages_run_here);
     return pages_run_here(app, req, rt);

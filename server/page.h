@@ -81,7 +81,8 @@ void page_open(struct page *p, struct app *app, struct http_request *req);
 
 /* The router's page runner (router_init): run page route rt's handler for
  * req as described above; a GET of a PAGE_ROUTE_READ route on the reader
- * (page_job_start). Returns HTTP_DONE or HTTP_DEFERRED. */
+ * (page_job_start); and an API route marked off_loop (a GET that only
+ * reads and never defers) there too. Returns HTTP_DONE or HTTP_DEFERRED. */
 int pages_run(struct app *app, struct http_request *req, const struct route *rt);
 
 /* The same, here and now, on app (the loop's, or a reader job's view).
