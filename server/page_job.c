@@ -82,8 +82,8 @@ static int kv_copy(struct page_job *j, const struct http_kv *kv, size_t n, struc
  * connection and an empty response. 0 or -ENOMEM. */
 static int request_copy(struct page_job *j, struct http_request *req)
 {
-    const char *s[] = {req->method_name, req->target, req->path, req->query, req->remote,
-                       req->client};
+    const char *s[] = {req->method_name, req->target, req->path,
+                       req->query,       req->remote, req->client};
     http_request_query(req, ""); /* parsed here: the parse writes the connection's buffer */
     j->size = req->body_len + 1 + kv_size(req->headers, req->nheaders) +
               kv_size(req->qparams, req->nqparams) + kv_size(req->params, req->nparams);
@@ -183,8 +183,10 @@ static void page_job_failed(struct app *app, struct http_request *req, int rc)
     page_open(&p, app, req);
     api_internal(&e, rc);
     e.status = 503;
-    snprintf(e.message, sizeof(e.message), "The server could not read this page (%s); try again "
-             "in a moment.", strerror(-rc));
+    snprintf(e.message, sizeof(e.message),
+             "The server could not read this page (%s); try again "
+             "in a moment.",
+             strerror(-rc));
     page_api_error(&p, &e);
     page_free(&p);
 }
