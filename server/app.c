@@ -437,4 +437,12 @@ void app_labs_free(struct app *app)
     free(app->labs);
     app->labs = NULL;
     app->nlabs = 0;
+    while (app->retired) {
+        struct app_retired *r = app->retired;
+        app->retired = r->next;
+        if (r->has_rubric)
+            rubric_free(&r->rubric);
+        json_decref(r->doc);
+        free(r);
+    }
 }

@@ -43,6 +43,8 @@ struct app_lab {
     int rubric_version;
     struct http_buf sb_cache[4]; /* rendered scoreboards: json/csv x staff/student */
     int sb_valid[4];
+    unsigned sb_gen; /* bumped by every scoreboard_invalidate of the lab */
+    void *sb_job[4]; /* a miss being ranked on the reader (scoreboard_api.c) */
 };
 
 struct app_config {
@@ -70,6 +72,15 @@ struct app_config {
 struct app_subcache;
 struct app_stop;
 
+/* A rubric replaced while a reader job's view of the app (server/appview.h)
+ * may still read it: kept until the last view ends. */
+struct app_retired {
+    struct rubric rubric;
+    int has_rubric;
+    json_t *doc;
+    struct app_retired *next;
+};
+
 struct app {
     uv_loop_t *loop;
     struct db *db;         /* the loop thread's connection: reads, small writes */
@@ -87,6 +98,8 @@ struct app {
     uint64_t admit_refused[3];      /* at admission: 401, 403, 429 */
     unsigned works;                 /* uv_queue_work items not yet back on the loop */
     struct app_stop *stopping;      /* app_shutdown waits for them */
+    unsigned views;                 /* reader jobs' views alive (server/appview.h) */
+    struct app_retired *retired;    /* rubrics replaced while views were alive */
 };
 
 /* A handler queued work on libuv's pool (app_work_begin) or got it back
@@ -121,7 +134,8 @@ int api_json_parse(const char *body, size_t len, int allow_empty, json_t **out,
  * a sentence in err. */
 int app_labs_load(struct app *app, char *err, size_t errlen);
 
-/* Free app->labs (their rubrics and cached scoreboards). */
+/* Free app->labs (their rubrics and cached scoreboards) and the rubrics
+ * kept for views (app->retired). */
 void app_labs_free(struct app *app);
 
 /* The lab called name, or NULL. */

@@ -55,6 +55,6 @@ static int page_audit(struct page *p)
 }
 
 const struct route audit_page_routes[] = {
-    PAGE_ROUTE(HTTP_GET, "/audit", page_audit),
+    PAGE_ROUTE_READ(HTTP_GET, "/audit", page_audit),
 };
 const size_t audit_page_nroutes = sizeof(audit_page_routes) / sizeof(audit_page_routes[0]);

@@ -491,9 +491,9 @@ static int h_lab_bundle(struct app *app, struct http_request *req)
 }
 
 const struct route bundle_routes[] = {
-    {HTTP_GET, "/client/cugrade.py", r_client_py, 0, NULL, NULL},
-    {HTTP_GET, "/client/version", r_client_version, 0, NULL, NULL},
-    {HTTP_GET, "/client/{file}", r_client_file, 0, NULL, NULL},
-    {HTTP_GET, "/api/labs/{lab}/bundle", h_lab_bundle, 0, NULL, NULL},
+    {HTTP_GET, "/client/cugrade.py", r_client_py, 0, NULL, NULL, 0},
+    {HTTP_GET, "/client/version", r_client_version, 0, NULL, NULL, 0},
+    {HTTP_GET, "/client/{file}", r_client_file, 0, NULL, NULL, 0},
+    {HTTP_GET, "/api/labs/{lab}/bundle", h_lab_bundle, 0, NULL, NULL, 0},
 };
 const size_t bundle_nroutes = sizeof(bundle_routes) / sizeof(bundle_routes[0]);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/appview.h"
 #include "server/roster.h"
 #include "server/scoreboard.h"
 #include "server/submission.h"
@@ -136,9 +137,7 @@ int course_rubric_store(struct db *db, long long actor, const char *lab, const c
 void course_rubric_install(struct app *app, struct app_lab *l, struct rubric *r, json_t *copy,
                            int v, const char *by)
 {
-    if (l->has_rubric)
-        rubric_free(&l->rubric);
-    json_decref(l->rubric_doc);
+    app_rubric_drop(app, l->has_rubric ? &l->rubric : NULL, l->rubric_doc);
     l->rubric = *r;
     l->rubric_doc = copy;
     app_log("lab %s: rubric version %d stored by %s", l->lab.name, v, by);

@@ -352,16 +352,16 @@ static int h_extension(struct app *app, struct http_request *req)
 }
 
 const struct route course_api_routes[] = {
-    {HTTP_GET, "/api/me", h_me, 0, NULL, NULL},
-    {HTTP_PATCH, "/api/me", h_me_patch, 4 * KiB, NULL, NULL},
-    {HTTP_GET, "/api/labs", h_labs, 0, NULL, NULL},
-    {HTTP_GET, "/api/labs/{lab}", h_lab, 0, NULL, NULL},
-    {HTTP_POST, "/api/admin/users", h_admin_users, 4096 * KiB, "a roster may be at most 4 MiB.", NULL},
-    {HTTP_GET, "/api/admin/users", h_admin_users_list, 0, NULL, NULL},
-    {HTTP_POST, "/api/admin/users/{name}/revoke", h_admin_user_revoke, 4 * KiB, NULL, NULL},
-    {HTTP_GET, "/api/admin/labs/{lab}/rubric", h_rubric_get, 0, NULL, NULL},
+    {HTTP_GET, "/api/me", h_me, 0, NULL, NULL, 1},
+    {HTTP_PATCH, "/api/me", h_me_patch, 4 * KiB, NULL, NULL, 0},
+    {HTTP_GET, "/api/labs", h_labs, 0, NULL, NULL, 1},
+    {HTTP_GET, "/api/labs/{lab}", h_lab, 0, NULL, NULL, 1},
+    {HTTP_POST, "/api/admin/users", h_admin_users, 4096 * KiB, "a roster may be at most 4 MiB.", NULL, 0},
+    {HTTP_GET, "/api/admin/users", h_admin_users_list, 0, NULL, NULL, 1},
+    {HTTP_POST, "/api/admin/users/{name}/revoke", h_admin_user_revoke, 4 * KiB, NULL, NULL, 0},
+    {HTTP_GET, "/api/admin/labs/{lab}/rubric", h_rubric_get, 0, NULL, NULL, 1},
     {HTTP_PUT, "/api/admin/labs/{lab}/rubric", h_rubric_put, 256 * KiB,
-     "a rubric may be at most 256 KiB.", NULL},
-    {HTTP_POST, "/api/admin/extensions", h_extension, 16 * KiB, NULL, NULL},
+     "a rubric may be at most 256 KiB.", NULL, 0},
+    {HTTP_POST, "/api/admin/extensions", h_extension, 16 * KiB, NULL, NULL, 0},
 };
 const size_t course_api_nroutes = sizeof(course_api_routes) / sizeof(course_api_routes[0]);

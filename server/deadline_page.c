@@ -182,7 +182,7 @@ static int r_deadline(struct page *p)
 }
 
 const struct route deadline_page_routes[] = {
-    PAGE_ROUTE(HTTP_GET, "/admin/deadlines", r_deadlines),
+    PAGE_ROUTE_READ(HTTP_GET, "/admin/deadlines", r_deadlines),
     PAGE_ROUTE(HTTP_POST, "/admin/extensions", post_extension),
     PAGE_ROUTE(HTTP_POST, "/admin/labs/{lab}/deadline", r_deadline),
 };

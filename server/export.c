@@ -2,14 +2,9 @@
  * export.c - the grades CSV and a lab's results.json built by a reader
  * job. See export.h.
  *
- * The builders run on the reader's thread against a view of
- * struct app: a copy whose db is the reader's connection and whose labs are
- * copies with empty scoreboard caches, its handles (writer, queue, http,
- * caches) cleared. Labs are loaded once at start; a rubric change replaces
- * a lab's rubric on the loop meanwhile, so a job reads only the scalars of
- * its copy (the rubric's max_score), never a rubric's pointers; with no
- * queue in the view, a submission that went back to the queue meanwhile has
- * no queue position (submission_json).
+ * The builders run on the reader's thread against a view of struct app
+ * (server/appview.h): the reader's connection, copies of the labs with
+ * empty scoreboard caches, a read-only view of the queue.
  */
 #include "server/export.h"
 
@@ -19,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/appview.h"
 #include "server/reader.h"
 #include "server/scoreboard.h"
 #include "server/submission.h"
@@ -31,41 +27,18 @@ struct export_job {
     export_done_fn done;
     enum export_kind kind;
     char lab[65]; /* EXPORT_RESULTS_JSON */
-    struct app view;
+    struct app view; /* server/appview.h */
+    int viewing;     /* view made */
     struct auth_user viewer;
     struct http_buf out;
     struct api_error e;
     int rc; /* api_grades_csv's */
 };
 
-/* A view of app for another thread (see the top of this file). 0 or -ENOMEM. */
-static int view_make(const struct app *app, struct app *view)
-{
-    *view = *app;
-    view->db = NULL;
-    view->writer = NULL;
-    view->reader = NULL;
-    view->queue = NULL;
-    view->http = NULL;
-    view->subcache = NULL;
-    view->throttle = NULL;
-    view->labs = calloc(app->nlabs ? app->nlabs : 1, sizeof(*view->labs));
-    if (!view->labs)
-        return -ENOMEM;
-    for (size_t i = 0; i < app->nlabs; i++) {
-        view->labs[i] = app->labs[i];
-        memset(view->labs[i].sb_cache, 0, sizeof(view->labs[i].sb_cache));
-        memset(view->labs[i].sb_valid, 0, sizeof(view->labs[i].sb_valid));
-    }
-    return 0;
-}
-
 static void export_job_free(struct export_job *j)
 {
-    for (size_t i = 0; j->view.labs && i < j->view.nlabs; i++)
-        for (int k = 0; k < 4; k++)
-            http_buf_free(&j->view.labs[i].sb_cache[k]);
-    free(j->view.labs);
+    if (j->viewing)
+        app_view_end(j->app, &j->view);
     http_buf_free(&j->out);
     free(j);
 }
@@ -113,7 +86,7 @@ static int results_json(struct app *app, const struct auth_user *viewer, const c
 static int export_run(struct db *db, void *arg)
 {
     struct export_job *j = arg;
-    j->view.db = db;
+    app_view_db(&j->view, db);
     if (j->kind == EXPORT_GRADES_CSV)
         j->rc = api_grades_csv(&j->view, &j->viewer, &j->out, &j->e);
     else
@@ -157,8 +130,9 @@ static int export_start(struct app *app, struct http_request *req, const struct 
         return HTTP_DONE;
     }
     struct export_job *j = calloc(1, sizeof(*j));
-    int rc = j ? view_make(app, &j->view) : -ENOMEM;
+    int rc = j ? app_view_begin(app, &j->view) : -ENOMEM;
     if (!rc) {
+        j->viewing = 1;
         j->app = app;
         j->req = req;
         j->done = done;

@@ -125,6 +125,6 @@ const struct route export_page_routes[] = {
     PAGE_ROUTE(HTTP_GET, "/admin/exports", page_exports),
     PAGE_ROUTE(HTTP_GET, "/admin/export/grades.csv", export_grades),
     PAGE_ROUTE(HTTP_GET, "/admin/export/results.json", export_results),
-    PAGE_ROUTE(HTTP_GET, "/admin/export/grades-lms.csv", export_grades_lms),
+    PAGE_ROUTE_READ(HTTP_GET, "/admin/export/grades-lms.csv", export_grades_lms),
 };
 const size_t export_page_nroutes = sizeof(export_page_routes) / sizeof(export_page_routes[0]);

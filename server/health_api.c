@@ -200,7 +200,7 @@ static int h_metrics(struct app *app, struct http_request *req)
 }
 
 const struct route health_api_routes[] = {
-    {HTTP_GET, "/healthz", h_healthz, 0, NULL, NULL},
-    {HTTP_GET, "/metrics", h_metrics, 0, NULL, NULL},
+    {HTTP_GET, "/healthz", h_healthz, 0, NULL, NULL, 0},
+    {HTTP_GET, "/metrics", h_metrics, 0, NULL, NULL, 0},
 };
 const size_t health_api_nroutes = sizeof(health_api_routes) / sizeof(health_api_routes[0]);

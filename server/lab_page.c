@@ -500,9 +500,9 @@ static int r_submit(struct page *p)
 }
 
 const struct route lab_page_routes[] = {
-    PAGE_ROUTE(HTTP_GET, "/labs", page_labs),
-    PAGE_ROUTE(HTTP_GET, "/labs/{lab}", r_lab),
+    PAGE_ROUTE_READ(HTTP_GET, "/labs", page_labs),
+    PAGE_ROUTE_READ(HTTP_GET, "/labs/{lab}", r_lab),
     PAGE_ROUTE(HTTP_POST, "/labs/{lab}/submit", r_submit),
-    PAGE_ROUTE(HTTP_GET, "/labs/{lab}/starter/{name}", r_starter),
+    PAGE_ROUTE_READ(HTTP_GET, "/labs/{lab}/starter/{name}", r_starter),
 };
 const size_t lab_page_nroutes = sizeof(lab_page_routes) / sizeof(lab_page_routes[0]);

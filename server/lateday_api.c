@@ -118,10 +118,10 @@ static int h_grant(struct app *app, struct http_request *req)
 }
 
 const struct route lateday_api_routes[] = {
-    {HTTP_GET, "/api/labs/{lab}/late-days", h_quote, 0, NULL, NULL},
-    {HTTP_GET, "/api/me/late-days", h_mine, 0, NULL, NULL},
-    {HTTP_GET, "/api/admin/late-days", h_overview, 0, NULL, NULL},
-    {HTTP_PUT, "/api/admin/late-days", h_default, 4 * KiB, NULL, NULL},
-    {HTTP_POST, "/api/admin/late-days/grants", h_grant, 4 * KiB, NULL, NULL},
+    {HTTP_GET, "/api/labs/{lab}/late-days", h_quote, 0, NULL, NULL, 1},
+    {HTTP_GET, "/api/me/late-days", h_mine, 0, NULL, NULL, 1},
+    {HTTP_GET, "/api/admin/late-days", h_overview, 0, NULL, NULL, 1},
+    {HTTP_PUT, "/api/admin/late-days", h_default, 4 * KiB, NULL, NULL, 0},
+    {HTTP_POST, "/api/admin/late-days/grants", h_grant, 4 * KiB, NULL, NULL, 0},
 };
 const size_t lateday_api_nroutes = sizeof(lateday_api_routes) / sizeof(lateday_api_routes[0]);

@@ -215,8 +215,8 @@ static int r_lateday(struct page *p)
 }
 
 const struct route lateday_page_routes[] = {
-    PAGE_ROUTE(HTTP_GET, "/me/late-days", r_lateday),
-    PAGE_ROUTE(HTTP_GET, "/admin/late-days", r_lateday),
+    PAGE_ROUTE_READ(HTTP_GET, "/me/late-days", r_lateday),
+    PAGE_ROUTE_READ(HTTP_GET, "/admin/late-days", r_lateday),
     PAGE_ROUTE(HTTP_POST, "/admin/late-days/default", r_lateday),
     PAGE_ROUTE(HTTP_POST, "/admin/late-days/grant", r_lateday),
 };

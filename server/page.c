@@ -664,7 +664,30 @@ static int page_signin_first(struct page *p)
                : page_login_again(p);
 }
 
+void pages_warm(void)
+{
+    for (size_t i = 0; i < sizeof(static_files) / sizeof(static_files[0]); i++)
+        static_etag(&static_files[i]);
+    bundle_client_wheel_name();
+}
+
+/* An API route that only reads, on the reader: its handler on the view. */
+static int api_run_here(struct app *app, struct http_request *req, const struct route *rt)
+{
+    return rt->fn(app, req);
+}
+
 int pages_run(struct app *app, struct http_request *req, const struct route *rt)
+{
+    assert(rt && (rt->page || rt->off_loop));
+    if (!rt->page)
+        return page_job_start(app, req, rt, api_run_here);
+    if (rt->off_loop && (req->method == HTTP_GET || req->method == HTTP_HEAD))
+        return page_job_start(app, req, rt, pages_run_here);
+    return pages_run_here(app, req, rt);
+}
+
+int pages_run_here(struct app *app, struct http_request *req, const struct route *rt)
 {
     struct page p;
     int rc;
@@ -750,8 +773,8 @@ static int r_app_js(struct app *app, struct http_request *req)
 }
 
 const struct route page_routes[] = {
-    {HTTP_GET, "/static/style.css", r_style_css, 0, NULL, NULL},
-    {HTTP_GET, "/static/app.js", r_app_js, 0, NULL, NULL},
+    {HTTP_GET, "/static/style.css", r_style_css, 0, NULL, NULL, 0},
+    {HTTP_GET, "/static/app.js", r_app_js, 0, NULL, NULL, 0},
     PAGE_ROUTE(HTTP_GET, "/", r_root),
     PAGE_ROUTE(HTTP_GET, "/help", page_help),
 };

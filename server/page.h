@@ -44,7 +44,14 @@
 #define FORM_FIELDS_MAX 32
 
 /* A route table entry for a page: handler fn(struct page *). */
-#define PAGE_ROUTE(method, pattern, fn) {(method), (pattern), NULL, PAGES_BODY_MAX, NULL, (fn)}
+#define PAGE_ROUTE(method, pattern, fn) {(method), (pattern), NULL, PAGES_BODY_MAX, NULL, (fn), 0}
+
+/* The same for a GET page whose handler only reads the database: it runs
+ * off the loop (page_job_start), against a view of the app
+ * (server/appview.h), never the loop's state: no writer, no cache of the
+ * loop's, no reader job of its own. */
+#define PAGE_ROUTE_READ(method, pattern, fn)                                                      \
+    {(method), (pattern), NULL, PAGES_BODY_MAX, NULL, (fn), 1}
 
 struct form_field {
     char *name;
@@ -73,8 +80,30 @@ struct page {
 void page_open(struct page *p, struct app *app, struct http_request *req);
 
 /* The router's page runner (router_init): run page route rt's handler for
- * req as described above. Returns HTTP_DONE. */
+ * req as described above; a GET of a PAGE_ROUTE_READ route on the reader
+ * (page_job_start); and an API route marked off_loop (a GET that only
+ * reads and never defers) there too. Returns HTTP_DONE or HTTP_DEFERRED. */
 int pages_run(struct app *app, struct http_request *req, const struct route *rt);
+
+/* The same, here and now, on app (the loop's, or a reader job's view).
+ * Returns HTTP_DONE, or HTTP_DEFERRED from a handler that deferred. */
+int pages_run_here(struct app *app, struct http_request *req, const struct route *rt);
+
+/* Loop thread: build what pages share lazily (the static files' version
+ * tags, the client wheel's name) before a reader job renders a page. */
+void pages_warm(void);
+
+/* What a page job runs on the reader: fn(view, copy of the request, rt),
+ * filling the copy's response; HTTP_DONE (never HTTP_DEFERRED). */
+typedef int (*page_job_fn)(struct app *view, struct http_request *req, const struct route *rt);
+
+/* Run fn on the reader (server/page_job.c): req's request copied, with the
+ * credential admission found; fn's response becomes req's on the loop,
+ * then req is finished. Returns HTTP_DEFERRED; HTTP_DONE when fn ran here
+ * on the loop (a database in memory: reader_sync) or the job could not be
+ * queued (a 503 page). */
+int page_job_start(struct app *app, struct http_request *req, const struct route *rt,
+                   page_job_fn fn);
 
 /* The router's fallback for paths no route matches: a static file's 405,
  * the 405 page, the sign-in redirect, the staff-only 403, or the 404 page.

@@ -300,6 +300,37 @@ size_t queue_waiting(struct queue *q)
     return q->nwaiting;
 }
 
+int queue_view_new(const struct queue *q, struct queue **out)
+{
+    assert(q && out);
+    struct queue *v = calloc(1, sizeof(*v));
+    if (!v)
+        return -ENOMEM;
+    v->gen = q->gen;
+    v->rate = q->rate;
+    v->rate_at = q->rate_at;
+    v->nwaiting = q->nwaiting;
+    v->closing = 1; /* no waiter, no timer: nothing is ever woken */
+    *out = v;
+    return 0;
+}
+
+void queue_view_db(struct queue *view, struct db *db)
+{
+    assert(view && view->closing && !view->head);
+    view->db = db;
+    view->order.valid = 0;
+}
+
+void queue_view_free(struct queue *view)
+{
+    if (!view)
+        return;
+    assert(view->closing && !view->head);
+    free(view->order.ids);
+    free(view);
+}
+
 /* Mark the user's older still-queued submissions to the same lab as
  * superseded by id (inside the caller's transaction). Returns the number
  * of rows changed (>= 0) or -errno. */

@@ -187,6 +187,17 @@ size_t queue_waiting(struct queue *q);
 /* Wake parked claims (they try to claim in arrival order). */
 void queue_notify(struct queue *q);
 
+/* A read-only view of q for a reader job (server/reader.h): what the pages
+ * read of a queue (queue_position, queue_rate, queue_depth, queue_waiting)
+ * answered from db, the job's connection, instead of the loop's: the
+ * parked claims and the rate as q has them now, the fair order read again
+ * on db when first asked. Made on the loop (0 and *out, or -ENOMEM); the
+ * job sets its connection with queue_view_db; nothing else may be called
+ * on a view. Free with queue_view_free (either thread, NULL is fine). */
+int queue_view_new(const struct queue *q, struct queue **out);
+void queue_view_db(struct queue *view, struct db *db);
+void queue_view_free(struct queue *view);
+
 /* Status names and classes: common/status.h (status_in_progress,
  * status_verdict, status_final). */
 

@@ -82,6 +82,6 @@ static int page_queue(struct page *p)
 }
 
 const struct route queue_page_routes[] = {
-    PAGE_ROUTE(HTTP_GET, "/admin/queue", page_queue),
+    PAGE_ROUTE_READ(HTTP_GET, "/admin/queue", page_queue),
 };
 const size_t queue_page_nroutes = sizeof(queue_page_routes) / sizeof(queue_page_routes[0]);

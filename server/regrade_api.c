@@ -120,10 +120,10 @@ static int h_answer(struct app *app, struct http_request *req)
 }
 
 const struct route regrade_api_routes[] = {
-    {HTTP_POST, "/api/submissions/{id}/regrade-requests", h_open, 16 * KiB, NULL, NULL},
-    {HTTP_GET, "/api/submissions/{id}/regrade-requests", h_list_of_submission, 0, NULL, NULL},
-    {HTTP_GET, "/api/regrade-requests", h_list, 0, NULL, NULL},
-    {HTTP_GET, "/api/regrade-requests/{rid}", h_get, 0, NULL, NULL},
-    {HTTP_POST, "/api/regrade-requests/{rid}/answer", h_answer, 16 * KiB, NULL, NULL},
+    {HTTP_POST, "/api/submissions/{id}/regrade-requests", h_open, 16 * KiB, NULL, NULL, 0},
+    {HTTP_GET, "/api/submissions/{id}/regrade-requests", h_list_of_submission, 0, NULL, NULL, 1},
+    {HTTP_GET, "/api/regrade-requests", h_list, 0, NULL, NULL, 1},
+    {HTTP_GET, "/api/regrade-requests/{rid}", h_get, 0, NULL, NULL, 1},
+    {HTTP_POST, "/api/regrade-requests/{rid}/answer", h_answer, 16 * KiB, NULL, NULL, 0},
 };
 const size_t regrade_api_nroutes = sizeof(regrade_api_routes) / sizeof(regrade_api_routes[0]);

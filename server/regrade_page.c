@@ -347,8 +347,8 @@ static int r_regrade(struct page *p)
 
 const struct route regrade_page_routes[] = {
     PAGE_ROUTE(HTTP_POST, "/submissions/{id}/regrade-request", r_regrade),
-    PAGE_ROUTE(HTTP_GET, "/regrades", r_regrade),
-    PAGE_ROUTE(HTTP_GET, "/regrades/{id}", r_regrade),
+    PAGE_ROUTE_READ(HTTP_GET, "/regrades", r_regrade),
+    PAGE_ROUTE_READ(HTTP_GET, "/regrades/{id}", r_regrade),
     PAGE_ROUTE(HTTP_POST, "/regrades/{id}/answer", r_regrade),
 };
 const size_t regrade_page_nroutes = sizeof(regrade_page_routes) / sizeof(regrade_page_routes[0]);

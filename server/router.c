@@ -202,8 +202,10 @@ int router_dispatch(struct router *r, struct app *app, struct http_request *req)
     if (route_find(r, req, &i, &pm)) {
         req->route = r->routes[i]->pattern;
         /* req->params point into param_store, valid while the handler
-         * runs; handlers that defer (the claim long poll) take no params. */
-        return r->routes[i]->fn(app, req);
+         * runs; handlers that defer (the claim long poll) take no params,
+         * and a route read off the loop runs on a copy (page_job.c). */
+        const struct route *rt = r->routes[i];
+        return rt->off_loop && r->page_run ? r->page_run(app, req, rt) : rt->fn(app, req);
     }
     req->route = ROUTE_NONE;
     if (pm) {

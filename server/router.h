@@ -31,6 +31,8 @@ struct route {
     size_t body_max;       /* 0: no body accepted */
     const char *body_note; /* the 413 message's end, e.g. "source files may be at most 256 KiB." */
     page_fn page;          /* a web page (fn NULL): run through the router's page runner */
+    int off_loop;          /* a GET that only reads, a page's or the API's: it runs on
+                            * the reader, through page_run (page.h: page_job_start) */
 };
 
 #define ROUTER_BUCKETS 14
@@ -52,6 +54,7 @@ struct router {
     const struct route **routes; /* every table's routes, in order */
     size_t nroutes;
     route_fn fallback; /* paths no route matches, but /api ones; NULL: 404 */
+    /* runs page routes and the API's off_loop routes */
     int (*page_run)(struct app *app, struct http_request *req, const struct route *rt);
     size_t fallback_body_max;
     struct route_metrics *metrics; /* nroutes + 2: [n] fallback, [n+1] unmatched */

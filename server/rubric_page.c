@@ -265,7 +265,7 @@ static int r_rubric_post(struct page *p)
 }
 
 const struct route rubric_page_routes[] = {
-    PAGE_ROUTE(HTTP_GET, "/admin/labs/{lab}/rubric", r_rubric),
+    PAGE_ROUTE_READ(HTTP_GET, "/admin/labs/{lab}/rubric", r_rubric),
     PAGE_ROUTE(HTTP_POST, "/admin/labs/{lab}/rubric", r_rubric_post),
 };
 const size_t rubric_page_nroutes = sizeof(rubric_page_routes) / sizeof(rubric_page_routes[0]);

@@ -694,11 +694,11 @@ static int h_profile(struct app *app, struct http_request *req)
 }
 
 const struct route runner_api_routes[] = {
-    {HTTP_POST, "/api/runner/claim", h_claim, 16 * KiB, NULL, NULL},
-    {HTTP_POST, "/api/runner/jobs/{id}/progress", h_progress, 16 * KiB, NULL, NULL},
+    {HTTP_POST, "/api/runner/claim", h_claim, 16 * KiB, NULL, NULL, 0},
+    {HTTP_POST, "/api/runner/jobs/{id}/progress", h_progress, 16 * KiB, NULL, NULL, 0},
     {HTTP_POST, "/api/runner/jobs/{id}/result", h_result, 8192 * KiB,
-     "a result may be at most 8 MiB.", NULL},
+     "a result may be at most 8 MiB.", NULL, 0},
     {HTTP_POST, "/api/runner/jobs/{id}/profile", h_profile, 1024 * KiB,
-     "a profile may be at most 1 MiB.", NULL},
+     "a profile may be at most 1 MiB.", NULL, 0},
 };
 const size_t runner_api_nroutes = sizeof(runner_api_routes) / sizeof(runner_api_routes[0]);

@@ -19,6 +19,7 @@ void scoreboard_invalidate(struct app *app, const char *lab)
             continue;
         for (int k = 0; k < 4; k++)
             app->labs[i].sb_valid[k] = 0;
+        app->labs[i].sb_gen++;
     }
 }
 

@@ -261,9 +261,9 @@ static int r_stats(struct page *p)
 }
 
 const struct route scoreboard_page_routes[] = {
-    PAGE_ROUTE(HTTP_GET, "/labs/{lab}/scoreboard", r_scoreboard),
-    PAGE_ROUTE(HTTP_GET, "/labs/{lab}/scoreboard.csv", r_scoreboard_csv),
-    PAGE_ROUTE(HTTP_GET, "/labs/{lab}/stats", r_stats),
+    PAGE_ROUTE_READ(HTTP_GET, "/labs/{lab}/scoreboard", r_scoreboard),
+    PAGE_ROUTE_READ(HTTP_GET, "/labs/{lab}/scoreboard.csv", r_scoreboard_csv),
+    PAGE_ROUTE_READ(HTTP_GET, "/labs/{lab}/stats", r_stats),
     PAGE_ROUTE(HTTP_POST, "/me/show-name", post_show_name),
 };
 const size_t scoreboard_page_nroutes =

@@ -64,8 +64,8 @@ static int h_pair(struct app *app, struct http_request *req)
 }
 
 const struct route similarity_api_routes[] = {
-    {HTTP_POST, "/api/admin/labs/{lab}/similarity", h_start, 4096, NULL, NULL},
-    {HTTP_GET, "/api/admin/labs/{lab}/similarity", h_report, 0, NULL, NULL},
-    {HTTP_GET, "/api/admin/similarity/pairs/{id}", h_pair, 0, NULL, NULL},
+    {HTTP_POST, "/api/admin/labs/{lab}/similarity", h_start, 4096, NULL, NULL, 0},
+    {HTTP_GET, "/api/admin/labs/{lab}/similarity", h_report, 0, NULL, NULL, 1},
+    {HTTP_GET, "/api/admin/similarity/pairs/{id}", h_pair, 0, NULL, NULL, 1},
 };
 const size_t similarity_api_nroutes = sizeof(similarity_api_routes) / sizeof(similarity_api_routes[0]);

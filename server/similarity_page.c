@@ -269,8 +269,8 @@ static int r_similarity(struct page *p)
 }
 
 const struct route similarity_page_routes[] = {
-    PAGE_ROUTE(HTTP_GET, "/labs/{lab}/similarity", r_similarity),
+    PAGE_ROUTE_READ(HTTP_GET, "/labs/{lab}/similarity", r_similarity),
     PAGE_ROUTE(HTTP_POST, "/labs/{lab}/similarity", r_similarity),
-    PAGE_ROUTE(HTTP_GET, "/labs/{lab}/similarity/{pair}", r_similarity),
+    PAGE_ROUTE_READ(HTTP_GET, "/labs/{lab}/similarity/{pair}", r_similarity),
 };
 const size_t similarity_page_nroutes = sizeof(similarity_page_routes) / sizeof(similarity_page_routes[0]);

@@ -171,13 +171,13 @@ const struct route submission_api_routes[] = {
     /* The cap leaves room for multipart framing; the file itself is held to
      * 256 KiB by submission_check. */
     {HTTP_POST, "/api/labs/{lab}/submissions", h_submit, API_SOURCE_MAX + 16 * KiB,
-     "source files may be at most 256 KiB.", NULL},
-    {HTTP_GET, "/api/submissions", h_submissions, 0, NULL, NULL},
-    {HTTP_GET, "/api/submissions/{id}", h_submission, 0, NULL, NULL},
-    {HTTP_GET, "/api/submissions/{id}/source", h_source, 0, NULL, NULL},
-    {HTTP_POST, "/api/admin/submissions/{id}/regrade", h_regrade, 4 * KiB, NULL, NULL},
-    {HTTP_POST, "/api/admin/submissions/{id}/override", h_override, 16 * KiB, NULL, NULL},
-    {HTTP_GET, "/api/admin/queue", h_queue, 0, NULL, NULL},
+     "source files may be at most 256 KiB.", NULL, 0},
+    {HTTP_GET, "/api/submissions", h_submissions, 0, NULL, NULL, 1},
+    {HTTP_GET, "/api/submissions/{id}", h_submission, 0, NULL, NULL, 0},
+    {HTTP_GET, "/api/submissions/{id}/source", h_source, 0, NULL, NULL, 1},
+    {HTTP_POST, "/api/admin/submissions/{id}/regrade", h_regrade, 4 * KiB, NULL, NULL, 0},
+    {HTTP_POST, "/api/admin/submissions/{id}/override", h_override, 16 * KiB, NULL, NULL, 0},
+    {HTTP_GET, "/api/admin/queue", h_queue, 0, NULL, NULL, 1},
 };
 const size_t submission_api_nroutes =
     sizeof(submission_api_routes) / sizeof(submission_api_routes[0]);

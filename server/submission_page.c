@@ -571,9 +571,9 @@ static int r_regrade(struct page *p)
 }
 
 const struct route submission_page_routes[] = {
-    PAGE_ROUTE(HTTP_GET, "/submissions", page_submissions),
-    PAGE_ROUTE(HTTP_GET, "/submissions/{id}", r_submission),
-    PAGE_ROUTE(HTTP_GET, "/submissions/{id}/source", r_source),
+    PAGE_ROUTE_READ(HTTP_GET, "/submissions", page_submissions),
+    PAGE_ROUTE_READ(HTTP_GET, "/submissions/{id}", r_submission),
+    PAGE_ROUTE_READ(HTTP_GET, "/submissions/{id}/source", r_source),
     PAGE_ROUTE(HTTP_POST, "/submissions/{id}/override", r_override),
     PAGE_ROUTE(HTTP_POST, "/submissions/{id}/regrade", r_regrade),
 };

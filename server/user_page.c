@@ -246,7 +246,7 @@ static int post_revoke(struct page *p)
 }
 
 const struct route user_page_routes[] = {
-    PAGE_ROUTE(HTTP_GET, "/admin/users", r_users),
+    PAGE_ROUTE_READ(HTTP_GET, "/admin/users", r_users),
     PAGE_ROUTE(HTTP_POST, "/admin/users", post_users),
     PAGE_ROUTE(HTTP_POST, "/admin/users/{name}/token", post_token),
     PAGE_ROUTE(HTTP_POST, "/admin/users/{name}/revoke", post_revoke),

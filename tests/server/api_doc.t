@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # docs/api.md lists every route the server answers: its "Every route" table
 # must hold each (method, path) of the route tables in server/*.c (the
-# `{HTTP_GET, "/path", ...}` rows and the web pages' PAGE_ROUTE rows), and
+# `{HTTP_GET, "/path", ...}` rows and the web pages' PAGE_ROUTE and
+# PAGE_ROUTE_READ rows), and
 # no row for a route that no table has (a removed route leaves no stale
 # line). Each row's link names a doc that exists. Reads sources only.
 #
@@ -13,7 +14,7 @@ import sys
 
 ROOT = sys.argv[1] if len(sys.argv) > 1 else (os.environ.get("CUGRADE_ROOT") or os.path.dirname(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-ROUTE = re.compile(r'(?:\{|PAGE_ROUTE\()\s*HTTP_([A-Z]+)\s*,\s*"(/[^"]*)"')
+ROUTE = re.compile(r'(?:\{|PAGE_ROUTE(?:_READ)?\()\s*HTTP_([A-Z]+)\s*,\s*"(/[^"]*)"')
 ROW = re.compile(r"^\|\s*([A-Z]+) (/\S*)\s*\|\s*(.*?)\s*\|\s*$")
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../runner/fakelab"))

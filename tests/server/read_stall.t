@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 # Issue 29 item 4: the event loop never waits for a read. While every SQLite
 # read of the server waits (as on a stalled disk), /healthz is answered: a
-# credential lookup and an export wait off the loop, and both complete once
-# reads go again.
+# credential lookup, an export, a page of each family and the sign-in form
+# wait off the loop, and each completes once reads go again.
 #
 # The stall: another process (this script) holds SQLite's WAL read locks
 # (bytes 123..127 of the database's -shm file, WAL_READ_LOCK(0..4)), so a
@@ -10,6 +10,7 @@
 # all before it gives up) -- on the thread that asked. No root, no fsfreeze.
 import fcntl
 import os
+import re
 import sys
 import threading
 import time
@@ -122,6 +123,151 @@ def token_at_admission(t, s, user):
     t.status(r, 202, "%s: the submission is accepted once reads go again" % what)
 
 
+def login_stalled(t, s, user):
+    """The sign-in form posted while reads stall: its token lookup waits
+    off the loop; once reads go, the session is made (303 with a cookie)."""
+    import urllib.parse
+    what = "the sign-in form"
+    r = s.get("/login")
+    m = re.search(r"cugrade_login=([^;]+)", r.header("set-cookie") or "")
+    f = re.search(r'name="csrf" value="([^"]+)"', r.body.decode("utf-8", "replace"))
+    if not t.ok(m and f, "%s: GET /login gives the form and its cookie" % what):
+        return
+    body = urllib.parse.urlencode({"token": s.tok[user], "csrf": f.group(1)}).encode()
+    headers = {"Content-Type": "application/x-www-form-urlencoded",
+               "Cookie": "cugrade_login=" + m.group(1)}
+    st = Stall(s.db)
+    if not t.ok(st.start(), "%s: the WAL read locks are taken" % what):
+        return
+    out = []
+
+    def go():
+        try:
+            out.append(s.post("/login", body=body, headers=headers, timeout=40))
+        except Exception as e:  # noqa: BLE001
+            out.append(e)
+    th = threading.Thread(target=go)
+    th.start()
+    time.sleep(0.5)
+    healthz_during(t, s, what)
+    busy = not out
+    st.wait()
+    th.join(40)
+    t.ok(busy, "%s: the sign-in was still waiting when /healthz was answered" % what, out)
+    r = out[0] if out else None
+    cookies = " ".join(r.header_all("set-cookie")) if hasattr(r, "header_all") else ""
+    m = re.search(r"cugrade_session=([0-9a-f]{64})", cookies)
+    t.ok(getattr(r, "status", None) == 303 and m,
+         "%s: signed in once reads go again (303 and a session cookie)" % what,
+         getattr(r, "brief", lambda: r)())
+    me = s.get("/api/me", headers={"Cookie": "cugrade_session=%s" % (m.group(1) if m else "")})
+    t.ok(me.status == 200 and (me.json() or {}).get("name") == user,
+         "%s: the session is stored and works" % what, me.brief())
+
+
+def hang_up(t, s):
+    """A client that goes away while its page waits: the job's answer is
+    dropped (no write to a freed request: the ASan build's log is read at
+    the end), and the server goes on."""
+    what = "a client gone while its page waits"
+    t.status(s.get("/api/me", token="alice_q7"), 200, "%s: /api/me first" % what)
+    st = Stall(s.db)
+    if not t.ok(st.start(), "%s: the WAL read locks are taken" % what):
+        return
+    c = s.connect()
+    c.sendall(("GET /labs/vadd/scoreboard HTTP/1.1\r\nHost: x\r\n"
+               "Authorization: Bearer %s\r\n\r\n" % s.tok["alice_q7"]).encode())
+    time.sleep(0.5)
+    c.close()
+    st.wait()
+    time.sleep(0.5)
+    t.status(s.get("/labs/vadd/scoreboard", token="alice_q7"), 200,
+             "%s: the next one is answered" % what)
+
+
+def pages(t, s, sid):
+    """Issue 29 item 4, the pages: each family's page waits off the loop."""
+    for what, path, user, want in (
+            ("the scoreboard page", "/labs/vadd/scoreboard", "alice_q7", b"Scoreboard"),
+            ("the lab page", "/labs/vadd", "alice_q7", b"vadd"),
+            ("the labs page", "/labs", "bob_z3", b"vadd"),
+            ("the result page", "/submissions/%s" % sid, "alice_q7", b"50"),
+            ("the submissions page (staff)", "/submissions", "admin", b"alice_q7"),
+            ("the queue page (staff)", "/admin/queue", "admin", b"Queue"),
+            ("the users page (staff)", "/admin/users", "admin", b"alice_q7"),
+            ("the LMS grades export", "/admin/export/grades-lms.csv", "admin",
+             b"user,display_name")):
+        r = stalled(t, s, what, path, token=user, warm="/api/me")
+        t.ok(r is not None and want in (r.body or b""),
+             "%s: the page as before (%r in it)" % (what, want), r and r.brief())
+    login_stalled(t, s, "bob_z3")
+    api_reads(t, s, sid)
+    api_scoreboard(t, s)
+    hang_up(t, s)
+
+
+def api_reads(t, s, sid):
+    """The API's reads that only read wait off the loop too."""
+    for what, path, user, want in (
+            ("the API's labs", "/api/labs", "alice_q7", b"vadd"),
+            ("the API's submission list", "/api/submissions", "alice_q7", b'"id":%d' % sid),
+            ("the API's queue (staff)", "/api/admin/queue", "admin", b"queue")):
+        r = stalled(t, s, what, path, token=user, warm="/api/me")
+        t.ok(r is not None and want in (r.body or b"").replace(b": ", b":"),
+             "%s: as before (%r in it)" % (what, want), r and r.brief())
+
+
+def api_scoreboard(t, s):
+    """The API's scoreboard: a cache miss is ranked off the loop; once
+    ranked it is cached, and the cache answers while reads stall."""
+    what = "the API scoreboard (not cached)"
+    # a name shown changes every scoreboard: the cache is dropped
+    t.status(s.request("PATCH", "/api/me", token="bob_z3", json_body={"show_name": True}), 200,
+             "%s: bob shows his name (the scoreboards' cache is dropped)" % what)
+    r = stalled(t, s, what, "/api/labs/vadd/scoreboard", token="alice_q7", warm="/api/me")
+    rows = (r.json() or {}).get("rows") if r is not None else None
+    t.ok(rows and rows[0].get("score") == 50, "%s: the graded row" % what, r and r.brief())
+    what = "the API scoreboard, three misses at once"
+    t.status(s.request("PATCH", "/api/me", token="bob_z3", json_body={"show_name": False}), 200,
+             "%s: bob hides his name again (the cache is dropped)" % what)
+    t.status(s.get("/api/me", token="alice_q7"), 200, "%s: /api/me first" % what)
+    st = Stall(s.db)
+    if not t.ok(st.start(), "%s: the WAL read locks are taken" % what):
+        return
+    out = []
+
+    def go():
+        try:
+            out.append(s.get("/api/labs/vadd/scoreboard", token="alice_q7", timeout=40))
+        except Exception as e:  # noqa: BLE001
+            out.append(e)
+    ths = [threading.Thread(target=go) for _ in range(3)]
+    for th in ths:
+        th.start()
+    time.sleep(0.5)
+    healthz_during(t, s, what)
+    st.wait()
+    for th in ths:
+        th.join(40)
+    bodies = set(getattr(r, "body", None) for r in out)
+    t.ok(len(out) == 3 and all(getattr(r, "status", None) == 200 for r in out) and
+         len(bodies) == 1, "%s: each answered, the same scoreboard" % what, out)
+    what = "the API scoreboard (cached)"
+    t.status(s.get("/api/me", token="alice_q7"), 200, "%s: /api/me first" % what)
+    st = Stall(s.db)
+    if not t.ok(st.start(), "%s: the WAL read locks are taken" % what):
+        return
+    t0 = time.time()
+    try:
+        r = s.get("/api/labs/vadd/scoreboard", token="alice_q7", timeout=HOLD_S + 15)
+    except OSError as e:
+        r = e
+    took = time.time() - t0
+    st.wait()
+    t.ok(getattr(r, "status", None) == 200 and took < BOUND_S,
+         "%s: answered from the cache while reads stall (%.2f s)" % (what, took), r)
+
+
 def main(t):
     s = Server(labs=["vadd"], tap=t)
     # a graded submission: the exports read its row and its result
@@ -155,6 +301,7 @@ def main(t):
     t.ok(students and students[0].get("submission") == sid and
          students[0].get("results", {}).get("score") == 50,
          "results.json (page): the graded submission's results", r and r.brief())
+    pages(t, s, sid)
     s.cleanup()
 
 
