@@ -115,6 +115,19 @@ static void baseline_cache_write(const char *cache, const char *dir, json_t *doc
     free(txt);
 }
 
+/* A baseline run's wall limit: three times the lab's run_seconds, and at
+ * least BASELINE_MIN_SECONDS. Our own trusted program: the limit only
+ * catches a hang (a broken build, a stuck GPU), never a slow host. A lab
+ * with a short run_seconds (CI's fake lab: 4 s) timed its naive baseline
+ * out at 12 s on a loaded host, and the job lost that line's points
+ * (now a system_error: job_time_complete). */
+#define BASELINE_MIN_SECONDS 120.0
+static double baseline_limit(const struct lab *lab)
+{
+    double lim = (lab->run_seconds > 0 ? lab->run_seconds : 120) * 3;
+    return lim > BASELINE_MIN_SECONDS ? lim : BASELINE_MIN_SECONDS;
+}
+
 /* The CPU baseline (reference/<lab>/cpu.c, trusted, one thread): it prints
  * {"median_ms","samples_ms",...} on stdout. Run outside the sandbox. */
 static double cpu_baseline_time(const struct run_ctx *rc, const char *prog,
@@ -122,7 +135,7 @@ static double cpu_baseline_time(const struct run_ctx *rc, const char *prog,
 {
     char *out = NULL;
     const char *argv[] = {prog, "--case", case_name, "--seed", BASELINE_SEED, NULL};
-    double lim = (rc->lab->run_seconds > 0 ? rc->lab->run_seconds : 120) * 3;
+    double lim = baseline_limit(rc->lab);
     int r = grade_exec_trusted(argv, NULL, lim, 1u << 20, &out);
     json_t *doc = r == 0 && out ? json_loads(out, 0, NULL) : NULL;
     free(out);
@@ -206,7 +219,7 @@ static json_t *baseline_gpu_samples(const struct run_ctx *rc, const char *name, 
     struct sandbox_verdict v;
     memset(&v, 0, sizeof v);
     json_t *samples = NULL;
-    double lim = (rc->lab->run_seconds > 0 ? rc->lab->run_seconds : 120) * 3;
+    double lim = baseline_limit(rc->lab);
     /* The cuBLAS baseline links libcublas dynamically (build-lab.sh). */
     char ldp[PATH_MAX + 64];
     snprintf(ldp, sizeof ldp, "LD_LIBRARY_PATH=%s/lib64", rc->env->cuda_home);
@@ -301,7 +314,7 @@ int baseline_batch(const struct run_ctx *rc, const char *name, const char *case_
     if (strcmp(name, "cpu") == 0) {
         char *out = NULL;
         const char *argv[] = {prog, "--case", case_name, "--seed", BASELINE_SEED, NULL};
-        double lim = (rc->lab->run_seconds > 0 ? rc->lab->run_seconds : 120) * 3;
+        double lim = baseline_limit(rc->lab);
         int r = grade_exec_trusted(argv, NULL, lim, 1u << 20, &out);
         json_t *doc = r == 0 && out ? json_loads(out, 0, NULL) : NULL;
         free(out);

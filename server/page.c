@@ -218,8 +218,15 @@ void put_when(struct html_buf *b, double t)
     }
     page_fmt_time(abs_, sizeof(abs_), t);
     page_fmt_relative(rel, sizeof(rel), t, db_now());
+    time_t s = (time_t)t;
+    struct tm tm;
+    char iso[48];
+    if (!gmtime_r(&s, &tm) || !strftime(iso, sizeof(iso), "%Y-%m-%dT%H:%M:%SZ", &tm))
+        snprintf(iso, sizeof(iso), "%s", abs_);
+    /* UTC here; app.js writes the reader's own zone from datetime (the
+     * title keeps UTC, and a page without JavaScript shows UTC). */
     html_fmt(b, "<time datetime=\"%s\" title=\"%s\">%s</time> <span class=\"muted small\">(%s)</span>",
-             abs_, abs_, abs_, rel);
+             iso, abs_, abs_, rel);
 }
 
 void put_when_iso(struct html_buf *b, const char *iso)

@@ -604,5 +604,11 @@ void result_put(struct page *p, json_t *sub)
     if (json_is_object(json_object_get(cg, "timing")))
         put_speed(p, sub, cg);
     put_hints(&p->b, json_object_get(cg, "hints"), &said);
-    put_history(p, sub);
+}
+
+void result_put_standing(struct page *p, json_t *sub)
+{
+    assert(p && sub);
+    if (json_is_object(json_object_get(sub, "result")))
+        put_history(p, sub);
 }

@@ -13,9 +13,12 @@
  * p: the summary, what to fix first, the compiler output, the tests with
  * hidden ones as one placeholder row, the correctness numbers, the
  * sanitizers grouped by line, the speed on a log scale with the next tier,
- * the hints not shown yet, and for a student their rank and latest
- * submissions to the lab. Nothing when sub has no result. */
+ * the hints not shown yet. Nothing when sub has no result. */
 void result_put(struct page *p, json_t *sub);
+
+/* After the result and its profile: for a student their rank and latest
+ * submissions to the lab. Nothing when sub has no result. */
+void result_put_standing(struct page *p, json_t *sub);
 
 /* 1 when sub's result has the runner's summary (result_put shows it; for
  * a timeout or runtime error as the page's notice), else 0. */

@@ -162,7 +162,8 @@ static void put_profile(struct page *p, json_t *pf)
     html_raw(&p->b, "</tbody></table></div>\n");
 }
 
-/* The result (result_page.c), then the profile and where it was graded. */
+/* The result (result_page.c), then the profile (right after the speed and
+ * the hints it deepens), the student's standing, and where it was graded. */
 static void put_result(struct page *p, json_t *sub)
 {
     json_t *r = json_object_get(sub, "result"), *cg = json_object_get(r, "cugrade");
@@ -171,6 +172,7 @@ static void put_result(struct page *p, json_t *sub)
         return;
     result_put(p, sub);
     put_profile(p, json_object_get(cg, "profile"));
+    result_put_standing(p, sub);
     if (page_jstr(cg, "gpu")[0])
         html_fmt(&p->b, "<p class=\"muted small\">Graded on %s with rubric version %d.</p>\n",
                  page_jstr(cg, "gpu"), (int)page_jnum(sub, "rubric_version", 0));

@@ -5,7 +5,8 @@
  *     #live section in place until the submission reaches a final status;
  *   - sortable tables: <table class="sortable"> with <th data-sort="num|text">
  *     and cells carrying data-value;
- *   - scroll boxes (.scroll) are tab stops only while their content overflows. */
+ *   - scroll boxes (.scroll) are tab stops only while their content overflows;
+ *   - dates (<time datetime>) in the reader's own time zone. */
 (function () {
   'use strict';
   document.documentElement.classList.add('js');
@@ -46,6 +47,7 @@
           live = document.getElementById('live');
           initSortable(live);
           fitScrollBoxes(live);
+          localDates(live);
           var t = live.getAttribute('data-title');
           if (t) document.title = t;
           if (live.getAttribute('data-final') !== '1') schedule();
@@ -119,6 +121,29 @@
     });
   }
 
+  /* ---- dates in the reader's own time zone -------------------------------
+   * The server writes <time datetime="ISO">YYYY-MM-DD HH:MM UTC</time>: only
+   * the browser knows the reader's zone. The same format in local time,
+   * with the zone's short name; the UTC text stays in the title. */
+  function pad(n) { return (n < 10 ? '0' : '') + n; }
+  function localDates(root) {
+    if (!window.Intl || !Intl.DateTimeFormat) return;
+    Array.prototype.forEach.call(root.querySelectorAll('time[datetime]'), function (el) {
+      if (el.getAttribute('data-local')) return;
+      var d = new Date(el.getAttribute('datetime'));
+      if (isNaN(d.getTime())) return;
+      var zone = '';
+      try {
+        new Intl.DateTimeFormat(undefined, { timeZoneName: 'short' }).formatToParts(d)
+          .forEach(function (p) { if (p.type === 'timeZoneName') zone = p.value; });
+      } catch (e) { return; }
+      if (!zone) return;
+      el.textContent = d.getFullYear() + '-' + pad(d.getMonth() + 1) + '-' + pad(d.getDate()) + ' ' +
+        pad(d.getHours()) + ':' + pad(d.getMinutes()) + ' ' + zone;
+      el.setAttribute('data-local', '1');
+    });
+  }
+
   /* ---- file input: show what will be sent -------------------------------- */
   function initUpload() {
     var input = document.getElementById('file');
@@ -145,6 +170,7 @@
     var live = document.getElementById('live');
     if (live && live.getAttribute('data-final') !== '1' && live.getAttribute('data-src')) startLive(live);
     initSortable(document);
+    localDates(document);
     initUpload();
     fitScrollBoxes(document);
     var resizing = null;

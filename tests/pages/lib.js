@@ -119,6 +119,12 @@ class Server {
     fs.mkdirSync(this.rubricsDir);
     const repoLabs = path.join(ROOT, 'labs'), repoRubrics = path.join(ROOT, 'rubrics');
     if (withRepo && fs.existsSync(repoLabs)) {
+      // The labs' shared symbol allow-list ("allow": {"base": ...}).
+      const allow = path.join(repoLabs, 'common', 'allow.json');
+      if (fs.existsSync(allow)) {
+        fs.mkdirSync(path.join(this.labsDir, 'common'));
+        fs.copyFileSync(allow, path.join(this.labsDir, 'common', 'allow.json'));
+      }
       for (const n of fs.readdirSync(repoLabs)) {
         if (n === 'vadd' || !fs.existsSync(path.join(repoLabs, n, 'lab.json'))) continue;
         if (!fs.existsSync(path.join(repoRubrics, n + '.json'))) continue;
@@ -342,7 +348,8 @@ async function browser() {
 /* A new context + page that records dialogs (alert/confirm/prompt) and
  * page errors, so XSS tests can assert that nothing ran. */
 async function newPage(b, opts = {}) {
-  const ctx = await b.newContext({ viewport: { width: 1200, height: 860 }, ...opts });
+  /* UTC unless a test asks for a zone: app.js shows dates in the browser's. */
+  const ctx = await b.newContext({ viewport: { width: 1200, height: 860 }, timezoneId: 'UTC', ...opts });
   const page = await ctx.newPage();
   page.dialogs = [];
   page.errors = [];

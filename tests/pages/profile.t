@@ -44,6 +44,11 @@ run(async (t) => {
     await t.step('a profile with hints', async () => {
       await graded(s, runner, page, 'profiled', { profile: PROFILE });
       t.ok(await page.isVisible('h2:has-text("Profile")'), 'the result has a Profile section');
+      const order = await page.locator('h2').allTextContents();
+      const iProf = order.findIndex((x) => /^Profile/.test(x));
+      const iStand = order.findIndex((x) => /Your standing/.test(x));
+      t.ok(iProf >= 0 && iStand > iProf, 'the profile comes right after the speed and hints, before the standing',
+        order.join(' | '));
       const items = await page.locator('ul.profile-hints li').allTextContents();
       t.eq(items.length, PROFILE.hints.length, 'one item per hint', items.join(' | '));
       t.ok(items.some((x) => /32\.0 sectors of 32 bytes where 4\.0 would do/.test(x)),

@@ -271,6 +271,21 @@ run(async (t) => {
         'no score or count with trailing zeros ("52 / 100", not "52.00")');
     });
 
+    await t.step('dates in the reader\'s own time zone', async () => {
+      const tokyo = await newPage(b, { timezoneId: 'Asia/Tokyo' });
+      await signIn(tokyo, s, 'alice');
+      await tokyo.goto(`${s.url}/submissions/${ids.partial}`);
+      const el = tokyo.locator('time[datetime]').first();
+      const [text, title, iso] = [await el.innerText(), await el.getAttribute('title'), await el.getAttribute('datetime')];
+      const m = /^(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d) (GMT\+9|JST)$/.exec(text);
+      const utc = Date.parse(iso);
+      const shown = m ? Date.UTC(+m[1], +m[2] - 1, +m[3], +m[4], +m[5]) - 9 * 3600e3 : NaN;
+      t.ok(m && /^\d{4}-\d\d-\d\d \d\d:\d\d UTC$/.test(title) && Math.abs(shown - utc) < 60e3,
+        'a reader in Tokyo sees the time in their zone with its name; the title keeps UTC',
+        `${text} | ${title} | ${iso}`);
+      await tokyo.context().close();
+    });
+
     await t.step('timeout and runtime error: each thing said once, nothing blamed on a case that never ran', async () => {
       await page.goto(`${s.url}/submissions/${ids.timeout}`);
       let live = await page.locator('#live').innerText();

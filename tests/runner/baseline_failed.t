@@ -2,14 +2,16 @@
 """CI (no GPU): a baseline that could not be timed is our failure, never
 the student's lost points (docs/runner.md, "Baselines").
 
-The fake lab's naive reference is rebuilt to hang from its third call: its
-check run (two calls, where the lab's limits come from) passes, its timing
-batch runs past its limit and is killed. A correct file timed against it
-used to be graded with its "speed vs naive" line "not available (a
-baseline is missing)" and 0 of its 10 points (on a loaded CI machine the
-real naive baseline did that too: tests/deploy/slurm.t, 25/35). It must be
-a system_error that names the baseline, which the server retries; the
-same file with the baseline back is graded with every point.
+The fake lab's naive reference is rebuilt to crash from its third call:
+its check run (two calls, where the lab's limits come from) passes, its
+timing batch dies. A correct file timed against it used to be graded with
+its "speed vs naive" line "not available (a baseline is missing)" and 0 of
+its 10 points (on a loaded CI machine the real naive baseline did that
+too, killed at its 12 s limit: tests/deploy/slurm.t and
+runner/profile_after.t, 25/35; that limit is now at least 120 s,
+runner/baseline.c). It must be a system_error that names the baseline,
+which the server retries; the same file with the baseline back is graded
+with every point.
 Prints TAP."""
 import json, os, subprocess, sys, tempfile
 
@@ -20,9 +22,9 @@ import tree  # noqa: E402  (the fake lab laid out as a course tree)
 require_nvcc_root()
 
 GOOD = 'extern "C" void fill(float* o, int n) { for (int i = 0; i < n; i++) o[i] = 2.0f * i; }\n'
-# The naive reference of build-lab.sh, hanging from its third call.
+# The naive reference of build-lab.sh, crashing from its third call.
 HANG = ('static int calls;\nextern "C" void fill(float* o, int n) { if (++calls > 2) '
-        '{ volatile int x = 1; while (x) { } } for (int i = 0; i < n; i++) o[i] = 2.0f * i; }')
+        '__builtin_trap(); for (int i = 0; i < n; i++) o[i] = 2.0f * i; }')
 
 
 def grade(root, cache, work, path):
@@ -65,7 +67,7 @@ try:
         text = json.dumps(res)
         if hangs:
             ok(r.get("status") == "system_error" and "naive" in text and "baseline" in text,
-               "a naive baseline killed at its limit makes the job a system_error naming it "
+               "a naive baseline that dies makes the job a system_error naming it "
                "(retried by the server), not a graded result without its speed points",
                json.dumps({"status": r.get("status"), "score": res.get("score"),
                            "message": res.get("message")}) + "\n" + log)

@@ -226,7 +226,9 @@ try:
     # Per phase (issue 25): with no sanitizer, what is left after the
     # timing is the judge's context alone, for an instant (the watcher may
     # not see it) before the reservation is let go.
-    full, after, judge = 100 + 2048 + 600 * 2, 40 + 2048 + 600 * 2, 600
+    # Up to the end of the check run it also holds the timing run started
+    # beside the check (job_time_prestart): its case (40) and its context.
+    full, after, judge = 100 + 2048 + 600 * 2 + (40 + 600), 40 + 2048 + 600 * 2, 600
     ok(d["status"] == "graded" and seen in ([full, after], [full, after, judge]) and
        open(ledger).read() == "",
        "the reservation is %d MiB up to the end of the check run, then %d (timing_device_mb), then %d "
