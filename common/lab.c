@@ -645,6 +645,21 @@ static int lab__parse_work(struct lab *lab, const char *file, char *err, size_t 
     return 0;
 }
 
+/* "language": "cuda" or "python" when present (absent: the files the lab
+ * has decide, runner/python.c and server/submission.c). A typo would
+ * otherwise pass silently and turn a Python-only lab into one that takes
+ * .cu files it cannot grade. */
+static int lab__parse_language(struct lab *lab, const char *file, char *err, size_t errlen)
+{
+    const json_t *l = json_object_get(lab->doc, "language");
+    const char *v = json_string_value(l);
+    if (l == NULL || (v && (strcmp(v, "cuda") == 0 || strcmp(v, "python") == 0)))
+        return 0;
+    lab__err(err, errlen, "%s: language: must be \"cuda\" or \"python\"%s%s%s", file,
+             v ? " (not \"" : "", v ? v : "", v ? "\")" : "");
+    return -EINVAL;
+}
+
 /* What case costs by the lab's "work" formulas; see lab.h. */
 int lab_case_work(const struct lab *lab, const struct lab_case *c, const char *what, double *out)
 {
@@ -689,7 +704,8 @@ int lab_load(const char *dir, struct lab *lab, char *err, size_t errlen)
     if ((rc = lab__parse_identity(lab, dir, file, err, errlen)) < 0 ||
         (rc = lab__parse_lists(lab, file, err, errlen)) < 0 ||
         (rc = lab__parse_limits(lab, file, err, errlen)) < 0 ||
-        (rc = lab__parse_work(lab, file, err, errlen)) < 0)
+        (rc = lab__parse_work(lab, file, err, errlen)) < 0 ||
+        (rc = lab__parse_language(lab, file, err, errlen)) < 0)
         goto fail;
     rc = lab__read_file(readme, LAB_README_MAX, &lab->handout);
     if (rc < 0 && rc != -ENOENT) {

@@ -155,6 +155,26 @@ static void test_work(void)
 /* "allow": {"base": NAME}: the shared list NAME of common/allow.json beside
  * the lab's folder, the lab's own patterns added to it; the repository's
  * matmul keeps every rule it had when it carried its own copy. */
+/* "language": "cuda" or "python" when present; a typo fails the load
+ * (before, it was ignored: a Python-only lab then took .cu files). */
+static void test_language(void)
+{
+    char err[512];
+    int rc = load_variant("lang_typo", " \"sanitize_case\"",
+                          " \"language\":\"pyhton\",\n \"sanitize_case\"", err, sizeof err);
+    check(err_has(rc, err, "language: must be \"cuda\" or \"python\" (not \"pyhton\")"),
+          "a misspelt language is refused at load, naming the value");
+    rc = load_variant("lang_num", " \"sanitize_case\"",
+                      " \"language\":1,\n \"sanitize_case\"", err, sizeof err);
+    check(err_has(rc, err, "language: must be"), "a language that is not a string is refused");
+    rc = load_variant("lang_py", " \"sanitize_case\"",
+                      " \"language\":\"python\",\n \"sanitize_case\"", err, sizeof err);
+    check(rc == 0, "\"python\" loads");
+    rc = load_variant("lang_cuda", " \"sanitize_case\"",
+                      " \"language\":\"cuda\",\n \"sanitize_case\"", err, sizeof err);
+    check(rc == 0, "\"cuda\" loads");
+}
+
 static void test_allow_base(void)
 {
     char err[512], dir[512];
@@ -424,6 +444,7 @@ int main(void)
 
     test_work();
     test_allow_base();
+    test_language();
     {
         char cmd[600];
         snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
