@@ -139,7 +139,12 @@ for mode in ("box", "root"):
     ok(doc.get("status") == "graded" and cases and all(c.get("passed") for c in cases),
        "[%s] check run: every case passed (the hunt ran and found nothing)" % mode,
        json.dumps(doc)[:2500] + err[-1500:])
-    ok(tim.get("samples", 0) >= 3, "[%s] timing run: samples taken after the hunt" % mode,
+    # At least one: the owner stops at its budget (3 s, at most 6 s) even
+    # with fewer than 3 samples, and on 2 loaded cores one simulated sample
+    # took over 3 s (a fresh-clone CI run). What this checks is that the
+    # timing ran after the hunt, not how many samples fit.
+    ok(tim.get("samples", 0) >= 1 and doc.get("status") == "graded",
+       "[%s] timing run: samples taken after the hunt" % mode,
        json.dumps(cg)[:2500] + err[-1500:])
     ok(len(sans) == 2 and all(s.get("ran") and s.get("clean") for s in sans),
        "[%s] both sanitizer runs hunted and were clean" % mode, json.dumps(sans)[:2000])
