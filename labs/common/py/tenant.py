@@ -348,6 +348,23 @@ def runtime_op(op, sim, cuda):
     return {"ok": True}, cuda
 
 
+def map_set(mapped, set_id, desc, fds):
+    """The owner's buffer set set_id (its description, its descriptors
+    among fds) as the student's arrays in mapped, unless it is there."""
+    if set_id not in mapped:
+        b = Buffers()
+        mapped[set_id] = (b, [b.array(x, fds) for x in desc], desc)
+
+
+def close_fds(fds):
+    """Every descriptor a message brought, once: the handler is done."""
+    for f in fds:
+        try:
+            os.close(f)
+        except OSError:
+            pass
+
+
 def main():
     if len(sys.argv) == 6 and sys.argv[1] == "--sanitize":
         sanitize(*sys.argv[2:6])
@@ -392,18 +409,12 @@ def main():
             # kept beside those already mapped; the next call names them.
             try:
                 for i, d in msg["sets"]:
-                    if i not in mapped:
-                        b = Buffers()
-                        mapped[i] = (b, [b.array(x, fds) for x in d], d)
+                    map_set(mapped, i, d, fds)
             except BaseException as e:  # noqa: B902 - the student's module may have broken it
                 w, m = where(e, path)
                 ans = {"ok": False, "error": m, "where": w}
             finally:
-                for f in fds:
-                    try:
-                        os.close(f)
-                    except OSError:
-                        pass
+                close_fds(fds)
         elif msg["op"] == "call":
             try:
                 # The same buffers as the last call (the timing loop): keep
@@ -415,14 +426,10 @@ def main():
                 # messages before it: by id only.
                 ids = msg.get("set_ids") or [msg.get("buffers_id")]
                 if ids != cur_id:
-                    descs = dict(zip(ids, [msg["args"]] + msg.get("more", []))) \
-                        if "args" in msg else {}
                     for i in [i for i in mapped if i not in ids]:
                         mapped.pop(i)[0].close()
-                    for i in ids:
-                        if i not in mapped:
-                            b = Buffers()
-                            mapped[i] = (b, [b.array(x, fds) for x in descs[i]], descs[i])
+                    if "args" in msg:   # one set, described in the call itself
+                        map_set(mapped, ids[0], msg["args"], fds)
                     args = [mapped[i][1] for i in ids]
                     cur_id = ids
                     host.watch([x for a in args for x in a], [x for i in ids for x in mapped[i][2]])
@@ -438,11 +445,7 @@ def main():
                 w, m = where(e, path)
                 ans = {"ok": False, "error": m, "where": w, "compile": is_compile_error(e)}
             finally:
-                for f in fds:
-                    try:
-                        os.close(f)
-                    except OSError:
-                        pass
+                close_fds(fds)
         sock.send(json.dumps(ans).encode()[:MAX_MSG])
 
 
