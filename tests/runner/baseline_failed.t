@@ -16,7 +16,8 @@ Prints TAP."""
 import json, os, subprocess, sys, tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakelab"))
-from suite import RUNNER, failures, ok, require_nvcc_root  # noqa: E402  (paths, TAP)
+from suite import failures, ok, require_nvcc_root  # noqa: E402  (paths, TAP)
+from suite import NO_HOLD, grade as run_grade  # noqa: E402  (a starved compile retried)
 import tree  # noqa: E402  (the fake lab laid out as a course tree)
 
 require_nvcc_root()
@@ -28,17 +29,10 @@ HANG = ('static int calls;\nextern "C" void fill(float* o, int n) { if (++calls 
 
 
 def grade(root, cache, work, path):
-    p = subprocess.run([RUNNER, "grade", "--root", root, "--lab", "fakelab", "--file", path,
-                        "--cache", cache, "--work", work, "--arch", "sm_90",
-                        "--seed", "0123456789abcdef0123456789abcdef"],
-                       capture_output=True, text=True, timeout=300,
-                       env=dict(os.environ, CUGRADE_GPU_HOLD="0", CUGRADE_RETIME="0",
-                                CUGRADE_COMPILE_NICE="0"))
-    try:
-        d = json.loads(p.stdout)
-    except ValueError:
-        d = {"status": "unparsable", "result": {}}
-    return d, p.stderr[-1500:] + p.stdout[-1500:]
+    d, log, _ = run_grade(["--root", root, "--lab", "fakelab", "--file", path, "--cache", cache,
+                           "--work", work, "--arch", "sm_90", "--seed", "0123456789abcdef0123456789abcdef"],
+                          env=NO_HOLD)
+    return d, log
 
 
 def lab_tree(tmp, naive_hangs):

@@ -10,6 +10,7 @@ import json, os, shutil, subprocess, sys, tempfile, threading, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakelab"))
 from suite import FIX, ROOT, RUNNER, failures, ok, require_nvcc_root  # noqa: E402  (paths, TAP)
+from suite import grade as run_grade  # noqa: E402  (a starved compile retried)
 
 require_nvcc_root()
 
@@ -17,16 +18,9 @@ tmp = tempfile.mkdtemp(prefix="cugrade-runner-t-")
 os.chmod(tmp, 0o755)  # the sandbox may drop to an unprivileged uid before bwrap: it must traverse
 
 def grade(lab, fixture, stop="inspect", env=None):
-    p = subprocess.run([RUNNER, "grade", "--lab", lab, "--file", os.path.join(FIX, fixture),
-                        "--stop-after", stop, "--root", ROOT, "--cache", os.path.join(tmp, "cache"),
-                        "--work", os.path.join(tmp, "work"), "--arch", "sm_90"],
-                       capture_output=True, text=True, timeout=300,
-                       env=dict(os.environ, **(env or {})))
-    try:
-        doc = json.loads(p.stdout)
-    except ValueError:
-        doc = {"status": "unparsable", "result": {"cugrade": {}}, "stderr": p.stderr, "stdout": p.stdout}
-    return doc
+    return run_grade(["--lab", lab, "--file", os.path.join(FIX, fixture), "--stop-after", stop,
+                      "--root", ROOT, "--cache", os.path.join(tmp, "cache"),
+                      "--work", os.path.join(tmp, "work"), "--arch", "sm_90"], env=env)[0]
 
 TOOLS = {"cicc", "cudafe++"}  # both name the file they work on
 

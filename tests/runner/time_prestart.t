@@ -14,10 +14,11 @@ run of CC seconds.
 - a wrong file with a 9 s set-up beside its check: the verdict does not wait
   for the set-up, and no process of that run is left.
 Prints TAP."""
-import json, os, subprocess, sys, tempfile, time
+import json, os, subprocess, sys, tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakelab"))
-from suite import RUNNER, failures, ok, require_nvcc_root  # noqa: E402  (paths, TAP)
+from suite import failures, ok, require_nvcc_root  # noqa: E402  (paths, TAP)
+from suite import NO_HOLD, grade as run_grade  # noqa: E402  (a starved compile retried)
 import tree  # noqa: E402  (the fake lab laid out as a course tree)
 
 require_nvcc_root()
@@ -39,19 +40,11 @@ WRONG = 'extern "C" void fill(float* o, int n) { for (int i = 0; i < n; i++) o[i
 def grade(name, src, seed):
     path = os.path.join(tmp, name)
     open(path, "w").write(src)
-    t0 = time.monotonic()
-    p = subprocess.run([RUNNER, "grade", "--root", root, "--lab", "fakelab", "--file", path,
-                        "--cache", cache, "--work", os.path.join(tmp, "work"), "--arch", "sm_90",
-                        "--seed", seed],
-                       capture_output=True, text=True, timeout=300,
-                       env=dict(os.environ, CUGRADE_GPU_HOLD="0", CUGRADE_RETIME="0",
-                                CUGRADE_COMPILE_NICE="0"))
-    try:
-        d = json.loads(p.stdout)
-    except ValueError:
-        d = {"status": "unparsable", "result": {}}
+    d, log, wall = run_grade(["--root", root, "--lab", "fakelab", "--file", path, "--cache", cache,
+                              "--work", os.path.join(tmp, "work"), "--arch", "sm_90", "--seed", seed],
+                             env=NO_HOLD)
     ph = (d.get("result", {}).get("cugrade") or {}).get("phases") or {}
-    return d, ph, time.monotonic() - t0, p.stderr[-1500:]
+    return d, ph, wall, log
 
 
 def leftover():

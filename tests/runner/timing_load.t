@@ -22,7 +22,8 @@ Prints TAP."""
 import json, os, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakelab"))
-from suite import RUNNER, failures, ok, require_nvcc_root  # noqa: E402  (paths, TAP)
+from suite import failures, ok, require_nvcc_root  # noqa: E402  (paths, TAP)
+from suite import NO_HOLD, grade as run_grade  # noqa: E402  (a starved compile retried)
 import tree  # noqa: E402  (the fake lab laid out as a course tree)
 
 require_nvcc_root()
@@ -49,32 +50,11 @@ PLAIN = "0123456789abcdef0123456789abcdef"
 
 
 def grade(name, seed):
-    """Grade name; a system_error of an overloaded host (this CI machine's
-    compiles starved of CPU: docs/runner.md) is retried, as the server
-    retries it."""
-    for _ in range(3):
-        d, log, wall = grade_once(name, seed)
-        if not (d["status"] == "system_error" and "overloaded" in log):
-            break
-    return d, log, wall
-
-
-def grade_once(name, seed):
     path = os.path.join(tmp, name)
     with open(path, "w") as f:
         f.write(SOURCES[name])
-    t0 = time.monotonic()
-    p = subprocess.run([RUNNER, "grade", "--root", root, "--lab", "fakelab", "--file", path,
-                        "--cache", cache, "--work", os.path.join(tmp, "work"),
-                        "--arch", "sm_90", "--seed", seed],
-                       capture_output=True, text=True, timeout=300,
-                       env=dict(os.environ, CUGRADE_GPU_HOLD="0", CUGRADE_RETIME="0",
-                                CUGRADE_COMPILE_NICE="0"))
-    try:
-        d = json.loads(p.stdout)
-    except ValueError:
-        d = {"status": "unparsable", "result": {}}
-    return d, p.stderr[-1500:] + p.stdout[-1500:], time.monotonic() - t0
+    return run_grade(["--root", root, "--lab", "fakelab", "--file", path, "--cache", cache,
+                      "--work", os.path.join(tmp, "work"), "--arch", "sm_90", "--seed", seed], env=NO_HOLD)
 
 
 def summary(d, log):

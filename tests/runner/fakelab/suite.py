@@ -6,8 +6,11 @@ that nvcc and root are there. A suite finds this folder beside itself:
     from suite import ROOT, RUNNER, failures, ok, require_nvcc_root  # noqa: E402
 
 and ends with `sys.exit(1 if failures() else 0)`. Standard library only."""
+import json
 import os
+import subprocess
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # The checkout (CUGRADE_ROOT, else three folders up from here: tests/runner/fakelab).
@@ -17,6 +20,9 @@ RUNNER = os.path.join(BUILD, "cugrade-runner")
 FAKE = os.path.join(ROOT, "tests/runner/fakelab")
 FIX = os.path.join(ROOT, "tests/runner/fixtures")
 NVCC = "/usr/local/cuda/bin/nvcc"
+# A one-shot grade's environment for the fake lab's timing suites: no GPU
+# hold between jobs, no re-time, the compile at the runner's priority.
+NO_HOLD = {"CUGRADE_GPU_HOLD": "0", "CUGRADE_RETIME": "0", "CUGRADE_COMPILE_NICE": "0"}
 
 _failures = 0
 
@@ -65,3 +71,26 @@ def require_nvcc_root():
         print("not ok - needs nvcc and root (the sandbox): CI has the CUDA toolkit at /usr/local/cuda "
               "and runs as root: a runner suite that cannot run there is a failure, not a skip")
         sys.exit(1)
+
+
+def grade(args, env=None, timeout=300, tries=3):
+    """Run `cugrade-runner grade ARGS` with os.environ plus ENV. A
+    system_error of an overloaded host (a compile starved of CPU on a
+    loaded CI machine: runner/compile.h, compile_starved) is run again, up
+    to TRIES runs in all, as the server retries it. Returns (doc, log,
+    wall): the last run's JSON document ({"status": "unparsable"} when its
+    stdout was not JSON), the tails of its stderr and stdout, and its wall
+    seconds."""
+    for _ in range(tries):
+        t0 = time.monotonic()
+        p = subprocess.run([RUNNER, "grade"] + list(args), capture_output=True, text=True,
+                           timeout=timeout, env=dict(os.environ, **(env or {})))
+        wall = time.monotonic() - t0
+        try:
+            doc = json.loads(p.stdout)
+        except ValueError:
+            doc = {"status": "unparsable", "result": {"cugrade": {}}}
+        log = p.stderr[-1500:] + p.stdout[-1500:]
+        if not (doc.get("status") == "system_error" and "overloaded" in p.stderr + p.stdout):
+            break
+    return doc, log, wall
