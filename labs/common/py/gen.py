@@ -64,9 +64,10 @@ def _mix64_arr(xp, x):
     return x ^ (x >> xp.uint64(31))
 
 
-def u64(xp, seed, start, count):
-    """gen_u64(seed, i) for i in [start, start + count), as an array."""
-    i = xp.arange(start, start + count, dtype=xp.uint64)
+def u64(xp, seed, start, count, at=None):
+    """gen_u64(seed, i) for i in [start, start + count), as an array; or,
+    given at (an array of element positions), for i in at."""
+    i = at.astype(xp.uint64) if at is not None else xp.arange(start, start + count, dtype=xp.uint64)
     with _quiet(xp):
         inner = _mix64_arr(xp, i * xp.uint64(0x9E3779B97F4A7C15) + xp.uint64(0x632BE59BD9B4E019))
         return _mix64_arr(xp, inner ^ xp.uint64(seed))
@@ -84,12 +85,12 @@ def reduction_bias(seed, n, signs):
     return -b if seed & TOP else b
 
 
-def f32_reduction(xp, seed, start, count, n, signs):
+def f32_reduction(xp, seed, start, count, n, signs, at=None):
     """gen_f32_reduction: one sign, s * (k + 2^21) * 2^-23 with k 23 random
     bits and s the seed's top bit; or balanced, (k - 2^23 + b) * 2^-23 with k
     24 random bits and b = reduction_bias (labs/common/gen.cuh says why)."""
     bias = reduction_bias(seed, n, signs)
-    u = u64(xp, seed, start, count)
+    u = u64(xp, seed, start, count, at)
     if bias is ONE_SIGN:
         k = (u >> xp.uint64(41)).astype(xp.int64) + (1 << 21)
         x = k.astype(xp.float32) * xp.float32(1.0 / 8388608.0)
@@ -104,15 +105,15 @@ def reduction_tolerance(n, total, sumsq):
     return tau * (abs(total) + 3 * math.sqrt(sumsq))
 
 
-def f32_sym(xp, seed, start, count):
+def f32_sym(xp, seed, start, count, at=None):
     """gen_f32_sym: (k - 2^23) * 2^-23 in [-1, 1), k 24 random bits."""
-    k = (u64(xp, seed, start, count) >> xp.uint64(40)).astype(xp.int64) - (1 << 23)
+    k = (u64(xp, seed, start, count, at) >> xp.uint64(40)).astype(xp.int64) - (1 << 23)
     return k.astype(xp.float32) * xp.float32(1.0 / 8388608.0)
 
 
-def index(xp, seed, start, count, rng):
+def index(xp, seed, start, count, rng, at=None):
     """gen_index: an index in [0, rng) (64-bit modulo)."""
-    return (u64(xp, seed, start, count) % xp.uint64(rng)).astype(xp.int64)
+    return (u64(xp, seed, start, count, at) % xp.uint64(rng)).astype(xp.int64)
 
 
 # The case parameters a generator takes after (xp, seed, start, count), by
@@ -120,13 +121,18 @@ def index(xp, seed, start, count, rng):
 CASE_PARAMS = {"index": ("vocab",), "f32_reduction": ("n", "signs")}
 
 
-def generate(xp, genname, seed, start, count, params, own=None):
+def generate(xp, genname, seed, start, count, params, own=None, at=None):
     """Elements [start, start + count) of generator genname (or own, a lab's
     own generator from its lab.py GEN) for a case with these params. On a
-    GPU (CuPy) one fused kernel of gen.cuh's own code when it compiles."""
+    GPU (CuPy) one fused kernel of gen.cuh's own code when it compiles.
+    Given at (an array of positions; a built-in generator only): the
+    elements at those positions, start and count unused."""
+    extra = [params[p] for p in CASE_PARAMS.get(genname, ())]
+    if at is not None:
+        assert own is None, "a lab's own generator takes a range, not positions"
+        return globals()[genname](xp, seed, 0, 0, *extra, at=at)
     if own is not None:
         return own(xp, seed, start, count)
-    extra = [params[p] for p in CASE_PARAMS.get(genname, ())]
     out = _fused_generate(xp, genname, seed, start, count, extra)
     if out is not None:
         return out
