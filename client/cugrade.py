@@ -1581,9 +1581,33 @@ def cmd_test(args):
     version_check(c)
     bundle = bundle_fetch(c, args.lab)
     sys.stdout.flush()
+    return local_run(local_argv(bundle, args.lab, args.file, args.sim, args.cases, args.json))[0]
+
+
+def local_run(argv, capture=False):
+    """Run the local test (argv): (its exit status, its output when capture
+    (stdout and stderr together) else None). When a signal ended it (the
+    kernel's OOM killer sends SIGKILL and leaves no message), a
+    CugradeError that says so and what to try."""
+    import signal
     import subprocess
-    return subprocess.call(local_argv(bundle, args.lab, args.file, args.sim, args.cases,
-                                      args.json))
+    if capture:
+        r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        rc, out = r.returncode, r.stdout.decode("utf-8", "replace")
+    else:
+        rc, out = subprocess.call(argv), None
+    if rc >= 0:
+        return rc, out
+    try:
+        name = signal.Signals(-rc).name
+    except ValueError:
+        name = "signal %d" % -rc
+    hint = ("This machine probably ran out of memory (the system killed it). Run fewer cases "
+            "(--cases), close other programs, or submit: the grader runs every case."
+            if -rc == signal.SIGKILL else
+            "Run it again; if it keeps happening, submit: the grader runs every case.")
+    raise CugradeError("cugrade test: the local run was ended by %s before it could report."
+                       % name, hint, EXIT_SYSTEM)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -1789,7 +1813,6 @@ def magic_test(shell, argv, cell):
     body, saved as cell.cu / cell.py in a temporary folder, through
     `cugrade test`; its table is shown below the cell. Returns local.py's
     exit status (None when it could not start)."""
-    import subprocess
     import tempfile
     p = _Parser(prog="%%cugrade test", add_help=False)
     p.add_argument("lab")
@@ -1812,13 +1835,12 @@ def magic_test(shell, argv, cell):
             path = os.path.join(tmp, "cell." + lang)
             with open(path, "w", encoding="utf-8") as f:
                 f.write(cell)
-            r = subprocess.run(local_argv(bundle, a.lab, path, a.sim, a.cases),
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            rc, out = local_run(local_argv(bundle, a.lab, path, a.sim, a.cases), capture=True)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
-        text = "\n".join(notes + [r.stdout.decode("utf-8", "replace").rstrip()])
+        text = "\n".join(notes + [out.rstrip()])
         _magic_show(rich, '<pre class="cugrade-test">%s</pre>' % esc(text), text)
-        return r.returncode
+        return rc
     except CugradeError as e:
         _magic_show(rich, render_error_html(e), e.text(), stream=sys.stderr)
         return None

@@ -281,6 +281,25 @@ def check_polling(t):
     t.eq(n({"status": "queued", "eta_seconds": 600}, 0.2), 0.2, "polling: --interval wins")
 
 
+def check_local_killed(t):
+    """A local run ended by a signal (the OOM killer's SIGKILL leaves no
+    message) is named, with what to try, not a silent exit."""
+    kill = [sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"]
+    try:
+        cugrade.local_run(kill)
+        t.ok(False, "a local run killed by SIGKILL: an error names it")
+    except cugrade.CugradeError as e:
+        t.ok("SIGKILL" in e.message and "out of memory" in e.todo and
+             e.status == cugrade.EXIT_SYSTEM,
+             "a local run killed by SIGKILL: an error names it and the likely cause (memory)",
+             (e.message, e.todo))
+    t.ok(cugrade.local_run([sys.executable, "-c", "raise SystemExit(1)"]) == (1, None),
+         "and a run that exits passes its status on")
+    t.ok(cugrade.local_run([sys.executable, "-c", "print('table'); raise SystemExit(2)"],
+                           capture=True) == (2, "table\n"),
+         "captured (the notebook's %%cugrade test): its status and output")
+
+
 def main(t):
     os.umask(0o022)
     check_polling(t)
@@ -292,6 +311,7 @@ def main(t):
     check_metric(t)
     check_api_errors(t)
     check_config(t)
+    check_local_killed(t)
 
 
 t = Tap()
