@@ -12,6 +12,7 @@
 #include "grade.h"
 #include "health.h"
 #include "host.h"
+#include "peers.h"
 #include "serve.h"
 
 #include <errno.h>
@@ -265,10 +266,17 @@ static int cmd_serve(int argc, char **argv)
     if (!h.have_gpu)
         fprintf(stderr, "cugrade-runner: warning: no GPU found with nvidia-smi; jobs will "
                         "fail as system_error after compiling\n");
+    /* Before the labs are built: the host's other runners hold back for
+     * this one from now on (peers.h). */
+    int pr = peers_join(server);
+    if (pr < 0)
+        fprintf(stderr, "cugrade-runner: no peers directory (%s): this runner does not share "
+                        "a burst with the host's others\n", strerror(-pr));
     if (!lazy)
         host_build_labs(&h, &env);
 
     serve_run(&cl, &h, &env, once, jobs, queue);
+    peers_leave();
     client_free(&cl);
     return 0;
 }

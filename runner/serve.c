@@ -11,6 +11,7 @@
 #include "host.h"
 #include "run.h"
 #include "status.h"
+#include "peers.h"
 #include "profile.h"
 
 #include <assert.h>
@@ -510,10 +511,14 @@ static void serve_loop(struct client *cl, struct host *h, const struct grade_env
             kids_poll(cl, h, &hl, kids, &nk, 200);
             continue;
         }
-        /* A GPU that does not answer its probe: claim nothing (health.h). */
+        /* A GPU that does not answer its probe: claim nothing (health.h).
+         * Nor more than the host's least loaded peer plus a front lane
+         * (peers.h): the first runner to ask does not take a burst. */
         size_t in_flight = nk - kids_in(kids, nk, KID_PROFILE);
+        peers_publish(health_ok(&hl) ? PEER_CLAIMING : PEER_IDLE_GPU, in_flight);
+        long least = peers_least();
         if (in_front >= front_max || in_flight >= (size_t)queue || nk >= room ||
-            !health_ok(&hl)) {
+            !health_ok(&hl) || (least >= 0 && in_flight >= (size_t)least + front_max)) {
             kids_poll(cl, h, &hl, kids, &nk, 200);
             continue;
         }

@@ -20,7 +20,8 @@ def job(i, rubric, src=GOOD, seed="0123456789abcdef0123456789abcdef"):
 class FakeServer:
     """Serves on 127.0.0.1 (self.port) until stop(). Hold self.lock to read
     or change self.state: queue (jobs to hand out, in order), claims (the
-    time of every claim request), claimed {id: time}, progress {id: [(phase,
+    time of every claim request), claimed {id: time}, claimed_by {id: the
+    claiming runner's name}, progress {id: [(phase,
     detail)]}, progress_at {(id, detail): first time}, results {id: body},
     result_at {id: time}. An empty queue answers 204 after 0.3 s (the long
     poll, shortened)."""
@@ -29,7 +30,7 @@ class FakeServer:
         self.lock = threading.Lock()
         self.state = {"queue": list(queue), "claims": [], "claimed": {}, "progress": {},
                       "progress_at": {}, "results": {}, "result_at": {}, "profiles": {},
-                      "profile_at": {}}
+                      "profile_at": {}, "claimed_by": {}}
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -57,6 +58,7 @@ class FakeServer:
                         if st["queue"]:
                             j = st["queue"].pop(0)
                             st["claimed"][j["id"]] = now
+                            st["claimed_by"][j["id"]] = body.get("runner")
                             return self.reply(200, {"job": j})
                     elif self.path.endswith("/progress"):
                         jid = int(self.path.split("/")[4])
