@@ -11,13 +11,13 @@ twice the CPU lane): slots go to the jobs that asked, oldest claim first,
 and with a wider front lane a job whose front pass ends sooner asks (and
 is granted) before one claimed just before it.
 A scripted fake server; the fake lab of pipeline.t. Prints TAP."""
-import json, os, shutil, signal, subprocess, sys, tempfile, time
+import json, os, shutil, signal, subprocess, sys, tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakelab"))
 from suite import FAKE, RUNNER, failures, ok, require_nvcc_root  # noqa: E402  (paths, TAP)
 import tree  # noqa: E402  (the fake lab laid out as a course tree)
 import fakeserver  # noqa: E402  (the server's runner protocol, scripted)
-from fakeserver import GOOD, BAD, job  # noqa: E402
+from fakeserver import BAD, job  # noqa: E402
 TOKEN = "cgr_" + "cd" * 32
 
 require_nvcc_root()

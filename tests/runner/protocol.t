@@ -3,7 +3,7 @@
 runner protocol). The runner must survive a server error on claim, send the
 token, report phases, retry a result after a 500, abandon a job on 409
 without posting a result, keep claiming, and stop on SIGTERM. Prints TAP."""
-import json, os, shutil, signal, socket, subprocess, sys, tempfile, threading, time
+import json, os, shutil, signal, subprocess, sys, tempfile, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakelab"))

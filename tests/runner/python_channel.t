@@ -6,7 +6,7 @@ field within the one limit of labs/common/channel_limits.h, a cut one ending
 in its mark, and no record refused -- before, a ~900-character source line
 in a failing case's "cause" made the judge's 512-byte strings refuse the
 record as malformed, and every later case was "not run". Prints TAP lines."""
-import json, os, subprocess, sys, tempfile
+import os, subprocess, sys, tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "python"))
 from simlab import ROOT, failures, ok  # noqa: E402
 sys.path.insert(0, os.path.join(ROOT, "labs/common/py"))

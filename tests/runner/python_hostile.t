@@ -12,7 +12,7 @@ opens the network, and kills the owner. The timing test runs the owner
 directly (the simulator's timing case is too large for the runner's timing
 run): samples come from the owner's clock whatever the student patched.
 Prints TAP lines."""
-import json, os, subprocess, sys, tempfile, time
+import json, os, subprocess, sys, time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "python"))
 from simlab import GOOD, ROOT, cases, grade, make_root, need, ok  # noqa: E402
 import simlab  # noqa: E402

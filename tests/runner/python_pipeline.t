@@ -24,7 +24,7 @@ it runs without CuPy. What runs here:
 What does NOT run here: CuPy. The CuPy ports and the speed tiers (>= 10x)
 are verified only on a GPU (make test-gpu, tests/gpu/python_smoke.sh).
 Prints TAP lines."""
-import functools, json, os, re, shutil, subprocess, sys, tempfile, time
+import functools, json, os, shutil, subprocess, sys, tempfile, time
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakelab"))
