@@ -12,8 +12,8 @@
  * front lane's width): the host's runners still claim far ahead together,
  * and no one of them runs ahead of the others. A peer counts from its
  * start (it is building its labs: it will claim soon) until it stops; a
- * peer whose GPU does not answer its probe claims nothing and does not
- * count; a peer that died (its process is gone or is another program
+ * peer whose GPU does not answer its probe, or that was told to stop,
+ * claims nothing and does not count; a peer that died (its process is gone or is another program
  * now) does not count.
  */
 #ifndef CUGRADE_RUNNER_PEERS_H
@@ -26,6 +26,7 @@ enum peer_state {
     PEER_STARTING = 's', /* building labs, measuring: it will claim soon */
     PEER_CLAIMING = 'c', /* serving: claims when it has room */
     PEER_IDLE_GPU = 'u', /* its GPU does not answer: it claims nothing */
+    PEER_STOPPING = 'x', /* told to stop: it ends its jobs, claims nothing */
 };
 
 /* Join the peers of this host for the server at server_url: the

@@ -506,6 +506,7 @@ static void serve_loop(struct client *cl, struct host *h, const struct grade_env
             refresh_tick(h, env);
         size_t in_front = kids_in(kids, nk, KID_FRONT);
         if (stopping || (once && claimed)) {
+            peers_publish(PEER_STOPPING, nk);
             if (nk == 0)
                 break;
             kids_poll(cl, h, &hl, kids, &nk, 200);

@@ -3,10 +3,11 @@
 GPU lane is held full by hand, as in lanes.t (a GPU memory ledger whose one
 live entry takes all of CUGRADE_GPU_MEMORY_MB), so claimed jobs stay in
 flight, and the fake server holds 12 jobs before any runner asks.
-  - A peer that is starting (a process named cugrade-runner whose file says
-    "s 0", as a runner building its labs): the runner holds at its front
-    lane's width (--jobs 1: 2 jobs in flight) instead of taking the queue;
-    once the peer's GPU stops answering ("u 0") it takes the rest.
+  - A peer that is starting with 3 jobs in flight (a process named
+    cugrade-runner whose file says "s 3") and one whose GPU does not
+    answer ("u 0", not counted): the runner holds 3 plus its front lane's
+    width (--jobs 1: 2), 5 jobs in flight, instead of taking the queue;
+    once the first peer stops ("x 3") it takes the rest.
   - A dead peer's file is removed and does not count.
   - Two real runners started together share the 12: neither has more than
     the other plus 2.
@@ -65,17 +66,29 @@ def stop(procs):
         p.wait()
 
 
-def settle(fake, seconds):
-    """Wait until no claim has been granted for `seconds`; the claims by runner."""
-    last, n = time.time(), -1
-    while time.time() - last < seconds:
-        with fake.lock:
-            m = len(fake.state["claimed"])
-        if m != n:
-            last, n = time.time(), m
-        time.sleep(0.5)
+def claims_after(fake, n, quiet):
+    """Wait (up to 180 s: a loaded host's front passes are slow) for n
+    claims, then `quiet` seconds more; the claims by job id, runner."""
+    fake.wait_for(lambda: len(fake.state["claimed"]) >= n, 180)
+    time.sleep(quiet)
     with fake.lock:
         return dict(fake.state["claimed_by"])
+
+
+def fake_peer(pdir, line):
+    """A process named cugrade-runner (a copy of sleep) and its peer file."""
+    fake_bin = os.path.join(tmp, "cugrade-runner")
+    if not os.path.exists(fake_bin):
+        shutil.copy(shutil.which("sleep"), fake_bin)
+    peer = subprocess.Popen([fake_bin, "600"])
+    pfile = os.path.join(pdir, "%d.load" % peer.pid)
+    say(pfile, line)
+    return peer, pfile
+
+
+def say(pfile, line):
+    open(pfile + ".x", "w").write(line)
+    os.rename(pfile + ".x", pfile)
 
 
 def starting_peer(log):
@@ -83,32 +96,30 @@ def starting_peer(log):
     url = f"http://127.0.0.1:{fake.port}"
     pdir = peers_dir(url)
     os.makedirs(pdir, mode=0o700, exist_ok=True)
-    # A process named cugrade-runner (a copy of sleep), publishing "starting".
-    fake_bin = os.path.join(tmp, "cugrade-runner")
-    shutil.copy(shutil.which("sleep"), fake_bin)
-    peer = subprocess.Popen([fake_bin, "600"])
-    pfile = os.path.join(pdir, "%d.load" % peer.pid)
-    open(pfile, "w").write("s 0\n")
+    starting, sfile = fake_peer(pdir, "s 3\n")
+    no_gpu, _ = fake_peer(pdir, "u 0\n")
     holder = lane_full(os.path.join(tmp, "cache-a"))
     a = runner(url, os.path.join(tmp, "cache-a"), "a", log)
     try:
-        got = settle(fake, 8)
-        ok(1 <= len(got) <= 2, "beside a starting peer the runner holds 2 jobs (its front lane), "
-           "not the queue of 12", got)
-        open(pfile + ".x", "w").write("u 0\n")
-        os.rename(pfile + ".x", pfile)
-        got = settle(fake, 8)
-        ok(len(got) == 12, "once the peer's GPU does not answer, it takes the rest", got)
-        peer.kill()
-        peer.wait()
+        got = claims_after(fake, 5, 8)
+        ok(len(got) == 5, "beside a starting peer with 3 jobs in flight (and one whose GPU does not "
+           "answer, which does not count) the runner holds 3 + 2 (its front lane), not the queue "
+           "of 12", got)
+        say(sfile, "x 3\n")
+        got = claims_after(fake, 12, 0)
+        ok(len(got) == 12, "once that peer stops, it takes the rest", got)
+        starting.kill()
+        starting.wait()
         time.sleep(1.5)   # its claim loop reads the peers again
-        ok(not os.path.exists(pfile), "a dead peer's file is removed", sorted(os.listdir(pdir)))
+        ok(not os.path.exists(sfile), "a dead peer's file is removed", sorted(os.listdir(pdir)))
     finally:
         stop([a])
         holder.kill()
         holder.wait()
-        if peer.poll() is None:
-            peer.kill()
+        for p in (starting, no_gpu):
+            if p.poll() is None:
+                p.kill()
+                p.wait()
         fake.stop()
 
 
@@ -119,7 +130,7 @@ def two_runners(log):
     holder = lane_full(cache)
     procs = [runner(url, cache, n, log) for n in ("r0", "r1")]
     try:
-        got = settle(fake, 10)
+        got = claims_after(fake, 12, 0)
         by = {n: sum(1 for v in got.values() if v == n) for n in ("r0", "r1")}
         ok(len(got) == 12 and abs(by["r0"] - by["r1"]) <= 2,
            "two runners started together share the 12 jobs (%d and %d)" % (by["r0"], by["r1"]),
