@@ -538,7 +538,7 @@ static int lab__parse_lists(struct lab *lab, const char *file, char *err, size_t
 }
 
 /* limits.derive: wall limits from the naive reference's own time
- * (runner/limits.c), so an endless program is killed in seconds. Returns 0
+ * (runner/timing/limit.c), so an endless program is killed in seconds. Returns 0
  * or -errno. */
 static int lab__parse_derive(struct lab *lab, const json_t *limits, const char *file, char *err,
                              size_t errlen)
@@ -646,7 +646,7 @@ static int lab__parse_work(struct lab *lab, const char *file, char *err, size_t 
 }
 
 /* "language": "cuda" or "python" when present (absent: the files the lab
- * has decide, runner/python.c and server/submission.c). A typo would
+ * has decide, runner/grade/python.c and server/submission.c). A typo would
  * otherwise pass silently and turn a Python-only lab into one that takes
  * .cu files it cannot grade. */
 static int lab__parse_language(struct lab *lab, const char *file, char *err, size_t errlen)

@@ -42,7 +42,7 @@ struct lab {
      * on this GPU) + startup). factor 0 (no "derive") keeps run_seconds. */
     double derive_factor, derive_floor_seconds, derive_startup_seconds;
     /* limits.device_mb: the most device memory the harness allocates for
-     * one case (the biggest), for GPU memory admission (runner/admit.h);
+     * one case (the biggest), for GPU memory admission (runner/gpu/admit.h);
      * 0 when not declared. */
     unsigned long long device_mb;
     /* limits.timing_device_mb: what the timing case allocates (the timing

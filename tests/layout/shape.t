@@ -123,7 +123,7 @@ def sources():
 
 
 files = list(sources())
-ok(len(files) > 50 and "runner/inspect.c" in files and "client/cugrade.py" in files,
+ok(len(files) > 50 and "runner/grade/inspect.c" in files and "client/cugrade.py" in files,
    "found the code (%d files under %s)" % (len(files), ", ".join(DIRS)))
 
 big, long_fns, used = [], [], set()

@@ -12,10 +12,10 @@
 #include <string.h>
 
 #include "runner/config.h"
-#include "runner/grade.h"
-#include "runner/python.h"
-#include "runner/sanitizer.h"
-#include "runner/score.h"
+#include "runner/grade/grade.h"
+#include "runner/grade/python.h"
+#include "runner/grade/sanitizer.h"
+#include "runner/grade/score.h"
 #include "tap.h"
 
 /* Set (v) or unset (NULL) the environment variable k and parse the
