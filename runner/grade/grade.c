@@ -1,6 +1,6 @@
 /*
  * grade.c - see grade.h. One job through its phases (job.h); the rooms of
- * the runner are listed in run.h.
+ * the runner are listed in runner/README.md.
  *
  * Layout of a job on disk (all under env->work, mode 0700, root's):
  *   job-XXXXXX/            the job's private directory (mkdtemp)

@@ -4,19 +4,8 @@
  * nvcc's wrappers, build scripts), and the small helpers every phase of the
  * pipeline shares (paths in the lab cache, threads, verdict wording).
  *
- * Which room is which (runner/):
- *   serve.c/h   the loop: claim, heartbeat, post (runner protocol)
- *   host.c/h    the host: tree, GPU, device nodes, labs built at start
- *   grade.c     one job through its phases (grade_job_run)
- *   job.c/h     the job in flight and one function per phase
- *   run.c/h     sandboxed and trusted runs (this file)
- *   channel.c/h the harness's result channel (JSON lines on fd 3)
- *   judge.c/h   the trusted judge session (judge --serve)
- *   sanitizer.c/h compute-sanitizer runs, pre-started, and their findings
- *   baseline.c/h reference timings, the device record, wall-limit inputs
- *   lock.c/h    GPU locks and GPU memory admission (docs/runner.md)
- *   labcache.c/h lab builds and the cache under CACHE/ARCH/LAB
- *   compile, inspect, score, stats, limit, admit, sandbox...: as named
+ * The runner's rooms: runner/README.md; its files: docs/runner.md "The
+ * rooms".
  */
 #ifndef CUGRADE_RUN_H
 #define CUGRADE_RUN_H
