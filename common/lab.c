@@ -645,15 +645,16 @@ static int lab__parse_work(struct lab *lab, const char *file, char *err, size_t 
     return 0;
 }
 
-/* "language": "cuda" or "python" when present (absent: the files the lab
- * has decide, runner/grade/python.c and server/submission.c). A typo would
+/* "language": "cuda" or "python" when present, into lab->python_only
+ * (absent: the files the lab has decide, server/submission.c). A typo would
  * otherwise pass silently and turn a Python-only lab into one that takes
  * .cu files it cannot grade. */
 static int lab__parse_language(struct lab *lab, const char *file, char *err, size_t errlen)
 {
     const json_t *l = json_object_get(lab->doc, "language");
     const char *v = json_string_value(l);
-    if (l == NULL || (v && (strcmp(v, "cuda") == 0 || strcmp(v, "python") == 0)))
+    lab->python_only = v && strcmp(v, "python") == 0;
+    if (l == NULL || lab->python_only || (v && strcmp(v, "cuda") == 0))
         return 0;
     lab__err(err, errlen, "%s: language: must be \"cuda\" or \"python\"%s%s%s", file,
              v ? " (not \"" : "", v ? v : "", v ? "\")" : "");

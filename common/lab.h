@@ -53,6 +53,10 @@ struct lab {
      * compute-sanitizer), <= device_mb; device_mb when not declared. What
      * a job whose only GPU work left is its sanitizers keeps reserved. */
     unsigned long long sanitize_device_mb;
+    /* "language": "python": the lab has no CUDA harness, so a .cu file
+     * cannot be graded in it (the runner and the server refuse one). 0 for
+     * "cuda" or no "language" (then the lab's files decide what it takes). */
+    int python_only;
     json_t *doc;        /* the parsed lab.json (owned) */
 };
 

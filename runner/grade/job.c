@@ -426,7 +426,7 @@ int job_compile(struct job *j)
     if (progress_call(j, status_name(STATUS_COMPILING), j->python ? "python" : "nvcc") ==
         -ECANCELED)
         return -ECANCELED;
-    if (!j->python && python_lab_only(j->env->root, j->lab.name)) {
+    if (!j->python && j->lab.python_only) {
         /* A Python-only lab (no CUDA harness to link with): the student's
          * mistake, said before anything runs. */
         j->st = status_name(STATUS_COMPILE_ERROR);

@@ -36,7 +36,7 @@ static int front_enabled(void)
 int job_front(struct job *j)
 {
     struct compile_result fr;
-    if (j->python || !front_enabled() || python_lab_only(j->env->root, j->lab.name))
+    if (j->python || !front_enabled() || j->lab.python_only)
         return JOB_NEXT;
     if (progress_call(j, status_name(STATUS_COMPILING), "parsing") == -ECANCELED)
         return -ECANCELED;

@@ -150,15 +150,6 @@ int python_owner_script(const char *root, const char *lab, char *out, size_t len
     return r;
 }
 
-int python_lab_only(const char *root, const char *lab)
-{
-    json_t *doc = python_lab_doc(root, lab);
-    const char *l = json_string_value(json_object_get(doc, "language"));
-    int only = l && strcmp(l, "python") == 0;
-    json_decref(doc);
-    return only;
-}
-
 /* ---------------------------------------------------------------------- */
 
 int python_run_prepare(struct python_run *pr, struct run_opts *o, const char *root,

@@ -127,8 +127,4 @@ int python_sanitize_started(const char *channel_text);
  * that is not a plain .py file name (the lab's mistake). */
 int python_owner_script(const char *root, const char *lab, char *out, size_t len);
 
-/* 1 when ROOT/labs/LAB/lab.json says "language": "python" (the lab has no
- * CUDA harness: a .cu file cannot be graded there), else 0. */
-int python_lab_only(const char *root, const char *lab);
-
 #endif
