@@ -372,9 +372,9 @@ static int job_prestart_now(struct job *j)
             /* The .py under the Python harness: started at the go (job_admit). */
             sk->python = 1;
             sk->limit += PYTHON_SANITIZE_SECONDS;
-            if ((r = python_sanitize_prepare(&sk->py, &sk->py_opts, j->env->root, lab->name,
-                                             j->cs, tools[t], lab->sanitize_case, sk->py.seed,
-                                             j->src)) < 0)
+            r = python_sanitize_prepare(&sk->py, &sk->py_opts, j->env->root, lab, j->cs, tools[t],
+                                        lab->sanitize_case, sk->py.seed, j->src);
+            if (r < 0)
                 return job_fail(j, r, "the lab's hidden libraries (lab.json python.hide): %s",
                                 strerror(-r));
             j->nsan_tasks++;
@@ -689,8 +689,8 @@ static int job_check_run(struct job *j)
     struct run_opts o = {NULL, NULL, NULL, -1, -1, NULL, 0, NULL, 0, j->seed, NULL};
     struct python_run pr;
     if (j->python) {
-        if ((r = python_run_prepare(&pr, &o, j->env->root, j->lab.name, "check", j->seed,
-                                    j->case_list, NULL, j->src)) < 0)
+        if ((r = python_run_prepare(&pr, &o, j->env->root, &j->lab, "check", j->seed, j->case_list,
+                                    NULL, j->src)) < 0)
             return job_fail(j, r, "the lab's hidden libraries (lab.json python.hide): %s",
                             strerror(-r));
         argv = pr.argv;

@@ -436,7 +436,7 @@ static int time_run_setup(struct job *j, int k, struct time_pre *tp)
     tp->o = (struct run_opts){NULL, NULL, NULL, -1, -1, NULL, 0, NULL, 0, j->seed, NULL};
     tp->tlim = j->rc.limits.timing;
     if (j->python) {
-        int r = python_run_prepare(&tp->pr, &tp->o, j->env->root, j->lab.name, "time", j->seed,
+        int r = python_run_prepare(&tp->pr, &tp->o, j->env->root, &j->lab, "time", j->seed,
                                    j->lab.timing_case, TIME_MAX_MS, j->src);
         if (r < 0) {
             close(tp->fd);
@@ -824,8 +824,8 @@ static void job_profile_run(struct job *j, int plk)
     struct run_opts o = {NULL, NULL, NULL, -1, -1, NULL, 0, NULL, 0, j->seed, NULL};
     struct python_run pr;
     if (j->python) {
-        if (python_run_prepare(&pr, &o, j->env->root, j->lab.name, "check", j->seed,
-                               j->lab.timing_case, NULL, j->src) < 0) {
+        if (python_run_prepare(&pr, &o, j->env->root, &j->lab, "check", j->seed, j->lab.timing_case,
+                               NULL, j->src) < 0) {
             close(fd);
             if (plk >= 0)
                 close(plk);

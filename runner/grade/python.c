@@ -7,7 +7,6 @@
 #include <assert.h>
 #include <errno.h>
 #include <glob.h>
-#include <jansson.h>
 #include <sys/stat.h>
 #include <limits.h>
 #include <stdio.h>
@@ -68,19 +67,12 @@ int python_simulated(void)
     return runner_cfg()->py_sim != 0;
 }
 
-int python_hidden(struct python_run *pr, const char *root, const char *lab)
+int python_hidden(struct python_run *pr, const struct lab *lab)
 {
-    char path[PATH_MAX];
-    json_error_t jerr;
     int r = 0;
     size_t first = pr->nhide;
-    snprintf(path, sizeof path, "%s/labs/%s/lab.json", root, lab);
-    json_t *doc = json_load_file(path, 0, &jerr);
-    json_t *hide = json_object_get(json_object_get(doc, "python"), "hide");
-    size_t i;
-    json_t *pat;
-    json_array_foreach(hide, i, pat) {
-        const char *p = json_string_value(pat);
+    for (size_t i = 0; i < lab->npython_hide; i++) {
+        const char *p = lab->python_hide[i];
         char full[PATH_MAX];
         glob_t g;
         if (p && strncmp(p, "@python/", 8) == 0) {
@@ -118,48 +110,30 @@ int python_hidden(struct python_run *pr, const char *root, const char *lab)
         if (r < 0)
             break;
     }
-    json_decref(doc);
     return r < 0 ? r : (int)(pr->nhide - first);
 }
 
 /* ---------------------------------------------------------------------- */
 /* Labs with their own owner (the profiling lab): lab.json's "python". */
 
-/* ROOT/labs/LAB/lab.json, parsed; NULL when it cannot be read. */
-static json_t *python_lab_doc(const char *root, const char *lab)
+void python_owner_script(const struct lab *lab, char *out, size_t len)
 {
-    char path[PATH_MAX];
-    json_error_t jerr;
-    snprintf(path, sizeof path, "%s/labs/%s/lab.json", root, lab);
-    return json_load_file(path, 0, &jerr);
-}
-
-int python_owner_script(const char *root, const char *lab, char *out, size_t len)
-{
-    json_t *doc = python_lab_doc(root, lab);
-    const char *o = json_string_value(json_object_get(json_object_get(doc, "python"), "owner"));
-    int r = 0;
-    size_t n = o ? strlen(o) : 0;
-    if (!o)
-        snprintf(out, len, "/lab/labs/common/py/owner.py");
-    else if (n < 4 || n > 64 || strchr(o, '/') || o[0] == '.' || strcmp(o + n - 3, ".py") != 0)
-        r = -EINVAL; /* a plain file name beside lab.json, nothing else */
+    if (lab->python_owner)
+        snprintf(out, len, "/lab/labs/%s/%s", lab->name, lab->python_owner);
     else
-        snprintf(out, len, "/lab/labs/%s/%s", lab, o);
-    json_decref(doc);
-    return r;
+        snprintf(out, len, "/lab/labs/common/py/owner.py");
 }
 
 /* ---------------------------------------------------------------------- */
 
 int python_run_prepare(struct python_run *pr, struct run_opts *o, const char *root,
-                       const char *lab, const char *mode, const char *seed, const char *cases,
+                       const struct lab *lab, const char *mode, const char *seed, const char *cases,
                        const char *max_ms, const char *src)
 {
     /* The Python root first (a venv outside /usr), then the hidden files,
      * which may lie inside it. */
     pr->nhide = (size_t)python_root_bind(&pr->hide[0]);
-    int r = python_hidden(pr, root, lab);
+    int r = python_hidden(pr, lab);
     if (r < 0)
         return r;
     size_t n = 0;
@@ -169,10 +143,9 @@ int python_run_prepare(struct python_run *pr, struct run_opts *o, const char *ro
     pr->argv[n++] = python_interpreter();
     pr->argv[n++] = "-I"; /* no PYTHON* variables, no user site, no script dir */
     pr->argv[n++] = "-B"; /* no .pyc written where the tenant could swap it */
-    if ((r = python_owner_script(root, lab, pr->owner, sizeof pr->owner)) < 0)
-        return r;
+    python_owner_script(lab, pr->owner, sizeof pr->owner);
     pr->argv[n++] = pr->owner;
-    pr->argv[n++] = lab;
+    pr->argv[n++] = lab->name;
     pr->argv[n++] = mode;
     pr->argv[n++] = check ? "--cases" : "--case";
     pr->argv[n++] = cases;
@@ -208,11 +181,11 @@ void python_run_gate(struct python_run *pr)
 }
 
 int python_sanitize_prepare(struct python_run *pr, struct run_opts *o, const char *root,
-                            const char *lab, const char *cs, const char *tool,
+                            const struct lab *lab, const char *cs, const char *tool,
                             const char *sanitize_case, const char *seed, const char *src)
 {
     pr->nhide = (size_t)python_root_bind(&pr->hide[0]);
-    int r = python_hidden(pr, root, lab);
+    int r = python_hidden(pr, lab);
     if (r < 0)
         return r;
     size_t n = 0;
@@ -229,7 +202,7 @@ int python_sanitize_prepare(struct python_run *pr, struct run_opts *o, const cha
     pr->argv[n++] = "-B";
     pr->argv[n++] = "/lab/labs/common/py/tenant.py";
     pr->argv[n++] = "--sanitize";
-    pr->argv[n++] = lab;
+    pr->argv[n++] = lab->name;
     pr->argv[n++] = sanitize_case;
     pr->argv[n++] = pr->seed;
     pr->argv[n++] = pr->path;

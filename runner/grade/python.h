@@ -64,13 +64,13 @@ struct python_run {
 };
 
 /* The files a lab's Python runs must not see: every regular file that a
- * pattern of ROOT/labs/LAB/lab.json's "python": {"hide": [...]} matches
- * (glob(3), absolute patterns or "@python/..." under python_root(), links
- * resolved and deduplicated), appended to pr->hide (from pr->nhide) as
- * /dev/null binds, at most RUN_MORE_BINDS in all. Returns how many, or
- * -ENOBUFS when more match (the lab's list is too wide: ours), -EINVAL for
- * a pattern that is not absolute. */
-int python_hidden(struct python_run *pr, const char *root, const char *lab);
+ * pattern of lab->python_hide (lab.json's "python": {"hide": [...]}, read
+ * by common/lab.c) matches (glob(3), absolute patterns or "@python/..."
+ * under python_root(), links resolved and deduplicated), appended to
+ * pr->hide (from pr->nhide) as /dev/null binds, at most RUN_MORE_BINDS in
+ * all. Returns how many, or -ENOBUFS when more match (the lab's list is
+ * too wide: ours), -EINVAL for a pattern that is not absolute. */
+int python_hidden(struct python_run *pr, const struct lab *lab);
 
 /* Fill pr and o (zeroed by the caller but for its fds) for one owner run:
  * mode "check" with cases "a,b,c", or "time" with cases = the timing case
@@ -81,7 +81,7 @@ int python_hidden(struct python_run *pr, const char *root, const char *lab);
  * The lab's hidden libraries (python_hidden) as more binds. The strings
  * are borrowed for the run. Returns 0 or python_hidden's -errno. */
 int python_run_prepare(struct python_run *pr, struct run_opts *o, const char *root,
-                       const char *lab, const char *mode, const char *seed, const char *cases,
+                       const struct lab *lab, const char *mode, const char *seed, const char *cases,
                        const char *max_ms, const char *src);
 
 /* A "time" run's gate (job_time.c): appends --gate, so that the owner waits
@@ -107,7 +107,7 @@ void python_run_gate(struct python_run *pr);
  * Python root are bound as for the check run. Strings are borrowed for the
  * run. Returns 0 or python_hidden's -errno. */
 int python_sanitize_prepare(struct python_run *pr, struct run_opts *o, const char *root,
-                            const char *lab, const char *cs, const char *tool,
+                            const struct lab *lab, const char *cs, const char *tool,
                             const char *sanitize_case, const char *seed, const char *src);
 
 /* A fresh seed for a sanitizer run (16 hex digits from getrandom) into pr->seed. */
@@ -119,12 +119,11 @@ void python_sanitize_seed(struct python_run *pr);
  * that failed failed for a reason of ours (not charged). */
 int python_sanitize_started(const char *channel_text);
 
-/* The owner script of LAB's Python runs, as the sandbox sees it, into out:
- * /lab/labs/LAB/<file> when ROOT/labs/LAB/lab.json names a lab-specific
- * owner ("python": {"owner": "lab.py"}, a plain file name: the profiling
- * lab, whose owner runs a whole training loop), else the common
- * /lab/labs/common/py/owner.py. Returns 0, or -EINVAL for an owner name
- * that is not a plain .py file name (the lab's mistake). */
-int python_owner_script(const char *root, const char *lab, char *out, size_t len);
+/* The owner script of lab's Python runs, as the sandbox sees it, into out:
+ * /lab/labs/LAB/<file> when lab.json names a lab-specific owner
+ * (lab->python_owner, "python": {"owner": "lab.py"}, a plain file name
+ * checked at load: the profiling lab, whose owner runs a whole training
+ * loop), else the common /lab/labs/common/py/owner.py. */
+void python_owner_script(const struct lab *lab, char *out, size_t len);
 
 #endif

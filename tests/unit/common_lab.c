@@ -194,6 +194,40 @@ static void test_language(void)
         lab_free(&lab);
 }
 
+/* "python": {"owner", "hide"} is read here, once (the runner uses
+ * lab.python_owner and lab.python_hide); a bad owner name or a relative
+ * hide pattern fails the load, naming the field. */
+static void test_python(void)
+{
+    char err[512];
+    struct lab lab;
+    int rc =
+        load_variant_lab("py_ok", " \"sanitize_case\"",
+                         " \"python\":{\"owner\":\"lab.py\",\"hide\":[\"/usr/lib/libx*.so*\","
+                         "\"@python/lib/liby.so\"],\"hide_message\":\"no\"},\n \"sanitize_case\"",
+                         &lab, err, sizeof err);
+    check(rc == 0 && lab.python_owner && strcmp(lab.python_owner, "lab.py") == 0 &&
+              lab.npython_hide == 2 && strcmp(lab.python_hide[1], "@python/lib/liby.so") == 0,
+          "python.owner and python.hide are the lab's fields");
+    if (rc == 0)
+        lab_free(&lab);
+    rc = load_variant_lab("py_none", " \"sanitize_case\"", " \"sanitize_case\"", &lab, err,
+                          sizeof err);
+    check(rc == 0 && lab.python_owner == NULL && lab.npython_hide == 0,
+          "no \"python\": no owner of its own, nothing hidden");
+    if (rc == 0)
+        lab_free(&lab);
+    rc = load_variant("py_owner", " \"sanitize_case\"",
+                      " \"python\":{\"owner\":\"../x.py\"},\n \"sanitize_case\"", err, sizeof err);
+    check(err_has(rc, err, "python.owner: must be a .py file name"),
+          "an owner that is not a plain .py name is refused at load");
+    rc = load_variant("py_hide", " \"sanitize_case\"",
+                      " \"python\":{\"hide\":[\"/a\",\"lib/x.so\"]},\n \"sanitize_case\"", err,
+                      sizeof err);
+    check(err_has(rc, err, "python.hide[1]: must be absolute"),
+          "a relative hide pattern is refused at load");
+}
+
 static void test_allow_base(void)
 {
     char err[512], dir[512];
@@ -464,6 +498,7 @@ int main(void)
     test_work();
     test_allow_base();
     test_language();
+    test_python();
     {
         char cmd[600];
         snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
