@@ -3,8 +3,8 @@
 #   make test   install what the tests need, build, run every test that needs no GPU
 #
 # Layout: common/ is linked into both binaries; server/*.c (but main.c) form
-# libserver.a, runner/*.c (but main.c and launch.c, cugrade-launch) form
-# librunner.a. Unit tests in
+# libserver.a, runner/*.c and runner/*/*.c (its rooms, runner/README.md; but
+# main.c and launch.c, cugrade-launch) form librunner.a. Unit tests in
 # tests/unit/{server,runner,common}_*.c link the matching library.
 
 BUILD   ?= build
@@ -45,7 +45,7 @@ RUNNER_LIBS = -lcurl -ljansson -lseccomp -lcrypto -lm -lpthread
 
 COMMON_SRC  = $(wildcard common/*.c)
 SERVER_SRC  = $(filter-out server/main.c,$(wildcard server/*.c))
-RUNNER_SRC  = $(filter-out runner/main.c runner/launch.c,$(wildcard runner/*.c))
+RUNNER_SRC  = $(filter-out runner/main.c runner/launch.c,$(wildcard runner/*.c runner/*/*.c))
 
 COMMON_OBJ  = $(COMMON_SRC:%.c=$(BUILD)/%.o)
 SERVER_OBJ  = $(SERVER_SRC:%.c=$(BUILD)/%.o)
@@ -165,8 +165,8 @@ bench:
 # once. clang-format comes from Debian (make test-deps).
 FORMAT_BASE ?= main
 FORMAT_EXT = c,h,cu,cuh
-FORMAT_ALL = $(wildcard common/*.[ch] server/*.[ch] runner/*.[ch] labs/common/*.cu \
-             labs/common/*.cuh labs/common/*.h labs/*/harness.cu)
+FORMAT_ALL = $(wildcard common/*.[ch] server/*.[ch] runner/*.[ch] runner/*/*.[ch] \
+             labs/common/*.cu labs/common/*.cuh labs/common/*.h labs/*/harness.cu)
 format: format-tool
 	@git clang-format -f --extensions $(FORMAT_EXT) $(FORMAT_BASE)
 format-check: format-tool

@@ -538,7 +538,7 @@ static int lab__parse_lists(struct lab *lab, const char *file, char *err, size_t
 }
 
 /* limits.derive: wall limits from the naive reference's own time
- * (runner/limits.c), so an endless program is killed in seconds. Returns 0
+ * (runner/timing/limit.c), so an endless program is killed in seconds. Returns 0
  * or -errno. */
 static int lab__parse_derive(struct lab *lab, const json_t *limits, const char *file, char *err,
                              size_t errlen)
@@ -645,19 +645,53 @@ static int lab__parse_work(struct lab *lab, const char *file, char *err, size_t 
     return 0;
 }
 
-/* "language": "cuda" or "python" when present (absent: the files the lab
- * has decide, runner/python.c and server/submission.c). A typo would
+/* "language": "cuda" or "python" when present, into lab->python_only
+ * (absent: the files the lab has decide, server/submission.c). A typo would
  * otherwise pass silently and turn a Python-only lab into one that takes
  * .cu files it cannot grade. */
 static int lab__parse_language(struct lab *lab, const char *file, char *err, size_t errlen)
 {
     const json_t *l = json_object_get(lab->doc, "language");
     const char *v = json_string_value(l);
-    if (l == NULL || (v && (strcmp(v, "cuda") == 0 || strcmp(v, "python") == 0)))
+    lab->python_only = v && strcmp(v, "python") == 0;
+    if (l == NULL || lab->python_only || (v && strcmp(v, "cuda") == 0))
         return 0;
     lab__err(err, errlen, "%s: language: must be \"cuda\" or \"python\"%s%s%s", file,
              v ? " (not \"" : "", v ? v : "", v ? "\")" : "");
     return -EINVAL;
+}
+
+/* "python": {"owner", "hide"} (lab.h): a bad owner name or hide pattern
+ * fails the load, where the runner would otherwise meet it in a job. */
+static int lab__parse_python(struct lab *lab, const char *file, char *err, size_t errlen)
+{
+    json_t *py = json_object_get(lab->doc, "python");
+    if (py == NULL)
+        return 0;
+    if (!json_is_object(py)) {
+        lab__err(err, errlen, "%s: python: must be an object", file);
+        return -EINVAL;
+    }
+    const json_t *o = json_object_get(py, "owner");
+    const char *v = json_string_value(o);
+    size_t n = v ? strlen(v) : 0;
+    if (o && (n < 4 || n > 64 || strchr(v, '/') || v[0] == '.' || strcmp(v + n - 3, ".py") != 0)) {
+        lab__err(err, errlen, "%s: python.owner: must be a .py file name beside lab.json", file);
+        return -EINVAL;
+    }
+    if (v && (lab->python_owner = strdup(v)) == NULL)
+        return -ENOMEM;
+    int rc =
+        lab__get_str_array(py, "hide", &lab->python_hide, &lab->npython_hide, file, err, errlen);
+    for (size_t i = 0; rc == 0 && i < lab->npython_hide; i++) {
+        const char *p = lab->python_hide[i];
+        if (p[0] != '/' && strncmp(p, "@python/", 8) != 0) {
+            lab__err(err, errlen, "%s: python.hide[%zu]: must be absolute or start \"@python/\"",
+                     file, i);
+            rc = -EINVAL;
+        }
+    }
+    return rc;
 }
 
 /* What case costs by the lab's "work" formulas; see lab.h. */
@@ -705,7 +739,8 @@ int lab_load(const char *dir, struct lab *lab, char *err, size_t errlen)
         (rc = lab__parse_lists(lab, file, err, errlen)) < 0 ||
         (rc = lab__parse_limits(lab, file, err, errlen)) < 0 ||
         (rc = lab__parse_work(lab, file, err, errlen)) < 0 ||
-        (rc = lab__parse_language(lab, file, err, errlen)) < 0)
+        (rc = lab__parse_language(lab, file, err, errlen)) < 0 ||
+        (rc = lab__parse_python(lab, file, err, errlen)) < 0)
         goto fail;
     rc = lab__read_file(readme, LAB_README_MAX, &lab->handout);
     if (rc < 0 && rc != -ENOENT) {
@@ -850,6 +885,8 @@ void lab_free(struct lab *lab)
     lab__free_strv(lab->nvcc_flags, lab->nnvcc_flags);
     lab__free_strv(lab->link_libs, lab->nlink_libs);
     lab__free_strv(lab->baselines, lab->nbaselines);
+    lab__free_strv(lab->python_hide, lab->npython_hide);
+    free(lab->python_owner);
     for (size_t i = 0; i < lab->nallowed; i++)
         free(lab->allowed[i].pattern);
     free(lab->allowed);

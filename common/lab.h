@@ -42,7 +42,7 @@ struct lab {
      * on this GPU) + startup). factor 0 (no "derive") keeps run_seconds. */
     double derive_factor, derive_floor_seconds, derive_startup_seconds;
     /* limits.device_mb: the most device memory the harness allocates for
-     * one case (the biggest), for GPU memory admission (runner/admit.h);
+     * one case (the biggest), for GPU memory admission (runner/gpu/admit.h);
      * 0 when not declared. */
     unsigned long long device_mb;
     /* limits.timing_device_mb: what the timing case allocates (the timing
@@ -53,6 +53,18 @@ struct lab {
      * compute-sanitizer), <= device_mb; device_mb when not declared. What
      * a job whose only GPU work left is its sanitizers keeps reserved. */
     unsigned long long sanitize_device_mb;
+    /* "language": "python": the lab has no CUDA harness, so a .cu file
+     * cannot be graded in it (the runner and the server refuse one). 0 for
+     * "cuda" or no "language" (then the lab's files decide what it takes). */
+    int python_only;
+    /* "python": {"owner": FILE, "hide": [PATTERN, ...]} (docs/python.md):
+     * the lab's own owner script, a plain .py file name beside lab.json
+     * (NULL: labs/common/py/owner.py), and the files its Python runs must
+     * not see, glob patterns that are absolute or start "@python/" (under
+     * the Python root). */
+    char *python_owner;
+    char **python_hide;
+    size_t npython_hide;
     json_t *doc;        /* the parsed lab.json (owned) */
 };
 

@@ -9,7 +9,7 @@
  * job's timing rounds (which baseline to time), the pages and, through the
  * result JSON's "label" and "unit", the client. Adding a metric is one row
  * in metric.c (and, for a new kind of baseline, a timing slot in
- * runner/score.c).
+ * runner/grade/score.c).
  */
 #ifndef CUGRADE_METRIC_H
 #define CUGRADE_METRIC_H

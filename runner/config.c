@@ -3,7 +3,7 @@
  * switch of the runner is named with its default; the one getenv of them
  * is in runner_config_parse.
  */
-#include "config.h"
+#include "runner/config.h"
 
 #include <assert.h>
 #include <ctype.h>

@@ -7,13 +7,13 @@
  * labs built at start) is host.c, the service loop (claims, the two lanes,
  * heartbeats, results) serve.c.
  */
-#include "client.h"
-#include "config.h"
-#include "grade.h"
-#include "health.h"
-#include "host.h"
-#include "peers.h"
-#include "serve.h"
+#include "runner/service/client.h"
+#include "runner/config.h"
+#include "runner/grade/grade.h"
+#include "runner/gpu/health.h"
+#include "runner/service/host.h"
+#include "runner/service/peers.h"
+#include "runner/service/serve.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -521,14 +521,13 @@ void submission_lab_languages(const struct app_lab *l, int *cuda, int *python)
         *cuda = 1;
         return;
     }
-    const char *lang = json_string_value(json_object_get(l->lab.doc, "language"));
     for (int i = 0; i < 2; i++) {
         snprintf(path, sizeof(path), "%s/%s", l->lab.dir, py[i]);
         *python |= access(path, R_OK) == 0;
         snprintf(path, sizeof(path), "%s/%s", l->lab.dir, cu[i]);
         *cuda |= access(path, R_OK) == 0;
     }
-    if (lang && strcmp(lang, "python") == 0) {
+    if (l->lab.python_only) {
         *python = 1;
         *cuda = 0;
         return;

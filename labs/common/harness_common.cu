@@ -282,7 +282,7 @@ static int hc_alloc(void **out, size_t bytes, uint32_t guard_bits)
 
 /* ----------------------------------------------- the student's device memory */
 /* The runner links the student's program with -Wl,--wrap for the CUDA
- * allocators (runner/compile.c), so the student's cudaMalloc and cudaFree
+ * allocators (runner/grade/compile.c), so the student's cudaMalloc and cudaFree
  * come here first. While the student's function runs (hc_in_student), what
  * it allocates is counted until it is freed. When the harness later cannot
  * allocate a case's buffers, this tells whose memory filled the GPU: the
@@ -295,7 +295,7 @@ static int hc_alloc(void **out, size_t bytes, uint32_t guard_bits)
 /* The most device memory the student's code may hold at once. Past it a
  * cudaMalloc fails as out of memory without touching the GPU: one
  * submission cannot take the memory of every job that shares its GPU (the
- * runner admits jobs by their declared need: runner/admit.h). A lab may
+ * runner admits jobs by their declared need: runner/gpu/admit.h). A lab may
  * define its own before including this file. */
 #ifndef HC_STUDENT_DEVICE_MB
 #define HC_STUDENT_DEVICE_MB 2048

@@ -5,7 +5,7 @@
  * of its own: labs/common/harness_common.cu includes it where it stands,
  * after the channel, the student's device memory, the error naming and the
  * cases it uses, before main. Shipped with it in the student's bundle
- * (labs/bundle.json). No kernels here: runner/profile.c reads the
+ * (labs/bundle.json). No kernels here: runner/feedback/profile.c reads the
  * harness's own kernel names from harness_common.cu and harness.cu only.
  */
 
@@ -44,7 +44,7 @@ static void hc_flush_l2(void)
     (void)cudaGetLastError();
 }
 
-/* The timing gate (runner/job_time.c, docs/runner.md's discipline): the
+/* The timing gate (runner/grade/job_time.c, docs/runner.md's discipline): the
  * process start, CUDA's context, the buffers and the case's inputs ran
  * beside other jobs under the runner's shared GPU lock. Once the GPU is
  * idle on our side, 'r' on the gate; 'g' comes back when the runner holds

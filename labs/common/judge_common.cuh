@@ -32,7 +32,7 @@ struct jd_result {
     unsigned long long unwritten;     /* outputs still holding the poison */
     /* A one-value output (the reduction's sum): the answer and the
      * reference, sent as "got"/"expected" for the runner's bug catalogue
-     * (runner/hint.c); have_value 0 for other labs. */
+     * (runner/feedback/hint.c); have_value 0 for other labs. */
     int have_value;
     double got, expected;
     char message[600];

@@ -6,7 +6,7 @@ profiling lab"; the trust model is docs/python.md's, as far as it applies).
     (by hand: CUGRADE_SEED=HEX or --seed HEX instead of --seed-fd)
 
 The runner starts it in place of labs/common/py/owner.py (lab.json
-"python": {"owner": "lab.py"}; runner/python.c), with the same command line
+"python": {"owner": "lab.py"}; runner/grade/python.c), with the same command line
 and the same channel on fd 3, whose helpers it reuses. What differs: the
 student's code is a whole training loop, not a kernel, and the baseline is
 the starter itself, run by us in the same sandbox. Two processes

@@ -150,7 +150,7 @@ def judge_case(params, cs, out):
         badcols = sorted(set(int(b % NC) for b in bad))
         alt = sample_std_cols(x)
         if alt is not None and bool((np.abs(c64 - alt) <= LAB["COLS_ATOL"]).all()):
-            # the hint catalogue (runner/hint.c, std-ddof) keys on "ddof=1"
+            # the hint catalogue (runner/feedback/hint.c, std-ddof) keys on "ddof=1"
             m += ": these are the columns of a std with ddof=1 (divided by n - 1); the " \
                  "pipeline's std is the population one (ddof=0, divided by n)"
         elif any(b in COL_HINT for b in badcols) and ec_[:, [0, 5]].max() <= LAB["COLS_ATOL"]:

@@ -114,7 +114,7 @@ static void red_judge(const struct lab_case_def *c, uint64_t case_seed, const fl
                        err, tol);
         /* Why it is missing (a grid too small, a float32 total that
          * stopped growing, a 32-bit index) is the runner's bug
-         * catalogue's to say (runner/hint.c): it sees every case. */
+         * catalogue's to say (runner/feedback/hint.c): it sees every case. */
         if (ref != 0 && got / ref >= 0 && got / ref < 0.999)
             snprintf(r->message + len, sizeof(r->message) - len,
                      ": %.2f%% of the sum of the %zu elements is missing",

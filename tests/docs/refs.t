@@ -51,7 +51,7 @@ def exists(path, base):
 
 def expand(path, rest):
     """path as written, with a brace list after it expanded
-    (`runner/sandbox.{c,h}`); [] when a glob or placeholder follows."""
+    (`runner/sandbox/sandbox.{c,h}`); [] when a glob or placeholder follows."""
     m = re.match(r"([-._]?)\{([^}]*)\}([\w./-]*)", rest)
     if m:
         if re.match(r"[*<\[{]", rest[m.end():]):

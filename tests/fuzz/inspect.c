@@ -1,5 +1,5 @@
 /*
- * inspect.c - libFuzzer target: runner/inspect.c, the ELF reader that
+ * inspect.c - libFuzzer target: runner/grade/inspect.c, the ELF reader that
  * judges a student's object file before it is linked with the trusted
  * harness. The input is the object file; it is judged against labs/matmul
  * (run from the repository root). A malformed object is a rejection with a
@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "common/lab.h"
-#include "runner/inspect.h"
+#include "runner/grade/inspect.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

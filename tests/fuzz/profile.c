@@ -1,5 +1,5 @@
 /*
- * profile.c - libFuzzer target: runner/profile.c's reader of ncu's
+ * profile.c - libFuzzer target: runner/feedback/profile.c's reader of ncu's
  * `--csv --page raw` report. The report is a file in the sandbox's /work,
  * which the student's process can write too, so it is outside bytes: the
  * parser must never read past the text or crash, and whatever it accepts
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runner/profile.h"
+#include "runner/feedback/profile.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -12,7 +12,7 @@ Expectation keys (all optional but status): status=, correctness=pass|fail,
 sanitizer=clean|dirty, tier="name"|none|any (the first speed line's tier),
 tier2= (the second speed line's: the copy-bandwidth share in reduction and embedding),
 flagged=yes|no, symbol= (the rejection's symbol), hint=<id> (the classic-bug
-catalogue's entry, runner/hint.c: the match fails unless cugrade.hint_details
+catalogue's entry, runner/feedback/hint.c: the match fails unless cugrade.hint_details
 holds that id; "a|b": either; "a,b": both; hint=none: no hint at all),
 nohint=<id> (none of "a,b" among the hints: a hint that must not mislead),
 says="text" / nosay="text" (some hint's text holds it / none does: the
@@ -22,7 +22,7 @@ names that line of the student's file), after=all (submitted only once
 every other file has its result: the hostile suite's "the next job was
 unharmed", tests/gpu/solutions-py/reduction/hostile_zz_next_job.py).
 After the results, one more row: no process of a sandboxed run is left
-(a box uid or a run cgroup, runner/sandbox.h; as root only).
+(a box uid or a run cgroup, runner/sandbox/sandbox.h; as root only).
 
 Environment: CUGRADE_SERVER_BIN, CUGRADE_RUNNER_BIN (binaries),
 CUGRADE_BIN_ENV (K=V;K=V for our binaries only, e.g. LD_LIBRARY_PATH of
@@ -401,7 +401,7 @@ def main():
 def leftovers():
     """Processes of sandboxed runs still alive once every job has its result
     (the hostile suite's spawned threads, forks and daemons must die with
-    their run): a box uid (runner/sandbox.h: SANDBOX_BOX_UID_BASE, 1000
+    their run): a box uid (runner/sandbox/sandbox.h: SANDBOX_BOX_UID_BASE, 1000
     boxes), nobody, or a run cgroup cugrade-PID-N. None when not root (the
     sandbox then runs as the caller). Waits up to 10 s for the kernel to
     reap."""

@@ -42,7 +42,7 @@ for lab in reduction matmul embedding; do
     check $rc "$lab: labs/$lab/cases.generated.h matches lab.json"
     # A student's helper named like a harness function must not collide:
     # main, and the --wrap targets of the student's CUDA allocators (the
-    # harness's allocation ledger, runner/compile.c), nothing else.
+    # harness's allocation ledger, runner/grade/compile.c), nothing else.
     exported=$(nm -g --defined-only "$B/harness.o" | awk '$2 ~ /[TDBR]/ {print $3}' | tr '\n' ' ')
     ledger="__wrap_cudaFree __wrap_cudaFreeAsync __wrap_cudaMalloc __wrap_cudaMallocAsync __wrap_cudaMallocManaged __wrap_cudaMallocPitch main "
     check "$([ "$exported" = "$ledger" ]; echo $?)" "$lab: harness.o exports only main and the allocation ledger's __wrap_ functions (got: $exported)"

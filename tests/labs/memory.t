@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """CI (no GPU): the course labs' declared device memory (lab.json
-limits.device_mb and limits.timing_device_mb, runner/admit.h) covers what
+limits.device_mb and limits.timing_device_mb, runner/gpu/admit.h) covers what
 their harnesses allocate: every case's buffers (labs/<lab>/harness.cu's
 hc_alloc calls, computed here from the case's params) plus the guard words
 fit in device_mb, and the timing case's plus the L2 flush buffer

@@ -1,10 +1,16 @@
 #!/usr/bin/env python3
-# The shape rules of tests/server/layout.t for the rest of the tree's code:
-# no file over 1000 lines, no function over 100 lines (from its signature to
-# its closing brace; a Python def to its last line), in the C, CUDA and
-# Python of common/, runner/, client/, labs/common/ (and each lab's own
-# harness and Python, reference/, which are code the same people read).
-# server/ keeps its own, stricter test (layout.t: include cycles, SQL once).
+# The shape rules of the tree's code: no file over 1000 lines, no function
+# over 100 lines (from its signature to its closing brace; a Python def to
+# its last line), in the C, CUDA and Python of server/, common/, runner/,
+# client/, labs/ (labs/common/ and each lab's own harness and Python) and
+# reference/, which are code the same people read. This test owns those
+# two rules; server/ keeps the rules of its own in tests/server/layout.t
+# (include order, SQL written once, none in a view).
+# And the runner's rooms (runner/README.md): its code sits in runner/ROOM/,
+# directly in runner/ only RUNNER_TOP; every room is on README.md's map;
+# a runner header is included by its path (runner/ROOM/x.h) and exists;
+# two rooms that include each other are listed in ROOM_CIRCLES, which only
+# shrinks too.
 #
 # A file or function that may stay over the line is listed in EXCEPTIONS
 # below with the reason; an exception that no longer applies fails too, so
@@ -18,7 +24,7 @@ import sys
 
 ROOT = sys.argv[1] if len(sys.argv) > 1 else (os.environ.get("CUGRADE_ROOT") or os.path.dirname(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-DIRS = ["common", "runner", "client", "labs", "reference"]
+DIRS = ["server", "common", "runner", "client", "labs", "reference"]
 SKIP_DIRS = {"__pycache__"}
 SKIP_FILES = re.compile(r"\.generated\.|^cases\.h$")   # written by tools, not people
 MAX_FILE_LINES = 1000
@@ -31,6 +37,17 @@ EXCEPTIONS = {
         "copies it anywhere and runs it) and server/wheel.c packs it as the wheel's one module "
         "(tests/server/bundle.t, tests/client/served_install.t); a package first needs the "
         "server to join or pack several files",
+}
+
+# What may sit directly in runner/ (the binaries' entries, the switches' table).
+RUNNER_TOP = {"main.c", "launch.c", "config.c", "config.h"}
+# "room<->room" (sorted) -> why the two rooms still include each other.
+GRADE_BASE = ("what grade/ shares with every phase (struct grade_env in grade.h, run.h's runs, "
+              "score.h's result types) is not yet a room of its own below them")
+ROOM_CIRCLES = {
+    "feedback<->grade": "hint.h takes score.h's types, profile*.c run through run.h; " + GRADE_BASE,
+    "gpu<->grade": "lock.h takes struct grade_env, lock/share/health.c run through run.h; " + GRADE_BASE,
+    "grade<->timing": "baseline.h takes run_ctx and score types, retime.h score types; " + GRADE_BASE,
 }
 
 n = 0
@@ -123,7 +140,8 @@ def sources():
 
 
 files = list(sources())
-ok(len(files) > 50 and "runner/inspect.c" in files and "client/cugrade.py" in files,
+ok(len(files) > 50 and "runner/grade/inspect.c" in files and "server/app.c" in files
+   and "client/cugrade.py" in files,
    "found the code (%d files under %s)" % (len(files), ", ".join(DIRS)))
 
 big, long_fns, used = [], [], set()
@@ -147,6 +165,56 @@ for path in files:
 
 ok(not big, "no file over %d lines" % MAX_FILE_LINES, "\n".join(big))
 ok(not long_fns, "no function over %d lines" % MAX_FUNCTION_LINES, "\n".join(long_fns))
+
+
+def runner_rooms():
+    """Check the runner's rooms (see the header)."""
+    top = os.path.join(ROOT, "runner")
+    loose = sorted(f for f in os.listdir(top) if f.endswith((".c", ".h")) and f not in RUNNER_TOP)
+    ok(not loose, "runner/ holds rooms: no .c/.h directly in it but %s" % ", ".join(sorted(RUNNER_TOP)),
+       "move into a room (runner/README.md): " + " ".join(loose))
+    rooms = sorted(d for d in os.listdir(top) if os.path.isdir(os.path.join(top, d))
+                   and any(f.endswith((".c", ".h")) for f in os.listdir(os.path.join(top, d))))
+    readme = os.path.join(top, "README.md")
+    text = open(readme, encoding="utf-8").read() if os.path.exists(readme) else ""
+    listed = sorted(set(re.findall(r"^- `([a-z_]+)/`", text, re.M)))
+    ok(rooms and rooms == listed, "runner/README.md's map lists the rooms (%s)" % ", ".join(rooms),
+       "folders: %s\nREADME.md: %s" % (" ".join(rooms), " ".join(listed)))
+    bad, edges = [], {}
+    for path in files:
+        parts = path.split(os.sep)
+        if parts[0] != "runner" or not path.endswith((".c", ".h")):
+            continue
+        room = parts[1] if len(parts) == 3 else "."
+        with open(os.path.join(ROOT, path), encoding="utf-8", errors="replace") as f:
+            for i, line in enumerate(f, 1):
+                m = re.match(r'\s*#\s*include\s+"([^"]+)"', line)
+                if not m:
+                    continue
+                inc = m.group(1)
+                if inc.startswith("runner/"):
+                    if not os.path.isfile(os.path.join(ROOT, inc)):
+                        bad.append("%s:%d: %s does not exist" % (path, i, inc))
+                    p = inc.split("/")
+                    if len(p) == 3 and room != "." and p[1] != room:
+                        edges.setdefault((room, p[1]), []).append("%s:%d" % (path, i))
+                elif os.path.isfile(os.path.join(ROOT, "runner", inc)) or any(
+                        os.path.isfile(os.path.join(top, r, inc)) for r in rooms):
+                    bad.append('%s:%d: #include "%s": name it runner/ROOM/%s' % (path, i, inc, inc))
+    ok(not bad, "runner headers are included by their path from the root (runner/ROOM/x.h)",
+       "\n".join(bad))
+    circles = sorted({"%s<->%s" % tuple(sorted(e)) for e in edges if e[::-1] in edges})
+    new = ["%s: %s" % (c, " ".join(edges[tuple(c.split("<->"))][:3] + edges[tuple(c.split("<->")[::-1])][:3]))
+           for c in circles if c not in ROOM_CIRCLES]
+    ok(not new, "no two rooms of runner/ include each other (but ROOM_CIRCLES)", "\n".join(new))
+    gone = sorted(set(ROOM_CIRCLES) - set(circles))
+    ok(not gone, "every listed room circle is still there (else drop it)", "\n".join(gone))
+    for c in circles:
+        if c in ROOM_CIRCLES:
+            print("# room circle %s: %s" % (c, ROOM_CIRCLES[c]))
+
+
+runner_rooms()
 stale = sorted(set(EXCEPTIONS) - used)
 ok(not stale, "every listed exception is still over the line (else drop it)", "\n".join(stale))
 for key in sorted(used):

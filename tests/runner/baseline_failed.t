@@ -9,7 +9,7 @@ its "speed vs naive" line "not available (a baseline is missing)" and 0 of
 its 10 points (on a loaded CI machine the real naive baseline did that
 too, killed at its 12 s limit: tests/deploy/slurm.t and
 runner/profile_after.t, 25/35; that limit is now at least 120 s,
-runner/baseline.c). It must be a system_error that names the baseline,
+runner/timing/baseline.c). It must be a system_error that names the baseline,
 which the server retries; the same file with the baseline back is graded
 with every point.
 Prints TAP."""

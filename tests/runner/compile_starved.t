@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # suite: alone  (tests/run.sh: it needs a quiet host, then takes every core)
 """CI (no GPU, real sandbox): who is charged when a compile runs past the
-lab's compile_seconds (runner/compile.h, compile_starved). A stand-in nvcc
+lab's compile_seconds (runner/grade/compile.h, compile_starved). A stand-in nvcc
 (a CUDA_HOME whose nvcc execs the real one, except for the student's
 `-c` step of spin.cu, a busy loop, and block.cu, a sleep) and a lab whose
 compile limit is 3 s:

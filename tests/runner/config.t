@@ -20,7 +20,7 @@ ok = functools.partial(suite_ok, lines=None)
 DELETED = ["CUGRADE_TIME_GATE", "CUGRADE_INTERLEAVE", "CUGRADE_FRONT_HUGETLB",
            "CUGRADE_PROFILE_METRICS", "CUGRADE_PROFILE_FILTER", "CUGRADE_PROFILE_PYTHON"]
 
-SOURCES = sorted(glob.glob(os.path.join(ROOT, "runner", "*.[ch]")) +
+SOURCES = sorted(glob.glob(os.path.join(ROOT, "runner", "**", "*.[ch]"), recursive=True) +
                  glob.glob(os.path.join(ROOT, "common", "*.[ch]")))
 NAME = re.compile(r"CUGRADE_[A-Z0-9_]+")
 GUARD = re.compile(r"^\s*#\s*(ifndef|define|endif)\b.*CUGRADE_[A-Z0-9_]+_H\b")

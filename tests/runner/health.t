@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""CI (no GPU): a GPU that stops answering (runner/health.c, docs/runner.md
+"""CI (no GPU): a GPU that stops answering (runner/gpu/health.c, docs/runner.md
 "A GPU that stops answering"). A fake nvidia-smi makes the runner see a GPU;
 a fake libcuda.so.1 answers the probe, or fails cuInit with
 CUDA_ERROR_NO_DEVICE while a file exists (the GPU "fell off"). Checks:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# The runner decides nothing from a lab's name: no runner/*.c holds a lab's
+# The runner decides nothing from a lab's name: no .c/.h under runner/ holds a lab's
 # name as a C string (a `strcmp(lab->name, "matmul")` branch). What differs
 # between labs is data in labs/<lab>/lab.json (e.g. "work": the formulas of
 # a case's bytes, flops and elements; docs/formats.md), read through
@@ -27,7 +27,8 @@ names = [json.load(open(os.path.join(ROOT, "labs", d, "lab.json")))["lab"] for d
 ok(len(names) >= 5, "the labs are found (%s)" % ", ".join(names))
 literal = re.compile(r'"(%s)"' % "|".join(re.escape(x) for x in names))
 hits = []
-files = sorted(f for f in os.listdir(DIR) if f.endswith((".c", ".h")))
+files = sorted(os.path.relpath(os.path.join(d, f), DIR) for d, _, fs in os.walk(DIR)
+               for f in fs if f.endswith((".c", ".h")))
 for f in files:
     with open(os.path.join(DIR, f), encoding="utf-8", errors="replace") as fh:
         for i, line in enumerate(fh, 1):

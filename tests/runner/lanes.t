@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """CI (no GPU): the runner's two lanes (docs/runner.md "Two lanes"). The GPU
-lane is held full by hand -- a GPU memory ledger (runner/admit.c) whose one
+lane is held full by hand -- a GPU memory ledger (runner/gpu/admit.c) whose one
 live entry, another process's, takes all of CUGRADE_GPU_MEMORY_MB -- and a
 correct submission that compiled and linked waits there, holding nothing.
 With a CPU lane of one (--jobs 1) the runner must still claim the next job

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""CI (no GPU): the runners of one host share a burst (runner/peers.h). The
+"""CI (no GPU): the runners of one host share a burst (runner/service/peers.h). The
 GPU lane is held full by hand, as in lanes.t (a GPU memory ledger whose one
 live entry takes all of CUGRADE_GPU_MEMORY_MB), so claimed jobs stay in
 flight, and the fake server holds 12 jobs before any runner asks.

@@ -64,7 +64,7 @@ try:
     d, log = grade("good.cu")
     stop.set()
     poller.join()
-    # A session of its own (runner/run.c): where the kernel shares the CPUs
+    # A session of its own (runner/grade/run.c): where the kernel shares the CPUs
     # by session (autogroup), judges left in the runner's session would
     # share one session's CPU among them all.
     ok(judges and all(pid == sid for pid, sid in judges),
@@ -77,7 +77,7 @@ try:
        "both cases pass (judged outside, from the channel)", json.dumps(cg.get("cases")))
     ok("checking 2/2" in log, "progress counts the cases as the channel fills", log[-2000:])
     # The fake harness sends 30 samples; how many a loaded machine makes
-    # outliers varies, but the cut (runner/stats.c) is above the median: at
+    # outliers varies, but the cut (runner/timing/stats.c) is above the median: at
     # least half are kept.
     ok((t.get("student_ms") or 0) > 0 and 15 <= (t.get("samples") or 0) <= 30 and t.get("recheck_passed") is True,
        "timed: median of the samples, re-check passed", json.dumps(t))
@@ -180,7 +180,7 @@ try:
        "the baselines are cached per GPU and case",
        os.listdir(cache) if os.path.isdir(cache) else "no cache dir")
 
-    # GPU memory admission (runner/admit.c) with a capacity given by hand:
+    # GPU memory admission (runner/gpu/admit.c) with a capacity given by hand:
     # the job reserves its lab's device_mb plus its contexts before the go
     # and lets go when its GPU work ends, leaving the ledger empty.
     os.environ["CUGRADE_GPU_MEMORY_MB"] = "4000"
@@ -297,7 +297,7 @@ try:
     d, log = grade("good.cu", ["--seed", "bad0" + "0" * 28])
     ok(d["status"] == "system_error" and "could not allocate" in d.get("result", {}).get("output", ""),
        "exit 2 with the harness's harness_error record is ours: system_error", json.dumps(d)[:1500])
-    # Grading comes first (runner/job_time.c, job_profile_load): while other
+    # Grading comes first (runner/grade/job_time.c, job_profile_load): while other
     # jobs wait for admission to this GPU (CACHE/gpu-0.admitq), a correct
     # submission is not profiled, and the result says why. A fake
     # nvidia-smi makes the runner see a GPU; without ncu the profile is

@@ -117,7 +117,7 @@ ok(doc["status"] == "runtime_error" and "dispatcher.py:748: UserWarning: Grid si
    "a library's warning in the feedback: its file's name, no host path, no terminal colours",
    out[:800] + err[-500:])
 
-# What the student prints is cleaned (runner/score.c score_text_clean):
+# What the student prints is cleaned (runner/grade/score.c score_text_clean):
 # no BEL or terminal escapes, and a cut at 2000 bytes that falls inside a
 # 2-byte character keeps the output (it used to be invalid UTF-8, and the
 # whole program_output was dropped).

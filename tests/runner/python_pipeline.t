@@ -145,7 +145,7 @@ ok(not c.get("passed") and "large offsets" in c.get("message", "") and "float64"
    "judge: float32 statistics fail cols with the float64 hint", (c, why))
 
 # A port whose std divides by n - 1 (ddof=1): the judge says so, and the
-# hint catalogue (runner/hint.c std-ddof) keys on its "ddof=1".
+# hint catalogue (runner/feedback/hint.c std-ddof) keys on its "ddof=1".
 x64 = x.astype(np.float64)
 zd = np.clip((x64 - x64.mean(0)) / x64.std(0, ddof=1), -4, 4)
 c, why = one("1000", ((np.sign(zd) * np.log1p(np.abs(zd))).astype(np.float32), b, m))

@@ -4,7 +4,7 @@ item 6). A timing run's start-up, before its gate, runs under the job's
 shared GPU lock beside other jobs' check runs; on a GPU time-sliced between
 many contexts it takes many times as long as alone (an H200 burst charged
 correct matmul kernels `timeout` after a 17 s start-up). Its limit counts
-its share of the GPU there (the share clock, runner/share.c), nothing while
+its share of the GPU there (the share clock, runner/gpu/share.c), nothing while
 it waits at its gate, and the wall clock once it holds the GPU alone.
 
 The fake GPU lane: the GPU's users ledger (CACHE/gpu-0.active) holds the

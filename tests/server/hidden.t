@@ -29,7 +29,7 @@ def case(name, passed, message=""):
 
 
 def crashed(job):
-    """A runtime_error in hidden case 2^26, as runner/score.c words it."""
+    """A runtime_error in hidden case 2^26, as runner/grade/score.c words it."""
     return {
         "score": 20, "max_score": 90,
         "output": CRASH + " 3 of 5 correctness cases passed.",

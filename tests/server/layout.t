@@ -2,13 +2,12 @@
 # The shape of server/ (docs/server.md, "Files"), checked so that it stays:
 #  - no #include cycle among server/*.h (the course state at the bottom,
 #    nouns above it, views above them, server.c on top);
-#  - no server/*.c file over 1000 lines;
-#  - no function over 100 lines (from its signature to its closing brace);
 #  - no SQL statement written twice: every string literal (adjacent literals
 #    and the macros between them joined) that starts a statement appears in
 #    one place only, in the file of the noun that owns the table;
 #  - the views (server/*_api.c, *_page.c, page.c, api.c) run no SQL of
 #    their own.
+# File and function sizes are the whole tree's rule: tests/layout/shape.t.
 #
 #   tests/server/layout.t [DIR]     check DIR (default: the tree's server/)
 import os
@@ -18,8 +17,6 @@ import sys
 ROOT = os.environ.get("CUGRADE_ROOT") or os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 DIR = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "server")
-MAX_FILE_LINES = 1000
-MAX_FUNCTION_LINES = 100
 SQL_START = re.compile(r"^\s*(SELECT|INSERT|UPDATE|DELETE|REPLACE|WITH|CREATE|DROP|ALTER)\b", re.I)
 
 n = 0
@@ -102,40 +99,6 @@ ok(not cycles, "no #include cycle among server/*.h", "\n".join(cycles))
 low = {"auth.h", "db.h", "http.h", "queue.h", "router.h"}
 above = [d for d in graph.get("app.h", []) if d not in low]
 ok(not above, "app.h (the course state) includes only the layers below it", " ".join(above))
-
-# ---- file and function sizes --------------------------------------------
-big = []
-for f in sources:
-    lines = read(f).count("\n")
-    if lines > MAX_FILE_LINES:
-        big.append("%s: %d lines" % (f, lines))
-ok(not big, "no server/*.c file over %d lines" % MAX_FILE_LINES, "\n".join(big))
-
-FUNC = re.compile(r"^[A-Za-z_][^;{}()]*?\b([A-Za-z_]\w*)\s*\([^;{}]*\)\s*\{", re.M)
-long_fns = []
-for f in sources:
-    text = strip_comments(read(f))
-    for m in FUNC.finditer(text):
-        name = m.group(1)
-        if name in ("if", "for", "while", "switch", "sizeof", "return"):
-            continue
-        depth, i = 0, m.end() - 1
-        while i < len(text):
-            if text[i] == "{":
-                depth += 1
-            elif text[i] == "}":
-                depth -= 1
-                if depth == 0:
-                    break
-            elif text[i] in "\"'":
-                q, i = text[i], i + 1
-                while i < len(text) and text[i] != q:
-                    i += 2 if text[i] == "\\" else 1
-            i += 1
-        length = text.count("\n", m.start(), i) + 1
-        if length > MAX_FUNCTION_LINES:
-            long_fns.append("%s: %s() is %d lines" % (f, name, length))
-ok(not long_fns, "no function over %d lines" % MAX_FUNCTION_LINES, "\n".join(long_fns))
 
 # ---- SQL written once ---------------------------------------------------
 STRING = r'"(?:[^"\\\n]|\\.)*"'

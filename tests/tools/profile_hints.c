@@ -3,7 +3,7 @@
  *
  *   profile_hints REPORT.csv [ROOT LAB [SOURCE.csv DIR]]
  *
- * reads `ncu --csv --page raw` output (as runner/profile.c asks for it) and
+ * reads `ncu --csv --page raw` output (as runner/feedback/profile.c asks for it) and
  * prints result.cugrade.profile as JSON, the lab's harness kernels left out
  * when ROOT and LAB are given, and the hints' source lines from ncu's
  * source page SOURCE.csv (the student's file in DIR) when given. For checking the hint rules on a
@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "runner/profile.h"
+#include "runner/feedback/profile.h"
 
 int main(int argc, char **argv)
 {

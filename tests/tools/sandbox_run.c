@@ -22,7 +22,7 @@
  *     --direct            with --bench: run the command without the sandbox
  *     --quiet             leave "out"/"err" out of the JSON
  */
-#include "runner/sandbox.h"
+#include "runner/sandbox/sandbox.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -50,13 +50,13 @@ static const char *good =
     " \"limits\":{\"compile_seconds\":60,\"run_seconds\":120,\"memory_mb\":16384}}\n";
 
 /* Replace the first occurrence of from in good by to, write it as lab "name". */
-static int load_variant(const char *name, const char *from, const char *to, char *err,
-                        size_t errlen)
+/* The good lab.json with `from` replaced by `to`, loaded into *lab (the
+ * caller frees it when 0 comes back). */
+static int load_variant_lab(const char *name, const char *from, const char *to, struct lab *lab,
+                            char *err, size_t errlen)
 {
     char text[8192], dir[512];
     const char *p = strstr(good, from);
-    struct lab lab;
-    int rc;
     if (p == NULL) {
         fprintf(stderr, "# variant %s: pattern not found\n", name);
         exit(2);
@@ -68,7 +68,14 @@ static int load_variant(const char *name, const char *from, const char *to, char
     snprintf(dir, sizeof(dir), "%s/matmul", name);
     write_file(dir, "lab.json", text);
     snprintf(dir, sizeof(dir), "%s/%s/matmul", root, name);
-    rc = lab_load(dir, &lab, err, errlen);
+    return lab_load(dir, lab, err, errlen);
+}
+
+static int load_variant(const char *name, const char *from, const char *to, char *err,
+                        size_t errlen)
+{
+    struct lab lab;
+    int rc = load_variant_lab(name, from, to, &lab, err, errlen);
     if (rc == 0)
         lab_free(&lab);
     return rc;
@@ -167,12 +174,58 @@ static void test_language(void)
     rc = load_variant("lang_num", " \"sanitize_case\"",
                       " \"language\":1,\n \"sanitize_case\"", err, sizeof err);
     check(err_has(rc, err, "language: must be"), "a language that is not a string is refused");
-    rc = load_variant("lang_py", " \"sanitize_case\"",
-                      " \"language\":\"python\",\n \"sanitize_case\"", err, sizeof err);
-    check(rc == 0, "\"python\" loads");
-    rc = load_variant("lang_cuda", " \"sanitize_case\"",
-                      " \"language\":\"cuda\",\n \"sanitize_case\"", err, sizeof err);
-    check(rc == 0, "\"cuda\" loads");
+    /* The one reading of "language" (the runner and the server ask
+     * lab.python_only, neither parses lab.json again). */
+    struct lab lab;
+    rc = load_variant_lab("lang_py", " \"sanitize_case\"",
+                          " \"language\":\"python\",\n \"sanitize_case\"", &lab, err, sizeof err);
+    check(rc == 0 && lab.python_only == 1, "\"python\" loads: python_only");
+    if (rc == 0)
+        lab_free(&lab);
+    rc = load_variant_lab("lang_cuda", " \"sanitize_case\"",
+                          " \"language\":\"cuda\",\n \"sanitize_case\"", &lab, err, sizeof err);
+    check(rc == 0 && lab.python_only == 0, "\"cuda\" loads: not python_only");
+    if (rc == 0)
+        lab_free(&lab);
+    rc = load_variant_lab("lang_none", " \"sanitize_case\"", " \"sanitize_case\"", &lab, err,
+                          sizeof err);
+    check(rc == 0 && lab.python_only == 0, "no language: not python_only");
+    if (rc == 0)
+        lab_free(&lab);
+}
+
+/* "python": {"owner", "hide"} is read here, once (the runner uses
+ * lab.python_owner and lab.python_hide); a bad owner name or a relative
+ * hide pattern fails the load, naming the field. */
+static void test_python(void)
+{
+    char err[512];
+    struct lab lab;
+    int rc =
+        load_variant_lab("py_ok", " \"sanitize_case\"",
+                         " \"python\":{\"owner\":\"lab.py\",\"hide\":[\"/usr/lib/libx*.so*\","
+                         "\"@python/lib/liby.so\"],\"hide_message\":\"no\"},\n \"sanitize_case\"",
+                         &lab, err, sizeof err);
+    check(rc == 0 && lab.python_owner && strcmp(lab.python_owner, "lab.py") == 0 &&
+              lab.npython_hide == 2 && strcmp(lab.python_hide[1], "@python/lib/liby.so") == 0,
+          "python.owner and python.hide are the lab's fields");
+    if (rc == 0)
+        lab_free(&lab);
+    rc = load_variant_lab("py_none", " \"sanitize_case\"", " \"sanitize_case\"", &lab, err,
+                          sizeof err);
+    check(rc == 0 && lab.python_owner == NULL && lab.npython_hide == 0,
+          "no \"python\": no owner of its own, nothing hidden");
+    if (rc == 0)
+        lab_free(&lab);
+    rc = load_variant("py_owner", " \"sanitize_case\"",
+                      " \"python\":{\"owner\":\"../x.py\"},\n \"sanitize_case\"", err, sizeof err);
+    check(err_has(rc, err, "python.owner: must be a .py file name"),
+          "an owner that is not a plain .py name is refused at load");
+    rc = load_variant("py_hide", " \"sanitize_case\"",
+                      " \"python\":{\"hide\":[\"/a\",\"lib/x.so\"]},\n \"sanitize_case\"", err,
+                      sizeof err);
+    check(err_has(rc, err, "python.hide[1]: must be absolute"),
+          "a relative hide pattern is refused at load");
 }
 
 static void test_allow_base(void)
@@ -445,6 +498,7 @@ int main(void)
     test_work();
     test_allow_base();
     test_language();
+    test_python();
     {
         char cmd[600];
         snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);

@@ -1,5 +1,5 @@
 /*
- * runner_admit.c - unit tests for runner/admit.c, GPU memory admission:
+ * runner_admit.c - unit tests for runner/gpu/admit.c, GPU memory admission:
  * the fit rule, the ledger shared by processes (a second job waits while a
  * live one holds the memory, is admitted once it lets go, and a dead
  * process's entry does not wedge the GPU), the device record's memory, and
@@ -15,8 +15,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "runner/admit.h"
-#include "runner/lock.h"
+#include "runner/gpu/admit.h"
+#include "runner/gpu/lock.h"
 
 #include "tests/unit/tap.h"
 

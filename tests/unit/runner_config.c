@@ -8,12 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runner/baseline.h"
-#include "runner/compile.h"
+#include "runner/timing/baseline.h"
+#include "runner/grade/compile.h"
 #include "runner/config.h"
-#include "runner/profile.h"
-#include "runner/retime.h"
-#include "runner/sandbox.h"
+#include "runner/feedback/profile.h"
+#include "runner/timing/retime.h"
+#include "runner/sandbox/sandbox.h"
 #include "tests/unit/tap.h"
 
 static char err[512];

@@ -1,5 +1,5 @@
 /*
- * runner_hint.c - unit tests for runner/hint.c, the classic-bug catalogue:
+ * runner_hint.c - unit tests for runner/feedback/hint.c, the classic-bug catalogue:
  * each recognizer on the judge's records (as the judge prints them), the
  * harness's launch errors, a device assert's stderr, sanitizer findings,
  * the cases' sizes (the real labs/<lab>/lab.json) and source text -- the
@@ -15,9 +15,9 @@
 
 #include "lab.h"
 #include "rubric.h"
-#include "runner/grade.h"
-#include "runner/hint.h"
-#include "runner/score.h"
+#include "runner/grade/grade.h"
+#include "runner/feedback/hint.h"
+#include "runner/grade/score.h"
 
 #include "tests/unit/tap.h"
 

@@ -1,5 +1,5 @@
 /*
- * runner_inspect.c - unit tests for runner/inspect.c on real objects built
+ * runner_inspect.c - unit tests for runner/grade/inspect.c on real objects built
  * with nvcc from tests/runner/fixtures/ (skipped when nvcc is missing), and
  * for the text parsers beside it: compiler-log cleaning and
  * compute-sanitizer findings. Prints TAP lines.
@@ -11,10 +11,10 @@
 #include <unistd.h>
 
 #include "lab.h"
-#include "runner/compile.h"
-#include "runner/grade.h"
-#include "runner/inspect.h"
-#include "runner/score.h"
+#include "runner/grade/compile.h"
+#include "runner/grade/grade.h"
+#include "runner/grade/inspect.h"
+#include "runner/grade/score.h"
 
 static int failures;
 static char tmp[] = "/tmp/cugrade-inspect-XXXXXX";

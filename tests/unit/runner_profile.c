@@ -1,5 +1,5 @@
 /*
- * runner_profile.c - unit tests for runner/profile.c: ncu's `--csv --page
+ * runner_profile.c - unit tests for runner/feedback/profile.c: ncu's `--csv --page
  * raw` report as captured on the H100 host (tests/runner/fixtures/ncu/, one
  * per GPU test solution: an uncoalesced embedding, a bank-conflicted
  * matmul, a low-occupancy reduction and the naive reduction), the CSV
@@ -14,10 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runner/admit.h"
+#include "runner/gpu/admit.h"
 #include "runner/config.h"
-#include "runner/profile.h"
-#include "runner/run.h"
+#include "runner/feedback/profile.h"
+#include "runner/grade/run.h"
 
 #include "tests/unit/tap.h"
 

@@ -10,12 +10,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "runner/config.h"
-#include "runner/grade.h"
-#include "runner/python.h"
-#include "runner/sanitizer.h"
-#include "runner/score.h"
+#include "runner/grade/grade.h"
+#include "runner/grade/python.h"
+#include "runner/grade/sanitizer.h"
+#include "runner/grade/score.h"
 #include "tap.h"
 
 /* Set (v) or unset (NULL) the environment variable k and parse the
@@ -37,6 +38,7 @@ static int env_switch(const char *k, const char *v)
 #define PYSAN_RACECHECK_LINE 22
 
 static const char *root;
+static struct lab reduction; /* ROOT/labs/reduction, loaded by main */
 
 /* The fixture's text (malloc'd), or NULL. */
 static char *fixture(const char *name)
@@ -70,7 +72,7 @@ static void test_argv(void)
     unsetenv("CUGRADE_PYTHON_ROOT");
     env_switch("CUGRADE_PY_SIM", NULL);
     int r =
-        python_sanitize_prepare(&pr, &o, root, "reduction", "/usr/local/cuda/bin/compute-sanitizer",
+        python_sanitize_prepare(&pr, &o, root, &reduction, "/usr/local/cuda/bin/compute-sanitizer",
                                 "racecheck", "1000", "00112233aabbccdd", "kernel.py");
     const char *want[] = {"/usr/local/cuda/bin/compute-sanitizer",
                           "--tool",
@@ -107,7 +109,7 @@ static void test_argv(void)
           "labs bound read-only, no control socket, no run seed handed over, no simulator");
     env_switch("CUGRADE_PY_SIM", "1");
     memset(&o, 0, sizeof o);
-    python_sanitize_prepare(&pr, &o, root, "reduction", "cs", "memcheck", "1000", "ab", "k.py");
+    python_sanitize_prepare(&pr, &o, root, &reduction, "cs", "memcheck", "1000", "ab", "k.py");
     check(o.extra_env && strcmp(o.extra_env, "NUMBA_ENABLE_CUDASIM=1") == 0 && o.pids >= 4096,
           "in the simulator: NUMBA_ENABLE_CUDASIM=1 and the simulator's threads");
     env_switch("CUGRADE_PY_SIM", NULL);
@@ -171,12 +173,58 @@ static void test_capture(const char *name, const char *tool, const char *student
     free(text);
 }
 
+/* The owner and the hidden files come from the loaded lab (lab.json's
+ * "python", read by common/lab.c), not from a second read of lab.json: a
+ * lab with no lab.json on disk still gets its owner and its hidden file. */
+static void test_lab_python(void)
+{
+    char dir[] = "/tmp/pysan-hide-XXXXXX", file[64], pattern[64], *hide[1] = {pattern};
+    check(mkdtemp(dir) != NULL, "a temporary folder");
+    snprintf(file, sizeof file, "%s/libhidden.so.1", dir);
+    snprintf(pattern, sizeof pattern, "%s/libhidden*.so*", dir);
+    FILE *f = fopen(file, "w");
+    if (f)
+        fclose(f);
+    struct lab lab = {.name = "nolab",
+                      .python_owner = "own.py",
+                      .python_hide = hide,
+                      .npython_hide = 1,
+                      .timing_case = "1"};
+    struct python_run pr;
+    struct run_opts o;
+    memset(&pr, 0, sizeof pr);
+    memset(&o, 0, sizeof o);
+    int r = python_run_prepare(&pr, &o, root, &lab, "check", "ab", "1", NULL, "k.py");
+    check(r == 0 && strcmp(pr.argv[3], "/lab/labs/nolab/own.py") == 0 &&
+              strcmp(pr.argv[4], "nolab") == 0,
+          "the lab's own owner script (lab.python_owner), by the lab's name");
+    int hidden = 0;
+    for (size_t i = 0; i < pr.nhide; i++)
+        hidden |= strcmp(pr.hide[i].src, "/dev/null") == 0 && strcmp(pr.hide[i].dst, file) == 0;
+    check(hidden, "a file of lab.python_hide is bound to /dev/null");
+    lab.python_owner = NULL;
+    lab.npython_hide = 0;
+    memset(&pr, 0, sizeof pr);
+    r = python_run_prepare(&pr, &o, root, &lab, "check", "ab", "1", NULL, "k.py");
+    check(r == 0 && strcmp(pr.argv[3], "/lab/labs/common/py/owner.py") == 0,
+          "no owner: the common owner.py");
+    unlink(file);
+    rmdir(dir);
+}
+
 int main(void)
 {
+    char dir[1100], err[512];
     root = getenv("CUGRADE_ROOT");
     if (!root)
         root = ".";
+    snprintf(dir, sizeof dir, "%s/labs/reduction", root);
+    if (lab_load(dir, &reduction, err, sizeof err) < 0) {
+        fprintf(stderr, "# %s\n", err);
+        return 1;
+    }
     test_argv();
+    test_lab_python();
     test_capture("pysan-memcheck.txt", "memcheck", "kernel.py", PYSAN_MEMCHECK_LINE,
                  "Invalid __global__ write", "x.shape[0]");
     test_capture("pysan-racecheck.txt", "racecheck", "kernel.py", PYSAN_RACECHECK_LINE,
@@ -203,5 +251,6 @@ int main(void)
           "without lineinfo or a launch frame of the student's: a finding without a position (not "
           "tenant.py)");
     score_sanitizer_clear(&s);
+    lab_free(&reduction);
     return failures ? 1 : 0;
 }

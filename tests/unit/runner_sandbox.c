@@ -4,9 +4,9 @@
  * out (links, FIFOs, size caps, climbing out), the seccomp export, cgroup
  * detection. The hostile programs themselves are in tests/sandbox/ (the .t files).
  */
-#include "runner/cgroup.h"
-#include "runner/sandbox.h"
-#include "runner/seccomp.h"
+#include "runner/sandbox/cgroup.h"
+#include "runner/sandbox/sandbox.h"
+#include "runner/sandbox/seccomp.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,5 +1,5 @@
 /*
- * runner_score.c - unit tests for runner/score.c: the rubric applied to
+ * runner_score.c - unit tests for runner/grade/score.c: the rubric applied to
  * canned judge outputs, sanitizer verdicts and timings, down to the result
  * document's fields (docs/api.md). Prints TAP lines.
  */
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "rubric.h"
-#include "runner/score.h"
+#include "runner/grade/score.h"
 
 #include "tests/unit/tap.h"
 

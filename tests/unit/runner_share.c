@@ -1,5 +1,5 @@
 /*
- * runner_share.c - unit tests for runner/share.c, the share clock: a run's
+ * runner_share.c - unit tests for runner/gpu/share.c, the share clock: a run's
  * time limit counted on its share of the GPU. Alone it is the wall clock;
  * with four users in the ledger it runs four times as long on the wall
  * clock before it fires; a run that ends first is not a timeout; the fd it
@@ -12,9 +12,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "runner/admit.h"
-#include "runner/sandbox.h"
-#include "runner/share.h"
+#include "runner/gpu/admit.h"
+#include "runner/sandbox/sandbox.h"
+#include "runner/gpu/share.h"
 
 #include "tests/unit/tap.h"
 

@@ -1,5 +1,5 @@
 /*
- * runner_stats.c - unit tests for runner/stats.c on canned timing samples:
+ * runner_stats.c - unit tests for runner/timing/stats.c on canned timing samples:
  * median, outlier removal, the order-statistics interval of the median and
  * its relative error. Prints TAP lines.
  */
@@ -7,7 +7,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "runner/stats.h"
+#include "runner/timing/stats.h"
 
 #include "tests/unit/tap.h"
 

@@ -1,6 +1,6 @@
 /*
- * runner_stats_retime.c - unit tests for runner/retime.c and the noise
- * parts of runner/score.c: a metric's 95% interval from the timings'
+ * runner_stats_retime.c - unit tests for runner/timing/retime.c and the noise
+ * parts of runner/grade/score.c: a metric's 95% interval from the timings'
  * intervals, the "within the noise of a tier threshold" decision, and the
  * re-timing loop against a fake timing source (samples near a threshold:
  * re-timed up to the bound and no further; far from it: not re-timed; a
@@ -20,12 +20,12 @@
 
 #include "rubric.h"
 #include "lab.h"
-#include "runner/baseline.h"
+#include "runner/timing/baseline.h"
 #include "runner/config.h"
-#include "runner/grade.h"
-#include "runner/run.h"
-#include "runner/retime.h"
-#include "runner/score.h"
+#include "runner/grade/grade.h"
+#include "runner/grade/run.h"
+#include "runner/timing/retime.h"
+#include "runner/grade/score.h"
 
 #include "tests/unit/tap.h"
 

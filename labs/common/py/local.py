@@ -369,7 +369,7 @@ def demangle(names):
 
 def inspect(obj, doc):
     """None, or (symbol, reason) for the first rule broken; the grader's
-    inspection (runner/inspect.c) checks the same rules, and a few more."""
+    inspection (runner/grade/inspect.c) checks the same rules, and a few more."""
     if not shutil.which("nm"):
         return None   # binutils comes with every nvcc install; without it: the grader decides
     allow = doc.get("allow") or {}

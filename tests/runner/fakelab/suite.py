@@ -76,7 +76,7 @@ def require_nvcc_root():
 def grade(args, env=None, timeout=300, tries=3):
     """Run `cugrade-runner grade ARGS` with os.environ plus ENV. A
     system_error of an overloaded host (a compile starved of CPU on a
-    loaded CI machine: runner/compile.h, compile_starved) is run again, up
+    loaded CI machine: runner/grade/compile.h, compile_starved) is run again, up
     to TRIES runs in all, as the server retries it. Returns (doc, log,
     wall): the last run's JSON document ({"status": "unparsable"} when its
     stdout was not JSON), the tails of its stderr and stdout, and its wall

@@ -1,0 +1,210 @@
+/*
+ * admit.c - GPU memory admission (admit.h). The ledger is a text file, one
+ * "pid token mb" line per reservation, rewritten under flock(LOCK_EX).
+ */
+#include "runner/gpu/admit.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define ADMIT_MAX_ENTRIES 256
+#define ADMIT_POLL_NS 100000000L /* 100 ms */
+
+int admit_fits(const struct admit_entry *e, size_t n, unsigned long long capacity_mb,
+               unsigned long long need_mb)
+{
+    unsigned long long used = 0;
+    if (n == 0 || capacity_mb == 0)
+        return 1;
+    for (size_t i = 0; i < n; i++)
+        used += e[i].mb;
+    return used + need_mb <= capacity_mb;
+}
+
+static double mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int alive(long pid)
+{
+    return pid > 0 && (kill((pid_t)pid, 0) == 0 || errno != ESRCH);
+}
+
+/* Open and lock the ledger. Returns the fd or -errno. */
+static int ledger_open(const char *path)
+{
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0)
+        return -errno;
+    while (flock(fd, LOCK_EX) < 0)
+        if (errno != EINTR) {
+            int r = -errno;
+            close(fd);
+            return r;
+        }
+    return fd;
+}
+
+/* Read the live entries (dead processes' dropped) into e[]; returns n. */
+static size_t ledger_read(int fd, struct admit_entry *e)
+{
+    char buf[ADMIT_MAX_ENTRIES * 64 + 1];
+    ssize_t len = pread(fd, buf, sizeof buf - 1, 0);
+    size_t n = 0;
+    if (len <= 0)
+        return 0;
+    buf[len] = '\0';
+    for (char *line = strtok(buf, "\n"); line && n < ADMIT_MAX_ENTRIES; line = strtok(NULL, "\n")) {
+        struct admit_entry x;
+        if (sscanf(line, "%ld %lld %llu", &x.pid, &x.token, &x.mb) == 3 && alive(x.pid))
+            e[n++] = x;
+    }
+    return n;
+}
+
+static int ledger_write(int fd, const struct admit_entry *e, size_t n)
+{
+    char buf[ADMIT_MAX_ENTRIES * 64 + 1];
+    size_t len = 0;
+    for (size_t i = 0; i < n; i++)
+        len += (size_t)snprintf(buf + len, sizeof buf - len, "%ld %lld %llu\n", e[i].pid,
+                                e[i].token, e[i].mb);
+    if (ftruncate(fd, 0) < 0 || pwrite(fd, buf, len, 0) != (ssize_t)len)
+        return -EIO;
+    return 0;
+}
+
+int admit_reserve(const char *path, unsigned long long capacity_mb, unsigned long long need_mb,
+                  double max_wait, long long *token, double *waited)
+{
+    return admit_reserve_jobs(path, capacity_mb, need_mb, 0, max_wait, token, waited);
+}
+
+int admit_reserve_jobs(const char *path, unsigned long long capacity_mb,
+                       unsigned long long need_mb, size_t max_jobs, double max_wait,
+                       long long *token, double *waited)
+{
+    static long long counter;
+    struct admit_entry e[ADMIT_MAX_ENTRIES + 1];
+    double t0 = mono();
+    assert(path && token);
+    *token = 0;
+    if (waited)
+        *waited = 0;
+    if (capacity_mb == 0)
+        return 0;
+    for (;;) {
+        int fd = ledger_open(path);
+        if (fd < 0)
+            return fd;
+        size_t n = ledger_read(fd, e);
+        if (n < ADMIT_MAX_ENTRIES && (max_jobs == 0 || n < max_jobs) &&
+            admit_fits(e, n, capacity_mb, need_mb)) {
+            long long t = __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
+            e[n] = (struct admit_entry){(long)getpid(), t, need_mb};
+            int r = ledger_write(fd, e, n + 1);
+            close(fd);
+            if (r == 0)
+                *token = t;
+            if (waited)
+                *waited = mono() - t0;
+            return r;
+        }
+        close(fd); /* never wait holding the ledger */
+        if (mono() - t0 >= max_wait) {
+            if (waited)
+                *waited = mono() - t0;
+            return -EBUSY;
+        }
+        struct timespec ts = {0, ADMIT_POLL_NS};
+        nanosleep(&ts, NULL);
+    }
+}
+
+long long admit_enter(const char *path)
+{
+    long long tok = 0;
+    if (admit_reserve(path, ~0ULL, 0, 0, &tok, NULL) < 0)
+        tok = 0;
+    return tok;
+}
+
+/* Drop (remove) or shrink to mb this process's entry token, rewriting the
+ * ledger. Returns 0, -ENOENT when a shrink finds no entry, or -errno. */
+static int ledger_edit(const char *path, long long token, int remove, unsigned long long mb)
+{
+    struct admit_entry e[ADMIT_MAX_ENTRIES];
+    if (token == 0)
+        return 0;
+    int fd = ledger_open(path);
+    if (fd < 0)
+        return fd;
+    size_t n = ledger_read(fd, e), k = 0;
+    int found = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (e[i].pid == (long)getpid() && e[i].token == token) {
+            found = 1;
+            if (remove)
+                continue;
+            /* Only ever down: a reservation grows by waiting its turn
+             * (admit_reserve), never in place past the others. */
+            if (mb < e[i].mb)
+                e[i].mb = mb;
+        }
+        e[k++] = e[i];
+    }
+    int r = remove || found ? ledger_write(fd, e, k) : -ENOENT;
+    close(fd);
+    return r;
+}
+
+int admit_release(const char *path, long long token)
+{
+    return ledger_edit(path, token, 1, 0);
+}
+
+int admit_resize(const char *path, long long token, unsigned long long mb)
+{
+    return ledger_edit(path, token, 0, mb);
+}
+
+int admit_count(const char *path)
+{
+    struct admit_entry e[ADMIT_MAX_ENTRIES];
+    int fd = ledger_open(path);
+    if (fd < 0)
+        return fd;
+    size_t n = ledger_read(fd, e);
+    close(fd);
+    return (int)n;
+}
+
+unsigned long long admit_device_mb(const char *device_record_path)
+{
+    char buf[8192];
+    unsigned long long mb = 0;
+    int fd = open(device_record_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return 0;
+    ssize_t len = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (len <= 0)
+        return 0;
+    buf[len] = '\0';
+    const char *p = strstr(buf, "\"mem_bytes\":");
+    if (p)
+        mb = strtoull(p + strlen("\"mem_bytes\":"), NULL, 10) >> 20;
+    return mb;
+}

@@ -1,0 +1,154 @@
+/*
+ * share.c - the share clock (share.h): a thread that samples the GPU's
+ * users every 100 ms and cancels the run when its share is used up.
+ */
+#include "runner/gpu/share.h"
+#include "runner/gpu/admit.h"
+#include "runner/gpu/lock.h"
+#include "runner/grade/run.h"
+#include "runner/sandbox/sandbox.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SHARE_TICK_NS 100000000L /* 100 ms */
+
+double share_of(double dt, int users)
+{
+    return dt / (users > 1 ? users : 1);
+}
+
+static double mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Seconds the run's caller has stopped its clock for so far. */
+static double paused(const struct share_clock *c)
+{
+    return c->pause ? sandbox_pause_seconds(c->pause) : 0;
+}
+
+static void *share_main(void *p)
+{
+    struct share_clock *c = p;
+    double last = mono(), last_paused = paused(c);
+    pthread_mutex_lock(&c->mu);
+    while (!c->stop) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += SHARE_TICK_NS;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&c->cv, &c->mu, &until);
+        if (c->stop)
+            break;
+        pthread_mutex_unlock(&c->mu);
+        /* A ledger we cannot read counts as alone: the wall clock. Alone
+         * (the exclusive lock) the ledger is not read: what it says then
+         * is other jobs waiting, not sharing. */
+        int n = atomic_load(&c->alone) ? 1 : admit_count(c->ledger);
+        double now = mono(), now_paused = paused(c);
+        double dt = fmax(0, (now - last) - (now_paused - last_paused));
+        pthread_mutex_lock(&c->mu);
+        if (n > c->peak_users)
+            c->peak_users = n;
+        c->used += share_of(dt, n);
+        c->wall += now - last;
+        last = now;
+        last_paused = now_paused;
+        if (c->used >= c->limit) {
+            c->fired = 1;
+            ssize_t w = write(c->fds[1], "t", 1);
+            (void)w;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
+    return NULL;
+}
+
+int share_clock_start(struct share_clock *c, const char *ledger, double limit, int *cancel_fd)
+{
+    return share_clock_start_paused(c, ledger, limit, NULL, cancel_fd);
+}
+
+int share_clock_start_paused(struct share_clock *c, const char *ledger, double limit,
+                             const struct sandbox_pause *pause, int *cancel_fd)
+{
+    assert(c && ledger && cancel_fd && limit > 0);
+    memset(c, 0, sizeof *c);
+    if (strlen(ledger) >= sizeof c->ledger)
+        return -ENAMETOOLONG;
+    snprintf(c->ledger, sizeof c->ledger, "%s", ledger);
+    c->limit = limit;
+    c->pause = pause;
+    atomic_init(&c->alone, 0);
+    if (pipe2(c->fds, O_CLOEXEC) < 0)
+        return -errno;
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_cond_init(&c->cv, NULL);
+    int r = pthread_create(&c->thread, NULL, share_main, c);
+    if (r != 0) {
+        pthread_mutex_destroy(&c->mu);
+        pthread_cond_destroy(&c->cv);
+        close(c->fds[0]);
+        close(c->fds[1]);
+        return -r;
+    }
+    *cancel_fd = c->fds[0];
+    return 0;
+}
+
+void share_clock_alone(struct share_clock *c)
+{
+    atomic_store(&c->alone, 1);
+}
+
+double share_wall_ceiling(double ceiling, double limit)
+{
+    assert(limit > 0);
+    return fmin(fmax(ceiling, limit), limit * SHARE_MAX_STRETCH);
+}
+
+int share_clock_stop(struct share_clock *c)
+{
+    pthread_mutex_lock(&c->mu);
+    c->stop = 1;
+    pthread_cond_signal(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    pthread_join(c->thread, NULL);
+    pthread_mutex_destroy(&c->mu);
+    pthread_cond_destroy(&c->cv);
+    close(c->fds[0]);
+    close(c->fds[1]);
+    return c->fired;
+}
+
+int share_run(const struct run_ctx *rc, const char *const *argv, int channel_fd, double limit,
+              struct run_opts *o, struct sandbox_verdict *v, struct share_clock *sc, int *shared)
+{
+    char users[PATH_MAX];
+    assert(limit > 0);
+    lock_active_path(rc->env, users, sizeof users);
+    *shared = share_clock_start(sc, users, limit, &o->cancel_fd) == 0;
+    double wall = *shared ? share_wall_ceiling(rc->limits.ceiling, limit) : limit;
+    assert(wall >= limit);
+    int r = run_sandboxed_opts(rc, argv, channel_fd, wall, o, v);
+    if (*shared && share_clock_stop(sc) && v->cancelled) {
+        v->cancelled = 0; /* the share clock's cancel is the time limit */
+        v->timed_out = 1;
+    }
+    return r;
+}

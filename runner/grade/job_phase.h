@@ -1,0 +1,49 @@
+/*
+ * job_phase.h - what runner/grade/job.c and the phase files split from it
+ * (job_time.c, job_lane.c) share. Not for the rest of the runner: job.h is the job's
+ * interface.
+ */
+#ifndef CUGRADE_RUNNER_JOB_PHASE_H
+#define CUGRADE_RUNNER_JOB_PHASE_H
+
+#include <jansson.h>
+
+#include "runner/grade/job.h"
+
+/* The job's progress callback (a no-op without one); -ECANCELED when the
+ * server says the job is no longer ours. */
+int progress_call(const struct job *j, const char *phase, const char *detail);
+
+/* The bytes and flops of lab's case_name for one call, from the timing
+ * record (or the course labs' own formulas). */
+void case_work(const struct lab *lab, const char *case_name, const json_t *timing, double *bytes,
+               double *flops);
+
+/* Let go of the job's GPU memory reservation (admit.h), if it holds one. */
+void job_unreserve(struct job *j);
+/* Shrink the job's GPU reservation to mb MiB for the phase it enters (per
+ * phase, docs/runner.md "GPU memory"; never grows; a CUDA job only: what a
+ * Python job's interpreters and CuPy's pool hold is not measured). A
+ * ledger that cannot be rewritten keeps the bigger reservation. */
+void job_reserve_to(struct job *j, unsigned long long mb);
+
+/* A system_error of ours: the sentence into j->err, r (< 0) returned. */
+__attribute__((format(printf, 3, 4))) int job_fail(struct job *j, int r, const char *fmt, ...);
+
+/* Before the GPU lane: wait while the runner's probe finds the GPU
+ * unusable (health.h), holding nothing; 0, or -errno past
+ * CUGRADE_GPU_DOWN_WAIT (j->err says so). job_lane.c. */
+int job_gpu_up(struct job *j);
+
+/* Start the first timing run beside the check run (job_time.c): its
+ * start-up overlaps the check, then it waits at its gate for the job's
+ * timing (job_time) or ends there (job_time_prestart_end). Under the
+ * job's shared lock, after its admission; a no-op for a lab with nothing
+ * to time, and when it cannot start (the timing starts after the check). */
+void job_time_prestart(struct job *j);
+/* End a pre-started timing run the job will not use (a verdict at the
+ * check, an error): it ends at its gate, nothing of the student's having
+ * run in it; waits for it. A no-op without one. */
+void job_time_prestart_end(struct job *j);
+
+#endif

@@ -1,0 +1,956 @@
+/*
+ * job_time.c - the timing phase of a job (job.h: job_time): the timing run
+ * alone on the GPU (the exclusive lock waits for the sanitizers), its judge,
+ * the baselines timed beside it in rounds, re-timing near a tier threshold
+ * (retime.h), then the profile of a correct submission (profile.h). Split
+ * from job.c along its banner; the helpers they share are in job_phase.h.
+ */
+#include "runner/grade/job.h"
+#include "runner/config.h"
+#include "runner/grade/job_phase.h"
+#include "status.h"
+#include "runner/gpu/admit.h"
+#include "runner/timing/baseline.h"
+#include "runner/timing/retime.h"
+#include "runner/gpu/lock.h"
+#include "runner/feedback/profile.h"
+#include "runner/grade/python.h"
+#include "runner/grade/sanitizer.h"
+#include "runner/gpu/share.h"
+#include "runner/timing/stats.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+
+/* Timing is only done when it can earn points: every correctness case
+ * passed, or a speed line without requires_correct. */
+static int job_time_wanted(const struct job *j)
+{
+    int all_correct = 1, need_correct = 1;
+    for (size_t i = 0; i < j->in.ncases; i++)
+        if (!j->in.cases[i].passed)
+            all_correct = 0;
+    for (size_t i = 0; i < j->rub.nspeed; i++)
+        if (!j->rub.speed[i].requires_correct)
+            need_correct = 0;
+    return j->lab.timing_case && j->rub.nspeed > 0 && !(need_correct && !all_correct);
+}
+
+/* One timing round of the job (runner/timing/retime.h): which baselines the
+ * rubric compares against are timed beside the student's batch, and the
+ * pool their samples go to. */
+struct job_round {
+    struct job *j;
+    const char *cmp[4];  /* GPU and CPU baselines timed in this job, interleaved */
+    size_t ncmp;
+    struct retime_pool *pool;
+    json_t *device;      /* a device record seen on the way */
+};
+
+/* The phase a round's seconds go to: the first round's own, or "retime". */
+static const char *round_phase(int k, const char *first)
+{
+    return k == 0 ? first : "retime";
+}
+
+/* The sharing window of round k (baseline.h): only a first round takes
+ * another job's batches; 0 for a re-timing round or when sharing is off. */
+static double round_share_window(int k)
+{
+    return k == 0 ? baseline_share_window() : 0;
+}
+
+/* The first round takes a batch of baseline `name` that another job of
+ * this GPU timed within the sharing window (baseline.h), instead of
+ * timing one inside its own exclusive hold. A re-timing round always times
+ * its own: it is there to add independent samples, and its order (the
+ * baselines first on odd rounds) to cancel a drift of the clocks. Returns
+ * 1 when a shared batch joined the pool. */
+static int job_round_shared_baseline(struct job_round *jr, int k, const char *name,
+                                     enum retime_who who)
+{
+    double *x = NULL, age = 0, fresh = round_share_window(k);
+    size_t n = 0;
+    if (!(fresh > 0))
+        return 0;
+    int r = baseline_batch_recent(&jr->j->rc, name, jr->j->lab.timing_case, fresh, &x, &n, &age);
+    if (r == 0)
+        r = retime_append_shared(jr->pool, who, x, n, age);
+    free(x);
+    return r == 0;
+}
+
+/* The interleaved GPU baselines of round k, under the exclusive lock the
+ * caller holds (or a fresh shared batch in its place). A batch that fails
+ * is ours and only logged: the cached median stands in for it
+ * (job_baselines). */
+static void job_round_gpu_baselines(struct job_round *jr, int k)
+{
+    for (size_t i = 0; i < jr->ncmp; i++) {
+        double *x = NULL;
+        size_t n = 0;
+        int who = retime_who(jr->cmp[i]);
+        if (strcmp(jr->cmp[i], "cpu") == 0 || who < 0)
+            continue;
+        if (job_round_shared_baseline(jr, k, jr->cmp[i], (enum retime_who)who))
+            continue;
+        if (baseline_batch(&jr->j->rc, jr->cmp[i], jr->j->lab.timing_case, &x, &n,
+                           &jr->device) == 0)
+            retime_append(jr->pool, (enum retime_who)who, x, n);
+        free(x);
+    }
+    job_clock_mark(&jr->j->pc, round_phase(k, "time_baselines"));
+}
+
+/* A CPU batch's median joins the host's record, and the CPU series of the
+ * pool becomes the record's newest batch medians (this job's among them):
+ * its batches differ more than its samples within one (baseline.h). */
+static void job_cpu_record(struct job_round *jr, const double *x, size_t n)
+{
+    char path[PATH_MAX];
+    double rec[BASELINE_CPU_RECORD];
+    double m = stats_median(x, n);
+    baseline_record_path(&jr->j->rc, jr->j->lab.timing_case, path, sizeof path);
+    if (baseline_record_add(path, m) != 0)
+        fprintf(stderr, "cugrade-runner: cannot append to %s\n", path);
+    size_t k = baseline_record_read(path, rec, BASELINE_CPU_RECORD);
+    jr->pool->s[RETIME_CPU].n = 0;
+    jr->pool->s[RETIME_CPU].shared_n = 0; /* the record now holds a batch of this job's */
+    if (k == 0)
+        retime_append(jr->pool, RETIME_CPU, &m, 1);
+    else
+        retime_append(jr->pool, RETIME_CPU, rec, k);
+}
+
+/* The first round takes the host's CPU record as it is when another job
+ * appended a batch to it within the sharing window (baseline.h): 1 when
+ * the record's newest batch medians joined the pool. */
+static int job_cpu_record_shared(struct job_round *jr, int k)
+{
+    char path[PATH_MAX];
+    double rec[BASELINE_CPU_RECORD], fresh = round_share_window(k);
+    if (!(fresh > 0))
+        return 0;
+    baseline_record_path(&jr->j->rc, jr->j->lab.timing_case, path, sizeof path);
+    double age = baseline_record_age(path);
+    if (!(age >= 0 && age <= fresh))
+        return 0;
+    size_t n = baseline_record_read(path, rec, BASELINE_CPU_RECORD);
+    return n >= BASELINE_CPU_SHARE_MIN &&
+           retime_append_shared(jr->pool, RETIME_CPU, rec, n, age) == 0;
+}
+
+/* The CPU baseline's batch of round k (outside the GPU lock: it does not
+ * use the GPU, and the lock would idle the GPU for its seconds), or the
+ * record another job appended to seconds ago. */
+static void job_round_cpu_baseline(struct job_round *jr, int k)
+{
+    for (size_t i = 0; i < jr->ncmp; i++) {
+        double *x = NULL;
+        size_t n = 0;
+        if (strcmp(jr->cmp[i], "cpu") != 0)
+            continue;
+        if (job_cpu_record_shared(jr, k)) {
+            job_clock_mark(&jr->j->pc, round_phase(k, "time_baselines"));
+            continue;
+        }
+        if (baseline_batch(&jr->j->rc, "cpu", jr->j->lab.timing_case, &x, &n, &jr->device) == 0)
+            job_cpu_record(jr, x, n);
+        free(x);
+        job_clock_mark(&jr->j->pc, round_phase(k, "time_baselines"));
+    }
+}
+
+/* The job's shared lock let go once its sanitizers have ended (round 0):
+ * a job waiting for the exclusive lock holds nothing another job needs. */
+static void job_time_let_go(struct job *j, int k)
+{
+    if (k == 0) {
+        sanitizer_settle(j->san_tasks, j->nsan_tasks);
+        /* their contexts are gone: the timing case and the judge's remain */
+        job_reserve_to(j, lock_admit_after_check(&j->lab, 0));
+    }
+    lock_gpu_release(j->job_lk);
+    j->job_lk = -1;
+}
+
+/* The exclusive hold of round k, the round's GPU baselines timed first on
+ * odd rounds. Returns the lock's fd for lock_gpu_release (or -1). */
+static int job_time_hold(struct job *j, struct job_round *jr, int k)
+{
+    int tlk = lock_gpu(j->env, 1);
+    job_clock_mark(&j->pc, round_phase(k, "sanitize_wait"));
+    if (k % 2)
+        job_round_gpu_baselines(jr, k);
+    return tlk;
+}
+
+/* The gate of a timing run (docs/runner.md, the discipline's item 8):
+ * under the job's shared lock a CUDA harness starts, brings CUDA up and
+ * builds the timed case's inputs (labs/common/harness_common.cu,
+ * hc_gate_wait); a Python owner starts its interpreter and CuPy, prepares
+ * the timed case, and the tenant imports Numba and CuPy. Nothing of the
+ * student's has run (or, in Python, is loaded) yet. Then the program says
+ * 'r' on fd 4 and waits. Only then is the shared lock let go and the exclusive one
+ * taken (job_time_hold), and 'g' lets the student's module load, compile
+ * and be timed with the GPU alone. The wait stops the run's wall clock
+ * (sandbox_config.pause): a queue of timing runs is not the student's
+ * time. */
+struct time_gate {
+    struct job *j;
+    struct job_round *jr;
+    int k;
+    int fd;                 /* our end of the socket; the owner's is fd 4 */
+    int tlk;                /* the exclusive lock, once taken */
+    int opened;             /* 1: 'g' was sent */
+    struct sandbox_pause pause; /* the run's wall clock, stopped while we hold it back */
+    struct share_clock *clock;  /* the run's share clock (share.h), or NULL: the wall */
+    pthread_t thread;
+    int started;
+    struct time_pre *pre;       /* a run started beside the check run, or NULL */
+};
+
+/* The first timing run, started beside the check run (job_time_prestart):
+ * its start-up (an interpreter, CuPy and Numba, a context, the timed
+ * case's inputs; for CUDA a context and the inputs) overlaps the check,
+ * and it waits at its gate, its wall clock stopped, until the job reaches
+ * its timing (go 1) or ends without one (go -1: the gate is shut, the run
+ * ends at it). Nothing of the student's runs in it before 'g'. */
+struct time_pre {
+    struct job *j;
+    pthread_t thread;
+    int started;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int go;                     /* 0: not yet; 1: timing; -1: never */
+    int gate_fd;                /* the gate's socket while it is open, else -1 */
+    int cancel_wfd;             /* a byte here ends the run (sandbox cancel_fd), else -1 */
+    int cancel_pipe[2];         /* the cancel fd when no share clock gives one */
+    int fd;                     /* the timing channel */
+    const char *targv_c[12];
+    const char *const *targv;
+    struct run_opts o;
+    struct python_run pr;
+    double tlim;
+    int r, tlk, sampled;        /* job_time_gated's results */
+    char note[200];
+};
+
+/* End a pre-started run the job will not use, at once: a byte on its
+ * cancel fd (the sandbox kills it) and the gate shut. tp->mu held. */
+static void time_pre_cancel(struct time_pre *tp)
+{
+    char c = 'x';
+    if (tp->cancel_wfd >= 0 && write(tp->cancel_wfd, &c, 1) < 0)
+        fprintf(stderr, "cugrade-runner: cannot cancel a pre-started timing run: %s\n",
+                strerror(errno));
+    if (tp->gate_fd >= 0)
+        shutdown(tp->gate_fd, SHUT_RDWR);
+}
+
+/* In the gate's thread, once the run said 'r': wait for the job's word.
+ * Returns 1 to go on, 0 when the job ended without a timing. */
+static int time_pre_wait(struct time_pre *tp)
+{
+    pthread_mutex_lock(&tp->mu);
+    while (tp->go == 0)
+        pthread_cond_wait(&tp->cv, &tp->mu);
+    int go = tp->go > 0;
+    pthread_mutex_unlock(&tp->mu);
+    return go;
+}
+
+static void *time_gate_main(void *p)
+{
+    struct time_gate *g = p;
+    struct job *j = g->j;
+    char c = 0;
+    ssize_t n;
+    do
+        n = read(g->fd, &c, 1);
+    while (n < 0 && errno == EINTR);
+    if (n != 1 || c != 'r')
+        return NULL; /* the run ended (or was ended) before the gate */
+    sandbox_pause_begin(&g->pause);
+    if (g->pre && !time_pre_wait(g->pre)) {
+        shutdown(g->fd, SHUT_RDWR); /* no 'g': the run ends at its gate */
+        sandbox_pause_end(&g->pause);
+        return NULL;
+    }
+    /* A pre-started run: the job thread waits in time_pre_join from here on. */
+    job_clock_mark(&j->pc, round_phase(g->k, "time_start"));
+    job_time_let_go(j, g->k);
+    g->tlk = job_time_hold(j, g->jr, g->k);
+    if (g->clock) /* from here on the run is alone on the GPU */
+        share_clock_alone(g->clock);
+    sandbox_pause_end(&g->pause);
+    c = 'g';
+    do /* the owner may be gone (killed): no SIGPIPE for us */
+        n = send(g->fd, &c, 1, MSG_NOSIGNAL);
+    while (n < 0 && errno == EINTR);
+    g->opened = n == 1;
+    return NULL;
+}
+
+/* Start the gate of a timing run: o gets the program's end as fd 4, the
+ * pause clock and (best effort: else the wall clock) the cancel fd of the
+ * share clock sc counting tlim seconds, which the gate turns to the wall
+ * clock once it holds the exclusive lock; g->clock says whether sc runs
+ * (then the caller stops it after time_gate_close). Returns 0 or -errno. */
+static int time_gate_open(struct time_gate *g, struct job *j, struct job_round *jr, int k,
+                          struct run_opts *o, int *child_fd, struct share_clock *sc, double tlim,
+                          struct time_pre *pre)
+{
+    int sv[2];
+    char users[PATH_MAX];
+    memset(g, 0, sizeof *g);
+    g->j = j, g->jr = jr, g->k = k, g->tlk = -1, g->fd = -1, g->pre = pre;
+    sandbox_pause_init(&g->pause);
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+        return -errno;
+    lock_active_path(j->env, users, sizeof users);
+    if (share_clock_start_paused(sc, users, tlim, &g->pause, &o->cancel_fd) == 0)
+        g->clock = sc;
+    g->fd = sv[0];
+    *child_fd = sv[1];
+    o->control_fd = sv[1];
+    o->pause = &g->pause;
+    if (pre) { /* so that an abort ends the run at once (time_pre_join) */
+        if (!g->clock && pipe2(pre->cancel_pipe, O_CLOEXEC) == 0)
+            o->cancel_fd = pre->cancel_pipe[0];
+        pthread_mutex_lock(&pre->mu);
+        pre->gate_fd = g->fd;
+        pre->cancel_wfd = g->clock ? sc->fds[1] : pre->cancel_pipe[1];
+        if (pre->go < 0)
+            time_pre_cancel(pre);
+        pthread_mutex_unlock(&pre->mu);
+    }
+    run_task_start(&g->thread, &g->started, time_gate_main, g);
+    if (!g->started) {
+        if (g->clock)
+            share_clock_stop(g->clock);
+        g->clock = NULL;
+        o->cancel_fd = -1;
+        run_fd_close(&g->fd);
+        run_fd_close(child_fd);
+        return -EAGAIN;
+    }
+    return 0;
+}
+
+/* After the run: wake the gate if it still waits for 'r' and join it.
+ * Returns the exclusive lock's fd when the gate took it, else -1 (and the
+ * job's shared lock is still held). */
+static int time_gate_close(struct time_gate *g)
+{
+    if (g->pre) {
+        pthread_mutex_lock(&g->pre->mu);
+        g->pre->gate_fd = g->pre->cancel_wfd = -1;
+        pthread_mutex_unlock(&g->pre->mu);
+        run_fd_close(&g->pre->cancel_pipe[0]);
+        run_fd_close(&g->pre->cancel_pipe[1]);
+    }
+    shutdown(g->fd, SHUT_RDWR);
+    run_task_join(&g->thread, &g->started);
+    run_fd_close(&g->fd);
+    return g->tlk;
+}
+
+/* The gated timing run (time_gate) on its share clock (share.h): its
+ * start-up under the shared lock counts its share of the GPU (beside n
+ * other jobs' check runs it may take n times as long on the wall clock:
+ * an H200 burst charged correct kernels `timeout` for a 17 s start-up),
+ * the wait at the gate nothing (the pause), its samples under the
+ * exclusive lock the wall clock. A run that never counts past tlim is not
+ * a timeout; a hang still is, alone or not. pr is the Python run (NULL for
+ * CUDA). *tlk gets the exclusive lock (or -1), *sampled whether the gate
+ * opened; note (len) a sentence for a timeout's message, or "". Returns
+ * run_sandboxed_opts's value, or -EAGAIN when the gate could not open. */
+static int job_time_gated(struct job *j, struct job_round *jr, int k, const char *const *targv,
+                          int fd, double tlim, struct run_opts *o, struct python_run *pr, int *tlk,
+                          int *sampled, char *note, size_t len, struct time_pre *pre)
+{
+    struct time_gate g;
+    struct share_clock sc;
+    int child_fd = -1, r;
+    assert(!pre || (k == 0 && j->job_lk >= 0));
+    if (j->job_lk < 0)
+        j->job_lk = lock_gpu_shared_user(j->env); /* a re-timing round */
+    if ((r = time_gate_open(&g, j, jr, k, o, &child_fd, &sc, tlim, pre)) < 0)
+        return -EAGAIN;
+    int shared = g.clock != NULL;
+    /* the timing's own ceiling (limit.h: at most twice run_seconds) */
+    double wall = shared ? share_wall_ceiling(2 * j->rc.limits.ceiling, tlim) : tlim;
+    if (pr)
+        python_run_gate(pr);
+    r = run_sandboxed_opts(&j->rc, targv, fd, wall, o, &j->tv);
+    run_fd_close(&child_fd);
+    *tlk = time_gate_close(&g); /* joined: the clock is no longer the gate's */
+    *sampled = g.opened;
+    /* The owner never reached its gate (a compile error, a crash): let go
+     * here (a no-op when the gate did). A pre-start's job thread does that
+     * itself (job_time_run, job_sanitize): this thread may run beside its
+     * check. */
+    if (!g.opened && !pre)
+        job_time_let_go(j, k);
+    if (shared && share_clock_stop(&sc) && j->tv.cancelled) {
+        j->tv.cancelled = 0; /* the share clock's cancel is the time limit */
+        j->tv.timed_out = 1;
+    }
+    if (shared && sc.peak_users > 1 && sc.wall > tlim * 1.1)
+        snprintf(note, len, " Other jobs shared the GPU before your timed samples (up to %d at "
+                 "once), so the limit counted your share of it: %.1f s of share in %.1f s of "
+                 "wall time.", sc.peak_users, sc.used, sc.wall);
+    return r;
+}
+
+/* The timing run of round k, with the round's GPU baselines in the same
+ * exclusive hold: the student first on even rounds, the baselines first
+ * on odd ones (a drift of the GPU's clocks within the hold cancels over
+ * two rounds). The job's shared lock is let go (its sanitizers have
+ * ended) before the exclusive one is asked for: a waiter holds nothing. */
+/* What one timing run needs: its channel, its command line, its options
+ * (a Python owner's in tp->pr) and its limit, into tp. Returns 0 or
+ * job_fail's -errno. */
+static int time_run_setup(struct job *j, int k, struct time_pre *tp)
+{
+    char chan[32];
+    snprintf(chan, sizeof chan, k == 0 ? "timing" : "timing-%d", k);
+    tp->fd = channel_open(j->rc.jobdir, chan);
+    if (tp->fd < 0)
+        return job_fail(j, tp->fd, "cannot open a channel: %s", strerror(-tp->fd));
+    const char *c[] = {"/work/prog", "time", "--seed-fd", "5", "--case", j->lab.timing_case,
+                       "--max-ms", TIME_MAX_MS, "--gate", "4", NULL};
+    static_assert(sizeof c <= sizeof tp->targv_c, "targv_c holds the CUDA command line");
+    memcpy(tp->targv_c, c, sizeof c);
+    tp->targv = tp->targv_c;
+    tp->o = (struct run_opts){NULL, NULL, NULL, -1, -1, NULL, 0, NULL, 0, j->seed, NULL};
+    tp->tlim = j->rc.limits.timing;
+    if (j->python) {
+        int r = python_run_prepare(&tp->pr, &tp->o, j->env->root, &j->lab, "time", j->seed,
+                                   j->lab.timing_case, TIME_MAX_MS, j->src);
+        if (r < 0) {
+            close(tp->fd);
+            tp->fd = -1;
+            return job_fail(j, r, "the lab's hidden libraries (lab.json python.hide): %s",
+                            strerror(-r));
+        }
+        tp->targv = tp->pr.argv;
+        tp->tlim = fmin(j->rc.limits.ceiling, tp->tlim + PYTHON_STARTUP_SECONDS);
+    }
+    return 0;
+}
+
+static void *time_pre_main(void *p)
+{
+    struct time_pre *tp = p;
+    struct job *j = tp->j;
+    tp->r = job_time_gated(j, NULL, 0, tp->targv, tp->fd, tp->tlim, &tp->o,
+                           j->python ? &tp->pr : NULL, &tp->tlk, &tp->sampled, tp->note,
+                           sizeof tp->note, tp);
+    return NULL;
+}
+
+void job_time_prestart(struct job *j)
+{
+    assert(!j->pre && j->job_lk >= 0);
+    if (!j->lab.timing_case || j->rub.nspeed == 0)
+        return;
+    struct time_pre *tp = calloc(1, sizeof *tp);
+    if (!tp)
+        return; /* the timing starts after the check, as without a pre-start */
+    tp->j = j;
+    tp->gate_fd = tp->fd = tp->cancel_wfd = -1;
+    tp->cancel_pipe[0] = tp->cancel_pipe[1] = -1;
+    tp->tlk = -1;
+    pthread_mutex_init(&tp->mu, NULL);
+    pthread_cond_init(&tp->cv, NULL);
+    if (time_run_setup(j, 0, tp) == 0)
+        run_task_start(&tp->thread, &tp->started, time_pre_main, tp);
+    if (!tp->started) {
+        j->err[0] = '\0'; /* not a failure of the job: it starts its timing later */
+        if (tp->fd >= 0)
+            close(tp->fd);
+        pthread_cond_destroy(&tp->cv);
+        pthread_mutex_destroy(&tp->mu);
+        free(tp);
+        return;
+    }
+    j->pre = tp;
+}
+
+/* Tell a pre-started run to go on (go 1) or to end at its gate (go -1),
+ * and wait for it to end. */
+static void time_pre_join(struct time_pre *tp, int go)
+{
+    pthread_mutex_lock(&tp->mu);
+    tp->go = go;
+    if (go < 0)
+        time_pre_cancel(tp);
+    pthread_cond_broadcast(&tp->cv);
+    pthread_mutex_unlock(&tp->mu);
+    run_task_join(&tp->thread, &tp->started);
+}
+
+void job_time_prestart_end(struct job *j)
+{
+    struct time_pre *tp = j->pre;
+    if (!tp)
+        return;
+    j->pre = NULL;
+    if (tp->started)
+        time_pre_join(tp, -1);
+    if (tp->fd >= 0)
+        close(tp->fd);
+    pthread_cond_destroy(&tp->cv);
+    pthread_mutex_destroy(&tp->mu);
+    free(tp);
+}
+
+/* The timing run of round k, with the round's GPU baselines in the same
+ * exclusive hold: the student first on even rounds, the baselines first
+ * on odd ones (a drift of the GPU's clocks within the hold cancels over
+ * two rounds). The job's shared lock is let go (its sanitizers have
+ * ended) before the exclusive one is asked for: a waiter holds nothing.
+ * Round 0 goes on with the run started beside the check, when there is one. */
+static int job_time_run(struct job *j, struct job_round *jr, int k)
+{
+    char fail[512];
+    struct time_pre own, *tp = k == 0 && j->pre ? j->pre : &own;
+    int tlk = -1, r, sampled = 1; /* sampled: the samples ran under the exclusive lock */
+    char share_note[200] = "";
+    if (tp == j->pre) {
+        time_pre_join(tp, 1);
+        r = tp->r, tlk = tp->tlk, sampled = tp->sampled;
+        snprintf(share_note, sizeof share_note, "%s", tp->note);
+        if (!sampled) /* it ended before its gate: let go here, as job_time_gated does */
+            job_time_let_go(j, 0);
+    } else {
+        memset(&own, 0, sizeof own);
+        if ((r = time_run_setup(j, k, &own)) < 0)
+            return r;
+        r = job_time_gated(j, jr, k, own.targv, own.fd, own.tlim, &own.o,
+                           j->python ? &own.pr : NULL, &tlk, &sampled, share_note,
+                           sizeof share_note, NULL);
+    }
+    int fd = tp->fd;
+    tp->fd = -1; /* ours to close now */
+    if (tp == j->pre)
+        job_time_prestart_end(j);
+    if (r == -EAGAIN) {
+        close(fd);
+        return job_fail(j, r, "cannot open the timing gate: %s", strerror(-r));
+    }
+    job_clock_mark(&j->pc, round_phase(k, "time_run"));
+    if (r == 0 && k % 2 == 0 && sampled)
+        job_round_gpu_baselines(jr, k);
+    lock_gpu_release(tlk);
+    if (r < 0) {
+        close(fd);
+        return job_fail(j, r, "the timing sandbox failed: %s", strerror(-r));
+    }
+    job_round_cpu_baseline(jr, k);
+    channel_read_all(fd, &j->ti);
+    close(fd);
+    if (run_harness_failed(&j->tv, &j->ti, j->err, sizeof j->err))
+        return -EIO;
+    const char *why_t = run_failure(&j->tv, fail, sizeof fail);
+    if (why_t || !j->ti.timing) {
+        j->st = j->tv.timed_out ? status_name(STATUS_TIMEOUT) : status_name(STATUS_RUNTIME_ERROR);
+        snprintf(j->status_msg, sizeof j->status_msg, "Timing failed: %s%s",
+                 why_t ? why_t : "the harness sent no timing record.",
+                 j->tv.timed_out ? share_note : "");
+        /* The timing run's prints are the feedback now. */
+        sandbox_verdict_free(&j->v);
+        j->v = j->tv;
+        memset(&j->tv, 0, sizeof j->tv);
+        return JOB_VERDICT;
+    }
+    return JOB_NEXT;
+}
+
+/* What the judge says of the timing channel, into j->in.timing. */
+static void job_time_record(struct job *j, const json_t *jdoc, const struct stats_summary *ss)
+{
+    struct score_timing *t = &j->in.timing;
+    json_t *jt = json_object_get(jdoc, "timing");
+    t->have = 1;
+    t->case_name = j->lab.timing_case;
+    t->student_ms = ss->median;
+    t->samples = ss->kept;
+    t->rel_err = ss->rel_err;
+    t->recheck_passed = json_is_true(json_object_get(jt, "recheck_passed"));
+    t->bytes = json_number_value(json_object_get(jt, "bytes"));
+    t->flops = json_number_value(json_object_get(jt, "flops"));
+    if (!(t->bytes > 0) && !(t->flops > 0))
+        case_work(&j->lab, j->lab.timing_case, jt, &t->bytes, &t->flops);
+    json_t *jdev = json_object_get(jdoc, "device");
+    if (json_number_value(json_object_get(jdev, "copy_gbs")) > 0) {
+        t->copy_gbs = json_number_value(json_object_get(jdev, "copy_gbs"));
+        t->peak_gflops = json_number_value(json_object_get(jdev, "peak_fp32_gflops"));
+    }
+    /* A lab whose owner times its own baseline in the same run, before any
+     * student code ran there (the profiling lab's starter): the naive slot. */
+    double bms = json_number_value(json_object_get(jt, "baseline_ms"));
+    if (bms > 0 && !(t->naive_ms > 0))
+        t->naive_ms = bms;
+    const char *why = json_string_value(json_object_get(jt, "flag_reason"));
+    if (json_is_true(json_object_get(jt, "flagged")) && t->recheck_passed) {
+        snprintf(j->judge_flag, sizeof j->judge_flag, "%s", why ? why : "flagged by the judge");
+        t->judge_flag_reason = j->judge_flag;
+    }
+}
+
+/* A lab whose owner times the CPU baseline itself in the timing run, before
+ * the student's process exists (the pipeline lab's NumPy pipeline,
+ * docs/python.md): the judge passes the owner's cpu_samples_ms on, and they
+ * are the CPU series of the pool (retime_apply makes cpu_ms of them), in
+ * place of a cached CPU baseline. Returns 0 or -ENOMEM. */
+static int job_owner_cpu_samples(struct job_round *jr, const json_t *jdoc)
+{
+    const json_t *cs = json_object_get(json_object_get(jdoc, "timing"), "cpu_samples_ms"), *e;
+    size_t k;
+    int r = 0;
+    json_array_foreach(cs, k, e) {
+        double v = json_number_value(e);
+        if (json_is_number(e) && v > 0 && isfinite(v) && retime_append(jr->pool, RETIME_CPU, &v, 1))
+            r = -ENOMEM;
+    }
+    return r;
+}
+
+/* The judge checks the re-check (fresh inputs from seed2: a cached answer
+ * fails), computes the case's bytes and flops and flags a time past the
+ * physical floor; the runner recomputes the median and its error from the
+ * raw samples. */
+static int job_time_judge(struct job *j, struct job_round *jr, int round)
+{
+    char tchan[PATH_MAX], chan[32];
+    json_t *jdoc = NULL, *e;
+    struct score_case *tcases = NULL;
+    size_t ntcases = 0, k;
+    struct stats_summary ss;
+    snprintf(chan, sizeof chan, round == 0 ? "timing" : "timing-%d", round);
+    channel_path(j->rc.jobdir, chan, tchan, sizeof tchan);
+    int jlk = lock_gpu_shared_user(j->env);
+    int r = judge_run(&j->rc, &j->js, j->seed, tchan, NULL, &jdoc, &tcases, &ntcases, j->err,
+                      sizeof j->err);
+    lock_gpu_release(jlk);
+    score_cases_free(tcases, ntcases);
+    job_clock_mark(&j->pc, round_phase(round, "time_judge"));
+    if (r < 0) {
+        json_decref(jdoc);
+        return r;
+    }
+    json_t *samples = json_object_get(json_object_get(jdoc, "timing"), "samples_ms");
+    size_t n = json_array_size(samples);
+    double *x = calloc(n ? n : 1, sizeof *x);
+    if (!x) {
+        json_decref(jdoc);
+        return job_fail(j, -ENOMEM, "out of memory");
+    }
+    json_array_foreach(samples, k, e) x[k] = json_number_value(e);
+    r = stats_summarize(x, n, &ss);
+    if (r == 0 && retime_append(jr->pool, RETIME_STUDENT, x, n) != 0)
+        r = -ENOMEM;
+    free(x);
+    if (r == 0)
+        r = job_owner_cpu_samples(jr, jdoc);
+    if (r != 0) {
+        json_decref(jdoc);
+        j->st = status_name(STATUS_RUNTIME_ERROR);
+        snprintf(j->status_msg, sizeof j->status_msg,
+                 "Timing failed: the judge accepted no timing samples.");
+        return JOB_VERDICT;
+    }
+    if (round == 0) {
+        job_time_record(j, jdoc, &ss);
+    } else {
+        /* A re-timing batch is judged like the first: one failed re-check
+         * or flag takes the speed points of the whole timing. */
+        struct score_timing keep = j->in.timing;
+        job_time_record(j, jdoc, &ss);
+        j->in.timing.recheck_passed = keep.recheck_passed && j->in.timing.recheck_passed;
+        if (keep.judge_flag_reason)
+            j->in.timing.judge_flag_reason = keep.judge_flag_reason;
+        if (keep.copy_gbs > 0) {
+            j->in.timing.copy_gbs = keep.copy_gbs;
+            j->in.timing.peak_gflops = keep.peak_gflops;
+        }
+    }
+    json_decref(jdoc);
+    return JOB_NEXT;
+}
+
+/* Baselines on the same GPU, same case (cached): those not timed in this
+ * job, and any whose interleaved batch failed. */
+static void job_baselines(struct job *j, const struct retime_pool *pool)
+{
+    json_t *device = NULL;
+    struct score_timing *t = &j->in.timing;
+    for (size_t i = 0; i < j->lab.nbaselines; i++) {
+        double *slot = score_median_slot(t, j->lab.baselines[i]);
+        int who = retime_who(j->lab.baselines[i]);
+        if (slot && !(who >= 0 && pool->s[who].n > 0))
+            *slot = baseline_time(&j->rc, j->lab.baselines[i], j->lab.timing_case, &device);
+    }
+    if (device && !(t->copy_gbs > 0)) {
+        t->copy_gbs = json_number_value(json_object_get(device, "copy_gbs"));
+        t->peak_gflops = json_number_value(json_object_get(device, "peak_fp32_gflops"));
+    }
+    json_decref(device);
+    job_clock_mark(&j->pc, "baselines");
+}
+
+/* Grading comes first: while other jobs wait for admission to this GPU a
+ * profile is not taken (CUGRADE_PROFILE_UNDER_LOAD=1 takes it anyway). A
+ * deadline burst on an H100 (stop 21, 200 jobs, 10% hostile): 23.6
+ * jobs/min with the profiles (12 of 37 came back, 25 "busy"), 28.5
+ * without. Returns 1 (j->profile says why) when skipped. */
+static int job_profile_load(struct job *j)
+{
+    char queue[PATH_MAX];
+    if (runner_cfg()->profile_under_load)
+        return 0;
+    lock_admit_queue_path(j->env, queue, sizeof queue);
+    int n = admit_count(queue);
+    if (n <= 0)
+        return 0;
+    char m[400];
+    snprintf(m, sizeof m,
+             "Not profiled: %d other submission%s waited for this GPU, and grading them came "
+             "first. Resubmit when the grader is less busy for a profile, or profile your kernel "
+             "yourself: ncu --set basic ./your_program",
+             n, n == 1 ? "" : "s");
+    j->profile = profile_json_unavailable(m, 0);
+    job_clock_mark(&j->pc, "profile");
+    return 1;
+}
+
+static void job_profile_run(struct job *j, int plk);
+
+/* Profiling feedback (profile.h) for a submission that passed every case:
+ * the timing case's check run once more under ncu, in the sandbox, under
+ * the same shared GPU lock as a check run (and the GPU's profile lock).
+ * Never a verdict: a profiler failure is "unavailable", never charged.
+ * Off when the rubric says "profile": false, with $CUGRADE_PROFILE=0, or
+ * without a GPU. */
+static void job_profile(struct job *j)
+{
+    if (!j->rub.profile || !runner_cfg()->profile || !j->env->gpu_devices)
+        return;
+    for (size_t i = 0; i < j->in.ncases; i++)
+        if (!j->in.cases[i].passed)
+            return;
+    if (j->python) {
+        /* Measured on an H100 (docs/runner.md, "Profiling"): a Python
+         * profile re-runs the interpreter, CuPy's and Numba's imports and
+         * the JIT under ncu, which also profiles the owner's own CuPy
+         * kernels: every one ran past its 10 s limit and cost 10-88 s of
+         * the GPU lane with the profile lock, against a +5 s budget. */
+        j->profile = profile_json_unavailable(
+            "Python submissions are not profiled here (a profiled run would restart the "
+            "interpreter and the JIT under Nsight Compute: tens of seconds). Profile your "
+            "kernel yourself: ncu --target-processes all python3 your_file.py", 0);
+        return;
+    }
+    if (j->profile_later) {
+        /* Score first (grade.h, struct grade_later): the verdict posts
+         * with the profile pending, and job_profile_after runs it. */
+        j->profile = json_pack("{s:s}", "status", "pending");
+        j->profile_pending = j->profile != NULL;
+        return;
+    }
+    if (job_profile_load(j))
+        return;
+    job_profile_run(j, -1);
+}
+
+/* CUGRADE_PROFILE_WAIT: seconds a profile waits for its turn after the
+ * verdict. */
+static double job_profile_wait(void)
+{
+    return runner_cfg()->profile_wait;
+}
+
+void job_profile_after(struct job *j)
+{
+    char why[400];
+    assert(j->profile_pending);
+    json_decref(j->profile);
+    j->profile = NULL;
+    j->profile_pending = 0;
+    /* Nothing held while in line: the judge's context, the reservation. */
+    judge_session_end(&j->js);
+    job_unreserve(j);
+    double t0 = run_now();
+    int plk = profile_wait_turn(j->env, job_profile_wait(), (int)runner_cfg()->profile_under_load,
+                                why, sizeof why);
+    double waited = run_now() - t0;
+    job_clock_mark(&j->pc, "profile_wait");
+    if (plk < 0) {
+        fprintf(stderr, "cugrade-runner: job %lld: %s\n", j->g->id, why);
+        j->profile = profile_json_unavailable(why, 0);
+        json_object_set_new(j->profile, "status", json_string("skipped"));
+    } else {
+        job_profile_run(j, plk);
+    }
+    if (j->profile)
+        json_object_set_new(j->profile, "wait_seconds", json_real(waited));
+}
+
+/* The timing case's check run once more under ncu (profile.h), with plk
+ * the GPU's profile lock the caller holds (taken over), or -1. */
+static void job_profile_run(struct job *j, int plk)
+{
+    int fd = channel_open(j->rc.jobdir, "profile");
+    if (fd < 0) {
+        if (plk >= 0)
+            close(plk);
+        return;
+    }
+    const char *argv_c[] = {"/work/prog", "check", "--seed-fd", "5", "--cases",
+                            j->lab.timing_case, NULL};
+    const char *const *argv = argv_c;
+    struct run_opts o = {NULL, NULL, NULL, -1, -1, NULL, 0, NULL, 0, j->seed, NULL};
+    struct python_run pr;
+    if (j->python) {
+        if (python_run_prepare(&pr, &o, j->env->root, &j->lab, "check", j->seed, j->lab.timing_case,
+                               NULL, j->src) < 0) {
+            close(fd);
+            if (plk >= 0)
+                close(plk);
+            return;
+        }
+        argv = pr.argv;
+    }
+    /* The profile waits for the GPU's one profiler holding nothing: the
+     * job's reservation is let go first (its sanitizers have settled and
+     * its timing is over), and profile_run reserves what the timing case
+     * needs once it has the profiler. (A burst on an H100, stop 21: the
+     * profile phase took 24 s on average, 29 s at the median, mostly
+     * that wait, with the job's whole reservation held.) */
+    judge_session_end(&j->js); /* its context too: the judge's work is done */
+    job_unreserve(j);
+    unsigned long long need = j->python ? lock_admit_need(&j->lab, 0)
+                                        : lock_admit_after_check(&j->lab, 0);
+    j->profile = plk >= 0 ? profile_run_held(&j->rc, argv, fd, &o, need, plk)
+                          : profile_run(&j->rc, argv, fd, &o, need);
+    close(fd);
+    job_clock_mark(&j->pc, "profile");
+}
+
+/* Round k of the timing (a struct retime_source's round): the student's
+ * batch and the interleaved baselines', the batch's judge, and on the
+ * first round the cached baselines. */
+static int job_time_round(void *ctx, int k, struct retime_pool *pool, struct score_timing *t)
+{
+    struct job_round *jr = ctx;
+    struct job *j = jr->j;
+    int r;
+    assert(pool == jr->pool && t == &j->in.timing);
+    if (k > 0) {
+        char detail[160];
+        snprintf(detail, sizeof detail, "%s (re-timing %d of at most %d: near a tier threshold)",
+                 j->lab.timing_case, k, t->retime_bound);
+        if (progress_call(j, status_name(STATUS_TIMING), detail) == -ECANCELED)
+            return -ECANCELED;
+        sandbox_verdict_free(&j->tv);
+        memset(&j->tv, 0, sizeof j->tv);
+        channel_info_clear(&j->ti);
+        memset(&j->ti, 0, sizeof j->ti);
+    }
+    if ((r = job_time_run(j, jr, k)) != JOB_NEXT || (r = job_time_judge(j, jr, k)) != JOB_NEXT)
+        return r;
+    if (k == 0)
+        job_baselines(j, pool);
+    if (jr->device && !(t->copy_gbs > 0)) {
+        t->copy_gbs = json_number_value(json_object_get(jr->device, "copy_gbs"));
+        t->peak_gflops = json_number_value(json_object_get(jr->device, "peak_fp32_gflops"));
+    }
+    return 0;
+}
+
+/* The baselines the rubric's speed lines compare against, timed in this
+ * job beside the student's batches. */
+static void job_round_baselines(struct job_round *jr)
+{
+    const struct job *j = jr->j;
+    for (size_t i = 0; i < j->rub.nspeed; i++) {
+        const char *b = j->rub.speed[i].metric->baseline;
+        int have = 0, in_lab = 0;
+        for (size_t k = 0; b && k < jr->ncmp; k++)
+            have |= strcmp(jr->cmp[k], b) == 0;
+        for (size_t k = 0; b && k < j->lab.nbaselines; k++)
+            in_lab |= strcmp(j->lab.baselines[k], b) == 0;
+        if (b && in_lab && !have && jr->ncmp < sizeof jr->cmp / sizeof jr->cmp[0])
+            jr->cmp[jr->ncmp++] = b;
+    }
+}
+
+/* Every speed line the student was timed for has the baseline it is
+ * relative to (or the device's copy bandwidth). A baseline that could not
+ * be timed (its batch killed at its limit on a loaded host, its program
+ * gone) is ours: the job is a system_error naming it, which the server
+ * retries, never a grade without that line's points. In Numba's simulator
+ * (CI, hosts without a GPU) there are no baselines and the times mean
+ * nothing: the lines stay "not available" there. Returns JOB_NEXT or
+ * job_fail's -EAGAIN. */
+static int job_time_complete(struct job *j)
+{
+    const struct score_timing *t = &j->in.timing;
+    if (!t->have || !(t->student_ms > 0) || (j->python && python_simulated()))
+        return JOB_NEXT;
+    for (size_t i = 0; i < j->rub.nspeed; i++) {
+        const struct metric *m = j->rub.speed[i].metric;
+        assert(m);
+        if (isfinite(score_metric(m, t)))
+            continue;
+        if (m->baseline)
+            return job_fail(j, -EAGAIN,
+                            "the %s baseline could not be timed on this GPU for %s: our failure, "
+                            "not your kernel's; it is graded again and never charged to you",
+                            m->baseline, j->lab.timing_case);
+        return job_fail(j, -EAGAIN,
+                        "the GPU's copy bandwidth was not measured: our failure, not your "
+                        "kernel's; it is graded again and never charged to you");
+    }
+    return JOB_NEXT;
+}
+
+int job_time(struct job *j)
+{
+    if (!job_time_wanted(j))
+        return JOB_NEXT;
+    if (progress_call(j, status_name(STATUS_TIMING), j->lab.timing_case) == -ECANCELED)
+        return -ECANCELED;
+    struct retime_pool pool;
+    memset(&pool, 0, sizeof pool);
+    struct job_round jr = {.j = j, .pool = &pool};
+    job_round_baselines(&jr);
+    struct retime_source src = {job_time_round, &jr};
+    int bound = j->python ? retime_bound_python() : retime_bound_from_env();
+    int r = retime_run(&j->rub, bound, &src, &pool, &j->in.timing);
+    retime_pool_free(&pool);
+    json_decref(jr.device);
+    if (r == -EINVAL) {
+        j->st = status_name(STATUS_RUNTIME_ERROR);
+        snprintf(j->status_msg, sizeof j->status_msg,
+                 "Timing failed: the judge accepted no timing samples.");
+        return JOB_VERDICT;
+    }
+    if (r == JOB_NEXT)
+        r = job_time_complete(j);
+    if (r == JOB_NEXT)
+        job_profile(j);
+    return r;
+}

@@ -1,0 +1,234 @@
+/*
+ * python.c - see python.h and docs/python.md.
+ */
+#include "runner/grade/python.h"
+#include "runner/config.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <glob.h>
+#include <sys/stat.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+int python_submission(const char *filename)
+{
+    size_t n = filename ? strlen(filename) : 0;
+    return n > 3 && strcmp(filename + n - 3, ".py") == 0;
+}
+
+const char *python_root(void)
+{
+    static char root[PATH_MAX];
+    const char *p = runner_cfg()->python_root;
+    struct stat st;
+    if (!p || p[0] != '/' || strstr(p, "..") || strlen(p) >= sizeof root - 1 ||
+        stat(p, &st) < 0 || !S_ISDIR(st.st_mode) || strcmp(p, "/") == 0)
+        return NULL;
+    snprintf(root, sizeof root, "%s", p);
+    size_t n = strlen(root);
+    while (n > 1 && root[n - 1] == '/')
+        root[--n] = '\0';
+    return root;
+}
+
+/* 1 when path lies in dir (dir itself, or below it). */
+static int python_under(const char *path, const char *dir)
+{
+    size_t n = strlen(dir);
+    return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
+}
+
+const char *python_interpreter(void)
+{
+    const char *p = runner_cfg()->python;
+    const char *root = python_root();
+    /* Only what the sandbox binds is visible there: /usr, and the root. */
+    if (p && p[0] == '/' && !strstr(p, "..") &&
+        (python_under(p, "/usr") || (root && python_under(p, root))))
+        return p;
+    return "/usr/bin/python3";
+}
+
+int python_root_bind(struct sandbox_bind *out)
+{
+    const char *root = python_root();
+    if (!root || python_under(root, "/usr"))
+        return 0;
+    *out = (struct sandbox_bind){root, root, 0};
+    return 1;
+}
+
+int python_simulated(void)
+{
+    return runner_cfg()->py_sim != 0;
+}
+
+int python_hidden(struct python_run *pr, const struct lab *lab)
+{
+    int r = 0;
+    size_t first = pr->nhide;
+    for (size_t i = 0; i < lab->npython_hide; i++) {
+        const char *p = lab->python_hide[i];
+        char full[PATH_MAX];
+        glob_t g;
+        if (p && strncmp(p, "@python/", 8) == 0) {
+            /* under the Python root (CUGRADE_PYTHON_ROOT): a venv's wheels */
+            if (!python_root())
+                continue;
+            snprintf(full, sizeof full, "%s/%s", python_root(), p + 8);
+            p = full;
+        }
+        if (!p || p[0] != '/') {
+            r = -EINVAL;
+            break;
+        }
+        if (glob(p, 0, NULL, &g) != 0)
+            continue; /* nothing installed there */
+        for (size_t k = 0; k < g.gl_pathc && r == 0; k++) {
+            char real[PATH_MAX];
+            struct stat st;
+            int seen = 0;
+            if (!realpath(g.gl_pathv[k], real) || stat(real, &st) < 0 || !S_ISREG(st.st_mode))
+                continue;
+            for (size_t m = first; m < pr->nhide; m++)
+                seen |= strcmp(pr->hide_path[m], real) == 0;
+            if (seen)
+                continue;
+            if (pr->nhide == RUN_MORE_BINDS) {
+                r = -ENOBUFS;
+                break;
+            }
+            snprintf(pr->hide_path[pr->nhide], PATH_MAX, "%s", real);
+            pr->hide[pr->nhide] = (struct sandbox_bind){"/dev/null", pr->hide_path[pr->nhide], 0};
+            pr->nhide++;
+        }
+        globfree(&g);
+        if (r < 0)
+            break;
+    }
+    return r < 0 ? r : (int)(pr->nhide - first);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Labs with their own owner (the profiling lab): lab.json's "python". */
+
+void python_owner_script(const struct lab *lab, char *out, size_t len)
+{
+    if (lab->python_owner)
+        snprintf(out, len, "/lab/labs/%s/%s", lab->name, lab->python_owner);
+    else
+        snprintf(out, len, "/lab/labs/common/py/owner.py");
+}
+
+/* ---------------------------------------------------------------------- */
+
+int python_run_prepare(struct python_run *pr, struct run_opts *o, const char *root,
+                       const struct lab *lab, const char *mode, const char *seed, const char *cases,
+                       const char *max_ms, const char *src)
+{
+    /* The Python root first (a venv outside /usr), then the hidden files,
+     * which may lie inside it. */
+    pr->nhide = (size_t)python_root_bind(&pr->hide[0]);
+    int r = python_hidden(pr, lab);
+    if (r < 0)
+        return r;
+    size_t n = 0;
+    int check = strcmp(mode, "check") == 0;
+    snprintf(pr->path, sizeof pr->path, "/work/%s", src);
+    snprintf(pr->labs, sizeof pr->labs, "%s/labs", root);
+    pr->argv[n++] = python_interpreter();
+    pr->argv[n++] = "-I"; /* no PYTHON* variables, no user site, no script dir */
+    pr->argv[n++] = "-B"; /* no .pyc written where the tenant could swap it */
+    python_owner_script(lab, pr->owner, sizeof pr->owner);
+    pr->argv[n++] = pr->owner;
+    pr->argv[n++] = lab->name;
+    pr->argv[n++] = mode;
+    pr->argv[n++] = check ? "--cases" : "--case";
+    pr->argv[n++] = cases;
+    if (!check && max_ms) {
+        pr->argv[n++] = "--max-ms";
+        pr->argv[n++] = max_ms;
+    }
+    pr->argv[n++] = "--file";
+    pr->argv[n++] = pr->path;
+    pr->argv[n++] = "--seed-fd"; /* the seed: o->secret, on fd 5 (run_opts.secret) */
+    pr->argv[n++] = "5";
+    pr->argv[n] = NULL;
+    assert(n < sizeof pr->argv / sizeof *pr->argv);
+    o->labs_bind = pr->labs;
+    o->secret = seed;
+    o->more_binds = pr->hide;
+    o->nmore_binds = pr->nhide;
+    if (python_simulated()) {
+        o->extra_env = "NUMBA_ENABLE_CUDASIM=1";
+        o->pids = 4096; /* a thread per CUDA thread of a block */
+    }
+    return 0;
+}
+
+void python_run_gate(struct python_run *pr)
+{
+    size_t n = 0;
+    while (pr->argv[n])
+        n++;
+    assert(n + 1 < sizeof pr->argv / sizeof *pr->argv);
+    pr->argv[n++] = "--gate";
+    pr->argv[n] = NULL;
+}
+
+int python_sanitize_prepare(struct python_run *pr, struct run_opts *o, const char *root,
+                            const struct lab *lab, const char *cs, const char *tool,
+                            const char *sanitize_case, const char *seed, const char *src)
+{
+    pr->nhide = (size_t)python_root_bind(&pr->hide[0]);
+    int r = python_hidden(pr, lab);
+    if (r < 0)
+        return r;
+    size_t n = 0;
+    snprintf(pr->path, sizeof pr->path, "/work/%s", src);
+    snprintf(pr->labs, sizeof pr->labs, "%s/labs", root);
+    if (seed != pr->seed)
+        snprintf(pr->seed, sizeof pr->seed, "%s", seed);
+    const char *head[] = {cs, "--tool", tool, "--error-exitcode", "86", "--print-limit", "20",
+                          "--launch-timeout", "60"};
+    for (size_t i = 0; i < sizeof head / sizeof *head; i++)
+        pr->argv[n++] = head[i];
+    pr->argv[n++] = python_interpreter();
+    pr->argv[n++] = "-I";
+    pr->argv[n++] = "-B";
+    pr->argv[n++] = "/lab/labs/common/py/tenant.py";
+    pr->argv[n++] = "--sanitize";
+    pr->argv[n++] = lab->name;
+    pr->argv[n++] = sanitize_case;
+    pr->argv[n++] = pr->seed;
+    pr->argv[n++] = pr->path;
+    pr->argv[n] = NULL;
+    assert(n < sizeof pr->argv / sizeof *pr->argv);
+    o->labs_bind = pr->labs;
+    o->more_binds = pr->hide;
+    o->nmore_binds = pr->nhide;
+    o->control_fd = -1;
+    if (python_simulated()) {
+        o->extra_env = "NUMBA_ENABLE_CUDASIM=1";
+        o->pids = 4096;
+    }
+    return 0;
+}
+
+void python_sanitize_seed(struct python_run *pr)
+{
+    unsigned char b[8] = {0};
+    ssize_t k = getrandom(b, sizeof b, 0);
+    (void)k; /* a short read leaves zeros: still a valid (throwaway) seed */
+    for (size_t i = 0; i < sizeof b; i++)
+        snprintf(pr->seed + 2 * i, sizeof pr->seed - 2 * i, "%02x", b[i]);
+}
+
+int python_sanitize_started(const char *channel_text)
+{
+    return channel_text && strstr(channel_text, "{\"type\": \"start\"") != NULL;
+}

@@ -1,0 +1,73 @@
+/*
+ * sanitizer.h - compute-sanitizer runs (memcheck, racecheck) of a job,
+ * pre-started (runner/launch.c): compute-sanitizer with cugrade-launch as
+ * its target starts in the sandbox while nvcc compiles, brings up its
+ * injection and the CUDA context (most of its cost), and waits on its
+ * control socket. After the link, sanitizer_go() hands it /work/prog.so;
+ * sanitizer_cancel() ends a run whose program never came. Findings are
+ * parsed by grade_sanitizer_parse (grade.h) into a score_sanitizer.
+ *
+ * A Python submission's runs (python != 0) are not pre-started: there is
+ * no program to wait for, only the student's .py under the Python harness
+ * (python_sanitize_prepare, python.h); sanitizer_prestart starts them
+ * right away and sanitizer_go only starts their clock (docs/python.md).
+ *
+ * A task's thread writes t->s, t->r, t->err, t->gone; the job reads them
+ * only after sanitizer_finish.
+ */
+#ifndef CUGRADE_SANITIZER_H
+#define CUGRADE_SANITIZER_H
+
+#include "runner/grade/python.h"
+#include "runner/grade/run.h"
+#include "runner/grade/score.h"
+
+#include <pthread.h>
+
+struct sanitizer_task {
+    pthread_t thread;
+    int started;
+    const struct run_ctx *rc;
+    const char *tool, *cs, *seed, *sanitize_case, *launch;
+    long long job_id;
+    struct score_sanitizer *s;
+    int ctl;                     /* our end of the launcher's control socket */
+    int ctl_child;               /* its end: fd 4 in the sandbox */
+    int cancel[2];               /* a byte on [1]: the sandbox ends at once */
+    int done[2];                 /* [1] closed by the thread when the run ended */
+    int gone;                    /* cancelled: nothing to report */
+    int overtime;                /* cancelled past its limit: a timeout of the program's */
+    double limit;                /* seconds from go; sanitizer_go sets deadline from it */
+    double deadline;             /* 0 until go */
+    int r;                       /* < 0: the sandbox failed (system_error) */
+    char err[256];
+    int python;                  /* a .py submission: py and py_opts are its run */
+    struct python_run py;
+    struct run_opts py_opts;
+};
+
+/* grade_sanitizer_parse for a Python run: positions in the student's file
+ * only (student_file, its name in /work: "kernel.py"; with lineinfo the
+ * device frame's line, without it the host frame's launch line -- never
+ * the harness's tenant.py), each hint in Python's words (cuda.syncthreads,
+ * a bounds check on x.shape[0]), Numba's decorated kernel names and any
+ * host path cut from the message. */
+void sanitizer_python_parse(const char *text, struct score_sanitizer *s, const char *student_file);
+
+/* Zero t with every fd -1: sanitizer_cancel and sanitizer_finish are safe. */
+void sanitizer_task_init(struct sanitizer_task *t);
+/* Start t (tool, rc, cs, seed, sanitize_case, launch, limit, s filled in)
+ * waiting for its program. Returns 0, or -errno with nothing started. */
+int sanitizer_prestart(struct sanitizer_task *t);
+/* The program is linked: let t load it and wait until it has (at most
+ * 30 s) or its run ended; its deadline starts now. */
+void sanitizer_go(struct sanitizer_task *t);
+/* End t's run at once; sanitizer_finish waits for its thread. */
+void sanitizer_cancel(struct sanitizer_task *t);
+/* Wait for the n runs that got their program, each until its deadline; one
+ * still running then is ended as a timeout of the program's. */
+void sanitizer_settle(struct sanitizer_task *t, size_t n);
+/* Wait for t's thread, then close what it held. */
+void sanitizer_finish(struct sanitizer_task *t);
+
+#endif

@@ -1,0 +1,155 @@
+/*
+ * peers.c - the runners of one host that serve one server share a burst
+ * (see peers.h). Each runner's file, PID.load, holds "STATE IN_FLIGHT\n"
+ * and is replaced whole (written beside, then renamed): a reader never
+ * sees half of one.
+ */
+#include "runner/service/peers.h"
+
+#include <assert.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static struct {
+    char dir[PATH_MAX - 64];
+    pid_t pid;     /* the runner that joined: its children never publish or leave */
+    int joined;
+    int state;     /* last published */
+    long in_flight;
+} me = {.state = -1, .in_flight = -1};
+
+/* FNV-1a of s: names the server's directory. */
+static uint64_t url_hash(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}
+
+static int mkdir_own(const char *path)
+{
+    if (mkdir(path, 0700) < 0 && errno != EEXIST)
+        return -errno;
+    struct stat st;
+    if (lstat(path, &st) < 0)
+        return -errno;
+    /* Another user's directory (or a link) in a shared /tmp is not ours. */
+    if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid())
+        return -EPERM;
+    return 0;
+}
+
+int peers_join(const char *server_url)
+{
+    char base[PATH_MAX / 2];
+    int rc;
+    assert(!me.joined);
+    if (geteuid() == 0) {
+        snprintf(base, sizeof base, "/run/cugrade-runner");
+    } else {
+        const char *t = getenv("TMPDIR");
+        snprintf(base, sizeof base, "%s/cugrade-runner-%u", t && *t == '/' ? t : "/tmp",
+                 (unsigned)geteuid());
+    }
+    if ((rc = mkdir_own(base)) < 0)
+        return rc;
+    snprintf(me.dir, sizeof me.dir, "%s/peers-%016llx", base,
+             (unsigned long long)url_hash(server_url ? server_url : ""));
+    if ((rc = mkdir_own(me.dir)) < 0)
+        return rc;
+    me.pid = getpid();
+    me.joined = 1;
+    peers_publish(PEER_STARTING, 0);
+    return 0;
+}
+
+void peers_publish(enum peer_state st, size_t in_flight)
+{
+    char path[sizeof me.dir + 32], part[sizeof me.dir + 32], line[64];
+    if (!me.joined || getpid() != me.pid || ((int)st == me.state && (long)in_flight == me.in_flight))
+        return;
+    snprintf(path, sizeof path, "%s/%ld.load", me.dir, (long)me.pid);
+    snprintf(part, sizeof part, "%s/%ld.part", me.dir, (long)me.pid);
+    int n = snprintf(line, sizeof line, "%c %zu\n", (char)st, in_flight);
+    int fd = open(part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return;
+    int ok = write(fd, line, (size_t)n) == n;
+    close(fd);
+    if (ok && rename(part, path) == 0) {
+        me.state = (int)st;
+        me.in_flight = (long)in_flight;
+    } else {
+        unlink(part);
+    }
+}
+
+/* Whether pid is a live cugrade-runner (not a dead one's reused pid). */
+static int peer_alive(long pid)
+{
+    char path[64], comm[32] = "";
+    snprintf(path, sizeof path, "/proc/%ld/comm", pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return 0;
+    int got = fgets(comm, sizeof comm, f) != NULL;
+    fclose(f);
+    return got && strncmp(comm, "cugrade-runner", 14) == 0;
+}
+
+long peers_least(void)
+{
+    long least = -1;
+    if (!me.joined)
+        return -1;
+    DIR *d = opendir(me.dir);
+    if (!d)
+        return -1;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        char *end, path[sizeof me.dir + 300], line[64] = "";
+        long pid = strtol(e->d_name, &end, 10);
+        if (end == e->d_name || strcmp(end, ".load") != 0 || pid == (long)me.pid || pid <= 0)
+            continue;
+        snprintf(path, sizeof path, "%s/%s", me.dir, e->d_name);
+        if (!peer_alive(pid)) {
+            unlink(path); /* a dead runner's: nobody else will */
+            continue;
+        }
+        FILE *f = fopen(path, "re");
+        if (!f)
+            continue;
+        char st = 0;
+        long n = -1;
+        int got = fgets(line, sizeof line, f) != NULL && sscanf(line, "%c %ld", &st, &n) == 2;
+        fclose(f);
+        if (!got || n < 0 || (st != PEER_STARTING && st != PEER_CLAIMING))
+            continue;
+        if (least < 0 || n < least)
+            least = n;
+    }
+    closedir(d);
+    return least;
+}
+
+void peers_leave(void)
+{
+    char path[sizeof me.dir + 32];
+    if (!me.joined || getpid() != me.pid)
+        return;
+    snprintf(path, sizeof path, "%s/%ld.load", me.dir, (long)me.pid);
+    unlink(path);
+    me.joined = 0;
+}
