@@ -203,6 +203,7 @@ def pages(t, s, sid):
     login_stalled(t, s, "bob_z3")
     api_reads(t, s, sid)
     api_scoreboard(t, s)
+    api_poll(t, s, sid)
     hang_up(t, s)
 
 
@@ -266,6 +267,39 @@ def api_scoreboard(t, s):
     st.wait()
     t.ok(getattr(r, "status", None) == 200 and took < BOUND_S,
          "%s: answered from the cache while reads stall (%.2f s)" % (what, took), r)
+
+
+def api_poll(t, s, sid):
+    """A submission's status poll (GET /api/submissions/{id}, every second
+    from the client and the notebook): a miss of the API's cache is read
+    off the loop; a finished submission read that way is cached, and the
+    cache answers while reads stall."""
+    what = "a status poll (queued: never cached)"
+    queued = (s.submit("vadd", kernel("poll")).json() or {}).get("id")
+    r = stalled(t, s, what, "/api/submissions/%s" % queued, token="alice_q7", warm="/api/me")
+    j = (r.json() or {}) if r is not None else {}
+    t.ok(j.get("id") == queued and j.get("status") == "queued",
+         "%s: the queued submission" % what, r and r.brief())
+    what = "a status poll (graded, the student's view not cached)"
+    r = stalled(t, s, what, "/api/submissions/%s" % sid, token="alice_q7", warm="/api/me")
+    j = (r.json() or {}) if r is not None else {}
+    t.ok(j.get("status") == "graded" and (j.get("result") or {}).get("score") == 50,
+         "%s: the graded submission and its result" % what, r and r.brief())
+    what = "a status poll (graded, cached by the read off the loop)"
+    t.status(s.get("/api/me", token="alice_q7"), 200, "%s: /api/me first" % what)
+    st = Stall(s.db)
+    if not t.ok(st.start(), "%s: the WAL read locks are taken" % what):
+        return
+    t0 = time.time()
+    try:
+        r2 = s.get("/api/submissions/%s" % sid, token="alice_q7", timeout=HOLD_S + 15)
+    except OSError as e:
+        r2 = e
+    took = time.time() - t0
+    st.wait()
+    t.ok(getattr(r2, "status", None) == 200 and took < BOUND_S and
+         getattr(r2, "body", None) == getattr(r, "body", b""),
+         "%s: the same answer from the cache while reads stall (%.2f s)" % (what, took), r2)
 
 
 def main(t):
