@@ -53,9 +53,10 @@ int submission_start(struct app *app, struct http_request *req, const struct aut
 
 /* The web form's answer once the writer is done: id > 0 and e NULL when the
  * submission is on disk, else e says why. req is still open; the callback
- * answers it (the caller finishes it). */
-typedef void submission_form_done(struct app *app, struct http_request *req, const char *lab,
-                                  const char *filename, long long id, const struct api_error *e);
+ * answers it: HTTP_DONE (the caller finishes it), or HTTP_DEFERRED (it
+ * finishes it later). */
+typedef int submission_form_done(struct app *app, struct http_request *req, const char *lab,
+                                 const char *filename, long long id, const struct api_error *e);
 
 /* The web form's submission of source (copied: the page's body may go) to
  * lab as filename: checked now (-errno with e to answer now, as

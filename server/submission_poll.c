@@ -34,8 +34,8 @@ struct subcache_entry {
 
 struct app_subcache {
     struct subcache_entry e[SUBCACHE_N][2]; /* [.][0] staff view, [.][1] student view */
-    unsigned gen[SUBCACHE_N]; /* bumped by each invalidation of an id of the slot */
-    unsigned gen_all;         /* bumped by each invalidation of every id */
+    unsigned gen[SUBCACHE_N];               /* bumped by each invalidation of an id of the slot */
+    unsigned gen_all;                       /* bumped by each invalidation of every id */
 };
 
 void api_cache_invalidate(struct app *app, long long id)
@@ -112,8 +112,8 @@ static void cache_put(struct app *app, const struct poll_read *r)
 {
     if (!app->subcache || r->rc || !r->m.final)
         return;
-    struct subcache_entry *en = &app->subcache->e[(unsigned long long)r->id % SUBCACHE_N]
-                                                 [r->u.role == AUTH_STUDENT];
+    struct subcache_entry *en =
+        &app->subcache->e[(unsigned long long)r->id % SUBCACHE_N][r->u.role == AUTH_STUDENT];
     en->id = 0;
     en->body.len = 0;
     if (http_buf_append(&en->body, r->body.data, r->body.len) == 0) {
