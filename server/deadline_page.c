@@ -105,6 +105,19 @@ static int page_deadlines(struct page *p, const char *problem, const char *done,
     return page_end(p, status);
 }
 
+/* page_deadlines again (page_again): s[0] the problem, s[1] what was done. */
+static int deadlines_again(struct page *p, const struct page_again *a)
+{
+    return page_deadlines(p, a->s[0], a->s[1], a->status);
+}
+
+/* A POST's answer: the deadlines page, rendered off the loop. */
+static int deadlines_form_again(struct page *p, const char *problem, const char *done, int status)
+{
+    struct page_again a = {.status = status, .s = {problem, done}};
+    return page_again(p, deadlines_again, &a);
+}
+
 static int post_extension(struct page *p)
 {
     struct api_error e;
@@ -121,11 +134,12 @@ static int post_extension(struct page *p)
     due = parse_local_time(page_field(p, "due"));
     hard = parse_local_time(page_field(p, "hard_deadline"));
     if (!user || !*user || !lab || due <= 0 || hard < 0)
-        return page_deadlines(p, "Give the student's user name, the lab and a due date (UTC).", NULL, 400);
+        return deadlines_form_again(
+            p, "Give the student's user name, the lab and a due date (UTC).", NULL, 400);
     if (api_extension_set(p->app, &p->user, user, lab, due, hard, &e) != 0)
-        return page_deadlines(p, e.message, NULL, e.status ? e.status : 400);
+        return deadlines_form_again(p, e.message, NULL, e.status ? e.status : 400);
     snprintf(msg, sizeof(msg), "Extension saved for %.64s in %.64s.", user, lab);
-    return page_deadlines(p, NULL, msg, 200);
+    return deadlines_form_again(p, NULL, msg, 200);
 }
 
 static int post_deadline(struct page *p, const char *lab)
@@ -142,11 +156,11 @@ static int post_deadline(struct page *p, const char *lab)
     if (page_post_check(p) != 0)
         return HTTP_DONE;
     if (al == NULL || al->rubric_doc == NULL)
-        return page_deadlines(p, "That lab has no rubric to change.", NULL, 404);
+        return deadlines_form_again(p, "That lab has no rubric to change.", NULL, 404);
     due = parse_local_time(page_field(p, "due"));
     hard = parse_local_time(page_field(p, "hard_deadline"));
     if (due <= 0 || hard < 0)
-        return page_deadlines(p, "Enter the due date as a date and time (UTC).", NULL, 400);
+        return deadlines_form_again(p, "Enter the due date as a date and time (UTC).", NULL, 400);
     doc = json_deep_copy(al->rubric_doc);
     if (doc == NULL)
         return page_error(p, 500, "Out of memory", "Try again in a minute.");
@@ -164,11 +178,11 @@ static int post_deadline(struct page *p, const char *lab)
     }
     if (api_rubric_put(p->app, &p->user, lab, doc, &version, &e) != 0) {
         json_decref(doc);
-        return page_deadlines(p, e.message, NULL, e.status ? e.status : 400);
+        return deadlines_form_again(p, e.message, NULL, e.status ? e.status : 400);
     }
     json_decref(doc);
     snprintf(msg, sizeof(msg), "Deadlines of %.64s saved (rubric version %d).", lab, version);
-    return page_deadlines(p, NULL, msg, 200);
+    return deadlines_form_again(p, NULL, msg, 200);
 }
 
 static int r_deadlines(struct page *p)

@@ -56,10 +56,12 @@ static int h_healthz(struct app *app, struct http_request *req)
 static int app_metrics_write(struct app *app, struct http_buf *out)
 {
     uint64_t global = 0, client = 0, shed_client = 0, shed_global = 0, shed_budget = 0;
+    uint64_t turn_waits = 0;
     size_t buffered = 0;
     if (app->http) {
         http_server_refused(app->http, &global, &client);
         http_server_shed(app->http, &shed_client, &shed_global, &shed_budget, &buffered);
+        turn_waits = http_server_turn_waits(app->http);
     }
     int rc = http_buf_printf(
         out,
@@ -77,17 +79,21 @@ static int app_metrics_write(struct app *app, struct http_buf *out)
         "# HELP cugrade_http_buffered_bytes Unsent answers and request bodies held now.\n"
         "# TYPE cugrade_http_buffered_bytes gauge\n"
         "cugrade_http_buffered_bytes %zu\n"
+        "# HELP cugrade_http_pipeline_turn_waits_total Times a connection's pipelined "
+        "requests waited for the next turn of the event loop: all connections together had "
+        "their share of that turn handled.\n"
+        "# TYPE cugrade_http_pipeline_turn_waits_total counter\n"
+        "cugrade_http_pipeline_turn_waits_total %llu\n"
         "# HELP cugrade_http_admission_refused_total Requests refused from their headers, "
         "before any body byte was read.\n"
         "# TYPE cugrade_http_admission_refused_total counter\n"
         "cugrade_http_admission_refused_total{code=\"401\"} %llu\n"
         "cugrade_http_admission_refused_total{code=\"403\"} %llu\n"
         "cugrade_http_admission_refused_total{code=\"429\"} %llu\n",
-        (unsigned long long)global, (unsigned long long)client,
-        (unsigned long long)shed_client, (unsigned long long)shed_global,
-        (unsigned long long)shed_budget, buffered,
-        (unsigned long long)app->admit_refused[0], (unsigned long long)app->admit_refused[1],
-        (unsigned long long)app->admit_refused[2]);
+        (unsigned long long)global, (unsigned long long)client, (unsigned long long)shed_client,
+        (unsigned long long)shed_global, (unsigned long long)shed_budget, buffered,
+        (unsigned long long)turn_waits, (unsigned long long)app->admit_refused[0],
+        (unsigned long long)app->admit_refused[1], (unsigned long long)app->admit_refused[2]);
     if (!rc && app->writer) {
         struct writer_stats ws;
         writer_stats_get(app->writer, &ws);

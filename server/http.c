@@ -308,28 +308,53 @@ static void yield_unlink(struct http_conn *c)
         return;
     if (c->yprev)
         c->yprev->ynext = c->ynext;
+    else if (c->yielded == 2)
+        s->yield_now = c->ynext;
     else
         s->yield_head = c->ynext;
     if (c->ynext)
         c->ynext->yprev = c->yprev;
     c->ynext = c->yprev = NULL;
     c->yielded = 0;
+    c->resume = 0;
 }
 
 static void yield_cb(uv_idle_t *h)
 {
     struct http_server *s = h->data;
-    struct http_conn *c = s->yield_head;
+    struct http_conn *c;
+    assert(s->yield_now == NULL);
+    /* Those that yield meanwhile wait for the next iteration; one closed
+     * meanwhile (budget shedding) unlinks itself from yield_now. */
+    s->yield_now = s->yield_head;
     s->yield_head = NULL;
-    while (c) {
-        struct http_conn *next = c->ynext;
-        assert(c->yielded && !c->reading);
-        c->ynext = c->yprev = NULL;
-        c->yielded = 0;
-        conn_read_start(c);
-        c = next;
-    }
+    for (c = s->yield_now; c; c = c->ynext)
+        c->yielded = 2;
     uv_idle_stop(h);
+    while ((c = s->yield_now) != NULL) {
+        assert(!c->reading);
+        int resume = c->resume;
+        yield_unlink(c);
+        if (resume)
+            conn_resume(c);
+        else
+            conn_read_start(c);
+    }
+}
+
+/* c on the yield list, to read again (resume: to handle its pending
+ * bytes) next loop iteration. */
+static void yield_link(struct http_conn *c, int resume)
+{
+    struct http_server *s = c->srv;
+    c->yielded = 1;
+    c->resume = resume;
+    c->ynext = s->yield_head;
+    c->yprev = NULL;
+    if (s->yield_head)
+        s->yield_head->yprev = c;
+    s->yield_head = c;
+    uv_idle_start(&s->yield, yield_cb);
 }
 
 static void conn_yield(struct http_conn *c)
@@ -338,13 +363,23 @@ static void conn_yield(struct http_conn *c)
     if (c->yielded || !c->reading || c->closing || s->stopping)
         return;
     conn_read_stop(c);
-    c->yielded = 1;
-    c->ynext = s->yield_head;
-    c->yprev = NULL;
-    if (s->yield_head)
-        s->yield_head->yprev = c;
-    s->yield_head = c;
-    uv_idle_start(&s->yield, yield_cb);
+    yield_link(c, 0);
+}
+
+/* Not a 0 ms timer: libuv (1.44) runs a timer started from a timer
+ * callback in the same pass, so a client whose answers the kernel took at
+ * once had its whole pipeline handled in one turn of the loop, whatever
+ * HTTP_PIPELINE_BURST and HTTP_TURN_REQUESTS said. */
+void conn_resume_later(struct http_conn *c)
+{
+    assert(c->pending);
+    if (c->yielded || c->closing)
+        return;
+    conn_read_stop(c); /* stopped already when its bytes were kept */
+    /* No deadline while it waits for its turn (after_writes arms the idle
+     * one once the pipeline is drained). */
+    uv_timer_stop(&c->timer);
+    yield_link(c, 1);
 }
 
 static void conn_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)

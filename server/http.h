@@ -154,6 +154,11 @@ void http_server_refused(struct http_server *srv, uint64_t *over_global, uint64_
 void http_server_shed(struct http_server *srv, uint64_t *idle_client, uint64_t *idle_global,
                       uint64_t *budget, size_t *buffered);
 
+/* Times a connection's pipelined requests waited for the next turn of the
+ * loop because every connection together had HTTP_TURN_REQUESTS handled in
+ * this one (http_conn.h). */
+uint64_t http_server_turn_waits(const struct http_server *srv);
+
 /* Whether req announced a body (a Content-Length above 0, or chunked).
  * Meaningful from admission on. */
 int http_request_has_body(const struct http_request *req);

@@ -155,3 +155,8 @@ void http_server_shed(struct http_server *srv, uint64_t *idle_client, uint64_t *
     *budget = srv->shed_budget;
     *buffered = srv->buffered + srv->bodies;
 }
+
+uint64_t http_server_turn_waits(const struct http_server *srv)
+{
+    return srv->turn_waits;
+}

@@ -531,15 +531,23 @@ static void conn_save_pending(struct http_conn *c, const char *data, size_t len)
  * request is being handled are kept in c->pending. */
 void conn_feed(struct http_conn *c, const char *data, size_t len)
 {
+    struct http_server *s = c->srv;
     int from_pending = c->pending && data == c->pending + c->pending_off;
     int handled = 0;
+    if (uv_now(s->loop) != s->turn_ms) {
+        s->turn_ms = uv_now(s->loop);
+        s->turn_requests = 0;
+    }
     /* Pipelined requests from a client that does not read its answers stop
      * being handled once HTTP_WRITE_HIGH of answers wait (memory, and a
-     * loop working for one client); and after HTTP_PIPELINE_BURST of them
-     * the rest waits in c->pending for the next turn of the loop, so that
-     * other clients are served in between. */
+     * loop working for one client); and after HTTP_PIPELINE_BURST of them,
+     * or once HTTP_TURN_REQUESTS were handled in this turn by everyone
+     * (then each connection gets its first only), the rest waits in
+     * c->pending for the next turn of the loop, so that other clients are
+     * served in between. */
     while (len > 0 && !c->closing && !c->lingering && !c->deferred && !c->close_after_write &&
-           c->out.len + c->write_pending <= HTTP_WRITE_HIGH && handled < HTTP_PIPELINE_BURST) {
+           c->out.len + c->write_pending <= HTTP_WRITE_HIGH && handled < HTTP_PIPELINE_BURST &&
+           (handled == 0 || s->turn_requests < HTTP_TURN_REQUESTS)) {
         /* Only bytes whose line framing is checked go to the parser. */
         size_t ok = frame_scan(c, data, len);
         if (ok == 0) {
@@ -566,6 +574,7 @@ void conn_feed(struct http_conn *c, const char *data, size_t len)
             if (c->complete) {
                 conn_dispatch(c);
                 handled++;
+                s->turn_requests++;
             }
             continue;
         }
@@ -578,6 +587,10 @@ void conn_feed(struct http_conn *c, const char *data, size_t len)
         if (n == 0)
             break;
     }
+    if (len > 0 && handled > 0 && handled < HTTP_PIPELINE_BURST &&
+        s->turn_requests >= HTTP_TURN_REQUESTS && !c->closing && !c->lingering && !c->deferred &&
+        !c->close_after_write && c->out.len + c->write_pending <= HTTP_WRITE_HIGH)
+        s->turn_waits++; /* the turn's budget stopped it, nothing else */
     if (from_pending) {
         if (c->pending_off >= c->pending_len || c->close_after_write || c->lingering) {
             free(c->pending);
@@ -604,8 +617,7 @@ void conn_after_writes(struct http_conn *c)
     if (c->pending) {
         /* Pipelined bytes wait: go on with them from the loop, not from
          * inside whoever finished the previous request. */
-        c->resume = 1;
-        uv_timer_start(&c->timer, conn_resume_cb, 0, 0);
+        conn_resume_later(c);
         return;
     }
     if (s->stopping && !c->in_message) {
@@ -621,10 +633,8 @@ void conn_after_writes(struct http_conn *c)
     }
 }
 
-void conn_resume_cb(uv_timer_t *t)
+void conn_resume(struct http_conn *c)
 {
-    struct http_conn *c = t->data;
-    c->resume = 0;
     if (c->closing || c->deferred)
         return;
     if (c->pending)

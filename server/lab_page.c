@@ -371,6 +371,21 @@ static int page_lab(struct page *p, const char *lab, const char *problem, int st
     return page_end(p, status);
 }
 
+/* page_lab again (page_again): s[0] the lab, s[1] the problem, s[2] the
+ * source pasted, s[3] its file name. */
+static int lab_again(struct page *p, const struct page_again *a)
+{
+    return page_lab(p, a->s[0], a->s[1], a->status, a->s[2], a->s[3]);
+}
+
+/* A POST's answer: the lab page with problem, rendered off the loop. */
+static int lab_form_again(struct page *p, const char *lab, const char *problem, int status,
+                          const char *pasted, const char *pasted_name)
+{
+    struct page_again a = {.status = status, .s = {lab, problem, pasted, pasted_name}};
+    return page_again(p, lab_again, &a);
+}
+
 /* A refusal as the form shows it: the message, and when to try again. */
 static void submit_refused_msg(const struct api_error *e, char *msg, size_t len)
 {
@@ -383,21 +398,23 @@ static void submit_refused_msg(const struct api_error *e, char *msg, size_t len)
 
 /* The writer is done with a form's submission (submission_form_done): to
  * its page when it is on disk, else back to the lab with why. */
-static void submit_done(struct app *app, struct http_request *req, const char *lab,
-                        const char *filename, long long id, const struct api_error *e)
+static int submit_done(struct app *app, struct http_request *req, const char *lab,
+                       const char *filename, long long id, const struct api_error *e)
 {
     struct page p;
     char msg[700], loc[64];
+    int rc;
     page_open(&p, app, req);
     if (e == NULL) {
         assert(id > 0);
         snprintf(loc, sizeof(loc), "/submissions/%lld", id);
-        page_redirect(&p, loc);
+        rc = page_redirect(&p, loc);
     } else {
         submit_refused_msg(e, msg, sizeof(msg));
-        page_lab(&p, lab, msg, e->status ? e->status : 500, NULL, filename);
+        rc = lab_form_again(&p, lab, msg, e->status ? e->status : 500, NULL, filename);
     }
     page_free(&p);
+    return rc == HTTP_DEFERRED ? HTTP_DEFERRED : HTTP_DONE;
 }
 
 static int post_submit(struct page *p, const char *lab)
@@ -412,8 +429,9 @@ static int post_submit(struct page *p, const char *lab)
     if (page_post_check(p) != 0)
         return HTTP_DONE;
     if (p->nparts == 0)
-        return page_lab(p, lab, "The form was not sent as a file upload. Reload the page and try again.",
-                        400, NULL, NULL);
+        return lab_form_again(
+            p, lab, "The form was not sent as a file upload. Reload the page and try again.", 400,
+            NULL, NULL);
     file = multipart_find(p->parts, p->nparts, "file");
     src = page_field_get(p, "source");
     if (file && file->has_filename && file->filename[0] && file->len > 0) {
@@ -432,10 +450,12 @@ static int post_submit(struct page *p, const char *lab)
     } else if (file && file->has_filename && file->filename[0]) {
         snprintf(msg, sizeof(msg), "The file \xe2\x80\x9c%s\xe2\x80\x9d is empty. Save your work in the "
                  "editor, then choose the file again.", file->filename);
-        return page_lab(p, lab, msg, 400, NULL, NULL);
+        return lab_form_again(p, lab, msg, 400, NULL, NULL);
     } else {
-        return page_lab(p, lab, "Nothing was sent: choose your .cu or .py file, or paste your source "
-                                "into the box, then press Submit.", 400, NULL, NULL);
+        return lab_form_again(p, lab,
+                              "Nothing was sent: choose your .cu or .py file, or paste your source "
+                              "into the box, then press Submit.",
+                              400, NULL, NULL);
     }
     /* File names are checked here too so the message can name the file;
      * the name is shown escaped (it is attacker-controlled text). */
@@ -443,7 +463,7 @@ static int post_submit(struct page *p, const char *lab)
         snprintf(msg, sizeof(msg), "The file name \xe2\x80\x9c%.200s\xe2\x80\x9d cannot be used. Rename the "
                  "file to letters, digits, '_', '-' or '.', ending in .cu or .py (for example kernel.cu or kernel.py), "
                  "and submit again.", filename);
-        return page_lab(p, lab, msg, 400, src ? src->value : NULL, NULL);
+        return lab_form_again(p, lab, msg, 400, src ? src->value : NULL, NULL);
     }
     long long queued = queued_id(p, lab);
     const char *replace = page_field(p, "replace"), *shown = page_field(p, "queued");
@@ -453,13 +473,14 @@ static int post_submit(struct page *p, const char *lab)
         snprintf(msg, sizeof(msg), "Your submission #%lld is still waiting in the queue and a new one "
                  "would replace it. Tick \xe2\x80\x9cReplace my queued submission #%lld\xe2\x80\x9d to send this "
                  "one instead, or wait for #%lld to be graded.", queued, queued, queued);
-        return page_lab(p, lab, msg, 409, source == (src ? src->value : NULL) ? source : NULL, filename);
+        return lab_form_again(p, lab, msg, 409, source == (src ? src->value : NULL) ? source : NULL,
+                              filename);
     }
     if (submission_start_form(p->app, p->req, &p->user, lab, filename, source, len, submit_done,
                               &e) != 0) {
         submit_refused_msg(&e, msg, sizeof(msg));
-        return page_lab(p, lab, msg, e.status ? e.status : 500,
-                        source == (src ? src->value : NULL) ? source : NULL, filename);
+        return lab_form_again(p, lab, msg, e.status ? e.status : 500,
+                              source == (src ? src->value : NULL) ? source : NULL, filename);
     }
     return HTTP_DEFERRED; /* submit_done answers once the writer is done */
 }

@@ -179,6 +179,14 @@ static int post_default(struct page_view *v)
     return PAGE_VIEW_RENDERED;
 }
 
+/* page_admin again (page_view_again) with the problem: s[0] its message. */
+static int admin_again(struct page_view *v, const struct page_again *a)
+{
+    struct api_error e = {.status = a->status};
+    snprintf(e.message, sizeof(e.message), "%s", a->s[0]);
+    return page_admin(v, &e);
+}
+
 static int post_grant(struct page_view *v)
 {
     struct api_error e;
@@ -186,7 +194,10 @@ static int post_grant(struct page_view *v)
         return PAGE_VIEW_DONE;
     if (lateday_grant(v->app, v->user, v->field(v->page, "user"), int_field(v, "days"),
                       v->field(v->page, "reason"), &e))
-        return e.status == 400 || e.status == 404 ? page_admin(v, &e) : view_api_error(v, &e);
+        return e.status == 400 || e.status == 404
+                   ? page_view_again(v, admin_again,
+                                     &(struct page_again){.status = e.status, .s = {e.message}})
+                   : view_api_error(v, &e);
     snprintf(v->location, sizeof(v->location), "/admin/late-days?done=grant");
     return PAGE_VIEW_RENDERED;
 }

@@ -105,6 +105,30 @@ typedef int (*page_job_fn)(struct app *view, struct http_request *req, const str
 int page_job_start(struct app *app, struct http_request *req, const struct route *rt,
                    page_job_fn fn);
 
+/* What a POST handler's page rendered again gets (page_again): a status,
+ * a number and strings (NULL: none), as the handler's renderer takes them. */
+#define PAGE_AGAIN_STRS 6
+struct page_view;
+struct page_again {
+    int status;
+    long long n;
+    const char *s[PAGE_AGAIN_STRS];
+    int (*view)(struct page_view *v, const struct page_again *a); /* page_view_again's */
+};
+
+/* A page rendered again from a: HTTP_DONE, or -1 for the 404 page. */
+typedef int (*page_again_fn)(struct page *p, const struct page_again *a);
+
+/* Loop thread, in a POST handler whose writes are done: the page fn
+ * renders from a (the form again with what went wrong, or with what was
+ * saved: it reads the database) is rendered on the reader, as a GET page
+ * is (page_job_start), from copies of a's strings and of p's request, on a
+ * page of its own (its form parsed again from the copy's body).
+ * Returns HTTP_DEFERRED; or fn(p, a) here when reads cannot leave the loop
+ * (reader_sync); or HTTP_DONE with a 503 page when the job could not be
+ * queued. */
+int page_again(struct page *p, page_again_fn fn, const struct page_again *a);
+
 /* The router's fallback for paths no route matches: a static file's 405,
  * the 405 page, the sign-in redirect, the staff-only 403, or the 404 page.
  * Returns HTTP_DONE. */

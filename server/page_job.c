@@ -26,6 +26,9 @@ struct page_job {
     struct http_request *req; /* NULL once the client went away */
     const struct route *rt;
     page_job_fn fn;
+    page_again_fn again; /* or this, with a (page_again) */
+    struct page_again a;
+    char *again_mem;          /* a's strings */
     struct app view;          /* server/appview.h */
     int viewing;              /* view made */
     struct http_request copy; /* req's request, the job's own */
@@ -134,7 +137,27 @@ static void page_job_free(struct page_job *j)
     http_buf_free(&j->copy.res_headers);
     http_buf_free(&j->copy.res_body);
     free(j->mem);
+    free(j->again_mem);
     free(j);
+}
+
+/* A page fn renders again (page_again), on app (the view, or the loop's). */
+static int again_run(struct app *app, struct http_request *req, page_again_fn fn,
+                     const struct page_again *a)
+{
+    struct page p;
+    page_open(&p, app, req);
+    /* What was typed, for the forms that show it again: the loop parsed
+     * the same bytes before (a body a submission's job took is gone). */
+    if (req->method == HTTP_POST && req->body_len > 0)
+        (void)page_form_parse(&p);
+    int rc = fn(&p, a);
+    assert(rc != HTTP_DEFERRED);
+    if (rc < 0)
+        page_error(&p, 404, "Page not found",
+                   "There is no page at this address. Use the links at the top of the page.");
+    page_free(&p);
+    return HTTP_DONE;
 }
 
 /* Reader thread. */
@@ -142,7 +165,8 @@ static int page_job_run(struct db *db, void *arg)
 {
     struct page_job *j = arg;
     app_view_db(&j->view, db);
-    int rc = j->fn(&j->view, &j->copy, j->rt);
+    int rc = j->again ? again_run(&j->view, &j->copy, j->again, &j->a)
+                      : j->fn(&j->view, &j->copy, j->rt);
     assert(rc == HTTP_DONE);
     (void)rc;
     return 0;
@@ -208,29 +232,21 @@ static void page_job_after(void *arg, int rc)
     app_work_end(app); /* last: it may finish a stop */
 }
 
-int page_job_start(struct app *app, struct http_request *req, const struct route *rt,
-                   page_job_fn fn)
+/* Queue job j (its fn or again set) for req: HTTP_DEFERRED; or HTTP_DONE
+ * with a 503 page when it could not be (j freed). */
+static int job_start(struct app *app, struct http_request *req, struct page_job *j)
 {
-    assert(fn);
-    const struct app_cred *ac = req->user;
-    if (reader_sync(app->reader) || (ac && ac->rc == -EINPROGRESS))
-        return fn(app, req, rt);
     pages_warm();
-    struct page_job *j = calloc(1, sizeof(*j));
-    int rc = j ? request_copy(j, req) : -ENOMEM;
+    int rc = request_copy(j, req);
     if (!rc && !(rc = app_view_begin(app, &j->view))) {
         j->viewing = 1;
         j->app = app;
         j->req = req;
-        j->rt = rt;
-        j->fn = fn;
         rc = reader_submit(app->reader, page_job_run, page_job_after, j);
     }
     if (rc) {
-        if (j) {
-            j->app = app;
-            page_job_free(j);
-        }
+        j->app = app;
+        page_job_free(j);
         page_job_failed(app, req, rc);
         return HTTP_DONE;
     }
@@ -238,4 +254,50 @@ int page_job_start(struct app *app, struct http_request *req, const struct route
     req->on_abort = page_job_abort;
     req->abort_data = j;
     return HTTP_DEFERRED;
+}
+
+int page_job_start(struct app *app, struct http_request *req, const struct route *rt,
+                   page_job_fn fn)
+{
+    assert(fn);
+    const struct app_cred *ac = req->user;
+    if (reader_sync(app->reader) || (ac && ac->rc == -EINPROGRESS))
+        return fn(app, req, rt);
+    struct page_job *j = calloc(1, sizeof(*j));
+    if (!j) {
+        page_job_failed(app, req, -ENOMEM);
+        return HTTP_DONE;
+    }
+    j->rt = rt;
+    j->fn = fn;
+    return job_start(app, req, j);
+}
+
+int page_again(struct page *p, page_again_fn fn, const struct page_again *a)
+{
+    assert(fn && a);
+    struct app *app = p->app;
+    struct http_request *req = p->req;
+    size_t n = PAGE_AGAIN_STRS, size = 0;
+    if (reader_sync(app->reader))
+        return fn(p, a);
+    for (size_t i = 0; i < n; i++)
+        size += a->s[i] ? strlen(a->s[i]) + 1 : 0;
+    struct page_job *j = calloc(1, sizeof(*j));
+    if (!j || !(j->again_mem = malloc(size ? size : 1))) {
+        free(j);
+        page_job_failed(app, req, -ENOMEM);
+        return HTTP_DONE;
+    }
+    j->again = fn;
+    j->a = *a;
+    for (size_t i = 0, used = 0; i < n; i++) {
+        if (!a->s[i])
+            continue;
+        size_t len = strlen(a->s[i]) + 1;
+        memcpy(j->again_mem + used, a->s[i], len);
+        j->a.s[i] = j->again_mem + used;
+        used += len;
+    }
+    return job_start(app, req, j);
 }

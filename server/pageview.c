@@ -48,6 +48,44 @@ int page_view_error(struct page_view *v, int status, const char *what, const cha
     return PAGE_VIEW_RENDERED;
 }
 
+/* What route rendered into v (b) as the answer of page p: the page in the
+ * common layout, the redirect, or -1 for the 404 page. */
+static int view_finish(struct page *p, struct page_view *v, struct html_buf *b, int rc)
+{
+    if (rc == PAGE_VIEW_NOT_MINE || rc == PAGE_VIEW_DONE || rc == PAGE_VIEW_DEFERRED ||
+        v->location[0]) {
+        html_buf_free(b);
+        return rc == PAGE_VIEW_NOT_MINE   ? -1
+               : rc == PAGE_VIEW_DONE     ? HTTP_DONE
+               : rc == PAGE_VIEW_DEFERRED ? HTTP_DEFERRED
+                                          : page_redirect(p, v->location);
+    }
+    page_begin(p, v->title[0] ? v->title : "cugrade");
+    if (b->data)
+        html_rawn(&p->b, b->data, b->len);
+    html_buf_free(b);
+    return page_end(p, v->status);
+}
+
+/* page_again's renderer for page_view_again: a->view on a view of p. */
+static int view_again(struct page *p, const struct page_again *a)
+{
+    struct html_buf b;
+    struct page_view v;
+    html_buf_init(&b);
+    page_view_open(p, &v, &b);
+    return view_finish(p, &v, &b, a->view(&v, a));
+}
+
+int page_view_again(struct page_view *v, int (*fn)(struct page_view *v, const struct page_again *a),
+                    const struct page_again *a)
+{
+    struct page_again b = *a;
+    b.view = fn;
+    int rc = page_again(v->page, view_again, &b);
+    return rc == HTTP_DEFERRED ? PAGE_VIEW_DEFERRED : PAGE_VIEW_DONE;
+}
+
 int page_view_run(struct page *p, page_view_route route)
 {
     char path[512], *seg[PAGE_VIEW_SEGS], *s, *save = NULL;
@@ -63,16 +101,5 @@ int page_view_run(struct page *p, page_view_route route)
     struct page_view v;
     html_buf_init(&b);
     page_view_open(p, &v, &b);
-    int rc = route(&v, seg, n);
-    if (rc == PAGE_VIEW_NOT_MINE || rc == PAGE_VIEW_DONE || v.location[0]) {
-        html_buf_free(&b);
-        return rc == PAGE_VIEW_NOT_MINE ? -1
-               : rc == PAGE_VIEW_DONE   ? HTTP_DONE
-                                        : page_redirect(p, v.location);
-    }
-    page_begin(p, v.title[0] ? v.title : "cugrade");
-    if (b.data)
-        html_rawn(&p->b, b.data, b.len);
-    html_buf_free(&b);
-    return page_end(p, v.status);
+    return view_finish(p, &v, &b, route(&v, seg, n));
 }

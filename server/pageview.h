@@ -20,6 +20,7 @@ struct auth_user;
 struct html_buf;
 struct http_request;
 struct page;
+struct page_again;
 
 struct page_view {
     struct app *app;
@@ -42,6 +43,7 @@ struct page_view {
 #define PAGE_VIEW_NOT_MINE 0 /* not this module's path */
 #define PAGE_VIEW_RENDERED 1 /* content in b (or location set) */
 #define PAGE_VIEW_DONE 2     /* the response is already sent (post_ok refused) */
+#define PAGE_VIEW_DEFERRED 3 /* the answer is rendered off the loop (page_view_again) */
 
 /* A module's page routes: seg[0..n) is the path split at '/'. */
 typedef int (*page_view_route)(struct page_view *v, char **seg, size_t n);
@@ -54,6 +56,14 @@ void page_view_open(struct page *p, struct page_view *v, struct html_buf *b);
  * common layout, the redirect, or -1 (the 404 page) when the route does not
  * know the path. Returns HTTP_DONE or -1. */
 int page_view_run(struct page *p, page_view_route route);
+
+/* Loop thread, in a module's POST whose writes are done: its page again
+ * (the form with what went wrong), fn(v, a) rendered on the reader
+ * (page.h: page_again; a's strings copied, the form parsed again).
+ * PAGE_VIEW_DEFERRED, or PAGE_VIEW_DONE when the answer is already made
+ * (rendered here: a database in memory; or a 503 page). */
+int page_view_again(struct page_view *v, int (*fn)(struct page_view *v, const struct page_again *a),
+                    const struct page_again *a);
 
 /* Render an error into v (title, a sentence saying what to do, status). */
 int page_view_error(struct page_view *v, int status, const char *what, const char *todo);

@@ -279,6 +279,15 @@ static int page_request(struct page_view *v, long long rid, const struct api_err
     return PAGE_VIEW_RENDERED;
 }
 
+/* page_request again (page_view_again) with the problem: n the request,
+ * s[0] the problem's message. */
+static int request_again(struct page_view *v, const struct page_again *a)
+{
+    struct api_error e = {.status = a->status};
+    snprintf(e.message, sizeof(e.message), "%s", a->s[0]);
+    return page_request(v, a->n, &e);
+}
+
 static int post_answer(struct page_view *v, long long rid)
 {
     struct api_error e;
@@ -292,7 +301,10 @@ static int post_answer(struct page_view *v, long long rid)
         score = NAN;
     if (regrade_request_answer(v->app, v->user, rid, v->field(v->page, "answer"),
                                v->field(v->page, "action"), score, &out, &e))
-        return e.status == 400 ? page_request(v, rid, &e) : api_err(v, &e);
+        return e.status == 400 ? page_view_again(v, request_again,
+                                                 &(struct page_again){
+                                                     .status = 400, .n = rid, .s = {e.message}})
+                               : api_err(v, &e);
     json_decref(out);
     snprintf(v->location, sizeof(v->location), "/regrades/%lld?done=1", rid);
     return PAGE_VIEW_RENDERED;

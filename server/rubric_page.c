@@ -192,6 +192,21 @@ static int page_rubric(struct page *p, const char *lab, const char *text, const 
     return page_end(p, status);
 }
 
+/* page_rubric again (page_again): s[0] the lab, s[1] the text, s[2] the
+ * problem, s[3] what was done; n: a preview. */
+static int rubric_again(struct page *p, const struct page_again *a)
+{
+    return page_rubric(p, a->s[0], a->s[1], a->s[2], (int)a->n, a->s[3], a->status);
+}
+
+/* A POST's answer: the rubric page, rendered off the loop. */
+static int rubric_form_again(struct page *p, const char *lab, const char *text, const char *problem,
+                             int preview, const char *done, int status)
+{
+    struct page_again a = {.status = status, .n = preview, .s = {lab, text, problem, done}};
+    return page_again(p, rubric_again, &a);
+}
+
 static int post_rubric(struct page *p, const char *lab)
 {
     struct api_error e;
@@ -212,23 +227,25 @@ static int post_rubric(struct page *p, const char *lab)
     text = page_field(p, "rubric");
     action = page_field(p, "action");
     if (text == NULL || *text == '\0')
-        return page_rubric(p, lab, NULL, "The rubric box was empty; nothing changed.", 0, NULL, 400);
+        return rubric_form_again(p, lab, NULL, "The rubric box was empty; nothing changed.", 0,
+                                 NULL, 400);
     doc = json_loads(text, 0, &jerr);
     if (doc == NULL) {
         snprintf(msg, sizeof(msg), "That is not valid JSON (line %d, column %d): %s. Nothing changed.",
                  jerr.line, jerr.column, jerr.text);
-        return page_rubric(p, lab, text, msg, 0, NULL, 400);
+        return rubric_form_again(p, lab, text, msg, 0, NULL, 400);
     }
     if (rubric_parse(doc, &al->lab, &r, msg, sizeof(msg)) != 0) {
         char full[700];
         snprintf(full, sizeof(full), "The rubric is not valid: %s. Nothing changed.", msg);
         json_decref(doc);
-        return page_rubric(p, lab, text, full, 0, NULL, 400);
+        return rubric_form_again(p, lab, text, full, 0, NULL, 400);
     }
     rubric_free(&r);
     pretty = rubric_pretty(doc);
     if (action == NULL || strcmp(action, "apply") != 0) {
-        rc = page_rubric(p, lab, pretty ? pretty : text, NULL, 1, "The rubric is valid. Review the changes below, then apply.", 200);
+        rc = rubric_form_again(p, lab, pretty ? pretty : text, NULL, 1,
+                               "The rubric is valid. Review the changes below, then apply.", 200);
         free(pretty);
         json_decref(doc);
         return rc;
@@ -237,7 +254,7 @@ static int post_rubric(struct page *p, const char *lab)
     rc = api_rubric_put(p->app, &p->user, lab, doc, &version, &e);
     json_decref(doc);
     if (rc != 0)
-        return page_rubric(p, lab, text, e.message, 0, NULL, e.status ? e.status : 400);
+        return rubric_form_again(p, lab, text, e.message, 0, NULL, e.status ? e.status : 400);
     if (page_field(p, "regrade") && strcmp(page_field(p, "regrade"), "1") == 0) {
         long long ids[2000];
         size_t n = submission_ids_affected(p->app, lab, ids, 2000), ok = 0;
@@ -251,7 +268,7 @@ static int post_rubric(struct page *p, const char *lab)
         snprintf(msg, sizeof(msg), "Saved as version %d. New submissions are graded with it; earlier "
                  "ones keep their version until regraded.", version);
     }
-    return page_rubric(p, lab, NULL, NULL, 0, msg, 200);
+    return rubric_form_again(p, lab, NULL, NULL, 0, msg, 200);
 }
 
 static int r_rubric(struct page *p)

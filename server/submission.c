@@ -138,45 +138,6 @@ static json_t *submission_json(struct app *app, sqlite3_stmt *st, const struct a
     return o;
 }
 
-/* The rendered-submission cache: GET /api/submissions/{id} of a finished
- * submission is read far more often than it changes. One slot per (id mod
- * N, view). Invalidated by id on every change of the row. */
-#define SUBCACHE_N 2048
-
-struct subcache_entry {
-    long long id; /* 0: empty */
-    long long owner;
-    double valid_until; /* 0: until invalidated */
-    struct http_buf body;
-};
-
-struct app_subcache {
-    struct subcache_entry e[SUBCACHE_N][2]; /* [.][0] staff view, [.][1] student view */
-};
-
-void api_cache_invalidate(struct app *app, long long id)
-{
-    assert(id >= 0);
-    struct app_subcache *c = app->subcache;
-    if (!c)
-        return;
-    if (id == 0) {
-        for (size_t i = 0; i < SUBCACHE_N; i++)
-            for (int v = 0; v < 2; v++) {
-                http_buf_free(&c->e[i][v].body);
-                c->e[i][v].id = 0;
-            }
-        return;
-    }
-    for (int v = 0; v < 2; v++) {
-        struct subcache_entry *en = &c->e[(unsigned long long)id % SUBCACHE_N][v];
-        if (en->id == id) {
-            en->id = 0;
-            en->body.len = 0;
-        }
-    }
-}
-
 static int submission_load(struct app *app, long long id, sqlite3_stmt **out)
 {
     sqlite3_stmt *st = db_stmt(app->db, "SELECT " SUB_COLS ", s.result FROM submissions s"
@@ -193,87 +154,36 @@ static int submission_load(struct app *app, long long id, sqlite3_stmt **out)
     return 0;
 }
 
-int api_submission_get(struct app *app, const struct auth_user *viewer, long long id, json_t **out,
-                       struct api_error *e)
+int submission_read(struct app *app, const struct auth_user *viewer, long long id, json_t **out,
+                    struct submission_meta *m, struct api_error *e)
 {
-    sqlite3_stmt *st;
+    sqlite3_stmt *st = NULL;
     int rc = submission_load(app, id, &st);
     if (rc == -ENOENT)
         return api_fail(e, 404, "not_found", "There is no submission %lld.", id);
     if (rc)
         return api_internal(e, rc);
-    if (!submission_visible(viewer, sqlite3_column_int64(st, C_UID))) {
+    long long owner = sqlite3_column_int64(st, C_UID);
+    if (!submission_visible(viewer, owner)) {
         sqlite3_reset(st);
         /* Same answer as for a missing id would hide which ids exist, but
          * the contract says 403 for another student's submission. */
         return api_fail(e, 403, "forbidden", "Submission %lld belongs to another student.", id);
+    }
+    if (m) {
+        m->owner = owner;
+        m->final = status_final(db_col_text(st, C_STATUS));
+        snprintf(m->lab, sizeof(m->lab), "%s", db_col_text(st, C_LAB));
     }
     *out = submission_json(app, st, viewer, 1);
     sqlite3_reset(st);
     return *out ? 0 : api_internal(e, -ENOMEM);
 }
 
-/* GET /api/submissions/{id} with the cache in front. */
-int submission_get_cached(struct app *app, struct http_request *req, const struct auth_user *u,
-                          long long id, struct api_error *e)
+int api_submission_get(struct app *app, const struct auth_user *viewer, long long id, json_t **out,
+                       struct api_error *e)
 {
-    int view = u->role == AUTH_STUDENT;
-    if (!app->subcache)
-        app->subcache = calloc(1, sizeof(*app->subcache));
-    struct subcache_entry *en =
-        app->subcache ? &app->subcache->e[(unsigned long long)id % SUBCACHE_N][view] : NULL;
-    if (en && en->id == id && en->body.len &&
-        (en->valid_until == 0 || db_now() < en->valid_until)) {
-        if (!submission_visible(u, en->owner)) {
-            return api_fail(e, 403, "forbidden", "Submission %lld belongs to another student.", id);
-        }
-        http_response_body_borrowed(req, 200, "application/json", en->body.data, en->body.len);
-        return 0;
-    }
-    sqlite3_stmt *st;
-    int rc = submission_load(app, id, &st);
-    if (rc == -ENOENT) {
-        return api_fail(e, 404, "not_found", "There is no submission %lld.", id);
-    }
-    if (rc) {
-        return api_internal(e, rc);
-    }
-    long long owner = sqlite3_column_int64(st, C_UID);
-    if (!submission_visible(u, owner)) {
-        sqlite3_reset(st);
-        return api_fail(e, 403, "forbidden", "Submission %lld belongs to another student.", id);
-    }
-    int final = status_final(db_col_text(st, C_STATUS));
-    char lab[65];
-    snprintf(lab, sizeof(lab), "%s", db_col_text(st, C_LAB));
-    json_t *j = submission_json(app, st, u, 1);
-    sqlite3_reset(st);
-    if (!j) {
-        return api_internal(e, -ENOMEM);
-    }
-    http_response_json(req, 200, j);
-    json_decref(j);
-    if (en && final && req->status == 200) {
-        double valid_until = 0;
-        if (view) {
-            /* The student's view changes when the due date passes
-             * (after_due_date tests appear): cache only until then. */
-            struct app_lab *l = app_lab_find(app, lab);
-            double due = 0, hard = 0;
-            if (l)
-                api_deadlines(app, l, owner, &due, &hard);
-            if (due > db_now())
-                valid_until = due;
-        }
-        en->id = 0;
-        en->body.len = 0;
-        if (http_buf_append(&en->body, req->res_body.data, req->res_body.len) == 0) {
-            en->id = id;
-            en->owner = owner;
-            en->valid_until = valid_until;
-        }
-    }
-    return 0;
+    return submission_read(app, viewer, id, out, NULL, e);
 }
 
 int api_submission_source(struct app *app, const struct auth_user *viewer, long long id, char **src,
@@ -713,13 +623,6 @@ int api_override_add(struct app *app, const struct auth_user *viewer, long long 
     api_cache_invalidate(app, id);
     scoreboard_invalidate(app, lab);
     return 0;
-}
-
-void submission_cache_free(struct app *app)
-{
-    api_cache_invalidate(app, 0);
-    free(app->subcache);
-    app->subcache = NULL;
 }
 
 int submission_override_reason(struct app *app, long long sub, char *reason, size_t len)

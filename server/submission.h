@@ -53,9 +53,10 @@ int submission_start(struct app *app, struct http_request *req, const struct aut
 
 /* The web form's answer once the writer is done: id > 0 and e NULL when the
  * submission is on disk, else e says why. req is still open; the callback
- * answers it (the caller finishes it). */
-typedef void submission_form_done(struct app *app, struct http_request *req, const char *lab,
-                                  const char *filename, long long id, const struct api_error *e);
+ * answers it: HTTP_DONE (the caller finishes it), or HTTP_DEFERRED (it
+ * finishes it later). */
+typedef int submission_form_done(struct app *app, struct http_request *req, const char *lab,
+                                 const char *filename, long long id, const struct api_error *e);
 
 /* The web form's submission of source (copied: the page's body may go) to
  * lab as filename: checked now (-errno with e to answer now, as
@@ -70,9 +71,22 @@ int submission_start_form(struct app *app, struct http_request *req,
 int api_submission_get(struct app *app, const struct auth_user *viewer, long long id, json_t **out,
                        struct api_error *e);
 
-/* GET /api/submissions/{id} with the rendered-submission cache in front:
- * on 0 the response of req is filled (200 and the JSON); on -errno e says
- * why and nothing was sent. */
+/* What submission_read tells besides the object. */
+struct submission_meta {
+    long long owner; /* the submitter's user id */
+    int final;       /* its status is final (status_final) */
+    char lab[65];
+};
+
+/* api_submission_get, and m (NULL: not wanted) filled on 0. */
+int submission_read(struct app *app, const struct auth_user *viewer, long long id, json_t **out,
+                    struct submission_meta *m, struct api_error *e);
+
+/* GET /api/submissions/{id} (submission_poll.c): answered from the
+ * rendered-submission cache on the loop; a miss is read on the reader
+ * (server/reader.h) and, when final, cached. HTTP_DONE with the response
+ * of req filled (200 and the JSON), HTTP_DEFERRED (req answered later), or
+ * -errno with e saying why and nothing sent. */
 int submission_get_cached(struct app *app, struct http_request *req, const struct auth_user *u,
                           long long id, struct api_error *e);
 

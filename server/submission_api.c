@@ -64,9 +64,8 @@ static int h_submission(struct app *app, struct http_request *req)
         api_fail(&e, 404, "not_found", "Submission ids are positive integers.");
         return api_send_err(req, &e);
     }
-    if (submission_get_cached(app, req, &u, id, &e))
-        return api_send_err(req, &e);
-    return HTTP_DONE;
+    int rc = submission_get_cached(app, req, &u, id, &e);
+    return rc < 0 ? api_send_err(req, &e) : rc; /* a miss: read off the loop */
 }
 
 static int h_source(struct app *app, struct http_request *req)

@@ -60,8 +60,9 @@ static void submit_answer(struct submit_job *j, int rc)
         req->on_abort = NULL;
         if (rc && !j->e.status)
             api_internal(&j->e, rc);
-        j->form_done(j->app, req, j->lab, j->filename, rc ? 0 : j->id, rc ? &j->e : NULL);
-        http_request_finish(req);
+        if (j->form_done(j->app, req, j->lab, j->filename, rc ? 0 : j->id, rc ? &j->e : NULL) !=
+            HTTP_DEFERRED)
+            http_request_finish(req);
     } else if (req) {
         req->on_abort = NULL;
         if (rc) {

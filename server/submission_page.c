@@ -447,6 +447,14 @@ static int page_source(struct page *p, long long id)
     return page_end(p, 200);
 }
 
+/* page_submission again with a failed override (page_again): n the id,
+ * s[0..2] the problem, the score and the reason typed. */
+static int submission_again(struct page *p, const struct page_again *a)
+{
+    struct override_form of = {a->s[0], a->s[1], a->s[2]};
+    return page_submission(p, a->n, &of);
+}
+
 static int post_override(struct page *p, long long id)
 {
     struct api_error e;
@@ -471,8 +479,10 @@ static int post_override(struct page *p, long long id)
             return page_api_error(p, &e);
         of.problem = e.message;
     }
-    if (of.problem)
-        return page_submission(p, id, &of); /* 400, with what was typed */
+    if (of.problem) { /* 400, with what was typed, rendered off the loop */
+        struct page_again a = {.n = id, .s = {of.problem, of.score, of.reason}};
+        return page_again(p, submission_again, &a);
+    }
     snprintf(loc, sizeof(loc), "/submissions/%lld?done=override", id);
     return page_redirect(p, loc);
 }

@@ -154,6 +154,31 @@ static int page_users(struct page *p, json_t *created, const char *problem, cons
     return page_end(p, status);
 }
 
+/* page_users again (page_again): s[0] the users created, as JSON (NULL:
+ * none), s[1] the problem, s[2] what was done. */
+static int users_again(struct page *p, const struct page_again *a)
+{
+    json_t *created = a->s[0] ? json_loads(a->s[0], 0, NULL) : NULL;
+    if (a->s[0] && !created)
+        return page_error(p, 500, "Out of memory", "Try again in a minute.");
+    int rc = page_users(p, created, a->s[1], a->s[2], a->status);
+    json_decref(created);
+    return rc;
+}
+
+/* A POST's answer: the users page, rendered off the loop. */
+static int users_form_again(struct page *p, json_t *created, const char *problem, const char *done,
+                            int status)
+{
+    char *c = created ? json_dumps(created, JSON_COMPACT) : NULL;
+    if (created && !c)
+        return page_error(p, 500, "Out of memory", "Try again in a minute.");
+    struct page_again a = {.status = status, .s = {c, problem, done}};
+    int rc = page_again(p, users_again, &a);
+    free(c);
+    return rc;
+}
+
 static int post_users(struct page *p)
 {
     struct api_error e;
@@ -183,11 +208,12 @@ static int post_users(struct page *p)
         rc = api_users_add(p->app, &p->user, list, &out, &e);
         json_decref(list);
     } else {
-        return page_users(p, NULL, "Fill in a user name, or paste or upload a roster.", NULL, 400);
+        return users_form_again(p, NULL, "Fill in a user name, or paste or upload a roster.", NULL,
+                                400);
     }
     if (rc != 0)
-        return page_users(p, NULL, e.message, NULL, e.status ? e.status : 400);
-    rc = page_users(p, out, NULL, NULL, 201);
+        return users_form_again(p, NULL, e.message, NULL, e.status ? e.status : 400);
+    rc = users_form_again(p, out, NULL, NULL, 201);
     json_decref(out);
     return rc;
 }
@@ -211,12 +237,13 @@ static int post_token(struct page *p)
     if (page_post_check(p) != 0)
         return HTTP_DONE;
     if (user_admin_token_regenerate(p->app, &p->user, http_request_param(p->req, "name"), &out, &e) != 0)
-        return page_users(p, NULL, e.message, NULL, e.status ? e.status : 400);
+        return users_form_again(p, NULL, e.message, NULL, e.status ? e.status : 400);
     snprintf(done, sizeof(done), "A new token for %s: %.0f old token(s) revoked, %.0f session(s) ended.",
              page_jstr(out, "user"), page_jnum(out, "tokens_revoked", 0), page_jnum(out, "sessions_ended", 0));
     created = json_pack("{s:[{s:s,s:s,s:s}]}", "users", "name", page_jstr(out, "user"), "role",
                         page_jstr(out, "role"), "token", page_jstr(out, "token"));
-    rc = page_users(p, created, created ? NULL : "Out of memory: try again.", done, created ? 200 : 500);
+    rc = users_form_again(p, created, created ? NULL : "Out of memory: try again.", done,
+                          created ? 200 : 500);
     json_decref(created);
     json_decref(out);
     return rc;
@@ -236,11 +263,11 @@ static int post_revoke(struct page *p)
     if (page_post_check(p) != 0)
         return HTTP_DONE;
     if (api_user_revoke(p->app, &p->user, http_request_param(p->req, "name"), &out, &e) != 0)
-        return page_users(p, NULL, e.message, NULL, e.status ? e.status : 400);
+        return users_form_again(p, NULL, e.message, NULL, e.status ? e.status : 400);
     snprintf(done, sizeof(done), "Every token of %s is revoked (%.0f) and their %.0f session(s) ended. "
              "They cannot sign in until they get a new token.",
              page_jstr(out, "user"), page_jnum(out, "tokens_revoked", 0), page_jnum(out, "sessions_ended", 0));
-    rc = page_users(p, NULL, NULL, done, 200);
+    rc = users_form_again(p, NULL, NULL, done, 200);
     json_decref(out);
     return rc;
 }

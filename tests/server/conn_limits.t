@@ -345,8 +345,49 @@ def proxy(t):
     s.stop()
 
 
+def turn_share(t):
+    """Issue 29: pipelined requests of all connections together are capped
+    per turn of the loop (HTTP_TURN_REQUESTS, 256): 40 connections whose 16
+    pipelined requests each are read in one turn (the server is stopped
+    while they are sent) have the rest handled in later turns -- before,
+    640 connections had 16 answers each made in one turn, 140 MB copied
+    while /healthz waited.  Each still gets its 16 answers, in order."""
+    import signal
+    s = Server(labs=["vadd"], tap=t)
+    n, nconns = 16, 40
+    one = b"GET /static/favicon.svg?%d HTTP/1.1\r\nHost: x\r\n\r\n"
+    socks = [s.connect() for _ in range(nconns)]
+    waits0 = s.metric("cugrade_http_pipeline_turn_waits_total")
+    s.proc.send_signal(signal.SIGSTOP)
+    try:
+        time.sleep(0.2)
+        for c in socks:
+            c.sendall(b"".join(one % i for i in range(n)))
+        time.sleep(0.5)  # every byte in the server's receive buffers
+    finally:
+        s.proc.send_signal(signal.SIGCONT)
+    answered = 0
+    for c in socks:
+        rd = SockReader(c)
+        for i in range(n):
+            r = rd.response(20)
+            if r is None or r.status != 200:
+                break
+            answered += 1
+        c.close()
+    t.eq(answered, n * nconns, "%d connections pipelining %d requests read in one turn: each "
+         "gets every answer" % (nconns, n))
+    waits = s.metric("cugrade_http_pipeline_turn_waits_total")
+    t.ok(waits0 is not None and waits is not None and waits > waits0,
+         "cugrade_http_pipeline_turn_waits_total counts connections that waited for the next "
+         "turn (%s, was %s)" % (waits, waits0))
+    t.ok(s.healthy(), "the server goes on")
+    s.stop()
+
+
 def main(t):
     caps(t)
+    turn_share(t)
     budget(t)
     proxy(t)
     silent(t)

@@ -68,9 +68,11 @@ def healthz_during(t, s, what):
          "reads stalled %.0f s)" % (what, took, BOUND_S, HOLD_S), h)
 
 
-def stalled(t, s, what, path, token=None, headers=None, warm=None):
-    """Stall reads, GET path (token or headers) in a thread, then /healthz;
-    the request must still be waiting then, and get 200 once reads go."""
+def stalled(t, s, what, path, token=None, headers=None, warm=None, method="GET", body=None,
+            want=200):
+    """Stall reads, GET path (token or headers; or method with body) in a
+    thread, then /healthz; the request must still be waiting then, and get
+    want once reads go."""
     if warm:  # a token looked up now is in the 2 s cache: the path's own reads stall
         t.status(s.get(warm, token=token, headers=headers), 200, "%s: %s first" % (what, warm))
     st = Stall(s.db)
@@ -81,8 +83,8 @@ def stalled(t, s, what, path, token=None, headers=None, warm=None):
     def go():
         t0 = time.time()
         try:
-            out.append((s.get(path, token=token, headers=headers, timeout=40),
-                        time.time() - t0))
+            out.append((s.request(method, path, token=token, headers=headers, body=body,
+                                  timeout=40), time.time() - t0))
         except Exception as e:  # noqa: BLE001
             out.append((e, time.time() - t0))
     th = threading.Thread(target=go)
@@ -94,8 +96,8 @@ def stalled(t, s, what, path, token=None, headers=None, warm=None):
     th.join(40)
     t.ok(busy, "%s: the request was still waiting when /healthz was answered" % what, out)
     r, secs = out[0] if out else (None, 0)
-    t.ok(getattr(r, "status", None) == 200,
-         "%s: answered 200 once reads go again (after %.1f s)" % (what, secs), r)
+    t.ok(getattr(r, "status", None) == want,
+         "%s: answered %d once reads go again (after %.1f s)" % (what, want, secs), r)
     return r
 
 
@@ -203,6 +205,8 @@ def pages(t, s, sid):
     login_stalled(t, s, "bob_z3")
     api_reads(t, s, sid)
     api_scoreboard(t, s)
+    api_poll(t, s, sid)
+    post_pages(t, s, sid)
     hang_up(t, s)
 
 
@@ -266,6 +270,85 @@ def api_scoreboard(t, s):
     st.wait()
     t.ok(getattr(r, "status", None) == 200 and took < BOUND_S,
          "%s: answered from the cache while reads stall (%.2f s)" % (what, took), r)
+
+
+def api_poll(t, s, sid):
+    """A submission's status poll (GET /api/submissions/{id}, every second
+    from the client and the notebook): a miss of the API's cache is read
+    off the loop; a finished submission read that way is cached, and the
+    cache answers while reads stall."""
+    what = "a status poll (queued: never cached)"
+    queued = (s.submit("vadd", kernel("poll")).json() or {}).get("id")
+    r = stalled(t, s, what, "/api/submissions/%s" % queued, token="alice_q7", warm="/api/me")
+    j = (r.json() or {}) if r is not None else {}
+    t.ok(j.get("id") == queued and j.get("status") == "queued",
+         "%s: the queued submission" % what, r and r.brief())
+    what = "a status poll (graded, the student's view not cached)"
+    r = stalled(t, s, what, "/api/submissions/%s" % sid, token="alice_q7", warm="/api/me")
+    j = (r.json() or {}) if r is not None else {}
+    t.ok(j.get("status") == "graded" and (j.get("result") or {}).get("score") == 50,
+         "%s: the graded submission and its result" % what, r and r.brief())
+    what = "a status poll (graded, cached by the read off the loop)"
+    t.status(s.get("/api/me", token="alice_q7"), 200, "%s: /api/me first" % what)
+    st = Stall(s.db)
+    if not t.ok(st.start(), "%s: the WAL read locks are taken" % what):
+        return
+    t0 = time.time()
+    try:
+        r2 = s.get("/api/submissions/%s" % sid, token="alice_q7", timeout=HOLD_S + 15)
+    except OSError as e:
+        r2 = e
+    took = time.time() - t0
+    st.wait()
+    t.ok(getattr(r2, "status", None) == 200 and took < BOUND_S and
+         getattr(r2, "body", None) == getattr(r, "body", b""),
+         "%s: the same answer from the cache while reads stall (%.2f s)" % (what, took), r2)
+
+
+def post_pages(t, s, sid):
+    """A form's POST answered with its page again (what went wrong, or what
+    was saved) reads that page off the loop, as its GET does; a refusal
+    page (not allowed, a form that expired) reads nothing."""
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+    r = s.post("/api/submissions/%s/regrade-requests" % sid, token="alice_q7",
+               json_body={"reason": "test 2 looks right to me"})
+    rid = (r.json() or {}).get("id") if r.status == 201 else None
+    t.ok(rid, "alice asks for a regrade (a request to answer)", r.brief())
+    for what, path, user, body, want in (
+            ("the submit form, not a file upload", "/labs/vadd/submit", "alice_q7",
+             b"source=", b"not sent as a file upload"),
+            ("the override form without a score", "/submissions/%s/override" % sid, "admin",
+             b"score=&reason=r", b"needs a score"),
+            ("the extension form, incomplete", "/admin/extensions", "admin", b"user=&lab=vadd",
+             b"Give the student"),
+            ("the rubric form, empty", "/admin/labs/vadd/rubric", "admin", b"rubric=",
+             b"The rubric box was empty"),
+            ("the users form, empty", "/admin/users", "admin", b"name=",
+             b"Fill in a user name"),
+            ("the late days grant, no days", "/admin/late-days/grant", "admin",
+             b"user=alice_q7&days=0&reason=r", b"days: a whole number"),
+            ("a regrade request's answer, empty", "/regrades/%s/answer" % rid, "admin",
+             b"answer=&action=none", b"answer: write the answer")):
+        what += " (its page again)"
+        r = stalled(t, s, what, path, token=user, warm="/api/me", method="POST", body=body,
+                    headers=form, want=400)
+        t.ok(r is not None and want in (r.body or b"") and b"</html>" in (r.body or b""),
+             "%s: the whole page, saying %r" % (what, want), r and r.brief())
+    what = "a student's override form (refused: reads nothing)"
+    t.status(s.get("/api/me", token="alice_q7"), 200, "%s: /api/me first" % what)
+    st = Stall(s.db)
+    if not t.ok(st.start(), "%s: the WAL read locks are taken" % what):
+        return
+    t0 = time.time()
+    try:
+        r = s.post("/submissions/%s/override" % sid, token="alice_q7", body=b"score=1&reason=r",
+                   headers=form, timeout=HOLD_S + 15)
+    except OSError as e:
+        r = e
+    took = time.time() - t0
+    st.wait()
+    t.ok(getattr(r, "status", None) == 403 and took < BOUND_S,
+         "%s: 403 while reads stall (%.2f s)" % (what, took), r)
 
 
 def main(t):
