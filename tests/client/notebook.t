@@ -315,7 +315,8 @@ def execute_notebook(t, cli, run, cells, name, result, timeout=120):
 
 
 def check_nbconvert(t, s, cli, run):
-    out, job = execute_notebook(t, cli, run, NOTEBOOK_CELLS, "vadd", notebook_result)
+    out, job = execute_notebook(t, cli, run, NOTEBOOK_CELLS, "vadd", notebook_result,
+                                  timeout=300)  # a loaded CI host: the kernel and its first cell are slow
     html = open(out, encoding="utf-8").read() if out else ""
     t.eq(job.get("filename"), "cell.cu", "the notebook's cell reached the runner as cell.cu")
     t.ok('class="cugrade-result" data-status="graded"' in html and "90 / 100" in html,

@@ -29,7 +29,8 @@ rubric = json.load(open(os.path.join(FAKE, "rubric.json")))
 cache = os.path.join(tmp, "cache")
 os.makedirs(cache)
 
-fake = fakeserver.FakeServer([job(i, rubric) for i in (1, 2, 3, 4)] + [job(5, rubric, BAD)])
+fake = fakeserver.FakeServer([job(i, rubric) for i in (1, 2, 3, 4)] + [job(5, rubric, BAD)],
+                              retry=True)  # a starved compile is retried, as the server does
 port, lock, state = fake.port, fake.lock, fake.state
 
 tok = os.path.join(tmp, "token")

@@ -25,7 +25,7 @@ rubric = json.load(open(os.path.join(FAKE, "rubric.json")))
 cache = os.path.join(tmp, "cache")
 os.makedirs(cache)
 
-fake = fakeserver.FakeServer([job(1, rubric, GOOD), job(2, rubric, BAD)])
+fake = fakeserver.FakeServer([job(1, rubric, GOOD), job(2, rubric, BAD)], retry=True)
 port, lock, state = fake.port, fake.lock, fake.state
 
 # The GPU lane, full: a live process holds all of the GPU's memory.

@@ -90,7 +90,7 @@ def start(jid, name, extra_env):
     (fake, holder, runner, its log)."""
     holder = subprocess.Popen(["sleep", "600"])
     open(admitq, "w").write("%d 7 0\n" % holder.pid)
-    fake = fakeserver.FakeServer([job(jid, rubric, GOOD)])
+    fake = fakeserver.FakeServer([job(jid, rubric, GOOD)], retry=True)
     p, log = serve(fake, name, extra_env)
     return fake, holder, p, log
 

@@ -23,14 +23,19 @@ class FakeServer:
     time of every claim request), claimed {id: time}, claimed_by {id: the
     claiming runner's name}, progress {id: [(phase,
     detail)]}, progress_at {(id, detail): first time}, results {id: body},
-    result_at {id: time}. An empty queue answers 204 after 0.3 s (the long
-    poll, shortened)."""
+    result_at {id: time}, retried [id]. An empty queue answers 204 after
+    0.3 s (the long poll, shortened). With retry, a system_error result of
+    an overloaded host (a compile starved of CPU: runner/grade/compile.h)
+    puts the job back at the head of the queue with its next attempt, as
+    the server retries it, instead of being its result."""
 
-    def __init__(self, queue):
+    def __init__(self, queue, retry=False):
         self.lock = threading.Lock()
         self.state = {"queue": list(queue), "claims": [], "claimed": {}, "progress": {},
                       "progress_at": {}, "results": {}, "result_at": {}, "profiles": {},
-                      "profile_at": {}, "claimed_by": {}}
+                      "profile_at": {}, "claimed_by": {}, "retried": []}
+        self.retry = retry
+        jobs = {j["id"]: j for j in queue}
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -67,6 +72,12 @@ class FakeServer:
                         return self.reply(200, {"lease_expires_in": 60})
                     elif self.path.endswith("/result"):
                         jid = int(self.path.split("/")[4])
+                        if fake.retry and body.get("status") == "system_error" and \
+                                "overloaded" in json.dumps(body) and jid in jobs:
+                            jobs[jid] = dict(jobs[jid], attempt=jobs[jid]["attempt"] + 1)
+                            st["queue"].insert(0, jobs[jid])
+                            st["retried"].append(jid)
+                            return self.reply(200, {"ok": True})
                         st["results"][jid] = body
                         st["result_at"][jid] = now
                         return self.reply(200, {"ok": True})
