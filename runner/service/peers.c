@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 static struct {
+    char base[PATH_MAX / 2];
     char dir[PATH_MAX - 64];
     pid_t pid;     /* the runner that joined: its children never publish or leave */
     int joined;
@@ -51,23 +52,28 @@ static int mkdir_own(const char *path)
     return 0;
 }
 
+/* The base and the peers directory, made when missing (systemd removes
+ * its RuntimeDirectory, /run/cugrade-runner, when a runner unit stops). */
+static int dirs_make(void)
+{
+    int rc = mkdir_own(me.base);
+    return rc < 0 ? rc : mkdir_own(me.dir);
+}
+
 int peers_join(const char *server_url)
 {
-    char base[PATH_MAX / 2];
     int rc;
     assert(!me.joined);
     if (geteuid() == 0) {
-        snprintf(base, sizeof base, "/run/cugrade-runner");
+        snprintf(me.base, sizeof me.base, "/run/cugrade-runner");
     } else {
         const char *t = getenv("TMPDIR");
-        snprintf(base, sizeof base, "%s/cugrade-runner-%u", t && *t == '/' ? t : "/tmp",
+        snprintf(me.base, sizeof me.base, "%s/cugrade-runner-%u", t && *t == '/' ? t : "/tmp",
                  (unsigned)geteuid());
     }
-    if ((rc = mkdir_own(base)) < 0)
-        return rc;
-    snprintf(me.dir, sizeof me.dir, "%s/peers-%016llx", base,
+    snprintf(me.dir, sizeof me.dir, "%s/peers-%016llx", me.base,
              (unsigned long long)url_hash(server_url ? server_url : ""));
-    if ((rc = mkdir_own(me.dir)) < 0)
+    if ((rc = dirs_make()) < 0)
         return rc;
     me.pid = getpid();
     me.joined = 1;
@@ -78,12 +84,16 @@ int peers_join(const char *server_url)
 void peers_publish(enum peer_state st, size_t in_flight)
 {
     char path[sizeof me.dir + 32], part[sizeof me.dir + 32], line[64];
-    if (!me.joined || getpid() != me.pid || ((int)st == me.state && (long)in_flight == me.in_flight))
+    if (!me.joined || getpid() != me.pid)
         return;
     snprintf(path, sizeof path, "%s/%ld.load", me.dir, (long)me.pid);
     snprintf(part, sizeof part, "%s/%ld.part", me.dir, (long)me.pid);
+    if ((int)st == me.state && (long)in_flight == me.in_flight && access(path, F_OK) == 0)
+        return; /* unchanged, and still there */
     int n = snprintf(line, sizeof line, "%c %zu\n", (char)st, in_flight);
     int fd = open(part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0 && errno == ENOENT && dirs_make() == 0)
+        fd = open(part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0)
         return;
     int ok = write(fd, line, (size_t)n) == n;

@@ -36,8 +36,8 @@ enum peer_state {
  * runner serves alone: peers_least is -1). One per process. */
 int peers_join(const char *server_url);
 
-/* Publish this runner's state and jobs in flight (written only when they
- * changed). */
+/* Publish this runner's state and jobs in flight (written when they
+ * changed or the file is gone: its directory is made again if need be). */
 void peers_publish(enum peer_state st, size_t in_flight);
 
 /* The least number of jobs in flight among the live peers that claim or

@@ -8,7 +8,9 @@ flight, and the fake server holds 12 jobs before any runner asks.
     answer ("u 0", not counted): the runner holds 3 plus its front lane's
     width (--jobs 1: 2), 5 jobs in flight, instead of taking the queue;
     once the first peer stops ("x 3") it takes the rest.
-  - A dead peer's file is removed and does not count.
+  - A dead peer's file is removed and does not count; a runner whose
+    peers directory was removed (systemd's RuntimeDirectory) writes its
+    file again.
   - Two real runners started together share the 12: neither has more than
     the other plus 2.
 Prints TAP."""
@@ -112,6 +114,13 @@ def starting_peer(log):
         starting.wait()
         time.sleep(1.5)   # its claim loop reads the peers again
         ok(not os.path.exists(sfile), "a dead peer's file is removed", sorted(os.listdir(pdir)))
+        # systemd removes its RuntimeDirectory (/run/cugrade-runner) when a
+        # runner unit stops: the others write theirs again.
+        shutil.rmtree(pdir)
+        mine = os.path.join(pdir, "%d.load" % a.pid)
+        back = fake.wait_for(lambda: os.path.exists(mine), 30)
+        ok(back, "its directory removed under it, the runner writes its file again",
+           os.listdir(pdir) if os.path.isdir(pdir) else "no " + pdir)
     finally:
         stop([a])
         holder.kill()
