@@ -311,6 +311,15 @@ int queue_view_new(const struct queue *q, struct queue **out)
     v->rate_at = q->rate_at;
     v->nwaiting = q->nwaiting;
     v->closing = 1; /* no waiter, no timer: nothing is ever woken */
+    if (q->order.valid && q->order.gen == q->gen && q->order.n > 0) {
+        v->order.ids = malloc(q->order.n * sizeof(*v->order.ids));
+        if (v->order.ids) { /* else read again on the view's connection */
+            memcpy(v->order.ids, q->order.ids, q->order.n * sizeof(*v->order.ids));
+            v->order.n = v->order.cap = q->order.n;
+            v->order.gen = v->gen;
+            v->order.valid = 1;
+        }
+    }
     *out = v;
     return 0;
 }
@@ -319,7 +328,6 @@ void queue_view_db(struct queue *view, struct db *db)
 {
     assert(view && view->closing && !view->head);
     view->db = db;
-    view->order.valid = 0;
 }
 
 void queue_view_free(struct queue *view)

@@ -190,8 +190,10 @@ void queue_notify(struct queue *q);
 /* A read-only view of q for a reader job (server/reader.h): what the pages
  * read of a queue (queue_position, queue_rate, queue_depth, queue_waiting)
  * answered from db, the job's connection, instead of the loop's: the
- * parked claims and the rate as q has them now, the fair order read again
- * on db when first asked. Made on the loop (0 and *out, or -ENOMEM); the
+ * parked claims, the rate and the fair order as q has them now (a status
+ * poll of each queued submission every second must not sort the queue
+ * again each time); an order q has not read yet, or an id not in it, is
+ * read on db. Made on the loop (0 and *out, or -ENOMEM); the
  * job sets its connection with queue_view_db; nothing else may be called
  * on a view. Free with queue_view_free (either thread, NULL is fine). */
 int queue_view_new(const struct queue *q, struct queue **out);

@@ -394,6 +394,15 @@ static void test_fair_queue(void)
        "%lld)",
        queue_position(q, a1), queue_position(q, a2), queue_position(q, a3),
        queue_position(q, b1), queue_position(q, c1));
+    /* A reader's view answers from the order the loop has read, without
+     * reading it again (a status poll every second per queued student):
+     * here with no connection at all. */
+    struct queue *v = NULL;
+    ok(queue_view_new(q, &v) == 0, "a view of the queue");
+    queue_view_db(v, NULL);
+    ok(queue_position(v, a1) == 1 && queue_position(v, a3) == 3 && queue_position(v, c1) == 5,
+       "a view answers positions from the loop's fair order, reading nothing");
+    queue_view_free(v);
     long long first = claim_next(q, runner.id, 60);
     ok(first == a1, "the first claim is s1's oldest");
     ok(queue_position(q, a2) == 1 && queue_position(q, a3) == 2 && queue_position(q, b1) == 3,
