@@ -22,9 +22,9 @@
 static struct {
     char base[PATH_MAX / 2];
     char dir[PATH_MAX - 64];
-    pid_t pid;     /* the runner that joined: its children never publish or leave */
+    pid_t pid; /* the runner that joined: its children never publish or leave */
     int joined;
-    int state;     /* last published */
+    int state; /* last published */
     long in_flight;
 } me = {.state = -1, .in_flight = -1};
 
