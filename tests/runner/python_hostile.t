@@ -366,9 +366,18 @@ with open(chan, "wb") as f:
                        timeout=300, preexec_fn=lambda: os.dup2(f.fileno(), 3))
 recs = [json.loads(l) for l in open(chan, "rb").read().split(b"\n") if l.startswith(b"{")]
 tim = [r for r in recs if r.get("type") == "timing"]
-ok(tim and len(tim[0]["samples_ms"]) >= 3 and tim[0]["wrong_samples"] == len(tim[0]["samples_ms"]),
-   "an answer replayed by pointer: every timed call had fresh inputs, every sample is wrong",
-   json.dumps(tim)[:800] + p.stderr.decode()[-600:])
+# A replayed sum can fall within the tolerance of a fresh one by chance
+# (case 1000: the sums differ by about 13, the tolerance is about 0.002,
+# and half the fresh inputs have the replayed one's sign: about 1 sample
+# in 10,000), so a few such samples are allowed, never a run of them: one
+# wrong sample already flags the timing.
+n = len(tim[0]["samples_ms"]) if tim else 0
+bad = tim[0]["wrong_samples"] if tim else 0
+ok(n >= 3 and bad >= n - max(1, n // 100),
+   "an answer replayed by pointer: every timed call had fresh inputs, every sample is wrong "
+   "(%d of %d; a chance agreement within the tolerance allowed)" % (bad, n),
+   json.dumps([{k: v for k, v in r.items() if k != "samples_ms"} for r in tim])[:800] +
+   p.stderr.decode()[-600:])
 
 # Forbidden libraries by absence: a lab whose lab.json hides cuBLAS from
 # Python runs ("python": {"hide": [...]}) gets /dev/null bound over every
