@@ -54,26 +54,26 @@ our_cg_pattern() {
     [ -s "$T/pids" ] || { echo 'cugrade-none-'; return; }
     printf 'cugrade-(%s)-[0-9]+' "$(paste -sd'|' "$T/pids")"
 }
+# The lines of stdin that name one of our run cgroups, cugrade-PID-N (PID
+# the sandbox_run that made it, ended by the time we look), less those
+# whose PID is alive: another program's that reuses the number (pid_max
+# is 32768 on CI; other suites run beside this one), its cgroups not ours.
+ours_only() {
+    pat=$(our_cg_pattern)
+    while read -r line; do
+        maker=$(printf '%s\n' "$line" | grep -oEm1 "$pat"); maker=${maker#cugrade-}; maker=${maker%%-*}
+        [ -n "$maker" ] && [ -d "/proc/$maker" ] || echo "$line"
+    done
+}
 cg_dirs() {
-    # A run's cgroup is cugrade-PID-N, PID the sandbox_run that made it,
-    # which has ended by the time we look. A live PID is another program's
-    # that reuses the number (pid_max is 32768 on CI; other suites run
-    # beside this one): its cgroups are not ours.
     find /sys/fs/cgroup -maxdepth 9 -type d -name 'cugrade-[0-9]*' 2>/dev/null | grep -E "/$(our_cg_pattern)\$" |
-        while read -r d; do
-            pid=${d##*/cugrade-}; pid=${pid%%-*}
-            [ -d "/proc/$pid" ] || echo "$d"
-        done
+        ours_only
 }
 sandbox_procs() {
     # processes still in one of our run cgroups; our hostile programs
     # (alive or zombie); bwrap zombies nobody reaped
-    # (a cgroup whose maker's PID is alive again is another program's: cg_dirs)
-    pat=$(our_cg_pattern)
-    grep -lEs "$pat" /proc/[0-9]*/cgroup 2>/dev/null | while read -r f; do
-        maker=$(grep -oEm1 "$pat" "$f" 2>/dev/null); maker=${maker#cugrade-}; maker=${maker%%-*}
-        [ -n "$maker" ] && [ -d "/proc/$maker" ] || echo "$f"
-    done | sed 's|/proc/\([0-9]*\)/cgroup|\1|'
+    grep -oEs "$(our_cg_pattern)" /proc/[0-9]*/cgroup 2>/dev/null | ours_only |
+        sed 's|/proc/\([0-9]*\)/cgroup:.*|\1|' | sort -u
     ps -eo pid=,stat=,comm= 2>/dev/null | awk '$3 == "hostile-prog" || ($3 == "bwrap" && $2 ~ /^Z/)' |
         grep -vwF -f "$T/ignore" 2>/dev/null
 }

@@ -101,6 +101,25 @@ def stalled(t, s, what, path, token=None, headers=None, warm=None, method="GET",
     return r
 
 
+def while_stalled(t, s, what, method, path, **kw):
+    """Stall reads (a token looked up first, so that it is cached), send
+    method path (kw: s.request's) and wait for it here; then let reads go.
+    Returns (the answer or the error, its seconds), or None when the stall
+    could not be taken. For what must be answered at once meanwhile."""
+    t.status(s.get("/api/me", token="alice_q7"), 200, "%s: /api/me first" % what)
+    st = Stall(s.db)
+    if not t.ok(st.start(), "%s: the WAL read locks are taken" % what):
+        return None
+    t0 = time.time()
+    try:
+        r = s.request(method, path, timeout=HOLD_S + 15, **kw)
+    except OSError as e:
+        r = e
+    took = time.time() - t0
+    st.wait()
+    return r, took
+
+
 def token_at_admission(t, s, user):
     """A submission's head with a token not in the cache: its lookup at
     admission waits for the stalled read; the body follows once reads go."""
@@ -257,17 +276,10 @@ def api_scoreboard(t, s):
     t.ok(len(out) == 3 and all(getattr(r, "status", None) == 200 for r in out) and
          len(bodies) == 1, "%s: each answered, the same scoreboard" % what, out)
     what = "the API scoreboard (cached)"
-    t.status(s.get("/api/me", token="alice_q7"), 200, "%s: /api/me first" % what)
-    st = Stall(s.db)
-    if not t.ok(st.start(), "%s: the WAL read locks are taken" % what):
+    got = while_stalled(t, s, what, "GET", "/api/labs/vadd/scoreboard", token="alice_q7")
+    if got is None:
         return
-    t0 = time.time()
-    try:
-        r = s.get("/api/labs/vadd/scoreboard", token="alice_q7", timeout=HOLD_S + 15)
-    except OSError as e:
-        r = e
-    took = time.time() - t0
-    st.wait()
+    r, took = got
     t.ok(getattr(r, "status", None) == 200 and took < BOUND_S,
          "%s: answered from the cache while reads stall (%.2f s)" % (what, took), r)
 
@@ -289,17 +301,10 @@ def api_poll(t, s, sid):
     t.ok(j.get("status") == "graded" and (j.get("result") or {}).get("score") == 50,
          "%s: the graded submission and its result" % what, r and r.brief())
     what = "a status poll (graded, cached by the read off the loop)"
-    t.status(s.get("/api/me", token="alice_q7"), 200, "%s: /api/me first" % what)
-    st = Stall(s.db)
-    if not t.ok(st.start(), "%s: the WAL read locks are taken" % what):
+    got = while_stalled(t, s, what, "GET", "/api/submissions/%s" % sid, token="alice_q7")
+    if got is None:
         return
-    t0 = time.time()
-    try:
-        r2 = s.get("/api/submissions/%s" % sid, token="alice_q7", timeout=HOLD_S + 15)
-    except OSError as e:
-        r2 = e
-    took = time.time() - t0
-    st.wait()
+    r2, took = got
     t.ok(getattr(r2, "status", None) == 200 and took < BOUND_S and
          getattr(r2, "body", None) == getattr(r, "body", b""),
          "%s: the same answer from the cache while reads stall (%.2f s)" % (what, took), r2)
@@ -335,18 +340,11 @@ def post_pages(t, s, sid):
         t.ok(r is not None and want in (r.body or b"") and b"</html>" in (r.body or b""),
              "%s: the whole page, saying %r" % (what, want), r and r.brief())
     what = "a student's override form (refused: reads nothing)"
-    t.status(s.get("/api/me", token="alice_q7"), 200, "%s: /api/me first" % what)
-    st = Stall(s.db)
-    if not t.ok(st.start(), "%s: the WAL read locks are taken" % what):
+    got = while_stalled(t, s, what, "POST", "/submissions/%s/override" % sid, token="alice_q7",
+                        body=b"score=1&reason=r", headers=form)
+    if got is None:
         return
-    t0 = time.time()
-    try:
-        r = s.post("/submissions/%s/override" % sid, token="alice_q7", body=b"score=1&reason=r",
-                   headers=form, timeout=HOLD_S + 15)
-    except OSError as e:
-        r = e
-    took = time.time() - t0
-    st.wait()
+    r, took = got
     t.ok(getattr(r, "status", None) == 403 and took < BOUND_S,
          "%s: 403 while reads stall (%.2f s)" % (what, took), r)
 

@@ -7,6 +7,8 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from suite import overloaded
+
 GOOD = 'extern "C" void fill(float* o, int n) { for (int i = 0; i < n; i++) o[i] = 2.0f * i; }\n'
 BAD = 'extern "C" void fill(float* o, int n) { o[0] = ; }\n'
 
@@ -27,7 +29,7 @@ class FakeServer:
     0.3 s (the long poll, shortened). With retry, a system_error result of
     an overloaded host (a compile starved of CPU: runner/grade/compile.h)
     puts the job back at the head of the queue with its next attempt, as
-    the server retries it, instead of being its result."""
+    the server retries it (suite.overloaded), instead of being its result."""
 
     def __init__(self, queue, retry=False):
         self.lock = threading.Lock()
@@ -72,8 +74,8 @@ class FakeServer:
                         return self.reply(200, {"lease_expires_in": 60})
                     elif self.path.endswith("/result"):
                         jid = int(self.path.split("/")[4])
-                        if fake.retry and body.get("status") == "system_error" and \
-                                "overloaded" in json.dumps(body) and jid in jobs:
+                        if fake.retry and overloaded(body.get("status"), json.dumps(body)) and \
+                                jid in jobs:
                             jobs[jid] = dict(jobs[jid], attempt=jobs[jid]["attempt"] + 1)
                             st["queue"].insert(0, jobs[jid])
                             st["retried"].append(jid)

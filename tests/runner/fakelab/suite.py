@@ -73,6 +73,13 @@ def require_nvcc_root():
         sys.exit(1)
 
 
+def overloaded(status, text):
+    """Whether a result is the system_error of an overloaded host (a
+    compile starved of CPU: runner/grade/compile.h, compile_starved),
+    which the server grades again: status and the result's text."""
+    return status == "system_error" and "overloaded" in text
+
+
 def grade(args, env=None, timeout=300, tries=3):
     """Run `cugrade-runner grade ARGS` with os.environ plus ENV. A
     system_error of an overloaded host (a compile starved of CPU on a
@@ -91,6 +98,6 @@ def grade(args, env=None, timeout=300, tries=3):
         except ValueError:
             doc = {"status": "unparsable", "result": {"cugrade": {}}}
         log = p.stderr[-1500:] + p.stdout[-1500:]
-        if not (doc.get("status") == "system_error" and "overloaded" in p.stderr + p.stdout):
+        if not overloaded(doc.get("status"), p.stderr + p.stdout):
             break
     return doc, log, wall
