@@ -349,6 +349,85 @@ def post_pages(t, s, sid):
          "%s: 403 while reads stall (%.2f s)" % (what, took), r)
 
 
+def warm_runner(t, s, what):
+    """runner1's token looked up now (a runner token may use only
+    /api/runner/*): in the 2 s cache, the claim's own reads are what waits."""
+    r = s.request("POST", "/api/runner/jobs/999999/progress", token="runner1",
+                  json_body={"phase": "running", "runner": "stall-gpu0", "attempt": 1})
+    t.status(r, 404, "%s: runner1's token first (a progress of no job)" % what)
+
+
+def runner_claims(t, s):
+    """A runner's claim reads the queue and leases its job on the writer
+    thread: while that waits for the stalled database, /healthz is
+    answered; the claim gets its job once reads go. A long poll on an
+    empty queue waits the same way, then stays parked and gets the next
+    submission."""
+    import json
+    claim = {"Content-Type": "application/json"}
+    sid = (s.submit("vadd", kernel("claimed"), token="bob_z3").json() or {}).get("id")
+    # alice's queued submission of the status poll is ahead of bob's in the
+    # fair order (her turn is as low, her id older): claimed here first
+    body = json.dumps({"runner": "stall-gpu0", "wait": 0}).encode()
+    warm_runner(t, s, "a runner's claim (a job queued)")
+    first = stalled(t, s, "a runner's claim (a job queued)", "/api/runner/claim", token="runner1",
+                    method="POST", body=body, headers=claim)
+    job = ((first.json() or {}).get("job") or {}) if first is not None else {}
+    t.ok(job.get("id") and job.get("attempt") == 1 and job.get("seed") and
+         (job.get("rubric") or {}).get("lab") == "vadd",
+         "a runner's claim: a leased job with its seed and rubric", first and first.brief())
+    r = s.request("POST", "/api/runner/claim", token="runner1", json_body={"runner": "stall-gpu0"})
+    got = ((r.json() or {}).get("job") or {}) if r.status == 200 else {}
+    t.eq(got.get("id"), sid, "a runner's claim: the next claim gets bob's submission")
+    body = json.dumps({"runner": "stall-gpu0", "wait": 20}).encode()
+    out = []
+
+    def poll():
+        out.append(s.request("POST", "/api/runner/claim", token="runner1", body=body,
+                             headers=claim, timeout=40))
+    th = threading.Thread(target=poll)
+    what = "a runner's long poll (nothing queued)"
+    warm_runner(t, s, what)
+    st = Stall(s.db)
+    if not t.ok(st.start(), "%s: the WAL read locks are taken" % what):
+        return
+    th.start()
+    time.sleep(0.5)
+    healthz_during(t, s, what)
+    st.wait()
+    time.sleep(0.5)
+    t.ok(not out, "%s: still parked once reads go" % what, out)
+    sid = (s.submit("vadd", kernel("woken"), token="bob_z3").json() or {}).get("id")
+    th.join(40)
+    r = out[0] if out else None
+    got = ((r.json() or {}).get("job") or {}) if getattr(r, "status", None) == 200 else {}
+    t.eq(got.get("id"), sid, "%s: woken by the next submission, which it gets" % what)
+    claim_hang_up(t, s)
+
+
+def claim_hang_up(t, s):
+    """A runner gone while its claim waits for the writer: nobody is
+    answered (no write to a freed request: the ASan build's log is read at
+    the end), and the next claim is."""
+    what = "a runner gone while its claim waits"
+    s.submit("vadd", kernel("gone"), token="bob_z3")
+    warm_runner(t, s, what)
+    st = Stall(s.db)
+    if not t.ok(st.start(), "%s: the WAL read locks are taken" % what):
+        return
+    body = b'{"runner": "stall-gpu0", "wait": 5}'
+    c = s.connect()
+    c.sendall(("POST /api/runner/claim HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+               "Content-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+               % (s.tok["runner1"], len(body))).encode() + body)
+    time.sleep(0.5)
+    c.close()
+    st.wait()
+    time.sleep(0.5)
+    r = s.request("POST", "/api/runner/claim", token="runner1", json_body={"runner": "stall-gpu0"})
+    t.ok(r.status in (200, 204), "%s: the next claim is answered" % what, r.brief())
+
+
 def main(t):
     s = Server(labs=["vadd"], tap=t)
     # a graded submission: the exports read its row and its result
@@ -383,6 +462,7 @@ def main(t):
          students[0].get("results", {}).get("score") == 50,
          "results.json (page): the graded submission's results", r and r.brief())
     pages(t, s, sid)
+    runner_claims(t, s)
     s.cleanup()
 
 
