@@ -12,6 +12,7 @@
 #include "server/appview.h"
 #include "server/roster.h"
 #include "server/scoreboard.h"
+#include "server/staff_write.h"
 #include "server/submission.h"
 #include "server/user_admin.h"
 
@@ -374,71 +375,30 @@ int api_users_list(struct app *app, const struct auth_user *viewer, json_t **out
 int api_user_revoke(struct app *app, const struct auth_user *viewer, const char *name, json_t **out,
                     struct api_error *e)
 {
-    int ntok = 0, nses = 0;
-    if (viewer->role != AUTH_ADMIN)
-        return api_fail(e, 403, "forbidden", "Only admins may revoke tokens.");
-    int rc = auth_token_revoke_all(app->db, name, &ntok, &nses);
-    if (rc == -ENOENT)
-        return api_fail(e, 404, "not_found", "There is no user called '%.64s'.", name);
+    struct staff_write w = {.kind = STAFF_REVOKE, .viewer = *viewer};
+    snprintf(w.user, sizeof(w.user), "%s", name ? name : "");
+    int rc = staff_write_now(app, &w, e);
     if (rc)
-        return api_internal(e, rc);
-    char detail[64];
-    snprintf(detail, sizeof(detail), "%d tokens, %d sessions", ntok, nses);
-    db_audit(app->db, viewer->id, "token_revoke", name, detail);
-    app_log("every token of %s revoked by %s (%d live, %d sessions ended)", name, viewer->name,
-            ntok, nses);
-    *out = json_pack("{s:s,s:i,s:i}", "user", name, "tokens_revoked", ntok, "sessions_ended", nses);
+        return rc;
+    *out = json_pack("{s:s,s:i,s:i}", "user", w.user, "tokens_revoked", w.tokens, "sessions_ended",
+                     w.sessions);
     return *out ? 0 : api_internal(e, -ENOMEM);
 }
 
 int api_extension_set(struct app *app, const struct auth_user *viewer, const char *user,
                       const char *lab, double due, double hard, struct api_error *e)
 {
-    if (viewer->role != AUTH_ADMIN)
-        return api_fail(e, 403, "forbidden", "Only admins may grant extensions.");
-    struct auth_user u;
-    int rc = auth_user_get(app->db, user, &u);
-    if (rc == -ENOENT)
-        return api_fail(e, 404, "not_found", "There is no user called '%.64s'.", user);
-    if (rc)
-        return api_internal(e, rc);
-    if (!app_lab_find(app, lab))
-        return api_fail(e, 404, "not_found", "There is no lab called '%.64s'.", lab);
-    sqlite3_stmt *st = db_stmt(app->db, "INSERT INTO extensions(user_id, lab, due, hard_deadline)"
-                                        " VALUES(?1, ?2, ?3, ?4) ON CONFLICT(user_id, lab)"
-                                        " DO UPDATE SET due = ?3, hard_deadline = ?4");
-    if (!st)
-        return api_internal(e, -EIO);
-    sqlite3_bind_int64(st, 1, u.id);
-    sqlite3_bind_text(st, 2, lab, -1, SQLITE_STATIC);
-    if (due > 0)
-        sqlite3_bind_double(st, 3, due);
-    if (hard > 0)
-        sqlite3_bind_double(st, 4, hard);
-    rc = db_step_done(st);
-    if (rc)
-        return api_internal(e, rc);
-    char detail[128];
-    snprintf(detail, sizeof(detail), "lab=%s due=%.0f hard_deadline=%.0f", lab, due, hard);
-    db_audit(app->db, viewer->id, "extension", user, detail);
-    api_cache_invalidate(app, 0);
-    return 0;
+    struct staff_write w = {.kind = STAFF_EXTENSION, .viewer = *viewer, .due = due, .hard = hard};
+    snprintf(w.user, sizeof(w.user), "%s", user ? user : "");
+    snprintf(w.lab, sizeof(w.lab), "%s", lab ? lab : "");
+    return staff_write_now(app, &w, e);
 }
 
 int api_show_name_set(struct app *app, const struct auth_user *viewer, int show,
                       struct api_error *e)
 {
-    sqlite3_stmt *st = db_stmt(app->db, "UPDATE users SET show_name = ?1 WHERE id = ?2");
-    if (!st)
-        return api_internal(e, -EIO);
-    sqlite3_bind_int(st, 1, show ? 1 : 0);
-    sqlite3_bind_int64(st, 2, viewer->id);
-    int rc = db_step_done(st);
-    if (rc)
-        return api_internal(e, rc);
-    auth_cache_clear();
-    scoreboard_invalidate(app, NULL);
-    return 0;
+    struct staff_write w = {.kind = STAFF_SHOW_NAME, .viewer = *viewer, .show = show};
+    return staff_write_now(app, &w, e);
 }
 
 int course_rubric_versions(struct app *app, const char *lab, json_t **out)

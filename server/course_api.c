@@ -11,6 +11,8 @@
 #include <string.h>
 
 #include "server/course.h"
+#include "server/page.h"
+#include "server/staff_write.h"
 #include "server/views.h"
 #include "server/writer.h"
 
@@ -33,6 +35,30 @@ static int h_me(struct app *app, struct http_request *req)
                                "pseudonyms", ps ? ps : json_null(), "show_name", u.show_name));
 }
 
+/* GET /api/me's handler on a reader job's view (page_job_start). */
+static int me_on_view(struct app *view, struct http_request *req, const struct route *rt)
+{
+    return rt->fn(view, req);
+}
+
+static const struct route me_route = {HTTP_GET, "/api/me", h_me, 0, NULL, NULL, 1};
+
+/* The writer stored the opt-in (or a staff change, staff_write.h): /api/me
+ * for PATCH /api/me (read on the reader), the revocation's counts, or {ok}. */
+static int course_change_answer(struct app *app, struct http_request *req,
+                                const struct staff_write *w, int rc)
+{
+    if (rc)
+        return api_send_err(req, &w->e);
+    if (w->kind == STAFF_SHOW_NAME)
+        return page_job_start(app, req, &me_route, me_on_view);
+    if (w->kind == STAFF_REVOKE)
+        return api_send_json(req, 200,
+                             json_pack("{s:s,s:i,s:i}", "user", w->user, "tokens_revoked",
+                                       w->tokens, "sessions_ended", w->sessions));
+    return api_send_json(req, 200, json_pack("{s:b}", "ok", 1));
+}
+
 static int h_me_patch(struct app *app, struct http_request *req)
 {
     struct auth_user u;
@@ -43,16 +69,14 @@ static int h_me_patch(struct app *app, struct http_request *req)
     if (api_body_json(req, &body, 0, &e))
         return api_send_err(req, &e);
     json_t *sn = json_object_get(body, "show_name");
-    if (!json_is_boolean(sn)) {
-        json_decref(body);
-        api_fail(&e, 400, "bad_request", "show_name: expected true or false.");
-        return api_send_err(req, &e);
-    }
-    int rc = api_show_name_set(app, &u, json_is_true(sn), &e);
+    int rc;
+    struct staff_write w = {.kind = STAFF_SHOW_NAME, .viewer = u, .show = json_is_true(sn)};
+    if (!json_is_boolean(sn))
+        rc = api_fail(&e, 400, "bad_request", "show_name: expected true or false.");
+    else
+        rc = staff_write_start(app, req, &w, course_change_answer, &e);
     json_decref(body);
-    if (rc)
-        return api_send_err(req, &e);
-    return h_me(app, req);
+    return rc ? api_send_err(req, &e) : HTTP_DEFERRED;
 }
 
 static int h_labs(struct app *app, struct http_request *req)
@@ -190,12 +214,13 @@ static int h_admin_user_revoke(struct app *app, struct http_request *req)
 {
     struct auth_user u;
     struct api_error e;
-    json_t *j;
     if (api_need(app, req, &u, ADMIN))
         return HTTP_DONE;
-    if (api_user_revoke(app, &u, http_request_param(req, "name"), &j, &e))
+    struct staff_write w = {.kind = STAFF_REVOKE, .viewer = u};
+    snprintf(w.user, sizeof(w.user), "%s", http_request_param(req, "name"));
+    if (staff_write_start(app, req, &w, course_change_answer, &e))
         return api_send_err(req, &e);
-    return api_send_json(req, 200, j);
+    return HTTP_DEFERRED;
 }
 
 static int h_rubric_get(struct app *app, struct http_request *req)
@@ -343,12 +368,14 @@ static int h_extension(struct app *app, struct http_request *req)
              (hard_s && rubric_time_parse(hard_s, &hard)))
         rc = api_fail(&e, 400, "bad_request",
                       "due, hard_deadline: use ISO 8601 UTC like 2026-12-04T23:59:00Z.");
-    else
-        rc = api_extension_set(app, &u, user, lab, due, hard, &e);
+    else {
+        struct staff_write w = {.kind = STAFF_EXTENSION, .viewer = u, .due = due, .hard = hard};
+        snprintf(w.user, sizeof(w.user), "%s", user);
+        snprintf(w.lab, sizeof(w.lab), "%s", lab);
+        rc = staff_write_start(app, req, &w, course_change_answer, &e);
+    }
     json_decref(body);
-    if (rc)
-        return api_send_err(req, &e);
-    return api_send_json(req, 200, json_pack("{s:b}", "ok", 1));
+    return rc ? api_send_err(req, &e) : HTTP_DEFERRED;
 }
 
 const struct route course_api_routes[] = {

@@ -829,26 +829,26 @@ int queue_result(struct queue *q, long long id, long long runner_user, const cha
     return 0;
 }
 
-int queue_regrade(struct queue *q, long long id)
+int queue_regrade_in(struct db *db, long long id)
 {
     sqlite3_stmt *st = db_stmt(
-        q->db, "UPDATE submissions SET status = 'queued', phase = '', detail = 'regrade requested',"
-               " attempts = 0, profile_key = NULL, lease_runner = NULL, lease_user = NULL,"
-               " lease_expires = NULL,"
-               " updated_at = ?1 WHERE id = ?2");
+        db, "UPDATE submissions SET status = 'queued', phase = '', detail = 'regrade requested',"
+            " attempts = 0, profile_key = NULL, lease_runner = NULL, lease_user = NULL,"
+            " lease_expires = NULL, updated_at = ?1 WHERE id = ?2");
     if (!st)
         return -EIO;
     sqlite3_bind_double(st, 1, db_now());
     sqlite3_bind_int64(st, 2, id);
     int rc = db_step_done(st);
-    if (rc)
-        return rc;
-    if (db_changes(q->db) == 0)
-        return -ENOENT;
-    reordered(q);
-    changed(q, id);
-    queue_notify(q);
-    return 0;
+    return rc ? rc : db_changes(db) == 0 ? -ENOENT : 0;
+}
+
+int queue_regrade(struct queue *q, long long id)
+{
+    int rc = queue_regrade_in(q->db, id);
+    if (!rc)
+        queue_written(q, id, 1);
+    return rc;
 }
 
 int queue_sweep(struct queue *q, double now)

@@ -163,6 +163,10 @@ int queue_profile_in(struct db *db, long long id, long long runner_user, const c
  * result kept until the new one arrives. Returns 0, -ENOENT, -errno. */
 int queue_regrade(struct queue *q, long long id);
 
+/* The SQL of queue_regrade alone, on db (the writer's connection); the loop
+ * then calls queue_written(q, id, 1). Same returns. */
+int queue_regrade_in(struct db *db, long long id);
+
 /* Requeue jobs whose lease expired before now; jobs at max_attempts become
  * system_error. Returns the number of rows changed (>= 0) or -errno. */
 int queue_sweep(struct queue *q, double now);

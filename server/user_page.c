@@ -13,6 +13,7 @@
 
 #include "server/course.h"
 #include "server/scoreboard.h"
+#include "server/staff_write.h"
 #include "server/user_admin.h"
 #include "server/views.h"
 
@@ -251,25 +252,35 @@ static int post_token(struct page *p)
 
 /* POST /admin/users/{name}/revoke: every token and session of the user
  * ends (api_user_revoke, audit-logged). */
+static int revoke_done(struct app *app, struct http_request *req, const struct staff_write *w,
+                       int rc)
+{
+    struct page p;
+    char done[200];
+    page_open(&p, app, req);
+    snprintf(done, sizeof(done),
+             "Every token of %s is revoked (%d) and their %d session(s) ended. "
+             "They cannot sign in until they get a new token.",
+             w->user, w->tokens, w->sessions);
+    int r = rc ? users_form_again(&p, NULL, w->e.message, NULL, w->e.status ? w->e.status : 400)
+               : users_form_again(&p, NULL, NULL, done, 200);
+    page_free(&p);
+    return r;
+}
+
 static int post_revoke(struct page *p)
 {
     struct api_error e;
-    json_t *out = NULL;
-    char done[200];
-    int rc;
 
     if (!page_is_admin(p))
         return page_error(p, 403, "Not allowed", "Only admins manage users.");
     if (page_post_check(p) != 0)
         return HTTP_DONE;
-    if (api_user_revoke(p->app, &p->user, http_request_param(p->req, "name"), &out, &e) != 0)
+    struct staff_write w = {.kind = STAFF_REVOKE, .viewer = p->user};
+    snprintf(w.user, sizeof(w.user), "%s", http_request_param(p->req, "name"));
+    if (staff_write_start(p->app, p->req, &w, revoke_done, &e) != 0)
         return users_form_again(p, NULL, e.message, NULL, e.status ? e.status : 400);
-    snprintf(done, sizeof(done), "Every token of %s is revoked (%.0f) and their %.0f session(s) ended. "
-             "They cannot sign in until they get a new token.",
-             page_jstr(out, "user"), page_jnum(out, "tokens_revoked", 0), page_jnum(out, "sessions_ended", 0));
-    rc = users_form_again(p, NULL, NULL, done, 200);
-    json_decref(out);
-    return rc;
+    return HTTP_DEFERRED; /* answered by revoke_done */
 }
 
 const struct route user_page_routes[] = {

@@ -428,6 +428,53 @@ def claim_hang_up(t, s):
     t.ok(r.status in (200, 204), "%s: the next claim is answered" % what, r.brief())
 
 
+def staff_writes(t, s, sid):
+    """The staff's changes (an override, a regrade, an extension, the
+    scoreboard opt-in, a revocation), from the API and from the pages'
+    forms, read and write on the writer thread: /healthz is answered while
+    each waits for the stalled database, and each is stored once reads go."""
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+    js = {"Content-Type": "application/json"}
+    for what, method, path, user, body, headers, want, score in (
+            ("an override (API)", "POST", "/api/admin/submissions/%s/override" % sid, "tina_ta",
+             b'{"score": 40, "reason": "stalled"}', js, 200, 40),
+            ("an override (form)", "POST", "/submissions/%s/override" % sid, "tina_ta",
+             b"score=45&reason=stalled+form", form, 303, 45),
+            ("an extension (API)", "POST", "/api/admin/extensions", "admin",
+             b'{"user": "bob_z3", "lab": "vadd", "due": "2030-01-01T00:00:00Z"}', js, 200, None),
+            ("an extension (form)", "POST", "/admin/extensions", "admin",
+             b"user=alice_q7&lab=vadd&due=2030-01-02T00%3A00", form, 200, None),
+            ("the scoreboard opt-in (API)", "PATCH", "/api/me", "bob_z3",
+             b'{"show_name": true}', js, 200, None),
+            ("the scoreboard opt-in (form)", "POST", "/me/show-name", "alice_q7",
+             b"show=1&lab=vadd", form, 303, None),
+            ("a regrade (API)", "POST", "/api/admin/submissions/%s/regrade" % sid, "tina_ta",
+             b"", None, 202, None),
+            ("a regrade (form)", "POST", "/submissions/%s/regrade" % sid, "tina_ta", b"", form,
+             303, None),
+            ("a revocation (form)", "POST", "/admin/users/bob_z3/revoke", "admin", b"", form,
+             200, None),
+            ("a revocation (API)", "POST", "/api/admin/users/alice_q7/revoke", "admin", b"",
+             None, 200, None)):
+        r = stalled(t, s, what, path, token=user, warm="/api/me", method=method, body=body,
+                    headers=headers, want=want)
+        if r is None:
+            continue
+        if score is not None:
+            o = s.submission(sid) or {}
+            t.ok(o.get("overridden") and o.get("score") == score,
+                 "%s: stored (the score that counts is %s)" % (what, score), o)
+        elif "opt-in (API)" in what:
+            t.eq((r.json() or {}).get("name"), "bob_z3", "%s: answered with /api/me" % what)
+        elif "revocation" in what:
+            gone = what.endswith("(API)") and "alice_q7" or "bob_z3"
+            t.status(s.get("/api/labs", token=gone), 401,
+                     "%s: %s's token is refused at once" % (what, gone))
+    sub = s.submission(sid) or {}
+    t.ok(sub.get("status") in ("queued", "compiling"), "the regrades: the submission is queued",
+         sub.get("status"))
+
+
 def main(t):
     s = Server(labs=["vadd"], tap=t)
     # a graded submission: the exports read its row and its result
@@ -463,6 +510,7 @@ def main(t):
          "results.json (page): the graded submission's results", r and r.brief())
     pages(t, s, sid)
     runner_claims(t, s)
+    staff_writes(t, s, sid)
     s.cleanup()
 
 
