@@ -65,6 +65,31 @@ int api_users_add(struct app *app, const struct auth_user *viewer, const json_t 
 int api_users_add_csv(struct app *app, const struct auth_user *viewer, const char *csv, size_t len,
                       json_t **out, struct api_error *e);
 
+/* On the loop, once a users import or a rubric change started below is
+ * stored (rc 0, out: its answer's JSON, borrowed) or refused or failed (rc
+ * -errno, e says why), if the client is still there: answer req, return
+ * HTTP_DONE (or HTTP_DEFERRED when it calls http_request_finish itself). */
+typedef int course_write_answer(struct app *app, struct http_request *req, json_t *out, int rc,
+                                const struct api_error *e);
+
+/* Admin: api_users_add[_csv] on the writer thread (parsed and checked
+ * there too): body (taken over; NULL: req's body is taken) is a roster CSV
+ * when csv, else {"users":[...]}. out is {"users":[...]}. 0 (req deferred:
+ * answer is called) or -errno with e. */
+int course_users_add_start(struct app *app, struct http_request *req,
+                           const struct auth_user *viewer, int csv, char *body, size_t len,
+                           course_write_answer *answer, struct api_error *e);
+
+/* Admin: api_rubric_put with the rubric stored by the writer thread (doc
+ * checked here, on the loop: the labs are the loop's); regrade: the
+ * submissions the change affects (submission_ids_affected, at most 2000)
+ * are requeued in the same transaction. out is {"lab", "version",
+ * "affected", "regraded"} ({"lab"} when refused: a route's parameters are
+ * gone once its handler returned). 0 (req deferred: answer is called) or -errno with e. */
+int course_rubric_put_start(struct app *app, const struct auth_user *viewer, const char *lab,
+                            const json_t *doc, int regrade, struct http_request *req,
+                            course_write_answer *answer, struct api_error *e);
+
 /* Staff: {"users":[{"id","name","role","display_name","pseudonym","show_name"}]}. */
 int api_users_list(struct app *app, const struct auth_user *viewer, json_t **out,
                    struct api_error *e);

@@ -159,14 +159,30 @@ static int post_extension(struct page *p)
     return HTTP_DEFERRED; /* answered by extension_done */
 }
 
+/* The writer stored (or refused) the lab's new deadlines (a new rubric
+ * version): the deadlines page again, saying so. */
+static int deadline_done(struct app *app, struct http_request *req, json_t *out, int rc,
+                         const struct api_error *e)
+{
+    struct page p;
+    char msg[200];
+    page_open(&p, app, req);
+    snprintf(msg, sizeof(msg), "Deadlines of %.64s saved (rubric version %d).",
+             json_string_value(json_object_get(out, "lab")),
+             (int)json_integer_value(json_object_get(out, "version")));
+    int r = rc ? deadlines_form_again(&p, e->message, NULL, e->status ? e->status : 400)
+               : deadlines_form_again(&p, NULL, msg, 200);
+    page_free(&p);
+    return r;
+}
+
 static int post_deadline(struct page *p, const char *lab)
 {
     struct api_error e;
     struct app_lab *al = app_lab_find(p->app, lab);
     json_t *doc, *late;
     double due, hard;
-    char iso[40], msg[200];
-    int version = 0;
+    char iso[40];
 
     if (!page_is_admin(p))
         return page_error(p, 403, "Not allowed", "Only admins change deadlines.");
@@ -193,13 +209,11 @@ static int post_deadline(struct page *p, const char *lab)
         api_time_iso(hard, iso, sizeof(iso));
         json_object_set_new(late, "hard_deadline", json_string(iso));
     }
-    if (api_rubric_put(p->app, &p->user, lab, doc, &version, &e) != 0) {
-        json_decref(doc);
-        return deadlines_form_again(p, e.message, NULL, e.status ? e.status : 400);
-    }
+    int rc = course_rubric_put_start(p->app, &p->user, lab, doc, 0, p->req, deadline_done, &e);
     json_decref(doc);
-    snprintf(msg, sizeof(msg), "Deadlines of %.64s saved (rubric version %d).", lab, version);
-    return deadlines_form_again(p, NULL, msg, 200);
+    if (rc != 0)
+        return deadlines_form_again(p, e.message, NULL, e.status ? e.status : 400);
+    return HTTP_DEFERRED; /* answered by deadline_done */
 }
 
 static int r_deadlines(struct page *p)

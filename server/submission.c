@@ -594,7 +594,13 @@ int submission_override_reason(struct app *app, long long sub, char *reason, siz
 
 size_t submission_ids_affected(struct app *app, const char *lab, long long *ids, size_t max)
 {
-    sqlite3_stmt *st = db_stmt(app->db,
+    return submission_ids_affected_on(app->db, lab, ids, max);
+}
+
+size_t submission_ids_affected_on(struct db *db, const char *lab, long long *ids, size_t max)
+{
+    sqlite3_stmt *st = db_stmt(
+        db,
         "SELECT id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY user_id ORDER BY id DESC) AS rl, "
         " ROW_NUMBER() OVER (PARTITION BY user_id ORDER BY COALESCE(score, -1) DESC, id) AS rb "
         " FROM submissions WHERE lab = ?1 AND status IN ('graded','compile_error','rejected',"

@@ -180,43 +180,72 @@ static int users_form_again(struct page *p, json_t *created, const char *problem
     return rc;
 }
 
+/* The writer stored (or refused) the form's users (course_users_add_start):
+ * the users page again, with the tokens made or what went wrong. */
+static int users_done(struct app *app, struct http_request *req, json_t *out, int rc,
+                      const struct api_error *e)
+{
+    struct page p;
+    page_open(&p, app, req);
+    int r = rc ? users_form_again(&p, NULL, e->message, NULL, e->status ? e->status : 400)
+               : users_form_again(&p, out, NULL, NULL, 201);
+    page_free(&p);
+    return r;
+}
+
+/* The form's users as the API takes them: a roster CSV (*csv = 1), or
+ * {"users":[one]}. A malloc'd body in *body (NULL: nothing filled in). */
+static int users_body(struct page *p, char **body, size_t *len, int *csv)
+{
+    const struct form_field *roster = page_field_get(p, "roster");
+    const struct multipart_part *file = multipart_find(p->parts, p->nparts, "roster_file");
+    const char *name = page_field(p, "name"), *src = NULL;
+    *body = NULL;
+    *csv = 1;
+    if (roster && roster->len > 0) {
+        src = roster->value;
+        *len = roster->len;
+    } else if (file && file->has_filename && file->len > 0) {
+        src = file->data;
+        *len = file->len;
+    } else if (name && *name) {
+        const char *dn = page_field(p, "display_name"), *role = page_field(p, "role");
+        json_t *one = json_pack("{s:[{s:s,s:s,s:s}]}", "users", "name", name, "role",
+                                role ? role : "student", "display_name", dn && *dn ? dn : name);
+        *body = one ? json_dumps(one, JSON_COMPACT) : NULL;
+        json_decref(one);
+        *len = *body ? strlen(*body) : 0;
+        *csv = 0;
+        return *body ? 0 : -ENOMEM;
+    } else {
+        return 0;
+    }
+    if ((*body = malloc(*len ? *len : 1)) == NULL)
+        return -ENOMEM;
+    memcpy(*body, src, *len);
+    return 0;
+}
+
 static int post_users(struct page *p)
 {
     struct api_error e;
-    const struct form_field *roster;
-    const struct multipart_part *file;
-    const char *name;
-    json_t *out = NULL, *list;
-    int rc;
+    char *body;
+    size_t len = 0;
+    int csv;
 
     if (!page_is_admin(p))
         return page_error(p, 403, "Not allowed", "Only admins manage users.");
     if (page_post_check(p) != 0)
         return HTTP_DONE;
-    roster = page_field_get(p, "roster");
-    name = page_field(p, "name");
-    file = multipart_find(p->parts, p->nparts, "roster_file");
-    if (roster && roster->len > 0) {
-        rc = api_users_add_csv(p->app, &p->user, roster->value, roster->len, &out, &e);
-    } else if (file && file->has_filename && file->len > 0) {
-        rc = api_users_add_csv(p->app, &p->user, file->data, file->len, &out, &e);
-    } else if (name && *name) {
-        const char *dn = page_field(p, "display_name");
-        list = json_pack("[{s:s,s:s,s:s}]", "name", name, "role", page_field(p, "role") ? page_field(p, "role") : "student",
-                         "display_name", dn && *dn ? dn : name);
-        if (list == NULL)
-            return page_error(p, 500, "Out of memory", "Try again in a minute.");
-        rc = api_users_add(p->app, &p->user, list, &out, &e);
-        json_decref(list);
-    } else {
+    if (users_body(p, &body, &len, &csv) != 0)
+        return page_error(p, 500, "Out of memory", "Try again in a minute.");
+    if (!body)
         return users_form_again(p, NULL, "Fill in a user name, or paste or upload a roster.", NULL,
                                 400);
-    }
-    if (rc != 0)
+    /* Parsed, checked and stored by the writer (body taken over). */
+    if (course_users_add_start(p->app, p->req, &p->user, csv, body, len, users_done, &e) != 0)
         return users_form_again(p, NULL, e.message, NULL, e.status ? e.status : 400);
-    rc = users_form_again(p, out, NULL, NULL, 201);
-    json_decref(out);
-    return rc;
+    return HTTP_DEFERRED; /* answered by users_done */
 }
 
 static int r_users(struct page *p)

@@ -428,6 +428,16 @@ def claim_hang_up(t, s):
     t.ok(r.status in (200, 204), "%s: the next claim is answered" % what, r.brief())
 
 
+def rubric_form(s):
+    """The rubric form's body: vadd's rubric as it is, applied, with the
+    affected submissions regraded."""
+    import json
+    import urllib.parse
+    doc = (s.get("/api/admin/labs/vadd/rubric", token="admin").json() or {}).get("rubric")
+    return urllib.parse.urlencode({"rubric": json.dumps(doc), "action": "apply",
+                                   "regrade": "1"}).encode()
+
+
 def staff_writes(t, s, sid):
     """The staff's changes (an override, a regrade, an extension, the
     scoreboard opt-in, a revocation), from the API and from the pages'
@@ -452,6 +462,14 @@ def staff_writes(t, s, sid):
              b"", None, 202, None),
             ("a regrade (form)", "POST", "/submissions/%s/regrade" % sid, "tina_ta", b"", form,
              303, None),
+            ("a roster (form)", "POST", "/admin/users", "admin",
+             b"roster=name%2Crole%0Acarol_x%2Cstudent%0A", form, 201, "carol_x"),
+            ("a user (form)", "POST", "/admin/users", "admin", b"name=dave_y&role=student", form,
+             201, "dave_y"),
+            ("a lab's deadlines (form)", "POST", "/admin/labs/vadd/deadline", "admin",
+             b"due=2030-01-03T00%3A00", form, 200, "version 2"),
+            ("a rubric with its regrades (form)", "POST", "/admin/labs/vadd/rubric", "admin",
+             rubric_form(s), form, 200, "version 3;"),
             ("a revocation (form)", "POST", "/admin/users/bob_z3/revoke", "admin", b"", form,
              200, None),
             ("a revocation (API)", "POST", "/api/admin/users/alice_q7/revoke", "admin", b"",
@@ -460,7 +478,10 @@ def staff_writes(t, s, sid):
                     headers=headers, want=want)
         if r is None:
             continue
-        if score is not None:
+        if isinstance(score, str):
+            t.ok(score.encode() in (r.body or b""), "%s: the page says %r" % (what, score),
+                 r.brief())
+        elif score is not None:
             o = s.submission(sid) or {}
             t.ok(o.get("overridden") and o.get("score") == score,
                  "%s: stored (the score that counts is %s)" % (what, score), o)
