@@ -494,6 +494,52 @@ def staff_writes(t, s, sid):
     sub = s.submission(sid) or {}
     t.ok(sub.get("status") in ("queued", "compiling"), "the regrades: the submission is queued",
          sub.get("status"))
+    sign_out(t, s)
+
+
+def sign_out(t, s):
+    """The sign-out ends its session on the writer thread. A session is
+    looked up at admission, on the reader, so a read stall would hold the
+    request there: here another process holds the write lock instead
+    (reads go on). /healthz is answered while the sign-out waits for the
+    lock; once it is free, the cookie is cleared and the session is over."""
+    import sqlite3
+    what = "a sign-out (another process holds the write lock)"
+    cookie, _ = s.login("tina_ta")
+    ck = {"Cookie": "cugrade_session=%s" % cookie,
+          "Content-Type": "application/x-www-form-urlencoded"}
+    page = s.get("/labs", headers=ck).body.decode("utf-8", "replace")
+    m = re.search(r'name="csrf" value="([0-9a-f]+)"', page)
+    if not t.ok(cookie and m, "%s: signed in, the form's token read" % what):
+        return
+    db = sqlite3.connect(s.db, timeout=10, isolation_level=None)
+    db.execute("BEGIN IMMEDIATE")
+    out = []
+
+    def go():
+        out.append(s.post("/logout", body=("csrf=%s" % m.group(1)).encode(), headers=ck,
+                          timeout=40))
+    th = threading.Thread(target=go)
+    th.start()
+    time.sleep(0.5)
+    t0 = time.time()
+    h = s.get("/healthz", timeout=15)
+    took = time.time() - t0
+    busy = not out
+    # the lock is held 3 s in all (less than the server's 5 s wait for it):
+    # the bound is tighter than BOUND_S, for the old loop waited 2.5 s here
+    t.ok(h.status == 200 and took < 1.0, "%s: /healthz answers while it waits for the lock "
+         "(%.2f s, bound 1 s)" % (what, took), h.brief())
+    time.sleep(max(0, 2.5 - took))
+    db.execute("ROLLBACK")
+    db.close()
+    th.join(40)
+    t.ok(busy, "%s: it was still waiting when /healthz was answered" % what, out)
+    r = out[0] if out else None
+    sc = " | ".join(r.header_all("set-cookie")) if r is not None else ""
+    t.ok(getattr(r, "status", None) == 303 and "cugrade_session=;" in sc,
+         "%s: 303, the cookie cleared" % what, sc)
+    t.status(s.get("/api/me", headers=ck), 401, "%s: the session is over on the server" % what)
 
 
 def main(t):
