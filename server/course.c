@@ -148,35 +148,6 @@ void course_rubric_install(struct app *app, struct app_lab *l, struct rubric *r,
     api_cache_invalidate(app, 0);
 }
 
-int api_rubric_put(struct app *app, const struct auth_user *viewer, const char *lab,
-                   const json_t *doc, int *version, struct api_error *e)
-{
-    struct app_lab *l;
-    struct rubric r;
-    char *text;
-    json_t *copy;
-    int rc = course_rubric_prepare(app, viewer, lab, doc, &l, &r, &text, &copy, e);
-    if (rc)
-        return rc;
-    int v = 0;
-    rc = db_begin(app->db, 1);
-    if (!rc)
-        rc = course_rubric_store(app->db, viewer->id, lab, text, &v);
-    if (!rc)
-        rc = db_commit(app->db);
-    else
-        db_rollback(app->db);
-    free(text);
-    if (rc) {
-        json_decref(copy);
-        rubric_free(&r);
-        return api_internal(e, rc);
-    }
-    course_rubric_install(app, l, &r, copy, v, viewer->name);
-    *version = v;
-    return 0;
-}
-
 /* The rows, on db inside the caller's transaction (the loop's connection
  * for the pages, the writer's for the API). 0 or -errno with e. */
 static int users_add_rows(struct db *db, const struct auth_user *viewer, size_t n,
@@ -307,49 +278,6 @@ int course_users_add_csv(struct db *db, const struct auth_user *viewer, const ch
     return rc;
 }
 
-/* End a pages' import transaction on the loop's connection: commit when rc
- * is 0, else roll back. 0 or -errno. */
-static int users_add_tx(struct app *app, int rc)
-{
-    if (rc) {
-        db_rollback(app->db);
-        return rc;
-    }
-    return db_commit(app->db);
-}
-
-int api_users_add(struct app *app, const struct auth_user *viewer, const json_t *users,
-                  json_t **out, struct api_error *e)
-{
-    int rc = db_begin(app->db, 1);
-    if (rc)
-        return api_internal(e, rc);
-    rc = course_users_add_json(app->db, viewer, users, out, e);
-    int crc = users_add_tx(app, rc);
-    if (!rc && crc) {
-        json_decref(*out);
-        *out = NULL;
-        return api_internal(e, crc);
-    }
-    return rc;
-}
-
-int api_users_add_csv(struct app *app, const struct auth_user *viewer, const char *csv, size_t len,
-                      json_t **out, struct api_error *e)
-{
-    int rc = db_begin(app->db, 1);
-    if (rc)
-        return api_internal(e, rc);
-    rc = course_users_add_csv(app->db, viewer, csv, len, out, e);
-    int crc = users_add_tx(app, rc);
-    if (!rc && crc) {
-        json_decref(*out);
-        *out = NULL;
-        return api_internal(e, crc);
-    }
-    return rc;
-}
-
 int api_users_list(struct app *app, const struct auth_user *viewer, json_t **out,
                    struct api_error *e)
 {
@@ -370,28 +298,6 @@ int api_users_list(struct app *app, const struct auth_user *viewer, json_t **out
     sqlite3_reset(st);
     *out = json_pack("{s:o}", "users", arr);
     return *out ? 0 : api_internal(e, -ENOMEM);
-}
-
-int api_user_revoke(struct app *app, const struct auth_user *viewer, const char *name, json_t **out,
-                    struct api_error *e)
-{
-    struct staff_write w = {.kind = STAFF_REVOKE, .viewer = *viewer};
-    snprintf(w.user, sizeof(w.user), "%s", name ? name : "");
-    int rc = staff_write_now(app, &w, e);
-    if (rc)
-        return rc;
-    *out = json_pack("{s:s,s:i,s:i}", "user", w.user, "tokens_revoked", w.tokens, "sessions_ended",
-                     w.sessions);
-    return *out ? 0 : api_internal(e, -ENOMEM);
-}
-
-int api_extension_set(struct app *app, const struct auth_user *viewer, const char *user,
-                      const char *lab, double due, double hard, struct api_error *e)
-{
-    struct staff_write w = {.kind = STAFF_EXTENSION, .viewer = *viewer, .due = due, .hard = hard};
-    snprintf(w.user, sizeof(w.user), "%s", user ? user : "");
-    snprintf(w.lab, sizeof(w.lab), "%s", lab ? lab : "");
-    return staff_write_now(app, &w, e);
 }
 
 int api_show_name_set(struct app *app, const struct auth_user *viewer, int show,

@@ -280,7 +280,7 @@ static int post_token(struct page *p)
 }
 
 /* POST /admin/users/{name}/revoke: every token and session of the user
- * ends (api_user_revoke, audit-logged). */
+ * ends (on the writer, staff_write.c; audit-logged). */
 static int revoke_done(struct app *app, struct http_request *req, const struct staff_write *w,
                        int rc)
 {
