@@ -276,8 +276,17 @@ int auth_token_new(struct db *db, const char *name, char token_out[AUTH_TOKEN_LE
 
 int auth_token_revoke_all(struct db *db, const char *name, int *tokens, int *sessions)
 {
-    struct auth_user u;
     auth_cache_clear();
+    int rc = auth_token_revoke_rows(db, name, tokens, sessions);
+    /* A lookup made between the clear above and the UPDATE could have
+     * been cached: clear again now that the row says revoked. */
+    auth_cache_clear();
+    return rc;
+}
+
+int auth_token_revoke_rows(struct db *db, const char *name, int *tokens, int *sessions)
+{
+    struct auth_user u;
     int rc = auth_user_get(db, name, &u);
     if (rc)
         return rc;
@@ -300,9 +309,6 @@ int auth_token_revoke_all(struct db *db, const char *name, int *tokens, int *ses
     rc = db_step_done(st);
     if (!rc && sessions)
         *sessions = db_changes(db);
-    /* A lookup made between the clear above and the UPDATE could have
-     * been cached: clear again now that the row says revoked. */
-    auth_cache_clear();
     return rc;
 }
 

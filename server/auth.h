@@ -78,6 +78,12 @@ int auth_token_new(struct db *db, const char *name, char token_out[AUTH_TOKEN_LE
  * Returns 0, -ENOENT (no such user), -errno. */
 int auth_token_revoke_all(struct db *db, const char *name, int *tokens, int *sessions);
 
+/* The rows of auth_token_revoke_all alone, on db (the writer's connection:
+ * it leaves the token cache, which is the loop's, alone); the loop clears
+ * the cache (auth_cache_clear) before it queues this and again after the
+ * commit, before anyone is told. Same returns. */
+int auth_token_revoke_rows(struct db *db, const char *name, int *tokens, int *sessions);
+
 /* Forget cached token lookups (after changing tokens or users). */
 void auth_cache_clear(void);
 

@@ -12,6 +12,7 @@
 #include "server/appview.h"
 #include "server/roster.h"
 #include "server/scoreboard.h"
+#include "server/staff_write.h"
 #include "server/submission.h"
 #include "server/user_admin.h"
 
@@ -147,35 +148,6 @@ void course_rubric_install(struct app *app, struct app_lab *l, struct rubric *r,
     api_cache_invalidate(app, 0);
 }
 
-int api_rubric_put(struct app *app, const struct auth_user *viewer, const char *lab,
-                   const json_t *doc, int *version, struct api_error *e)
-{
-    struct app_lab *l;
-    struct rubric r;
-    char *text;
-    json_t *copy;
-    int rc = course_rubric_prepare(app, viewer, lab, doc, &l, &r, &text, &copy, e);
-    if (rc)
-        return rc;
-    int v = 0;
-    rc = db_begin(app->db, 1);
-    if (!rc)
-        rc = course_rubric_store(app->db, viewer->id, lab, text, &v);
-    if (!rc)
-        rc = db_commit(app->db);
-    else
-        db_rollback(app->db);
-    free(text);
-    if (rc) {
-        json_decref(copy);
-        rubric_free(&r);
-        return api_internal(e, rc);
-    }
-    course_rubric_install(app, l, &r, copy, v, viewer->name);
-    *version = v;
-    return 0;
-}
-
 /* The rows, on db inside the caller's transaction (the loop's connection
  * for the pages, the writer's for the API). 0 or -errno with e. */
 static int users_add_rows(struct db *db, const struct auth_user *viewer, size_t n,
@@ -306,49 +278,6 @@ int course_users_add_csv(struct db *db, const struct auth_user *viewer, const ch
     return rc;
 }
 
-/* End a pages' import transaction on the loop's connection: commit when rc
- * is 0, else roll back. 0 or -errno. */
-static int users_add_tx(struct app *app, int rc)
-{
-    if (rc) {
-        db_rollback(app->db);
-        return rc;
-    }
-    return db_commit(app->db);
-}
-
-int api_users_add(struct app *app, const struct auth_user *viewer, const json_t *users,
-                  json_t **out, struct api_error *e)
-{
-    int rc = db_begin(app->db, 1);
-    if (rc)
-        return api_internal(e, rc);
-    rc = course_users_add_json(app->db, viewer, users, out, e);
-    int crc = users_add_tx(app, rc);
-    if (!rc && crc) {
-        json_decref(*out);
-        *out = NULL;
-        return api_internal(e, crc);
-    }
-    return rc;
-}
-
-int api_users_add_csv(struct app *app, const struct auth_user *viewer, const char *csv, size_t len,
-                      json_t **out, struct api_error *e)
-{
-    int rc = db_begin(app->db, 1);
-    if (rc)
-        return api_internal(e, rc);
-    rc = course_users_add_csv(app->db, viewer, csv, len, out, e);
-    int crc = users_add_tx(app, rc);
-    if (!rc && crc) {
-        json_decref(*out);
-        *out = NULL;
-        return api_internal(e, crc);
-    }
-    return rc;
-}
-
 int api_users_list(struct app *app, const struct auth_user *viewer, json_t **out,
                    struct api_error *e)
 {
@@ -371,74 +300,11 @@ int api_users_list(struct app *app, const struct auth_user *viewer, json_t **out
     return *out ? 0 : api_internal(e, -ENOMEM);
 }
 
-int api_user_revoke(struct app *app, const struct auth_user *viewer, const char *name, json_t **out,
-                    struct api_error *e)
-{
-    int ntok = 0, nses = 0;
-    if (viewer->role != AUTH_ADMIN)
-        return api_fail(e, 403, "forbidden", "Only admins may revoke tokens.");
-    int rc = auth_token_revoke_all(app->db, name, &ntok, &nses);
-    if (rc == -ENOENT)
-        return api_fail(e, 404, "not_found", "There is no user called '%.64s'.", name);
-    if (rc)
-        return api_internal(e, rc);
-    char detail[64];
-    snprintf(detail, sizeof(detail), "%d tokens, %d sessions", ntok, nses);
-    db_audit(app->db, viewer->id, "token_revoke", name, detail);
-    app_log("every token of %s revoked by %s (%d live, %d sessions ended)", name, viewer->name,
-            ntok, nses);
-    *out = json_pack("{s:s,s:i,s:i}", "user", name, "tokens_revoked", ntok, "sessions_ended", nses);
-    return *out ? 0 : api_internal(e, -ENOMEM);
-}
-
-int api_extension_set(struct app *app, const struct auth_user *viewer, const char *user,
-                      const char *lab, double due, double hard, struct api_error *e)
-{
-    if (viewer->role != AUTH_ADMIN)
-        return api_fail(e, 403, "forbidden", "Only admins may grant extensions.");
-    struct auth_user u;
-    int rc = auth_user_get(app->db, user, &u);
-    if (rc == -ENOENT)
-        return api_fail(e, 404, "not_found", "There is no user called '%.64s'.", user);
-    if (rc)
-        return api_internal(e, rc);
-    if (!app_lab_find(app, lab))
-        return api_fail(e, 404, "not_found", "There is no lab called '%.64s'.", lab);
-    sqlite3_stmt *st = db_stmt(app->db, "INSERT INTO extensions(user_id, lab, due, hard_deadline)"
-                                        " VALUES(?1, ?2, ?3, ?4) ON CONFLICT(user_id, lab)"
-                                        " DO UPDATE SET due = ?3, hard_deadline = ?4");
-    if (!st)
-        return api_internal(e, -EIO);
-    sqlite3_bind_int64(st, 1, u.id);
-    sqlite3_bind_text(st, 2, lab, -1, SQLITE_STATIC);
-    if (due > 0)
-        sqlite3_bind_double(st, 3, due);
-    if (hard > 0)
-        sqlite3_bind_double(st, 4, hard);
-    rc = db_step_done(st);
-    if (rc)
-        return api_internal(e, rc);
-    char detail[128];
-    snprintf(detail, sizeof(detail), "lab=%s due=%.0f hard_deadline=%.0f", lab, due, hard);
-    db_audit(app->db, viewer->id, "extension", user, detail);
-    api_cache_invalidate(app, 0);
-    return 0;
-}
-
 int api_show_name_set(struct app *app, const struct auth_user *viewer, int show,
                       struct api_error *e)
 {
-    sqlite3_stmt *st = db_stmt(app->db, "UPDATE users SET show_name = ?1 WHERE id = ?2");
-    if (!st)
-        return api_internal(e, -EIO);
-    sqlite3_bind_int(st, 1, show ? 1 : 0);
-    sqlite3_bind_int64(st, 2, viewer->id);
-    int rc = db_step_done(st);
-    if (rc)
-        return api_internal(e, rc);
-    auth_cache_clear();
-    scoreboard_invalidate(app, NULL);
-    return 0;
+    struct staff_write w = {.kind = STAFF_SHOW_NAME, .viewer = *viewer, .show = show};
+    return staff_write_now(app, &w, e);
 }
 
 int course_rubric_versions(struct app *app, const char *lab, json_t **out)

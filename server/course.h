@@ -38,9 +38,6 @@ int course_rubric_store(struct db *db, long long actor, const char *lab, const c
 void course_rubric_install(struct app *app, struct app_lab *l, struct rubric *r, json_t *copy,
                            int v, const char *by);
 
-int api_rubric_put(struct app *app, const struct auth_user *viewer, const char *lab,
-                   const json_t *doc, int *version, struct api_error *e);
-
 /* lab's rubric versions, newest first (at most 50): a new array of
  * {"version","created_at" (Unix seconds),"by" (null: the rubrics/ file)}. */
 int course_rubric_versions(struct app *app, const char *lab, json_t **out);
@@ -56,34 +53,44 @@ int course_users_add_json(struct db *db, const struct auth_user *viewer, const j
 int course_users_add_csv(struct db *db, const struct auth_user *viewer, const char *csv,
                          size_t len, json_t **out, struct api_error *e);
 
-/* Admin: create users from [{"name","role","display_name"?}] in one
- * transaction; *out is {"users":[{"name","role","token"}]}. */
-int api_users_add(struct app *app, const struct auth_user *viewer, const json_t *users,
-                  json_t **out, struct api_error *e);
+/* On the loop, once a users import or a rubric change started below is
+ * stored (rc 0, out: its answer's JSON, borrowed) or refused or failed (rc
+ * -errno, e says why), if the client is still there: answer req, return
+ * HTTP_DONE (or HTTP_DEFERRED when it calls http_request_finish itself). */
+typedef int course_write_answer(struct app *app, struct http_request *req, json_t *out, int rc,
+                                const struct api_error *e);
 
-/* Admin: the same from a roster CSV. */
-int api_users_add_csv(struct app *app, const struct auth_user *viewer, const char *csv, size_t len,
-                      json_t **out, struct api_error *e);
+/* Admin: create users on the writer thread (parsed and checked there too,
+ * course_users_add_json/csv, in one transaction): body (taken over; NULL: req's body is taken) is a roster CSV
+ * when csv, else {"users":[...]}. out is {"users":[...]}. 0 (req deferred:
+ * answer is called) or -errno with e. */
+int course_users_add_start(struct app *app, struct http_request *req,
+                           const struct auth_user *viewer, int csv, char *body, size_t len,
+                           course_write_answer *answer, struct api_error *e);
+
+/* Admin: lab's next rubric, doc, stored by the writer thread (checked
+ * here, on the loop, course_rubric_prepare: the labs are the loop's), then
+ * installed (course_rubric_install); regrade: the
+ * submissions the change affects (submission_ids_affected, at most 2000)
+ * are requeued in the same transaction. out is {"lab", "version",
+ * "affected", "regraded"} ({"lab"} when refused: a route's parameters are
+ * gone once its handler returned). 0 (req deferred: answer is called)
+ * or -errno with e. */
+int course_rubric_put_start(struct app *app, const struct auth_user *viewer, const char *lab,
+                            const json_t *doc, int regrade, struct http_request *req,
+                            course_write_answer *answer, struct api_error *e);
 
 /* Staff: {"users":[{"id","name","role","display_name","pseudonym","show_name"}]}. */
 int api_users_list(struct app *app, const struct auth_user *viewer, json_t **out,
                    struct api_error *e);
 
-/* Admin: revoke every token of the user called name and end their web
- * sessions at once (auth_token_revoke_all); audit-logged. *out is
- * {"user","tokens_revoked","sessions_ended"}. */
-int api_user_revoke(struct app *app, const struct auth_user *viewer, const char *name, json_t **out,
-                    struct api_error *e);
-
-/* Admin: give user an extension in lab (0 keeps the rubric's deadline). */
-int api_extension_set(struct app *app, const struct auth_user *viewer, const char *user,
-                      const char *lab, double due, double hard_deadline, struct api_error *e);
-
 /* Every extension: a new array of {"user","lab","due","hard_deadline"}
  * (Unix seconds, 0: the rubric's), by lab and user. 0 or -errno. */
 int course_extensions_list(struct app *app, json_t **out);
 
-/* A student chooses whether their name shows on the scoreboard. */
+/* A student chooses whether their name shows on the scoreboard, at once
+ * on the loop's connection (staff_write_now; the routes use
+ * staff_write_start). */
 int api_show_name_set(struct app *app, const struct auth_user *viewer, int show,
                       struct api_error *e);
 

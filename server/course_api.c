@@ -11,6 +11,9 @@
 #include <string.h>
 
 #include "server/course.h"
+#include "server/page.h"
+#include "server/staff_write.h"
+#include "server/submission.h"
 #include "server/views.h"
 #include "server/writer.h"
 
@@ -33,6 +36,30 @@ static int h_me(struct app *app, struct http_request *req)
                                "pseudonyms", ps ? ps : json_null(), "show_name", u.show_name));
 }
 
+/* GET /api/me's handler on a reader job's view (page_job_start). */
+static int me_on_view(struct app *view, struct http_request *req, const struct route *rt)
+{
+    return rt->fn(view, req);
+}
+
+static const struct route me_route = {HTTP_GET, "/api/me", h_me, 0, NULL, NULL, 1};
+
+/* The writer stored the opt-in (or a staff change, staff_write.h): /api/me
+ * for PATCH /api/me (read on the reader), the revocation's counts, or {ok}. */
+static int course_change_answer(struct app *app, struct http_request *req,
+                                const struct staff_write *w, int rc)
+{
+    if (rc)
+        return api_send_err(req, &w->e);
+    if (w->kind == STAFF_SHOW_NAME)
+        return page_job_start(app, req, &me_route, me_on_view);
+    if (w->kind == STAFF_REVOKE)
+        return api_send_json(req, 200,
+                             json_pack("{s:s,s:i,s:i}", "user", w->user, "tokens_revoked",
+                                       w->tokens, "sessions_ended", w->sessions));
+    return api_send_json(req, 200, json_pack("{s:b}", "ok", 1));
+}
+
 static int h_me_patch(struct app *app, struct http_request *req)
 {
     struct auth_user u;
@@ -43,16 +70,14 @@ static int h_me_patch(struct app *app, struct http_request *req)
     if (api_body_json(req, &body, 0, &e))
         return api_send_err(req, &e);
     json_t *sn = json_object_get(body, "show_name");
-    if (!json_is_boolean(sn)) {
-        json_decref(body);
-        api_fail(&e, 400, "bad_request", "show_name: expected true or false.");
-        return api_send_err(req, &e);
-    }
-    int rc = api_show_name_set(app, &u, json_is_true(sn), &e);
+    int rc;
+    struct staff_write w = {.kind = STAFF_SHOW_NAME, .viewer = u, .show = json_is_true(sn)};
+    if (!json_is_boolean(sn))
+        rc = api_fail(&e, 400, "bad_request", "show_name: expected true or false.");
+    else
+        rc = staff_write_start(app, req, &w, course_change_answer, &e);
     json_decref(body);
-    if (rc)
-        return api_send_err(req, &e);
-    return h_me(app, req);
+    return rc ? api_send_err(req, &e) : HTTP_DEFERRED;
 }
 
 static int h_labs(struct app *app, struct http_request *req)
@@ -84,9 +109,10 @@ static int h_lab(struct app *app, struct http_request *req)
 struct import_job {
     struct app *app;
     struct http_request *req; /* NULL once the client went away */
+    course_write_answer *answer;
     struct auth_user viewer;
     int csv;    /* the body is a roster CSV, else {"users":[...]} */
-    char *body; /* a copy */
+    char *body; /* taken over */
     size_t len;
     json_t *out; /* set by import_run */
     struct api_error e;
@@ -117,36 +143,38 @@ static void import_done(void *arg, int rc)
 {
     struct import_job *j = arg;
     struct http_request *req = j->req;
+    if (rc && !j->e.status)
+        api_internal(&j->e, rc);
     if (req) {
         req->on_abort = NULL;
-        if (rc) {
-            if (!j->e.status)
-                api_internal(&j->e, rc);
-            api_send_err(req, &j->e);
-        } else {
-            api_send_json(req, 201, j->out);
-            j->out = NULL;
-        }
-        http_request_finish(req);
+        if (j->answer(j->app, req, rc ? NULL : j->out, rc, &j->e) != HTTP_DEFERRED)
+            http_request_finish(req);
     }
     json_decref(j->out); /* tokens not delivered: the client hung up */
     free(j->body);
     free(j);
 }
 
-/* Queue req's users import on the writer. 0: deferred; -errno with e. */
-static int import_start(struct app *app, struct http_request *req, const struct auth_user *viewer,
-                        int csv, struct api_error *e)
+int course_users_add_start(struct app *app, struct http_request *req,
+                           const struct auth_user *viewer, int csv, char *body, size_t len,
+                           course_write_answer *answer, struct api_error *e)
 {
+    assert(answer);
     struct import_job *j = calloc(1, sizeof(*j));
-    size_t len = req->body_len;
-    if (!j || !(j->body = http_request_body_take(req))) {
+    if (!body) {
+        len = req->body_len;
+        body = http_request_body_take(req);
+    }
+    if (!j || !body) {
         free(j);
+        free(body);
         return api_internal(e, -ENOMEM);
     }
+    j->body = body;
     j->len = len;
     j->app = app;
     j->req = req;
+    j->answer = answer;
     j->viewer = *viewer;
     j->csv = csv;
     int rc = writer_submit(app->writer, import_run, import_done, j, len);
@@ -160,6 +188,16 @@ static int import_start(struct app *app, struct http_request *req, const struct 
     return 0;
 }
 
+/* The API's answer to a users import: the users made, with their tokens. */
+static int course_write_sent(struct app *app, struct http_request *req, json_t *out, int rc,
+                             const struct api_error *e)
+{
+    (void)app;
+    if (rc)
+        return api_send_err(req, e);
+    return api_send_json(req, 201, json_incref(out));
+}
+
 static int h_admin_users(struct app *app, struct http_request *req)
 {
     struct auth_user u;
@@ -169,7 +207,7 @@ static int h_admin_users(struct app *app, struct http_request *req)
     const char *ct = http_request_header(req, "Content-Type");
     int csv = ct && (api_ct_is(ct, "text/csv") || api_ct_is(ct, "application/csv"));
     /* Parsed, checked and stored by the writer: answered by import_done. */
-    if (import_start(app, req, &u, csv, &e))
+    if (course_users_add_start(app, req, &u, csv, NULL, 0, course_write_sent, &e))
         return api_send_err(req, &e);
     return HTTP_DEFERRED;
 }
@@ -190,12 +228,13 @@ static int h_admin_user_revoke(struct app *app, struct http_request *req)
 {
     struct auth_user u;
     struct api_error e;
-    json_t *j;
     if (api_need(app, req, &u, ADMIN))
         return HTTP_DONE;
-    if (api_user_revoke(app, &u, http_request_param(req, "name"), &j, &e))
+    struct staff_write w = {.kind = STAFF_REVOKE, .viewer = u};
+    snprintf(w.user, sizeof(w.user), "%s", http_request_param(req, "name"));
+    if (staff_write_start(app, req, &w, course_change_answer, &e))
         return api_send_err(req, &e);
-    return api_send_json(req, 200, j);
+    return HTTP_DEFERRED;
 }
 
 static int h_rubric_get(struct app *app, struct http_request *req)
@@ -215,19 +254,45 @@ static int h_rubric_get(struct app *app, struct http_request *req)
 struct rubric_job {
     struct app *app;
     struct http_request *req; /* NULL once the client went away */
+    course_write_answer *answer;
     long long actor;
     char by[65];
     char lab[65];
     struct rubric r;
     json_t *copy;
     char *text;
-    int version; /* set by rubric_run */
+    int regrade;               /* also requeue the submissions the change affects */
+    int version;               /* set by rubric_run */
+    size_t affected, regraded; /* set by rubric_run when regrade */
 };
+
+#define RUBRIC_REGRADE_MAX 2000 /* submissions requeued by one rubric change */
+
+/* Writer: requeue the lab's affected submissions (each audited). */
+static void rubric_regrade_run(struct db *db, struct rubric_job *j)
+{
+    long long *ids = malloc(RUBRIC_REGRADE_MAX * sizeof(*ids));
+    if (!ids)
+        return;
+    size_t n = submission_ids_affected_on(db, j->lab, ids, RUBRIC_REGRADE_MAX);
+    j->affected = n > RUBRIC_REGRADE_MAX ? RUBRIC_REGRADE_MAX : n;
+    for (size_t i = 0; i < j->affected; i++) {
+        char target[32];
+        snprintf(target, sizeof(target), "submission:%lld", ids[i]);
+        if (queue_regrade_in(db, ids[i]) == 0 &&
+            db_audit(db, j->actor, "regrade", target, j->lab) == 0)
+            j->regraded++;
+    }
+    free(ids);
+}
 
 static int rubric_run(struct db *db, void *arg)
 {
     struct rubric_job *j = arg;
-    return course_rubric_store(db, j->actor, j->lab, j->text, &j->version);
+    int rc = course_rubric_store(db, j->actor, j->lab, j->text, &j->version);
+    if (!rc && j->regrade)
+        rubric_regrade_run(db, j);
+    return rc;
 }
 
 static void rubric_abort(struct http_request *req, void *data)
@@ -245,30 +310,38 @@ static void rubric_done(void *arg, int rc)
     assert(l); /* labs are loaded once, at start */
     if (!rc) {
         course_rubric_install(j->app, l, &j->r, j->copy, j->version, j->by);
+        if (j->regraded) { /* the caches: dropped by the install */
+            queue_written(j->app->queue, 0, 1);
+            app_log("%zu submissions of %s requeued for regrade by %s", j->regraded, j->lab, j->by);
+        }
     } else {
         rubric_free(&j->r);
         json_decref(j->copy);
     }
     if (req) {
-        req->on_abort = NULL;
-        if (rc) {
-            struct api_error e;
+        struct api_error e = {0};
+        json_t *out =
+            rc ? json_pack("{s:s}", "lab", j->lab)
+               : json_pack("{s:s,s:i,s:I,s:I}", "lab", j->lab, "version", j->version, "affected",
+                           (json_int_t)j->affected, "regraded", (json_int_t)j->regraded);
+        if (rc)
             api_internal(&e, rc);
-            api_send_err(req, &e);
-        } else {
-            api_send_json(req, 200, json_pack("{s:i}", "version", j->version));
-        }
-        http_request_finish(req);
+        else if (!out)
+            rc = api_internal(&e, -ENOMEM);
+        req->on_abort = NULL;
+        if (j->answer(j->app, req, out, rc, &e) != HTTP_DEFERRED)
+            http_request_finish(req);
+        json_decref(out);
     }
     free(j->text);
     free(j);
 }
 
-/* Check doc as lab's next rubric and queue it on the writer; req is
- * answered by rubric_done. 0 (deferred) or -errno with e. */
-static int rubric_put_start(struct app *app, const struct auth_user *viewer, const char *lab,
-                            const json_t *doc, struct http_request *req, struct api_error *e)
+int course_rubric_put_start(struct app *app, const struct auth_user *viewer, const char *lab,
+                            const json_t *doc, int regrade, struct http_request *req,
+                            course_write_answer *answer, struct api_error *e)
 {
+    assert(answer);
     struct rubric_job *j = calloc(1, sizeof(*j));
     struct app_lab *l;
     if (!j)
@@ -280,6 +353,8 @@ static int rubric_put_start(struct app *app, const struct auth_user *viewer, con
     }
     j->app = app;
     j->req = req;
+    j->answer = answer;
+    j->regrade = regrade;
     j->actor = viewer->id;
     snprintf(j->by, sizeof(j->by), "%s", viewer->name);
     snprintf(j->lab, sizeof(j->lab), "%s", l->lab.name);
@@ -294,6 +369,16 @@ static int rubric_put_start(struct app *app, const struct auth_user *viewer, con
     req->on_abort = rubric_abort;
     req->abort_data = j;
     return 0;
+}
+
+/* The API's answer to a rubric: {"version"}. */
+static int rubric_sent(struct app *app, struct http_request *req, json_t *out, int rc,
+                       const struct api_error *e)
+{
+    (void)app;
+    if (rc)
+        return api_send_err(req, e);
+    return api_send_json(req, 200, json_pack("{s:O}", "version", json_object_get(out, "version")));
 }
 
 static int h_rubric_put(struct app *app, struct http_request *req)
@@ -314,7 +399,8 @@ static int h_rubric_put(struct app *app, struct http_request *req)
     json_t *doc = body;
     if (json_object_size(body) <= 2 && json_is_object(json_object_get(body, "rubric")))
         doc = json_object_get(body, "rubric");
-    int rc = rubric_put_start(app, &u, http_request_param(req, "lab"), doc, req, &e);
+    int rc = course_rubric_put_start(app, &u, http_request_param(req, "lab"), doc, 0, req,
+                                     rubric_sent, &e);
     json_decref(body);
     if (rc)
         return api_send_err(req, &e);
@@ -343,12 +429,14 @@ static int h_extension(struct app *app, struct http_request *req)
              (hard_s && rubric_time_parse(hard_s, &hard)))
         rc = api_fail(&e, 400, "bad_request",
                       "due, hard_deadline: use ISO 8601 UTC like 2026-12-04T23:59:00Z.");
-    else
-        rc = api_extension_set(app, &u, user, lab, due, hard, &e);
+    else {
+        struct staff_write w = {.kind = STAFF_EXTENSION, .viewer = u, .due = due, .hard = hard};
+        snprintf(w.user, sizeof(w.user), "%s", user);
+        snprintf(w.lab, sizeof(w.lab), "%s", lab);
+        rc = staff_write_start(app, req, &w, course_change_answer, &e);
+    }
     json_decref(body);
-    if (rc)
-        return api_send_err(req, &e);
-    return api_send_json(req, 200, json_pack("{s:b}", "ok", 1));
+    return rc ? api_send_err(req, &e) : HTTP_DEFERRED;
 }
 
 const struct route course_api_routes[] = {

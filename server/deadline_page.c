@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "server/course.h"
+#include "server/staff_write.h"
 #include "server/views.h"
 
 /* "2026-12-04T23:59" (datetime-local, taken as UTC) or full ISO -> seconds. */
@@ -118,12 +119,26 @@ static int deadlines_form_again(struct page *p, const char *problem, const char 
     return page_again(p, deadlines_again, &a);
 }
 
+/* The writer stored (or refused) the extension (staff_write.h): the
+ * deadlines page again, saying so. */
+static int extension_done(struct app *app, struct http_request *req, const struct staff_write *w,
+                          int rc)
+{
+    struct page p;
+    char msg[300];
+    page_open(&p, app, req);
+    snprintf(msg, sizeof(msg), "Extension saved for %.64s in %.64s.", w->user, w->lab);
+    int r = rc ? deadlines_form_again(&p, w->e.message, NULL, w->e.status ? w->e.status : 400)
+               : deadlines_form_again(&p, NULL, msg, 200);
+    page_free(&p);
+    return r;
+}
+
 static int post_extension(struct page *p)
 {
     struct api_error e;
     const char *user, *lab;
     double due, hard;
-    char msg[300];
 
     if (!page_is_admin(p))
         return page_error(p, 403, "Not allowed", "Only admins change deadlines.");
@@ -136,10 +151,29 @@ static int post_extension(struct page *p)
     if (!user || !*user || !lab || due <= 0 || hard < 0)
         return deadlines_form_again(
             p, "Give the student's user name, the lab and a due date (UTC).", NULL, 400);
-    if (api_extension_set(p->app, &p->user, user, lab, due, hard, &e) != 0)
+    struct staff_write w = {.kind = STAFF_EXTENSION, .viewer = p->user, .due = due, .hard = hard};
+    snprintf(w.user, sizeof(w.user), "%s", user);
+    snprintf(w.lab, sizeof(w.lab), "%s", lab);
+    if (staff_write_start(p->app, p->req, &w, extension_done, &e) != 0)
         return deadlines_form_again(p, e.message, NULL, e.status ? e.status : 400);
-    snprintf(msg, sizeof(msg), "Extension saved for %.64s in %.64s.", user, lab);
-    return deadlines_form_again(p, NULL, msg, 200);
+    return HTTP_DEFERRED; /* answered by extension_done */
+}
+
+/* The writer stored (or refused) the lab's new deadlines (a new rubric
+ * version): the deadlines page again, saying so. */
+static int deadline_done(struct app *app, struct http_request *req, json_t *out, int rc,
+                         const struct api_error *e)
+{
+    struct page p;
+    char msg[200];
+    page_open(&p, app, req);
+    snprintf(msg, sizeof(msg), "Deadlines of %.64s saved (rubric version %d).",
+             json_string_value(json_object_get(out, "lab")),
+             (int)json_integer_value(json_object_get(out, "version")));
+    int r = rc ? deadlines_form_again(&p, e->message, NULL, e->status ? e->status : 400)
+               : deadlines_form_again(&p, NULL, msg, 200);
+    page_free(&p);
+    return r;
 }
 
 static int post_deadline(struct page *p, const char *lab)
@@ -148,8 +182,7 @@ static int post_deadline(struct page *p, const char *lab)
     struct app_lab *al = app_lab_find(p->app, lab);
     json_t *doc, *late;
     double due, hard;
-    char iso[40], msg[200];
-    int version = 0;
+    char iso[40];
 
     if (!page_is_admin(p))
         return page_error(p, 403, "Not allowed", "Only admins change deadlines.");
@@ -176,13 +209,11 @@ static int post_deadline(struct page *p, const char *lab)
         api_time_iso(hard, iso, sizeof(iso));
         json_object_set_new(late, "hard_deadline", json_string(iso));
     }
-    if (api_rubric_put(p->app, &p->user, lab, doc, &version, &e) != 0) {
-        json_decref(doc);
-        return deadlines_form_again(p, e.message, NULL, e.status ? e.status : 400);
-    }
+    int rc = course_rubric_put_start(p->app, &p->user, lab, doc, 0, p->req, deadline_done, &e);
     json_decref(doc);
-    snprintf(msg, sizeof(msg), "Deadlines of %.64s saved (rubric version %d).", lab, version);
-    return deadlines_form_again(p, NULL, msg, 200);
+    if (rc != 0)
+        return deadlines_form_again(p, e.message, NULL, e.status ? e.status : 400);
+    return HTTP_DEFERRED; /* answered by deadline_done */
 }
 
 static int r_deadlines(struct page *p)

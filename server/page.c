@@ -115,13 +115,10 @@ void page_set_cookie(struct http_request *req, const char *name, const char *val
     char line[256];
     int https = auth_request_https(req); /* then cookies get the Secure flag */
 
-    if (strcmp(name, AUTH_SESSION_COOKIE) == 0) {
-        name = auth_session_cookie_name(req); /* __Host- behind HTTPS */
-        char old[96];
-        /* Clearing it ends the session it named, whatever its name was. */
-        if (max_age == 0 && auth_session_cookie(req, old, sizeof(old)) == 0)
-            auth_session_destroy(((struct app *)req->app)->db, old);
-    }
+    /* __Host- behind HTTPS; clearing it does not end the session (the
+     * sign-out does, on the writer: signin_page.c). */
+    if (strcmp(name, AUTH_SESSION_COOKIE) == 0)
+        name = auth_session_cookie_name(req);
     /* HttpOnly: script (an XSS) cannot read the session. SameSite=Strict:
      * no other site can make the browser send it (CSRF, cross-site leaks). */
     snprintf(line, sizeof(line), "%s=%s; Path=/; Max-Age=%ld; HttpOnly; SameSite=Strict%s", name,

@@ -20,8 +20,13 @@ struct queue_waiter {
     queue_wait_cb cb;
     void *data;
     char runner[72];
+    double wait_s;
     struct queue_waiter *prev, *next;
-    int done;
+    int done;    /* answered or gone: out of the list, its timer closing */
+    int busy;    /* the callback's claim is under way (QUEUE_WAIT_BUSY) */
+    int again;   /* woken while busy: claim again if that one found nothing */
+    int expired; /* its time ran out while busy: 204 if that one found nothing */
+    int gone;    /* the client went away while busy */
 };
 
 /* The fair order of the queued jobs, computed by fair_order() and kept
@@ -188,7 +193,8 @@ static void waiter_closed(uv_handle_t *h)
     free(h->data);
 }
 
-static void waiter_unlink(struct queue_waiter *w)
+/* Take w out of the list of parked claims. */
+static void waiter_detach(struct queue_waiter *w)
 {
     struct queue *q = w->q;
     if (w->prev)
@@ -201,6 +207,11 @@ static void waiter_unlink(struct queue_waiter *w)
         q->tail = w->prev;
     w->prev = w->next = NULL;
     q->nwaiting--;
+}
+
+static void waiter_unlink(struct queue_waiter *w)
+{
+    waiter_detach(w);
     w->done = 1;
     uv_close((uv_handle_t *)&w->timer, waiter_closed);
 }
@@ -209,8 +220,15 @@ static void waiter_unlink(struct queue_waiter *w)
  * answered. Returns 1 when the waiter is gone. */
 static int waiter_fire(struct queue_waiter *w, int wake)
 {
+    assert(!w->busy && !w->done);
     struct http_request *req = w->req;
-    int answered = w->cb(w->q, req, wake, w->runner, w->data);
+    int answered = w->cb(w->q, w, req, wake, w->runner, w->data);
+    if (answered == QUEUE_WAIT_BUSY) {
+        assert(wake);
+        w->busy = 1;
+        w->again = 0;
+        return 0;
+    }
     if (!wake || answered) {
         req->on_abort = NULL;
         waiter_unlink(w);
@@ -223,8 +241,12 @@ static int waiter_fire(struct queue_waiter *w, int wake)
 void queue_drain(struct queue *q)
 {
     q->closing = 1;
-    while (q->head)
-        waiter_fire(q->head, 0);
+    /* A waiter whose claim is under way answers when it ends. */
+    for (struct queue_waiter *w = q->head, *next; w; w = next) {
+        next = w->next;
+        if (!w->busy)
+            waiter_fire(w, 0);
+    }
 }
 
 void queue_close(struct queue *q)
@@ -237,9 +259,14 @@ void queue_close(struct queue *q)
 static void wake_cb(uv_timer_t *t)
 {
     struct queue *q = t->data;
-    /* First come, first served: stop at the first waiter that found nothing. */
-    while (q->head && !q->closing) {
-        if (!waiter_fire(q->head, 1))
+    /* First come, first served: each waiter's claim starts in arrival
+     * order (an asynchronous claim's job is queued behind the earlier
+     * ones'); a synchronous one that found nothing stops the round. */
+    for (struct queue_waiter *w = q->head, *next; w && !q->closing; w = next) {
+        next = w->next;
+        if (w->busy)
+            w->again = 1;
+        else if (!waiter_fire(w, 1) && !w->busy)
             break;
     }
 }
@@ -255,20 +282,69 @@ void queue_notify(struct queue *q)
 static void waiter_timeout(uv_timer_t *t)
 {
     struct queue_waiter *w = t->data;
-    if (!w->done)
+    if (w->done)
+        return;
+    if (w->busy)
+        w->expired = 1; /* a claim under way may still find a job */
+    else
         waiter_fire(w, 0);
+}
+
+/* The first try of a waiter parked with now = 1, on the loop's next turn. */
+static void waiter_first(uv_timer_t *t)
+{
+    struct queue_waiter *w = t->data;
+    uint64_t ms = (uint64_t)(w->wait_s * 1000);
+    uv_timer_start(&w->timer, waiter_timeout, ms, 0);
+    if (!w->busy) /* else a wake came first */
+        waiter_fire(w, 1);
 }
 
 static void waiter_abort(struct http_request *req, void *data)
 {
     struct queue_waiter *w = data;
     (void)req;
-    if (!w->done)
+    if (w->done)
+        return;
+    if (!w->busy) {
         waiter_unlink(w);
+        return;
+    }
+    /* Out of the list now; freed when its claim settles. */
+    w->gone = 1;
+    w->req = NULL;
+    waiter_detach(w);
+}
+
+struct http_request *queue_wait_req(struct queue_waiter *w)
+{
+    assert(w->busy);
+    return w->gone ? NULL : w->req;
+}
+
+void queue_wait_settle(struct queue_waiter *w, int answered)
+{
+    assert(w->busy && !w->done);
+    w->busy = 0;
+    if (w->gone) {
+        w->done = 1;
+        uv_close((uv_handle_t *)&w->timer, waiter_closed);
+        return;
+    }
+    struct http_request *req = w->req;
+    if (answered) {
+        req->on_abort = NULL;
+        waiter_unlink(w);
+        http_request_finish(req);
+    } else if (w->expired || w->q->closing) {
+        waiter_fire(w, 0);
+    } else if (w->again) {
+        waiter_fire(w, 1); /* a job may have come while it looked */
+    }
 }
 
 int queue_wait(struct queue *q, struct http_request *req, double wait_s, const char *runner,
-               queue_wait_cb cb, void *data)
+               int now, queue_wait_cb cb, void *data)
 {
     if (q->closing)
         return -ESHUTDOWN;
@@ -279,10 +355,14 @@ int queue_wait(struct queue *q, struct http_request *req, double wait_s, const c
     w->req = req;
     w->cb = cb;
     w->data = data;
+    w->wait_s = wait_s > 0 ? wait_s : 0;
     snprintf(w->runner, sizeof(w->runner), "%s", runner ? runner : "");
     uv_timer_init(q->loop, &w->timer);
     w->timer.data = w;
-    uv_timer_start(&w->timer, waiter_timeout, (uint64_t)(wait_s * 1000), 0);
+    if (now)
+        uv_timer_start(&w->timer, waiter_first, 0, 0);
+    else
+        uv_timer_start(&w->timer, waiter_timeout, (uint64_t)(w->wait_s * 1000), 0);
     w->prev = q->tail;
     if (q->tail)
         q->tail->next = w;
@@ -474,30 +554,23 @@ static int fair_order(struct queue *q)
     return 0;
 }
 
-int queue_claim(struct queue *q, const char *runner, long long runner_user, double lease_s,
-                int (*rubric_version)(void *ctx, const char *lab), void *ctx, struct queue_job *job)
+int queue_claim_in(struct db *db, const char *runner, long long runner_user, double lease_s,
+                   int (*rubric_version)(void *ctx, const char *lab), void *ctx,
+                   struct queue_job *job)
 {
     double now = db_now();
     memset(job, 0, sizeof(*job));
-    /* BEGIN IMMEDIATE takes the write lock first: two claimers (threads,
-     * processes, a second server on the same file) cannot pick the same row. */
-    int rc = db_begin(q->db, 1);
-    if (rc)
-        return rc;
     /* The first job in the fair order, read inside the write transaction
      * (the cached order may be stale when another process claimed). */
-    sqlite3_stmt *st = db_stmt(
-        q->db, "SELECT id, user_id, lab, filename, sha256, attempts, source FROM submissions"
-               " WHERE id = (" FAIR_ORDER_SQL " LIMIT 1)");
-    if (!st) {
-        rc = -EIO;
-        goto fail;
-    }
-    rc = sqlite3_step(st);
+    sqlite3_stmt *st =
+        db_stmt(db, "SELECT id, user_id, lab, filename, sha256, attempts, source FROM submissions"
+                    " WHERE id = (" FAIR_ORDER_SQL " LIMIT 1)");
+    if (!st)
+        return -EIO;
+    int rc = sqlite3_step(st);
     if (rc != SQLITE_ROW) {
-        rc = rc == SQLITE_DONE ? -ENOENT : db_errno(rc);
         sqlite3_reset(st);
-        goto fail;
+        return rc == SQLITE_DONE ? -ENOENT : db_errno(rc);
     }
     job->id = sqlite3_column_int64(st, 0);
     job->user_id = sqlite3_column_int64(st, 1);
@@ -508,46 +581,57 @@ int queue_claim(struct queue *q, const char *runner, long long runner_user, doub
     const void *src = sqlite3_column_blob(st, 6);
     job->size = (size_t)sqlite3_column_bytes(st, 6);
     job->source = malloc(job->size + 1);
-    if (!job->source) {
-        sqlite3_reset(st);
-        rc = -ENOMEM;
-        goto fail;
-    }
-    if (job->size)
+    if (job->source && job->size)
         memcpy(job->source, src, job->size);
-    job->source[job->size] = '\0';
     sqlite3_reset(st);
+    if (!job->source)
+        return -ENOMEM;
+    job->source[job->size] = '\0';
     int rv = rubric_version ? rubric_version(ctx, job->lab) : 0;
-    st = db_stmt(q->db,
+    st = db_stmt(db,
                  "UPDATE submissions SET status = 'compiling', phase = 'compiling', detail = '',"
                  " attempts = attempts + 1, lease_runner = ?1, lease_user = ?2, lease_expires = ?3,"
                  " rubric_version = ?4, updated_at = ?5 WHERE id = ?6 AND status = 'queued'");
-    if (!st) {
-        rc = -EIO;
-        goto fail;
+    rc = st ? 0 : -EIO;
+    if (st) {
+        sqlite3_bind_text(st, 1, runner, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, runner_user);
+        sqlite3_bind_double(st, 3, now + lease_s);
+        if (rv > 0)
+            sqlite3_bind_int(st, 4, rv);
+        sqlite3_bind_double(st, 5, now);
+        sqlite3_bind_int64(st, 6, job->id);
+        rc = db_step_done(st);
     }
-    sqlite3_bind_text(st, 1, runner, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, runner_user);
-    sqlite3_bind_double(st, 3, now + lease_s);
-    if (rv > 0)
-        sqlite3_bind_int(st, 4, rv);
-    sqlite3_bind_double(st, 5, now);
-    sqlite3_bind_int64(st, 6, job->id);
-    rc = db_step_done(st);
-    if (rc)
-        goto fail;
-    rc = db_commit(q->db);
-    if (rc)
-        goto fail_nocommit;
-    reordered(q);
-    changed(q, job->id);
-    return 0;
-fail:
-    db_rollback(q->db);
-fail_nocommit:
-    free(job->source);
-    job->source = NULL;
+    if (rc) {
+        free(job->source);
+        job->source = NULL;
+    }
     return rc;
+}
+
+int queue_claim(struct queue *q, const char *runner, long long runner_user, double lease_s,
+                int (*rubric_version)(void *ctx, const char *lab), void *ctx, struct queue_job *job)
+{
+    memset(job, 0, sizeof(*job));
+    /* BEGIN IMMEDIATE takes the write lock first: two claimers (threads,
+     * processes, a second server on the same file) cannot pick the same row. */
+    int rc = db_begin(q->db, 1);
+    if (rc)
+        return rc;
+    rc = queue_claim_in(q->db, runner, runner_user, lease_s, rubric_version, ctx, job);
+    if (rc) {
+        db_rollback(q->db);
+        return rc;
+    }
+    rc = db_commit(q->db);
+    if (rc) {
+        free(job->source);
+        job->source = NULL;
+        return rc;
+    }
+    queue_written(q, job->id, 0);
+    return 0;
 }
 
 /* Is the lease of id held by this runner? 0 yes, -ENOENT, -ESTALE. */
@@ -745,26 +829,26 @@ int queue_result(struct queue *q, long long id, long long runner_user, const cha
     return 0;
 }
 
-int queue_regrade(struct queue *q, long long id)
+int queue_regrade_in(struct db *db, long long id)
 {
     sqlite3_stmt *st = db_stmt(
-        q->db, "UPDATE submissions SET status = 'queued', phase = '', detail = 'regrade requested',"
-               " attempts = 0, profile_key = NULL, lease_runner = NULL, lease_user = NULL,"
-               " lease_expires = NULL,"
-               " updated_at = ?1 WHERE id = ?2");
+        db, "UPDATE submissions SET status = 'queued', phase = '', detail = 'regrade requested',"
+            " attempts = 0, profile_key = NULL, lease_runner = NULL, lease_user = NULL,"
+            " lease_expires = NULL, updated_at = ?1 WHERE id = ?2");
     if (!st)
         return -EIO;
     sqlite3_bind_double(st, 1, db_now());
     sqlite3_bind_int64(st, 2, id);
     int rc = db_step_done(st);
-    if (rc)
-        return rc;
-    if (db_changes(q->db) == 0)
-        return -ENOENT;
-    reordered(q);
-    changed(q, id);
-    queue_notify(q);
-    return 0;
+    return rc ? rc : db_changes(db) == 0 ? -ENOENT : 0;
+}
+
+int queue_regrade(struct queue *q, long long id)
+{
+    int rc = queue_regrade_in(q->db, id);
+    if (!rc)
+        queue_written(q, id, 1);
+    return rc;
 }
 
 int queue_sweep(struct queue *q, double now)

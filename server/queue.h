@@ -47,11 +47,17 @@ struct queue_job {
     size_t size;
 };
 
-/* Called for parked claims: wake=1 when a job may be available (claim now,
- * answer and return 1; return 0 to keep waiting), wake=0 on timeout or
- * shutdown (answer 204; the return value is ignored). */
-typedef int (*queue_wait_cb)(struct queue *q, struct http_request *req, int wake,
-                             const char *runner, void *data);
+struct queue_waiter;
+
+/* Called for parked claims (w is the waiter of req): wake=1 when a job may
+ * be available: claim now, answer and return 1; return 0 to keep waiting;
+ * or start a claim elsewhere (the writer thread) and return
+ * QUEUE_WAIT_BUSY: the waiter stays parked, is not woken again and does not
+ * time out until the claim ends with queue_wait_settle. wake=0 on timeout
+ * or shutdown: answer 204 (the return value is ignored). */
+typedef int (*queue_wait_cb)(struct queue *q, struct queue_waiter *w, struct http_request *req,
+                             int wake, const char *runner, void *data);
+#define QUEUE_WAIT_BUSY 2
 
 /* Create the queue. sweep_interval_s: how often expired leases are looked
  * for (0: never; tests call queue_sweep). The timer's sweeps run on libuv's
@@ -91,6 +97,13 @@ int queue_enqueue_in(struct db *db, const struct queue_submit *in, long long *id
  * fair order is read again, cached renderings of job id are dropped (id 0:
  * none), and parked claims wake when wake is 1. */
 void queue_written(struct queue *q, long long id, int wake);
+
+/* The SQL of queue_claim alone, inside the caller's write transaction on
+ * db (the writer thread's connection, server/writer.h); the loop then calls
+ * queue_written(q, job->id, 0). Same returns. */
+int queue_claim_in(struct db *db, const char *runner, long long runner_user, double lease_s,
+                   int (*rubric_version)(void *ctx, const char *lab), void *ctx,
+                   struct queue_job *job);
 
 /* Claim the first queued job in the fair order for runner (runner_user:
  * the token's user). A job's turn is the number of its student's jobs
@@ -150,6 +163,10 @@ int queue_profile_in(struct db *db, long long id, long long runner_user, const c
  * result kept until the new one arrives. Returns 0, -ENOENT, -errno. */
 int queue_regrade(struct queue *q, long long id);
 
+/* The SQL of queue_regrade alone, on db (the writer's connection); the loop
+ * then calls queue_written(q, id, 1). Same returns. */
+int queue_regrade_in(struct db *db, long long id);
+
 /* Requeue jobs whose lease expired before now; jobs at max_attempts become
  * system_error. Returns the number of rows changed (>= 0) or -errno. */
 int queue_sweep(struct queue *q, double now);
@@ -176,10 +193,23 @@ unsigned queue_generation(struct queue *q);
 long long queue_depth(struct queue *q);
 
 /* Park req until a job may be available or wait_s passed; runner (copied)
- * and data are handed to cb. The http layer's abort callback is installed
- * (the client may hang up; then cb is not called). Returns 0 or -errno. */
+ * and data are handed to cb. now: the first try (cb with wake=1) runs on
+ * the loop's next turn, and a try that finds nothing keeps waiting (wait_s
+ * 0: answered 204 then). The http layer's abort callback is installed (the
+ * client may hang up; then cb is not called again). Returns 0 or -errno. */
 int queue_wait(struct queue *q, struct http_request *req, double wait_s, const char *runner,
-               queue_wait_cb cb, void *data);
+               int now, queue_wait_cb cb, void *data);
+
+/* For the claim a QUEUE_WAIT_BUSY callback started: its request, or NULL
+ * when the client went away meanwhile (then answer nobody). */
+struct http_request *queue_wait_req(struct queue_waiter *w);
+
+/* That claim ended (loop thread), after the request was answered when
+ * answered is 1 (nothing is sent when the client went away). answered 0:
+ * nothing was found; the waiter keeps waiting (claims again at once when
+ * woken meanwhile), or is answered 204 when its time ran out meanwhile or
+ * the queue is draining. w may be freed on return. */
+void queue_wait_settle(struct queue_waiter *w, int answered);
 
 /* Parked claims now. */
 size_t queue_waiting(struct queue *q);

@@ -207,6 +207,39 @@ static int rubric_form_again(struct page *p, const char *lab, const char *text, 
     return page_again(p, rubric_again, &a);
 }
 
+/* The writer stored (or refused) the rubric, and requeued the affected
+ * submissions when asked: the rubric page again, saying so. */
+static int rubric_done(struct app *app, struct http_request *req, json_t *out, int rc,
+                       const struct api_error *e)
+{
+    struct page p;
+    char msg[600];
+    const char *lab = json_string_value(json_object_get(out, "lab"));
+    int version = (int)json_integer_value(json_object_get(out, "version"));
+    page_open(&p, app, req);
+    if (rc) {
+        page_form_parse(&p);
+        rc = rubric_form_again(&p, lab ? lab : "", page_field(&p, "rubric"), e->message, 0, NULL,
+                               e->status ? e->status : 400);
+        page_free(&p);
+        return rc;
+    }
+    if (page_form_parse(&p) == 0 && page_field(&p, "regrade") &&
+        strcmp(page_field(&p, "regrade"), "1") == 0)
+        snprintf(msg, sizeof(msg),
+                 "Saved as version %d; %lld of %lld affected submissions are back in the queue.",
+                 version, (long long)json_integer_value(json_object_get(out, "regraded")),
+                 (long long)json_integer_value(json_object_get(out, "affected")));
+    else
+        snprintf(msg, sizeof(msg),
+                 "Saved as version %d. New submissions are graded with it; earlier "
+                 "ones keep their version until regraded.",
+                 version);
+    rc = rubric_form_again(&p, lab, NULL, NULL, 0, msg, 200);
+    page_free(&p);
+    return rc;
+}
+
 static int post_rubric(struct page *p, const char *lab)
 {
     struct api_error e;
@@ -216,7 +249,7 @@ static int post_rubric(struct page *p, const char *lab)
     char msg[600], *pretty;
     struct app_lab *al = app_lab_find(p->app, lab);
     struct rubric r;
-    int version = 0, rc;
+    int rc;
 
     if (!page_is_admin(p))
         return page_error(p, 403, "Not allowed", "Only admins edit rubrics.");
@@ -251,24 +284,12 @@ static int post_rubric(struct page *p, const char *lab)
         return rc;
     }
     free(pretty);
-    rc = api_rubric_put(p->app, &p->user, lab, doc, &version, &e);
+    int regrade = page_field(p, "regrade") && strcmp(page_field(p, "regrade"), "1") == 0;
+    rc = course_rubric_put_start(p->app, &p->user, lab, doc, regrade, p->req, rubric_done, &e);
     json_decref(doc);
     if (rc != 0)
         return rubric_form_again(p, lab, text, e.message, 0, NULL, e.status ? e.status : 400);
-    if (page_field(p, "regrade") && strcmp(page_field(p, "regrade"), "1") == 0) {
-        long long ids[2000];
-        size_t n = submission_ids_affected(p->app, lab, ids, 2000), ok = 0;
-        if (n > 2000)
-            n = 2000;
-        for (size_t i = 0; i < n; i++)
-            ok += api_regrade(p->app, &p->user, ids[i], &e) == 0;
-        snprintf(msg, sizeof(msg), "Saved as version %d; %zu of %zu affected submissions are back in the queue.",
-                 version, ok, n);
-    } else {
-        snprintf(msg, sizeof(msg), "Saved as version %d. New submissions are graded with it; earlier "
-                 "ones keep their version until regraded.", version);
-    }
-    return rubric_form_again(p, lab, NULL, NULL, 0, msg, 200);
+    return HTTP_DEFERRED; /* answered by rubric_done */
 }
 
 static int r_rubric(struct page *p)

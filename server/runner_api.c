@@ -22,56 +22,144 @@
 #include "server/views.h"
 #include "server/writer.h"
 
-static int rubric_version_of(void *ctx, const char *lab)
+/* ---- a runner's claim, read and written by the writer thread ---- */
+
+/* A lab's rubric as it was when the claim began: the version recorded on
+ * the row and the document sent are the same one. */
+struct claim_lab {
+    char name[65];
+    int version;
+    json_t *doc; /* a reference (loop thread), or NULL */
+};
+
+struct claim_job {
+    struct app *app;
+    struct queue_waiter *w;
+    char runner[72];
+    long long uid;
+    double lease_s;
+    struct claim_lab *labs;
+    size_t nlabs;
+    struct queue_job job; /* filled on the writer */
+};
+
+static struct claim_lab *claim_lab_of(struct claim_job *c, const char *lab)
 {
-    struct app_lab *l = app_lab_find(ctx, lab);
-    return l && l->has_rubric ? l->rubric_version : 0;
+    for (size_t i = 0; i < c->nlabs; i++)
+        if (strcmp(c->labs[i].name, lab) == 0)
+            return &c->labs[i];
+    return NULL;
 }
 
-/* Try to claim a job for the runner and answer 200 with it. Returns 1 when
- * answered (a job or an error), 0 when nothing is queued. */
-static int claim_now(struct app *app, struct http_request *req, const char *runner, long long uid)
+/* Writer thread: the rubric version of a lab, from the copy. */
+static int claim_version(void *ctx, const char *lab)
 {
-    struct queue_job job;
+    struct claim_lab *l = claim_lab_of(ctx, lab);
+    return l ? l->version : 0;
+}
+
+static int claim_run(struct db *db, void *arg)
+{
+    struct claim_job *c = arg;
+    return queue_claim_in(db, c->runner, c->uid, c->lease_s, claim_version, c, &c->job);
+}
+
+static void claim_free(struct claim_job *c)
+{
+    for (size_t i = 0; i < c->nlabs; i++)
+        json_decref(c->labs[i].doc);
+    free(c->labs);
+    free(c->job.source);
+    free(c);
+}
+
+/* Answer req with the claimed job c->job (200), or an error. */
+static void claim_answer(struct claim_job *c, struct http_request *req)
+{
+    struct queue_job *job = &c->job;
     struct api_error e;
-    int rc = queue_claim(app->queue, runner, uid, app->cfg.lease_s, rubric_version_of, app, &job);
-    if (rc == -ENOENT)
-        return 0;
-    if (rc) {
-        api_internal(&e, rc);
-        api_send_err(req, &e);
-        return 1;
-    }
     /* A claimed job is leased: it has an id and its attempt counts from 1. */
-    assert(job.id > 0 && job.attempt > 0);
+    assert(job->id > 0 && job->attempt > 0);
     char seed[33];
     if (auth_random_hex(16, seed)) {
-        free(job.source);
         api_internal(&e, -EIO);
         api_send_err(req, &e);
-        return 1;
+        return;
     }
-    struct app_lab *l = app_lab_find(app, job.lab);
-    json_t *j = json_pack(
-        "{s:{s:I,s:s,s:i,s:I,s:s,s:s%,s:s,s:s,s:i,s:O?}}", "job", "id", (json_int_t)job.id, "lab",
-        job.lab, "attempt", job.attempt, "lease_seconds", (json_int_t)app->cfg.lease_s, "filename",
-        job.filename, "source", job.source, job.size, "sha256", job.sha256, "seed", seed,
-        "rubric_version", l ? l->rubric_version : 0, "rubric", l ? l->rubric_doc : NULL);
-    free(job.source);
-    api_cache_invalidate(app, job.id);
-    app_log("job %lld claimed by %s (attempt %d, lab %s)", job.id, runner, job.attempt, job.lab);
+    struct claim_lab *l = claim_lab_of(c, job->lab);
+    json_t *j = json_pack("{s:{s:I,s:s,s:i,s:I,s:s,s:s%,s:s,s:s,s:i,s:O?}}", "job", "id",
+                          (json_int_t)job->id, "lab", job->lab, "attempt", job->attempt,
+                          "lease_seconds", (json_int_t)c->lease_s, "filename", job->filename,
+                          "source", job->source, job->size, "sha256", job->sha256, "seed", seed,
+                          "rubric_version", l ? l->version : 0, "rubric", l ? l->doc : NULL);
     api_send_json(req, 200, j);
+}
+
+static void claim_done(void *arg, int rc)
+{
+    struct claim_job *c = arg;
+    struct app *app = c->app;
+    struct http_request *req = queue_wait_req(c->w);
+    if (!rc) {
+        queue_written(app->queue, c->job.id, 0);
+        api_cache_invalidate(app, c->job.id);
+        app_log("job %lld claimed by %s (attempt %d, lab %s)%s", c->job.id, c->runner,
+                c->job.attempt, c->job.lab, req ? "" : "; the runner hung up: its lease expires");
+    }
+    if (req && !rc) {
+        claim_answer(c, req);
+    } else if (req && rc != -ENOENT) {
+        struct api_error e;
+        api_internal(&e, rc);
+        api_send_err(req, &e);
+    }
+    struct queue_waiter *w = c->w;
+    claim_free(c);
+    queue_wait_settle(w, rc != -ENOENT);
+}
+
+/* Hand the claim of w's runner to the writer. Returns QUEUE_WAIT_BUSY, or
+ * 1 once req is answered with an error. */
+static int claim_start(struct app *app, struct queue_waiter *w, struct http_request *req,
+                       const char *runner, long long uid)
+{
+    struct claim_job *c = calloc(1, sizeof(*c));
+    struct api_error e;
+    int rc = -ENOMEM;
+    if (c && (c->labs = calloc(app->nlabs ? app->nlabs : 1, sizeof(*c->labs))) != NULL) {
+        c->app = app;
+        c->w = w;
+        c->uid = uid;
+        c->lease_s = app->cfg.lease_s;
+        snprintf(c->runner, sizeof(c->runner), "%s", runner);
+        for (size_t i = 0; i < app->nlabs; i++) {
+            const struct app_lab *l = &app->labs[i];
+            if (!l->has_rubric)
+                continue;
+            struct claim_lab *cl = &c->labs[c->nlabs++];
+            snprintf(cl->name, sizeof(cl->name), "%s", l->lab.name);
+            cl->version = l->rubric_version;
+            cl->doc = json_incref(l->rubric_doc);
+        }
+        rc = writer_submit(app->writer, claim_run, claim_done, c, 0);
+    }
+    if (!rc)
+        return QUEUE_WAIT_BUSY;
+    if (c)
+        claim_free(c);
+    api_internal(&e, rc);
+    api_send_err(req, &e);
     return 1;
 }
 
-static int claim_wake(struct queue *q, struct http_request *req, int wake, const char *runner,
-                      void *data)
+static int claim_wake(struct queue *q, struct queue_waiter *w, struct http_request *req, int wake,
+                      const char *runner, void *data)
 {
     struct app *app = req->app;
     long long uid = (long long)(intptr_t)data;
     (void)q;
     if (wake)
-        return claim_now(app, req, runner, uid);
+        return claim_start(app, w, req, runner, uid);
     http_response_status(req, 204);
     return 1;
 }
@@ -122,10 +210,9 @@ static int h_claim(struct app *app, struct http_request *req)
     if (wait > app->cfg.max_wait_s)
         wait = app->cfg.max_wait_s;
     runner_seen_later(app, runner, gpu[0] ? gpu : NULL);
-    if (claim_now(app, req, runner, u.id))
-        return HTTP_DONE;
-    if (wait > 0 &&
-        queue_wait(app->queue, req, wait, runner, claim_wake, (void *)(intptr_t)u.id) == 0)
+    /* Parked at once: the first try is the writer's, as every later one
+     * (the loop never reads the queue for a claim). */
+    if (queue_wait(app->queue, req, wait, runner, 1, claim_wake, (void *)(intptr_t)u.id) == 0)
         return HTTP_DEFERRED;
     http_response_status(req, 204);
     return HTTP_DONE;

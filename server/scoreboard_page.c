@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "server/scoreboard.h"
+#include "server/staff_write.h"
 #include "server/submission.h"
 #include "server/course.h"
 #include "server/views.h"
@@ -167,23 +168,39 @@ static int page_scoreboard(struct page *p, const char *lab)
     return page_end(p, 200);
 }
 
+/* The writer stored the opt-in (staff_write.h): back to the scoreboard
+ * the form was on (w->lab, checked when the form came), or the labs. */
+static int show_name_done(struct app *app, struct http_request *req, const struct staff_write *w,
+                          int rc)
+{
+    struct page p;
+    char loc[160];
+    page_open(&p, app, req);
+    if (w->lab[0] && app_lab_find(app, w->lab))
+        snprintf(loc, sizeof(loc), "/labs/%s/scoreboard", w->lab);
+    else
+        snprintf(loc, sizeof(loc), "/labs");
+    int r = rc ? page_api_error(&p, &w->e) : page_redirect(&p, loc);
+    page_free(&p);
+    return r;
+}
+
 static int post_show_name(struct page *p)
 {
     struct api_error e;
     const char *show, *lab;
-    char loc[160];
 
     if (page_post_check(p) != 0)
         return HTTP_DONE;
     show = page_field(p, "show");
     lab = page_field(p, "lab");
-    if (api_show_name_set(p->app, &p->user, show && strcmp(show, "1") == 0, &e) != 0)
-        return page_api_error(p, &e);
+    struct staff_write w = {
+        .kind = STAFF_SHOW_NAME, .viewer = p->user, .show = show && strcmp(show, "1") == 0};
     if (lab && app_lab_find(p->app, lab))
-        snprintf(loc, sizeof(loc), "/labs/%s/scoreboard", lab);
-    else
-        snprintf(loc, sizeof(loc), "/labs");
-    return page_redirect(p, loc);
+        snprintf(w.lab, sizeof(w.lab), "%s", lab);
+    if (staff_write_start(p->app, p->req, &w, show_name_done, &e) != 0)
+        return page_api_error(p, &e);
+    return HTTP_DEFERRED; /* answered by show_name_done */
 }
 
 static int page_stats(struct page *p, const char *lab)

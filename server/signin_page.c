@@ -13,7 +13,7 @@
 
 #include "server/auth.h"
 #include "server/views.h"
-
+#include "server/writer.h"
 
 static int post_login(struct page *p)
 {
@@ -59,16 +59,72 @@ static int post_login(struct page *p)
     return page_redirect(p, "/labs");
 }
 
+/* ---- signing out: the session rows end on the writer thread ---- */
+
+struct logout_job {
+    struct app *app;
+    struct http_request *req; /* NULL once the client went away */
+    char cookie[2][96];       /* the session honoured, and a cookie of the plain name */
+};
+
+static int logout_run(struct db *db, void *arg)
+{
+    struct logout_job *j = arg;
+    int rc = 0;
+    for (int i = 0; i < 2 && !rc; i++)
+        if (j->cookie[i][0])
+            rc = auth_session_destroy(db, j->cookie[i]);
+    return rc;
+}
+
+static void logout_abort(struct http_request *req, void *data)
+{
+    struct logout_job *j = data;
+    (void)req;
+    j->req = NULL;
+}
+
+/* Loop: the session is gone (or the write failed: it still ends at its
+ * expiry, and the cookie is cleared anyway). To the sign-in page. */
+static void logout_done(void *arg, int rc)
+{
+    struct logout_job *j = arg;
+    struct http_request *req = j->req;
+    if (rc)
+        app_log("a sign-out could not end its session: %s", strerror(-rc));
+    if (req) {
+        struct page p;
+        req->on_abort = NULL;
+        page_open(&p, j->app, req);
+        page_set_cookie(req, AUTH_SESSION_COOKIE, "", 0);
+        page_redirect(&p, "/login?bye=1");
+        page_free(&p);
+        http_request_finish(req);
+    }
+    free(j);
+}
+
 static int post_logout(struct page *p)
 {
-    char cookie[96];
-
     if (page_post_check(p) != 0)
         return HTTP_DONE;
-    if (http_request_cookie(p->req, AUTH_SESSION_COOKIE, cookie, sizeof(cookie)) == 0)
-        auth_session_destroy(p->app->db, cookie);
-    page_set_cookie(p->req, AUTH_SESSION_COOKIE, "", 0);
-    return page_redirect(p, "/login?bye=1");
+    struct logout_job *j = calloc(1, sizeof(*j));
+    if (!j)
+        return page_error(p, 500, "Out of memory", "Try again in a minute.");
+    j->app = p->app;
+    j->req = p->req;
+    if (auth_session_cookie(p->req, j->cookie[0], sizeof(j->cookie[0])) != 0)
+        j->cookie[0][0] = '\0';
+    if (http_request_cookie(p->req, AUTH_SESSION_COOKIE, j->cookie[1], sizeof(j->cookie[1])) != 0)
+        j->cookie[1][0] = '\0';
+    int rc = writer_submit(p->app->writer, logout_run, logout_done, j, 0);
+    if (rc) {
+        free(j);
+        return page_error(p, 503, "Try again", "The server could not sign you out just now.");
+    }
+    p->req->on_abort = logout_abort;
+    p->req->abort_data = j;
+    return HTTP_DEFERRED; /* answered by logout_done */
 }
 
 /* The sign-in form's token lookup and its new session, on the reader
@@ -102,13 +158,14 @@ static int r_login(struct app *app, struct http_request *req)
 static int r_logout(struct app *app, struct http_request *req)
 {
     struct page p;
+    int rc = HTTP_DONE;
     page_open(&p, app, req);
     if (p.authed)
-        post_logout(&p);
+        rc = post_logout(&p);
     else
         page_redirect(&p, "/login");
     page_free(&p);
-    return HTTP_DONE;
+    return rc == HTTP_DEFERRED ? HTTP_DEFERRED : HTTP_DONE;
 }
 
 const struct route signin_page_routes[] = {

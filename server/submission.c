@@ -18,6 +18,7 @@
 #include "server/regrade.h"
 #include "server/runner.h"
 #include "server/scoreboard.h"
+#include "server/staff_write.h"
 
 #define SUB_COLS                                                                                   \
     "s.id, s.lab, u.name, s.status, s.phase, s.detail, s.filename, s.sha256, s.size, s.late,"      \
@@ -536,12 +537,6 @@ static int lab_and_late(struct app *app, long long id, char lab[65], double *lat
     return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : db_errno(rc);
 }
 
-static int submission_lab(struct app *app, long long id, char lab[65])
-{
-    double late_days;
-    return lab_and_late(app, id, lab, &late_days);
-}
-
 void submission_late_days(struct app *app, long long id, char lab[65], double *late_days)
 {
     lab_and_late(app, id, lab, late_days);
@@ -566,63 +561,16 @@ int submission_count_by_status(struct app *app, long long *counts)
 
 int api_regrade(struct app *app, const struct auth_user *viewer, long long id, struct api_error *e)
 {
-    /* TAs regrade too (they handle regrade requests); only admins change rubrics and users. */
-    if (viewer->role != AUTH_ADMIN && viewer->role != AUTH_TA)
-        return api_fail(e, 403, "forbidden", "Only TAs and admins may regrade.");
-    char lab[65];
-    int rc = submission_lab(app, id, lab);
-    if (rc == -ENOENT)
-        return api_fail(e, 404, "not_found", "There is no submission %lld.", id);
-    if (rc)
-        return api_internal(e, rc);
-    rc = queue_regrade(app->queue, id);
-    if (rc == -ENOENT)
-        return api_fail(e, 404, "not_found", "There is no submission %lld.", id);
-    if (rc)
-        return api_internal(e, rc);
-    char target[32];
-    snprintf(target, sizeof(target), "submission:%lld", id);
-    db_audit(app->db, viewer->id, "regrade", target, lab);
-    app_log("submission %lld requeued for regrade by %s", id, viewer->name);
-    api_cache_invalidate(app, id);
-    scoreboard_invalidate(app, lab);
-    return 0;
+    struct staff_write w = {.kind = STAFF_REGRADE, .viewer = *viewer, .id = id};
+    return staff_write_now(app, &w, e);
 }
 
 int api_override_add(struct app *app, const struct auth_user *viewer, long long id, double score,
                      const char *reason, struct api_error *e)
 {
-    if (!auth_role_staff(viewer->role))
-        return api_fail(e, 403, "forbidden", "Only the course staff may override scores.");
-    if (!reason || !*reason)
-        return api_fail(e, 400, "bad_request", "An override needs a reason.");
-    if (!isfinite(score) || score < 0)
-        return api_fail(e, 400, "bad_request", "score must be a number >= 0.");
-    char lab[65];
-    int rc = submission_lab(app, id, lab);
-    if (rc == -ENOENT)
-        return api_fail(e, 404, "not_found", "There is no submission %lld.", id);
-    if (rc)
-        return api_internal(e, rc);
-    sqlite3_stmt *st = db_stmt(app->db, "INSERT INTO overrides(submission_id, score, reason, by_user, created_at)"
-                          " VALUES(?1, ?2, ?3, ?4, ?5)");
-    if (!st)
-        return api_internal(e, -EIO);
-    sqlite3_bind_int64(st, 1, id);
-    sqlite3_bind_double(st, 2, score);
-    sqlite3_bind_text(st, 3, reason, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(st, 4, viewer->id);
-    sqlite3_bind_double(st, 5, db_now());
-    rc = db_step_done(st);
-    if (rc)
-        return api_internal(e, rc);
-    char target[32], detail[600];
-    snprintf(target, sizeof(target), "submission:%lld", id);
-    snprintf(detail, sizeof(detail), "score=%g reason=%.500s", score, reason);
-    db_audit(app->db, viewer->id, "override", target, detail);
-    api_cache_invalidate(app, id);
-    scoreboard_invalidate(app, lab);
-    return 0;
+    struct staff_write w = {
+        .kind = STAFF_OVERRIDE, .viewer = *viewer, .id = id, .score = score, .reason = reason};
+    return staff_write_now(app, &w, e);
 }
 
 int submission_override_reason(struct app *app, long long sub, char *reason, size_t len)
@@ -646,7 +594,13 @@ int submission_override_reason(struct app *app, long long sub, char *reason, siz
 
 size_t submission_ids_affected(struct app *app, const char *lab, long long *ids, size_t max)
 {
-    sqlite3_stmt *st = db_stmt(app->db,
+    return submission_ids_affected_on(app->db, lab, ids, max);
+}
+
+size_t submission_ids_affected_on(struct db *db, const char *lab, long long *ids, size_t max)
+{
+    sqlite3_stmt *st = db_stmt(
+        db,
         "SELECT id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY user_id ORDER BY id DESC) AS rl, "
         " ROW_NUMBER() OVER (PARTITION BY user_id ORDER BY COALESCE(score, -1) DESC, id) AS rb "
         " FROM submissions WHERE lab = ?1 AND status IN ('graded','compile_error','rejected',"

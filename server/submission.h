@@ -128,6 +128,8 @@ void submission_late_days(struct app *app, long long id, char lab[65], double *l
  * latest and best finished one. Their ids (at most max) into ids; returns
  * how many there are. */
 size_t submission_ids_affected(struct app *app, const char *lab, long long *ids, size_t max);
+/* The same on db (the writer's connection, inside its transaction). */
+size_t submission_ids_affected_on(struct db *db, const char *lab, long long *ids, size_t max);
 
 /* Count submissions by status into counts[STATUS_COUNT]. 0 or -errno. */
 int submission_count_by_status(struct app *app, long long *counts);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "server/multipart.h"
+#include "server/staff_write.h"
 #include "server/submission.h"
 #include "server/views.h"
 
@@ -113,6 +114,20 @@ static int h_submissions(struct app *app, struct http_request *req)
     return api_send_json(req, 200, j);
 }
 
+/* The writer stored a regrade or an override (staff_write.h): answer. */
+static int staff_answer(struct app *app, struct http_request *req, const struct staff_write *w,
+                        int rc)
+{
+    (void)app;
+    if (rc)
+        return api_send_err(req, &w->e);
+    if (w->kind == STAFF_REGRADE)
+        return api_send_json(req, 202,
+                             json_pack("{s:I,s:s}", "id", (json_int_t)w->id, "status", "queued"));
+    return api_send_json(req, 200,
+                         json_pack("{s:I,s:f}", "id", (json_int_t)w->id, "score", w->score));
+}
+
 static int h_regrade(struct app *app, struct http_request *req)
 {
     struct auth_user u;
@@ -124,9 +139,10 @@ static int h_regrade(struct app *app, struct http_request *req)
         api_fail(&e, 404, "not_found", "Submission ids are positive integers.");
         return api_send_err(req, &e);
     }
-    if (api_regrade(app, &u, id, &e))
+    struct staff_write w = {.kind = STAFF_REGRADE, .viewer = u, .id = id};
+    if (staff_write_start(app, req, &w, staff_answer, &e))
         return api_send_err(req, &e);
-    return api_send_json(req, 202, json_pack("{s:I,s:s}", "id", (json_int_t)id, "status", "queued"));
+    return HTTP_DEFERRED;
 }
 
 static int h_override(struct app *app, struct http_request *req)
@@ -144,14 +160,15 @@ static int h_override(struct app *app, struct http_request *req)
     if (api_body_json(req, &body, 0, &e))
         return api_send_err(req, &e);
     json_t *sc = json_object_get(body, "score");
-    const char *reason = json_string_value(json_object_get(body, "reason"));
-    double score = json_number_value(sc); /* sc dies with body below */
-    int rc = json_is_number(sc) ? api_override_add(app, &u, id, score, reason, &e)
+    struct staff_write w = {.kind = STAFF_OVERRIDE,
+                            .viewer = u,
+                            .id = id,
+                            .score = json_number_value(sc),
+                            .reason = json_string_value(json_object_get(body, "reason"))};
+    int rc = json_is_number(sc) ? staff_write_start(app, req, &w, staff_answer, &e) /* copies */
                                 : api_fail(&e, 400, "bad_request", "score: expected a number.");
     json_decref(body);
-    if (rc)
-        return api_send_err(req, &e);
-    return api_send_json(req, 200, json_pack("{s:I,s:f}", "id", (json_int_t)id, "score", score));
+    return rc ? api_send_err(req, &e) : HTTP_DEFERRED;
 }
 
 static int h_queue(struct app *app, struct http_request *req)

@@ -18,6 +18,7 @@
 #include "server/regrade.h"
 #include "server/result_page.h"
 #include "server/runner.h"
+#include "server/staff_write.h"
 #include "server/submission.h"
 #include "server/views.h"
 
@@ -455,11 +456,36 @@ static int submission_again(struct page *p, const struct page_again *a)
     return page_submission(p, a->n, &of);
 }
 
+/* The writer stored (or refused) a form's override or regrade
+ * (staff_write.h): to the submission's page, or the page again with why. */
+static int staff_done(struct app *app, struct http_request *req, const struct staff_write *w,
+                      int rc)
+{
+    struct page p;
+    char loc[80];
+    int r;
+    page_open(&p, app, req);
+    if (rc && (w->kind != STAFF_OVERRIDE || w->e.status != 400)) {
+        r = page_api_error(&p, &w->e);
+    } else if (rc) { /* 400, with what was typed, rendered off the loop */
+        page_form_parse(&p);
+        struct page_again a = {
+            .n = w->id, .s = {w->e.message, page_field(&p, "score"), page_field(&p, "reason")}};
+        r = page_again(&p, submission_again, &a);
+    } else {
+        snprintf(loc, sizeof(loc), "/submissions/%lld?done=%s", w->id,
+                 w->kind == STAFF_OVERRIDE ? "override" : "regrade");
+        r = page_redirect(&p, loc);
+    }
+    page_free(&p);
+    return r;
+}
+
 static int post_override(struct page *p, long long id)
 {
     struct api_error e;
     const char *score_s, *reason;
-    char *endp, loc[80];
+    char *endp;
     double score;
 
     if (page_post_check(p) != 0)
@@ -468,36 +494,36 @@ static int post_override(struct page *p, long long id)
     reason = page_field(p, "reason");
     score = score_s ? strtod(score_s, &endp) : NAN;
     struct override_form of = {NULL, score_s, reason};
+    struct staff_write w = {
+        .kind = STAFF_OVERRIDE, .viewer = p->user, .id = id, .score = score, .reason = reason};
     if (score_s == NULL || endp == score_s || *endp != '\0' || !isfinite(score) || score < 0)
         of.problem = "The override needs a score: enter it as a number (for example 85 or 92.5), "
                      "then save again.";
     else if (reason == NULL || reason[strspn(reason, " \t\r\n")] == '\0')
         of.problem = "The override needs a reason: write why the score changes (it goes into the "
                      "audit log), then save again.";
-    else if (api_override_add(p->app, &p->user, id, score, reason, &e) != 0) {
+    else if (staff_write_start(p->app, p->req, &w, staff_done, &e) != 0) {
         if (e.status != 400)
             return page_api_error(p, &e);
         of.problem = e.message;
+    } else {
+        return HTTP_DEFERRED; /* answered by staff_done */
     }
-    if (of.problem) { /* 400, with what was typed, rendered off the loop */
-        struct page_again a = {.n = id, .s = {of.problem, of.score, of.reason}};
-        return page_again(p, submission_again, &a);
-    }
-    snprintf(loc, sizeof(loc), "/submissions/%lld?done=override", id);
-    return page_redirect(p, loc);
+    /* 400, with what was typed, rendered off the loop */
+    struct page_again a = {.n = id, .s = {of.problem, of.score, of.reason}};
+    return page_again(p, submission_again, &a);
 }
 
 static int post_regrade(struct page *p, long long id)
 {
     struct api_error e;
-    char loc[80];
 
     if (page_post_check(p) != 0)
         return HTTP_DONE;
-    if (api_regrade(p->app, &p->user, id, &e) != 0)
+    struct staff_write w = {.kind = STAFF_REGRADE, .viewer = p->user, .id = id};
+    if (staff_write_start(p->app, p->req, &w, staff_done, &e) != 0)
         return page_api_error(p, &e);
-    snprintf(loc, sizeof(loc), "/submissions/%lld?done=regrade", id);
-    return page_redirect(p, loc);
+    return HTTP_DEFERRED; /* answered by staff_done */
 }
 
 static int page_submissions(struct page *p)

@@ -13,6 +13,7 @@
 
 #include "server/course.h"
 #include "server/scoreboard.h"
+#include "server/staff_write.h"
 #include "server/user_admin.h"
 #include "server/views.h"
 
@@ -179,43 +180,72 @@ static int users_form_again(struct page *p, json_t *created, const char *problem
     return rc;
 }
 
+/* The writer stored (or refused) the form's users (course_users_add_start):
+ * the users page again, with the tokens made or what went wrong. */
+static int users_done(struct app *app, struct http_request *req, json_t *out, int rc,
+                      const struct api_error *e)
+{
+    struct page p;
+    page_open(&p, app, req);
+    int r = rc ? users_form_again(&p, NULL, e->message, NULL, e->status ? e->status : 400)
+               : users_form_again(&p, out, NULL, NULL, 201);
+    page_free(&p);
+    return r;
+}
+
+/* The form's users as the API takes them: a roster CSV (*csv = 1), or
+ * {"users":[one]}. A malloc'd body in *body (NULL: nothing filled in). */
+static int users_body(struct page *p, char **body, size_t *len, int *csv)
+{
+    const struct form_field *roster = page_field_get(p, "roster");
+    const struct multipart_part *file = multipart_find(p->parts, p->nparts, "roster_file");
+    const char *name = page_field(p, "name"), *src = NULL;
+    *body = NULL;
+    *csv = 1;
+    if (roster && roster->len > 0) {
+        src = roster->value;
+        *len = roster->len;
+    } else if (file && file->has_filename && file->len > 0) {
+        src = file->data;
+        *len = file->len;
+    } else if (name && *name) {
+        const char *dn = page_field(p, "display_name"), *role = page_field(p, "role");
+        json_t *one = json_pack("{s:[{s:s,s:s,s:s}]}", "users", "name", name, "role",
+                                role ? role : "student", "display_name", dn && *dn ? dn : name);
+        *body = one ? json_dumps(one, JSON_COMPACT) : NULL;
+        json_decref(one);
+        *len = *body ? strlen(*body) : 0;
+        *csv = 0;
+        return *body ? 0 : -ENOMEM;
+    } else {
+        return 0;
+    }
+    if ((*body = malloc(*len ? *len : 1)) == NULL)
+        return -ENOMEM;
+    memcpy(*body, src, *len);
+    return 0;
+}
+
 static int post_users(struct page *p)
 {
     struct api_error e;
-    const struct form_field *roster;
-    const struct multipart_part *file;
-    const char *name;
-    json_t *out = NULL, *list;
-    int rc;
+    char *body;
+    size_t len = 0;
+    int csv;
 
     if (!page_is_admin(p))
         return page_error(p, 403, "Not allowed", "Only admins manage users.");
     if (page_post_check(p) != 0)
         return HTTP_DONE;
-    roster = page_field_get(p, "roster");
-    name = page_field(p, "name");
-    file = multipart_find(p->parts, p->nparts, "roster_file");
-    if (roster && roster->len > 0) {
-        rc = api_users_add_csv(p->app, &p->user, roster->value, roster->len, &out, &e);
-    } else if (file && file->has_filename && file->len > 0) {
-        rc = api_users_add_csv(p->app, &p->user, file->data, file->len, &out, &e);
-    } else if (name && *name) {
-        const char *dn = page_field(p, "display_name");
-        list = json_pack("[{s:s,s:s,s:s}]", "name", name, "role", page_field(p, "role") ? page_field(p, "role") : "student",
-                         "display_name", dn && *dn ? dn : name);
-        if (list == NULL)
-            return page_error(p, 500, "Out of memory", "Try again in a minute.");
-        rc = api_users_add(p->app, &p->user, list, &out, &e);
-        json_decref(list);
-    } else {
+    if (users_body(p, &body, &len, &csv) != 0)
+        return page_error(p, 500, "Out of memory", "Try again in a minute.");
+    if (!body)
         return users_form_again(p, NULL, "Fill in a user name, or paste or upload a roster.", NULL,
                                 400);
-    }
-    if (rc != 0)
+    /* Parsed, checked and stored by the writer (body taken over). */
+    if (course_users_add_start(p->app, p->req, &p->user, csv, body, len, users_done, &e) != 0)
         return users_form_again(p, NULL, e.message, NULL, e.status ? e.status : 400);
-    rc = users_form_again(p, out, NULL, NULL, 201);
-    json_decref(out);
-    return rc;
+    return HTTP_DEFERRED; /* answered by users_done */
 }
 
 static int r_users(struct page *p)
@@ -250,26 +280,36 @@ static int post_token(struct page *p)
 }
 
 /* POST /admin/users/{name}/revoke: every token and session of the user
- * ends (api_user_revoke, audit-logged). */
+ * ends (on the writer, staff_write.c; audit-logged). */
+static int revoke_done(struct app *app, struct http_request *req, const struct staff_write *w,
+                       int rc)
+{
+    struct page p;
+    char done[200];
+    page_open(&p, app, req);
+    snprintf(done, sizeof(done),
+             "Every token of %s is revoked (%d) and their %d session(s) ended. "
+             "They cannot sign in until they get a new token.",
+             w->user, w->tokens, w->sessions);
+    int r = rc ? users_form_again(&p, NULL, w->e.message, NULL, w->e.status ? w->e.status : 400)
+               : users_form_again(&p, NULL, NULL, done, 200);
+    page_free(&p);
+    return r;
+}
+
 static int post_revoke(struct page *p)
 {
     struct api_error e;
-    json_t *out = NULL;
-    char done[200];
-    int rc;
 
     if (!page_is_admin(p))
         return page_error(p, 403, "Not allowed", "Only admins manage users.");
     if (page_post_check(p) != 0)
         return HTTP_DONE;
-    if (api_user_revoke(p->app, &p->user, http_request_param(p->req, "name"), &out, &e) != 0)
+    struct staff_write w = {.kind = STAFF_REVOKE, .viewer = p->user};
+    snprintf(w.user, sizeof(w.user), "%s", http_request_param(p->req, "name"));
+    if (staff_write_start(p->app, p->req, &w, revoke_done, &e) != 0)
         return users_form_again(p, NULL, e.message, NULL, e.status ? e.status : 400);
-    snprintf(done, sizeof(done), "Every token of %s is revoked (%.0f) and their %.0f session(s) ended. "
-             "They cannot sign in until they get a new token.",
-             page_jstr(out, "user"), page_jnum(out, "tokens_revoked", 0), page_jnum(out, "sessions_ended", 0));
-    rc = users_form_again(p, NULL, NULL, done, 200);
-    json_decref(out);
-    return rc;
+    return HTTP_DEFERRED; /* answered by revoke_done */
 }
 
 const struct route user_page_routes[] = {
