@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
-"""nvcc behind a content-addressed cache, for the builds a test suite needs
-but does not check: a lab's trusted build (build-lab.sh's harness, judge
-and baselines) under a runner suite. Never for what a suite checks: the
-runner's sandboxed compile of a student's file does not come here (it runs
-$CUDA_HOME/bin/nvcc inside the sandbox), nor does tests/labs/build.t.
+"""nvcc behind a content-addressed cache, for the compiles a test suite
+needs but does not check: the fake lab's build under the runner suites
+(tests/runner/fakelab/build-lab.sh), the test solutions' objects under
+client/local_test.t (it checks the client's verdicts). Never for what a
+suite checks: the runner's sandboxed compile of a student's file does not
+come here (it runs $CUDA_HOME/bin/nvcc inside the sandbox), and
+tests/labs/build.t, which checks the solutions' compiles, only stores
+(CUGRADE_TEST_NVCC_STORE=1). A link alone (no source) is not cached.
+tests/labs/nvcc_cache.t checks the rules below.
 
     NVCC=tests/tools/nvcc_cached.py sh labs/build-lab.sh ...
 
@@ -11,18 +15,18 @@ tests/run.sh exports CUGRADE_TEST_NVCC (this file) and
 CUGRADE_TEST_NVCC_CACHE ($BUILD/nvcc-cache): the suites pass the first as
 NVCC to the builds they only need.
 
-A hit is sound the way ccache's direct mode is: the key is the real nvcc
-and the host compiler (path, size, mtime), the environment they read and
-the command line (the output's path left out: identity()); an entry holds the content hash of every file
-the compile read (nvcc -MD: the sources and every header, the toolkit's
-too; a relative one as named, from the working directory), and is taken
-only when all of them are unchanged. nvcc's outputs are
-not reproducible byte for byte anyway (its temporary files' names, with
+A hit is sound the way ccache's direct mode is: the key is the real nvcc and
+the host compiler (path, size, mtime), the environment they read and the
+command line (the output's path left out: identity()); an entry holds the
+content hash of every file the compile read (nvcc -MD: the sources and every
+header, the toolkit's too; a relative one as named, from the working
+directory), and is taken only when all of them are unchanged. nvcc's outputs
+are not reproducible byte for byte anyway (its temporary files' names, with
 its pid, are in every object), so a stored object is one nvcc could have
-written. Only successful compiles are stored, with their stdout and
-stderr, replayed on a hit. A command it does not understand (no single -o,
-an option outside the few the builds use) runs the real nvcc unchanged.
-Identical compiles at once wait for the first (a lock per key).
+written. Only successful compiles are stored, with their stdout and stderr,
+replayed on a hit. A command it does not understand (no single -o, an option
+outside the few the builds use) runs the real nvcc unchanged. Identical
+compiles at once wait for the first (a lock per key).
 Environment: CUGRADE_TEST_NVCC_REAL (default /usr/local/cuda/bin/nvcc),
 CUGRADE_TEST_NVCC_CACHE (the folder; unset: no cache, the real nvcc),
 CUGRADE_TEST_NVCC_STORE=1 (never a hit: the real compile every time, its
@@ -129,9 +133,9 @@ def deps_of(depfile):
 
 
 def hit(entries, out):
-    """Copy a stored output whose inputs are all unchanged to out and
+    """Copy the newest stored output whose inputs are all unchanged to out and
     replay its stdout and stderr; False when none matches."""
-    for e in entries:
+    for e in reversed(entries):  # the newest first
         try:
             if all(sha(p) == h for p, h in e["deps"].items()):
                 tmp = "%s.%d.tmp" % (out, os.getpid())
