@@ -44,6 +44,10 @@ BUILD=${CUGRADE_BUILD:-build}
 export CUGRADE_BUILD="$(cd "$BUILD" 2>/dev/null && pwd || echo "$BUILD")"
 export CUGRADE_ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$CUGRADE_ROOT" || exit 2
+# The suites' nvcc cache (tests/tools/nvcc_cached.py): for the builds a
+# suite needs but does not check (the fake lab's), shared by all suites.
+export CUGRADE_TEST_NVCC="$CUGRADE_ROOT/tests/tools/nvcc_cached.py"
+export CUGRADE_TEST_NVCC_CACHE="$CUGRADE_BUILD/nvcc-cache"
 LOGDIR="$CUGRADE_BUILD/test-logs"
 mkdir -p "$LOGDIR"
 SUITE_TIMEOUT=${SUITE_TIMEOUT:-900}

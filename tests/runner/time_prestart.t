@@ -14,7 +14,7 @@ run of CC seconds.
 - a wrong file with a 9 s set-up beside its check: the verdict does not wait
   for the set-up, and no process of that run is left.
 Prints TAP."""
-import json, os, subprocess, sys, tempfile
+import json, os, re, subprocess, sys, tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakelab"))
 from suite import failures, ok, require_nvcc_root  # noqa: E402  (paths, TAP)
@@ -48,9 +48,26 @@ def grade(name, src, seed):
 
 
 def leftover():
-    """Processes of the fake harness still alive (a run that was not ended)."""
-    out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
-    return [l for l in out.splitlines() if "/work/prog" in l and " time " in l]
+    """Processes of the fake harness's timing run still alive (a run that
+    was not ended). Each sits in its run's cgroup, cugrade-PID-N, PID the
+    runner that made it (runner/sandbox/cgroup.c): one whose runner is
+    still alive is another suite's job in progress beside this one (the
+    pool runs the runner suites side by side), not ours; ours ended with
+    its `cugrade-runner grade`."""
+    out = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True).stdout
+    left = []
+    for line in out.splitlines():
+        pid, _, args = line.strip().partition(" ")
+        if "/work/prog" not in args or " time " not in args:
+            continue
+        try:
+            maker = re.search(r"cugrade-(\d+)-\d+", open("/proc/%s/cgroup" % pid).read())
+        except OSError:
+            continue  # gone meanwhile
+        if maker and os.path.isdir("/proc/" + maker.group(1)):
+            continue
+        left.append(line)
+    return left
 
 
 try:
