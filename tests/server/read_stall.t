@@ -438,6 +438,34 @@ def rubric_form(s):
                                    "regrade": "1"}).encode()
 
 
+def regrade_requests(t, s, sid):
+    """A regrade request and the staff's answer read and write on the
+    writer thread: /healthz is answered while each waits for the stalled
+    database; the answer's override and the new request are stored once
+    reads go."""
+    r = s.get("/api/regrade-requests?status=open", token="admin")
+    rid = [q["id"] for q in (r.json() or {}).get("requests", []) if q["submission"] == sid]
+    if not t.ok(rid, "an open request of alice's (post_pages) to answer", r.brief()):
+        return
+    what = "a regrade request's answer with an override (API)"
+    r = stalled(t, s, what, "/api/regrade-requests/%s/answer" % rid[0], token="tina_ta",
+                warm="/api/me", method="POST", headers={"Content-Type": "application/json"},
+                body=b'{"answer": "test 2 was right", "action": "override", "score": 30}')
+    t.eq((r.json() or {}).get("status") if r is not None else None, "answered",
+         "%s: the request is answered" % what)
+    o = s.submission(sid) or {}
+    t.ok(o.get("overridden") and o.get("score") == 30,
+         "%s: the override is stored (the score that counts is 30)" % what, o)
+    what = "a regrade request (form)"
+    stalled(t, s, what, "/submissions/%s/regrade-request" % sid, token="alice_q7",
+            warm="/api/me", method="POST", body=b"reason=asked+while+stalled",
+            headers={"Content-Type": "application/x-www-form-urlencoded"}, want=303)
+    r = s.get("/api/submissions/%s/regrade-requests" % sid, token="alice_q7")
+    t.ok([q for q in (r.json() or {}).get("requests", [])
+          if q["status"] == "open" and q["reason"] == "asked while stalled"],
+         "%s: the request is stored, open" % what, r.brief())
+
+
 def staff_writes(t, s, sid):
     """The staff's changes (an override, a regrade, an extension, the
     scoreboard opt-in, a revocation), from the API and from the pages'
@@ -577,6 +605,7 @@ def main(t):
          "results.json (page): the graded submission's results", r and r.brief())
     pages(t, s, sid)
     runner_claims(t, s)
+    regrade_requests(t, s, sid)
     staff_writes(t, s, sid)
     s.cleanup()
 
