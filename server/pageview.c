@@ -67,6 +67,12 @@ static int view_finish(struct page *p, struct page_view *v, struct html_buf *b, 
     return page_end(p, v->status);
 }
 
+int page_view_finish(struct page *p, struct page_view *v, int rc)
+{
+    assert(rc != PAGE_VIEW_NOT_MINE && v->page == p);
+    return view_finish(p, v, v->b, rc);
+}
+
 /* page_again's renderer for page_view_again: a->view on a view of p. */
 static int view_again(struct page *p, const struct page_again *a)
 {

@@ -57,6 +57,13 @@ void page_view_open(struct page *p, struct page_view *v, struct html_buf *b);
  * know the path. Returns HTTP_DONE or -1. */
 int page_view_run(struct page *p, page_view_route route);
 
+/* Answer page p with what a route returned (rc, a PAGE_VIEW_* other than
+ * NOT_MINE) and rendered into v (opened on p: page_view_open), as
+ * page_view_run does: a POST's completion off the loop (the writer's done
+ * callback) answers with it. v's buffer is freed. HTTP_DONE or
+ * HTTP_DEFERRED. */
+int page_view_finish(struct page *p, struct page_view *v, int rc);
+
 /* Loop thread, in a module's POST whose writes are done: its page again
  * (the form with what went wrong), fn(v, a) rendered on the reader
  * (page.h: page_again; a's strings copied, the form parsed again).

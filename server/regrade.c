@@ -14,6 +14,7 @@
 #include "server/auth.h"
 #include "server/db.h"
 #include "server/submission.h"
+#include "server/writer.h"
 
 const char regrade_schema[] =
     "CREATE TABLE IF NOT EXISTS regrade_requests("
@@ -87,10 +88,11 @@ static json_t *row_json(sqlite3_stmt *st)
                      "answered_at", time_or_null(st, 11));
 }
 
-/* Load request rid: *out the object, *owner its student. 0, -ENOENT, -errno. */
-static int request_load(struct app *app, long long rid, json_t **out, long long *owner)
+/* Load request rid from db: *out the object, *owner its student. 0,
+ * -ENOENT, -errno. */
+static int request_load(struct db *db, long long rid, json_t **out, long long *owner)
 {
-    sqlite3_stmt *st = db_stmt(app->db, "SELECT " RR_COLS RR_FROM " WHERE r.id = ?1");
+    sqlite3_stmt *st = db_stmt(db, "SELECT " RR_COLS RR_FROM " WHERE r.id = ?1");
     if (!st)
         return -EIO;
     sqlite3_bind_int64(st, 1, rid);
@@ -111,7 +113,7 @@ int regrade_request_get(struct app *app, const struct auth_user *viewer, long lo
     long long owner = 0;
     if (!auth_role_human(viewer->role))
         return api_fail(e, 403, "forbidden", "Runner tokens may only use /api/runner/*.");
-    int rc = request_load(app, rid, out, &owner);
+    int rc = request_load(app->db, rid, out, &owner);
     if (rc == 0 && viewer->role == AUTH_STUDENT && owner != viewer->id) {
         json_decref(*out);
         *out = NULL;
@@ -122,8 +124,195 @@ int regrade_request_get(struct app *app, const struct auth_user *viewer, long lo
     return rc ? api_internal(e, rc) : 0;
 }
 
-int regrade_request_open(struct app *app, const struct auth_user *viewer, long long id,
-                         const char *reason, json_t **out, struct api_error *e)
+/* ---- writes: checked on the loop, read and written on the writer ---- */
+
+struct regrade_job {
+    struct app *app;
+    struct http_request *req; /* NULL once the client went away */
+    regrade_write_answer *answer;
+    struct regrade_write w;
+    char *text;            /* w.text's copy */
+    char act_reason[600];  /* w.act.reason: an override's */
+};
+
+/* Writer: the student's request about submission w->id. 0 or -errno with
+ * w->e. */
+static int open_on(struct db *db, struct regrade_write *w)
+{
+    struct api_error *e = &w->e;
+    sqlite3_stmt *st = db_stmt(db, "SELECT user_id, lab, status FROM submissions WHERE id = ?1");
+    if (!st)
+        return api_internal(e, -EIO);
+    sqlite3_bind_int64(st, 1, w->id);
+    long long owner = 0;
+    char lab[65] = "", status[32] = "";
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        owner = sqlite3_column_int64(st, 0);
+        snprintf(lab, sizeof(lab), "%s", db_col_text(st, 1));
+        snprintf(status, sizeof(status), "%s", db_col_text(st, 2));
+    }
+    sqlite3_reset(st);
+    if (owner != w->viewer.id) /* missing, or another student's: the same answer */
+        return api_fail(e, 404, "not_found", "You have no submission %lld.", w->id);
+    if (strcmp(status, "graded") != 0)
+        return api_fail(e, 409, "not_graded",
+                        "Submission %lld is %s, not graded: a regrade request is about a graded "
+                        "result. Fix the problem and submit again instead.",
+                        w->id, status);
+    st = db_stmt(db, "INSERT INTO regrade_requests(submission_id, user_id, lab, reason,"
+                     " status, created_at) VALUES(?1, ?2, ?3, ?4, 'open', ?5)");
+    if (!st)
+        return api_internal(e, -EIO);
+    sqlite3_bind_int64(st, 1, w->id);
+    sqlite3_bind_int64(st, 2, w->viewer.id);
+    sqlite3_bind_text(st, 3, lab, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, w->text, -1, SQLITE_STATIC);
+    sqlite3_bind_double(st, 5, db_now());
+    int rc = db_step_done(st);
+    if (rc == -EEXIST)
+        return api_fail(e, 409, "conflict",
+                        "Submission %lld already has an open regrade request; wait for the "
+                        "staff's answer (it shows on the submission's page).",
+                        w->id);
+    if (rc)
+        return api_internal(e, rc);
+    w->sid = w->id;
+    w->rid = db_last_id(db);
+    char target[40], detail[2100];
+    snprintf(target, sizeof(target), "regrade_request:%lld", w->rid);
+    snprintf(detail, sizeof(detail), "submission=%lld lab=%s reason=%.2000s", w->id, lab, w->text);
+    db_audit(db, w->viewer.id, "regrade_request", target, detail);
+    rc = request_load(db, w->rid, &w->out, &owner);
+    return rc ? api_internal(e, rc) : 0;
+}
+
+/* Writer: the staff's answer to request w->id, with its regrade or
+ * override. 0 or -errno with w->e. */
+static int answer_on(struct db *db, struct regrade_write *w)
+{
+    struct api_error *e = &w->e;
+    json_t *req = NULL;
+    long long owner;
+    int rc = request_load(db, w->id, &req, &owner);
+    if (rc == -ENOENT)
+        return api_fail(e, 404, "not_found", "There is no regrade request %lld.", w->id);
+    if (rc)
+        return api_internal(e, rc);
+    w->rid = w->id;
+    w->sid = json_integer_value(json_object_get(req, "submission"));
+    int open = strcmp(json_string_value(json_object_get(req, "status")), "open") == 0;
+    json_decref(req);
+    if (!open)
+        return api_fail(e, 409, "conflict",
+                        "Regrade request %lld is already answered; the student can open a new "
+                        "one if they disagree.",
+                        w->rid);
+    int act = strcmp(w->action, "none") != 0;
+    w->act.id = w->sid;
+    if (act && (rc = staff_write_on(db, &w->act, e)) != 0)
+        return rc;
+    sqlite3_stmt *st = db_stmt(db, "UPDATE regrade_requests SET status = 'answered',"
+                                   " answer = ?2, action = ?3, new_score = ?4,"
+                                   " answered_by = ?5, answered_at = ?6"
+                                   " WHERE id = ?1 AND status = 'open'");
+    if (!st)
+        return api_internal(e, -EIO);
+    int override = strcmp(w->action, "override") == 0;
+    sqlite3_bind_int64(st, 1, w->rid);
+    sqlite3_bind_text(st, 2, w->text, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, w->action, -1, SQLITE_STATIC);
+    if (override)
+        sqlite3_bind_double(st, 4, w->score);
+    sqlite3_bind_int64(st, 5, w->viewer.id);
+    sqlite3_bind_double(st, 6, db_now());
+    if ((rc = db_step_done(st)) != 0)
+        return api_internal(e, rc);
+    char target[40], detail[2200];
+    snprintf(target, sizeof(target), "regrade_request:%lld", w->rid);
+    snprintf(detail, sizeof(detail), "submission=%lld action=%s%s answer=%.2000s", w->sid,
+             w->action, override ? " (score set)" : "", w->text);
+    db_audit(db, w->viewer.id, "regrade_answer", target, detail);
+    rc = request_load(db, w->rid, &w->out, &owner);
+    return rc ? api_internal(e, rc) : 0;
+}
+
+static int regrade_run(struct db *db, void *arg)
+{
+    struct regrade_job *j = arg;
+    return j->w.answering ? answer_on(db, &j->w) : open_on(db, &j->w);
+}
+
+static void regrade_abort(struct http_request *req, void *data)
+{
+    struct regrade_job *j = data;
+    assert(j->req == req);
+    j->req = NULL;
+}
+
+/* Loop, after the batch: drop what the write made stale, then answer. */
+static void regrade_done(void *arg, int rc)
+{
+    struct regrade_job *j = arg;
+    struct regrade_write *w = &j->w;
+    if (!rc) {
+        if (w->answering && strcmp(w->action, "none") != 0)
+            staff_write_after(j->app, &w->act);
+        if (w->answering)
+            app_log("regrade request %lld answered by %s (%s)", w->rid, w->viewer.name,
+                    w->action);
+        else
+            app_log("regrade request %lld opened by %s for submission %lld", w->rid,
+                    w->viewer.name, w->sid);
+        api_cache_invalidate(j->app, w->sid);
+    } else if (!w->e.status) {
+        api_internal(&w->e, rc);
+    }
+    if (j->req) {
+        j->req->on_abort = NULL;
+        if (j->answer(j->app, j->req, w, rc) != HTTP_DEFERRED)
+            http_request_finish(j->req);
+    }
+    json_decref(w->out);
+    free(j->text);
+    free(j);
+}
+
+/* Loop: queue w (checked) on the writer and defer req. */
+static int job_start(struct app *app, struct http_request *req, const struct regrade_write *w,
+                     regrade_write_answer *answer, struct api_error *e)
+{
+    assert(answer && w->text);
+    struct regrade_job *j = calloc(1, sizeof(*j));
+    if (!j || !(j->text = strdup(w->text))) {
+        free(j);
+        return api_internal(e, -ENOMEM);
+    }
+    j->app = app;
+    j->req = req;
+    j->answer = answer;
+    j->w = *w;
+    j->w.text = j->text;
+    j->w.out = NULL;
+    memset(&j->w.e, 0, sizeof(j->w.e));
+    if (w->answering && strcmp(w->action, "override") == 0) {
+        snprintf(j->act_reason, sizeof(j->act_reason), "regrade request #%lld: %.500s", w->id,
+                 w->text);
+        j->w.act.reason = j->act_reason;
+    }
+    int rc = writer_submit(app->writer, regrade_run, regrade_done, j, 0);
+    if (rc) {
+        free(j->text);
+        free(j);
+        return api_internal(e, rc);
+    }
+    req->on_abort = regrade_abort;
+    req->abort_data = j;
+    return 0;
+}
+
+int regrade_open_start(struct app *app, struct http_request *req, const struct auth_user *viewer,
+                       long long id, const char *reason, regrade_write_answer *answer,
+                       struct api_error *e)
 {
     if (viewer->role != AUTH_STUDENT)
         return api_fail(e, 403, "forbidden",
@@ -137,131 +326,45 @@ int regrade_request_open(struct app *app, const struct auth_user *viewer, long l
         return api_fail(e, 400, "bad_request",
                         "reason: at most %d characters of text; shorten it and send it again.",
                         REGRADE_REASON_MAX);
-    sqlite3_stmt *st =
-        db_stmt(app->db, "SELECT user_id, lab, status FROM submissions WHERE id = ?1");
-    if (!st)
-        return api_internal(e, -EIO);
-    sqlite3_bind_int64(st, 1, id);
-    long long owner = 0;
-    char lab[65] = "", status[32] = "";
-    if (sqlite3_step(st) == SQLITE_ROW) {
-        owner = sqlite3_column_int64(st, 0);
-        snprintf(lab, sizeof(lab), "%s", db_col_text(st, 1));
-        snprintf(status, sizeof(status), "%s", db_col_text(st, 2));
-    }
-    sqlite3_reset(st);
-    if (owner != viewer->id) /* missing, or another student's: the same answer */
-        return api_fail(e, 404, "not_found", "You have no submission %lld.", id);
-    if (strcmp(status, "graded") != 0)
-        return api_fail(e, 409, "not_graded",
-                        "Submission %lld is %s, not graded: a regrade request is about a graded "
-                        "result. Fix the problem and submit again instead.",
-                        id, status);
-    st = db_stmt(app->db, "INSERT INTO regrade_requests(submission_id, user_id, lab, reason,"
-                          " status, created_at) VALUES(?1, ?2, ?3, ?4, 'open', ?5)");
-    if (!st)
-        return api_internal(e, -EIO);
-    sqlite3_bind_int64(st, 1, id);
-    sqlite3_bind_int64(st, 2, viewer->id);
-    sqlite3_bind_text(st, 3, lab, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 4, reason, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_double(st, 5, db_now());
-    int rc = db_step_done(st);
-    if (rc == -EEXIST)
-        return api_fail(e, 409, "conflict",
-                        "Submission %lld already has an open regrade request; wait for the "
-                        "staff's answer (it shows on the submission's page).",
-                        id);
-    if (rc)
-        return api_internal(e, rc);
-    long long rid = db_last_id(app->db);
-    char target[40], detail[2100];
-    snprintf(target, sizeof(target), "regrade_request:%lld", rid);
-    snprintf(detail, sizeof(detail), "submission=%lld lab=%s reason=%.2000s", id, lab, reason);
-    db_audit(app->db, viewer->id, "regrade_request", target, detail);
-    app_log("regrade request %lld opened by %s for submission %lld", rid, viewer->name, id);
-    api_cache_invalidate(app, id);
-    long long who;
-    rc = request_load(app, rid, out, &who);
-    return rc ? api_internal(e, rc) : 0;
+    struct regrade_write w = {.viewer = *viewer, .id = id, .text = reason};
+    return job_start(app, req, &w, answer, e);
 }
 
-/* Apply an answer's action to submission sid. */
-static int answer_act(struct app *app, const struct auth_user *viewer, long long rid, long long sid,
-                      const char *action, double score, const char *answer, struct api_error *e)
+/* The action's own string (static), or NULL when it is none of them. */
+static const char *action_name(const char *action)
 {
-    if (strcmp(action, "regrade") == 0)
-        return api_regrade(app, viewer, sid, e);
-    if (strcmp(action, "override") == 0) {
-        char reason[600];
-        snprintf(reason, sizeof(reason), "regrade request #%lld: %.500s", rid, answer);
-        return api_override_add(app, viewer, sid, score, reason, e);
-    }
-    return 0;
+    static const char *const names[] = {"none", "regrade", "override"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (!action || strcmp(action, names[i]) == 0)
+            return action ? names[i] : names[0];
+    return NULL;
 }
 
-int regrade_request_answer(struct app *app, const struct auth_user *viewer, long long rid,
-                           const char *answer, const char *action, double score, json_t **out,
-                           struct api_error *e)
+int regrade_answer_start(struct app *app, struct http_request *req,
+                         const struct auth_user *viewer, long long rid, const char *text,
+                         const char *action, double score, regrade_write_answer *answer,
+                         struct api_error *e)
 {
-    json_t *req = NULL;
-    long long owner;
     if (!auth_role_staff(viewer->role))
         return api_fail(e, 403, "forbidden", "Only the course staff answer regrade requests.");
-    if (!action)
-        action = "none";
-    if (strcmp(action, "none") != 0 && strcmp(action, "regrade") != 0 &&
-        strcmp(action, "override") != 0)
+    if (!(action = action_name(action)))
         return api_fail(e, 400, "bad_request", "action: one of none, regrade, override.");
-    if (!has_text(answer))
+    if (!has_text(text))
         return api_fail(e, 400, "bad_request",
                         "answer: write the answer the student will read, then send it again.");
-    if (!http_utf8_valid(answer, strlen(answer)) || utf8_chars(answer) > REGRADE_ANSWER_MAX)
+    if (!http_utf8_valid(text, strlen(text)) || utf8_chars(text) > REGRADE_ANSWER_MAX)
         return api_fail(e, 400, "bad_request", "answer: at most %d characters.",
                         REGRADE_ANSWER_MAX);
-    if (strcmp(action, "override") == 0 && (!isfinite(score) || score < 0))
+    int override = strcmp(action, "override") == 0;
+    if (override && (!isfinite(score) || score < 0))
         return api_fail(e, 400, "bad_request", "score: an override needs a number >= 0.");
-    int rc = request_load(app, rid, &req, &owner);
-    if (rc == -ENOENT)
-        return api_fail(e, 404, "not_found", "There is no regrade request %lld.", rid);
-    if (rc)
-        return api_internal(e, rc);
-    long long sid = json_integer_value(json_object_get(req, "submission"));
-    int open = strcmp(json_string_value(json_object_get(req, "status")), "open") == 0;
-    json_decref(req);
-    if (!open)
-        return api_fail(e, 409, "conflict",
-                        "Regrade request %lld is already answered; the student can open a new "
-                        "one if they disagree.",
-                        rid);
-    rc = answer_act(app, viewer, rid, sid, action, score, answer, e);
-    if (rc)
-        return rc;
-    sqlite3_stmt *st = db_stmt(app->db, "UPDATE regrade_requests SET status = 'answered',"
-                                        " answer = ?2, action = ?3, new_score = ?4,"
-                                        " answered_by = ?5, answered_at = ?6"
-                                        " WHERE id = ?1 AND status = 'open'");
-    if (!st)
-        return api_internal(e, -EIO);
-    sqlite3_bind_int64(st, 1, rid);
-    sqlite3_bind_text(st, 2, answer, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 3, action, -1, SQLITE_TRANSIENT);
-    if (strcmp(action, "override") == 0)
-        sqlite3_bind_double(st, 4, score);
-    sqlite3_bind_int64(st, 5, viewer->id);
-    sqlite3_bind_double(st, 6, db_now());
-    rc = db_step_done(st);
-    if (rc)
-        return api_internal(e, rc);
-    char target[40], detail[2200];
-    snprintf(target, sizeof(target), "regrade_request:%lld", rid);
-    snprintf(detail, sizeof(detail), "submission=%lld action=%s%s answer=%.2000s", sid, action,
-             strcmp(action, "override") == 0 ? " (score set)" : "", answer);
-    db_audit(app->db, viewer->id, "regrade_answer", target, detail);
-    app_log("regrade request %lld answered by %s (%s)", rid, viewer->name, action);
-    api_cache_invalidate(app, sid);
-    rc = request_load(app, rid, out, &owner);
-    return rc ? api_internal(e, rc) : 0;
+    struct regrade_write w = {
+        .answering = 1, .viewer = *viewer, .id = rid, .text = text, .action = action,
+        .score = score,
+        .act = {.kind = override ? STAFF_OVERRIDE : STAFF_REGRADE, .viewer = *viewer,
+                .score = score, .reason = text}};
+    int rc = strcmp(action, "none") != 0 ? staff_write_check(app, &w.act, e) : 0;
+    return rc ? rc : job_start(app, req, &w, answer, e);
 }
 
 int regrade_request_list(struct app *app, const struct auth_user *viewer, const char *status,

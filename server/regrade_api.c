@@ -20,11 +20,22 @@ static int send_err(struct http_request *req, const struct api_error *e)
     return HTTP_DONE;
 }
 
+/* The writer stored (or refused) the request or the answer
+ * (regrade.h): the request as stored, or the refusal. */
+static int written(struct app *app, struct http_request *req, const struct regrade_write *w,
+                   int rc)
+{
+    (void)app;
+    if (rc)
+        return send_err(req, &w->e);
+    return api_send_json(req, w->answering ? 200 : 201, json_incref(w->out));
+}
+
 static int h_open(struct app *app, struct http_request *req)
 {
     struct auth_user u;
     struct api_error e;
-    json_t *body, *out = NULL;
+    json_t *body;
     if (api_need(app, req, &u, HUMANS))
         return HTTP_DONE;
     long long id;
@@ -35,11 +46,9 @@ static int h_open(struct app *app, struct http_request *req)
     if (api_json_parse(req->body, req->body_len, 0, &body, &e))
         return send_err(req, &e);
     const char *reason = json_string_value(json_object_get(body, "reason"));
-    int rc = regrade_request_open(app, &u, id, reason, &out, &e);
+    int rc = regrade_open_start(app, req, &u, id, reason, written, &e); /* copies */
     json_decref(body);
-    if (rc)
-        return send_err(req, &e);
-    return api_send_json(req, 201, out);
+    return rc ? send_err(req, &e) : HTTP_DEFERRED;
 }
 
 static int h_list_of_submission(struct app *app, struct http_request *req)
@@ -98,7 +107,7 @@ static int h_answer(struct app *app, struct http_request *req)
 {
     struct auth_user u;
     struct api_error e;
-    json_t *body, *out = NULL;
+    json_t *body;
     if (api_need(app, req, &u, STAFF))
         return HTTP_DONE;
     long long rid;
@@ -109,14 +118,13 @@ static int h_answer(struct app *app, struct http_request *req)
     if (api_json_parse(req->body, req->body_len, 0, &body, &e))
         return send_err(req, &e);
     json_t *js = json_object_get(body, "score");
-    int rc =
-        regrade_request_answer(app, &u, rid, json_string_value(json_object_get(body, "answer")),
-                               json_string_value(json_object_get(body, "action")),
-                               json_is_number(js) ? json_number_value(js) : NAN, &out, &e);
+    int rc = regrade_answer_start(app, req, &u, rid,
+                                  json_string_value(json_object_get(body, "answer")),
+                                  json_string_value(json_object_get(body, "action")),
+                                  json_is_number(js) ? json_number_value(js) : NAN, written,
+                                  &e); /* copies */
     json_decref(body);
-    if (rc)
-        return send_err(req, &e);
-    return api_send_json(req, 200, out);
+    return rc ? send_err(req, &e) : HTTP_DEFERRED;
 }
 
 const struct route regrade_api_routes[] = {

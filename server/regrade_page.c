@@ -288,10 +288,31 @@ static int request_again(struct page_view *v, const struct page_again *a)
     return page_request(v, a->n, &e);
 }
 
+/* The writer stored (or refused) the request or the answer (regrade.h):
+ * the 303 to where it shows, or the page saying what went wrong. */
+static int written(struct app *app, struct http_request *req, const struct regrade_write *w,
+                   int rc)
+{
+    struct page p;
+    struct page_view v;
+    struct html_buf b;
+    page_open(&p, app, req);
+    html_buf_init(&b);
+    page_view_open(&p, &v, &b);
+    if (rc)
+        api_err(&v, &w->e);
+    else if (w->answering)
+        snprintf(v.location, sizeof(v.location), "/regrades/%lld?done=1", w->rid);
+    else
+        snprintf(v.location, sizeof(v.location), "/submissions/%lld#regrade", w->sid);
+    int r = page_view_finish(&p, &v, PAGE_VIEW_RENDERED);
+    page_free(&p);
+    return r;
+}
+
 static int post_answer(struct page_view *v, long long rid)
 {
     struct api_error e;
-    json_t *out = NULL;
     if (v->post_ok(v->page))
         return PAGE_VIEW_DONE;
     const char *score_s = v->field(v->page, "score");
@@ -299,28 +320,24 @@ static int post_answer(struct page_view *v, long long rid)
     double score = score_s && *score_s ? strtod(score_s, &end) : NAN;
     if (end && *end)
         score = NAN;
-    if (regrade_request_answer(v->app, v->user, rid, v->field(v->page, "answer"),
-                               v->field(v->page, "action"), score, &out, &e))
+    if (regrade_answer_start(v->app, v->req, v->user, rid, v->field(v->page, "answer"),
+                             v->field(v->page, "action"), score, written, &e))
         return e.status == 400 ? page_view_again(v, request_again,
                                                  &(struct page_again){
                                                      .status = 400, .n = rid, .s = {e.message}})
                                : api_err(v, &e);
-    json_decref(out);
-    snprintf(v->location, sizeof(v->location), "/regrades/%lld?done=1", rid);
-    return PAGE_VIEW_RENDERED;
+    return PAGE_VIEW_DEFERRED; /* answered by written */
 }
 
 static int post_open(struct page_view *v, long long sid)
 {
     struct api_error e;
-    json_t *out = NULL;
     if (v->post_ok(v->page))
         return PAGE_VIEW_DONE;
-    if (regrade_request_open(v->app, v->user, sid, v->field(v->page, "reason"), &out, &e))
+    if (regrade_open_start(v->app, v->req, v->user, sid, v->field(v->page, "reason"), written,
+                           &e))
         return api_err(v, &e);
-    json_decref(out);
-    snprintf(v->location, sizeof(v->location), "/submissions/%lld#regrade", sid);
-    return PAGE_VIEW_RENDERED;
+    return PAGE_VIEW_DEFERRED; /* answered by written */
 }
 
 static long long seg_id(const char *s)

@@ -23,8 +23,7 @@ struct staff_job {
     char *reason; /* w.reason's copy */
 };
 
-/* Loop: the checks that need no database. 0 or -errno with e. */
-static int staff_check(struct app *app, const struct staff_write *w, struct api_error *e)
+int staff_write_check(struct app *app, const struct staff_write *w, struct api_error *e)
 {
     enum auth_role r = w->viewer.role;
     switch (w->kind) {
@@ -165,9 +164,7 @@ static int revoke_on(struct db *db, struct staff_write *w, struct api_error *e)
     return 0;
 }
 
-/* The change's reads and writes on db (either thread's own). 0 or -errno
- * with e. */
-static int staff_on(struct db *db, struct staff_write *w, struct api_error *e)
+int staff_write_on(struct db *db, struct staff_write *w, struct api_error *e)
 {
     switch (w->kind) {
     case STAFF_OVERRIDE:
@@ -184,8 +181,7 @@ static int staff_on(struct db *db, struct staff_write *w, struct api_error *e)
     return api_internal(e, -EINVAL);
 }
 
-/* Loop, after the change is stored: drop what it made stale. */
-static void staff_after(struct app *app, const struct staff_write *w)
+void staff_write_after(struct app *app, const struct staff_write *w)
 {
     switch (w->kind) {
     case STAFF_OVERRIDE:
@@ -218,7 +214,7 @@ static void staff_after(struct app *app, const struct staff_write *w)
 static int staff_run(struct db *db, void *arg)
 {
     struct staff_job *j = arg;
-    return staff_on(db, &j->w, &j->w.e);
+    return staff_write_on(db, &j->w, &j->w.e);
 }
 
 static void staff_abort(struct http_request *req, void *data)
@@ -233,7 +229,7 @@ static void staff_done(void *arg, int rc)
     struct staff_job *j = arg;
     struct http_request *req = j->req;
     if (!rc)
-        staff_after(j->app, &j->w);
+        staff_write_after(j->app, &j->w);
     else if (!j->w.e.status)
         api_internal(&j->w.e, rc);
     if (req) {
@@ -249,7 +245,7 @@ int staff_write_start(struct app *app, struct http_request *req, const struct st
                       staff_write_answer *answer, struct api_error *e)
 {
     assert(answer);
-    int rc = staff_check(app, w, e);
+    int rc = staff_write_check(app, w, e);
     if (rc)
         return rc;
     struct staff_job *j = calloc(1, sizeof(*j));
@@ -279,13 +275,13 @@ int staff_write_start(struct app *app, struct http_request *req, const struct st
 
 int staff_write_now(struct app *app, struct staff_write *w, struct api_error *e)
 {
-    int rc = staff_check(app, w, e);
+    int rc = staff_write_check(app, w, e);
     if (rc)
         return rc;
     if (w->kind == STAFF_REVOKE)
         auth_cache_clear();
-    rc = staff_on(app->db, w, e);
+    rc = staff_write_on(app->db, w, e);
     if (!rc)
-        staff_after(app, w);
+        staff_write_after(app, w);
     return rc;
 }

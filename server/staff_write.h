@@ -52,9 +52,19 @@ typedef int staff_write_answer(struct app *app, struct http_request *req,
 int staff_write_start(struct app *app, struct http_request *req, const struct staff_write *w,
                       staff_write_answer *answer, struct api_error *e);
 
-/* The same change at once on app->db, on the loop (a regrade request's
- * answer, the rubric page's regrade of a lab, which run in the loop's own
- * transaction). w is updated as the writer would. 0 or -errno with e. */
+/* The same change at once on app->db, on the loop (the rubric page's
+ * regrade of a lab, which runs in the loop's own transaction). w is updated
+ * as the writer would. 0 or -errno with e. */
 int staff_write_now(struct app *app, struct staff_write *w, struct api_error *e);
+
+/* The three steps of staff_write_start, for a write job of another module
+ * that makes the change with its own (a regrade request's answer, which may
+ * regrade or override: server/regrade.c). Loop: the checks that need no
+ * database (0 or -errno with e). Writer (db its connection, inside its
+ * job): the change's checks that read and its writes (w->id set; 0 or
+ * -errno with e). Loop, once committed: drop what the change made stale. */
+int staff_write_check(struct app *app, const struct staff_write *w, struct api_error *e);
+int staff_write_on(struct db *db, struct staff_write *w, struct api_error *e);
+void staff_write_after(struct app *app, const struct staff_write *w);
 
 #endif

@@ -559,20 +559,6 @@ int submission_count_by_status(struct app *app, long long *counts)
     return rc == SQLITE_DONE ? 0 : db_errno(rc);
 }
 
-int api_regrade(struct app *app, const struct auth_user *viewer, long long id, struct api_error *e)
-{
-    struct staff_write w = {.kind = STAFF_REGRADE, .viewer = *viewer, .id = id};
-    return staff_write_now(app, &w, e);
-}
-
-int api_override_add(struct app *app, const struct auth_user *viewer, long long id, double score,
-                     const char *reason, struct api_error *e)
-{
-    struct staff_write w = {
-        .kind = STAFF_OVERRIDE, .viewer = *viewer, .id = id, .score = score, .reason = reason};
-    return staff_write_now(app, &w, e);
-}
-
 int submission_override_reason(struct app *app, long long sub, char *reason, size_t len)
 {
     sqlite3_stmt *st = db_stmt(app->db, "SELECT reason FROM overrides WHERE submission_id = ?1 "

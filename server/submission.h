@@ -105,13 +105,6 @@ int api_submissions_list(struct app *app, const struct auth_user *viewer, const 
 int api_queue_list(struct app *app, const struct auth_user *viewer, json_t **out,
                    struct api_error *e);
 
-/* Staff: requeue a submission. */
-int api_regrade(struct app *app, const struct auth_user *viewer, long long id, struct api_error *e);
-
-/* Staff: override a submission's score (reason required); audit-logged. */
-int api_override_add(struct app *app, const struct auth_user *viewer, long long id, double score,
-                     const char *reason, struct api_error *e);
-
 /* The reason of the latest override of submission id into reason (""
  * when none). 1 when there is one, 0 when not. */
 int submission_override_reason(struct app *app, long long id, char *reason, size_t len);
