@@ -466,6 +466,24 @@ def regrade_requests(t, s, sid):
          "%s: the request is stored, open" % what, r.brief())
 
 
+def late_days(t, s):
+    """A late-day grant reads the student and writes on the writer thread:
+    /healthz is answered while it waits for the stalled database; once
+    reads go, the grant is stored and answered with the student's pool."""
+    what = "a late-day grant (API)"
+    r = s.get("/api/me/late-days?user=bob_z3", token="admin")
+    before = (r.json() or {}).get("budget")
+    t.ok(isinstance(before, int), "%s: bob's budget before" % what, r.brief())
+    r = stalled(t, s, what, "/api/admin/late-days/grants", token="admin", warm="/api/me",
+                method="POST", headers={"Content-Type": "application/json"},
+                body=b'{"user": "bob_z3", "days": 2, "reason": "granted while stalled"}',
+                want=201)
+    j = (r.json() or {}) if r is not None else {}
+    t.ok(j.get("user") == "bob_z3" and isinstance(before, int) and
+         j.get("budget") == before + 2, "%s: bob's pool with the two days" % what,
+         r and r.brief())
+
+
 def staff_writes(t, s, sid):
     """The staff's changes (an override, a regrade, an extension, the
     scoreboard opt-in, a revocation), from the API and from the pages'
@@ -606,6 +624,7 @@ def main(t):
     pages(t, s, sid)
     runner_claims(t, s)
     regrade_requests(t, s, sid)
+    late_days(t, s)
     staff_writes(t, s, sid)
     s.cleanup()
 
