@@ -15,6 +15,7 @@
 #include "server/auth.h"
 #include "server/db.h"
 #include "server/html.h"
+#include "server/writer.h"
 
 #define LATEDAY_GRANT_MAX 365
 #define LATEDAY_DEFAULT_MAX 365
@@ -254,34 +255,137 @@ int lateday_notice_html(struct app *app, struct html_buf *b, const struct auth_u
 
 /* ---- admin ---- */
 
-int lateday_default_set(struct app *app, const struct auth_user *viewer, int days,
-                        struct api_error *e)
+/* ---- the admin's changes: checked on the loop, written on the writer ---- */
+
+struct lateday_job {
+    struct app *app;
+    struct http_request *req; /* NULL once the client went away */
+    lateday_write_answer *answer;
+    struct lateday_write w;
+    char *reason; /* w.reason's copy */
+};
+
+/* Writer: the course default budget. 0 or -errno with w->e. */
+static int default_on(struct db *db, struct lateday_write *w)
+{
+    sqlite3_stmt *st = db_stmt(db, "INSERT INTO late_day_policy(id, default_days, updated_by,"
+                                   " updated_at) VALUES(1, ?1, ?2, ?3) ON CONFLICT(id) DO"
+                                   " UPDATE SET default_days = ?1, updated_by = ?2,"
+                                   " updated_at = ?3");
+    if (!st)
+        return api_internal(&w->e, -EIO);
+    sqlite3_bind_int(st, 1, w->days);
+    sqlite3_bind_int64(st, 2, w->viewer.id);
+    sqlite3_bind_double(st, 3, db_now());
+    int rc = db_step_done(st);
+    if (rc)
+        return api_internal(&w->e, rc);
+    char detail[48];
+    snprintf(detail, sizeof(detail), "default_days=%d", w->days);
+    db_audit(db, w->viewer.id, "late_days_default", "course", detail);
+    return 0;
+}
+
+/* Writer: a grant to the student w->user. 0 or -errno with w->e. */
+static int grant_on(struct db *db, struct lateday_write *w)
+{
+    struct auth_user u;
+    int rc = auth_user_get(db, w->user, &u);
+    if (rc == -ENOENT)
+        return api_fail(&w->e, 404, "not_found", "There is no user called '%.64s'.", w->user);
+    if (rc)
+        return api_internal(&w->e, rc);
+    if (u.role != AUTH_STUDENT)
+        return api_fail(&w->e, 400, "bad_request", "%s is not a student.", u.name);
+    sqlite3_stmt *st = db_stmt(db, "INSERT INTO late_day_grants(user_id, days, reason,"
+                                   " by_user, created_at) VALUES(?1, ?2, ?3, ?4, ?5)");
+    if (!st)
+        return api_internal(&w->e, -EIO);
+    sqlite3_bind_int64(st, 1, u.id);
+    sqlite3_bind_int(st, 2, w->days);
+    sqlite3_bind_text(st, 3, w->reason, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 4, w->viewer.id);
+    sqlite3_bind_double(st, 5, db_now());
+    if ((rc = db_step_done(st)) != 0)
+        return api_internal(&w->e, rc);
+    char detail[600];
+    snprintf(detail, sizeof(detail), "days=%d reason=%.500s", w->days, w->reason);
+    db_audit(db, w->viewer.id, "late_days_grant", u.name, detail);
+    return 0;
+}
+
+static int lateday_run(struct db *db, void *arg)
+{
+    struct lateday_job *j = arg;
+    return j->w.grant ? grant_on(db, &j->w) : default_on(db, &j->w);
+}
+
+static void lateday_abort(struct http_request *req, void *data)
+{
+    struct lateday_job *j = data;
+    assert(j->req == req);
+    j->req = NULL;
+}
+
+/* Loop, after the batch: the pools are read fresh by every page and
+ * answer (nothing cached), so only the client is answered. */
+static void lateday_done(void *arg, int rc)
+{
+    struct lateday_job *j = arg;
+    if (rc && !j->w.e.status)
+        api_internal(&j->w.e, rc);
+    if (j->req) {
+        j->req->on_abort = NULL;
+        if (j->answer(j->app, j->req, &j->w, rc) != HTTP_DEFERRED)
+            http_request_finish(j->req);
+    }
+    free(j->reason);
+    free(j);
+}
+
+/* Loop: queue w (checked) on the writer and defer req. */
+static int job_start(struct app *app, struct http_request *req, const struct lateday_write *w,
+                     lateday_write_answer *answer, struct api_error *e)
+{
+    assert(answer);
+    struct lateday_job *j = calloc(1, sizeof(*j));
+    if (!j || (w->reason && !(j->reason = strdup(w->reason)))) {
+        free(j);
+        return api_internal(e, -ENOMEM);
+    }
+    j->app = app;
+    j->req = req;
+    j->answer = answer;
+    j->w = *w;
+    j->w.reason = j->reason;
+    memset(&j->w.e, 0, sizeof(j->w.e));
+    int rc = writer_submit(app->writer, lateday_run, lateday_done, j, 0);
+    if (rc) {
+        free(j->reason);
+        free(j);
+        return api_internal(e, rc);
+    }
+    req->on_abort = lateday_abort;
+    req->abort_data = j;
+    return 0;
+}
+
+int lateday_default_start(struct app *app, struct http_request *req,
+                          const struct auth_user *viewer, int days, lateday_write_answer *answer,
+                          struct api_error *e)
 {
     if (viewer->role != AUTH_ADMIN)
         return api_fail(e, 403, "forbidden", "Only admins set the late-day budget.");
     if (days < 0 || days > LATEDAY_DEFAULT_MAX)
         return api_fail(e, 400, "bad_request", "default_days: a whole number from 0 to %d.",
                         LATEDAY_DEFAULT_MAX);
-    sqlite3_stmt *st = db_stmt(app->db, "INSERT INTO late_day_policy(id, default_days, updated_by,"
-                                        " updated_at) VALUES(1, ?1, ?2, ?3) ON CONFLICT(id) DO"
-                                        " UPDATE SET default_days = ?1, updated_by = ?2,"
-                                        " updated_at = ?3");
-    if (!st)
-        return api_internal(e, -EIO);
-    sqlite3_bind_int(st, 1, days);
-    sqlite3_bind_int64(st, 2, viewer->id);
-    sqlite3_bind_double(st, 3, db_now());
-    int rc = db_step_done(st);
-    if (rc)
-        return api_internal(e, rc);
-    char detail[48];
-    snprintf(detail, sizeof(detail), "default_days=%d", days);
-    db_audit(app->db, viewer->id, "late_days_default", "course", detail);
-    return 0;
+    struct lateday_write w = {.viewer = *viewer, .days = days};
+    return job_start(app, req, &w, answer, e);
 }
 
-int lateday_grant(struct app *app, const struct auth_user *viewer, const char *user, int days,
-                  const char *reason, struct api_error *e)
+int lateday_grant_start(struct app *app, struct http_request *req, const struct auth_user *viewer,
+                        const char *user, int days, const char *reason,
+                        lateday_write_answer *answer, struct api_error *e)
 {
     if (viewer->role != AUTH_ADMIN)
         return api_fail(e, 403, "forbidden", "Only admins grant late days.");
@@ -293,30 +397,11 @@ int lateday_grant(struct app *app, const struct auth_user *viewer, const char *u
                         "reason: say why the student gets more days (it goes in the audit log).");
     if (strlen(reason) > 500)
         return api_fail(e, 400, "bad_request", "reason: at most 500 characters.");
-    struct auth_user u;
-    int rc = user ? auth_user_get(app->db, user, &u) : -ENOENT;
-    if (rc == -ENOENT)
+    if (!user || !*user || strlen(user) >= sizeof(((struct lateday_write *)0)->user))
         return api_fail(e, 404, "not_found", "There is no user called '%.64s'.", user ? user : "");
-    if (rc)
-        return api_internal(e, rc);
-    if (u.role != AUTH_STUDENT)
-        return api_fail(e, 400, "bad_request", "%s is not a student.", u.name);
-    sqlite3_stmt *st = db_stmt(app->db, "INSERT INTO late_day_grants(user_id, days, reason,"
-                                        " by_user, created_at) VALUES(?1, ?2, ?3, ?4, ?5)");
-    if (!st)
-        return api_internal(e, -EIO);
-    sqlite3_bind_int64(st, 1, u.id);
-    sqlite3_bind_int(st, 2, days);
-    sqlite3_bind_text(st, 3, reason, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(st, 4, viewer->id);
-    sqlite3_bind_double(st, 5, db_now());
-    rc = db_step_done(st);
-    if (rc)
-        return api_internal(e, rc);
-    char detail[600];
-    snprintf(detail, sizeof(detail), "days=%d reason=%.500s", days, reason);
-    db_audit(app->db, viewer->id, "late_days_grant", u.name, detail);
-    return 0;
+    struct lateday_write w = {.grant = 1, .viewer = *viewer, .days = days, .reason = reason};
+    snprintf(w.user, sizeof(w.user), "%s", user);
+    return job_start(app, req, &w, answer, e);
 }
 
 /* {"lab": days, ...} of user's charged labs. */

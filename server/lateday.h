@@ -28,6 +28,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "server/app.h"
 #include "server/http.h"
 
 struct app;
@@ -96,13 +97,38 @@ void lateday_csv_cells(struct db *db, long long user_id, const char *lab, struct
 int lateday_notice_html(struct app *app, struct html_buf *b, const struct auth_user *viewer,
                         const char *lab);
 
-/* Admin: set the course default budget (days >= 0); audited. */
-int lateday_default_set(struct app *app, const struct auth_user *viewer, int days,
-                        struct api_error *e);
+/* An admin's change of the pools (the course default budget, or a grant to
+ * a student), read and written on the writer thread (server/writer.h), so
+ * that a stalled disk stalls it, not the loop: the role, the days and the
+ * reason are checked on the loop when it is started; the user (that it is
+ * a student) on the writer, in the batch's transaction with the insert and
+ * its audit row. */
+struct lateday_write {
+    int grant;               /* 0: the default budget; 1: a grant to user */
+    struct auth_user viewer; /* copied */
+    int days;
+    char user[65];           /* a grant's student */
+    const char *reason;      /* a grant's (copied by the start) */
+    struct api_error e;      /* a refusal found on the writer (e.status != 0) */
+};
 
-/* Admin: grant user days more (1..365) with a reason; audited. */
-int lateday_grant(struct app *app, const struct auth_user *viewer, const char *user, int days,
-                  const char *reason, struct api_error *e);
+/* On the loop, once the change is committed (rc 0) or refused or failed
+ * (rc -errno, w->e says why), if the client is still there: answer req,
+ * return HTTP_DONE (or HTTP_DEFERRED when req is finished later). */
+typedef int lateday_write_answer(struct app *app, struct http_request *req,
+                                 const struct lateday_write *w, int rc);
+
+/* Admin: set the course default budget (days >= 0); audited. 0 (answer is
+ * called later) or -errno with e (nothing queued: answer req now). */
+int lateday_default_start(struct app *app, struct http_request *req,
+                          const struct auth_user *viewer, int days, lateday_write_answer *answer,
+                          struct api_error *e);
+
+/* Admin: grant user days more (1..365) with a reason; audited. Returns as
+ * lateday_default_start. */
+int lateday_grant_start(struct app *app, struct http_request *req, const struct auth_user *viewer,
+                        const char *user, int days, const char *reason,
+                        lateday_write_answer *answer, struct api_error *e);
 
 /* {"default_days","students":[{"user","display_name","budget","used","remaining","labs":{..}}]}
  * for staff. */

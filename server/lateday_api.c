@@ -11,6 +11,7 @@
 
 #include "server/auth.h"
 #include "server/lateday.h"
+#include "server/page.h"
 #include "server/views.h"
 
 static int send_err(struct http_request *req, const struct api_error *e)
@@ -81,6 +82,43 @@ static int json_days(const json_t *v)
     return -1;
 }
 
+/* The student's pool after a grant (201), on a reader job's view: the
+ * user's name from the request's body again. */
+static int h_granted(struct app *app, struct http_request *req)
+{
+    struct auth_user u;
+    struct api_error e;
+    json_t *body, *o = NULL;
+    if (api_need(app, req, &u, ROLE(AUTH_ADMIN)))
+        return HTTP_DONE;
+    if (api_json_parse(req->body, req->body_len, 0, &body, &e))
+        return send_err(req, &e);
+    int rc = lateday_user_json(app, &u, json_string_value(json_object_get(body, "user")), &o, &e);
+    json_decref(body);
+    return rc ? send_err(req, &e) : api_send_json(req, 201, o);
+}
+
+/* A route's handler on a reader job's view (page_job_start). */
+static int on_view(struct app *view, struct http_request *req, const struct route *rt)
+{
+    return rt->fn(view, req);
+}
+
+static const struct route overview_route = {HTTP_GET, "/api/admin/late-days", h_overview, 0,
+                                            NULL, NULL, 1};
+static const struct route granted_route = {HTTP_POST, "/api/admin/late-days/grants", h_granted,
+                                           0, NULL, NULL, 1};
+
+/* The writer stored (or refused) the change (lateday.h): the overview
+ * (the default) or the student's pool (a grant), read on the reader. */
+static int written(struct app *app, struct http_request *req, const struct lateday_write *w,
+                   int rc)
+{
+    if (rc)
+        return send_err(req, &w->e);
+    return page_job_start(app, req, w->grant ? &granted_route : &overview_route, on_view);
+}
+
 static int h_default(struct app *app, struct http_request *req)
 {
     struct auth_user u;
@@ -90,31 +128,27 @@ static int h_default(struct app *app, struct http_request *req)
         return HTTP_DONE;
     if (api_json_parse(req->body, req->body_len, 0, &body, &e))
         return send_err(req, &e);
-    int rc = lateday_default_set(app, &u, json_days(json_object_get(body, "default_days")), &e);
+    int rc = lateday_default_start(app, req, &u, json_days(json_object_get(body, "default_days")),
+                                   written, &e);
     json_decref(body);
-    if (rc)
-        return send_err(req, &e);
-    return h_overview(app, req);
+    return rc ? send_err(req, &e) : HTTP_DEFERRED;
 }
 
 static int h_grant(struct app *app, struct http_request *req)
 {
     struct auth_user u;
     struct api_error e;
-    json_t *body, *o = NULL;
+    json_t *body;
     if (api_need(app, req, &u, ROLE(AUTH_ADMIN)))
         return HTTP_DONE;
     if (api_json_parse(req->body, req->body_len, 0, &body, &e))
         return send_err(req, &e);
-    const char *user = json_string_value(json_object_get(body, "user"));
-    int rc = lateday_grant(app, &u, user, json_days(json_object_get(body, "days")),
-                           json_string_value(json_object_get(body, "reason")), &e);
-    if (rc == 0)
-        rc = lateday_user_json(app, &u, user, &o, &e);
+    int rc = lateday_grant_start(app, req, &u, json_string_value(json_object_get(body, "user")),
+                                 json_days(json_object_get(body, "days")),
+                                 json_string_value(json_object_get(body, "reason")), written,
+                                 &e); /* copies */
     json_decref(body);
-    if (rc)
-        return send_err(req, &e);
-    return api_send_json(req, 201, o);
+    return rc ? send_err(req, &e) : HTTP_DEFERRED;
 }
 
 const struct route lateday_api_routes[] = {

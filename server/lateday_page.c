@@ -168,17 +168,6 @@ static int int_field(struct page_view *v, const char *name)
     return *end || n < 0 || n > 100000 ? -1 : (int)n;
 }
 
-static int post_default(struct page_view *v)
-{
-    struct api_error e;
-    if (v->post_ok(v->page))
-        return PAGE_VIEW_DONE;
-    if (lateday_default_set(v->app, v->user, int_field(v, "days"), &e))
-        return view_api_error(v, &e);
-    snprintf(v->location, sizeof(v->location), "/admin/late-days?done=default");
-    return PAGE_VIEW_RENDERED;
-}
-
 /* page_admin again (page_view_again) with the problem: s[0] its message. */
 static int admin_again(struct page_view *v, const struct page_again *a)
 {
@@ -187,19 +176,57 @@ static int admin_again(struct page_view *v, const struct page_again *a)
     return page_admin(v, &e);
 }
 
+/* The grant's problem: the admin page again with it (400, 404), or the
+ * error page. */
+static int grant_refused(struct page_view *v, const struct api_error *e)
+{
+    return e->status == 400 || e->status == 404
+               ? page_view_again(v, admin_again,
+                                 &(struct page_again){.status = e->status, .s = {e->message}})
+               : view_api_error(v, e);
+}
+
+/* The writer stored (or refused) the change (lateday.h): the 303 to the
+ * admin page saying so, or the problem. */
+static int written(struct app *app, struct http_request *req, const struct lateday_write *w,
+                   int rc)
+{
+    struct page p;
+    struct page_view v;
+    struct html_buf b;
+    page_open(&p, app, req);
+    html_buf_init(&b);
+    page_view_open(&p, &v, &b);
+    int r = PAGE_VIEW_RENDERED;
+    if (rc)
+        r = w->grant ? grant_refused(&v, &w->e) : view_api_error(&v, &w->e);
+    else
+        snprintf(v.location, sizeof(v.location), "/admin/late-days?done=%s",
+                 w->grant ? "grant" : "default");
+    r = page_view_finish(&p, &v, r);
+    page_free(&p);
+    return r;
+}
+
+static int post_default(struct page_view *v)
+{
+    struct api_error e;
+    if (v->post_ok(v->page))
+        return PAGE_VIEW_DONE;
+    if (lateday_default_start(v->app, v->req, v->user, int_field(v, "days"), written, &e))
+        return view_api_error(v, &e);
+    return PAGE_VIEW_DEFERRED; /* answered by written */
+}
+
 static int post_grant(struct page_view *v)
 {
     struct api_error e;
     if (v->post_ok(v->page))
         return PAGE_VIEW_DONE;
-    if (lateday_grant(v->app, v->user, v->field(v->page, "user"), int_field(v, "days"),
-                      v->field(v->page, "reason"), &e))
-        return e.status == 400 || e.status == 404
-                   ? page_view_again(v, admin_again,
-                                     &(struct page_again){.status = e.status, .s = {e.message}})
-                   : view_api_error(v, &e);
-    snprintf(v->location, sizeof(v->location), "/admin/late-days?done=grant");
-    return PAGE_VIEW_RENDERED;
+    if (lateday_grant_start(v->app, v->req, v->user, v->field(v->page, "user"),
+                            int_field(v, "days"), v->field(v->page, "reason"), written, &e))
+        return grant_refused(v, &e);
+    return PAGE_VIEW_DEFERRED; /* answered by written */
 }
 
 int lateday_page_route(struct page_view *v, char **seg, size_t n)
