@@ -588,6 +588,24 @@ def sign_out(t, s):
     t.status(s.get("/api/me", headers=ck), 401, "%s: the session is over on the server" % what)
 
 
+def new_token(t, s):
+    """A user's new token (the users page's form) revokes the old ones and
+    stores the new one on the writer thread: /healthz is answered while it
+    waits for the stalled database; once reads go, the page shows the new
+    token, which works."""
+    what = "a new token (form)"
+    r = stalled(t, s, what, "/admin/users/bob_z3/token", token="admin", warm="/api/me",
+                method="POST", body=b"", headers={"Content-Type":
+                                                  "application/x-www-form-urlencoded"})
+    m = re.search(rb"cg[a-z]_[0-9a-f]{64}", (r.body or b"") if r is not None else b"")
+    t.ok(m and b"A new token for bob_z3" in r.body, "%s: the page shows it" % what,
+         r and r.brief())
+    me = s.get("/api/me", headers={"Authorization": "Bearer %s" % (m.group(0).decode()
+                                                                   if m else "none")})
+    t.ok(me.status == 200 and (me.json() or {}).get("name") == "bob_z3",
+         "%s: bob's new token works" % what, me.brief())
+
+
 def main(t):
     s = Server(labs=["vadd"], tap=t)
     # a graded submission: the exports read its row and its result
@@ -626,6 +644,7 @@ def main(t):
     regrade_requests(t, s, sid)
     late_days(t, s)
     staff_writes(t, s, sid)
+    new_token(t, s)
     s.cleanup()
 
 
