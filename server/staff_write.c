@@ -53,6 +53,10 @@ int staff_write_check(struct app *app, const struct staff_write *w, struct api_e
         if (r != AUTH_ADMIN)
             return api_fail(e, 403, "forbidden", "Only admins may revoke tokens.");
         return 0;
+    case STAFF_TOKEN:
+        if (r != AUTH_ADMIN)
+            return api_fail(e, 403, "forbidden", "Only admins may issue tokens.");
+        return 0;
     }
     return api_fail(e, 400, "bad_request", "Unknown change.");
 }
@@ -164,6 +168,29 @@ static int revoke_on(struct db *db, struct staff_write *w, struct api_error *e)
     return 0;
 }
 
+/* Every old token of w->user revoked, their sessions ended, one new token
+ * (w->token, w->role; w->user set to the name as stored). */
+static int token_on(struct db *db, struct staff_write *w, struct api_error *e)
+{
+    struct auth_user u;
+    int rc = auth_user_get(db, w->user, &u);
+    if (rc == -ENOENT)
+        return api_fail(e, 404, "not_found", "There is no user called '%.64s'.", w->user);
+    if (rc)
+        return api_internal(e, rc);
+    snprintf(w->user, sizeof(w->user), "%s", u.name);
+    w->role = u.role;
+    rc = auth_token_revoke_rows(db, u.name, &w->tokens, &w->sessions);
+    if (!rc)
+        rc = auth_token_new(db, u.name, w->token);
+    char detail[64];
+    snprintf(detail, sizeof(detail), "%d tokens revoked, %d sessions ended", w->tokens,
+             w->sessions);
+    if (!rc)
+        rc = db_audit(db, w->viewer.id, "token_regenerate", u.name, detail);
+    return rc ? api_internal(e, rc) : 0;
+}
+
 int staff_write_on(struct db *db, struct staff_write *w, struct api_error *e)
 {
     switch (w->kind) {
@@ -177,6 +204,8 @@ int staff_write_on(struct db *db, struct staff_write *w, struct api_error *e)
         return show_name_on(db, w, e);
     case STAFF_REVOKE:
         return revoke_on(db, w, e);
+    case STAFF_TOKEN:
+        return token_on(db, w, e);
     }
     return api_internal(e, -EINVAL);
 }
@@ -206,6 +235,11 @@ void staff_write_after(struct app *app, const struct staff_write *w)
          * before anyone hears that the tokens are revoked. */
         auth_cache_clear();
         app_log("every token of %s revoked by %s (%d live, %d sessions ended)", w->user,
+                w->viewer.name, w->tokens, w->sessions);
+        break;
+    case STAFF_TOKEN:
+        auth_cache_clear(); /* as for a revocation */
+        app_log("a new token for %s issued by %s (%d revoked, %d sessions ended)", w->user,
                 w->viewer.name, w->tokens, w->sessions);
         break;
     }
@@ -261,7 +295,7 @@ int staff_write_start(struct app *app, struct http_request *req, const struct st
         return api_internal(e, -ENOMEM);
     }
     j->w.reason = j->reason;
-    if (w->kind == STAFF_REVOKE)
+    if (w->kind == STAFF_REVOKE || w->kind == STAFF_TOKEN)
         auth_cache_clear(); /* no lookup from now on is cached valid */
     if ((rc = writer_submit(app->writer, staff_run, staff_done, j, 0)) != 0) {
         free(j->reason);
@@ -278,7 +312,7 @@ int staff_write_now(struct app *app, struct staff_write *w, struct api_error *e)
     int rc = staff_write_check(app, w, e);
     if (rc)
         return rc;
-    if (w->kind == STAFF_REVOKE)
+    if (w->kind == STAFF_REVOKE || w->kind == STAFF_TOKEN)
         auth_cache_clear();
     rc = staff_write_on(app->db, w, e);
     if (!rc)

@@ -1,6 +1,7 @@
 /*
  * staff_write.h - the course staff's small changes (a score override, a
- * regrade, an extension, the scoreboard opt-in, a token revocation): their
+ * regrade, an extension, the scoreboard opt-in, a token revocation, a new
+ * token): their
  * reads and writes run on the writer thread (server/writer.h), so that a
  * stalled disk stalls the change, not the loop (docs/server.md, "The loop
  * never waits for the disk").
@@ -23,6 +24,7 @@ enum staff_change {
     STAFF_EXTENSION, /* user, lab, due, hard: a student's own deadlines */
     STAFF_SHOW_NAME, /* show: the viewer's own name on the scoreboards */
     STAFF_REVOKE,    /* user: every token and session of the user ends */
+    STAFF_TOKEN,     /* user: as STAFF_REVOKE, then one new token (token, role) */
 };
 
 struct staff_write {
@@ -35,7 +37,9 @@ struct staff_write {
     char lab[65];            /* extension: the lab; override, regrade: set to the submission's */
     double due, hard;        /* extension: epoch seconds (0: none) */
     int show;                /* show_name */
-    int tokens, sessions;    /* revoke: how many ended (set when written) */
+    int tokens, sessions;    /* revoke, token: how many ended (set when written) */
+    char token[AUTH_TOKEN_LEN + 1]; /* token: the new one, shown once (set when written) */
+    enum auth_role role;     /* token: the user's (set when written) */
     struct api_error e;      /* a refusal found on the writer (e.status != 0) */
 };
 

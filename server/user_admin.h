@@ -1,8 +1,8 @@
 /*
  * user_admin.h - what an admin does to users besides adding them one by
  * one: a roster import that may be run again (existing names are updated
- * or left as they are, reported row by row), and a user's new token
- * (every old token revoked, one new token shown once).
+ * or left as they are, reported row by row). A user's new token is a
+ * staff change (staff_write.h: STAFF_TOKEN).
  */
 #ifndef CUGRADE_USER_ADMIN_H
 #define CUGRADE_USER_ADMIN_H
@@ -24,13 +24,5 @@
  * for a non-admin). */
 int user_admin_import(struct db *db, const struct auth_user *viewer, const struct roster_row *rows,
                       size_t n, json_t **out, struct api_error *e);
-
-/* Admin: revoke every token of the user called name, end their sessions
- * and issue one new token, in one transaction on app->db (the loop's
- * connection); audit-logged as token_regenerate. *out (a new reference) is
- * {"user","role","token","tokens_revoked","sessions_ended"}: the token is
- * shown this once. 0, or -errno with e (403, 404 for an unknown name). */
-int user_admin_token_regenerate(struct app *app, const struct auth_user *viewer, const char *name,
-                                json_t **out, struct api_error *e);
 
 #endif

@@ -254,29 +254,42 @@ static int r_users(struct page *p)
 }
 
 /* POST /admin/users/{name}/token: every old token revoked, one new token
- * shown once (user_admin_token_regenerate). */
+ * shown once (on the writer, staff_write.c; audit-logged). */
+static int token_done(struct app *app, struct http_request *req, const struct staff_write *w,
+                      int rc)
+{
+    struct page p;
+    char done[200];
+    json_t *created = NULL;
+    page_open(&p, app, req);
+    snprintf(done, sizeof(done),
+             "A new token for %s: %d old token(s) revoked, %d session(s) ended.", w->user,
+             w->tokens, w->sessions);
+    if (!rc)
+        created = json_pack("{s:[{s:s,s:s,s:s}]}", "users", "name", w->user, "role",
+                            auth_role_name(w->role), "token", w->token);
+    int r = rc        ? users_form_again(&p, NULL, w->e.message, NULL,
+                                         w->e.status ? w->e.status : 400)
+            : created ? users_form_again(&p, created, NULL, done, 200)
+                      : users_form_again(&p, NULL, "Out of memory: try again.", NULL, 500);
+    json_decref(created);
+    page_free(&p);
+    return r;
+}
+
 static int post_token(struct page *p)
 {
     struct api_error e;
-    json_t *out = NULL, *created;
-    char done[200];
-    int rc;
 
     if (!page_is_admin(p))
         return page_error(p, 403, "Not allowed", "Only admins manage users.");
     if (page_post_check(p) != 0)
         return HTTP_DONE;
-    if (user_admin_token_regenerate(p->app, &p->user, http_request_param(p->req, "name"), &out, &e) != 0)
+    struct staff_write w = {.kind = STAFF_TOKEN, .viewer = p->user};
+    snprintf(w.user, sizeof(w.user), "%s", http_request_param(p->req, "name"));
+    if (staff_write_start(p->app, p->req, &w, token_done, &e) != 0)
         return users_form_again(p, NULL, e.message, NULL, e.status ? e.status : 400);
-    snprintf(done, sizeof(done), "A new token for %s: %.0f old token(s) revoked, %.0f session(s) ended.",
-             page_jstr(out, "user"), page_jnum(out, "tokens_revoked", 0), page_jnum(out, "sessions_ended", 0));
-    created = json_pack("{s:[{s:s,s:s,s:s}]}", "users", "name", page_jstr(out, "user"), "role",
-                        page_jstr(out, "role"), "token", page_jstr(out, "token"));
-    rc = users_form_again(p, created, created ? NULL : "Out of memory: try again.", done,
-                          created ? 200 : 500);
-    json_decref(created);
-    json_decref(out);
-    return rc;
+    return HTTP_DEFERRED; /* answered by token_done */
 }
 
 /* POST /admin/users/{name}/revoke: every token and session of the user
