@@ -484,6 +484,27 @@ def late_days(t, s):
          r and r.brief())
 
 
+def replace_check(t, s):
+    """The lab form sent over a queued submission it showed, its box to
+    replace it not ticked: whether that one is still queued is read on the
+    writer thread. /healthz is answered while the check waits for the
+    stalled database; once reads go the form is refused (409, the pasted
+    source kept) and the queued submission keeps its place."""
+    from cugrade_test import multipart
+    what = "the lab form over a queued submission, not ticked"
+    kept = (s.submit("vadd", kernel("kept")).json() or {}).get("id")
+    ctype, body = multipart([("queued", None, str(kept).encode()),
+                             ("source", None, b"// pasted while stalled\n" + kernel("new")),
+                             ("filename", None, b"kernel.cu")])
+    r = stalled(t, s, what, "/labs/vadd/submit", token="alice_q7", warm="/api/me",
+                method="POST", body=body, headers={"Content-Type": ctype}, want=409)
+    page = (r.body or b"") if r is not None else b""
+    t.ok(b"still waiting in the queue" in page and b"pasted while stalled" in page,
+         "%s: the lab page says why, the pasted source kept" % what, r and r.brief())
+    t.eq((s.submission(kept) or {}).get("status"), "queued",
+         "%s: the queued one keeps its place" % what)
+
+
 def staff_writes(t, s, sid):
     """The staff's changes (an override, a regrade, an extension, the
     scoreboard opt-in, a revocation), from the API and from the pages'
@@ -643,6 +664,7 @@ def main(t):
     runner_claims(t, s)
     regrade_requests(t, s, sid)
     late_days(t, s)
+    replace_check(t, s)
     staff_writes(t, s, sid)
     new_token(t, s)
     s.cleanup()
