@@ -396,6 +396,20 @@ static void submit_refused_msg(const struct api_error *e, char *msg, size_t len)
         snprintf(msg, len, "%s", e->message);
 }
 
+/* The source the student pasted (not a file), shown again with a refusal
+ * for a queued submission not ticked to be replaced; NULL otherwise. */
+static const char *kept_paste(struct page *p, const struct api_error *e)
+{
+    if (e->status != 409 || !e->code || strcmp(e->code, "replace_unticked") != 0 ||
+        page_form_parse(p) != 0)
+        return NULL;
+    const struct multipart_part *file = multipart_find(p->parts, p->nparts, "file");
+    const struct form_field *src = page_field_get(p, "source");
+    if (file && file->has_filename && file->filename[0] && file->len > 0)
+        return NULL;
+    return src && src->len > 0 ? src->value : NULL;
+}
+
 /* The writer is done with a form's submission (submission_form_done): to
  * its page when it is on disk, else back to the lab with why. */
 static int submit_done(struct app *app, struct http_request *req, const char *lab,
@@ -411,7 +425,8 @@ static int submit_done(struct app *app, struct http_request *req, const char *la
         rc = page_redirect(&p, loc);
     } else {
         submit_refused_msg(e, msg, sizeof(msg));
-        rc = lab_form_again(&p, lab, msg, e->status ? e->status : 500, NULL, filename);
+        rc = lab_form_again(&p, lab, msg, e->status ? e->status : 500, kept_paste(&p, e),
+                            filename);
     }
     page_free(&p);
     return rc == HTTP_DEFERRED ? HTTP_DEFERRED : HTTP_DONE;
@@ -465,19 +480,14 @@ static int post_submit(struct page *p, const char *lab)
                  "and submit again.", filename);
         return lab_form_again(p, lab, msg, 400, src ? src->value : NULL, NULL);
     }
-    long long queued = queued_id(p, lab);
+    /* The page showed a queued submission and its box is not ticked: the
+     * writer refuses while it is still queued (submission_start_form). */
     const char *replace = page_field(p, "replace"), *shown = page_field(p, "queued");
-    /* The page showed a queued submission: the box must be ticked (browsers
-     * ask before sending; this is for those that do not validate). */
-    if (queued > 0 && shown && atoll(shown) == queued && (!replace || atoll(replace) != queued)) {
-        snprintf(msg, sizeof(msg), "Your submission #%lld is still waiting in the queue and a new one "
-                 "would replace it. Tick \xe2\x80\x9cReplace my queued submission #%lld\xe2\x80\x9d to send this "
-                 "one instead, or wait for #%lld to be graded.", queued, queued, queued);
-        return lab_form_again(p, lab, msg, 409, source == (src ? src->value : NULL) ? source : NULL,
-                              filename);
-    }
-    if (submission_start_form(p->app, p->req, &p->user, lab, filename, source, len, submit_done,
-                              &e) != 0) {
+    long long keep = shown ? atoll(shown) : 0;
+    if (keep <= 0 || (replace && atoll(replace) == keep))
+        keep = 0;
+    if (submission_start_form(p->app, p->req, &p->user, lab, filename, source, len, keep,
+                              submit_done, &e) != 0) {
         submit_refused_msg(&e, msg, sizeof(msg));
         return lab_form_again(p, lab, msg, e.status ? e.status : 500,
                               source == (src ? src->value : NULL) ? source : NULL, filename);

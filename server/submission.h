@@ -61,11 +61,14 @@ typedef int submission_form_done(struct app *app, struct http_request *req, cons
 /* The web form's submission of source (copied: the page's body may go) to
  * lab as filename: checked now (-errno with e to answer now, as
  * submission_check), then written by the writer thread like
- * submission_start's; done answers req. 0: req is deferred. */
+ * submission_start's; done answers req. keep: the viewer's queued
+ * submission the form showed, whose "replace" box was not ticked (0:
+ * none): if it is still queued, the writer refuses (409, code
+ * "replace_unticked") instead of superseding it. 0: req is deferred. */
 int submission_start_form(struct app *app, struct http_request *req,
                           const struct auth_user *viewer, const char *lab, const char *filename,
-                          const char *source, size_t len, submission_form_done *done,
-                          struct api_error *e);
+                          const char *source, size_t len, long long keep,
+                          submission_form_done *done, struct api_error *e);
 
 /* The submission object of docs/api.md (result filtered for students). */
 int api_submission_get(struct app *app, const struct auth_user *viewer, long long id, json_t **out,

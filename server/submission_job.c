@@ -43,6 +43,7 @@ struct submit_job {
     struct lateday_quote quote; /* set by submit_run when qs.late */
     struct api_error e; /* e.status != 0: refused */
     submission_form_done *form_done; /* the web form's answer, or NULL: the API's 202 */
+    long long keep; /* the form's queued submission not to replace (0: none) */
 };
 
 static void submit_abort(struct http_request *req, void *data)
@@ -116,10 +117,41 @@ static void submit_parse(uv_work_t *w)
     j->text_ok = http_utf8_valid(j->src, j->src_len);
 }
 
+/* Writer thread: the form showed the student's queued submission j->keep
+ * and its box to replace it was not ticked: 409 while it is still queued
+ * (the browser asks first; this is for those that do not validate). */
+static int keep_check(struct db *db, struct submit_job *j)
+{
+    sqlite3_stmt *st = db_stmt(db, "SELECT 1 FROM submissions WHERE id = ?1 AND user_id = ?2"
+                                   " AND lab = ?3 AND status = 'queued'");
+    if (!st)
+        return -EIO;
+    sqlite3_bind_int64(st, 1, j->keep);
+    sqlite3_bind_int64(st, 2, j->viewer.id);
+    sqlite3_bind_text(st, 3, j->lab, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc == SQLITE_DONE)
+        return 0;
+    if (rc != SQLITE_ROW)
+        return db_errno(rc);
+    api_fail(&j->e, 409, "replace_unticked",
+             "Your submission #%lld is still waiting in the queue and a new one would replace "
+             "it. Tick \xe2\x80\x9cReplace my queued submission #%lld\xe2\x80\x9d to send this "
+             "one instead, or wait for #%lld to be graded.",
+             j->keep, j->keep, j->keep);
+    return -EEXIST;
+}
+
 /* Writer thread: the limits and the rows, in one transaction. */
 static int submit_run(struct db *db, void *arg)
 {
     struct submit_job *j = arg;
+    if (j->keep > 0) {
+        int rc = keep_check(db, j);
+        if (rc)
+            return rc;
+    }
     if (j->student) {
         int rc = submission_rate_check(db, j->qs.user_id, j->qs.lab, j->max_in_flight,
                                        j->max_per_hour, j->now, &j->e);
@@ -193,8 +225,8 @@ static void submit_parsed(uv_work_t *w, int status)
 
 int submission_start_form(struct app *app, struct http_request *req,
                           const struct auth_user *viewer, const char *lab, const char *filename,
-                          const char *source, size_t len, submission_form_done *done,
-                          struct api_error *e)
+                          const char *source, size_t len, long long keep,
+                          submission_form_done *done, struct api_error *e)
 {
     assert(done && source);
     struct submit_job *j = calloc(1, sizeof(*j));
@@ -210,6 +242,7 @@ int submission_start_form(struct app *app, struct http_request *req,
     j->req = req;
     j->viewer = *viewer;
     j->form_done = done;
+    j->keep = keep;
     snprintf(j->lab, sizeof(j->lab), "%s", lab);
     snprintf(j->filename, sizeof(j->filename), "%s", filename);
     int rc = submit_queue(j);
