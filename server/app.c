@@ -147,11 +147,17 @@ int app_auth(struct app *app, const struct http_request *req, struct auth_user *
 void api_deadlines(struct app *app, const struct app_lab *l, long long user_id, double *due,
                    double *hard)
 {
+    api_deadlines_on(app->db, l, user_id, due, hard);
+}
+
+void api_deadlines_on(struct db *db, const struct app_lab *l, long long user_id, double *due,
+                      double *hard)
+{
     *due = l->has_rubric ? l->rubric.due : 0;
     *hard = l->has_rubric ? l->rubric.hard_deadline : 0;
     if (user_id <= 0)
         return;
-    sqlite3_stmt *st = db_stmt(app->db, "SELECT due, hard_deadline FROM extensions"
+    sqlite3_stmt *st = db_stmt(db, "SELECT due, hard_deadline FROM extensions"
                                         " WHERE user_id = ?1 AND lab = ?2");
     if (!st)
         return;

@@ -161,6 +161,9 @@ void app_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Deadlines for user in lab (an extension replaces the rubric's). */
 void api_deadlines(struct app *app, const struct app_lab *l, long long user_id, double *due,
                    double *hard_deadline);
+/* The same read on db (the writer's, inside its job). */
+void api_deadlines_on(struct db *db, const struct app_lab *l, long long user_id, double *due,
+                      double *hard_deadline);
 
 /* Where a lab stands for a student at now, given their deadlines. */
 enum app_lab_state {

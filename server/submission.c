@@ -465,11 +465,9 @@ static int language_check(const struct app_lab *l, const char *filename, struct 
 
 int submission_check(struct app *app, const struct auth_user *viewer, const char *labname,
                      const char *filename, const char *source, size_t len, int text_ok,
-                     double now, struct app_lab **lp, int *late, double *late_days,
-                     struct api_error *e)
+                     struct app_lab **lp, struct submission_deadlines *dl, struct api_error *e)
 {
     struct app_lab *l = *lp = app_lab_find(app, labname);
-    double due = 0, hard = 0;
     int rc;
 
     if (!auth_role_human(viewer->role))
@@ -498,15 +496,37 @@ int submission_check(struct app *app, const struct auth_user *viewer, const char
         return api_fail(
             e, 400, "binary_source",
             "The file is not text: source files must be UTF-8 or ASCII without NUL bytes.");
-    if (viewer->role == AUTH_STUDENT) {
-        api_deadlines(app, l, viewer->id, &due, &hard);
-        rc = submit_deadline_check(l, due, hard, now, e);
-        if (rc)
-            return rc;
-        if (due > 0 && now > due) {
-            *late = 1;
-            *late_days = ceil((now - due) / 86400.0);
-        }
+    *dl = (struct submission_deadlines){.student = viewer->role == AUTH_STUDENT,
+                                        .has_rubric = l->has_rubric,
+                                        .late_refuse = l->rubric.late_policy == RUBRIC_LATE_REFUSE,
+                                        .opens = l->rubric.opens,
+                                        .due = l->rubric.due,
+                                        .hard = l->rubric.hard_deadline};
+    return 0;
+}
+
+int submission_deadline_in(struct db *db, const struct submission_deadlines *dl, long long uid,
+                           const char *lab, double now, int *late, double *late_days,
+                           struct api_error *e)
+{
+    *late = 0;
+    *late_days = 0;
+    if (!dl->student)
+        return 0;
+    /* The lab as far as the one rule (app_lab_state) looks at it. */
+    struct app_lab l = {.lab = {.name = (char *)lab}, .has_rubric = dl->has_rubric};
+    l.rubric.opens = dl->opens;
+    l.rubric.late_policy = dl->late_refuse ? RUBRIC_LATE_REFUSE : RUBRIC_LATE_ACCEPT;
+    l.rubric.due = dl->due;
+    l.rubric.hard_deadline = dl->hard;
+    double due, hard;
+    api_deadlines_on(db, &l, uid, &due, &hard);
+    int rc = submit_deadline_check(&l, due, hard, now, e);
+    if (rc)
+        return rc;
+    if (due > 0 && now > due) {
+        *late = 1;
+        *late_days = ceil((now - due) / 86400.0);
     }
     return 0;
 }

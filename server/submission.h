@@ -27,14 +27,31 @@ int submission_visible(const struct auth_user *viewer, long long owner);
  * Python's, and lab.json does not say Python only. l NULL: CUDA C. */
 void submission_lab_languages(const struct app_lab *l, int *cuda, int *python);
 
-/* The checks of a submission that take no lock (role, lab, file name,
- * size, text, deadlines) at now; sets *lp, *late and *late_days. text_ok:
- * whether the source is text when the caller checked already, else -1.
- * 0 or -errno with e. */
+/* A student's deadlines as submission_check copies them from the lab (the
+ * rubric may change meanwhile): checked on the writer, where the student's
+ * extension is read (submission_deadline_in). */
+struct submission_deadlines {
+    int student;     /* 0: none apply (staff) */
+    int has_rubric;
+    int late_refuse; /* the rubric refuses late work */
+    double opens, due, hard;
+};
+
+/* The checks of a submission that need no database (role, lab, file name,
+ * size, text); sets *lp and *dl (the deadlines, for
+ * submission_deadline_in). text_ok: whether the source is text when the
+ * caller checked already, else -1. 0 or -errno with e. */
 int submission_check(struct app *app, const struct auth_user *viewer, const char *lab,
                      const char *filename, const char *source, size_t len, int text_ok,
-                     double now, struct app_lab **lp, int *late, double *late_days,
-                     struct api_error *e);
+                     struct app_lab **lp, struct submission_deadlines *dl, struct api_error *e);
+
+/* The deadlines dl of student uid's submission to lab at now, with their
+ * extension read on db (the writer's, inside its transaction): 0 with
+ * *late and *late_days (whole days, 0 on time) set when it may go in, or
+ * -errno with e (403: not open yet, closed, late work refused). */
+int submission_deadline_in(struct db *db, const struct submission_deadlines *dl, long long uid,
+                           const char *lab, double now, int *late, double *late_days,
+                           struct api_error *e);
 
 /* A student's rate limits (uid's submissions to lab) at now, read on db:
  * inside the writer's transaction, so that two submissions at once cannot

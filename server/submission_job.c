@@ -2,7 +2,8 @@
  * submission_job.c - a submission, off the loop: the body is taken over
  * (no copy), parsed and checked for text on libuv's pool when it is big,
  * checked against the lab on the loop (submission_check), and written with
- * its rate limits by the writer thread; the 202 goes out once the rows are
+ * its deadlines (the student's extension is read there) and rate limits by
+ * the writer thread; the 202 goes out once the rows are
  * on disk. See submission_start in submission.h. The web form's
  * submissions take the same path from the check on (submission_start_form),
  * answered by the page's callback instead of a 202.
@@ -35,7 +36,8 @@ struct submit_job {
     const char *src; /* set by submit_parse: the file, in body */
     size_t src_len;
     int text_ok;
-    struct queue_submit qs; /* set on the loop for the writer */
+    struct queue_submit qs; /* set on the loop for the writer (late: by the writer) */
+    struct submission_deadlines dl; /* the student's, checked on the writer */
     int student, max_in_flight, max_per_hour;
     double now;
     long long id; /* set by submit_run, on the writer thread */
@@ -147,18 +149,17 @@ static int keep_check(struct db *db, struct submit_job *j)
 static int submit_run(struct db *db, void *arg)
 {
     struct submit_job *j = arg;
-    if (j->keep > 0) {
-        int rc = keep_check(db, j);
-        if (rc)
-            return rc;
-    }
-    if (j->student) {
-        int rc = submission_rate_check(db, j->qs.user_id, j->qs.lab, j->max_in_flight,
-                                       j->max_per_hour, j->now, &j->e);
-        if (rc)
-            return rc;
-    }
-    int rc = queue_enqueue_in(db, &j->qs, &j->id, &j->superseded);
+    int rc = submission_deadline_in(db, &j->dl, j->viewer.id, j->lab, j->now, &j->qs.late,
+                                    &j->qs.late_days, &j->e);
+    if (rc)
+        return rc;
+    if (j->keep > 0 && (rc = keep_check(db, j)) != 0)
+        return rc;
+    if (j->student && (rc = submission_rate_check(db, j->qs.user_id, j->qs.lab,
+                                                  j->max_in_flight, j->max_per_hour, j->now,
+                                                  &j->e)) != 0)
+        return rc;
+    rc = queue_enqueue_in(db, &j->qs, &j->id, &j->superseded);
     /* Pooled late days are spent in the same transaction (lateday.h). */
     if (!rc && j->qs.late)
         rc = lateday_spend(db, j->qs.lab, j->qs.user_id, j->id, (int)j->qs.late_days, &j->quote);
@@ -189,12 +190,11 @@ static void submit_parse_pool(uv_work_t *w)
 static int submit_queue(struct submit_job *j)
 {
     struct app_lab *l;
-    double late_days = 0;
-    int late = 0, rc = j->e.status ? -EINVAL : 0;
+    int rc = j->e.status ? -EINVAL : 0;
     j->now = db_now();
     if (!rc)
         rc = submission_check(j->app, &j->viewer, j->lab, j->filename, j->src, j->src_len,
-                              j->text_ok, j->now, &l, &late, &late_days, &j->e);
+                              j->text_ok, &l, &j->dl, &j->e);
     if (!rc) {
         /* What the writer needs, copied: the rubric may change meanwhile. */
         j->qs = (struct queue_submit){.user_id = j->viewer.id,
@@ -202,8 +202,6 @@ static int submit_queue(struct submit_job *j)
                                       .filename = j->filename,
                                       .source = j->src,
                                       .size = j->src_len,
-                                      .late = late,
-                                      .late_days = late_days,
                                       .max_attempts = l->rubric.max_attempts};
         j->student = j->viewer.role == AUTH_STUDENT;
         j->max_in_flight = l->rubric.max_in_flight;
