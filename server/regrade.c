@@ -294,11 +294,10 @@ static int job_start(struct app *app, struct http_request *req, const struct reg
     j->w.text = j->text;
     j->w.out = NULL;
     memset(&j->w.e, 0, sizeof(j->w.e));
-    if (w->answering && strcmp(w->action, "override") == 0) {
+    if (w->answering && strcmp(w->action, "override") == 0)
         snprintf(j->act_reason, sizeof(j->act_reason), "regrade request #%lld: %.500s", w->id,
                  w->text);
-        j->w.act.reason = j->act_reason;
-    }
+    j->w.act.reason = j->act_reason; /* the caller's is gone once this returns */
     int rc = writer_submit(app->writer, regrade_run, regrade_done, j, 0);
     if (rc) {
         free(j->text);
