@@ -25,7 +25,7 @@ os.chmod(tmp, 0o755)
 root = tree.lay_out(os.path.join(tmp, "root"))
 labp = os.path.join(root, "labs/fakelab/lab.json")
 lab = json.load(open(labp))
-lab["limits"]["run_seconds"] = 30  # a loaded CI host: the naive batch takes up to ~25 s (3 x run_seconds)
+lab["limits"]["run_seconds"] = 30  # generous: the naive batch (its limit 3 x run_seconds) shares a loaded CI host
 json.dump(lab, open(labp, "w"))
 cache = os.path.join(tmp, "cache")
 smi = os.path.join(tmp, "bin")
