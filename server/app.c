@@ -69,6 +69,14 @@ int api_internal(struct api_error *e, int rc)
                     strerror(rc < 0 ? -rc : rc));
 }
 
+int api_user_get(struct db *db, const char *name, struct auth_user *u, struct api_error *e)
+{
+    int rc = auth_user_get(db, name, u);
+    if (rc == -ENOENT)
+        return api_fail(e, 404, "not_found", "There is no user called '%.64s'.", name);
+    return rc ? api_internal(e, rc) : 0;
+}
+
 int api_json_parse(const char *body, size_t len, int allow_empty, json_t **out, struct api_error *e)
 {
     json_error_t jerr;

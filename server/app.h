@@ -121,6 +121,10 @@ int api_fail(struct api_error *e, int status, const char *code, const char *fmt,
  * else 500. Returns rc's -errno equivalent as api_fail does. */
 int api_internal(struct api_error *e, int rc);
 
+/* The user called name, read on db into *u: 0, or -errno with e (404 when
+ * there is none, else api_internal's). */
+int api_user_get(struct db *db, const char *name, struct auth_user *u, struct api_error *e);
+
 /* Parse a request body that must be a JSON object (duplicate keys refused).
  * allow_empty: an empty body is {}. Returns 0 and a new reference in *out,
  * or -EINVAL with e = 400 malformed_json naming line and column. */

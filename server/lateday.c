@@ -290,11 +290,9 @@ static int default_on(struct db *db, struct lateday_write *w)
 static int grant_on(struct db *db, struct lateday_write *w)
 {
     struct auth_user u;
-    int rc = auth_user_get(db, w->user, &u);
-    if (rc == -ENOENT)
-        return api_fail(&w->e, 404, "not_found", "There is no user called '%.64s'.", w->user);
+    int rc = api_user_get(db, w->user, &u, &w->e);
     if (rc)
-        return api_internal(&w->e, rc);
+        return rc;
     if (u.role != AUTH_STUDENT)
         return api_fail(&w->e, 400, "bad_request", "%s is not a student.", u.name);
     sqlite3_stmt *st = db_stmt(db, "INSERT INTO late_day_grants(user_id, days, reason,"

@@ -119,11 +119,9 @@ static int regrade_on(struct db *db, struct staff_write *w, struct api_error *e)
 static int extension_on(struct db *db, struct staff_write *w, struct api_error *e)
 {
     struct auth_user u;
-    int rc = auth_user_get(db, w->user, &u);
-    if (rc == -ENOENT)
-        return api_fail(e, 404, "not_found", "There is no user called '%.64s'.", w->user);
+    int rc = api_user_get(db, w->user, &u, e);
     if (rc)
-        return api_internal(e, rc);
+        return rc;
     sqlite3_stmt *st = db_stmt(db, "INSERT INTO extensions(user_id, lab, due, hard_deadline)"
                                    " VALUES(?1, ?2, ?3, ?4) ON CONFLICT(user_id, lab)"
                                    " DO UPDATE SET due = ?3, hard_deadline = ?4");
@@ -173,11 +171,9 @@ static int revoke_on(struct db *db, struct staff_write *w, struct api_error *e)
 static int token_on(struct db *db, struct staff_write *w, struct api_error *e)
 {
     struct auth_user u;
-    int rc = auth_user_get(db, w->user, &u);
-    if (rc == -ENOENT)
-        return api_fail(e, 404, "not_found", "There is no user called '%.64s'.", w->user);
+    int rc = api_user_get(db, w->user, &u, e);
     if (rc)
-        return api_internal(e, rc);
+        return rc;
     snprintf(w->user, sizeof(w->user), "%s", u.name);
     w->role = u.role;
     rc = auth_token_revoke_rows(db, u.name, &w->tokens, &w->sessions);
