@@ -1,0 +1,153 @@
+"""Where a Python run's time goes (issue 25; GPU host only, no sandbox, no
+server): a table, not a test.
+
+    python3 tests/gpu/py_phase_probe.py [LAB/FILE.py ...]
+
+For each file of tests/gpu/solutions-py, runs labs/common/py/owner.py in
+check mode (the lab's cases) and in time mode (its timing case), each as its
+own process with the owner's steps wrapped in a clock, and prints the
+seconds of each step: the owner's start (interpreter, lab), its backend
+(CuPy's import and context), the tenant's start, its questions ("imports",
+"runtime": Numba, CuPy and the tenant's context), the student's module, the
+warm-up (the JIT), the cases or the timing. Then the bare costs: an
+interpreter with NumPy, Numba, CuPy, and each library's context.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+PY = os.path.join(ROOT, "labs", "common", "py")
+SEED = "0123456789abcdef0123456789abcdef"
+DEFAULT = ["reduction/fast_numba.py", "reduction/cupy_sum.py", "embedding/cupy_take.py"]
+STEPS = ["backend", "device_record", "time_cpu", "time_prepare", "tenant_start", "ask:imports",
+         "ask:runtime", "round_trip", "load", "warm_up", "run_check", "run_time"]
+
+
+def child(mode, lab, path, case):
+    """The owner, its steps timed; the times go to fd 4 as JSON at exit."""
+    t_start = time.perf_counter()
+    sys.path.insert(0, PY)
+    import owner
+    times = {"import_owner": time.perf_counter() - t_start}
+
+    def clock(name, fn):
+        def wrapped(*a, **k):
+            t0 = time.perf_counter()
+            try:
+                return fn(*a, **k)
+            finally:
+                times[name] = times.get(name, 0.0) + time.perf_counter() - t0
+        return wrapped
+
+    for n in ("backend", "time_cpu", "time_prepare", "round_trip", "load", "warm_up",
+              "run_check", "run_time"):
+        setattr(owner, n, clock(n, getattr(owner, n)))
+    init, ask = owner.Tenant.__init__, owner.Tenant.ask
+    owner.Tenant.__init__ = clock("tenant_start", init)
+
+    def timed_ask(self, msg, fds=()):
+        t0 = time.perf_counter()
+        try:
+            return ask(self, msg, fds)
+        finally:
+            k = "ask:" + msg.get("op", "?")
+            if k in ("ask:imports", "ask:runtime"):
+                times[k] = times.get(k, 0.0) + time.perf_counter() - t0
+    owner.Tenant.ask = timed_ask
+    chan, tfd = (int(x) for x in os.environ.pop("PROBE_FDS").split(","))
+    os.dup2(chan, 3)
+    os.close(chan)
+    out = os.fdopen(tfd, "w")
+    args = [lab, mode, "--file", path, "--seed", SEED]
+    args += ["--cases", case] if mode == "check" else ["--case", case]
+    sys.argv = ["owner.py"] + args
+    t0 = time.perf_counter()
+    try:
+        owner.main()
+    except SystemExit:
+        pass
+    finally:
+        times["total"] = time.perf_counter() - t0 + times["import_owner"]
+        out.write(json.dumps(times))
+        out.close()
+
+
+def run_child(mode, lab, path, case):
+    r, w = os.pipe()
+    with tempfile.TemporaryFile() as chan:
+        t0 = time.perf_counter()
+        env = dict(os.environ, PROBE_FDS="%d,%d" % (chan.fileno(), w))
+        p = subprocess.Popen([sys.executable, "-B", __file__, "--child", mode, lab, path, case],
+                             pass_fds=(chan.fileno(), w), env=env, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE)
+        os.close(w)
+        data = os.read(r, 1 << 16)
+        os.close(r)
+        err = p.communicate()[1]
+        wall = time.perf_counter() - t0
+        chan.seek(0)
+        recs = chan.read().decode("utf-8", "replace")
+    try:
+        times = json.loads(data)
+    except ValueError:
+        times = {}
+    times["wall"] = wall
+    if p.returncode != 0:
+        times["rc"] = p.returncode
+        times["err"] = err.decode("utf-8", "replace")[-400:]
+    times["records"] = recs.count("\n")
+    return times
+
+
+def bare(code):
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-I", "-B", "-c", code], check=False)
+    return time.perf_counter() - t0
+
+
+def main():
+    files = sys.argv[1:] or DEFAULT
+    rows = []
+    for f in files:
+        lab = f.split("/")[0]
+        path = os.path.join(ROOT, "tests", "gpu", "solutions-py", f)
+        with open(os.path.join(ROOT, "labs", lab, "lab.json")) as fh:
+            doc = json.load(fh)
+        cases = os.environ.get("PROBE_CASES") or ",".join(c["name"] for c in doc["cases"])
+        timed = os.environ.get("PROBE_TIME_CASE") or doc.get("timing_case", "")
+        for mode, case in (("check", cases), ("time", timed)):
+            if mode == "time" and not case:
+                continue
+            t = run_child(mode, lab, path, case)
+            rows.append((f, mode, t))
+            print(json.dumps({"file": f, "mode": mode, **t}), flush=True)
+    print()
+    print("| file | mode | " + " | ".join(["import_owner"] + STEPS + ["total", "wall"]) + " |")
+    print("|---|---|" + "---|" * (len(STEPS) + 3))
+    for f, mode, t in rows:
+        cells = ["%.2f" % t[k] if k in t else "" for k in ["import_owner"] + STEPS + ["total", "wall"]]
+        print("| %s | %s | %s |" % (f, mode, " | ".join(cells)))
+    print()
+    print("| bare cost | s |")
+    print("|---|---|")
+    for name, code in (("python -I (nothing)", "pass"),
+                       ("import numpy", "import numpy"),
+                       ("import numba.cuda", "from numba import cuda"),
+                       ("import cupy", "import cupy"),
+                       ("import numba.cuda + cupy", "from numba import cuda; import cupy"),
+                       ("cupy + context", "import cupy; cupy.cuda.runtime.free(0)"),
+                       ("numba + context", "from numba import cuda; cuda.current_context()"),
+                       ("both + both contexts", "from numba import cuda; import cupy; "
+                        "cuda.current_context(); cupy.zeros(1)")):
+        print("| %s | %.2f |" % (name, min(bare(code) for _ in range(2))), flush=True)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 6 and sys.argv[1] == "--child":
+        child(*sys.argv[2:6])
+    else:
+        main()
