@@ -176,11 +176,11 @@ unsigned long long lock_admit_sanitize_only(const struct lab *lab, size_t nsanit
     return mb < after ? mb : after;
 }
 
-unsigned long long lock_admit_time_prestart(const struct lab *lab)
+unsigned long long lock_admit_time_prestart(const struct lab *lab, int python)
 {
     unsigned long long t =
         lab->timing_device_mb < lab->device_mb ? lab->timing_device_mb : lab->device_mb;
-    return t + ADMIT_CONTEXT_MB;
+    return t + ADMIT_CONTEXT_MB * (python ? 2 : 1);
 }
 
 unsigned long long lock_admit_after_check(const struct lab *lab, size_t nsanitizers)

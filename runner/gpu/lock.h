@@ -60,8 +60,9 @@ unsigned long long lock_admit_need(const struct lab *lab, size_t nsanitizers);
 unsigned long long lock_admit_after_check(const struct lab *lab, size_t nsanitizers);
 /* What a timing run started beside the check run (job_time_prestart) adds
  * to the check's reservation: the timing case it prepares and its
- * context. */
-unsigned long long lock_admit_time_prestart(const struct lab *lab);
+ * contexts, one per process it starts before its gate (a Python run's
+ * owner and tenant: labs/common/py/owner.py; a CUDA harness alone). */
+unsigned long long lock_admit_time_prestart(const struct lab *lab, int python);
 /* What a job keeps while its only GPU work left is its sanitizers, on the
  * small sanitize case (a check run that failed, nothing to time): that
  * case (limits.sanitize_device_mb), the student's allowance and a context

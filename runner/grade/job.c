@@ -287,7 +287,7 @@ static int job_reserve(struct job *j, double max_wait, double *waited)
     qtok = admit_enter(queue);
     unsigned long long need = lock_admit_need(&j->lab, job_sanitizers_wanted(j));
     if (j->lab.timing_case && j->rub.nspeed > 0) /* job_time_prestart's run */
-        need += lock_admit_time_prestart(&j->lab);
+        need += lock_admit_time_prestart(&j->lab, j->python);
     int r = admit_reserve_jobs(j->admit_file, lock_admit_capacity(&j->rc), need,
                                lock_admit_max_jobs(), max_wait, &j->admit_token, waited);
     admit_release(queue, qtok);

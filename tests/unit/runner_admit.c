@@ -124,6 +124,10 @@ int main(void)
     check(lock_admit_sanitize_only(&red, 2) == 256 + al + 3 * ctx,
           "only the sanitizers left: their small case, the judge's and their contexts");
     check(lock_admit_sanitize_only(&red, 0) == ctx, "nothing left but the judge: its context");
+    check(lock_admit_time_prestart(&red, 0) == 1280 + ctx,
+          "a CUDA timing run started beside the check: its case and the harness's context");
+    check(lock_admit_time_prestart(&red, 1) == 1280 + 2 * ctx,
+          "a Python one: its case, the owner's and the tenant's contexts (both before the gate)");
     red.sanitize_device_mb = 9800; /* undeclared: device_mb; never above after_check */
     check(lock_admit_sanitize_only(&red, 2) == lock_admit_after_check(&red, 2),
           "an undeclared sanitize case keeps no more than after the check");

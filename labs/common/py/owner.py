@@ -401,7 +401,12 @@ class Tenant:
         a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.sock = a
         self.timeout = timeout
-        env = {k: v for k, v in os.environ.items() if not k.startswith("CUGRADE_")}
+        # CuPy's kernel cache: ours in memory only (CudaBackend), the
+        # student's on disk under their HOME (/work, one job's folder), so
+        # the timing run's tenant finds what the check run's compiled; only
+        # the student's processes ever read it.
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith("CUGRADE_") and k != "CUPY_CACHE_IN_MEMORY"}
         self.proc = subprocess.Popen(
             [sys.executable, "-I", "-B", os.path.join(HERE, "tenant.py"), file, symbol,
              str(b.fileno())],
@@ -411,8 +416,19 @@ class Tenant:
     def ask(self, msg, fds=()):
         """Send one message (and descriptors), wait for one answer. Returns
         the answer (a dict), or None when the tenant died or sent garbage."""
+        return self.answer() if self.send(msg, fds) else None
+
+    def send(self, msg, fds=()):
+        """Send one message (and descriptors); False when the tenant is gone."""
         try:
             socket.send_fds(self.sock, [json.dumps(msg).encode()], list(fds))
+        except OSError:
+            return False
+        return True
+
+    def answer(self):
+        """The answer to the message sent last (ask)."""
+        try:
             # Not a plain recv: a child the tenant forked keeps its end of
             # the socket open after the tenant died, and recv would wait for
             # the sandbox's wall limit. An answer sent just before the
@@ -920,33 +936,30 @@ def main():
         if n not in cases:
             die("unknown case %r" % n)
     max_ms = float(o["max_ms"])
-    be = backend()
-    send_record(be.device_record())
-    if o["mode"] == "time" and "cpu_baseline" in lab:
-        time_cpu(be, lab, cases, names[0], seed)   # before the tenant exists
-    prepared = time_prepare(be, lab, cases, names[0], seed, o["guard"]) \
-        if o["mode"] == "time" else None
-    tenant = Tenant(o["file"], o["lab"], lab["SYMBOL"], CALL_LIMIT_S)
+    tenant = None
     try:
+        if o["mode"] == "check":
+            # The tenant's interpreter, Numba, CuPy and context come up
+            # beside ours (backend): nothing of the student's runs until
+            # load, and the seed was read and closed above.
+            tenant = start_tenant(o, lab)
+        be = backend()
+        send_record(be.device_record())
+        if o["mode"] == "time" and "cpu_baseline" in lab:
+            time_cpu(be, lab, cases, names[0], seed)   # before the tenant exists
+        prepared = time_prepare(be, lab, cases, names[0], seed, o["guard"]) \
+            if o["mode"] == "time" else None
+        if tenant is None:
+            tenant = start_tenant(o, lab)
+        runtime_ready(tenant)
         if GATE is not None:
-            # The gate (time runs): the tenant's interpreter and its
-            # libraries come up under the shared lock; then we wait for the
-            # GPU alone. No process here runs the student's code or has a
-            # context of the student's before the gate, so nothing of
-            # theirs can run on the GPU while we wait holding no lock (and
-            # while another job is timed).
-            ans = tenant.ask({"op": "imports"})
-            if ans is None or not ans.get("ok"):
-                die("the student's Python process could not import Numba: %s"
-                    % (text(ans.get("error"), 300) if ans else tenant.death()))
+            # The gate (time runs): the tenant's interpreter, its libraries
+            # and its context came up under the shared lock; then we wait
+            # for the GPU alone. No process here has run the student's code
+            # before the gate, so nothing of theirs can run on the GPU while
+            # we wait holding no lock (and while another job is timed).
             be.sync()
             gate_pass()
-        # Numba in the student's process, before any of the student's code
-        # runs there: a host whose Numba does not import is ours.
-        ans = tenant.ask({"op": "runtime"})
-        if ans is None or not ans.get("ok"):
-            die("the student's Python process could not start Numba: %s"
-                % (text(ans.get("error"), 300) if ans else tenant.death()))
         rt_ms = round_trip(tenant, be, prepared) if o["mode"] == "time" else 0.0
         load(tenant)
         ans = warm_up(tenant, be, lab, cases, doc["cases"][0]["name"])
@@ -960,7 +973,28 @@ def main():
                      int(o.get("batch", 0)))
         send_record({"type": "done"})
     finally:
-        tenant.close()
+        if tenant is not None:
+            tenant.close()
+
+
+def start_tenant(o, lab):
+    """The student's process, and our first question to it, unanswered yet
+    (runtime_ready reads the answer): Numba, CuPy and the tenant's CUDA
+    context, before any of the student's code is loaded."""
+    tenant = Tenant(o["file"], o["lab"], lab["SYMBOL"], CALL_LIMIT_S)
+    tenant.asked = tenant.send({"op": "runtime"})
+    return tenant
+
+
+def runtime_ready(tenant):
+    """The answer to start_tenant's question. Numba in the student's
+    process, before any of the student's code runs there: a host whose
+    Numba does not import or start is ours (the one answer of the tenant's
+    we believe, since nothing of the student's has run yet)."""
+    ans = tenant.answer() if tenant.asked else None
+    if ans is None or not ans.get("ok"):
+        die("the student's Python process could not start Numba: %s"
+            % (text(ans.get("error"), 300) if ans else tenant.death()))
 
 
 if __name__ == "__main__":

@@ -326,20 +326,19 @@ def sanitize(lab_name, case_name, seed_hex, path):
 
 def runtime_op(op, sim, cuda):
     """The owner's questions before any of the student's code runs:
-    "imports" (the libraries only, before the timing gate: no CUDA context
-    yet, Numba's and CuPy's are lazy), "runtime" (whether this host's Numba
-    and its CUDA context come up; the owner believes this one answer only,
-    since nothing of the student's has run yet), "sync" (a round trip,
-    owner.py round_trip). Returns (answer, numba.cuda once imported, else
-    the cuda given)."""
+    "runtime" (this host's Numba, CuPy where it is installed, and the
+    tenant's CUDA context come up: asked as the process starts, beside the
+    owner's own start, and before a timing run's gate; the owner believes
+    this one answer only, since nothing of the student's has run yet),
+    "sync" (a round trip, owner.py round_trip). Returns (answer,
+    numba.cuda once imported, else the cuda given)."""
     try:
         from numba import cuda
-        if op == "imports" and not sim:
+        if op == "runtime" and not sim:
             try:
                 import cupy  # noqa: F401
             except ImportError:
                 pass   # a host with Numba only: the student's import says so
-        elif op == "runtime" and not sim:
             cuda.current_context()
         elif op == "sync":
             cuda.synchronize()
@@ -387,7 +386,7 @@ def main():
             return
         msg = json.loads(data)
         ans = {"ok": True}
-        if msg["op"] in ("imports", "runtime", "sync"):
+        if msg["op"] in ("runtime", "sync"):
             ans, cuda = runtime_op(msg["op"], bufs.sim, cuda)
         elif msg["op"] == "load":
             try:
