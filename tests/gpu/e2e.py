@@ -31,9 +31,10 @@ GPU lock exclusively for timing), CUGRADE_GPUS (GPUs to use, default every GPU t
 `nvidia-smi -L` lists: a runner per GPU, as `make run` starts), CUGRADE_CACHE (a cache dir kept between runs),
 CUGRADE_GPU_TIMEOUT (seconds to wait for results, default 120 + 9 per file,
 at least 330: a Python file costs its interpreter start and JIT per run),
-CUGRADE_GPU_ONLY (substring of lab/file to run a subset; "a,b": either), OUT (logs dir).
+CUGRADE_GPU_ONLY (substring of lab/file to run a subset, or a pattern with "*" such as
+"reduction/*.py"; "a,b": either), OUT (logs dir).
 """
-import json, os, re, shlex, shutil, socket, subprocess, sys, tempfile, time, urllib.request, urllib.error
+import fnmatch, json, os, re, shlex, shutil, socket, subprocess, sys, tempfile, time, urllib.request, urllib.error
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
 SERVER = os.environ.get("CUGRADE_SERVER_BIN", os.path.join(ROOT, "build/cugrade-server"))
@@ -204,7 +205,8 @@ def main():
         for lab in sorted(os.listdir(os.path.join(ROOT, top))):
             d = os.path.join(ROOT, top, lab)
             for f in sorted(os.listdir(d)):
-                if f.endswith(ext) and any(o in f"{lab}/{f}" for o in ONLY.split(",")):
+                if f.endswith(ext) and any(fnmatch.fnmatch(f"{lab}/{f}", o) if "*" in o
+                                           else o in f"{lab}/{f}" for o in ONLY.split(",")):
                     files.append((lab, os.path.join(d, f)))
     if not files:
         print("e2e: no solutions found under tests/gpu/solutions", file=sys.stderr)
