@@ -23,6 +23,9 @@
 #include <stddef.h>
 #include <uv.h>
 
+/* The statuses of a job a runner holds the lease of (SQL, for IN). */
+#define QUEUE_IN_PROGRESS "('compiling','checking','running','timing')"
+
 struct queue;
 
 struct queue_submit {
