@@ -5,6 +5,7 @@
  */
 #include "server/similarity.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -13,11 +14,14 @@
 #include <uv.h>
 
 #include "server/api.h"
+#include "server/appview.h"
 #include "server/auth.h"
 #include "server/db.h"
 #include "server/scoreboard.h"
 #include "server/similarity_run.h"
+#include "server/reader.h"
 #include "server/submission.h"
+#include "server/writer.h"
 
 const char similarity_schema[] =
     "CREATE TABLE IF NOT EXISTS similarity_runs("
@@ -45,6 +49,32 @@ const char similarity_schema[] =
 
 /* ---- starting a run ---- */
 
+/* A lab a start may run over: the staff's one lab (end 0), or one of the
+ * labs the scheduler found past their last deadline (end: that deadline). */
+struct sim_cand {
+    char name[65];
+    double end;
+};
+
+/* A start on its way (docs/server.md, "The loop never waits for the
+ * disk"): the due look, the sources and the files for sim on the reader,
+ * the run's row on the writer, sim spawned by the loop. */
+struct sim_start {
+    struct app *app;
+    struct app view; /* server/appview.h; valid while viewing */
+    int viewing;
+    struct http_request *req; /* NULL: the scheduler's, or the client left */
+    similarity_answer_fn *answer;
+    struct auth_user viewer;
+    struct sim_cand *cands;
+    size_t ncands;
+    struct sim_job *job; /* the run once its files are written */
+    struct api_error e;  /* a refusal or failure (e.status != 0) */
+};
+
+static struct sim_start *starting; /* one start at a time */
+static int sim_stopping;            /* similarity_shutdown ran */
+
 /* The lab's starter (labs/<lab>/starter.<want>, else the other of .cu and
  * .py): its text, malloc'd, and the extension; NULL when the lab has none. */
 static char *starter_read(const struct app_lab *l, const char *want, const char **ext, size_t *len)
@@ -70,12 +100,13 @@ static char *starter_read(const struct app_lab *l, const char *want, const char 
     return NULL;
 }
 
-/* Load each best submission's source into j->files. */
-static int files_load(struct sim_job *j, const struct auth_user *viewer, struct api_error *e)
+/* Load each best submission's source into j->files (reads on view). */
+static int files_load(struct app *view, struct sim_job *j, const struct auth_user *viewer,
+                      struct api_error *e)
 {
     json_t *board = NULL, *row;
     size_t i;
-    if (api_scoreboard(j->app, viewer, j->lab, &board, e))
+    if (api_scoreboard(view, viewer, j->lab, &board, e))
         return -EIO;
     json_t *rows = json_object_get(board, "rows");
     j->files = calloc(json_array_size(rows) + 1, sizeof(*j->files));
@@ -88,7 +119,7 @@ static int files_load(struct sim_job *j, const struct auth_user *viewer, struct 
         long long sub = json_integer_value(json_object_get(row, "submission"));
         char fname[72];
         struct sim_file *f = &j->files[j->nfiles];
-        if (sub <= 0 || api_submission_source(j->app, viewer, sub, &f->src, &f->len, fname, e) != 0)
+        if (sub <= 0 || api_submission_source(view, viewer, sub, &f->src, &f->len, fname, e) != 0)
             continue;
         /* sim_text when any file is Python: sim_c would lex it as C. */
         if (strlen(fname) > 3 && strcmp(fname + strlen(fname) - 3, ".py") == 0)
@@ -117,57 +148,25 @@ static int files_write(struct sim_job *j, const char *starter, size_t slen)
     return 0;
 }
 
-/* The run's row, 'running'. 0 or -errno. */
-static int run_insert(struct sim_job *j, const struct auth_user *viewer)
+/* Reader: 1 when no check of lab started after end (its last deadline). */
+static int sched_due(struct db *db, const char *lab, double end)
 {
-    sqlite3_stmt *st = db_stmt(j->app->db, "INSERT INTO similarity_runs(lab, status, tool, files,"
-                                           " starter_excluded, by_user, started_at)"
-                                           " VALUES(?1, 'running', ?2, ?3, ?4, ?5, ?6)");
+    sqlite3_stmt *st = db_stmt(db, "SELECT COUNT(*) FROM similarity_runs"
+                                   " WHERE lab = ?1 AND started_at >= ?2");
+    int n = 1;
     if (!st)
-        return -EIO;
-    sqlite3_bind_text(st, 1, j->lab, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, j->tool, -1, SQLITE_STATIC);
-    sqlite3_bind_int(st, 3, (int)j->nfiles);
-    sqlite3_bind_int(st, 4, j->has_starter);
-    if (viewer->id > 0) /* 0: the scheduler */
-        sqlite3_bind_int64(st, 5, viewer->id);
-    sqlite3_bind_double(st, 6, db_now());
-    return db_step_done(st);
+        return 0;
+    sqlite3_bind_text(st, 1, lab, -1, SQLITE_STATIC);
+    sqlite3_bind_double(st, 2, end);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        n = sqlite3_column_int(st, 0);
+    sqlite3_reset(st);
+    return n == 0;
 }
 
-int similarity_start(struct app *app, const struct auth_user *viewer, const char *lab,
-                     long long *run_id, struct api_error *e)
+/* Reader: the starter and the files for sim in a new temporary folder. */
+static int files_prepare(struct sim_job *j, const struct app_lab *l, struct api_error *e)
 {
-    if (!auth_role_staff(viewer->role))
-        return api_fail(e, 403, "forbidden", "Only the course staff run similarity checks.");
-    struct app_lab *l = app_lab_find(app, lab);
-    if (!l)
-        return api_fail(e, 404, "not_found", "There is no lab called '%.64s'.", lab);
-    if (sim_active)
-        return api_fail(e, 409, "conflict", "A similarity check (lab %s) is running; wait until "
-                        "it ends, then start this one.", sim_active->lab);
-    /* A run left 'running' by a server that stopped will never end. */
-    db_exec(app->db, "UPDATE similarity_runs SET status = 'failed', detail = 'the server stopped "
-                     "during the run' WHERE status = 'running'");
-    struct sim_job *j = calloc(1, sizeof(*j));
-    if (!j)
-        return api_internal(e, -ENOMEM);
-    j->app = app;
-    snprintf(j->lab, sizeof(j->lab), "%s", l->lab.name);
-    j->ext = "cu";
-    int rc = files_load(j, viewer, e);
-    if (rc) {
-        sim_job_free(j);
-        return rc;
-    }
-    if (j->nfiles < 2) {
-        size_t n = j->nfiles;
-        sim_job_free(j);
-        return api_fail(e, 409, "conflict",
-                        "Lab %s has %zu student%s with a graded submission; a similarity check "
-                        "needs at least two. Run it after the deadline.",
-                        lab, n, n == 1 ? "" : "s");
-    }
     const char *sext = NULL;
     size_t slen = 0;
     char *starter = starter_read(l, j->ext, &sext, &slen);
@@ -184,35 +183,235 @@ int similarity_start(struct app *app, const struct auth_user *viewer, const char
     if (!mkdtemp(j->dir)) {
         j->dir[0] = '\0';
         free(starter);
-        sim_job_free(j);
         return api_internal(e, -errno);
     }
-    rc = files_write(j, starter, slen);
+    int rc = files_write(j, starter, slen);
     free(starter);
-    if (rc) {
-        sim_job_free(j);
-        return api_internal(e, rc);
+    return rc ? api_internal(e, rc) : 0;
+}
+
+/* Reader: the first candidate due (the staff's lab is) with two students
+ * or more becomes s->job, its files written; else s->e says why. */
+static int start_read(struct db *db, void *arg)
+{
+    struct sim_start *s = arg;
+    app_view_db(&s->view, db);
+    for (size_t i = 0; i < s->ncands; i++) {
+        const struct sim_cand *c = &s->cands[i];
+        const struct app_lab *l = app_lab_find(&s->view, c->name);
+        if (!l || (c->end > 0 && !sched_due(db, c->name, c->end)))
+            continue;
+        struct sim_job *j = calloc(1, sizeof(*j));
+        if (!j)
+            return api_internal(&s->e, -ENOMEM);
+        j->app = s->app; /* used on the loop only */
+        snprintf(j->lab, sizeof(j->lab), "%s", c->name);
+        j->ext = "cu";
+        memset(&s->e, 0, sizeof(s->e));
+        if (files_load(&s->view, j, &s->viewer, &s->e) == 0 && j->nfiles < 2)
+            api_fail(&s->e, 409, "conflict",
+                     "Lab %s has %zu student%s with a graded submission; a similarity check "
+                     "needs at least two. Run it after the deadline.",
+                     c->name, j->nfiles, j->nfiles == 1 ? "" : "s");
+        else if (!s->e.status)
+            files_prepare(j, l, &s->e);
+        if (!s->e.status) {
+            s->job = j;
+            return 0;
+        }
+        sim_job_free(j); /* the scheduler's next lab; a lab with fewer than two is retried */
     }
-    rc = run_insert(j, viewer);
-    if (rc) {
-        sim_job_free(j);
-        return api_internal(e, rc);
-    }
-    j->run_id = db_last_id(app->db);
-    *run_id = j->run_id;
+    if (!s->e.status)
+        api_fail(&s->e, 409, "conflict", "No lab is due for a similarity check.");
+    return 0;
+}
+
+/* Writer: a run left 'running' by a server that stopped is failed; the
+ * new run's row ('running') and its audit row. */
+static int start_write(struct db *db, void *arg)
+{
+    struct sim_start *s = arg;
+    struct sim_job *j = s->job;
+    db_exec(db, "UPDATE similarity_runs SET status = 'failed', detail = 'the server stopped "
+                "during the run' WHERE status = 'running'");
+    sqlite3_stmt *st = db_stmt(db, "INSERT INTO similarity_runs(lab, status, tool, files,"
+                                   " starter_excluded, by_user, started_at)"
+                                   " VALUES(?1, 'running', ?2, ?3, ?4, ?5, ?6)");
+    if (!st)
+        return -EIO;
+    sqlite3_bind_text(st, 1, j->lab, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, j->tool, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 3, (int)j->nfiles);
+    sqlite3_bind_int(st, 4, j->has_starter);
+    if (s->viewer.id > 0) /* 0: the scheduler */
+        sqlite3_bind_int64(st, 5, s->viewer.id);
+    sqlite3_bind_double(st, 6, db_now());
+    int rc = db_step_done(st);
+    if (rc)
+        return rc;
+    j->run_id = db_last_id(db);
     char target[40], detail[120];
     snprintf(target, sizeof(target), "similarity_run:%lld", j->run_id);
     snprintf(detail, sizeof(detail), "lab=%s files=%zu tool=%s", j->lab, j->nfiles, j->tool);
-    db_audit(app->db, viewer->id, "similarity_run", target, detail);
-    j->step = j->has_starter ? STEP_MASK : STEP_PERCENT;
-    sim_active = j;
-    rc = sim_step_spawn(j);
+    db_audit(db, s->viewer.id, "similarity_run", target, detail);
+    return 0;
+}
+
+static void start_abort(struct http_request *req, void *data)
+{
+    struct sim_start *s = data;
+    assert(s->req == req);
+    s->req = NULL;
+}
+
+/* Loop: the start is over (rc 0: s->job runs; else s->e says why): the
+ * client answered if still there, s freed. */
+static void start_end(struct sim_start *s, int rc)
+{
+    assert(starting == s);
+    starting = NULL;
+    if (rc && !s->e.status)
+        api_internal(&s->e, rc);
+    long long id = rc ? 0 : s->job->run_id;
+    if (!rc && s->viewer.id == 0)
+        app_log("similarity run %lld (%s) started by the scheduler: the lab's deadlines are past",
+                id, s->job->lab);
+    if (s->req) {
+        struct http_request *req = s->req;
+        req->on_abort = NULL;
+        if (s->answer(s->app, req, s->job ? s->job->lab : "", id, rc ? &s->e : NULL) !=
+            HTTP_DEFERRED)
+            http_request_finish(req);
+    }
+    if (s->viewing)
+        app_view_end(s->app, &s->view);
+    free(s->cands);
+    free(s);
+}
+
+/* Loop: the run's row is stored (or not): spawn sim's first step. */
+static void start_written(void *arg, int rc)
+{
+    struct sim_start *s = arg;
+    struct sim_job *j = s->job;
+    if (!rc && sim_stopping)
+        rc = api_fail(&s->e, 503, "internal", "The server is stopping; start the check again.");
+    if (!rc) {
+        j->step = j->has_starter ? STEP_MASK : STEP_PERCENT;
+        sim_active = j;
+        if ((rc = sim_step_spawn(j)) != 0) {
+            sim_run_finish(j, "failed", "the files for sim could not be written");
+            api_internal(&s->e, rc);
+        }
+    }
     if (rc) {
-        sim_run_finish(j, "failed", "the files for sim could not be written");
         sim_job_free(j);
+        s->job = NULL;
+    }
+    start_end(s, rc);
+}
+
+/* Loop: the files are written (or not): the run's row goes to the
+ * writer. 0 (start_written follows), or rc once s is ended (freed). */
+static int start_read_done(struct sim_start *s, int rc)
+{
+    if (s->viewing) {
+        app_view_end(s->app, &s->view);
+        s->viewing = 0;
+    }
+    if (!rc && s->e.status)
+        rc = -EPERM;
+    if (!rc && sim_stopping)
+        rc = api_fail(&s->e, 503, "internal", "The server is stopping; start the check again.");
+    if (!rc)
+        rc = writer_submit(s->app->writer, start_write, start_written, s, 0);
+    if (rc) {
+        if (s->job)
+            sim_job_free(s->job);
+        s->job = NULL;
+        start_end(s, rc);
+    }
+    return rc;
+}
+
+/* Reader's done callback (loop). */
+static void start_read_after(void *arg, int rc)
+{
+    struct app *app = ((struct sim_start *)arg)->app;
+    start_read_done(arg, rc);
+    app_work_end(app); /* last: it may finish a stop */
+}
+
+/* Loop: start s (its candidates set; req NULL for the scheduler) off the
+ * loop. 0 (s answers req later), or -errno with e (s freed, req not
+ * answered). */
+static int start_go(struct sim_start *s, struct http_request *req, struct api_error *e)
+{
+    struct app *app = s->app;
+    int rc = app_view_begin(app, &s->view);
+    if (rc) {
+        free(s->cands);
+        free(s);
         return api_internal(e, rc);
     }
+    s->viewing = 1;
+    starting = s;
+    if (reader_sync(app->reader)) { /* a database in memory: read here */
+        app_view_db(&s->view, app->db);
+        start_read(app->db, s);
+        struct api_error se = s->e;
+        if ((rc = start_read_done(s, 0)) != 0) {
+            if (se.status)
+                *e = se;
+            else
+                api_internal(e, rc);
+            return rc;
+        }
+    } else if ((rc = reader_submit(app->reader, start_read, start_read_after, s)) != 0) {
+        start_end(s, rc);
+        return api_internal(e, rc);
+    } else {
+        app_work_begin(app);
+    }
+    s->req = req; /* answered by start_end, never before this returns */
+    if (req) {
+        req->on_abort = start_abort;
+        req->abort_data = s;
+    }
     return 0;
+}
+
+/* The lab of the check running or starting, for a 409. */
+static const char *busy_lab(void)
+{
+    if (sim_active)
+        return sim_active->lab;
+    return starting->ncands == 1 ? starting->cands[0].name : "due after its deadline";
+}
+
+int similarity_start(struct app *app, struct http_request *req, const struct auth_user *viewer,
+                     const char *lab, similarity_answer_fn *answer, struct api_error *e)
+{
+    assert(answer && req);
+    if (!auth_role_staff(viewer->role))
+        return api_fail(e, 403, "forbidden", "Only the course staff run similarity checks.");
+    struct app_lab *l = app_lab_find(app, lab);
+    if (!l)
+        return api_fail(e, 404, "not_found", "There is no lab called '%.64s'.", lab);
+    if (sim_active || starting)
+        return api_fail(e, 409, "conflict", "A similarity check (lab %s) is running; wait until "
+                        "it ends, then start this one.", busy_lab());
+    struct sim_start *s = calloc(1, sizeof(*s));
+    if (!s || !(s->cands = calloc(1, sizeof(*s->cands)))) {
+        free(s);
+        return api_internal(e, -ENOMEM);
+    }
+    s->app = app;
+    s->answer = answer;
+    s->viewer = *viewer;
+    s->ncands = 1;
+    snprintf(s->cands[0].name, sizeof(s->cands[0].name), "%s", l->lab.name);
+    return start_go(s, req, e);
 }
 
 /* ---- the scheduler: one check per lab after its last deadline ---- */
@@ -220,51 +419,39 @@ int similarity_start(struct app *app, const struct auth_user *viewer, const char
 static uv_timer_t sched;
 static int sched_on;
 
-/* 1 when lab l's deadlines are all past and no check started after them. */
-static int sched_due(struct app *app, const struct app_lab *l, double now)
-{
-    if (!l->has_rubric)
-        return 0;
-    double end = l->rubric.hard_deadline > l->rubric.due ? l->rubric.hard_deadline : l->rubric.due;
-    if (end <= 0 || now < end)
-        return 0;
-    sqlite3_stmt *st = db_stmt(app->db, "SELECT COUNT(*) FROM similarity_runs"
-                                        " WHERE lab = ?1 AND started_at >= ?2");
-    int n = 1;
-    if (!st)
-        return 0;
-    sqlite3_bind_text(st, 1, l->lab.name, -1, SQLITE_STATIC);
-    sqlite3_bind_double(st, 2, end);
-    if (sqlite3_step(st) == SQLITE_ROW)
-        n = sqlite3_column_int(st, 0);
-    sqlite3_reset(st);
-    return n == 0;
-}
-
+/* The labs whose deadlines are all past (the loop's copy of the rubrics);
+ * whether a check started after them is the reader's look (sched_due). */
 static void on_sched(uv_timer_t *t)
 {
     struct app *app = t->data;
-    struct auth_user sys;
     struct api_error e;
-    long long id;
-    if (sim_active)
+    if (sim_active || starting || sim_stopping)
         return;
-    memset(&sys, 0, sizeof(sys));
-    sys.role = AUTH_ADMIN;
-    snprintf(sys.name, sizeof(sys.name), "cugrade (scheduled)");
+    struct sim_start *s = calloc(1, sizeof(*s));
+    if (!s || !(s->cands = calloc(app->nlabs ? app->nlabs : 1, sizeof(*s->cands)))) {
+        free(s);
+        return;
+    }
     double now = db_now();
     for (size_t i = 0; i < app->nlabs; i++) {
-        struct app_lab *l = &app->labs[i];
-        if (!sched_due(app, l, now))
+        const struct app_lab *l = &app->labs[i];
+        double end = l->rubric.hard_deadline > l->rubric.due ? l->rubric.hard_deadline
+                                                               : l->rubric.due;
+        if (!l->has_rubric || end <= 0 || now < end)
             continue;
-        /* Fewer than two students (409) is retried at the next tick. */
-        if (similarity_start(app, &sys, l->lab.name, &id, &e) == 0) {
-            app_log("similarity run %lld (%s) started by the scheduler: the lab's deadlines "
-                    "are past",
-                    id, l->lab.name);
-            return; /* one run at a time */
-        }
+        struct sim_cand *c = &s->cands[s->ncands++];
+        snprintf(c->name, sizeof(c->name), "%s", l->lab.name);
+        c->end = end;
     }
+    if (!s->ncands) {
+        free(s->cands);
+        free(s);
+        return;
+    }
+    s->app = app;
+    s->viewer.role = AUTH_ADMIN; /* id 0: the system */
+    snprintf(s->viewer.name, sizeof(s->viewer.name), "cugrade (scheduled)");
+    start_go(s, NULL, &e); /* nothing due, or fewer than two students: the next tick */
 }
 
 void similarity_schedule(struct app *app)
@@ -288,6 +475,7 @@ void similarity_schedule(struct app *app)
 void similarity_shutdown(struct app *app)
 {
     (void)app;
+    sim_stopping = 1; /* a start on its way ends without spawning */
     if (sched_on) {
         uv_timer_stop(&sched);
         uv_close((uv_handle_t *)&sched, NULL);
