@@ -119,7 +119,9 @@ static int files_load(struct app *view, struct sim_job *j, const struct auth_use
         long long sub = json_integer_value(json_object_get(row, "submission"));
         char fname[72];
         struct sim_file *f = &j->files[j->nfiles];
-        if (sub <= 0 || api_submission_source(view, viewer, sub, &f->src, &f->len, fname, e) != 0)
+        struct api_error skip; /* a source that cannot be read is left out */
+        if (sub <= 0 ||
+            api_submission_source(view, viewer, sub, &f->src, &f->len, fname, &skip) != 0)
             continue;
         /* sim_text when any file is Python: sim_c would lex it as C. */
         if (strlen(fname) > 3 && strcmp(fname + strlen(fname) - 3, ".py") == 0)
@@ -208,12 +210,15 @@ static int start_read(struct db *db, void *arg)
         snprintf(j->lab, sizeof(j->lab), "%s", c->name);
         j->ext = "cu";
         memset(&s->e, 0, sizeof(s->e));
-        if (files_load(&s->view, j, &s->viewer, &s->e) == 0 && j->nfiles < 2)
+        int rc = files_load(&s->view, j, &s->viewer, &s->e);
+        if (rc && !s->e.status)
+            api_internal(&s->e, rc);
+        else if (!rc && j->nfiles < 2)
             api_fail(&s->e, 409, "conflict",
                      "Lab %s has %zu student%s with a graded submission; a similarity check "
                      "needs at least two. Run it after the deadline.",
                      c->name, j->nfiles, j->nfiles == 1 ? "" : "s");
-        else if (!s->e.status)
+        else if (!rc)
             files_prepare(j, l, &s->e);
         if (!s->e.status) {
             s->job = j;
