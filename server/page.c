@@ -19,6 +19,7 @@
 #include "server/auth.h"
 #include "server/html.h"
 #include "server/multipart.h"
+#include "server/reader.h"
 #include "server/regrade.h"
 #include "server/bundle.h"
 
@@ -328,7 +329,13 @@ void page_begin(struct page *p, const char *title)
     if (p->authed) {
         html_raw(b, "<nav aria-label=\"main\"><a href=\"/labs\">Labs</a>");
         if (page_is_staff(p)) {
-            int open = regrade_open_count(p->app);
+            /* The open requests' count is read where the page is built
+             * off the loop (a reader's view: no reader of its own) or where
+             * the loop reads anyway (a database in memory). A page the loop
+             * draws itself (a refusal, a form's error) shows the link
+             * without the count: a read there stalls every client. */
+            int open = !p->app->reader || reader_sync(p->app->reader) ? regrade_open_count(p->app)
+                                                                       : 0;
             html_raw(b, "<a href=\"/submissions\">Submissions</a><a href=\"/regrades\">Regrades");
             if (open > 0)
                 html_fmt(b, " <span class=\"count\" title=\"open requests\">%d</span>", open);

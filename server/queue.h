@@ -23,6 +23,9 @@
 #include <stddef.h>
 #include <uv.h>
 
+/* The statuses of a job a runner holds the lease of (SQL, for IN). */
+#define QUEUE_IN_PROGRESS "('compiling','checking','running','timing')"
+
 struct queue;
 
 struct queue_submit {
@@ -114,6 +117,15 @@ int queue_claim_in(struct db *db, const char *runner, long long runner_user, dou
 int queue_claim(struct queue *q, const char *runner, long long runner_user, double lease_s,
                 int (*rubric_version)(void *ctx, const char *lab), void *ctx,
                 struct queue_job *job);
+
+/* Give back job id, claimed for attempt by runner_user (runner) and never
+ * handed over (the runner hung up while its claim was written): queued
+ * again at once, as an expired lease would be, without the attempt
+ * counted (nobody ran it). On db inside the caller's write transaction
+ * (the writer's); the loop then calls queue_written(q, id, 1). Returns 0,
+ * -ESTALE when the lease is no longer that claim's, or -errno. */
+int queue_release_in(struct db *db, long long id, long long runner_user, const char *runner,
+                     int attempt);
 
 /* Extend the lease of job id held by runner_user (and by runner / attempt
  * when they are not NULL / 0) and record phase and detail. Returns 0,

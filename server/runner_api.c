@@ -95,6 +95,52 @@ static void claim_answer(struct claim_job *c, struct http_request *req)
     api_send_json(req, 200, j);
 }
 
+/* A job claimed for a runner that hung up before it was answered, given
+ * back on the writer (queue_release_in): claimable again at once, not when
+ * its lease runs out. */
+struct claim_release {
+    struct app *app;
+    long long id, uid;
+    int attempt;
+    char runner[72];
+};
+
+static int release_run(struct db *db, void *arg)
+{
+    struct claim_release *r = arg;
+    return queue_release_in(db, r->id, r->uid, r->runner, r->attempt);
+}
+
+static void release_done(void *arg, int rc)
+{
+    struct claim_release *r = arg;
+    if (!rc) {
+        queue_written(r->app->queue, r->id, 1);
+        api_cache_invalidate(r->app, r->id);
+    }
+    app_log("job %lld: its claim's runner %s hung up before the answer: %s", r->id, r->runner,
+            rc ? "its lease expires" : "queued again (the attempt not counted)");
+    free(r);
+}
+
+/* Loop: give c's job back (c's runner is gone). */
+static void claim_release(struct claim_job *c)
+{
+    struct claim_release *r = calloc(1, sizeof(*r));
+    if (r) {
+        r->app = c->app;
+        r->id = c->job.id;
+        r->uid = c->uid;
+        r->attempt = c->job.attempt;
+        snprintf(r->runner, sizeof(r->runner), "%s", c->runner);
+    }
+    if (!r || writer_submit(c->app->writer, release_run, release_done, r, 0) != 0) {
+        free(r); /* the writer is stopping: the lease expires (or restart recovers it) */
+        app_log("job %lld: its claim's runner %s hung up before the answer: its lease expires",
+                c->job.id, c->runner);
+    }
+}
+
 static void claim_done(void *arg, int rc)
 {
     struct claim_job *c = arg;
@@ -103,8 +149,8 @@ static void claim_done(void *arg, int rc)
     if (!rc) {
         queue_written(app->queue, c->job.id, 0);
         api_cache_invalidate(app, c->job.id);
-        app_log("job %lld claimed by %s (attempt %d, lab %s)%s", c->job.id, c->runner,
-                c->job.attempt, c->job.lab, req ? "" : "; the runner hung up: its lease expires");
+        app_log("job %lld claimed by %s (attempt %d, lab %s)", c->job.id, c->runner,
+                c->job.attempt, c->job.lab);
     }
     if (req && !rc) {
         claim_answer(c, req);
@@ -112,6 +158,8 @@ static void claim_done(void *arg, int rc)
         struct api_error e;
         api_internal(&e, rc);
         api_send_err(req, &e);
+    } else if (!rc) {
+        claim_release(c);
     }
     struct queue_waiter *w = c->w;
     claim_free(c);

@@ -30,6 +30,7 @@
 struct app;
 struct api_error;
 struct auth_user;
+struct http_request;
 
 #define SIMILARITY_STEP_S 120
 #define SIMILARITY_OUTPUT_MAX (8u << 20)
@@ -38,9 +39,20 @@ struct auth_user;
 
 extern const char similarity_schema[];
 
-/* Staff: start a run over lab. *run_id is the new run. 409 while one runs. */
-int similarity_start(struct app *app, const struct auth_user *viewer, const char *lab,
-                     long long *run_id, struct api_error *e);
+/* On the loop, once a start is over, if its client is still there: the
+ * run run_id of lab started (e NULL), or why not (e). Answer req and
+ * return HTTP_DONE (or HTTP_DEFERRED when req is finished later). */
+typedef int similarity_answer_fn(struct app *app, struct http_request *req, const char *lab,
+                                 long long run_id, const struct api_error *e);
+
+/* Staff: start a run over lab, off the loop: the role, the lab and that no
+ * check runs are checked here (409 while one runs or starts); the best
+ * submissions' sources read and the files for sim written on the reader
+ * (409 with fewer than two students), the run's row and its audit row on
+ * the writer, then sim spawned and answer called. Returns 0 (answer comes
+ * later), or -errno with e (nothing started: answer req now). */
+int similarity_start(struct app *app, struct http_request *req, const struct auth_user *viewer,
+                     const char *lab, similarity_answer_fn *answer, struct api_error *e);
 
 /* Staff: {"lab","run":{...}|null,"pairs":[{"id","percent","a":{"user","submission","percent"},
  * "b":{...}}]} of the lab's latest run, most similar first. */
@@ -56,7 +68,9 @@ int similarity_pair(struct app *app, const struct auth_user *viewer, long long p
 /* Start the scheduler: every SIMILARITY_AUTO_S seconds (the environment's
  * CUGRADE_SIMILARITY_AUTO_S instead; 0 turns it off), a lab whose due date
  * and hard deadline are past and that has no check started since gets one
- * (by the system: no user, audit actor 0). */
+ * (by the system: no user, audit actor 0). The loop picks the labs past
+ * their deadlines from its rubrics; whether a check started since is read
+ * on the reader, in the start's own job (similarity_start's path). */
 void similarity_schedule(struct app *app);
 
 /* Stop a running check (server shutdown): kill the child; its handles close

@@ -18,20 +18,29 @@ static int send_err(struct http_request *req, const struct api_error *e)
     return HTTP_DONE;
 }
 
+/* The start is over (similarity.h): 202 with the run, or the refusal. */
+static int started(struct app *app, struct http_request *req, const char *lab, long long id,
+                   const struct api_error *e)
+{
+    (void)app;
+    if (e)
+        return send_err(req, e);
+    char url[128];
+    snprintf(url, sizeof(url), "/api/admin/labs/%s/similarity", lab);
+    return api_send_json(
+        req, 202,
+        json_pack("{s:I,s:s,s:s}", "run", (json_int_t)id, "status", "running", "url", url));
+}
+
 static int h_start(struct app *app, struct http_request *req)
 {
     struct auth_user u;
     struct api_error e;
-    long long id = 0;
     if (api_need(app, req, &u, STAFF))
         return HTTP_DONE;
-    if (similarity_start(app, &u, http_request_param(req, "lab"), &id, &e))
+    if (similarity_start(app, req, &u, http_request_param(req, "lab"), started, &e))
         return send_err(req, &e);
-    char url[128];
-    snprintf(url, sizeof(url), "/api/admin/labs/%s/similarity", http_request_param(req, "lab"));
-    return api_send_json(
-        req, 202,
-        json_pack("{s:I,s:s,s:s}", "run", (json_int_t)id, "status", "running", "url", url));
+    return HTTP_DEFERRED; /* answered by started */
 }
 
 static int h_report(struct app *app, struct http_request *req)

@@ -230,16 +230,35 @@ static int page_pair(struct page_view *v, const char *lab, long long pid)
     return PAGE_VIEW_RENDERED;
 }
 
+/* The start is over (similarity.h): the 303 to the lab's report, or the
+ * problem's page. */
+static int started(struct app *app, struct http_request *req, const char *lab, long long id,
+                   const struct api_error *e)
+{
+    struct page p;
+    struct page_view v;
+    struct html_buf b;
+    page_open(&p, app, req);
+    html_buf_init(&b);
+    page_view_open(&p, &v, &b);
+    int r = PAGE_VIEW_RENDERED;
+    if (e)
+        r = api_err(&v, e);
+    else
+        snprintf(v.location, sizeof(v.location), "/labs/%.64s/similarity?run=%lld", lab, id);
+    r = page_view_finish(&p, &v, r);
+    page_free(&p);
+    return r;
+}
+
 static int post_start(struct page_view *v, const char *lab)
 {
     struct api_error e;
-    long long id;
     if (v->post_ok(v->page))
         return PAGE_VIEW_DONE;
-    if (similarity_start(v->app, v->user, lab, &id, &e))
+    if (similarity_start(v->app, v->req, v->user, lab, started, &e))
         return api_err(v, &e);
-    snprintf(v->location, sizeof(v->location), "/labs/%.64s/similarity?run=%lld", lab, id);
-    return PAGE_VIEW_RENDERED;
+    return PAGE_VIEW_DEFERRED; /* answered by started */
 }
 
 int similarity_page_route(struct page_view *v, char **seg, size_t n)

@@ -194,8 +194,49 @@ def sweep_off_loop(t):
     s.cleanup()
 
 
+def claim_gone(t):
+    """A runner that hangs up while its claim is written (the claim's try
+    held on the writer by a read stall, tests/server/wal_stall.py) never
+    gets the job: it is given back at once, not when its 60 s lease runs
+    out, and the next claim gets it as attempt 1 (the gone claim's attempt
+    is not counted)."""
+    import sqlite3
+    from wal_stall import Stall
+    s = Server(labs=["vadd"], args=["--lease-seconds", "60"], tap=t)
+    sid = (s.submit("vadd", kernel("gone")).json() or {}).get("id")
+    # runner1's token in the 2 s cache (a runner token may use /api/runner/* only)
+    r = s.request("POST", "/api/runner/jobs/999999/progress", token="runner1",
+                  json_body={"phase": "running", "runner": "gone-gpu0", "attempt": 1})
+    t.status(r, 404, "a runner gone mid-claim: runner1's token first (a progress of no job)")
+    st = Stall(s.db)
+    if not t.ok(st.start(), "a runner gone mid-claim: the WAL read locks are taken"):
+        return
+    body = b'{"runner": "gone-gpu0", "wait": 0}'
+    c = s.connect()
+    c.sendall(("POST /api/runner/claim HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+               "Content-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+               % (s.tok["runner1"], len(body))).encode() + body)
+    time.sleep(0.5)  # its try waits on the writer
+    c.close()
+    st.wait()
+    t0, job = time.time(), {}
+    while time.time() - t0 < 10 and not job:
+        job = s.runner("runner1", runner_name="gone-gpu1").claim(wait=0) or {}
+        if not job:
+            time.sleep(0.2)
+    t.ok(job.get("id") == sid and job.get("attempt") == 1,
+         "a runner gone mid-claim: its job is claimed again %.1f s after the stall (lease 60 s), "
+         "as attempt 1" % (time.time() - t0), {k: job.get(k) for k in ("id", "attempt")})
+    db = sqlite3.connect(s.db, timeout=10)
+    n = db.execute("SELECT attempts FROM submissions WHERE id = ?", (sid,)).fetchone()
+    db.close()
+    t.eq(n and n[0], 1, "a runner gone mid-claim: one attempt counted, the one running now")
+    s.cleanup()
+
+
 t = Tap()
 require_binary(t)
 t.run(main)
 t.run(sweep_off_loop)
+t.run(claim_gone)
 t.exit()
