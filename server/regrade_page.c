@@ -302,8 +302,7 @@ static int written_view(struct page_view *v, const void *arg, int rc)
     return PAGE_VIEW_RENDERED;
 }
 
-static int written(struct app *app, struct http_request *req, const struct regrade_write *w,
-                   int rc)
+static int written(struct app *app, struct http_request *req, const struct regrade_write *w, int rc)
 {
     return page_view_written(app, req, written_view, w, rc);
 }
