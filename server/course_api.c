@@ -107,8 +107,8 @@ static int h_lab(struct app *app, struct http_request *req)
 /* ---- an import (users), parsed and written by the writer thread ---- */
 
 struct import_job {
+    struct http_hold client; /* the request, while its client is there */
     struct app *app;
-    struct http_request *req; /* NULL once the client went away */
     course_write_answer *answer;
     struct auth_user viewer;
     int csv;    /* the body is a roster CSV, else {"users":[...]} */
@@ -132,24 +132,14 @@ static int import_run(struct db *db, void *arg)
     return rc;
 }
 
-static void import_abort(struct http_request *req, void *data)
-{
-    struct import_job *j = data;
-    assert(j->req == req);
-    j->req = NULL;
-}
-
 static void import_done(void *arg, int rc)
 {
     struct import_job *j = arg;
-    struct http_request *req = j->req;
     if (rc && !j->e.status)
         api_internal(&j->e, rc);
-    if (req) {
-        req->on_abort = NULL;
-        if (j->answer(j->app, req, rc ? NULL : j->out, rc, &j->e) != HTTP_DEFERRED)
-            http_request_finish(req);
-    }
+    struct http_request *req = http_hold_end(&j->client); /* NULL: the client hung up */
+    if (req && j->answer(j->app, req, rc ? NULL : j->out, rc, &j->e) != HTTP_DEFERRED)
+        http_request_finish(req);
     json_decref(j->out); /* tokens not delivered: the client hung up */
     free(j->body);
     free(j);
@@ -173,7 +163,6 @@ int course_users_add_start(struct app *app, struct http_request *req,
     j->body = body;
     j->len = len;
     j->app = app;
-    j->req = req;
     j->answer = answer;
     j->viewer = *viewer;
     j->csv = csv;
@@ -183,8 +172,7 @@ int course_users_add_start(struct app *app, struct http_request *req,
         free(j);
         return api_internal(e, rc);
     }
-    req->on_abort = import_abort;
-    req->abort_data = j;
+    http_hold_start(&j->client, req);
     return 0;
 }
 
@@ -252,8 +240,8 @@ static int h_rubric_get(struct app *app, struct http_request *req)
 /* ---- a rubric, stored by the writer thread ---- */
 
 struct rubric_job {
+    struct http_hold client; /* the request, while its client is there */
     struct app *app;
-    struct http_request *req; /* NULL once the client went away */
     course_write_answer *answer;
     long long actor;
     char by[65];
@@ -295,17 +283,9 @@ static int rubric_run(struct db *db, void *arg)
     return rc;
 }
 
-static void rubric_abort(struct http_request *req, void *data)
-{
-    struct rubric_job *j = data;
-    assert(j->req == req);
-    j->req = NULL;
-}
-
 static void rubric_done(void *arg, int rc)
 {
     struct rubric_job *j = arg;
-    struct http_request *req = j->req;
     struct app_lab *l = app_lab_find(j->app, j->lab);
     assert(l); /* labs are loaded once, at start */
     if (!rc) {
@@ -318,6 +298,7 @@ static void rubric_done(void *arg, int rc)
         rubric_free(&j->r);
         json_decref(j->copy);
     }
+    struct http_request *req = http_hold_end(&j->client); /* NULL: the client hung up */
     if (req) {
         struct api_error e = {0};
         json_t *out =
@@ -328,7 +309,6 @@ static void rubric_done(void *arg, int rc)
             api_internal(&e, rc);
         else if (!out)
             rc = api_internal(&e, -ENOMEM);
-        req->on_abort = NULL;
         if (j->answer(j->app, req, out, rc, &e) != HTTP_DEFERRED)
             http_request_finish(req);
         json_decref(out);
@@ -352,7 +332,6 @@ int course_rubric_put_start(struct app *app, const struct auth_user *viewer, con
         return rc;
     }
     j->app = app;
-    j->req = req;
     j->answer = answer;
     j->regrade = regrade;
     j->actor = viewer->id;
@@ -366,8 +345,7 @@ int course_rubric_put_start(struct app *app, const struct auth_user *viewer, con
         free(j);
         return api_internal(e, rc);
     }
-    req->on_abort = rubric_abort;
-    req->abort_data = j;
+    http_hold_start(&j->client, req);
     return 0;
 }
 

@@ -456,6 +456,34 @@ void http_request_finish(struct http_request *req)
     conn_account(c);
 }
 
+/* req's client went away (conn_close): forget req. */
+static void hold_abort(struct http_request *req, void *data)
+{
+    struct http_hold *h = data;
+    assert(h->req == req);
+    h->req = NULL;
+}
+
+void http_hold_start(struct http_hold *h, struct http_request *req)
+{
+    assert(h && req && !req->on_abort);
+    h->req = req;
+    req->on_abort = hold_abort;
+    req->abort_data = h;
+}
+
+struct http_request *http_hold_end(struct http_hold *h)
+{
+    struct http_request *req = h->req;
+    h->req = NULL;
+    if (req) {
+        assert(req->on_abort == hold_abort && req->abort_data == h);
+        req->on_abort = NULL;
+        req->abort_data = NULL;
+    }
+    return req;
+}
+
 void http_request_admit_resume(struct http_request *req)
 {
     struct http_conn *c = req->conn;

@@ -185,6 +185,26 @@ void http_request_admit_resume(struct http_request *req);
 /* Finish a deferred request: write its response. Exactly once. */
 void http_request_finish(struct http_request *req);
 
+/* A deferred request held by the work that will answer it -- a writer job
+ * (server/writer.h), or a parse on libuv's pool followed by one -- which
+ * may outlive the client: the work embeds a struct http_hold, starts it
+ * when its handler defers, and ends it when done. Ending gives the request
+ * back to be answered, or NULL when the client hung up meanwhile (then the
+ * request's memory is gone with its connection: the work only cleans up).
+ * Loop thread only. */
+struct http_hold {
+    struct http_request *req; /* NULL once the client went away, or once ended */
+};
+
+/* Hold req, which the caller's handler defers (returns HTTP_DEFERRED), in
+ * h: req's abort hook (unset before) is h's until http_hold_end. */
+void http_hold_start(struct http_hold *h, struct http_request *req);
+
+/* End the hold: the request, its abort hook unset, for the caller to
+ * answer and finish exactly once (or to hold again); or NULL when its
+ * client went away. Once per http_hold_start. */
+struct http_request *http_hold_end(struct http_hold *h);
+
 /* Header value by case-insensitive name; NULL if absent. */
 const char *http_request_header(const struct http_request *req, const char *name);
 

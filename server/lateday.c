@@ -258,8 +258,8 @@ int lateday_notice_html(struct app *app, struct html_buf *b, const struct auth_u
 /* ---- the admin's changes: checked on the loop, written on the writer ---- */
 
 struct lateday_job {
+    struct http_hold client; /* the request, while its client is there */
     struct app *app;
-    struct http_request *req; /* NULL once the client went away */
     lateday_write_answer *answer;
     struct lateday_write w;
     char *reason; /* w.reason's copy */
@@ -318,13 +318,6 @@ static int lateday_run(struct db *db, void *arg)
     return j->w.grant ? grant_on(db, &j->w) : default_on(db, &j->w);
 }
 
-static void lateday_abort(struct http_request *req, void *data)
-{
-    struct lateday_job *j = data;
-    assert(j->req == req);
-    j->req = NULL;
-}
-
 /* Loop, after the batch: the pools are read fresh by every page and
  * answer (nothing cached), so only the client is answered. */
 static void lateday_done(void *arg, int rc)
@@ -332,11 +325,9 @@ static void lateday_done(void *arg, int rc)
     struct lateday_job *j = arg;
     if (rc && !j->w.e.status)
         api_internal(&j->w.e, rc);
-    if (j->req) {
-        j->req->on_abort = NULL;
-        if (j->answer(j->app, j->req, &j->w, rc) != HTTP_DEFERRED)
-            http_request_finish(j->req);
-    }
+    struct http_request *req = http_hold_end(&j->client); /* NULL: the client hung up */
+    if (req && j->answer(j->app, req, &j->w, rc) != HTTP_DEFERRED)
+        http_request_finish(req);
     free(j->reason);
     free(j);
 }
@@ -352,7 +343,6 @@ static int job_start(struct app *app, struct http_request *req, const struct lat
         return api_internal(e, -ENOMEM);
     }
     j->app = app;
-    j->req = req;
     j->answer = answer;
     j->w = *w;
     j->w.reason = j->reason;
@@ -363,8 +353,7 @@ static int job_start(struct app *app, struct http_request *req, const struct lat
         free(j);
         return api_internal(e, rc);
     }
-    req->on_abort = lateday_abort;
-    req->abort_data = j;
+    http_hold_start(&j->client, req);
     return 0;
 }
 

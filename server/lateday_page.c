@@ -188,24 +188,20 @@ static int grant_refused(struct page_view *v, const struct api_error *e)
 
 /* The writer stored (or refused) the change (lateday.h): the 303 to the
  * admin page saying so, or the problem. */
+static int written_view(struct page_view *v, const void *arg, int rc)
+{
+    const struct lateday_write *w = arg;
+    if (rc)
+        return w->grant ? grant_refused(v, &w->e) : view_api_error(v, &w->e);
+    snprintf(v->location, sizeof(v->location), "/admin/late-days?done=%s",
+             w->grant ? "grant" : "default");
+    return PAGE_VIEW_RENDERED;
+}
+
 static int written(struct app *app, struct http_request *req, const struct lateday_write *w,
                    int rc)
 {
-    struct page p;
-    struct page_view v;
-    struct html_buf b;
-    page_open(&p, app, req);
-    html_buf_init(&b);
-    page_view_open(&p, &v, &b);
-    int r = PAGE_VIEW_RENDERED;
-    if (rc)
-        r = w->grant ? grant_refused(&v, &w->e) : view_api_error(&v, &w->e);
-    else
-        snprintf(v.location, sizeof(v.location), "/admin/late-days?done=%s",
-                 w->grant ? "grant" : "default");
-    r = page_view_finish(&p, &v, r);
-    page_free(&p);
-    return r;
+    return page_view_written(app, req, written_view, w, rc);
 }
 
 static int post_default(struct page_view *v)

@@ -73,6 +73,20 @@ int page_view_finish(struct page *p, struct page_view *v, int rc)
     return view_finish(p, v, v->b, rc);
 }
 
+int page_view_written(struct app *app, struct http_request *req, page_view_written_fn fn,
+                      const void *w, int rc)
+{
+    struct page p;
+    struct page_view v;
+    struct html_buf b;
+    page_open(&p, app, req);
+    html_buf_init(&b);
+    page_view_open(&p, &v, &b);
+    int r = page_view_finish(&p, &v, fn(&v, w, rc));
+    page_free(&p);
+    return r;
+}
+
 /* page_again's renderer for page_view_again: a->view on a view of p. */
 static int view_again(struct page *p, const struct page_again *a)
 {

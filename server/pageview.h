@@ -64,6 +64,19 @@ int page_view_run(struct page *p, page_view_route route);
  * HTTP_DEFERRED. */
 int page_view_finish(struct page *p, struct page_view *v, int rc);
 
+/* What a module renders once its POST's write is done (the writer's
+ * answer callback, on the loop): into v as a route would (a PAGE_VIEW_*
+ * other than NOT_MINE), w the module's write (its struct), rc how it went
+ * (0: stored; -errno: refused or failed, w says why). */
+typedef int (*page_view_written_fn)(struct page_view *v, const void *w, int rc);
+
+/* Answer req once its POST's write is done: its page opened, fn(v, w, rc)
+ * rendered into a view of it, answered as page_view_finish does. For a
+ * module's answer callback (lateday.h, regrade.h). HTTP_DONE or
+ * HTTP_DEFERRED. */
+int page_view_written(struct app *app, struct http_request *req, page_view_written_fn fn,
+                      const void *w, int rc);
+
 /* Loop thread, in a module's POST whose writes are done: its page again
  * (the form with what went wrong), fn(v, a) rendered on the reader
  * (page.h: page_again; a's strings copied, the form parsed again).

@@ -127,8 +127,8 @@ int regrade_request_get(struct app *app, const struct auth_user *viewer, long lo
 /* ---- writes: checked on the loop, read and written on the writer ---- */
 
 struct regrade_job {
+    struct http_hold client; /* the request, while its client is there */
     struct app *app;
-    struct http_request *req; /* NULL once the client went away */
     regrade_write_answer *answer;
     struct regrade_write w;
     char *text;            /* w.text's copy */
@@ -242,13 +242,6 @@ static int regrade_run(struct db *db, void *arg)
     return j->w.answering ? answer_on(db, &j->w) : open_on(db, &j->w);
 }
 
-static void regrade_abort(struct http_request *req, void *data)
-{
-    struct regrade_job *j = data;
-    assert(j->req == req);
-    j->req = NULL;
-}
-
 /* Loop, after the batch: drop what the write made stale, then answer. */
 static void regrade_done(void *arg, int rc)
 {
@@ -267,11 +260,9 @@ static void regrade_done(void *arg, int rc)
     } else if (!w->e.status) {
         api_internal(&w->e, rc);
     }
-    if (j->req) {
-        j->req->on_abort = NULL;
-        if (j->answer(j->app, j->req, w, rc) != HTTP_DEFERRED)
-            http_request_finish(j->req);
-    }
+    struct http_request *req = http_hold_end(&j->client); /* NULL: the client hung up */
+    if (req && j->answer(j->app, req, w, rc) != HTTP_DEFERRED)
+        http_request_finish(req);
     json_decref(w->out);
     free(j->text);
     free(j);
@@ -288,7 +279,6 @@ static int job_start(struct app *app, struct http_request *req, const struct reg
         return api_internal(e, -ENOMEM);
     }
     j->app = app;
-    j->req = req;
     j->answer = answer;
     j->w = *w;
     j->w.text = j->text;
@@ -304,8 +294,7 @@ static int job_start(struct app *app, struct http_request *req, const struct reg
         free(j);
         return api_internal(e, rc);
     }
-    req->on_abort = regrade_abort;
-    req->abort_data = j;
+    http_hold_start(&j->client, req);
     return 0;
 }
 

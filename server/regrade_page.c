@@ -290,24 +290,21 @@ static int request_again(struct page_view *v, const struct page_again *a)
 
 /* The writer stored (or refused) the request or the answer (regrade.h):
  * the 303 to where it shows, or the page saying what went wrong. */
-static int written(struct app *app, struct http_request *req, const struct regrade_write *w,
-                   int rc)
+static int written_view(struct page_view *v, const void *arg, int rc)
 {
-    struct page p;
-    struct page_view v;
-    struct html_buf b;
-    page_open(&p, app, req);
-    html_buf_init(&b);
-    page_view_open(&p, &v, &b);
+    const struct regrade_write *w = arg;
     if (rc)
-        api_err(&v, &w->e);
-    else if (w->answering)
-        snprintf(v.location, sizeof(v.location), "/regrades/%lld?done=1", w->rid);
+        return api_err(v, &w->e);
+    if (w->answering)
+        snprintf(v->location, sizeof(v->location), "/regrades/%lld?done=1", w->rid);
     else
-        snprintf(v.location, sizeof(v.location), "/submissions/%lld#regrade", w->sid);
-    int r = page_view_finish(&p, &v, PAGE_VIEW_RENDERED);
-    page_free(&p);
-    return r;
+        snprintf(v->location, sizeof(v->location), "/submissions/%lld#regrade", w->sid);
+    return PAGE_VIEW_RENDERED;
+}
+
+static int written(struct app *app, struct http_request *req, const struct regrade_write *w, int rc)
+{
+    return page_view_written(app, req, written_view, w, rc);
 }
 
 static int post_answer(struct page_view *v, long long rid)

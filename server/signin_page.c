@@ -62,8 +62,8 @@ static int post_login(struct page *p)
 /* ---- signing out: the session rows end on the writer thread ---- */
 
 struct logout_job {
+    struct http_hold client; /* the request, while its client is there */
     struct app *app;
-    struct http_request *req; /* NULL once the client went away */
     char cookie[2][96];       /* the session honoured, and a cookie of the plain name */
 };
 
@@ -77,24 +77,16 @@ static int logout_run(struct db *db, void *arg)
     return rc;
 }
 
-static void logout_abort(struct http_request *req, void *data)
-{
-    struct logout_job *j = data;
-    (void)req;
-    j->req = NULL;
-}
-
 /* Loop: the session is gone (or the write failed: it still ends at its
  * expiry, and the cookie is cleared anyway). To the sign-in page. */
 static void logout_done(void *arg, int rc)
 {
     struct logout_job *j = arg;
-    struct http_request *req = j->req;
     if (rc)
         app_log("a sign-out could not end its session: %s", strerror(-rc));
+    struct http_request *req = http_hold_end(&j->client); /* NULL: the client hung up */
     if (req) {
         struct page p;
-        req->on_abort = NULL;
         page_open(&p, j->app, req);
         page_set_cookie(req, AUTH_SESSION_COOKIE, "", 0);
         page_redirect(&p, "/login?bye=1");
@@ -112,7 +104,6 @@ static int post_logout(struct page *p)
     if (!j)
         return page_error(p, 500, "Out of memory", "Try again in a minute.");
     j->app = p->app;
-    j->req = p->req;
     if (auth_session_cookie(p->req, j->cookie[0], sizeof(j->cookie[0])) != 0)
         j->cookie[0][0] = '\0';
     if (http_request_cookie(p->req, AUTH_SESSION_COOKIE, j->cookie[1], sizeof(j->cookie[1])) != 0)
@@ -122,8 +113,7 @@ static int post_logout(struct page *p)
         free(j);
         return page_error(p, 503, "Try again", "The server could not sign you out just now.");
     }
-    p->req->on_abort = logout_abort;
-    p->req->abort_data = j;
+    http_hold_start(&j->client, p->req);
     return HTTP_DEFERRED; /* answered by logout_done */
 }
 

@@ -16,8 +16,8 @@
 #include "server/writer.h"
 
 struct staff_job {
+    struct http_hold client; /* the request, while its client is there */
     struct app *app;
-    struct http_request *req; /* NULL once the client went away */
     staff_write_answer *answer;
     struct staff_write w;
     char *reason; /* w.reason's copy */
@@ -247,26 +247,16 @@ static int staff_run(struct db *db, void *arg)
     return staff_write_on(db, &j->w, &j->w.e);
 }
 
-static void staff_abort(struct http_request *req, void *data)
-{
-    struct staff_job *j = data;
-    assert(j->req == req);
-    j->req = NULL;
-}
-
 static void staff_done(void *arg, int rc)
 {
     struct staff_job *j = arg;
-    struct http_request *req = j->req;
     if (!rc)
         staff_write_after(j->app, &j->w);
     else if (!j->w.e.status)
         api_internal(&j->w.e, rc);
-    if (req) {
-        req->on_abort = NULL;
-        if (j->answer(j->app, req, &j->w, rc) != HTTP_DEFERRED)
-            http_request_finish(req);
-    }
+    struct http_request *req = http_hold_end(&j->client); /* NULL: the client hung up */
+    if (req && j->answer(j->app, req, &j->w, rc) != HTTP_DEFERRED)
+        http_request_finish(req);
     free(j->reason);
     free(j);
 }
@@ -282,7 +272,6 @@ int staff_write_start(struct app *app, struct http_request *req, const struct st
     if (!j)
         return api_internal(e, -ENOMEM);
     j->app = app;
-    j->req = req;
     j->answer = answer;
     j->w = *w;
     memset(&j->w.e, 0, sizeof(j->w.e));
@@ -298,8 +287,7 @@ int staff_write_start(struct app *app, struct http_request *req, const struct st
         free(j);
         return api_internal(e, rc);
     }
-    req->on_abort = staff_abort;
-    req->abort_data = j;
+    http_hold_start(&j->client, req);
     return 0;
 }
 

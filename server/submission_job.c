@@ -24,8 +24,8 @@
 #define SUBMIT_INLINE_MAX (16 * 1024) /* bodies up to this are parsed on the loop */
 
 struct submit_job {
+    struct http_hold client; /* the request, while its client is there */
     struct app *app;
-    struct http_request *req; /* NULL once the client went away */
     uv_work_t work;
     struct auth_user viewer;
     char lab[65];
@@ -48,29 +48,18 @@ struct submit_job {
     long long keep; /* the form's queued submission not to replace (0: none) */
 };
 
-static void submit_abort(struct http_request *req, void *data)
-{
-    struct submit_job *j = data;
-    assert(j->req == req);
-    j->req = NULL;
-}
-
 /* Answer the client (if it is still there): j->e, or the 202; free j. */
 static void submit_answer(struct submit_job *j, int rc)
 {
-    struct http_request *req = j->req;
+    struct http_request *req = http_hold_end(&j->client); /* NULL: the client hung up */
+    if (rc && !j->e.status)
+        api_internal(&j->e, rc);
     if (req && j->form_done) {
-        req->on_abort = NULL;
-        if (rc && !j->e.status)
-            api_internal(&j->e, rc);
         if (j->form_done(j->app, req, j->lab, j->filename, rc ? 0 : j->id, rc ? &j->e : NULL) !=
             HTTP_DEFERRED)
             http_request_finish(req);
     } else if (req) {
-        req->on_abort = NULL;
         if (rc) {
-            if (!j->e.status)
-                api_internal(&j->e, rc);
             api_send_err(req, &j->e);
         } else {
             char url[64];
@@ -237,7 +226,6 @@ int submission_start_form(struct app *app, struct http_request *req,
     j->src = j->body;
     j->text_ok = -1; /* submission_check looks */
     j->app = app;
-    j->req = req;
     j->viewer = *viewer;
     j->form_done = done;
     j->keep = keep;
@@ -253,8 +241,7 @@ int submission_start_form(struct app *app, struct http_request *req,
         free(j);
         return rc;
     }
-    req->on_abort = submit_abort;
-    req->abort_data = j;
+    http_hold_start(&j->client, req);
     return 0;
 }
 
@@ -273,7 +260,6 @@ int submission_start(struct app *app, struct http_request *req, const struct aut
     }
     j->body_len = len;
     j->app = app;
-    j->req = req;
     j->viewer = *viewer;
     j->work.data = j;
     snprintf(j->lab, sizeof(j->lab), "%s", lab);
@@ -302,7 +288,6 @@ int submission_start(struct app *app, struct http_request *req, const struct aut
         free(j);
         return rc;
     }
-    req->on_abort = submit_abort;
-    req->abort_data = j;
+    http_hold_start(&j->client, req);
     return 0;
 }

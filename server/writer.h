@@ -17,6 +17,13 @@
  * run function gets the writer's connection and must touch nothing else the
  * loop owns (copy what it needs into its argument first); its done
  * function runs on the loop and must not touch the writer's connection.
+ *
+ * A job that answers an HTTP request (a submission, a staff change, a
+ * late-day grant, a regrade request) holds the request in a struct
+ * http_hold inside its argument (http.h), started once the job is queued:
+ * the client may hang up while the job waits, and its done function asks
+ * the hold for the request (NULL: nobody to answer) -- the writer itself
+ * knows nothing of HTTP.
  */
 #ifndef CUGRADE_WRITER_H
 #define CUGRADE_WRITER_H
