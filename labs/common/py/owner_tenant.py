@@ -1,0 +1,90 @@
+"""labs/common/py/owner_tenant.py - the owner's side of the tenant
+(labs/common/py/tenant.py): the student's process, started with `python3 -I
+-B`, a clean environment and no descriptor but its end of one SOCK_SEQPACKET
+socket, and the messages we send it (owner.py says what each means).
+Trusted: imported by the owner only."""
+import json
+import os
+import select
+import socket
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MAX_MSG = 1 << 16
+
+
+class Tenant:
+    """The student's process and our socket to it."""
+
+    def __init__(self, file, lab_name, symbol, timeout):
+        a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.sock = a
+        self.timeout = timeout
+        # CuPy's kernel cache: ours in memory only (CudaBackend), the
+        # student's on disk under their HOME (/work, one job's folder), so
+        # the timing run's tenant finds what the check run's compiled; only
+        # the student's processes ever read it.
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith("CUGRADE_") and k != "CUPY_CACHE_IN_MEMORY"}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-I", "-B", os.path.join(HERE, "tenant.py"), file, symbol,
+             str(b.fileno())],
+            pass_fds=(b.fileno(),), close_fds=True, env=env, stdin=subprocess.DEVNULL)
+        b.close()
+
+    def ask(self, msg, fds=()):
+        """Send one message (and descriptors), wait for one answer. Returns
+        the answer (a dict), or None when the tenant died or sent garbage."""
+        return self.answer() if self.send(msg, fds) else None
+
+    def send(self, msg, fds=()):
+        """Send one message (and descriptors); False when the tenant is gone."""
+        try:
+            socket.send_fds(self.sock, [json.dumps(msg).encode()], list(fds))
+        except OSError:
+            return False
+        return True
+
+    def answer(self):
+        """The answer to the message sent last (ask)."""
+        try:
+            # Not a plain recv: a child the tenant forked keeps its end of
+            # the socket open after the tenant died, and recv would wait for
+            # the sandbox's wall limit. An answer sent just before the
+            # tenant died is still read first.
+            deadline = time.monotonic() + self.timeout
+            while not select.select([self.sock], [], [], 0.2)[0]:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    return None
+            data = self.sock.recv(MAX_MSG)
+        except (OSError, socket.timeout):
+            return None
+        if not data:
+            return None
+        try:
+            ans = json.loads(data.decode("utf-8", "replace"))
+        except ValueError:
+            return None
+        return ans if isinstance(ans, dict) else None
+
+    def death(self):
+        """Why the tenant is gone, in words."""
+        try:
+            rc = self.proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            return "your code sent the harness a message it could not read (do not use fd %s)" \
+                   % "the harness's socket"
+        if rc < 0:
+            import signal
+            return "your process was killed by signal %d (%s)" % (-rc, signal.Signals(-rc).name)
+        return "your process exited with status %d during the call" % rc
+
+    def close(self):
+        try:
+            self.sock.close()
+            self.proc.kill()
+            self.proc.wait(timeout=5)
+        except Exception:
+            pass
