@@ -39,3 +39,14 @@ def sample_ok(xp, ref, out):
     dim = out.size // n if n else 0
     want = w.reshape(-1, dim)[idx].reshape(-1)
     return bool((out.view(xp.uint32) == want.view(xp.uint32)).all())
+
+
+def cupy_warm(cp, a):
+    """The CuPy calls a first lookup most likely makes, on one case's arrays
+    (a: every buffer by name): the runner runs them at prepare (owner.py
+    warm) and copies the kernels CuPy compiled into each Python job's cache,
+    so that they are not compiled again on every submission."""
+    w, idx, out = a["weight"], a["indices"], a["out"]
+    cp.take(w, idx, axis=0, out=out)
+    out[...] = w[idx]
+    out[:] = cp.take(w, idx, axis=0)

@@ -36,3 +36,16 @@ def sample_ok(xp, ref, out):
     total, tol = ref
     got = float(out[0])
     return got == got and abs(got - total) <= tol
+
+
+def cupy_warm(cp, a):
+    """The CuPy calls a first reduction most likely makes, on one case's
+    arrays (a: every buffer by name): the runner runs them at prepare
+    (owner.py warm) and copies the kernels CuPy compiled into each Python
+    job's cache, so that they are not compiled again on every submission."""
+    x, out = a["d_in"], a["d_out"]
+    cp.sum(x, out=out[0:1].reshape(()))
+    out[0] = cp.sum(x)
+    out[0] = x.sum()
+    out[:] = x.sum(keepdims=True)
+    out[0] = cp.sum(x, dtype=cp.float64)

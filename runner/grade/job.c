@@ -258,6 +258,8 @@ int job_setup(struct job *j)
         return job_fail(j, -e, "cannot write the source: %s", strerror(e));
     }
     close(fd);
+    if (j->python) /* the lab's CuPy kernels, compiled at prepare; none is no error */
+        (void)python_cupy_seed(j->env, j->g->lab, j->workdir);
     return 0;
 }
 

@@ -2,6 +2,7 @@
  * labcache.c - see labcache.h.
  */
 #include "runner/grade/labcache.h"
+#include "runner/grade/python.h"
 #include "runner/timing/baseline.h"
 #include "runner/grade/run.h"
 
@@ -167,6 +168,10 @@ static int lab_warm(const struct grade_env *env, const char *lab_name, int full)
         }
     }
     json_decref(device);
+    int nk = full ? python_cupy_warm(&rc, &lab) : 0;
+    if (nk > 0)
+        fprintf(stderr, "cugrade-runner: %s: %d CuPy kernel%s kept for Python jobs\n", lab.name,
+                nk, nk == 1 ? "" : "s");
     if (lab_record_stale() > 0) {
         int n = baseline_refresh(&rc, lab_record_stale());
         if (n > 0)

@@ -3,8 +3,11 @@
  */
 #include "runner/grade/python.h"
 #include "runner/config.h"
+#include "runner/grade/channel.h"
+#include "runner/sandbox/sandbox.h"
 
 #include <assert.h>
+#include <dirent.h>
 #include <errno.h>
 #include <glob.h>
 #include <sys/stat.h>
@@ -13,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <unistd.h>
 
 int python_submission(const char *filename)
 {
@@ -231,4 +235,101 @@ void python_sanitize_seed(struct python_run *pr)
 int python_sanitize_started(const char *channel_text)
 {
     return channel_text && strstr(channel_text, "{\"type\": \"start\"") != NULL;
+}
+
+/* ---------------------------------------------------------------------- */
+/* CuPy's kernels, compiled once per lab at prepare and given to each job. */
+
+#define CUPY_KEPT "cupy-kernels"
+
+/* Remove a folder of plain files, then the folder; quietly. */
+static void flat_remove(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d) {
+        for (struct dirent *e; (e = readdir(d));)
+            if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+                unlinkat(dirfd(d), e->d_name, 0);
+        closedir(d);
+    }
+    rmdir(dir);
+}
+
+/* Put the kernels the warm run left in from in place of the lab's kept
+ * ones (kept.new, then renames). Returns the files kept or -errno. */
+static int cupy_keep(const char *from, const char *kept)
+{
+    char fresh[DIRLEN + 32], old[DIRLEN + 32];
+    snprintf(fresh, sizeof fresh, "%s.new", kept);
+    snprintf(old, sizeof old, "%s.old", kept);
+    flat_remove(fresh);
+    int n = sandbox_copy_files(from, fresh, (uid_t)-1, (gid_t)-1);
+    if (n <= 0) {
+        flat_remove(fresh);
+        return n;
+    }
+    flat_remove(old);
+    if ((rename(kept, old) < 0 && errno != ENOENT) || rename(fresh, kept) < 0) {
+        int e = -errno;
+        flat_remove(fresh);
+        return e;
+    }
+    flat_remove(old);
+    return n;
+}
+
+int python_cupy_warm(const struct run_ctx *rc, const struct lab *lab)
+{
+    char path[PATH_MAX + 64], dir[DIRLEN], kept[DIRLEN + 16];
+    struct stat ls, ks;
+    assert(rc->env && lab);
+    snprintf(path, sizeof path, "%s/labs/%s/lab.py", rc->env->root, lab->name);
+    run_lab_dir(rc->env, lab->name, dir, sizeof dir);
+    snprintf(kept, sizeof kept, "%s/" CUPY_KEPT, dir);
+    if (python_simulated() || lab->python_owner || !rc->workdir || stat(path, &ls) < 0)
+        return 0;
+    /* Kept since lab.py last changed (prepare, then each runner's start):
+     * not again. A CuPy upgrade changes every kernel's key: remove the
+     * folder then (the next prepare compiles them for the new CuPy). */
+    if (stat(kept, &ks) == 0 && ks.st_mtime >= ls.st_mtime)
+        return 0;
+    int fd = channel_open(rc->jobdir, "cupy");
+    if (fd < 0)
+        return fd;
+    struct run_opts o = {NULL, NULL, NULL, -1, -1, NULL, 0, NULL, 0, NULL, NULL};
+    struct python_run pr;
+    struct sandbox_verdict v;
+    memset(&v, 0, sizeof v);
+    /* No seed, no file, no case: the warm mode reads none of them. */
+    int r = python_run_prepare(&pr, &o, rc->env->root, lab, "warm", "0", "-", NULL, "warm.py");
+    if (r == 0)
+        r = run_sandboxed_opts(rc, pr.argv, fd, 300.0, &o, &v);
+    close(fd);
+    if (r == 0 && !(v.exited && v.exit_code == 0)) {
+        fprintf(stderr, "cugrade-runner: %s: CuPy's kernels not kept: the warm run %s\n",
+                lab->name, v.message[0] ? v.message : "failed");
+        r = -EIO;
+    }
+    sandbox_verdict_free(&v);
+    if (r < 0)
+        return r;
+    snprintf(path, sizeof path, "%s/.cupy/kernel_cache", rc->workdir);
+    return cupy_keep(path, kept);
+}
+
+int python_cupy_seed(const struct grade_env *env, const char *lab, const char *workdir)
+{
+    char dir[DIRLEN], kept[DIRLEN + 16], to[PATH_MAX + 32];
+    struct stat st;
+    run_lab_dir(env, lab, dir, sizeof dir);
+    snprintf(kept, sizeof kept, "%s/" CUPY_KEPT, dir);
+    if (access(kept, F_OK) < 0)
+        return 0;
+    if (stat(workdir, &st) < 0)
+        return -errno;
+    snprintf(to, sizeof to, "%s/.cupy", workdir);
+    if ((mkdir(to, 0755) < 0 && errno != EEXIST) || chown(to, st.st_uid, st.st_gid) < 0)
+        return -errno;
+    snprintf(to, sizeof to, "%s/.cupy/kernel_cache", workdir);
+    return sandbox_copy_files(kept, to, st.st_uid, st.st_gid);
 }

@@ -126,4 +126,21 @@ int python_sanitize_started(const char *channel_text);
  * loop), else the common /lab/labs/common/py/owner.py. */
 void python_owner_script(const struct lab *lab, char *out, size_t len);
 
+/* The lab's CuPy kernels, compiled at prepare by the owner's warm mode
+ * (labs/common/py/owner.py warm, the lab's lab.py cupy_warm) in a Python
+ * run's sandbox on rc's GPU and work directory, kept in the lab's build
+ * folder as cupy-kernels/ (replacing what was there). Nothing in the
+ * simulator, for a lab with its own owner, when the kept folder is newer
+ * than the lab's lab.py (a runner's start after prepare), or when the run
+ * fails (each job then compiles its own, as before). Returns the kernels
+ * kept, 0, or -errno. */
+int python_cupy_warm(const struct run_ctx *rc, const struct lab *lab);
+
+/* Copy the lab's kept CuPy kernels (python_cupy_warm) into workdir's
+ * .cupy/kernel_cache, owned by workdir's owner: the student's processes
+ * (HOME=/work) find them and add their own; the owner's cache stays in
+ * memory (docs/python.md). Returns the files copied (0: none kept) or
+ * -errno; a job goes on either way. */
+int python_cupy_seed(const struct grade_env *env, const char *lab, const char *workdir);
+
 #endif

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct sandbox_bind {
     const char *src;  /* host path */
@@ -171,5 +172,17 @@ int sandbox_workdir_resize(const char *path, uint64_t bytes);
 /* Remove a work directory tree without following any link, and let its box
  * go. Returns 0 or -errno. */
 int sandbox_workdir_remove(const char *path);
+
+/* The most files, and the biggest file, sandbox_copy_files copies. */
+#define SANDBOX_COPY_FILES 1024
+#define SANDBOX_COPY_FILE_BYTES (8u << 20)
+
+/* Copy the regular files directly in from (no links, nothing in a
+ * subfolder, none of a name starting with '.', at most SANDBOX_COPY_FILES
+ * of at most SANDBOX_COPY_FILE_BYTES each) into the folder to, made (0755)
+ * when missing; to and the copies (0644) are then owned by uid:gid, unless
+ * uid is (uid_t)-1. A missing from copies nothing. Returns how many files
+ * were copied, or -errno. */
+int sandbox_copy_files(const char *from, const char *to, uid_t uid, gid_t gid);
 
 #endif

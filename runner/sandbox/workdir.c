@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <limits.h>
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -222,4 +223,56 @@ int sandbox_workdir_remove(const char *path)
     if (boxed)
         box_release(bst.st_dev, bst.st_ino);
     return rc;
+}
+
+/* One file of sandbox_copy_files: from's entry name (opened without
+ * following a link) into to/name. 1 copied, 0 skipped, or -errno. */
+static int copy_file(int dfd, const char *name, const char *to, uid_t uid, gid_t gid)
+{
+    struct stat st;
+    char path[PATH_MAX], buf[65536];
+    int in = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC), out = -1, rc = 1;
+    if (in < 0 || fstat(in, &st) < 0 || !S_ISREG(st.st_mode) ||
+        st.st_size > (off_t)SANDBOX_COPY_FILE_BYTES ||
+        snprintf(path, sizeof path, "%s/%s", to, name) >= (int)sizeof path) {
+        if (in >= 0)
+            close(in);
+        return 0;
+    }
+    out = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (out < 0)
+        rc = -errno;
+    for (ssize_t n; rc > 0 && (n = read(in, buf, sizeof buf)) != 0;)
+        if (n < 0 || write(out, buf, (size_t)n) != n)
+            rc = -(errno ? errno : EIO);
+    if (rc > 0 && uid != (uid_t)-1 && fchown(out, uid, gid) < 0)
+        rc = -errno;
+    close(in);
+    if (out >= 0)
+        close(out);
+    if (rc < 0)
+        unlink(path);
+    return rc;
+}
+
+int sandbox_copy_files(const char *from, const char *to, uid_t uid, gid_t gid)
+{
+    DIR *d = opendir(from);
+    if (!d)
+        return errno == ENOENT ? 0 : -errno;
+    int n = 0, rc = 0;
+    if (mkdir(to, 0755) < 0 && errno != EEXIST)
+        rc = -errno;
+    else if (uid != (uid_t)-1 && chown(to, uid, gid) < 0)
+        rc = -errno;
+    for (struct dirent *e; rc == 0 && n < SANDBOX_COPY_FILES && (e = readdir(d));) {
+        if (e->d_name[0] == '.')
+            continue;
+        int r = copy_file(dirfd(d), e->d_name, to, uid, gid);
+        if (r < 0)
+            rc = r;
+        n += r > 0;
+    }
+    closedir(d);
+    return rc < 0 ? rc : n;
 }

@@ -818,8 +818,9 @@ def run_seed(o):
 
 
 def parse(argv):
-    if len(argv) < 2 or argv[1] not in ("check", "time"):
-        die("usage: owner.py LAB check|time --seed HEX (--cases a,b | --case C) --file F")
+    if len(argv) < 2 or argv[1] not in ("check", "time", "warm"):
+        die("usage: owner.py LAB check|time --seed HEX (--cases a,b | --case C) --file F\n"
+            "       owner.py LAB warm")
     opts = {"lab": argv[0], "mode": argv[1], "max_ms": 3000.0, "guard": True}
     i = 2
     while i < len(argv):
@@ -853,6 +854,8 @@ def main():
     labs = os.environ.get("CUGRADE_LABS", os.path.join(HERE, "..", ".."))
     doc, lab, cases = load_lab(os.path.join(labs, o["lab"]))
     HIDDEN.update(doc.get("python") or {})
+    if o["mode"] == "warm":
+        sys.exit(warm(doc, lab, cases))
     seed = run_seed(o)
     if "file" not in o:
         die("--file is required")
@@ -900,6 +903,38 @@ def main():
     finally:
         if tenant is not None:
             tenant.close()
+
+
+def warm(doc, lab, cases):
+    """`owner.py LAB warm` (the runner's prepare, runner/grade/python.c
+    python_cupy_warm): the lab's cupy_warm (lab.py: the CuPy calls a
+    student's first version most likely makes) on each case's buffers, with
+    CuPy's kernel cache on disk (HOME/.cupy/kernel_cache). The runner keeps
+    those kernels and copies them into each Python job's /work/.cupy, so a
+    student's cp.sum is not compiled again on every submission. Our code and
+    the lab's only: no tenant, no student file. A case that cannot be
+    warmed (memory) is skipped. Returns the exit status."""
+    if "cupy_warm" not in lab or os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+        return 0
+    try:
+        be = CudaBackend(cache_in_memory=False)
+    except Exception as e:  # noqa: BLE001 - no CuPy, no GPU: nothing to keep
+        sys.stderr.write("owner.py warm: no CuPy backend: %s\n" % e)
+        return 0
+    for c in doc["cases"]:
+        case = None
+        try:
+            case = Case(be, lab, cases[c["name"]], 0x5EED0000C0FFEE, False)
+            case.fill(0x5EED0000C0FFEE)
+            views = {m["name"]: case.views[m["name"]].reshape(m["shape"]) for m in case.meta}
+            lab["cupy_warm"](be.cp, views)
+            be.sync()
+        except Exception as e:  # noqa: BLE001 - a case too big here: the others still count
+            sys.stderr.write("owner.py warm: case %s: %s: %s\n" % (c["name"], type(e).__name__, e))
+        finally:
+            if case is not None:
+                case.free()
+    return 0
 
 
 def start_tenant(o, lab):

@@ -86,8 +86,11 @@ class CudaBackend:
     /work, which the tenant can write (a poisoned cached kernel)."""
     name = "cuda"
 
-    def __init__(self):
-        os.environ["CUPY_CACHE_IN_MEMORY"] = "1"
+    def __init__(self, cache_in_memory=True):
+        if cache_in_memory:
+            os.environ["CUPY_CACHE_IN_MEMORY"] = "1"
+        else:   # owner.py warm: our kernels and the lab's, for the runner to keep
+            os.environ.pop("CUPY_CACHE_IN_MEMORY", None)
         import numpy
         import cupy
         self.np, self.xp, self.cp = numpy, cupy, cupy
