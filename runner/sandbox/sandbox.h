@@ -174,8 +174,8 @@ int sandbox_workdir_resize(const char *path, uint64_t bytes);
 int sandbox_workdir_remove(const char *path);
 
 /* The most files, and the biggest file, sandbox_copy_files copies. */
-#define SANDBOX_COPY_FILES 1024
-#define SANDBOX_COPY_FILE_BYTES (8u << 20)
+#define SANDBOX_COPY_FILES 256
+#define SANDBOX_COPY_FILE_BYTES (4u << 20)
 
 /* Copy the regular files directly in from (no links, nothing in a
  * subfolder, none of a name starting with '.', at most SANDBOX_COPY_FILES
