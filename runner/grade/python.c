@@ -4,6 +4,7 @@
 #include "runner/grade/python.h"
 #include "runner/config.h"
 #include "runner/grade/channel.h"
+#include "runner/gpu/lock.h"
 #include "runner/sandbox/sandbox.h"
 
 #include <assert.h>
@@ -302,8 +303,14 @@ int python_cupy_warm(const struct run_ctx *rc, const struct lab *lab)
     memset(&v, 0, sizeof v);
     /* No seed, no file, no case: the warm mode reads none of them. */
     int r = python_run_prepare(&pr, &o, rc->env->root, lab, "warm", "0", "-", NULL, "warm.py");
-    if (r == 0)
+    if (r == 0) {
+        /* The GPU alone, as the baselines: the biggest case's buffers are
+         * not in memory admission's ledger, and no job's timing may run
+         * beside it (a runner's start while others grade). */
+        int lk = lock_gpu(rc->env, 1);
         r = run_sandboxed_opts(rc, pr.argv, fd, 300.0, &o, &v);
+        lock_gpu_release(lk);
+    }
     close(fd);
     if (r == 0 && !(v.exited && v.exit_code == 0)) {
         fprintf(stderr, "cugrade-runner: %s: CuPy's kernels not kept: the warm run %s\n",
