@@ -4,11 +4,11 @@
 # credential lookup, an export, a page of each family and the sign-in form
 # wait off the loop, and each completes once reads go again.
 #
-# The stall: another process (this script) holds SQLite's WAL read locks
-# (bytes 123..127 of the database's -shm file, WAL_READ_LOCK(0..4)), so a
-# connection beginning a read retries in SQLite's own back-off (about 10 s in
-# all before it gives up) -- on the thread that asked. No root, no fsfreeze.
-import fcntl
+# The stall (tests/server/wal_stall.py): another process (this script) holds
+# SQLite's WAL read locks (bytes 123..127 of the database's -shm file,
+# WAL_READ_LOCK(0..4)), so a connection beginning a read retries in SQLite's
+# own back-off (about 10 s in all before it gives up) -- on the thread that
+# asked. No root, no fsfreeze.
 import os
 import re
 import sys
@@ -17,88 +17,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cugrade_test import Tap, Server, require_binary, kernel, read_response  # noqa: E402
 
-HOLD_S = 6.0      # reads stall this long
-BOUND_S = 3.0     # /healthz must answer well inside the stall (generous: loaded machines)
-READ_LOCKS = (123, 5)  # offset and length in the -shm of WAL_READ_LOCK(0..4)
-
-
-class Stall:
-    """Hold the WAL read locks of db from start() for HOLD_S seconds (a
-    timer lets them go, whatever the server does meanwhile)."""
-
-    def __init__(self, db):
-        self.fd = os.open(db + "-shm", os.O_RDWR)
-        self.timer = None
-
-    def start(self, timeout=10):
-        end = time.time() + timeout
-        while True:  # the server may hold a shared read lock for an instant
-            try:
-                fcntl.lockf(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB, READ_LOCKS[1],
-                            READ_LOCKS[0], os.SEEK_SET)
-                break
-            except OSError:
-                if time.time() > end:
-                    os.close(self.fd)
-                    return False
-                time.sleep(0.001)
-        self.timer = threading.Timer(HOLD_S, self.release)
-        self.timer.start()
-        return True
-
-    def release(self):
-        fcntl.lockf(self.fd, fcntl.LOCK_UN, READ_LOCKS[1], READ_LOCKS[0], os.SEEK_SET)
-        os.close(self.fd)
-
-    def wait(self):
-        if self.timer:
-            self.timer.join()
-
-
-def healthz_during(t, s, what):
-    """/healthz while reads stall: answered, inside BOUND_S."""
-    t0 = time.time()
-    try:
-        h = s.get("/healthz", timeout=HOLD_S + 15)
-    except OSError as e:
-        h = e
-    took = time.time() - t0
-    t.ok(getattr(h, "status", None) == 200 and took < BOUND_S,
-         "%s: /healthz answers while it waits for the stalled read (%.2f s, bound %.0f s; "
-         "reads stalled %.0f s)" % (what, took, BOUND_S, HOLD_S), h)
-
-
-def stalled(t, s, what, path, token=None, headers=None, warm=None, method="GET", body=None,
-            want=200):
-    """Stall reads, GET path (token or headers; or method with body) in a
-    thread, then /healthz; the request must still be waiting then, and get
-    want once reads go."""
-    if warm:  # a token looked up now is in the 2 s cache: the path's own reads stall
-        t.status(s.get(warm, token=token, headers=headers), 200, "%s: %s first" % (what, warm))
-    st = Stall(s.db)
-    if not t.ok(st.start(), "%s: the WAL read locks are taken" % what):
-        return None
-    out = []
-
-    def go():
-        t0 = time.time()
-        try:
-            out.append((s.request(method, path, token=token, headers=headers, body=body,
-                                  timeout=40), time.time() - t0))
-        except Exception as e:  # noqa: BLE001
-            out.append((e, time.time() - t0))
-    th = threading.Thread(target=go)
-    th.start()
-    time.sleep(0.5)  # the request is in the server, its read waiting
-    healthz_during(t, s, what)
-    busy = not out
-    st.wait()
-    th.join(40)
-    t.ok(busy, "%s: the request was still waiting when /healthz was answered" % what, out)
-    r, secs = out[0] if out else (None, 0)
-    t.ok(getattr(r, "status", None) == want,
-         "%s: answered %d once reads go again (after %.1f s)" % (what, want, secs), r)
-    return r
+from wal_stall import Stall, BOUND_S, HOLD_S, healthz_during, stalled  # noqa: E402
 
 
 def while_stalled(t, s, what, method, path, **kw):

@@ -9,53 +9,20 @@
 # build-asan with the sanitizer options of the Makefile's asan target) and
 # goes on answering; a clean stop exits 0.
 #
-# The stall, as in read_stall.t: this script holds SQLite's WAL read locks
-# (bytes 123..127 of the -shm file), so the writer's transaction waits in
-# SQLite's own back-off until they go.
-import fcntl
+# The stall, as in read_stall.t (tests/server/wal_stall.py): this script
+# holds SQLite's WAL read locks (bytes 123..127 of the -shm file), so the
+# writer's transaction waits in SQLite's own back-off until they go.
 import json
 import os
 import socket
 import sys
-import threading
 import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cugrade_test import Tap, Server, require_binary, kernel  # noqa: E402
 
+from wal_stall import Stall  # noqa: E402
+
 HOLD_S = 3.0           # the database stalls this long
-READ_LOCKS = (123, 5)  # offset and length in the -shm of WAL_READ_LOCK(0..4)
-
-
-class Stall:
-    """Hold the WAL read locks of db for HOLD_S seconds from start()."""
-
-    def __init__(self, db):
-        self.fd = os.open(db + "-shm", os.O_RDWR)
-        self.timer = None
-
-    def start(self, timeout=10):
-        end = time.time() + timeout
-        while True:  # the server may hold a shared read lock for an instant
-            try:
-                fcntl.lockf(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB, READ_LOCKS[1],
-                            READ_LOCKS[0], os.SEEK_SET)
-                break
-            except OSError:
-                if time.time() > end:
-                    os.close(self.fd)
-                    return False
-                time.sleep(0.001)
-        self.timer = threading.Timer(HOLD_S, self.release)
-        self.timer.start()
-        return True
-
-    def release(self):
-        fcntl.lockf(self.fd, fcntl.LOCK_UN, READ_LOCKS[1], READ_LOCKS[0], os.SEEK_SET)
-        os.close(self.fd)
-
-    def wait(self):
-        if self.timer:
-            self.timer.join()
 
 
 def http(method, path, token, body, ctype):
@@ -68,7 +35,7 @@ def hang_up(t, s, what, user, method, path, body, ctype="application/json"):
     """Send the request while the database stalls and close the socket
     before any answer came; then let the database go."""
     t.status(s.get("/api/me", token=user), 200, "%s: /api/me first (the token cached)" % what)
-    st = Stall(s.db)
+    st = Stall(s.db, HOLD_S)
     if not t.ok(st.start(), "%s: the WAL read locks are taken" % what):
         return
     c = socket.create_connection(("127.0.0.1", s.port), timeout=10)
