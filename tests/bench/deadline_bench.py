@@ -12,10 +12,14 @@ p99 of compile errors and rejections, GPU busy share (nvidia-smi sampled
 every 0.5 s while work was queued), and false runtime_errors (a file whose
 `// expect:` header says graded that ended runtime_error, timeout or
 system_error), and the throughput of each GPU's runners. Run it twice, HOSTILE=10 and HOSTILE=0, to compare.
+LANG_BURST=py sends tests/gpu/solutions-py/*/*.py instead (hostile_*.py as
+the hostile share). CUGRADE_BENCH_GPUS=1 serves from GPU 1 alone, so two
+benches can run side by side on a two-GPU host (set
+CUGRADE_RUNNERS_PER_HOST=2 in both: each runner then takes half the cores).
 
     sh tests/bench/deadline_bench.sh          # on the GPU host, after make dist
 """
-import json, os, re, statistics, subprocess, sys, tempfile, threading, time, urllib.request
+import json, os, statistics, subprocess, sys, tempfile, threading, time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
 sys.path.insert(0, os.path.join(ROOT, "tests/gpu"))
@@ -26,7 +30,6 @@ import service  # noqa: E402  (the service as make run starts it)
 BURST = int(os.environ.get("BURST", "200"))
 HOSTILE = float(os.environ.get("HOSTILE", "10"))
 NRUN = int(os.environ.get("CUGRADE_BENCH_RUNNERS", "1"))  # per GPU
-NGPUS = e2e.gpu_count()
 HOSTILE_FILES = ["host_loop.cu", "gpu_loop.cu", "flood.cu", "gpu_membomb.cu", "host_membomb.cu",
                  "fork_bomb.cu"]
 OUT = os.environ.get("OUT") or None
@@ -40,12 +43,13 @@ def pct(xs, p):
     return xs[k]
 
 
-def sample_gpu(stop, samples):
+def sample_gpu(stop, samples, gpus):
     while not stop.is_set():
         try:
-            out = subprocess.run(["nvidia-smi", "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits"],
+            out = subprocess.run(["nvidia-smi", "-i", ",".join(str(g) for g in gpus),
+                                  "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits"],
                                  capture_output=True, text=True, timeout=5).stdout
-            u = [float(x) for x in out.strip().splitlines()[:NGPUS]]
+            u = [float(x) for x in out.strip().splitlines()]
             samples.append((time.time(), sum(u) / len(u)))  # the mean over the GPUs used
         except Exception:
             pass
@@ -70,12 +74,16 @@ def sample_cpu(stop, samples):
 
 
 def main():
-    sol = os.path.join(ROOT, "tests/gpu/solutions")
+    # LANG_BURST=py: a Python burst (tests/gpu/solutions-py, its hostile_* files
+    # as the hostile share); else CUDA C.
+    py = os.environ.get("LANG_BURST", "cu") == "py"
+    sol = os.path.join(ROOT, "tests/gpu/solutions-py" if py else "tests/gpu/solutions")
     normal, hostile = [], []
     for lab in sorted(os.listdir(sol)):
         for f in sorted(os.listdir(os.path.join(sol, lab))):
-            if f.endswith(".cu"):
-                (hostile if f in HOSTILE_FILES else normal).append((lab, os.path.join(sol, lab, f)))
+            if f.endswith(".py" if py else ".cu"):
+                bad = f.startswith("hostile_") if py else f in HOSTILE_FILES
+                (hostile if bad else normal).append((lab, os.path.join(sol, lab, f)))
     nh = int(round(BURST * HOSTILE / 100.0))
     picks = [hostile[i % len(hostile)] for i in range(nh)] + [normal[i % len(normal)] for i in range(BURST - nh)]
     # Spread the hostile ones evenly through the burst, as they would arrive.
@@ -96,7 +104,7 @@ def main():
         time.sleep(3)  # runners up and idle
 
         stop, samples = threading.Event(), []
-        th = threading.Thread(target=sample_gpu, args=(stop, samples), daemon=True)
+        th = threading.Thread(target=sample_gpu, args=(stop, samples, svc.gpus), daemon=True)
         th.start()
         cpu_samples = []
         threading.Thread(target=sample_cpu, args=(stop, cpu_samples), daemon=True).start()
@@ -135,7 +143,7 @@ def main():
                 lat_ce.append(lat)
             if exp.get("status") == "compile_error":
                 lat_cerr.append(lat)
-            if s["file"] not in HOSTILE_FILES and "graded" in exp.get("status", "").split("|") and \
+            if s["file"] not in HOSTILE_FILES and not s["file"].startswith("hostile_") and "graded" in exp.get("status", "").split("|") and \
                     status in ("runtime_error", "timeout", "system_error") and \
                     status not in exp.get("status", "").split("|"):
                 false_rt.append(f"{s['lab']}/{s['file']}: {status}")
@@ -175,7 +183,7 @@ def main():
                             phase_sum[k] = phase_sum.get(k, 0.0) + v
         cpu = [u for (t, u) in cpu_samples if t_first <= t <= t_last]
         if OUT:  # the raw data first: a table that fails to print loses nothing
-            with open(os.path.join(OUT, f"deadline-{int(HOSTILE)}-subs.json"), "w") as f:
+            with open(os.path.join(OUT, f"deadline-{'py' if py else 'cu'}{int(HOSTILE)}-subs.json"), "w") as f:
                 json.dump([dict(s, done=done.get(s["id"])) for s in subs], f, indent=1, default=str)
         try:  # does a run's nice reach the scheduler? (docs/runner.md, CPU priorities)
             ag = {"1": "on", "0": "off"}.get(open("/proc/sys/kernel/sched_autogroup_enabled").read().strip(), "?")
@@ -218,11 +226,11 @@ def main():
              + f" (n={phase_n})" if phase_n else "n/a"),
         ]
         w = max(len(a) for a, _ in rows)
-        print(f"\ndeadline_bench HOSTILE={HOSTILE:g}%")
+        print(f"\ndeadline_bench {'Python' if py else 'CUDA'} BURST={BURST} HOSTILE={HOSTILE:g}% GPUs {svc.gpus}")
         for a, b in rows:
             print(f"{a:<{w}} | {b}")
         if OUT:
-            with open(os.path.join(OUT, f"deadline-{int(HOSTILE)}.json"), "w") as f:
+            with open(os.path.join(OUT, f"deadline-{'py' if py else 'cu'}{int(HOSTILE)}.json"), "w") as f:
                 json.dump({"rows": rows, "subs": [dict(s, done=done.get(s["id"])) for s in subs]}, f, indent=1, default=str)
         return 0
     finally:

@@ -19,10 +19,16 @@ class Service:
 
     def __init__(self, tmp, logs, ngpus=None, per_gpu=1):
         self.tmp, self.logs = tmp, logs
-        self.ngpus = ngpus or e2e.gpu_count()
+        # CUGRADE_BENCH_GPUS="1": these GPU indices only (two benches side by
+        # side on one host, each on its own GPU); else the first ngpus.
+        pick = [int(x) for x in os.environ.get("CUGRADE_BENCH_GPUS", "").split(",") if x.strip().isdigit()]
+        self.gpus = pick or list(range(ngpus or e2e.gpu_count()))
+        self.ngpus = len(self.gpus)
         self.per_gpu = per_gpu
         self.env = e2e.bin_env()
-        self.env["CUGRADE_RUNNERS_PER_HOST"] = str(self.ngpus)
+        # A bench beside another on the same host says how many runners
+        # share its cores (CUGRADE_RUNNERS_PER_HOST set by the caller).
+        self.env.setdefault("CUGRADE_RUNNERS_PER_HOST", str(self.ngpus))
         self.procs = []
         self.db = os.path.join(tmp, "cugrade.db")
         self.base = self.admin = None
@@ -56,7 +62,7 @@ class Service:
         common = ["--cache", self.cache, "--root", ROOT]
         t0 = time.time()
         preps = []
-        for g in range(self.ngpus):  # every GPU at once: they share the lab builds' lock
+        for g in self.gpus:  # every GPU at once: they share the lab builds' lock
             plog = open(os.path.join(self.logs, f"bench-prepare{g}.log"), "w")
             preps.append(subprocess.Popen([e2e.RUNNER, "prepare", "--gpu", str(g)] + common +
                                           ["--work", os.path.join(tmp, f"work-prep{g}")],
@@ -65,9 +71,9 @@ class Service:
             p.wait()
         self.prepare_s = time.time() - t0
         e2e.log(f"prepare on {self.ngpus} GPU(s): {self.prepare_s:.0f} s")
-        for g in range(self.ngpus):
+        for gi, g in enumerate(self.gpus):
             for i in range(self.per_gpu):
-                k = g * self.per_gpu + i
+                k = gi * self.per_gpu + i
                 tf = os.path.join(tmp, f"runner{k}.token")
                 with open(tf, "w") as f:
                     f.write(self._token(f"runner{k}", "runner") + "\n")
