@@ -152,12 +152,22 @@ def main():
         # (the result document's `phases`), to say what bounds throughput.
         phase_sum, phase_n = {}, 0
         batch_kinds, batch_ages, holds = {}, [], []
+        # Each finished one against its file's `expect:` header (as make
+        # test-gpu checks them, but profiles: they come after the verdict).
+        exp_met, exp_missed = 0, []
         for s in subs:
-            if s["id"] in done and done[s["id"]][1] != "graded":
-                st, sub = e2e.api(base, "GET", f"/api/submissions/{s['id']}", admin)
+            if s["id"] not in done:
+                continue
+            st, sub = e2e.api(base, "GET", f"/api/submissions/{s['id']}", admin)
+            want = {k: v for k, v in s["exp"].items() if k != "profile"}
+            if want:
+                if e2e.matches(want, e2e.observe(sub or {})):
+                    exp_met += 1
+                else:
+                    exp_missed.append(f"{s['lab']}/{s['file']}: {e2e.obs_str(want, e2e.observe(sub or {}))}")
+            if done[s["id"]][1] != "graded":
                 s["phases"] = (((sub or {}).get("result") or {}).get("cugrade") or {}).get("phases") or {}
-            if s["id"] in done and done[s["id"]][1] == "graded":
-                st, sub = e2e.api(base, "GET", f"/api/submissions/{s['id']}", admin)
+            if done[s["id"]][1] == "graded":
                 ph = (((sub or {}).get("result") or {}).get("cugrade") or {}).get("phases") or {}
                 s["phases"] = ph
                 # The GPU baseline batches of the job: timed in its own
@@ -208,6 +218,9 @@ def main():
             ("GPU busy share (util > 0), mean util", f"{(sum(1 for u in busy if u > 0) / len(busy) * 100) if busy else float('nan'):.0f}% / {statistics.mean(busy) if busy else float('nan'):.0f}% (n={len(busy)})"),
             ("host CPU busy, mean / p90", f"{statistics.mean(cpu) if cpu else float('nan'):.0f}% / "
              f"{pct(cpu, 90) if cpu else float('nan'):.0f}% (n={len(cpu)})"),
+            ("expectations met (expect: headers, profiles aside)",
+             f"{exp_met} of {exp_met + len(exp_missed)}" + ("; missed: " + "; ".join(sorted(set(exp_missed))[:8])
+                                                           if exp_missed else "")),
             ("false runtime_errors", f"{len(false_rt)}" + (": " + "; ".join(false_rt[:5]) if false_rt else "")),
             # Of those, ours (the student was not charged: a dead GPU, a
             # crashed helper) against verdicts that blame the student.
