@@ -402,12 +402,6 @@ static int lab__parse_cases(struct lab *lab, json_t *cases, const char *file, ch
             return -EINVAL;
         }
         lc->timing = json_is_true(v);
-        v = json_object_get(c, "big");
-        if (v != NULL && !json_is_boolean(v)) {
-            lab__err(err, errlen, "%s: cases[%zu].big: must be true or false", file, i);
-            return -EINVAL;
-        }
-        lc->big = json_is_true(v);
         lc->name = strdup(name);
         if (lc->name == NULL)
             return -ENOMEM;
@@ -567,31 +561,12 @@ static int lab__parse_derive(struct lab *lab, const json_t *limits, const char *
     return 0;
 }
 
-/* limits.KEY: the device memory of a part of a job (its check run but the
- * big cases, its timing, its sanitizers), device_mb when not declared and
- * never more than it when it is known. Returns 0 or -errno. */
-static int lab__get_part_mb(json_t *limits, const char *key, double dmb, unsigned long long *out,
-                            const char *file, char *err, size_t errlen)
-{
-    double mb = 0;
-    int rc = lab__get_number(limits, key, dmb, 0, 16777216, &mb, file, err, errlen);
-    if (rc < 0)
-        return rc;
-    if (mb > dmb && dmb > 0) {
-        lab__err(err, errlen, "%s: limits.%s (%.0f) is more than device_mb (%.0f)", file, key,
-                 mb, dmb);
-        return -EINVAL;
-    }
-    *out = (unsigned long long)mb;
-    return 0;
-}
-
 /* limits: the compile and run clocks, host and device memory (the
  * biggest case's and the timing case's), derive. Returns 0 or -errno. */
 static int lab__parse_limits(struct lab *lab, const char *file, char *err, size_t errlen)
 {
     json_t *limits = json_object_get(lab->doc, "limits");
-    double mem = 0, dmb = 0;
+    double mem = 0, dmb = 0, tmb = 0, smb = 0;
     int rc;
     if (limits != NULL && !json_is_object(limits)) {
         lab__err(err, errlen, "%s: limits: must be an object", file);
@@ -607,19 +582,29 @@ static int lab__parse_limits(struct lab *lab, const char *file, char *err, size_
         return rc;
     lab->memory_mb = (unsigned long long)mem;
     lab->device_mb = (unsigned long long)dmb;
-    /* Each part of a job's life needs less than the biggest case, and never
-     * more than it: what the check run needs but for its big cases, what
-     * is left once the check run is over (the timing case's buffers: the
-     * timing run, its baselines, the profile), what the sanitizers' small
-     * case needs (their runs are what is left of a job whose check
-     * failed). Each defaults to device_mb. */
-    if ((rc = lab__get_part_mb(limits, "check_device_mb", dmb, &lab->check_device_mb, file, err,
-                               errlen)) < 0 ||
-        (rc = lab__get_part_mb(limits, "timing_device_mb", dmb, &lab->timing_device_mb, file, err,
-                               errlen)) < 0 ||
-        (rc = lab__get_part_mb(limits, "sanitize_device_mb", dmb, &lab->sanitize_device_mb, file,
-                               err, errlen)) < 0)
+    /* What is left once the check run is over: the timing case's buffers
+     * (the timing run, its baselines, the profile). Not past device_mb,
+     * which is the biggest case's. */
+    if ((rc = lab__get_number(limits, "timing_device_mb", dmb, 0, 16777216, &tmb, file, err,
+                              errlen)) < 0)
         return rc;
+    if (tmb > dmb && dmb > 0) {
+        lab__err(err, errlen, "%s: limits.timing_device_mb (%.0f) is more than device_mb (%.0f)",
+                 file, tmb, dmb);
+        return -EINVAL;
+    }
+    lab->timing_device_mb = (unsigned long long)tmb;
+    /* What the sanitizers' small case needs (their runs are what is left
+     * of a job whose check failed): not past device_mb either. */
+    if ((rc = lab__get_number(limits, "sanitize_device_mb", dmb, 0, 16777216, &smb, file, err,
+                              errlen)) < 0)
+        return rc;
+    if (smb > dmb && dmb > 0) {
+        lab__err(err, errlen, "%s: limits.sanitize_device_mb (%.0f) is more than device_mb (%.0f)",
+                 file, smb, dmb);
+        return -EINVAL;
+    }
+    lab->sanitize_device_mb = (unsigned long long)smb;
     return lab__parse_derive(lab, limits, file, err, errlen);
 }
 

@@ -13,9 +13,6 @@ struct lab_case {
     char *name;
     json_t *params;     /* the case's "params" object (borrowed from lab->doc) */
     int timing;         /* 1 if this case may be timed */
-    int big;            /* "big": true: beyond limits.check_device_mb; in a
-                           CUDA check run it waits at the memory gate
-                           (runner/grade/check_gate.c) for device_mb */
 };
 
 struct lab_pattern {
@@ -48,11 +45,6 @@ struct lab {
      * one case (the biggest), for GPU memory admission (runner/gpu/admit.h);
      * 0 when not declared. */
     unsigned long long device_mb;
-    /* limits.check_device_mb: what the check run's cases allocate but
-     * those marked "big" (<= device_mb; device_mb when not declared). A
-     * CUDA job holds it through its check run and grows to device_mb only
-     * for its big cases. */
-    unsigned long long check_device_mb;
     /* limits.timing_device_mb: what the timing case allocates (the timing
      * run, its baselines, the profile), <= device_mb; device_mb when not
      * declared. A job's reservation shrinks to it after the check run. */

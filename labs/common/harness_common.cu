@@ -35,9 +35,7 @@
 #define HC_CHUNK_BYTES (64u << 20)
 
 static int hc_guard_on = 1;
-static int hc_gate_fd = -1; /* --gate: the runner's timing gate (hc_gate_wait), or in
-                               check mode its memory gate (hc_mem_gate) */
-static const char *hc_gate_cases; /* --gate-cases: the check cases behind the memory gate */
+static int hc_gate_fd = -1; /* --gate: the runner's timing gate (hc_gate_wait) */
 static void *hc_flush_buf;
 static size_t hc_flush_bytes;
 static unsigned hc_flush_round;
@@ -559,9 +557,8 @@ static void hc_report_error(const char *name, cudaError_t e)
         exit(3);
 }
 
-/* A fatal record for hc_blame_case (see above) with its cause, then exit 3. */
-static void hc_blame_because(const char *msg, const char *cause) __attribute__((noreturn));
-static void hc_blame_because(const char *msg, const char *cause)
+/* A fatal record for hc_blame_case (see above), then exit 3. */
+static void hc_blame(const char *msg)
 {
     struct hc_sb b = {NULL, 0, 0};
     const char *name = hc_blame_case;
@@ -570,18 +567,12 @@ static void hc_blame_because(const char *msg, const char *cause)
     hc_sb_str(&b, name);
     hc_sb_add(&b, ",\"status\":\"runtime_error\",\"error\":");
     hc_sb_str(&b, msg);
-    hc_sb_add(&b, ",\"error_name\":\"harness\",\"cause\":");
-    hc_sb_str(&b, cause);
-    hc_sb_add(&b, ",\"fatal\":true}");
+    hc_sb_add(&b, ",\"error_name\":\"harness\",\"cause\":\"after your code ran, the harness "
+                  "could not use its own buffers or allocate the next case's: did you free or "
+                  "overwrite memory you were not given, or keep device memory allocated across "
+                  "calls?\",\"fatal\":true}");
     hc_sb_send(&b);
     exit(3);
-}
-
-static void hc_blame(const char *msg)
-{
-    hc_blame_because(msg, "after your code ran, the harness could not use its own buffers or "
-                          "allocate the next case's: did you free or overwrite memory you were "
-                          "not given, or keep device memory allocated across calls?");
 }
 
 /* Write an "ok" case record and the output bytes, in chunks. */
@@ -660,61 +651,12 @@ static void hc_setup(const struct lab_case_def *c, uint64_t case_seed)
     hc_blame_case = NULL;
 }
 
-/* 1 when name is in the comma-separated list. */
-static int hc_in_list(const char *list, const char *name)
-{
-    size_t n = strlen(name);
-    for (const char *p = list; p && *p;) {
-        const char *end = strchr(p, ',');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        if (len == n && strncmp(p, name, n) == 0)
-            return 1;
-        p = end ? end + 1 : NULL;
-    }
-    return 0;
-}
-
-/* The memory gate of a check run (runner/grade/check_gate.h): the runner
- * reserved the GPU memory of every case but the big ones; before a big
- * case, 'b' on the gate, and its buffers are set up once 'g' says the
- * runner holds their memory. The runner answers every 'b' of the run (one
- * growth), and shuts the gate only on a failure of its own, which it
- * reports itself. So a gate that does not answer after the student's code
- * ran is that code's doing: it closed or used a descriptor it did not
- * open. */
-static void hc_mem_gate(const struct lab_case_def *c)
-{
-    char ch = 'b';
-    ssize_t n;
-    if (hc_gate_fd < 0 || !hc_in_list(hc_gate_cases, c->name))
-        return;
-    do
-        n = write(hc_gate_fd, &ch, 1);
-    while (n < 0 && errno == EINTR);
-    if (n == 1)
-        do
-            n = read(hc_gate_fd, &ch, 1);
-        while (n < 0 && errno == EINTR);
-    if (n == 1 && ch == 'g')
-        return;
-    if (!hc_student_ran) /* nothing of the student's ran: ours */
-        hc_die("case %s: the runner's memory gate closed", c->name);
-    fprintf(stderr, "harness: case %s: the runner's memory gate (descriptor %d) did not answer\n",
-            c->name, hc_gate_fd);
-    hc_blame_case = c->name;
-    hc_blame_because("the harness could not start this case: the descriptor it talks to the "
-                     "grader on was closed or used by your code",
-                     "after your code ran, descriptor 4 of the program no longer answered: do "
-                     "not close, read or write file descriptors your code did not open");
-}
-
 /* One correctness case: fresh inputs, poisoned output, one call. */
 static void hc_run_check(const struct lab_case_def *c, uint64_t seed)
 {
     uint64_t cs = gen_case_seed(seed, c->name);
     double ms = 0;
     cudaError_t e;
-    hc_mem_gate(c);
     hc_setup(c, cs);
     hc_poison_output();
     HC_CUDA(cudaDeviceSynchronize());
@@ -848,8 +790,7 @@ static void hc_usage(void) __attribute__((noreturn));
 static void hc_usage(void)
 {
     fprintf(stderr,
-            "usage: prog check (--seed HEX | --seed-fd N) --cases a,b,c [--no-guard] "
-            "[--gate FD --gate-cases a,b]\n"
+            "usage: prog check (--seed HEX | --seed-fd N) --cases a,b,c [--no-guard]\n"
             "       prog time  (--seed HEX | --seed-fd N) --case NAME [--max-ms N] [--no-guard] "
             "[--gate FD]\n"
             "       prog device\n"
@@ -884,8 +825,6 @@ int main(int argc, char **argv)
             cases = argv[++i];
         } else if (i + 1 < argc && strcmp(argv[i], "--case") == 0) {
             one = argv[++i];
-        } else if (i + 1 < argc && strcmp(argv[i], "--gate-cases") == 0) {
-            hc_gate_cases = argv[++i];
         } else if (i + 1 < argc && strcmp(argv[i], "--gate") == 0) {
             char *end;
             long fd = strtol(argv[++i], &end, 10);
@@ -913,9 +852,7 @@ int main(int argc, char **argv)
     }
     if (strcmp(mode, "check") == 0 && (cases == NULL || one != NULL))
         hc_usage();
-    if (strcmp(mode, "time") == 0 && (one == NULL || cases != NULL || hc_gate_cases != NULL))
-        hc_usage();
-    if (hc_gate_cases != NULL && hc_gate_fd < 0)
+    if (strcmp(mode, "time") == 0 && (one == NULL || cases != NULL))
         hc_usage();
 
     /* Validate every name before any student code runs. */

@@ -1,7 +1,6 @@
 /*
  * admit.c - GPU memory admission (admit.h). The ledger is a text file, one
- * "pid token mb grow" line per reservation (a line without grow has none),
- * rewritten under flock(LOCK_EX).
+ * "pid token mb" line per reservation, rewritten under flock(LOCK_EX).
  */
 #include "runner/gpu/admit.h"
 
@@ -21,29 +20,14 @@
 #define ADMIT_POLL_NS 100000000L /* 100 ms */
 
 int admit_fits(const struct admit_entry *e, size_t n, unsigned long long capacity_mb,
-               unsigned long long need_mb, unsigned long long grow_mb)
-{
-    unsigned long long used = 0, headroom = grow_mb;
-    if (n == 0 || capacity_mb == 0)
-        return 1;
-    for (size_t i = 0; i < n; i++) {
-        used += e[i].mb;
-        if (e[i].grow > headroom)
-            headroom = e[i].grow;
-    }
-    return used + need_mb + headroom <= capacity_mb;
-}
-
-int admit_grow_fits(const struct admit_entry *e, size_t n, unsigned long long capacity_mb,
-                    size_t k)
+               unsigned long long need_mb)
 {
     unsigned long long used = 0;
-    assert(k < n);
-    if (n == 1 || capacity_mb == 0)
+    if (n == 0 || capacity_mb == 0)
         return 1;
     for (size_t i = 0; i < n; i++)
         used += e[i].mb;
-    return used + e[k].grow <= capacity_mb;
+    return used + need_mb <= capacity_mb;
 }
 
 static double mono(void)
@@ -83,9 +67,8 @@ static size_t ledger_read(int fd, struct admit_entry *e)
         return 0;
     buf[len] = '\0';
     for (char *line = strtok(buf, "\n"); line && n < ADMIT_MAX_ENTRIES; line = strtok(NULL, "\n")) {
-        struct admit_entry x = {0, 0, 0, 0};
-        int k = sscanf(line, "%ld %lld %llu %llu", &x.pid, &x.token, &x.mb, &x.grow);
-        if (k >= 3 && alive(x.pid))
+        struct admit_entry x;
+        if (sscanf(line, "%ld %lld %llu", &x.pid, &x.token, &x.mb) == 3 && alive(x.pid))
             e[n++] = x;
     }
     return n;
@@ -96,8 +79,8 @@ static int ledger_write(int fd, const struct admit_entry *e, size_t n)
     char buf[ADMIT_MAX_ENTRIES * 64 + 1];
     size_t len = 0;
     for (size_t i = 0; i < n; i++)
-        len += (size_t)snprintf(buf + len, sizeof buf - len, "%ld %lld %llu %llu\n", e[i].pid,
-                                e[i].token, e[i].mb, e[i].grow);
+        len += (size_t)snprintf(buf + len, sizeof buf - len, "%ld %lld %llu\n", e[i].pid,
+                                e[i].token, e[i].mb);
     if (ftruncate(fd, 0) < 0 || pwrite(fd, buf, len, 0) != (ssize_t)len)
         return -EIO;
     return 0;
@@ -106,12 +89,12 @@ static int ledger_write(int fd, const struct admit_entry *e, size_t n)
 int admit_reserve(const char *path, unsigned long long capacity_mb, unsigned long long need_mb,
                   double max_wait, long long *token, double *waited)
 {
-    return admit_reserve_jobs(path, capacity_mb, need_mb, 0, 0, max_wait, token, waited);
+    return admit_reserve_jobs(path, capacity_mb, need_mb, 0, max_wait, token, waited);
 }
 
 int admit_reserve_jobs(const char *path, unsigned long long capacity_mb,
-                       unsigned long long need_mb, unsigned long long grow_mb, size_t max_jobs,
-                       double max_wait, long long *token, double *waited)
+                       unsigned long long need_mb, size_t max_jobs, double max_wait,
+                       long long *token, double *waited)
 {
     static long long counter;
     struct admit_entry e[ADMIT_MAX_ENTRIES + 1];
@@ -128,9 +111,9 @@ int admit_reserve_jobs(const char *path, unsigned long long capacity_mb,
             return fd;
         size_t n = ledger_read(fd, e);
         if (n < ADMIT_MAX_ENTRIES && (max_jobs == 0 || n < max_jobs) &&
-            admit_fits(e, n, capacity_mb, need_mb, grow_mb)) {
+            admit_fits(e, n, capacity_mb, need_mb)) {
             long long t = __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
-            e[n] = (struct admit_entry){(long)getpid(), t, need_mb, grow_mb};
+            e[n] = (struct admit_entry){(long)getpid(), t, need_mb};
             int r = ledger_write(fd, e, n + 1);
             close(fd);
             if (r == 0)
@@ -176,12 +159,9 @@ static int ledger_edit(const char *path, long long token, int remove, unsigned l
             if (remove)
                 continue;
             /* Only ever down: a reservation grows by waiting its turn
-             * (admit_reserve, admit_grow), never in place past the
-             * others. What it might still have grown by goes too: the
-             * part of the job that needed it is behind it. */
+             * (admit_reserve), never in place past the others. */
             if (mb < e[i].mb)
                 e[i].mb = mb;
-            e[i].grow = 0;
         }
         e[k++] = e[i];
     }
@@ -198,45 +178,6 @@ int admit_release(const char *path, long long token)
 int admit_resize(const char *path, long long token, unsigned long long mb)
 {
     return ledger_edit(path, token, 0, mb);
-}
-
-int admit_grow(const char *path, long long token, unsigned long long capacity_mb,
-               double max_wait, const _Atomic int *stop, double *waited)
-{
-    struct admit_entry e[ADMIT_MAX_ENTRIES];
-    double t0 = mono();
-    *waited = 0;
-    if (token == 0)
-        return 0; /* no entry (admission off): nothing to grow */
-    for (;;) {
-        int fd = ledger_open(path);
-        if (fd < 0)
-            return fd;
-        size_t n = ledger_read(fd, e), k = n;
-        for (size_t i = 0; i < n; i++)
-            if (e[i].pid == (long)getpid() && e[i].token == token)
-                k = i;
-        int r = 1;
-        if (k == n)
-            r = -ENOENT;
-        else if (e[k].grow == 0)
-            r = 0; /* grown already, or nothing to grow by */
-        else if (admit_grow_fits(e, n, capacity_mb, k)) {
-            e[k].mb += e[k].grow;
-            e[k].grow = 0;
-            r = ledger_write(fd, e, n);
-        }
-        close(fd); /* never wait holding the ledger */
-        *waited = mono() - t0;
-        if (r <= 0)
-            return r;
-        if (*waited >= max_wait)
-            return -EBUSY;
-        if (stop && *stop)
-            return -ECANCELED;
-        struct timespec ts = {0, ADMIT_POLL_NS};
-        nanosleep(&ts, NULL);
-    }
 }
 
 int admit_count(const char *path)

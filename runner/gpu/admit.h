@@ -19,28 +19,17 @@
 #include <stddef.h>
 
 /* One reservation: the process that holds it, a token unique in that
- * process, the MiB reserved, and the MiB it may still grow by once
- * (admit_grow: a CUDA check run's big case). */
+ * process, and the MiB reserved. */
 struct admit_entry {
     long pid;
     long long token;
     unsigned long long mb;
-    unsigned long long grow;
 };
 
 /* Pure: 1 when need_mb fits beside the n live entries within capacity_mb
- * with room left for the biggest growth still owed (grow_mb, the new
- * entry's, or any entry's), or when there are none (a job alone always
- * runs); else 0. That room is why growth never deadlocks: whenever no
- * entry is grown, any one of them can grow (docs/runner.md, "GPU memory
- * admission"). */
+ * (or when there are none: a job alone always runs), else 0. */
 int admit_fits(const struct admit_entry *e, size_t n, unsigned long long capacity_mb,
-               unsigned long long need_mb, unsigned long long grow_mb);
-
-/* Pure: 1 when entry k of the n live ones can grow by its grow now (it is
- * alone, or the sum with its growth fits capacity_mb), else 0. */
-int admit_grow_fits(const struct admit_entry *e, size_t n, unsigned long long capacity_mb,
-                    size_t k);
+               unsigned long long need_mb);
 
 /* Reserve need_mb in the ledger file at path (created 0644 when absent),
  * waiting -- polling, holding nothing -- until it fits or max_wait seconds
@@ -53,20 +42,10 @@ int admit_reserve(const char *path, unsigned long long capacity_mb, unsigned lon
 
 /* admit_reserve, and also at most max_jobs live entries at once (0: no
  * such bound): a GPU time-slices between its contexts, and a check run
- * that synchronizes often waits a slice of every other context each time.
- * grow_mb: what the reservation may grow by later, once (admit_grow). */
+ * that synchronizes often waits a slice of every other context each time. */
 int admit_reserve_jobs(const char *path, unsigned long long capacity_mb,
-                       unsigned long long need_mb, unsigned long long grow_mb, size_t max_jobs,
-                       double max_wait, long long *token, double *waited);
-
-/* Grow this process's reservation token by the growth it declared,
- * waiting -- polling, holding no lock -- until admit_grow_fits, at most
- * max_wait seconds, or until *stop (may be NULL) is set. A reservation
- * with nothing left to grow by returns at once. *waited gets the seconds.
- * Returns 0, -EBUSY (no room in time), -ECANCELED (*stop), -ENOENT (no
- * such entry) or -errno for the file. */
-int admit_grow(const char *path, long long token, unsigned long long capacity_mb,
-               double max_wait, const _Atomic int *stop, double *waited);
+                       unsigned long long need_mb, size_t max_jobs, double max_wait,
+                       long long *token, double *waited);
 
 /* Enter the ledger at path with a line of 0 MiB (a count, not memory:
  * always at once). Returns the token for admit_release, 0 when it could
@@ -79,9 +58,8 @@ int admit_release(const char *path, long long token);
 
 /* Shrink this process's reservation token to mb MiB (a job whose biggest
  * case is behind it keeps only what is left to run: admit.h's ledger then
- * admits the next job sooner), and drop the growth it still had. Never
- * grows one: an mb above the entry's leaves it as it is. Token 0 is a
- * no-op. Returns 0, -ENOENT when the
+ * admits the next job sooner). Never grows one: an mb above the entry's
+ * leaves it as it is. Token 0 is a no-op. Returns 0, -ENOENT when the
  * token has no entry, or -errno for the file. */
 int admit_resize(const char *path, long long token, unsigned long long mb);
 

@@ -165,11 +165,6 @@ unsigned long long lock_admit_need(const struct lab *lab, size_t nsanitizers)
     return lab->device_mb + ADMIT_STUDENT_MB + ADMIT_CONTEXT_MB * (2 + nsanitizers);
 }
 
-unsigned long long lock_admit_check_grow(const struct lab *lab)
-{
-    return lab->check_device_mb < lab->device_mb ? lab->device_mb - lab->check_device_mb : 0;
-}
-
 unsigned long long lock_admit_sanitize_only(const struct lab *lab, size_t nsanitizers)
 {
     unsigned long long s =

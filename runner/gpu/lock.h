@@ -53,11 +53,6 @@ size_t lock_admit_max_jobs(void);
  * allowance, and a context per process on the GPU (check, judge, each
  * sanitizer). */
 unsigned long long lock_admit_need(const struct lab *lab, size_t nsanitizers);
-/* What a CUDA check run's big cases (lab.json "big": true) need beyond
- * limits.check_device_mb: its reservation starts that much below
- * lock_admit_need and grows by it at the memory gate (check_gate.h);
- * 0 when the lab declares no check_device_mb below device_mb. */
-unsigned long long lock_admit_check_grow(const struct lab *lab);
 /* What the job keeps once its check run is over: the timing case
  * (limits.timing_device_mb) for the timing run, its baselines one at a
  * time and the profile, the student's allowance, and the same contexts

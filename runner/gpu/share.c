@@ -142,8 +142,7 @@ int share_run(const struct run_ctx *rc, const char *const *argv, int channel_fd,
     char users[PATH_MAX];
     assert(limit > 0);
     lock_active_path(rc->env, users, sizeof users);
-    /* A run whose clocks stop at a gate (o->pause) stops this one too. */
-    *shared = share_clock_start_paused(sc, users, limit, o->pause, &o->cancel_fd) == 0;
+    *shared = share_clock_start(sc, users, limit, &o->cancel_fd) == 0;
     double wall = *shared ? share_wall_ceiling(rc->limits.ceiling, limit) : limit;
     assert(wall >= limit);
     int r = run_sandboxed_opts(rc, argv, channel_fd, wall, o, v);

@@ -4,7 +4,6 @@
 #include "runner/grade/job.h"
 #include "runner/config.h"
 #include "runner/grade/job_phase.h"
-#include "runner/grade/check_gate.h"
 #include "status.h"
 #include "runner/gpu/admit.h"
 #include "runner/timing/baseline.h"
@@ -183,7 +182,6 @@ void job_free(struct job *j)
     free(j->objbuf);
     free(j->case_names);
     free(j->case_list);
-    free(j->big_list);
     score_cases_free(j->in.cases, j->in.ncases);
     for (size_t i = 0; i < 2; i++)
         score_sanitizer_clear(&j->sans[i]);
@@ -267,6 +265,67 @@ int job_setup(struct job *j)
 
 /* ---------------------------------------------------------------------- */
 /* Pre-start: what waits for the program starts during nvcc. */
+
+/* How many sanitizer runs the rubric asks for on this lab (0, 1 or 2). */
+static size_t job_sanitizers_wanted(const struct job *j)
+{
+    if (!j->lab.sanitize_case)
+        return 0;
+    return (size_t)(j->rub.sanitize_memcheck != 0) + (size_t)(j->rub.sanitize_racecheck != 0);
+}
+
+/* Reserve the job's GPU memory (admit.h), waiting at most max_wait
+ * seconds and holding nothing meanwhile. Returns 0 (j->admitted), -EBUSY
+ * when it did not fit in time, or -errno. */
+static int job_reserve(struct job *j, double max_wait, double *waited)
+{
+    assert(!j->admitted);
+    char queue[PATH_MAX];
+    long long qtok;
+    lock_admit_path(j->env, j->admit_file, sizeof j->admit_file);
+    /* Counted as waiting meanwhile: a profile is not taken while others
+     * wait (job_time.c, job_profile). */
+    lock_admit_queue_path(j->env, queue, sizeof queue);
+    qtok = admit_enter(queue);
+    unsigned long long need = lock_admit_need(&j->lab, job_sanitizers_wanted(j));
+    if (j->lab.timing_case && j->rub.nspeed > 0) /* job_time_prestart's run */
+        need += lock_admit_time_prestart(&j->lab, j->python);
+    int r = admit_reserve_jobs(j->admit_file, lock_admit_capacity(&j->rc), need,
+                               lock_admit_max_jobs(), max_wait, &j->admit_token, waited);
+    admit_release(queue, qtok);
+    j->admitted = r == 0;
+    return r;
+}
+
+void job_unreserve(struct job *j)
+{
+    if (j->admitted)
+        admit_release(j->admit_file, j->admit_token);
+    j->admit_token = 0;
+    j->admitted = 0;
+}
+
+/* The check run is over, and with it the biggest case: the reservation
+ * shrinks to what the rest of the job runs (lock_admit_after_check), so
+ * the next job is admitted while this one waits for its sanitizers, its
+ * timing and its profile. A ledger that cannot be rewritten keeps the
+ * bigger reservation (only slower, never unsafe). */
+static void job_reserve_shrink(struct job *j)
+{
+    job_reserve_to(j, lock_admit_after_check(&j->lab, job_sanitizers_wanted(j)));
+}
+
+void job_reserve_to(struct job *j, unsigned long long mb)
+{
+    /* Not a Python job: what its interpreters and CuPy's pool hold for the
+     * timing case is not measured (docs/python.md), so it keeps it all. */
+    if (!j->admitted || j->python)
+        return;
+    int r = admit_resize(j->admit_file, j->admit_token, mb);
+    if (r < 0)
+        fprintf(stderr, "cugrade-runner: job %lld: cannot shrink its GPU reservation: %s\n",
+                j->g->id, strerror(-r));
+}
 
 /* Measure the device record if this GPU has none yet, then start the job's
  * judge session and, when the rubric asks for them, its sanitizers, waiting
@@ -571,26 +630,23 @@ static int job_case_list(struct job *j)
     if (!j->case_names)
         return job_fail(j, -ENOMEM, "out of memory");
     for (size_t i = 0; i < lab->ncases; i++) {
-        if (job_case_wanted(j, &lab->cases[i]) && j->ncase_names < want) {
+        int in_rubric = rub->ncorrectness == 0;
+        for (size_t k = 0; k < rub->ncorrectness; k++)
+            if (strcmp(rub->correctness[k].case_name, lab->cases[i].name) == 0)
+                in_rubric = 1;
+        if (in_rubric && j->ncase_names < want) {
             j->case_names[j->ncase_names++] = lab->cases[i].name;
             list_len += strlen(lab->cases[i].name) + 1;
         }
     }
     j->case_list = malloc(list_len);
-    j->big_list = malloc(list_len);
-    if (!j->case_list || !j->big_list)
+    if (!j->case_list)
         return job_fail(j, -ENOMEM, "out of memory");
-    j->case_list[0] = j->big_list[0] = '\0';
+    j->case_list[0] = '\0';
     for (size_t i = 0; i < j->ncase_names; i++) {
         if (i)
             strcat(j->case_list, ",");
         strcat(j->case_list, j->case_names[i]);
-        const struct lab_case *c = lab_case_find(lab, j->case_names[i]);
-        if (c && c->big) {
-            if (j->big_list[0])
-                strcat(j->big_list, ",");
-            strcat(j->big_list, c->name);
-        }
     }
     return 0;
 }
@@ -630,19 +686,10 @@ static int job_check_run(struct job *j)
     if ((j->chk_fd = channel_open(j->rc.jobdir, "check")) < 0)
         return job_fail(j, j->chk_fd, "cannot open the result channel: %s", strerror(-j->chk_fd));
     /* The seed on fd 5 (run_opts.secret), never on the command line. */
-    const char *argv_c[] = {"/work/prog", "check", "--seed-fd", "5", "--cases", j->case_list,
-                            NULL, NULL, NULL, NULL, NULL};
+    const char *argv_c[] = {"/work/prog", "check", "--seed-fd", "5", "--cases", j->case_list, NULL};
     const char *const *argv = argv_c;
     struct run_opts o = {NULL, NULL, NULL, -1, -1, NULL, 0, NULL, 0, j->seed, NULL};
     struct python_run pr;
-    struct check_gate gate = {.fd = -1};
-    int gate_fd = -1;
-    if ((r = job_check_gate(j, &gate, &o, &gate_fd)) < 0)
-        return r;
-    if (gate_fd >= 0) {
-        argv_c[6] = "--gate", argv_c[7] = "4", argv_c[8] = "--gate-cases";
-        argv_c[9] = j->big_list;
-    }
     if (j->python) {
         if ((r = python_run_prepare(&pr, &o, j->env->root, &j->lab, "check", j->seed, j->case_list,
                                     NULL, j->src)) < 0)
@@ -661,19 +708,12 @@ static int job_check_run(struct job *j)
     int shared;
     job_time_prestart(j);
     r = share_run(&j->rc, argv, j->chk_fd, lim, &o, &j->v, &sc, &shared);
-    check_gate_close(&gate);
-    run_fd_close(&gate_fd);
     int wc = channel_watch_stop(&w);
     job_clock_mark(&j->pc, "check_run");
     job_reserve_shrink(j);
     j->check_timed_out = r == 0 && j->v.timed_out;
     if (r < 0)
         return job_fail(j, r, "the run sandbox failed: %s", strerror(-r));
-    if (check_gate_failed(&gate)) /* before the harness's word: its gate was shut by us */
-        return job_fail(j, gate.r, "GPU memory admission: case %s could not get its memory after "
-                        "%.0f s (%s)", j->big_list, gate.waited,
-                        gate.r == -EBUSY ? "the GPU's memory stayed taken by other jobs"
-                                         : strerror(-gate.r));
     if (wc == -ECANCELED)
         return -ECANCELED;
     if ((r = channel_read_all(j->chk_fd, &j->ci)) < 0 && r != -EBADMSG)

@@ -111,9 +111,6 @@ struct job {
     const char **case_names;         /* the rubric's cases, in lab order */
     size_t ncase_names;
     char *case_list;                 /* the same, comma-separated */
-    char *big_list;                  /* those marked "big" (lab.json), comma-separated */
-    unsigned long long check_grow;   /* MiB the check run's reservation grows by at its
-                                        memory gate (check_gate.h), 0: none */
     int chk_fd;
     struct sandbox_verdict v;        /* the run whose prints are the feedback */
     struct channel_info ci;

@@ -19,25 +19,6 @@ int progress_call(const struct job *j, const char *phase, const char *detail);
 void case_work(const struct lab *lab, const char *case_name, const json_t *timing, double *bytes,
                double *flops);
 
-/* How many sanitizer runs the rubric asks for on this lab (0, 1 or 2). */
-size_t job_sanitizers_wanted(const struct job *j);
-/* 1 when the rubric runs case c of the lab in its check (a rubric that
- * lists no case runs them all). */
-int job_case_wanted(const struct job *j, const struct lab_case *c);
-
-/* job_memory.c: reserve the job's GPU memory (admit.h), waiting at most
- * max_wait seconds and holding nothing meanwhile (a CUDA check run's big
- * cases are owed, not held: job_check_gate). Returns 0 (j->admitted),
- * -EBUSY when it did not fit in time, or -errno. */
-int job_reserve(struct job *j, double max_wait, double *waited);
-/* After the check run: the reservation shrinks to what the rest runs. */
-void job_reserve_shrink(struct job *j);
-struct check_gate;
-struct run_opts;
-/* Open a CUDA check run's memory gate when it has big cases owed (*fd:
- * the harness's end, else -1; without a thread the growth happens here).
- * Returns 0 or job_fail's -errno. */
-int job_check_gate(struct job *j, struct check_gate *g, struct run_opts *o, int *fd);
 /* Let go of the job's GPU memory reservation (admit.h), if it holds one. */
 void job_unreserve(struct job *j);
 /* Shrink the job's GPU reservation to mb MiB for the phase it enters (per

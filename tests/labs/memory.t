@@ -7,10 +7,8 @@ fit in device_mb, and the timing case's plus the L2 flush buffer
 (harness_common.cu: twice the L2, 120 MiB on an H200) fit in
 timing_device_mb, which the runner keeps after the check run, and the
 sanitize case's in sanitize_device_mb, which a job keeps while only its
-sanitizers run, and every case not marked "big" in check_device_mb, which a
-CUDA check run holds until its memory gate (runner/grade/check_gate.h)
-grows it for a big case. An undeclared timing_device_mb, sanitize_device_mb
-or check_device_mb means device_mb. Prints TAP lines."""
+sanitizers run. An undeclared timing_device_mb or sanitize_device_mb
+means device_mb. Prints TAP lines."""
 import json, os, sys
 
 ROOT = os.environ.get("CUGRADE_ROOT") or os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
@@ -60,17 +58,6 @@ for lab, bufs in BUFFERS.items():
        f"{lab}: timing_device_mb {tdev // MiB} covers the timing case {tc} "
        f"({sizes.get(tc, 0) / MiB:.0f} MiB) and the L2 flush buffer, within device_mb",
        f"timing case {sizes.get(tc, 0) / MiB:.0f} + {FLUSH // MiB} vs {tdev // MiB} (device_mb {dev // MiB})")
-
-    cdev = lim.get("check_device_mb", lim.get("device_mb", 0)) * MiB
-    small = {k: v for k, v in sizes.items() if not any(c["name"] == k and c.get("big") for c in d["cases"])}
-    top = max(small, key=small.get) if small else None
-    ok(cdev <= dev and (top is None or small[top] <= cdev),
-       f"{lab}: check_device_mb {cdev // MiB} covers every case not marked big"
-       + (f" (the biggest, {top}: {small[top] / MiB:.0f} MiB)" if top else "") + ", within device_mb",
-       f"{top} {small.get(top, 0) / MiB:.0f} vs {cdev // MiB} (device_mb {dev // MiB})")
-    if cdev < dev:
-        ok(any(c.get("big") for c in d["cases"]),
-           f"{lab}: check_device_mb below device_mb marks the case(s) beyond it big")
 
     sc = d.get("sanitize_case")
     sdev = lim.get("sanitize_device_mb", lim.get("device_mb", 0)) * MiB

@@ -8,7 +8,6 @@
  * Prints TAP lines.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,27 +51,16 @@ static pid_t holder(const char *path, unsigned long long mb, int hold, int *go_f
 
 int main(void)
 {
-    struct admit_entry e[2] = {{1, 1, 600, 0}, {2, 2, 300, 0}};
+    struct admit_entry e[2] = {{1, 1, 600}, {2, 2, 300}};
     char path[] = "/tmp/cugrade-admit-XXXXXX", rec[] = "/tmp/cugrade-devrec-XXXXXX";
     long long tok = -1, tok2 = -1, tok3 = -1;
     double waited = 0;
     int go = -1;
 
-    check(admit_fits(NULL, 0, 1000, 5000, 0), "a job alone always fits, even past the capacity");
-    check(admit_fits(e, 1, 1000, 400, 0) && !admit_fits(e, 1, 1000, 401, 0), "600 + 400 fits in 1000, 401 does not");
-    check(!admit_fits(e, 2, 1000, 200, 0), "600 + 300 + 200 does not fit in 1000");
-    check(admit_fits(e, 2, 0, 99999, 0), "capacity 0 (unknown): admission is off");
-    /* Room for the biggest growth still owed (a check run's big case). */
-    check(admit_fits(e, 1, 1000, 200, 200) && !admit_fits(e, 1, 1000, 200, 201),
-          "a job that may grow by 200 later needs that room now: 600 + 200 + 200 fits, + 201 does not");
-    e[0].grow = 300;
-    check(!admit_fits(e, 1, 1000, 200, 0) && admit_fits(e, 1, 1000, 100, 0),
-          "a live entry's owed growth (300) is kept free: 600 + 200 + 300 does not fit, 600 + 100 + 300 does");
-    check(admit_fits(e, 1, 1000, 100, 250), "the room is the biggest owed growth, not the sum");
-    check(admit_grow_fits(e, 1, 10, 0), "an entry alone always grows");
-    check(admit_grow_fits(e, 2, 1200, 0) && !admit_grow_fits(e, 2, 1199, 0),
-          "an entry grows when the sum with its growth fits: 600 + 300 + 300 in 1200, not 1199");
-    e[0].grow = 0;
+    check(admit_fits(NULL, 0, 1000, 5000), "a job alone always fits, even past the capacity");
+    check(admit_fits(e, 1, 1000, 400) && !admit_fits(e, 1, 1000, 401), "600 + 400 fits in 1000, 401 does not");
+    check(!admit_fits(e, 2, 1000, 200), "600 + 300 + 200 does not fit in 1000");
+    check(admit_fits(e, 2, 0, 99999), "capacity 0 (unknown): admission is off");
 
     int fd = mkstemp(path);
     check(fd >= 0, "a ledger file");
@@ -103,37 +91,6 @@ int main(void)
     check(admit_release(path, tok) == 0 && admit_release(path, tok2) == 0 &&
               admit_release(path, tok3) == 0 && admit_count(path) == 0,
           "all three let go");
-
-    /* Growth (the memory gate of a check run): two jobs that may each grow
-     * by 400 are admitted only while one growth fits; growth never
-     * deadlocks, and a shrink drops what was still owed. Capacity 900. */
-    check(admit_reserve_jobs(path, 900, 200, 400, 0, 0, &tok, NULL) == 0 &&
-              admit_reserve_jobs(path, 900, 200, 400, 0, 0, &tok2, NULL) == 0,
-          "two jobs of 200 that may grow by 400: 200 + 200 + 400 fits in 900");
-    check(admit_reserve_jobs(path, 900, 200, 400, 0, 0.1, &tok3, NULL) == -EBUSY,
-          "a third does not: 600 + 400 of room > 900");
-    check(admit_reserve(path, 900, 101, 0.1, &tok3, NULL) == -EBUSY &&
-              admit_reserve(path, 900, 100, 0, &tok3, NULL) == 0,
-          "nor does anything that would eat the room kept for a growth (101 no, 100 yes)");
-    check(admit_grow(path, tok, 900, 0, NULL, &waited) == 0, "the first grows at once (500 + 400)");
-    check(admit_grow(path, tok2, 900, 0.2, NULL, &waited) == -EBUSY && waited >= 0.2,
-          "the second waits while the first is grown, then -EBUSY");
-    {
-        _Atomic int stop = 1;
-        check(admit_grow(path, tok2, 900, 60, &stop, &waited) == -ECANCELED && waited < 5,
-              "a growth that is told to stop ends its wait at once");
-    }
-    check(admit_resize(path, tok, 100) == 0 && admit_grow(path, tok2, 900, 0, NULL, &waited) == 0,
-          "the first shrinks after its big case: the second grows (100 + 200 + 100 + 400)");
-    check(admit_grow(path, tok, 900, 0, NULL, &waited) == 0 && admit_resize(path, tok2, 5000) == 0 &&
-              admit_reserve(path, 900, 100, 0, &tok, NULL) == 0,
-          "a shrink (even one that keeps the size) drops the owed growth, and a grown entry owes "
-          "none: 100 + 600 + 100 + 100 fits in 900 with no room kept");
-    check(admit_grow(path, 99999, 900, 0, NULL, &waited) == -ENOENT, "an unknown token: -ENOENT");
-    check(admit_grow(path, 0, 900, 0, NULL, &waited) == 0, "token 0 (admission off): nothing to grow");
-    unlink(path);
-    fd = open(path, O_CREAT | O_WRONLY, 0644);
-    close(fd);
 
     pid_t pid = holder(path, 800, 1, &go);
     check(pid > 0, "another process holds 800 of 1000");
@@ -171,11 +128,6 @@ int main(void)
           "a CUDA timing run started beside the check: its case and the harness's context");
     check(lock_admit_time_prestart(&red, 1) == 1280 + 2 * ctx,
           "a Python one: its case, the owner's and the tenant's contexts (both before the gate)");
-    red.check_device_mb = 9800;
-    check(lock_admit_check_grow(&red) == 0, "no check_device_mb below device_mb: nothing to grow by");
-    red.check_device_mb = 1280;
-    check(lock_admit_check_grow(&red) == 9800 - 1280,
-          "a check run below its big case grows by the difference at its memory gate");
     red.sanitize_device_mb = 9800; /* undeclared: device_mb; never above after_check */
     check(lock_admit_sanitize_only(&red, 2) == lock_admit_after_check(&red, 2),
           "an undeclared sanitize case keeps no more than after the check");
