@@ -27,10 +27,6 @@
 #                         name the same NAME (one slot of the pool, beside
 #                         the rest): they watch one host-wide resource,
 #                         e.g. processes found by name in /proc.
-#   suite: idle           mostly waits (seconds of CPU in minutes: a stall
-#                         it holds on purpose): starts at once and runs
-#                         beside the alone suites and the pool, in no slot
-#                         of the pool's.
 #
 # SANITIZER_LOG_DIR (set by `make asan`, where ASAN_OPTIONS and UBSAN_OPTIONS
 # have log_path=$SANITIZER_LOG_DIR/report): every process of the ASan+UBSan
@@ -120,14 +116,14 @@ export RUN_RESULTS
 trap 'rm -rf "$RUN_RESULTS"' EXIT
 JOBS=${JOBS:-$(( $(nproc 2>/dev/null || echo 1) * 2 ))}
 
-# Every suite as "NAME CLASS": CLASS is "-", "alone", "idle" or "serial:NAME".
+# Every suite as "NAME CLASS": CLASS is "-", "alone" or "serial:NAME".
 list() {
     for t in "$CUGRADE_BUILD"/tests/unit/*; do
         [ -x "$t" ] && [ -f "$t" ] && case "$t" in *.o|*.d) continue;; esac && echo "unit/$(basename "$t") -"
     done
     for t in tests/*/*.t; do
         [ -f "$t" ] || continue
-        c=$(sed -n '1,40{s,^[[:space:]]*\(#\|//\)[[:space:]]*suite:[[:space:]]*\(alone\|idle\|serial[[:space:]][[:space:]]*[A-Za-z0-9_-]*\).*,\2,p}' "$t" |
+        c=$(sed -n '1,40{s,^[[:space:]]*\(#\|//\)[[:space:]]*suite:[[:space:]]*\(alone\|serial[[:space:]][[:space:]]*[A-Za-z0-9_-]*\).*,\2,p}' "$t" |
             head -n 1 | tr -s ' \t' ':')
         echo "${t#tests/} ${c:--}"
     done
@@ -139,7 +135,7 @@ suites=$(list | while read -r n c; do case "$n" in *"${ONLY:-}"*) echo "$n $c" ;
 echo "$suites" >"$RUN_RESULTS/suites"
 slots=$(awk -v list="$RUN_RESULTS/suites" '
     FILENAME != list { sec[$1] = $2; next }
-    $1 == "" || $2 == "alone" || $2 == "idle" { next }
+    $1 == "" || $2 == "alone" { next }
     { t = ($1 in sec) ? sec[$1] : 30
       k = ($2 == "-") ? $1 : $2
       if (!(k in est)) order[n++] = k
@@ -148,16 +144,10 @@ slots=$(awk -v list="$RUN_RESULTS/suites" '
     $(for f in tests/suite-times "$LOGDIR/suite-times"; do [ -f "$f" ] && echo "$f"; done) "$RUN_RESULTS/suites" |
     sort -k1,1nr | cut -d' ' -f2-)
 
-idle=""
-for n in $(echo "$suites" | awk '$2 == "idle" { print $1 }'); do
-    run_suite "$n" &
-    idle="$idle $!"
-done
 for n in $(echo "$suites" | awk '$2 == "alone" { print $1 }'); do
     run_suite "$n"
 done
 [ -n "$slots" ] && echo "$slots" | xargs -L 1 -P "$JOBS" sh "$CUGRADE_ROOT/tests/run.sh" --chain
-for p in $idle; do wait "$p"; done
 
 # The sum, in the suites' order; the seconds go to $LOGDIR/suite-times.
 passed=0; failed=0; skipped=0; failures=""

@@ -9,8 +9,6 @@
 # WAL_READ_LOCK(0..4)), so a connection beginning a read retries in SQLite's
 # own back-off (about 10 s in all before it gives up) -- on the thread that
 # asked. No root, no fsfreeze.
-#
-# suite: idle -- about 6 minutes, nearly all of it waiting in the stalls
 import os
 import re
 import sys
