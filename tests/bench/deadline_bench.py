@@ -8,7 +8,8 @@ student each, mixing tests/gpu/solutions/*/*.cu round-robin with HOSTILE
 percent (default 10) of hostile ones (tests/gpu/solutions/reduction:
 host_loop, gpu_loop, flood, gpu_membomb, host_membomb, fork_bomb). Prints:
 throughput per minute, p50/p95 submit-to-final of the correct submissions,
-p99 of compile errors and rejections, GPU busy share (nvidia-smi sampled
+p99 of compile errors and rejections, the graded jobs whose profile came
+within 60 s of their verdict, GPU busy share (nvidia-smi sampled
 every 0.5 s while work was queued), and false runtime_errors (a file whose
 `// expect:` header says graded that ended runtime_error, timeout or
 system_error), and the throughput of each GPU's runners. Run it twice, HOSTILE=10 and HOSTILE=0, to compare.
@@ -33,6 +34,7 @@ NRUN = int(os.environ.get("CUGRADE_BENCH_RUNNERS", "1"))  # per GPU
 HOSTILE_FILES = ["host_loop.cu", "gpu_loop.cu", "flood.cu", "gpu_membomb.cu", "host_membomb.cu",
                  "fork_bomb.cu"]
 OUT = os.environ.get("OUT") or None
+PROFILE_WAIT = 60.0  # issue 25: a profile within 60 s of its verdict
 
 
 def pct(xs, p):
@@ -116,15 +118,32 @@ def main():
                          "t": t, "exp": e2e.parse_expect(path)})
         e2e.log(f"submitted {len(subs)} in {time.time() - t_first:.1f} s")
         done = {}
+        # A graded job's profile comes after its verdict (grade.h, "score
+        # first"): watched until it is no longer pending, for at most
+        # PROFILE_WAIT seconds after the verdict, within the deadline.
+        prof_at, prof_final = {}, {}
         deadline = time.time() + float(os.environ.get("BENCH_TIMEOUT", "520"))
-        while time.time() < deadline and len(done) < len([s for s in subs if s["id"]]):
+
+        def watching():
+            now = time.time()
+            return [s for s in subs if s["id"] is not None and
+                    (s["id"] not in done or (done[s["id"]][1] == "graded" and s["id"] not in prof_final
+                                             and now - done[s["id"]][0] < PROFILE_WAIT))]
+
+        while time.time() < deadline and watching():
             svc.note_leases()
-            for s in subs:
-                if s["id"] is None or s["id"] in done:
-                    continue
+            for s in watching():
                 st, sub = e2e.api(base, "GET", f"/api/submissions/{s['id']}", admin)
-                if st == 200 and sub.get("status") in e2e.FINAL:
+                if st != 200:
+                    continue
+                if s["id"] not in done and sub.get("status") in e2e.FINAL:
                     done[s["id"]] = (time.time(), sub.get("status"))
+                if s["id"] in done and done[s["id"]][1] == "graded":
+                    pf = (((sub.get("result") or {}).get("cugrade") or {}).get("profile") or {})
+                    stt = pf.get("status") if isinstance(pf, dict) else None
+                    if stt and stt != "pending":
+                        prof_at[s["id"]] = time.time() - done[s["id"]][0]
+                        prof_final[s["id"]] = stt
             time.sleep(0.5)
         stop.set()
         t_last = max([v[0] for v in done.values()] or [time.time()])
@@ -226,6 +245,13 @@ def main():
             # crashed helper) against verdicts that blame the student.
             ("  of which system_error (ours)", f"{sum(1 for x in false_rt if x.endswith(': system_error'))}"),
             ("wall, s", f"{t_last - t_first:.0f}"),
+            ("graded jobs with a profile (status ok) within 60 s of the verdict",
+             f"{sum(1 for k, v in prof_final.items() if v == 'ok' and prof_at[k] <= PROFILE_WAIT)} of "
+             f"{sum(1 for v in done.values() if v[1] == 'graded')} (after the verdict p50/p95: "
+             f"{pct([prof_at[k] for k, v in prof_final.items() if v == 'ok'], 50):.1f} / "
+             f"{pct([prof_at[k] for k, v in prof_final.items() if v == 'ok'], 95):.1f} s); final statuses: "
+             + (", ".join(f"{k} {v}" for k, v in sorted(__import__('collections').Counter(prof_final.values()).items()))
+                or "none")),
             ("graded jobs' profiles", ", ".join(f"{k} {v}" for k, v in sorted(
                 __import__("collections").Counter(s.get("profile") for s in subs if s.get("profile")).items()))
              or "none"),
