@@ -23,7 +23,7 @@ enum export_kind { EXPORT_GRADES_CSV, EXPORT_RESULTS_JSON };
 
 struct export_job {
     struct app *app;
-    struct http_request *req; /* NULL once the client went away */
+    struct http_hold hold; /* the request, until the client goes away */
     export_done_fn done;
     enum export_kind kind;
     char lab[65]; /* EXPORT_RESULTS_JSON */
@@ -94,12 +94,6 @@ static int export_run(struct db *db, void *arg)
     return 0;
 }
 
-static void export_abort(struct http_request *req, void *data)
-{
-    (void)req;
-    ((struct export_job *)data)->req = NULL;
-}
-
 /* Loop thread. */
 static void export_after(void *arg, int rc)
 {
@@ -107,10 +101,10 @@ static void export_after(void *arg, int rc)
     struct app *app = j->app;
     if (rc && !j->rc)
         j->rc = api_internal(&j->e, rc);
-    if (j->req) {
-        j->req->on_abort = NULL;
-        j->done(app, j->req, &j->out, j->rc ? &j->e : NULL);
-        http_request_finish(j->req);
+    struct http_request *req = http_hold_end(&j->hold);
+    if (req) {
+        j->done(app, req, &j->out, j->rc ? &j->e : NULL);
+        http_request_finish(req);
     }
     export_job_free(j);
     app_work_end(app); /* last: it may finish a stop */
@@ -134,7 +128,6 @@ static int export_start(struct app *app, struct http_request *req, const struct 
     if (!rc) {
         j->viewing = 1;
         j->app = app;
-        j->req = req;
         j->done = done;
         j->kind = kind;
         snprintf(j->lab, sizeof(j->lab), "%s", lab ? lab : "");
@@ -150,8 +143,7 @@ static int export_start(struct app *app, struct http_request *req, const struct 
         return HTTP_DONE;
     }
     app_work_begin(app);
-    req->on_abort = export_abort;
-    req->abort_data = j;
+    http_hold_start(&j->hold, req);
     return HTTP_DEFERRED;
 }
 

@@ -185,8 +185,10 @@ void http_request_admit_resume(struct http_request *req);
 /* Finish a deferred request: write its response. Exactly once. */
 void http_request_finish(struct http_request *req);
 
-/* A deferred request held by the work that will answer it -- a writer job
- * (server/writer.h), or a parse on libuv's pool followed by one -- which
+/* A deferred request held by the work that will answer it -- a reader or
+ * writer job (server/reader.h, writer.h), or a parse on libuv's pool
+ * followed by one (every deferred request but a parked claim, whose hook
+ * also takes it off queue.c's wait list) -- which
  * may outlive the client: the work embeds a struct http_hold, starts it
  * when its handler defers, and ends it when done. Ending gives the request
  * back to be answered, or NULL when the client hung up meanwhile (then the

@@ -23,7 +23,7 @@
 
 struct page_job {
     struct app *app;
-    struct http_request *req; /* NULL once the client went away */
+    struct http_hold hold; /* the request, until the client goes away */
     const struct route *rt;
     page_job_fn fn;
     page_again_fn again; /* or this, with a (page_again) */
@@ -172,12 +172,6 @@ static int page_job_run(struct db *db, void *arg)
     return 0;
 }
 
-static void page_job_abort(struct http_request *req, void *data)
-{
-    (void)req;
-    ((struct page_job *)data)->req = NULL;
-}
-
 /* The copy's response into req (a borrowed body copied: it may point into
  * the view, freed next). 0 or -ENOMEM. */
 static int response_move(struct http_request *from, struct http_request *req)
@@ -220,13 +214,13 @@ static void page_job_after(void *arg, int rc)
 {
     struct page_job *j = arg;
     struct app *app = j->app;
-    if (j->req) {
-        j->req->on_abort = NULL;
+    struct http_request *req = http_hold_end(&j->hold);
+    if (req) {
         if (!rc)
-            rc = response_move(&j->copy, j->req);
+            rc = response_move(&j->copy, req);
         if (rc)
-            page_job_failed(app, j->req, rc);
-        http_request_finish(j->req);
+            page_job_failed(app, req, rc);
+        http_request_finish(req);
     }
     page_job_free(j);
     app_work_end(app); /* last: it may finish a stop */
@@ -241,7 +235,6 @@ static int job_start(struct app *app, struct http_request *req, struct page_job 
     if (!rc && !(rc = app_view_begin(app, &j->view))) {
         j->viewing = 1;
         j->app = app;
-        j->req = req;
         rc = reader_submit(app->reader, page_job_run, page_job_after, j);
     }
     if (rc) {
@@ -251,8 +244,7 @@ static int job_start(struct app *app, struct http_request *req, struct page_job 
         return HTTP_DONE;
     }
     app_work_begin(app);
-    req->on_abort = page_job_abort;
-    req->abort_data = j;
+    http_hold_start(&j->hold, req);
     return HTTP_DEFERRED;
 }
 

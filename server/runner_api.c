@@ -278,7 +278,7 @@ static int job_lease_args(json_t *body, const char **runner, int *attempt)
 
 struct progress_job {
     struct app *app;
-    struct http_request *req; /* NULL once the client went away */
+    struct http_hold hold; /* the request, until the client goes away */
     long long id, runner_user;
     char *runner; /* NULL: not named */
     int attempt;
@@ -297,13 +297,6 @@ static int progress_run(struct db *db, void *arg)
     return rc;
 }
 
-static void progress_abort(struct http_request *req, void *data)
-{
-    struct progress_job *j = data;
-    assert(j->req == req);
-    j->req = NULL;
-}
-
 static void progress_free(struct progress_job *j)
 {
     free(j->runner);
@@ -314,12 +307,11 @@ static void progress_free(struct progress_job *j)
 static void progress_done(void *arg, int rc)
 {
     struct progress_job *j = arg;
-    struct http_request *req = j->req;
+    struct http_request *req = http_hold_end(&j->hold);
     if (!rc)
         queue_written(j->app->queue, j->id, 0);
     if (req) {
         struct api_error e;
-        req->on_abort = NULL;
         if (rc == -ENOENT)
             api_fail(&e, 404, "not_found", "There is no job %lld.", j->id);
         else if (rc == -ESTALE)
@@ -346,7 +338,6 @@ static int progress_start(struct app *app, struct http_request *req, long long i
     if (!j)
         return api_internal(e, -ENOMEM);
     j->app = app;
-    j->req = req;
     j->id = id;
     j->runner_user = runner_user;
     j->attempt = attempt;
@@ -363,8 +354,7 @@ static int progress_start(struct app *app, struct http_request *req, long long i
         progress_free(j);
         return rc;
     }
-    req->on_abort = progress_abort;
-    req->abort_data = j;
+    http_hold_start(&j->hold, req);
     return 0;
 }
 
@@ -470,7 +460,7 @@ static int profile_key_ok(const json_t *k)
 
 struct result_job {
     struct app *app;
-    struct http_request *req; /* NULL once the client went away */
+    struct http_hold hold; /* the request, until the client goes away */
     uv_work_t work;
     long long id, runner_user;
     char *body; /* the request body, taken over, freed once parsed */
@@ -498,20 +488,12 @@ static void result_job_free(struct result_job *j)
     free(j);
 }
 
-static void result_abort(struct http_request *req, void *data)
-{
-    struct result_job *j = data;
-    assert(j->req == req);
-    j->req = NULL;
-}
-
 /* Answer the runner (if it is still there) with j->e, or 200 and the final
  * status; then free j. */
 static void result_answer(struct result_job *j, int rc)
 {
-    struct http_request *req = j->req;
+    struct http_request *req = http_hold_end(&j->hold);
     if (req) {
-        req->on_abort = NULL;
         if (rc) {
             if (!j->e.status)
                 api_internal(&j->e, rc);
@@ -667,7 +649,6 @@ static int h_result(struct app *app, struct http_request *req)
     }
     j->body_len = len;
     j->app = app;
-    j->req = req;
     j->id = id;
     j->runner_user = u.id;
     j->work.data = j;
@@ -687,8 +668,7 @@ static int h_result(struct app *app, struct http_request *req)
         return api_send_err(req, &e);
     }
     app_work_begin(app);
-    req->on_abort = result_abort;
-    req->abort_data = j;
+    http_hold_start(&j->hold, req);
     return HTTP_DEFERRED;
 }
 
@@ -698,7 +678,7 @@ static int h_result(struct app *app, struct http_request *req)
 
 struct profile_job {
     struct app *app;
-    struct http_request *req; /* NULL once the client went away */
+    struct http_hold hold; /* the request, until the client goes away */
     long long id, runner_user;
     int attempt;
     char runner[72], key[65];
@@ -720,23 +700,15 @@ static int profile_run(struct db *db, void *arg)
     return rc;
 }
 
-static void profile_abort(struct http_request *req, void *data)
-{
-    struct profile_job *j = data;
-    assert(j->req == req);
-    j->req = NULL;
-}
-
 static void profile_done(void *arg, int rc)
 {
     struct profile_job *j = arg;
-    struct http_request *req = j->req;
+    struct http_request *req = http_hold_end(&j->hold);
     if (!rc) {
         api_cache_invalidate(j->app, j->id);
         app_log("job %lld: profile stored", j->id);
     }
     if (req) {
-        req->on_abort = NULL;
         if (rc) {
             if (!j->e.status)
                 api_internal(&j->e, rc);
@@ -805,7 +777,6 @@ static int h_profile(struct app *app, struct http_request *req)
         rc = api_internal(&e, -ENOMEM);
     if (!rc) {
         j->app = app;
-        j->req = req;
         j->id = id;
         j->runner_user = u.id;
         j->attempt = attempt;
@@ -823,8 +794,7 @@ static int h_profile(struct app *app, struct http_request *req)
     json_decref(body);
     if (rc)
         return api_send_err(req, &e);
-    req->on_abort = profile_abort;
-    req->abort_data = j;
+    http_hold_start(&j->hold, req);
     return HTTP_DEFERRED; /* answered by profile_done */
 }
 

@@ -34,7 +34,7 @@ static void sb_send(struct http_request *req, const struct app_lab *l, int kind,
 
 /* A request waiting for a scoreboard being ranked. */
 struct sb_waiter {
-    struct http_request *req; /* NULL once the client went away */
+    struct http_hold hold; /* the request, until the client goes away */
     struct sb_waiter *next;
 };
 
@@ -67,12 +67,6 @@ static int sb_run(struct db *db, void *arg)
     return 0;
 }
 
-static void sb_abort(struct http_request *req, void *data)
-{
-    (void)req;
-    ((struct sb_waiter *)data)->req = NULL;
-}
-
 /* Loop thread: into the loop's cache when nothing changed the lab's
  * scoreboard meanwhile, then the answer to each waiter. */
 static void sb_after(void *arg, int rc)
@@ -95,16 +89,16 @@ static void sb_after(void *arg, int rc)
     while (j->waiters) {
         struct sb_waiter *w = j->waiters;
         j->waiters = w->next;
-        if (w->req) {
+        struct http_request *req = http_hold_end(&w->hold);
+        if (req) {
             struct api_error e;
-            w->req->on_abort = NULL;
             if (rc) {
                 api_internal(&e, rc);
-                api_send_err(w->req, &e);
+                api_send_err(req, &e);
             } else {
-                sb_send(w->req, l, j->kind, b, 0);
+                sb_send(req, l, j->kind, b, 0);
             }
-            http_request_finish(w->req);
+            http_request_finish(req);
         }
         free(w);
     }
@@ -141,11 +135,9 @@ static int sb_wait(struct app *app, struct http_request *req, struct app_lab *l,
         app_work_begin(app);
         l->sb_job[kind] = j;
     }
-    w->req = req;
     w->next = j->waiters;
     j->waiters = w;
-    req->on_abort = sb_abort;
-    req->abort_data = w;
+    http_hold_start(&w->hold, req);
     return HTTP_DEFERRED;
 }
 

@@ -237,7 +237,7 @@ static int admit_refuse(struct app *app, struct http_request *req, int status, c
 /* A lookup on the reader: a token not in the cache, or any session. */
 struct cred_job {
     struct app *app;
-    struct http_request *req; /* NULL once the client went away */
+    struct http_hold hold; /* the request, until the client goes away */
     struct auth_credential c;
     unsigned gen; /* auth_cache_generation() when it began */
     struct auth_user u;
@@ -250,12 +250,6 @@ static int cred_run(struct db *db, void *arg)
     return auth_credential_check(db, &j->c, &j->u);
 }
 
-static void cred_abort(struct http_request *req, void *data)
-{
-    (void)req;
-    ((struct cred_job *)data)->req = NULL;
-}
-
 /* Loop thread: the answer goes to the request, whose admission goes on. */
 static void cred_done(void *arg, int rc)
 {
@@ -263,12 +257,12 @@ static void cred_done(void *arg, int rc)
     struct app *app = j->app;
     if (!rc)
         auth_credential_remember(&j->c, &j->u, j->gen);
-    if (j->req) {
-        struct app_cred *ac = j->req->user;
+    struct http_request *req = http_hold_end(&j->hold);
+    if (req) {
+        struct app_cred *ac = req->user;
         ac->rc = rc;
         ac->u = j->u;
-        j->req->on_abort = NULL;
-        http_request_admit_resume(j->req);
+        http_request_admit_resume(req);
     }
     free(j);
     app_work_end(app); /* last: it may finish a stop */
@@ -294,7 +288,6 @@ static int cred_resolve(struct app *app, struct http_request *req, struct app_cr
             return 0;
         }
         j->app = app;
-        j->req = req;
         j->c = c;
         j->gen = auth_cache_generation();
         rc = reader_submit(app->reader, cred_run, cred_done, j);
@@ -305,8 +298,7 @@ static int cred_resolve(struct app *app, struct http_request *req, struct app_cr
         }
         app_work_begin(app);
         ac->rc = -EINPROGRESS;
-        req->on_abort = cred_abort;
-        req->abort_data = j;
+        http_hold_start(&j->hold, req);
         return HTTP_DEFERRED;
     }
     ac->rc = rc;

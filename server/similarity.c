@@ -63,7 +63,7 @@ struct sim_start {
     struct app *app;
     struct app view; /* server/appview.h; valid while viewing */
     int viewing;
-    struct http_request *req; /* NULL: the scheduler's, or the client left */
+    struct http_hold hold; /* the request (none: the scheduler's), until the client leaves */
     similarity_answer_fn *answer;
     struct auth_user viewer;
     struct sim_cand *cands;
@@ -262,13 +262,6 @@ static int start_write(struct db *db, void *arg)
     return 0;
 }
 
-static void start_abort(struct http_request *req, void *data)
-{
-    struct sim_start *s = data;
-    assert(s->req == req);
-    s->req = NULL;
-}
-
 /* Loop: the start is over (rc 0: s->job runs; else s->e says why): the
  * client answered if still there, s freed. */
 static void start_end(struct sim_start *s, int rc)
@@ -281,9 +274,8 @@ static void start_end(struct sim_start *s, int rc)
     if (!rc && s->viewer.id == 0)
         app_log("similarity run %lld (%s) started by the scheduler: the lab's deadlines are past",
                 id, s->job->lab);
-    if (s->req) {
-        struct http_request *req = s->req;
-        req->on_abort = NULL;
+    struct http_request *req = http_hold_end(&s->hold);
+    if (req) {
         if (s->answer(s->app, req, s->job ? s->job->lab : "", id, rc ? &s->e : NULL) !=
             HTTP_DEFERRED)
             http_request_finish(req);
@@ -378,11 +370,8 @@ static int start_go(struct sim_start *s, struct http_request *req, struct api_er
     } else {
         app_work_begin(app);
     }
-    s->req = req; /* answered by start_end, never before this returns */
-    if (req) {
-        req->on_abort = start_abort;
-        req->abort_data = s;
-    }
+    if (req) /* answered by start_end, never before this returns */
+        http_hold_start(&s->hold, req);
     return 0;
 }
 

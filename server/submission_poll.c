@@ -141,7 +141,7 @@ static void poll_answer(struct http_request *req, struct poll_read *r)
 /* A cache miss read on the reader. */
 struct poll_job {
     struct app *app;
-    struct http_request *req; /* NULL once the client went away */
+    struct http_hold hold; /* the request, until the client goes away */
     struct app view;
     unsigned gen, gen_all; /* the slot's and the cache's when it began */
     struct poll_read r;
@@ -154,12 +154,6 @@ static int poll_run(struct db *db, void *arg)
     app_view_db(&j->view, db);
     poll_read(&j->view, &j->r);
     return 0;
-}
-
-static void poll_abort(struct http_request *req, void *data)
-{
-    (void)req;
-    ((struct poll_job *)data)->req = NULL;
 }
 
 /* Loop thread: cached when nothing invalidated the slot meanwhile, then
@@ -176,10 +170,10 @@ static void poll_after(void *arg, int rc)
                c->gen[(unsigned long long)j->r.id % SUBCACHE_N] == j->gen) {
         cache_put(app, &j->r);
     }
-    if (j->req) {
-        j->req->on_abort = NULL;
-        poll_answer(j->req, &j->r);
-        http_request_finish(j->req);
+    struct http_request *req = http_hold_end(&j->hold);
+    if (req) {
+        poll_answer(req, &j->r);
+        http_request_finish(req);
     }
     app_view_end(app, &j->view);
     http_buf_free(&j->r.body);
@@ -199,7 +193,6 @@ static int poll_start(struct app *app, struct http_request *req, const struct po
         return rc;
     }
     j->app = app;
-    j->req = req;
     j->r = *r;
     j->gen = app->subcache->gen[(unsigned long long)r->id % SUBCACHE_N];
     j->gen_all = app->subcache->gen_all;
@@ -209,8 +202,7 @@ static int poll_start(struct app *app, struct http_request *req, const struct po
         return rc;
     }
     app_work_begin(app);
-    req->on_abort = poll_abort;
-    req->abort_data = j;
+    http_hold_start(&j->hold, req);
     return HTTP_DEFERRED;
 }
 
