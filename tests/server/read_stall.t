@@ -106,23 +106,42 @@ def login_stalled(t, s, user):
 
 
 def hang_up(t, s):
-    """A client that goes away while its page waits: the job's answer is
-    dropped (no write to a freed request: the ASan build's log is read at
-    the end), and the server goes on."""
-    what = "a client gone while its page waits"
+    """Clients that go away while their requests wait on the reader -- a
+    page, a status poll, an export, the API's scoreboard, a credential not
+    yet looked up: each job's answer is dropped (no write to a freed
+    request, http_hold: the ASan build's log is read at the end), and the
+    server goes on."""
+    what = "clients gone while their requests wait"
+    queued = (s.submit("vadd", kernel("hangup")).json() or {}).get("id")
     t.status(s.get("/api/me", token="alice_q7"), 200, "%s: /api/me first" % what)
+    t.status(s.get("/api/me", token="admin"), 200, "%s: the admin's /api/me first" % what)
     st = Stall(s.db)
     if not t.ok(st.start(), "%s: the WAL read locks are taken" % what):
         return
-    c = s.connect()
-    c.sendall(("GET /labs/vadd/scoreboard HTTP/1.1\r\nHost: x\r\n"
-               "Authorization: Bearer %s\r\n\r\n" % s.tok["alice_q7"]).encode())
+    asks = [("/labs/vadd/scoreboard", s.tok["alice_q7"]),
+            ("/api/submissions/%s" % queued, s.tok["alice_q7"]),
+            ("/api/admin/export/grades.csv", s.tok["admin"]),
+            ("/api/labs/vadd/scoreboard", s.tok["alice_q7"]),
+            ("/api/labs", "cgr_" + "5e" * 32)]  # well formed, never seen: looked up
+    conns = []
+    for path, tok in asks:
+        c = s.connect()
+        c.sendall(("GET %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n"
+                   % (path, tok)).encode())
+        conns.append(c)
     time.sleep(0.5)
-    c.close()
+    for c in conns:
+        c.close()
     st.wait()
     time.sleep(0.5)
     t.status(s.get("/labs/vadd/scoreboard", token="alice_q7"), 200,
-             "%s: the next one is answered" % what)
+             "%s: the next page is answered" % what)
+    t.status(s.get("/api/submissions/%s" % queued, token="alice_q7"), 200,
+             "%s: the next poll is answered" % what)
+    t.status(s.get("/api/admin/export/grades.csv", token="admin"), 200,
+             "%s: the next export is answered" % what)
+    t.status(s.get("/api/labs", token="cgr_" + "5e" * 32), 401,
+             "%s: the unknown token is refused once asked again" % what)
 
 
 def pages(t, s, sid):
