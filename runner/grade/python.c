@@ -8,7 +8,6 @@
 #include "runner/sandbox/sandbox.h"
 
 #include <assert.h>
-#include <dirent.h>
 #include <errno.h>
 #include <glob.h>
 #include <sys/stat.h>
@@ -243,19 +242,6 @@ int python_sanitize_started(const char *channel_text)
 
 #define CUPY_KEPT "cupy-kernels"
 
-/* Remove a folder of plain files, then the folder; quietly. */
-static void flat_remove(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (d) {
-        for (struct dirent *e; (e = readdir(d));)
-            if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
-                unlinkat(dirfd(d), e->d_name, 0);
-        closedir(d);
-    }
-    rmdir(dir);
-}
-
 /* Put the kernels the warm run left in from in place of the lab's kept
  * ones (kept.new, then renames). Returns the files kept or -errno. */
 static int cupy_keep(const char *from, const char *kept)
@@ -263,19 +249,19 @@ static int cupy_keep(const char *from, const char *kept)
     char fresh[DIRLEN + 32], old[DIRLEN + 32];
     snprintf(fresh, sizeof fresh, "%s.new", kept);
     snprintf(old, sizeof old, "%s.old", kept);
-    flat_remove(fresh);
+    (void)sandbox_tree_remove(fresh);
     int n = sandbox_copy_files(from, fresh, (uid_t)-1, (gid_t)-1);
     if (n <= 0) {
-        flat_remove(fresh);
+        (void)sandbox_tree_remove(fresh);
         return n;
     }
-    flat_remove(old);
+    (void)sandbox_tree_remove(old);
     if ((rename(kept, old) < 0 && errno != ENOENT) || rename(fresh, kept) < 0) {
         int e = -errno;
-        flat_remove(fresh);
+        (void)sandbox_tree_remove(fresh);
         return e;
     }
-    flat_remove(old);
+    (void)sandbox_tree_remove(old);
     return n;
 }
 

@@ -173,6 +173,11 @@ int sandbox_workdir_resize(const char *path, uint64_t bytes);
  * go. Returns 0 or -errno. */
 int sandbox_workdir_remove(const char *path);
 
+/* Remove the folder path and everything below it, following no link (a
+ * folder of ours, not a work directory: no unmount, no box). A missing
+ * path is no error. Returns 0 or -errno. */
+int sandbox_tree_remove(const char *path);
+
 /* The most files, and the biggest file, sandbox_copy_files copies. */
 #define SANDBOX_COPY_FILES 256
 #define SANDBOX_COPY_FILE_BYTES (4u << 20)

@@ -212,16 +212,20 @@ int sandbox_workdir_remove(const char *path)
      * the path itself could have been swapped for a link. */
     while (umount2(path, UMOUNT_NOFOLLOW | MNT_DETACH) == 0)
         ;
-    int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), rc = 0;
-    if (fd < 0) {
-        rc = errno == ENOENT ? 0 : -errno;
-    } else {
-        rc = remove_tree_at(fd, 0);
-        if (rmdir(path) < 0 && rc == 0)
-            rc = -errno;
-    }
+    int rc = sandbox_tree_remove(path);
     if (boxed)
         box_release(bst.st_dev, bst.st_ino);
+    return rc;
+}
+
+int sandbox_tree_remove(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), rc = 0;
+    if (fd < 0)
+        return errno == ENOENT ? 0 : -errno;
+    rc = remove_tree_at(fd, 0);
+    if (rmdir(path) < 0 && rc == 0)
+        rc = -errno;
     return rc;
 }
 

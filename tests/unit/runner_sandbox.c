@@ -250,6 +250,37 @@ static void write_file(const char *dir, const char *name, const char *data, size
     }
 }
 
+/* sandbox_tree_remove: a folder, its files and subfolders gone; a link in
+ * it removed, not followed (its target outside stays). */
+static void test_tree_remove(const char *parent)
+{
+    char dir[512], path[600], outside[512];
+    snprintf(dir, sizeof dir, "%s/tree", parent);
+    snprintf(outside, sizeof outside, "%s/outside", parent);
+    int fd = open(outside, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0)
+        close(fd);
+    mkdir(dir, 0755);
+    snprintf(path, sizeof path, "%s/a", dir);
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0)
+        close(fd);
+    snprintf(path, sizeof path, "%s/sub", dir);
+    mkdir(path, 0755);
+    snprintf(path, sizeof path, "%s/sub/b", dir);
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0)
+        close(fd);
+    snprintf(path, sizeof path, "%s/link", dir);
+    int linked = symlink(outside, path) == 0;
+    struct stat st;
+    check(linked && sandbox_tree_remove(dir) == 0 && stat(dir, &st) < 0 && errno == ENOENT,
+          "sandbox_tree_remove: the folder, its files, a subfolder and a link are gone");
+    check(stat(outside, &st) == 0, "sandbox_tree_remove: a link's target outside is left");
+    check(sandbox_tree_remove(dir) == 0, "sandbox_tree_remove: a missing folder is no error");
+    unlink(outside);
+}
+
 int main(void)
 {
     struct sandbox_config cfg;
@@ -359,6 +390,8 @@ int main(void)
           "seccomp_filter_export: a BPF program (8-byte instructions) in a memfd");
     if (fd >= 0)
         close(fd);
+
+    test_tree_remove(parent);
 
     if (getuid() == 0) {
         check(cgroup_detect() != CGROUP_NONE, "cgroup_detect: v1 or v2 found (running as root)");
