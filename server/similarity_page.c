@@ -230,25 +230,29 @@ static int page_pair(struct page_view *v, const char *lab, long long pid)
     return PAGE_VIEW_RENDERED;
 }
 
+/* How a start ended, for started_view. */
+struct sim_started {
+    const char *lab;
+    long long id;             /* the run, when it started */
+    const struct api_error *e; /* why not, else NULL */
+};
+
+static int started_view(struct page_view *v, const void *arg, int rc)
+{
+    const struct sim_started *s = arg;
+    if (rc)
+        return api_err(v, s->e);
+    snprintf(v->location, sizeof(v->location), "/labs/%.64s/similarity?run=%lld", s->lab, s->id);
+    return PAGE_VIEW_RENDERED;
+}
+
 /* The start is over (similarity.h): the 303 to the lab's report, or the
  * problem's page. */
 static int started(struct app *app, struct http_request *req, const char *lab, long long id,
                    const struct api_error *e)
 {
-    struct page p;
-    struct page_view v;
-    struct html_buf b;
-    page_open(&p, app, req);
-    html_buf_init(&b);
-    page_view_open(&p, &v, &b);
-    int r = PAGE_VIEW_RENDERED;
-    if (e)
-        r = api_err(&v, e);
-    else
-        snprintf(v.location, sizeof(v.location), "/labs/%.64s/similarity?run=%lld", lab, id);
-    r = page_view_finish(&p, &v, r);
-    page_free(&p);
-    return r;
+    struct sim_started s = {lab, id, e};
+    return page_view_written(app, req, started_view, &s, e ? -EINVAL : 0);
 }
 
 static int post_start(struct page_view *v, const char *lab)
