@@ -37,6 +37,11 @@ OUT = os.environ.get("OUT") or None
 PROFILE_WAIT = 60.0  # issue 25: a profile within 60 s of its verdict
 
 
+def hostile(name):
+    """A hostile file of either burst: the CUDA list, or a Python hostile_*."""
+    return name in HOSTILE_FILES or name.startswith("hostile_")
+
+
 def pct(xs, p):
     if not xs:
         return float("nan")
@@ -80,14 +85,13 @@ def main():
     # as the hostile share); else CUDA C.
     py = os.environ.get("LANG_BURST", "cu") == "py"
     sol = os.path.join(ROOT, "tests/gpu/solutions-py" if py else "tests/gpu/solutions")
-    normal, hostile = [], []
+    normal, bad = [], []
     for lab in sorted(os.listdir(sol)):
         for f in sorted(os.listdir(os.path.join(sol, lab))):
             if f.endswith(".py" if py else ".cu"):
-                bad = f.startswith("hostile_") if py else f in HOSTILE_FILES
-                (hostile if bad else normal).append((lab, os.path.join(sol, lab, f)))
+                (bad if hostile(f) else normal).append((lab, os.path.join(sol, lab, f)))
     nh = int(round(BURST * HOSTILE / 100.0))
-    picks = [hostile[i % len(hostile)] for i in range(nh)] + [normal[i % len(normal)] for i in range(BURST - nh)]
+    picks = [bad[i % len(bad)] for i in range(nh)] + [normal[i % len(normal)] for i in range(BURST - nh)]
     # Spread the hostile ones evenly through the burst, as they would arrive.
     at = {int(i * BURST / nh) for i in range(nh)} if nh else set()
     hi, ni = iter(picks[:nh]), iter(picks[nh:])
@@ -162,7 +166,7 @@ def main():
                 lat_ce.append(lat)
             if exp.get("status") == "compile_error":
                 lat_cerr.append(lat)
-            if s["file"] not in HOSTILE_FILES and not s["file"].startswith("hostile_") and "graded" in exp.get("status", "").split("|") and \
+            if not hostile(s["file"]) and "graded" in exp.get("status", "").split("|") and \
                     status in ("runtime_error", "timeout", "system_error") and \
                     status not in exp.get("status", "").split("|"):
                 false_rt.append(f"{s['lab']}/{s['file']}: {status}")
