@@ -53,6 +53,8 @@ check "nvcc: #include \"/etc/shadow\" finds nothing" all 'has "\"exited\":1"' 'l
     'has "No such file or directory"' 'lacks "root:"' 'lacks "\$y\$"' 'lacks "\$6\$"'
 
 host_clean >/dev/null || true  # the kernel's moment to reap (2 s at most): a leftover stays
-check "host: no process left behind" test -z "$(sandbox_procs)"
-check "host: no cgroup left behind" test -z "$(cg_dirs)"
+left=$(sandbox_procs | tr '\n' ' '); J="processes left: $left"
+check "host: no process left behind" test -z "$left"
+left=$(cg_dirs | tr '\n' ' '); J="cgroups left: $left"
+check "host: no cgroup left behind" test -z "$left"
 exit 0

@@ -317,7 +317,9 @@ check "seccomp: an x32 system call kills the process" all 'has "\"signal\":31"' 
 
 # --- the host, at the end ----------------------------------------------------
 host_clean >/dev/null || true  # the kernel's moment to reap (2 s at most): a leftover stays
-check "host: no process left behind" test -z "$(sandbox_procs)"
-check "host: no cgroup left behind" test -z "$(cg_dirs)"
+left=$(sandbox_procs | tr '\n' ' '); J="processes left: $left"
+check "host: no process left behind" test -z "$left"
+left=$(cg_dirs | tr '\n' ' '); J="cgroups left: $left"
+check "host: no cgroup left behind" test -z "$left"
 check "host: no work directory mount left behind" test -z "$(grep "$T" /proc/self/mountinfo)"
 exit 0

@@ -49,6 +49,31 @@ if [ ! -x "$SR" ]; then
     exit 1
 fi
 
+# Our runs make their cgroups under a parent of this suite's own
+# (CUGRADE_CGROUP, one folder per hierarchy), so the host checks look there
+# alone: the machine's other cugrade-PID-N groups (other suites' runners
+# beside us, a killed runner's leftovers, earlier sessions' in other
+# memory groups) are never taken for ours when their PID is one we used.
+# Where we may not make it (not root), the checks fall back to the PIDs.
+CG_PARENT=cugrade-sbtest-${T##*.}
+CG_PARENTS=""
+if [ "$(stat -fc %T /sys/fs/cgroup 2>/dev/null)" = cgroup2fs ]; then
+    _hier=/sys/fs/cgroup
+else
+    _hier="/sys/fs/cgroup/memory /sys/fs/cgroup/pids /sys/fs/cgroup/cpuacct /sys/fs/cgroup/unified"
+fi
+for _h in $_hier; do
+    [ -d "$_h" ] || continue
+    if mkdir "$_h/$CG_PARENT" 2>/dev/null; then
+        CG_PARENTS="$CG_PARENTS $_h/$CG_PARENT"
+    else
+        for _p in $CG_PARENTS; do rmdir "$_p"; done
+        CG_PARENTS=""
+        break
+    fi
+done
+[ -n "$CG_PARENTS" ] && export CUGRADE_CGROUP="/$CG_PARENT"
+
 # Host state: processes and cgroups the sandbox must never leave behind.
 our_cg_pattern() {
     [ -s "$T/pids" ] || { echo 'cugrade-none-'; return; }
@@ -66,6 +91,11 @@ ours_only() {
     done
 }
 cg_dirs() {
+    if [ -n "$CG_PARENTS" ]; then
+        # shellcheck disable=SC2086
+        find $CG_PARENTS -mindepth 1 -maxdepth 1 -type d -name 'cugrade-*' 2>/dev/null
+        return
+    fi
     find /sys/fs/cgroup -maxdepth 9 -type d -name 'cugrade-[0-9]*' 2>/dev/null | grep -E "/$(our_cg_pattern)\$" |
         ours_only
 }
@@ -90,5 +120,9 @@ cleanup() {
     [ -n "${LISTENER:-}" ] && kill "$LISTENER" 2>/dev/null
     grep -o "$T/[^ ]*" /proc/self/mountinfo 2>/dev/null | while read -r m; do umount -l "$m" 2>/dev/null; done
     rm -rf "$T"
+    for _p in $CG_PARENTS; do
+        find "$_p" -mindepth 1 -depth -type d -exec rmdir {} + 2>/dev/null
+        rmdir "$_p" 2>/dev/null
+    done
 }
 trap cleanup EXIT INT TERM
