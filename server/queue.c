@@ -551,6 +551,14 @@ static int fair_order(struct queue *q)
     return 0;
 }
 
+double queue_first_lease(double lease_s)
+{
+    double first = lease_s / 6;
+    if (first < QUEUE_FIRST_LEASE_MIN_S)
+        first = QUEUE_FIRST_LEASE_MIN_S;
+    return first < lease_s ? first : lease_s;
+}
+
 int queue_claim_in(struct db *db, const char *runner, long long runner_user, double lease_s,
                    int (*rubric_version)(void *ctx, const char *lab), void *ctx,
                    struct queue_job *job)
@@ -593,7 +601,7 @@ int queue_claim_in(struct db *db, const char *runner, long long runner_user, dou
     if (st) {
         sqlite3_bind_text(st, 1, runner, -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 2, runner_user);
-        sqlite3_bind_double(st, 3, now + lease_s);
+        sqlite3_bind_double(st, 3, now + queue_first_lease(lease_s));
         if (rv > 0)
             sqlite3_bind_int(st, 4, rv);
         sqlite3_bind_double(st, 5, now);

@@ -101,6 +101,15 @@ int queue_enqueue_in(struct db *db, const struct queue_submit *in, long long *id
  * none), and parked claims wake when wake is 1. */
 void queue_written(struct queue *q, long long id, int wake);
 
+/* A claim's first lease, until its runner's first progress renews it to
+ * lease_s: a sixth of lease_s, at least QUEUE_FIRST_LEASE_MIN_S seconds
+ * and at most lease_s. A runner gone between the claim's answer and its
+ * first word (a crash, a kill, a lost answer) leaves its job waiting that
+ * long, not the whole lease; a runner posts its first progress as soon as
+ * it has the job (runner/service/serve.c). */
+#define QUEUE_FIRST_LEASE_MIN_S 5.0
+double queue_first_lease(double lease_s);
+
 /* The SQL of queue_claim alone, inside the caller's write transaction on
  * db (the writer thread's connection, server/writer.h); the loop then calls
  * queue_written(q, job->id, 0). Same returns. */

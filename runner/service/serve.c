@@ -181,6 +181,9 @@ static int job_child(struct client *cl, struct host *hst, const struct grade_env
     pthread_mutex_init(&hb.mu, NULL);
     pthread_cond_init(&hb.cv, NULL);
     snprintf(hb.phase, sizeof hb.phase, "%s", status_name(STATUS_COMPILING));
+    /* The first progress at once: the claim's first lease is short
+     * (queue_first_lease) until the server hears from us. */
+    hb.dirty = 1;
     hb.thread_running = pthread_create(&hb.thread, NULL, heartbeat_main, &hb) == 0;
     struct job_later jl = {&hb, env};
     struct grade_later later = {later_verdict, later_profile, &jl};

@@ -234,9 +234,46 @@ def claim_gone(t):
     s.cleanup()
 
 
+def claim_silent(t):
+    """A runner that took its claim's answer and never spoke (killed before
+    its first progress) leaves its job for the claim's first lease, a
+    sixth of the lease (10 s of 60), not the whole lease: the next claim
+    gets it as attempt 2, and the silent runner's late word gets 409. A
+    runner that speaks at once holds its job for the whole lease."""
+    s = Server(labs=["vadd"], args=["--lease-seconds", "60"], tap=t)
+    silent = (s.submit("vadd", kernel("silent")).json() or {}).get("id")
+    talks = (s.submit("vadd", kernel("talks"), token="bob_z3").json() or {}).get("id")
+    gone = s.runner("runner1", runner_name="gone-gpu0")
+    kept = s.runner("runner1", runner_name="kept-gpu0")
+    first = gone.claim(wait=0) or {}
+    second = kept.claim(wait=0) or {}
+    t.ok(first.get("id") == silent and second.get("id") == talks,
+         "a silent runner: the two jobs claimed, one by each runner",
+         {"silent": first.get("id"), "talks": second.get("id")})
+    t.status(kept.progress(talks, "compiling"), 200, "a silent runner: the other runner's first word")
+    t0, job = time.time(), {}
+    other = s.runner("runner1", runner_name="next-gpu0")
+    while time.time() - t0 < 25 and not job:
+        job = other.claim(wait=0) or {}
+        if not job:
+            time.sleep(0.5)
+    waited = time.time() - t0
+    t.ok(job.get("id") == silent and job.get("attempt") == 2 and 5 <= waited <= 15,
+         "a silent runner: its job is claimed again %.1f s later (lease 60 s, first lease 10 s), "
+         "as attempt 2" % waited, {k: job.get(k) for k in ("id", "attempt")})
+    t.status(gone.progress(silent, "compiling"), 409, "a silent runner: its late word gets 409")
+    r = kept.progress(talks, "checking")
+    t.status(r, 200, "a silent runner: the runner that spoke still holds its job after %.0f s"
+             % (time.time() - t0))
+    t.ok((r.json() or {}).get("lease_expires_in", 0) > 50,
+         "a silent runner: progress renews the whole lease", r)
+    s.cleanup()
+
+
 t = Tap()
 require_binary(t)
 t.run(main)
 t.run(sweep_off_loop)
 t.run(claim_gone)
+t.run(claim_silent)
 t.exit()
