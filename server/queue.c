@@ -553,7 +553,7 @@ static int fair_order(struct queue *q)
 
 double queue_first_lease(double lease_s)
 {
-    double first = lease_s / 6;
+    double first = lease_s / 4;
     if (first < QUEUE_FIRST_LEASE_MIN_S)
         first = QUEUE_FIRST_LEASE_MIN_S;
     return first < lease_s ? first : lease_s;

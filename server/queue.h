@@ -102,7 +102,7 @@ int queue_enqueue_in(struct db *db, const struct queue_submit *in, long long *id
 void queue_written(struct queue *q, long long id, int wake);
 
 /* A claim's first lease, until its runner's first progress renews it to
- * lease_s: a sixth of lease_s, at least QUEUE_FIRST_LEASE_MIN_S seconds
+ * lease_s: a quarter of lease_s, at least QUEUE_FIRST_LEASE_MIN_S seconds
  * and at most lease_s. A runner gone between the claim's answer and its
  * first word (a crash, a kill, a lost answer) leaves its job waiting that
  * long, not the whole lease; a runner posts its first progress as soon as

@@ -317,6 +317,12 @@ def runner_claims(t, s):
     r = s.request("POST", "/api/runner/claim", token="runner1", json_body={"runner": "stall-gpu0"})
     got = ((r.json() or {}).get("job") or {}) if r.status == 200 else {}
     t.eq(got.get("id"), sid, "a runner's claim: the next claim gets bob's submission")
+    # a runner's first word, as the real one's at once: held for the whole
+    # lease, not the claim's first (server/queue.h, queue_first_lease)
+    for j in (job, got):
+        if j.get("id"):
+            s.request("POST", "/api/runner/jobs/%d/progress" % j["id"], token="runner1",
+                      json_body={"phase": "compiling", "runner": "stall-gpu0", "attempt": 1})
     body = json.dumps({"runner": "stall-gpu0", "wait": 20}).encode()
     out = []
 
