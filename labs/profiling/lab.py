@@ -35,14 +35,13 @@ import json
 import math
 import mmap
 import os
-import socket
-import subprocess
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "common", "py"))
 import owner as common  # noqa: E402  (the channel, non-dumpable, gen's seed parsing)
+from owner_tenant import Tenant  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -138,62 +137,23 @@ class Call:
 
 # ------------------------------------------------------------------ processes
 
-class Trainer:
-    """A trainer.py process running FILE's train(), and our socket to it."""
-
-    def __init__(self, file):
-        a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self.sock = a
-        env = {k: v for k, v in os.environ.items() if not k.startswith("CUGRADE_")}
-        # A bounded CPU thread pool: the sandbox's pids limit counts threads
-        # (a 128-core host would give PyTorch 128 of them); both trainers
-        # get the same, so the results and the comparison are unaffected.
-        env.setdefault("OMP_NUM_THREADS", "4")
-        # The sandbox's uid has no passwd entry: getpass.getuser(), which
-        # PyTorch 2.x calls for its cache directories when the optimizer
-        # first steps, would raise KeyError (seen on the H100 with 2.11).
-        env.setdefault("USER", "student")
-        env.setdefault("LOGNAME", "student")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-I", "-B", os.path.join(HERE, "trainer.py"), file,
-             str(b.fileno())], pass_fds=(b.fileno(),), close_fds=True, env=env,
-            stdin=subprocess.DEVNULL)
-        b.close()
-
-    def ask(self, msg, fds=()):
-        """One message out, one answer (a dict) back, or None when the
-        process died or sent garbage."""
-        try:
-            socket.send_fds(self.sock, [json.dumps(msg).encode()], list(fds))
-            self.sock.settimeout(CALL_LIMIT_S)
-            data = self.sock.recv(1 << 16)
-            ans = json.loads(data.decode("utf-8", "replace")) if data else None
-        except (OSError, socket.timeout, ValueError):
-            return None
-        return ans if isinstance(ans, dict) else None
-
-    def death(self):
-        try:
-            rc = self.proc.wait(timeout=2)
-        except subprocess.TimeoutExpired:
-            return "your process sent the harness a message it could not read"
-        if rc < 0:
-            return "your process was killed by signal %d" % -rc
-        return "your process exited with status %d during the call" % rc
-
-    def close(self):
-        try:
-            self.sock.close()
-            self.proc.kill()
-            self.proc.wait(timeout=5)
-        except Exception:  # noqa: BLE001 - it may be gone already
-            pass
+def trainer(file):
+    """A trainer.py process running FILE's train(), and our socket to it:
+    started as the other labs' tenant is (owner_tenant.Tenant)."""
+    # A bounded CPU thread pool: the sandbox's pids limit counts threads
+    # (a 128-core host would give PyTorch 128 of them); both trainers get
+    # the same, so the results and the comparison are unaffected. The
+    # sandbox's uid has no passwd entry: getpass.getuser(), which PyTorch
+    # 2.x calls for its cache directories when the optimizer first steps,
+    # would raise KeyError (seen on the H100 with 2.11).
+    return Tenant([file], CALL_LIMIT_S, script=os.path.join(HERE, "trainer.py"),
+                  env={"OMP_NUM_THREADS": "4", "USER": "student", "LOGNAME": "student"})
 
 
 def start(file, cfg, student):
     """A trainer with PyTorch up and FILE loaded. The starter's failures are
     ours (die); the student's load failure is a compile error (exit 5)."""
-    t = Trainer(file)
+    t = trainer(file)
     ans = t.ask({"op": "runtime", "cfg": cfg})
     if ans is None or not ans.get("ok"):
         t.close()

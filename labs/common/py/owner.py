@@ -941,8 +941,8 @@ def start_tenant(o, lab):
     """The student's process, and our first question to it, unanswered yet
     (runtime_ready reads the answer): Numba, CuPy and the tenant's CUDA
     context, before any of the student's code is loaded."""
-    tenant = Tenant(o["file"], o["lab"], lab["SYMBOL"], CALL_LIMIT_S)
-    tenant.asked = tenant.send({"op": "runtime"})
+    tenant = Tenant([o["file"], lab["SYMBOL"]], CALL_LIMIT_S)
+    tenant.send({"op": "runtime"})
     return tenant
 
 

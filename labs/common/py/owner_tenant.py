@@ -1,8 +1,9 @@
 """labs/common/py/owner_tenant.py - the owner's side of the tenant
 (labs/common/py/tenant.py): the student's process, started with `python3 -I
 -B`, a clean environment and no descriptor but its end of one SOCK_SEQPACKET
-socket, and the messages we send it (owner.py says what each means).
-Trusted: imported by the owner only."""
+socket, and the messages we send it (owner.py says what each means). The
+profiling lab's owner (labs/profiling/lab.py) starts its trainers the same
+way, with its own script. Trusted: imported by owners only."""
 import json
 import os
 import select
@@ -18,20 +19,24 @@ MAX_MSG = 1 << 16
 class Tenant:
     """The student's process and our socket to it."""
 
-    def __init__(self, file, lab_name, symbol, timeout):
+    def __init__(self, args, timeout, script=os.path.join(HERE, "tenant.py"), env=None):
+        """`python3 -I -B script ARGS... FD`: tenant.py's ARGS are the
+        student's file and its symbol; env adds variables (where unset)."""
         a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.sock = a
         self.timeout = timeout
+        self.asked = False  # a message is out (send), its answer not read
         # CuPy's kernel cache: ours in memory only (CudaBackend), the
         # student's on disk under their HOME (/work, one job's folder), so
         # the timing run's tenant finds what the check run's compiled; only
         # the student's processes ever read it.
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith("CUGRADE_") and k != "CUPY_CACHE_IN_MEMORY"}
+        child = {k: v for k, v in os.environ.items()
+                 if not k.startswith("CUGRADE_") and k != "CUPY_CACHE_IN_MEMORY"}
+        for k, v in (env or {}).items():
+            child.setdefault(k, v)
         self.proc = subprocess.Popen(
-            [sys.executable, "-I", "-B", os.path.join(HERE, "tenant.py"), file, symbol,
-             str(b.fileno())],
-            pass_fds=(b.fileno(),), close_fds=True, env=env, stdin=subprocess.DEVNULL)
+            [sys.executable, "-I", "-B", script] + list(args) + [str(b.fileno())],
+            pass_fds=(b.fileno(),), close_fds=True, env=child, stdin=subprocess.DEVNULL)
         b.close()
 
     def ask(self, msg, fds=()):
@@ -45,10 +50,12 @@ class Tenant:
             socket.send_fds(self.sock, [json.dumps(msg).encode()], list(fds))
         except OSError:
             return False
+        self.asked = True
         return True
 
     def answer(self):
         """The answer to the message sent last (ask)."""
+        self.asked = False
         try:
             # Not a plain recv: a child the tenant forked keeps its end of
             # the socket open after the tenant died, and recv would wait for
