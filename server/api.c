@@ -49,6 +49,16 @@ int api_send_err(struct http_request *req, const struct api_error *e)
     return HTTP_DONE;
 }
 
+int api_path_id(struct http_request *req, const char *param, const char *what, long long *id)
+{
+    if (api_parse_id(http_request_param(req, param), id) == 0)
+        return 0;
+    struct api_error e;
+    api_fail(&e, 404, "not_found", "%s ids are positive integers.", what);
+    api_error_send(req, &e);
+    return -1;
+}
+
 /* Authenticate and check the role; on failure the response is filled and
  * -1 returned. */
 int api_need(struct app *app, struct http_request *req, struct auth_user *u, unsigned roles)

@@ -41,6 +41,11 @@ int api_body_json(struct http_request *req, json_t **out, int allow_empty, struc
  * API route. */
 int api_parse_id(const char *s, long long *out);
 
+/* The path parameter param as an id (api_parse_id): 0 and *id, or the
+ * 404 "<what> ids are positive integers." answered and -1 (the handler
+ * returns HTTP_DONE). */
+int api_path_id(struct http_request *req, const char *param, const char *what, long long *id);
+
 /* Query parameter name as a non-negative int (dflt when absent). 0 or -EINVAL. */
 int api_query_int(struct http_request *req, const char *name, int dflt, int *out);
 

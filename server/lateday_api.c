@@ -14,12 +14,6 @@
 #include "server/page.h"
 #include "server/views.h"
 
-static int send_err(struct http_request *req, const struct api_error *e)
-{
-    api_error_send(req, e);
-    return HTTP_DONE;
-}
-
 /* GET /api/labs/{lab}/late-days: what a submission now would cost. */
 static int h_quote(struct app *app, struct http_request *req)
 {
@@ -32,12 +26,12 @@ static int h_quote(struct app *app, struct http_request *req)
     if (!l) {
         api_fail(&e, 404, "not_found", "There is no lab called '%.64s'.",
                  http_request_param(req, "lab"));
-        return send_err(req, &e);
+        return api_send_err(req, &e);
     }
     int rc = lateday_quote(app, l, u.id, db_now(), &q);
     if (rc) {
         api_internal(&e, rc);
-        return send_err(req, &e);
+        return api_send_err(req, &e);
     }
     char msg[400] = "";
     if (q.days_late > 0 && l->has_rubric)
@@ -58,7 +52,7 @@ static int h_mine(struct app *app, struct http_request *req)
     if (api_need(app, req, &u, HUMANS))
         return HTTP_DONE;
     if (lateday_user_json(app, &u, http_request_query(req, "user"), &o, &e))
-        return send_err(req, &e);
+        return api_send_err(req, &e);
     return api_send_json(req, 200, o);
 }
 
@@ -70,7 +64,7 @@ static int h_overview(struct app *app, struct http_request *req)
     if (api_need(app, req, &u, STAFF))
         return HTTP_DONE;
     if (lateday_overview(app, &u, &o, &e))
-        return send_err(req, &e);
+        return api_send_err(req, &e);
     return api_send_json(req, 200, o);
 }
 
@@ -92,10 +86,10 @@ static int h_granted(struct app *app, struct http_request *req)
     if (api_need(app, req, &u, ROLE(AUTH_ADMIN)))
         return HTTP_DONE;
     if (api_json_parse(req->body, req->body_len, 0, &body, &e))
-        return send_err(req, &e);
+        return api_send_err(req, &e);
     int rc = lateday_user_json(app, &u, json_string_value(json_object_get(body, "user")), &o, &e);
     json_decref(body);
-    return rc ? send_err(req, &e) : api_send_json(req, 201, o);
+    return rc ? api_send_err(req, &e) : api_send_json(req, 201, o);
 }
 
 /* A route's handler on a reader job's view (page_job_start). */
@@ -115,7 +109,7 @@ static int written(struct app *app, struct http_request *req, const struct lated
                    int rc)
 {
     if (rc)
-        return send_err(req, &w->e);
+        return api_send_err(req, &w->e);
     return page_job_start(app, req, w->grant ? &granted_route : &overview_route, on_view);
 }
 
@@ -127,11 +121,11 @@ static int h_default(struct app *app, struct http_request *req)
     if (api_need(app, req, &u, ROLE(AUTH_ADMIN)))
         return HTTP_DONE;
     if (api_json_parse(req->body, req->body_len, 0, &body, &e))
-        return send_err(req, &e);
+        return api_send_err(req, &e);
     int rc = lateday_default_start(app, req, &u, json_days(json_object_get(body, "default_days")),
                                    written, &e);
     json_decref(body);
-    return rc ? send_err(req, &e) : HTTP_DEFERRED;
+    return rc ? api_send_err(req, &e) : HTTP_DEFERRED;
 }
 
 static int h_grant(struct app *app, struct http_request *req)
@@ -142,13 +136,13 @@ static int h_grant(struct app *app, struct http_request *req)
     if (api_need(app, req, &u, ROLE(AUTH_ADMIN)))
         return HTTP_DONE;
     if (api_json_parse(req->body, req->body_len, 0, &body, &e))
-        return send_err(req, &e);
+        return api_send_err(req, &e);
     int rc = lateday_grant_start(app, req, &u, json_string_value(json_object_get(body, "user")),
                                  json_days(json_object_get(body, "days")),
                                  json_string_value(json_object_get(body, "reason")), written,
                                  &e); /* copies */
     json_decref(body);
-    return rc ? send_err(req, &e) : HTTP_DEFERRED;
+    return rc ? api_send_err(req, &e) : HTTP_DEFERRED;
 }
 
 const struct route lateday_api_routes[] = {

@@ -14,12 +14,6 @@
 #include "server/submission.h"
 #include "server/views.h"
 
-static int send_err(struct http_request *req, const struct api_error *e)
-{
-    api_error_send(req, e);
-    return HTTP_DONE;
-}
-
 /* The writer stored (or refused) the request or the answer
  * (regrade.h): the request as stored, or the refusal. */
 static int written(struct app *app, struct http_request *req, const struct regrade_write *w,
@@ -27,7 +21,7 @@ static int written(struct app *app, struct http_request *req, const struct regra
 {
     (void)app;
     if (rc)
-        return send_err(req, &w->e);
+        return api_send_err(req, &w->e);
     return api_send_json(req, w->answering ? 200 : 201, json_incref(w->out));
 }
 
@@ -39,16 +33,14 @@ static int h_open(struct app *app, struct http_request *req)
     if (api_need(app, req, &u, HUMANS))
         return HTTP_DONE;
     long long id;
-    if (api_parse_id(http_request_param(req, "id"), &id)) {
-        api_fail(&e, 404, "not_found", "Submission ids are positive integers.");
-        return send_err(req, &e);
-    }
+    if (api_path_id(req, "id", "Submission", &id))
+        return HTTP_DONE;
     if (api_json_parse(req->body, req->body_len, 0, &body, &e))
-        return send_err(req, &e);
+        return api_send_err(req, &e);
     const char *reason = json_string_value(json_object_get(body, "reason"));
     int rc = regrade_open_start(app, req, &u, id, reason, written, &e); /* copies */
     json_decref(body);
-    return rc ? send_err(req, &e) : HTTP_DEFERRED;
+    return rc ? api_send_err(req, &e) : HTTP_DEFERRED;
 }
 
 static int h_list_of_submission(struct app *app, struct http_request *req)
@@ -60,15 +52,13 @@ static int h_list_of_submission(struct app *app, struct http_request *req)
         return HTTP_DONE;
     long long id;
     /* The submission's own rule decides who may look (403 / 404). */
-    if (api_parse_id(http_request_param(req, "id"), &id)) {
-        api_fail(&e, 404, "not_found", "Submission ids are positive integers.");
-        return send_err(req, &e);
-    }
+    if (api_path_id(req, "id", "Submission", &id))
+        return HTTP_DONE;
     if (api_submission_get(app, &u, id, &sub, &e))
-        return send_err(req, &e);
+        return api_send_err(req, &e);
     json_decref(sub);
     if (regrade_request_list(app, &u, NULL, NULL, NULL, id, &out, &e))
-        return send_err(req, &e);
+        return api_send_err(req, &e);
     return api_send_json(req, 200, out);
 }
 
@@ -82,7 +72,7 @@ static int h_list(struct app *app, struct http_request *req)
     if (regrade_request_list(app, &u, http_request_query(req, "status"),
                              http_request_query(req, "lab"), http_request_query(req, "user"), 0,
                              &out, &e))
-        return send_err(req, &e);
+        return api_send_err(req, &e);
     return api_send_json(req, 200, out);
 }
 
@@ -94,12 +84,10 @@ static int h_get(struct app *app, struct http_request *req)
     if (api_need(app, req, &u, HUMANS))
         return HTTP_DONE;
     long long rid;
-    if (api_parse_id(http_request_param(req, "rid"), &rid)) {
-        api_fail(&e, 404, "not_found", "Regrade request ids are positive integers.");
-        return send_err(req, &e);
-    }
+    if (api_path_id(req, "rid", "Regrade request", &rid))
+        return HTTP_DONE;
     if (regrade_request_get(app, &u, rid, &out, &e))
-        return send_err(req, &e);
+        return api_send_err(req, &e);
     return api_send_json(req, 200, out);
 }
 
@@ -111,12 +99,10 @@ static int h_answer(struct app *app, struct http_request *req)
     if (api_need(app, req, &u, STAFF))
         return HTTP_DONE;
     long long rid;
-    if (api_parse_id(http_request_param(req, "rid"), &rid)) {
-        api_fail(&e, 404, "not_found", "Regrade request ids are positive integers.");
-        return send_err(req, &e);
-    }
+    if (api_path_id(req, "rid", "Regrade request", &rid))
+        return HTTP_DONE;
     if (api_json_parse(req->body, req->body_len, 0, &body, &e))
-        return send_err(req, &e);
+        return api_send_err(req, &e);
     json_t *js = json_object_get(body, "score");
     int rc = regrade_answer_start(app, req, &u, rid,
                                   json_string_value(json_object_get(body, "answer")),
@@ -124,7 +110,7 @@ static int h_answer(struct app *app, struct http_request *req)
                                   json_is_number(js) ? json_number_value(js) : NAN, written,
                                   &e); /* copies */
     json_decref(body);
-    return rc ? send_err(req, &e) : HTTP_DEFERRED;
+    return rc ? api_send_err(req, &e) : HTTP_DEFERRED;
 }
 
 const struct route regrade_api_routes[] = {

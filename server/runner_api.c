@@ -366,10 +366,8 @@ static int h_progress(struct app *app, struct http_request *req)
     json_t *body;
     if (api_need(app, req, &u, RUNNER))
         return HTTP_DONE;
-    if (api_parse_id(http_request_param(req, "id"), &id)) {
-        api_fail(&e, 404, "not_found", "Job ids are positive integers.");
-        return api_send_err(req, &e);
-    }
+    if (api_path_id(req, "id", "Job", &id))
+        return HTTP_DONE;
     if (api_body_json(req, &body, 0, &e))
         return api_send_err(req, &e);
     const char *phase = json_string_value(json_object_get(body, "phase"));
@@ -636,10 +634,8 @@ static int h_result(struct app *app, struct http_request *req)
     long long id;
     if (api_need(app, req, &u, RUNNER))
         return HTTP_DONE;
-    if (api_parse_id(http_request_param(req, "id"), &id)) {
-        api_fail(&e, 404, "not_found", "Job ids are positive integers.");
-        return api_send_err(req, &e);
-    }
+    if (api_path_id(req, "id", "Job", &id))
+        return HTTP_DONE;
     struct result_job *j = calloc(1, sizeof(*j));
     size_t len = req->body_len;
     if (!j || !(j->body = http_request_body_take(req))) {
@@ -754,10 +750,8 @@ static int h_profile(struct app *app, struct http_request *req)
     json_t *body;
     if (api_need(app, req, &u, RUNNER))
         return HTTP_DONE;
-    if (api_parse_id(http_request_param(req, "id"), &id)) {
-        api_fail(&e, 404, "not_found", "Job ids are positive integers.");
-        return api_send_err(req, &e);
-    }
+    if (api_path_id(req, "id", "Job", &id))
+        return HTTP_DONE;
     if (api_body_json(req, &body, 0, &e))
         return api_send_err(req, &e);
     const char *runner;

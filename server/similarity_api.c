@@ -12,19 +12,13 @@
 #include "server/auth.h"
 #include "server/views.h"
 
-static int send_err(struct http_request *req, const struct api_error *e)
-{
-    api_error_send(req, e);
-    return HTTP_DONE;
-}
-
 /* The start is over (similarity.h): 202 with the run, or the refusal. */
 static int started(struct app *app, struct http_request *req, const char *lab, long long id,
                    const struct api_error *e)
 {
     (void)app;
     if (e)
-        return send_err(req, e);
+        return api_send_err(req, e);
     char url[128];
     snprintf(url, sizeof(url), "/api/admin/labs/%s/similarity", lab);
     return api_send_json(
@@ -39,7 +33,7 @@ static int h_start(struct app *app, struct http_request *req)
     if (api_need(app, req, &u, STAFF))
         return HTTP_DONE;
     if (similarity_start(app, req, &u, http_request_param(req, "lab"), started, &e))
-        return send_err(req, &e);
+        return api_send_err(req, &e);
     return HTTP_DEFERRED; /* answered by started */
 }
 
@@ -51,7 +45,7 @@ static int h_report(struct app *app, struct http_request *req)
     if (api_need(app, req, &u, STAFF))
         return HTTP_DONE;
     if (similarity_report(app, &u, http_request_param(req, "lab"), &out, &e))
-        return send_err(req, &e);
+        return api_send_err(req, &e);
     return api_send_json(req, 200, out);
 }
 
@@ -63,12 +57,10 @@ static int h_pair(struct app *app, struct http_request *req)
     if (api_need(app, req, &u, STAFF))
         return HTTP_DONE;
     long long id;
-    if (api_parse_id(http_request_param(req, "id"), &id)) {
-        api_fail(&e, 404, "not_found", "Pair ids are positive integers.");
-        return send_err(req, &e);
-    }
+    if (api_path_id(req, "id", "Pair", &id))
+        return HTTP_DONE;
     if (similarity_pair(app, &u, id, &out, &e))
-        return send_err(req, &e);
+        return api_send_err(req, &e);
     return api_send_json(req, 200, out);
 }
 

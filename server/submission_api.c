@@ -61,10 +61,8 @@ static int h_submission(struct app *app, struct http_request *req)
     long long id;
     if (api_need(app, req, &u, HUMANS))
         return HTTP_DONE;
-    if (api_parse_id(http_request_param(req, "id"), &id)) {
-        api_fail(&e, 404, "not_found", "Submission ids are positive integers.");
-        return api_send_err(req, &e);
-    }
+    if (api_path_id(req, "id", "Submission", &id))
+        return HTTP_DONE;
     int rc = submission_get_cached(app, req, &u, id, &e);
     return rc < 0 ? api_send_err(req, &e) : rc; /* a miss: read off the loop */
 }
@@ -78,10 +76,8 @@ static int h_source(struct app *app, struct http_request *req)
     size_t len;
     if (api_need(app, req, &u, HUMANS))
         return HTTP_DONE;
-    if (api_parse_id(http_request_param(req, "id"), &id)) {
-        api_fail(&e, 404, "not_found", "Submission ids are positive integers.");
-        return api_send_err(req, &e);
-    }
+    if (api_path_id(req, "id", "Submission", &id))
+        return HTTP_DONE;
     if (api_submission_source(app, &u, id, &src, &len, fname, &e))
         return api_send_err(req, &e);
     char cd[128];
@@ -135,10 +131,8 @@ static int h_regrade(struct app *app, struct http_request *req)
     long long id;
     if (api_need(app, req, &u, STAFF))
         return HTTP_DONE;
-    if (api_parse_id(http_request_param(req, "id"), &id)) {
-        api_fail(&e, 404, "not_found", "Submission ids are positive integers.");
-        return api_send_err(req, &e);
-    }
+    if (api_path_id(req, "id", "Submission", &id))
+        return HTTP_DONE;
     struct staff_write w = {.kind = STAFF_REGRADE, .viewer = u, .id = id};
     if (staff_write_start(app, req, &w, staff_answer, &e))
         return api_send_err(req, &e);
@@ -153,10 +147,8 @@ static int h_override(struct app *app, struct http_request *req)
     json_t *body;
     if (api_need(app, req, &u, STAFF))
         return HTTP_DONE;
-    if (api_parse_id(http_request_param(req, "id"), &id)) {
-        api_fail(&e, 404, "not_found", "Submission ids are positive integers.");
-        return api_send_err(req, &e);
-    }
+    if (api_path_id(req, "id", "Submission", &id))
+        return HTTP_DONE;
     if (api_body_json(req, &body, 0, &e))
         return api_send_err(req, &e);
     json_t *sc = json_object_get(body, "score");
