@@ -102,8 +102,12 @@ cg_dirs() {
 sandbox_procs() {
     # processes still in one of our run cgroups; our hostile programs
     # (alive or zombie); bwrap zombies nobody reaped
-    grep -oEs "$(our_cg_pattern)" /proc/[0-9]*/cgroup 2>/dev/null | ours_only |
-        sed 's|/proc/\([0-9]*\)/cgroup:.*|\1|' | sort -u
+    if [ -n "$CG_PARENTS" ]; then
+        grep -lsF "/$CG_PARENT/" /proc/[0-9]*/cgroup 2>/dev/null | sed 's|/proc/\([0-9]*\)/cgroup|\1|'
+    else
+        grep -oEs "$(our_cg_pattern)" /proc/[0-9]*/cgroup 2>/dev/null | ours_only |
+            sed 's|/proc/\([0-9]*\)/cgroup:.*|\1|' | sort -u
+    fi
     ps -eo pid=,stat=,comm= 2>/dev/null | awk '$3 == "hostile-prog" || ($3 == "bwrap" && $2 ~ /^Z/)' |
         grep -vwF -f "$T/ignore" 2>/dev/null
 }
