@@ -5,6 +5,13 @@
 
 #include <errno.h>
 
+static json_t *audit_row(sqlite3_stmt *st)
+{
+    return json_pack("{s:f,s:o,s:s,s:s,s:s}", "at", sqlite3_column_double(st, 0), "who",
+                     db_col_json_text(st, 1), "action", db_col_text(st, 2), "target",
+                     db_col_text(st, 3), "detail", db_col_text(st, 4));
+}
+
 int audit_list(struct app *app, const char *action, json_t **out)
 {
     sqlite3_stmt *st = db_stmt(app->db, "SELECT a.at, u.name, a.action, a.target, a.detail FROM audit_log a "
@@ -15,22 +22,5 @@ int audit_list(struct app *app, const char *action, json_t **out)
         return -EIO;
     if (action)
         sqlite3_bind_text(st, 1, action, -1, SQLITE_TRANSIENT);
-    json_t *arr = json_array();
-    int rc = SQLITE_DONE;
-    while (arr && (rc = sqlite3_step(st)) == SQLITE_ROW)
-        json_array_append_new(
-            arr, json_pack("{s:f,s:o,s:s,s:s,s:s}", "at", sqlite3_column_double(st, 0), "who",
-                           sqlite3_column_type(st, 1) == SQLITE_NULL ? json_null()
-                                                                     : json_string(db_col_text(st, 1)),
-                           "action", db_col_text(st, 2), "target", db_col_text(st, 3), "detail",
-                           db_col_text(st, 4)));
-    sqlite3_reset(st);
-    if (!arr)
-        return -ENOMEM;
-    if (rc != SQLITE_DONE) {
-        json_decref(arr);
-        return db_errno(rc);
-    }
-    *out = arr;
-    return 0;
+    return db_rows_json(st, audit_row, out);
 }

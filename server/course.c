@@ -307,6 +307,12 @@ int api_show_name_set(struct app *app, const struct auth_user *viewer, int show,
     return staff_write_now(app, &w, e);
 }
 
+static json_t *rubric_version_row(sqlite3_stmt *st)
+{
+    return json_pack("{s:i,s:f,s:o}", "version", sqlite3_column_int(st, 0), "created_at",
+                     sqlite3_column_double(st, 1), "by", db_col_json_text(st, 2));
+}
+
 int course_rubric_versions(struct app *app, const char *lab, json_t **out)
 {
     sqlite3_stmt *st = db_stmt(app->db, "SELECT r.version, r.created_at, u.name FROM rubrics r "
@@ -316,24 +322,14 @@ int course_rubric_versions(struct app *app, const char *lab, json_t **out)
     if (!st)
         return -EIO;
     sqlite3_bind_text(st, 1, lab, -1, SQLITE_TRANSIENT);
-    json_t *arr = json_array();
-    int rc = SQLITE_DONE;
-    while (arr && (rc = sqlite3_step(st)) == SQLITE_ROW)
-        json_array_append_new(
-            arr, json_pack("{s:i,s:f,s:o}", "version", sqlite3_column_int(st, 0), "created_at",
-                           sqlite3_column_double(st, 1),
-                           "by", sqlite3_column_type(st, 2) == SQLITE_NULL
-                                     ? json_null()
-                                     : json_string(db_col_text(st, 2))));
-    sqlite3_reset(st);
-    if (!arr)
-        return -ENOMEM;
-    if (rc != SQLITE_DONE) {
-        json_decref(arr);
-        return db_errno(rc);
-    }
-    *out = arr;
-    return 0;
+    return db_rows_json(st, rubric_version_row, out);
+}
+
+static json_t *extension_row(sqlite3_stmt *st)
+{
+    return json_pack("{s:s,s:s,s:f,s:f}", "user", db_col_text(st, 0), "lab", db_col_text(st, 1),
+                     "due", sqlite3_column_double(st, 2), "hard_deadline",
+                     sqlite3_column_double(st, 3));
 }
 
 int course_extensions_list(struct app *app, json_t **out)
@@ -343,19 +339,5 @@ int course_extensions_list(struct app *app, json_t **out)
     *out = NULL;
     if (!st)
         return -EIO;
-    json_t *arr = json_array();
-    int rc = SQLITE_DONE;
-    while (arr && (rc = sqlite3_step(st)) == SQLITE_ROW)
-        json_array_append_new(arr, json_pack("{s:s,s:s,s:f,s:f}", "user", db_col_text(st, 0), "lab",
-                                             db_col_text(st, 1), "due", sqlite3_column_double(st, 2),
-                                             "hard_deadline", sqlite3_column_double(st, 3)));
-    sqlite3_reset(st);
-    if (!arr)
-        return -ENOMEM;
-    if (rc != SQLITE_DONE) {
-        json_decref(arr);
-        return db_errno(rc);
-    }
-    *out = arr;
-    return 0;
+    return db_rows_json(st, extension_row, out);
 }

@@ -486,6 +486,31 @@ const char *db_col_text(sqlite3_stmt *st, int col)
     return t ? (const char *)t : "";
 }
 
+json_t *db_col_json_text(sqlite3_stmt *st, int col)
+{
+    return sqlite3_column_type(st, col) == SQLITE_NULL ? json_null()
+                                                        : json_string(db_col_text(st, col));
+}
+
+int db_rows_json(sqlite3_stmt *st, json_t *(*row)(sqlite3_stmt *st), json_t **out)
+{
+    assert(st && row && out);
+    *out = NULL;
+    json_t *arr = json_array();
+    int rc = SQLITE_DONE;
+    while (arr && (rc = sqlite3_step(st)) == SQLITE_ROW)
+        json_array_append_new(arr, row(st));
+    sqlite3_reset(st);
+    if (!arr)
+        return -ENOMEM;
+    if (rc != SQLITE_DONE) {
+        json_decref(arr);
+        return db_errno(rc);
+    }
+    *out = arr;
+    return 0;
+}
+
 int db_audit(struct db *db, long long actor, const char *action, const char *target,
              const char *detail)
 {

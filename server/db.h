@@ -8,6 +8,7 @@
 #ifndef CUGRADE_DB_H
 #define CUGRADE_DB_H
 
+#include <jansson.h>
 #include <sqlite3.h>
 #include <stddef.h>
 
@@ -93,6 +94,13 @@ int db_changes(struct db *db);
 
 /* Column text or "" when NULL (the pointer lives until the next step/reset). */
 const char *db_col_text(sqlite3_stmt *st, int col);
+
+/* Column text as a JSON string, or null when NULL (a user gone: "who"). */
+json_t *db_col_json_text(sqlite3_stmt *st, int col);
+
+/* Every row of st (bound, not stepped yet) as row(st)'s JSON value, in
+ * one array; st is reset. 0 and *out, -ENOMEM, or the step's -errno. */
+int db_rows_json(sqlite3_stmt *st, json_t *(*row)(sqlite3_stmt *st), json_t **out);
 
 /* Append one row to the audit log (actor may be 0 for the system). 0 or -errno. */
 int db_audit(struct db *db, long long actor, const char *action, const char *target,

@@ -67,12 +67,6 @@ static json_t *time_or_null(sqlite3_stmt *st, int c)
     return json_string(buf);
 }
 
-static json_t *text_or_null(sqlite3_stmt *st, int c)
-{
-    return sqlite3_column_type(st, c) == SQLITE_NULL ? json_null()
-                                                     : json_string(db_col_text(st, c));
-}
-
 /* The request object of the row st is on. */
 static json_t *row_json(sqlite3_stmt *st)
 {
@@ -80,11 +74,11 @@ static json_t *row_json(sqlite3_stmt *st)
                      (json_int_t)sqlite3_column_int64(st, 0), "submission",
                      (json_int_t)sqlite3_column_int64(st, 1), "lab", db_col_text(st, 2), "user",
                      db_col_text(st, 3), "reason", db_col_text(st, 4), "status", db_col_text(st, 5),
-                     "answer", text_or_null(st, 6), "action", text_or_null(st, 7), "new_score",
+                     "answer", db_col_json_text(st, 6), "action", db_col_json_text(st, 7), "new_score",
                      sqlite3_column_type(st, 8) == SQLITE_NULL
                          ? json_null()
                          : json_real(sqlite3_column_double(st, 8)),
-                     "answered_by", text_or_null(st, 9), "created_at", time_or_null(st, 10),
+                     "answered_by", db_col_json_text(st, 9), "created_at", time_or_null(st, 10),
                      "answered_at", time_or_null(st, 11));
 }
 
@@ -375,11 +369,9 @@ int regrade_request_list(struct app *app, const struct auth_user *viewer, const 
                          " AND (?2 IS NULL OR r.lab = ?2) AND (?3 IS NULL OR u.name = ?3)"
                          " AND (?4 = 0 OR r.user_id = ?4) AND (?5 = 0 OR r.submission_id = ?5)"
                          " ORDER BY r.status = 'open' DESC, r.id DESC LIMIT 500");
-    json_t *arr = json_array();
-    if (!st || !arr) {
-        json_decref(arr);
+    json_t *arr;
+    if (!st)
         return api_internal(e, -EIO);
-    }
     if (status)
         sqlite3_bind_text(st, 1, status, -1, SQLITE_STATIC);
     if (lab)
@@ -388,9 +380,9 @@ int regrade_request_list(struct app *app, const struct auth_user *viewer, const 
         sqlite3_bind_text(st, 3, user, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 4, viewer->role == AUTH_STUDENT ? viewer->id : 0);
     sqlite3_bind_int64(st, 5, submission);
-    while (sqlite3_step(st) == SQLITE_ROW)
-        json_array_append_new(arr, row_json(st));
-    sqlite3_reset(st);
+    int rc = db_rows_json(st, row_json, &arr);
+    if (rc)
+        return api_internal(e, rc);
     *out = json_pack("{s:o}", "requests", arr);
     return *out ? 0 : api_internal(e, -ENOMEM);
 }

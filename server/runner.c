@@ -84,6 +84,13 @@ int runner_any_active(struct app *app)
     return db_now() - runner_last_seen(app) < 120;
 }
 
+static json_t *runner_row(sqlite3_stmt *st)
+{
+    return json_pack("{s:s,s:s,s:f,s:I}", "name", db_col_text(st, 0), "gpu", db_col_text(st, 1),
+                     "last_seen", sqlite3_column_double(st, 2), "jobs_done",
+                     (json_int_t)sqlite3_column_int64(st, 3));
+}
+
 int runner_list(struct app *app, int by_name, json_t **out)
 {
     static const char *const sql[2] = {
@@ -93,20 +100,5 @@ int runner_list(struct app *app, int by_name, json_t **out)
     *out = NULL;
     if (!st)
         return -EIO;
-    json_t *arr = json_array();
-    int rc = SQLITE_DONE;
-    while (arr && (rc = sqlite3_step(st)) == SQLITE_ROW)
-        json_array_append_new(arr, json_pack("{s:s,s:s,s:f,s:I}", "name", db_col_text(st, 0), "gpu",
-                                             db_col_text(st, 1), "last_seen",
-                                             sqlite3_column_double(st, 2), "jobs_done",
-                                             (json_int_t)sqlite3_column_int64(st, 3)));
-    sqlite3_reset(st);
-    if (!arr)
-        return -ENOMEM;
-    if (rc != SQLITE_DONE) {
-        json_decref(arr);
-        return db_errno(rc);
-    }
-    *out = arr;
-    return 0;
+    return db_rows_json(st, runner_row, out);
 }

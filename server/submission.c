@@ -625,6 +625,13 @@ size_t submission_ids_affected_on(struct db *db, const char *lab, long long *ids
     return n;
 }
 
+static json_t *override_row(sqlite3_stmt *st)
+{
+    return json_pack("{s:f,s:s,s:f,s:s}", "score", sqlite3_column_double(st, 0), "reason",
+                     db_col_text(st, 1), "created_at", sqlite3_column_double(st, 2), "by",
+                     db_col_text(st, 3));
+}
+
 int submission_overrides(struct app *app, long long id, json_t **out)
 {
     sqlite3_stmt *st = db_stmt(app->db,
@@ -635,20 +642,5 @@ int submission_overrides(struct app *app, long long id, json_t **out)
     if (!st)
         return -EIO;
     sqlite3_bind_int64(st, 1, id);
-    json_t *arr = json_array();
-    int rc = SQLITE_DONE;
-    while (arr && (rc = sqlite3_step(st)) == SQLITE_ROW)
-        json_array_append_new(arr, json_pack("{s:f,s:s,s:f,s:s}", "score",
-                                             sqlite3_column_double(st, 0), "reason",
-                                             db_col_text(st, 1), "created_at",
-                                             sqlite3_column_double(st, 2), "by", db_col_text(st, 3)));
-    sqlite3_reset(st);
-    if (!arr)
-        return -ENOMEM;
-    if (rc != SQLITE_DONE) {
-        json_decref(arr);
-        return db_errno(rc);
-    }
-    *out = arr;
-    return 0;
+    return db_rows_json(st, override_row, out);
 }
