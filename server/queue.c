@@ -551,6 +551,18 @@ static int fair_order(struct queue *q)
     return 0;
 }
 
+int queue_runner_restarted_in(struct db *db, const char *runner, long long runner_user)
+{
+    sqlite3_stmt *st = db_stmt(db, "UPDATE submissions SET lease_expires = 0 WHERE status IN "
+                                   QUEUE_IN_PROGRESS " AND lease_runner = ?1 AND lease_user = ?2");
+    if (!st)
+        return -EIO;
+    sqlite3_bind_text(st, 1, runner, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, runner_user);
+    int rc = db_step_done(st);
+    return rc ? rc : db_changes(db);
+}
+
 double queue_first_lease(double lease_s)
 {
     double first = lease_s / 4;

@@ -101,6 +101,13 @@ int queue_enqueue_in(struct db *db, const struct queue_submit *in, long long *id
  * none), and parked claims wake when wake is 1. */
 void queue_written(struct queue *q, long long id, int wake);
 
+/* A runner started again under its name (its first claim says "fresh"):
+ * the leases it held in its earlier life, for the same runner account,
+ * expire now, and the next sweep requeues them (or ends them in
+ * system_error past max_attempts) as any expired lease. The number of
+ * leases, or -errno. Inside the caller's write transaction (writer). */
+int queue_runner_restarted_in(struct db *db, const char *runner, long long runner_user);
+
 /* A claim's first lease, until its runner's first progress renews it to
  * lease_s: a quarter of lease_s, at least QUEUE_FIRST_LEASE_MIN_S seconds
  * and at most lease_s. A runner gone between the claim's answer and its

@@ -223,6 +223,48 @@ static int runner_name_ok(const char *s)
     return 1;
 }
 
+/* ---- a runner's first claim: it holds nothing (it started again) ---- */
+
+struct fresh_job {
+    char runner[72];
+    long long uid;
+    int n; /* leases expired (writer) */
+};
+
+static int fresh_run(struct db *db, void *arg)
+{
+    struct fresh_job *f = arg;
+    f->n = queue_runner_restarted_in(db, f->runner, f->uid);
+    return f->n < 0 ? f->n : 0; /* a job's positive answer would roll it back */
+}
+
+static void fresh_done(void *arg, int rc)
+{
+    struct fresh_job *f = arg;
+    if (rc == 0 && f->n > 0)
+        app_log("runner %s started again: %d lease%s of its earlier life expired now", f->runner,
+                f->n, f->n == 1 ? "" : "s");
+    else if (rc < 0)
+        app_log("runner %s started again: its earlier leases stay until they expire: %s",
+                f->runner, strerror(-rc));
+    free(f);
+}
+
+/* Queued on the writer before the claim's first try: the next lease sweep
+ * (each second) requeues what the runner held in its earlier life and
+ * wakes the parked claims, this one among them. Best effort: without it
+ * those leases run out as before. */
+static void claim_fresh(struct app *app, const char *runner, long long uid)
+{
+    struct fresh_job *f = calloc(1, sizeof(*f));
+    if (!f)
+        return;
+    snprintf(f->runner, sizeof(f->runner), "%s", runner);
+    f->uid = uid;
+    if (writer_submit(app->writer, fresh_run, fresh_done, f, 0))
+        free(f);
+}
+
 static int h_claim(struct app *app, struct http_request *req)
 {
     struct auth_user u;
@@ -234,6 +276,7 @@ static int h_claim(struct app *app, struct http_request *req)
         return api_send_err(req, &e);
     json_t *jr = json_object_get(body, "runner"), *jg = json_object_get(body, "gpu"),
            *jw = json_object_get(body, "wait");
+    int fresh = json_is_true(json_object_get(body, "fresh"));
     char runner[72], gpu[160] = "";
     if (jr && (!json_is_string(jr) || !runner_name_ok(json_string_value(jr)))) {
         json_decref(body);
@@ -258,6 +301,8 @@ static int h_claim(struct app *app, struct http_request *req)
     if (wait > app->cfg.max_wait_s)
         wait = app->cfg.max_wait_s;
     runner_seen_later(app, runner, gpu[0] ? gpu : NULL);
+    if (fresh)
+        claim_fresh(app, runner, u.id);
     /* Parked at once: the first try is the writer's, as every later one
      * (the loop never reads the queue for a claim). */
     if (queue_wait(app->queue, req, wait, runner, 1, claim_wake, (void *)(intptr_t)u.id) == 0)

@@ -27,6 +27,7 @@ int client_init(struct client *c, const char *server, const char *token, const c
     c->runner = strdup(runner);
     c->gpu = strdup(gpu ? gpu : "");
     c->timeout_s = 30;
+    c->fresh = 1;
     if (!c->server || !c->token || !c->runner || !c->gpu) {
         client_free(c);
         return -ENOMEM;
@@ -128,8 +129,8 @@ int client_claim(struct client *c, int wait_seconds, json_t **job)
 {
     char *resp = NULL, *req;
     *job = NULL;
-    req = body_encode(json_pack("{s:s, s:s, s:i}", "runner", c->runner, "gpu", c->gpu, "wait",
-                                wait_seconds));
+    req = body_encode(json_pack("{s:s, s:s, s:i, s:b}", "runner", c->runner, "gpu", c->gpu,
+                                "wait", wait_seconds, "fresh", c->fresh));
     if (!req)
         return -ENOMEM;
     int code = post_json(c, "/api/runner/claim", req, wait_seconds + c->timeout_s, &resp);
@@ -139,7 +140,9 @@ int client_claim(struct client *c, int wait_seconds, json_t **job)
         rc = code;
     } else if (code == 204) {
         rc = 0;
+        c->fresh = 0;
     } else if (code == 200) {
+        c->fresh = 0;
         json_t *doc = json_loads(resp ? resp : "", 0, NULL);
         json_t *j = json_object_get(doc, "job");
         if (json_is_object(j)) {

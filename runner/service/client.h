@@ -16,6 +16,7 @@ struct client {
     char *runner;      /* this runner's name: "hostname-gpu0" */
     char *gpu;         /* GPU model name */
     double timeout_s;  /* per-request limit besides the long poll (default 30) */
+    int fresh;         /* no claim answered yet: this process holds no job */
 };
 
 /* Call once per process before any other client_* call (curl_global_init). */
@@ -26,7 +27,10 @@ int client_init(struct client *c, const char *server, const char *token, const c
                 const char *gpu);
 void client_free(struct client *c);
 
-/* POST /api/runner/claim with {"runner","gpu","wait"}. Returns 0 and a new
+/* POST /api/runner/claim with {"runner","gpu","wait"}, and "fresh": true
+ * until a claim is answered (200 or 204): the server then lets go of the
+ * jobs this name held in an earlier life of the runner (a crash, a kill, a
+ * requeue) at once, not when their leases run out. Returns 0 and a new
  * reference to the "job" object in *job (NULL when the server answered 204:
  * nothing to do), -EACCES when the token is refused (401/403), -EAGAIN on a
  * network or server error. */

@@ -41,6 +41,7 @@ class H(BaseHTTPRequestHandler):
             if self.path == "/api/runner/claim":
                 state["claims"] += 1
                 state["claim_body"] = body
+                state.setdefault("fresh", []).append(body.get("fresh"))
                 if state["claims"] == 1:
                     return self.reply(503, {"error": {"code": "internal", "message": "restarting"}})
                 if state["queue"]:
@@ -89,6 +90,9 @@ try:
     ok(s["claims"] >= 3, "the runner kept claiming after a 503", s["claims"])
     cb = s.get("claim_body", {})
     ok(cb.get("runner", "").endswith("-gpu0") and isinstance(cb.get("wait"), int), "claim names the runner and the long-poll wait", cb)
+    fr = s.get("fresh", [])
+    ok(fr[:2] == [True, True] and len(fr) >= 3 and not any(fr[2:]),
+       "claims say fresh until one is answered (the 503 does not count), then not", fr)
     phases = [ph for ph, _ in s["progress"].get("1", [])]
     ok("compiling" in phases, "job 1 reported the compiling phase", phases)
     r1 = s["results"].get("1")

@@ -270,10 +270,41 @@ def claim_silent(t):
     s.cleanup()
 
 
+def claim_fresh(t):
+    """A runner started again under its name says so on its first claim
+    ("fresh"): the jobs that name held for the same runner account come back
+    at once (a sweep later), not when their leases run out, and the old
+    holder's word gets 409. The same name under another account, and a
+    claim that does not say fresh, leave them alone."""
+    s = Server(labs=["vadd"], args=["--lease-seconds", "60"], tap=t,
+               users=Server.DEFAULT_USERS + [("runner2", "runner", "runner two")])
+    sid = (s.submit("vadd", kernel("fresh")).json() or {}).get("id")
+    old = s.runner("runner1", runner_name="host-gpu0")
+    job = old.claim(wait=0) or {}
+    t.status(old.progress(sid, "checking"), 200, "a runner started again: its earlier life holds the job")
+    other = s.runner("runner2", runner_name="host-gpu0")
+    r = other.request("POST", "/api/runner/claim", {"runner": "host-gpu0", "wait": 1, "fresh": True})
+    t.status(r, 204, "a runner started again: the same name under another account claims nothing")
+    again = s.runner("runner1", runner_name="host-gpu0")
+    r = again.request("POST", "/api/runner/claim", {"runner": "host-gpu0", "wait": 0})
+    t.status(r, 204, "a runner started again: a claim that does not say fresh leaves the job held")
+    t0 = time.time()
+    r = again.request("POST", "/api/runner/claim", {"runner": "host-gpu0", "wait": 10, "fresh": True},
+                      timeout=20)
+    got = ((r.json() or {}).get("job") or {}) if r.status == 200 else {}
+    waited = time.time() - t0
+    t.ok(job.get("id") == sid and got.get("id") == sid and got.get("attempt") == 2 and waited < 5,
+         "a runner started again: its fresh claim gets the job back %.1f s later (lease 60 s), "
+         "as attempt 2" % waited, {"status": r.status, "id": got.get("id"), "attempt": got.get("attempt")})
+    t.status(old.progress(sid, "checking"), 409, "a runner started again: its earlier life's word gets 409")
+    s.cleanup()
+
+
 t = Tap()
 require_binary(t)
 t.run(main)
 t.run(sweep_off_loop)
 t.run(claim_gone)
 t.run(claim_silent)
+t.run(claim_fresh)
 t.exit()
