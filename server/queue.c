@@ -551,8 +551,10 @@ static int fair_order(struct queue *q)
     return 0;
 }
 
-int queue_runner_restarted_in(struct db *db, const char *runner, long long runner_user)
+int queue_runner_restarted_in(struct db *db, const char *runner, long long runner_user,
+                              int *expired)
 {
+    *expired = 0;
     sqlite3_stmt *st = db_stmt(db, "UPDATE submissions SET lease_expires = 0 WHERE status IN "
                                    QUEUE_IN_PROGRESS " AND lease_runner = ?1 AND lease_user = ?2");
     if (!st)
@@ -560,7 +562,9 @@ int queue_runner_restarted_in(struct db *db, const char *runner, long long runne
     sqlite3_bind_text(st, 1, runner, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, runner_user);
     int rc = db_step_done(st);
-    return rc ? rc : db_changes(db);
+    if (!rc)
+        *expired = db_changes(db);
+    return rc;
 }
 
 double queue_first_lease(double lease_s)

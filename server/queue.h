@@ -104,9 +104,11 @@ void queue_written(struct queue *q, long long id, int wake);
 /* A runner started again under its name (its first claim says "fresh"):
  * the leases it held in its earlier life, for the same runner account,
  * expire now, and the next sweep requeues them (or ends them in
- * system_error past max_attempts) as any expired lease. The number of
- * leases, or -errno. Inside the caller's write transaction (writer). */
-int queue_runner_restarted_in(struct db *db, const char *runner, long long runner_user);
+ * system_error past max_attempts) as any expired lease; *expired says how
+ * many. 0 or -errno, as a writer job returns (writer.h). Inside the
+ * caller's write transaction. */
+int queue_runner_restarted_in(struct db *db, const char *runner, long long runner_user,
+                              int *expired);
 
 /* A claim's first lease, until its runner's first progress renews it to
  * lease_s: a quarter of lease_s, at least QUEUE_FIRST_LEASE_MIN_S seconds

@@ -234,8 +234,7 @@ struct fresh_job {
 static int fresh_run(struct db *db, void *arg)
 {
     struct fresh_job *f = arg;
-    f->n = queue_runner_restarted_in(db, f->runner, f->uid);
-    return f->n < 0 ? f->n : 0; /* a job's positive answer would roll it back */
+    return queue_runner_restarted_in(db, f->runner, f->uid, &f->n);
 }
 
 static void fresh_done(void *arg, int rc)

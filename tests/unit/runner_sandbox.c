@@ -257,20 +257,12 @@ static void test_tree_remove(const char *parent)
     char dir[512], path[600], outside[512];
     snprintf(dir, sizeof dir, "%s/tree", parent);
     snprintf(outside, sizeof outside, "%s/outside", parent);
-    int fd = open(outside, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd >= 0)
-        close(fd);
+    write_file(parent, "outside", "", 0);
     mkdir(dir, 0755);
-    snprintf(path, sizeof path, "%s/a", dir);
-    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd >= 0)
-        close(fd);
+    write_file(dir, "a", "", 0);
     snprintf(path, sizeof path, "%s/sub", dir);
     mkdir(path, 0755);
-    snprintf(path, sizeof path, "%s/sub/b", dir);
-    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd >= 0)
-        close(fd);
+    write_file(dir, "sub/b", "", 0);
     snprintf(path, sizeof path, "%s/link", dir);
     int linked = symlink(outside, path) == 0;
     struct stat st;
