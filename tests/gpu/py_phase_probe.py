@@ -11,8 +11,15 @@ seconds of each step: the owner's start (interpreter, lab), its backend
 answer (runtime_ready: Numba, CuPy and the tenant's context, asked as it
 starts, so this is only what the owner's own start did not cover), the
 student's module, the
-warm-up (the JIT), the cases or the timing. Then the bare costs: an
-interpreter with NumPy, Numba, CuPy, and each library's context.
+warm-up (the JIT), the cases or the timing. A second table splits a
+timing run's samples (time_sample, all of them, the untimed batches
+included): the inputs' fill, the lab's reference, the poison, the wait
+for our own GPU work, the probe, the L2 flush, the clocked call and the
+check (sample_ok). Then the bare costs: an interpreter with NumPy, Numba,
+CuPy, and each library's context.
+
+PROBE_OWNER_ROOT=DIR runs the owner and the labs of another tree (an
+earlier commit's `git archive`), for a before and after in one call.
 """
 import json
 import os
@@ -22,9 +29,11 @@ import tempfile
 import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-PY = os.path.join(ROOT, "labs", "common", "py")
+PY = os.path.join(os.environ.get("PROBE_OWNER_ROOT") or ROOT, "labs", "common", "py")
 SEED = "0123456789abcdef0123456789abcdef"
 DEFAULT = ["reduction/fast_numba.py", "reduction/cupy_sum.py", "embedding/cupy_take.py"]
+PARTS = ["fill", "reference", "poison", "sync", "probe", "map_new", "flush_l2", "call",
+         "sample_ok", "time_sample"]
 STEPS = ["backend", "time_cpu", "time_prepare", "start_tenant", "runtime_ready", "round_trip", "load", "warm_up", "run_check", "run_time"]
 
 
@@ -47,6 +56,46 @@ def child(mode, lab, path, case):
     for n in ("backend", "time_cpu", "time_prepare", "start_tenant", "runtime_ready",
               "round_trip", "load", "warm_up", "run_check", "run_time"):
         setattr(owner, n, clock(n, getattr(owner, n)))
+    # time_sample's parts, counted only inside it
+    inside = {"on": False}
+
+    def part(name, fn):
+        c = clock(name, fn)
+
+        def wrapped(*a, **k):
+            return c(*a, **k) if inside["on"] else fn(*a, **k)
+        return wrapped
+
+    sample = clock("time_sample", owner.time_sample)
+
+    def time_sample(*a, **k):
+        inside["on"] = True
+        times["samples"] = times.get("samples", 0) + 1
+        try:
+            return sample(*a, **k)
+        finally:
+            inside["on"] = False
+    owner.time_sample = time_sample
+    owner.Case.fill = part("fill", owner.Case.fill)
+    owner.Case.poison = part("poison", owner.Case.poison)
+    owner.Probe.read = part("probe", owner.Probe.read)
+    owner.Timed.map_new = part("map_new", owner.Timed.map_new)
+    owner.Tenant.ask = part("call", owner.Tenant.ask)
+    make_backend, load_lab = owner.backend, owner.load_lab
+
+    def backend(*a, **k):
+        be = make_backend(*a, **k)
+        be.sync = part("sync", be.sync)
+        be.flush_l2 = part("flush_l2", be.flush_l2)
+        return be
+
+    def lab_loaded(*a, **k):
+        doc, lab, cases = load_lab(*a, **k)
+        for n in ("reference", "sample_ok"):
+            if n in lab:
+                lab[n] = part(n, lab[n])
+        return doc, lab, cases
+    owner.backend, owner.load_lab = backend, lab_loaded
     chan, tfd = (int(x) for x in os.environ.pop("PROBE_FDS").split(","))
     os.dup2(chan, 3)
     os.close(chan)
@@ -125,6 +174,16 @@ def main():
     for f, mode, t in rows:
         cells = ["%.2f" % t[k] if k in t else "" for k in ["import_owner"] + STEPS + ["total", "wall"]]
         print("| %s | %s | %s |" % (f, mode, " | ".join(cells)))
+    print()
+    print("time_sample's parts (s, summed over its calls; fill and poison only queue "
+          "the GPU work that sync then waits for):")
+    print()
+    print("| file | samples | " + " | ".join(PARTS) + " |")
+    print("|---|---|" + "---|" * len(PARTS))
+    for f, mode, t in rows:
+        if "time_sample" in t:
+            print("| %s | %d | %s |" % (f, t.get("samples", 0),
+                                        " | ".join("%.3f" % t.get(k, 0.0) for k in PARTS)))
     print()
     print("| bare cost | s |")
     print("|---|---|")

@@ -121,10 +121,13 @@ def index(xp, seed, start, count, rng, at=None):
 CASE_PARAMS = {"index": ("vocab",), "f32_reduction": ("n", "signs")}
 
 
-def generate(xp, genname, seed, start, count, params, own=None, at=None):
+def generate(xp, genname, seed, start, count, params, own=None, at=None, out=None):
     """Elements [start, start + count) of generator genname (or own, a lab's
     own generator from its lab.py GEN) for a case with these params. On a
-    GPU (CuPy) one fused kernel of gen.cuh's own code when it compiles.
+    GPU (CuPy) one fused kernel of gen.cuh's own code when it compiles;
+    given out (a contiguous device array of count elements of the
+    generator's dtype) it writes them there, with no temporary, and
+    returns out. Otherwise a new array, which the caller copies.
     Given at (an array of positions; a built-in generator only): the
     elements at those positions, start and count unused."""
     extra = [params[p] for p in CASE_PARAMS.get(genname, ())]
@@ -133,9 +136,9 @@ def generate(xp, genname, seed, start, count, params, own=None, at=None):
         return globals()[genname](xp, seed, 0, 0, *extra, at=at)
     if own is not None:
         return own(xp, seed, start, count)
-    out = _fused_generate(xp, genname, seed, start, count, extra)
-    if out is not None:
-        return out
+    got = _fused_generate(xp, genname, seed, start, count, extra, out)
+    if got is not None:
+        return got
     return globals()[genname](xp, seed, start, count, *extra)
 
 
@@ -178,7 +181,7 @@ def _fused_kernel(xp, genname):
     return k
 
 
-def _fused_generate(xp, genname, seed, start, count, extra):
+def _fused_generate(xp, genname, seed, start, count, extra, out=None):
     if genname not in _KERNELS or not hasattr(xp, "ElementwiseKernel"):
         return None
     k = _fused_kernel(xp, genname)
@@ -187,12 +190,13 @@ def _fused_generate(xp, genname, seed, start, count, extra):
     import numpy
     if genname == "f32_reduction":
         b = reduction_bias(seed, *extra)
-        args = (numpy.int32(-(1 << 31) if b is ONE_SIGN else b),)
-        out = xp.empty(count, dtype=xp.float32)
+        args, dtype = (numpy.int32(-(1 << 31) if b is ONE_SIGN else b),), xp.float32
     elif genname == "f32_sym":
-        args, out = (), xp.empty(count, dtype=xp.float32)
+        args, dtype = (), xp.float32
     else:
-        args, out = (numpy.uint64(extra[0]),), xp.empty(count, dtype=xp.int64)
+        args, dtype = (numpy.uint64(extra[0]),), xp.int64
+    if out is None or out.dtype != dtype or out.size != count or not out.flags.c_contiguous:
+        out = xp.empty(count, dtype=dtype)
     try:
         k(numpy.uint64(seed), numpy.uint64(start), *args, out)
     except Exception:   # NVRTC refused it: the ufunc chain from now on

@@ -252,34 +252,42 @@ class Case:
         return self.be.view(self.bufs[m["name"]], "uint32", self.guard // 4,
                             m["count"] * m["itemsize"])
 
-    def _gen(self, m, seed, start, count):
+    def _gen(self, m, seed, start, count, out=None):
         genname, k = m["how"]
         xp = self.be.xp
         own = (self.lab.get("GEN") or {}).get(genname)   # a lab's own generator (lab.py GEN)
-        return gen.generate(xp, genname, gen.stream(seed, k), start, count, self.params, own)
+        return gen.generate(xp, genname, gen.stream(seed, k), start, count, self.params, own,
+                            out=out)
 
-    def fill(self, case_seed):
-        """Inputs from case_seed (chunk by chunk), guards set."""
+    def fill(self, case_seed, sync=True):
+        """Inputs from case_seed (chunk by chunk: on a GPU each chunk is
+        generated in place, gen.generate's out), guards set; then waits for
+        the GPU unless told not to (a batch's fill waits once, time_sample)."""
         for m in self.meta:
             if m["role"] != "in":
                 continue
             v = self.views[m["name"]]
             for s in range(0, m["count"], CHUNK):
                 c = min(CHUNK, m["count"] - s)
-                v[s:s + c] = self._gen(m, case_seed, s, c)
+                dst = v[s:s + c]
+                got = self._gen(m, case_seed, s, c, out=dst)
+                if got is not dst:
+                    dst[...] = got
             if self.guard:
                 g = self._guard_view(m)
                 g[:] = 0 if m["dtype"] == "int64" else GUARD_F32
-        self.be.sync()
+        if sync:
+            self.be.sync()
 
-    def poison(self):
+    def poison(self, sync=True):
         for m in self.meta:
             if m["role"] == "out":
                 v = self.views[m["name"]].view("uint32")
                 v[:] = POISON
                 if self.guard:
                     self._guard_view(m)[:] = POISON
-        self.be.sync()
+        if sync:
+            self.be.sync()
 
     def inputs_modified(self, case_seed):
         bad = 0
@@ -664,10 +672,11 @@ def time_sample(tenant, t, name):
     be, lab = t.be, t.lab
     refs = []
     for c in t.cases:
-        c.fill(int.from_bytes(os.urandom(8), "little"))
+        c.fill(int.from_bytes(os.urandom(8), "little"), sync=False)
         refs.append(lab["reference"](be.xp, t.inputs(c)))
     for c in t.cases:
-        c.poison()
+        c.poison(sync=False)
+    be.sync()                           # our own work done before the clock
     probe = Probe(be, t.cases)
     t.map_new(tenant, name)
     msg = {"op": "call", "set_ids": [c.serial for c in t.cases]}
