@@ -285,3 +285,8 @@ int health_ok(const struct health *hl)
     /* A suspicion holds the claims until its probe answered. */
     return !hl->enabled || (hl->known && !hl->bad && !hl->wanted && hl->pid == 0);
 }
+
+int health_failing(const struct health *hl)
+{
+    return hl->enabled && hl->bad;
+}

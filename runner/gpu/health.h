@@ -61,6 +61,10 @@ int health_reaped(struct health *hl, pid_t pid, int status, double now);
  * answered and no suspicion waits for another. */
 int health_ok(const struct health *hl);
 
+/* 1 while the last probe failed (the GPU does not answer); 0 before the
+ * first answer and while a suspicion waits for one. */
+int health_failing(const struct health *hl);
+
 /* The jobs' side: while CACHE/gpu-N.down exists (the runner's probe
  * fails), a job about to enter the GPU lane waits rather than fail on the
  * GPU. 1 while it exists (why: its first line), else 0. */

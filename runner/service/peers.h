@@ -11,8 +11,9 @@
  * while it has fewer than the least loaded live peer plus a margin (its
  * front lane's width): the host's runners still claim far ahead together,
  * and no one of them runs ahead of the others. A peer counts from its
- * start (it is building its labs: it will claim soon) until it stops; a
- * peer whose GPU does not answer its probe, or that was told to stop,
+ * start (it is building its labs, or its GPU's first probe has not
+ * answered yet: it will claim soon) until it stops; a peer whose GPU's
+ * probe failed, or that was told to stop,
  * claims nothing and does not count; a peer that died (its process is gone or is another program
  * now) does not count.
  */
@@ -23,9 +24,9 @@
 
 /* What a runner is doing, as its peers read it. */
 enum peer_state {
-    PEER_STARTING = 's', /* building labs, measuring: it will claim soon */
+    PEER_STARTING = 's', /* building labs, measuring, first probe: it will claim soon */
     PEER_CLAIMING = 'c', /* serving: claims when it has room */
-    PEER_IDLE_GPU = 'u', /* its GPU does not answer: it claims nothing */
+    PEER_IDLE_GPU = 'u', /* its GPU's probe failed: it claims nothing */
     PEER_STOPPING = 'x', /* told to stop: it ends its jobs, claims nothing */
 };
 

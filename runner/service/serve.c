@@ -517,9 +517,15 @@ static void serve_loop(struct client *cl, struct host *h, const struct grade_env
         }
         /* A GPU that does not answer its probe: claim nothing (health.h).
          * Nor more than the host's least loaded peer plus a front lane
-         * (peers.h): the first runner to ask does not take a burst. */
+         * (peers.h): the first runner to ask does not take a burst. A
+         * runner whose probe has not answered yet counts as starting: when
+         * runners start together, the first probe to answer took all 59
+         * of a burst already queued (make test-gpu, three runners, H200). */
         size_t in_flight = nk - kids_in(kids, nk, KID_PROFILE);
-        peers_publish(health_ok(&hl) ? PEER_CLAIMING : PEER_IDLE_GPU, in_flight);
+        peers_publish(health_ok(&hl)         ? PEER_CLAIMING
+                      : health_failing(&hl) ? PEER_IDLE_GPU
+                                            : PEER_STARTING,
+                      in_flight);
         long least = peers_least();
         if (in_front >= front_max || in_flight >= (size_t)queue || nk >= room ||
             !health_ok(&hl) || (least >= 0 && in_flight >= (size_t)least + front_max)) {

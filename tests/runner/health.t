@@ -15,6 +15,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fak
 from suite import FAKE, RUNNER, failures, ok, require_nvcc_root  # noqa: E402  (paths, TAP)
 import tree  # noqa: E402  (the fake lab laid out as a course tree)
 import fakeserver  # noqa: E402  (the server's runner protocol, scripted)
+import fakegpu  # noqa: E402  (a fake nvidia-smi and libcuda.so.1)
 from fakeserver import job  # noqa: E402
 TOKEN = "cgr_" + "ef" * 32
 
@@ -26,39 +27,9 @@ root = tree.lay_out(os.path.join(tmp, "root"))
 rubric = json.load(open(os.path.join(FAKE, "rubric.json")))
 cache = os.path.join(tmp, "cache")
 os.makedirs(cache)
-dead = os.path.join(tmp, "gpu-is-gone")
-hang = os.path.join(tmp, "driver-hangs")
-
-# The fake driver: every call the probe makes; cuInit fails while `dead` exists.
-lib = os.path.join(tmp, "lib")
-os.makedirs(lib)
-with open(os.path.join(tmp, "fake.c"), "w") as f:
-    f.write(r'''
-#include <stdlib.h>
-#include <unistd.h>
-int cuInit(unsigned fl) { (void)fl; const char *d = getenv("FAKE_CUDA_DEAD");
-    const char *h = getenv("FAKE_CUDA_HANG");
-    if (h && access(h, F_OK) == 0) sleep(60);
-    return d && access(d, F_OK) == 0 ? 100 : 0; }
-int cuGetErrorName(int e, const char **s) { *s = e == 100 ? "CUDA_ERROR_NO_DEVICE" : "CUDA_ERROR_UNKNOWN"; return 0; }
-int cuDeviceGet(int *d, int o) { *d = o; return 0; }
-int cuDevicePrimaryCtxRetain(void **c, int d) { (void)d; *c = (void *)1; return 0; }
-int cuCtxSetCurrent(void *c) { (void)c; return 0; }
-int cuMemAlloc_v2(unsigned long long *p, size_t n) { (void)n; *p = 4096; return 0; }
-int cuMemsetD8_v2(unsigned long long p, unsigned char v, size_t n) { (void)p; (void)v; (void)n; return 0; }
-int cuCtxSynchronize(void) { return 0; }
-int cuMemFree_v2(unsigned long long p) { (void)p; return 0; }
-''')
-subprocess.run(["cc", "-shared", "-fPIC", "-o", os.path.join(lib, "libcuda.so.1"),
-                os.path.join(tmp, "fake.c")], check=True)
-fbin = os.path.join(tmp, "bin")
-os.makedirs(fbin)
-with open(os.path.join(fbin, "nvidia-smi"), "w") as f:
-    f.write('#!/bin/sh\ncase "$1" in --query-gpu=*) echo "0, NVIDIA H100 80GB HBM3, 9.0, 00000000:19:00.0"; '
-            'exit 0;; esac\nexit 2\n')
-os.chmod(os.path.join(fbin, "nvidia-smi"), 0o755)
-env = dict(os.environ, PATH=fbin + ":" + os.environ["PATH"], LD_LIBRARY_PATH=lib, FAKE_CUDA_DEAD=dead,
-           FAKE_CUDA_HANG=hang, CUGRADE_GPU_PROBE_LIMIT="3",
+# The fake GPU (fakegpu.py): cuInit fails while `dead` exists, hangs while `hang` does.
+fake_env, dead, hang = fakegpu.make(tmp)
+env = dict(os.environ, **fake_env, CUGRADE_GPU_PROBE_LIMIT="3",
            CUGRADE_GPU_HOLD="0", CUGRADE_GPU_PROBE_SECONDS="1", CUGRADE_GPU_DOWN_WAIT="15",
            # the background baseline refresh (its exclusive holds) off: this
            # suite's waits are timed against the GPU's answers alone

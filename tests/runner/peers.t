@@ -13,6 +13,11 @@ flight, and the fake server holds 12 jobs before any runner asks.
     file again.
   - Two real runners started together share the 12: neither has more than
     the other plus 2.
+  - A runner whose first GPU probe has not answered yet (a fake GPU whose
+    driver hangs) counts as starting ("s 0"), not as a GPU that does not
+    answer: a runner beside it holds 0 plus 2 jobs. (On the H200, with
+    make test-gpu's three runners started together, the first probe to
+    answer took all 59 of a burst queued before the runners started.)
 Prints TAP."""
 import json, os, shutil, signal, subprocess, sys, tempfile, time
 
@@ -20,6 +25,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fak
 from suite import FAKE, RUNNER, failures, ok, require_nvcc_root  # noqa: E402  (paths, TAP)
 import tree  # noqa: E402  (the fake lab laid out as a course tree)
 import fakeserver  # noqa: E402  (the server's runner protocol, scripted)
+import fakegpu  # noqa: E402  (a fake nvidia-smi and libcuda.so.1)
 from fakeserver import GOOD, job  # noqa: E402
 TOKEN = "cgr_" + "cd" * 32
 
@@ -151,10 +157,46 @@ def two_runners(log):
         fake.stop()
 
 
+def probe_pending(log):
+    fake = fakeserver.FakeServer([job(i, rubric, GOOD) for i in range(1, 13)])
+    url = f"http://127.0.0.1:{fake.port}"
+    pdir = peers_dir(url)
+    gpu_env, _, hang = fakegpu.make(tmp)
+    open(hang, "w").close()
+    # b sees a GPU whose first probe hangs (killed only at 60 s); --lazy-build:
+    # straight to its claim loop, where it publishes its state.
+    b = subprocess.Popen([RUNNER, "--server", url, "--token-file", tok, "--root", root,
+                          "--cache", os.path.join(tmp, "cache-probe-b"), "--work",
+                          os.path.join(tmp, "work-probe-b"), "--arch", "sm_90", "--jobs", "1",
+                          "--name", "b", "--lazy-build"], stdout=log, stderr=log,
+                         env=dict(ENV, **gpu_env, CUGRADE_GPU_PROBE_LIMIT="60",
+                                  CUGRADE_BASELINE_REFRESH="0"), start_new_session=True)
+    holder = lane_full(os.path.join(tmp, "cache-probe-a"))
+    procs = [b]
+    try:
+        bfile = os.path.join(pdir, "%d.load" % b.pid)
+        fake.wait_for(lambda: os.path.exists(bfile), 30)
+        time.sleep(3)   # in its claim loop, its probe started and hanging
+        line = open(bfile).read() if os.path.exists(bfile) else "(no file)"
+        ok(line == "s 0\n", "a runner whose first GPU probe has not answered publishes "
+           "\"s 0\" (starting), not \"u\" (a GPU that does not answer)", line)
+        procs.append(runner(url, os.path.join(tmp, "cache-probe-a"), "a", log))
+        got = claims_after(fake, 2, 6)
+        ok(len(got) == 2 and set(got.values()) == {"a"},
+           "beside it a runner holds 0 + 2 jobs (its front lane), not the queue of 12", got)
+    finally:
+        stop(procs)
+        os.unlink(hang)
+        holder.kill()
+        holder.wait()
+        fake.stop()
+
+
 log = open(os.path.join(tmp, "runner.log"), "w+")
 try:
     starting_peer(log)
     two_runners(log)
+    probe_pending(log)
 finally:
     log.seek(0)
     if failures():
