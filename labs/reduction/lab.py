@@ -67,6 +67,8 @@ def _sums(xp, x):
     where that kernel fails, chunk by chunk."""
     k = _KERNEL.get("sums", None if hasattr(xp, "RawKernel") else False)
     if k is not False and x.size:
+        # the kernel reads x as n contiguous floats: INPUTS' d_in, a view of one buffer
+        assert x.dtype == xp.float32 and x.ndim == 1 and x.flags.c_contiguous
         try:
             if k is None:
                 k = _KERNEL["sums"] = xp.RawKernel(_SUMS_SRC, "cugrade_reduction_sums")
