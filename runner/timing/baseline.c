@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -596,10 +597,16 @@ void baseline_limits_set(struct run_ctx *rc, int measure)
  * no GPU lock). Returns the batches timed. */
 static int baseline_refresh_cpu(const struct run_ctx *rc, const char *case_name, double stale_s)
 {
-    char path[PATH_MAX];
+    char path[PATH_MAX], lockp[PATH_MAX + 8];
     double rec[BASELINE_CPU_RECORD];
     int timed = 0;
     baseline_record_path(rc, case_name, path, sizeof path);
+    /* One refresher of a record at a time (the runners of one GPU model
+     * share it): the next one reads it after, fresh, and times nothing. */
+    snprintf(lockp, sizeof lockp, "%s.lock", path);
+    int lk = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    while (lk >= 0 && flock(lk, LOCK_EX) < 0 && errno == EINTR)
+        ;
     double age = baseline_record_age(path);
     size_t have = baseline_record_read(path, rec, BASELINE_CPU_RECORD);
     while (have < BASELINE_CPU_SHARE_MIN || !(age >= 0 && age <= stale_s)) {
@@ -615,6 +622,8 @@ static int baseline_refresh_cpu(const struct run_ctx *rc, const char *case_name,
             break; /* logged by baseline_batch; the next refresh tries again */
         timed++, have++, age = 0;
     }
+    if (lk >= 0)
+        close(lk);
     return timed;
 }
 

@@ -8,7 +8,10 @@ times as on a GPU host, the fake lab's "GPU" programs running on the CPU):
 - a job graded after it takes both as they are (their age in the result's
   timings, `shared_age_s`) and times no baseline of its own;
 - a serving runner refreshes a stale record in the background
-  (CUGRADE_BASELINE_REFRESH=1, no job in the queue).
+  (CUGRADE_BASELINE_REFRESH=1, no job in the queue);
+- two serving runners of the one GPU model refresh a stale CPU record
+  together (a CPU baseline that takes 2 s): one batch is added, not one
+  each (the second waits for the first and finds the record fresh).
 Prints TAP."""
 import glob, json, os, signal, subprocess, sys, tempfile, time
 
@@ -57,6 +60,7 @@ def grade():
 
 p = None
 fake = None
+extra = []
 try:
     pr = subprocess.run([RUNNER, "prepare"] + COMMON, capture_output=True, text=True, timeout=600, env=ENV)
     naive = json.load(open(NAIVE)) if os.path.exists(NAIVE) else {}
@@ -97,14 +101,41 @@ try:
             pass
     log.seek(0)
     ok(fresh, "a serving runner refreshes a stale record in the background", log.read()[-2000:])
+
+    # Two refreshers of one stale CPU record: p above (every second) and a
+    # second runner started now, each CPU batch 2 s long.
+    prog = os.path.join(cache, "sm_90/fakelab/cpu-baseline")
+    with open(prog + ".slow", "w") as f:
+        f.write('#!/bin/sh\nsleep 2\necho \'{"case":"big","median_ms":5.0,"samples_ms":[5.0,5.1,4.9]}\'\n')
+    os.chmod(prog + ".slow", 0o755)
+    os.rename(prog + ".slow", prog)
+    rec = glob.glob(os.path.join(cache, "sm_90/fakelab/baselines/*__big__cpu.batches"))[0]
+    before = len(cpu_record())
+    old = time.time() - 1000
+    os.utime(rec, (old, old))
+    p2 = subprocess.Popen([RUNNER, "--server", f"http://127.0.0.1:{fake.port}", "--token-file", tok,
+                           "--lazy-build", "--root", root, "--cache", cache, "--work",
+                           os.path.join(tmp, "work2"), "--arch", "sm_90"], stdout=log, stderr=log,
+                          start_new_session=True, env=dict(ENV, CUGRADE_BASELINE_REFRESH="1"))
+    extra.append(p2)
+    t_end = time.time() + 60
+    while time.time() < t_end and time.time() - os.stat(rec).st_mtime > 60:
+        time.sleep(0.2)
+    time.sleep(6)   # a second refresher's 2 s batch, had it started, ends
+    added = len(cpu_record()) - before
+    log.seek(0)
+    ok(added == 1, "two runners refresh one stale CPU record together: 1 batch added (%d)" % added,
+       log.read()[-2000:])
 finally:
-    if p is not None:
+    for q in [p] + extra:
+        if q is None:
+            continue
         try:
-            os.killpg(p.pid, signal.SIGTERM)
-            p.wait(timeout=30)
+            os.killpg(q.pid, signal.SIGTERM)
+            q.wait(timeout=30)
         except (ProcessLookupError, subprocess.TimeoutExpired):
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait()
+            os.killpg(q.pid, signal.SIGKILL)
+            q.wait()
     if fake is not None:
         fake.stop()
     subprocess.run(["rm", "-rf", tmp])
