@@ -53,8 +53,7 @@ def child(mode, lab, path, case):
                 times[name] = times.get(name, 0.0) + time.perf_counter() - t0
         return wrapped
 
-    for n in ("backend", "time_cpu", "time_prepare", "start_tenant", "runtime_ready",
-              "round_trip", "load", "warm_up", "run_check", "run_time"):
+    for n in STEPS:
         setattr(owner, n, clock(n, getattr(owner, n)))
     # time_sample's parts, counted only inside it
     inside = {"on": False}

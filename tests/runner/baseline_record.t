@@ -44,9 +44,22 @@ NAIVE = os.path.join(cache, "gpu-0.batch-fakelab-big-naive.json")
 GOOD = 'extern "C" void fill(float* o, int n) { for (int i = 0; i < n; i++) o[i] = 2.0f * i; }\n'
 
 
-def cpu_record():
+def cpu_record_path():
     recs = glob.glob(os.path.join(cache, "sm_90/fakelab/baselines/*__big__cpu.batches"))
-    return open(recs[0]).read().split() if len(recs) == 1 else []
+    return recs[0] if len(recs) == 1 else None
+
+
+def cpu_record():
+    path = cpu_record_path()
+    return open(path).read().split() if path else []
+
+
+def serving(fake, tok, log, work):
+    """A serving runner of the fake GPU that refreshes its record every second."""
+    return subprocess.Popen([RUNNER, "--server", f"http://127.0.0.1:{fake.port}", "--token-file",
+                             tok, "--lazy-build", "--root", root, "--cache", cache, "--work",
+                             os.path.join(tmp, work), "--arch", "sm_90"], stdout=log, stderr=log,
+                            start_new_session=True, env=dict(ENV, CUGRADE_BASELINE_REFRESH="1"))
 
 
 def grade():
@@ -58,9 +71,8 @@ def grade():
     return d, log
 
 
-p = None
+runners = []
 fake = None
-extra = []
 try:
     pr = subprocess.run([RUNNER, "prepare"] + COMMON, capture_output=True, text=True, timeout=600, env=ENV)
     naive = json.load(open(NAIVE)) if os.path.exists(NAIVE) else {}
@@ -88,9 +100,7 @@ try:
     tok = os.path.join(tmp, "token")
     open(tok, "w").write("cgr_" + "ef" * 32 + "\n")
     log = open(os.path.join(tmp, "runner.log"), "w+")
-    p = subprocess.Popen([RUNNER, "--server", f"http://127.0.0.1:{fake.port}", "--token-file", tok,
-                          "--lazy-build"] + COMMON, stdout=log, stderr=log, start_new_session=True,
-                         env=dict(ENV, CUGRADE_BASELINE_REFRESH="1"))
+    runners.append(serving(fake, tok, log, "work"))
     t_end = time.time() + 120
     fresh = False
     while time.time() < t_end and not fresh:
@@ -102,22 +112,18 @@ try:
     log.seek(0)
     ok(fresh, "a serving runner refreshes a stale record in the background", log.read()[-2000:])
 
-    # Two refreshers of one stale CPU record: p above (every second) and a
-    # second runner started now, each CPU batch 2 s long.
+    # Two refreshers of one stale CPU record: the runner above (every
+    # second) and a second one started now, each CPU batch 2 s long.
     prog = os.path.join(cache, "sm_90/fakelab/cpu-baseline")
     with open(prog + ".slow", "w") as f:
         f.write('#!/bin/sh\nsleep 2\necho \'{"case":"big","median_ms":5.0,"samples_ms":[5.0,5.1,4.9]}\'\n')
     os.chmod(prog + ".slow", 0o755)
     os.rename(prog + ".slow", prog)
-    rec = glob.glob(os.path.join(cache, "sm_90/fakelab/baselines/*__big__cpu.batches"))[0]
+    rec = cpu_record_path()
     before = len(cpu_record())
     old = time.time() - 1000
     os.utime(rec, (old, old))
-    p2 = subprocess.Popen([RUNNER, "--server", f"http://127.0.0.1:{fake.port}", "--token-file", tok,
-                           "--lazy-build", "--root", root, "--cache", cache, "--work",
-                           os.path.join(tmp, "work2"), "--arch", "sm_90"], stdout=log, stderr=log,
-                          start_new_session=True, env=dict(ENV, CUGRADE_BASELINE_REFRESH="1"))
-    extra.append(p2)
+    runners.append(serving(fake, tok, log, "work2"))
     t_end = time.time() + 60
     while time.time() < t_end and time.time() - os.stat(rec).st_mtime > 60:
         time.sleep(0.2)
@@ -127,9 +133,7 @@ try:
     ok(added == 1, "two runners refresh one stale CPU record together: 1 batch added (%d)" % added,
        log.read()[-2000:])
 finally:
-    for q in [p] + extra:
-        if q is None:
-            continue
+    for q in runners:
         try:
             os.killpg(q.pid, signal.SIGTERM)
             q.wait(timeout=30)

@@ -58,11 +58,11 @@ def lane_full(cache):
     return holder
 
 
-def runner(url, cache, name, log):
+def runner(url, cache, name, log, more=(), env=ENV):
     return subprocess.Popen([RUNNER, "--server", url, "--token-file", tok, "--root", root,
                              "--cache", cache, "--work", os.path.join(tmp, "work-" + name),
-                             "--arch", "sm_90", "--jobs", "1", "--name", name],
-                            stdout=log, stderr=log, env=ENV, start_new_session=True)
+                             "--arch", "sm_90", "--jobs", "1", "--name", name] + list(more),
+                            stdout=log, stderr=log, env=env, start_new_session=True)
 
 
 def stop(procs):
@@ -165,12 +165,8 @@ def probe_pending(log):
     open(hang, "w").close()
     # b sees a GPU whose first probe hangs (killed only at 60 s); --lazy-build:
     # straight to its claim loop, where it publishes its state.
-    b = subprocess.Popen([RUNNER, "--server", url, "--token-file", tok, "--root", root,
-                          "--cache", os.path.join(tmp, "cache-probe-b"), "--work",
-                          os.path.join(tmp, "work-probe-b"), "--arch", "sm_90", "--jobs", "1",
-                          "--name", "b", "--lazy-build"], stdout=log, stderr=log,
-                         env=dict(ENV, **gpu_env, CUGRADE_GPU_PROBE_LIMIT="60",
-                                  CUGRADE_BASELINE_REFRESH="0"), start_new_session=True)
+    b = runner(url, os.path.join(tmp, "cache-probe-b"), "b", log, ["--lazy-build"],
+               dict(ENV, **gpu_env, CUGRADE_GPU_PROBE_LIMIT="60", CUGRADE_BASELINE_REFRESH="0"))
     holder = lane_full(os.path.join(tmp, "cache-probe-a"))
     procs = [b]
     try:
