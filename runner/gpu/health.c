@@ -180,11 +180,13 @@ static void down_write(const char *path, const char *why);
 static void health_went_bad(struct health *hl, const char *why, double now)
 {
     if (!hl->bad) {
+        /* The down file first, then the log: whoever reads the log line
+         * (an operator, health.t) finds the file already there. */
+        down_write(hl->down, why);
         fprintf(stderr,
                 "cugrade-runner: GPU %s is not usable (%s): claiming no jobs until it answers "
                 "(probed every %g s); the jobs stay queued, and those in flight wait for it\n",
                 hl->gpu, why, hl->period);
-        down_write(hl->down, why);
     }
     hl->bad = 1;
     hl->known = 1;
@@ -267,8 +269,8 @@ int health_reaped(struct health *hl, pid_t pid, int status, double now)
     int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     if (code == HEALTH_PROBE_OK || code == HEALTH_PROBE_UNKNOWN) {
         if (hl->bad) {
+            unlink(hl->down); /* before the log line, as health_went_bad */
             fprintf(stderr, "cugrade-runner: GPU %s answers again: claiming jobs\n", hl->gpu);
-            unlink(hl->down);
         }
         hl->bad = 0;
         hl->next = now + SUSPECT_GAP_S;
