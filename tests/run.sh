@@ -51,10 +51,10 @@ export CUGRADE_TEST_NVCC_CACHE="$CUGRADE_BUILD/nvcc-cache"
 # The suites' python3 is Debian's, /usr/bin/python3: the one
 # deploy/install-deps.sh installs the test packages into (python3-numba,
 # ...), whichever python3 comes first on PATH. A version manager's shim
-# there (pyenv's: bash, 0.4 s of CPU a start) ran every `#!/usr/bin/env
-# python3` -- every suite in Python, every cached nvcc call
-# (tests/tools/nvcc_cached.py) -- through itself.
-if [ -x /usr/bin/python3 ]; then
+# there (pyenv's: bash, 0.45 s of CPU a start) ran every `#!/usr/bin/env
+# python3` -- every suite in Python, every python3 a suite starts --
+# through itself. The pool's slots (--chain) inherit the PATH.
+if [ -z "$CHAIN" ] && [ -x /usr/bin/python3 ]; then
     mkdir -p "$CUGRADE_BUILD/test-bin"
     ln -sf /usr/bin/python3 "$CUGRADE_BUILD/test-bin/python3"
     export PATH="$CUGRADE_BUILD/test-bin:$PATH"
