@@ -243,6 +243,7 @@ struct run {
     char fdnum[16], launcher[96], ldpath[PATH_MAX + 32];
     char *benv[2];
     double t0;             /* fork */
+    double t_ready;        /* the launcher's byte: the command starts */
     /* What the supervisor saw. */
     int ready;             /* 1: the launcher spoke; -1: EOF without a word; 0: not yet */
     int bwrap_exit;        /* the command's status from bwrap's JSON, or -1 */
@@ -494,20 +495,36 @@ static void run_read_ready(struct run *r)
     char c;
     if (read(r->p_ready[0], &c, 1) == 1) {
         r->ready = 1;
-        r->v->setup_seconds = now_s() - r->t0;
+        r->t_ready = now_s();
+        r->v->setup_seconds = r->t_ready - r->t0;
     } else {
         r->ready = -1; /* EOF: all holders closed it without a word */
     }
 }
 
-/* Past the wall limit (less the paused time) or the CPU limit: kill the
- * tree. Returns 0 or -errno. */
+/* When the wall clock runs out (less the paused time), or 0 for never.
+ * The command's limit counts from its start (the ready byte): bwrap's
+ * set-up is ours, and on a loaded host, or at a low priority, it can take
+ * seconds the student must not be charged. Until then the set-up has its
+ * own limit; past it the run is our failure (run_finish). */
+static double run_deadline(const struct run *r)
+{
+    const struct sandbox_config *cfg = r->cfg;
+    if (r->ready != 1)
+        return r->t0 + sandbox_paused(cfg) + SANDBOX_SETUP_SECONDS;
+    if (cfg->wall_seconds <= 0)
+        return 0;
+    return r->t_ready + sandbox_paused(cfg) + cfg->wall_seconds;
+}
+
+/* Past the set-up or wall limit or the CPU limit: kill the tree. Returns
+ * 0 or -errno. */
 static int run_check_clocks(struct run *r)
 {
     const struct sandbox_config *cfg = r->cfg;
     struct sandbox_verdict *v = r->v;
-    double now = now_s();
-    int over_wall = cfg->wall_seconds > 0 && now >= r->t0 + sandbox_paused(cfg) + cfg->wall_seconds;
+    double now = now_s(), deadline = run_deadline(r);
+    int over_wall = deadline > 0 && now >= deadline;
     double cpu_used = cgroup_cpu_seconds(&r->cg);
     int over_cpu = cfg->cpu_seconds > 0 && cpu_used >= cfg->cpu_seconds;
     if (over_wall || over_cpu) {
@@ -538,11 +555,10 @@ static int run_supervise(struct run *r)
             {r->ready ? -1 : r->p_ready[0], POLLIN, 0},
             {v->cancelled || v->timed_out || v->output_limit ? -1 : cfg->cancel_fd, POLLIN, 0},
         };
-        double now = now_s();
         int wait_ms = SANDBOX_TICK_MS;
-        double paused = sandbox_paused(cfg);
-        if (!v->timed_out && cfg->wall_seconds > 0) {
-            double left = r->t0 + paused + cfg->wall_seconds - now;
+        double deadline = run_deadline(r);
+        if (!v->timed_out && deadline > 0) {
+            double left = deadline - now_s();
             if (left * 1000 < wait_ms)
                 wait_ms = left > 0 ? (int)(left * 1000) + 1 : 0;
         }

@@ -31,7 +31,9 @@ struct sandbox_config {
     size_t nbinds;
     const char *const *devices;  /* extra /dev nodes, e.g. "/dev/nvidia0"; NULL-terminated or NULL */
     int result_fd;               /* -1, or a host fd that appears as fd 3 inside */
-    double wall_seconds;         /* wall-clock limit, measured by the supervisor */
+    double wall_seconds;         /* wall-clock limit, measured by the supervisor
+                                    from the command's start (bwrap's set-up has
+                                    SANDBOX_SETUP_SECONDS of its own) */
     double cpu_seconds;          /* CPU-time limit (cgroup usage; RLIMIT_CPU as backstop) */
     uint64_t memory_bytes;       /* cgroup memory limit (never RLIMIT_AS: it breaks CUDA) */
     uint64_t pids;               /* cgroup pids limit */
@@ -75,6 +77,12 @@ struct sandbox_config {
 /* The default output limit: 8 MiB of stdout + stderr (DOMjudge's default). */
 #define SANDBOX_OUTPUT_LIMIT (8ULL << 20)
 
+/* bwrap's set-up (namespaces, mounts, the launcher's start), from fork to
+ * the command's start: not the command's time (wall_seconds counts from
+ * its start), but bounded: past this, the run is our failure. It takes
+ * 10-50 ms on a quiet host, seconds on a loaded one at nice 19. */
+#define SANDBOX_SETUP_SECONDS 30.0
+
 /* A stopped clock shared between the supervisor and the caller's thread
  * (sandbox_pause_begin/_end, microseconds of CLOCK_MONOTONIC). */
 struct sandbox_pause {
@@ -104,7 +112,8 @@ struct sandbox_verdict {
     char message[256];    /* a sentence for the student when not a clean exit 0 */
     /* Extensions. */
     int file_limit;       /* killed by SIGXFSZ: a file grew past file_bytes */
-    double setup_seconds; /* fork to the command's start (bwrap setup), included in wall_seconds */
+    double setup_seconds; /* fork to the command's start (bwrap setup), included in
+                             wall_seconds but not counted against cfg->wall_seconds */
     int cancelled;        /* ended through cancel_fd: killed, nothing to judge */
     unsigned host_uid;    /* the command's uid (and gid) on the host: its box's
                              uid, or the runner's own when it is not root */

@@ -278,7 +278,9 @@ no_credit("kill_owner", KILL, ("runtime_error",))
 
 # Timers: the owner's samples are its own clock, whatever the student's
 # process patches. A call that sleeps 100 ms with every timer it can reach
-# patched to say 0 is still timed at >= 100 ms.
+# patched to say 0 is still timed at >= 100 ms. The owner stops sampling at
+# twice --max-ms whatever the count: on a loaded CI host a simulated call
+# takes 1.5-2 s, so the budget is wide and two samples are enough.
 TIMERS = GOOD + r'''
 import time, numba.cuda as nc
 _real = reduce_sum
@@ -301,13 +303,13 @@ open(src, "w").write(TIMERS)
 chan = os.path.join(tmp, "timers.chan")
 with open(chan, "wb") as f:
     p = subprocess.run(["/usr/bin/python3", "-I", "-B", os.path.join(ROOT, "labs/common/py/owner.py"),
-                        "reduction", "time", "--seed", simlab.SEED, "--case", "1", "--max-ms", "1500",
+                        "reduction", "time", "--seed", simlab.SEED, "--case", "1", "--max-ms", "5000",
                         "--file", src], pass_fds=(3,), stdin=subprocess.DEVNULL, capture_output=True,
                        env=dict(os.environ, NUMBA_ENABLE_CUDASIM="1"), timeout=120,
                        **({"preexec_fn": lambda: os.dup2(f.fileno(), 3)}))
 recs = [json.loads(l) for l in open(chan, "rb").read().split(b"\n") if l.startswith(b"{")]
 tim = [r for r in recs if r.get("type") == "timing"]
-ok(p.returncode == 0 and tim and len(tim[0]["samples_ms"]) >= 3 and
+ok(p.returncode == 0 and tim and len(tim[0]["samples_ms"]) >= 2 and
    min(tim[0]["samples_ms"]) >= 100 and tim[0]["timed_by"] == "owner" and tim[0]["wrong_samples"] == 0,
    "patched timers and events: the owner's samples still see the 100 ms call",
    json.dumps(tim)[:800] + p.stderr.decode()[-800:])

@@ -28,6 +28,14 @@ run --bind /nonexistent-lab-file -- /bin/true
 check "a bwrap setup failure (missing bind) is a system error too" has '"rc":-5}'
 run -- no-such-command
 check "a command that is not found is a verdict (127), not a system error" has '"exit_code":127'
+# bwrap's set-up is ours: on a loaded host it can take seconds (a compile
+# at nice 19 beside busy cores), which the command's wall limit must not
+# count. A bwrap that takes 2 s to start, a 1 s limit, a command of none.
+printf '#!/bin/sh\nsleep 2\nexec %s "$@"\n' "$(command -v bwrap)" >"$T/slow-bwrap"
+chmod 755 "$T/slow-bwrap"
+RUN_ENV=CUGRADE_BWRAP=$T/slow-bwrap; run --wall 1 -- /bin/true; RUN_ENV=
+check "a slow set-up is not the command's time: exit 0 under a 1 s wall limit after 2 s of set-up" \
+    all 'has "\"exited\":1,\"exit_code\":0"' 'has "\"timed_out\":0"' 'lt 2 "$(num setup_seconds)"'
 
 # --- fork bomb -------------------------------------------------------------
 run $P --pids 32 --wall 2 -- ./hostile-prog forkbomb
