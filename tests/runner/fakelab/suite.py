@@ -80,8 +80,15 @@ def overloaded(status, text):
     return status == "system_error" and "overloaded" in text
 
 
+def environ(env):
+    """os.environ plus env; a value None removes its variable."""
+    e = dict(os.environ, **(env or {}))
+    return {k: v for k, v in e.items() if v is not None}
+
+
 def grade(args, env=None, timeout=300, tries=3):
-    """Run `cugrade-runner grade ARGS` with os.environ plus ENV. A
+    """Run `cugrade-runner grade ARGS` with os.environ plus ENV (a value
+    None: the variable removed, the runner's default used). A
     system_error of an overloaded host (a compile starved of CPU on a
     loaded CI machine: runner/grade/compile.h, compile_starved) is run again, up
     to TRIES runs in all, as the server retries it. Returns (doc, log,
@@ -91,7 +98,7 @@ def grade(args, env=None, timeout=300, tries=3):
     for _ in range(tries):
         t0 = time.monotonic()
         p = subprocess.run([RUNNER, "grade"] + list(args), capture_output=True, text=True,
-                           timeout=timeout, env=dict(os.environ, **(env or {})))
+                           timeout=timeout, env=environ(env))
         wall = time.monotonic() - t0
         try:
             doc = json.loads(p.stdout)
