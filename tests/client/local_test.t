@@ -153,10 +153,10 @@ def check_cuda(t, cli):
                 jobs.append((lab, name, path, status, symbol))
     # nvcc dominates: a few at once where the host has the cores. The
     # client's compiles of these files go through the suites' nvcc cache
-    # when tests/run.sh gives one (tests/tools/nvcc_cached.py): tests/labs/
-    # build.t compiles every one of them for real (what it checks) with the
-    # same command and publishes the objects; what is checked here is the
-    # client's verdict on them. The last run below finds nvcc by itself.
+    # when tests/run.sh gives one (tests/tools/nvcc_cached.py), as tests/
+    # labs/build.t's do, with the same command: whichever suite reaches a
+    # file first compiles it for both. What is checked here is the client's
+    # verdict on them. The last run below finds nvcc by itself.
     env = {"NVCC": os.environ["CUGRADE_TEST_NVCC"],
            "CUGRADE_TEST_NVCC_CACHE": os.environ["CUGRADE_TEST_NVCC_CACHE"]} \
         if os.environ.get("CUGRADE_TEST_NVCC") and os.environ.get("CUGRADE_TEST_NVCC_CACHE") else None

@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
-"""nvcc behind a content-addressed cache, for the compiles a test suite
-needs but does not check: the fake lab's build under the runner suites
+"""nvcc behind a content-addressed cache, for the suites' compiles outside
+the runner: the fake lab's build under the runner suites
 (tests/runner/fakelab/build-lab.sh), the test solutions' objects under
-client/local_test.t (it checks the client's verdicts). Never for what a
-suite checks: the runner's sandboxed compile of a student's file does not
-come here (it runs $CUDA_HOME/bin/nvcc inside the sandbox), and
-tests/labs/build.t, which checks the solutions' compiles, only stores
-(CUGRADE_TEST_NVCC_STORE=1). A link alone (no source) is not cached.
-tests/labs/nvcc_cache.t checks the rules below.
+tests/labs/build.t (that each compiles) and client/local_test.t (the
+client's verdict on each), which compile the same files with the same
+command: the first to reach a file compiles it, the other waits for it and
+finds it. A hit is a result nvcc gave on the same inputs in this cache
+(below), so "it compiles, with these warnings" means the same from a hit;
+a failed compile is never stored, so a file that must fail always runs the
+real nvcc. The runner's sandboxed compile of a student's file never comes
+here (it runs $CUDA_HOME/bin/nvcc inside the sandbox). A link alone (no
+source) is not cached. tests/labs/nvcc_cache.t checks the rules below.
 
     NVCC=tests/tools/nvcc_cached.py sh labs/build-lab.sh ...
 
@@ -28,10 +31,7 @@ replayed on a hit. A command it does not understand (no single -o, an option
 outside the few the builds use) runs the real nvcc unchanged. Identical
 compiles at once wait for the first (a lock per key).
 Environment: CUGRADE_TEST_NVCC_REAL (default /usr/local/cuda/bin/nvcc),
-CUGRADE_TEST_NVCC_CACHE (the folder; unset: no cache, the real nvcc),
-CUGRADE_TEST_NVCC_STORE=1 (never a hit: the real compile every time, its
-output stored; tests/labs/build.t, which checks these compiles, publishes
-its solutions' objects this way for client/local_test.t)."""
+CUGRADE_TEST_NVCC_CACHE (the folder; unset: no cache, the real nvcc)."""
 import fcntl
 import hashlib
 import json
@@ -43,9 +43,6 @@ import tempfile
 
 REAL = os.environ.get("CUGRADE_TEST_NVCC_REAL") or "/usr/local/cuda/bin/nvcc"
 CACHE = os.environ.get("CUGRADE_TEST_NVCC_CACHE") or ""
-# Store only: always the real compile (a suite whose subject it is), its
-# output kept for the suites that only need it.
-STORE = os.environ.get("CUGRADE_TEST_NVCC_STORE") == "1"
 # Options that take the next argument; options matched whole or by prefix
 # that need no special care. Anything else: not cached.
 WITH_ARG = {"-o", "-Xcompiler", "-Xlinker", "-I", "-x", "-cudart", "-L", "-l", "-D"}
@@ -164,7 +161,7 @@ def main():
                 entries = json.load(f)
         except (OSError, ValueError):
             entries = []
-        if not STORE and hit(entries, out):
+        if hit(entries, out):
             return 0
         work = tempfile.mkdtemp(prefix="nvcc-cached-", dir=CACHE)
         try:
