@@ -40,7 +40,10 @@ extern char **environ;
  * suite). */
 static void unset_switches(void)
 {
-    for (;;) {
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    for (size_t tries = 0; tries < n; tries++) { /* an entry without '=' stays */
         char **e = environ;
         while (*e && strncmp(*e, "CUGRADE_", 8) != 0)
             e++;
