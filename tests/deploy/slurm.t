@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 # suite: alone  (tests/run.sh: two runners time the fake lab's naive baseline in
-# a 12 s limit; beside other suites on a 2-core host it timed out: 25/35. And
-# its jobs compile at nice 10: beside the pool a starved compile is a
-# system_error the server retries, and `attempts == 2` below no longer holds)
+# a 12 s limit; beside other suites on a 2-core host it timed out: 25/35. A
+# starved compile would be a system_error the server retries, and
+# `attempts == 2` below would no longer hold: the runners, started by sbatch
+# with this suite's environment, compile at the CUGRADE_COMPILE_NICE
+# tests/run.sh sets, 0)
 """Slurm for real: a one-node cluster on localhost (munged, slurmctld, slurmd,
 a count-only `gpu` GRES), the real cugrade-server, and deploy/slurm's runner
 script submitted as an array job, unchanged, the way an admin submits it:
