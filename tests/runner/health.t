@@ -33,11 +33,7 @@ env = dict(os.environ, **fake_env, CUGRADE_GPU_PROBE_LIMIT="3",
            CUGRADE_GPU_HOLD="0", CUGRADE_GPU_PROBE_SECONDS="1", CUGRADE_GPU_DOWN_WAIT="15",
            # the background baseline refresh (its exclusive holds) off: this
            # suite's waits are timed against the GPU's answers alone
-           CUGRADE_BASELINE_REFRESH="0",
-           # compiles at the runner's priority, not nice 10: on a loaded CI
-           # box a starved compile is a system_error of its own ("the
-           # compiler waited 31 s for a CPU"), which job 5 is not about
-           CUGRADE_COMPILE_NICE="0")
+           CUGRADE_BASELINE_REFRESH="0")
 down = os.path.join(cache, "gpu-0.down")
 
 # 1. The probe by itself.
