@@ -91,10 +91,10 @@ run_suite() {
             UBSAN_OPTIONS="$(printf '%s' "${UBSAN_OPTIONS:-}" | sed "s|log_path=[^:]*|log_path=$sdir/report|")" "$@"
     fi
     start=$(date +%s)
-    times >"$RUN_RESULTS/$flat.cpu0"
+    times >"$RUN_RESULTS/$flat.cpu"
     timeout -k 10 "$SUITE_TIMEOUT" "$@" >"$log" 2>&1
     rc=$?
-    times >"$RUN_RESULTS/$flat.cpu1"
+    times >>"$RUN_RESULTS/$flat.cpu"
     s=$(grep -E '^ok( [0-9]+)?( -|$)' "$log" | grep -ciE '#[[:space:]]*skip')
     p=$(( $(grep -cE '^ok( [0-9]+)?( -|$)' "$log") - s ))
     f=$(grep -cE '^not ok( [0-9]+)?( -|$)' "$log")
@@ -116,9 +116,8 @@ run_suite() {
     secs=$(( $(date +%s) - start ))
     # Its CPU seconds (user + sys of the processes it waited for, the
     # sandboxes' included): the slot's children's times, after less before.
-    cpu=$(cat "$RUN_RESULTS/$flat.cpu0" "$RUN_RESULTS/$flat.cpu1" | awk '
-        function s(x) { split(x, a, "m"); return a[1] * 60 + a[2] + 0 }
-        NR == 2 { b = s($1) + s($2) } NR == 4 { printf "%.1f", s($1) + s($2) - b }')
+    cpu=$(awk 'function s(x) { split(x, a, "m"); return a[1] * 60 + a[2] + 0 }
+        NR == 2 { b = s($1) + s($2) } NR == 4 { printf "%.1f", s($1) + s($2) - b }' "$RUN_RESULTS/$flat.cpu")
     echo "$p $f $s $secs ${cpu:-0}" >"$RUN_RESULTS/$flat.res"
     {
         printf '%-44s %4d passed %3d failed %3d skipped  (%ss)\n' "$name" "$p" "$f" "$s" "$secs"

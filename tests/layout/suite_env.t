@@ -1,8 +1,9 @@
 #!/bin/sh
 # The environment tests/run.sh gives a suite. Its python3 (run.sh puts a
-# link to it first on PATH) is Debian's /usr/bin/python3, the interpreter deploy/install-deps.sh installs
-# the test packages into, whatever python3 the caller's PATH finds first (a
-# version manager's shim on a CI box ran every Python suite through bash).
+# link to it first on PATH) is Debian's /usr/bin/python3, the interpreter
+# deploy/install-deps.sh installs the test packages into, whatever python3
+# the caller's PATH finds first (a version manager's shim on a CI box ran
+# every Python suite through bash).
 p=$(command -v python3)
 r=$(readlink -f "$p" 2>/dev/null)
 if [ -n "$r" ] && [ "$r" = "$(readlink -f /usr/bin/python3)" ]; then
