@@ -159,6 +159,13 @@ def start(file, cfg, student):
         t.close()
         common.die("PyTorch did not start in the sandbox: %s"
                    % (common.text(ans.get("error"), 300) if ans else "the process died"))
+    if ans.get("device") != "cuda" and os.environ.get("NUMBA_ENABLE_CUDASIM") != "1":
+        # The CPU stands in for the GPU only where the runner says there is
+        # none (its simulator flag, as owner.py's backend reads it). On a GPU
+        # host a run that sees no GPU is ours, never a grade timed on the CPU.
+        t.close()
+        common.die("PyTorch found no GPU in the sandbox of a GPU host (device %s)"
+                   % common.text(ans.get("device"), 10))
     if student:
         common.STUDENT_RAN = True
     else:

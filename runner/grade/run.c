@@ -232,7 +232,7 @@ int run_sandboxed_opts(const struct run_ctx *rc, const char *const *argv, int ch
     struct sandbox_config cfg;
     struct sandbox_bind binds[5 + RUN_MORE_BINDS];
     size_t nb = 0;
-    char path[PATH_MAX + 64], cvd[64], real[PATH_MAX];
+    char path[PATH_MAX + 64], real[PATH_MAX];
     const char *envv[12];
     size_t ne = 0;
 
@@ -244,10 +244,13 @@ int run_sandboxed_opts(const struct run_ctx *rc, const char *const *argv, int ch
     envv[ne++] = "LANG=C";
     envv[ne++] = "CUDA_DEVICE_ORDER=PCI_BUS_ID";
     envv[ne++] = "CUDA_CACHE_PATH=/tmp/nvcache";
-    if (env->gpu_index) {
-        snprintf(cvd, sizeof cvd, "CUDA_VISIBLE_DEVICES=%s", env->gpu_index);
-        envv[ne++] = cvd;
-    }
+    /* The sandbox binds this GPU's node alone (host.c, host_scan_devices),
+     * and CUDA numbers only the GPUs whose nodes it can open: inside, this
+     * GPU is device 0 whatever its index on the host. Its host index there
+     * (1 on a second GPU) named no device: every run of GPU 1's runner
+     * ended "no CUDA-capable device is detected", a system_error retried
+     * on GPU 0 (tests/runner/gpu_detect.t). */
+    envv[ne++] = "CUDA_VISIBLE_DEVICES=0";
     if (o && o->extra_env)
         envv[ne++] = o->extra_env;
     envv[ne] = NULL;

@@ -27,6 +27,7 @@ FAILS=0
 # libraries (the checkout may live under a 0700 home).
 if [ -x "$DIST/tools/sandbox_run" ]; then
     cp -r "$DIST" "$T/dist" && chmod -R go+rX "$T/dist" && DIST="$T/dist"
+    export SANDBOX_TEST_BWRAP="$DIST/bwrap" # hostile.t's slow bwrap runs it
     cat >"$T/sr" <<EOF
 #!/bin/sh
 LD_LIBRARY_PATH="$DIST/lib" CUGRADE_BWRAP="\${CUGRADE_BWRAP:-$DIST/bwrap}" exec "$DIST/tools/sandbox_run" "\$@"

@@ -2,11 +2,16 @@
 """CI: the runner's GPU detection with a fake nvidia-smi on PATH: name and
 compute capability -> sm_XX; a driver too old for compute_cap falls back to
 --arch; no nvidia-smi at all means no GPU (jobs then fail as system_error,
-never as the student's fault). Prints TAP lines."""
-import functools, os, shutil, subprocess, sys, tempfile
+never as the student's fault). And the GPU's number inside the sandbox: the
+sandbox shows one GPU's node, so a job graded on GPU 1 runs with
+CUDA_VISIBLE_DEVICES=0 (its host index named no device there: every run of
+a second GPU's runner ended "no CUDA-capable device is detected"). Prints
+TAP lines."""
+import functools, json, os, shutil, subprocess, sys, tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakelab"))
-from suite import RUNNER, failures, ok as suite_ok  # noqa: E402  (paths, TAP)
+from suite import RUNNER, failures, grade, ok as suite_ok, require_nvcc_root  # noqa: E402
+import tree  # noqa: E402  (the fake lab laid out as a course tree)
 ok = functools.partial(suite_ok, lines=None)  # a failure prints every line of its detail
 
 tmp = tempfile.mkdtemp(prefix="cugrade-smi-")
@@ -37,6 +42,35 @@ try:
     ok("GPU Tesla V100 (sm_70)" in out, "an old driver without compute_cap: the arch comes from --arch", out)
     out = prepare(None)
     ok("GPU none" in out, "no nvidia-smi: no GPU", out)
+
+    # A job on GPU 1 of a (fake) two-GPU host: the fake lab's "kernel"
+    # prints what the sandbox gave it, and fills its output right either way.
+    require_nvcc_root()
+    root = tree.lay_out(os.path.join(tmp, "course"))
+    labp = os.path.join(root, "labs/fakelab/lab.json")
+    lab = json.load(open(labp))
+    lab["allow"]["undefined"] += ["getenv"]
+    json.dump(lab, open(labp, "w"))
+    for d, _, files in os.walk(tmp):
+        os.chmod(d, 0o755)
+    src = os.path.join(tmp, "cvd.cu")
+    with open(src, "w") as f:
+        f.write('#include <cstdio>\n#include <cstdlib>\n'
+                'extern "C" void fill(float* o, int n) {\n'
+                '    static int said;\n'
+                '    const char* v = getenv("CUDA_VISIBLE_DEVICES");\n'
+                '    if (!said++) printf("visible=[%s]\\n", v ? v : "unset");\n'
+                '    for (int i = 0; i < n; i++) o[i] = 2.0f * i;\n}\n')
+    prepare(new)  # leaves bin/nvidia-smi answering for GPU 1
+    env = {"PATH": os.path.join(tmp, "bin") + ":" + os.environ.get("PATH", "/usr/bin:/bin"),
+           "CUGRADE_GPU_HOLD": "0"}
+    d, log, _ = grade(["--lab", "fakelab", "--file", src, "--seed", "0123456789abcdef" * 2,
+                       "--root", root, "--cache", os.path.join(tmp, "cache2"), "--work",
+                       os.path.join(tmp, "work"), "--gpu", "1", "--arch", "sm_90"], env=env)
+    text = json.dumps(d)
+    ok("visible=[0]" in text and "visible=[1]" not in text,
+       "a job on GPU 1 sees that GPU as device 0 in its sandbox (CUDA_VISIBLE_DEVICES=0)",
+       text[:1500] + "\n" + log)
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
 sys.exit(1 if failures() else 0)

@@ -50,14 +50,17 @@ for d, _, files in os.walk(tmp):
 OWNER = os.path.join(root, "labs/profiling/lab.py")
 
 
-def owner(mode, src, seed="0123456789abcdef"):
-    """Run the owner on src; returns (exit code, records, channel path, stderr)."""
+def owner(mode, src, seed="0123456789abcdef", sim="1"):
+    """Run the owner on src, with the runner's word that this host has no
+    GPU (NUMBA_ENABLE_CUDASIM=SIM, as on CI; None: a GPU host's run);
+    returns (exit code, records, channel path, stderr)."""
     chan = os.path.join(tmp, "chan-%s-%s" % (mode, os.path.basename(src)))
     args = ["--cases", "results,syncs,copies"] if mode == "check" else \
         ["--case", "results", "--max-ms", "100"]
     p = subprocess.run(["/bin/sh", "-c", 'f=$1; shift; exec "$@" 3>"$f"', "sh", chan, PY, "-I",
                         "-B", OWNER, "profiling", mode] + args + ["--file", src],
-                       env={"PATH": "/usr/bin:/bin", "CUGRADE_SEED": seed},
+                       env=dict({"PATH": "/usr/bin:/bin", "CUGRADE_SEED": seed},
+                                **({"NUMBA_ENABLE_CUDASIM": sim} if sim else {})),
                        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=600)
     recs = [json.loads(l) for l in open(chan, "rb").read().splitlines() if l.strip()]
     return p.returncode, recs, chan, p.stderr
@@ -88,6 +91,14 @@ ok(not k.get("passed") and 4 * STEPS <= per_step(k.get("message", "0")) <= 5 * S
 ok(s.get("value") == s.get("baseline_value") and
    abs(k.get("value", 0) - k.get("baseline_value", 1)) <= 0.05 * k.get("baseline_value", 1),
    "the starter's counts are the baseline's (the same file, profiled twice)", (s, k))
+
+# A GPU host's run (no simulator flag) whose PyTorch sees no GPU (the
+# second GPU's sandbox once named a device it did not show): ours, exit 2,
+# never a grade timed on the CPU.
+rc, recs, _, err = owner("check", os.path.join(SOL, "fast.py"), sim=None)
+ok(rc == 2 and "found no GPU" in err and not cases(recs),
+   "on a GPU host, a run whose PyTorch finds no GPU is ours (exit 2), not graded on the CPU",
+   "exit %s\n%s\n%s" % (rc, str(recs)[:800], err[-1500:]))
 
 rc, recs, fast_chan, err = owner("check", os.path.join(SOL, "fast.py"))
 c = cases(recs)

@@ -31,7 +31,8 @@ check "a command that is not found is a verdict (127), not a system error" has '
 # bwrap's set-up is ours: on a loaded host it can take seconds (a compile
 # at nice 19 beside busy cores), which the command's wall limit must not
 # count. A bwrap that takes 2 s to start, a 1 s limit, a command of none.
-printf '#!/bin/sh\nsleep 2\nexec %s "$@"\n' "$(command -v bwrap)" >"$T/slow-bwrap"
+# The bwrap the wrapper would run (tests/gpu/sandbox.sh names dist's).
+printf '#!/bin/sh\nsleep 2\nexec %s "$@"\n' "${SANDBOX_TEST_BWRAP:-$(command -v bwrap)}" >"$T/slow-bwrap"
 chmod 755 "$T/slow-bwrap"
 RUN_ENV=CUGRADE_BWRAP=$T/slow-bwrap; run --wall 1 -- /bin/true; RUN_ENV=
 check "a slow set-up is not the command's time: exit 0 under a 1 s wall limit after 2 s of set-up" \
