@@ -104,7 +104,8 @@ static const struct row rows[] = {
     {"CUGRADE_GPU_DOWN_WAIT", T_REAL, TU, F(gpu_down_wait), "600", 0.001, 86400, NULL, "s",
      "how long a job in flight waits for a GPU that stopped answering"},
     {"CUGRADE_GPU_PROBE_SECONDS", T_REAL, TU, F(gpu_probe_seconds), "30", 0.001, 3600, NULL, "s",
-     "how often a GPU that stopped answering is probed"},
+     "how often a GPU that stopped answering is probed; the first pause of a runner "
+     "whose jobs keep ending in system_error"},
     {"CUGRADE_GPU_PROBE_LIMIT", T_REAL, TU, F(gpu_probe_limit), "30", 0.001, 3600, NULL, "s",
      "how long one probe may take (a hung driver)"},
     /* test hooks */

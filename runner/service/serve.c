@@ -17,6 +17,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -253,23 +254,31 @@ struct kid {
     char lab[64];
 };
 
+/* How a job's child ended, for the GPU's probe and the streak below. */
+enum kid_end {
+    END_POSTED, /* its result (not a system_error) was posted */
+    END_OTHER,  /* the lease was lost, or only its profile update was */
+    END_SYSERR  /* it ended in a system_error */
+};
+
 /* How a child ended: a result posted or abandoned is the child's; anything
  * else (a crash of the grading code, a result it could not post) is a
- * system_error posted here. 1 when the job ended in a system_error (the
- * GPU is then probed, health.h), else 0. */
-static int kid_ended(struct client *cl, const struct host *h, const struct kid *k, int status)
+ * system_error posted here. */
+static enum kid_end kid_ended(struct client *cl, const struct host *h, const struct kid *k,
+                              int status)
 {
     char msg[256];
-    if (WIFEXITED(status) &&
-        (WEXITSTATUS(status) == EXIT_POSTED || WEXITSTATUS(status) == EXIT_ABANDONED))
-        return 0;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == EXIT_POSTED)
+        return END_POSTED;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == EXIT_ABANDONED)
+        return END_OTHER;
     if (WIFEXITED(status) && WEXITSTATUS(status) == EXIT_SYSERR)
-        return 1;
+        return END_SYSERR;
     if (k->state == KID_PROFILE) {
         /* Its verdict is posted: only the profile update is lost. */
         fprintf(stderr, "cugrade-runner: job %lld: its profile ended abnormally (status %d)\n",
                 k->id, status);
-        return 0;
+        return END_OTHER;
     }
     if (WIFSIGNALED(status))
         snprintf(msg, sizeof msg, "the runner's grading process died (signal %d)",
@@ -282,7 +291,54 @@ static int kid_ended(struct client *cl, const struct host *h, const struct kid *
     if (doc)
         client_result(cl, k->id, k->attempt, status_name(STATUS_SYSTEM_ERROR), doc, NULL, 120);
     json_decref(doc);
-    return 1;
+    return END_SYSERR;
+}
+
+/* A runner whose jobs keep ending in system_error while its GPU answers
+ * its probe (a sandbox that cannot start, a device its runs cannot see: a
+ * second GPU's runner once failed 30 jobs in a row so, each in a second)
+ * would take the queue from its healthy peers and spend every job's
+ * attempts. After STREAK_JOBS such jobs in a row it claims nothing for
+ * CUGRADE_GPU_PROBE_SECONDS, twice that after the next such job, and so on
+ * up to STREAK_PAUSE_MAX; its peers take the queue meanwhile (it counts as
+ * idle: peers.h). One job that ends otherwise ends the streak. As
+ * DOMjudge disables a judgehost after an internal error, but by itself and
+ * for a while: a runner has no admin watching at 3 a.m. */
+#define STREAK_JOBS      5
+#define STREAK_PAUSE_MAX 600.0
+
+static struct {
+    int n;        /* jobs in a row that ended in system_error */
+    int pauses;   /* pauses since the streak began */
+    double until; /* no claim before this */
+} streak;
+
+static void streak_note(enum kid_end e, double now)
+{
+    if (e == END_POSTED) {
+        if (streak.pauses)
+            fprintf(stderr, "cugrade-runner: a job ended without a system_error: the streak is "
+                            "over\n");
+        memset(&streak, 0, sizeof streak);
+        return;
+    }
+    if (e != END_SYSERR || ++streak.n < STREAK_JOBS)
+        return;
+    double pause = runner_cfg()->gpu_probe_seconds;
+    for (int i = 0; i < streak.pauses && pause < STREAK_PAUSE_MAX; i++)
+        pause *= 2;
+    pause = fmin(pause, STREAK_PAUSE_MAX);
+    streak.pauses++;
+    streak.until = now + pause;
+    fprintf(stderr,
+            "cugrade-runner: %d jobs in a row ended in system_error (ours, their lines above): "
+            "claiming none for %.0f s, the other runners take the queue\n",
+            streak.n, pause);
+}
+
+static int streak_paused(double now)
+{
+    return now < streak.until;
 }
 
 /* How many children are in state s. */
@@ -368,8 +424,10 @@ static void kids_poll(struct client *cl, const struct host *h, struct health *hl
         }
         for (size_t i = 0; i < *nk; i++)
             if (kids[i].pid == pid) {
-                if (kid_ended(cl, h, &kids[i], status))
+                enum kid_end e = kid_ended(cl, h, &kids[i], status);
+                if (e == END_SYSERR)
                     health_suspect(hl);
+                streak_note(e, run_now());
                 if (kids[i].lane >= 0)
                     close(kids[i].lane);
                 if (kids[i].grant >= 0)
@@ -522,13 +580,15 @@ static void serve_loop(struct client *cl, struct host *h, const struct grade_env
          * runners start together, the first probe to answer took all 59
          * of a burst already queued (make test-gpu, three runners, H200). */
         size_t in_flight = nk - kids_in(kids, nk, KID_PROFILE);
-        peers_publish(health_ok(&hl)         ? PEER_CLAIMING
-                      : health_failing(&hl) ? PEER_IDLE_GPU
-                                            : PEER_STARTING,
+        int paused = streak_paused(run_now());
+        peers_publish(health_failing(&hl) || paused ? PEER_IDLE_GPU
+                      : health_ok(&hl)              ? PEER_CLAIMING
+                                                    : PEER_STARTING,
                       in_flight);
         long least = peers_least();
         if (in_front >= front_max || in_flight >= (size_t)queue || nk >= room ||
-            !health_ok(&hl) || (least >= 0 && in_flight >= (size_t)least + front_max)) {
+            !health_ok(&hl) || paused ||
+            (least >= 0 && in_flight >= (size_t)least + front_max)) {
             kids_poll(cl, h, &hl, kids, &nk, 200);
             continue;
         }
