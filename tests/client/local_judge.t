@@ -73,15 +73,23 @@ def check_chunks(t):
     import local
     _, ns = local.load_lab("reduction")
     params = {"n": 10007, "signs": 2}
-    want = gen.generate(np, "f32_reduction", gen.stream(99, 0), 0, 10007, params)
-    old = local.JUDGE_CHUNK
-    local.JUDGE_CHUNK = 1000
+    want = gen.generate(np, "f32_reduction", gen.stream(99, 0), 0, 10007, params)  # < gen.CHUNK
+    _, pl = local.load_lab("pipeline")
+    feat = pl["GEN"]["f32_features"]
+    want_own = feat(np, gen.stream(99, 0), 5, 10007)  # a lab's own generator, in one go
+    old = gen.CHUNK
+    gen.CHUNK = 1000
     try:
         got = local.regen_inputs(np, gen, ns, params, 99)["d_in"]
+        got_own = gen.generate(np, "f32_features", gen.stream(99, 0), 5, 10007, {}, feat)
     finally:
-        local.JUDGE_CHUNK = old
+        gen.CHUNK = old
     t.ok(got.dtype == want.dtype and (got.view(np.uint32) == want.view(np.uint32)).all(),
          "a large input generated 1000 elements at a time: the same bits as in one go")
+    t.ok(got_own.dtype == want_own.dtype and
+         (got_own.view(np.uint32) == want_own.view(np.uint32)).all(),
+         "a lab's own generator (the pipeline's features, from element 5) a chunk at a time: "
+         "the same bits as in one go")
 
 
 def check_bigvocab(t):

@@ -44,10 +44,6 @@ NOTE = "local, public cases only, not a grade"
 DEFAULT_ARCH = "sm_90"
 SIM_MAX_ELEMENTS = 1 << 16   # the simulator runs a thread at a time: small cases only
 POISON = 0x7FDEADED
-# The judge regenerates a large input this many elements at a time: NumPy's
-# generator makes some 15 passes over 64-bit temporaries, so the whole
-# 1.2M x 4096 embedding table at once needed over 100 GB of host memory.
-JUDGE_CHUNK = 1 << 24
 EXIT_OK, EXIT_FAILED, EXIT_VERDICT, EXIT_MISSING = 0, 1, 2, 4
 
 
@@ -121,8 +117,8 @@ def read_records(path):
 
 
 def regen_input(np, gen, lab_ns, params, case_seed, name, at=None):
-    """One input of the case as the harness made it, flat: the whole of it,
-    generated JUDGE_CHUNK elements at a time; or, given at (an array of
+    """One input of the case as the harness made it, flat: the whole of it
+    (gen.generate makes it a chunk at a time); or, given at (an array of
     positions), only the elements there."""
     for iname, _, shape, genname, k in lab_ns["INPUTS"]:
         if iname == name:
@@ -136,15 +132,7 @@ def regen_input(np, gen, lab_ns, params, case_seed, name, at=None):
     seed = gen.stream(case_seed, k)
     if at is not None:
         return gen.generate(np, genname, seed, 0, 0, params, own, at=at)
-    if count <= JUDGE_CHUNK:
-        return gen.generate(np, genname, seed, 0, count, params, own)
-    first = gen.generate(np, genname, seed, 0, JUDGE_CHUNK, params, own)
-    out = np.empty(count, dtype=first.dtype)
-    out[:JUDGE_CHUNK] = first
-    for s in range(JUDGE_CHUNK, count, JUDGE_CHUNK):
-        n = min(JUDGE_CHUNK, count - s)
-        out[s:s + n] = gen.generate(np, genname, seed, s, n, params, own)
-    return out
+    return gen.generate(np, genname, seed, 0, count, params, own)
 
 
 def regen_inputs(np, gen, lab_ns, params, case_seed):
