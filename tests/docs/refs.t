@@ -9,7 +9,8 @@
 #    outputs are not checked;
 #  - no session-history marker: "stop NN", "the second session", "this
 #    session", "last week", a commit id ("at 91aab3b", "commit 0b6121c"),
-#    a pointer to DESIGN.md (it is not in the repo);
+#    a pointer to DESIGN.md (it is not in the repo), a source line number
+#    ("bwrap.c:341": it drifts with every edit; name the function);
 #  - no "three labs" where labs/ has another number of labs.
 #
 #   tests/docs/refs.t [ROOT]
@@ -35,6 +36,8 @@ MARKERS = [
     (re.compile(r"\b(?:at|commit|from|before|after) \(?(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])"
                 r"[0-9a-f]{7,12}\b"), "a commit id"),
     (re.compile(r"\bDESIGN(\.md| steps?\b)"), "DESIGN.md (not in the repo)"),
+    (re.compile(r"(?:\b(?:%s)/[\w/.-]+|\b[\w-]+\.[ch]):\d+\b" % "|".join(TOP)),
+     "a source line number of ours (it drifts: name the function)"),
 ]
 NUMBERS = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight"}
 
