@@ -369,6 +369,25 @@ def main():
                          "yes" if not left else "NO (" + str(len(left)) + ")"))
             if left:
                 log("left behind: " + "; ".join(left))
+        # Every system_error a runner posted, retried or not: ours, so a
+        # mismatch even when a retry on another runner graded the job (a
+        # second GPU's runner once failed every run this way, "no
+        # CUDA-capable device", while the table matched: its jobs were
+        # requeued to the first GPU).
+        syserr = []
+        for k in range(NGPUS * NRUNNERS):
+            try:
+                text = open(os.path.join(logs, f"runner{k}.log"), errors="replace").read()
+            except OSError:
+                continue
+            for m in re.finditer(r"job (\d+): system error: ([^\n]*)", text):
+                syserr.append(f"runner{k} job {m.group(1)}: {m.group(2)}")
+        mismatches += bool(syserr)
+        rows.append(("(runners) system errors posted", "-", "-",
+                     (syserr[0][:60] if syserr else "none"), "none",
+                     "yes" if not syserr else "NO (%d)" % len(syserr)))
+        for line in syserr[:20]:
+            log("system error: " + line[:300])
         print_table(rows)
         if OUT:
             with open(os.path.join(OUT, "results.json"), "w") as f:
