@@ -313,9 +313,12 @@ const char *run_failure(const struct sandbox_verdict *v, char *buf, size_t len)
         snprintf(buf, len, "Output limit exceeded: your program wrote more than %llu MiB to "
                  "stdout and stderr and was killed. Print a few lines, not one per element or "
                  "per iteration.", (unsigned long long)(SANDBOX_OUTPUT_LIMIT >> 20));
-    else if (v->timed_out)
-        snprintf(buf, len, "Your program ran past the time limit (%.1f s)%s.", v->wall_seconds,
-                 v->cpu_limit ? " of CPU time" : "");
+    else if (v->timed_out && v->cpu_limit)
+        snprintf(buf, len, "Your program used more CPU time than its limit (%.1f s of CPU time).",
+                 v->cpu_seconds);
+    else if (v->timed_out) /* its own time: the sandbox's set-up is ours */
+        snprintf(buf, len, "Your program ran past the time limit (%.1f s).",
+                 v->wall_seconds > v->setup_seconds ? v->wall_seconds - v->setup_seconds : 0.0);
     else if (v->oom_killed)
         snprintf(buf, len, "Your program ran out of host memory and was killed.");
     else if (v->signal)
