@@ -299,9 +299,11 @@ static enum kid_end kid_ended(struct client *cl, const struct host *h, const str
  * second GPU's runner once failed 30 jobs in a row so, each in a second)
  * would take the queue from its healthy peers and spend every job's
  * attempts. After STREAK_JOBS such jobs in a row it claims nothing for
- * CUGRADE_GPU_PROBE_SECONDS, twice that after the next such job, and so on
- * up to STREAK_PAUSE_MAX; its peers take the queue meanwhile (it counts as
- * idle: peers.h). One job that ends otherwise ends the streak. As
+ * CUGRADE_GPU_PROBE_SECONDS, and after each such job past a pause twice as
+ * long as the last, up to STREAK_PAUSE_MAX; its peers take the queue
+ * meanwhile (it counts as idle: peers.h). One job that ends otherwise ends
+ * the streak. (An overloaded host's starved compiles count too: claiming
+ * less is then the right answer.) As
  * DOMjudge disables a judgehost after an internal error, but by itself and
  * for a while: a runner has no admin watching at 3 a.m. */
 #define STREAK_JOBS      5
@@ -322,7 +324,10 @@ static void streak_note(enum kid_end e, double now)
         memset(&streak, 0, sizeof streak);
         return;
     }
-    if (e != END_SYSERR || ++streak.n < STREAK_JOBS)
+    /* A job claimed before the pause that ends during it (one of many in
+     * flight) neither extends nor doubles it: only a failure after the
+     * runner tried again does. */
+    if (e != END_SYSERR || ++streak.n < STREAK_JOBS || now < streak.until)
         return;
     double pause = runner_cfg()->gpu_probe_seconds;
     for (int i = 0; i < streak.pauses && pause < STREAK_PAUSE_MAX; i++)

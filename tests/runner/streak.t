@@ -10,7 +10,10 @@ CUGRADE_GPU_PROBE_SECONDS=6, one job claimed at a time:
   says why;
 - the sixth such job in a row: no claim for at least 12 s (doubled);
 - a job graded after that ends the streak: the next such job is followed
-  by a claim without a pause (without the reset it would wait 24 s).
+  by a claim without a pause (without the reset it would wait 24 s);
+- with two jobs in flight, the one that ends during the pause neither
+  extends nor doubles it: the next claim comes 6 s after the fifth failure,
+  not 12 s after the sixth.
 Prints TAP."""
 import json, os, shutil, signal, subprocess, sys, tempfile
 
@@ -37,15 +40,32 @@ env = dict(os.environ, **fake_env, CUGRADE_GPU_HOLD="0", CUGRADE_GPU_PROBE_SECON
 # Jobs 1-6 fail, 7 is graded, 8 and 9 fail.
 jobs = [job(i, rubric, seed=BAD) for i in range(1, 7)] + [job(7, rubric)] + \
        [job(i, rubric, seed=BAD) for i in (8, 9)]
-fake = fakeserver.FakeServer(jobs)
-state, lock = fake.state, fake.lock
 tok = os.path.join(tmp, "token")
 open(tok, "w").write("cgr_" + "ef" * 32 + "\n")
+
+
+def serve(fake, queue, work):
+    """A serving runner of the fake GPU, QUEUE jobs in flight at most."""
+    return subprocess.Popen([RUNNER, "--server", f"http://127.0.0.1:{fake.port}", "--token-file",
+                             tok, "--root", root, "--cache", cache, "--work",
+                             os.path.join(tmp, work), "--arch", "sm_90", "--jobs", "1", "--queue",
+                             str(queue), "--lazy-build"],
+                            stdout=log, stderr=log, env=env, start_new_session=True)
+
+
+def stop(p):
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    p.wait()
+
+
+fake = fakeserver.FakeServer(jobs)
+fake2 = None
+state, lock = fake.state, fake.lock
 log = open(os.path.join(tmp, "runner.log"), "w+")
-p = subprocess.Popen([RUNNER, "--server", f"http://127.0.0.1:{fake.port}", "--token-file", tok,
-                      "--root", root, "--cache", cache, "--work", os.path.join(tmp, "work"),
-                      "--arch", "sm_90", "--jobs", "1", "--queue", "1", "--lazy-build"],
-                     stdout=log, stderr=log, env=env, start_new_session=True)
+p = serve(fake, 1, "work")
 
 
 def runner_log():
@@ -79,15 +99,29 @@ try:
     ok(g9 < 4 * PAUSE - 4, "a graded job ends the streak: no long pause after the next failure "
        "(%.1f s)" % g9, runner_log()[-1500:])
     ok("the streak is over" in runner_log(), "the log says the streak is over", runner_log()[-1500:])
+    stop(p)
+
+    # Two in flight, seven failures: the one in flight when the pause
+    # begins ends during it.
+    fake2 = fakeserver.FakeServer([job(i, rubric, seed=BAD) for i in range(11, 18)])
+    p = serve(fake2, 2, "work2")
+    done = fake2.wait_for(lambda: len(fake2.state["results"]) >= 7, 400)
+    with fake2.lock:
+        ends = sorted(fake2.state["result_at"].values())
+        claims = sorted(fake2.state["claimed"].values())
+    fifth = ends[4] if len(ends) >= 5 else 0
+    nxt = [c for c in claims if c > fifth]
+    g = nxt[0] - fifth if nxt else -1
+    ok(done and PAUSE - 0.5 <= g < 2 * PAUSE - 1,
+       "a job ending during the pause does not extend it: the next claim %.1f s after the fifth "
+       "failure" % g, "ends %s claims %s\n%s" % (ends, claims, runner_log()[-1500:]))
 finally:
-    try:
-        os.killpg(p.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    p.wait()
+    stop(p)
     if failures():
         for line in runner_log().splitlines()[-30:]:
             print("#   log: " + line)
     fake.stop()
+    if fake2:
+        fake2.stop()
     shutil.rmtree(tmp, ignore_errors=True)
 sys.exit(1 if failures() else 0)
