@@ -401,8 +401,9 @@ def main():
                 except OSError:
                     text = ""
                 n = len(re.findall(r"job \d+: (?:graded|compile_error|rejected|runtime_error|"
-                                   r"timeout|system_error), score", text))
-                per.append(f"gpu{g}-r{i} {n}")
+                                   r"timeout), score", text))
+                e = len(re.findall(r"job \d+: system error: ", text))
+                per.append(f"gpu{g}-r{i} {n}" + (f" (and {e} system errors)" if e else ""))
         print(f"\nverdicts posted per runner: {', '.join(per)}", flush=True)
         print(f"{len(rows) - mismatches} of {len(rows)} match; "
               f"wall {time.time() - T0:.0f} s", flush=True)
