@@ -3,8 +3,8 @@
 answers its probe (runner/service/serve.c, docs/runner.md "A GPU that stops
 answering") stops claiming for a while, so that its healthy peers take the
 queue instead of it spending every job's attempts. The fake GPU of
-health.t (it answers), the fake lab, and jobs whose seed makes the fake
-harness's set-up fail (a system_error, ours). With
+health.t (it answers), the fake lab, and jobs the runner cannot load (a
+seed that is not hex: a system_error, ours, before any compile). With
 CUGRADE_GPU_PROBE_SECONDS=6, one job claimed at a time:
 - five such jobs in a row, then no claim for at least 6 s, and the log
   says why;
@@ -27,7 +27,7 @@ from fakeserver import job  # noqa: E402
 require_nvcc_root()
 
 PAUSE = 6.0
-BAD = "bad0" + "0" * 28  # the fake harness fails its set-up: a system_error
+BAD = "not-hex"  # job_load refuses it: a system_error at once, nothing compiled
 tmp = tempfile.mkdtemp(prefix="cugrade-streak-")
 os.chmod(tmp, 0o755)
 root = tree.lay_out(os.path.join(tmp, "root"))
@@ -85,7 +85,7 @@ try:
     with lock:
         st = {i: (state["results"].get(i) or {}).get("status") for i in range(1, 10)}
     ok(done and all(st[i] == "system_error" for i in (1, 2, 3, 4, 5, 6, 8, 9)) and
-       st[7] == "graded", "the set-up failures are system_errors and the good job is graded",
+       st[7] == "graded", "the jobs the runner cannot load are system_errors and the good job is graded",
        json.dumps(st))
     g6 = gap(5, 6)
     ok(g6 >= PAUSE - 0.5, "after five system_errors in a row no claim for %g s (%.1f s)" % (PAUSE, g6),
