@@ -369,19 +369,25 @@ def main():
                          "yes" if not left else "NO (" + str(len(left)) + ")"))
             if left:
                 log("left behind: " + "; ".join(left))
-        # Every system_error a runner posted, retried or not: ours, so a
-        # mismatch even when a retry on another runner graded the job (a
-        # second GPU's runner once failed every run this way, "no
-        # CUDA-capable device", while the table matched: its jobs were
-        # requeued to the first GPU).
-        syserr = []
-        for k in range(NGPUS * NRUNNERS):
-            try:
-                text = open(os.path.join(logs, f"runner{k}.log"), errors="replace").read()
-            except OSError:
-                continue
-            for m in re.finditer(r"job (\d+): system error: ([^\n]*)", text):
-                syserr.append(f"runner{k} job {m.group(1)}: {m.group(2)}")
+        # Each runner's log, read once: its verdicts, and every system_error
+        # it posted, retried or not. Those are ours, so a mismatch even when
+        # a retry on another runner graded the job (a second GPU's runner
+        # once failed every run this way, "no CUDA-capable device", while
+        # the table matched: its jobs were requeued to the first GPU).
+        syserr, per = [], []
+        for g in range(NGPUS):
+            for i in range(NRUNNERS):
+                k = g * NRUNNERS + i
+                try:
+                    text = open(os.path.join(logs, f"runner{k}.log"), errors="replace").read()
+                except OSError:
+                    text = ""
+                n = len(re.findall(r"job \d+: (?:graded|compile_error|rejected|runtime_error|"
+                                   r"timeout), score", text))
+                errs = [f"runner{k} job {m.group(1)}: {m.group(2)}"
+                        for m in re.finditer(r"job (\d+): system error: ([^\n]*)", text)]
+                syserr += errs
+                per.append(f"gpu{g}-r{i} {n}" + (f" (and {len(errs)} system errors)" if errs else ""))
         mismatches += bool(syserr)
         rows.append(("(runners) system errors posted", "-", "-",
                      (syserr[0][:60] if syserr else "none"), "none",
@@ -392,18 +398,6 @@ def main():
         if OUT:
             with open(os.path.join(OUT, "results.json"), "w") as f:
                 json.dump({str(k): v for k, v in results.items()}, f, indent=1)
-        per = []
-        for g in range(NGPUS):
-            for i in range(NRUNNERS):
-                k = g * NRUNNERS + i
-                try:
-                    text = open(os.path.join(logs, f"runner{k}.log"), errors="replace").read()
-                except OSError:
-                    text = ""
-                n = len(re.findall(r"job \d+: (?:graded|compile_error|rejected|runtime_error|"
-                                   r"timeout), score", text))
-                e = len(re.findall(r"job \d+: system error: ", text))
-                per.append(f"gpu{g}-r{i} {n}" + (f" (and {e} system errors)" if e else ""))
         print(f"\nverdicts posted per runner: {', '.join(per)}", flush=True)
         print(f"{len(rows) - mismatches} of {len(rows)} match; "
               f"wall {time.time() - T0:.0f} s", flush=True)
