@@ -89,56 +89,120 @@ static int ledger_write(int fd, const struct admit_entry *e, size_t n)
 int admit_reserve(const char *path, unsigned long long capacity_mb, unsigned long long need_mb,
                   double max_wait, long long *token, double *waited)
 {
-    return admit_reserve_jobs(path, capacity_mb, need_mb, 0, max_wait, token, waited);
+    return admit_reserve_turn(path, NULL, capacity_mb, need_mb, 0, max_wait, token, waited);
 }
 
-int admit_reserve_jobs(const char *path, unsigned long long capacity_mb,
+/* The waiters ahead of this process's line qtok in the queue ledger (file
+ * order is arrival order), copied to e[] (at most room); returns how many.
+ * An unreadable queue keeps no turn: only less fair, never stuck. */
+static size_t queue_ahead(const char *queue, long long qtok, struct admit_entry *e, size_t room)
+{
+    struct admit_entry q[ADMIT_MAX_ENTRIES];
+    int fd = ledger_open(queue);
+    if (fd < 0)
+        return 0;
+    size_t n = ledger_read(fd, q), k = 0;
+    close(fd);
+    for (size_t i = 0; i < n && k < room; i++) {
+        if (q[i].pid == (long)getpid() && q[i].token == qtok)
+            break;
+        e[k++] = q[i];
+    }
+    return k;
+}
+
+static long long next_token(void)
+{
+    static long long counter;
+    return __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
+}
+
+/* Append this process's line (token t, mb) to the ledger at path, at once.
+ * Returns 0 or -errno. */
+static int ledger_append(const char *path, long long t, unsigned long long mb)
+{
+    struct admit_entry e[ADMIT_MAX_ENTRIES + 1];
+    int fd = ledger_open(path);
+    if (fd < 0)
+        return fd;
+    size_t n = ledger_read(fd, e);
+    e[n] = (struct admit_entry){(long)getpid(), t, mb};
+    int r = n < ADMIT_MAX_ENTRIES ? ledger_write(fd, e, n + 1) : -EAGAIN;
+    close(fd);
+    return r;
+}
+
+/* One look: admit need_mb when it fits beside the ledger's live entries
+ * and the waiters ahead (ahead[0..k)). Returns 1 (admitted, *token set),
+ * 0 (not yet) or -errno. */
+static int reserve_once(const char *path, const struct admit_entry *ahead, size_t k,
+                        unsigned long long capacity_mb, unsigned long long need_mb,
+                        size_t max_jobs, long long *token)
+{
+    struct admit_entry e[2 * ADMIT_MAX_ENTRIES + 1];
+    int fd = ledger_open(path);
+    if (fd < 0)
+        return fd;
+    size_t n = ledger_read(fd, e);
+    memcpy(e + n, ahead, k * sizeof *ahead);
+    int ok = n < ADMIT_MAX_ENTRIES && (max_jobs == 0 || n + k < max_jobs) &&
+             admit_fits(e, n + k, capacity_mb, need_mb);
+    int r = 0;
+    if (ok) {
+        long long t = next_token();
+        e[n] = (struct admit_entry){(long)getpid(), t, need_mb};
+        r = ledger_write(fd, e, n + 1);
+        if (r == 0)
+            *token = t;
+    }
+    close(fd); /* never wait holding the ledger */
+    return r < 0 ? r : ok;
+}
+
+int admit_reserve_turn(const char *path, const char *queue, unsigned long long capacity_mb,
                        unsigned long long need_mb, size_t max_jobs, double max_wait,
                        long long *token, double *waited)
 {
-    static long long counter;
-    struct admit_entry e[ADMIT_MAX_ENTRIES + 1];
+    struct admit_entry ahead[ADMIT_MAX_ENTRIES];
     double t0 = mono();
+    long long qtok = 0;
+    int r;
     assert(path && token);
     *token = 0;
     if (waited)
         *waited = 0;
     if (capacity_mb == 0)
         return 0;
+    if (queue) {
+        qtok = next_token();
+        if (ledger_append(queue, qtok, need_mb) < 0)
+            qtok = 0; /* not in the queue: admitted by fit alone */
+    }
     for (;;) {
-        int fd = ledger_open(path);
-        if (fd < 0)
-            return fd;
-        size_t n = ledger_read(fd, e);
-        if (n < ADMIT_MAX_ENTRIES && (max_jobs == 0 || n < max_jobs) &&
-            admit_fits(e, n, capacity_mb, need_mb)) {
-            long long t = __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
-            e[n] = (struct admit_entry){(long)getpid(), t, need_mb};
-            int r = ledger_write(fd, e, n + 1);
-            close(fd);
-            if (r == 0)
-                *token = t;
-            if (waited)
-                *waited = mono() - t0;
-            return r;
-        }
-        close(fd); /* never wait holding the ledger */
+        size_t k = qtok ? queue_ahead(queue, qtok, ahead, ADMIT_MAX_ENTRIES) : 0;
+        r = reserve_once(path, ahead, k, capacity_mb, need_mb, max_jobs, token);
+        if (r != 0)
+            break;
         if (mono() - t0 >= max_wait) {
-            if (waited)
-                *waited = mono() - t0;
-            return -EBUSY;
+            r = -EBUSY;
+            break;
         }
         struct timespec ts = {0, ADMIT_POLL_NS};
         nanosleep(&ts, NULL);
     }
+    /* Out of the queue only once in the ledger: a waiter behind that reads
+     * the queue and then the ledger counts this job at least once. */
+    if (qtok)
+        admit_release(queue, qtok);
+    if (waited)
+        *waited = mono() - t0;
+    return r < 0 ? r : 0;
 }
 
 long long admit_enter(const char *path)
 {
-    long long tok = 0;
-    if (admit_reserve(path, ~0ULL, 0, 0, &tok, NULL) < 0)
-        tok = 0;
-    return tok;
+    long long t = next_token();
+    return ledger_append(path, t, 0) == 0 ? t : 0;
 }
 
 /* Drop (remove) or shrink to mb this process's entry token, rewriting the

@@ -40,8 +40,9 @@ void lock_active_path(const struct grade_env *env, char *out, size_t len);
 void lock_gpu_path(const struct grade_env *env, const char *what, char *out, size_t len);
 /* The admission ledger of the job's GPU: CACHE/gpu-<index>.admit. */
 void lock_admit_path(const struct grade_env *env, char *out, size_t len);
-/* The jobs waiting for admission to this GPU: CACHE/gpu-<index>.admitq
- * (admit.h's format, 0 MiB a line), entered for the length of the wait. */
+/* The jobs waiting for admission to this GPU, in arrival order:
+ * CACHE/gpu-<index>.admitq (admit.h's format, a line with the MiB each
+ * waits for), entered for the length of the wait (admit_reserve_turn). */
 void lock_admit_queue_path(const struct grade_env *env, char *out, size_t len);
 /* The GPU's admissible memory in MiB (CUGRADE_GPU_MEMORY_MB, else 88% of
  * the device record's), or 0 (admission off: no GPU or no record). */

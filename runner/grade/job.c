@@ -281,18 +281,16 @@ static int job_reserve(struct job *j, double max_wait, double *waited)
 {
     assert(!j->admitted);
     char queue[PATH_MAX];
-    long long qtok;
     lock_admit_path(j->env, j->admit_file, sizeof j->admit_file);
-    /* Counted as waiting meanwhile: a profile is not taken while others
-     * wait (job_time.c, job_profile). */
+    /* Waiting in turn, in the queue (admit.h), and counted as waiting
+     * meanwhile: a profile is not taken while others wait (job_time.c,
+     * job_profile). */
     lock_admit_queue_path(j->env, queue, sizeof queue);
-    qtok = admit_enter(queue);
     unsigned long long need = lock_admit_need(&j->lab, job_sanitizers_wanted(j));
     if (j->lab.timing_case && j->rub.nspeed > 0) /* job_time_prestart's run */
         need += lock_admit_time_prestart(&j->lab, j->python);
-    int r = admit_reserve_jobs(j->admit_file, lock_admit_capacity(&j->rc), need,
+    int r = admit_reserve_turn(j->admit_file, queue, lock_admit_capacity(&j->rc), need,
                                lock_admit_max_jobs(), max_wait, &j->admit_token, waited);
-    admit_release(queue, qtok);
     j->admitted = r == 0;
     return r;
 }

@@ -4,7 +4,9 @@
  * live one holds the memory, is admitted once it lets go, and a dead
  * process's entry does not wedge the GPU), the device record's memory, and
  * the reservation of each phase of a job (lock.h): the check run's biggest
- * case, the timing case after it, the sanitizers' small case alone.
+ * case, the timing case after it, the sanitizers' small case alone; and
+ * the turn: a job waiting for a big reservation is not passed by younger,
+ * smaller ones that fit in the gaps.
  * Prints TAP lines.
  */
 #include <errno.h>
@@ -12,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/select.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -47,6 +50,79 @@ static pid_t holder(const char *path, unsigned long long mb, int hold, int *go_f
     close(go[0]);
     *go_fd = go[1];
     return pid;
+}
+
+/* A child that waits in turn (queue) for mb of 1000, at most 5 s, then
+ * writes 'y' or 'n' on the returned pipe and holds until killed. */
+static pid_t waiter(const char *path, const char *queue, unsigned long long mb, int *result_fd)
+{
+    int res[2];
+    if (pipe(res) < 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        long long tok;
+        close(res[0]);
+        char c = admit_reserve_turn(path, queue, 1000, mb, 0, 5, &tok, NULL) == 0 ? 'y' : 'n';
+        if (write(res[1], &c, 1) != 1)
+            _exit(2);
+        pause();
+        _exit(0);
+    }
+    close(res[1]);
+    *result_fd = res[0];
+    return pid;
+}
+
+/* Read the waiter's answer within secs: 'y', 'n', or 0 (none yet). */
+static char waiter_answer(int fd, double secs)
+{
+    fd_set s;
+    FD_ZERO(&s);
+    FD_SET(fd, &s);
+    struct timeval tv = {(time_t)secs, (suseconds_t)((secs - (time_t)secs) * 1e6)};
+    char c = 0;
+    if (select(fd + 1, &s, NULL, NULL, &tv) == 1 && read(fd, &c, 1) != 1)
+        c = 0;
+    return c;
+}
+
+/* The turn (admit_reserve_turn): another process holds 800 of 1000; an
+ * older waiter wants 500, a younger one 100 (which fits beside the 800).
+ * The younger waits behind the older; both are admitted once the 800 go. */
+static void check_turn(const char *path)
+{
+    char queue[] = "/tmp/cugrade-admitq-XXXXXX";
+    int qfd = mkstemp(queue), go = -1, big = -1, small = -1;
+    long long tok = 0;
+    check(qfd >= 0, "a queue ledger");
+    close(qfd);
+    pid_t holder_pid = holder(path, 800, 1, &go);
+    pid_t older = waiter(path, queue, 500, &big);
+    check(holder_pid > 0 && older > 0 && waiter_answer(big, 0.3) == 0,
+          "800 of 1000 held: a job waiting for 500 waits");
+    check(admit_count(queue) == 1, "it is in the queue while it waits");
+    check(admit_reserve_turn(path, queue, 1000, 100, 0, 0.3, &tok, NULL) == -EBUSY && tok == 0,
+          "a younger job of 100, which fits beside the 800, waits behind it");
+    check(admit_reserve_turn(path, NULL, 1000, 100, 0, 0, &tok, NULL) == 0 && tok > 0 &&
+              admit_release(path, tok) == 0,
+          "(by fit alone, outside the turn, 100 would have been admitted)");
+    pid_t younger = waiter(path, queue, 100, &small);
+    check(younger > 0 && waiter_answer(small, 0.3) == 0, "so does a younger waiting process");
+    kill(holder_pid, SIGKILL); /* (the waiters share its pipe: no EOF for it) */
+    waitpid(holder_pid, NULL, 0);
+    close(go);
+    check(waiter_answer(big, 2) == 'y', "the 800 let go: the older waiter is admitted");
+    check(waiter_answer(small, 2) == 'y', "and the younger one beside it (500 + 100 fit)");
+    check(admit_count(queue) == 0 && admit_count(path) == 2, "the queue is empty, both hold");
+    kill(older, SIGKILL);
+    kill(younger, SIGKILL);
+    waitpid(older, NULL, 0);
+    waitpid(younger, NULL, 0);
+    close(big);
+    close(small);
+    check(admit_count(path) == 0, "killed, their entries are dropped");
+    unlink(queue);
 }
 
 int main(void)
@@ -100,6 +176,7 @@ int main(void)
     check(admit_reserve(path, 1000, 500, 0, &tok, NULL) == 0,
           "a dead process's reservation is dropped: a crashed runner cannot wedge the GPU");
     admit_release(path, tok);
+    check_turn(path);
     unlink(path);
 
     fd = mkstemp(rec);
