@@ -51,12 +51,9 @@ struct runner_config {
     long sandbox_boxes;
     char sandbox_box_dir[200];
     long runners_per_host;
-    long gpu_jobs;
     long gpu_memory_mb;
     long profile;
-    long profile_under_load;
     double profile_wait;
-    long profile_after_max;
     /* tuning */
     double baseline_share;
     double baseline_refresh;
@@ -66,7 +63,6 @@ struct runner_config {
     double front_seconds;
     long front_nice;
     long compile_nice;
-    double profile_seconds;
     double gpu_down_wait;
     double gpu_probe_seconds;
     double gpu_probe_limit;

@@ -45,7 +45,7 @@ int profile_source_on(void);
 #define PROFILE_NCU_DEFAULT "/opt/nvidia/nsight-compute/2025.3.1/ncu"
 /* Profiled launches at most (the harness's own kernels count too). */
 #define PROFILE_LAUNCH_COUNT "24"
-/* The profile run's wall limit in seconds ($CUGRADE_PROFILE_SECONDS), and
+/* The profile run's wall limit in seconds, and
  * the longest wait for the GPU's profile lock: together they bound what
  * profiling can add to a submission (measured: 2-3.5 s alone). */
 #define PROFILE_SECONDS 10.0
@@ -215,20 +215,19 @@ json_t *profile_run_held(const struct run_ctx *rc, const char *const *target, in
                          const struct run_opts *o, unsigned long long need_mb, int lock_fd);
 
 /* Score first, the profile after: profiles that wait for a GPU, at most
- * CUGRADE_PROFILE_AFTER_MAX (the ledger CACHE/gpu-N.profilew), each for
- * its turn at most CUGRADE_PROFILE_WAIT seconds (config.h; 32 and 300 by
- * default). A profile takes 2.5-5 s (H100): past these the student is
- * told it was skipped rather than wait for minutes. */
+ * PROFILE_AFTER_MAX (the ledger CACHE/gpu-N.profilew), each for its turn
+ * at most CUGRADE_PROFILE_WAIT seconds (config.h, 300 by default). A
+ * profile takes 2.5-5 s (H100): past these the student is told it was
+ * skipped rather than wait for minutes. */
+#define PROFILE_AFTER_MAX 32
 
 /* Wait, holding nothing a grading job needs, for this GPU's profiler and
  * then for a moment when no job waits for its memory admission (the
- * grading comes first; under_load: not waited for), at most max_wait
- * seconds. Returns the profile lock's fd (for profile_run_held), or < 0
- * with a "profile skipped: ..." sentence in why: CUGRADE_PROFILE_AFTER_MAX
- * profiles already wait, the GPU stayed busy, or the lock file cannot be
- * opened. */
-int profile_wait_turn(const struct grade_env *env, double max_wait, int under_load, char *why,
-                      size_t len);
+ * grading comes first), at most max_wait seconds. Returns the profile
+ * lock's fd (for profile_run_held), or < 0 with a "profile skipped: ..."
+ * sentence in why: PROFILE_AFTER_MAX profiles already wait, the GPU stayed
+ * busy, or the lock file cannot be opened. */
+int profile_wait_turn(const struct grade_env *env, double max_wait, char *why, size_t len);
 
 /* The GPU's profile lock at path, waiting at most max_wait seconds in the
  * queue ledger at queue (admit.h; none when PROFILE_QUEUE_MAX wait there

@@ -104,11 +104,6 @@ static void profile_error_text(const char *log, const struct sandbox_verdict *v,
     }
 }
 
-static double profile_seconds_limit(void)
-{
-    return runner_cfg()->profile_seconds;
-}
-
 /* The source lines of out's hints: ncu's source page of the pass's report,
  * printed in the same sandbox (no GPU needed: after the locks), only when
  * a hint that a line explains fired. Adds out.source_seconds; a page that
@@ -140,7 +135,7 @@ static void profile_lines(const struct run_ctx *rc, const char *ncu, const char 
     io.nmore_binds = 1;
     struct sandbox_verdict v;
     memset(&v, 0, sizeof v);
-    int r = run_sandboxed_opts(rc, argv, -1, profile_seconds_limit(), &io, &v);
+    int r = run_sandboxed_opts(rc, argv, -1, PROFILE_SECONDS, &io, &v);
     char *text = NULL;
     size_t len = 0;
     int located = 0;
@@ -240,7 +235,7 @@ static json_t *profile_run_lock(const struct run_ctx *rc, const char *const *tar
      * time in a 66-job burst), and that is no reason to drop the profile. */
     struct share_clock sc;
     int shared;
-    int r = share_run(rc, argv, channel_fd, profile_seconds_limit(), &po, &v, &sc, &shared);
+    int r = share_run(rc, argv, channel_fd, PROFILE_SECONDS, &po, &v, &sc, &shared);
     lock_gpu_release(glk);
     if (tok > 0)
         admit_release(admit, tok);
@@ -305,8 +300,7 @@ static int profile_gpu_busy(const struct grade_env *env)
     return admit_count(queue) > 0;
 }
 
-int profile_wait_turn(const struct grade_env *env, double max_wait, int under_load, char *why,
-                      size_t len)
+int profile_wait_turn(const struct grade_env *env, double max_wait, char *why, size_t len)
 {
     char path[PATH_MAX], line[PATH_MAX];
     lock_gpu_path(env, "profile", path, sizeof path);
@@ -317,7 +311,7 @@ int profile_wait_turn(const struct grade_env *env, double max_wait, int under_lo
                  strerror(errno));
         return -1;
     }
-    int waiting = admit_count(line), most = (int)runner_cfg()->profile_after_max;
+    int waiting = admit_count(line), most = PROFILE_AFTER_MAX;
     if (waiting >= most) {
         snprintf(why, len,
                  "profile skipped: %d profiles already wait for this GPU (at most %d wait); "
@@ -335,7 +329,7 @@ int profile_wait_turn(const struct grade_env *env, double max_wait, int under_lo
     for (;;) {
         if (!have)
             have = flock(fd, LOCK_EX | LOCK_NB) == 0;
-        if (have && (under_load || !profile_gpu_busy(env))) {
+        if (have && !profile_gpu_busy(env)) {
             r = fd;
             break;
         }

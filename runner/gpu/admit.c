@@ -89,7 +89,7 @@ static int ledger_write(int fd, const struct admit_entry *e, size_t n)
 int admit_reserve(const char *path, unsigned long long capacity_mb, unsigned long long need_mb,
                   double max_wait, long long *token, double *waited)
 {
-    return admit_reserve_turn(path, NULL, capacity_mb, need_mb, 0, max_wait, token, waited);
+    return admit_reserve_turn(path, NULL, capacity_mb, need_mb, max_wait, token, waited);
 }
 
 /* The waiters ahead of this process's line qtok in the queue ledger (file
@@ -137,7 +137,7 @@ static int ledger_append(const char *path, long long t, unsigned long long mb)
  * 0 (not yet) or -errno. */
 static int reserve_once(const char *path, const struct admit_entry *ahead, size_t k,
                         unsigned long long capacity_mb, unsigned long long need_mb,
-                        size_t max_jobs, long long *token)
+                        long long *token)
 {
     struct admit_entry e[2 * ADMIT_MAX_ENTRIES + 1];
     int fd = ledger_open(path);
@@ -145,8 +145,7 @@ static int reserve_once(const char *path, const struct admit_entry *ahead, size_
         return fd;
     size_t n = ledger_read(fd, e);
     memcpy(e + n, ahead, k * sizeof *ahead);
-    int ok = n < ADMIT_MAX_ENTRIES && (max_jobs == 0 || n + k < max_jobs) &&
-             admit_fits(e, n + k, capacity_mb, need_mb);
+    int ok = n < ADMIT_MAX_ENTRIES && admit_fits(e, n + k, capacity_mb, need_mb);
     int r = 0;
     if (ok) {
         long long t = next_token();
@@ -160,8 +159,8 @@ static int reserve_once(const char *path, const struct admit_entry *ahead, size_
 }
 
 int admit_reserve_turn(const char *path, const char *queue, unsigned long long capacity_mb,
-                       unsigned long long need_mb, size_t max_jobs, double max_wait,
-                       long long *token, double *waited)
+                       unsigned long long need_mb, double max_wait, long long *token,
+                       double *waited)
 {
     struct admit_entry ahead[ADMIT_MAX_ENTRIES];
     double t0 = mono();
@@ -180,7 +179,7 @@ int admit_reserve_turn(const char *path, const char *queue, unsigned long long c
     }
     for (;;) {
         size_t k = qtok ? queue_ahead(queue, qtok, ahead, ADMIT_MAX_ENTRIES) : 0;
-        r = reserve_once(path, ahead, k, capacity_mb, need_mb, max_jobs, token);
+        r = reserve_once(path, ahead, k, capacity_mb, need_mb, token);
         if (r != 0)
             break;
         if (mono() - t0 >= max_wait) {

@@ -45,13 +45,11 @@ int admit_reserve(const char *path, unsigned long long capacity_mb, unsigned lon
  * when it fits beside the live reservations *and* every waiter ahead of
  * it, so a big job is never passed forever by smaller ones that fit in the
  * gaps (first come, first served; a waiter that is alone in the ledger and
- * first in the queue always runs). Also at most max_jobs live entries and
- * waiters ahead (0: no such bound): a GPU time-slices between its
- * contexts, and a check run that synchronizes often waits a slice of every
- * other context each time. queue NULL: by fit alone (admit_reserve). */
+ * first in the queue always runs). queue NULL: by fit alone
+ * (admit_reserve). */
 int admit_reserve_turn(const char *path, const char *queue, unsigned long long capacity_mb,
-                       unsigned long long need_mb, size_t max_jobs, double max_wait,
-                       long long *token, double *waited);
+                       unsigned long long need_mb, double max_wait, long long *token,
+                       double *waited);
 
 /* Enter the ledger at path with a line of 0 MiB (a count, not memory:
  * always at once). Returns the token for admit_release, 0 when it could

@@ -145,11 +145,6 @@ void lock_admit_queue_path(const struct grade_env *env, char *out, size_t len)
     lock_gpu_path(env, "admitq", out, len);
 }
 
-size_t lock_admit_max_jobs(void)
-{
-    return (size_t)runner_cfg()->gpu_jobs;
-}
-
 unsigned long long lock_admit_capacity(const struct run_ctx *rc)
 {
     long mb = runner_cfg()->gpu_memory_mb;

@@ -47,9 +47,7 @@ void lock_admit_queue_path(const struct grade_env *env, char *out, size_t len);
 /* The GPU's admissible memory in MiB (CUGRADE_GPU_MEMORY_MB, else 88% of
  * the device record's), or 0 (admission off: no GPU or no record). */
 unsigned long long lock_admit_capacity(const struct run_ctx *rc);
-/* The most jobs admitted to one GPU at once (CUGRADE_GPU_JOBS), 0 for no
- * bound beyond memory. */
-size_t lock_admit_max_jobs(void);
+
 /* What a job of lab needs in MiB: its biggest case, the student's
  * allowance, and a context per process on the GPU (check, judge, each
  * sanitizer). */

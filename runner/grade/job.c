@@ -289,8 +289,8 @@ static int job_reserve(struct job *j, double max_wait, double *waited)
     unsigned long long need = lock_admit_need(&j->lab, job_sanitizers_wanted(j));
     if (j->lab.timing_case && j->rub.nspeed > 0) /* job_time_prestart's run */
         need += lock_admit_time_prestart(&j->lab, j->python);
-    int r = admit_reserve_turn(j->admit_file, queue, lock_admit_capacity(&j->rc), need,
-                               lock_admit_max_jobs(), max_wait, &j->admit_token, waited);
+    int r = admit_reserve_turn(j->admit_file, queue, lock_admit_capacity(&j->rc), need, max_wait,
+                               &j->admit_token, waited);
     j->admitted = r == 0;
     return r;
 }

@@ -554,8 +554,8 @@ static void serve_loop(struct client *cl, struct host *h, const struct grade_env
     size_t front_max = front_width(jobs);
     /* A child whose verdict is posted and that waits for its profile
      * does not count against queue; profile_wait_turn bounds how many wait
-     * per GPU (CUGRADE_PROFILE_AFTER_MAX), and the array has room for them. */
-    size_t room = (size_t)queue + (size_t)runner_cfg()->profile_after_max;
+     * per GPU (PROFILE_AFTER_MAX), and the array has room for them. */
+    size_t room = (size_t)queue + PROFILE_AFTER_MAX;
     struct kid *kids = calloc(room, sizeof *kids);
     struct health hl;
     size_t nk = 0;
