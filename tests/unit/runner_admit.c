@@ -63,7 +63,7 @@ static pid_t waiter(const char *path, const char *queue, unsigned long long mb, 
     if (pid == 0) {
         long long tok;
         close(res[0]);
-        char c = admit_reserve_turn(path, queue, 1000, mb, 0, 5, &tok, NULL) == 0 ? 'y' : 'n';
+        char c = admit_reserve_turn(path, queue, 1000, mb, 5, &tok, NULL) == 0 ? 'y' : 'n';
         if (write(res[1], &c, 1) != 1)
             _exit(2);
         pause();
@@ -102,9 +102,9 @@ static void check_turn(const char *path)
     check(holder_pid > 0 && older > 0 && waiter_answer(big, 0.3) == 0,
           "800 of 1000 held: a job waiting for 500 waits");
     check(admit_count(queue) == 1, "it is in the queue while it waits");
-    check(admit_reserve_turn(path, queue, 1000, 100, 0, 0.3, &tok, NULL) == -EBUSY && tok == 0,
+    check(admit_reserve_turn(path, queue, 1000, 100, 0.3, &tok, NULL) == -EBUSY && tok == 0,
           "a younger job of 100, which fits beside the 800, waits behind it");
-    check(admit_reserve_turn(path, NULL, 1000, 100, 0, 0, &tok, NULL) == 0 && tok > 0 &&
+    check(admit_reserve_turn(path, NULL, 1000, 100, 0, &tok, NULL) == 0 && tok > 0 &&
               admit_release(path, tok) == 0,
           "(by fit alone, outside the turn, 100 would have been admitted)");
     pid_t younger = waiter(path, queue, 100, &small);
