@@ -49,6 +49,9 @@ int profile_source_on(void);
  * the longest wait for the GPU's profile lock: together they bound what
  * profiling can add to a submission (measured: 2-3.5 s alone). */
 #define PROFILE_SECONDS 10.0
+/* How many times one profile gives the GPU back to a timing run that
+ * waits, and starts again after it (profile_run.c, profile_pass). */
+#define PROFILE_YIELDS 3
 #define PROFILE_LOCK_WAIT 30.0
 /* Profiles already waiting for the GPU's profiler past which another does
  * not wait ("busy" at once): one takes 2.5-5 s (H100), so the seventh in

@@ -179,6 +179,42 @@ static void profile_opts(const struct run_opts *o, const char *ncu_dir,
     po->nmore_binds = nb;
 }
 
+/* The profiled run under the shared GPU lock, given up for a timing run
+ * that waits for the exclusive lock (the GPU's timing ledger, lock.h) and
+ * started again once it is over, at most PROFILE_YIELDS times (then it runs
+ * to its end: a profile is not starved by a stream of timing runs). Why: a
+ * profile runs after its verdict, and nobody waits for it; a timing run is
+ * some student's verdict. Alone on an H200, a second submission sent right
+ * after a first waited 1.66 s for the exclusive lock while the first's
+ * profile (about 3 s) held the shared one. The limit counts the run's
+ * share of the GPU (share.h), as a check run's does: in a burst ncu's
+ * replay passes are time-sliced with the other jobs' runs (an H100: 4 of
+ * 30 profiles past 10 s of wall time in a 66-job burst), and that is no
+ * reason to drop the profile. Returns share_run's value; *yields counts
+ * the passes given up. */
+static int profile_pass(const struct run_ctx *rc, const char *const *argv, int channel_fd,
+                        struct run_opts *po, struct sandbox_verdict *v, int *yields)
+{
+    char timing[PATH_MAX];
+    lock_gpu_path(rc->env, "timing", timing, sizeof timing);
+    for (;;) {
+        struct share_clock sc;
+        int shared;
+        int glk = lock_gpu_shared_user(rc->env); /* waits out the timing runs */
+        int r = share_run_yielding(rc, argv, channel_fd, PROFILE_SECONDS, po, v, &sc, &shared,
+                                   *yields < PROFILE_YIELDS ? timing : NULL);
+        lock_gpu_release(glk);
+        if (r < 0 || !shared || !sc.yielded || !v->cancelled)
+            return r;
+        (*yields)++;
+        char partial[PATH_MAX];
+        snprintf(partial, sizeof partial, "%s/%s", rc->workdir, PROFILE_LOG_NAME);
+        unlink(partial); /* the cut pass's report, if it began one (a link: the link) */
+        sandbox_verdict_free(v);
+        memset(v, 0, sizeof *v);
+    }
+}
+
 /* profile_run, with held the GPU's profile lock the caller holds (taken
  * over: closed here), or -1 to take it here. */
 static json_t *profile_run_lock(const struct run_ctx *rc, const char *const *target,
@@ -228,15 +264,8 @@ static json_t *profile_run_lock(const struct run_ctx *rc, const char *const *tar
                                         "resubmit for a profile",
                                         run_now() - t0);
     }
-    int glk = lock_gpu_shared_user(rc->env);
-    /* The limit counts the run's share of the GPU (share.h), as a check
-     * run's does: in a burst ncu's replay passes are time-sliced with the
-     * other jobs' runs (seen on an H100: 4 of 30 profiles past 10 s of wall
-     * time in a 66-job burst), and that is no reason to drop the profile. */
-    struct share_clock sc;
-    int shared;
-    int r = share_run(rc, argv, channel_fd, PROFILE_SECONDS, &po, &v, &sc, &shared);
-    lock_gpu_release(glk);
+    int yields = 0;
+    int r = profile_pass(rc, argv, channel_fd, &po, &v, &yields);
     if (tok > 0)
         admit_release(admit, tok);
     if (plk >= 0)
@@ -261,6 +290,8 @@ static json_t *profile_run_lock(const struct run_ctx *rc, const char *const *tar
         if (out) {
             profile_lines(rc, real, ncu_dir, out);
             json_object_set_new(out, "seconds", json_real(run_now() - t0));
+            if (yields > 0)
+                json_object_set_new(out, "yields", json_integer(yields));
         }
     } else {
         char m[400];

@@ -74,24 +74,30 @@ static void *share_main(void *p)
             (void)w;
             break;
         }
+        if (c->yield_to[0] && admit_count(c->yield_to) > 0) {
+            c->yielded = 1;
+            ssize_t w = write(c->fds[1], "y", 1);
+            (void)w;
+            break;
+        }
     }
     pthread_mutex_unlock(&c->mu);
     return NULL;
 }
 
-int share_clock_start(struct share_clock *c, const char *ledger, double limit, int *cancel_fd)
-{
-    return share_clock_start_paused(c, ledger, limit, NULL, cancel_fd);
-}
-
-int share_clock_start_paused(struct share_clock *c, const char *ledger, double limit,
-                             const struct sandbox_pause *pause, int *cancel_fd)
+/* Start c's thread (share_clock_start_paused, and the ledger that makes
+ * the run yield, or NULL). */
+static int clock_begin(struct share_clock *c, const char *ledger, double limit,
+                       const struct sandbox_pause *pause, const char *yield_to, int *cancel_fd)
 {
     assert(c && ledger && cancel_fd && limit > 0);
     memset(c, 0, sizeof *c);
-    if (strlen(ledger) >= sizeof c->ledger)
+    if (strlen(ledger) >= sizeof c->ledger ||
+        (yield_to && strlen(yield_to) >= sizeof c->yield_to))
         return -ENAMETOOLONG;
     snprintf(c->ledger, sizeof c->ledger, "%s", ledger);
+    if (yield_to)
+        snprintf(c->yield_to, sizeof c->yield_to, "%s", yield_to);
     c->limit = limit;
     c->pause = pause;
     atomic_init(&c->alone, 0);
@@ -109,6 +115,23 @@ int share_clock_start_paused(struct share_clock *c, const char *ledger, double l
     }
     *cancel_fd = c->fds[0];
     return 0;
+}
+
+int share_clock_start(struct share_clock *c, const char *ledger, double limit, int *cancel_fd)
+{
+    return share_clock_start_paused(c, ledger, limit, NULL, cancel_fd);
+}
+
+int share_clock_start_paused(struct share_clock *c, const char *ledger, double limit,
+                             const struct sandbox_pause *pause, int *cancel_fd)
+{
+    return clock_begin(c, ledger, limit, pause, NULL, cancel_fd);
+}
+
+int share_clock_start_yield(struct share_clock *c, const char *ledger, double limit,
+                            const char *yield_to, int *cancel_fd)
+{
+    return clock_begin(c, ledger, limit, NULL, yield_to, cancel_fd);
 }
 
 void share_clock_alone(struct share_clock *c)
@@ -139,10 +162,17 @@ int share_clock_stop(struct share_clock *c)
 int share_run(const struct run_ctx *rc, const char *const *argv, int channel_fd, double limit,
               struct run_opts *o, struct sandbox_verdict *v, struct share_clock *sc, int *shared)
 {
+    return share_run_yielding(rc, argv, channel_fd, limit, o, v, sc, shared, NULL);
+}
+
+int share_run_yielding(const struct run_ctx *rc, const char *const *argv, int channel_fd,
+                       double limit, struct run_opts *o, struct sandbox_verdict *v,
+                       struct share_clock *sc, int *shared, const char *yield_to)
+{
     char users[PATH_MAX];
     assert(limit > 0);
     lock_active_path(rc->env, users, sizeof users);
-    *shared = share_clock_start(sc, users, limit, &o->cancel_fd) == 0;
+    *shared = share_clock_start_yield(sc, users, limit, yield_to, &o->cancel_fd) == 0;
     double wall = *shared ? share_wall_ceiling(rc->limits.ceiling, limit) : limit;
     assert(wall >= limit);
     int r = run_sandboxed_opts(rc, argv, channel_fd, wall, o, v);

@@ -34,7 +34,9 @@ struct share_clock {
     int peak_users;      /* the most users seen at once */
     const struct sandbox_pause *pause; /* NULL, or time during which nothing is counted */
     atomic_int alone;    /* 1: the run holds the GPU exclusively, its share is the wall */
+    char yield_to[4096]; /* "", or a ledger whose first live line ends the run */
     int fired;           /* 1 when the limit was reached */
+    int yielded;         /* 1 when the run was ended for yield_to */
     int fds[2];          /* a byte on fds[1] cancels the run (sandbox cancel_fd) */
     int stop;
     pthread_t thread;
@@ -59,6 +61,12 @@ int share_clock_start(struct share_clock *c, const char *ledger, double limit, i
  * not at all, its samples (share_clock_alone) the wall clock. */
 int share_clock_start_paused(struct share_clock *c, const char *ledger, double limit,
                              const struct sandbox_pause *pause, int *cancel_fd);
+
+/* share_clock_start, and the run is also cut, not as a timeout, once the
+ * ledger at yield_to holds a live line (checked every tick): then c->yielded
+ * is 1 and the cancel fd has its byte. */
+int share_clock_start_yield(struct share_clock *c, const char *ledger, double limit,
+                            const char *yield_to, int *cancel_fd);
 
 /* From now on the run holds the GPU alone (the exclusive lock): its share
  * is the wall time, whatever the users ledger holds. Any thread. */
@@ -85,5 +93,15 @@ struct sandbox_verdict;
  * run_sandboxed_opts's value. */
 int share_run(const struct run_ctx *rc, const char *const *argv, int channel_fd, double limit,
               struct run_opts *o, struct sandbox_verdict *v, struct share_clock *sc, int *shared);
+
+/* share_run that also ends the run early, and not as a timeout, once the
+ * ledger at yield_to holds a live line (checked every tick, 100 ms): then
+ * sc->yielded is 1 and v->cancelled says it was cut. What a profile does
+ * for the GPU's timing ledger (lock.h): a timing run that waits for the
+ * exclusive lock gets the GPU at once instead of after the profile.
+ * yield_to NULL: share_run. */
+int share_run_yielding(const struct run_ctx *rc, const char *const *argv, int channel_fd,
+                       double limit, struct run_opts *o, struct sandbox_verdict *v,
+                       struct share_clock *sc, int *shared, const char *yield_to);
 
 #endif

@@ -7,7 +7,11 @@ for the GPU's memory (CACHE/gpu-0.admitq holds a live process), runs once
 the GPU has room, and comes as an update with the same key (POST
 .../profile): the stand-in ncu's report, its hints, and the catalogue's
 hints with the profile's numbers, never a score. A profile whose GPU stays
-busy past $CUGRADE_PROFILE_WAIT is skipped, and the update says so. A fake
+busy past $CUGRADE_PROFILE_WAIT is skipped, and the update says so. A
+profile gives the GPU back to a timing run that waits for it (a live line
+in CACHE/gpu-0.timing): its pass is cut, it lets go of the shared lock,
+and it runs again once the timing run is over (the update says
+"yields": 1). A fake
 nvidia-smi makes the runner see a GPU; a fake ncu writes a real report
 (tests/runner/fixtures/ncu/naive.raw.csv); a scripted fake server. Prints
 TAP."""
@@ -37,10 +41,12 @@ ncu_dir = os.path.join(tmp, "ncu")
 os.makedirs(ncu_dir)
 shutil.copy(os.path.join(FIX, "ncu", "naive.raw.csv"), ncu_dir)
 with open(os.path.join(ncu_dir, "ncu"), "w") as f:
-    # The profiled pass writes the fixture's report where --log-file says;
-    # the source page (-i REPORT) has nothing to say.
+    # The profiled pass writes the fixture's report where --log-file says,
+    # after sleeping the seconds in ncu/slow when there is one; the source
+    # page (-i REPORT) has nothing to say.
     f.write('#!/bin/sh\nlog=\nfor a in "$@"; do [ "$prev" = --log-file ] && log=$a; '
             '[ "$a" = -i ] && exit 0; prev=$a; done\n'
+            '[ -f "${0%/*}/slow" ] && sleep "$(cat "${0%/*}/slow")"\n'
             '[ -n "$log" ] && cat "${0%/*}/naive.raw.csv" > "$log"\nexit 0\n')
 for d in (fbin, ncu_dir):
     os.chmod(d, 0o755)
@@ -49,6 +55,25 @@ for d in (fbin, ncu_dir):
 tok = os.path.join(tmp, "token")
 open(tok, "w").write(TOKEN + "\n")
 admitq = os.path.join(cache, "gpu-0.admitq")
+active = os.path.join(cache, "gpu-0.active")
+timing = os.path.join(cache, "gpu-0.timing")
+
+
+def live_lines(path):
+    """The lines of an admit.h ledger whose process lives."""
+    out = []
+    try:
+        for line in open(path).read().split("\n"):
+            f = line.split()
+            if len(f) == 3:
+                try:
+                    os.kill(int(f[0]), 0)
+                    out.append(line)
+                except (ProcessLookupError, ValueError):
+                    pass
+    except FileNotFoundError:
+        pass
+    return out
 
 
 def serve(fake, name, extra_env):
@@ -84,12 +109,13 @@ def overloaded_result(r):
     return overloaded(r.get("status"), (r.get("result") or {}).get("output") or "")
 
 
-def start(jid, name, extra_env):
+def start(jid, name, extra_env, waiting=True):
     """A fake server with one job, a job waiting for the GPU's memory (a
-    live process in the admission queue) and a runner serving it; returns
-    (fake, holder, runner, its log)."""
+    live process in the admission queue; waiting False: none, the process
+    only) and a runner serving it; returns (fake, holder, runner, its log)."""
     holder = subprocess.Popen(["sleep", "600"])
-    open(admitq, "w").write("%d 7 0\n" % holder.pid)
+    if waiting:
+        open(admitq, "w").write("%d 7 0\n" % holder.pid)
     fake = fakeserver.FakeServer([job(jid, rubric, GOOD)])
     p, log = serve(fake, name, extra_env)
     return fake, holder, p, log
@@ -178,6 +204,47 @@ try:
        json.dumps(u)[:1200])
 finally:
     end(fake, holder, p, log)
+
+# ------------------------------------------------ a timing run waits: the profile yields
+SLOW = 5
+open(os.path.join(ncu_dir, "slow"), "w").write("%d\n" % SLOW)
+for tries in range(2):
+    fake, holder, p, log = start(3, "runner3", {}, waiting=False)
+    state = fake.state
+    fake.wait_for(lambda: 3 in state["results"], 240)
+    with fake.lock:
+        r3 = state["results"].get(3) or {}
+    if tries == 0 and overloaded_result(r3):
+        end(fake, holder, p, log)
+        continue
+    break
+try:
+    # The profile starts after the verdict: it holds the shared lock as the
+    # GPU's one user (gpu-0.active) while the stand-in ncu sleeps.
+    t_end = time.time() + 30
+    while not live_lines(active) and time.time() < t_end:
+        time.sleep(0.05)
+    profiling = bool(live_lines(active)) and 3 not in state["profiles"]
+    ok(r3.get("status") == "graded" and profiling,
+       "the verdict is posted and the profile runs (the GPU's one user)",
+       json.dumps(r3)[:800])
+    open(timing, "w").write("%d 9 0\n" % holder.pid)  # a timing run waits for the GPU
+    time.sleep(2)
+    users = live_lines(active)
+    ok(profiling and not users and 3 not in state["profiles"],
+       "a timing run waits: within 2 s the profile has let go of the GPU (it would hold it %d s)"
+       % SLOW, users)
+    holder.kill()
+    holder.wait()
+    got = fake.wait_for(lambda: 3 in state["profiles"], 60)
+    with fake.lock:
+        up = (state["profiles"].get(3) or {}).get("profile") or {}
+    ok(got and up.get("status") == "ok" and up.get("kernels") and up.get("yields") == 1,
+       "the timing run over, the profile runs again and comes whole, saying it yielded once",
+       json.dumps(up)[:1200])
+finally:
+    end(fake, holder, p, log)
+    open(timing, "w").close()
 
 shutil.rmtree(tmp, ignore_errors=True)
 sys.exit(1 if failures() else 0)

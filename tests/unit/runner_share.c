@@ -3,7 +3,8 @@
  * time limit counted on its share of the GPU. Alone it is the wall clock;
  * with four users in the ledger it runs four times as long on the wall
  * clock before it fires; a run that ends first is not a timeout; the fd it
- * hands the sandbox gets its byte when the limit is reached. Prints TAP.
+ * hands the sandbox gets its byte when the limit is reached; a clock told to
+ * yield cuts its run, not as a timeout, once a timing run waits. Prints TAP.
  */
 #include <poll.h>
 #include <stdio.h>
@@ -89,11 +90,30 @@ int main(void)
           share_wall_ceiling(300, 8) == 8 * SHARE_MAX_STRETCH,
           "the wall ceiling: the ceiling, at least the limit, at most 16 limits");
 
+    /* A profile's clock yields to a timing run (profile_run.c): nothing in
+     * the timing ledger, it runs on; a line there, it is cut at once. */
+    char timing[256];
+    snprintf(timing, sizeof timing, "%s/gpu-0.timing", dir);
+    check(share_clock_start_yield(&c, ledger, 5.0, timing, &fd) == 0, "a clock that yields");
+    got = cancelled(fd, 300);
+    check(!got && !c.yielded, "no timing run waits: it runs on");
+    long long ttok = admit_enter(timing);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    got = cancelled(fd, 5000);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double after = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+    fired = share_clock_stop(&c);
+    check(ttok != 0 && got && c.yielded && !fired && after < 1.0,
+          "a timing run waits: the run is cut within a tick, yielded, not a timeout");
+    admit_release(timing, ttok);
+    unlink(timing);
+
     for (int i = 0; i < 4; i++)
         admit_release(ledger, tok[i]);
     check(admit_count(ledger) == 0, "the users left the ledger");
     unlink(ledger);
     rmdir(dir);
-    printf("1..%d\n", 16);
+    printf("1..%d\n", 19);
     return failures ? 1 : 0;
 }
