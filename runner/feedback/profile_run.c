@@ -204,7 +204,9 @@ static int profile_pass(const struct run_ctx *rc, const char *const *argv, int c
         int r = share_run_yielding(rc, argv, channel_fd, PROFILE_SECONDS, po, v, &sc, &shared,
                                    *yields < PROFILE_YIELDS ? timing : NULL);
         lock_gpu_release(glk);
-        if (r < 0 || !shared || !sc.yielded || !v->cancelled)
+        /* Cut before ncu started (-ECANCELED: nothing ran) or while it ran. */
+        int cut = shared && sc.yielded && (r == -ECANCELED || (r >= 0 && v->cancelled));
+        if (!cut)
             return r;
         (*yields)++;
         char partial[PATH_MAX];
