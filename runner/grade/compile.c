@@ -171,6 +171,14 @@ struct toolchain_step {
     const char *env;        /* NULL, or one more NAME=value for its environment */
 };
 
+int compile_starved(double wall_limit, double cpu_seconds, double cpu_wait_seconds)
+{
+    if (cpu_wait_seconds < 0 || wall_limit <= 0)
+        return 0; /* unknown: charged as before */
+    return cpu_wait_seconds >= cpu_seconds &&
+           cpu_wait_seconds >= COMPILE_STARVED_SHARE * wall_limit;
+}
+
 /* Run argv in the sandbox with the toolchain's limits, clean its output
  * into res. Returns 0 or -errno (sandbox failure). */
 static int toolchain_run(const struct compile_toolchain *tc, const struct lab *lab,
@@ -235,9 +243,11 @@ static int toolchain_run(const struct compile_toolchain *tc, const struct lab *l
         goto out;
     }
     if (v.timed_out && !v.cpu_limit &&
-        run_starved(cfg.wall_seconds, v.cpu_seconds, v.cpu_wait_seconds)) {
+        compile_starved(cfg.wall_seconds, v.cpu_seconds, v.cpu_wait_seconds)) {
         res->timed_out = res->starved = 1;
-        snprintf(res->message, sizeof res->message, RUN_STARVED_MSG, "compiler",
+        snprintf(res->message, sizeof res->message,
+                 "the compiler waited %.1f s for a CPU and ran %.1f s in its %.0f s limit: "
+                 "this grading host was overloaded (our problem, not yours; retried)",
                  v.cpu_wait_seconds, v.cpu_seconds, cfg.wall_seconds);
     } else if (v.timed_out) {
         res->timed_out = 1;

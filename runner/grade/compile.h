@@ -25,7 +25,7 @@ struct compile_result {
     int ok;                 /* 1: the output file was produced and nvcc exited 0 */
     int timed_out;          /* the compile/link time cap was hit */
     int oom;                /* the memory cap was hit */
-    int starved;            /* timed out for want of a CPU (run.h, run_starved): ours */
+    int starved;            /* timed out for want of a CPU (compile_starved): ours */
     int exit_code;          /* the command's exit status, -1 when it did not exit */
     int unavailable;        /* compile_front only: no front pass on this toolkit */
     double seconds;         /* wall time */
@@ -52,6 +52,17 @@ void compile_argv_free(char **argv);
 int compile_student(const struct compile_toolchain *tc, const struct lab *lab,
                     const char *workdir, const char *src, const char *obj,
                     struct compile_result *res);
+
+/* A toolchain step that ran past its wall limit is the student's (a file
+ * too heavy to compile, or one that blocks the compiler) unless the host's
+ * CPUs were what it waited for: starved when its cgroup's CPU pressure
+ * says it was ready to run but waited for a CPU at least as long as it
+ * ran, and for at least COMPILE_STARVED_SHARE of the limit. Then the job
+ * is a system_error (retried), never the student's compile_error. A host
+ * without CPU pressure accounting (no PSI) charges every timeout as
+ * before. */
+#define COMPILE_STARVED_SHARE 0.25
+int compile_starved(double wall_limit, double cpu_seconds, double cpu_wait_seconds);
 
 /* The front pass's own wall limit: it is there to answer a file that
  * does not parse in seconds, so one that takes longer (a hostile

@@ -718,10 +718,6 @@ static int job_check_run(struct job *j)
         return job_fail(j, r, "cannot read the result channel: %s", strerror(-r));
     if (run_harness_failed(&j->v, &j->ci, j->err, sizeof j->err))
         return -EIO;
-    if (j->v.timed_out && !j->v.cpu_limit &&
-        run_starved(lim, j->v.cpu_seconds, j->v.cpu_wait_seconds))
-        return job_fail(j, -EBUSY, RUN_STARVED_MSG, "check run", j->v.cpu_wait_seconds,
-                        j->v.cpu_seconds, lim);
     job_check_why(j, lim);
     if (shared && j->why == j->why_buf && j->v.timed_out && sc.wall > lim * 1.1) {
         size_t n = strlen(j->why_buf);

@@ -543,20 +543,12 @@ static int job_time_run(struct job *j, struct job_round *jr, int k)
                            sizeof share_note, NULL);
     }
     int fd = tp->fd;
-    double tlim = tp->tlim;
     tp->fd = -1; /* ours to close now */
     if (tp == j->pre)
         job_time_prestart_end(j);
     if (r == -EAGAIN) {
         close(fd);
         return job_fail(j, r, "cannot open the timing gate: %s", strerror(-r));
-    }
-    if (r == 0 && j->tv.timed_out && !j->tv.cpu_limit &&
-        run_starved(tlim, j->tv.cpu_seconds, j->tv.cpu_wait_seconds)) {
-        close(fd);
-        lock_gpu_release(tlk);
-        return job_fail(j, -EBUSY, RUN_STARVED_MSG, "timing run", j->tv.cpu_wait_seconds,
-                        j->tv.cpu_seconds, tlim);
     }
     job_clock_mark(&j->pc, round_phase(k, "time_run"));
     if (r == 0 && k % 2 == 0 && sampled)

@@ -307,13 +307,6 @@ int run_sandboxed(const struct run_ctx *rc, const char *const *argv, int channel
 }
 
 /* A sentence on how a run ended badly, or NULL for a clean exit 0. */
-int run_starved(double limit, double cpu_seconds, double cpu_wait_seconds)
-{
-    if (cpu_wait_seconds < 0 || limit <= 0)
-        return 0; /* unknown: charged as before */
-    return cpu_wait_seconds >= cpu_seconds && cpu_wait_seconds >= RUN_STARVED_SHARE * limit;
-}
-
 const char *run_failure(const struct sandbox_verdict *v, char *buf, size_t len)
 {
     if (v->output_limit)

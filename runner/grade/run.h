@@ -93,22 +93,6 @@ int run_sandboxed_env(const struct run_ctx *rc, const char *const *argv, int cha
 int run_sandboxed(const struct run_ctx *rc, const char *const *argv, int channel_fd,
                   double seconds, const char *prog_bind, struct sandbox_verdict *v);
 
-/* A run (a compile step, a check run, a timing run) past its time limit is
- * the student's (a file too heavy to compile, a loop) unless the host's
- * CPUs were what it waited for: starved when its cgroup's CPU pressure
- * says it was ready to run but waited for a CPU at least as long as it
- * ran, and for at least RUN_STARVED_SHARE of the limit. Then the job is a
- * system_error (retried), never the student's compile_error or timeout.
- * A host without CPU pressure accounting (no PSI: cpu_wait_seconds < 0)
- * charges every timeout as before. Pure. */
-#define RUN_STARVED_SHARE 0.25
-int run_starved(double limit, double cpu_seconds, double cpu_wait_seconds);
-/* Its sentence (a printf format: the step, the seconds waited, run, the
- * limit). */
-#define RUN_STARVED_MSG                                                                    \
-    "the %s waited %.1f s for a CPU and ran %.1f s in its %.0f s limit: this grading "     \
-    "host was overloaded (our problem, not yours; retried)"
-
 /* A sentence (written into buf) on how a run ended badly, or NULL for a
  * clean exit 0. */
 const char *run_failure(const struct sandbox_verdict *v, char *buf, size_t len);

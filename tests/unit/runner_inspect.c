@@ -14,7 +14,6 @@
 #include "runner/grade/compile.h"
 #include "runner/grade/grade.h"
 #include "runner/grade/inspect.h"
-#include "runner/grade/run.h"
 #include "runner/grade/score.h"
 
 static int failures;
@@ -145,11 +144,11 @@ int main(void)
     check(c && strcmp(c, "kernel.cu(12): error: x\nkernel.cudafe1.cpp:3: note\n/usr/bin/ld: harness.o: in function main\n") == 0,
           "compiler output: sandbox paths cleaned, line numbers kept");
     free(c);
-    check(run_starved(60, 2, 40) && run_starved(3, 0.1, 2.8),
+    check(compile_starved(60, 2, 40) && compile_starved(3, 0.1, 2.8),
           "compile timeout: waited for a CPU longer than it ran, most of the limit: starved (ours)");
-    check(!run_starved(60, 50, 10) && !run_starved(60, 0.2, 0.3) && !run_starved(60, 20, 20.5 - 1),
+    check(!compile_starved(60, 50, 10) && !compile_starved(60, 0.2, 0.3) && !compile_starved(60, 20, 20.5 - 1),
           "compile timeout: ran more than it waited, or hardly waited: the file's (a heavy or blocking file)");
-    check(!run_starved(60, 0.1, -1) && !run_starved(0, 0, 5),
+    check(!compile_starved(60, 0.1, -1) && !compile_starved(0, 0, 5),
           "compile timeout: no CPU-pressure accounting (or no limit): charged as before");
     test_sanitizer_parse();
 

@@ -76,7 +76,7 @@ def require_nvcc_root():
 
 def overloaded(status, text):
     """Whether a result is the system_error of an overloaded host (a
-    compile or a run starved of CPU: runner/grade/run.h, run_starved),
+    compile starved of CPU: runner/grade/compile.h, compile_starved),
     which the server grades again: status and the result's text."""
     return status == "system_error" and "overloaded" in text
 
@@ -90,8 +90,8 @@ def environ(env):
 def grade(args, env=None, timeout=300, tries=3):
     """Run `cugrade-runner grade ARGS` with os.environ plus ENV (a value
     None: the variable removed, the runner's default used). A
-    system_error of an overloaded host (a compile or run starved of CPU on a
-    loaded CI machine: runner/grade/run.h, run_starved) is run again, up
+    system_error of an overloaded host (a compile starved of CPU on a
+    loaded CI machine: runner/grade/compile.h, compile_starved) is run again, up
     to TRIES runs in all, as the server retries it. Returns (doc, log,
     wall): the last run's JSON document ({"status": "unparsable"} when its
     stdout was not JSON), the tails of its stderr and stdout, and its wall
