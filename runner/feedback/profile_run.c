@@ -196,7 +196,7 @@ static int profile_pass(const struct run_ctx *rc, const char *const *argv, int c
                         struct run_opts *po, struct sandbox_verdict *v, int *yields)
 {
     char timing[PATH_MAX];
-    lock_gpu_path(rc->env, "timing", timing, sizeof timing);
+    lock_timing_path(rc->env, timing, sizeof timing);
     for (;;) {
         struct share_clock sc;
         int shared;

@@ -78,7 +78,7 @@ int lock_gpu(const struct grade_env *env, int exclusive)
     /* Timing runs go in batches: while one waits or runs, no new shared
      * holder starts (it polls the timing ledger, holding nothing), so the
      * GPU drains once for all the timing runs waiting, not once for each. */
-    lock_gpu_path(env, "timing", timing, sizeof timing);
+    lock_timing_path(env, timing, sizeof timing);
     long long waiting = exclusive ? admit_enter(timing) : 0;
     if (!exclusive)
         timing_yield(timing);
@@ -106,6 +106,11 @@ int lock_gpu(const struct grade_env *env, int exclusive)
         user_join(env, fd, 1); /* stays in the timing ledger until released */
     admit_release(timing, waiting); /* token 0: a no-op */
     return fd;
+}
+
+void lock_timing_path(const struct grade_env *env, char *out, size_t len)
+{
+    lock_gpu_path(env, "timing", out, len);
 }
 
 void lock_active_path(const struct grade_env *env, char *out, size_t len)

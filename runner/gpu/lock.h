@@ -34,6 +34,10 @@ int lock_gpu_shared_user(const struct grade_env *env);
 void lock_gpu_release(int fd);
 /* The GPU's users ledger: CACHE/gpu-<index>.active (admit.h's format). */
 void lock_active_path(const struct grade_env *env, char *out, size_t len);
+/* The GPU's timing ledger: CACHE/gpu-<index>.timing, a line for each
+ * timing run that waits for or holds the exclusive lock (a profile yields
+ * while it has one: profile_run.c). */
+void lock_timing_path(const struct grade_env *env, char *out, size_t len);
 
 /* CACHE/gpu-<index>.<what>: the files of one GPU that every runner
  * process of the host shares (lock, turnstile, ledgers, the profiler's). */
