@@ -433,7 +433,7 @@ static int time_run_setup(struct job *j, int k, struct time_pre *tp)
     static_assert(sizeof c <= sizeof tp->targv_c, "targv_c holds the CUDA command line");
     memcpy(tp->targv_c, c, sizeof c);
     tp->targv = tp->targv_c;
-    tp->o = (struct run_opts){NULL, NULL, NULL, -1, -1, NULL, 0, NULL, 0, j->seed, NULL};
+    tp->o = (struct run_opts){NULL, NULL, NULL, -1, -1, NULL, 0, NULL, 0, j->seed, NULL, 1};
     tp->tlim = j->rc.limits.timing;
     if (j->python) {
         int r = python_run_prepare(&tp->pr, &tp->o, j->env->root, &j->lab, "time", j->seed,
@@ -818,7 +818,7 @@ static void job_profile_run(struct job *j, int plk)
     const char *argv_c[] = {"/work/prog", "check", "--seed-fd", "5", "--cases",
                             j->lab.timing_case, NULL};
     const char *const *argv = argv_c;
-    struct run_opts o = {NULL, NULL, NULL, -1, -1, NULL, 0, NULL, 0, j->seed, NULL};
+    struct run_opts o = {NULL, NULL, NULL, -1, -1, NULL, 0, NULL, 0, j->seed, NULL, 0};
     struct python_run pr;
     if (j->python) {
         if (python_run_prepare(&pr, &o, j->env->root, &j->lab, "check", j->seed, j->lab.timing_case,

@@ -18,13 +18,15 @@
 #define JUDGE_READY_SECONDS 120         /* judge --serve must have CUDA up by then */
 #define JUDGE_OUTPUT_CAP    (16u << 20) /* one verdict line at most */
 
-static void judge_extra_env(const struct run_ctx *rc, char *cvd, size_t len, const char *extra[3])
+/* The judge's environment: its GPU, and one hardware queue (run.h). */
+static void judge_extra_env(const struct run_ctx *rc, char *cvd, size_t len, const char *extra[4])
 {
-    extra[0] = extra[1] = extra[2] = NULL;
+    extra[0] = RUN_GPU_QUEUES_ENV;
+    extra[1] = extra[2] = extra[3] = NULL;
     if (rc->env->gpu_index) {
         snprintf(cvd, len, "CUDA_VISIBLE_DEVICES=%s", rc->env->gpu_index);
-        extra[0] = cvd;
-        extra[1] = "CUDA_DEVICE_ORDER=PCI_BUS_ID";
+        extra[1] = cvd;
+        extra[2] = "CUDA_DEVICE_ORDER=PCI_BUS_ID";
     }
 }
 
@@ -98,7 +100,7 @@ void judge_session_init(struct judge_session *js, const struct run_ctx *rc)
 void judge_session_start(const struct run_ctx *rc, struct judge_session *js)
 {
     char judge[PATH_MAX], cvd[64];
-    const char *extra[3];
+    const char *extra[4];
     int in[2], out[2];
     judge_session_init(js, rc);
     run_lab_dir(rc->env, rc->lab->name, judge, sizeof judge);
@@ -254,7 +256,7 @@ int judge_run(const struct run_ctx *rc, struct judge_session *js, const char *se
                      struct score_case **cases, size_t *n, char *err, size_t errlen)
 {
     char judge[PATH_MAX], *out = NULL, cvd[64];
-    const char *extra[3];
+    const char *extra[4];
     const char *argv[10];
     size_t a = 0;
     *doc = NULL;

@@ -251,8 +251,11 @@ int run_sandboxed_opts(const struct run_ctx *rc, const char *const *argv, int ch
      * ended "no CUDA-capable device is detected", a system_error retried
      * on GPU 0 (tests/runner/gpu_detect.t). */
     envv[ne++] = "CUDA_VISIBLE_DEVICES=0";
+    if (!(o && o->timing))
+        envv[ne++] = RUN_GPU_QUEUES_ENV;
     if (o && o->extra_env)
         envv[ne++] = o->extra_env;
+    assert(ne < sizeof envv / sizeof *envv);
     envv[ne] = NULL;
     nb = compile_cuda_binds(env->cuda_home, binds, real);
     if (o && o->prog_bind)
@@ -296,7 +299,7 @@ int run_sandboxed_env(const struct run_ctx *rc, const char *const *argv, int cha
                              double seconds, const char *prog_bind, const char *extra_env,
                              struct sandbox_verdict *v)
 {
-    struct run_opts o = {prog_bind, NULL, extra_env, -1, -1, NULL, 0, NULL, 0, NULL, NULL};
+    struct run_opts o = {prog_bind, NULL, extra_env, -1, -1, NULL, 0, NULL, 0, NULL, NULL, 0};
     return run_sandboxed_opts(rc, argv, channel_fd, seconds, &o, v);
 }
 

@@ -57,7 +57,24 @@ struct run_opts {
                                 secret_fd), which the harness reads and closes
                                 before any of the student's code runs */
     const struct sandbox_pause *pause; /* sandbox_config.pause */
+    /* A timing run (the student's or a baseline's): CUDA's own number of
+     * hardware queues, not RUN_GPU_QUEUES_ENV's one. */
+    int timing;
 };
+
+/* The CUDA environment of every GPU process of ours except a timing run:
+ * one hardware work queue per context, not CUDA's 8. The driver creates
+ * and tears down contexts one at a time for the whole host, every GPU of
+ * it: on an H200, 16 processes at once each making a context took 3.5 s
+ * with 8 queues and 1.15 s with one, 16 check runs 3.7 s and 1.1 s, 8
+ * jobs' check run and two sanitizers 7.5 s and 3.2 s; two GPUs took as
+ * long as one (tests/bench/share_bench.py, docs/log/2026-11-30-driver-lock.md).
+ * A burst's jobs queue on that. One queue puts a process's streams in one
+ * line: correct CUDA still runs (the harness synchronizes the device), but
+ * kernels of two streams no longer overlap. So a timing run, whose time is
+ * the student's score, keeps CUDA's default: a program that overlaps
+ * streams is timed as it would run anywhere else. */
+#define RUN_GPU_QUEUES_ENV "CUDA_DEVICE_MAX_CONNECTIONS=1"
 
 struct channel_info;
 

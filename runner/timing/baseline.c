@@ -224,7 +224,9 @@ static json_t *baseline_gpu_samples(const struct run_ctx *rc, const char *name, 
     /* The cuBLAS baseline links libcublas dynamically (build-lab.sh). */
     char ldp[PATH_MAX + 64];
     snprintf(ldp, sizeof ldp, "LD_LIBRARY_PATH=%s/lib64", rc->env->cuda_home);
-    int r = run_sandboxed_env(rc, argv, fd, lim, prog, ldp, &v);
+    /* timed as the student's run is (run.h: timing) */
+    struct run_opts o = {prog, NULL, ldp, -1, -1, NULL, 0, NULL, 0, NULL, NULL, 1};
+    int r = run_sandboxed_opts(rc, argv, fd, lim, &o, &v);
     struct channel_info ci;
     memset(&ci, 0, sizeof ci);
     if (r == 0 && v.exited && v.exit_code == 0 && channel_read_all(fd, &ci) == 0 && ci.timing) {

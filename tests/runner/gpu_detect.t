@@ -5,8 +5,9 @@ compute capability -> sm_XX; a driver too old for compute_cap falls back to
 never as the student's fault). And the GPU's number inside the sandbox: the
 sandbox shows one GPU's node, so a job graded on GPU 1 runs with
 CUDA_VISIBLE_DEVICES=0 (its host index named no device there: every run of
-a second GPU's runner ended "no CUDA-capable device is detected"). Prints
-TAP lines."""
+a second GPU's runner ended "no CUDA-capable device is detected"). And
+its hardware queues: one in a check run, CUDA's default in a timing run.
+Prints TAP lines."""
 import functools, json, os, shutil, subprocess, sys, tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakelab"))
@@ -53,14 +54,22 @@ try:
     json.dump(lab, open(labp, "w"))
     for d, _, files in os.walk(tmp):
         os.chmod(d, 0o755)
+    # The student's code also reports CUDA_DEVICE_MAX_CONNECTIONS: a check
+    # run has one hardware queue (runner/grade/run.h, RUN_GPU_QUEUES_ENV:
+    # the driver makes contexts one at a time for the whole host, and one
+    # queue makes them cheaper); a timing run keeps CUDA's default (unset),
+    # so that a program overlapping streams is timed as it would run. The
+    # "kernel" fills its output wrong where the variable is unset: the check
+    # (one queue) passes, the timing run's re-check of its output fails.
     src = os.path.join(tmp, "cvd.cu")
     with open(src, "w") as f:
         f.write('#include <cstdio>\n#include <cstdlib>\n'
                 'extern "C" void fill(float* o, int n) {\n'
                 '    static int said;\n'
                 '    const char* v = getenv("CUDA_VISIBLE_DEVICES");\n'
-                '    if (!said++) printf("visible=[%s]\\n", v ? v : "unset");\n'
-                '    for (int i = 0; i < n; i++) o[i] = 2.0f * i;\n}\n')
+                '    const char* q = getenv("CUDA_DEVICE_MAX_CONNECTIONS");\n'
+                '    if (!said++) printf("visible=[%s] queues=[%s]\\n", v ? v : "unset", q ? q : "unset");\n'
+                '    for (int i = 0; i < n; i++) o[i] = q ? 2.0f * i : -1.0f;\n}\n')
     prepare(new)  # leaves bin/nvidia-smi answering for GPU 1
     env = {"PATH": os.path.join(tmp, "bin") + ":" + os.environ.get("PATH", "/usr/bin:/bin"),
            "CUGRADE_GPU_HOLD": "0"}
@@ -68,9 +77,18 @@ try:
                        "--root", root, "--cache", os.path.join(tmp, "cache2"), "--work",
                        os.path.join(tmp, "work"), "--gpu", "1", "--arch", "sm_90"], env=env)
     text = json.dumps(d)
-    ok("visible=[0]" in text and "visible=[1]" not in text,
+    out = d.get("result", {}).get("cugrade", {}).get("program_output", "")
+    ok("visible=[0]" in out and "visible=[1]" not in out,
        "a job on GPU 1 sees that GPU as device 0 in its sandbox (CUDA_VISIBLE_DEVICES=0)",
        text[:1500] + "\n" + log)
+    cases = d.get("result", {}).get("cugrade", {}).get("cases", [])
+    ok("queues=[1]" in out and len(cases) == 2 and all(c.get("passed") for c in cases),
+       "a check run has one hardware queue (CUDA_DEVICE_MAX_CONNECTIONS=1): every case passes",
+       out + "\n" + json.dumps(cases))
+    timing = d.get("result", {}).get("cugrade", {}).get("timing") or {}
+    ok(timing.get("recheck_passed") is False,
+       "a timing run keeps CUDA's default queues (the variable unset: its re-check fails here)",
+       json.dumps(timing)[:1500] + "\n" + log)
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
 sys.exit(1 if failures() else 0)
