@@ -121,6 +121,8 @@ struct job {
 
     /* time */
     struct time_pre *pre;            /* the first timing run, started beside the check */
+    int time_again;                  /* 1 once a timing run that timed out beside
+                                        other jobs was run again (job_time_run) */
     struct sandbox_verdict tv;
     struct channel_info ti;
     char judge_flag[400];

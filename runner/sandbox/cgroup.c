@@ -590,7 +590,7 @@ int cgroup_destroy(struct cgroup *cg)
             close(cg->procs_fd[i]);
         cg->procs_fd[i] = -1;
     }
-    r = cgroup_kill(cg, 5000);
+    r = cgroup_kill(cg, CGROUP_EMPTY_MS);
     if (r < 0 && rc == 0)
         rc = r;
     char *dirs[CG_NDIRS] = CG_DIRS(cg);

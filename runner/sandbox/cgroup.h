@@ -70,6 +70,15 @@ uint64_t cgroup_oom_kills(const struct cgroup *cg);
 /* 1 when the group still holds processes, 0 when empty, -errno on error. */
 int cgroup_populated(const struct cgroup *cg);
 
+/* How long a killed group may take to empty. A process that held a CUDA
+ * context leaves the group only once the driver has torn the context
+ * down, and the driver tears down every GPU's contexts one at a time for
+ * the whole host: at the start of a burst (57 jobs sent at once to two
+ * H200s) that took past the 5 s this once was, and a correct job's run
+ * was a system_error ("Connection timed out"). Waiting longer costs
+ * nothing when the group empties sooner. */
+#define CGROUP_EMPTY_MS 60000
+
 /* Kill every process in the group and wait until it is empty, at most
  * timeout_ms. Uses cgroup.kill where the kernel has it, else SIGKILLs every
  * listed pid in a loop (a fork bomb racing us is bounded by pids.max).

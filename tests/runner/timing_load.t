@@ -15,6 +15,8 @@ ceiling raised to 30 s the timing run's limit is a few seconds (the check
 limit + 2 x 3 s):
 - a 12 s set-up beside the eleven is graded, not timed out;
 - the same set-up alone on the GPU is `timeout` (a hang before the gate);
+- a start-up too slow for its share beside one other job is timed again,
+  once: graded when the second is quick, `timeout` when it is slow again;
 - a kernel that hangs in its timed samples is `timeout` at about its limit
   even with the eleven in the ledger (alone on the GPU the clock is the
   wall's: the ledger's lines are not stretching it).
@@ -46,6 +48,8 @@ SOURCES = {
                      ' for (int i = 0; i < n; i++) o[i] = 2.0f * i; }\n',
 }
 SLOW = "de1a12" + "0" * 26  # the harness's set-up takes 12 s before its gate
+SLOW_ALWAYS = "de1a24" + "0" * 26  # 24 s before the gate, on every timing run
+SLOW_ONCE = "de1b24" + "0" * 26  # 24 s before the gate, on the job's first timing run only
 PLAIN = "0123456789abcdef0123456789abcdef"
 
 
@@ -102,6 +106,32 @@ try:
        "the same 12 s start-up alone on the GPU is `timeout`: a hang before the gate is still one",
        summary(d, log))
 
+    # A start-up slowed by a passing load (the host-wide driver queue of
+    # a burst's start, which the ledger's count does not see): 24 s on the
+    # job's first timing run beside one other job, too long for its share;
+    # the run is timed again and the second start-up is quick.
+    others = load(1)
+    try:
+        d, log, wall = grade("good.cu", SLOW_ONCE)
+    finally:
+        unload(others)
+    t = (d.get("result", {}).get("cugrade") or {}).get("timing") or {}
+    ok(d["status"] == "graded" and (t.get("samples") or 0) > 0 and "timing it again" in log,
+       "a timing run that timed out beside another job is run again, and a correct kernel "
+       "is graded, not charged `timeout`", summary(d, log))
+
+    # The same start-up slow on every run (a hang before the gate): timed
+    # twice, then charged, and the message says why it took that long.
+    others = load(1)
+    try:
+        d, log, wall = grade("good.cu", SLOW_ALWAYS)
+    finally:
+        unload(others)
+    msg = json.dumps(d.get("result", {}))
+    ok(d["status"] == "timeout" and "timed twice" in msg and "timing it again" in log,
+       "a start-up that is too slow again on its second run is `timeout`, timed twice",
+       summary(d, log))
+
     others = load(11)
     try:
         t0 = time.monotonic()
@@ -116,5 +146,5 @@ try:
 finally:
     subprocess.run(["rm", "-rf", tmp])
 
-print("1..4")
+print("1..6")
 sys.exit(1 if failures() else 0)
