@@ -543,6 +543,7 @@ static int job_time_run(struct job *j, struct job_round *jr, int k)
                            sizeof share_note, NULL);
     }
     int fd = tp->fd;
+    double tlim = tp->tlim;
     tp->fd = -1; /* ours to close now */
     if (tp == j->pre)
         job_time_prestart_end(j);
@@ -583,6 +584,9 @@ static int job_time_run(struct job *j, struct job_round *jr, int k)
     if (run_harness_failed(&j->tv, &j->ti, j->err, sizeof j->err))
         return -EIO;
     const char *why_t = run_failure(&j->tv, fail, sizeof fail);
+    /* The run's wall time is no limit's: it holds the wait at the gate. */
+    if (j->tv.timed_out && !j->tv.cpu_limit && !j->tv.output_limit)
+        why_t = limit_timing_message(tlim, j->lab.timing_case, fail, sizeof fail);
     if (why_t || !j->ti.timing) {
         j->st = j->tv.timed_out ? status_name(STATUS_TIMEOUT) : status_name(STATUS_RUNTIME_ERROR);
         snprintf(j->status_msg, sizeof j->status_msg, "Timing failed: %s%s%s",

@@ -66,6 +66,19 @@ char *limit_timeout_message(const struct run_limits *l, double limit_seconds, co
     return buf;
 }
 
+char *limit_timing_message(double limit_seconds, const char *case_name, char *buf, size_t len)
+{
+    snprintf(buf, len,
+             "Your program's timing run ran past its time limit of %.1f s on case %.100s (its "
+             "start-up and its calls; the wait for the GPU is not counted). The timing run "
+             "calls your function many times in a row, at least ten after its warm-up calls: "
+             "a function that takes seconds per call, or one that gets slower with every call "
+             "(state kept between calls, memory allocated on each call), runs out of time here "
+             "though its check run did not.",
+             limit_seconds, case_name && *case_name ? case_name : "?");
+    return buf;
+}
+
 double limit_cache_read(const char *path)
 {
     json_t *doc = json_load_file(path, 0, NULL);

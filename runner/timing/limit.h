@@ -41,6 +41,11 @@ void limit_compute(const struct lab *lab, double naive_seconds, double time_max_
 char *limit_timeout_message(const struct run_limits *l, double limit_seconds, const char *case_name,
                              char *buf, size_t len);
 
+/* The same for a timing run that ran past limit_seconds (its start-up and
+ * its samples; the wait for the GPU at its gate is not counted): names the
+ * timed case. Returns buf. */
+char *limit_timing_message(double limit_seconds, const char *case_name, char *buf, size_t len);
+
 /* Read the cached naive measurement at path ({"naive_seconds": x}).
  * Returns the seconds, or 0 when absent or unusable. */
 double limit_cache_read(const char *path);
