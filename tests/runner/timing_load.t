@@ -143,7 +143,11 @@ try:
     ok("timing run ran past its time limit of" in msg and "ran past the time limit (" not in msg,
        "its message names the timing run's limit, not the run's wall time (which holds the "
        "wait for the GPU)", summary(d, log))
-    ok(d["status"] == "timeout" and 0 < ph.get("time_run", 99) < 20,
+    # About its limit (a few seconds), or twice that when its run is timed
+    # again (a loaded CI host can stretch it past the share note's
+    # threshold); stretched by the ledger's 12 users it would run to the
+    # wall ceiling (twice the 30 s run_seconds set above).
+    ok(d["status"] == "timeout" and 0 < ph.get("time_run", 99) < 40,
        "a kernel that hangs in its timed samples is `timeout` at about its limit (time_run %.1f s) "
        "even with 11 lines in the users ledger: alone on the GPU the limit is the wall clock"
        % ph.get("time_run", -1), summary(d, log))
