@@ -21,7 +21,7 @@ limit + 2 x 3 s):
   even with the eleven in the ledger (alone on the GPU the clock is the
   wall's: the ledger's lines are not stretching it).
 Prints TAP."""
-import json, os, subprocess, sys, tempfile, time
+import json, os, subprocess, sys, tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakelab"))
 from suite import failures, ok, require_nvcc_root  # noqa: E402  (paths, TAP)
@@ -82,17 +82,22 @@ def unload(procs):
     open(os.path.join(cache, "gpu-0.active"), "w").close()
 
 
+def grade_beside(n, name, seed):
+    """grade(name, seed) with n other jobs' lines in the users ledger."""
+    others = load(n)
+    try:
+        return grade(name, seed)
+    finally:
+        unload(others)
+
+
 try:
     # First, alone and quick: the lab is built and its naive limit measured.
     d, log, _ = grade("good.cu", PLAIN)
     ok(d["status"] == "graded", "a correct file is graded (the lab built, its limits measured)",
        summary(d, log))
 
-    others = load(11)
-    try:
-        d, log, wall = grade("good.cu", SLOW)
-    finally:
-        unload(others)
+    d, log, wall = grade_beside(11, "good.cu", SLOW)
     ph = (d.get("result", {}).get("cugrade") or {}).get("phases") or {}
     t = (d.get("result", {}).get("cugrade") or {}).get("timing") or {}
     ok(d["status"] == "graded" and (t.get("samples") or 0) > 0 and ph.get("time_start", 0) >= 11,
@@ -110,11 +115,7 @@ try:
     # a burst's start, which the ledger's count does not see): 24 s on the
     # job's first timing run beside one other job, too long for its share;
     # the run is timed again and the second start-up is quick.
-    others = load(1)
-    try:
-        d, log, wall = grade("good.cu", SLOW_ONCE)
-    finally:
-        unload(others)
+    d, log, wall = grade_beside(1, "good.cu", SLOW_ONCE)
     t = (d.get("result", {}).get("cugrade") or {}).get("timing") or {}
     ok(d["status"] == "graded" and (t.get("samples") or 0) > 0 and "timing it again" in log,
        "a timing run that timed out beside another job is run again, and a correct kernel "
@@ -122,22 +123,13 @@ try:
 
     # The same start-up slow on every run (a hang before the gate): timed
     # twice, then charged, and the message says why it took that long.
-    others = load(1)
-    try:
-        d, log, wall = grade("good.cu", SLOW_ALWAYS)
-    finally:
-        unload(others)
+    d, log, wall = grade_beside(1, "good.cu", SLOW_ALWAYS)
     msg = json.dumps(d.get("result", {}))
     ok(d["status"] == "timeout" and "timed twice" in msg and "timing it again" in log,
        "a start-up that is too slow again on its second run is `timeout`, timed twice",
        summary(d, log))
 
-    others = load(11)
-    try:
-        t0 = time.monotonic()
-        d, log, wall = grade("hang_timed.cu", PLAIN)
-    finally:
-        unload(others)
+    d, log, wall = grade_beside(11, "hang_timed.cu", PLAIN)
     ph = (d.get("result", {}).get("cugrade") or {}).get("phases") or {}
     msg = json.dumps(d.get("result", {}))
     ok("timing run ran past its time limit of" in msg and "ran past the time limit (" not in msg,

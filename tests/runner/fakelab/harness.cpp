@@ -47,6 +47,18 @@ static double now_ms()
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+// Test hooks ride on the seed: a prefix, then decimal digits (seconds).
+static int seed_hook(const char* seed, const char* prefix, size_t min_len)
+{
+    return seed && strncmp(seed, prefix, strlen(prefix)) == 0 && strlen(seed) >= min_len;
+}
+
+// The two decimal digits of seed at position at, as seconds.
+static unsigned seed_digits(const char* seed, size_t at)
+{
+    return (unsigned)((seed[at] - '0') * 10 + (seed[at + 1] - '0'));
+}
+
 int main(int argc, char** argv)
 {
     const char *mode = argc > 1 ? argv[1] : "", *seed = NULL, *cases = NULL, *one = NULL;
@@ -89,8 +101,8 @@ int main(int argc, char** argv)
         // Test hook: after "de1a" and the set-up's two digits (below), two
         // more make the check run take that many seconds before its cases
         // (tests/runner/time_prestart.t).
-        if (seed && strncmp(seed, "de1a", 4) == 0 && strlen(seed) >= 8)
-            sleep((unsigned)((seed[6] - '0') * 10 + (seed[7] - '0')));
+        if (seed_hook(seed, "de1a", 8))
+            sleep(seed_digits(seed, 6));
         for (char* t = strtok(list, ","); t; t = strtok(NULL, ","))
             run_case(t, t);
     } else if (!strcmp(mode, "time")) {
@@ -100,16 +112,16 @@ int main(int argc, char** argv)
         // set-up (CUDA's context, the inputs) that takes that many seconds
         // before the gate: a GPU time-sliced between many jobs' contexts
         // (tests/runner/timing_load.t).
-        if (seed && strncmp(seed, "de1a", 4) == 0 && strlen(seed) >= 6)
-            sleep((unsigned)((seed[4] - '0') * 10 + (seed[5] - '0')));
+        if (seed_hook(seed, "de1a", 6))
+            sleep(seed_digits(seed, 4));
         // "de1b" and two digits: the same, on the job's first timing run
         // only (a marker in its work directory): a start-up slowed by a
         // passing load, which a second run does not meet.
-        if (seed && strncmp(seed, "de1b", 4) == 0 && strlen(seed) >= 6) {
+        if (seed_hook(seed, "de1b", 6)) {
             FILE* once = fopen("/work/.fake-slow-once", "wx");
             if (once) {
                 fclose(once);
-                sleep((unsigned)((seed[4] - '0') * 10 + (seed[5] - '0')));
+                sleep(seed_digits(seed, 4));
             }
         }
         // The timing gate, as the real harness's hc_gate_wait: set up, say
