@@ -533,9 +533,9 @@ static long long now_ms(void)
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-int cgroup_kill(const struct cgroup *cg, int timeout_ms)
+int cgroup_kill(const struct cgroup *cg)
 {
-    long long deadline = now_ms() + timeout_ms;
+    long long deadline = now_ms() + CGROUP_EMPTY_MS;
     int use_kill_file = cg->version == CGROUP_V2 && cg->v2[0] &&
                         file_write(cg->v2, "cgroup.kill", "1") == 0;
     pid_t pids[4096];
@@ -590,7 +590,7 @@ int cgroup_destroy(struct cgroup *cg)
             close(cg->procs_fd[i]);
         cg->procs_fd[i] = -1;
     }
-    r = cgroup_kill(cg, CGROUP_EMPTY_MS);
+    r = cgroup_kill(cg);
     if (r < 0 && rc == 0)
         rc = r;
     char *dirs[CG_NDIRS] = CG_DIRS(cg);

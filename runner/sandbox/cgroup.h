@@ -80,10 +80,10 @@ int cgroup_populated(const struct cgroup *cg);
 #define CGROUP_EMPTY_MS 60000
 
 /* Kill every process in the group and wait until it is empty, at most
- * timeout_ms. Uses cgroup.kill where the kernel has it, else SIGKILLs every
+ * CGROUP_EMPTY_MS. Uses cgroup.kill where the kernel has it, else SIGKILLs every
  * listed pid in a loop (a fork bomb racing us is bounded by pids.max).
  * Returns 0 when empty, -ETIMEDOUT or -errno otherwise. */
-int cgroup_kill(const struct cgroup *cg, int timeout_ms);
+int cgroup_kill(const struct cgroup *cg);
 
 /* Kill what is left, then remove the group directories. Safe on a zeroed or
  * half-created *cg. Returns 0 or the first -errno (the sandbox reports it as

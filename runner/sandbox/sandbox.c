@@ -178,7 +178,7 @@ static int kill_tree(struct cgroup *cg, pid_t pid)
 {
     if (cg->version == CGROUP_NONE)
         kill(pid, SIGKILL); /* the PDEATHSIG chain takes the rest */
-    int k = cgroup_kill(cg, CGROUP_EMPTY_MS);
+    int k = cgroup_kill(cg);
     return k < 0 ? k : 0;
 }
 
@@ -661,7 +661,7 @@ static int run_finish(struct run *r)
         /* The launcher never ran: bwrap's own setup failed (namespaces
          * refused, a bind source missing, a mount denied...) or hung past
          * the wall limit. Not the student's doing. */
-        cgroup_kill(&r->cg, CGROUP_EMPTY_MS);
+        cgroup_kill(&r->cg);
         capture_read(&r->err);
         r->err.buf[r->err.kept] = 0;
         fprintf(stderr, "sandbox: bwrap (%s mode) failed to set up%s: %s\n",
@@ -670,7 +670,7 @@ static int run_finish(struct run *r)
     }
     /* Whatever bwrap's init left (it kills its namespace when it exits,
      * but asynchronously): empty the group before reading its counters. */
-    if ((rc = cgroup_kill(&r->cg, CGROUP_EMPTY_MS)) < 0)
+    if ((rc = cgroup_kill(&r->cg)) < 0)
         return rc;
     /* All writers are gone: drain the pipes to EOF. */
     fcntl(r->out.fd, F_SETFL, 0);
