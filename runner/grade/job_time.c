@@ -594,7 +594,7 @@ static int job_time_run(struct job *j, struct job_round *jr, int k)
                  j->tv.timed_out ? share_note : "",
                  j->tv.timed_out && j->time_again
                      ? " It was timed twice: the first run timed out while other jobs shared "
-                       "the GPU, and this one too."
+                       "the GPU, and the second timed out as well."
                      : "");
         /* The timing run's prints are the feedback now. */
         sandbox_verdict_free(&j->v);
