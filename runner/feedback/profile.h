@@ -224,12 +224,26 @@ json_t *profile_run_held(const struct run_ctx *rc, const char *const *target, in
  * skipped rather than wait for minutes. */
 #define PROFILE_AFTER_MAX 32
 
-/* Wait, holding nothing a grading job needs, for this GPU's profiler and
- * then for a moment when no job waits for its memory admission (the
- * grading comes first), at most max_wait seconds. Returns the profile
- * lock's fd (for profile_run_held), or < 0 with a "profile skipped: ..."
- * sentence in why: PROFILE_AFTER_MAX profiles already wait, the GPU stayed
- * busy, or the lock file cannot be opened. */
+/* How long, from the moment it gets in line, a profile holds back for a
+ * moment when no job waits for the GPU's memory admission; past it, it
+ * runs beside the grading. A short spike of submissions clears in that
+ * time and its profiles then find the GPU quiet. In a burst nobody stops
+ * waiting: profiles that held back until the last job was admitted came
+ * after the burst, 4 of 147 within 60 s of their verdict (200 jobs, two
+ * H200s), while one profiler per GPU (one ncu session a GPU: 2.3-2.9 s a
+ * profile on an H200, ncu's own start 0.7 s of it, tests/bench/
+ * ncu_probe.sh) can nearly keep up with the 33 graded jobs a minute of
+ * each (docs/log/2026-11-30-profiles-in-a-burst.md). */
+#define PROFILE_QUIET_WAIT 10.0
+
+/* Wait, holding nothing a grading job needs, for this GPU's profiler and,
+ * within PROFILE_QUIET_WAIT of getting in line, for a moment when no job
+ * waits for its memory admission (the grading comes first), at most
+ * max_wait seconds in all. Returns the profile lock's fd (for
+ * profile_run_held), or < 0 with a "profile skipped: ..." sentence in
+ * why: PROFILE_AFTER_MAX profiles already wait, the GPU stayed busy (its
+ * profiler, or a quiet moment when max_wait is under PROFILE_QUIET_WAIT),
+ * or the lock file cannot be opened. */
 int profile_wait_turn(const struct grade_env *env, double max_wait, char *why, size_t len);
 
 /* The GPU's profile lock at path, waiting at most max_wait seconds in the

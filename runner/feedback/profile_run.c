@@ -355,14 +355,14 @@ int profile_wait_turn(const struct grade_env *env, double max_wait, char *why, s
     }
     /* In line, holding nothing a grading job needs: first the profiler
      * (one ncu per GPU), then, holding it, a moment when no job waits for
-     * the GPU's memory. */
+     * the GPU's memory, or the end of the courtesy. */
     long long tok = admit_enter(line);
-    double end = run_now() + max_wait;
+    double t0 = run_now(), end = t0 + max_wait, courtesy = t0 + PROFILE_QUIET_WAIT;
     int have = 0, r = -2;
     for (;;) {
         if (!have)
             have = flock(fd, LOCK_EX | LOCK_NB) == 0;
-        if (have && !profile_gpu_busy(env)) {
+        if (have && (run_now() >= courtesy || !profile_gpu_busy(env))) {
             r = fd;
             break;
         }

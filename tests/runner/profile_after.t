@@ -7,7 +7,9 @@ for the GPU's memory (CACHE/gpu-0.admitq holds a live process), runs once
 the GPU has room, and comes as an update with the same key (POST
 .../profile): the stand-in ncu's report, its hints, and the catalogue's
 hints with the profile's numbers, never a score. A profile whose GPU stays
-busy past $CUGRADE_PROFILE_WAIT is skipped, and the update says so. A
+busy past $CUGRADE_PROFILE_WAIT is skipped, and the update says so. In a
+burst, where some job always waits for memory, a profile holds back 10 s
+(PROFILE_QUIET_WAIT), then runs beside the grading. A
 profile gives the GPU back to a timing run that waits for it (a live line
 in CACHE/gpu-0.timing): its pass is cut, it lets go of the shared lock,
 and it runs again once the timing run is over (the update says
@@ -200,6 +202,24 @@ try:
        "profile skipped: the GPU stayed busy" in (up.get("message") or ""),
        "a GPU that stays busy past CUGRADE_PROFILE_WAIT: the update says the profile was skipped",
        json.dumps(u)[:1200])
+finally:
+    end(fake, holder, p, log)
+
+# ------------------------------------------------ a burst: nobody stops waiting, the profile runs
+QUIET = 10  # PROFILE_QUIET_WAIT (runner/feedback/profile.h)
+fake, holder, p, log, r4 = served(4, "runner4", {})
+state = fake.state
+try:
+    got = fake.wait_for(lambda: 4 in state["profiles"], 90)
+    with fake.lock:
+        up = (state["profiles"].get(4) or {}).get("profile") or {}
+    still = holder.poll() is None and bool(live_lines(admitq))
+    ok(r4.get("status") == "graded" and got and up.get("status") == "ok" and up.get("kernels")
+       and still,
+       "a job waits for the GPU's memory the whole time (a burst): the profile runs beside "
+       "the grading all the same", json.dumps(up)[:1200])
+    ok(up.get("wait_seconds", 0) >= QUIET - 1,
+       "...once it has held back %d s for a quiet moment" % QUIET, json.dumps(up)[:1200])
 finally:
     end(fake, holder, p, log)
 
