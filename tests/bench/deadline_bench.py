@@ -207,6 +207,7 @@ def main():
                 if isinstance(pf, dict) and pf:
                     s["profile"] = ("busy" if "busy" in (pf.get("message") or "")
                                     else (pf.get("status") or "?"))
+                    s["profile_doc"] = {k: pf.get(k) for k in ("wait_seconds", "seconds", "yields")}
                 if isinstance(ph, dict) and isinstance(ph.get("time_run"), (int, float)):
                     holds.append(ph["time_run"] + (ph.get("time_baselines") or 0))
                 if isinstance(ph, dict) and ph:
@@ -256,6 +257,18 @@ def main():
              f"{pct([prof_at[k] for k, v in prof_final.items() if v == 'ok'], 95):.1f} s); final statuses: "
              + (", ".join(f"{k} {v}" for k, v in sorted(__import__('collections').Counter(prof_final.values()).items()))
                 or "none")),
+            # The denominator issue 25 means: the graded jobs that have a
+            # profile at all (those that passed and were timed).
+            ("profiled jobs with a profile (status ok) within 60 s of the verdict",
+             f"{sum(1 for k, v in prof_final.items() if v == 'ok' and prof_at[k] <= PROFILE_WAIT)} of "
+             f"{sum(1 for s in subs if s.get('profile'))}"),
+            ("final profiles: in line, s p50/p95; run, s p50/p95; passes given up",
+             (lambda d: f"{pct([x['wait_seconds'] for x in d if x.get('wait_seconds') is not None], 50):.1f} / "
+              f"{pct([x['wait_seconds'] for x in d if x.get('wait_seconds') is not None], 95):.1f}; "
+              f"{pct([x['seconds'] for x in d if x.get('seconds') is not None], 50):.1f} / "
+              f"{pct([x['seconds'] for x in d if x.get('seconds') is not None], 95):.1f}; "
+              f"{sum(x.get('yields') or 0 for x in d)} (n={len(d)})")(
+                 [s["profile_doc"] for s in subs if s.get("profile") == "ok" and s.get("profile_doc")])),
             ("graded jobs' profiles", ", ".join(f"{k} {v}" for k, v in sorted(
                 __import__("collections").Counter(s.get("profile") for s in subs if s.get("profile")).items()))
              or "none"),
