@@ -194,8 +194,7 @@ static void profile_opts(const struct run_opts *o, const char *ncu_dir,
  * (PROFILE_QUIET_WAIT says why a burst's profiles give up none). Returns
  * share_run's value; *yields counts the passes given up. */
 static int profile_pass(const struct run_ctx *rc, const char *const *argv, int channel_fd,
-                        struct run_opts *po, struct sandbox_verdict *v, int max_yields,
-                        int *yields)
+                        struct run_opts *po, struct sandbox_verdict *v, int max_yields, int *yields)
 {
     char timing[PATH_MAX];
     lock_timing_path(rc->env, timing, sizeof timing);
@@ -221,9 +220,9 @@ static int profile_pass(const struct run_ctx *rc, const char *const *argv, int c
 
 /* profile_run, with held the GPU's profile lock the caller holds (taken
  * over: closed here), or -1 to take it here; max_yields as profile_pass. */
-static json_t *profile_run_lock(const struct run_ctx *rc, const char *const *target,
-                                int channel_fd, const struct run_opts *o,
-                                unsigned long long need_mb, int held, int max_yields)
+static json_t *profile_run_lock(const struct run_ctx *rc, const char *const *target, int channel_fd,
+                                const struct run_opts *o, unsigned long long need_mb, int held,
+                                int max_yields)
 {
     double t0 = run_now();
     const char *ncu = profile_ncu_path();
