@@ -213,13 +213,9 @@ json_t *profile_run(const struct run_ctx *rc, const char *const *target, int cha
                     const struct run_opts *o, unsigned long long need_mb);
 
 /* profile_run for a caller that holds the GPU's profile lock (lock_fd,
- * from profile_wait_turn; closed here once the profiled run is over),
- * giving the GPU back to a waiting timing run at most max_yields times
- * (PROFILE_YIELDS, or 0 for a profile that runs beside the grading of a
- * burst: profile_wait_turn's *beside). */
+ * from profile_wait_turn; closed here once the profiled run is over). */
 json_t *profile_run_held(const struct run_ctx *rc, const char *const *target, int channel_fd,
-                         const struct run_opts *o, unsigned long long need_mb, int lock_fd,
-                         int max_yields);
+                         const struct run_opts *o, unsigned long long need_mb, int lock_fd);
 
 /* Score first, the profile after: profiles that wait for a GPU, at most
  * PROFILE_AFTER_MAX (the ledger CACHE/gpu-N.profilew), each for its turn
@@ -228,35 +224,13 @@ json_t *profile_run_held(const struct run_ctx *rc, const char *const *target, in
  * skipped rather than wait for minutes. */
 #define PROFILE_AFTER_MAX 32
 
-/* How long, from the moment it gets in line, a profile holds back for a
- * moment when no job waits for the GPU's memory admission; past it, it
- * runs beside the grading, as one of the burst's jobs: it does not give
- * the GPU back to a timing run that comes to wait (no PROFILE_YIELDS),
- * which then waits for it as for any check run in its drain. A short
- * spike of submissions clears in that time and its profiles then find the
- * GPU quiet, and yield. In a burst nobody stops waiting: profiles that
- * held back until the last job was admitted came after the burst, 4 of
- * 147 within 60 s of their verdict (200 jobs, two H200s); held back only
- * 10 s, but yielding to a timing line that a burst renews every few
- * seconds, 5 of 71 (each pass cut three times before it could run to its
- * end). One profiler per GPU (one ncu session a GPU: 2.3-2.9 s a profile
- * on an H200, ncu's own start 0.7 s of it, tests/bench/ncu_probe.sh) can
- * nearly keep up with the 33 graded jobs a minute of each
- * (docs/log/2026-11-30-profiles-in-a-burst.md). */
-#define PROFILE_QUIET_WAIT 10.0
-
-/* Wait, holding nothing a grading job needs, for this GPU's profiler and,
- * within PROFILE_QUIET_WAIT of getting in line, for a moment when no job
- * waits for its memory admission (the grading comes first), at most
- * max_wait seconds in all. Returns the profile lock's fd (for
- * profile_run_held) with *beside 1 when the courtesy ran out with jobs
- * still waiting (the profile runs beside the grading), else 0; or < 0
- * with a "profile skipped: ..." sentence in why: PROFILE_AFTER_MAX
- * profiles already wait, the GPU stayed busy (its profiler, or a quiet
- * moment when max_wait is under PROFILE_QUIET_WAIT), or the lock file
- * cannot be opened. */
-int profile_wait_turn(const struct grade_env *env, double max_wait, int *beside, char *why,
-                      size_t len);
+/* Wait, holding nothing a grading job needs, for this GPU's profiler and
+ * then for a moment when no job waits for its memory admission (the
+ * grading comes first), at most max_wait seconds. Returns the profile
+ * lock's fd (for profile_run_held), or < 0 with a "profile skipped: ..."
+ * sentence in why: PROFILE_AFTER_MAX profiles already wait, the GPU stayed
+ * busy, or the lock file cannot be opened. */
+int profile_wait_turn(const struct grade_env *env, double max_wait, char *why, size_t len);
 
 /* The GPU's profile lock at path, waiting at most max_wait seconds in the
  * queue ledger at queue (admit.h; none when PROFILE_QUEUE_MAX wait there

@@ -190,11 +190,10 @@ static void profile_opts(const struct run_opts *o, const char *ncu_dir,
  * share of the GPU (share.h), as a check run's does: in a burst ncu's
  * replay passes are time-sliced with the other jobs' runs (an H100: 4 of
  * 30 profiles past 10 s of wall time in a 66-job burst), and that is no
- * reason to drop the profile. At most max_yields passes are given up
- * (PROFILE_QUIET_WAIT says why a burst's profiles give up none). Returns
- * share_run's value; *yields counts the passes given up. */
+ * reason to drop the profile. Returns share_run's value; *yields counts
+ * the passes given up. */
 static int profile_pass(const struct run_ctx *rc, const char *const *argv, int channel_fd,
-                        struct run_opts *po, struct sandbox_verdict *v, int max_yields, int *yields)
+                        struct run_opts *po, struct sandbox_verdict *v, int *yields)
 {
     char timing[PATH_MAX];
     lock_timing_path(rc->env, timing, sizeof timing);
@@ -203,7 +202,7 @@ static int profile_pass(const struct run_ctx *rc, const char *const *argv, int c
         int shared;
         int glk = lock_gpu_shared_user(rc->env); /* waits out the timing runs */
         int r = share_run_yielding(rc, argv, channel_fd, PROFILE_SECONDS, po, v, &sc, &shared,
-                                   *yields < max_yields ? timing : NULL);
+                                   *yields < PROFILE_YIELDS ? timing : NULL);
         lock_gpu_release(glk);
         /* Cut before ncu started (-ECANCELED: nothing ran) or while it ran. */
         int cut = shared && sc.yielded && (r == -ECANCELED || (r >= 0 && v->cancelled));
@@ -219,10 +218,10 @@ static int profile_pass(const struct run_ctx *rc, const char *const *argv, int c
 }
 
 /* profile_run, with held the GPU's profile lock the caller holds (taken
- * over: closed here), or -1 to take it here; max_yields as profile_pass. */
-static json_t *profile_run_lock(const struct run_ctx *rc, const char *const *target, int channel_fd,
-                                const struct run_opts *o, unsigned long long need_mb, int held,
-                                int max_yields)
+ * over: closed here), or -1 to take it here. */
+static json_t *profile_run_lock(const struct run_ctx *rc, const char *const *target,
+                                int channel_fd, const struct run_opts *o,
+                                unsigned long long need_mb, int held)
 {
     double t0 = run_now();
     const char *ncu = profile_ncu_path();
@@ -268,7 +267,7 @@ static json_t *profile_run_lock(const struct run_ctx *rc, const char *const *tar
                                         run_now() - t0);
     }
     int yields = 0;
-    int r = profile_pass(rc, argv, channel_fd, &po, &v, max_yields, &yields);
+    int r = profile_pass(rc, argv, channel_fd, &po, &v, &yields);
     if (tok > 0)
         admit_release(admit, tok);
     if (plk >= 0)
@@ -315,16 +314,14 @@ done:
 json_t *profile_run(const struct run_ctx *rc, const char *const *target, int channel_fd,
                     const struct run_opts *o, unsigned long long need_mb)
 {
-    return profile_run_lock(rc, target, channel_fd, o, need_mb, -1, PROFILE_YIELDS);
+    return profile_run_lock(rc, target, channel_fd, o, need_mb, -1);
 }
 
 json_t *profile_run_held(const struct run_ctx *rc, const char *const *target, int channel_fd,
-                         const struct run_opts *o, unsigned long long need_mb, int lock_fd,
-                         int max_yields)
+                         const struct run_opts *o, unsigned long long need_mb, int lock_fd)
 {
     assert(lock_fd >= 0);
-    assert(max_yields >= 0 && max_yields <= PROFILE_YIELDS);
-    return profile_run_lock(rc, target, channel_fd, o, need_mb, lock_fd, max_yields);
+    return profile_run_lock(rc, target, channel_fd, o, need_mb, lock_fd);
 }
 
 /* Does anyone wait for this GPU's memory admission (the grading comes
@@ -336,10 +333,8 @@ static int profile_gpu_busy(const struct grade_env *env)
     return admit_count(queue) > 0;
 }
 
-int profile_wait_turn(const struct grade_env *env, double max_wait, int *beside, char *why,
-                      size_t len)
+int profile_wait_turn(const struct grade_env *env, double max_wait, char *why, size_t len)
 {
-    *beside = 0;
     char path[PATH_MAX], line[PATH_MAX];
     lock_gpu_path(env, "profile", path, sizeof path);
     lock_gpu_path(env, "profilew", line, sizeof line);
@@ -360,20 +355,15 @@ int profile_wait_turn(const struct grade_env *env, double max_wait, int *beside,
     }
     /* In line, holding nothing a grading job needs: first the profiler
      * (one ncu per GPU), then, holding it, a moment when no job waits for
-     * the GPU's memory, or the end of the courtesy. */
+     * the GPU's memory. */
     long long tok = admit_enter(line);
-    double t0 = run_now(), end = t0 + max_wait, courtesy = t0 + PROFILE_QUIET_WAIT;
+    double end = run_now() + max_wait;
     int have = 0, r = -2;
     for (;;) {
         if (!have)
             have = flock(fd, LOCK_EX | LOCK_NB) == 0;
         if (have && !profile_gpu_busy(env)) {
             r = fd;
-            break;
-        }
-        if (have && run_now() >= courtesy) {
-            r = fd;
-            *beside = 1;
             break;
         }
         if (run_now() >= end)

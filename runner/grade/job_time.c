@@ -761,7 +761,7 @@ static int job_profile_load(struct job *j)
     return 1;
 }
 
-static void job_profile_run(struct job *j, int plk, int max_yields);
+static void job_profile_run(struct job *j, int plk);
 
 /* Profiling feedback (profile.h) for a submission that passed every case:
  * the timing case's check run once more under ncu, in the sandbox, under
@@ -797,7 +797,7 @@ static void job_profile(struct job *j)
     }
     if (job_profile_load(j))
         return;
-    job_profile_run(j, -1, PROFILE_YIELDS);
+    job_profile_run(j, -1);
 }
 
 /* CUGRADE_PROFILE_WAIT: seconds a profile waits for its turn after the
@@ -818,8 +818,7 @@ void job_profile_after(struct job *j)
     judge_session_end(&j->js);
     job_unreserve(j);
     double t0 = run_now();
-    int beside = 0;
-    int plk = profile_wait_turn(j->env, job_profile_wait(), &beside, why, sizeof why);
+    int plk = profile_wait_turn(j->env, job_profile_wait(), why, sizeof why);
     double waited = run_now() - t0;
     job_clock_mark(&j->pc, "profile_wait");
     if (plk < 0) {
@@ -827,16 +826,15 @@ void job_profile_after(struct job *j)
         j->profile = profile_json_unavailable(why, 0);
         json_object_set_new(j->profile, "status", json_string("skipped"));
     } else {
-        job_profile_run(j, plk, beside ? 0 : PROFILE_YIELDS);
+        job_profile_run(j, plk);
     }
     if (j->profile)
         json_object_set_new(j->profile, "wait_seconds", json_real(waited));
 }
 
 /* The timing case's check run once more under ncu (profile.h), with plk
- * the GPU's profile lock the caller holds (taken over), or -1; giving the
- * GPU back to a waiting timing run at most max_yields times. */
-static void job_profile_run(struct job *j, int plk, int max_yields)
+ * the GPU's profile lock the caller holds (taken over), or -1. */
+static void job_profile_run(struct job *j, int plk)
 {
     int fd = channel_open(j->rc.jobdir, "profile");
     if (fd < 0) {
@@ -869,7 +867,7 @@ static void job_profile_run(struct job *j, int plk, int max_yields)
     job_unreserve(j);
     unsigned long long need = j->python ? lock_admit_need(&j->lab, 0)
                                         : lock_admit_after_check(&j->lab, 0);
-    j->profile = plk >= 0 ? profile_run_held(&j->rc, argv, fd, &o, need, plk, max_yields)
+    j->profile = plk >= 0 ? profile_run_held(&j->rc, argv, fd, &o, need, plk)
                           : profile_run(&j->rc, argv, fd, &o, need);
     close(fd);
     job_clock_mark(&j->pc, "profile");

@@ -7,10 +7,7 @@ for the GPU's memory (CACHE/gpu-0.admitq holds a live process), runs once
 the GPU has room, and comes as an update with the same key (POST
 .../profile): the stand-in ncu's report, its hints, and the catalogue's
 hints with the profile's numbers, never a score. A profile whose GPU stays
-busy past $CUGRADE_PROFILE_WAIT is skipped, and the update says so. In a
-burst, where some job always waits for memory, a profile holds back 10 s
-(PROFILE_QUIET_WAIT), then runs beside the grading, as one of its jobs: it
-does not yield to a timing run. A
+busy past $CUGRADE_PROFILE_WAIT is skipped, and the update says so. A
 profile gives the GPU back to a timing run that waits for it (a live line
 in CACHE/gpu-0.timing): its pass is cut, it lets go of the shared lock,
 and it runs again once the timing run is over (the update says
@@ -205,40 +202,6 @@ try:
        json.dumps(u)[:1200])
 finally:
     end(fake, holder, p, log)
-
-# ------------------------------------------------ a burst: nobody stops waiting, the profile runs
-QUIET = 10  # PROFILE_QUIET_WAIT (runner/feedback/profile.h)
-open(os.path.join(ncu_dir, "slow"), "w").write("4\n")
-fake, holder, p, log, r4 = served(4, "runner4", {})
-state = fake.state
-try:
-    # Past its courtesy the profile runs (the GPU's one user) though a job
-    # still waits for memory; then a timing run comes to wait, as one does
-    # every few seconds in a burst: the profile keeps the GPU to its end.
-    t_end = time.time() + 60
-    while not live_lines(active) and time.time() < t_end:
-        time.sleep(0.05)
-    running = bool(live_lines(active)) and 4 not in state["profiles"]
-    open(timing, "w").write("%d 9 0\n" % holder.pid)
-    time.sleep(2)
-    kept = bool(live_lines(active))
-    got = fake.wait_for(lambda: 4 in state["profiles"], 60)
-    with fake.lock:
-        up = (state["profiles"].get(4) or {}).get("profile") or {}
-    still = holder.poll() is None and bool(live_lines(admitq))
-    ok(r4.get("status") == "graded" and running and got and up.get("status") == "ok" and
-       up.get("kernels") and still,
-       "a job waits for the GPU's memory the whole time (a burst): the profile runs beside "
-       "the grading all the same", json.dumps(up)[:1200])
-    ok(up.get("wait_seconds", 0) >= QUIET - 1,
-       "...once it has held back %d s for a quiet moment" % QUIET, json.dumps(up)[:1200])
-    ok(kept and "yields" not in up,
-       "...and, as one of the burst's jobs, keeps the GPU when a timing run comes to wait",
-       json.dumps(up)[:1200])
-finally:
-    end(fake, holder, p, log)
-    open(timing, "w").close()
-    os.unlink(os.path.join(ncu_dir, "slow"))
 
 # ------------------------------------------------ a timing run waits: the profile yields
 SLOW = 5
