@@ -32,9 +32,13 @@ GPU lock exclusively for timing), CUGRADE_GPUS (GPUs to use, default every GPU t
 CUGRADE_GPU_TIMEOUT (seconds to wait for results, default 120 + 9 per file,
 at least 330: a Python file costs its interpreter start and JIT per run),
 CUGRADE_GPU_ONLY (substring of lab/file to run a subset, or a pattern with "*" such as
-"reduction/*.py"; "a,b": either), OUT (logs dir).
+"reduction/*.py"; "a,b": either), OUT (logs dir: the server's, prepare's
+and each runner's log, the last two with every line stamped with the
+seconds since the run began; a job left without its result is named with
+what the database last heard of it, its runner and how long ago).
 """
-import fnmatch, json, os, re, shlex, shutil, socket, subprocess, sys, tempfile, time, urllib.request, urllib.error
+import fnmatch, json, os, re, shlex, shutil, socket, sqlite3, subprocess, sys, tempfile, threading, time
+import urllib.request, urllib.error
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
 SERVER = os.environ.get("CUGRADE_SERVER_BIN", os.path.join(ROOT, "build/cugrade-server"))
@@ -265,10 +269,10 @@ def main():
         # `prepare` builds the labs and times the baselines while the runners
         # already compile and check: they wait for a lab's build on its lock
         # file, and the GPU lock keeps every timing run exclusive.
-        plog = open(os.path.join(logs, "prepare.log"), "w")
-        prep = subprocess.Popen([RUNNER, "prepare", "--gpu", "0"] + common +
-                                ["--work", os.path.join(tmp, "work-prep")],
-                                env=env, stdout=plog, stderr=plog, cwd=ROOT)
+        prep = stamped(subprocess.Popen([RUNNER, "prepare", "--gpu", "0"] + common +
+                                        ["--work", os.path.join(tmp, "work-prep")], env=env,
+                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=ROOT),
+                       os.path.join(logs, "prepare.log"))
         procs.append(prep)
 
         # One runner (CUGRADE_GPU_RUNNERS) per GPU, each on its own --gpu
@@ -276,11 +280,12 @@ def main():
         for g in range(NGPUS):
             for i in range(NRUNNERS):
                 k = g * NRUNNERS + i
-                rl = open(os.path.join(logs, f"runner{k}.log"), "w")
-                procs.append(subprocess.Popen([RUNNER, "--server", base, "--token-file", rtoks[k],
-                                               "--work", os.path.join(tmp, f"work-{k}"), "--name",
-                                               f"gpu{g}-r{i}", "--gpu", str(g), "--lazy-build"] + common,
-                                              env=env, stdout=rl, stderr=rl, cwd=ROOT))
+                procs.append(stamped(subprocess.Popen(
+                    [RUNNER, "--server", base, "--token-file", rtoks[k], "--work",
+                     os.path.join(tmp, f"work-{k}"), "--name", f"gpu{g}-r{i}", "--gpu", str(g),
+                     "--lazy-build"] + common,
+                    env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=ROOT),
+                    os.path.join(logs, f"runner{k}.log")))
         log(f"{NRUNNERS} runner(s) on each of {NGPUS} GPU(s)")
 
         st, users = api(base, "POST", "/api/admin/users", admin,
@@ -340,6 +345,7 @@ def main():
 
         if prep.poll() is not None:
             log(f"runner prepare exited {prep.returncode}")
+        unfinished_report(db, [sid for _, _, sid, _ in subs if sid is not None and sid not in results])
         rows, mismatches = [], 0
         for lab, path, sid, _ in subs:
             exp = parse_expect(path)
@@ -412,6 +418,39 @@ def main():
                 p.kill()
         if not os.environ.get("CUGRADE_KEEP"):
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def stamped(proc, path):
+    """Copy proc's output (a pipe) into the log at path, each line prefixed
+    with the seconds since the run began, so that a stalled job's log says
+    when it stopped moving. Returns proc."""
+    def copy():
+        with open(path, "w", errors="replace") as f:
+            for line in iter(proc.stdout.readline, b""):
+                f.write(f"[{time.time() - T0:8.1f}s] " + line.decode(errors="replace"))
+                f.flush()
+    threading.Thread(target=copy, daemon=True).start()
+    return proc
+
+
+def unfinished_report(db, sids):
+    """For each job without its result: what the database last heard of it
+    (status, phase, detail, attempts, the runner holding its lease, how long
+    ago), so that a stall says where it stalled."""
+    if not sids:
+        return
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+        rows = con.execute("SELECT id, lab, filename, status, phase, detail, attempts, lease_runner, "
+                           "updated_at FROM submissions WHERE id IN (%s)" % ",".join("?" * len(sids)),
+                           sids).fetchall()
+        con.close()
+    except sqlite3.Error as e:
+        log(f"unfinished: the database cannot be read ({e})")
+        return
+    for sid, lab, fn, st, ph, det, att, lease, upd in rows:
+        log(f"unfinished: job {sid} {lab}/{fn}: {st} {ph!r} {det[:120]!r}, attempt {att}, "
+            f"runner {lease or '-'}, last update {time.time() - upd:.0f} s ago")
 
 
 def leftovers():
