@@ -380,7 +380,7 @@ def main():
         # a retry on another runner graded the job (a second GPU's runner
         # once failed every run this way, "no CUDA-capable device", while
         # the table matched: its jobs were requeued to the first GPU).
-        syserr, per = [], []
+        syserr, per, idle_runners = [], [], []
         for g in range(NGPUS):
             for i in range(NRUNNERS):
                 k = g * NRUNNERS + i
@@ -394,12 +394,23 @@ def main():
                         for m in re.finditer(r"job (\d+): system error: ([^\n]*)", text)]
                 syserr += errs
                 per.append(f"gpu{g}-r{i} {n}" + (f" (and {len(errs)} system errors)" if errs else ""))
+                if n == 0:
+                    idle_runners.append(f"gpu{g}-r{i}")
         mismatches += bool(syserr)
         rows.append(("(runners) system errors posted", "-", "-",
                      (syserr[0][:60] if syserr else "none"), "none",
                      "yes" if not syserr else "NO (%d)" % len(syserr)))
         for line in syserr[:20]:
             log("system error: " + line[:300])
+        # Every runner grades a share of a full run: one that posted nothing
+        # while the others graded left its GPU idle with jobs waiting (the
+        # Python half on two H200s once: GPU 0's runner posted none of 59).
+        # Not judged when the run has too few files for every runner.
+        if len(files) >= 4 * NRUNNERS * NGPUS:
+            mismatches += bool(idle_runners)
+            rows.append(("(runners) every runner graded", "-", "-",
+                         ("none from " + ", ".join(idle_runners)) if idle_runners else "yes", "yes",
+                         "yes" if not idle_runners else "NO (%d)" % len(idle_runners)))
         print_table(rows)
         if OUT:
             with open(os.path.join(OUT, "results.json"), "w") as f:
