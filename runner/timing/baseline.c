@@ -129,17 +129,27 @@ static double baseline_limit(const struct lab *lab)
     return lim > BASELINE_MIN_SECONDS ? lim : BASELINE_MIN_SECONDS;
 }
 
-/* The CPU baseline (reference/<lab>/cpu.c, trusted, one thread): it prints
- * {"median_ms","samples_ms",...} on stdout. Run outside the sandbox. */
-static double cpu_baseline_time(const struct run_ctx *rc, const char *prog,
-                                const char *case_name, const char *cache, const char *dir)
+/* One run of the CPU baseline (reference/<lab>/cpu.c, trusted, one
+ * thread), outside the sandbox: what it prints on stdout,
+ * {"median_ms","samples_ms",...}, as a new reference (NULL when it failed:
+ * *r says how, grade_exec_trusted's value). */
+static json_t *cpu_baseline_run(const struct run_ctx *rc, const char *prog, const char *case_name,
+                                int *r)
 {
     char *out = NULL;
     const char *argv[] = {prog, "--case", case_name, "--seed", BASELINE_SEED, NULL};
-    double lim = baseline_limit(rc->lab);
-    int r = grade_exec_trusted(argv, NULL, lim, 1u << 20, &out);
-    json_t *doc = r == 0 && out ? json_loads(out, 0, NULL) : NULL;
+    *r = grade_exec_trusted(argv, NULL, baseline_limit(rc->lab), 1u << 20, &out);
+    json_t *doc = *r == 0 && out ? json_loads(out, 0, NULL) : NULL;
     free(out);
+    return doc;
+}
+
+/* The CPU baseline's median on case_name, cached in cache (dir), or NAN. */
+static double cpu_baseline_time(const struct run_ctx *rc, const char *prog, const char *case_name,
+                                const char *cache, const char *dir)
+{
+    int r;
+    json_t *doc = cpu_baseline_run(rc, prog, case_name, &r);
     double ms = samples_median(json_object_get(doc, "samples_ms"));
     if (!(ms > 0))
         ms = json_number_value(json_object_get(doc, "median_ms"));
@@ -315,12 +325,8 @@ int baseline_batch(const struct run_ctx *rc, const char *name, const char *case_
         return -ENOENT;
     json_t *samples = NULL;
     if (strcmp(name, "cpu") == 0) {
-        char *out = NULL;
-        const char *argv[] = {prog, "--case", case_name, "--seed", BASELINE_SEED, NULL};
-        double lim = baseline_limit(rc->lab);
-        int r = grade_exec_trusted(argv, NULL, lim, 1u << 20, &out);
-        json_t *doc = r == 0 && out ? json_loads(out, 0, NULL) : NULL;
-        free(out);
+        int r;
+        json_t *doc = cpu_baseline_run(rc, prog, case_name, &r);
         samples = json_incref(json_object_get(doc, "samples_ms"));
         json_decref(doc);
         if (!samples)
