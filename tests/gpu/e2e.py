@@ -434,12 +434,23 @@ def main():
 def stamped(proc, path):
     """Copy proc's output (a pipe) into the log at path, each line prefixed
     with the seconds since the run began, so that a stalled job's log says
-    when it stopped moving. Returns proc."""
+    when it stopped moving. The pipe is drained to its end even when the
+    log cannot be written (a full disk): a copier that stopped reading
+    would block the process on its next print. Returns proc."""
     def copy():
-        with open(path, "w", errors="replace") as f:
-            for line in iter(proc.stdout.readline, b""):
-                f.write(f"[{time.time() - T0:8.1f}s] " + line.decode(errors="replace"))
-                f.flush()
+        try:
+            f = open(path, "w", errors="replace")
+        except OSError:
+            f = None
+        for line in iter(proc.stdout.readline, b""):
+            try:
+                if f:
+                    f.write(f"[{time.time() - T0:8.1f}s] " + line.decode(errors="replace"))
+                    f.flush()
+            except OSError:
+                f = None
+        if f:
+            f.close()
     threading.Thread(target=copy, daemon=True).start()
     return proc
 
