@@ -226,6 +226,10 @@ def main():
         # Per GPU: the jobs its runners finished (the lease last seen in the
         # database; "?" when a job ended between two looks) per minute.
         per_gpu = __import__("collections").Counter(svc.gpu_of(s["id"]) for s in subs if s["id"] in done)
+        # The profiles that came (status ok): their time in line and their run.
+        pf_docs = [s["profile_doc"] for s in subs if s.get("profile") == "ok" and s.get("profile_doc")]
+        pf_wait = [d["wait_seconds"] for d in pf_docs if d.get("wait_seconds") is not None]
+        pf_run = [d["seconds"] for d in pf_docs if d.get("seconds") is not None]
         rows = [
             ("GPUs, runners per GPU", f"{svc.ngpus}, {NRUN}"),
             ("prepare (every GPU at once), s", f"{svc.prepare_s:.0f}"),
@@ -263,12 +267,8 @@ def main():
              f"{sum(1 for k, v in prof_final.items() if v == 'ok' and prof_at[k] <= PROFILE_WAIT)} of "
              f"{sum(1 for s in subs if s.get('profile'))}"),
             ("final profiles: in line, s p50/p95; run, s p50/p95; passes given up",
-             (lambda d: f"{pct([x['wait_seconds'] for x in d if x.get('wait_seconds') is not None], 50):.1f} / "
-              f"{pct([x['wait_seconds'] for x in d if x.get('wait_seconds') is not None], 95):.1f}; "
-              f"{pct([x['seconds'] for x in d if x.get('seconds') is not None], 50):.1f} / "
-              f"{pct([x['seconds'] for x in d if x.get('seconds') is not None], 95):.1f}; "
-              f"{sum(x.get('yields') or 0 for x in d)} (n={len(d)})")(
-                 [s["profile_doc"] for s in subs if s.get("profile") == "ok" and s.get("profile_doc")])),
+             f"{pct(pf_wait, 50):.1f} / {pct(pf_wait, 95):.1f}; {pct(pf_run, 50):.1f} / "
+             f"{pct(pf_run, 95):.1f}; {sum(d.get('yields') or 0 for d in pf_docs)} (n={len(pf_docs)})"),
             ("graded jobs' profiles", ", ".join(f"{k} {v}" for k, v in sorted(
                 __import__("collections").Counter(s.get("profile") for s in subs if s.get("profile")).items()))
              or "none"),
