@@ -66,25 +66,29 @@ import sys,statistics; t=[int(x) / 1000 for x in sys.stdin.read().split()]
 print('| $name | $case | %.2f | %.2f | $k |' % (statistics.median(t), min(t)))"
 }
 
+# One ncu variant of case $c: the runner's fixed options and the log probe
+# counts the kernels in, then the variant's own options, then the target.
+ncu_variant() { # name options...
+    v=$1; shift
+    probe "$v" "$c" "$NCU" --csv --page raw --target-processes all --clock-control none \
+        --print-kernel-base function "$@" --log-file "$OUT/$v-$cs.csv" $T
+}
+
 SEED=5eed5eed5eed5eed
 for c in $(echo "$CASES" | tr ',' ' '); do
     cs=$(printf %s "$c" | tr -c 'A-Za-z0-9' '_') # the case in file names
     T="$PROG check --seed $SEED --cases $c"
-    base="$NCU --csv --page raw --target-processes all --clock-control none --print-kernel-base function"
     probe bare "$c" $T
-    probe runner "$c" sh -c "$base --metrics '$METRICS,$SRC_METRICS' --launch-count $LAUNCHES \
-        --log-file '$OUT/runner-$cs.csv' -f -o '$OUT/runner-$cs' --kernel-name-base function \
-        --kernel-name '$FILTER' $T"
-    probe no_source "$c" sh -c "$base --metrics '$METRICS' --launch-count $LAUNCHES \
-        --log-file '$OUT/no_source-$cs.csv' --kernel-name-base function --kernel-name '$FILTER' $T"
-    probe no_cache_flush "$c" sh -c "$base --cache-control none --metrics '$METRICS,$SRC_METRICS' \
-        --launch-count $LAUNCHES --log-file '$OUT/no_cache_flush-$cs.csv' -f -o '$OUT/no_cache_flush-$cs' \
-        --kernel-name-base function --kernel-name '$FILTER' $T"
-    probe launch4 "$c" sh -c "$base --metrics '$METRICS,$SRC_METRICS' --launch-count 4 \
-        --log-file '$OUT/launch4-$cs.csv' -f -o '$OUT/launch4-$cs' --kernel-name-base function \
-        --kernel-name '$FILTER' $T"
-    probe time_only "$c" sh -c "$base --metrics gpu__time_duration.sum --launch-count $LAUNCHES \
-        --log-file '$OUT/time_only-$cs.csv' --kernel-name-base function --kernel-name '$FILTER' $T"
-    probe no_kernel "$c" sh -c "$base --metrics gpu__time_duration.sum --kernel-name regex:^none_such\$ \
-        --log-file '$OUT/no_kernel-$cs.csv' $T"
+    ncu_variant runner --metrics "$METRICS,$SRC_METRICS" --launch-count "$LAUNCHES" \
+        -f -o "$OUT/runner-$cs" --kernel-name-base function --kernel-name "$FILTER"
+    ncu_variant no_source --metrics "$METRICS" --launch-count "$LAUNCHES" \
+        --kernel-name-base function --kernel-name "$FILTER"
+    ncu_variant no_cache_flush --cache-control none --metrics "$METRICS,$SRC_METRICS" \
+        --launch-count "$LAUNCHES" -f -o "$OUT/no_cache_flush-$cs" \
+        --kernel-name-base function --kernel-name "$FILTER"
+    ncu_variant launch4 --metrics "$METRICS,$SRC_METRICS" --launch-count 4 \
+        -f -o "$OUT/launch4-$cs" --kernel-name-base function --kernel-name "$FILTER"
+    ncu_variant time_only --metrics gpu__time_duration.sum --launch-count "$LAUNCHES" \
+        --kernel-name-base function --kernel-name "$FILTER"
+    ncu_variant no_kernel --metrics gpu__time_duration.sum --kernel-name 'regex:^none_such$'
 done
