@@ -160,9 +160,19 @@ unsigned long long lock_admit_capacity(const struct run_ctx *rc)
     return admit_device_mb(rc->device_path) * 88 / 100;
 }
 
-unsigned long long lock_admit_need(const struct lab *lab, size_t nsanitizers)
+/* The processes a run of the student's file starts on the GPU: a CUDA
+ * harness alone; a Python run's owner and its tenant (labs/common/py/
+ * owner.py). A sanitizer run is one process in both (tenant.py --sanitize
+ * for Python), and so is the judge. */
+static unsigned long long run_contexts(int python)
 {
-    return lab->device_mb + ADMIT_STUDENT_MB + ADMIT_CONTEXT_MB * (2 + nsanitizers);
+    return python ? 2 : 1;
+}
+
+unsigned long long lock_admit_need(const struct lab *lab, size_t nsanitizers, int python)
+{
+    return lab->device_mb + ADMIT_STUDENT_MB +
+           ADMIT_CONTEXT_MB * (run_contexts(python) + 1 + nsanitizers);
 }
 
 unsigned long long lock_admit_sanitize_only(const struct lab *lab, size_t nsanitizers)
@@ -172,7 +182,7 @@ unsigned long long lock_admit_sanitize_only(const struct lab *lab, size_t nsanit
     unsigned long long mb = ADMIT_CONTEXT_MB; /* the judge's */
     if (nsanitizers)
         mb += s + ADMIT_STUDENT_MB + ADMIT_CONTEXT_MB * nsanitizers;
-    unsigned long long after = lock_admit_after_check(lab, nsanitizers);
+    unsigned long long after = lock_admit_after_check(lab, nsanitizers, 0);
     return mb < after ? mb : after;
 }
 
@@ -180,14 +190,14 @@ unsigned long long lock_admit_time_prestart(const struct lab *lab, int python)
 {
     unsigned long long t =
         lab->timing_device_mb < lab->device_mb ? lab->timing_device_mb : lab->device_mb;
-    return t + ADMIT_CONTEXT_MB * (python ? 2 : 1);
+    return t + ADMIT_CONTEXT_MB * run_contexts(python);
 }
 
-unsigned long long lock_admit_after_check(const struct lab *lab, size_t nsanitizers)
+unsigned long long lock_admit_after_check(const struct lab *lab, size_t nsanitizers, int python)
 {
     /* lab.c: timing_device_mb is device_mb when not declared, and never
      * more when device_mb is known; an unknown (0) device_mb caps it. */
     unsigned long long t =
         lab->timing_device_mb < lab->device_mb ? lab->timing_device_mb : lab->device_mb;
-    return t + ADMIT_STUDENT_MB + ADMIT_CONTEXT_MB * (2 + nsanitizers);
+    return t + ADMIT_STUDENT_MB + ADMIT_CONTEXT_MB * (run_contexts(python) + 1 + nsanitizers);
 }

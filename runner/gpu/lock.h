@@ -53,14 +53,16 @@ void lock_admit_queue_path(const struct grade_env *env, char *out, size_t len);
 unsigned long long lock_admit_capacity(const struct run_ctx *rc);
 
 /* What a job of lab needs in MiB: its biggest case, the student's
- * allowance, and a context per process on the GPU (check, judge, each
- * sanitizer). */
-unsigned long long lock_admit_need(const struct lab *lab, size_t nsanitizers);
-/* What the job keeps once its check run is over: the timing case
- * (limits.timing_device_mb) for the timing run, its baselines one at a
- * time and the profile, the student's allowance, and the same contexts
- * (the sanitizers may still run). Never more than lock_admit_need. */
-unsigned long long lock_admit_after_check(const struct lab *lab, size_t nsanitizers);
+ * allowance, and a context per process on the GPU: the check run's (a
+ * CUDA harness; a Python run's owner and tenant), the judge's and each
+ * sanitizer's. */
+unsigned long long lock_admit_need(const struct lab *lab, size_t nsanitizers, int python);
+/* What the job keeps once its check run is over, in either language: the
+ * timing case (limits.timing_device_mb) for the timing run, its baselines
+ * one at a time and the profile, the student's allowance, and the timing
+ * run's, the judge's and the sanitizers' contexts (the sanitizers may
+ * still run). Never more than lock_admit_need. */
+unsigned long long lock_admit_after_check(const struct lab *lab, size_t nsanitizers, int python);
 /* What a timing run started beside the check run (job_time_prestart) adds
  * to the check's reservation: the timing case it prepares and its
  * contexts, one per process it starts before its gate (a Python run's

@@ -286,7 +286,7 @@ static int job_reserve(struct job *j, double max_wait, double *waited)
      * meanwhile: a profile is not taken while others wait (job_time.c,
      * job_profile). */
     lock_admit_queue_path(j->env, queue, sizeof queue);
-    unsigned long long need = lock_admit_need(&j->lab, job_sanitizers_wanted(j));
+    unsigned long long need = lock_admit_need(&j->lab, job_sanitizers_wanted(j), j->python);
     if (j->lab.timing_case && j->rub.nspeed > 0) /* job_time_prestart's run */
         need += lock_admit_time_prestart(&j->lab, j->python);
     int r = admit_reserve_turn(j->admit_file, queue, lock_admit_capacity(&j->rc), need, max_wait,
@@ -310,14 +310,12 @@ void job_unreserve(struct job *j)
  * bigger reservation (only slower, never unsafe). */
 static void job_reserve_shrink(struct job *j)
 {
-    job_reserve_to(j, lock_admit_after_check(&j->lab, job_sanitizers_wanted(j)));
+    job_reserve_to(j, lock_admit_after_check(&j->lab, job_sanitizers_wanted(j), j->python));
 }
 
 void job_reserve_to(struct job *j, unsigned long long mb)
 {
-    /* Not a Python job: what its interpreters and CuPy's pool hold for the
-     * timing case is not measured (docs/python.md), so it keeps it all. */
-    if (!j->admitted || j->python)
+    if (!j->admitted)
         return;
     int r = admit_resize(j->admit_file, j->admit_token, mb);
     if (r < 0)

@@ -177,7 +177,7 @@ static void job_time_let_go(struct job *j, int k)
     if (k == 0) {
         sanitizer_settle(j->san_tasks, j->nsan_tasks);
         /* their contexts are gone: the timing case and the judge's remain */
-        job_reserve_to(j, lock_admit_after_check(&j->lab, 0));
+        job_reserve_to(j, lock_admit_after_check(&j->lab, 0, j->python));
     }
     lock_gpu_release(j->job_lk);
     j->job_lk = -1;
@@ -865,8 +865,7 @@ static void job_profile_run(struct job *j, int plk)
      * that wait, with the job's whole reservation held.) */
     judge_session_end(&j->js); /* its context too: the judge's work is done */
     job_unreserve(j);
-    unsigned long long need = j->python ? lock_admit_need(&j->lab, 0)
-                                        : lock_admit_after_check(&j->lab, 0);
+    unsigned long long need = lock_admit_after_check(&j->lab, 0, j->python);
     j->profile = plk >= 0 ? profile_run_held(&j->rc, argv, fd, &o, need, plk)
                           : profile_run(&j->rc, argv, fd, &o, need);
     close(fd);

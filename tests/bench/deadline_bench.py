@@ -50,14 +50,33 @@ def pct(xs, p):
     return xs[k]
 
 
-def sample_gpu(stop, samples, gpus):
+def ledger_mb(path):
+    """The MiB a GPU's admission ledger (CACHE/gpu-N.admit: "pid token mb"
+    lines) holds for live processes, as runner/gpu/admit.c counts it."""
+    mb = 0
+    try:
+        for line in open(path).read().splitlines():
+            pid, _, m = line.split()
+            if os.path.exists(f"/proc/{pid}"):
+                mb += int(m)
+    except (OSError, ValueError):
+        pass
+    return mb
+
+
+def sample_gpu(stop, samples, gpus, cache):
+    """Per 0.5 s: the mean utilisation over the GPUs used, and per GPU the
+    memory in use (nvidia-smi) beside what admission's ledger reserved: is
+    what a job reserves what its processes hold?"""
     while not stop.is_set():
         try:
             out = subprocess.run(["nvidia-smi", "-i", ",".join(str(g) for g in gpus),
-                                  "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits"],
+                                  "--query-gpu=utilization.gpu,memory.used",
+                                  "--format=csv,noheader,nounits"],
                                  capture_output=True, text=True, timeout=5).stdout
-            u = [float(x) for x in out.strip().splitlines()]
-            samples.append((time.time(), sum(u) / len(u)))  # the mean over the GPUs used
+            rows = [[float(x) for x in line.split(",")] for line in out.strip().splitlines()]
+            mem = [(u[1], ledger_mb(os.path.join(cache, f"gpu-{g}.admit"))) for g, u in zip(gpus, rows)]
+            samples.append((time.time(), sum(u[0] for u in rows) / len(rows), mem))
         except Exception:
             pass
         stop.wait(0.5)
@@ -110,7 +129,7 @@ def main():
         time.sleep(3)  # runners up and idle
 
         stop, samples = threading.Event(), []
-        th = threading.Thread(target=sample_gpu, args=(stop, samples, svc.gpus), daemon=True)
+        th = threading.Thread(target=sample_gpu, args=(stop, samples, svc.gpus, svc.cache), daemon=True)
         th.start()
         cpu_samples = []
         threading.Thread(target=sample_cpu, args=(stop, cpu_samples), daemon=True).start()
@@ -170,7 +189,8 @@ def main():
                     status in ("runtime_error", "timeout", "system_error") and \
                     status not in exp.get("status", "").split("|"):
                 false_rt.append(f"{s['lab']}/{s['file']}: {status}")
-        busy = [u for (t, u) in samples if t_first <= t <= t_last]
+        busy = [u for (t, u, _) in samples if t_first <= t <= t_last]
+        mem = [m for (t, _, ms) in samples if t_first <= t <= t_last for m in ms]
         # Where the time went: the mean of each phase over the graded jobs
         # (the result document's `phases`), to say what bounds throughput.
         phase_sum, phase_n = {}, 0
@@ -244,6 +264,14 @@ def main():
             ("compile errors + rejections: p50 / p99, s", f"{pct(lat_ce, 50):.1f} / {pct(lat_ce, 99):.1f} (n={len(lat_ce)})"),
             ("compile errors alone: p50 / p99, s", f"{pct(lat_cerr, 50):.1f} / {pct(lat_cerr, 99):.1f} (n={len(lat_cerr)})"),
             ("GPU busy share (util > 0), mean util", f"{(sum(1 for u in busy if u > 0) / len(busy) * 100) if busy else float('nan'):.0f}% / {statistics.mean(busy) if busy else float('nan'):.0f}% (n={len(busy)})"),
+            # Memory in use against the ledger's reservations (both MiB,
+            # every GPU's samples): used above reserved is memory no
+            # reservation accounts for (a context or a pool bigger than
+            # lock.c assumes, or the runners' own baselines and profiles).
+            ("GPU memory used / reserved, MiB: peak; p50 of used - reserved; samples used > reserved",
+             (f"{max(u for u, _ in mem):.0f} / {max(r for _, r in mem):.0f}; "
+              f"{pct([u - r for u, r in mem], 50):.0f}; "
+              f"{sum(1 for u, r in mem if u > r)} of {len(mem)}") if mem else "n/a"),
             ("host CPU busy, mean / p90", f"{statistics.mean(cpu) if cpu else float('nan'):.0f}% / "
              f"{pct(cpu, 90) if cpu else float('nan'):.0f}% (n={len(cpu)})"),
             ("expectations met (expect: headers, profiles aside)",
@@ -287,7 +315,8 @@ def main():
             print(f"{a:<{w}} | {b}")
         if OUT:
             with open(os.path.join(OUT, f"deadline-{'py' if py else 'cu'}{int(HOSTILE)}.json"), "w") as f:
-                json.dump({"rows": rows, "subs": [dict(s, done=done.get(s["id"])) for s in subs]}, f, indent=1, default=str)
+                json.dump({"rows": rows, "subs": [dict(s, done=done.get(s["id"])) for s in subs],
+                           "gpu_samples": samples}, f, indent=1, default=str)
         return 0
     finally:
         svc.stop()

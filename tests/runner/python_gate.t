@@ -22,7 +22,7 @@ cs = [dict(c, timing=(c["name"] == "1000")) for c in lab["cases"]]
 # every run (no naive measure in CI): the timing run's wall limit is 20 s.
 tmp, root = make_root({"timing_case": "1000", "baselines": [], "cases": cs,
                        "limits": {"compile_seconds": 60, "run_seconds": 20, "memory_mb": 16384,
-                                  "device_mb": 64, "derive": {"factor": 1, "floor_seconds": 1,
+                                  "device_mb": 64, "timing_device_mb": 16, "derive": {"factor": 1, "floor_seconds": 1,
                                                               "startup_seconds": 0}}})
 rp = os.path.join(root, "rubrics/reduction.json")
 rub = json.load(open(rp))
@@ -31,8 +31,31 @@ rub["speed"] = [{"name": "share of copy bandwidth", "metric": "bandwidth_share",
 with open(rp, "w") as f:
     json.dump(rub, f)
 
-# 1. No one else on the GPU: the gate opens at once.
-doc, err = grade(tmp, root, "good.py", GOOD)
+# 1. No one else on the GPU: the gate opens at once. The job's GPU memory
+# reservation (CUGRADE_GPU_MEMORY_MB gives the ledger a capacity) is
+# watched: a Python job's shrinks per phase as a CUDA job's does
+# (runner/gpu/lock.c; pipeline.t for CUDA).
+ledger = os.path.join(tmp, "cache", "gpu-0.admit")
+seen, stop = [], threading.Event()
+def watch():
+    while not stop.is_set():
+        try:
+            for line in open(ledger).read().splitlines():
+                mb = int(line.split()[2])
+                if not seen or seen[-1] != mb:
+                    seen.append(mb)
+        except (OSError, ValueError, IndexError):
+            pass
+        time.sleep(0.005)
+os.environ["CUGRADE_GPU_MEMORY_MB"] = "100000"
+watcher = threading.Thread(target=watch)
+watcher.start()
+try:
+    doc, err = grade(tmp, root, "good.py", GOOD)
+finally:
+    stop.set()
+    watcher.join()
+    del os.environ["CUGRADE_GPU_MEMORY_MB"]
 ph = doc.get("result", {}).get("cugrade", {}).get("phases", {})
 tim = doc.get("result", {}).get("cugrade", {}).get("timing")
 # At least two samples: in the simulator on a loaded CI host one sample of
@@ -43,6 +66,19 @@ ok(doc.get("status") == "graded" and tim and tim.get("samples", 0) >= 2,
    json.dumps(doc)[:2000] + err[-1500:])
 ok(ph.get("time_start", 0) > 0 and ph.get("time_run", 0) > 0,
    "its phases show the start-up before the gate (time_start) and the samples (time_run)", ph)
+# Contexts: the check run's owner and tenant, the judge's, one per
+# sanitizer (memcheck, racecheck); the timing run started beside the check
+# adds its case (timing_device_mb 16) and its owner's and tenant's.
+ctx, al = 600, 2048
+full = 64 + al + ctx * (2 + 1 + 2) + (16 + 2 * ctx)
+after = 16 + al + ctx * (2 + 1 + 2)
+timed = 16 + al + ctx * (2 + 1)
+# (The sanitizers in the simulator may end with the check run: then the
+# middle step lasts an instant and the watcher may not see it.)
+ok(seen in ([full, after, timed], [full, timed]) and open(ledger).read() == "",
+   "its reservation is %d MiB up to the end of the check run, %d after it (the timing case, the "
+   "timing run's, the judge's and the sanitizers' contexts), %d once the sanitizers ended, then "
+   "let go" % (full, after, timed), json.dumps({"seen": seen, "phases": ph}))
 
 # 2. Another holder keeps the GPU's lock shared for HOLD seconds from the
 # job's start: the check run shares it; the timing run starts up, waits at

@@ -193,11 +193,17 @@ int main(void)
     memset(&red, 0, sizeof red);
     red.device_mb = 9800, red.timing_device_mb = 1280, red.sanitize_device_mb = 256;
     unsigned long long ctx = ADMIT_CONTEXT_MB, al = ADMIT_STUDENT_MB;
-    check(lock_admit_need(&red, 2) == 9800 + al + 4 * ctx,
+    check(lock_admit_need(&red, 2, 0) == 9800 + al + 4 * ctx,
           "the check run: the biggest case, the allowance, check + judge + 2 sanitizers");
-    check(lock_admit_after_check(&red, 2) == 1280 + al + 4 * ctx &&
-              lock_admit_after_check(&red, 0) == 1280 + al + 2 * ctx,
+    check(lock_admit_need(&red, 2, 1) == 9800 + al + 5 * ctx,
+          "a Python check run: the owner's and the tenant's contexts, the judge's, 2 sanitizers'");
+    check(lock_admit_after_check(&red, 2, 0) == 1280 + al + 4 * ctx &&
+              lock_admit_after_check(&red, 0, 0) == 1280 + al + 2 * ctx,
           "timed: the timing case, with the sanitizers' contexts until they end");
+    check(lock_admit_after_check(&red, 2, 1) == 1280 + al + 5 * ctx &&
+              lock_admit_after_check(&red, 0, 1) == 1280 + al + 3 * ctx,
+          "a Python job timed: the timing case, its owner's, tenant's and judge's contexts "
+          "(and the sanitizers' until they end)");
     check(lock_admit_sanitize_only(&red, 2) == 256 + al + 3 * ctx,
           "only the sanitizers left: their small case, the judge's and their contexts");
     check(lock_admit_sanitize_only(&red, 0) == ctx, "nothing left but the judge: its context");
@@ -206,7 +212,7 @@ int main(void)
     check(lock_admit_time_prestart(&red, 1) == 1280 + 2 * ctx,
           "a Python one: its case, the owner's and the tenant's contexts (both before the gate)");
     red.sanitize_device_mb = 9800; /* undeclared: device_mb; never above after_check */
-    check(lock_admit_sanitize_only(&red, 2) == lock_admit_after_check(&red, 2),
+    check(lock_admit_sanitize_only(&red, 2) == lock_admit_after_check(&red, 2, 0),
           "an undeclared sanitize case keeps no more than after the check");
     return failures ? 1 : 0;
 }
