@@ -42,7 +42,6 @@ struct runner_config {
     char arch[32];
     long keep_jobs;
     char bwrap[PATH_MAX];
-    char launch[PATH_MAX];
     char ncu[PATH_MAX];
     char python[PATH_MAX];
     char python_root[PATH_MAX];
@@ -55,13 +54,10 @@ struct runner_config {
     long profile;
     double profile_wait;
     /* tuning */
-    double baseline_share;
     double baseline_refresh;
     long retime;
-    long retime_python;
     long front_jobs;
     double front_seconds;
-    long front_nice;
     long compile_nice;
     double gpu_down_wait;
     double gpu_probe_seconds;
@@ -70,7 +66,6 @@ struct runner_config {
     long gpu_hold;
     long py_sim;
     long front;
-    long profile_source;
     long cgroup_sweep_age;
     long sandbox_user;
     long sandbox_cgroup;

@@ -723,11 +723,6 @@ static void kernel_filter(const char *const *skip, char *buf, size_t len)
         snprintf(buf + k, len - k, ")$).*");
 }
 
-int profile_source_on(void)
-{
-    return runner_cfg()->profile_source != 0;
-}
-
 int profile_argv(const char *ncu, const char *log, const char *const *skip,
                  const char *const *target, const char **argv, size_t n, char *filter,
                  size_t filter_len)
@@ -735,8 +730,8 @@ int profile_argv(const char *ncu, const char *log, const char *const *skip,
     /* With source lines: the source counters in the same pass (profile.h),
      * and its report saved for the source page. */
     static __thread char metrics[8192];
-    int src = profile_source_on() && (size_t)snprintf(metrics, sizeof metrics, "%s,%s", metric_list(),
-                                              PROFILE_SOURCE_METRICS) < sizeof metrics;
+    int src = (size_t)snprintf(metrics, sizeof metrics, "%s,%s", metric_list(),
+                               PROFILE_SOURCE_METRICS) < sizeof metrics;
     const char *head[28] = {
         ncu,
         "--csv",

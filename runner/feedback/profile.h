@@ -37,10 +37,6 @@ struct grade_env;
 #define PROFILE_STUDENT_DIR "/work" /* where the student's file is, in the sandbox */
 #define PROFILE_LOG_CAP (4u << 20)
 
-/* Source lines on ($CUGRADE_PROFILE_SOURCE=0: off, the hints name the
- * kernel only)? */
-int profile_source_on(void);
-
 /* Where ncu lives when $CUGRADE_NCU (the ncu executable) is unset. */
 #define PROFILE_NCU_DEFAULT "/opt/nvidia/nsight-compute/2025.3.1/ncu"
 /* Profiled launches at most (the harness's own kernels count too). */

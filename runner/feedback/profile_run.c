@@ -112,7 +112,7 @@ static void profile_lines(const struct run_ctx *rc, const char *ncu, const char 
                           json_t *out)
 {
     json_t *hints = json_object_get(out, "hints");
-    if (!profile_source_on() || !profile_hints_want_lines(hints))
+    if (!profile_hints_want_lines(hints))
         return;
     double t0 = run_now();
     const char *argv[] = {ncu,

@@ -167,7 +167,7 @@ static void toolchain_env(const struct compile_toolchain *tc, char *path, size_t
 struct toolchain_step {
     const char *expect_out; /* the file (in workdir) that says it worked */
     double wall;            /* its wall limit; 0: the lab's compile_seconds */
-    int nice;               /* its CPU priority (compile_nice, compile_front_nice, 0) */
+    int nice;               /* its CPU priority (compile_nice, COMPILE_FRONT_NICE, 0) */
     const char *env;        /* NULL, or one more NAME=value for its environment */
 };
 
@@ -313,11 +313,6 @@ int compile_nice(void)
     return (int)runner_cfg()->compile_nice;
 }
 
-int compile_front_nice(void)
-{
-    return (int)runner_cfg()->front_nice;
-}
-
 double compile_front_seconds(void)
 {
     return runner_cfg()->front_seconds;
@@ -346,7 +341,7 @@ int compile_front(const struct compile_toolchain *tc, const struct lab *lab, con
     argv[3] = "front";
     for (size_t i = 0; i < n; i++)
         argv[4 + i] = nv[i];
-    struct toolchain_step step = {".front-ok", compile_front_seconds(), compile_front_nice(),
+    struct toolchain_step step = {".front-ok", compile_front_seconds(), COMPILE_FRONT_NICE,
                                   "GLIBC_TUNABLES=glibc.malloc.hugetlb=1"};
     int rc = toolchain_run(tc, lab, workdir, argv, NULL, 0, &step, res);
     if (rc == 0 && !res->ok && res->exit_code == 100) {

@@ -83,18 +83,16 @@ double compile_front_seconds(void);
  * compiles) and to the GPU lane's own CPU work (the check run's host
  * code, compute-sanitizer), and still get every idle cycle. Python's
  * syntax check runs at the runner's own priority, the front pass above
- * it (compile_front_nice). */
+ * it (COMPILE_FRONT_NICE). */
 #define COMPILE_NICE 10
 int compile_nice(void);
-/* The front pass's CPU priority: nice -5 by default, $CUGRADE_FRONT_NICE
- * (-20 to 19). It is the one step whose latency a student waits on while
+/* The front pass's CPU priority: nice -5. It is the one step whose latency a student waits on while
  * everything else is throughput: 200 front passes of ~0.35 s of CPU each
  * are ~4.4 s of a 16-core host, and at the runner's own priority they
  * shared the cores with the GPU lane's sanitizers and check runs (the
  * host at 98-99% CPU at p90 in the burst). Bounded like the rest: its
  * own wall limit (compile_front_seconds) and the sandbox's CPU limit. */
 #define COMPILE_FRONT_NICE (-5)
-int compile_front_nice(void);
 /* The front pass's programs run with
  * glibc's malloc on transparent huge pages (GLIBC_TUNABLES=
  * glibc.malloc.hugetlb=1; glibc 2.35 and later, THP "madvise" or

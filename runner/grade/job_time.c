@@ -63,10 +63,10 @@ static const char *round_phase(int k, const char *first)
 }
 
 /* The sharing window of round k (baseline.h): only a first round takes
- * another job's batches; 0 for a re-timing round or when sharing is off. */
+ * another job's batches; 0 for a re-timing round. */
 static double round_share_window(int k)
 {
-    return k == 0 ? baseline_share_window() : 0;
+    return k == 0 ? BASELINE_SHARE_S : 0;
 }
 
 /* The first round takes a batch of baseline `name` that another job of

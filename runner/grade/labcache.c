@@ -81,8 +81,8 @@ int labcache_launch_ensure(const struct grade_env *env, char *out, size_t len, c
     char tmp[PATH_MAX + 32];
     snprintf(out, len, "%s/cugrade-launch", env->cache);
     if (!env->launch || !*env->launch || stat(env->launch, &a) < 0) {
-        snprintf(err, errlen, "cugrade-launch not found (%s): build it with make, or set "
-                 "CUGRADE_LAUNCH", env->launch && *env->launch ? env->launch : "beside the runner");
+        snprintf(err, errlen, "cugrade-launch not found (%s): make builds it beside cugrade-runner",
+                 env->launch && *env->launch ? env->launch : "beside the runner");
         return -ENOENT;
     }
     if (stat(out, &b) == 0 && b.st_size == a.st_size && b.st_mtime >= a.st_mtime)
@@ -123,10 +123,10 @@ done:
 
 /* The stale age of the GPU's baseline record: half the sharing window, so
  * that a record refreshed then is still fresh for a job until the next
- * refresh (baseline.h). 0 when sharing is off: nothing is kept for jobs. */
+ * refresh (baseline.h). */
 static double lab_record_stale(void)
 {
-    return baseline_share_window() / 2;
+    return BASELINE_SHARE_S / 2;
 }
 
 /* grade_lab_warm (full: the device record, the limits and the cached
@@ -172,12 +172,10 @@ static int lab_warm(const struct grade_env *env, const char *lab_name, int full)
     if (nk > 0)
         fprintf(stderr, "cugrade-runner: %s: %d CuPy kernel%s kept for Python jobs\n", lab.name,
                 nk, nk == 1 ? "" : "s");
-    if (lab_record_stale() > 0) {
-        int n = baseline_refresh(&rc, lab_record_stale());
-        if (n > 0)
-            fprintf(stderr, "cugrade-runner: %s: %d baseline batch%s timed for this GPU's record\n",
-                    lab.name, n, n == 1 ? "" : "es");
-    }
+    int nb = baseline_refresh(&rc, lab_record_stale());
+    if (nb > 0)
+        fprintf(stderr, "cugrade-runner: %s: %d baseline batch%s timed for this GPU's record\n",
+                lab.name, nb, nb == 1 ? "" : "es");
     r = 0;
 out:
     if (rc.jobdir[0])

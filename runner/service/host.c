@@ -58,15 +58,10 @@ static void find_root(struct host *h, const char *opt)
 }
 
 /* cugrade-launch (runner/launch.c), the sanitizer runs' target: built and
- * shipped beside cugrade-runner (make, make dist). */
+ * shipped beside cugrade-runner (make, make dist), and found only there. */
 static void find_launch(struct host *h)
 {
-    const char *e = runner_cfg()->launch;
     char exe[PATH_MAX];
-    if (e && *e) {
-        snprintf(h->launch, sizeof h->launch, "%s", e);
-        return;
-    }
     h->launch[0] = '\0';
     if (run_self_exe(exe, sizeof exe) < 0)
         return;

@@ -20,7 +20,7 @@ struct host {
     char arch[32];
     char minor[16];
     char hostname[128];
-    char launch[PATH_MAX];     /* cugrade-launch: beside this binary, or $CUGRADE_LAUNCH */
+    char launch[PATH_MAX]; /* cugrade-launch: beside this binary */
     const char *devices[16];
     char devbuf[16][64];
     int have_gpu;

@@ -368,8 +368,7 @@ static double refresh_last;
 static void refresh_tick(const struct host *h, const struct grade_env *env)
 {
     double every = runner_cfg()->baseline_refresh, now = run_now();
-    if (refresh_pid > 0 || !h->have_gpu || !(every > 0) || !(baseline_share_window() > 0) ||
-        now - refresh_last < every)
+    if (refresh_pid > 0 || !h->have_gpu || !(every > 0) || now - refresh_last < every)
         return;
     refresh_last = now;
     pid_t pid = fork();

@@ -347,11 +347,6 @@ int baseline_batch(const struct run_ctx *rc, const char *name, const char *case_
     return r;
 }
 
-double baseline_share_window(void)
-{
-    return fmin(runner_cfg()->baseline_share, BASELINE_SHARE_MAX_S);
-}
-
 /* CACHE/gpu-N.batch-LAB-CASE-NAME.json: names made of the slugs. */
 static void batch_path(const struct run_ctx *rc, const char *name, const char *case_name,
                        char *out, size_t len)

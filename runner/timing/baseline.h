@@ -37,12 +37,7 @@ int baseline_batch(const struct run_ctx *rc, const char *name, const char *case_
  * hold: in a deadline burst the cuBLAS or naive batch is then timed about
  * once per window, not once per job (stop 21 on the H100: the baselines
  * were 1.98 s of a 2.95 s hold). */
-#define BASELINE_SHARE_DEFAULT_S 600.0
-#define BASELINE_SHARE_MAX_S 600.0
-/* The window from $CUGRADE_BASELINE_SHARE (seconds; 0 turns sharing off:
- * every job times its own batches), else the default; clamped to
- * [0, BASELINE_SHARE_MAX_S]. */
-double baseline_share_window(void);
+#define BASELINE_SHARE_S 600.0
 /* The batch of baseline name on case_name that a job of this GPU timed at
  * most fresh_s seconds ago: *x (malloc'd, *n samples in ms) and its age in
  * *age_s. Returns 0, -ENOENT (none kept), -ESTALE (older than fresh_s, or

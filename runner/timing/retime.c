@@ -169,7 +169,8 @@ int retime_run(const struct rubric *r, int bound, const struct retime_source *sr
 
 int retime_bound_python(void)
 {
-    return (int)runner_cfg()->retime_python;
+    int b = retime_bound_from_env();
+    return b < RETIME_PYTHON_BOUND ? b : RETIME_PYTHON_BOUND;
 }
 
 int retime_bound_from_env(void)

@@ -19,7 +19,7 @@
 #define RETIME_MAX_BOUND 5
 /* A Python submission's round restarts the owner's and the tenant's
  * interpreters, imports and JIT: 60-270 s of re-timing per job on an H100
- * with 2 extra rounds; one extra round, unless CUGRADE_RETIME_PYTHON says. */
+ * with 2 extra rounds; one extra round (none when CUGRADE_RETIME=0). */
 #define RETIME_PYTHON_BOUND 1
 
 /* The timed programs of a job: the student's, then the baselines. */
@@ -86,8 +86,8 @@ int retime_run(const struct rubric *r, int bound, const struct retime_source *sr
 /* The bound from $CUGRADE_RETIME (0 turns re-timing off), else the
  * default; clamped to [0, RETIME_MAX_BOUND]. */
 int retime_bound_from_env(void);
-/* The bound for a Python submission: $CUGRADE_RETIME_PYTHON, else
- * RETIME_PYTHON_BOUND (at most RETIME_MAX_BOUND). */
+/* The bound for a Python submission: RETIME_PYTHON_BOUND, or
+ * $CUGRADE_RETIME's when that is lower (0 turns re-timing off for both). */
 int retime_bound_python(void);
 
 #endif

@@ -174,7 +174,7 @@ def main():
     last = FILES[-1]
     lab, path = last.split("/")[0], os.path.join(sol, last)
     for label, ne in (("priorities (compile 10, front -5)", {}),
-                      ("no priorities (both 0)", {"CUGRADE_COMPILE_NICE": "0", "CUGRADE_FRONT_NICE": "0"})):
+                      ("the full compile at 0 (front -5)", {"CUGRADE_COMPILE_NICE": "0"})):
         r = under_load(tmp, lab, path, ne)
         if r:
             load, fr = r

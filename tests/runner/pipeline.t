@@ -144,16 +144,6 @@ try:
        0 <= cr["shared_age_s"] <= 600 and cr.get("samples") == 10 and nrec == 10,
        "with 10 batches in the record (appended to %s s ago) the next job takes it as it is, adding none"
        % cr.get("shared_age_s"), json.dumps({"cpu": cr, "record_lines": nrec}))
-    os.environ["CUGRADE_BASELINE_SHARE"] = "0"
-    try:
-        ds, logs = grade("good.cu")
-    finally:
-        del os.environ["CUGRADE_BASELINE_SHARE"]
-    tsd = {x.get("name"): x for x in (ds.get("result", {}).get("cugrade", {}).get("timing") or {}).get("timings") or []}
-    ok(ds["status"] == "graded" and tsd.get("naive", {}).get("interleaved") is True and
-       tsd["naive"].get("shared_age_s", 0) is None and tsd.get("cpu", {}).get("interleaved") is True and
-       tsd["cpu"].get("shared_age_s", 0) is None,
-       "CUGRADE_BASELINE_SHARE=0: every job times its own batch, as before", json.dumps(tsd))
     # Another holder keeps the GPU's lock shared for 12 s (as another job's
     # check run would), longer than the timing run's wall limit (the check
     # limit + 2 x 3 s): the timing run starts, waits at its gate with the

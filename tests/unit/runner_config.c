@@ -22,10 +22,17 @@ static struct runner_config c;
 /* Parse with only k=v set among the switches this test touches. */
 static int parse_with(const char *k, const char *v)
 {
-    static const char *touched[] = {
-        "CUGRADE_RETIME",      "CUGRADE_PROFILE",        "CUGRADE_SANDBOX_USER",   "CUGRADE_BWRAP",
-        "CUGRADE_ARCH",        "CUGRADE_GPU_MEMORY_MB",  "CUGRADE_FRONT_NICE",     "CUGRADE_PYTHON",
-        "CUGRADE_PYTHON_ROOT", "CUGRADE_BASELINE_SHARE", "CUGRADE_SANDBOX_CGROUP", NULL};
+    static const char *touched[] = {"CUGRADE_RETIME",
+                                    "CUGRADE_PROFILE",
+                                    "CUGRADE_SANDBOX_USER",
+                                    "CUGRADE_BWRAP",
+                                    "CUGRADE_ARCH",
+                                    "CUGRADE_GPU_MEMORY_MB",
+                                    "CUGRADE_PROFILE_WAIT",
+                                    "CUGRADE_PYTHON",
+                                    "CUGRADE_PYTHON_ROOT",
+                                    "CUGRADE_SANDBOX_CGROUP",
+                                    NULL};
     for (size_t i = 0; touched[i]; i++)
         unsetenv(touched[i]);
     if (k)
@@ -61,9 +68,8 @@ int main(void)
 {
     unset_switches();
     ok(parse_with(NULL, NULL) == 0, "nothing set: every default parses (%s)", err);
-    check(c.retime == 2 && c.retime_python == 1 && c.profile == 1 && c.keep_jobs == 0 &&
-              c.profile_wait == 300 && c.baseline_share == 600 &&
-              c.front_nice == -5 && c.compile_nice == 10 && c.sandbox_uid_base == 1900000000L,
+    check(c.retime == 2 && c.profile == 1 && c.keep_jobs == 0 && c.profile_wait == 300 &&
+              c.compile_nice == 10 && c.sandbox_uid_base == 1900000000L,
           "the table's defaults");
     check(strcmp(c.bwrap, "/usr/bin/bwrap") == 0 && strcmp(c.python, "/usr/bin/python3") == 0 &&
               c.arch[0] == '\0' && c.python_root[0] == '\0',
@@ -72,10 +78,8 @@ int main(void)
               c.sandbox_cgroup == RUNNER_ON,
           "an integer without a default is -1 (unset); choices start at their first");
     check(c.sandbox_uid_base == SANDBOX_BOX_UID_BASE && c.sandbox_boxes == SANDBOX_BOXES &&
-              c.baseline_share == BASELINE_SHARE_DEFAULT_S && c.retime == RETIME_DEFAULT_BOUND &&
-              c.retime_python == RETIME_PYTHON_BOUND && c.front_seconds == COMPILE_FRONT_SECONDS &&
-              c.compile_nice == COMPILE_NICE && c.front_nice == COMPILE_FRONT_NICE &&
-              strcmp(c.ncu, PROFILE_NCU_DEFAULT) == 0,
+              c.retime == RETIME_DEFAULT_BOUND && c.front_seconds == COMPILE_FRONT_SECONDS &&
+              c.compile_nice == COMPILE_NICE && strcmp(c.ncu, PROFILE_NCU_DEFAULT) == 0,
           "the table's defaults are the headers' constants (one value, not two)");
     check(parse_with("CUGRADE_RETIME", "") == 0 && c.retime == 2, "an empty value is unset");
 
@@ -85,12 +89,12 @@ int main(void)
        "one past: -EINVAL naming the switch, the value, the range, the unit, the default (%s)",
        err);
     check(parse_with("CUGRADE_RETIME", "2x") == -EINVAL, "junk after the number: an error");
-    check(parse_with("CUGRADE_FRONT_NICE", "-20") == 0 && c.front_nice == -20, "a negative bound");
-    check(parse_with("CUGRADE_BASELINE_SHARE", "12.5") == 0 && c.baseline_share == 12.5,
+    check(parse_with("CUGRADE_PROFILE_WAIT", "12.5") == 0 && c.profile_wait == 12.5,
           "a real number");
-    check(parse_with("CUGRADE_BASELINE_SHARE", "nan") == -EINVAL &&
-              parse_with("CUGRADE_BASELINE_SHARE", "601") == -EINVAL,
-          "NaN and past the most: errors");
+    check(parse_with("CUGRADE_PROFILE_WAIT", "nan") == -EINVAL &&
+              parse_with("CUGRADE_PROFILE_WAIT", "86401") == -EINVAL &&
+              parse_with("CUGRADE_PROFILE_WAIT", "0") == -EINVAL,
+          "NaN, past the most and under the least: errors");
     check(parse_with("CUGRADE_GPU_MEMORY_MB", "0") == 0 && c.gpu_memory_mb == 0,
           "0 set is not unset (-1)");
     check(parse_with("CUGRADE_PROFILE", "0") == 0 && c.profile == 0, "a boolean 0");
