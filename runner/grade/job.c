@@ -654,13 +654,8 @@ static void job_check_why(struct job *j, double lim)
     char *fail = j->why_buf;
     const size_t flen = sizeof j->why_buf;
     const struct sandbox_verdict *v = &j->v;
-    j->why = run_failure(v, fail, flen);
-    if (v->timed_out && !v->output_limit) {
-        const char *running = j->ci.ncases < (int)j->ncase_names ? j->case_names[j->ci.ncases]
-                                                                : NULL;
-        j->why = limit_timeout_message(&j->rc.limits, lim, case_visible(&j->rub, running), fail,
-                                       flen);
-    }
+    const char *running = j->ci.ncases < (int)j->ncase_names ? j->case_names[j->ci.ncases] : NULL;
+    j->why = run_check_failure(v, &j->rc.limits, lim, case_visible(&j->rub, running), fail, flen);
     if (v->exited && v->exit_code == 3) {
         run_fatal_case_message(&j->ci, j->fatal, sizeof j->fatal);
         if (j->fatal[0])

@@ -317,7 +317,10 @@ const char *run_failure(const struct sandbox_verdict *v, char *buf, size_t len)
                  "stdout and stderr and was killed. Print a few lines, not one per element or "
                  "per iteration.", (unsigned long long)(SANDBOX_OUTPUT_LIMIT >> 20));
     else if (v->timed_out && v->cpu_limit)
-        snprintf(buf, len, "Your program used more CPU time than its limit (%.1f s of CPU time).",
+        snprintf(buf, len,
+                 "Your program used more CPU time than its limit (%.1f s of CPU time). "
+                 "The limit counts every thread and process of your program: host threads or "
+                 "processes kept busy at once use it up faster than the clock.",
                  v->cpu_seconds);
     else if (v->timed_out) /* its own time: the sandbox's set-up is ours */
         snprintf(buf, len, "Your program ran past the time limit (%.1f s).",
@@ -340,6 +343,14 @@ const char *run_failure(const struct sandbox_verdict *v, char *buf, size_t len)
     else
         return NULL;
     return buf;
+}
+
+const char *run_check_failure(const struct sandbox_verdict *v, const struct run_limits *l,
+                              double lim, const char *case_name, char *buf, size_t len)
+{
+    if (v->timed_out && !v->output_limit && !v->cpu_limit)
+        return limit_timeout_message(l, lim, case_name, buf, len);
+    return run_failure(v, buf, len);
 }
 
 /* The harness's own exit statuses (labs/common/harness_common.cu): 2 a

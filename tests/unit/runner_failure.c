@@ -39,6 +39,26 @@ int main(void)
     check(m && strstr(m, "40.2 s of CPU time") && !strstr(m, "3.0"),
           "a CPU-time timeout names the CPU time used (40.2 s), not the wall clock");
 
+    /* A check run's sentence (run_check_failure): a wall-clock timeout
+     * says how its limit was set and which case ran; a CPU-time timeout
+     * is not given the wall limit's advice (an endless loop, a limit of
+     * 12 s) for a program that used 40 s of CPU in 3 s of wall clock. */
+    struct run_limits l;
+    memset(&l, 0, sizeof l);
+    l.derived = 1, l.naive_seconds = 0.42, l.factor = 5, l.floor = 10, l.startup = 2;
+    m = run_check_failure(&v, &l, 12.0, "2^28", buf, sizeof buf);
+    check(m && strstr(m, "40.2 s of CPU time") && strstr(m, "every thread") &&
+              !strstr(m, "time limit of 12.0 s") && !strstr(m, "loop that never ends"),
+          "a check run's CPU-time timeout: the CPU sentence, not the wall limit's advice");
+    v.cpu_limit = 0;
+    v.wall_seconds = 14.0;
+    m = run_check_failure(&v, &l, 12.0, "2^28", buf, sizeof buf);
+    check(m && strstr(m, "time limit of 12.0 s while case 2^28 was running") &&
+              strstr(m, "naive reference"),
+          "a check run's wall-clock timeout: its limit, how it was set, the case that ran");
+    m = run_check_failure(&v, &l, 12.0, NULL, buf, sizeof buf);
+    check(m && !strstr(m, "while case"), "a hidden case is not named");
+
     memset(&v, 0, sizeof v);
     v.output_limit = 1;
     v.timed_out = 1;
