@@ -64,8 +64,6 @@ static const struct row rows[] = {
      NULL, "uid", "first uid of the sandbox boxes (one uid per run)"},
     {"CUGRADE_SANDBOX_BOXES", T_INT, OP, F(sandbox_boxes), "1000", 1, 1000000, NULL, "",
      "how many box uids from CUGRADE_SANDBOX_UID_BASE"},
-    {"CUGRADE_SANDBOX_BOX_DIR", T_PATH, OP, F(sandbox_box_dir), NULL, 0, 0, NULL, "",
-     "the boxes' lock directory; unset: /run/cugrade-sandbox, else under /tmp"},
     {"CUGRADE_RUNNERS_PER_HOST", T_INT, OP, F(runners_per_host), "1", 1, 1024, NULL, "",
      "runners sharing this host's cores (--jobs default: cores / this)"},
     {"CUGRADE_GPU_MEMORY_MB", T_INT, OP, F(gpu_memory_mb), NULL, 0, 16777216, NULL, "MiB",

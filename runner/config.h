@@ -48,7 +48,6 @@ struct runner_config {
     char cgroup[1024];
     long sandbox_uid_base;
     long sandbox_boxes;
-    char sandbox_box_dir[200];
     long runners_per_host;
     long gpu_memory_mb;
     long profile;

@@ -48,10 +48,8 @@ static void boxes_setup(void)
     const struct runner_config *c = runner_cfg();
     boxes.base = (unsigned)c->sandbox_uid_base;
     boxes.count = (unsigned)c->sandbox_boxes;
-    const char *d = c->sandbox_box_dir;
-    if (!*d)
-        /* /run where there is one to write (a container may lack it) */
-        d = access("/run", W_OK) == 0 ? SANDBOX_BOX_DIR : SANDBOX_BOX_DIR_FALLBACK;
+    /* /run where there is one to write (a container may lack it) */
+    const char *d = access("/run", W_OK) == 0 ? SANDBOX_BOX_DIR : SANDBOX_BOX_DIR_FALLBACK;
     snprintf(boxes.dir, sizeof boxes.dir, "%s", d);
     boxes.next = (unsigned)getpid() * 7919u;
     boxes.configured = 1;

@@ -131,9 +131,11 @@ struct sandbox_verdict {
  * processes...) taken by one job starve only that job. A work directory
  * from sandbox_workdir_create holds one box until sandbox_workdir_remove:
  * all runs in it have that uid. Only when the caller is root (otherwise
- * the command runs as the caller). Defaults below; $CUGRADE_SANDBOX_UID_BASE,
- * $CUGRADE_SANDBOX_BOXES, $CUGRADE_SANDBOX_BOX_DIR override them, and
- * sandbox_boxes_configure (0/NULL: keep) overrides both. No user with
+ * the command runs as the caller). Defaults below; $CUGRADE_SANDBOX_UID_BASE
+ * and $CUGRADE_SANDBOX_BOXES override them, and sandbox_boxes_configure
+ * (0/NULL: keep) overrides all three. The lock directory is not a switch:
+ * every runner of a host must lock its boxes in the same one, or two
+ * sandboxes could get one uid. No user with
  * these uids needs to exist; nothing on the host should own files with
  * them (the range sits above systemd's container range, below 2^31). */
 #define SANDBOX_BOX_UID_BASE 1900000000u
