@@ -189,29 +189,16 @@ try:
     # reservation shrinks to limits.timing_device_mb (fakelab: 40 of 100)
     # plus the same allowance and contexts, while it is timed (slow.cu
     # spins ~2 ms a call, 600 calls in the timing run: long enough to see).
-    import threading
+    from ledger import LedgerWatch
     SOURCES["slow.cu"] = ('extern "C" void fill(float* o, int n) { if (n > 5000) { volatile long x = 0; '
                           'for (long i = 0; i < 3000000; i++) x += i; } '
                           'for (int i = 0; i < n; i++) o[i] = 2.0f * i; }\n')
-    seen, stop = [], threading.Event()
-    def watch():
-        while not stop.is_set():
-            try:
-                for line in open(ledger).read().splitlines():
-                    mb = int(line.split()[2])
-                    if not seen or seen[-1] != mb:
-                        seen.append(mb)
-            except (OSError, ValueError, IndexError):
-                pass
-            time.sleep(0.005)
     os.environ["CUGRADE_GPU_MEMORY_MB"] = "4000"
-    th = threading.Thread(target=watch)
-    th.start()
+    watch = LedgerWatch(ledger).start()
     try:
         d, log = grade("slow.cu")
     finally:
-        stop.set()
-        th.join()
+        seen = watch.stop()
         del os.environ["CUGRADE_GPU_MEMORY_MB"]
     # Per phase (issue 25): with no sanitizer, what is left after the
     # timing is the judge's context alone, for an instant (the watcher may

@@ -14,6 +14,7 @@ graded with its samples. Prints TAP lines."""
 import fcntl, json, os, sys, threading, time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "python"))
 from simlab import GOOD, ROOT, failures, grade, make_root, need, ok  # noqa: E402
+from ledger import LedgerWatch  # noqa: E402  (tests/runner/ledger.py)
 
 need()
 lab = json.load(open(os.path.join(ROOT, "labs/reduction/lab.json")))
@@ -36,25 +37,12 @@ with open(rp, "w") as f:
 # watched: a Python job's shrinks per phase as a CUDA job's does
 # (runner/gpu/lock.c; pipeline.t for CUDA).
 ledger = os.path.join(tmp, "cache", "gpu-0.admit")
-seen, stop = [], threading.Event()
-def watch():
-    while not stop.is_set():
-        try:
-            for line in open(ledger).read().splitlines():
-                mb = int(line.split()[2])
-                if not seen or seen[-1] != mb:
-                    seen.append(mb)
-        except (OSError, ValueError, IndexError):
-            pass
-        time.sleep(0.005)
 os.environ["CUGRADE_GPU_MEMORY_MB"] = "100000"
-watcher = threading.Thread(target=watch)
-watcher.start()
+watch = LedgerWatch(ledger).start()
 try:
     doc, err = grade(tmp, root, "good.py", GOOD)
 finally:
-    stop.set()
-    watcher.join()
+    seen = watch.stop()
     del os.environ["CUGRADE_GPU_MEMORY_MB"]
 ph = doc.get("result", {}).get("cugrade", {}).get("phases", {})
 tim = doc.get("result", {}).get("cugrade", {}).get("timing")
