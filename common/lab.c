@@ -572,11 +572,11 @@ static int lab__parse_limits(struct lab *lab, const char *file, char *err, size_
         lab__err(err, errlen, "%s: limits: must be an object", file);
         return -EINVAL;
     }
-    if ((rc = lab__get_number(limits, "compile_seconds", 60, 1, 3600, &lab->compile_seconds,
-                              file, err, errlen)) < 0 ||
+    if ((rc = lab__get_number(limits, "compile_seconds", 60, 1, 3600, &lab->compile_seconds, file,
+                              err, errlen)) < 0 ||
         (rc = lab__get_number(limits, "run_seconds", 120, 1, 36000, &lab->run_seconds, file, err,
                               errlen)) < 0 ||
-        (rc = lab__get_number(limits, "memory_mb", 16384, 16, 16777216, &mem, file, err,
+        (rc = lab__get_number(limits, "memory_mb", LAB_MEMORY_MB, 16, 16777216, &mem, file, err,
                               errlen)) < 0 ||
         (rc = lab__get_number(limits, "device_mb", 0, 0, 16777216, &dmb, file, err, errlen)) < 0)
         return rc;

@@ -20,6 +20,10 @@ struct lab_pattern {
     char *reason;       /* for forbidden patterns; NULL for allowed ones */
 };
 
+/* A run's host memory when lab.json's limits.memory_mb does not say: the
+ * one default of the runner's runs (check, timing, sanitizers). */
+#define LAB_MEMORY_MB 16384
+
 struct lab {
     char *name;         /* "matmul" */
     char *dir;          /* "labs/matmul" */
@@ -36,7 +40,7 @@ struct lab {
     char *timing_case;             /* may be NULL */
     char **baselines;   size_t nbaselines;
     double compile_seconds, run_seconds;
-    unsigned long long memory_mb;
+    unsigned long long memory_mb; /* limits.memory_mb, LAB_MEMORY_MB when not given */
     /* limits.derive: the check run's wall limit is
      * min(run_seconds, max(floor, factor x the naive reference's check run
      * on this GPU) + startup). factor 0 (no "derive") keeps run_seconds. */

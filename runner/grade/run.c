@@ -282,7 +282,7 @@ int run_sandboxed_opts(const struct run_ctx *rc, const char *const *argv, int ch
         return cfg.secret_fd;
     cfg.wall_seconds = seconds;
     cfg.cpu_seconds = seconds * 4; /* the CUDA runtime's threads spin while they wait */
-    cfg.memory_bytes = (rc->lab->memory_mb ? rc->lab->memory_mb : 16384) << 20;
+    cfg.memory_bytes = (rc->lab->memory_mb ? rc->lab->memory_mb : LAB_MEMORY_MB) << 20;
     cfg.pids = o && o->pids ? o->pids : RUN_PIDS;
     cfg.file_bytes = RUN_FILE_BYTES;
     cfg.workdir_bytes = RUN_WORKDIR_BYTES;

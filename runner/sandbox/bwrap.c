@@ -210,7 +210,8 @@ int bwrap_args_build(const struct sandbox_config *cfg, enum bwrap_mode mode, int
     arg_add2(&a, "--dev", "/dev");             /* null zero full random urandom tty, a private devpts */
     /* Private /tmp and /dev/shm. tmpfs pages are charged to the writer's
      * memory cgroup, so the memory limit bounds them; size= says so too. */
-    snprintf(num, sizeof num, "%llu", (unsigned long long)(cfg->memory_bytes ? cfg->memory_bytes : (1ULL << 30)));
+    snprintf(num, sizeof num, "%llu",
+             (unsigned long long)(cfg->memory_bytes ? cfg->memory_bytes : SANDBOX_MEMORY_BYTES));
     arg_add2(&a, "--size", num);
     arg_add2(&a, "--tmpfs", "/tmp");
     arg_add2(&a, "--size", num);

@@ -60,7 +60,7 @@ void sandbox_config_init(struct sandbox_config *cfg)
     cfg->secret_fd = -1;
     cfg->wall_seconds = 10;
     cfg->cpu_seconds = 10;
-    cfg->memory_bytes = 1ULL << 30;
+    cfg->memory_bytes = SANDBOX_MEMORY_BYTES;
     cfg->pids = 64;
     cfg->file_bytes = 64ULL << 20;
     cfg->workdir_bytes = 64ULL << 20;

@@ -144,6 +144,7 @@ struct sandbox_verdict {
 #define SANDBOX_BOX_DIR_FALLBACK "/tmp/cugrade-sandbox-boxes" /* else (root's, 0700, checked) */
 void sandbox_boxes_configure(unsigned base, unsigned count, const char *dir);
 
+#define SANDBOX_MEMORY_BYTES (1ULL << 30) /* sandbox_config_init's, and a config's 0 */
 /* Fill *cfg with safe defaults (10 s wall, 10 s CPU, 1 GiB memory, 64 pids,
  * 64 MiB files and work dir, 64 KiB of output kept per stream, killed past
  * SANDBOX_OUTPUT_LIMIT bytes of output). */
