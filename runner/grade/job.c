@@ -648,14 +648,16 @@ static int job_case_list(struct job *j)
 }
 
 /* How the check run ended badly (j->why, NULL when it did not): the
- * verdict and the channel say it, no judge needed. */
-static void job_check_why(struct job *j, double lim)
+ * verdict and the channel say it, no judge needed. sc: the run's share
+ * clock when it shared the GPU, else NULL. */
+static void job_check_why(struct job *j, double lim, const struct share_clock *sc)
 {
     char *fail = j->why_buf;
     const size_t flen = sizeof j->why_buf;
     const struct sandbox_verdict *v = &j->v;
     const char *running = j->ci.ncases < (int)j->ncase_names ? j->case_names[j->ci.ncases] : NULL;
-    j->why = run_check_failure(v, &j->rc.limits, lim, case_visible(&j->rub, running), fail, flen);
+    j->why =
+        run_check_failure(v, &j->rc.limits, lim, case_visible(&j->rub, running), sc, fail, flen);
     if (v->exited && v->exit_code == 3) {
         run_fatal_case_message(&j->ci, j->fatal, sizeof j->fatal);
         if (j->fatal[0])
@@ -711,14 +713,7 @@ static int job_check_run(struct job *j)
         return job_fail(j, r, "cannot read the result channel: %s", strerror(-r));
     if (run_harness_failed(&j->v, &j->ci, j->err, sizeof j->err))
         return -EIO;
-    job_check_why(j, lim);
-    if (shared && j->why == j->why_buf && j->v.timed_out && sc.wall > lim * 1.1) {
-        size_t n = strlen(j->why_buf);
-        snprintf(j->why_buf + n, sizeof j->why_buf - n,
-                 " Other jobs shared the GPU during your run (up to %d at once), so the limit "
-                 "counted your share of it: %.1f s of share in %.1f s of wall time.",
-                 sc.peak_users, sc.used, sc.wall);
-    }
+    job_check_why(j, lim, shared ? &sc : NULL);
     snprintf(d, sizeof d, "%zu/%zu", j->ncase_names, j->ncase_names);
     progress_call(j, status_name(STATUS_CHECKING), d);
     return 0;

@@ -4,6 +4,7 @@
 #include "runner/grade/run.h"
 #include "runner/grade/channel.h"
 #include "runner/grade/compile.h"
+#include "runner/gpu/share.h"
 
 #include <assert.h>
 #include <ctype.h>
@@ -346,11 +347,20 @@ const char *run_failure(const struct sandbox_verdict *v, char *buf, size_t len)
 }
 
 const char *run_check_failure(const struct sandbox_verdict *v, const struct run_limits *l,
-                              double lim, const char *case_name, char *buf, size_t len)
+                              double lim, const char *case_name, const struct share_clock *sc,
+                              char *buf, size_t len)
 {
-    if (v->timed_out && !v->output_limit && !v->cpu_limit)
-        return limit_timeout_message(l, lim, case_name, buf, len);
-    return run_failure(v, buf, len);
+    if (!v->timed_out || v->output_limit || v->cpu_limit)
+        return run_failure(v, buf, len);
+    limit_timeout_message(l, lim, case_name, buf, len);
+    if (sc && sc->wall > lim * 1.1) {
+        size_t n = strlen(buf);
+        snprintf(buf + n, len - n,
+                 " Other jobs shared the GPU during your run (up to %d at once), so the limit "
+                 "counted your share of it: %.1f s of share in %.1f s of wall time.",
+                 sc->peak_users, sc->used, sc->wall);
+    }
+    return buf;
 }
 
 /* The harness's own exit statuses (labs/common/harness_common.cu): 2 a

@@ -113,13 +113,17 @@ int run_sandboxed(const struct run_ctx *rc, const char *const *argv, int channel
 /* A sentence (written into buf) on how a run ended badly, or NULL for a
  * clean exit 0. */
 const char *run_failure(const struct sandbox_verdict *v, char *buf, size_t len);
+struct share_clock;
 /* run_failure for a check run under limits l and its wall limit lim: a
  * wall-clock timeout says how the limit was set and which case ran
- * (case_name, NULL when hidden; limit_timeout_message); a CPU-time or
- * output limit keeps run_failure's own sentence, never the wall limit's
- * advice. */
+ * (case_name, NULL when hidden; limit_timeout_message), and, when its
+ * share clock sc (NULL: the run was not shared) counted it well past lim
+ * on the wall clock, that other jobs shared the GPU; a CPU-time or output
+ * limit keeps run_failure's own sentence, never the wall limit's advice
+ * nor the share's. */
 const char *run_check_failure(const struct sandbox_verdict *v, const struct run_limits *l,
-                              double lim, const char *case_name, char *buf, size_t len);
+                              double lim, const char *case_name, const struct share_clock *sc,
+                              char *buf, size_t len);
 /* 1 (and a sentence in err) when the harness itself claimed the failure
  * (exit 2 or 4 with its harness_error record): ours, a system_error. */
 int run_harness_failed(const struct sandbox_verdict *v, const struct channel_info *ci,

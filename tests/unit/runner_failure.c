@@ -9,13 +9,14 @@
 #include <string.h>
 
 #include "runner/grade/run.h"
+#include "runner/gpu/share.h"
 
 #include "tests/unit/tap.h"
 
 int main(void)
 {
     struct sandbox_verdict v;
-    char buf[512];
+    char buf[1024]; /* job.h why_buf's size */
     const char *m;
 
     memset(&v, 0, sizeof v);
@@ -46,18 +47,28 @@ int main(void)
     struct run_limits l;
     memset(&l, 0, sizeof l);
     l.derived = 1, l.naive_seconds = 0.42, l.factor = 5, l.floor = 10, l.startup = 2;
-    m = run_check_failure(&v, &l, 12.0, "2^28", buf, sizeof buf);
+    /* A run that shared the GPU: 12 s of share in 30 s of wall time. */
+    struct share_clock sc;
+    memset(&sc, 0, sizeof sc);
+    sc.used = 12.0, sc.wall = 30.0, sc.peak_users = 3;
+    m = run_check_failure(&v, &l, 12.0, "2^28", &sc, buf, sizeof buf);
     check(m && strstr(m, "40.2 s of CPU time") && strstr(m, "every thread") &&
-              !strstr(m, "time limit of 12.0 s") && !strstr(m, "loop that never ends"),
-          "a check run's CPU-time timeout: the CPU sentence, not the wall limit's advice");
+              !strstr(m, "time limit of 12.0 s") && !strstr(m, "loop that never ends") &&
+              !strstr(m, "shared the GPU"),
+          "a check run's CPU-time timeout: the CPU sentence, not the wall limit's advice nor "
+          "the GPU share's (the CPU limit counts no share)");
     v.cpu_limit = 0;
     v.wall_seconds = 14.0;
-    m = run_check_failure(&v, &l, 12.0, "2^28", buf, sizeof buf);
+    m = run_check_failure(&v, &l, 12.0, "2^28", NULL, buf, sizeof buf);
     check(m && strstr(m, "time limit of 12.0 s while case 2^28 was running") &&
-              strstr(m, "naive reference"),
+              strstr(m, "naive reference") && !strstr(m, "shared the GPU"),
           "a check run's wall-clock timeout: its limit, how it was set, the case that ran");
-    m = run_check_failure(&v, &l, 12.0, NULL, buf, sizeof buf);
+    m = run_check_failure(&v, &l, 12.0, NULL, NULL, buf, sizeof buf);
     check(m && !strstr(m, "while case"), "a hidden case is not named");
+    m = run_check_failure(&v, &l, 12.0, "2^28", &sc, buf, sizeof buf);
+    check(m && strstr(m, "time limit of 12.0 s") && strstr(m, "up to 3 at once") &&
+              strstr(m, "12.0 s of share in 30.0 s of wall time"),
+          "a wall-clock timeout beside other jobs says the limit counted its share");
 
     memset(&v, 0, sizeof v);
     v.output_limit = 1;
