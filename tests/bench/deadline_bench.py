@@ -191,6 +191,9 @@ def main():
                 false_rt.append(f"{s['lab']}/{s['file']}: {status}")
         busy = [u for (t, u, _) in samples if t_first <= t <= t_last]
         mem = [m for (t, _, ms) in samples if t_first <= t <= t_last for m in ms]
+        # When more was in use than reserved: seconds into the burst, the excess.
+        over = [(t - t_first, u - r) for (t, _, ms) in samples if t_first <= t <= t_last
+                for u, r in ms if u > r]
         # Where the time went: the mean of each phase over the graded jobs
         # (the result document's `phases`), to say what bounds throughput.
         phase_sum, phase_n = {}, 0
@@ -250,6 +253,10 @@ def main():
         pf_docs = [s["profile_doc"] for s in subs if s.get("profile") == "ok" and s.get("profile_doc")]
         pf_wait = [d["wait_seconds"] for d in pf_docs if d.get("wait_seconds") is not None]
         pf_run = [d["seconds"] for d in pf_docs if d.get("seconds") is not None]
+        per_lab = {}
+        for s in subs:
+            if s["id"] in done and done[s["id"]][1] == "graded" and s.get("phases"):
+                per_lab.setdefault(s["lab"], []).append(s["phases"])
         rows = [
             ("GPUs, runners per GPU", f"{svc.ngpus}, {NRUN}"),
             ("prepare (every GPU at once), s", f"{svc.prepare_s:.0f}"),
@@ -272,6 +279,8 @@ def main():
              (f"{max(u for u, _ in mem):.0f} / {max(r for _, r in mem):.0f}; "
               f"{pct([u - r for u, r in mem], 50):.0f}; "
               f"{sum(1 for u, r in mem if u > r)} of {len(mem)}") if mem else "n/a"),
+            ("  used > reserved: first / last at s into the burst; the most, MiB",
+             f"{over[0][0]:.0f} / {over[-1][0]:.0f}; {max(x for _, x in over):.0f}" if over else "never"),
             ("host CPU busy, mean / p90", f"{statistics.mean(cpu) if cpu else float('nan'):.0f}% / "
              f"{pct(cpu, 90) if cpu else float('nan'):.0f}% (n={len(cpu)})"),
             ("expectations met (expect: headers, profiles aside)",
@@ -305,6 +314,12 @@ def main():
             ("GPU baseline batches: own / shared (age p50) / cached",
              f"{batch_kinds.get('own', 0)} / {batch_kinds.get('shared', 0)}"
              f" ({pct(batch_ages, 50) if batch_ages else float('nan'):.1f} s) / {batch_kinds.get('cached', 0)}"),
+            # Per lab: who waits for admission, whose check runs are long.
+            ("graded jobs' mean admit_wait / check_run / total per lab, s", "; ".join(
+                f"{lab} {statistics.mean(ph.get('admit_wait', 0) for ph in phs):.0f} / "
+                f"{statistics.mean(ph.get('check_run', 0) for ph in phs):.0f} / "
+                f"{statistics.mean(ph.get('total', 0) for ph in phs):.0f} (n={len(phs)})"
+                for lab, phs in sorted(per_lab.items())) or "n/a"),
             ("graded jobs' mean phases, s", ", ".join(f"{k} {v / phase_n:.2f}" for k, v in
                                                      sorted(phase_sum.items(), key=lambda kv: -kv[1])[:9])
              + f" (n={phase_n})" if phase_n else "n/a"),
