@@ -598,7 +598,8 @@ int job_admit(struct job *j)
     if (j->so_failed)
         job_sanitizers_off(j);
     assert(j->job_lk < 0);
-    j->job_lk = lock_gpu_shared_user(j->env);
+    j->job_lk = lock_gpu_shared_user(j->env); /* waits while timing runs wait or run */
+    job_clock_mark(&j->pc, "gpu_wait");
     for (size_t i = 0; i < j->nsan_tasks && j->python; i++)
         if ((r = sanitizer_prestart(&j->san_tasks[i])) < 0) {
             snprintf(j->err, sizeof j->err, "cannot start %s: %s", j->san_tasks[i].tool,

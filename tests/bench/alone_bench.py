@@ -31,7 +31,7 @@ REPEAT = int(os.environ.get("REPEAT", "2"))
 WAIT = float(os.environ.get("BENCH_TIMEOUT", "300"))  # per submission
 OUT = os.environ.get("OUT") or None
 # Phases shown first (the rest follow, biggest first).
-FIRST = ["front", "compile", "check_run", "judge", "sanitize_wait", "time_start", "time_run",
+FIRST = ["front", "compile", "gpu_wait", "check_run", "judge", "sanitize_wait", "time_start", "time_run",
          "time_baselines", "baselines", "profile"]
 
 

@@ -315,8 +315,9 @@ def main():
              f"{batch_kinds.get('own', 0)} / {batch_kinds.get('shared', 0)}"
              f" ({pct(batch_ages, 50) if batch_ages else float('nan'):.1f} s) / {batch_kinds.get('cached', 0)}"),
             # Per lab: who waits for admission, whose check runs are long.
-            ("graded jobs' mean admit_wait / check_run / total per lab, s", "; ".join(
+            ("graded jobs' mean admit_wait / gpu_wait / check_run / total per lab, s", "; ".join(
                 f"{lab} {statistics.mean(ph.get('admit_wait', 0) for ph in phs):.0f} / "
+                f"{statistics.mean(ph.get('gpu_wait', 0) for ph in phs):.0f} / "
                 f"{statistics.mean(ph.get('check_run', 0) for ph in phs):.0f} / "
                 f"{statistics.mean(ph.get('total', 0) for ph in phs):.0f} (n={len(phs)})"
                 for lab, phs in sorted(per_lab.items())) or "n/a"),

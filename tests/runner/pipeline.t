@@ -352,7 +352,7 @@ exit $rc
     ok(d["status"] == "graded" and len(san) == 2 and all(x["clean"] for x in san) and
        d["result"]["score"] == d["result"]["max_score"] == 45,
        "memcheck and racecheck exit 0: clean, the sanitizer points are earned", json.dumps(d)[:2500] + log[-1500:])
-    AFTER_LINK = ("check_run", "device_record", "judge", "sanitize_wait", "time_run", "time_judge",
+    AFTER_LINK = ("gpu_wait", "check_run", "device_record", "judge", "sanitize_wait", "time_run", "time_judge",
                   "baselines", "sanitize")
     SOURCES["slow.cu"] = SOURCES["good.cu"]
     d, log = grade("slow.cu", ["--rubric", rpath])

@@ -84,7 +84,8 @@ try:
 
     d, ph, wall, log = grade("wrong.cu", WRONG, "de1a0901" + "0" * 24)
     after = sum(v for k, v in ph.items() if k not in ("total", "front", "compile", "link", "inspect",
-                                                      "prestart", "admit_wait", "check_run"))
+                                                      "prestart", "admit_wait", "gpu_wait",
+                                                      "check_run"))
     ok(d.get("status") == "graded" and d.get("result", {}).get("score") == 0 and after < 4,
        "a wrong file's verdict does not wait for the 9 s set-up of the timing run it will not "
        "use (%.1f s after its check)" % after, json.dumps(ph) + log)

@@ -136,6 +136,11 @@ int main(int argc, char** argv)
             printf("harness: gate passed\n");
             fflush(stdout);
         }
+        // "de1c" and two digits: that many seconds after the gate, under
+        // the exclusive lock (tests/runner/time_judge.t: a hold long enough
+        // to be seen from outside).
+        if (seed_hook(seed, "de1c", 6))
+            sleep(seed_digits(seed, 4));
         char buf[8192];
         int o = snprintf(buf, sizeof buf, "{\"type\":\"timing\",\"name\":\"%s\",\"samples_ms\":[", one);
         for (int s = 0; s < 30; s++) {
