@@ -22,8 +22,8 @@ void case_work(const struct lab *lab, const char *case_name, const json_t *timin
 /* Let go of the job's GPU memory reservation (admit.h), if it holds one. */
 void job_unreserve(struct job *j);
 /* Shrink the job's GPU reservation to mb MiB for the phase it enters (per
- * phase, docs/runner.md "GPU memory"; never grows; a CUDA job only: what a
- * Python job's interpreters and CuPy's pool hold is not measured). A
+ * phase, docs/runner.md "GPU memory"; never grows; a Python job's too:
+ * its processes' contexts are counted per process, runner/gpu/lock.c). A
  * ledger that cannot be rewritten keeps the bigger reservation. */
 void job_reserve_to(struct job *j, unsigned long long mb);
 
@@ -41,6 +41,11 @@ int job_gpu_up(struct job *j);
  * job's shared lock, after its admission; a no-op for a lab with nothing
  * to time, and when it cannot start (the timing starts after the check). */
 void job_time_prestart(struct job *j);
+/* The profiling feedback of a submission that passed every case, at the
+ * end of its timing (job_profile.c): run now, marked pending for
+ * job_profile_after, or skipped with the reason in j->profile. */
+void job_profile(struct job *j);
+
 /* End a pre-started timing run the job will not use (a verdict at the
  * check, an error): it ends at its gate, nothing of the student's having
  * run in it; waits for it. A no-op without one. */
