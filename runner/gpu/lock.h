@@ -1,7 +1,8 @@
 /*
  * lock.h - what a job holds on its GPU (docs/runner.md "Lock and admission
- * discipline"): the GPU lock (shared for checks, sanitizers and judges,
- * exclusive for timing runs, baselines and the device record) and its GPU
+ * discipline"): the GPU lock (shared for checks, sanitizers and the
+ * check's judge, exclusive for timing runs with their judge, baselines and
+ * the device record) and its GPU
  * memory reservation (admit.h's ledger). The rules: take the reservation
  * first, then the lock, never wait for either while holding the other's
  * kind of thing a waiter needs, let go of the shared lock before asking for
@@ -27,7 +28,8 @@ struct run_ctx;
 int lock_gpu(const struct grade_env *env, int exclusive);
 /* lock_gpu shared, and this process counted as one of the GPU's users
  * (CACHE/gpu-<index>.active) until lock_gpu_release: what a job takes for
- * its check run, sanitizers and judges. Returns the fd or -1 (unlocked). */
+ * its check run, sanitizers and the check's judge. Returns the fd or -1
+ * (unlocked). */
 int lock_gpu_shared_user(const struct grade_env *env);
 /* Let go of a lock from lock_gpu or lock_gpu_shared_user (and of the user's
  * line); -1 is a no-op. */
