@@ -23,11 +23,7 @@ require_nvcc_root()
 
 tmp = tempfile.mkdtemp(prefix="cugrade-starved-")
 os.chmod(tmp, 0o755)
-root = tree.lay_out(os.path.join(tmp, "root"))
-lp = os.path.join(root, "labs/fakelab/lab.json")
-lab = json.load(open(lp))
-lab["limits"]["compile_seconds"] = 3
-json.dump(lab, open(lp, "w"))
+root = tree.lay_out(os.path.join(tmp, "root"), limits={"compile_seconds": 3})
 
 fake = os.path.join(tmp, "cuda")
 link_cuda(fake, own=("nvcc",))

@@ -1,8 +1,28 @@
 """A GPU memory admission ledger watched from outside (runner/gpu/admit.c:
 "pid token mb" lines), for the suites that check a job's reservation per
-phase (pipeline.t for CUDA, python_gate.t for Python)."""
+phase (pipeline.t for CUDA, python_gate.t for Python), or that look for
+another job's line in it (profile_after.t, time_judge.t)."""
+import os
 import threading
 import time
+
+
+def live_lines(path):
+    """The lines of the ledger at path whose process lives ([] when there
+    is no ledger)."""
+    out = []
+    try:
+        for line in open(path).read().split("\n"):
+            f = line.split()
+            if len(f) == 3:
+                try:
+                    os.kill(int(f[0]), 0)
+                    out.append(line)
+                except (ProcessLookupError, ValueError):
+                    pass
+    except FileNotFoundError:
+        pass
+    return out
 
 
 class LedgerWatch:

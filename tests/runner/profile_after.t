@@ -21,6 +21,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fak
 from suite import FAKE, FIX, RUNNER, failures, ok, overloaded, require_nvcc_root  # noqa: E402
 import tree  # noqa: E402  (the fake lab laid out as a course tree)
 import fakeserver  # noqa: E402  (the server's runner protocol, scripted)
+from ledger import live_lines  # noqa: E402  (tests/runner/ledger.py)
 from fakeserver import GOOD, job  # noqa: E402
 TOKEN = "cgr_" + "ef" * 32
 
@@ -57,23 +58,6 @@ open(tok, "w").write(TOKEN + "\n")
 admitq = os.path.join(cache, "gpu-0.admitq")
 active = os.path.join(cache, "gpu-0.active")
 timing = os.path.join(cache, "gpu-0.timing")
-
-
-def live_lines(path):
-    """The lines of an admit.h ledger whose process lives."""
-    out = []
-    try:
-        for line in open(path).read().split("\n"):
-            f = line.split()
-            if len(f) == 3:
-                try:
-                    os.kill(int(f[0]), 0)
-                    out.append(line)
-                except (ProcessLookupError, ValueError):
-                    pass
-    except FileNotFoundError:
-        pass
-    return out
 
 
 def serve(fake, name, extra_env):

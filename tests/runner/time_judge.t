@@ -17,19 +17,17 @@ import fcntl, json, os, subprocess, sys, tempfile, threading, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakelab"))
 from suite import failures, ok, require_nvcc_root  # noqa: E402  (paths, TAP)
-from suite import NO_HOLD, grade as run_grade  # noqa: E402  (a starved compile retried)
+from suite import grade_fakelab  # noqa: E402  (a starved compile retried)
 import tree  # noqa: E402  (the fake lab laid out as a course tree)
+from ledger import live_lines  # noqa: E402  (tests/runner/ledger.py)
 
 require_nvcc_root()
 
 tmp = tempfile.mkdtemp(prefix="cugrade-tjudge-")
 os.chmod(tmp, 0o755)
-root = tree.lay_out(os.path.join(tmp, "root"))
-labp = os.path.join(root, "labs/fakelab/lab.json")
-lab = json.load(open(labp))
-lab["limits"]["run_seconds"] = 30  # room for the 2 s hold
-lab["limits"]["derive"]["floor_seconds"] = 15
-json.dump(lab, open(labp, "w"))
+# run_seconds: room for the 2 s hold
+root = tree.lay_out(os.path.join(tmp, "root"),
+                    limits={"run_seconds": 30, "derive": {"floor_seconds": 15}})
 cache = os.path.join(tmp, "cache")
 os.makedirs(cache)
 timing = os.path.join(cache, "gpu-0.timing")
@@ -38,25 +36,13 @@ WAITER_S = 12
 
 
 def grade(name, seed):
-    path = os.path.join(tmp, name)
-    open(path, "w").write(GOOD)
-    d, log, _ = run_grade(["--root", root, "--lab", "fakelab", "--file", path, "--cache", cache,
-                           "--work", os.path.join(tmp, "work"), "--arch", "sm_90", "--seed", seed],
-                          env=NO_HOLD)
+    d, log, _ = grade_fakelab(tmp, root, cache, name, GOOD, seed)
     return d, (d.get("result", {}).get("cugrade") or {}).get("phases") or {}, log
 
 
 def live_pids(path):
     """The pids of the ledger's lines whose process lives."""
-    pids = []
-    try:
-        for line in open(path).read().split("\n"):
-            f = line.split()
-            if len(f) == 3 and os.path.isdir("/proc/" + f[0]):
-                pids.append(int(f[0]))
-    except (FileNotFoundError, ValueError):
-        pass
-    return pids
+    return [int(line.split()[0]) for line in live_lines(path)]
 
 
 def inject(stop, seen):

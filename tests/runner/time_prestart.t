@@ -18,19 +18,17 @@ import json, os, re, subprocess, sys, tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakelab"))
 from suite import failures, ok, require_nvcc_root  # noqa: E402  (paths, TAP)
-from suite import NO_HOLD, grade as run_grade  # noqa: E402  (a starved compile retried)
+from suite import grade_fakelab  # noqa: E402  (a starved compile retried)
 import tree  # noqa: E402  (the fake lab laid out as a course tree)
 
 require_nvcc_root()
 
 tmp = tempfile.mkdtemp(prefix="cugrade-pre-")
 os.chmod(tmp, 0o755)
-root = tree.lay_out(os.path.join(tmp, "root"))
-labp = os.path.join(root, "labs/fakelab/lab.json")
-lab = json.load(open(labp))
-lab["limits"]["run_seconds"] = 30  # room for a 5 s check and a 9 s set-up
-lab["limits"]["derive"]["floor_seconds"] = 15  # the check's derived limit too
-json.dump(lab, open(labp, "w"))
+# run_seconds: room for a 5 s check and a 9 s set-up; floor_seconds: the
+# check's derived limit too
+root = tree.lay_out(os.path.join(tmp, "root"),
+                    limits={"run_seconds": 30, "derive": {"floor_seconds": 15}})
 cache = os.path.join(tmp, "cache")
 os.makedirs(cache)
 GOOD = 'extern "C" void fill(float* o, int n) { for (int i = 0; i < n; i++) o[i] = 2.0f * i; }\n'
@@ -38,11 +36,7 @@ WRONG = 'extern "C" void fill(float* o, int n) { for (int i = 0; i < n; i++) o[i
 
 
 def grade(name, src, seed):
-    path = os.path.join(tmp, name)
-    open(path, "w").write(src)
-    d, log, wall = run_grade(["--root", root, "--lab", "fakelab", "--file", path, "--cache", cache,
-                              "--work", os.path.join(tmp, "work"), "--arch", "sm_90", "--seed", seed],
-                             env=NO_HOLD)
+    d, log, wall = grade_fakelab(tmp, root, cache, name, src, seed)
     ph = (d.get("result", {}).get("cugrade") or {}).get("phases") or {}
     return d, ph, wall, log
 

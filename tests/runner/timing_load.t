@@ -25,18 +25,15 @@ import json, os, subprocess, sys, tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakelab"))
 from suite import failures, ok, require_nvcc_root  # noqa: E402  (paths, TAP)
-from suite import NO_HOLD, grade as run_grade  # noqa: E402  (a starved compile retried)
+from suite import grade_fakelab  # noqa: E402  (a starved compile retried)
 import tree  # noqa: E402  (the fake lab laid out as a course tree)
 
 require_nvcc_root()
 
 tmp = tempfile.mkdtemp(prefix="cugrade-tload-")
 os.chmod(tmp, 0o755)
-root = tree.lay_out(os.path.join(tmp, "root"))
-labp = os.path.join(root, "labs/fakelab/lab.json")
-lab = json.load(open(labp))
-lab["limits"]["run_seconds"] = 30  # the ceiling: room for the share clock to stretch
-json.dump(lab, open(labp, "w"))
+# run_seconds, the ceiling: room for the share clock to stretch
+root = tree.lay_out(os.path.join(tmp, "root"), limits={"run_seconds": 30})
 cache = os.path.join(tmp, "cache")
 os.makedirs(cache)
 
@@ -54,11 +51,7 @@ PLAIN = "0123456789abcdef0123456789abcdef"
 
 
 def grade(name, seed):
-    path = os.path.join(tmp, name)
-    with open(path, "w") as f:
-        f.write(SOURCES[name])
-    return run_grade(["--root", root, "--lab", "fakelab", "--file", path, "--cache", cache,
-                      "--work", os.path.join(tmp, "work"), "--arch", "sm_90", "--seed", seed], env=NO_HOLD)
+    return grade_fakelab(tmp, root, cache, name, SOURCES[name], seed)
 
 
 def summary(d, log):

@@ -109,3 +109,15 @@ def grade(args, env=None, timeout=300, tries=3):
         if not overloaded(doc.get("status"), p.stderr + p.stdout):
             break
     return doc, log, wall
+
+
+def grade_fakelab(tmp, root, cache, name, src, seed):
+    """Write src to tmp/name and grade it in the fake lab laid out at root
+    (grade() above, with NO_HOLD: work under tmp/work, sm_90, the seed
+    given). Returns grade()'s (doc, log, wall)."""
+    path = os.path.join(tmp, name)
+    with open(path, "w") as f:
+        f.write(src)
+    return grade(["--root", root, "--lab", "fakelab", "--file", path, "--cache", cache,
+                  "--work", os.path.join(tmp, "work"), "--arch", "sm_90", "--seed", seed],
+                 env=NO_HOLD)
