@@ -220,12 +220,10 @@ class Buffers:
 POISON = 0x7FDEADED
 
 
-def lineinfo_default():
-    """Make lineinfo=True the default of numba.cuda.jit (numba-cuda 0.30 has
-    no setting for it: NUMBA_CUDA_DEBUGINFO turns on debug=True, which
-    changes the code and warns unless opt=False), so that compute-sanitizer
-    names the student's file and line. Line info only: the code is the same.
-    A student's own lineinfo=/debug= still wins. Returns True when set."""
+def jit_default(name, value):
+    """Make value the default of numba.cuda.jit's keyword name (numba-cuda
+    0.30 has no setting for lineinfo, nor Numba for cache). A student's own
+    keyword still wins. Returns True when set."""
     from numba import cuda
     jit = getattr(cuda, "jit", None)
     code = getattr(jit, "__code__", None)
@@ -234,15 +232,62 @@ def lineinfo_default():
     names = code.co_varnames[:code.co_argcount]
     defaults = list(jit.__defaults__ or ())
     first = len(names) - len(defaults)
-    if "lineinfo" in names and names.index("lineinfo") >= first:
-        defaults[names.index("lineinfo") - first] = True
+    if name in names and names.index(name) >= first:
+        defaults[names.index(name) - first] = value
         jit.__defaults__ = tuple(defaults)
         return True
     kw = getattr(jit, "__kwdefaults__", None)
-    if kw and "lineinfo" in kw:
-        kw["lineinfo"] = True
+    if kw and name in kw:
+        kw[name] = value
         return True
     return False
+
+
+def lineinfo_default():
+    """lineinfo=True the default of numba.cuda.jit (NUMBA_CUDA_DEBUGINFO
+    turns on debug=True, which changes the code and warns unless
+    opt=False), so that compute-sanitizer names the student's file and
+    line. Line info only: the code is the same. Returns True when set."""
+    return jit_default("lineinfo", True)
+
+
+def jit_cache_default():
+    """Numba's on-disk cache on by default for the student's kernels
+    (docs/python.md, "Kernel caches"): cuda.jit's cache=True, in
+    NUMBA_CACHE_DIR (main: HOME/.numba-cache, in the sandbox /work, the
+    job's folder), as CuPy's kernel cache is. The timing run's tenant then
+    loads what the check run's compiled instead of compiling it again after
+    its gate, inside the GPU's exclusive hold. Only the student's own
+    processes read it. A cache that cannot be made (a kernel defined by
+    exec has no file to key it), read or written is no cache, never the
+    student's error. Returns True when set."""
+    import warnings
+    try:
+        from numba.cuda import dispatcher as nd
+        disp, cache = nd.CUDADispatcher, nd.CUDACache
+        enable = disp.enable_caching
+        load, save = cache.load_overload, cache.save_overload
+    except (ImportError, AttributeError):
+        return False
+
+    def enable_caching(self):
+        try:
+            enable(self)
+        except Exception:  # noqa: BLE001 - no locator for its file: compiled, not cached
+            pass
+
+    def guarded(fn):
+        def call(self, *a, **kw):
+            try:
+                return fn(self, *a, **kw)
+            except Exception:  # noqa: BLE001 - a cache file we cannot use: a miss
+                return None
+        return call
+
+    disp.enable_caching = enable_caching
+    cache.load_overload, cache.save_overload = guarded(load), guarded(save)
+    warnings.filterwarnings("ignore", message="Cannot cache compiled function")
+    return jit_default("cache", True)
 
 
 def sanitize(lab_name, case_name, seed_hex, path):
@@ -340,6 +385,7 @@ def runtime_op(op, sim, cuda):
             except ImportError:
                 pass   # a host with Numba only: the student's import says so
             cuda.current_context()
+            jit_cache_default()
         elif op == "sync":
             cuda.synchronize()
     except BaseException as e:  # noqa: B902
@@ -370,6 +416,10 @@ def main():
         return
     path, symbol, fd = sys.argv[1], sys.argv[2], int(sys.argv[3])
     sock = socket.socket(fileno=fd)
+    # Numba reads it once, at its import (runtime_op): the student's
+    # kernels' cache (jit_cache_default), in the job's folder.
+    os.environ.setdefault("NUMBA_CACHE_DIR", os.path.join(
+        os.environ.get("HOME") or os.path.dirname(os.path.abspath(path)), ".numba-cache"))
     shim_numpy()
     quiet_paths()
     fn = None
