@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define SUSPECT_GAP_S 2.0 /* while good, one probe per this many seconds at most */
@@ -125,9 +126,9 @@ void health_suspect(struct health *hl)
         hl->wanted = 1;
 }
 
-/* Start the probe. Where none can start, the runner goes on as if it
- * answered (it cannot say): 0 or -errno. */
-static int probe_start(struct health *hl, double now)
+/* Fork `cugrade-runner gpu-probe` with its stderr on a pipe (*fd, the
+ * read end, close-on-exec). Returns the pid or -errno. */
+static pid_t probe_spawn(int *fd)
 {
     char exe[PATH_MAX];
     int p[2];
@@ -152,14 +153,65 @@ static int probe_start(struct health *hl, double now)
         close(p[0]);
         return -e;
     }
-    fcntl(p[0], F_SETFL, O_NONBLOCK);
+    *fd = p[0];
+    return pid;
+}
+
+/* Start the probe. Where none can start, the runner goes on as if it
+ * answered (it cannot say): 0 or -errno. */
+static int probe_start(struct health *hl, double now)
+{
+    int fd = -1;
+    pid_t pid = probe_spawn(&fd);
+    if (pid < 0)
+        return (int)pid;
+    fcntl(fd, F_SETFL, O_NONBLOCK);
     hl->pid = pid;
-    hl->fd = p[0];
+    hl->fd = fd;
     hl->started = now;
     hl->overdue = 0;
     hl->nwhy = 0;
     hl->why[0] = '\0';
     return 0;
+}
+
+int health_probe_wait(char *why, size_t len)
+{
+    assert(len > 0);
+    why[0] = '\0';
+    int fd = -1, status = 0;
+    pid_t pid = probe_spawn(&fd);
+    if (pid < 0)
+        return HEALTH_PROBE_UNKNOWN; /* cannot ask: the verdict stands */
+    double limit = runner_cfg()->gpu_probe_limit, t0 = run_now();
+    pid_t w;
+    while ((w = waitpid(pid, &status, WNOHANG)) == 0 && run_now() - t0 < limit) {
+        struct timespec ts = {0, 20000000L};
+        nanosleep(&ts, NULL);
+    }
+    int overdue = w == 0;
+    if (overdue) { /* a driver that does not answer */
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+    }
+    size_t n = 0;
+    ssize_t k;
+    while (n + 1 < len && (k = read(fd, why + n, len - 1 - n)) > 0)
+        n += (size_t)k;
+    why[n] = '\0';
+    while (n > 0 && (why[n - 1] == '\n' || why[n - 1] == ' '))
+        why[--n] = '\0';
+    close(fd);
+    if (overdue) {
+        snprintf(why, len, "the GPU probe did not answer in %.0f s", limit);
+        return HEALTH_PROBE_FAILED;
+    }
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    if (code == HEALTH_PROBE_OK || code == HEALTH_PROBE_UNKNOWN)
+        return code;
+    if (!why[0])
+        snprintf(why, len, "the GPU probe failed (status %d)", code);
+    return HEALTH_PROBE_FAILED;
 }
 
 static void probe_read(struct health *hl)

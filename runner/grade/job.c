@@ -762,6 +762,8 @@ int job_check(struct job *j)
     int r;
     if ((r = job_case_list(j)) < 0 || (r = job_check_run(j)) < 0)
         return r;
+    if (j->check_timed_out && (r = job_timeout_ours(j, "the check run")) < 0)
+        return r;
     if (j->python && j->ci.compile_error && j->v.exited && j->v.exit_code == 5) {
         /* The owner's word (it alone writes the channel): the module did
          * not import or its first call did not compile. */

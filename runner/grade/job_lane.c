@@ -111,3 +111,14 @@ int job_gpu_up(struct job *j)
     job_clock_mark(&j->pc, "gpu_down_wait");
     return 0;
 }
+
+int job_timeout_ours(struct job *j, const char *run)
+{
+    char why[256];
+    if (!j->env->gpu_devices || health_probe_wait(why, sizeof why) != HEALTH_PROBE_FAILED)
+        return 0;
+    return job_fail(j, -EIO,
+                    "%s ran into its limit on a GPU that stopped answering (%.200s): ours, not "
+                    "the student's timeout",
+                    run, why);
+}

@@ -35,6 +35,12 @@ __attribute__((format(printf, 3, 4))) int job_fail(struct job *j, int r, const c
  * CUGRADE_GPU_DOWN_WAIT (j->err says so). job_lane.c. */
 int job_gpu_up(struct job *j);
 
+/* A run of j's (run: "the check run", "the timing run") timed out: was it
+ * the GPU? It is probed now (health_probe_wait); when it does not answer,
+ * the timeout is ours: -EIO with the sentence in j->err (a system_error,
+ * retried), else 0 and the verdict stands. No GPU: 0. job_lane.c. */
+int job_timeout_ours(struct job *j, const char *run);
+
 /* Start the first timing run beside the check run (job_time.c): its
  * start-up overlaps the check, then it waits at its gate for the job's
  * timing (job_time) or ends there (job_time_prestart_end). Under the

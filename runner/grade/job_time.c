@@ -586,6 +586,8 @@ static int job_time_run_held(struct job *j, struct job_round *jr, int k, int *tl
     close(fd);
     if (run_harness_failed(&j->tv, &j->ti, j->err, sizeof j->err))
         return -EIO;
+    if (j->tv.timed_out && (r = job_timeout_ours(j, "the timing run")) < 0)
+        return r;
     const char *why_t = run_failure(&j->tv, fail, sizeof fail);
     /* The run's wall time is no limit's: it holds the wait at the gate. */
     if (j->tv.timed_out && !j->tv.cpu_limit && !j->tv.output_limit)
