@@ -117,6 +117,10 @@ int job_timeout_ours(struct job *j, const char *run)
     char why[256];
     if (!j->env->gpu_devices || health_probe_wait(why, sizeof why) != HEALTH_PROBE_FAILED)
         return 0;
+    /* A GPU whose memory is full answers: the student's timeout stands
+     * (a burst's reservations may leave no room for the probe's context). */
+    if (strstr(why, "OUT_OF_MEMORY"))
+        return 0;
     return job_fail(j, -EIO,
                     "%s ran into its limit on a GPU that stopped answering (%.200s): ours, not "
                     "the student's timeout",

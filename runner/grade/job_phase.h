@@ -38,7 +38,8 @@ int job_gpu_up(struct job *j);
 /* A run of j's (run: "the check run", "the timing run") timed out: was it
  * the GPU? It is probed now (health_probe_wait); when it does not answer,
  * the timeout is ours: -EIO with the sentence in j->err (a system_error,
- * retried), else 0 and the verdict stands. No GPU: 0. job_lane.c. */
+ * retried), else 0 and the verdict stands (also when the probe only ran
+ * out of device memory: the GPU answered). No GPU: 0. job_lane.c. */
 int job_timeout_ours(struct job *j, const char *run);
 
 /* Start the first timing run beside the check run (job_time.c): its

@@ -11,9 +11,9 @@ gone (cuInit: CUDA_ERROR_NO_DEVICE) and the next jobs became system_errors.
 
 The fake GPU of health.t (fakegpu.py: cuInit fails while a file exists,
 hangs while another does) and the fake lab; a file whose fill() never
-returns. With the GPU answering, it is the student's timeout; with the GPU
-gone, or its driver hanging past the probe's limit, the same run is a
-system_error that names the GPU. Prints TAP."""
+returns. With the GPU answering (its memory full included), it is the
+student's timeout; with the GPU gone, or its driver hanging past the
+probe's limit, the same run is a system_error that names the GPU. Prints TAP."""
 import json, os, subprocess, sys, tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakelab"))
@@ -70,6 +70,13 @@ try:
     os.unlink(hang)
     ok(d.get("status") == "system_error" and "did not answer in 3 s" in said(d),
        "and on a driver that hangs: the probe is killed at its limit, system_error", said(d) + log)
+    oom = fakegpu.oom_path(tmp)
+    open(oom, "w").close()
+    d, log = run("spin.cu", SPIN)
+    os.unlink(oom)
+    ok(d.get("status") == "timeout",
+       "on a GPU that answers but whose memory is full (the probe's allocation fails): the "
+       "student's timeout stands", said(d) + log)
     open(dead, "w").close()
     d, log = run("late.cu", LATE)
     os.unlink(dead)
@@ -78,5 +85,5 @@ try:
 finally:
     subprocess.run(["rm", "-rf", tmp])
 
-print("1..5")
+print("1..6")
 sys.exit(1 if failures() else 0)
