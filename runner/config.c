@@ -101,10 +101,6 @@ static const struct row rows[] = {
      "age past which an empty leftover sandbox cgroup is removed"},
     {"CUGRADE_SANDBOX_USER", T_CHOICE, TE, F(sandbox_user), "auto", 0, 0, "auto|root|nobody|box",
      "", "forces the sandbox's uid mode (auto: box uids, root-mapped if those fail)"},
-    {"CUGRADE_SANDBOX_CGROUP", T_CHOICE, TE, F(sandbox_cgroup), "on", 0, 0, "on|off", "",
-     "off: sandboxes WITHOUT cgroup limits (diagnostics: tests/bench/sandbox_diag.sh)"},
-    {"CUGRADE_SANDBOX_SECCOMP", T_CHOICE, TE, F(sandbox_seccomp), "on", 0, 0, "on|off", "",
-     "off: sandboxes WITHOUT the seccomp filter (diagnostics: sandbox_diag.sh)"},
 };
 
 #define NROWS (sizeof rows / sizeof rows[0])

@@ -30,8 +30,6 @@ enum runner_config_kind {
 
 /* runner_config.sandbox_user's values (CUGRADE_SANDBOX_USER). */
 enum { RUNNER_USER_AUTO, RUNNER_USER_ROOT, RUNNER_USER_NOBODY, RUNNER_USER_BOX };
-/* The on|off switches' values. */
-enum { RUNNER_ON, RUNNER_OFF };
 
 /* The switches' values, after parsing. A text switch left unset or empty
  * is "" unless its row has a default; an integer switch whose row has no
@@ -67,8 +65,6 @@ struct runner_config {
     long front;
     long cgroup_sweep_age;
     long sandbox_user;
-    long sandbox_cgroup;
-    long sandbox_seccomp;
 };
 
 /* Fill *c from the environment: every row of the table, its default when

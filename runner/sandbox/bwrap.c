@@ -139,13 +139,13 @@ static void args_system(struct argbuf *a)
         arg_add3(a, "--ro-bind-try", etc[i], etc[i]);
 }
 
-int bwrap_seccomp_off(void)
+int bwrap_seccomp_off(const struct sandbox_config *cfg)
 {
-    if (runner_cfg()->sandbox_seccomp != RUNNER_OFF)
+    if (!cfg->diag_no_seccomp)
         return 0;
     static int warned;
     if (!warned++)
-        fprintf(stderr, "sandbox: CUGRADE_SANDBOX_SECCOMP=off: running WITHOUT the seccomp filter\n");
+        fprintf(stderr, "sandbox: --no-seccomp: running WITHOUT the seccomp filter\n");
     return 1;
 }
 
@@ -229,7 +229,7 @@ int bwrap_args_build(const struct sandbox_config *cfg, enum bwrap_mode mode, int
     arg_add2(&a, "--remount-ro", "/");
     arg_add2(&a, "--chdir", "/work");
     snprintf(num, sizeof num, "%d", seccomp_fd);
-    if (!bwrap_seccomp_off())
+    if (!bwrap_seccomp_off(cfg))
         arg_add2(&a, "--seccomp", num);
     snprintf(num, sizeof num, "%d", status_fd);
     arg_add2(&a, "--json-status-fd", num);

@@ -64,11 +64,11 @@ struct bwrap_plan {
 void bwrap_plan_creds(struct bwrap_plan *p, const struct sandbox_config *cfg,
                       enum bwrap_mode mode, unsigned box);
 
-/* $CUGRADE_SANDBOX_SECCOMP=off: no seccomp filter. For measuring what the
- * filter costs (tests/bench/sandbox_diag.sh) only, never for grading: the
- * deny-list is a wall (docs/sandbox.md). Warned about on stderr once.
- * Returns 1 when off. */
-int bwrap_seccomp_off(void);
+/* cfg->diag_no_seccomp: no seccomp filter. For measuring what the filter
+ * costs (tests/bench/sandbox_diag.sh, through tests/tools/sandbox_run)
+ * only, never for grading: the deny-list is a wall (docs/sandbox.md).
+ * Warned about on stderr once. Returns 1 when off. */
+int bwrap_seccomp_off(const struct sandbox_config *cfg);
 
 /* Build bwrap's whole argument list for cfg in mode, naming seccomp_fd
  * and status_fd as the descriptors bwrap will find them at. Returns a

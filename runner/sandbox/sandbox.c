@@ -306,7 +306,7 @@ static int run_prepare(struct run *r)
     r->err.buf = malloc(cfg->output_cap + 1);
     if (!r->out.buf || !r->err.buf)
         return -ENOMEM;
-    if (runner_cfg()->sandbox_cgroup == RUNNER_OFF) {
+    if (cfg->diag_no_cgroup) {
         /* Diagnostics only (a host whose cgroupfs we may not write): no
          * memory, pids or CPU accounting; the tree is still killed through
          * the PDEATHSIG chain reaper -> bwrap -> init -> pid namespace. */
@@ -315,7 +315,7 @@ static int run_prepare(struct run *r)
             r->cg.procs_fd[i] = -1;
         static int warned;
         if (!warned++)
-            fprintf(stderr, "sandbox: CUGRADE_SANDBOX_CGROUP=off: running WITHOUT cgroup limits\n");
+            fprintf(stderr, "sandbox: --no-cgroup: running WITHOUT cgroup limits\n");
     } else if ((rc = cgroup_create(&r->cg, cfg->memory_bytes, cfg->pids)) < 0) {
         fprintf(stderr, "sandbox: cannot create a cgroup: %s\n", strerror(-rc));
         return rc;
@@ -332,7 +332,7 @@ static int run_open(struct run *r)
         pipe2(r->p_status, O_CLOEXEC) < 0 || pipe2(r->p_exec, O_CLOEXEC) < 0 ||
         pipe2(r->p_ready, O_CLOEXEC) < 0)
         return -errno;
-    if (bwrap_seccomp_off()) {
+    if (bwrap_seccomp_off(r->cfg)) {
         /* Diagnostics only (tests/bench/sandbox_diag.sh): bwrap gets an
          * empty filter slot, /dev/null, which it is never told about. */
         if ((r->seccomp_fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)

@@ -41,6 +41,13 @@ struct sandbox_config {
     uint64_t workdir_bytes;      /* size cap of /work (tmpfs size or quota) */
     size_t output_cap;           /* bytes kept of stdout and of stderr each */
     int allow_gpu;               /* bind the GPU nodes named in devices */
+    /* Diagnostics only (tests/tools/sandbox_run --no-cgroup, --no-seccomp;
+     * tests/bench/sandbox_diag.sh measures what each layer costs, and a
+     * host whose cgroupfs we may not write is tested without one): 1 runs
+     * WITHOUT cgroup limits (wall clock only, the tree still killed through
+     * the PDEATHSIG chain), or WITHOUT the seccomp filter. The runner never
+     * sets them: nothing in its environment turns a layer off. */
+    int diag_no_cgroup, diag_no_seccomp;
     /* Extensions (sandbox_config_init sets them; zero is a safe default). */
     const char *bwrap;           /* NULL: $CUGRADE_BWRAP, else /usr/bin/bwrap */
     uint64_t nofile;             /* RLIMIT_NOFILE; 0 means 1024 */

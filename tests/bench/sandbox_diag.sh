@@ -51,10 +51,10 @@ row() { name=$1; shift; printf '%-44s ' "$name"; "$@" 2>"$T/rowerr" | tr -d '\n'
 row "outside (fork+exec)" sh -c "cd $T && LD_LIBRARY_PATH= $D/tools/sandbox_run --bench $N --direct -- ./cuda-prog trivial"
 row "outside, env -i" sh -c "cd $T && env -i LD_LIBRARY_PATH=$D/lib $D/tools/sandbox_run --bench $N --direct -- ./cuda-prog trivial"
 row "inside (default)" SR --bench "$N" $G -- ./cuda-prog trivial
-row "inside, no cgroup" env CUGRADE_SANDBOX_CGROUP=off LD_LIBRARY_PATH="$D/lib" CUGRADE_BWRAP="$D/bwrap" "$D/tools/sandbox_run" --bench "$N" $G -- ./cuda-prog trivial
-row "inside, no seccomp" env CUGRADE_SANDBOX_SECCOMP=off LD_LIBRARY_PATH="$D/lib" CUGRADE_BWRAP="$D/bwrap" "$D/tools/sandbox_run" --bench "$N" $G -- ./cuda-prog trivial
+row "inside, no cgroup" env LD_LIBRARY_PATH="$D/lib" CUGRADE_BWRAP="$D/bwrap" "$D/tools/sandbox_run" --no-cgroup --bench "$N" $G -- ./cuda-prog trivial
+row "inside, no seccomp" env LD_LIBRARY_PATH="$D/lib" CUGRADE_BWRAP="$D/bwrap" "$D/tools/sandbox_run" --no-seccomp --bench "$N" $G -- ./cuda-prog trivial
 row "inside, root-mapped" env CUGRADE_SANDBOX_USER=root LD_LIBRARY_PATH="$D/lib" CUGRADE_BWRAP="$D/bwrap" "$D/tools/sandbox_run" --bench "$N" $G -- ./cuda-prog trivial
-row "inside, no cgroup+seccomp, root-mapped" env CUGRADE_SANDBOX_CGROUP=off CUGRADE_SANDBOX_SECCOMP=off CUGRADE_SANDBOX_USER=root LD_LIBRARY_PATH="$D/lib" CUGRADE_BWRAP="$D/bwrap" "$D/tools/sandbox_run" --bench "$N" $G -- ./cuda-prog trivial
+row "inside, no cgroup+seccomp, root-mapped" env CUGRADE_SANDBOX_USER=root LD_LIBRARY_PATH="$D/lib" CUGRADE_BWRAP="$D/bwrap" "$D/tools/sandbox_run" --no-cgroup --no-seccomp --bench "$N" $G -- ./cuda-prog trivial
 [ -d /run ] && row "inside, + ro /run" SR --bench "$N" $G --bind /run -- ./cuda-prog trivial
 row "inside, + CUDA_CACHE_PATH=/tmp/nvc" SR --bench "$N" $G $E --env CUDA_CACHE_PATH=/tmp/nvc -- ./cuda-prog trivial
 row "inside, + /proc/driver/nvidia bound" SR --bench "$N" $G --bind /proc/driver/nvidia -- ./cuda-prog trivial
@@ -84,9 +84,9 @@ for i in 1 2 3; do
 done
 G0="--gpu --mem 4G --pids 128 --wall 60 --cpu 60 --put $T/cuda-prog:cuda-prog"
 for i in 1 2 3; do SR $G0 -- ./cuda-prog phases | ph "inside #$i"; done
-for i in 1 2; do CUGRADE_SANDBOX_CGROUP=off SR $G0 -- ./cuda-prog phases 2>/dev/null | ph "inside no cgroup #$i"; done
+for i in 1 2; do SR --no-cgroup $G0 -- ./cuda-prog phases 2>/dev/null | ph "inside no cgroup #$i"; done
 for i in 1 2; do
-    CUGRADE_SANDBOX_SECCOMP=off SR $G0 -- ./cuda-prog phases 2>/dev/null | ph "inside no seccomp #$i"
+    SR --no-seccomp $G0 -- ./cuda-prog phases 2>/dev/null | ph "inside no seccomp #$i"
 done
 
 sec "dynamic loader: LD_DEBUG=libs (library search), outside vs inside"

@@ -20,6 +20,9 @@
  *     --take NAME[:CAP]   after the run, sandbox_take_file(NAME) ("take_rc", "take")
  *     --bench N           run N times, print the median wall time ("median_ms")
  *     --direct            with --bench: run the command without the sandbox
+ *     --no-cgroup         diagnostics: WITHOUT cgroup limits (a host whose
+ *                         cgroupfs we may not write; what the cgroup costs)
+ *     --no-seccomp        diagnostics: WITHOUT the seccomp filter (its cost)
  *     --quiet             leave "out"/"err" out of the JSON
  */
 #include "runner/sandbox/sandbox.h"
@@ -184,6 +187,10 @@ int main(int argc, char **argv)
         else if (ARG("--take")) take = v;
         else if (ARG("--bench")) bench = atoi(v);
         else if (strcmp(a, "--direct") == 0) direct = 1;
+        else if (strcmp(a, "--no-cgroup") == 0)
+            cfg.diag_no_cgroup = 1;
+        else if (strcmp(a, "--no-seccomp") == 0)
+            cfg.diag_no_seccomp = 1;
         else if (strcmp(a, "--keep") == 0) keep = 1;
         else if (strcmp(a, "--remove") == 0) remove_given = 1;
         else if (strcmp(a, "--quiet") == 0) quiet = 1;

@@ -22,17 +22,11 @@ static struct runner_config c;
 /* Parse with only k=v set among the switches this test touches. */
 static int parse_with(const char *k, const char *v)
 {
-    static const char *touched[] = {"CUGRADE_RETIME",
-                                    "CUGRADE_PROFILE",
-                                    "CUGRADE_SANDBOX_USER",
-                                    "CUGRADE_BWRAP",
-                                    "CUGRADE_ARCH",
-                                    "CUGRADE_GPU_MEMORY_MB",
-                                    "CUGRADE_PROFILE_WAIT",
-                                    "CUGRADE_PYTHON",
-                                    "CUGRADE_PYTHON_ROOT",
-                                    "CUGRADE_SANDBOX_CGROUP",
-                                    NULL};
+    static const char *touched[] = {"CUGRADE_RETIME",       "CUGRADE_PROFILE",
+                                    "CUGRADE_SANDBOX_USER", "CUGRADE_BWRAP",
+                                    "CUGRADE_ARCH",         "CUGRADE_GPU_MEMORY_MB",
+                                    "CUGRADE_PROFILE_WAIT", "CUGRADE_PYTHON",
+                                    "CUGRADE_PYTHON_ROOT",  NULL};
     for (size_t i = 0; touched[i]; i++)
         unsetenv(touched[i]);
     if (k)
@@ -74,8 +68,7 @@ int main(void)
     check(strcmp(c.bwrap, "/usr/bin/bwrap") == 0 && strcmp(c.python, "/usr/bin/python3") == 0 &&
               c.arch[0] == '\0' && c.python_root[0] == '\0',
           "text defaults: a path, or empty when the row has none");
-    check(c.gpu_memory_mb == -1 && c.sandbox_user == RUNNER_USER_AUTO &&
-              c.sandbox_cgroup == RUNNER_ON,
+    check(c.gpu_memory_mb == -1 && c.sandbox_user == RUNNER_USER_AUTO,
           "an integer without a default is -1 (unset); choices start at their first");
     check(c.sandbox_uid_base == SANDBOX_BOX_UID_BASE && c.sandbox_boxes == SANDBOX_BOXES &&
               c.retime == RETIME_DEFAULT_BOUND && c.front_seconds == COMPILE_FRONT_SECONDS &&
@@ -105,8 +98,6 @@ int main(void)
           "a choice is its index");
     ok(parse_with("CUGRADE_SANDBOX_USER", "Root") == -EINVAL && strstr(err, "auto|root|nobody|box"),
        "a choice not listed: the list in the error (%s)", err);
-    check(parse_with("CUGRADE_SANDBOX_CGROUP", "off") == 0 && c.sandbox_cgroup == RUNNER_OFF,
-          "on|off");
     check(parse_with("CUGRADE_BWRAP", "bin/bwrap") == -EINVAL &&
               parse_with("CUGRADE_BWRAP", "/usr/../tmp/bwrap") == -EINVAL &&
               parse_with("CUGRADE_BWRAP", "/opt/bwrap") == 0 && strcmp(c.bwrap, "/opt/bwrap") == 0,
