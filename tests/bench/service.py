@@ -43,6 +43,7 @@ class Service:
     def start(self):
         """Server up, every GPU prepared, runners claiming. Returns self."""
         env, tmp = self.env, self.tmp
+        os.makedirs(self.logs, exist_ok=True)  # OUT=DIR given, not made yet
         p = subprocess.run([e2e.SERVER, "init", "--db", self.db], env=env, capture_output=True, text=True)
         self.admin = re.search(r"(cga_[0-9a-f]{64})", p.stdout + p.stderr).group(1)
         port = e2e.free_port()
