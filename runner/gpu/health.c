@@ -126,6 +126,15 @@ void health_suspect(struct health *hl)
         hl->wanted = 1;
 }
 
+/* The probe's stderr as one line: its lines joined by ';', the last
+ * newline dropped. */
+static void probe_flatten(char *why)
+{
+    for (char *c = why; *c; c++)
+        if (*c == '\n')
+            *c = c[1] ? ';' : '\0';
+}
+
 /* Fork `cugrade-runner gpu-probe` with its stderr on a pipe (*fd, the
  * read end, close-on-exec). Returns the pid or -errno. */
 static pid_t probe_spawn(int *fd)
@@ -199,8 +208,7 @@ int health_probe_wait(char *why, size_t len)
     while (n + 1 < len && (k = read(fd, why + n, len - 1 - n)) > 0)
         n += (size_t)k;
     why[n] = '\0';
-    while (n > 0 && (why[n - 1] == '\n' || why[n - 1] == ' '))
-        why[--n] = '\0';
+    probe_flatten(why);
     close(fd);
     if (overdue) {
         snprintf(why, len, "the GPU probe did not answer in %.0f s", limit);
@@ -270,9 +278,7 @@ void health_tick(struct health *hl, double now)
 /* The probe's message on one line, for the log. */
 static const char *probe_message(struct health *hl)
 {
-    for (char *c = hl->why; *c; c++)
-        if (*c == '\n')
-            *c = c[1] ? ';' : '\0';
+    probe_flatten(hl->why);
     return hl->why[0] ? hl->why : "no message";
 }
 

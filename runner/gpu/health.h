@@ -74,10 +74,10 @@ int health_gpu_down(const struct grade_env *env, char *why, size_t len);
 double health_down_wait(void);
 
 /* The jobs' side, when a run of theirs timed out: probe the GPU now and
- * wait for the answer (at most CUGRADE_GPU_PROBE_SECONDS' probe limit; a
- * probe killed at it failed). HEALTH_PROBE_OK, _UNKNOWN (no driver to ask,
- * or no probe could start: the verdict stands) or _FAILED with the probe's
- * last words in why. A GPU that hung under a burst ran every check run on
+ * wait for the answer (at most CUGRADE_GPU_PROBE_LIMIT; a probe killed at
+ * it failed). HEALTH_PROBE_OK, _UNKNOWN (no driver to ask, or no probe
+ * could start: the verdict stands) or _FAILED with the probe's stderr in
+ * why, as one line (as the runner's own probe logs it). A GPU that hung under a burst ran every check run on
  * it into its limit: eight correct kernels were charged `timeout` on an
  * H200 before the runner's own probe saw the GPU gone. */
 int health_probe_wait(char *why, size_t len);

@@ -51,6 +51,15 @@ def said(d):
     return json.dumps(d)[:1500]
 
 
+def run_while(flag, name, src):
+    """run() with the fake GPU's file flag present (dead, hang, oom)."""
+    open(flag, "w").close()
+    try:
+        return run(name, src)
+    finally:
+        os.unlink(flag)
+
+
 try:
     d, log = run("warm.cu", GOOD)
     ok(d.get("status") == "graded", "a correct file is graded on the fake GPU (the lab built)",
@@ -58,28 +67,19 @@ try:
     d, log = run("spin.cu", SPIN)
     ok(d.get("status") == "timeout", "a file that never returns, on a GPU that answers: timeout",
        said(d) + log)
-    open(dead, "w").close()
-    d, log = run("spin.cu", SPIN)
-    os.unlink(dead)
+    d, log = run_while(dead, "spin.cu", SPIN)
     ok(d.get("status") == "system_error" and "GPU that stopped answering" in said(d)
        and "CUDA_ERROR_NO_DEVICE" in said(d),
        "the same run on a GPU that fell off the bus: system_error (ours, retried), naming the "
        "probe's error", said(d) + log)
-    open(hang, "w").close()
-    d, log = run("spin.cu", SPIN)
-    os.unlink(hang)
+    d, log = run_while(hang, "spin.cu", SPIN)
     ok(d.get("status") == "system_error" and "did not answer in 3 s" in said(d),
        "and on a driver that hangs: the probe is killed at its limit, system_error", said(d) + log)
-    oom = fakegpu.oom_path(tmp)
-    open(oom, "w").close()
-    d, log = run("spin.cu", SPIN)
-    os.unlink(oom)
+    d, log = run_while(fakegpu.oom_path(tmp), "spin.cu", SPIN)
     ok(d.get("status") == "timeout",
        "on a GPU that answers but whose memory is full (the probe's allocation fails): the "
        "student's timeout stands", said(d) + log)
-    open(dead, "w").close()
-    d, log = run("late.cu", LATE)
-    os.unlink(dead)
+    d, log = run_while(dead, "late.cu", LATE)
     ok(d.get("status") == "system_error" and "the timing run ran into its limit" in said(d),
        "a timing run that times out on a GPU gone: system_error too", said(d) + log)
 finally:
