@@ -38,10 +38,17 @@ static double paused(const struct share_clock *c)
     return c->pause ? sandbox_pause_seconds(c->pause) : 0;
 }
 
+/* Seconds the run was stalled for a CPU between two samples (s0, s1: -1
+ * while unknown). */
+static double stall_between(double s0, double s1)
+{
+    return s0 >= 0 && s1 > s0 ? s1 - s0 : 0;
+}
+
 static void *share_main(void *p)
 {
     struct share_clock *c = p;
-    double last = mono(), last_paused = paused(c);
+    double last = mono(), last_paused = paused(c), last_stall = sandbox_stall_seconds(&c->stall);
     pthread_mutex_lock(&c->mu);
     while (!c->stop) {
         struct timespec until;
@@ -59,9 +66,13 @@ static void *share_main(void *p)
          * (the exclusive lock) the ledger is not read: what it says then
          * is other jobs waiting, not sharing. */
         int n = atomic_load(&c->alone) ? 1 : admit_count(c->ledger);
-        double now = mono(), now_paused = paused(c);
-        double dt = fmax(0, (now - last) - (now_paused - last_paused));
+        double now = mono(), now_paused = paused(c), now_stall = sandbox_stall_seconds(&c->stall);
+        double stalled = stall_between(last_stall, now_stall);
+        if (now_stall >= 0) /* the first value known is the start of the count */
+            last_stall = now_stall;
+        double dt = fmax(0, (now - last) - (now_paused - last_paused) - stalled);
         pthread_mutex_lock(&c->mu);
+        c->stalled += stalled;
         if (n > c->peak_users)
             c->peak_users = n;
         c->used += share_of(dt, n);
@@ -100,6 +111,7 @@ static int clock_begin(struct share_clock *c, const char *ledger, double limit,
         snprintf(c->yield_to, sizeof c->yield_to, "%s", yield_to);
     c->limit = limit;
     c->pause = pause;
+    sandbox_stall_init(&c->stall);
     atomic_init(&c->alone, 0);
     if (pipe2(c->fds, O_CLOEXEC) < 0)
         return -errno;
@@ -173,6 +185,8 @@ int share_run_yielding(const struct run_ctx *rc, const char *const *argv, int ch
     assert(limit > 0);
     lock_active_path(rc->env, users, sizeof users);
     *shared = share_clock_start_yield(sc, users, limit, yield_to, &o->cancel_fd) == 0;
+    if (*shared)
+        o->stall = &sc->stall;
     double wall = *shared ? share_wall_ceiling(rc->limits.ceiling, limit) : limit;
     assert(wall >= limit);
     int r = run_sandboxed_opts(rc, argv, channel_fd, wall, o, v);

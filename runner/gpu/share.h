@@ -11,16 +11,22 @@
  * moment (the shared lock's holders, lock.h's users ledger), and ends the
  * run when that share reaches its limit. Alone on the GPU it is the wall
  * clock; beside n others a run gets n times the wall time, and a spinner
- * among them still gets only its limit's worth of the GPU. A wall ceiling
- * (the lab's run_seconds) bounds it all.
+ * among them still gets only its limit's worth of the GPU. Nor does the
+ * clock count the time the run was stalled for want of a CPU (the run's
+ * sandbox_stall: its cgroup's "full" CPU pressure): a loaded host (a CI
+ * machine of two cores compiling thirty files; a burst's interpreters
+ * starting at once) once charged a correct Python submission `timeout`
+ * for its interpreter's start-up, while a spinning run is never stalled
+ * while it has a CPU and is still cut after its limit's worth of running.
+ * A wall ceiling (the lab's run_seconds) bounds it all.
  */
 #ifndef CUGRADE_SHARE_H
 #define CUGRADE_SHARE_H
 
+#include "runner/sandbox/sandbox.h"
+
 #include <pthread.h>
 #include <stdatomic.h>
-
-struct sandbox_pause;
 
 /* A run shared with others may take this many times its limit on the wall
  * clock (and never more than the lab's run_seconds). */
@@ -33,6 +39,9 @@ struct share_clock {
     double wall;         /* seconds of wall time watched */
     int peak_users;      /* the most users seen at once */
     const struct sandbox_pause *pause; /* NULL, or time during which nothing is counted */
+    struct sandbox_stall stall;        /* the run's CPU stall (sandbox_config.stall: the
+                                   caller passes &stall to the run), not counted */
+    double stalled;                    /* seconds of stall left out so far */
     atomic_int alone;    /* 1: the run holds the GPU exclusively, its share is the wall */
     char yield_to[4096]; /* "", or a ledger whose first live line ends the run */
     int fired;           /* 1 when the limit was reached */
@@ -51,6 +60,7 @@ double share_of(double dt, int users);
 /* Start counting limit seconds of GPU share against the users in ledger.
  * Returns 0 and the fd the sandbox polls (sandbox_config.cancel_fd: a byte
  * there ends the run) in *cancel_fd, or -errno (then run on the wall clock).
+ * The run's sandbox_config.stall should be &c->stall (run_opts.stall). 
  * The caller calls share_clock_stop exactly once after a 0. */
 int share_clock_start(struct share_clock *c, const char *ledger, double limit, int *cancel_fd);
 

@@ -682,7 +682,7 @@ static int job_check_run(struct job *j)
     /* The seed on fd 5 (run_opts.secret), never on the command line. */
     const char *argv_c[] = {"/work/prog", "check", "--seed-fd", "5", "--cases", j->case_list, NULL};
     const char *const *argv = argv_c;
-    struct run_opts o = {NULL, NULL, NULL, -1, -1, NULL, 0, NULL, 0, j->seed, NULL, 0};
+    struct run_opts o = {NULL, NULL, NULL, -1, -1, NULL, 0, NULL, 0, j->seed, NULL, 0, NULL};
     struct python_run pr;
     if (j->python) {
         if ((r = python_run_prepare(&pr, &o, j->env->root, &j->lab, "check", j->seed, j->case_list,

@@ -321,8 +321,10 @@ static int time_gate_open(struct time_gate *g, struct job *j, struct job_round *
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
         return -errno;
     lock_active_path(j->env, users, sizeof users);
-    if (share_clock_start_paused(sc, users, tlim, &g->pause, &o->cancel_fd) == 0)
+    if (share_clock_start_paused(sc, users, tlim, &g->pause, &o->cancel_fd) == 0) {
         g->clock = sc;
+        o->stall = &sc->stall;
+    }
     g->fd = sv[0];
     *child_fd = sv[1];
     o->control_fd = sv[1];
@@ -436,7 +438,7 @@ static int time_run_setup(struct job *j, int k, struct time_pre *tp)
     static_assert(sizeof c <= sizeof tp->targv_c, "targv_c holds the CUDA command line");
     memcpy(tp->targv_c, c, sizeof c);
     tp->targv = tp->targv_c;
-    tp->o = (struct run_opts){NULL, NULL, NULL, -1, -1, NULL, 0, NULL, 0, j->seed, NULL, 1};
+    tp->o = (struct run_opts){NULL, NULL, NULL, -1, -1, NULL, 0, NULL, 0, j->seed, NULL, 1, NULL};
     tp->tlim = j->rc.limits.timing;
     if (j->python) {
         int r = python_run_prepare(&tp->pr, &tp->o, j->env->root, &j->lab, "time", j->seed,

@@ -60,6 +60,7 @@ struct run_opts {
     /* A timing run (the student's or a baseline's): CUDA's own number of
      * hardware queues, not RUN_GPU_QUEUES_ENV's one. */
     int timing;
+    struct sandbox_stall *stall; /* sandbox_config.stall (a share clock's) */
 };
 
 /* The CUDA environment of every GPU process of ours except a timing run:

@@ -438,18 +438,36 @@ double cgroup_cpu_seconds(const struct cgroup *cg)
     return -1;
 }
 
-double cgroup_cpu_wait_seconds(const struct cgroup *cg)
+/* The total of one line ("some" or "full") of the group's cpu.pressure,
+ * in seconds, or -1 when unknown. */
+static double pressure_total(const struct cgroup *cg, const char *line)
 {
     const char *dir = cg->version == CGROUP_V2 ? cg->v2 : cg->unified;
     char buf[512];
     if (!dir[0] || file_read(dir, "cpu.pressure", buf, sizeof buf) < 0)
         return -1;
-    /* "some avg10=0.00 avg60=0.00 avg300=0.00 total=12345" (microseconds) */
-    const char *t = strncmp(buf, "some ", 5) == 0 ? strstr(buf, " total=") : NULL;
-    const char *nl = strchr(buf, '\n');
-    if (!t || (nl && t > nl))
-        return -1;
-    return (double)strtoull(t + 7, NULL, 10) / 1e6;
+    /* "some avg10=0.00 avg60=0.00 avg300=0.00 total=12345\n"
+     * "full avg10=0.00 avg60=0.00 avg300=0.00 total=12000\n" (microseconds) */
+    size_t n = strlen(line);
+    for (const char *l = buf; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        if (strncmp(l, line, n) != 0 || l[n] != ' ')
+            continue;
+        const char *t = strstr(l, " total="), *nl = strchr(l, '\n');
+        if (!t || (nl && t > nl))
+            return -1;
+        return (double)strtoull(t + 7, NULL, 10) / 1e6;
+    }
+    return -1;
+}
+
+double cgroup_cpu_wait_seconds(const struct cgroup *cg)
+{
+    return pressure_total(cg, "some");
+}
+
+double cgroup_cpu_stall_seconds(const struct cgroup *cg)
+{
+    return pressure_total(cg, "full");
 }
 
 void cgroup_sample(struct cgroup *cg)

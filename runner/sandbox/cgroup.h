@@ -57,6 +57,12 @@ double cgroup_cpu_seconds(const struct cgroup *cg);
  * -1 when unknown (a kernel without PSI, a v1 host without the v2 tree). */
 double cgroup_cpu_wait_seconds(const struct cgroup *cg);
 
+/* How long, so far, every one of the group's tasks that had work waited
+ * for a CPU at once (the "full total" of its cpu.pressure: time in which
+ * the group made no progress for want of a CPU), in seconds, or -1 when
+ * unknown (no PSI, or a kernel older than 5.13 without the line). */
+double cgroup_cpu_stall_seconds(const struct cgroup *cg);
+
 /* Record memory usage now (for hosts without a peak counter). */
 void cgroup_sample(struct cgroup *cg);
 

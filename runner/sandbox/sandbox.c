@@ -120,6 +120,17 @@ double sandbox_pause_seconds(const struct sandbox_pause *p)
     return (double)us / 1e6;
 }
 
+void sandbox_stall_init(struct sandbox_stall *s)
+{
+    atomic_store(&s->us, -1);
+}
+
+double sandbox_stall_seconds(const struct sandbox_stall *s)
+{
+    long long us = atomic_load(&s->us);
+    return us < 0 ? -1 : us / 1e6;
+}
+
 /* Seconds the caller has stopped the wall limit's clock for (cfg->pause). */
 static double sandbox_paused(const struct sandbox_config *cfg)
 {
@@ -535,6 +546,11 @@ static int run_check_clocks(struct run *r)
             return rc;
     }
     cgroup_sample(&r->cg);
+    if (cfg->stall) {
+        double stalled = cgroup_cpu_stall_seconds(&r->cg);
+        if (stalled >= 0)
+            atomic_store(&cfg->stall->us, (long long)(stalled * 1e6));
+    }
     return 0;
 }
 

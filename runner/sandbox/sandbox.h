@@ -66,6 +66,11 @@ struct sandbox_config {
                                     (a Python timing run waiting at its gate for the
                                     GPU's exclusive lock): the wall limit does not
                                     count the stopped time. */
+    struct sandbox_stall *stall;       /* NULL, or where the supervisor publishes,
+                                    every tick, how long the command has been
+                                    stalled for want of a CPU so far (a clock
+                                    of the caller's, share.h, counts only the
+                                    time the run could run) */
     int secret_fd;               /* -1, or a host fd that appears as fd 5 inside
                                     (needs result_fd): a pipe holding a secret
                                     (a run's seed) that the command reads and
@@ -101,6 +106,21 @@ void sandbox_pause_begin(struct sandbox_pause *p);
 void sandbox_pause_end(struct sandbox_pause *p);
 /* Seconds stopped so far, the pause under way included. */
 double sandbox_pause_seconds(const struct sandbox_pause *p);
+
+/* A run's CPU stall so far, written by the supervisor and read by another
+ * thread of the caller's (microseconds; -1 until the run's cgroup has said:
+ * a host without CPU pressure accounting never says). The stall is the
+ * "full" CPU pressure of the run's cgroup: time in which every task of the
+ * run that had work waited for a CPU at once. A busy host holds a correct
+ * run back by that much; a run that spins (one thread, or a few) is never
+ * stalled while it has a CPU, so a hang is still cut after its limit's
+ * worth of running. */
+struct sandbox_stall {
+    _Atomic long long us;
+};
+void sandbox_stall_init(struct sandbox_stall *s);
+/* Seconds stalled so far, or -1 unknown. */
+double sandbox_stall_seconds(const struct sandbox_stall *s);
 
 struct sandbox_verdict {
     int exited;           /* 1 if exited normally */

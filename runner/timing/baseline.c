@@ -235,7 +235,7 @@ static json_t *baseline_gpu_samples(const struct run_ctx *rc, const char *name, 
     char ldp[PATH_MAX + 64];
     snprintf(ldp, sizeof ldp, "LD_LIBRARY_PATH=%s/lib64", rc->env->cuda_home);
     /* timed as the student's run is (run.h: timing) */
-    struct run_opts o = {prog, NULL, ldp, -1, -1, NULL, 0, NULL, 0, NULL, NULL, 1};
+    struct run_opts o = {prog, NULL, ldp, -1, -1, NULL, 0, NULL, 0, NULL, NULL, 1, NULL};
     int r = run_sandboxed_opts(rc, argv, fd, lim, &o, &v);
     struct channel_info ci;
     memset(&ci, 0, sizeof ci);

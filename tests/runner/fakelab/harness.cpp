@@ -59,6 +59,16 @@ static unsigned seed_digits(const char* seed, size_t at)
     return (unsigned)((seed[at] - '0') * 10 + (seed[at + 1] - '0'));
 }
 
+// Burn seconds of this process's CPU time (not wall time: on a busy host
+// it takes longer on the wall clock, as a correct program's work does).
+static void burn_cpu(unsigned seconds)
+{
+    struct timespec t;
+    do
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    while ((unsigned)t.tv_sec < seconds);
+}
+
 int main(int argc, char** argv)
 {
     const char *mode = argc > 1 ? argv[1] : "", *seed = NULL, *cases = NULL, *one = NULL;
@@ -103,6 +113,10 @@ int main(int argc, char** argv)
         // (tests/runner/time_prestart.t).
         if (seed_hook(seed, "de1a", 8))
             sleep(seed_digits(seed, 6));
+        // "c0de" and two digits: the check run's work takes that many
+        // seconds of CPU before its cases (tests/runner/cpu_load.t).
+        if (seed_hook(seed, "c0de", 6))
+            burn_cpu(seed_digits(seed, 4));
         for (char* t = strtok(list, ","); t; t = strtok(NULL, ","))
             run_case(t, t);
     } else if (!strcmp(mode, "time")) {

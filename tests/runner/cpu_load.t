@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+# suite: alone  (tests/run.sh: it needs a quiet host, then takes every core)
+"""CI (no GPU, real sandbox): no `timeout` from a busy host's CPUs
+(runner/gpu/share.h: the share clock leaves out the time a run was stalled
+for want of a CPU, its cgroup's "full" CPU pressure). A loaded CI machine
+(two cores, thirty compiles beside it) once charged a correct Python
+submission `timeout`: its interpreter's start-up is CPU work, and the clock
+only discounted other jobs' GPU work.
+
+The fake lab's harness (tests/runner/fakelab/harness.cpp) plays a check run
+whose work takes N seconds of CPU when its seed starts "c0de" and N. With
+the check limit at 4 s (limits.derive floor_seconds 3, startup 1) and the
+ceiling at 40 s:
+  - 2 s of work on a quiet host: graded;
+  - the same 2 s of work while busy loops, four sessions a core, take the
+    host's CPUs (so the run gets about a fifth of a core, and takes about
+    10 s of wall time): graded, not `timeout` (it was `timeout` before);
+  - work that never ends (99 s of CPU) on the same busy host: still
+    `timeout`, well before the ceiling's 40 s is the only bound left (a run
+    that spins is never stalled while it has a CPU; the clock counts its
+    limit's worth of running).
+Needs CPU pressure accounting (PSI) with its "full" line in the run's
+cgroup; the CI machine and the GPU hosts have it. Prints TAP lines."""
+import json, os, subprocess, sys, tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakelab"))
+from suite import failures, ok, require_nvcc_root  # noqa: E402  (paths, TAP)
+from suite import grade_fakelab  # noqa: E402  (a starved compile retried)
+import tree  # noqa: E402  (the fake lab laid out as a course tree)
+
+require_nvcc_root()
+
+tmp = tempfile.mkdtemp(prefix="cugrade-cpuload-")
+os.chmod(tmp, 0o755)
+root = tree.lay_out(os.path.join(tmp, "root"),
+                    limits={"run_seconds": 40, "derive": {"floor_seconds": 3, "startup_seconds": 1}})
+cache = os.path.join(tmp, "cache")
+os.makedirs(cache)
+
+GOOD = 'extern "C" void fill(float* o, int n) { for (int i = 0; i < n; i++) o[i] = 2.0f * i; }\n'
+WORK2 = "c0de02" + "0" * 26  # the check run works 2 s of CPU before its cases
+ENDLESS = "c0de99" + "0" * 26  # 99 s of CPU: more than any limit here
+
+
+def grade(seed):
+    return grade_fakelab(tmp, root, cache, "good.cu", GOOD, seed)
+
+
+def summary(d, log):
+    r = d.get("result", {})
+    c = r.get("cugrade") or {}
+    return json.dumps({"status": d.get("status"), "message": r.get("status_message") or r.get("message"),
+                       "phases": c.get("phases")})[:1500] + "\n" + log
+
+
+def busy_host():
+    """Four busy loops a core, each a session of its own (the scheduler's
+    autogroups share a CPU between sessions, not processes)."""
+    return [subprocess.Popen(["sh", "-c", "while :; do :; done"], start_new_session=True)
+            for _ in range(4 * (os.cpu_count() or 1))]
+
+
+def stop(hogs):
+    for h in hogs:
+        h.kill()
+        h.wait()
+
+
+hogs = []
+try:
+    d, log, wall = grade(WORK2)
+    ok(d.get("status") == "graded", "2 s of CPU work in a 4 s check limit on a quiet host: graded (%.1f s)" % wall,
+       summary(d, log))
+
+    hogs = busy_host()
+    d, log, wall = grade(WORK2)
+    ok(d.get("status") == "graded",
+       "the same work while the host's CPUs are taken by others: graded, not timeout (%.1f s of wall)" % wall,
+       summary(d, log))
+
+    d, log, wall = grade(ENDLESS)
+    stop(hogs)
+    hogs = []
+    ok(d.get("status") == "timeout" and wall < 38,
+       "work that never ends on the same busy host: still timeout, before the 40 s ceiling (%.1f s)" % wall,
+       summary(d, log))
+finally:
+    stop(hogs)
+    subprocess.run(["rm", "-rf", tmp])
+
+sys.exit(1 if failures() else 0)
