@@ -542,6 +542,21 @@ int job_link(struct job *j)
 /* ---------------------------------------------------------------------- */
 /* Admission: what the job's GPU work needs, before any student code runs. */
 
+/* job_reserve for the GPU lane: at once when the job fits now; else the
+ * student is told what the job waits for (its last word was "linking",
+ * which read as a compile that hung: a make test-gpu run on two H200s
+ * left 48 jobs there for minutes), then it waits its turn. */
+static int job_admit_wait(struct job *j, double *waited)
+{
+    int r = job_reserve(j, 0, waited);
+    if (r != -EBUSY)
+        return r;
+    if (progress_call(j, status_name(STATUS_CHECKING),
+                      "waiting: other submissions hold the GPU's memory") == -ECANCELED)
+        return -ECANCELED;
+    return job_reserve(j, ADMIT_MAX_WAIT, waited);
+}
+
 /* The executable linked and the same objects as a shared object did not:
  * ours. The sanitizers do not run; their line is not charged (score.c,
  * infra_failed). */
@@ -581,7 +596,7 @@ int job_admit(struct job *j)
         baseline_device_record(&j->rc); /* a lab built just now (--lazy-build) */
         baseline_limits_set(&j->rc, 1);
     }
-    if (!j->admitted && (r = job_reserve(j, ADMIT_MAX_WAIT, &waited)) < 0) {
+    if (!j->admitted && (r = job_admit_wait(j, &waited)) < 0) {
         job_clock_mark(&j->pc, "admit_wait");
         snprintf(j->err, sizeof j->err, "GPU memory admission: %s after %.0f s",
                  r == -EBUSY ? "the GPU's memory stayed taken by other jobs" : strerror(-r),

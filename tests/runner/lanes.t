@@ -5,7 +5,8 @@ live entry, another process's, takes all of CUGRADE_GPU_MEMORY_MB -- and a
 correct submission that compiled and linked waits there, holding nothing.
 With a CPU lane of one (--jobs 1) the runner must still claim the next job
 and answer its compile error while the first one waits; once the GPU lane
-has room the waiting job is graded. A scripted fake server; the fake lab of
+has room the waiting job is graded; meanwhile its progress says what it
+waits for. A scripted fake server; the fake lab of
 pipeline.t. Prints TAP."""
 import json, os, shutil, signal, subprocess, sys, tempfile, time
 
@@ -57,6 +58,14 @@ try:
     ok(r1_early is None, "the correct submission waits for the GPU lane meanwhile", json.dumps(r1_early)[:800])
     ok(("compiling", "linking") in [tuple(x) for x in prog1],
        "it waits after its CPU work (compiled and linked) in the CPU lane's stead", prog1)
+    # What the student sees meanwhile: not "linking" for minutes, which
+    # reads as a compile that hung, but what the job waits for.
+    WAIT = ("checking", "waiting: other submissions hold the GPU's memory")
+    wait_for(lambda: WAIT in [tuple(x) for x in state["progress"].get(1, [])], 30)
+    with lock:
+        prog1 = [tuple(x) for x in state["progress"].get(1, [])]
+    ok(prog1 and prog1[-1] == WAIT,
+       "its progress says it waits for the GPU's memory, held by other submissions", prog1)
     holder.kill()
     holder.wait()
     got1 = wait_for(lambda: 1 in state["results"], 180)
