@@ -35,7 +35,8 @@ CUGRADE_GPU_ONLY (substring of lab/file to run a subset, or a pattern with "*" s
 "reduction/*.py"; "a,b": either), OUT (logs dir: the server's, prepare's
 and each runner's log, the last two with every line stamped with the
 seconds since the run began; a job left without its result is named with
-what the database last heard of it, its runner and how long ago).
+what the database last heard of it, its runner and how long ago, and
+stall.txt holds the GPUs' ledgers, /proc/locks and every process).
 """
 import fnmatch, json, os, re, shlex, shutil, socket, sqlite3, subprocess, sys, tempfile, threading, time
 import urllib.request, urllib.error
@@ -351,7 +352,10 @@ def main():
 
         if prep.poll() is not None:
             log(f"runner prepare exited {prep.returncode}")
-        unfinished_report(db, [sid for _, _, sid, _ in subs if sid is not None and sid not in results])
+        stuck = [sid for _, _, sid, _ in subs if sid is not None and sid not in results]
+        unfinished_report(db, stuck)
+        if stuck:
+            stall_report(cache, os.path.join(logs, "stall.txt"))
         rows, mismatches = [], 0
         for lab, path, sid, _ in subs:
             exp = parse_expect(path)
@@ -479,6 +483,54 @@ def unfinished_report(db, sids):
     for sid, lab, fn, st, ph, det, att, lease, upd in rows:
         log(f"unfinished: job {sid} {lab}/{fn}: {st} {ph!r} {det[:120]!r}, attempt {att}, "
             f"runner {lease or '-'}, last update {time.time() - upd:.0f} s ago")
+
+
+def stall_report(cache, path):
+    """When jobs are unfinished at the end: what each GPU's ledgers hold
+    (memory reservations, the admission queue, the shared lock's users,
+    timing runs waiting or running, profiles; each line's process alive or
+    not, and its command), who holds or waits for each GPU lock
+    (/proc/locks), and every process of the host as a tree, into path. A stall on
+    the device is seen once and costs minutes to repeat: this says where
+    it stalled (docs/log/2026-11-30-cpu-stall.md, section 4)."""
+    out = []
+
+    def cmd(pid):
+        try:
+            return open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace")[:160]
+        except OSError:
+            return "(gone)"
+
+    try:
+        names = sorted(os.listdir(cache))
+    except OSError as e:
+        names = []
+        out.append(f"cache {cache}: {e}")
+    for name in names:
+        if not name.startswith("gpu-") or name.endswith(".json"):
+            continue
+        full = os.path.join(cache, name)
+        try:
+            text = open(full, errors="replace").read(65536) if os.path.isfile(full) else ""
+            ino = os.stat(full).st_ino
+        except OSError:
+            continue
+        out.append(f"== {name} (inode {ino})")
+        for line in text.splitlines():
+            pid = line.split()[0] if line.split() else ""
+            out.append(f"  {line}    <- {cmd(pid) if pid.isdigit() else ''}")
+    out.append("== /proc/locks")
+    try:
+        out += ["  " + x for x in open("/proc/locks").read().splitlines()]
+    except OSError as e:
+        out.append(f"  {e}")
+    out.append("== every process (the runners' job children, their sandboxes)")
+    ps = subprocess.run(["ps", "-eo", "pid,ppid,stat,etime,wchan:24,args", "--forest"],
+                        capture_output=True, text=True)
+    out += ["  " + x[:220] for x in ps.stdout.splitlines()]
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+    log(f"unfinished: the GPUs' ledgers, locks and the runners' processes are in {path}")
 
 
 def leftovers():
