@@ -25,6 +25,11 @@ double share_of(double dt, int users)
     return dt / (users > 1 ? users : 1);
 }
 
+double share_tick(double dt, double paused, double stalled, int users)
+{
+    return share_of(fmax(0, dt - paused - stalled), users);
+}
+
 static double mono(void)
 {
     struct timespec ts;
@@ -70,12 +75,11 @@ static void *share_main(void *p)
         double stalled = stall_between(last_stall, now_stall);
         if (now_stall >= 0) /* the first value known is the start of the count */
             last_stall = now_stall;
-        double dt = fmax(0, (now - last) - (now_paused - last_paused) - stalled);
         pthread_mutex_lock(&c->mu);
         c->stalled += stalled;
         if (n > c->peak_users)
             c->peak_users = n;
-        c->used += share_of(dt, n);
+        c->used += share_tick(now - last, now_paused - last_paused, stalled, n);
         c->wall += now - last;
         last = now;
         last_paused = now_paused;
@@ -155,6 +159,32 @@ double share_wall_ceiling(double ceiling, double limit)
 {
     assert(limit > 0);
     return fmin(fmax(ceiling, limit), limit * SHARE_MAX_STRETCH);
+}
+
+char *share_clock_note(const struct share_clock *c, const char *when, char *buf, size_t len)
+{
+    assert(c && when && buf && len > 0);
+    buf[0] = 0;
+    if (!(c->wall > c->limit * 1.1))
+        return buf;
+    int gpu = c->peak_users > 1, cpu = c->stalled >= 0.05 * c->wall;
+    if (gpu && cpu)
+        snprintf(buf, len,
+                 " Other jobs shared the GPU %s (up to %d at once) and the host's CPUs were busy "
+                 "(%.1f s of waiting for a CPU not counted), so the limit counted %.1f s in "
+                 "%.1f s of wall time.",
+                 when, c->peak_users, c->stalled, c->used, c->wall);
+    else if (gpu)
+        snprintf(buf, len,
+                 " Other jobs shared the GPU %s (up to %d at once), so the limit counted your "
+                 "share of it: %.1f s of share in %.1f s of wall time.",
+                 when, c->peak_users, c->used, c->wall);
+    else if (cpu)
+        snprintf(buf, len,
+                 " The host's CPUs were busy %s: %.1f s of waiting for a CPU were not counted "
+                 "(%.1f s counted in %.1f s of wall time).",
+                 when, c->stalled, c->used, c->wall);
+    return buf;
 }
 
 int share_clock_stop(struct share_clock *c)

@@ -57,6 +57,12 @@ struct share_clock {
  * (at least 1: the run itself). */
 double share_of(double dt, int users);
 
+/* Pure: the share counted for one tick of dt seconds of wall time, of
+ * which the caller stopped the clock for paused seconds and the run was
+ * stalled for a CPU for stalled seconds, with users jobs on the GPU: what
+ * is left of dt, over the users (share_of); never negative. */
+double share_tick(double dt, double paused, double stalled, int users);
+
 /* Start counting limit seconds of GPU share against the users in ledger.
  * Returns 0 and the fd the sandbox polls (sandbox_config.cancel_fd: a byte
  * there ends the run) in *cancel_fd, or -errno (then run on the wall clock).
@@ -85,6 +91,15 @@ void share_clock_alone(struct share_clock *c);
 /* The wall ceiling of a run whose share limit is limit seconds:
  * min(max(ceiling, limit), SHARE_MAX_STRETCH x limit). Pure. */
 double share_wall_ceiling(double ceiling, double limit);
+
+/* A sentence for a timeout's message (buf, with a leading space) when the
+ * clock gave the run more wall time than its limit (wall > 1.1 x limit):
+ * that other jobs shared the GPU (up to peak_users at once) and/or that
+ * the host's CPUs held it back (stalled seconds not counted), with the
+ * seconds counted and the wall time; when (e.g. "during your run") says
+ * where. "" otherwise: a stretch is never explained by a cause that did
+ * not happen. Returns buf. */
+char *share_clock_note(const struct share_clock *c, const char *when, char *buf, size_t len);
 
 /* Stop counting and close the fds. Returns 1 when the limit was reached
  * (the run was cancelled by the clock: a timeout), else 0. */

@@ -411,10 +411,8 @@ static int job_time_gated(struct job *j, struct job_round *jr, int k, const char
         j->tv.cancelled = 0; /* the share clock's cancel is the time limit */
         j->tv.timed_out = 1;
     }
-    if (shared && sc.peak_users > 1 && sc.wall > tlim * 1.1)
-        snprintf(note, len, " Other jobs shared the GPU before your timed samples (up to %d at "
-                 "once), so the limit counted your share of it: %.1f s of share in %.1f s of "
-                 "wall time.", sc.peak_users, sc.used, sc.wall);
+    if (shared)
+        share_clock_note(&sc, "before your timed samples", note, len);
     return r;
 }
 

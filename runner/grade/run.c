@@ -354,12 +354,11 @@ const char *run_check_failure(const struct sandbox_verdict *v, const struct run_
     if (!v->timed_out || v->output_limit || v->cpu_limit)
         return run_failure(v, buf, len);
     limit_timeout_message(l, lim, case_name, buf, len);
-    if (sc && sc->wall > lim * 1.1) {
+    if (sc) {
+        char note[400];
         size_t n = strlen(buf);
-        snprintf(buf + n, len - n,
-                 " Other jobs shared the GPU during your run (up to %d at once), so the limit "
-                 "counted your share of it: %.1f s of share in %.1f s of wall time.",
-                 sc->peak_users, sc->used, sc->wall);
+        snprintf(buf + n, len - n, "%s",
+                 share_clock_note(sc, "during your run", note, sizeof note));
     }
     return buf;
 }

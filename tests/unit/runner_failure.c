@@ -69,6 +69,24 @@ int main(void)
     check(m && strstr(m, "time limit of 12.0 s") && strstr(m, "up to 3 at once") &&
               strstr(m, "12.0 s of share in 30.0 s of wall time"),
           "a wall-clock timeout beside other jobs says the limit counted its share");
+    /* Stretched by a busy host's CPUs alone (runner/gpu/share.h): said
+     * so, and not blamed on other jobs on the GPU. */
+    memset(&sc, 0, sizeof sc);
+    sc.limit = 4.0, sc.used = 4.0, sc.wall = 20.0, sc.peak_users = 1, sc.stalled = 16.0;
+    m = run_check_failure(&v, &l, 4.0, "2^28", &sc, buf, sizeof buf);
+    check(m && strstr(m, "CPUs were busy") && strstr(m, "16.0 s of waiting for a CPU") &&
+              strstr(m, "4.0 s counted in 20.0 s") && !strstr(m, "shared the GPU"),
+          "a timeout stretched by the host's CPUs says so, and names no GPU sharing");
+    sc.peak_users = 2;
+    m = run_check_failure(&v, &l, 4.0, "2^28", &sc, buf, sizeof buf);
+    check(m && strstr(m, "up to 2 at once") && strstr(m, "CPUs were busy"),
+          "both causes, both said");
+    /* A little more wall than the limit for neither cause (the sandbox's
+     * own set-up): no sentence about either. */
+    sc.peak_users = 1, sc.stalled = 0.1, sc.wall = 5.0;
+    m = run_check_failure(&v, &l, 4.0, "2^28", &sc, buf, sizeof buf);
+    check(m && !strstr(m, "shared the GPU") && !strstr(m, "CPUs"),
+          "no cause that did not happen is named (up to 1 at once was once said)");
 
     memset(&v, 0, sizeof v);
     v.output_limit = 1;

@@ -37,6 +37,11 @@ int main(void)
 
     check(share_of(1.0, 4) == 0.25 && share_of(1.0, 1) == 1.0 && share_of(1.0, 0) == 1.0,
           "share_of: wall time over the users, at least one");
+    check(share_tick(1.0, 0, 0, 1) == 1.0 && share_tick(1.0, 0, 0.5, 1) == 0.5 &&
+              share_tick(1.0, 0, 0.5, 2) == 0.25 && share_tick(1.0, 0.25, 0.25, 1) == 0.5,
+          "share_tick: a tick less its pause and its CPU stall, over the users");
+    check(share_tick(1.0, 0.6, 0.6, 1) == 0 && share_tick(0.1, 0, 0.3, 3) == 0,
+          "share_tick: a stall or pause longer than the tick counts nothing, never less");
 
     /* Alone: the wall clock. */
     struct share_clock c;
