@@ -557,6 +557,19 @@ static int job_admit_wait(struct job *j, double *waited)
     return job_reserve(j, ADMIT_MAX_WAIT, waited);
 }
 
+/* Before the job's shared GPU lock, which waits while timing runs wait
+ * or run (lock.c, timing_yield): the student is told so when they do. */
+static int job_gpu_lock_say(struct job *j)
+{
+    char timing[PATH_MAX];
+    lock_timing_path(j->env, timing, sizeof timing);
+    if (admit_count(timing) > 0 &&
+        progress_call(j, status_name(STATUS_CHECKING),
+                      "waiting: the GPU is held for timing runs") == -ECANCELED)
+        return -ECANCELED;
+    return 0;
+}
+
 /* The executable linked and the same objects as a shared object did not:
  * ours. The sanitizers do not run; their line is not charged (score.c,
  * infra_failed). */
@@ -613,6 +626,8 @@ int job_admit(struct job *j)
     if (j->so_failed)
         job_sanitizers_off(j);
     assert(j->job_lk < 0);
+    if ((r = job_gpu_lock_say(j)) < 0)
+        return r;
     j->job_lk = lock_gpu_shared_user(j->env); /* waits while timing runs wait or run */
     job_clock_mark(&j->pc, "gpu_wait");
     for (size_t i = 0; i < j->nsan_tasks && j->python; i++)

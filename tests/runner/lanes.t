@@ -32,6 +32,10 @@ port, lock, state = fake.port, fake.lock, fake.state
 # The GPU lane, full: a live process holds all of the GPU's memory.
 holder = subprocess.Popen(["sleep", "600"])
 open(os.path.join(cache, "gpu-0.admit"), "w").write(f"{holder.pid} 1 1000\n")
+# And a timing run waiting for the GPU (the timing ledger's one live line):
+# the job, once admitted, waits for it before its shared lock.
+timer = subprocess.Popen(["sleep", "600"])
+open(os.path.join(cache, "gpu-0.timing"), "w").write(f"{timer.pid} 1 0\n")
 tok = os.path.join(tmp, "token")
 open(tok, "w").write(TOKEN + "\n")
 log = open(os.path.join(tmp, "runner.log"), "w+")
@@ -68,6 +72,15 @@ try:
        "its progress says it waits for the GPU's memory, held by other submissions", prog1)
     holder.kill()
     holder.wait()
+    TIMING = ("checking", "waiting: the GPU is held for timing runs")
+    wait_for(lambda: TIMING in [tuple(x) for x in state["progress"].get(1, [])], 60)
+    with lock:
+        prog1 = [tuple(x) for x in state["progress"].get(1, [])]
+        r1_early = state["results"].get(1)
+    ok(prog1 and prog1[-1] == TIMING and r1_early is None,
+       "admitted, it waits while a timing run waits for the GPU, and says so", prog1)
+    timer.kill()
+    timer.wait()
     got1 = wait_for(lambda: 1 in state["results"], 180)
     with lock:
         r1 = state["results"].get(1)
@@ -76,8 +89,9 @@ try:
     ph = (r1 or {}).get("result", {}).get("cugrade", {}).get("phases", {})
     ok("admit_wait" in ph and "check_run" in ph, "its wait is the GPU memory admission's (phases.admit_wait), then it ran", ph)
 finally:
-    if holder.poll() is None:
-        holder.kill()
+    for h in (holder, timer):
+        if h.poll() is None:
+            h.kill()
     try:
         os.killpg(p.pid, signal.SIGKILL)
     except ProcessLookupError:
