@@ -7,6 +7,7 @@
 #include "runner/grade/run.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -23,13 +24,19 @@ void lock_gpu_path(const struct grade_env *env, const char *what, char *out, siz
 /* The GPU's users: every holder of the shared lock has a line in
  * CACHE/gpu-<index>.active (admit.h's ledger, 0 MiB each), so that a run's
  * time limit can count its share of the GPU (share.h). A job's process
- * holds at most one GPU lock at a time and no helper thread takes one, so a
- * few slots per process are plenty. */
+ * holds one or two GPU locks at a time, so a few slots per process are
+ * plenty; two of its threads take and let go of locks (the job's, and a
+ * timing run's gate, which lets the job's shared lock go and takes the
+ * exclusive one: job_time.c), so the slots are taken and given back under
+ * a mutex. A slot lost to a race would leave a line of a live process in
+ * the timing ledger, and every shared holder of that GPU would wait for
+ * it for as long as that process lives. */
 static struct gpu_user {
     int fd;
     long long token;
     char path[PATH_MAX];
 } users[4];
+static pthread_mutex_t users_mu = PTHREAD_MUTEX_INITIALIZER;
 
 /* A shared holder-to-be waits while timing runs wait or run, as listed in
  * the timing ledger at path (bounded: each is bounded by its own limit, and
@@ -46,6 +53,7 @@ static void timing_yield(const char *path)
  * (the timing ledger, so that shared holders keep waiting until it ends). */
 static void user_join(const struct grade_env *env, int fd, int timing)
 {
+    pthread_mutex_lock(&users_mu);
     for (size_t i = 0; i < sizeof users / sizeof users[0]; i++)
         if (users[i].token == 0) {
             lock_gpu_path(env, timing ? "timing" : "active", users[i].path, sizeof users[i].path);
@@ -53,17 +61,20 @@ static void user_join(const struct grade_env *env, int fd, int timing)
              * is then the wall clock; a timing hold is not batched). */
             if ((users[i].token = admit_enter(users[i].path)) != 0)
                 users[i].fd = fd;
-            return;
+            break;
         }
+    pthread_mutex_unlock(&users_mu);
 }
 
 static void user_leave(int fd)
 {
+    pthread_mutex_lock(&users_mu);
     for (size_t i = 0; i < sizeof users / sizeof users[0]; i++)
         if (users[i].token != 0 && users[i].fd == fd) {
             admit_release(users[i].path, users[i].token);
             users[i].token = 0;
         }
+    pthread_mutex_unlock(&users_mu);
 }
 
 /* The GPU lock. Timing needs the GPU to itself (docs/runner.md); checks and
