@@ -97,8 +97,6 @@ static const struct row rows[] = {
      "1: Python runs use Numba's CUDA simulator (CI has no GPU)"},
     {"CUGRADE_FRONT", T_BOOL, TE, F(front), "1", 0, 1, NULL, "",
      "0: no front pass (tests of the full compile's own messages)"},
-    {"CUGRADE_CGROUP_SWEEP_AGE", T_INT, TE, F(cgroup_sweep_age), "60", 0, 86400, NULL, "s",
-     "age past which an empty leftover sandbox cgroup is removed"},
     {"CUGRADE_SANDBOX_USER", T_CHOICE, TE, F(sandbox_user), "auto", 0, 0, "auto|root|nobody|box",
      "", "forces the sandbox's uid mode (auto: box uids, root-mapped if those fail)"},
 };

@@ -63,7 +63,6 @@ struct runner_config {
     long gpu_hold;
     long py_sim;
     long front;
-    long cgroup_sweep_age;
     long sandbox_user;
 };
 

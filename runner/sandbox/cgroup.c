@@ -10,6 +10,7 @@
 #include "runner/sandbox/cgroup.h"
 #include "runner/config.h"
 
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -292,12 +293,20 @@ static int v2_fallback_parent(const char *from, char *out, size_t cap)
  * (a runner in another pid namespace sharing this parent has live groups
  * that are never empty for longer than the instant between mkdir and
  * entering them). */
+static long sweep_min_age = CGROUP_SWEEP_AGE;
+
+void cgroup_sweep_age_set(long seconds)
+{
+    assert(seconds >= 0);
+    sweep_min_age = seconds;
+}
+
 static void sweep_stale(const char *parent)
 {
     DIR *d = opendir(parent);
     if (!d)
         return;
-    long min_age = runner_cfg()->cgroup_sweep_age;
+    long min_age = sweep_min_age;
     struct dirent *e;
     while ((e = readdir(d))) {
         int pid;

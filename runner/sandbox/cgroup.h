@@ -39,6 +39,15 @@ struct cgroup {
  * or CGROUP_NONE when neither memory+pids layout is usable. */
 enum cgroup_version cgroup_detect(void);
 
+/* A leftover run group (cugrade-<pid>-<n> of a runner that died: empty,
+ * its pid gone) is removed by the next cgroup_create in the same parent
+ * once it is this many seconds old: a runner in another pid namespace
+ * sharing the parent has live groups that are never empty for longer than
+ * the instant between mkdir and entering them. */
+#define CGROUP_SWEEP_AGE 60
+/* Tests only (tests/tools/sandbox_run --sweep-age): another age. */
+void cgroup_sweep_age_set(long seconds);
+
 /* Create a fresh, empty group for one run with memory_bytes (0 = no limit;
  * swap set to 0 where the kernel has a knob for it) and pids (0 = none).
  * Returns 0 and fills *cg, or -errno (then nothing is left behind).

@@ -78,7 +78,7 @@ check "runner killed: the whole sandbox dies with it (PDEATHSIG chain)" test -z 
 # Its zombies are its parent's to reap (systemd does; a bare container init
 # may not): the host checks leave them out.
 ps -eo pid=,stat=,comm= | awk '($3 == "hostile-prog" || $3 == "bwrap") && $2 ~ /^Z/ { print $1 }' >>"$T/ignore"
-RUN_ENV=CUGRADE_CGROUP_SWEEP_AGE=0; run -- /bin/true; RUN_ENV=
+run --sweep-age 0 -- /bin/true
 check "runner killed: its leftover cgroup is swept by the next run" test -z "$(cg_dirs)"
 # Its work directory is the restarted runner's to remove (as it does with
 # its job directories): sandbox_workdir_remove on it.

@@ -23,9 +23,12 @@
  *     --no-cgroup         diagnostics: WITHOUT cgroup limits (a host whose
  *                         cgroupfs we may not write; what the cgroup costs)
  *     --no-seccomp        diagnostics: WITHOUT the seccomp filter (its cost)
+ *     --sweep-age S       remove a dead runner's leftover run groups once
+ *                         S seconds old (cgroup.h CGROUP_SWEEP_AGE: 60)
  *     --quiet             leave "out"/"err" out of the JSON
  */
 #include "runner/sandbox/sandbox.h"
+#include "runner/sandbox/cgroup.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -186,6 +189,8 @@ int main(int argc, char **argv)
         else if (ARG("--result-file")) result_file = v;
         else if (ARG("--take")) take = v;
         else if (ARG("--bench")) bench = atoi(v);
+        else if (ARG("--sweep-age"))
+            cgroup_sweep_age_set(atol(v));
         else if (strcmp(a, "--direct") == 0) direct = 1;
         else if (strcmp(a, "--no-cgroup") == 0)
             cfg.diag_no_cgroup = 1;
