@@ -7,9 +7,9 @@
 #include "runner/grade/run.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/file.h>

@@ -66,7 +66,7 @@ double share_tick(double dt, double paused, double stalled, int users);
 /* Start counting limit seconds of GPU share against the users in ledger.
  * Returns 0 and the fd the sandbox polls (sandbox_config.cancel_fd: a byte
  * there ends the run) in *cancel_fd, or -errno (then run on the wall clock).
- * The run's sandbox_config.stall should be &c->stall (run_opts.stall). 
+ * The run's sandbox_config.stall should be &c->stall (run_opts.stall).
  * The caller calls share_clock_stop exactly once after a 0. */
 int share_clock_start(struct share_clock *c, const char *ledger, double limit, int *cancel_fd);
 

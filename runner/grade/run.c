@@ -355,10 +355,8 @@ const char *run_check_failure(const struct sandbox_verdict *v, const struct run_
         return run_failure(v, buf, len);
     limit_timeout_message(l, lim, case_name, buf, len);
     if (sc) {
-        char note[400];
         size_t n = strlen(buf);
-        snprintf(buf + n, len - n, "%s",
-                 share_clock_note(sc, "during your run", note, sizeof note));
+        share_clock_note(sc, "during your run", buf + n, len - n);
     }
     return buf;
 }

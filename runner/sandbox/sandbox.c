@@ -46,6 +46,9 @@
 #include <unistd.h>
 
 #define SANDBOX_TICK_MS 20
+/* How often the run's CPU stall is read for cfg->stall: its reader, the
+ * share clock (share.c), samples it every 100 ms, not every tick. */
+#define SANDBOX_STALL_EVERY_S 0.1
 
 /* The mode (bwrap.h) that worked for this process: ROOT once BOX failed to
  * set up and ROOT then worked. */
@@ -255,6 +258,7 @@ struct run {
     char *benv[2];
     double t0;             /* fork */
     double t_ready;        /* the launcher's byte: the command starts */
+    double t_stall;        /* when the stall was last published (cfg->stall) */
     /* What the supervisor saw. */
     int ready;             /* 1: the launcher spoke; -1: EOF without a word; 0: not yet */
     int bwrap_exit;        /* the command's status from bwrap's JSON, or -1 */
@@ -546,12 +550,20 @@ static int run_check_clocks(struct run *r)
             return rc;
     }
     cgroup_sample(&r->cg);
-    if (cfg->stall) {
-        double stalled = cgroup_cpu_stall_seconds(&r->cg);
-        if (stalled >= 0)
-            atomic_store(&cfg->stall->us, (long long)(stalled * 1e6));
-    }
     return 0;
+}
+
+/* The run's CPU stall so far, for the caller's clock (cfg->stall), at most
+ * every SANDBOX_STALL_EVERY_S. */
+static void run_publish_stall(struct run *r)
+{
+    double now = now_s();
+    if (!r->cfg->stall || now - r->t_stall < SANDBOX_STALL_EVERY_S)
+        return;
+    r->t_stall = now;
+    double stalled = cgroup_cpu_stall_seconds(&r->cg);
+    if (stalled >= 0)
+        atomic_store(&r->cfg->stall->us, (long long)(stalled * 1e6));
 }
 
 /* Supervise until bwrap's outer process is reaped: capture output, read
@@ -613,6 +625,8 @@ static int run_supervise(struct run *r)
         if (!v->timed_out && !v->cancelled && !v->output_limit && !r->done &&
             (rc = run_check_clocks(r)) < 0)
             return rc;
+        if (!r->done)
+            run_publish_stall(r);
     }
     return 0;
 }

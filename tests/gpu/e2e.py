@@ -490,9 +490,9 @@ def stall_report(cache, path):
     (memory reservations, the admission queue, the shared lock's users,
     timing runs waiting or running, profiles; each line's process alive or
     not, and its command), who holds or waits for each GPU lock
-    (/proc/locks), and every process of the host as a tree, into path. A stall on
-    the device is seen once and costs minutes to repeat: this says where
-    it stalled (docs/log/2026-11-30-cpu-stall.md, section 4)."""
+    (/proc/locks), and every process of the host as a tree, into path. A
+    stall on the device is seen once and costs minutes to repeat: this
+    says where it stalled (docs/log/2026-11-30-cpu-stall.md, section 4)."""
     out = []
 
     def cmd(pid):
@@ -517,7 +517,7 @@ def stall_report(cache, path):
             continue
         out.append(f"== {name} (inode {ino})")
         for line in text.splitlines():
-            pid = line.split()[0] if line.split() else ""
+            pid = (line.split() or [""])[0]
             out.append(f"  {line}    <- {cmd(pid) if pid.isdigit() else ''}")
     out.append("== /proc/locks")
     try:
@@ -530,7 +530,7 @@ def stall_report(cache, path):
     out += ["  " + x[:220] for x in ps.stdout.splitlines()]
     with open(path, "w") as f:
         f.write("\n".join(out) + "\n")
-    log(f"unfinished: the GPUs' ledgers, locks and the runners' processes are in {path}")
+    log(f"unfinished: the GPUs' ledgers, locks and every process are in {path}")
 
 
 def leftovers():

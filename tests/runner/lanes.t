@@ -47,35 +47,42 @@ p = subprocess.Popen([RUNNER, "--server", f"http://127.0.0.1:{port}", "--token-f
 
 wait_for = fake.wait_for
 
+
+def progress(jid):
+    """The (phase, detail) pairs job jid has posted so far (call it under
+    the lock, as wait_for calls its condition)."""
+    return [tuple(x) for x in state["progress"].get(jid, [])]
+
+
 try:
     got2 = wait_for(lambda: 2 in state["results"], 180)
     # The compile error comes from the front pass, maybe before the first
     # job's own CPU work ended: then let that work end.
-    wait_for(lambda: ("compiling", "linking") in [tuple(x) for x in state["progress"].get(1, [])], 120)
+    wait_for(lambda: ("compiling", "linking") in progress(1), 120)
     time.sleep(2)
     with lock:
         r2 = state["results"].get(2)
         r1_early = state["results"].get(1)
-        prog1 = list(state["progress"].get(1, []))
+        prog1 = progress(1)
     ok(got2 and r2["status"] == "compile_error",
        "the compile error is answered while the GPU lane is full", json.dumps(r2)[:800])
     ok(r1_early is None, "the correct submission waits for the GPU lane meanwhile", json.dumps(r1_early)[:800])
-    ok(("compiling", "linking") in [tuple(x) for x in prog1],
+    ok(("compiling", "linking") in prog1,
        "it waits after its CPU work (compiled and linked) in the CPU lane's stead", prog1)
     # What the student sees meanwhile: not "linking" for minutes, which
     # reads as a compile that hung, but what the job waits for.
     WAIT = ("checking", "waiting: other submissions hold the GPU's memory")
-    wait_for(lambda: WAIT in [tuple(x) for x in state["progress"].get(1, [])], 30)
+    wait_for(lambda: WAIT in progress(1), 30)
     with lock:
-        prog1 = [tuple(x) for x in state["progress"].get(1, [])]
+        prog1 = progress(1)
     ok(prog1 and prog1[-1] == WAIT,
        "its progress says it waits for the GPU's memory, held by other submissions", prog1)
     holder.kill()
     holder.wait()
     TIMING = ("checking", "waiting: the GPU is held for timing runs")
-    wait_for(lambda: TIMING in [tuple(x) for x in state["progress"].get(1, [])], 60)
+    wait_for(lambda: TIMING in progress(1), 60)
     with lock:
-        prog1 = [tuple(x) for x in state["progress"].get(1, [])]
+        prog1 = progress(1)
         r1_early = state["results"].get(1)
     ok(prog1 and prog1[-1] == TIMING and r1_early is None,
        "admitted, it waits while a timing run waits for the GPU, and says so", prog1)
