@@ -13,6 +13,7 @@
 #include "runner/gpu/health.h"
 #include "runner/service/host.h"
 #include "runner/service/peers.h"
+#include "runner/gpu/lock.h"
 #include "runner/service/serve.h"
 
 #include <errno.h>
@@ -268,7 +269,9 @@ static int cmd_serve(int argc, char **argv)
                         "fail as system_error after compiling\n");
     /* Before the labs are built: the host's other runners hold back for
      * this one from now on (peers.h). */
-    int pr = peers_join(server);
+    char ledger[PATH_MAX]; /* which GPU this runner serves, as its peers tell */
+    lock_admit_path(&env, ledger, sizeof ledger);
+    int pr = peers_join(server, ledger);
     if (pr < 0)
         fprintf(stderr, "cugrade-runner: no peers directory (%s): this runner does not share "
                         "a burst with the host's others\n", strerror(-pr));

@@ -136,14 +136,18 @@ int queue_claim(struct queue *q, const char *runner, long long runner_user, doub
                 int (*rubric_version)(void *ctx, const char *lab), void *ctx,
                 struct queue_job *job);
 
-/* Give back job id, claimed for attempt by runner_user (runner) and never
- * handed over (the runner hung up while its claim was written): queued
- * again at once, as an expired lease would be, without the attempt
- * counted (nobody ran it). On db inside the caller's write transaction
- * (the writer's); the loop then calls queue_written(q, id, 1). Returns 0,
- * -ESTALE when the lease is no longer that claim's, or -errno. */
+/* Give back job id, claimed for attempt by runner_user (runner): queued
+ * again at once, without the attempt counted (nobody ran it to a verdict).
+ * handed_back 0: the claim was never handed over (the runner hung up while
+ * it was written), so the row must still be as the claim left it.
+ * handed_back 1: the runner gives back a job it holds and has not judged
+ * (it waited for its GPU's memory while another GPU of the host had room:
+ * docs/runner.md "Hand-back"), in any phase short of a verdict. On db
+ * inside the caller's write transaction (the writer's); the loop then
+ * calls queue_written(q, id, 1). Returns 0, -ESTALE when the lease is no
+ * longer that claim's, or -errno. */
 int queue_release_in(struct db *db, long long id, long long runner_user, const char *runner,
-                     int attempt);
+                     int attempt, int handed_back);
 
 /* Extend the lease of job id held by runner_user (and by runner / attempt
  * when they are not NULL / 0) and record phase and detail. Returns 0,

@@ -181,18 +181,19 @@ int queue_profile_in(struct db *db, long long id, long long runner_user, const c
     return rc;
 }
 
-
 int queue_release_in(struct db *db, long long id, long long runner_user, const char *runner,
-                     int attempt)
+                     int attempt, int handed_back)
 {
     assert(id > 0 && attempt > 0 && runner);
-    /* Only the row as the claim left it: a job the runner never saw is
-     * still 'compiling' with that lease. */
-    sqlite3_stmt *st = db_stmt(
-        db, "UPDATE submissions SET status = 'queued', phase = '', detail = '',"
-            " attempts = attempts - 1, lease_runner = NULL, lease_user = NULL,"
-            " lease_expires = NULL, updated_at = ?1 WHERE id = ?2 AND status = 'compiling'"
-            " AND lease_user = ?3 AND lease_runner = ?4 AND attempts = ?5");
+    /* A claim the runner never saw: only the row as the claim left it
+     * ('compiling' with that lease). A job handed back: any phase short of
+     * a verdict, with that lease. */
+    sqlite3_stmt *st =
+        db_stmt(db, "UPDATE submissions SET status = 'queued', phase = '', detail = ?6,"
+                    " attempts = attempts - 1, lease_runner = NULL, lease_user = NULL,"
+                    " lease_expires = NULL, updated_at = ?1 WHERE id = ?2"
+                    " AND (status = 'compiling' OR (?7 AND status IN " QUEUE_IN_PROGRESS "))"
+                    " AND lease_user = ?3 AND lease_runner = ?4 AND attempts = ?5");
     if (!st)
         return -EIO;
     sqlite3_bind_double(st, 1, db_now());
@@ -200,6 +201,8 @@ int queue_release_in(struct db *db, long long id, long long runner_user, const c
     sqlite3_bind_int64(st, 3, runner_user);
     sqlite3_bind_text(st, 4, runner, -1, SQLITE_STATIC);
     sqlite3_bind_int(st, 5, attempt);
+    sqlite3_bind_text(st, 6, handed_back ? "moved to a GPU with room" : "", -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 7, handed_back != 0);
     int rc = db_step_done(st);
     return rc ? rc : db_changes(db) == 0 ? -ESTALE : 0;
 }

@@ -102,13 +102,34 @@ struct claim_release {
     struct app *app;
     long long id, uid;
     int attempt;
+    int handed_back;       /* 1: the runner's own POST .../release (h_release) */
+    struct http_hold hold; /* that request, until the client goes away */
     char runner[72];
 };
 
 static int release_run(struct db *db, void *arg)
 {
     struct claim_release *r = arg;
-    return queue_release_in(db, r->id, r->uid, r->runner, r->attempt);
+    return queue_release_in(db, r->id, r->uid, r->runner, r->attempt, r->handed_back);
+}
+
+/* A job handed back: the answer to the runner that gave it. */
+static void release_answer(struct claim_release *r, int rc)
+{
+    struct http_request *req = http_hold_end(&r->hold);
+    if (!req)
+        return;
+    struct api_error e;
+    if (rc == -ESTALE)
+        api_fail(&e, 409, "conflict",
+                 "This runner no longer holds the lease of job %lld, or has judged it.", r->id);
+    else if (rc)
+        api_internal(&e, rc);
+    if (rc)
+        api_send_err(req, &e);
+    else
+        api_send_json(req, 200, json_pack("{s:s}", "status", "queued"));
+    http_request_finish(req);
 }
 
 static void release_done(void *arg, int rc)
@@ -118,8 +139,14 @@ static void release_done(void *arg, int rc)
         queue_written(r->app->queue, r->id, 1);
         api_cache_invalidate(r->app, r->id);
     }
-    app_log("job %lld: its claim's runner %s hung up before the answer: %s", r->id, r->runner,
-            rc ? "its lease expires" : "queued again (the attempt not counted)");
+    if (r->handed_back) {
+        release_answer(r, rc);
+        app_log("job %lld: handed back by runner %s (its GPU had no room): %s", r->id, r->runner,
+                rc ? "refused" : "queued again (the attempt not counted)");
+    } else {
+        app_log("job %lld: its claim's runner %s hung up before the answer: %s", r->id, r->runner,
+                rc ? "its lease expires" : "queued again (the attempt not counted)");
+    }
     free(r);
 }
 
@@ -836,9 +863,58 @@ static int h_profile(struct app *app, struct http_request *req)
     return HTTP_DEFERRED; /* answered by profile_done */
 }
 
+/* ---- a job handed back by its runner ---- */
+
+/* POST /api/runner/jobs/{id}/release {runner, attempt}: the runner gives
+ * back a job it holds and has not judged (its GPU's memory was taken while
+ * another GPU of the host had room: docs/runner.md "Hand-back"). Queued
+ * again at once, the attempt not counted; 409 when the lease is no longer
+ * that claim's or a verdict was posted. */
+static int h_release(struct app *app, struct http_request *req)
+{
+    struct auth_user u;
+    struct api_error e;
+    long long id;
+    json_t *body;
+    const char *runner;
+    int attempt, rc = 0;
+    if (api_need(app, req, &u, RUNNER))
+        return HTTP_DONE;
+    if (api_path_id(req, "id", "Job", &id))
+        return HTTP_DONE;
+    if (api_body_json(req, &body, 0, &e))
+        return api_send_err(req, &e);
+    job_lease_args(body, &runner, &attempt);
+    struct claim_release *r = NULL;
+    if (!runner || !*runner || strlen(runner) >= sizeof r->runner || attempt <= 0)
+        rc = api_fail(&e, 400, "bad_request",
+                      "runner and attempt: a release must name its lease (the runner name sent "
+                      "on claim and the claim's attempt).");
+    else if (!(r = calloc(1, sizeof(*r))))
+        rc = api_internal(&e, -ENOMEM);
+    if (r) {
+        r->app = app;
+        r->id = id;
+        r->uid = u.id;
+        r->attempt = attempt;
+        r->handed_back = 1;
+        snprintf(r->runner, sizeof(r->runner), "%s", runner);
+        if ((rc = writer_submit(app->writer, release_run, release_done, r, 0)) != 0) {
+            api_internal(&e, rc);
+            free(r);
+        }
+    }
+    json_decref(body);
+    if (rc)
+        return api_send_err(req, &e);
+    http_hold_start(&r->hold, req);
+    return HTTP_DEFERRED; /* answered by release_done */
+}
+
 const struct route runner_api_routes[] = {
     {HTTP_POST, "/api/runner/claim", h_claim, 16 * KiB, NULL, NULL, 0},
     {HTTP_POST, "/api/runner/jobs/{id}/progress", h_progress, 16 * KiB, NULL, NULL, 0},
+    {HTTP_POST, "/api/runner/jobs/{id}/release", h_release, 16 * KiB, NULL, NULL, 0},
     {HTTP_POST, "/api/runner/jobs/{id}/result", h_result, 8192 * KiB,
      "a result may be at most 8 MiB.", NULL, 0},
     {HTTP_POST, "/api/runner/jobs/{id}/profile", h_profile, 1024 * KiB,

@@ -108,6 +108,7 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
         return -ENOMEM;
     job_init(j, env, job, progress, arg);
     j->profile_later = later != NULL;
+    j->later = later;
     int r = grade_phases(j);
     if (r >= 0)
         r = job_score(j, status, result);
@@ -120,7 +121,7 @@ int grade_job_run(const struct grade_env *env, const struct grade_job *job,
     }
     if (r == -ENOMEM && !j->err[0])
         snprintf(j->err, sizeof j->err, "out of memory");
-    if (r < 0 && r != -ECANCELED) {
+    if (r < 0 && r != -ECANCELED && r != GRADE_HANDED_BACK) {
         fprintf(stderr, "cugrade-runner: job %lld: system error: %s\n", job->id, j->err);
         *status = status_name(STATUS_SYSTEM_ERROR);
         *result = grade_system_error_doc(job->lab, env->gpu_name, j->err);

@@ -15,6 +15,8 @@
 #ifndef CUGRADE_GRADE_H
 #define CUGRADE_GRADE_H
 
+#include <errno.h>
+#include <signal.h>
 #include <stddef.h>
 #include <jansson.h>
 
@@ -32,10 +34,18 @@ struct grade_env {
     int lane_fd;               /* -1, or a pipe to the runner: 'f' when the job's front
                                   pass is done and it asks for a CPU lane slot, 'g' when
                                   it leaves the CPU lane (compile, inspection and link
-                                  done) */
+                                  done), 'w' when it waits for its GPU's memory
+                                  (admission), 'a' when it is admitted */
     int grant_fd;              /* -1, or a pipe from the runner: one byte grants the
                                   CPU lane slot asked for with 'f' */
+    volatile sig_atomic_t *hand_back; /* NULL, or set (by a signal handler) when the
+                                  runner asks a job that waits for admission to give
+                                  itself back (struct grade_later's release) */
 };
+
+/* grade_job_run's answer for a job handed back (docs/runner.md "Hand-back"):
+ * the server has it queued again; nothing is posted. */
+#define GRADE_HANDED_BACK (-EXDEV)
 
 /* The job as claimed (docs/api.md "Runner protocol"). Strings borrowed. */
 struct grade_job {
@@ -68,6 +78,11 @@ struct grade_later {
     int (*verdict)(void *arg, const char *status, const json_t *result, const char *profile_key);
     /* Post the profile update {profile, hints, hint_details} (borrowed). */
     int (*profile)(void *arg, const json_t *update, const char *profile_key);
+    /* Give the job back to the server (it waits for its GPU's memory and
+     * the runner asked, env->hand_back): 0 when the server queued it again
+     * (the job then ends, GRADE_HANDED_BACK), else -errno and the job goes
+     * on waiting. May be NULL. */
+    int (*release)(void *arg);
     void *arg;
 };
 
@@ -75,7 +90,7 @@ struct grade_later {
  * compile_error | rejected | runtime_error | timeout | system_error) and
  * *result (new reference: the result document; for system_error a document
  * whose "output" says what broke), or -ECANCELED when abandoned (nothing to
- * post), or -ENOMEM. Never lets a submission crash the runner.
+ * post), GRADE_HANDED_BACK when handed back (nothing to post), or -ENOMEM. Never lets a submission crash the runner.
  * With later (may be NULL) and a profile due, the verdict goes to
  * later->verdict before the profile runs and the update to later->profile
  * after it; then 0 with *status set and *result NULL (posted), or

@@ -266,43 +266,6 @@ int job_setup(struct job *j)
 /* ---------------------------------------------------------------------- */
 /* Pre-start: what waits for the program starts during nvcc. */
 
-/* How many sanitizer runs the rubric asks for on this lab (0, 1 or 2). */
-static size_t job_sanitizers_wanted(const struct job *j)
-{
-    if (!j->lab.sanitize_case)
-        return 0;
-    return (size_t)(j->rub.sanitize_memcheck != 0) + (size_t)(j->rub.sanitize_racecheck != 0);
-}
-
-/* Reserve the job's GPU memory (admit.h), waiting at most max_wait
- * seconds and holding nothing meanwhile. Returns 0 (j->admitted), -EBUSY
- * when it did not fit in time, or -errno. */
-static int job_reserve(struct job *j, double max_wait, double *waited)
-{
-    assert(!j->admitted);
-    char queue[PATH_MAX];
-    lock_admit_path(j->env, j->admit_file, sizeof j->admit_file);
-    /* Waiting in turn, in the queue (admit.h), and counted as waiting
-     * meanwhile: a profile is not taken while others wait (job_time.c,
-     * job_profile). */
-    lock_admit_queue_path(j->env, queue, sizeof queue);
-    unsigned long long need = lock_admit_need(&j->lab, job_sanitizers_wanted(j), j->python);
-    if (j->lab.timing_case && j->rub.nspeed > 0) /* job_time_prestart's run */
-        need += lock_admit_time_prestart(&j->lab, j->python);
-    int r = admit_reserve_turn(j->admit_file, queue, lock_admit_capacity(&j->rc), need, max_wait,
-                               &j->admit_token, waited);
-    j->admitted = r == 0;
-    return r;
-}
-
-void job_unreserve(struct job *j)
-{
-    if (j->admitted)
-        admit_release(j->admit_file, j->admit_token);
-    j->admit_token = 0;
-    j->admitted = 0;
-}
-
 /* The check run is over, and with it the biggest case: the reservation
  * shrinks to what the rest of the job runs (lock_admit_after_check), so
  * the next job is admitted while this one waits for its sanitizers, its
@@ -311,16 +274,6 @@ void job_unreserve(struct job *j)
 static void job_reserve_shrink(struct job *j)
 {
     job_reserve_to(j, lock_admit_after_check(&j->lab, job_sanitizers_wanted(j), j->python));
-}
-
-void job_reserve_to(struct job *j, unsigned long long mb)
-{
-    if (!j->admitted)
-        return;
-    int r = admit_resize(j->admit_file, j->admit_token, mb);
-    if (r < 0)
-        fprintf(stderr, "cugrade-runner: job %lld: cannot shrink its GPU reservation: %s\n",
-                j->g->id, strerror(-r));
 }
 
 /* Measure the device record if this GPU has none yet, then start the job's
@@ -542,34 +495,6 @@ int job_link(struct job *j)
 /* ---------------------------------------------------------------------- */
 /* Admission: what the job's GPU work needs, before any student code runs. */
 
-/* job_reserve for the GPU lane: at once when the job fits now; else the
- * student is told what the job waits for (its last word was "linking",
- * which read as a compile that hung: a make test-gpu run on two H200s
- * left 48 jobs there for minutes), then it waits its turn. */
-static int job_admit_wait(struct job *j, double *waited)
-{
-    int r = job_reserve(j, 0, waited);
-    if (r != -EBUSY)
-        return r;
-    if (progress_call(j, status_name(STATUS_CHECKING),
-                      "waiting: other submissions hold the GPU's memory") == -ECANCELED)
-        return -ECANCELED;
-    return job_reserve(j, ADMIT_MAX_WAIT, waited);
-}
-
-/* Before the job's shared GPU lock, which waits while timing runs wait
- * or run (lock.c, timing_yield): the student is told so when they do. */
-static int job_gpu_lock_say(struct job *j)
-{
-    char timing[PATH_MAX];
-    lock_timing_path(j->env, timing, sizeof timing);
-    if (admit_count(timing) > 0 &&
-        progress_call(j, status_name(STATUS_CHECKING),
-                      "waiting: the GPU is held for timing runs") == -ECANCELED)
-        return -ECANCELED;
-    return 0;
-}
-
 /* The executable linked and the same objects as a shared object did not:
  * ours. The sanitizers do not run; their line is not charged (score.c,
  * infra_failed). */
@@ -597,12 +522,7 @@ int job_admit(struct job *j)
 {
     double waited = 0;
     int r;
-    if (j->env->lane_fd >= 0) {
-        /* This job leaves the CPU lane: the runner may claim another. */
-        char c = 'g';
-        ssize_t w = write(j->env->lane_fd, &c, 1);
-        (void)w;
-    }
+    job_lane_say(j, 'g'); /* it leaves the CPU lane: the runner may claim another */
     if (!j->admitted && (r = job_gpu_up(j)) < 0)
         return r;
     if (!j->limits_measured) {
@@ -611,6 +531,8 @@ int job_admit(struct job *j)
     }
     if (!j->admitted && (r = job_admit_wait(j, &waited)) < 0) {
         job_clock_mark(&j->pc, "admit_wait");
+        if (r == GRADE_HANDED_BACK)
+            return r;
         snprintf(j->err, sizeof j->err, "GPU memory admission: %s after %.0f s",
                  r == -EBUSY ? "the GPU's memory stayed taken by other jobs" : strerror(-r),
                  waited);

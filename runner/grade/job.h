@@ -130,6 +130,7 @@ struct job {
     /* profile (docs/runner.md "Profiling hints"): feedback, never the grade */
     json_t *profile;                 /* result.cugrade.profile, or NULL: not profiled */
     int profile_later;               /* served: the verdict posts first, the profile after */
+    const struct grade_later *later; /* served: how to post (NULL: local grading) */
     int profile_pending;             /* ... and this job's profile is due (job_profile_after) */
 
     /* the outcome */

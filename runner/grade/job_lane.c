@@ -2,17 +2,22 @@
  * job_lane.c - a job's way through the runner's lanes (docs/runner.md "Two
  * lanes" and "A GPU that stops answering"): the front pass on claim, the
  * wait for a CPU lane slot, and the wait at the GPU lane's door while the
- * runner's probe finds the GPU unusable. Split from job.c.
+ * runner's probe finds the GPU unusable, and the GPU memory admission
+ * (with the hand-back while the job waits for it). Split from job.c.
  */
 #include "runner/grade/job.h"
 #include "runner/config.h"
 #include "runner/grade/job_phase.h"
 #include "status.h"
 #include "runner/grade/compile.h"
+#include "runner/gpu/admit.h"
 #include "runner/gpu/health.h"
+#include "runner/gpu/lock.h"
 #include "runner/grade/python.h"
 
+#include <assert.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +65,16 @@ int job_front(struct job *j)
     j->st = status_name(STATUS_COMPILE_ERROR);
     snprintf(j->status_msg, sizeof j->status_msg, "%s", fr.message);
     return JOB_VERDICT;
+}
+
+/* Tell the runner where the job is (grade.h, struct grade_env's lane_fd):
+ * one byte, never waited on; a runner gone is noticed at the next grant. */
+void job_lane_say(const struct job *j, char c)
+{
+    if (j->env->lane_fd >= 0) {
+        ssize_t w = write(j->env->lane_fd, &c, 1);
+        (void)w;
+    }
 }
 
 /* Ask the runner for a CPU lane slot ('f' on the lane pipe) and wait for
@@ -125,4 +140,103 @@ int job_timeout_ours(struct job *j, const char *run)
                     "%s ran into its limit on a GPU that stopped answering (%.200s): ours, not "
                     "the student's timeout",
                     run, why);
+}
+
+/* ---------------------------------------------------------------------- */
+/* The GPU lane: admission (the job's GPU memory reservation, runner/gpu/admit.h). */
+
+/* How many sanitizer runs the rubric asks for on this lab (0, 1 or 2). */
+size_t job_sanitizers_wanted(const struct job *j)
+{
+    if (!j->lab.sanitize_case)
+        return 0;
+    return (size_t)(j->rub.sanitize_memcheck != 0) + (size_t)(j->rub.sanitize_racecheck != 0);
+}
+
+/* Reserve the job's GPU memory (admit.h), waiting at most max_wait
+ * seconds and holding nothing meanwhile. Returns 0 (j->admitted), -EBUSY
+ * when it did not fit in time, or -errno. */
+int job_reserve(struct job *j, double max_wait, double *waited)
+{
+    assert(!j->admitted);
+    char queue[PATH_MAX];
+    lock_admit_path(j->env, j->admit_file, sizeof j->admit_file);
+    /* Waiting in turn, in the queue (admit.h), and counted as waiting
+     * meanwhile: a profile is not taken while others wait (job_time.c,
+     * job_profile). */
+    lock_admit_queue_path(j->env, queue, sizeof queue);
+    unsigned long long need = lock_admit_need(&j->lab, job_sanitizers_wanted(j), j->python);
+    if (j->lab.timing_case && j->rub.nspeed > 0) /* job_time_prestart's run */
+        need += lock_admit_time_prestart(&j->lab, j->python);
+    int r = admit_reserve_turn(j->admit_file, queue, lock_admit_capacity(&j->rc), need, max_wait,
+                               &j->admit_token, waited, j->env->hand_back);
+    j->admitted = r == 0;
+    if (j->admitted)
+        job_lane_say(j, 'a');
+    return r;
+}
+
+void job_unreserve(struct job *j)
+{
+    if (j->admitted)
+        admit_release(j->admit_file, j->admit_token);
+    j->admit_token = 0;
+    j->admitted = 0;
+}
+
+void job_reserve_to(struct job *j, unsigned long long mb)
+{
+    if (!j->admitted)
+        return;
+    int r = admit_resize(j->admit_file, j->admit_token, mb);
+    if (r < 0)
+        fprintf(stderr, "cugrade-runner: job %lld: cannot shrink its GPU reservation: %s\n",
+                j->g->id, strerror(-r));
+}
+
+/* job_reserve for the GPU lane: at once when the job fits now; else the
+ * student is told what the job waits for (its last word was "linking",
+ * which read as a compile that hung: a make test-gpu run on two H200s
+ * left 48 jobs there for minutes), then it waits its turn. */
+int job_admit_wait(struct job *j, double *waited)
+{
+    int r = job_reserve(j, 0, waited);
+    if (r != -EBUSY)
+        return r;
+    if (progress_call(j, status_name(STATUS_CHECKING),
+                      "waiting: other submissions hold the GPU's memory") == -ECANCELED)
+        return -ECANCELED;
+    double total = 0, w = 0;
+    for (;;) {
+        /* While it waits the runner may ask it to give itself back
+         * (docs/runner.md "Hand-back"): it holds nothing yet. */
+        job_lane_say(j, 'w');
+        r = job_reserve(j, ADMIT_MAX_WAIT - total, &w);
+        total += w;
+        *waited = total;
+        if (r != -EXDEV)
+            return r;
+        assert(j->env->hand_back); /* -EXDEV comes only with a flag to watch */
+        *j->env->hand_back = 0;
+        if (j->later && j->later->release && j->later->release(j->later->arg) == 0) {
+            fprintf(stderr,
+                    "cugrade-runner: job %lld: handed back after %.1f s waiting for the "
+                    "GPU's memory (another GPU has room)\n",
+                    j->g->id, total);
+            return GRADE_HANDED_BACK;
+        }
+    }
+}
+
+/* Before the job's shared GPU lock, which waits while timing runs wait
+ * or run (lock.c, timing_yield): the student is told so when they do. */
+int job_gpu_lock_say(struct job *j)
+{
+    char timing[PATH_MAX];
+    lock_timing_path(j->env, timing, sizeof timing);
+    if (admit_count(timing) > 0 &&
+        progress_call(j, status_name(STATUS_CHECKING),
+                      "waiting: the GPU is held for timing runs") == -ECANCELED)
+        return -ECANCELED;
+    return 0;
 }

@@ -19,6 +19,23 @@ int progress_call(const struct job *j, const char *phase, const char *detail);
 void case_work(const struct lab *lab, const char *case_name, const json_t *timing, double *bytes,
                double *flops);
 
+/* How many sanitizer runs the rubric asks for on this lab (0, 1 or 2).
+ * job_lane.c. */
+size_t job_sanitizers_wanted(const struct job *j);
+/* Reserve the job's GPU memory (admit.h), waiting at most max_wait
+ * seconds and holding nothing meanwhile; 'a' on the lane pipe once
+ * admitted. Returns 0 (j->admitted), -EBUSY when it did not fit in time,
+ * -EXDEV when the runner asked for the job back (env->hand_back), or
+ * -errno. job_lane.c. */
+int job_reserve(struct job *j, double max_wait, double *waited);
+/* The reservation for the GPU lane: at once when the job fits now; else
+ * the student is told what it waits for, and it waits its turn, handed
+ * back when the runner asks (docs/runner.md "Hand-back"): then
+ * GRADE_HANDED_BACK. Returns 0 or -errno. job_lane.c. */
+int job_admit_wait(struct job *j, double *waited);
+/* Before the job's shared GPU lock: "waiting: the GPU is held for timing
+ * runs" when timing runs wait or run. 0 or -ECANCELED. job_lane.c. */
+int job_gpu_lock_say(struct job *j);
 /* Let go of the job's GPU memory reservation (admit.h), if it holds one. */
 void job_unreserve(struct job *j);
 /* Shrink the job's GPU reservation to mb MiB for the phase it enters (per
@@ -29,6 +46,10 @@ void job_reserve_to(struct job *j, unsigned long long mb);
 
 /* A system_error of ours: the sentence into j->err, r (< 0) returned. */
 __attribute__((format(printf, 3, 4))) int job_fail(struct job *j, int r, const char *fmt, ...);
+
+/* One byte to the runner on the lane pipe (grade.h, lane_fd), when there
+ * is one. job_lane.c. */
+void job_lane_say(const struct job *j, char c);
 
 /* Before the GPU lane: wait while the runner's probe finds the GPU
  * unusable (health.h), holding nothing; 0, or -errno past

@@ -193,6 +193,19 @@ int client_progress(struct client *c, long long id, int attempt, const char *pha
     return rc;
 }
 
+int client_release(struct client *c, long long id, int attempt)
+{
+    char path[128], *resp = NULL;
+    char *req = body_encode(json_pack("{s:s, s:i}", "runner", c->runner, "attempt", attempt));
+    if (!req)
+        return -ENOMEM;
+    snprintf(path, sizeof path, "/api/runner/jobs/%lld/release", id);
+    int code = post_json(c, path, req, c->timeout_s, &resp);
+    free(req);
+    free(resp);
+    return code == 200 ? 0 : code == 409 || code == 404 ? -ECANCELED : -EAGAIN;
+}
+
 /* POST body to path until it is answered (200: 0; 409 or 404: -ECANCELED;
  * another 4xx: -EINVAL) or give_up_s passed (-ETIMEDOUT), with backoff. */
 static int post_retrying(struct client *c, long long id, const char *path, const char *req,

@@ -43,6 +43,13 @@ int client_claim(struct client *c, int wait_seconds, json_t **job);
 int client_progress(struct client *c, long long id, int attempt, const char *phase,
                     const char *detail, int *lease_left);
 
+/* POST /api/runner/jobs/{id}/release {"runner","attempt"}: give back a job
+ * this runner holds and has not judged (docs/runner.md "Hand-back"); the
+ * server queues it again without counting the attempt. One try. Returns 0,
+ * -ECANCELED on 409 or 404 (not ours any more), -EAGAIN on a network or
+ * server error (the job is still ours: go on with it). */
+int client_release(struct client *c, long long id, int attempt);
+
 /* POST /api/runner/jobs/{id}/result {"status","result","runner","attempt"}, plus
  * "profile_key" when profile_key is not NULL (a profile update of this
  * verdict follows: client_profile). Retries with backoff on network/server

@@ -1,7 +1,7 @@
 /*
  * peers.c - the runners of one host that serve one server share a burst
- * (see peers.h). Each runner's file, PID.load, holds "STATE IN_FLIGHT\n"
- * and is replaced whole (written beside, then renamed): a reader never
+ * (see peers.h). Each runner's file, PID.load, holds
+ * "STATE IN_FLIGHT PENDING GPU_KEY\n" and is replaced whole (written beside, then renamed): a reader never
  * sees half of one.
  */
 #include "runner/service/peers.h"
@@ -25,8 +25,9 @@ static struct {
     pid_t pid; /* the runner that joined: its children never publish or leave */
     int joined;
     int state; /* last published */
-    long in_flight;
-} me = {.state = -1, .in_flight = -1};
+    long in_flight, pending;
+    char gpu[17]; /* 16 hex digits: which GPU (peers.h) */
+} me = {.state = -1, .in_flight = -1, .pending = -1};
 
 /* FNV-1a of s: names the server's directory. */
 static uint64_t url_hash(const char *s)
@@ -60,10 +61,12 @@ static int dirs_make(void)
     return rc < 0 ? rc : mkdir_own(me.dir);
 }
 
-int peers_join(const char *server_url)
+int peers_join(const char *server_url, const char *gpu_key)
 {
     int rc;
     assert(!me.joined);
+    snprintf(me.gpu, sizeof me.gpu, "%016llx",
+             (unsigned long long)url_hash(gpu_key ? gpu_key : ""));
     if (geteuid() == 0) {
         snprintf(me.base, sizeof me.base, "/run/cugrade-runner");
     } else {
@@ -77,20 +80,21 @@ int peers_join(const char *server_url)
         return rc;
     me.pid = getpid();
     me.joined = 1;
-    peers_publish(PEER_STARTING, 0);
+    peers_publish(PEER_STARTING, 0, 0);
     return 0;
 }
 
-void peers_publish(enum peer_state st, size_t in_flight)
+void peers_publish(enum peer_state st, size_t in_flight, size_t pending)
 {
     char path[sizeof me.dir + 32], part[sizeof me.dir + 32], line[64];
     if (!me.joined || getpid() != me.pid)
         return;
     snprintf(path, sizeof path, "%s/%ld.load", me.dir, (long)me.pid);
     snprintf(part, sizeof part, "%s/%ld.part", me.dir, (long)me.pid);
-    if ((int)st == me.state && (long)in_flight == me.in_flight && access(path, F_OK) == 0)
+    if ((int)st == me.state && (long)in_flight == me.in_flight && (long)pending == me.pending &&
+        access(path, F_OK) == 0)
         return; /* unchanged, and still there */
-    int n = snprintf(line, sizeof line, "%c %zu\n", (char)st, in_flight);
+    int n = snprintf(line, sizeof line, "%c %zu %zu %s\n", (char)st, in_flight, pending, me.gpu);
     int fd = open(part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0 && errno == ENOENT && dirs_make() == 0)
         fd = open(part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
@@ -101,6 +105,7 @@ void peers_publish(enum peer_state st, size_t in_flight)
     if (ok && rename(part, path) == 0) {
         me.state = (int)st;
         me.in_flight = (long)in_flight;
+        me.pending = (long)pending;
     } else {
         unlink(part);
     }
@@ -119,17 +124,27 @@ static int peer_alive(long pid)
     return got && strncmp(comm, "cugrade-runner", 14) == 0;
 }
 
-long peers_least(void)
+/* One live peer's line, as read (pending -1 and gpu "" in an older
+ * runner's two-field line). */
+struct peer_line {
+    char st;
+    long in_flight, pending;
+    char gpu[17];
+};
+
+/* Read the live peers' lines (this runner excluded) into out, at most
+ * room; a dead runner's file is removed. Returns how many. */
+static size_t peers_read(struct peer_line *out, size_t room)
 {
-    long least = -1;
+    size_t k = 0;
     if (!me.joined)
-        return -1;
+        return 0;
     DIR *d = opendir(me.dir);
     if (!d)
-        return -1;
+        return 0;
     struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        char *end, path[sizeof me.dir + 300], line[64] = "";
+    while ((e = readdir(d)) != NULL && k < room) {
+        char *end, path[sizeof me.dir + 300], line[96] = "";
         long pid = strtol(e->d_name, &end, 10);
         if (end == e->d_name || strcmp(end, ".load") != 0 || pid == (long)me.pid || pid <= 0)
             continue;
@@ -141,17 +156,51 @@ long peers_least(void)
         FILE *f = fopen(path, "re");
         if (!f)
             continue;
-        char st = 0;
-        long n = -1;
-        int got = fgets(line, sizeof line, f) != NULL && sscanf(line, "%c %ld", &st, &n) == 2;
+        struct peer_line *p = &out[k];
+        memset(p, 0, sizeof *p);
+        p->pending = -1;
+        int got = fgets(line, sizeof line, f) != NULL;
         fclose(f);
-        if (!got || n < 0 || (st != PEER_STARTING && st != PEER_CLAIMING))
+        int nf =
+            got ? sscanf(line, "%c %ld %ld %16s", &p->st, &p->in_flight, &p->pending, p->gpu) : 0;
+        if (nf < 2 || p->in_flight < 0)
             continue;
-        if (least < 0 || n < least)
-            least = n;
+        if (nf < 4) {
+            p->pending = -1;
+            p->gpu[0] = '\0';
+        }
+        k++;
     }
     closedir(d);
+    return k;
+}
+
+/* A peer that claims or will soon. */
+static int peer_counts(const struct peer_line *p)
+{
+    return p->st == PEER_STARTING || p->st == PEER_CLAIMING;
+}
+
+long peers_least(void)
+{
+    struct peer_line p[64];
+    size_t n = peers_read(p, 64);
+    long least = -1;
+    for (size_t i = 0; i < n; i++)
+        if (peer_counts(&p[i]) && (least < 0 || p[i].in_flight < least))
+            least = p[i].in_flight;
     return least;
+}
+
+int peers_hungry(void)
+{
+    struct peer_line p[64];
+    size_t n = peers_read(p, 64);
+    for (size_t i = 0; i < n; i++)
+        if (p[i].st == PEER_CLAIMING && p[i].pending == 0 && p[i].gpu[0] &&
+            strcmp(p[i].gpu, me.gpu) != 0)
+            return 1;
+    return 0;
 }
 
 void peers_leave(void)

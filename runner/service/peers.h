@@ -16,6 +16,14 @@
  * probe failed, or that was told to stop,
  * claims nothing and does not count; a peer that died (its process is gone or is another program
  * now) does not count.
+ *
+ * Claiming far ahead also binds a burst's jobs to runners early: in a
+ * burst of 100 Python jobs on two H200s one GPU ran out of work 95 s
+ * before the other. So each runner also publishes how many of its jobs are
+ * not yet admitted to its GPU (pending) and which GPU it serves (a key of
+ * its admission ledger's path). A runner whose jobs wait for its GPU's
+ * memory hands one back to the server while a peer on another GPU has
+ * none pending (serve.c, docs/runner.md "Hand-back").
  */
 #ifndef CUGRADE_RUNNER_PEERS_H
 #define CUGRADE_RUNNER_PEERS_H
@@ -35,15 +43,21 @@ enum peer_state {
  * $TMPDIR/cugrade-runner-UID/peers-HASH, HASH of the URL. Publishes
  * PEER_STARTING with nothing in flight. Returns 0 or -errno (then the
  * runner serves alone: peers_least is -1). One per process. */
-int peers_join(const char *server_url);
+int peers_join(const char *server_url, const char *gpu_key);
 
-/* Publish this runner's state and jobs in flight (written when they
- * changed or the file is gone: its directory is made again if need be). */
-void peers_publish(enum peer_state st, size_t in_flight);
+/* Publish this runner's state, jobs in flight and how many of them are not
+ * yet admitted to its GPU (written when they changed or the file is gone:
+ * its directory is made again if need be). */
+void peers_publish(enum peer_state st, size_t in_flight, size_t pending);
 
 /* The least number of jobs in flight among the live peers that claim or
  * are starting, this runner excluded; -1 when there is none. */
 long peers_least(void);
+
+/* Whether a live peer that claims serves another GPU (another gpu_key) and
+ * has no job pending admission: the GPU that a job waiting here would
+ * reach sooner. */
+int peers_hungry(void);
 
 /* Leave: remove this runner's file. */
 void peers_leave(void);

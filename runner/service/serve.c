@@ -32,8 +32,19 @@
 #define EXIT_ABANDONED 3   /* child: the lease was lost (409), nothing posted */
 #define EXIT_UNPOSTED  4   /* child: graded, but the result could not be posted */
 #define EXIT_SYSERR    5   /* child: the result posted was a system_error */
+#define EXIT_MOVED 6       /* child: handed back (hand-back below), nothing posted */
 
 static volatile sig_atomic_t stopping;
+
+/* In a job's child: set by SIGUSR1, the runner's ask to hand the job back
+ * (grade.h, struct grade_env's hand_back). */
+static volatile sig_atomic_t hand_back_asked;
+
+static void on_hand_back(int sig)
+{
+    (void)sig;
+    hand_back_asked = 1;
+}
 
 static void on_signal(int sig)
 {
@@ -106,6 +117,12 @@ static int progress_post(void *arg, const char *phase, const char *detail)
     return cancelled ? -ECANCELED : 0;
 }
 
+static void heartbeat_start(struct heartbeat *hb)
+{
+    hb->stop = 0;
+    hb->thread_running = pthread_create(&hb->thread, NULL, heartbeat_main, hb) == 0;
+}
+
 /* Stop hb's thread (it posts no progress once a verdict is posted). */
 static void heartbeat_stop(struct heartbeat *hb)
 {
@@ -137,6 +154,27 @@ static int later_verdict(void *arg, const char *status, const json_t *result, co
         char c = 'p';
         ssize_t w = write(jl->env->lane_fd, &c, 1);
         (void)w;
+    }
+    return r;
+}
+
+/* Hand-back: the job waits for its GPU's memory and the runner asked. No
+ * progress of this child may land after the release (the same runner may
+ * claim the job again, with the same attempt: the release does not count
+ * it), so the heartbeat stops first, and starts again when the server did
+ * not take the job back. */
+static int later_release(void *arg)
+{
+    struct job_later *jl = arg;
+    heartbeat_stop(jl->hb);
+    if (jl->hb->cancelled)
+        return -ECANCELED;
+    int r = client_release(jl->hb->cl, jl->hb->id, jl->hb->attempt);
+    if (r < 0) {
+        fprintf(stderr, "cugrade-runner: job %lld: not handed back (%s): it waits here\n",
+                jl->hb->id, r == -ECANCELED ? "no longer ours" : "the server did not answer");
+        jl->hb->dirty = 1;
+        heartbeat_start(jl->hb);
     }
     return r;
 }
@@ -185,9 +223,9 @@ static int job_child(struct client *cl, struct host *hst, const struct grade_env
     /* The first progress at once: the claim's first lease is short
      * (queue_first_lease) until the server hears from us. */
     hb.dirty = 1;
-    hb.thread_running = pthread_create(&hb.thread, NULL, heartbeat_main, &hb) == 0;
+    heartbeat_start(&hb);
     struct job_later jl = {&hb, env};
-    struct grade_later later = {later_verdict, later_profile, &jl};
+    struct grade_later later = {later_verdict, later_profile, later_release, &jl};
 
     const char *status = NULL;
     json_t *result = NULL;
@@ -202,6 +240,8 @@ static int job_child(struct client *cl, struct host *hst, const struct grade_env
         r = grade_job_run(env, &job, progress_post, &hb, &later, &status, &result);
     }
     heartbeat_stop(&hb);
+    if (r == GRADE_HANDED_BACK)
+        return EXIT_MOVED;
     if (r == 0 && !result) /* the verdict went through later_verdict */
         return strcmp(status, status_name(STATUS_SYSTEM_ERROR)) == 0 ? EXIT_SYSERR : EXIT_POSTED;
     if (r == -ECANCELED || hb.cancelled) {
@@ -251,6 +291,9 @@ struct kid {
     int lane;          /* read end of its lane pipe, or -1 */
     int grant;         /* write end of its grant pipe, or -1 */
     enum kid_state state;
+    int admitted; /* 'a': its GPU memory is reserved */
+    int waiting;  /* 'w': it waits for its GPU's memory (it may be handed back) */
+    int asked;    /* sent SIGUSR1: asked to hand itself back */
     char lab[64];
 };
 
@@ -274,6 +317,8 @@ static enum kid_end kid_ended(struct client *cl, const struct host *h, const str
         return END_OTHER;
     if (WIFEXITED(status) && WEXITSTATUS(status) == EXIT_SYSERR)
         return END_SYSERR;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == EXIT_MOVED)
+        return END_OTHER; /* handed back: another runner grades it */
     if (k->state == KID_PROFILE) {
         /* Its verdict is posted: only the profile update is lost. */
         fprintf(stderr, "cugrade-runner: job %lld: its profile ended abnormally (status %d)\n",
@@ -411,6 +456,12 @@ static void kids_poll(struct client *cl, const struct host *h, struct health *hl
                 kids[i].state = KID_GPU;
             else if (c == 'p')
                 kids[i].state = KID_PROFILE;
+            else if (c == 'w')
+                kids[i].waiting = !kids[i].admitted;
+            else if (c == 'a') {
+                kids[i].admitted = 1;
+                kids[i].waiting = 0;
+            }
         }
         if (kids[i].lane >= 0 && n == 0) {
             close(kids[i].lane);
@@ -481,6 +532,11 @@ static int kid_start(struct client *cl, const struct host *h, const struct grade
             close(g[1]);
         e.lane_fd = p[1];
         e.grant_fd = g[0];
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_hand_back;
+        sigaction(SIGUSR1, &sa, NULL);
+        e.hand_back = &hand_back_asked;
         _exit(job_child(cl, (struct host *)h, &e, job));
     }
     if (p[1] >= 0)
@@ -547,6 +603,64 @@ static size_t front_width(int jobs)
     return n >= 1 && n <= 256 ? (size_t)n : twice > 256 ? 256 : twice;
 }
 
+/* ---------------------------------------------------------------------- */
+/* Hand-back. A runner claims far ahead (the two lanes above), and so binds
+ * a burst's jobs to its GPU early: in a burst of 100 Python jobs on two
+ * H200s one GPU's runner had graded all of its share 95 s before the
+ * other's, which was still admitting its jobs one by one as memory freed
+ * (docs/log/2026-11-30-hand-back.md). So a runner whose jobs wait for its
+ * GPU's memory, while a peer on another GPU of the host has none pending
+ * (peers.h), asks the newest of them (SIGUSR1) to give itself back: the
+ * child, still holding nothing, posts the release, the server queues the
+ * job again without counting the attempt, and the peer claims it. One ask
+ * a second at most; the runner keeps one waiting job for its own GPU, and
+ * claims nothing while a peer elsewhere is hungry (that peer takes the
+ * queue). A child that was admitted meanwhile, or whose release the server
+ * did not take, goes on as if never asked. */
+#define HAND_BACK_EVERY_S 1.0
+
+static double hand_back_last = -1e9;
+
+/* Children not yet admitted to the GPU (a child waiting for its profile
+ * was). */
+static size_t kids_pending(const struct kid *kids, size_t nk)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < nk; i++)
+        n += kids[i].state != KID_PROFILE && !kids[i].admitted;
+    return n;
+}
+
+/* Children waiting for the GPU's memory. */
+static size_t kids_waiting(const struct kid *kids, size_t nk)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < nk; i++)
+        n += kids[i].waiting && !kids[i].admitted;
+    return n;
+}
+
+static void hand_back_tick(struct kid *kids, size_t nk, size_t waiting, int hungry)
+{
+    double now = run_now();
+    if (waiting < 2 || !hungry || now - hand_back_last < HAND_BACK_EVERY_S)
+        return;
+    struct kid *k = NULL;
+    for (size_t i = 0; i < nk; i++)
+        if (kids[i].waiting && !kids[i].admitted && !kids[i].asked && (!k || kids[i].seq > k->seq))
+            k = &kids[i];
+    if (!k)
+        return;
+    hand_back_last = now;
+    if (kill(k->pid, SIGUSR1) == 0) {
+        k->asked = 1;
+        fprintf(stderr,
+                "cugrade-runner: job %lld: waits for this GPU's memory while another GPU "
+                "has room: asked to hand itself back\n",
+                k->id);
+    }
+}
+
 static void serve_loop(struct client *cl, struct host *h, const struct grade_env *env, int once,
                        int jobs, int queue)
 {
@@ -571,7 +685,7 @@ static void serve_loop(struct client *cl, struct host *h, const struct grade_env
             refresh_tick(h, env);
         size_t in_front = kids_in(kids, nk, KID_FRONT);
         if (stopping || (once && claimed)) {
-            peers_publish(PEER_STOPPING, nk);
+            peers_publish(PEER_STOPPING, nk, kids_pending(kids, nk));
             if (nk == 0)
                 break;
             kids_poll(cl, h, &hl, kids, &nk, 200);
@@ -588,11 +702,13 @@ static void serve_loop(struct client *cl, struct host *h, const struct grade_env
         peers_publish(health_failing(&hl) || paused ? PEER_IDLE_GPU
                       : health_ok(&hl)              ? PEER_CLAIMING
                                                     : PEER_STARTING,
-                      in_flight);
+                      in_flight, kids_pending(kids, nk));
         long least = peers_least();
-        if (in_front >= front_max || in_flight >= (size_t)queue || nk >= room ||
-            !health_ok(&hl) || paused ||
-            (least >= 0 && in_flight >= (size_t)least + front_max)) {
+        size_t admit_waits = kids_waiting(kids, nk);
+        int hungry = admit_waits && peers_hungry();
+        hand_back_tick(kids, nk, admit_waits, hungry);
+        if (in_front >= front_max || in_flight >= (size_t)queue || nk >= room || !health_ok(&hl) ||
+            paused || hungry || (least >= 0 && in_flight >= (size_t)least + front_max)) {
             kids_poll(cl, h, &hl, kids, &nk, 200);
             continue;
         }

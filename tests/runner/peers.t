@@ -18,6 +18,13 @@ flight, and the fake server holds 12 jobs before any runner asks.
     answer: a runner beside it holds 0 plus 2 jobs. (On the H200, with
     make test-gpu's three runners started together, the first probe to
     answer took all 59 of a burst queued before the runners started.)
+  - Hand-back: a runner whose GPU lane is full holds 4 jobs waiting for
+    its GPU's memory; a runner on another GPU (another cache, so another
+    admission ledger) starts with room: the first hands its waiting jobs
+    back one by one (the server's release), keeping one for its own GPU,
+    and the second grades them; no job is graded twice, and the one kept
+    is graded once the first GPU has room. (On two H200s one runner had
+    graded its share of a 100-job Python burst 95 s before the other.)
 Prints TAP."""
 import json, os, shutil, signal, subprocess, sys, tempfile, time
 
@@ -174,8 +181,9 @@ def probe_pending(log):
         fake.wait_for(lambda: os.path.exists(bfile), 30)
         time.sleep(3)   # in its claim loop, its probe started and hanging
         line = open(bfile).read() if os.path.exists(bfile) else "(no file)"
-        ok(line == "s 0\n", "a runner whose first GPU probe has not answered publishes "
-           "\"s 0\" (starting), not \"u\" (a GPU that does not answer)", line)
+        ok(line.split()[:3] == ["s", "0", "0"], "a runner whose first GPU probe has not answered "
+           "publishes \"s 0 0\" (starting, nothing in flight or pending), not \"u\" (a GPU that "
+           "does not answer)", line)
         procs.append(runner(url, os.path.join(tmp, "cache-probe-a"), "a", log))
         got = claims_after(fake, 2, 6)
         ok(len(got) == 2 and set(got.values()) == {"a"},
@@ -188,11 +196,55 @@ def probe_pending(log):
         fake.stop()
 
 
+def hand_back(log):
+    fake = fakeserver.FakeServer([job(i, rubric, GOOD) for i in range(1, 5)])
+    url = f"http://127.0.0.1:{fake.port}"
+    wait = "waiting: other submissions hold the GPU's memory"
+    holder = lane_full(os.path.join(tmp, "cache-hb-a"))
+    a = runner(url, os.path.join(tmp, "cache-hb-a"), "a", log)
+    procs = [a]
+    st = fake.state
+    try:
+        waiting = fake.wait_for(lambda: len(st["claimed"]) == 4 and sum(
+            1 for v in st["progress"].values() if any(d == wait for _, d in v)) == 4, 240)
+        ok(waiting, "a runner whose GPU lane is full holds 4 jobs, all waiting for its GPU's "
+           "memory", {k: v[-1:] for k, v in st["progress"].items()})
+        procs.append(runner(url, os.path.join(tmp, "cache-hb-b"), "b", log))
+        fake.wait_for(lambda: len(st["results"]) >= 3, 240)
+        time.sleep(3)   # (a fourth hand-back would show by now)
+        with fake.lock:
+            released = list(st["released"])
+            by = {jid: r.get("runner") for jid, r in st["results"].items()}
+        ok(len(released) == 3 and {r for _, r in released} == {"a"} and
+           sorted(j for j, r in by.items() if r == "b") == sorted(j for j, _ in released),
+           "beside a runner on another GPU with room, it hands back 3 of them, one by one, and "
+           "keeps one: the other runner grades the 3", {"released": released, "results": by})
+        ok(all(r.get("status") == "graded" for r in st["results"].values()) and
+           all(r.get("attempt") == 1 for r in st["results"].values()),
+           "each graded, its attempt not counted twice",
+           {j: (r.get("status"), r.get("attempt")) for j, r in st["results"].items()})
+        holder.kill()
+        holder.wait()
+        done = fake.wait_for(lambda: len(st["results"]) == 4, 180)
+        time.sleep(2)
+        with fake.lock:
+            by = {jid: r.get("runner") for jid, r in st["results"].items()}
+        ok(done and list(by.values()).count("a") == 1,
+           "once its GPU has room, the job it kept is graded there; none twice", by)
+    finally:
+        stop(procs)
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait()
+        fake.stop()
+
+
 log = open(os.path.join(tmp, "runner.log"), "w+")
 try:
     starting_peer(log)
     two_runners(log)
     probe_pending(log)
+    hand_back(log)
 finally:
     log.seek(0)
     if failures():

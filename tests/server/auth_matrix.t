@@ -73,6 +73,8 @@ def main(t):
         ("POST", "/api/runner/jobs/%d/progress" % a, {"phase": "compiling", "detail": "",
                                                       "runner": "matrix-gpu0", "attempt": 1},
          RUNNER_ONLY(409)),
+        ("POST", "/api/runner/jobs/%d/release" % a, {"runner": "matrix-gpu0", "attempt": 1},
+         RUNNER_ONLY(409)),
         ("POST", "/api/runner/jobs/%d/result" % a, {"status": "graded", "runner": "matrix-gpu0",
                                                     "attempt": 1, "result": {
             "score": 1, "max_score": 100, "tests": []}}, RUNNER_ONLY(409)),

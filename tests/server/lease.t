@@ -300,6 +300,41 @@ def claim_fresh(t):
     s.cleanup()
 
 
+def handed_back(t):
+    """A runner gives back a job it holds and has not judged (it waited for
+    its GPU's memory while another GPU had room: docs/runner.md
+    "Hand-back"): queued again at once, the attempt not counted, and the
+    giver's later word gets 409. Only the holder, naming its claim's
+    attempt, may; never after a verdict."""
+    import sqlite3
+    s = Server(labs=["vadd"], args=["--lease-seconds", "60"], tap=t)
+    sid = (s.submit("vadd", kernel("handback")).json() or {}).get("id")
+    a = s.runner("runner1", runner_name="host-gpu0")
+    b = s.runner("runner1", runner_name="host-gpu1")
+    job = a.claim(wait=0) or {}
+    t.status(a.progress(sid, "checking", "waiting: other submissions hold the GPU's memory"), 200,
+             "hand-back: runner A holds the job, waiting for its GPU")
+    t.status(b.release(sid), 409, "hand-back: another runner cannot give it back")
+    t.status(a.release(sid, attempt=2), 409, "hand-back: nor can A naming another attempt")
+    t.status(a.release(sid), 200, "hand-back: A gives it back")
+    o = s.submission(sid) or {}
+    t.ok(o.get("status") == "queued" and o.get("detail") == "moved to a GPU with room",
+         "hand-back: the job is queued again, and says why", {k: o.get(k) for k in ("status", "detail")})
+    got = b.claim(wait=2) or {}
+    t.ok(job.get("id") == sid and got.get("id") == sid and got.get("attempt") == 1,
+         "hand-back: the next claim gets it as attempt 1 (the attempt given back is not counted)",
+         {"id": got.get("id"), "attempt": got.get("attempt")})
+    t.status(a.progress(sid, "checking"), 409, "hand-back: the giver's later word gets 409")
+    t.status(a.release(sid), 409, "hand-back: and so does its second release")
+    t.status(b.result(sid), 200, "hand-back: B posts its verdict")
+    t.status(b.release(sid), 409, "hand-back: no job is given back after its verdict")
+    db = sqlite3.connect(s.db, timeout=10)
+    n = db.execute("SELECT attempts, status FROM submissions WHERE id = ?", (sid,)).fetchone()
+    db.close()
+    t.eq(n and tuple(n), (1, "graded"), "hand-back: one attempt counted, the one that judged it")
+    s.cleanup()
+
+
 t = Tap()
 require_binary(t)
 t.run(main)
@@ -307,4 +342,5 @@ t.run(sweep_off_loop)
 t.run(claim_gone)
 t.run(claim_silent)
 t.run(claim_fresh)
+t.run(handed_back)
 t.exit()

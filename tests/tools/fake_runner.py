@@ -153,6 +153,13 @@ class FakeRunner:
                             {"phase": phase, "detail": detail, "runner": self.name,
                              "attempt": self.attempts.get(int(job_id), 1)})
 
+    def release(self, job_id, attempt=None):
+        """POST /api/runner/jobs/ID/release (a job handed back), naming the
+        lease as progress does; returns the Response."""
+        return self.request("POST", "/api/runner/jobs/%s/release" % job_id,
+                            {"runner": self.name,
+                             "attempt": attempt or self.attempts.get(int(job_id), 1)})
+
     def result(self, job_id, status="graded", result=None):
         """POST /api/runner/jobs/ID/result, naming the lease (this runner's
         name and the attempt of its claim of job_id; 1 for a job it never

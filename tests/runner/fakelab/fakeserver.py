@@ -25,7 +25,8 @@ class FakeServer:
     time of every claim request), claimed {id: time}, claimed_by {id: the
     claiming runner's name}, progress {id: [(phase,
     detail)]}, progress_at {(id, detail): first time}, results {id: body},
-    result_at {id: time}, retried [id]. An empty queue answers 204 after
+    result_at {id: time}, retried [id], released [(id, runner)] (a job
+    handed back: it goes back to the head of the queue). An empty queue answers 204 after
     0.3 s (the long poll, shortened). With retry, a system_error result of
     an overloaded host (a compile starved of CPU: runner/grade/compile.h)
     puts the job back at the head of the queue with its next attempt, as
@@ -35,7 +36,7 @@ class FakeServer:
         self.lock = threading.Lock()
         self.state = {"queue": list(queue), "claims": [], "claimed": {}, "progress": {},
                       "progress_at": {}, "results": {}, "result_at": {}, "profiles": {},
-                      "profile_at": {}, "claimed_by": {}, "retried": []}
+                      "profile_at": {}, "claimed_by": {}, "retried": [], "released": []}
         self.retry = retry
         jobs = {j["id"]: j for j in queue}
         fake = self
@@ -72,6 +73,15 @@ class FakeServer:
                         st["progress"].setdefault(jid, []).append((body.get("phase"), body.get("detail")))
                         st["progress_at"].setdefault((jid, body.get("detail")), now)
                         return self.reply(200, {"lease_expires_in": 60})
+                    elif self.path.endswith("/release"):
+                        jid = int(self.path.split("/")[4])
+                        if jid not in jobs or st["claimed_by"].get(jid) != body.get("runner") or \
+                                jid in st["results"]:
+                            return self.reply(409, {"error": {"code": "conflict"}})
+                        st["released"].append((jid, body.get("runner")))
+                        st["claimed_by"].pop(jid, None)
+                        st["queue"].insert(0, jobs[jid])
+                        return self.reply(200, {"status": "queued"})
                     elif self.path.endswith("/result"):
                         jid = int(self.path.split("/")[4])
                         if fake.retry and overloaded(body.get("status"), json.dumps(body)) and \
