@@ -89,7 +89,8 @@ static int ledger_write(int fd, const struct admit_entry *e, size_t n)
 int admit_reserve(const char *path, unsigned long long capacity_mb, unsigned long long need_mb,
                   double max_wait, long long *token, double *waited)
 {
-    return admit_reserve_turn(path, NULL, capacity_mb, need_mb, max_wait, token, waited, NULL);
+    return admit_reserve_turn(path, NULL, capacity_mb, need_mb, max_wait, token, waited, NULL,
+                              NULL);
 }
 
 /* The waiters ahead of this process's line qtok in the queue ledger (file
@@ -160,7 +161,7 @@ static int reserve_once(const char *path, const struct admit_entry *ahead, size_
 
 int admit_reserve_turn(const char *path, const char *queue, unsigned long long capacity_mb,
                        unsigned long long need_mb, double max_wait, long long *token,
-                       double *waited, const volatile sig_atomic_t *give_up)
+                       double *waited, int (*give_up)(void *arg), void *give_up_arg)
 {
     struct admit_entry ahead[ADMIT_MAX_ENTRIES];
     double t0 = mono();
@@ -186,7 +187,7 @@ int admit_reserve_turn(const char *path, const char *queue, unsigned long long c
             r = -EBUSY;
             break;
         }
-        if (give_up && *give_up) {
+        if (give_up && give_up(give_up_arg)) {
             r = -EXDEV;
             break;
         }

@@ -16,7 +16,6 @@
 #ifndef CUGRADE_ADMIT_H
 #define CUGRADE_ADMIT_H
 
-#include <signal.h>
 #include <stddef.h>
 
 /* One reservation: the process that holds it, a token unique in that
@@ -47,12 +46,13 @@ int admit_reserve(const char *path, unsigned long long capacity_mb, unsigned lon
  * it, so a big job is never passed forever by smaller ones that fit in the
  * gaps (first come, first served; a waiter that is alone in the ledger and
  * first in the queue always runs). queue NULL: by fit alone
- * (admit_reserve). give_up (may be NULL): a flag a signal handler sets;
- * once it is set while the waiter waits, it leaves the queue and returns
- * -EXDEV (the job is handed to another GPU: docs/runner.md "Hand-back"). */
+ * (admit_reserve). give_up (may be NULL) is asked before each wait
+ * (every 100 ms): once it answers non-zero the waiter leaves the queue and
+ * returns -EXDEV (the job is handed to another GPU: docs/runner.md
+ * "Hand-back"). */
 int admit_reserve_turn(const char *path, const char *queue, unsigned long long capacity_mb,
                        unsigned long long need_mb, double max_wait, long long *token,
-                       double *waited, const volatile sig_atomic_t *give_up);
+                       double *waited, int (*give_up)(void *arg), void *give_up_arg);
 
 /* Enter the ledger at path with a line of 0 MiB (a count, not memory:
  * always at once). Returns the token for admit_release, 0 when it could

@@ -16,7 +16,6 @@
 #define CUGRADE_GRADE_H
 
 #include <errno.h>
-#include <signal.h>
 #include <stddef.h>
 #include <jansson.h>
 
@@ -37,10 +36,9 @@ struct grade_env {
                                   done), 'w' when it waits for its GPU's memory
                                   (admission), 'a' when it is admitted */
     int grant_fd;              /* -1, or a pipe from the runner: one byte grants the
-                                  CPU lane slot asked for with 'f' */
-    volatile sig_atomic_t *hand_back; /* NULL, or set (by a signal handler) when the
-                                  runner asks a job that waits for admission to give
-                                  itself back (struct grade_later's release) */
+                                  CPU lane slot asked for with 'f'; later, 'h' asks a
+                                  job that waits for admission to give itself back
+                                  (struct grade_later's release) */
 };
 
 /* grade_job_run's answer for a job handed back (docs/runner.md "Hand-back"):
@@ -79,7 +77,7 @@ struct grade_later {
     /* Post the profile update {profile, hints, hint_details} (borrowed). */
     int (*profile)(void *arg, const json_t *update, const char *profile_key);
     /* Give the job back to the server (it waits for its GPU's memory and
-     * the runner asked, env->hand_back): 0 when the server queued it again
+     * the runner asked: 'h' on env->grant_fd): 0 when the server queued it again
      * (the job then ends, GRADE_HANDED_BACK), else -errno and the job goes
      * on waiting. May be NULL. */
     int (*release)(void *arg);

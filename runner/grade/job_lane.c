@@ -18,6 +18,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,6 +154,19 @@ size_t job_sanitizers_wanted(const struct job *j)
     return (size_t)(j->rub.sanitize_memcheck != 0) + (size_t)(j->rub.sanitize_racecheck != 0);
 }
 
+/* Has the runner asked for the job back ('h' on the grant pipe, which
+ * carries nothing else once the CPU lane slot was granted)? A check that
+ * never waits. */
+static int job_asked_back(void *arg)
+{
+    const struct job *j = arg;
+    struct pollfd pf = {j->env->grant_fd, POLLIN, 0};
+    char c = 0;
+    if (j->env->grant_fd < 0 || poll(&pf, 1, 0) != 1 || !(pf.revents & POLLIN))
+        return 0;
+    return read(j->env->grant_fd, &c, 1) == 1 && c == 'h';
+}
+
 /* Reserve the job's GPU memory (admit.h), waiting at most max_wait
  * seconds and holding nothing meanwhile. Returns 0 (j->admitted), -EBUSY
  * when it did not fit in time, or -errno. */
@@ -169,7 +183,7 @@ int job_reserve(struct job *j, double max_wait, double *waited)
     if (j->lab.timing_case && j->rub.nspeed > 0) /* job_time_prestart's run */
         need += lock_admit_time_prestart(&j->lab, j->python);
     int r = admit_reserve_turn(j->admit_file, queue, lock_admit_capacity(&j->rc), need, max_wait,
-                               &j->admit_token, waited, j->env->hand_back);
+                               &j->admit_token, waited, job_asked_back, j);
     j->admitted = r == 0;
     if (j->admitted)
         job_lane_say(j, 'a');
@@ -216,8 +230,6 @@ int job_admit_wait(struct job *j, double *waited)
         *waited = total;
         if (r != -EXDEV)
             return r;
-        assert(j->env->hand_back); /* -EXDEV comes only with a flag to watch */
-        *j->env->hand_back = 0;
         if (j->later && j->later->release && j->later->release(j->later->arg) == 0) {
             fprintf(stderr,
                     "cugrade-runner: job %lld: handed back after %.1f s waiting for the "

@@ -25,7 +25,7 @@ size_t job_sanitizers_wanted(const struct job *j);
 /* Reserve the job's GPU memory (admit.h), waiting at most max_wait
  * seconds and holding nothing meanwhile; 'a' on the lane pipe once
  * admitted. Returns 0 (j->admitted), -EBUSY when it did not fit in time,
- * -EXDEV when the runner asked for the job back (env->hand_back), or
+ * -EXDEV when the runner asked for the job back ('h' on the grant pipe), or
  * -errno. job_lane.c. */
 int job_reserve(struct job *j, double max_wait, double *waited);
 /* The reservation for the GPU lane: at once when the job fits now; else

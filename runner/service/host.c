@@ -342,7 +342,6 @@ void host_grade_env(const struct host *h, struct grade_env *env)
     env->gpu_devices = h->have_gpu ? h->devices : NULL;
     env->lane_fd = -1;
     env->grant_fd = -1;
-    env->hand_back = NULL;
 }
 
 

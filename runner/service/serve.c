@@ -36,16 +36,6 @@
 
 static volatile sig_atomic_t stopping;
 
-/* In a job's child: set by SIGUSR1, the runner's ask to hand the job back
- * (grade.h, struct grade_env's hand_back). */
-static volatile sig_atomic_t hand_back_asked;
-
-static void on_hand_back(int sig)
-{
-    (void)sig;
-    hand_back_asked = 1;
-}
-
 static void on_signal(int sig)
 {
     (void)sig;
@@ -293,7 +283,7 @@ struct kid {
     enum kid_state state;
     int admitted; /* 'a': its GPU memory is reserved */
     int waiting;  /* 'w': it waits for its GPU's memory (it may be handed back) */
-    int asked;    /* sent SIGUSR1: asked to hand itself back */
+    int asked;    /* sent 'h': asked to hand itself back */
     char lab[64];
 };
 
@@ -532,11 +522,6 @@ static int kid_start(struct client *cl, const struct host *h, const struct grade
             close(g[1]);
         e.lane_fd = p[1];
         e.grant_fd = g[0];
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_hand_back;
-        sigaction(SIGUSR1, &sa, NULL);
-        e.hand_back = &hand_back_asked;
         _exit(job_child(cl, (struct host *)h, &e, job));
     }
     if (p[1] >= 0)
@@ -610,7 +595,9 @@ static size_t front_width(int jobs)
  * other's, which was still admitting its jobs one by one as memory freed
  * (docs/log/2026-11-30-hand-back.md). So a runner whose jobs wait for its
  * GPU's memory, while a peer on another GPU of the host has none pending
- * (peers.h), asks the newest of them (SIGUSR1) to give itself back: the
+ * (peers.h), asks the newest of them ('h' on its grant pipe: a byte, not
+ * a signal, which could cut a system call short in a child that was
+ * admitted meanwhile) to give itself back: the
  * child, still holding nothing, posts the release, the server queues the
  * job again without counting the attempt, and the peer claims it. One ask
  * a second at most; the runner keeps one waiting job for its own GPU, and
@@ -652,8 +639,9 @@ static void hand_back_tick(struct kid *kids, size_t nk, size_t waiting, int hung
     if (!k)
         return;
     hand_back_last = now;
-    if (kill(k->pid, SIGUSR1) == 0) {
-        k->asked = 1;
+    k->asked = 1; /* once: a child without a grant pipe is never asked again */
+    char c = 'h';
+    if (k->grant >= 0 && write(k->grant, &c, 1) == 1) {
         fprintf(stderr,
                 "cugrade-runner: job %lld: waits for this GPU's memory while another GPU "
                 "has room: asked to hand itself back\n",

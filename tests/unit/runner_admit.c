@@ -65,7 +65,8 @@ static pid_t waiter(const char *path, const char *queue, unsigned long long mb, 
     if (pid == 0) {
         long long tok;
         close(res[0]);
-        char c = admit_reserve_turn(path, queue, 1000, mb, 5, &tok, NULL, NULL) == 0 ? 'y' : 'n';
+        char c =
+            admit_reserve_turn(path, queue, 1000, mb, 5, &tok, NULL, NULL, NULL) == 0 ? 'y' : 'n';
         if (write(res[1], &c, 1) != 1)
             _exit(2);
         pause();
@@ -104,9 +105,10 @@ static void check_turn(const char *path)
     check(holder_pid > 0 && older > 0 && waiter_answer(big, 0.3) == 0,
           "800 of 1000 held: a job waiting for 500 waits");
     check(admit_count(queue) == 1, "it is in the queue while it waits");
-    check(admit_reserve_turn(path, queue, 1000, 100, 0.3, &tok, NULL, NULL) == -EBUSY && tok == 0,
+    check(admit_reserve_turn(path, queue, 1000, 100, 0.3, &tok, NULL, NULL, NULL) == -EBUSY &&
+              tok == 0,
           "a younger job of 100, which fits beside the 800, waits behind it");
-    check(admit_reserve_turn(path, NULL, 1000, 100, 0, &tok, NULL, NULL) == 0 && tok > 0 &&
+    check(admit_reserve_turn(path, NULL, 1000, 100, 0, &tok, NULL, NULL, NULL) == 0 && tok > 0 &&
               admit_release(path, tok) == 0,
           "(by fit alone, outside the turn, 100 would have been admitted)");
     pid_t younger = waiter(path, queue, 100, &small);
@@ -127,7 +129,12 @@ static void check_turn(const char *path)
     unlink(queue);
 }
 
-/* Hand-back (admit_reserve_turn's give_up): a waiter whose flag is set
+static int asked(void *arg)
+{
+    return *(int *)arg;
+}
+
+/* Hand-back (admit_reserve_turn's give_up): a waiter told to give up (its give_up answers 1)
  * leaves the queue with -EXDEV at its next look, not after its wait; one
  * that fits at its first look is admitted whatever the flag. */
 static void check_give_up(const char *path)
@@ -135,13 +142,13 @@ static void check_give_up(const char *path)
     char queue[] = "/tmp/cugrade-admitq-XXXXXX";
     int qfd = mkstemp(queue), go = -1;
     long long tok = 0;
-    volatile sig_atomic_t flag = 1;
+    int flag = 1;
     check(qfd >= 0, "a queue ledger");
     close(qfd);
     pid_t holder_pid = holder(path, 800, 1, &go);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    int r = admit_reserve_turn(path, queue, 1000, 500, 30, &tok, NULL, &flag);
+    int r = admit_reserve_turn(path, queue, 1000, 500, 30, &tok, NULL, asked, &flag);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
     if (r != -EXDEV || secs >= 10)
@@ -150,7 +157,7 @@ static void check_give_up(const char *path)
           "800 of 1000 held: a waiter for 500 asked to hand itself back gives up at once, not "
           "after its 30 s");
     check(admit_count(queue) == 0, "and is out of the queue");
-    check(admit_reserve_turn(path, queue, 1000, 100, 5, &tok, NULL, &flag) == 0 && tok > 0 &&
+    check(admit_reserve_turn(path, queue, 1000, 100, 5, &tok, NULL, asked, &flag) == 0 && tok > 0 &&
               admit_release(path, tok) == 0,
           "a job of 100 that fits at its first look is admitted, asked or not");
     kill(holder_pid, SIGKILL);
