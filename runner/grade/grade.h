@@ -78,8 +78,9 @@ struct grade_later {
     int (*profile)(void *arg, const json_t *update, const char *profile_key);
     /* Give the job back to the server (it waits for its GPU's memory and
      * the runner asked: 'h' on env->grant_fd): 0 when the server queued it again
-     * (the job then ends, GRADE_HANDED_BACK), else -errno and the job goes
-     * on waiting. May be NULL. */
+     * (the job then ends, GRADE_HANDED_BACK), -ECANCELED when the lease is
+     * lost (the job is abandoned), else -errno and the job goes on
+     * waiting. May be NULL. */
     int (*release)(void *arg);
     void *arg;
 };

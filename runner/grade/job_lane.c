@@ -230,7 +230,10 @@ int job_admit_wait(struct job *j, double *waited)
         *waited = total;
         if (r != -EXDEV)
             return r;
-        if (j->later && j->later->release && j->later->release(j->later->arg) == 0) {
+        int rr = j->later && j->later->release ? j->later->release(j->later->arg) : -ENOTSUP;
+        if (rr == -ECANCELED) /* the lease is lost: nothing more to do */
+            return rr;
+        if (rr == 0) {
             fprintf(stderr,
                     "cugrade-runner: job %lld: handed back after %.1f s waiting for the "
                     "GPU's memory (another GPU has room)\n",

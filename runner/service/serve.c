@@ -160,9 +160,15 @@ static int later_release(void *arg)
     if (jl->hb->cancelled)
         return -ECANCELED;
     int r = client_release(jl->hb->cl, jl->hb->id, jl->hb->attempt);
-    if (r < 0) {
-        fprintf(stderr, "cugrade-runner: job %lld: not handed back (%s): it waits here\n",
-                jl->hb->id, r == -ECANCELED ? "no longer ours" : "the server did not answer");
+    if (r == -ECANCELED) {
+        /* 409: the lease is another's now (it expired meanwhile) */
+        fprintf(stderr, "cugrade-runner: job %lld: lease lost (409), abandoning\n", jl->hb->id);
+        jl->hb->cancelled = 1;
+    } else if (r < 0) {
+        fprintf(stderr,
+                "cugrade-runner: job %lld: not handed back (the server did not answer): "
+                "it waits here\n",
+                jl->hb->id);
         jl->hb->dirty = 1;
         heartbeat_start(jl->hb);
     }
