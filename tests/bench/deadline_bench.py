@@ -37,6 +37,15 @@ OUT = os.environ.get("OUT") or None
 PROFILE_WAIT = 60.0  # issue 25: a profile within 60 s of its verdict
 
 
+def handed_back(logs):
+    """How many jobs the runners handed back (the server logs each)."""
+    try:
+        with open(os.path.join(logs, "bench-server.log"), errors="replace") as f:
+            return sum(1 for line in f if "handed back by runner" in line and "refused" not in line)
+    except OSError:
+        return "n/a"
+
+
 def hostile(name):
     """A hostile file of either burst: the CUDA list, or a Python hostile_*."""
     return name in HOSTILE_FILES or name.startswith("hostile_")
@@ -291,6 +300,9 @@ def main():
             # crashed helper) against verdicts that blame the student.
             ("  of which system_error (ours)", f"{sum(1 for x in false_rt if x.endswith(': system_error'))}"),
             ("wall, s", f"{t_last - t_first:.0f}"),
+            # Hand-back (docs/runner.md): jobs a runner gave back while they
+            # waited for its GPU's memory and another GPU had room.
+            ("jobs handed back to another GPU (the server's log)", f"{handed_back(svc.logs)}"),
             ("graded jobs with a profile (status ok) within 60 s of the verdict",
              f"{sum(1 for k, v in prof_final.items() if v == 'ok' and prof_at[k] <= PROFILE_WAIT)} of "
              f"{sum(1 for v in done.values() if v[1] == 'graded')} (after the verdict p50/p95: "
