@@ -25,6 +25,8 @@ flight, and the fake server holds 12 jobs before any runner asks.
     and the second grades them; no job is graded twice, and the one kept
     is graded once the first GPU has room. (On two H200s one runner had
     graded its share of a 100-job Python burst 95 s before the other.)
+    A release answered 409 (the lease is another's by then) abandons the
+    job: the runner does not grade it once its GPU has room.
 Prints TAP."""
 import json, os, shutil, signal, subprocess, sys, tempfile, time
 
@@ -239,12 +241,45 @@ def hand_back(log):
         fake.stop()
 
 
+def hand_back_refused(log):
+    fake = fakeserver.FakeServer([job(i, rubric, GOOD) for i in range(1, 3)])
+    fake.refuse_release = True
+    url = f"http://127.0.0.1:{fake.port}"
+    wait = "waiting: other submissions hold the GPU's memory"
+    holder = lane_full(os.path.join(tmp, "cache-hr-a"))
+    a = runner(url, os.path.join(tmp, "cache-hr-a"), "a", log)
+    procs = [a]
+    st = fake.state
+    try:
+        fake.wait_for(lambda: sum(1 for v in st["progress"].values()
+                                  if any(d == wait for _, d in v)) == 2, 240)
+        procs.append(runner(url, os.path.join(tmp, "cache-hr-b"), "b", log))
+        asked = fake.wait_for(lambda: st["release_refused"], 120)
+        time.sleep(2)
+        holder.kill()
+        holder.wait()
+        fake.wait_for(lambda: st["results"], 120)
+        time.sleep(5)   # (the refused one would be graded by now too)
+        with fake.lock:
+            refused, results = list(st["release_refused"]), dict(st["results"])
+        ok(asked and len(refused) == 1 and refused[0] not in results and len(results) == 1,
+           "a release answered 409 (the lease is another's) abandons the job: only the other "
+           "one is graded once the GPU has room", {"refused": refused, "results": list(results)})
+    finally:
+        stop(procs)
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait()
+        fake.stop()
+
+
 log = open(os.path.join(tmp, "runner.log"), "w+")
 try:
     starting_peer(log)
     two_runners(log)
     probe_pending(log)
     hand_back(log)
+    hand_back_refused(log)
 finally:
     log.seek(0)
     if failures():

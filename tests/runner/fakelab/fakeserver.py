@@ -26,7 +26,9 @@ class FakeServer:
     claiming runner's name}, progress {id: [(phase,
     detail)]}, progress_at {(id, detail): first time}, results {id: body},
     result_at {id: time}, retried [id], released [(id, runner)] (a job
-    handed back: it goes back to the head of the queue). An empty queue answers 204 after
+    handed back: it goes back to the head of the queue), release_refused
+    [id] (refuse_release set: a release is answered 409, as the server
+    answers one whose lease is another's). An empty queue answers 204 after
     0.3 s (the long poll, shortened). With retry, a system_error result of
     an overloaded host (a compile starved of CPU: runner/grade/compile.h)
     puts the job back at the head of the queue with its next attempt, as
@@ -36,8 +38,9 @@ class FakeServer:
         self.lock = threading.Lock()
         self.state = {"queue": list(queue), "claims": [], "claimed": {}, "progress": {},
                       "progress_at": {}, "results": {}, "result_at": {}, "profiles": {},
-                      "profile_at": {}, "claimed_by": {}, "retried": [], "released": []}
+                      "profile_at": {}, "claimed_by": {}, "retried": [], "released": [], "release_refused": []}
         self.retry = retry
+        self.refuse_release = False
         jobs = {j["id"]: j for j in queue}
         fake = self
 
@@ -75,6 +78,9 @@ class FakeServer:
                         return self.reply(200, {"lease_expires_in": 60})
                     elif self.path.endswith("/release"):
                         jid = int(self.path.split("/")[4])
+                        if fake.refuse_release:
+                            st["release_refused"].append(jid)
+                            return self.reply(409, {"error": {"code": "conflict"}})
                         if jid not in jobs or st["claimed_by"].get(jid) != body.get("runner") or \
                                 jid in st["results"]:
                             return self.reply(409, {"error": {"code": "conflict"}})
