@@ -150,17 +150,28 @@ static void release_done(void *arg, int rc)
     free(r);
 }
 
+/* A release of job id's lease (uid, runner, attempt), for the writer, or
+ * NULL (out of memory). runner fits (both callers checked or copied it). */
+static struct claim_release *release_new(struct app *app, long long id, long long uid,
+                                         const char *runner, int attempt, int handed_back)
+{
+    struct claim_release *r = calloc(1, sizeof(*r));
+    if (!r)
+        return NULL;
+    assert(strlen(runner) < sizeof r->runner);
+    r->app = app;
+    r->id = id;
+    r->uid = uid;
+    r->attempt = attempt;
+    r->handed_back = handed_back;
+    snprintf(r->runner, sizeof(r->runner), "%s", runner);
+    return r;
+}
+
 /* Loop: give c's job back (c's runner is gone). */
 static void claim_release(struct claim_job *c)
 {
-    struct claim_release *r = calloc(1, sizeof(*r));
-    if (r) {
-        r->app = c->app;
-        r->id = c->job.id;
-        r->uid = c->uid;
-        r->attempt = c->job.attempt;
-        snprintf(r->runner, sizeof(r->runner), "%s", c->runner);
-    }
+    struct claim_release *r = release_new(c->app, c->job.id, c->uid, c->runner, c->job.attempt, 0);
     if (!r || writer_submit(c->app->writer, release_run, release_done, r, 0) != 0) {
         free(r); /* the writer is stopping: the lease expires (or restart recovers it) */
         app_log("job %lld: its claim's runner %s hung up before the answer: its lease expires",
@@ -890,19 +901,11 @@ static int h_release(struct app *app, struct http_request *req)
         rc = api_fail(&e, 400, "bad_request",
                       "runner and attempt: a release must name its lease (the runner name sent "
                       "on claim and the claim's attempt).");
-    else if (!(r = calloc(1, sizeof(*r))))
+    else if (!(r = release_new(app, id, u.id, runner, attempt, 1)))
         rc = api_internal(&e, -ENOMEM);
-    if (r) {
-        r->app = app;
-        r->id = id;
-        r->uid = u.id;
-        r->attempt = attempt;
-        r->handed_back = 1;
-        snprintf(r->runner, sizeof(r->runner), "%s", runner);
-        if ((rc = writer_submit(app->writer, release_run, release_done, r, 0)) != 0) {
-            api_internal(&e, rc);
-            free(r);
-        }
+    else if ((rc = writer_submit(app->writer, release_run, release_done, r, 0)) != 0) {
+        api_internal(&e, rc);
+        free(r);
     }
     json_decref(body);
     if (rc)

@@ -181,26 +181,21 @@ static int peer_counts(const struct peer_line *p)
     return p->st == PEER_STARTING || p->st == PEER_CLAIMING;
 }
 
-long peers_least(void)
+long peers_least(int *hungry)
 {
     struct peer_line p[64];
     size_t n = peers_read(p, 64);
     long least = -1;
-    for (size_t i = 0; i < n; i++)
+    if (hungry)
+        *hungry = 0;
+    for (size_t i = 0; i < n; i++) {
         if (peer_counts(&p[i]) && (least < 0 || p[i].in_flight < least))
             least = p[i].in_flight;
-    return least;
-}
-
-int peers_hungry(void)
-{
-    struct peer_line p[64];
-    size_t n = peers_read(p, 64);
-    for (size_t i = 0; i < n; i++)
-        if (p[i].st == PEER_CLAIMING && p[i].pending == 0 && p[i].gpu[0] &&
+        if (hungry && p[i].st == PEER_CLAIMING && p[i].pending == 0 && p[i].gpu[0] &&
             strcmp(p[i].gpu, me.gpu) != 0)
-            return 1;
-    return 0;
+            *hungry = 1;
+    }
+    return least;
 }
 
 void peers_leave(void)

@@ -51,13 +51,11 @@ int peers_join(const char *server_url, const char *gpu_key);
 void peers_publish(enum peer_state st, size_t in_flight, size_t pending);
 
 /* The least number of jobs in flight among the live peers that claim or
- * are starting, this runner excluded; -1 when there is none. */
-long peers_least(void);
-
-/* Whether a live peer that claims serves another GPU (another gpu_key) and
- * has no job pending admission: the GPU that a job waiting here would
- * reach sooner. */
-int peers_hungry(void);
+ * are starting, this runner excluded; -1 when there is none. With hungry
+ * (may be NULL), in the same look: whether a live peer that claims serves
+ * another GPU (another gpu_key) and has no job pending admission, the GPU
+ * that a job waiting here would reach sooner. */
+long peers_least(int *hungry);
 
 /* Leave: remove this runner's file. */
 void peers_leave(void);

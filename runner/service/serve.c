@@ -697,9 +697,9 @@ static void serve_loop(struct client *cl, struct host *h, const struct grade_env
                       : health_ok(&hl)              ? PEER_CLAIMING
                                                     : PEER_STARTING,
                       in_flight, kids_pending(kids, nk));
-        long least = peers_least();
         size_t admit_waits = kids_waiting(kids, nk);
-        int hungry = admit_waits && peers_hungry();
+        int hungry = 0;
+        long least = peers_least(admit_waits ? &hungry : NULL);
         hand_back_tick(kids, nk, admit_waits, hungry);
         if (in_front >= front_max || in_flight >= (size_t)queue || nk >= room || !health_ok(&hl) ||
             paused || hungry || (least >= 0 && in_flight >= (size_t)least + front_max)) {
