@@ -83,6 +83,25 @@ def stop(procs):
         p.wait()
 
 
+def end(procs, holder, fake):
+    """Stop the runners, the GPU lane's holder (if it still holds) and the
+    fake server."""
+    stop(procs)
+    if holder.poll() is None:
+        holder.kill()
+        holder.wait()
+    fake.stop()
+
+
+WAITING = "waiting: other submissions hold the GPU's memory"
+
+
+def waiting_for_memory(st):
+    """How many jobs said they wait for their GPU's memory (call it under
+    the fake server's lock, as wait_for calls its condition)."""
+    return sum(1 for v in st["progress"].values() if any(d == WAITING for _, d in v))
+
+
 def claims_after(fake, n, quiet):
     """Wait (up to 180 s: a loaded host's front passes are slow) for n
     claims, then `quiet` seconds more; the claims by job id, runner."""
@@ -160,10 +179,7 @@ def two_runners(log):
            "two runners started together share the 12 jobs (%d and %d)" % (by["r0"], by["r1"]),
            got)
     finally:
-        stop(procs)
-        holder.kill()
-        holder.wait()
-        fake.stop()
+        end(procs, holder, fake)
 
 
 def probe_pending(log):
@@ -201,14 +217,13 @@ def probe_pending(log):
 def hand_back(log):
     fake = fakeserver.FakeServer([job(i, rubric, GOOD) for i in range(1, 5)])
     url = f"http://127.0.0.1:{fake.port}"
-    wait = "waiting: other submissions hold the GPU's memory"
     holder = lane_full(os.path.join(tmp, "cache-hb-a"))
     a = runner(url, os.path.join(tmp, "cache-hb-a"), "a", log)
     procs = [a]
     st = fake.state
     try:
-        waiting = fake.wait_for(lambda: len(st["claimed"]) == 4 and sum(
-            1 for v in st["progress"].values() if any(d == wait for _, d in v)) == 4, 240)
+        waiting = fake.wait_for(lambda: len(st["claimed"]) == 4 and waiting_for_memory(st) == 4,
+                                240)
         ok(waiting, "a runner whose GPU lane is full holds 4 jobs, all waiting for its GPU's "
            "memory", {k: v[-1:] for k, v in st["progress"].items()})
         procs.append(runner(url, os.path.join(tmp, "cache-hb-b"), "b", log))
@@ -234,25 +249,19 @@ def hand_back(log):
         ok(done and list(by.values()).count("a") == 1,
            "once its GPU has room, the job it kept is graded there; none twice", by)
     finally:
-        stop(procs)
-        if holder.poll() is None:
-            holder.kill()
-            holder.wait()
-        fake.stop()
+        end(procs, holder, fake)
 
 
 def hand_back_refused(log):
     fake = fakeserver.FakeServer([job(i, rubric, GOOD) for i in range(1, 3)])
     fake.refuse_release = True
     url = f"http://127.0.0.1:{fake.port}"
-    wait = "waiting: other submissions hold the GPU's memory"
     holder = lane_full(os.path.join(tmp, "cache-hr-a"))
     a = runner(url, os.path.join(tmp, "cache-hr-a"), "a", log)
     procs = [a]
     st = fake.state
     try:
-        fake.wait_for(lambda: sum(1 for v in st["progress"].values()
-                                  if any(d == wait for _, d in v)) == 2, 240)
+        fake.wait_for(lambda: waiting_for_memory(st) == 2, 240)
         procs.append(runner(url, os.path.join(tmp, "cache-hr-b"), "b", log))
         asked = fake.wait_for(lambda: st["release_refused"], 120)
         time.sleep(2)
@@ -266,11 +275,7 @@ def hand_back_refused(log):
            "a release answered 409 (the lease is another's) abandons the job: only the other "
            "one is graded once the GPU has room", {"refused": refused, "results": list(results)})
     finally:
-        stop(procs)
-        if holder.poll() is None:
-            holder.kill()
-            holder.wait()
-        fake.stop()
+        end(procs, holder, fake)
 
 
 log = open(os.path.join(tmp, "runner.log"), "w+")

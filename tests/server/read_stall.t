@@ -10,16 +10,14 @@ import os
 import sys
 import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cugrade_test import Tap, Server, require_binary, kernel  # noqa: E402
+from cugrade_test import Tap, require_binary  # noqa: E402
 from wal_stall import stalled  # noqa: E402
-from read_stall_cases import token_at_admission, pages  # noqa: E402
+from read_stall_cases import graded_server, token_at_admission, pages  # noqa: E402
 
 
 def main(t):
-    s = Server(labs=["vadd"], tap=t)
     # a graded submission: the exports read its row and its result
-    sid, got = s.graded("vadd", kernel("graded"))
-    t.eq((got or {}).get("status"), "graded", "a graded submission to export")
+    s, sid = graded_server(t, "a graded submission to export")
     time.sleep(2.5)  # no token looked up so far is still in the 2 s cache
     token_at_admission(t, s, "bob_z3")
     stalled(t, s, "an uncached token", "/healthz", token="alice_q7")

@@ -10,16 +10,14 @@
 import os
 import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cugrade_test import Tap, Server, require_binary, kernel  # noqa: E402
-from read_stall_cases import (login_stalled, api_reads, api_scoreboard, api_poll,  # noqa: E402
-                              post_pages, hang_up)
+from cugrade_test import Tap, require_binary  # noqa: E402
+from read_stall_cases import (graded_server, login_stalled, api_reads,  # noqa: E402
+                              api_scoreboard, api_poll, post_pages, hang_up)
 
 
 def main(t):
-    s = Server(labs=["vadd"], tap=t)
     # a graded submission: the API's reads, its poll and the forms name it
-    sid, got = s.graded("vadd", kernel("graded"))
-    t.eq((got or {}).get("status"), "graded", "a graded submission")
+    s, sid = graded_server(t, "a graded submission")
     login_stalled(t, s, "bob_z3")
     api_reads(t, s, sid)
     api_scoreboard(t, s)

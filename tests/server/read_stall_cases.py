@@ -15,10 +15,19 @@ import sys
 import threading
 import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cugrade_test import kernel, read_response  # noqa: E402
+from cugrade_test import Server, kernel, read_response  # noqa: E402
 
 from wal_stall import Stall, BOUND_S, HOLD_S, healthz_during, stalled  # noqa: E402
 
+
+
+def graded_server(t, what):
+    """The suites' server, with one graded submission of alice's (the
+    exports, pages and writes read or name it): (the server, its id)."""
+    s = Server(labs=["vadd"], tap=t)
+    sid, got = s.graded("vadd", kernel("graded"))
+    t.eq((got or {}).get("status"), "graded", what)
+    return s, sid
 
 def while_stalled(t, s, what, method, path, **kw):
     """Stall reads (a token looked up first, so that it is cached), send

@@ -8,16 +8,14 @@
 import os
 import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cugrade_test import Tap, Server, require_binary, kernel  # noqa: E402
-from read_stall_cases import (runner_claims, regrade_requests, late_days,  # noqa: E402
-                              replace_check, staff_writes, new_token)
+from cugrade_test import Tap, require_binary, kernel  # noqa: E402
+from read_stall_cases import (graded_server, runner_claims, regrade_requests,  # noqa: E402
+                              late_days, replace_check, staff_writes, new_token)
 
 
 def main(t):
-    s = Server(labs=["vadd"], tap=t)
     # a graded submission: regrade requests and the staff's writes name it
-    sid, got = s.graded("vadd", kernel("graded"))
-    t.eq((got or {}).get("status"), "graded", "a graded submission")
+    s, sid = graded_server(t, "a graded submission")
     # What the cases read that read_stall.t's left behind: alice's queued
     # submission (claimed first, ahead of bob's) and her open regrade request.
     t.status(s.submit("vadd", kernel("poll")), 202, "alice's queued submission")
