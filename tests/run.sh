@@ -20,13 +20,25 @@
 # the counts are summed from the suites' logs ($BUILD/test-logs/<suite>.log)
 # once all have ended. A suite that cannot share the machine says so in a
 # comment line of its own (`#` or `//`) near its top:
-#   suite: alone          runs with no other suite running: it measures
-#                         time or load, or loads every core itself. The
-#                         alone suites run first, one by one, then the rest.
+#   suite: alone          runs with no other suite running: it loads every
+#                         core itself. The alone suites run first, one by
+#                         one.
+#   suite: quiet          runs with no other suite but idle ones: it bounds
+#                         a latency or the seconds of a run, which another
+#                         suite's CPU work would stretch. The quiet suites
+#                         run one by one after the alone ones.
+#   suite: idle           waits nearly all its time (a server's timeouts,
+#                         locks held for seconds) and uses almost no CPU
+#                         (a few percent of its wall time; a quarter or
+#                         more fails it): runs in IDLE_JOBS lanes of its own
+#                         (default 3; 0, the default when JOBS=1: in the
+#                         pool), started after the alone suites, beside
+#                         the quiet suites and then the pool.
 #   suite: serial NAME    runs one after another with the other suites that
 #                         name the same NAME (one slot of the pool, beside
 #                         the rest): they watch one host-wide resource,
 #                         e.g. processes found by name in /proc.
+# The rest run in the pool, JOBS at a time, after the quiet suites.
 #
 # SANITIZER_LOG_DIR (set by `make asan`, where ASAN_OPTIONS and UBSAN_OPTIONS
 # have log_path=$SANITIZER_LOG_DIR/report): every process of the ASan+UBSan
@@ -118,6 +130,12 @@ run_suite() {
     # sandboxes' included): the slot's children's times, after less before.
     cpu=$(awk 'function s(x) { split(x, a, "m"); return a[1] * 60 + a[2] + 0 }
         NR == 2 { b = s($1) + s($2) } NR == 4 { printf "%.1f", s($1) + s($2) - b }' "$RUN_RESULTS/$flat.cpu")
+    # An idle suite runs beside the quiet ones on the word that it uses
+    # almost no CPU: one that uses a quarter of its wall time or more fails.
+    if [ -n "${IDLE_LANE:-}" ] && awk -v c="${cpu:-0}" -v w="$secs" 'BEGIN { exit !(w >= 4 && c * 4 >= w) }'; then
+        f=$((f + 1))
+        echo "not ok - $name is a \`suite: idle\` but used ${cpu} s of CPU in ${secs} s: make it a pool suite" >>"$log"
+    fi
     echo "$p $f $s $secs ${cpu:-0}" >"$RUN_RESULTS/$flat.res"
     {
         printf '%-44s %4d passed %3d failed %3d skipped  (%ss)\n' "$name" "$p" "$f" "$s" "$secs"
@@ -142,39 +160,58 @@ RUN_RESULTS=$(mktemp -d "${TMPDIR:-/tmp}/cugrade-run.XXXXXX") || exit 2
 export RUN_RESULTS
 trap 'rm -rf "$RUN_RESULTS"' EXIT
 JOBS=${JOBS:-$(( $(nproc 2>/dev/null || echo 1) * 2 ))}
+# The idle suites' lanes; 0 (the default when JOBS=1): they join the pool.
+IDLE_JOBS=${IDLE_JOBS:-$([ "$JOBS" -le 1 ] && echo 0 || echo 3)}
 
-# Every suite as "NAME CLASS": CLASS is "-", "alone" or "serial:NAME".
+# Every suite as "NAME CLASS": CLASS is "-", "alone", "quiet", "idle" or
+# "serial:NAME".
 list() {
     for t in "$CUGRADE_BUILD"/tests/unit/*; do
         [ -x "$t" ] && [ -f "$t" ] && case "$t" in *.o|*.d) continue;; esac && echo "unit/$(basename "$t") -"
     done
     for t in tests/*/*.t; do
         [ -f "$t" ] || continue
-        c=$(sed -n '1,40{s,^[[:space:]]*\(#\|//\)[[:space:]]*suite:[[:space:]]*\(alone\|serial[[:space:]][[:space:]]*[A-Za-z0-9_-]*\).*,\2,p}' "$t" |
+        c=$(sed -n '1,40{s,^[[:space:]]*\(#\|//\)[[:space:]]*suite:[[:space:]]*\(alone\|quiet\|idle\|serial[[:space:]][[:space:]]*[A-Za-z0-9_-]*\).*,\2,p}' "$t" |
             head -n 1 | tr -s ' \t' ':')
         echo "${t#tests/} ${c:--}"
     done
 }
 suites=$(list | while read -r n c; do case "$n" in *"${ONLY:-}"*) echo "$n $c" ;; esac; done)
 
-# The pool's slots, longest first: one line per slot, the suites it runs.
+# The slots of the suites of class CLASS ("-": the pool's, serial groups
+# included; "idle"), longest first: one line per slot, the suites it runs.
 # A serial group is one slot, its suites' seconds summed.
 echo "$suites" >"$RUN_RESULTS/suites"
-slots=$(awk -v list="$RUN_RESULTS/suites" '
+slots() {
+    awk -v list="$RUN_RESULTS/suites" -v want="$1" -v lanes="$IDLE_JOBS" '
     FILENAME != list { sec[$1] = $2; next }
-    $1 == "" || $2 == "alone" { next }
+    $1 == "" || $2 == "alone" || $2 == "quiet" { next }
+    $2 == "idle" && lanes == 0 { $2 = "-" }
+    (want == "idle") != ($2 == "idle") { next }
     { t = ($1 in sec) ? sec[$1] : 30
-      k = ($2 == "-") ? $1 : $2
+      k = ($2 == "-" || $2 == "idle") ? $1 : $2
       if (!(k in est)) order[n++] = k
       est[k] += t; who[k] = who[k] " " $1 }
     END { for (i = 0; i < n; i++) print est[order[i]] who[order[i]] }' \
     $(for f in tests/suite-times "$LOGDIR/suite-times"; do [ -f "$f" ] && echo "$f"; done) "$RUN_RESULTS/suites" |
-    sort -k1,1nr | cut -d' ' -f2-)
+    sort -k1,1nr | cut -d' ' -f2-
+}
+pool=$(slots -)
+idle=$(slots idle)
 
 for n in $(echo "$suites" | awk '$2 == "alone" { print $1 }'); do
     run_suite "$n"
 done
-[ -n "$slots" ] && echo "$slots" | xargs -L 1 -P "$JOBS" sh "$CUGRADE_ROOT/tests/run.sh" --chain
+idle_pid=""
+if [ -n "$idle" ]; then
+    echo "$idle" | IDLE_LANE=1 xargs -L 1 -P "$IDLE_JOBS" sh "$CUGRADE_ROOT/tests/run.sh" --chain &
+    idle_pid=$!
+fi
+for n in $(echo "$suites" | awk '$2 == "quiet" { print $1 }'); do
+    run_suite "$n"
+done
+[ -n "$pool" ] && echo "$pool" | xargs -L 1 -P "$JOBS" sh "$CUGRADE_ROOT/tests/run.sh" --chain
+[ -n "$idle_pid" ] && wait "$idle_pid"
 
 # The sum, in the suites' order; the seconds go to $LOGDIR/suite-times.
 passed=0; failed=0; skipped=0; failures=""

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# suite: alone  (tests/run.sh: two runners time the fake lab's naive baseline in
+# suite: quiet  (tests/run.sh: two runners time the fake lab's naive baseline in
 # a 12 s limit; beside other suites on a 2-core host it timed out: 25/35. A
 # starved compile would be a system_error the server retries, and
 # `attempts == 2` below would no longer hold: the runners, started by sbatch

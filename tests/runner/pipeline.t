@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# suite: alone  (tests/run.sh: it bounds waits to fractions of a second and
+# suite: quiet  (tests/run.sh: it bounds waits to fractions of a second and
 # looks for any /lab/launch process left on the host)
 """CI (no GPU): the whole grading pipeline -- compile, inspect, link, check
 (sandboxed, result channel on fd 3), the judge, timing, baselines (sandboxed

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# suite: alone  (tests/run.sh: beside other suites on 2 cores a simulated sample
+# suite: quiet  (tests/run.sh: beside other suites on 2 cores a simulated sample
 # took 3.1 s and the timing run stopped at 2 samples; its checks want 2)
 """CI (no GPU): the gate of a Python timing run (runner/grade/job_time.c,
 docs/runner.md "Locks"), through the real runner, the real sandbox and the

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# suite: idle  (tests/run.sh: it waits on the server's timeouts; its CPU is under 5% of its wall time)
 # Hostile HTTP: pipelining, request smuggling, NULs and encoded traversal in
 # paths, absurd ids, deeply nested JSON, a client that never reads its
 # responses, and a connection flood from one address.  Every case: a 4xx (never 5xx, never a

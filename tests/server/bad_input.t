@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# suite: idle  (tests/run.sh: it waits on the server's timeouts; its CPU is under 5% of its wall time)
 # Bad input: each is answered with a clear 4xx JSON error, and the server
 # still serves GET /healthz afterwards.  Ends with a slowloris client (headers
 # at one byte a second), which must be dropped while others are served.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# suite: idle  (tests/run.sh: it waits on the server's timeouts; its CPU is under 5% of its wall time)
 # Issue 14: one client cannot take every connection, hold a socket that never
 # sends a byte for the idle timeout, or make the loop work for it while it
 # does not read.  Connections per client address are capped (over the cap a

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# suite: idle  (tests/run.sh: it waits on the server's timeouts; its CPU is under 5% of its wall time)
 # Leases: an expired lease puts the job back in the queue (a fresh seed on the
 # next claim, the old runner gets 409); progress extends a lease; after
 # max_attempts failed leases/attempts the job ends in system_error, visible to

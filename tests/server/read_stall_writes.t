@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# suite: idle  (tests/run.sh: it waits on SQLite locks held for seconds; its CPU is under 1% of its wall time)
 # Issue 29 item 4, the runner's claims and the writes: while every SQLite
 # read of the server waits (as on a stalled disk), /healthz is answered: a
 # runner's claim, a regrade request, late days, a replace check, the staff's

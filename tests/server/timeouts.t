@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# suite: idle  (tests/run.sh: it waits on the server's timeouts; its CPU is under 5% of its wall time)
 # Slow and idle clients with short timeouts (serve --request-timeout 2
 # --idle-timeout 2): a request whose headers trickle is dropped (408 or a
 # close) after about 2 s; a body that trickles after about 3x that; an idle

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# suite: idle  (tests/run.sh: it waits on the server's timeouts; its CPU is under 5% of its wall time)
 # Clients that hang up while their write waits on the writer thread: a
 # late-day grant (API and admin form), a regrade request and its answer, a
 # score override, and a submission (parsed on the loop, and on the pool).

@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""tests/run.sh's suite classes, on a tree of its own: a copy of run.sh
+beside stand-in suites that write when they start and end. An `alone`
+suite runs with nothing beside it; a `quiet` one with nothing but `idle`
+suites, which do run beside it (their lanes start after the alone suites);
+the pool comes last; with JOBS=1 nothing overlaps at all. An idle suite
+that burns CPU fails; the summary counts every suite. Prints TAP."""
+import os, shutil, subprocess, sys, tempfile
+
+ROOT = os.environ.get("CUGRADE_ROOT") or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+n = 0
+failed = 0
+
+
+def ok(cond, name, detail=""):
+    global n, failed
+    n += 1
+    print(("ok - " if cond else "not ok - ") + name)
+    if not cond:
+        failed += 1
+        for line in str(detail).splitlines()[-25:]:
+            print("#   " + line)
+
+
+SUITE = """#!/bin/sh
+{cls}
+echo "{name} start $(date +%s.%N)" >>"$CLASSES_LOG"
+{work}
+echo "{name} end $(date +%s.%N)" >>"$CLASSES_LOG"
+echo "ok - {name}"
+"""
+STANDINS = {  # name: (class, seconds, burns CPU)
+    "hog": ("alone", 1.0, False),
+    "quiet1": ("quiet", 2.5, False),
+    "quiet2": ("quiet", 2.5, False),
+    "idle1": ("idle", 2.0, False),
+    "idle2": ("idle", 2.0, False),
+    "p1": ("-", 1.0, False), "p2": ("-", 1.0, False), "p3": ("-", 1.0, False),
+}
+
+
+def lay_out(tmp, standins):
+    os.makedirs(os.path.join(tmp, "tests", "x"))
+    os.makedirs(os.path.join(tmp, "build", "tests", "unit"))
+    shutil.copy(os.path.join(ROOT, "tests", "run.sh"), os.path.join(tmp, "tests", "run.sh"))
+    for name, (cls, secs, burn) in standins.items():
+        work = ("end=$(( $(date +%%s) + %d )); while [ $(date +%%s) -lt $end ]; do :; done" % secs
+                if burn else "sleep %s" % secs)
+        path = os.path.join(tmp, "tests", "x", name + ".t")
+        with open(path, "w") as f:
+            f.write(SUITE.format(cls="# suite: " + cls if cls != "-" else "", name=name, work=work))
+        os.chmod(path, 0o755)
+
+
+def run(tmp, jobs):
+    log = os.path.join(tmp, "classes.log")
+    open(log, "w").close()
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("ONLY", "JOBS", "IDLE_JOBS", "IDLE_LANE", "SANITIZER_LOG_DIR", "CUGRADE_BUILD", "CUGRADE_ROOT")}
+    env.update(CLASSES_LOG=log, JOBS=str(jobs))
+    p = subprocess.run(["sh", os.path.join(tmp, "tests", "run.sh"), os.path.join(tmp, "build")],
+                       env=env, capture_output=True, text=True, timeout=120)
+    spans = {}
+    for line in open(log):
+        name, what, t = line.split()
+        spans.setdefault(name, {})[what] = float(t)
+    return p, {k: (v.get("start", 0), v.get("end", 0)) for k, v in spans.items()}
+
+
+def beside(spans, name):
+    """The suites whose run overlapped name's."""
+    a0, a1 = spans[name]
+    return sorted(k for k, (b0, b1) in spans.items() if k != name and b0 < a1 and a0 < b1)
+
+
+tmp = tempfile.mkdtemp(prefix="cugrade-classes-")
+try:
+    lay_out(tmp, STANDINS)
+    p, spans = run(tmp, 4)
+    out = p.stdout + p.stderr
+    ok(p.returncode == 0 and out.rstrip().endswith("8 passed, 0 failed, 0 skipped") and len(spans) == 8,
+       "every stand-in suite ran and passed (JOBS=4)", out)
+    if len(spans) == 8:
+        ok(beside(spans, "hog") == [], "an alone suite runs with nothing beside it", beside(spans, "hog"))
+        for q in ("quiet1", "quiet2"):
+            ok(all(k.startswith("idle") for k in beside(spans, q)),
+               "a quiet suite (%s) runs beside idle suites only: %s" % (q, beside(spans, q)))
+        ok(any(k.startswith("idle") for k in beside(spans, "quiet1") + beside(spans, "quiet2")),
+           "the idle suites run beside the quiet ones (their lanes start after the alone suites)",
+           {k: beside(spans, k) for k in spans})
+        first_pool = min(spans[k][0] for k in ("p1", "p2", "p3"))
+        ok(first_pool >= max(spans["quiet1"][1], spans["quiet2"][1], spans["hog"][1]),
+           "the pool starts once the alone and quiet suites have ended", spans)
+    p, spans = run(tmp, 1)
+    out = p.stdout + p.stderr
+    ok(p.returncode == 0 and len(spans) == 8 and all(beside(spans, k) == [] for k in spans),
+       "with JOBS=1 no two suites overlap (the idle ones run in the pool)",
+       out + "\n" + str({k: beside(spans, k) for k in spans}))
+    shutil.rmtree(tmp)
+
+    tmp = tempfile.mkdtemp(prefix="cugrade-classes-")
+    lay_out(tmp, {"busy": ("idle", 5, True), "p1": ("-", 1.0, False)})
+    p, spans = run(tmp, 4)
+    out = p.stdout + p.stderr
+    ok(p.returncode != 0 and "not ok - x/busy.t is a `suite: idle` but used" in out
+       and out.rstrip().endswith("1 failed, 0 skipped"),
+       "an idle suite that burns CPU for its whole run fails, saying so", out)
+finally:
+    shutil.rmtree(tmp, ignore_errors=True)
+
+print("1..%d" % n)
+sys.exit(1 if failed else 0)
