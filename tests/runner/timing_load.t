@@ -23,7 +23,7 @@ import json, os, sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakelab"))
 from suite import failures, ok, require_nvcc_root  # noqa: E402  (paths, TAP)
-from gpu_load import PLAIN, Lane, phases, summary, timing  # noqa: E402  (the fake GPU lane)
+from gpu_load import Lane, phases, summary, timing  # noqa: E402  (the fake GPU lane)
 
 require_nvcc_root()
 
@@ -33,10 +33,7 @@ SLOW_ONCE = "de1b24" + "0" * 26  # 24 s before the gate, on the job's first timi
 
 lane = Lane("cugrade-tload-")
 try:
-    # First, alone and quick: the lab is built and its naive limit measured.
-    d, log, _ = lane.grade("good.cu", PLAIN)
-    ok(d["status"] == "graded", "a correct file is graded (the lab built, its limits measured)",
-       summary(d, log))
+    lane.built(ok)
 
     d, log, wall = lane.grade_beside(11, "good.cu", SLOW)
     ph, t = phases(d), timing(d)

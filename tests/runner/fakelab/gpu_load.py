@@ -31,6 +31,13 @@ class Lane:
         """(result document, runner log, wall seconds) of one grade."""
         return grade_fakelab(self.tmp, self.root, self.cache, name, SOURCES[name], seed)
 
+    def built(self, ok):
+        """First, alone and quick: a correct file graded, so that the lab is
+        built and its naive limit measured (checked with ok)."""
+        d, log, _ = self.grade("good.cu", PLAIN)
+        ok(d["status"] == "graded", "a correct file is graded (the lab built, its limits measured)",
+           summary(d, log))
+
     def grade_beside(self, n, name, seed):
         """grade(name, seed) with n other jobs' lines in the users ledger."""
         procs = [subprocess.Popen(["sleep", "600"]) for _ in range(n)]
