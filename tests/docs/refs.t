@@ -8,7 +8,8 @@
 #    mentions with a placeholder (LAB, {lab}, N, a glob, <...>) and build
 #    outputs are not checked;
 #  - no session-history marker: "stop NN", "the second session", "this
-#    session", "last week", a commit id ("at 91aab3b", "commit 0b6121c"),
+#    session", "last week", a commit id ("at 91aab3b", "commit 0b6121c",
+#    "fails on 1b280f8"),
 #    a pointer to DESIGN.md (it is not in the repo), a source line number
 #    ("bwrap.c:341": it drifts with every edit; name the function);
 #  - no "three labs" where labs/ has another number of labs.
@@ -33,7 +34,7 @@ MARKERS = [
     (re.compile(r"\b(first|second|third|fourth|fifth|sixth|seventh|this|last|next|previous|"
                 r"earlier|same|that) session\b", re.I), "a session"),
     (re.compile(r"\blast week\b|\bthis week\b", re.I), "last/this week"),
-    (re.compile(r"\b(?:at|commit|from|before|after) \(?(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])"
+    (re.compile(r"\b(?:at|commit|from|before|after|on) \(?(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])"
                 r"[0-9a-f]{7,12}\b"), "a commit id"),
     (re.compile(r"\bDESIGN(\.md| steps?\b)"), "DESIGN.md (not in the repo)"),
     (re.compile(r"(?:\b(?:%s)/[\w/.-]+|\b[\w-]+\.[ch]):\d+\b" % "|".join(TOP)),
