@@ -21,8 +21,8 @@
 # once all have ended. A suite that cannot share the machine says so in a
 # comment line of its own (`#` or `//`) near its top:
 #   suite: alone          runs with no other suite running: it loads every
-#                         core itself. The alone suites run first, one by
-#                         one.
+#                         core itself, or bounds waits to fractions of a
+#                         second. The alone suites run first, one by one.
 #   suite: quiet          runs with no other suite but idle ones: it bounds
 #                         a latency or the seconds of a run, which another
 #                         suite's CPU work would stretch. The quiet suites

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-# suite: quiet  (tests/run.sh: it bounds waits to fractions of a second and
-# looks for any /lab/launch process left on the host)
+# suite: alone  (tests/run.sh: it bounds waits to fractions of a second and
+# looks for any /lab/launch process left on the host; as a quiet suite,
+# beside the idle ones, a compile error's cancel took 2.72 s against 1.5)
 """CI (no GPU): the whole grading pipeline -- compile, inspect, link, check
 (sandboxed, result channel on fd 3), the judge, timing, baselines (sandboxed
 and CPU, cached), scoring -- on a CPU-only fake lab (tests/runner/fakelab/:
