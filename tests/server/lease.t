@@ -202,24 +202,11 @@ def claim_gone(t):
     out, and the next claim gets it as attempt 1 (the gone claim's attempt
     is not counted)."""
     import sqlite3
-    from wal_stall import Stall
+    from wal_stall import claim_hung_up
     s = Server(labs=["vadd"], args=["--lease-seconds", "60"], tap=t)
     sid = (s.submit("vadd", kernel("gone")).json() or {}).get("id")
-    # runner1's token in the 2 s cache (a runner token may use /api/runner/* only)
-    r = s.request("POST", "/api/runner/jobs/999999/progress", token="runner1",
-                  json_body={"phase": "running", "runner": "gone-gpu0", "attempt": 1})
-    t.status(r, 404, "a runner gone mid-claim: runner1's token first (a progress of no job)")
-    st = Stall(s.db)
-    if not t.ok(st.start(), "a runner gone mid-claim: the WAL read locks are taken"):
+    if not claim_hung_up(t, s, "a runner gone mid-claim", "gone-gpu0", 0):
         return
-    body = b'{"runner": "gone-gpu0", "wait": 0}'
-    c = s.connect()
-    c.sendall(("POST /api/runner/claim HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
-               "Content-Type: application/json\r\nContent-Length: %d\r\n\r\n"
-               % (s.tok["runner1"], len(body))).encode() + body)
-    time.sleep(0.5)  # its try waits on the writer
-    c.close()
-    st.wait()
     t0, job = time.time(), {}
     while time.time() - t0 < 10 and not job:
         job = s.runner("runner1", runner_name="gone-gpu1").claim(wait=0) or {}

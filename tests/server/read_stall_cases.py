@@ -17,7 +17,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cugrade_test import Server, kernel, read_response  # noqa: E402
 
-from wal_stall import Stall, BOUND_S, HOLD_S, healthz_during, stalled  # noqa: E402
+from wal_stall import (Stall, BOUND_S, HOLD_S, claim_hung_up, healthz_during,  # noqa: E402
+                       stalled, warm_runner)
 
 
 
@@ -290,14 +291,6 @@ def post_pages(t, s, sid):
          "%s: 403 while reads stall (%.2f s)" % (what, took), r)
 
 
-def warm_runner(t, s, what):
-    """runner1's token looked up now (a runner token may use only
-    /api/runner/*): in the 2 s cache, the claim's own reads are what waits."""
-    r = s.request("POST", "/api/runner/jobs/999999/progress", token="runner1",
-                  json_body={"phase": "running", "runner": "stall-gpu0", "attempt": 1})
-    t.status(r, 404, "%s: runner1's token first (a progress of no job)" % what)
-
-
 def runner_claims(t, s):
     """A runner's claim reads the queue and leases its job on the writer
     thread: while that waits for the stalled database, /healthz is
@@ -358,18 +351,8 @@ def claim_hang_up(t, s):
     the end), and the next claim is."""
     what = "a runner gone while its claim waits"
     s.submit("vadd", kernel("gone"), token="bob_z3")
-    warm_runner(t, s, what)
-    st = Stall(s.db)
-    if not t.ok(st.start(), "%s: the WAL read locks are taken" % what):
+    if not claim_hung_up(t, s, what, "stall-gpu0", 5):
         return
-    body = b'{"runner": "stall-gpu0", "wait": 5}'
-    c = s.connect()
-    c.sendall(("POST /api/runner/claim HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
-               "Content-Type: application/json\r\nContent-Length: %d\r\n\r\n"
-               % (s.tok["runner1"], len(body))).encode() + body)
-    time.sleep(0.5)
-    c.close()
-    st.wait()
     time.sleep(0.5)
     r = s.request("POST", "/api/runner/claim", token="runner1", json_body={"runner": "stall-gpu0"})
     t.ok(r.status in (200, 204), "%s: the next claim is answered" % what, r.brief())

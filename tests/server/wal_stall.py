@@ -4,6 +4,7 @@ beside it: another process (the test) holds SQLite's WAL read locks (bytes
 beginning a read retries in SQLite's own back-off (about 10 s in all before
 it gives up) -- on the thread that asked. No root, no fsfreeze."""
 import fcntl
+import json
 import os
 import threading
 import time
@@ -91,3 +92,30 @@ def stalled(t, s, what, path, token=None, headers=None, warm=None, method="GET",
     t.ok(getattr(r, "status", None) == want,
          "%s: answered %d once reads go again (after %.1f s)" % (what, want, secs), r)
     return r
+
+
+def warm_runner(t, s, what, runner="stall-gpu0"):
+    """runner1's token looked up now (a runner token may use only
+    /api/runner/*): in the 2 s cache, the claim's own reads are what waits."""
+    r = s.request("POST", "/api/runner/jobs/999999/progress", token="runner1",
+                  json_body={"phase": "running", "runner": runner, "attempt": 1})
+    t.status(r, 404, "%s: runner1's token first (a progress of no job)" % what)
+
+
+def claim_hung_up(t, s, what, runner, wait):
+    """runner1 (as runner) claims while reads stall, with `wait` seconds of
+    long poll, and hangs up while its claim's try waits on the writer; then
+    reads go. False when the stall could not be taken."""
+    warm_runner(t, s, what, runner)
+    st = Stall(s.db)
+    if not t.ok(st.start(), "%s: the WAL read locks are taken" % what):
+        return False
+    body = json.dumps({"runner": runner, "wait": wait}).encode()
+    c = s.connect()
+    c.sendall(("POST /api/runner/claim HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+               "Content-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+               % (s.tok["runner1"], len(body))).encode() + body)
+    time.sleep(0.5)  # its try waits on the writer
+    c.close()
+    st.wait()
+    return True
