@@ -30,10 +30,10 @@
 #   suite: idle           waits nearly all its time (a server's timeouts,
 #                         locks held for seconds) and uses almost no CPU
 #                         (more than IDLE_CPU_MAX, 8 s, fails it): runs in
-#                         IDLE_JOBS lanes of its own
-#                         (default 3; 0, the default when JOBS=1: in the
-#                         pool), started after the alone suites, beside
-#                         the quiet suites and then the pool.
+#                         IDLE_JOBS lanes of its own (default 3; 0, the
+#                         default when JOBS=1: in the pool), started after
+#                         the alone suites, beside the quiet suites and
+#                         then the pool.
 #   suite: serial NAME    runs one after another with the other suites that
 #                         name the same NAME (one slot of the pool, beside
 #                         the rest): they watch one host-wide resource,
