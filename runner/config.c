@@ -17,7 +17,7 @@
 
 enum type {
     T_TEXT,   /* any text */
-    T_PATH,   /* an absolute path without ".." */
+    T_PATH,   /* an absolute path without ".."; or the row's choices, one word */
     T_ARCH,   /* sm_NN (a letter may follow: sm_90a) */
     T_INT,    /* a whole number in [lo, hi] */
     T_REAL,   /* a number in [lo, hi] */
@@ -52,8 +52,9 @@ static const struct row rows[] = {
      "1 keeps each job's directory for debugging (work dirs then in the host's namespace)"},
     {"CUGRADE_BWRAP", T_PATH, OP, F(bwrap), "/usr/bin/bwrap", 0, 0, NULL, "",
      "the bubblewrap binary the sandbox runs"},
-    {"CUGRADE_NCU", T_PATH, OP, F(ncu), "/opt/nvidia/nsight-compute/2025.3.1/ncu", 0, 0, NULL, "",
-     "Nsight Compute for the profiling hints (none there: no profile)"},
+    {"CUGRADE_NCU", T_PATH, OP, F(ncu), "/opt/nvidia/nsight-compute/2025.3.1/ncu", 0, 0, "none", "",
+     "Nsight Compute for the profiling hints; none: profiling off runner-wide (a path with "
+     "no ncu there: each profile says it is unavailable)"},
     {"CUGRADE_PYTHON", T_PATH, OP, F(python), "/usr/bin/python3", 0, 0, NULL, "",
      "the interpreter of Python runs: under /usr or under CUGRADE_PYTHON_ROOT"},
     {"CUGRADE_PYTHON_ROOT", T_PATH, OP, F(python_root), NULL, 0, 0, NULL, "",
@@ -68,8 +69,6 @@ static const struct row rows[] = {
      "runners sharing this host's cores (--jobs default: cores / this)"},
     {"CUGRADE_GPU_MEMORY_MB", T_INT, OP, F(gpu_memory_mb), NULL, 0, 16777216, NULL, "MiB",
      "GPU memory admission hands out; unset: 88% of the device's; 0: no admission"},
-    {"CUGRADE_PROFILE", T_BOOL, OP, F(profile), "1", 0, 1, NULL, "",
-     "0 turns the profiling hints off runner-wide"},
     {"CUGRADE_PROFILE_WAIT", T_REAL, OP, F(profile_wait), "300", 0.001, 86400, NULL, "s",
      "how long a served job's profile waits for its turn after the verdict"},
     /* tuning */
@@ -79,24 +78,20 @@ static const struct row rows[] = {
      "extra timing rounds at most (a Python submission: 1 at most); 0: no re-timing"},
     {"CUGRADE_FRONT_JOBS", T_INT, TU, F(front_jobs), "0", 0, 256, NULL, "jobs",
      "front passes at once; 0: twice --jobs (at most 256)"},
-    {"CUGRADE_FRONT_SECONDS", T_REAL, TU, F(front_seconds), "10", 0.01, 3600, NULL, "s",
-     "the front pass's wall limit"},
+    {"CUGRADE_FRONT_SECONDS", T_REAL, TU, F(front_seconds), "10", 0, 3600, NULL, "s",
+     "the front pass's wall limit; 0: no front pass (tests of the full compile's own messages)"},
     {"CUGRADE_COMPILE_NICE", T_INT, TU, F(compile_nice), "10", 0, 19, NULL, "nice",
      "the full compile's and the link's CPU priority"},
     {"CUGRADE_GPU_DOWN_WAIT", T_REAL, TU, F(gpu_down_wait), "600", 0.001, 86400, NULL, "s",
      "how long a job in flight waits for a GPU that stopped answering"},
     {"CUGRADE_GPU_PROBE_SECONDS", T_REAL, TU, F(gpu_probe_seconds), "30", 0.001, 3600, NULL, "s",
-     "how often a GPU that stopped answering is probed; the first pause of a runner "
-     "whose jobs keep ending in system_error"},
-    {"CUGRADE_GPU_PROBE_LIMIT", T_REAL, TU, F(gpu_probe_limit), "30", 0.001, 3600, NULL, "s",
-     "how long one probe may take (a hung driver)"},
+     "how often a GPU that stopped answering is probed, and how long one probe may take (a "
+     "hung driver); the first pause of a runner whose jobs keep ending in system_error"},
     /* test hooks */
     {"CUGRADE_GPU_HOLD", T_BOOL, TE, F(gpu_hold), "1", 0, 1, NULL, "",
      "0: no process keeps the GPU initialised (tests with a fake driver)"},
     {"CUGRADE_PY_SIM", T_BOOL, TE, F(py_sim), "0", 0, 1, NULL, "",
      "1: Python runs use Numba's CUDA simulator (CI has no GPU)"},
-    {"CUGRADE_FRONT", T_BOOL, TE, F(front), "1", 0, 1, NULL, "",
-     "0: no front pass (tests of the full compile's own messages)"},
     {"CUGRADE_SANDBOX_USER", T_CHOICE, TE, F(sandbox_user), "auto", 0, 0, "auto|root|nobody|box",
      "", "forces the sandbox's uid mode (auto: box uids, root-mapped if those fail)"},
 };
@@ -137,7 +132,10 @@ static const char *allowed(const struct row *r, char *buf, size_t len)
     case T_TEXT:
         return "any text";
     case T_PATH:
-        return "an absolute path";
+        if (!r->choices)
+            return "an absolute path";
+        snprintf(buf, len, "an absolute path|%s", r->choices);
+        return buf;
     case T_ARCH:
         return "sm_NN";
     case T_BOOL:
@@ -160,7 +158,7 @@ static int row_set(const struct row *r, struct runner_config *c, const char *v)
     char *field = (char *)c + r->off, *end = NULL;
     switch (r->type) {
     case T_PATH:
-        if (*v && (v[0] != '/' || strstr(v, "..")))
+        if (*v && (v[0] != '/' || strstr(v, "..")) && !(r->choices && strcmp(v, r->choices) == 0))
             return -EINVAL;
         /* fall through */
     case T_ARCH:

@@ -48,7 +48,6 @@ struct runner_config {
     long sandbox_boxes;
     long runners_per_host;
     long gpu_memory_mb;
-    long profile;
     double profile_wait;
     /* tuning */
     double baseline_refresh;
@@ -58,11 +57,9 @@ struct runner_config {
     long compile_nice;
     double gpu_down_wait;
     double gpu_probe_seconds;
-    double gpu_probe_limit;
     /* test hooks */
     long gpu_hold;
     long py_sim;
-    long front;
     long sandbox_user;
 };
 

@@ -706,6 +706,11 @@ void profile_names_free(char **names)
     free(names);
 }
 
+int profile_off(void)
+{
+    return strcmp(runner_cfg()->ncu, "none") == 0;
+}
+
 const char *profile_ncu_path(void)
 {
     const char *p = runner_cfg()->ncu;

@@ -189,6 +189,9 @@ double profile_csv_number(const char *s);
  * is not an executable file. Points into static or environment storage. */
 const char *profile_ncu_path(void);
 
+/* CUGRADE_NCU=none: no profiling on this runner (no profile, none pending). */
+int profile_off(void);
+
 /* Fill argv (room for n, NULL-terminated) with ncu's command line for the
  * target command target (NULL-terminated; e.g. /work/prog check ...): the
  * report written to log (inside the sandbox); the kernels named in skip

@@ -116,7 +116,6 @@ void health_init(struct health *hl, int have_gpu, const struct grade_env *env, d
     hl->fd = -1;
     hl->next = now;
     hl->period = runner_cfg()->gpu_probe_seconds;
-    hl->limit = runner_cfg()->gpu_probe_limit;
     snprintf(hl->gpu, sizeof hl->gpu, "%s", env->gpu_index ? env->gpu_index : "0");
 }
 
@@ -192,7 +191,7 @@ int health_probe_wait(char *why, size_t len)
     pid_t pid = probe_spawn(&fd);
     if (pid < 0)
         return HEALTH_PROBE_UNKNOWN; /* cannot ask: the verdict stands */
-    double limit = runner_cfg()->gpu_probe_limit, t0 = run_now();
+    double limit = runner_cfg()->gpu_probe_seconds, t0 = run_now();
     pid_t w;
     while ((w = waitpid(pid, &status, WNOHANG)) == 0 && run_now() - t0 < limit) {
         struct timespec ts = {0, 20000000L};
@@ -259,7 +258,7 @@ void health_tick(struct health *hl, double now)
         return;
     if (hl->pid) {
         probe_read(hl);
-        if (!hl->overdue && now - hl->started > hl->limit) {
+        if (!hl->overdue && now - hl->started > hl->period) {
             /* A driver call that hangs: the GPU is not usable now, even if
              * the probe cannot be reaped yet (stuck in the driver). */
             kill(hl->pid, SIGKILL);

@@ -33,8 +33,8 @@ struct health {
     int overdue;        /* it was killed at its time limit */
     double started;     /* when it started */
     double next;        /* a probe starts no earlier than this */
-    double period;      /* seconds between probes while bad */
-    double limit;       /* seconds a probe may take */
+    double period;      /* seconds between probes while bad, and the most one
+                         * may take: a probe slower than that is a hung driver */
     char gpu[64];       /* the GPU index, for the log */
     char down[PATH_MAX]; /* CACHE/gpu-N.down: there while the probe fails */
     char why[256];      /* the probe's stderr */
@@ -74,7 +74,7 @@ int health_gpu_down(const struct grade_env *env, char *why, size_t len);
 double health_down_wait(void);
 
 /* The jobs' side, when a run of theirs timed out: probe the GPU now and
- * wait for the answer (at most CUGRADE_GPU_PROBE_LIMIT; a probe killed at
+ * wait for the answer (at most CUGRADE_GPU_PROBE_SECONDS; a probe killed at
  * it failed). HEALTH_PROBE_OK, _UNKNOWN (no driver to ask, or no probe
  * could start: the verdict stands) or _FAILED with the probe's stderr in
  * why, as one line (as the runner's own probe logs it). A GPU that hung under a burst ran every check run on

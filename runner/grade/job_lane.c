@@ -28,10 +28,10 @@
 /* ---------------------------------------------------------------------- */
 /* The front pass and the CPU lane. */
 
-/* CUGRADE_FRONT=0 turns the front pass off. */
+/* CUGRADE_FRONT_SECONDS=0 turns the front pass off. */
 static int front_enabled(void)
 {
-    return runner_cfg()->front != 0;
+    return compile_front_seconds() > 0;
 }
 
 /* Before the job waits for a CPU lane slot: nvcc's first two steps on the

@@ -47,11 +47,11 @@ static void job_profile_run(struct job *j, int plk);
  * the timing case's check run once more under ncu, in the sandbox, under
  * the same shared GPU lock as a check run (and the GPU's profile lock).
  * Never a verdict: a profiler failure is "unavailable", never charged.
- * Off when the rubric says "profile": false, with $CUGRADE_PROFILE=0, or
+ * Off when the rubric says "profile": false, with CUGRADE_NCU=none, or
  * without a GPU. */
 void job_profile(struct job *j)
 {
-    if (!j->rub.profile || !runner_cfg()->profile || !j->env->gpu_devices)
+    if (!j->rub.profile || profile_off() || !j->env->gpu_devices)
         return;
     for (size_t i = 0; i < j->in.ncases; i++)
         if (!j->in.cases[i].passed)

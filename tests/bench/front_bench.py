@@ -116,7 +116,7 @@ def under_load(tmp, lab, path, nice_env):
         return None
     sol = os.path.join(ROOT, "tests/gpu/solutions")
     stop = threading.Event()
-    benv = bin_env(dict(nice_env, CUGRADE_FRONT="0"))
+    benv = bin_env(dict(nice_env, CUGRADE_FRONT_SECONDS="0"))
 
     def churn(k):
         while not stop.is_set():

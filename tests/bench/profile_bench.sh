@@ -2,7 +2,7 @@
 # Profiling benchmark on the GPU host (docs/runner.md "Profiling hints"): the
 # latency that profiling adds to one graded submission. Each file is graded
 # BENCH_N times (default 10) by `cugrade-runner grade` with profiling on and
-# BENCH_N_OFF times (default 3) with it off (CUGRADE_PROFILE=0), after an
+# BENCH_N_OFF times (default 3) with it off (CUGRADE_NCU=none), after an
 # untimed warm-up run that builds the lab; prints a
 # table: the profile phase's seconds (median, min, max: the phase is serial,
 # so this is the added latency), the whole job's median with and without it,
@@ -41,14 +41,14 @@ BUDGET=${BENCH_SECONDS:-0}
 for f in $FILES; do
     lab=${f%%/*}
     # An untimed first run builds the lab and measures its baselines.
-    CUGRADE_PROFILE=0 timeout 300 "$RUNNER" grade --root "$T/r" --lab "$lab" \
+    CUGRADE_NCU=none timeout 300 "$RUNNER" grade --root "$T/r" --lab "$lab" \
         --file "$T/r/tests/gpu/solutions/$f.cu" --gpu 0 --cache "$CACHE" --work "$T/w/work" \
         > /dev/null 2>"$T/err" || { echo "profile_bench: $f warm-up failed:"; tail -3 "$T/err"; }
     i=0
     while [ $i -lt $((N + NOFF)) ]; do
         [ "$BUDGET" -gt 0 ] && [ $(($(date +%s) - START)) -ge "$BUDGET" ] && break
-        if [ $i -lt $NOFF ]; then mode=off; p=0; else mode=on; p=1; fi
-        CUGRADE_PROFILE=$p timeout 300 "$RUNNER" grade --root "$T/r" --lab "$lab" \
+        if [ $i -lt $NOFF ]; then mode=off; ncu=none; else mode=on; ncu=${CUGRADE_NCU:-}; fi
+        CUGRADE_NCU=$ncu timeout 300 "$RUNNER" grade --root "$T/r" --lab "$lab" \
             --file "$T/r/tests/gpu/solutions/$f.cu" --gpu 0 --cache "$CACHE" \
             --work "$T/w/work" > "$T/$lab.$mode.$i.json" 2>"$T/err" ||
             { echo "profile_bench: $f run $i failed:"; tail -3 "$T/err"; }

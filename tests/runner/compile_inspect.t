@@ -113,7 +113,7 @@ try:
     ok(("cudafe++", "hugetlb") in seen and ("cicc", "hugetlb") not in seen,
        "the front pass's malloc on huge pages (GLIBC_TUNABLES), the full compile's not",
        sorted(seen, key=str))
-    d, seen = niceness_seen({"CUGRADE_COMPILE_NICE": "0", "CUGRADE_FRONT": "0"})
+    d, seen = niceness_seen({"CUGRADE_COMPILE_NICE": "0", "CUGRADE_FRONT_SECONDS": "0"})
     ok(d["status"] == "graded" and {x[1] for x in seen if x[0] == "cicc" and len(x) == 2} == {0},
        "CUGRADE_COMPILE_NICE=0: the full compile at the runner's priority", sorted(seen, key=str))
 

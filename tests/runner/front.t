@@ -4,7 +4,7 @@ CPU lane of one (--jobs 1), four correct submissions then a syntax error
 are claimed: the syntax error's front pass (nvcc's preprocessor and
 cudafe++) answers it before the fourth correct job is granted its CPU lane
 slot, with nvcc's own error line; the slots go in claim order; the correct
-jobs are graded. With CUGRADE_FRONT=0 the same syntax error waits for its
+jobs are graded. With CUGRADE_FRONT_SECONDS=0 the same syntax error waits for its
 turn in the CPU lane (run once by hand: the ordering check then fails).
 The front lane is one wide here (CUGRADE_FRONT_JOBS=1; by default it is
 twice the CPU lane): slots go to the jobs that asked, oldest claim first,

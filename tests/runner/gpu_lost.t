@@ -29,7 +29,7 @@ root = tree.lay_out(os.path.join(tmp, "root"))
 cache = os.path.join(tmp, "cache")
 os.makedirs(cache)
 fake_env, dead, hang = fakegpu.make(tmp)
-env = dict(NO_HOLD, **fake_env, CUGRADE_GPU_PROBE_LIMIT="3")
+env = dict(NO_HOLD, **fake_env, CUGRADE_GPU_PROBE_SECONDS="3")
 SPIN = 'extern "C" void fill(float* o, int n) { for (volatile int i = 0;; i++) {} }\n'
 # Correct in the check run (two calls), endless in the timing run.
 LATE = ('static int calls; extern "C" void fill(float* o, int n) { if (++calls > 3) '

@@ -29,8 +29,8 @@ cache = os.path.join(tmp, "cache")
 os.makedirs(cache)
 # The fake GPU (fakegpu.py): cuInit fails while `dead` exists, hangs while `hang` does.
 fake_env, dead, hang = fakegpu.make(tmp)
-env = dict(os.environ, **fake_env, CUGRADE_GPU_PROBE_LIMIT="3",
-           CUGRADE_GPU_HOLD="0", CUGRADE_GPU_PROBE_SECONDS="1", CUGRADE_GPU_DOWN_WAIT="15",
+env = dict(os.environ, **fake_env,
+           CUGRADE_GPU_HOLD="0", CUGRADE_GPU_PROBE_SECONDS="3", CUGRADE_GPU_DOWN_WAIT="15",
            # the background baseline refresh (its exclusive holds) off: this
            # suite's waits are timed against the GPU's answers alone
            CUGRADE_BASELINE_REFRESH="0")
@@ -150,7 +150,7 @@ try:
     if os.path.exists(down):
         os.unlink(down)
 
-    # 5. A driver that hangs: the probe is killed at CUGRADE_GPU_PROBE_LIMIT
+    # 5. A driver that hangs: the probe is killed at CUGRADE_GPU_PROBE_SECONDS
     # (3 s here) and the GPU counts as not usable until a probe answers.
     open(hang, "w").close()
     with lock:

@@ -191,7 +191,7 @@ def probe_pending(log):
     # b sees a GPU whose first probe hangs (killed only at 60 s); --lazy-build:
     # straight to its claim loop, where it publishes its state.
     b = runner(url, os.path.join(tmp, "cache-probe-b"), "b", log, ["--lazy-build"],
-               dict(ENV, **gpu_env, CUGRADE_GPU_PROBE_LIMIT="60", CUGRADE_BASELINE_REFRESH="0"))
+               dict(ENV, **gpu_env, CUGRADE_GPU_PROBE_SECONDS="60", CUGRADE_BASELINE_REFRESH="0"))
     holder = lane_full(os.path.join(tmp, "cache-probe-a"))
     procs = [b]
     try:

@@ -292,6 +292,9 @@ try:
     try:
         dq, logq = grade("good.cu")
         pf0 = dq.get("result", {}).get("cugrade", {}).get("profile") or {}
+        os.environ["CUGRADE_NCU"] = "none"
+        dn, _ = grade("good.cu")
+        os.environ["CUGRADE_NCU"] = "/nonexistent/ncu"
         with open(queue, "w") as f:
             f.write("%d 7 0\n" % os.getpid())  # a live job waiting for admission
         dq, logq = grade("good.cu")
@@ -305,6 +308,8 @@ try:
         open(queue, "w").close()
     ok("not installed" in (pf0.get("message") or ""),
        "a GPU and no one waiting: the profile is attempted (here: no ncu)", json.dumps(pf0))
+    ok(dn["status"] == "graded" and "profile" not in dn["result"].get("cugrade", {}),
+       "CUGRADE_NCU=none: profiling off runner-wide, no profile line at all", json.dumps(dn)[:1500])
     ok(dq["status"] == "graded" and pf1.get("status") == "unavailable" and
        "Not profiled: 1 other submission waited" in (pf1.get("message") or ""),
        "another job waiting for admission: not profiled, and the result says why",

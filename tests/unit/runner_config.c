@@ -22,11 +22,17 @@ static struct runner_config c;
 /* Parse with only k=v set among the switches this test touches. */
 static int parse_with(const char *k, const char *v)
 {
-    static const char *touched[] = {"CUGRADE_RETIME",       "CUGRADE_PROFILE",
-                                    "CUGRADE_SANDBOX_USER", "CUGRADE_BWRAP",
-                                    "CUGRADE_ARCH",         "CUGRADE_GPU_MEMORY_MB",
-                                    "CUGRADE_PROFILE_WAIT", "CUGRADE_PYTHON",
-                                    "CUGRADE_PYTHON_ROOT",  NULL};
+    static const char *touched[] = {"CUGRADE_RETIME",
+                                    "CUGRADE_KEEP_JOBS",
+                                    "CUGRADE_SANDBOX_USER",
+                                    "CUGRADE_BWRAP",
+                                    "CUGRADE_ARCH",
+                                    "CUGRADE_GPU_MEMORY_MB",
+                                    "CUGRADE_PROFILE_WAIT",
+                                    "CUGRADE_PYTHON",
+                                    "CUGRADE_PYTHON_ROOT",
+                                    "CUGRADE_NCU",
+                                    NULL};
     for (size_t i = 0; touched[i]; i++)
         unsetenv(touched[i]);
     if (k)
@@ -62,8 +68,8 @@ int main(void)
 {
     unset_switches();
     ok(parse_with(NULL, NULL) == 0, "nothing set: every default parses (%s)", err);
-    check(c.retime == 2 && c.profile == 1 && c.keep_jobs == 0 && c.profile_wait == 300 &&
-              c.compile_nice == 10 && c.sandbox_uid_base == 1900000000L,
+    check(c.retime == 2 && c.keep_jobs == 0 && c.profile_wait == 300 && c.compile_nice == 10 &&
+              c.sandbox_uid_base == 1900000000L,
           "the table's defaults");
     check(strcmp(c.bwrap, "/usr/bin/bwrap") == 0 && strcmp(c.python, "/usr/bin/python3") == 0 &&
               c.arch[0] == '\0' && c.python_root[0] == '\0',
@@ -90,8 +96,8 @@ int main(void)
           "NaN, past the most and under the least: errors");
     check(parse_with("CUGRADE_GPU_MEMORY_MB", "0") == 0 && c.gpu_memory_mb == 0,
           "0 set is not unset (-1)");
-    check(parse_with("CUGRADE_PROFILE", "0") == 0 && c.profile == 0, "a boolean 0");
-    ok(parse_with("CUGRADE_PROFILE", "off") == -EINVAL && strstr(err, "0|1"),
+    check(parse_with("CUGRADE_KEEP_JOBS", "1") == 0 && c.keep_jobs == 1, "a boolean 1");
+    ok(parse_with("CUGRADE_KEEP_JOBS", "yes") == -EINVAL && strstr(err, "0|1"),
        "a boolean is 0 or 1, nothing else (%s)", err);
     check(parse_with("CUGRADE_SANDBOX_USER", "box") == 0 && c.sandbox_user == RUNNER_USER_BOX &&
               parse_with("CUGRADE_SANDBOX_USER", "root") == 0 && c.sandbox_user == RUNNER_USER_ROOT,
@@ -102,6 +108,13 @@ int main(void)
               parse_with("CUGRADE_BWRAP", "/usr/../tmp/bwrap") == -EINVAL &&
               parse_with("CUGRADE_BWRAP", "/opt/bwrap") == 0 && strcmp(c.bwrap, "/opt/bwrap") == 0,
           "a path is absolute and has no ..");
+    check(parse_with("CUGRADE_NCU", "none") == 0 && strcmp(c.ncu, "none") == 0 &&
+              parse_with("CUGRADE_NCU", "None") == -EINVAL &&
+              parse_with("CUGRADE_NCU", "nonex") == -EINVAL &&
+              parse_with("CUGRADE_BWRAP", "none") == -EINVAL,
+          "CUGRADE_NCU takes a path or the one word none (profiling off); CUGRADE_BWRAP no word");
+    ok(parse_with("CUGRADE_NCU", "ncu") == -EINVAL && strstr(err, "an absolute path|none"),
+       "the error names both forms (%s)", err);
     check(parse_with("CUGRADE_ARCH", "sm_90a") == 0 && parse_with("CUGRADE_ARCH", "90") == -EINVAL,
           "an architecture is sm_NN");
     char longv[5000];
