@@ -45,7 +45,6 @@ struct runner_config {
     char python_root[PATH_MAX];
     char cgroup[1024];
     long sandbox_uid_base;
-    long sandbox_boxes;
     long runners_per_host;
     long gpu_memory_mb;
     double profile_wait;

@@ -47,7 +47,7 @@ static void boxes_setup(void)
         return;
     const struct runner_config *c = runner_cfg();
     boxes.base = (unsigned)c->sandbox_uid_base;
-    boxes.count = (unsigned)c->sandbox_boxes;
+    boxes.count = SANDBOX_BOXES;
     /* /run where there is one to write (a container may lack it) */
     const char *d = access("/run", W_OK) == 0 ? SANDBOX_BOX_DIR : SANDBOX_BOX_DIR_FALLBACK;
     snprintf(boxes.dir, sizeof boxes.dir, "%s", d);

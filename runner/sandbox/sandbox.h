@@ -159,8 +159,8 @@ struct sandbox_verdict {
  * from sandbox_workdir_create holds one box until sandbox_workdir_remove:
  * all runs in it have that uid. Only when the caller is root (otherwise
  * the command runs as the caller). Defaults below; $CUGRADE_SANDBOX_UID_BASE
- * and $CUGRADE_SANDBOX_BOXES override them, and sandbox_boxes_configure
- * (0/NULL: keep) overrides all three. The lock directory is not a switch:
+ * overrides the base (its range keeps the last box a valid uid), and
+ * sandbox_boxes_configure (0/NULL: keep; tests) overrides all three. The lock directory is not a switch:
  * every runner of a host must lock its boxes in the same one, or two
  * sandboxes could get one uid. No user with
  * these uids needs to exist; nothing on the host should own files with

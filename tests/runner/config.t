@@ -20,7 +20,9 @@ ok = functools.partial(suite_ok, lines=None)
 DELETED = ["CUGRADE_TIME_GATE", "CUGRADE_INTERLEAVE", "CUGRADE_FRONT_HUGETLB",
            "CUGRADE_PROFILE_METRICS", "CUGRADE_PROFILE_FILTER", "CUGRADE_PROFILE_PYTHON",
            # merged into another switch's value (docs/log/2026-12-01-switches.md)
-           "CUGRADE_PROFILE", "CUGRADE_FRONT", "CUGRADE_GPU_PROBE_LIMIT"]
+           "CUGRADE_PROFILE", "CUGRADE_FRONT", "CUGRADE_GPU_PROBE_LIMIT",
+           # nothing set it (the same log)
+           "CUGRADE_SANDBOX_BOXES"]
 
 SOURCES = sorted(glob.glob(os.path.join(ROOT, "runner", "**", "*.[ch]"), recursive=True) +
                  glob.glob(os.path.join(ROOT, "common", "*.[ch]")))

@@ -32,6 +32,7 @@ static int parse_with(const char *k, const char *v)
                                     "CUGRADE_PYTHON",
                                     "CUGRADE_PYTHON_ROOT",
                                     "CUGRADE_NCU",
+                                    "CUGRADE_SANDBOX_UID_BASE",
                                     NULL};
     for (size_t i = 0; touched[i]; i++)
         unsetenv(touched[i]);
@@ -76,9 +77,9 @@ int main(void)
           "text defaults: a path, or empty when the row has none");
     check(c.gpu_memory_mb == -1 && c.sandbox_user == RUNNER_USER_AUTO,
           "an integer without a default is -1 (unset); choices start at their first");
-    check(c.sandbox_uid_base == SANDBOX_BOX_UID_BASE && c.sandbox_boxes == SANDBOX_BOXES &&
-              c.retime == RETIME_DEFAULT_BOUND && c.front_seconds == COMPILE_FRONT_SECONDS &&
-              c.compile_nice == COMPILE_NICE && strcmp(c.ncu, PROFILE_NCU_DEFAULT) == 0,
+    check(c.sandbox_uid_base == SANDBOX_BOX_UID_BASE && c.retime == RETIME_DEFAULT_BOUND &&
+              c.front_seconds == COMPILE_FRONT_SECONDS && c.compile_nice == COMPILE_NICE &&
+              strcmp(c.ncu, PROFILE_NCU_DEFAULT) == 0,
           "the table's defaults are the headers' constants (one value, not two)");
     check(parse_with("CUGRADE_RETIME", "") == 0 && c.retime == 2, "an empty value is unset");
 
@@ -113,6 +114,14 @@ int main(void)
               parse_with("CUGRADE_NCU", "nonex") == -EINVAL &&
               parse_with("CUGRADE_BWRAP", "none") == -EINVAL,
           "CUGRADE_NCU takes a path or the one word none (profiling off); CUGRADE_BWRAP no word");
+    /* A base near 2^32 once passed the table (at most 4294967280) and its
+     * boxes wrapped: base + i for i >= 16 was a small uid, root's first. */
+    check(4294966295.0 + SANDBOX_BOXES - 1 == 4294967294.0 &&
+              parse_with("CUGRADE_SANDBOX_UID_BASE", "4294966295") == 0 &&
+              c.sandbox_uid_base == 4294966295L &&
+              parse_with("CUGRADE_SANDBOX_UID_BASE", "4294966296") == -EINVAL &&
+              parse_with("CUGRADE_SANDBOX_UID_BASE", "4294967280") == -EINVAL,
+          "the uid base keeps its last box a uid (at most 2^32 - 2): no wrap to root's uid");
     ok(parse_with("CUGRADE_NCU", "ncu") == -EINVAL && strstr(err, "an absolute path|none"),
        "the error names both forms (%s)", err);
     check(parse_with("CUGRADE_ARCH", "sm_90a") == 0 && parse_with("CUGRADE_ARCH", "90") == -EINVAL,
