@@ -61,8 +61,9 @@ static const struct row rows[] = {
      "a directory outside /usr (a venv) bound read-only into every Python run"},
     {"CUGRADE_CGROUP", T_TEXT, OP, F(cgroup), NULL, 0, 0, NULL, "",
      "the cgroup under which sandboxes get theirs; unset: the runner's own"},
-    /* the last box (base + SANDBOX_BOXES - 1) is a uid: at most 2^32 - 2 */
-    {"CUGRADE_SANDBOX_UID_BASE", T_INT, OP, F(sandbox_uid_base), "1900000000", 1, 4294966295.0,
+    /* above the host's own users (regular, systemd's dynamic ones, nobody);
+     * the last box (base + SANDBOX_BOXES - 1) still a uid, at most 2^32 - 2 */
+    {"CUGRADE_SANDBOX_UID_BASE", T_INT, OP, F(sandbox_uid_base), "1900000000", 65536, 4294966295.0,
      NULL, "uid", "first uid of the sandbox's 1000 boxes (one uid per run)"},
     {"CUGRADE_RUNNERS_PER_HOST", T_INT, OP, F(runners_per_host), "1", 1, 1024, NULL, "",
      "runners sharing this host's cores (--jobs default: cores / this)"},

@@ -122,6 +122,10 @@ int main(void)
               parse_with("CUGRADE_SANDBOX_UID_BASE", "4294966296") == -EINVAL &&
               parse_with("CUGRADE_SANDBOX_UID_BASE", "4294967280") == -EINVAL,
           "the uid base keeps its last box a uid (at most 2^32 - 2): no wrap to root's uid");
+    check(parse_with("CUGRADE_SANDBOX_UID_BASE", "1000") == -EINVAL &&
+              parse_with("CUGRADE_SANDBOX_UID_BASE", "65535") == -EINVAL &&
+              parse_with("CUGRADE_SANDBOX_UID_BASE", "65536") == 0,
+          "nor a box that is a user of the host's (below 65536)");
     ok(parse_with("CUGRADE_NCU", "ncu") == -EINVAL && strstr(err, "an absolute path|none"),
        "the error names both forms (%s)", err);
     check(parse_with("CUGRADE_ARCH", "sm_90a") == 0 && parse_with("CUGRADE_ARCH", "90") == -EINVAL,
