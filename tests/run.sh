@@ -23,10 +23,12 @@
 #   suite: alone          runs with no other suite running: it loads every
 #                         core itself, or bounds waits to fractions of a
 #                         second. The alone suites run first, one by one.
-#   suite: quiet          runs with no other suite but idle ones: it bounds
-#                         a latency or the seconds of a run, which another
-#                         suite's CPU work would stretch. The quiet suites
-#                         run one by one after the alone ones.
+#   suite: quiet          runs with no other suite but idle ones in the
+#                         foreground: it bounds a latency or the seconds of
+#                         a run, which another suite's CPU work would
+#                         stretch. The quiet suites run one by one after the
+#                         alone ones, the pool beside them in the
+#                         background (below).
 #   suite: idle           waits nearly all its time (a server's timeouts,
 #                         locks held for seconds) and uses almost no CPU
 #                         (more than IDLE_CPU_MAX, 8 s, fails it): runs in
@@ -38,7 +40,13 @@
 #                         name the same NAME (one slot of the pool, beside
 #                         the rest): they watch one host-wide resource,
 #                         e.g. processes found by name in /proc.
-# The rest run in the pool, JOBS at a time, after the quiet suites.
+# The rest run in the pool, JOBS at a time. Where the host lets us make a
+# CPU group (root, cgroup v1's cpu controller: BG_CPU), the pool starts
+# when the alone suites end, in a group of CPU weight 2 against the
+# others' 1024: it runs on what the quiet suites leave idle (they used
+# 0.4-0.8 of the 2 cores) and yields the CPU to them at once; when the last
+# quiet suite ends the group gets the common weight. Elsewhere, or with
+# BG_POOL=0, the pool starts after the quiet suites.
 #
 # SANITIZER_LOG_DIR (set by `make asan`, where ASAN_OPTIONS and UBSAN_OPTIONS
 # have log_path=$SANITIZER_LOG_DIR/report): every process of the ASan+UBSan
@@ -160,7 +168,7 @@ fi
 
 RUN_RESULTS=$(mktemp -d "${TMPDIR:-/tmp}/cugrade-run.XXXXXX") || exit 2
 export RUN_RESULTS
-trap 'rm -rf "$RUN_RESULTS"' EXIT
+trap 'rm -rf "$RUN_RESULTS"; [ -z "${bg:-}" ] || bg_end' EXIT
 JOBS=${JOBS:-$(( $(nproc 2>/dev/null || echo 1) * 2 ))}
 # The idle suites' lanes; 0 (the default when JOBS=1): they join the pool.
 IDLE_JOBS=${IDLE_JOBS:-$([ "$JOBS" -le 1 ] && echo 0 || echo 3)}
@@ -205,6 +213,24 @@ slots() {
 pool=$(slots -)
 idle=$(slots idle)
 
+# The background CPU group (see the header), or "" where there is none.
+# Under this process's own group there (a run inside a suite nests).
+BG_CPU=${BG_CPU:-/sys/fs/cgroup/cpu}
+BG_CPU="$BG_CPU$(awk -F: '$2 ~ /(^|,)cpu(,|$)/ { print $3 }' /proc/self/cgroup 2>/dev/null | sed 's,/$,,')"
+bg=""
+if [ "${BG_POOL:-1}" != 0 ] && [ "$JOBS" -gt 1 ] && [ -n "$pool" ] &&
+    [ -n "$(echo "$suites" | awk '$2 == "quiet"')" ] && [ -w "$BG_CPU/cgroup.procs" ] &&
+    mkdir "$BG_CPU/cugrade-tests-$$" 2>/dev/null; then
+    bg="$BG_CPU/cugrade-tests-$$"
+    echo 2 2>/dev/null >"$bg/cpu.shares" || { rmdir "$bg"; bg=""; }
+fi
+bg_end() {
+    [ -n "$bg" ] || return 0
+    # The group goes once its last process has: a suite's leftover keeps it.
+    for _ in 1 2 3 4 5; do rmdir "$bg" 2>/dev/null && return 0; sleep 1; done
+    echo "tests/run.sh: $bg still has processes: $(cat "$bg/cgroup.procs" | tr '\n' ' ')" >&2
+}
+
 for n in $(echo "$suites" | awk '$2 == "alone" { print $1 }'); do
     run_suite "$n"
 done
@@ -213,10 +239,21 @@ if [ -n "$idle" ]; then
     echo "$idle" | IDLE_LANE=1 xargs -L 1 -P "$IDLE_JOBS" sh "$CUGRADE_ROOT/tests/run.sh" --chain &
     idle_pid=$!
 fi
+pool_pid=""
+if [ -n "$bg" ]; then
+    echo "$pool" | sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' sh "$bg" \
+        xargs -L 1 -P "$JOBS" sh "$CUGRADE_ROOT/tests/run.sh" --chain &
+    pool_pid=$!
+fi
 for n in $(echo "$suites" | awk '$2 == "quiet" { print $1 }'); do
     run_suite "$n"
 done
-[ -n "$pool" ] && echo "$pool" | xargs -L 1 -P "$JOBS" sh "$CUGRADE_ROOT/tests/run.sh" --chain
+if [ -n "$pool_pid" ]; then
+    echo 1024 >"$bg/cpu.shares"
+    wait "$pool_pid"
+elif [ -n "$pool" ]; then
+    echo "$pool" | xargs -L 1 -P "$JOBS" sh "$CUGRADE_ROOT/tests/run.sh" --chain
+fi
 [ -n "$idle_pid" ] && wait "$idle_pid"
 
 # The sum, in the suites' order; the seconds go to $LOGDIR/suite-times.

@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 """tests/run.sh's suite classes, on a tree of its own: a copy of run.sh
-beside stand-in suites that write when they start and end. An `alone`
-suite runs with nothing beside it; a `quiet` one with nothing but `idle`
-suites, which do run beside it (their lanes start after the alone suites);
-the pool comes last; with JOBS=1 nothing overlaps at all. An idle suite
-that uses more CPU than run.sh's IDLE_CPU_MAX fails; the summary counts
-every suite. Prints TAP."""
+beside stand-in suites that write when they start and end, and their CPU
+group. An `alone` suite runs with nothing beside it; a `quiet` one with
+nothing in the foreground but `idle` suites, which do run beside it (their
+lanes start after the alone suites). The pool starts after the alone
+suites in a background CPU group of weight 2 where the host has cgroup v1's
+cpu controller for us (as root), beside the quiet suites; elsewhere, and
+with BG_POOL=0, after them. With JOBS=1 nothing overlaps at all. An idle
+suite that uses more CPU than run.sh's IDLE_CPU_MAX fails; the summary
+counts every suite. Prints TAP."""
 import os, shutil, subprocess, sys, tempfile
 
 ROOT = os.environ.get("CUGRADE_ROOT") or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -26,6 +29,8 @@ def ok(cond, name, detail=""):
 SUITE = """#!/bin/sh
 {cls}
 echo "{name} start $(date +%s.%N)" >>"$CLASSES_LOG"
+echo "{name} cg $(awk -F: '$2 ~ /(^|,)cpu(,|$)/ {{ print $3 }}' /proc/self/cgroup)" >>"$CLASSES_LOG"
+echo "{name} shares $(cat /sys/fs/cgroup/cpu$(awk -F: '$2 ~ /(^|,)cpu(,|$)/ {{ print $3 }}' /proc/self/cgroup | sed 's,/$,,')/cpu.shares 2>/dev/null)" >>"$CLASSES_LOG"
 {work}
 echo "{name} end $(date +%s.%N)" >>"$CLASSES_LOG"
 echo "ok - {name}"
@@ -54,18 +59,22 @@ def lay_out(tmp, standins):
         os.chmod(path, 0o755)
 
 
-def run(tmp, jobs):
+def run(tmp, jobs, bg_pool="1"):
     log = os.path.join(tmp, "classes.log")
     open(log, "w").close()
     env = {k: v for k, v in os.environ.items()
            if k not in ("ONLY", "JOBS", "IDLE_JOBS", "IDLE_LANE", "SANITIZER_LOG_DIR", "CUGRADE_BUILD", "CUGRADE_ROOT")}
-    env.update(CLASSES_LOG=log, JOBS=str(jobs), IDLE_CPU_MAX="1")
+    env.update(CLASSES_LOG=log, JOBS=str(jobs), IDLE_CPU_MAX="1", BG_POOL=bg_pool)
     p = subprocess.run(["sh", os.path.join(tmp, "tests", "run.sh"), os.path.join(tmp, "build")],
                        env=env, capture_output=True, text=True, timeout=120)
-    spans = {}
+    spans, cgs = {}, {}
     for line in open(log):
-        name, what, t = line.split()
-        spans.setdefault(name, {})[what] = float(t)
+        name, what, t = (line.split() + [""])[:3]
+        if what in ("cg", "shares"):
+            cgs.setdefault(name, {})[what] = t
+        else:
+            spans.setdefault(name, {})[what] = float(t)
+    run.cgs = cgs
     return p, {k: (v.get("start", 0), v.get("end", 0)) for k, v in spans.items()}
 
 
@@ -75,6 +84,8 @@ def beside(spans, name):
     return sorted(k for k, (b0, b1) in spans.items() if k != name and b0 < a1 and a0 < b1)
 
 
+BG_ROOT = "/sys/fs/cgroup/cpu"
+BG = os.access(BG_ROOT + "/cgroup.procs", os.W_OK)
 tmp = tempfile.mkdtemp(prefix="cugrade-classes-")
 try:
     lay_out(tmp, STANDINS)
@@ -83,16 +94,40 @@ try:
     ok(p.returncode == 0 and out.rstrip().endswith("8 passed, 0 failed, 0 skipped") and len(spans) == 8,
        "every stand-in suite ran and passed (JOBS=4)", out)
     if len(spans) == 8:
+        cgs = run.cgs
+        fg = cgs.get("hog", {}).get("cg")
         ok(beside(spans, "hog") == [], "an alone suite runs with nothing beside it", beside(spans, "hog"))
         for q in ("quiet1", "quiet2"):
-            ok(all(k.startswith("idle") for k in beside(spans, q)),
-               "a quiet suite (%s) runs beside idle suites only: %s" % (q, beside(spans, q)))
+            ok(all(k.startswith("idle") or cgs[k]["cg"] != fg for k in beside(spans, q)) and
+               cgs[q]["cg"] == fg and all(cgs[k]["cg"] == fg for k in spans if k.startswith("idle")),
+               "a quiet suite (%s) runs beside idle suites only in the foreground: %s" % (q, beside(spans, q)),
+               cgs)
         ok(any(k.startswith("idle") for k in beside(spans, "quiet1") + beside(spans, "quiet2")),
            "the idle suites run beside the quiet ones (their lanes start after the alone suites)",
            {k: beside(spans, k) for k in spans})
         first_pool = min(spans[k][0] for k in ("p1", "p2", "p3"))
-        ok(first_pool >= max(spans["quiet1"][1], spans["quiet2"][1], spans["hog"][1]),
-           "the pool starts once the alone and quiet suites have ended", spans)
+        quiet_end = max(spans["quiet1"][1], spans["quiet2"][1])
+        if BG:
+            bgs = {cgs[k]["cg"] for k in ("p1", "p2", "p3")}
+            early = [k for k in ("p1", "p2", "p3") if spans[k][0] < quiet_end]
+            ok(first_pool >= spans["hog"][1] and early and len(bgs) == 1 and fg not in bgs and
+               all(cgs[k]["shares"] == "2" for k in early),
+               "the pool starts when the alone suites end, beside the quiet ones, in a CPU group of its "
+               "own at weight 2 (%s)" % sorted(bgs), {"spans": spans, "groups": cgs})
+            gone = bgs.pop() if len(bgs) == 1 else "/"
+            ok(gone != "/" and not os.path.exists(BG_ROOT + gone),
+               "the background group is removed when the run ends", gone)
+        else:
+            ok(first_pool >= max(quiet_end, spans["hog"][1]),
+               "no background CPU group here (no root, or no cgroup v1 cpu controller): the pool "
+               "starts once the alone and quiet suites have ended", spans)
+            print("ok - the pool beside the quiet suites in a background group "
+                  "# SKIP no writable cgroup v1 cpu controller here")
+    if BG:
+        p, spans = run(tmp, 4, bg_pool="0")
+        ok(p.returncode == 0 and len(spans) == 8 and
+           min(spans[k][0] for k in ("p1", "p2", "p3")) >= max(spans["quiet1"][1], spans["quiet2"][1]),
+           "with BG_POOL=0 the pool starts once the quiet suites have ended", spans)
     p, spans = run(tmp, 1)
     out = p.stdout + p.stderr
     ok(p.returncode == 0 and len(spans) == 8 and all(beside(spans, k) == [] for k in spans),
