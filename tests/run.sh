@@ -222,7 +222,9 @@ if [ "${BG_POOL:-1}" != 0 ] && [ "$JOBS" -gt 1 ] && [ -n "$pool" ] &&
     [ -n "$(echo "$suites" | awk '$2 == "quiet"')" ] && [ -w "$BG_CPU/cgroup.procs" ] &&
     mkdir "$BG_CPU/cugrade-tests-$$" 2>/dev/null; then
     bg="$BG_CPU/cugrade-tests-$$"
-    echo 2 2>/dev/null >"$bg/cpu.shares" || { rmdir "$bg"; bg=""; }
+    # its weight, and a process moved into it (one that ends at once)
+    { echo 2 >"$bg/cpu.shares" && sh -c 'echo $$ >"$1/cgroup.procs"' sh "$bg"; } 2>/dev/null ||
+        { rmdir "$bg"; bg=""; }
 fi
 bg_end() {
     [ -n "$bg" ] || return 0
