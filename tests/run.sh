@@ -41,7 +41,7 @@
 #                         the rest): they watch one host-wide resource,
 #                         e.g. processes found by name in /proc.
 # The rest run in the pool, JOBS at a time. Where the host lets us make a
-# CPU group (root, cgroup v1's cpu controller: BG_CPU), the pool starts
+# CPU group (root, cgroup v1's cpu controller), the pool starts
 # when the alone suites end, in a group of CPU weight 2 against the
 # others' 1024: it runs on what the quiet suites leave idle (they used
 # 0.4-0.8 of the 2 cores) and yields the CPU to them at once; when the last
@@ -215,8 +215,7 @@ idle=$(slots idle)
 
 # The background CPU group (see the header), or "" where there is none.
 # Under this process's own group there (a run inside a suite nests).
-BG_CPU=${BG_CPU:-/sys/fs/cgroup/cpu}
-BG_CPU="$BG_CPU$(awk -F: '$2 ~ /(^|,)cpu(,|$)/ { print $3 }' /proc/self/cgroup 2>/dev/null | sed 's,/$,,')"
+BG_CPU="/sys/fs/cgroup/cpu$(awk -F: '$2 ~ /(^|,)cpu(,|$)/ { print $3 }' /proc/self/cgroup 2>/dev/null | sed 's,/$,,')"
 bg=""
 if [ "${BG_POOL:-1}" != 0 ] && [ "$JOBS" -gt 1 ] && [ -n "$pool" ] &&
     [ -n "$(echo "$suites" | awk '$2 == "quiet"')" ] && [ -w "$BG_CPU/cgroup.procs" ] &&
