@@ -168,7 +168,15 @@ fi
 
 RUN_RESULTS=$(mktemp -d "${TMPDIR:-/tmp}/cugrade-run.XXXXXX") || exit 2
 export RUN_RESULTS
-trap 'rm -rf "$RUN_RESULTS"; [ -z "${bg:-}" ] || bg_end' EXIT
+# The pool's background CPU group (made below), removed at the end: it goes
+# once its last process has (a suite's leftover keeps it).
+bg=""
+bg_end() {
+    [ -n "$bg" ] || return 0
+    for _ in 1 2 3 4 5; do rmdir "$bg" 2>/dev/null && return 0; sleep 1; done
+    echo "tests/run.sh: $bg still has processes: $(cat "$bg/cgroup.procs" | tr '\n' ' ')" >&2
+}
+trap 'rm -rf "$RUN_RESULTS"; bg_end' EXIT
 JOBS=${JOBS:-$(( $(nproc 2>/dev/null || echo 1) * 2 ))}
 # The idle suites' lanes; 0 (the default when JOBS=1): they join the pool.
 IDLE_JOBS=${IDLE_JOBS:-$([ "$JOBS" -le 1 ] && echo 0 || echo 3)}
@@ -216,7 +224,6 @@ idle=$(slots idle)
 # The background CPU group (see the header), or "" where there is none.
 # Under this process's own group there (a run inside a suite nests).
 BG_CPU="/sys/fs/cgroup/cpu$(awk -F: '$2 ~ /(^|,)cpu(,|$)/ { print $3 }' /proc/self/cgroup 2>/dev/null | sed 's,/$,,')"
-bg=""
 if [ "${BG_POOL:-1}" != 0 ] && [ "$JOBS" -gt 1 ] && [ -n "$pool" ] &&
     [ -n "$(echo "$suites" | awk '$2 == "quiet"')" ] && [ -w "$BG_CPU/cgroup.procs" ] &&
     mkdir "$BG_CPU/cugrade-tests-$$" 2>/dev/null; then
@@ -225,12 +232,6 @@ if [ "${BG_POOL:-1}" != 0 ] && [ "$JOBS" -gt 1 ] && [ -n "$pool" ] &&
     { echo 2 >"$bg/cpu.shares" && sh -c 'echo $$ >"$1/cgroup.procs"' sh "$bg"; } 2>/dev/null ||
         { rmdir "$bg"; bg=""; }
 fi
-bg_end() {
-    [ -n "$bg" ] || return 0
-    # The group goes once its last process has: a suite's leftover keeps it.
-    for _ in 1 2 3 4 5; do rmdir "$bg" 2>/dev/null && return 0; sleep 1; done
-    echo "tests/run.sh: $bg still has processes: $(cat "$bg/cgroup.procs" | tr '\n' ' ')" >&2
-}
 
 for n in $(echo "$suites" | awk '$2 == "alone" { print $1 }'); do
     run_suite "$n"

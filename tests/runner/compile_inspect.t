@@ -11,6 +11,7 @@ import json, os, shutil, subprocess, sys, tempfile, threading, time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakelab"))
 from suite import FIX, ROOT, RUNNER, failures, ok, require_nvcc_root  # noqa: E402  (paths, TAP)
 from suite import grade as run_grade  # noqa: E402  (a starved compile retried)
+from suite import ours  # noqa: E402  (its runner's compiles, not other suites' at their own niceness)
 
 require_nvcc_root()
 
@@ -23,22 +24,6 @@ def grade(lab, fixture, stop="inspect", env=None):
                       "--work", os.path.join(tmp, "work"), "--arch", "sm_90"], env=env)[0]
 
 TOOLS = {"cicc", "cudafe++"}  # both name the file they work on
-
-
-def ours(pid):
-    """Whether pid descends from this suite (its runner's compiles): other
-    suites compile student files beside it (tests/run.sh runs suites side
-    by side), at their own niceness."""
-    me = os.getpid()
-    while pid > 1:
-        if pid == me:
-            return True
-        try:
-            st = open(f"/proc/{pid}/stat").read()
-        except OSError:
-            return False
-        pid = int(st[st.rindex(")") + 2:].split()[1])  # field 4: ppid
-    return False
 
 
 def niceness_seen(env):

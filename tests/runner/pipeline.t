@@ -11,7 +11,7 @@ TAP lines."""
 import ctypes, json, os, shutil, subprocess, sys, tempfile, threading, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakelab"))
-from suite import RUNNER, failures, link_cuda, ok, require_nvcc_root  # noqa: E402  (paths, TAP)
+from suite import RUNNER, failures, link_cuda, ok, ours, require_nvcc_root  # noqa: E402  (paths, TAP)
 import tree  # noqa: E402  (the fake lab laid out as a course tree)
 
 require_nvcc_root()
@@ -25,24 +25,22 @@ ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 def launches_left():
     """The /lab/launch processes below this one, as "PID CMDLINE" lines."""
-    parent, cmd = {}, {}
+    left = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
-            st = open(f"/proc/{pid}/stat").read()
-            cmd[int(pid)] = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace")
+            cmd = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        parent[int(pid)] = int(st[st.rindex(")") + 2:].split()[1])
-    me, left = os.getpid(), []
-    for pid, c in cmd.items():
-        if "/lab/launch" not in c:
-            continue
-        p, seen = parent.get(pid), 0
-        while p and p != me and seen < 64:
-            p, seen = parent.get(p), seen + 1
-        if p == me:
-            left.append(f"{pid} {c.strip()}")
+        if "/lab/launch" in cmd and ours(int(pid)):
+            left.append(f"{pid} {cmd.strip()}")
     return "\n".join(left)
+
+
+def seconds_through(ph, phase):
+    """The job's clock at the end of phase (its phases in order, summed),
+    or None when the job had no such phase."""
+    names = [k for k in ph if k != "total"]
+    return sum(ph[k] for k in names[:names.index(phase) + 1]) if phase in names else None
 
 
 tmp = tempfile.mkdtemp(prefix="cugrade-pipe-")
@@ -191,8 +189,7 @@ try:
     tl = {x.get("name"): x for x in (dh.get("result", {}).get("cugrade", {}).get("timing") or {}).get("timings") or []}
     # When the gate let the run go, in the job's clock: the lock's release
     # at 12 s, however long a loaded host took to reach the gate.
-    names = [k for k in phh if k != "total"]
-    gate_end = sum(phh[k] for k in names[:names.index("sanitize_wait") + 1]) if "sanitize_wait" in names else 0
+    gate_end = seconds_through(phh, "sanitize_wait") or 0
     ok(dh["status"] == "graded" and tl.get("student", {}).get("samples", 0) > 0 and
        time.monotonic() - t0 > 12 and phh.get("sanitize_wait", 0) >= 0.5 and gate_end >= 11 and "time_start" in phh,
        "with the GPU's lock held by another for 12 s, the CUDA timing run waited at its gate "
@@ -421,8 +418,8 @@ exit $rc
     took = time.time() - t0
     left = launches_left()
     ph = d.get("result", {}).get("cugrade", {}).get("phases") or {}
-    names = [k for k in ph if k != "total"]
-    after = took - sum(ph[k] for k in names[:names.index("compile") + 1]) if "compile" in names else 99
+    compiled = seconds_through(ph, "compile")
+    after = took - compiled if compiled is not None else 99
     ok(d["status"] == "compile_error" and "front" in ph and not d["result"].get("cugrade", {}).get("sanitizer")
        and not left and after < 4,
        "a compile error past the front pass cancels the waiting sanitizers at once (%.2f s after the compile), "

@@ -48,6 +48,22 @@ def failures():
     return _failures
 
 
+def ours(pid):
+    """Whether pid descends from this process (the suite): other suites run
+    beside it (tests/run.sh), so a check of processes found in /proc looks
+    only at its own."""
+    me = os.getpid()
+    while pid > 1:
+        if pid == me:
+            return True
+        try:
+            st = open(f"/proc/{pid}/stat").read()
+        except OSError:
+            return False
+        pid = int(st[st.rindex(")") + 2:].split()[1])  # field 4: ppid
+    return False
+
+
 def link_cuda(fake, own=()):
     """Make fake a CUDA_HOME that links the real toolkit's (NVCC's) bin/
     programs, include, lib64, nvvm and targets, except the programs named
