@@ -150,6 +150,16 @@ int share_clock_start_yield(struct share_clock *c, const char *ledger, double li
     return clock_begin(c, ledger, limit, NULL, yield_to, cancel_fd);
 }
 
+void share_clock_restart(struct share_clock *c, double limit)
+{
+    assert(limit > 0);
+    pthread_mutex_lock(&c->mu);
+    c->limit = limit;
+    c->used = c->wall = c->stalled = 0;
+    c->peak_users = 0;
+    pthread_mutex_unlock(&c->mu);
+}
+
 void share_clock_alone(struct share_clock *c)
 {
     atomic_store(&c->alone, 1);

@@ -84,6 +84,11 @@ int share_clock_start_paused(struct share_clock *c, const char *ledger, double l
 int share_clock_start_yield(struct share_clock *c, const char *ledger, double limit,
                             const char *yield_to, int *cancel_fd);
 
+/* Count from zero again, to limit seconds: a warm run of the pool
+ * (runner/grade/pool.h) started before its job, whose start-up is ours,
+ * begins its job's count when the job is given to it. Any thread. */
+void share_clock_restart(struct share_clock *c, double limit);
+
 /* From now on the run holds the GPU alone (the exclusive lock): its share
  * is the wall time, whatever the users ledger holds. Any thread. */
 void share_clock_alone(struct share_clock *c);

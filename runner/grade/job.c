@@ -14,6 +14,7 @@
 #include "runner/gpu/share.h"
 #include "runner/gpu/lock.h"
 #include "runner/feedback/profile.h"
+#include "runner/grade/pool.h"
 #include "runner/grade/python.h"
 #include "runner/gpu/health.h"
 #include "runner/feedback/hint.h"
@@ -185,6 +186,8 @@ void job_free(struct job *j)
     score_cases_free(j->in.cases, j->in.ncases);
     for (size_t i = 0; i < 2; i++)
         score_sanitizer_clear(&j->sans[i]);
+    pool_member_free(j->warm); /* its run ended or ends now; its folders are the job's */
+    j->warm = NULL;
     if (j->rc.jobdir[0] && !runner_cfg()->keep_jobs)
         run_jobdir_remove(j->rc.jobdir, j->workdir);
     free(j->workdir);
@@ -224,12 +227,20 @@ static int job_load(struct job *j)
     return 0;
 }
 
-int job_setup(struct job *j)
+/* The job's private directory and its sandbox work directory: a warm
+ * check run's (pool.h) for a Python file when this process has one of
+ * the lab's, else new ones. 0 or -errno (j->err says it). */
+static int job_dirs(struct job *j)
 {
     const struct grade_env *env = j->env;
     int r;
-    if ((r = job_load(j)) < 0)
-        return r;
+    if (python_submission(j->g->filename) && (j->warm = pool_take(j->g->lab))) {
+        snprintf(j->rc.jobdir, sizeof j->rc.jobdir, "%s", pool_member_jobdir(j->warm));
+        if (!(j->workdir = strdup(pool_member_workdir(j->warm))))
+            return job_fail(j, -ENOMEM, "out of memory");
+        j->rc.workdir = j->workdir;
+        return 0;
+    }
     snprintf(j->rc.jobdir, sizeof j->rc.jobdir, "%s/job-XXXXXX", env->work);
     /* 0711: the sandbox (which may drop to an unprivileged uid before
      * bwrap) must traverse to its work dir, but cannot list the job's
@@ -243,6 +254,16 @@ int job_setup(struct job *j)
     if ((r = sandbox_workdir_create(j->rc.jobdir, &j->workdir)) < 0)
         return job_fail(j, r, "cannot create the sandbox work directory: %s", strerror(-r));
     j->rc.workdir = j->workdir;
+    if (python_submission(j->g->filename)) /* the lab's CuPy kernels (a member has them) */
+        (void)python_cupy_seed(j->env, j->g->lab, j->workdir);
+    return 0;
+}
+
+int job_setup(struct job *j)
+{
+    int r;
+    if ((r = job_load(j)) < 0 || (r = job_dirs(j)) < 0)
+        return r;
     snprintf(j->src, sizeof j->src, "%s",
              valid_filename(j->g->filename) ? j->g->filename
              : python_submission(j->g->filename) ? "kernel.py" : "kernel.cu");
@@ -258,8 +279,6 @@ int job_setup(struct job *j)
         return job_fail(j, -e, "cannot write the source: %s", strerror(e));
     }
     close(fd);
-    if (j->python) /* the lab's CuPy kernels, compiled at prepare; none is no error */
-        (void)python_cupy_seed(j->env, j->g->lab, j->workdir);
     return 0;
 }
 
@@ -620,15 +639,26 @@ static void job_check_why(struct job *j, double lim, const struct share_clock *s
         j->why = "Your program stopped before the harness finished (no final record).";
 }
 
-/* The check run itself (under the job's shared lock), watched for
- * progress, and its channel read. */
-static int job_check_run(struct job *j)
+/* The check run given to the warm run this job adopted (pool.h), its
+ * channel watched: pool_go's value (-ESTALE: nothing ran, start it cold),
+ * *wc the watch's. */
+static int job_check_warm(struct job *j, double lim, struct share_clock *sc, int *shared, int *wc)
 {
-    char d[48];
+    struct channel_watch w;
+    j->chk_fd = pool_member_channel(j->warm);
+    channel_watch_start(&w, j->chk_fd, (int)j->ncase_names, j->progress, j->arg);
+    int r = pool_go(j->warm, &j->rc, j->seed, j->case_list, j->src, lim, &j->v, sc, shared);
+    *wc = channel_watch_stop(&w);
+    if (r == -ESTALE)
+        run_fd_close(&j->chk_fd);
+    return r;
+}
+
+/* The check run started now, its channel watched: share_run's value, or
+ * job_fail's with no channel left open; *wc the watch's. */
+static int job_check_cold(struct job *j, double lim, struct share_clock *sc, int *shared, int *wc)
+{
     int r;
-    snprintf(d, sizeof d, "0/%zu", j->ncase_names);
-    if (progress_call(j, status_name(STATUS_CHECKING), d) == -ECANCELED)
-        return -ECANCELED;
     if ((j->chk_fd = channel_open(j->rc.jobdir, "check")) < 0)
         return job_fail(j, j->chk_fd, "cannot open the result channel: %s", strerror(-j->chk_fd));
     /* The seed on fd 5 (run_opts.secret), never on the command line. */
@@ -638,23 +668,42 @@ static int job_check_run(struct job *j)
     struct python_run pr;
     if (j->python) {
         if ((r = python_run_prepare(&pr, &o, j->env->root, &j->lab, "check", j->seed, j->case_list,
-                                    NULL, j->src)) < 0)
+                                    NULL, j->src)) < 0) {
+            run_fd_close(&j->chk_fd);
             return job_fail(j, r, "the lab's hidden libraries (lab.json python.hide): %s",
                             strerror(-r));
+        }
         argv = pr.argv;
     }
     struct channel_watch w;
     channel_watch_start(&w, j->chk_fd, (int)j->ncase_names, j->progress, j->arg);
+    r = share_run(&j->rc, argv, j->chk_fd, lim, &o, &j->v, sc, shared);
+    *wc = channel_watch_stop(&w);
+    return r;
+}
+
+/* The check run itself (under the job's shared lock), watched for
+ * progress, and its channel read. */
+static int job_check_run(struct job *j)
+{
+    char d[48];
+    int r, wc = 0;
+    snprintf(d, sizeof d, "0/%zu", j->ncase_names);
+    if (progress_call(j, status_name(STATUS_CHECKING), d) == -ECANCELED)
+        return -ECANCELED;
     double lim = j->rc.limits.check;
     if (j->python) /* two interpreters, CuPy and Numba imported, the JIT's warm-up */
         lim = fmin(j->rc.limits.ceiling, lim + PYTHON_STARTUP_SECONDS);
     /* The limit counts the run's share of the GPU (share.h): beside other
      * jobs it may take longer on the wall clock, up to the ceiling. */
     struct share_clock sc;
-    int shared;
+    int shared = 0;
     job_time_prestart(j);
-    r = share_run(&j->rc, argv, j->chk_fd, lim, &o, &j->v, &sc, &shared);
-    int wc = channel_watch_stop(&w);
+    r = j->warm ? job_check_warm(j, lim, &sc, &shared, &wc) : -ESTALE;
+    if (j->python)
+        j->check_start = r == -ESTALE ? "cold" : "warm";
+    if (r == -ESTALE && (r = job_check_cold(j, lim, &sc, &shared, &wc)) < 0 && j->chk_fd < 0)
+        return r; /* no channel: job_fail said it */
     job_clock_mark(&j->pc, "check_run");
     job_reserve_shrink(j);
     j->check_timed_out = r == 0 && j->v.timed_out;
@@ -912,6 +961,8 @@ int job_score(struct job *j, const char **status, json_t **result)
     }
     if (j->stopped_after)
         json_object_set_new(cg, "stopped_after", json_string(j->stopped_after));
+    if (j->check_start) /* a Python check run: started by the pool or by the job */
+        json_object_set_new(cg, "check_start", json_string(j->check_start));
     if (j->profile)
         json_object_set(cg, "profile", j->profile);
     *status = j->st;

@@ -119,6 +119,9 @@ struct job {
     char fatal[700];
     char why_buf[1024];
 
+    struct pool_member *warm; /* the warm check run this job adopted (pool.h), or NULL */
+    const char *check_start;  /* a Python check run: "warm" or "cold" */
+
     /* time */
     struct time_pre *pre;            /* the first timing run, started beside the check */
     int time_again;                  /* 1 once a timing run that timed out beside

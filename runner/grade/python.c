@@ -130,9 +130,11 @@ void python_owner_script(const struct lab *lab, char *out, size_t len)
 
 /* ---------------------------------------------------------------------- */
 
-int python_run_prepare(struct python_run *pr, struct run_opts *o, const char *root,
-                       const struct lab *lab, const char *mode, const char *seed, const char *cases,
-                       const char *max_ms, const char *src)
+/* What every owner run has: the binds (the Python root, the hidden
+ * files, ROOT/labs), the simulator's settings, and the command line up to
+ * the mode. Returns the arguments written, or python_hidden's -errno. */
+static int python_run_head(struct python_run *pr, struct run_opts *o, const char *root,
+                           const struct lab *lab, const char *mode)
 {
     /* The Python root first (a venv outside /usr), then the hidden files,
      * which may lie inside it. */
@@ -140,9 +142,7 @@ int python_run_prepare(struct python_run *pr, struct run_opts *o, const char *ro
     int r = python_hidden(pr, lab);
     if (r < 0)
         return r;
-    size_t n = 0;
-    int check = strcmp(mode, "check") == 0;
-    snprintf(pr->path, sizeof pr->path, "/work/%s", src);
+    int n = 0;
     snprintf(pr->labs, sizeof pr->labs, "%s/labs", root);
     pr->argv[n++] = python_interpreter();
     pr->argv[n++] = "-I"; /* no PYTHON* variables, no user site, no script dir */
@@ -151,6 +151,38 @@ int python_run_prepare(struct python_run *pr, struct run_opts *o, const char *ro
     pr->argv[n++] = pr->owner;
     pr->argv[n++] = lab->name;
     pr->argv[n++] = mode;
+    o->labs_bind = pr->labs;
+    o->more_binds = pr->hide;
+    o->nmore_binds = pr->nhide;
+    if (python_simulated()) {
+        o->extra_env = "NUMBA_ENABLE_CUDASIM=1";
+        o->pids = 4096; /* a thread per CUDA thread of a block */
+    }
+    return n;
+}
+
+int python_run_pool(struct python_run *pr, struct run_opts *o, const char *root,
+                    const struct lab *lab)
+{
+    int n = python_run_head(pr, o, root, lab, "check");
+    if (n < 0)
+        return n;
+    pr->path[0] = '\0'; /* the job's file comes through the gate */
+    pr->argv[n++] = "--pool";
+    pr->argv[n] = NULL;
+    return 0;
+}
+
+int python_run_prepare(struct python_run *pr, struct run_opts *o, const char *root,
+                       const struct lab *lab, const char *mode, const char *seed, const char *cases,
+                       const char *max_ms, const char *src)
+{
+    int r = python_run_head(pr, o, root, lab, mode);
+    if (r < 0)
+        return r;
+    size_t n = (size_t)r;
+    int check = strcmp(mode, "check") == 0;
+    snprintf(pr->path, sizeof pr->path, "/work/%s", src);
     pr->argv[n++] = check ? "--cases" : "--case";
     pr->argv[n++] = cases;
     if (!check && max_ms) {
@@ -163,14 +195,7 @@ int python_run_prepare(struct python_run *pr, struct run_opts *o, const char *ro
     pr->argv[n++] = "5";
     pr->argv[n] = NULL;
     assert(n < sizeof pr->argv / sizeof *pr->argv);
-    o->labs_bind = pr->labs;
     o->secret = seed;
-    o->more_binds = pr->hide;
-    o->nmore_binds = pr->nhide;
-    if (python_simulated()) {
-        o->extra_env = "NUMBA_ENABLE_CUDASIM=1";
-        o->pids = 4096; /* a thread per CUDA thread of a block */
-    }
     return 0;
 }
 

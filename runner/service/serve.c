@@ -13,6 +13,9 @@
 #include "status.h"
 #include "runner/feedback/profile.h"
 #include "runner/service/peers.h"
+#include "runner/service/warm.h"
+#include "runner/grade/pool.h"
+#include "runner/grade/python.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -473,6 +476,8 @@ static void kids_poll(struct client *cl, const struct host *h, struct health *hl
             refresh_pid = 0;
             continue;
         }
+        if (warm_reaped(pid))
+            continue;
         for (size_t i = 0; i < *nk; i++)
             if (kids[i].pid == pid) {
                 enum kid_end e = kid_ended(cl, h, &kids[i], status);
@@ -490,21 +495,58 @@ static void kids_poll(struct client *cl, const struct host *h, struct health *hl
     health_tick(hl, run_now());
 }
 
-/* Start a child grading job (a claim). Returns 0, or -errno (then a
- * system_error was posted for it). */
-static int kid_start(struct client *cl, const struct host *h, const struct grade_env *env,
-                     json_t *job, struct kid *kids, size_t *nk, long long seq)
+/* ---------------------------------------------------------------------- */
+/* Children: one forked for a claim, or a warm one (warm.h) started before
+ * its claim and handed it through its job pipe. */
+
+/* A warm child's life: its member (pool.h), then the claim its job pipe
+ * brings (its JSON, to the pipe's end). An empty pipe: it was not wanted;
+ * it ends its member and exits. A member whose run ended before its job
+ * (killed, out of memory, a host whose Numba does not start) is replaced,
+ * after a pause that doubles while members keep ending (at most a
+ * minute): a job never waits for a member that cannot come up, it starts
+ * its check cold. */
+static int warm_child(struct client *cl, struct host *h, struct grade_env *e, const char *lab,
+                      int job_fd)
 {
-    struct kid *k = &kids[*nk];
-    int p[2], g[2];
-    memset(k, 0, sizeof *k);
-    k->seq = seq;
-    k->id = (long long)json_integer_value(json_object_get(job, "id"));
-    k->attempt = (int)json_integer_value(json_object_get(job, "attempt"));
-    const char *lab = json_string_value(json_object_get(job, "lab"));
-    snprintf(k->lab, sizeof k->lab, "%s", lab ? lab : "");
-    fprintf(stderr, "cugrade-runner: job %lld: lab %s, attempt %d\n", k->id, k->lab, k->attempt);
-    fflush(stderr);
+    double pause = 0.5, next = 0;
+    for (int starts = 0;;) {
+        if (!pool_alive() && run_now() >= next) {
+            if (starts++)
+                fprintf(stderr,
+                        "cugrade-runner: the warm check run of %s ended before its job: "
+                        "starting another\n",
+                        lab);
+            pool_end();
+            (void)pool_start(e, lab);
+            pause = fmin(60, pause * 2);
+            next = run_now() + pause;
+        }
+        struct pollfd pf = {job_fd, POLLIN, 0};
+        if (poll(&pf, 1, 1000) > 0)
+            break;
+    }
+    json_error_t jerr;
+    json_t *job = json_loadfd(job_fd, JSON_DISABLE_EOF_CHECK, &jerr);
+    close(job_fd);
+    if (!job) {
+        pool_end();
+        return EXIT_POSTED;
+    }
+    return job_child(cl, h, e, job);
+}
+
+/* Fork a child: for job, or warm for lab when job is NULL (then *job_fd
+ * gets the write end of its job pipe). The child gets the lane and grant
+ * pipes (*lane, *grant: the parent's ends, -1 when none). Returns the pid
+ * or -errno. */
+static pid_t kid_fork(struct client *cl, const struct host *h, const struct grade_env *env,
+                      const json_t *job, const char *lab, const struct kid *kids, size_t nk,
+                      int *lane, int *grant, int *job_fd)
+{
+    int p[2], g[2], jp[2] = {-1, -1};
+    if (!job && pipe2(jp, O_CLOEXEC) < 0)
+        return -errno;
     if (pipe2(p, O_CLOEXEC) < 0)
         p[0] = p[1] = -1;
     else
@@ -516,44 +558,121 @@ static int kid_start(struct client *cl, const struct host *h, const struct grade
         struct grade_env e = *env;
         signal(SIGTERM, SIG_DFL);
         signal(SIGINT, SIG_IGN); /* a Ctrl-C lets the jobs in flight finish */
-        for (size_t i = 0; i < *nk; i++) {
+        for (size_t i = 0; i < nk; i++) {
             if (kids[i].lane >= 0)
                 close(kids[i].lane);
             if (kids[i].grant >= 0)
                 close(kids[i].grant);
         }
+        warm_close_inherited();
         if (p[0] >= 0)
             close(p[0]);
         if (g[1] >= 0)
             close(g[1]);
         e.lane_fd = p[1];
         e.grant_fd = g[0];
+        if (!job) {
+            close(jp[1]);
+            _exit(warm_child(cl, (struct host *)h, &e, lab, jp[0]));
+        }
         _exit(job_child(cl, (struct host *)h, &e, job));
     }
-    if (p[1] >= 0)
-        close(p[1]);
-    if (g[0] >= 0)
-        close(g[0]);
+    int err = pid < 0 ? errno : 0;
+    int *mine[] = {&p[1], &g[0], &jp[0]};
+    for (size_t i = 0; i < sizeof mine / sizeof *mine; i++)
+        run_fd_close(mine[i]);
     if (pid < 0) {
-        int e = errno;
-        if (p[0] >= 0)
-            close(p[0]);
-        if (g[1] >= 0)
-            close(g[1]);
+        run_fd_close(&p[0]);
+        run_fd_close(&g[1]);
+        run_fd_close(&jp[1]);
+        return -err;
+    }
+    *lane = p[0];
+    *grant = g[1];
+    if (job_fd)
+        *job_fd = jp[1];
+    return pid;
+}
+
+/* Start a warm child when a lab wanted lacks one (warm.h): one a call. */
+static void warm_fill(struct client *cl, const struct host *h, const struct grade_env *env,
+                      const struct kid *kids, size_t nk, int jobs)
+{
+    const char *lab = warm_next(warm_room(jobs), run_now());
+    if (!lab)
+        return;
+    struct warm_kid w = {.lane = -1, .grant = -1, .job = -1, .born = run_now()};
+    snprintf(w.lab, sizeof w.lab, "%s", lab);
+    w.pid = kid_fork(cl, h, env, NULL, lab, kids, nk, &w.lane, &w.grant, &w.job);
+    if (w.pid > 0)
+        warm_add(&w);
+}
+
+/* Hand job to a warm child of its lab: its JSON on the child's job pipe.
+ * Returns 1 and k's pid and pipes, or 0 (none, or it is gone). */
+static int kid_warm(const json_t *job, struct kid *k)
+{
+    struct warm_kid w;
+    const char *file = json_string_value(json_object_get(job, "filename"));
+    if (!python_submission(file))
+        return 0;
+    warm_want(k->lab, run_now());
+    if (!warm_take(k->lab, &w))
+        return 0;
+    char *s = json_dumps(job, JSON_COMPACT);
+    size_t len = s ? strlen(s) : 0, off = 0;
+    while (s && off < len) {
+        ssize_t n = write(w.job, s + off, len - off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        off += (size_t)n;
+    }
+    free(s);
+    close(w.job); /* the end of the claim; a child that is gone reads nothing */
+    if (!s || off < len) {
+        run_fd_close(&w.lane);
+        run_fd_close(&w.grant);
+        return 0;
+    }
+    k->pid = w.pid;
+    k->lane = w.lane;
+    k->grant = w.grant;
+    return 1;
+}
+
+/* Start a child grading job (a claim). Returns 0, or -errno (then a
+ * system_error was posted for it). */
+static int kid_start(struct client *cl, const struct host *h, const struct grade_env *env,
+                     json_t *job, struct kid *kids, size_t *nk, long long seq)
+{
+    struct kid *k = &kids[*nk];
+    memset(k, 0, sizeof *k);
+    k->seq = seq;
+    k->id = (long long)json_integer_value(json_object_get(job, "id"));
+    k->attempt = (int)json_integer_value(json_object_get(job, "attempt"));
+    const char *lab = json_string_value(json_object_get(job, "lab"));
+    snprintf(k->lab, sizeof k->lab, "%s", lab ? lab : "");
+    int warm = kid_warm(job, k);
+    fprintf(stderr, "cugrade-runner: job %lld: lab %s, attempt %d%s\n", k->id, k->lab, k->attempt,
+            warm ? " (a warm child)" : "");
+    fflush(stderr);
+    pid_t pid =
+        warm ? k->pid : kid_fork(cl, h, env, job, NULL, kids, *nk, &k->lane, &k->grant, NULL);
+    if (pid < 0) {
         char msg[256];
-        snprintf(msg, sizeof msg, "the runner could not fork: %s", strerror(e));
+        snprintf(msg, sizeof msg, "the runner could not fork: %s", strerror((int)-pid));
         fprintf(stderr, "cugrade-runner: job %lld: %s\n", k->id, msg);
         json_t *doc = grade_system_error_doc(k->lab, h->gpu_name, msg);
         if (doc)
             client_result(cl, k->id, k->attempt, status_name(STATUS_SYSTEM_ERROR), doc, NULL,
                           120);
         json_decref(doc);
-        return -e;
+        return (int)pid;
     }
     k->pid = pid;
-    k->lane = p[0];
-    k->grant = g[1];
-    k->state = g[1] >= 0 ? KID_FRONT : KID_CPU;
+    k->state = k->grant >= 0 ? KID_FRONT : KID_CPU;
     (*nk)++;
     return 0;
 }
@@ -678,6 +797,10 @@ static void serve_loop(struct client *cl, struct host *h, const struct grade_env
         if (!once && !stopping && health_ok(&hl)) /* not while the GPU does not answer */
             refresh_tick(h, env);
         size_t in_front = kids_in(kids, nk, KID_FRONT);
+        if (stopping || once)
+            warm_end_all();
+        else if (health_ok(&hl))
+            warm_fill(cl, h, env, kids, nk, jobs);
         if (stopping || (once && claimed)) {
             peers_publish(PEER_STOPPING, nk, kids_pending(kids, nk));
             if (nk == 0)

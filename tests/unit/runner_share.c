@@ -114,11 +114,27 @@ int main(void)
     admit_release(timing, ttok);
     unlink(timing);
 
+    /* A warm run's clock (pool.c): started long before its job with the
+     * ceiling as its limit, counted from zero to the job's limit when the
+     * job comes. */
+    check(share_clock_start(&c, ledger, 100.0, &fd) == 0, "a clock started before its job");
+    got = cancelled(fd, 300);
+    share_clock_restart(&c, 0.3);
+    int zeroed =
+        c.used < 0.15 && c.wall < 0.15 && c.limit == 0.3; /* within a tick of the restart */
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int got2 = cancelled(fd, 5000);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    after = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+    fired = share_clock_stop(&c);
+    ok(!got && zeroed && got2 && fired && after < 5.0,
+       "restarted to 0.3 s, it counts from zero and fires (after %.2f s beside four users)", after);
+
     for (int i = 0; i < 4; i++)
         admit_release(ledger, tok[i]);
     check(admit_count(ledger) == 0, "the users left the ledger");
     unlink(ledger);
     rmdir(dir);
-    printf("1..%d\n", 19);
+    printf("1..%d\n", count);
     return failures ? 1 : 0;
 }

@@ -2,6 +2,7 @@
 
     python3 -I -B owner.py LAB check --cases a,b,c --file /work/kernel.py --seed-fd 5
     python3 -I -B owner.py LAB time  --case NAME [--max-ms N] [--gate] --file ... --seed-fd 5
+    python3 -I -B owner.py LAB check --pool
     (--seed-fd N: the seed is the text on descriptor N, a pipe, read to its
     end and closed before the tenant exists; the runner's way. --seed HEX
     or CUGRADE_SEED=HEX are for runs by hand: the runner never puts the seed
@@ -9,6 +10,8 @@
     read in /proc or in the memory of bwrap's init)
     (--gate: fd 4 is the runner's gate; the samples wait for its 'g';
     --batch K: K calls per sample instead of run_time's choice, for tests)
+    (--pool: a warm check run of the runner's pool; its job comes on fd 4,
+    the gate: owner_gate.py)
 
 The Python counterpart of the lab's harness (labs/common/harness_common.cu),
 with one difference that is the whole point: the student's code does NOT run
@@ -50,6 +53,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import gen  # noqa: E402
+import owner_gate  # noqa: E402
 from owner_gpu import CudaBackend, SimBackend  # noqa: E402
 from owner_tenant import Tenant  # noqa: E402
 
@@ -73,7 +77,7 @@ BATCH_MS, BATCH_MAX, MAP_FDS = 20.0, 128, 240
 PROBES = 64              # output elements read to stop a sample's clock, over the batch
 
 CHANNEL = None           # our private descriptor of the result channel
-GATE = None              # --gate: our private descriptor of the runner's gate (time mode)
+GATE = None              # --gate, --pool: our private descriptor of the runner's gate
 STUDENT_RAN = False
 HIDDEN = {}              # lab.json "python": the hidden libraries' names and message
 CPU_TIMING = {}          # time_cpu's fields for the timing record (a lab with cpu_baseline)
@@ -169,17 +173,24 @@ def gate_pass():
     runner holds the exclusive lock then). Without a gate: at once."""
     if GATE is None:
         return
-    os.write(GATE, b"r")
-    c = b""
-    while True:
-        try:
-            c = os.read(GATE, 1)
-            break
-        except InterruptedError:
-            continue
-    if c != b"g":
+    if not owner_gate.wait_go(GATE):
         die("the runner closed the timing gate before the samples")
     os.close(GATE)
+
+
+def pool_wait():
+    """--pool: our warm start is done; the job the runner gives this run
+    (owner_gate.wait_job), and its seed. The gate is private to us, so the
+    seed reaches no process of the student's, as --seed-fd's does not. A
+    gate closed without a job: we end quietly."""
+    try:
+        job = owner_gate.wait_job(GATE)
+        if job is None:
+            sys.exit(0)
+        os.close(GATE)
+        return job, gen.seed_parse_wide(job["seed"])
+    except ValueError as e:
+        die("--pool: the runner's job line: %s" % e)
 
 
 def not_dumpable():
@@ -436,12 +447,12 @@ def call(tenant, case):
     return ans, t0
 
 
-def load(tenant):
-    """Import the student's module in the tenant: a SyntaxError, an import
-    that fails or a missing function is a compile error (exit 5)."""
+def load(tenant, path):
+    """Import the student's module (path) in the tenant: a SyntaxError, an
+    import that fails or a missing function is a compile error (exit 5)."""
     global STUDENT_RAN
     STUDENT_RAN = True
-    ans = tenant.ask({"op": "load"})
+    ans = tenant.ask({"op": "load", "path": path})
     if ans is None:
         compile_error("your module could not be loaded: %s" % tenant.death())
     if not ans.get("ok"):
@@ -838,8 +849,8 @@ def parse(argv):
             opts["guard"] = False
             i += 1
             continue
-        if a == "--gate":
-            opts["gate"] = True
+        if a in ("--gate", "--pool"):
+            opts[a[2:]] = True
             i += 1
             continue
         if i + 1 >= len(argv) or a not in ("--seed", "--seed-fd", "--cases", "--case", "--max-ms",
@@ -858,6 +869,10 @@ def main():
         if o["mode"] != "time":
             die("--gate is for time runs only")
         take_gate()
+    if o.get("pool"):
+        if o["mode"] != "check" or o.get("gate"):
+            die("--pool is for check runs only")
+        take_gate()
     if "/" in o["lab"] or o["lab"].startswith("."):
         die("bad lab name")
     labs = os.environ.get("CUGRADE_LABS", os.path.join(HERE, "..", ".."))
@@ -865,7 +880,23 @@ def main():
     HIDDEN.update(doc.get("python") or {})
     if o["mode"] == "warm":
         sys.exit(warm(doc, lab, cases))
-    seed = run_seed(o)
+    tenant = None
+    if o.get("pool"):
+        # The tenant first (its imports beside ours), with no file yet:
+        # "load" names it.
+        tenant = Tenant(["-", lab["SYMBOL"]], CALL_LIMIT_S)
+        try:
+            tenant.send({"op": "imports"})
+            owner_gate.preload()
+            runtime_ready(tenant)
+            job, seed = pool_wait()
+        except BaseException:  # noqa: B902 - sys.exit too: the tenant goes with us
+            tenant.close()
+            raise
+        o.update(file=job["file"], cases=job["cases"])
+        tenant.send({"op": "runtime"})   # its context, beside our backend's
+    else:
+        seed = run_seed(o)
     if "file" not in o:
         die("--file is required")
     names = o["cases"].split(",") if o["mode"] == "check" and "cases" in o else [o.get("case", "")]
@@ -873,9 +904,8 @@ def main():
         if n not in cases:
             die("unknown case %r" % n)
     max_ms = float(o["max_ms"])
-    tenant = None
     try:
-        if o["mode"] == "check":
+        if o["mode"] == "check" and tenant is None:
             # The tenant's interpreter, Numba, CuPy and context come up
             # beside ours (backend): nothing of the student's runs until
             # load, and the seed was read and closed above.
@@ -889,7 +919,7 @@ def main():
         if tenant is None:
             tenant = start_tenant(o, lab)
         runtime_ready(tenant)
-        if GATE is not None:
+        if GATE is not None and o.get("gate"):
             # The gate (time runs): the tenant's interpreter, its libraries
             # and its context came up under the shared lock; then we wait
             # for the GPU alone. No process here has run the student's code
@@ -898,7 +928,7 @@ def main():
             be.sync()
             gate_pass()
         rt_ms = round_trip(tenant, be, prepared) if o["mode"] == "time" else 0.0
-        load(tenant)
+        load(tenant, o["file"])
         ans = warm_up(tenant, be, lab, cases, doc["cases"][0]["name"])
         if ans is None:
             send_record(case_failed(names[0], None, tenant))

@@ -369,23 +369,31 @@ def sanitize(lab_name, case_name, seed_hex, path):
     os._exit(0)
 
 
+WARM = []   # the start-up ops answered so far: jit_cache_default wraps Numba once
+
+
 def runtime_op(op, sim, cuda):
     """The owner's questions before any of the student's code runs:
     "runtime" (this host's Numba, CuPy where it is installed, and the
     tenant's CUDA context come up: asked as the process starts, beside the
     owner's own start, and before a timing run's gate; the owner believes
     this one answer only, since nothing of the student's has run yet),
-    "sync" (a round trip, owner.py round_trip). Returns (answer,
-    numba.cuda once imported, else the cuda given)."""
+    "imports" (the same without the context: a warm check run of the
+    runner's pool, owner.py --pool, before its job is known), "sync" (a
+    round trip, owner.py round_trip). Returns (answer, numba.cuda once
+    imported, else the cuda given)."""
     try:
         from numba import cuda
-        if op == "runtime" and not sim:
+        if op in ("imports", "runtime") and not sim:
             try:
                 import cupy  # noqa: F401
             except ImportError:
                 pass   # a host with Numba only: the student's import says so
-            cuda.current_context()
-            jit_cache_default()
+            if op == "runtime":
+                cuda.current_context()
+            if op == "imports" or not WARM:
+                jit_cache_default()
+            WARM.append(op)
         elif op == "sync":
             cuda.synchronize()
     except BaseException as e:  # noqa: B902
@@ -436,9 +444,10 @@ def main():
             return
         msg = json.loads(data)
         ans = {"ok": True}
-        if msg["op"] in ("runtime", "sync"):
+        if msg["op"] in ("imports", "runtime", "sync"):
             ans, cuda = runtime_op(msg["op"], bufs.sim, cuda)
         elif msg["op"] == "load":
+            path = msg.get("path") or path
             try:
                 host.install(bufs.sim)
                 spec = importlib.util.spec_from_file_location("submission", path)

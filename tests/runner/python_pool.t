@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""CI (no GPU): the warm pool of Python check runs (runner/grade/pool.c,
+runner/service/warm.c; docs/python.md "The warm pool"), through a serving
+runner (a scripted fake server), the real sandbox and the real owner in
+Numba's CUDA simulator.
+
+  - The lab's first Python claim finds no warm child: its check starts
+    cold (the result says "check_start": "cold") and is graded.
+  - The claim makes the runner start a warm child for the lab: its check
+    run (owner.py --pool) waits in a work directory of its own.
+  - The next claim is handed to that child and its check run is the warm
+    one ("warm"), graded as the cold one was: the job's seed reached the
+    owner through its gate (the judge regenerates the inputs from it).
+  - A member serves one job: after it, its owner and its directories are
+    gone, and another member with new ones waits.
+  - A member that dies waiting (its owner killed) is replaced, and the
+    next claim is graded warm by the new one.
+  - The runner stops: the unused member ends, its directories removed.
+Prints TAP lines."""
+import json, os, signal, subprocess, sys, time
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "python"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakelab"))
+from simlab import FAKE_CUDA, GOOD, failures, make_root, need, ok  # noqa: E402
+from suite import RUNNER, ours  # noqa: E402
+import fakeserver  # noqa: E402
+
+need()
+tmp, root = make_root()
+rub = json.load(open(os.path.join(root, "rubrics/reduction.json")))
+work = os.path.join(tmp, "work")
+
+
+def pjob(i, seed):
+    return {"id": i, "lab": "reduction", "attempt": 1, "lease_seconds": 60, "filename": "good.py",
+            "source": GOOD, "sha256": "x" * 64, "seed": seed, "rubric_version": 1, "rubric": rub}
+
+
+def members():
+    """The pids of this suite's waiting owners (owner.py ... --pool)."""
+    found = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            argv = open(f"/proc/{d}/cmdline", "rb").read().split(b"\0")
+        except OSError:
+            continue
+        if len(argv) > 6 and argv[0].endswith(b"python3") and argv[3].endswith(b"owner.py") and \
+                b"--pool" in argv and ours(int(d)):
+            found.append(int(d))
+    return found
+
+
+def job_dirs():
+    return sorted(d for d in os.listdir(work) if d.startswith("job-")) if os.path.isdir(work) else []
+
+
+def wait(cond, seconds):
+    end = time.time() + seconds
+    while time.time() < end:
+        v = cond()
+        if v:
+            return v
+        time.sleep(0.2)
+    return cond()
+
+
+def result(i):
+    fake.wait_for(lambda: i in fake.state["results"], 300)
+    with fake.lock:
+        r = fake.state["results"].get(i) or {}
+    cg = (r.get("result") or {}).get("cugrade") or {}
+    return r.get("status"), (r.get("result") or {}).get("score"), cg.get("check_start"), r
+
+
+fake = fakeserver.FakeServer([pjob(1, "0123456789abcdef0123456789abcdef")])
+tok = os.path.join(tmp, "token")
+open(tok, "w").write("cgr_" + "cd" * 32 + "\n")
+logp = os.path.join(tmp, "runner.log")
+log = open(logp, "w+")
+env = dict(os.environ, CUGRADE_PY_SIM="1", CUDA_HOME=FAKE_CUDA[tmp], CUGRADE_GPU_HOLD="0")
+p = subprocess.Popen([RUNNER, "--server", f"http://127.0.0.1:{fake.port}", "--token-file", tok,
+                      "--root", root, "--cache", os.path.join(tmp, "cache"), "--work", work,
+                      "--arch", "sm_90", "--jobs", "2", "--queue", "4"],
+                     stdout=log, stderr=log, env=env)
+
+
+def logged():
+    return open(logp).read()
+
+
+try:
+    # 1. The first claim: no warm child yet.
+    st, score, start, r = result(1)
+    ok(st == "graded" and score == 20 and start == "cold",
+       "the lab's first Python claim finds no warm child: graded, its check started cold",
+       json.dumps(r)[:1500] + logged()[-1500:])
+
+    # 2. A warm child for the lab, its member waiting in directories of its own.
+    a = wait(lambda: members() if len(members()) == 1 and len(job_dirs()) == 1 else None, 120)
+    dirs_a = job_dirs()
+    ok(a and len(dirs_a) == 1,
+       "after the claim, one warm check run of the lab waits, in a job directory of its own",
+       "%s %s %s" % (members(), job_dirs(), logged()[-1500:]))
+
+    # 3. The next claim is the warm child's.
+    with fake.lock:
+        fake.state["queue"].append(pjob(2, "fedcba9876543210fedcba9876543210"))
+    st, score, start, r = result(2)
+    ok(st == "graded" and score == 20 and start == "warm" and
+       "job 2: lab reduction, attempt 1 (a warm child)" in logged(),
+       "the next claim goes to the warm child: graded as the cold one was, its check started warm "
+       "with the job's seed (the judge regenerates the inputs from it)",
+       json.dumps(r)[:1500] + logged()[-1500:])
+    b = wait(lambda: [x for x in members() if x not in a] if len(members()) == 1 and
+             len(job_dirs()) == 1 and job_dirs() != dirs_a else None, 120)
+    ok(a and b and a[0] not in members() and not [d for d in dirs_a if d in job_dirs()],
+       "a member serves one job: its owner and its directories are gone after it, and a new "
+       "member waits in new ones",
+       "%s %s %s %s" % (a, members(), dirs_a, job_dirs()))
+
+    # 4. A member that dies waiting is replaced.
+    if b:
+        os.kill(b[0], signal.SIGKILL)
+    c = wait(lambda: [x for x in members() if x not in (a or []) + (b or [])], 120)
+    ok(b and c and "ended before its job: starting another" in logged(),
+       "a member whose owner was killed while it waited is replaced by a new one",
+       "%s %s %s" % (b, members(), logged()[-1500:]))
+    with fake.lock:
+        fake.state["queue"].append(pjob(3, "00112233445566778899aabbccddeeff"))
+    st, score, start, r = result(3)
+    ok(st == "graded" and score == 20 and start == "warm",
+       "and the next claim is graded warm by the new member", json.dumps(r)[:1500])
+    wait(lambda: len(members()) == 1, 120)
+finally:
+    # 5. The runner stops: the member waiting ends with it.
+    p.send_signal(signal.SIGTERM)
+    try:
+        p.wait(60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+    fake.stop()
+left = wait(lambda: not members() and not job_dirs(), 60)
+ok(left, "the runner stops: its waiting member ends and its directories are removed",
+   "%s %s" % (members(), job_dirs()))
+print("1..7")
+sys.exit(1 if failures() else 0)
