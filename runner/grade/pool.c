@@ -164,15 +164,41 @@ static void member_free(struct pool_member *m, int remove_dirs)
     free(m);
 }
 
+/* Load lab into *out (the caller lab_free()s it on 0). Returns 0,
+ * -ENOTSUP when its check runs cannot be warm (pool_lab_warmable), or
+ * lab_load's -errno. */
+static int warmable_load(const struct grade_env *env, const char *lab, struct lab *out)
+{
+    char dir[PATH_MAX], py[PATH_MAX + 8], err[256];
+    struct stat st;
+    snprintf(dir, sizeof dir, "%s/labs/%s", env->root, lab);
+    int r = lab_load(dir, out, err, sizeof err);
+    if (r < 0)
+        return r;
+    snprintf(py, sizeof py, "%s/lab.py", dir);
+    if (out->python_owner || stat(py, &st) < 0) {
+        lab_free(out);
+        return -ENOTSUP;
+    }
+    return 0;
+}
+
+int pool_lab_warmable(const struct grade_env *env, const char *lab)
+{
+    struct lab l;
+    if (!lab || !*lab || strchr(lab, '/') || lab[0] == '.' || warmable_load(env, lab, &l) < 0)
+        return 0;
+    lab_free(&l);
+    return 1;
+}
+
 /* The member's lab, directories, channel, gate and command line (everything
  * but its threads). Returns 0 or -errno. */
 static int member_make(struct pool_member *m, const char *lab)
 {
     const struct grade_env *env = m->env;
-    char labdir[PATH_MAX], err[256];
     int sv[2], r;
-    snprintf(labdir, sizeof labdir, "%s/labs/%s", env->root, lab);
-    if ((r = lab_load(labdir, &m->lab, err, sizeof err)) < 0)
+    if ((r = warmable_load(env, lab, &m->lab)) < 0)
         return r;
     m->lab_loaded = 1;
     m->rc.env = env;

@@ -30,9 +30,14 @@
 
 struct pool_member;
 
+/* 1 when a check run of lab can be warm: the lab loads, has a Python
+ * interface (labs/LAB/lab.py) and uses the common owner (a lab with its
+ * own, lab.json's python.owner, has no --pool mode). */
+int pool_lab_warmable(const struct grade_env *env, const char *lab);
+
 /* Start this process's member: the check run of lab (its name) on env's
- * GPU, in the background. Returns 0, or -errno (then there is none: jobs
- * start cold). */
+ * GPU, in the background. Returns 0, or -errno (-ENOTSUP: the lab is not
+ * pool_lab_warmable; then there is none: jobs start cold). */
 int pool_start(const struct grade_env *env, const char *lab);
 
 /* 1 while this process has a member whose run has not ended. */

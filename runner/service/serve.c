@@ -610,11 +610,11 @@ static void warm_fill(struct client *cl, const struct host *h, const struct grad
 
 /* Hand job to a warm child of its lab: its JSON on the child's job pipe.
  * Returns 1 and k's pid and pipes, or 0 (none, or it is gone). */
-static int kid_warm(const json_t *job, struct kid *k)
+static int kid_warm(const struct grade_env *env, const json_t *job, struct kid *k)
 {
     struct warm_kid w;
     const char *file = json_string_value(json_object_get(job, "filename"));
-    if (!python_submission(file))
+    if (!python_submission(file) || !pool_lab_warmable(env, k->lab))
         return 0;
     warm_want(k->lab, run_now());
     if (!warm_take(k->lab, &w))
@@ -654,7 +654,7 @@ static int kid_start(struct client *cl, const struct host *h, const struct grade
     k->attempt = (int)json_integer_value(json_object_get(job, "attempt"));
     const char *lab = json_string_value(json_object_get(job, "lab"));
     snprintf(k->lab, sizeof k->lab, "%s", lab ? lab : "");
-    int warm = kid_warm(job, k);
+    int warm = kid_warm(env, job, k);
     fprintf(stderr, "cugrade-runner: job %lld: lab %s, attempt %d%s\n", k->id, k->lab, k->attempt,
             warm ? " (a warm child)" : "");
     fflush(stderr);

@@ -15,9 +15,10 @@ Numba's CUDA simulator.
     gone, and another member with new ones waits.
   - A member that dies waiting (its owner killed) is replaced, and the
     next claim is graded warm by the new one.
+  - A lab with its own owner (lab.json python.owner) gets no warm child.
   - The runner stops: the unused member ends, its directories removed.
 Prints TAP lines."""
-import json, os, signal, subprocess, sys, time
+import json, os, shutil, signal, subprocess, sys, time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "python"))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakelab"))
 from simlab import FAKE_CUDA, GOOD, failures, make_root, need, ok  # noqa: E402
@@ -27,6 +28,14 @@ import fakeserver  # noqa: E402
 need()
 tmp, root = make_root()
 rub = json.load(open(os.path.join(root, "rubrics/reduction.json")))
+# A lab with its own owner: the reduction's files, and lab.json's python.owner.
+shutil.copytree(os.path.join(root, "labs/reduction"), os.path.join(root, "labs/ownlab"))
+lj = os.path.join(root, "labs/ownlab/lab.json")
+doc = json.load(open(lj))
+doc["python"] = dict(doc.get("python") or {}, owner="own.py")
+json.dump(doc, open(lj, "w"))
+shutil.copy(os.path.join(root, "labs/common/py/owner.py"), os.path.join(root, "labs/ownlab/own.py"))
+shutil.copy(os.path.join(root, "rubrics/reduction.json"), os.path.join(root, "rubrics/ownlab.json"))
 work = os.path.join(tmp, "work")
 
 
@@ -132,6 +141,18 @@ try:
     ok(st == "graded" and score == 20 and start == "warm",
        "and the next claim is graded warm by the new member", json.dumps(r)[:1500])
     wait(lambda: len(members()) == 1, 120)
+
+    # 5. A lab with its own owner (lab.json python.owner: no --pool mode,
+    # as the profiling lab) gets no warm child: its claim forks a cold one.
+    with fake.lock:
+        fake.state["queue"].append(dict(pjob(4, "00112233445566778899aabbccddeeff"), lab="ownlab"))
+    fake.wait_for(lambda: 4 in fake.state["results"], 300)
+    time.sleep(3)
+    own = [x for x in members() if b"ownlab" in open(f"/proc/{x}/cmdline", "rb").read()]
+    ok("job 4: lab ownlab, attempt 1\n" in logged() and not own and
+       "check run of ownlab ended" not in logged(),
+       "a lab with its own owner gets no warm child: its claim is forked cold, no member started",
+       "%s %s" % (own, logged()[-1500:]))
 finally:
     # 5. The runner stops: the member waiting ends with it.
     p.send_signal(signal.SIGTERM)
@@ -143,5 +164,5 @@ finally:
 left = wait(lambda: not members() and not job_dirs(), 60)
 ok(left, "the runner stops: its waiting member ends and its directories are removed",
    "%s %s" % (members(), job_dirs()))
-print("1..7")
+print("1..8")
 sys.exit(1 if failures() else 0)
