@@ -700,8 +700,8 @@ static int job_check_run(struct job *j)
     int shared = 0;
     job_time_prestart(j);
     r = j->warm ? job_check_warm(j, lim, &sc, &shared, &wc) : -ESTALE;
-    if (j->python)
-        j->check_start = r == -ESTALE ? "cold" : "warm";
+    if (r != -ESTALE)
+        j->warm_runs |= JOB_WARM_CHECK;
     if (r == -ESTALE && (r = job_check_cold(j, lim, &sc, &shared, &wc)) < 0 && j->chk_fd < 0)
         return r; /* no channel: job_fail said it */
     job_clock_mark(&j->pc, "check_run");
@@ -961,8 +961,14 @@ int job_score(struct job *j, const char **status, json_t **result)
     }
     if (j->stopped_after)
         json_object_set_new(cg, "stopped_after", json_string(j->stopped_after));
-    if (j->check_start) /* a Python check run: started by the pool or by the job */
-        json_object_set_new(cg, "check_start", json_string(j->check_start));
+    if (j->python) { /* the runs the pool started before the job (pool.h) */
+        json_t *w = json_array();
+        if (j->warm_runs & JOB_WARM_CHECK)
+            json_array_append_new(w, json_string("check"));
+        if (j->warm_runs & JOB_WARM_TIMING)
+            json_array_append_new(w, json_string("timing"));
+        json_object_set_new(cg, "warm_runs", w);
+    }
     if (j->profile)
         json_object_set(cg, "profile", j->profile);
     *status = j->st;

@@ -70,6 +70,10 @@ struct job_clock {
 
 /* A job in flight. Pointers into it are handed to threads (rc, js, the
  * sanitizer tasks): it never moves between job_init and job_free. */
+/* struct job's warm_runs: the pool's runs a Python job used (pool.h). */
+#define JOB_WARM_CHECK 1u
+#define JOB_WARM_TIMING 2u
+
 struct job {
     const struct grade_env *env;
     const struct grade_job *g;       /* as claimed; borrowed */
@@ -119,8 +123,8 @@ struct job {
     char fatal[700];
     char why_buf[1024];
 
-    struct pool_member *warm; /* the warm check run this job adopted (pool.h), or NULL */
-    const char *check_start;  /* a Python check run: "warm" or "cold" */
+    struct pool_member *warm; /* the warm runs this job adopted (pool.h), or NULL */
+    unsigned warm_runs;       /* JOB_WARM_*: which of them it used */
 
     /* time */
     struct time_pre *pre;            /* the first timing run, started beside the check */

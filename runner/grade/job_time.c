@@ -13,6 +13,7 @@
 #include "runner/timing/baseline.h"
 #include "runner/timing/retime.h"
 #include "runner/gpu/lock.h"
+#include "runner/grade/pool.h"
 #include "runner/grade/python.h"
 #include "runner/grade/sanitizer.h"
 #include "runner/gpu/share.h"
@@ -216,6 +217,7 @@ struct time_gate {
     int tlk;                /* the exclusive lock, once taken */
     int opened;             /* 1: 'g' was sent */
     struct sandbox_pause pause; /* the run's wall clock, stopped while we hold it back */
+    struct sandbox_pause *pz;   /* &pause, or a warm run's own (pool.h) */
     struct share_clock *clock;  /* the run's share clock (share.h), or NULL: the wall */
     pthread_t thread;
     int started;
@@ -246,6 +248,9 @@ struct time_pre {
     double tlim;
     int r, tlk, sampled;        /* job_time_gated's results */
     char note[200];
+    int warm; /* 1: the warm timing run of the job's pool member,
+                                   given its job (pt) */
+    struct pool_time pt;
 };
 
 /* End a pre-started run the job will not use, at once: a byte on its
@@ -283,10 +288,10 @@ static void *time_gate_main(void *p)
     while (n < 0 && errno == EINTR);
     if (n != 1 || c != 'r')
         return NULL; /* the run ended (or was ended) before the gate */
-    sandbox_pause_begin(&g->pause);
+    sandbox_pause_begin(g->pz);
     if (g->pre && !time_pre_wait(g->pre)) {
         shutdown(g->fd, SHUT_RDWR); /* no 'g': the run ends at its gate */
-        sandbox_pause_end(&g->pause);
+        sandbox_pause_end(g->pz);
         return NULL;
     }
     /* A pre-started run: the job thread waits in time_pre_join from here on. */
@@ -295,7 +300,7 @@ static void *time_gate_main(void *p)
     g->tlk = job_time_hold(j, g->jr, g->k);
     if (g->clock) /* from here on the run is alone on the GPU */
         share_clock_alone(g->clock);
-    sandbox_pause_end(&g->pause);
+    sandbox_pause_end(g->pz);
     c = 'g';
     do /* the owner may be gone (killed): no SIGPIPE for us */
         n = send(g->fd, &c, 1, MSG_NOSIGNAL);
@@ -318,6 +323,7 @@ static int time_gate_open(struct time_gate *g, struct job *j, struct job_round *
     memset(g, 0, sizeof *g);
     g->j = j, g->jr = jr, g->k = k, g->tlk = -1, g->fd = -1, g->pre = pre;
     sandbox_pause_init(&g->pause);
+    g->pz = &g->pause;
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
         return -errno;
     lock_active_path(j->env, users, sizeof users);
@@ -370,6 +376,45 @@ static int time_gate_close(struct time_gate *g)
     return g->tlk;
 }
 
+/* job_time_gated for the warm timing run of the job's pool member
+ * (pool.h), given its job at the pre-start: it is up, or coming up, to its
+ * timing gate on pre->pt.gate; its wall clock's pause and its share
+ * clock are the member's, restarted to tlim. The gate and the job's word
+ * (time_pre) are the cold pre-start's. */
+static int job_time_gated_warm(struct job *j, int *tlk, int *sampled, char *note, size_t len,
+                               struct time_pre *pre)
+{
+    struct time_gate g;
+    memset(&g, 0, sizeof g);
+    g.j = j, g.tlk = -1, g.pre = pre;
+    g.fd = pre->pt.gate;
+    pre->pt.gate = -1; /* the gate's now: time_gate_close closes it */
+    g.pz = pre->pt.pause;
+    g.clock = pre->pt.clock;
+    pthread_mutex_lock(&pre->mu);
+    pre->gate_fd = g.fd;
+    pre->cancel_wfd = g.clock->fds[1];
+    if (pre->go < 0)
+        time_pre_cancel(pre);
+    pthread_mutex_unlock(&pre->mu);
+    run_task_start(&g.thread, &g.started, time_gate_main, &g);
+    if (!g.started) {
+        time_pre_cancel(pre); /* the member's run ends at once */
+        pthread_mutex_lock(&pre->mu);
+        pre->gate_fd = pre->cancel_wfd = -1;
+        pthread_mutex_unlock(&pre->mu);
+    }
+    int started = g.started, r = pool_time_join(j->warm, &j->tv);
+    *tlk = time_gate_close(&g); /* joined; the cancel fd is no longer the pre-start's */
+    *sampled = g.opened;
+    if (pool_time_clock_stop(j->warm) && j->tv.cancelled) {
+        j->tv.cancelled = 0; /* the share clock's cancel is the time limit */
+        j->tv.timed_out = 1;
+    }
+    share_clock_note(g.clock, "before your timed samples", note, len);
+    return started ? r : -EAGAIN;
+}
+
 /* The gated timing run (time_gate) on its share clock (share.h): its
  * start-up under the shared lock counts its share of the GPU (beside n
  * other jobs' check runs it may take n times as long on the wall clock:
@@ -388,6 +433,8 @@ static int job_time_gated(struct job *j, struct job_round *jr, int k, const char
     struct share_clock sc;
     int child_fd = -1, r;
     assert(!pre || (k == 0 && j->job_lk >= 0));
+    if (pre && pre->warm)
+        return job_time_gated_warm(j, tlk, sampled, note, len, pre);
     if (j->job_lk < 0)
         j->job_lk = lock_gpu_shared_user(j->env); /* a re-timing round */
     if ((r = time_gate_open(&g, j, jr, k, o, &child_fd, &sc, tlim, pre)) < 0)
@@ -424,6 +471,14 @@ static int job_time_gated(struct job *j, struct job_round *jr, int k, const char
 /* What one timing run needs: its channel, its command line, its options
  * (a Python owner's in tp->pr) and its limit, into tp. Returns 0 or
  * job_fail's -errno. */
+/* A timing run's share limit: the lab's timing limit, and for Python the
+ * interpreters' start-up too (capped by the ceiling). */
+static double time_run_limit(const struct job *j)
+{
+    double tlim = j->rc.limits.timing;
+    return j->python ? fmin(j->rc.limits.ceiling, tlim + PYTHON_STARTUP_SECONDS) : tlim;
+}
+
 static int time_run_setup(struct job *j, int k, struct time_pre *tp)
 {
     char chan[32];
@@ -437,7 +492,7 @@ static int time_run_setup(struct job *j, int k, struct time_pre *tp)
     memcpy(tp->targv_c, c, sizeof c);
     tp->targv = tp->targv_c;
     tp->o = (struct run_opts){NULL, NULL, NULL, -1, -1, NULL, 0, NULL, 0, j->seed, NULL, 1, NULL};
-    tp->tlim = j->rc.limits.timing;
+    tp->tlim = time_run_limit(j);
     if (j->python) {
         int r = python_run_prepare(&tp->pr, &tp->o, j->env->root, &j->lab, "time", j->seed,
                                    j->lab.timing_case, TIME_MAX_MS, j->src);
@@ -448,7 +503,6 @@ static int time_run_setup(struct job *j, int k, struct time_pre *tp)
                             strerror(-r));
         }
         tp->targv = tp->pr.argv;
-        tp->tlim = fmin(j->rc.limits.ceiling, tp->tlim + PYTHON_STARTUP_SECONDS);
     }
     return 0;
 }
@@ -475,12 +529,24 @@ void job_time_prestart(struct job *j)
     tp->gate_fd = tp->fd = tp->cancel_wfd = -1;
     tp->cancel_pipe[0] = tp->cancel_pipe[1] = -1;
     tp->tlk = -1;
+    tp->pt.gate = -1;
     pthread_mutex_init(&tp->mu, NULL);
     pthread_cond_init(&tp->cv, NULL);
-    if (time_run_setup(j, 0, tp) == 0)
+    /* The warm timing run of the job's pool member, when it has one (its
+     * job given here, as a cold one would start here), else a cold one. */
+    tp->tlim = time_run_limit(j);
+    if (j->warm && pool_time_give(j->warm, &j->rc, j->seed, j->src, tp->tlim, &tp->pt) == 0) {
+        tp->warm = 1;
+        tp->fd = tp->pt.chan;
+        j->warm_runs |= JOB_WARM_TIMING;
+    }
+    if (tp->warm || time_run_setup(j, 0, tp) == 0)
         run_task_start(&tp->thread, &tp->started, time_pre_main, tp);
     if (!tp->started) {
         j->err[0] = '\0'; /* not a failure of the job: it starts its timing later */
+        if (tp->pt.gate >= 0) /* a warm run given its job ends at its gate, shut */
+            shutdown(tp->pt.gate, SHUT_RDWR);
+        run_fd_close(&tp->pt.gate);
         if (tp->fd >= 0)
             close(tp->fd);
         pthread_cond_destroy(&tp->cv);

@@ -10,6 +10,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -22,19 +23,16 @@
 
 enum { M_STARTING, M_READY, M_GONE };
 
-struct pool_member {
-    const struct grade_env *env;
-    struct lab lab;
-    int lab_loaded;
-    time_t started;    /* the wall clock at start: the lab's files must be older */
-    struct run_ctx rc; /* the member's directories and the lab's ceiling */
-    char *workdir;
-    int chk_fd; /* the check channel, until the job takes it */
-    int gate;   /* our end of the gate; the owner's is fd 4 */
+/* One warm run: the check run, or the job's first timing run. */
+struct pool_run {
+    struct pool_member *m;
+    const char *name; /* "check" or "timing": its channel's name too */
+    int chan;         /* its channel, until the job takes it */
+    int gate;         /* our end of the gate; the owner's is fd 4 */
     int child_gate;
     struct sandbox_pause pause; /* stopped from 'r' to the job */
     struct share_clock sc;
-    int clock_on; /* sc runs (until member_stop) */
+    int clock_on; /* sc runs (until run_stop) */
     double wall;  /* the sandbox's wall ceiling */
     struct python_run pr;
     struct run_opts o;
@@ -50,118 +48,171 @@ struct pool_member {
     int sent;   /* 1: the owner has the job */
 };
 
+struct pool_member {
+    const struct grade_env *env;
+    struct lab lab;
+    int lab_loaded;
+    struct timespec started; /* the wall clock at start: the lab's files must be older */
+    struct run_ctx rc;       /* the member's directories and the lab's ceiling */
+    char *workdir;
+    struct pool_run check, time; /* time.name NULL: the lab times nothing */
+};
+
 static struct pool_member *pool_one; /* this process's member, until taken */
 
 /* ---------------------------------------------------------------------- */
-/* The member's two threads: its sandboxed run, and its gate. */
+/* A warm run's two threads: its sandboxed run, and its gate. */
 
-static void member_state(struct pool_member *m, int state)
+static void run_state(struct pool_run *w, int state)
 {
-    pthread_mutex_lock(&m->mu);
-    if (m->state != M_GONE)
-        m->state = state;
-    pthread_cond_broadcast(&m->cv);
-    pthread_mutex_unlock(&m->mu);
+    pthread_mutex_lock(&w->mu);
+    if (w->state != M_GONE)
+        w->state = state;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
 }
 
-static void *member_run(void *p)
+static void *warm_run_main(void *p)
 {
-    struct pool_member *m = p;
-    m->r = run_sandboxed_opts(&m->rc, m->pr.argv, m->chk_fd, m->wall, &m->o, &m->v);
-    run_fd_close(&m->child_gate);
-    shutdown(m->gate, SHUT_RDWR); /* the gate's thread, if still waiting, ends */
-    member_state(m, M_GONE);
+    struct pool_run *w = p;
+    w->r = run_sandboxed_opts(&w->m->rc, w->pr.argv, w->chan, w->wall, &w->o, &w->v);
+    run_fd_close(&w->child_gate);
+    shutdown(w->gate, SHUT_RDWR); /* the gate's threads, if still waiting, end */
+    run_state(w, M_GONE);
     return NULL;
 }
 
 /* 'r' from the owner: the wall clock stops until the job's word; then the
  * job's line (go 1) or the gate shut (go -1: the owner ends quietly). */
-static void *member_gate(void *p)
+static void *warm_gate_main(void *p)
 {
-    struct pool_member *m = p;
+    struct pool_run *w = p;
     char c = 0;
     ssize_t n;
     do
-        n = read(m->gate, &c, 1);
+        n = read(w->gate, &c, 1);
     while (n < 0 && errno == EINTR);
     if (n != 1 || c != 'r')
         return NULL; /* the run ended (or was ended) before its gate */
-    sandbox_pause_begin(&m->pause);
-    member_state(m, M_READY);
-    pthread_mutex_lock(&m->mu);
-    while (m->go == 0)
-        pthread_cond_wait(&m->cv, &m->mu);
-    int go = m->go;
-    pthread_mutex_unlock(&m->mu);
-    sandbox_pause_end(&m->pause);
+    sandbox_pause_begin(&w->pause);
+    run_state(w, M_READY);
+    pthread_mutex_lock(&w->mu);
+    while (w->go == 0)
+        pthread_cond_wait(&w->cv, &w->mu);
+    int go = w->go;
+    pthread_mutex_unlock(&w->mu);
+    sandbox_pause_end(&w->pause);
     if (go < 0) {
-        shutdown(m->gate, SHUT_RDWR);
+        shutdown(w->gate, SHUT_RDWR);
         return NULL;
     }
-    size_t len = strlen(m->line), off = 0;
+    size_t len = strlen(w->line), off = 0;
     while (off < len) {
-        n = send(m->gate, m->line + off, len - off, MSG_NOSIGNAL);
+        n = send(w->gate, w->line + off, len - off, MSG_NOSIGNAL);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
             break;
         off += (size_t)n;
     }
-    pthread_mutex_lock(&m->mu);
-    m->sent = off == len;
-    pthread_cond_broadcast(&m->cv);
-    pthread_mutex_unlock(&m->mu);
+    pthread_mutex_lock(&w->mu);
+    w->sent = off == len;
+    pthread_mutex_unlock(&w->mu);
     return NULL;
 }
 
 /* ---------------------------------------------------------------------- */
-/* Start and end. */
+/* A warm run's start and end. */
 
-/* Wait for the run's end (ending it first when it has no job: its gate
- * shut, and a run still starting cancelled) and stop its clock. Returns
- * 1 when the clock's limit ended the run. */
-static int member_stop(struct pool_member *m)
+/* Wait for the run's end, ending it first when it has no job (its gate
+ * shut, a run still starting cancelled) or when kill is set (the job is
+ * over: cancelled, whatever it does). */
+static void run_end(struct pool_run *w, int kill)
 {
-    pthread_mutex_lock(&m->mu);
-    if (m->go == 0)
-        m->go = -1;
-    pthread_cond_broadcast(&m->cv);
-    int job = m->go > 0 && m->sent;
-    pthread_mutex_unlock(&m->mu);
-    if (m->clock_on && m->run_started && !job) {
+    pthread_mutex_lock(&w->mu);
+    if (w->go == 0)
+        w->go = -1;
+    pthread_cond_broadcast(&w->cv);
+    int job = w->go > 0 && w->sent;
+    pthread_mutex_unlock(&w->mu);
+    if (w->clock_on && w->run_started && (!job || kill)) {
         char c = 'x';
-        ssize_t w = write(m->sc.fds[1], &c, 1);
-        (void)w;
+        ssize_t n = write(w->sc.fds[1], &c, 1);
+        (void)n;
     }
-    run_task_join(&m->run_thread, &m->run_started);
-    if (m->gate >= 0)
-        shutdown(m->gate, SHUT_RDWR); /* a gate's thread still reading ends */
-    run_task_join(&m->gate_thread, &m->gate_started);
-    int fired = 0;
-    if (m->clock_on)
-        fired = share_clock_stop(&m->sc);
-    m->clock_on = 0;
+    run_task_join(&w->run_thread, &w->run_started);
+    if (w->gate >= 0)
+        shutdown(w->gate, SHUT_RDWR); /* a gate's thread still reading ends */
+    run_task_join(&w->gate_thread, &w->gate_started);
+}
+
+/* Stop the run's clock (once its run ended). Returns 1 when the clock's
+ * limit ended the run. */
+static int run_clock_stop(struct pool_run *w)
+{
+    int fired = w->clock_on ? share_clock_stop(&w->sc) : 0;
+    w->clock_on = 0;
     return fired;
 }
 
-static void member_free(struct pool_member *m, int remove_dirs)
+static void run_free(struct pool_run *w)
 {
-    if (!m)
+    if (!w->name)
         return;
-    member_stop(m);
-    run_fd_close(&m->gate);
-    run_fd_close(&m->child_gate);
-    run_fd_close(&m->chk_fd);
-    sandbox_verdict_free(&m->v);
-    free(m->line);
-    if (remove_dirs && m->rc.jobdir[0])
-        run_jobdir_remove(m->rc.jobdir, m->workdir);
-    free(m->workdir);
-    if (m->lab_loaded)
-        lab_free(&m->lab);
-    pthread_cond_destroy(&m->cv);
-    pthread_mutex_destroy(&m->mu);
-    free(m);
+    run_end(w, 1);
+    run_clock_stop(w);
+    run_fd_close(&w->gate);
+    run_fd_close(&w->child_gate);
+    run_fd_close(&w->chan);
+    sandbox_verdict_free(&w->v);
+    free(w->line);
+    pthread_cond_destroy(&w->cv);
+    pthread_mutex_destroy(&w->mu);
+    w->name = NULL;
+}
+
+/* Make run w (name "check" or "timing") of member m and start its threads.
+ * Returns 0 or -errno (then run_free ends what was started). */
+static int run_start(struct pool_member *m, struct pool_run *w, const char *name)
+{
+    const struct grade_env *env = m->env;
+    int sv[2], r;
+    w->m = m;
+    w->name = name;
+    w->chan = w->gate = w->child_gate = -1;
+    w->state = M_STARTING;
+    sandbox_pause_init(&w->pause);
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cv, NULL);
+    int timing = strcmp(name, "timing") == 0;
+    if ((w->chan = channel_open(m->rc.jobdir, name)) < 0)
+        return w->chan;
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+        return -errno;
+    w->gate = sv[0];
+    w->child_gate = sv[1];
+    memset(&w->o, 0, sizeof w->o);
+    w->o.control_fd = w->o.cancel_fd = -1;
+    if ((r = python_run_pool(&w->pr, &w->o, env->root, &m->lab, timing)) < 0)
+        return r;
+    w->o.control_fd = w->child_gate;
+    w->o.pause = &w->pause;
+    w->o.timing = timing;
+    /* The clock counts from the job (pool_go, pool_time_give restart it);
+     * until then its limit is the run's ceiling, as the sandbox's wall is
+     * (job_check_run's and job_time_gated's for a Python run). */
+    double ceiling = timing ? 2 * m->rc.limits.ceiling : m->rc.limits.ceiling;
+    char users[PATH_MAX];
+    lock_active_path(env, users, sizeof users);
+    if ((r = share_clock_start_paused(&w->sc, users, ceiling, &w->pause, &w->o.cancel_fd)) < 0)
+        return r;
+    w->clock_on = 1;
+    w->o.stall = &w->sc.stall;
+    w->wall = share_wall_ceiling(ceiling, ceiling);
+    run_task_start(&w->gate_thread, &w->gate_started, warm_gate_main, w);
+    if (w->gate_started)
+        run_task_start(&w->run_thread, &w->run_started, warm_run_main, w);
+    return w->run_started ? 0 : -EAGAIN;
 }
 
 /* Load lab into *out (the caller lab_free()s it on 0). Returns 0,
@@ -192,12 +243,26 @@ int pool_lab_warmable(const struct grade_env *env, const char *lab)
     return 1;
 }
 
-/* The member's lab, directories, channel, gate and command line (everything
- * but its threads). Returns 0 or -errno. */
+static void member_free(struct pool_member *m, int remove_dirs)
+{
+    if (!m)
+        return;
+    run_free(&m->check);
+    run_free(&m->time);
+    if (remove_dirs && m->rc.jobdir[0])
+        run_jobdir_remove(m->rc.jobdir, m->workdir);
+    free(m->workdir);
+    if (m->lab_loaded)
+        lab_free(&m->lab);
+    free(m);
+}
+
+/* The member's lab and directories, then its runs: the check run, and the
+ * timing run when the lab has a timed case. Returns 0 or -errno. */
 static int member_make(struct pool_member *m, const char *lab)
 {
     const struct grade_env *env = m->env;
-    int sv[2], r;
+    int r;
     if ((r = warmable_load(env, lab, &m->lab)) < 0)
         return r;
     m->lab_loaded = 1;
@@ -213,28 +278,10 @@ static int member_make(struct pool_member *m, const char *lab)
     m->rc.workdir = m->workdir;
     (void)python_cupy_seed(env, lab, m->workdir); /* none is no error */
     baseline_limits_set(&m->rc, 0);               /* its ceiling: the lab's */
-    if ((m->chk_fd = channel_open(m->rc.jobdir, "check")) < 0)
-        return m->chk_fd;
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
-        return -errno;
-    m->gate = sv[0];
-    m->child_gate = sv[1];
-    memset(&m->o, 0, sizeof m->o);
-    m->o.control_fd = m->o.cancel_fd = -1;
-    if ((r = python_run_pool(&m->pr, &m->o, env->root, &m->lab)) < 0)
+    if ((r = run_start(m, &m->check, "check")) < 0)
         return r;
-    m->o.control_fd = m->child_gate;
-    m->o.pause = &m->pause;
-    /* The clock counts from the job (pool_go restarts it); until then its
-     * limit is the ceiling, as the sandbox's wall is. */
-    char users[PATH_MAX];
-    lock_active_path(env, users, sizeof users);
-    if ((r = share_clock_start_paused(&m->sc, users, m->rc.limits.ceiling, &m->pause,
-                                      &m->o.cancel_fd)) < 0)
+    if (m->lab.timing_case && (r = run_start(m, &m->time, "timing")) < 0)
         return r;
-    m->clock_on = 1;
-    m->o.stall = &m->sc.stall;
-    m->wall = share_wall_ceiling(m->rc.limits.ceiling, m->rc.limits.ceiling);
     return 0;
 }
 
@@ -245,19 +292,8 @@ int pool_start(const struct grade_env *env, const char *lab)
     if (!m)
         return -ENOMEM;
     m->env = env;
-    m->chk_fd = m->gate = m->child_gate = -1;
-    m->started = time(NULL);
-    m->state = M_STARTING;
-    sandbox_pause_init(&m->pause);
-    pthread_mutex_init(&m->mu, NULL);
-    pthread_cond_init(&m->cv, NULL);
+    clock_gettime(CLOCK_REALTIME, &m->started);
     int r = member_make(m, lab);
-    if (r == 0)
-        run_task_start(&m->gate_thread, &m->gate_started, member_gate, m);
-    if (r == 0 && m->gate_started)
-        run_task_start(&m->run_thread, &m->run_started, member_run, m);
-    if (r == 0 && !m->run_started)
-        r = -EAGAIN; /* member_free ends the gate's thread (the gate shut) */
     if (r < 0) {
         fprintf(stderr, "cugrade-runner: no warm check run for %s: %s\n", lab, strerror(-r));
         member_free(m, 1);
@@ -272,9 +308,15 @@ int pool_alive(void)
     struct pool_member *m = pool_one;
     if (!m)
         return 0;
-    pthread_mutex_lock(&m->mu);
-    int alive = m->state != M_GONE;
-    pthread_mutex_unlock(&m->mu);
+    int alive = 1;
+    struct pool_run *runs[] = {&m->check, &m->time};
+    for (size_t i = 0; i < 2; i++) {
+        if (!runs[i]->name)
+            continue;
+        pthread_mutex_lock(&runs[i]->mu);
+        alive &= runs[i]->state != M_GONE;
+        pthread_mutex_unlock(&runs[i]->mu);
+    }
     return alive;
 }
 
@@ -294,7 +336,9 @@ static int lab_changed(const struct pool_member *m)
         char p[PATH_MAX];
         struct stat st;
         snprintf(p, sizeof p, "%s/labs/%s/%s", m->env->root, m->lab.name, files[i]);
-        if (stat(p, &st) == 0 && st.st_mtime >= m->started)
+        if (stat(p, &st) == 0 &&
+            (st.st_mtim.tv_sec > m->started.tv_sec ||
+             (st.st_mtim.tv_sec == m->started.tv_sec && st.st_mtim.tv_nsec >= m->started.tv_nsec)))
             return 1;
     }
     return 0;
@@ -325,27 +369,27 @@ const char *pool_member_workdir(const struct pool_member *m)
 
 int pool_member_channel(struct pool_member *m)
 {
-    int fd = m->chk_fd;
-    m->chk_fd = -1;
+    int fd = m->check.chan;
+    m->check.chan = -1;
     return fd;
 }
 
 /* ---------------------------------------------------------------------- */
 /* The job. */
 
-/* Wait for the member's 'r' (or its end), at most seconds. Returns 1 when
+/* Wait for the run's 'r' (or its end), at most seconds. Returns 1 when
  * it is ready for the job. */
-static int member_ready(struct pool_member *m, double seconds)
+static int run_ready(struct pool_run *w, double seconds)
 {
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += (time_t)seconds;
-    pthread_mutex_lock(&m->mu);
-    while (m->state == M_STARTING)
-        if (pthread_cond_timedwait(&m->cv, &m->mu, &until) == ETIMEDOUT)
+    pthread_mutex_lock(&w->mu);
+    while (w->state == M_STARTING)
+        if (pthread_cond_timedwait(&w->cv, &w->mu, &until) == ETIMEDOUT)
             break;
-    int ready = m->state == M_READY;
-    pthread_mutex_unlock(&m->mu);
+    int ready = w->state == M_READY;
+    pthread_mutex_unlock(&w->mu);
     return ready;
 }
 
@@ -365,38 +409,88 @@ static char *job_line(const char *src, const char *cases, const char *seed)
     return line;
 }
 
+/* Give run w its job (ready within wait seconds, its wall ceiling the
+ * one wall): its clock restarted to limit, the line sent. Returns 0, or
+ * -ESTALE (then the run is ended: the job's cold run has the work
+ * directory alone). */
+static int run_give(struct pool_run *w, double wall, double wait, const char *src,
+                    const char *cases, const char *seed, double limit)
+{
+    char *line = job_line(src, cases, seed);
+    if (!line || wall != w->wall || !run_ready(w, wait)) {
+        free(line);
+        run_end(w, 0);
+        return -ESTALE;
+    }
+    share_clock_restart(&w->sc, limit);
+    pthread_mutex_lock(&w->mu);
+    w->line = line;
+    w->go = 1;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    run_task_join(&w->gate_thread, &w->gate_started);
+    if (!w->sent) { /* the owner was gone before the job */
+        run_end(w, 0);
+        return -ESTALE;
+    }
+    return 0;
+}
+
 int pool_go(struct pool_member *m, const struct run_ctx *rc, const char *seed, const char *cases,
             const char *src, double limit, struct sandbox_verdict *v, struct share_clock *sc,
             int *shared)
 {
     assert(m && rc && strcmp(rc->workdir, m->workdir) == 0 && limit > 0);
-    char *line = job_line(src, cases, seed);
-    if (!line || share_wall_ceiling(rc->limits.ceiling, limit) != m->wall ||
-        !member_ready(m, PYTHON_STARTUP_SECONDS)) {
-        free(line);
-        member_stop(m); /* the cold run will have the work directory alone */
+    struct pool_run *w = &m->check;
+    if (run_give(w, share_wall_ceiling(rc->limits.ceiling, limit), PYTHON_STARTUP_SECONDS, src,
+                 cases, seed, limit) < 0)
         return -ESTALE;
+    run_end(w, 0);
+    if (run_clock_stop(w) && w->v.cancelled) {
+        w->v.cancelled = 0; /* the share clock's cancel is the time limit */
+        w->v.timed_out = 1;
     }
-    share_clock_restart(&m->sc, limit);
-    pthread_mutex_lock(&m->mu);
-    m->line = line;
-    m->go = 1;
-    pthread_cond_broadcast(&m->cv);
-    pthread_mutex_unlock(&m->mu);
-    run_task_join(&m->gate_thread, &m->gate_started);
-    if (!m->sent) { /* the owner was gone before the job */
-        member_stop(m);
-        return -ESTALE;
-    }
-    if (member_stop(m) && m->v.cancelled) {
-        m->v.cancelled = 0; /* the share clock's cancel is the time limit */
-        m->v.timed_out = 1;
-    }
-    *v = m->v;
-    memset(&m->v, 0, sizeof m->v);
-    *sc = m->sc;
+    *v = w->v;
+    memset(&w->v, 0, sizeof w->v);
+    *sc = w->sc;
     *shared = 1;
-    return m->r;
+    return w->r;
+}
+
+int pool_time_give(struct pool_member *m, const struct run_ctx *rc, const char *seed,
+                   const char *src, double tlim, struct pool_time *t)
+{
+    assert(m && rc && strcmp(rc->workdir, m->workdir) == 0 && tlim > 0);
+    struct pool_run *w = &m->time;
+    if (!w->name || !m->lab.timing_case)
+        return -ESTALE;
+    if (run_give(w, share_wall_ceiling(2 * rc->limits.ceiling, tlim), PYTHON_STARTUP_SECONDS, src,
+                 m->lab.timing_case, seed, tlim) < 0)
+        return -ESTALE;
+    t->gate = fcntl(w->gate, F_DUPFD_CLOEXEC, 0);
+    if (t->gate < 0) {
+        run_end(w, 1); /* its job was sent: ended, a failure of ours */
+        return -ESTALE;
+    }
+    t->chan = w->chan;
+    w->chan = -1;
+    t->pause = &w->pause;
+    t->clock = &w->sc;
+    return 0;
+}
+
+int pool_time_join(struct pool_member *m, struct sandbox_verdict *v)
+{
+    struct pool_run *w = &m->time;
+    run_task_join(&w->run_thread, &w->run_started);
+    *v = w->v;
+    memset(&w->v, 0, sizeof w->v);
+    return w->r;
+}
+
+int pool_time_clock_stop(struct pool_member *m)
+{
+    return run_clock_stop(&m->time);
 }
 
 void pool_member_free(struct pool_member *m)

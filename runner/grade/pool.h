@@ -73,6 +73,34 @@ int pool_go(struct pool_member *m, const struct run_ctx *rc, const char *seed, c
             const char *src, double limit, struct sandbox_verdict *v, struct share_clock *sc,
             int *shared);
 
+/* The member's timing run, given its job by pool_time_give. */
+struct pool_time {
+    int gate;                    /* a dup of our end of its gate (the caller's to
+                                      close): the timing gate follows on it */
+    int chan;                    /* its channel (channel.h), the caller's */
+    struct sandbox_pause *pause; /* its wall clock's pause (the member's) */
+    struct share_clock *clock;   /* its share clock, restarted to tlim (the
+                                      member's: pool_time_clock_stop stops it) */
+};
+
+/* Give the member's timing run (`owner.py LAB time ... --gate --pool`,
+ * started with the check run) the job's file and seed, at once (a run not
+ * ready now is ended): it goes on as a cold pre-started timing run does
+ * (job_time.c), up to its timing gate, 'r' on t->gate. Returns 0 and *t,
+ * or -ESTALE (none, not ready, or its wall ceiling is not
+ * share_wall_ceiling(2 x rc's ceiling, tlim)): then the caller starts the
+ * timing run cold. */
+int pool_time_give(struct pool_member *m, const struct run_ctx *rc, const char *seed,
+                   const char *src, double tlim, struct pool_time *t);
+
+/* Wait for the timing run's end: run_sandboxed_opts's value, and *v. */
+int pool_time_join(struct pool_member *m, struct sandbox_verdict *v);
+
+/* Stop the timing run's clock, after its end and after the caller let go
+ * of its cancel fd (t->clock->fds[1]). Returns 1 when its limit ended the
+ * run (then *v's cancel is a timeout). */
+int pool_time_clock_stop(struct pool_member *m);
+
 /* Free a member pool_take gave (its run ended or stopped first); its
  * directories are left to the job. NULL: a no-op. */
 void pool_member_free(struct pool_member *m);

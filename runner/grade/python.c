@@ -162,14 +162,21 @@ static int python_run_head(struct python_run *pr, struct run_opts *o, const char
 }
 
 int python_run_pool(struct python_run *pr, struct run_opts *o, const char *root,
-                    const struct lab *lab)
+                    const struct lab *lab, int timing)
 {
-    int n = python_run_head(pr, o, root, lab, "check");
+    int n = python_run_head(pr, o, root, lab, timing ? "time" : "check");
     if (n < 0)
         return n;
     pr->path[0] = '\0'; /* the job's file comes through the gate */
+    if (timing) {
+        assert(lab->timing_case);
+        const char *tail[] = {"--case", lab->timing_case, "--max-ms", TIME_MAX_MS, "--gate"};
+        for (size_t i = 0; i < sizeof tail / sizeof *tail; i++)
+            pr->argv[n++] = tail[i];
+    }
     pr->argv[n++] = "--pool";
     pr->argv[n] = NULL;
+    assert((size_t)n < sizeof pr->argv / sizeof *pr->argv);
     return 0;
 }
 

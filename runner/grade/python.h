@@ -72,12 +72,13 @@ struct python_run {
  * too wide: ours), -EINVAL for a pattern that is not absolute. */
 int python_hidden(struct python_run *pr, const struct lab *lab);
 
-/* Fill pr and o (zeroed by the caller but for its fds) for a warm check
- * run of the pool (runner/grade/pool.h): `owner.py LAB check --pool`, the
- * job's file, cases and seed to come through its gate on fd 4 (the
- * caller's o->control_fd). Returns 0 or python_hidden's -errno. */
+/* Fill pr and o (zeroed by the caller but for its fds) for a warm run of
+ * the pool (runner/grade/pool.h): `owner.py LAB check --pool`, or with
+ * timing `owner.py LAB time --case C --max-ms N --gate --pool` (the lab's
+ * timing case), the job's file and seed to come through its gate on fd 4
+ * (the caller's o->control_fd). Returns 0 or python_hidden's -errno. */
 int python_run_pool(struct python_run *pr, struct run_opts *o, const char *root,
-                    const struct lab *lab);
+                    const struct lab *lab, int timing);
 
 /* Fill pr and o (zeroed by the caller but for its fds) for one owner run:
  * mode "check" with cases "a,b,c", or "time" with cases = the timing case

@@ -8,10 +8,10 @@ paths under tests/gpu/, LAB/FILE taken from the path) REPEAT times (default
 Default files: a CUDA and a Python reduction, a CUDA matmul, a Python
 pipeline, a compile error in each language.
 
-Prints per submission: the file, the round, its status, how a Python
-check run started ("check": warm when a warm child of the runner's pool
-took the claim, cold otherwise: a lab's first Python claim is always
-cold; docs/python.md "The warm pool"), submit-to-verdict
+Prints per submission: the file, the round, its status, which of a Python
+job's runs the runner's pool had started before the claim ("warm":
+check+timing when a warm child took it, "-" when none: a lab's first Python
+claim is always cold; docs/python.md "The warm pool"), submit-to-verdict
 (polled every 20 ms), and each phase of the result document (`phases`,
 seconds; the first columns are the ones issue 25's targets name), then the
 median of each file's submit-to-verdict.
@@ -66,14 +66,15 @@ def main():
                 sid, t0 = svc.submit(tok, lab, path)
                 if sid is None:
                     rows.append({"file": f, "round": k + 1, "status": "not accepted", "s": None, "phases": {},
-                                 "check": ""})
+                                 "warm": ""})
                     continue
                 t1, sub = wait_verdict(svc, sid)
                 cg = ((sub or {}).get("result") or {}).get("cugrade") or {}
                 ph = cg.get("phases") or {}
                 rows.append({"file": f, "round": k + 1, "status": (sub or {}).get("status", "?"),
                              "s": (t1 - t0) if t1 else None, "phases": ph if isinstance(ph, dict) else {},
-                             "check": cg.get("check_start") or ""})
+                             "warm": "+".join(cg.get("warm_runs") or []) or
+                             ("-" if "warm_runs" in cg else "")})
                 e2e.log(f"{f} #{k + 1}: {rows[-1]['status']} in "
                         f"{rows[-1]['s'] if rows[-1]['s'] is not None else float('nan'):.2f} s")
     finally:
@@ -84,8 +85,8 @@ def main():
     seen = {k for r in rows for k, v in r["phases"].items() if isinstance(v, (int, float)) and k != "total"}
     cols = [c for c in FIRST if c in seen] + sorted(seen - set(FIRST),
                                                     key=lambda c: -max(r["phases"].get(c) or 0 for r in rows))
-    head = ["file", "#", "status", "check", "verdict_s"] + cols
-    table = [[r["file"], str(r["round"]), r["status"], r["check"],
+    head = ["file", "#", "status", "warm", "verdict_s"] + cols
+    table = [[r["file"], str(r["round"]), r["status"], r["warm"],
               "%.2f" % r["s"] if r["s"] is not None else "-"] +
              ["%.2f" % r["phases"][c] if isinstance(r["phases"].get(c), (int, float)) else "" for c in cols]
              for r in rows]

@@ -21,21 +21,33 @@ Prints TAP lines."""
 import json, os, shutil, signal, subprocess, sys, time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "python"))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakelab"))
-from simlab import FAKE_CUDA, GOOD, failures, make_root, need, ok  # noqa: E402
+from simlab import FAKE_CUDA, GOOD, ROOT, failures, make_root, need, ok  # noqa: E402
 from suite import RUNNER, ours  # noqa: E402
 import fakeserver  # noqa: E402
 
 need()
-tmp, root = make_root()
-rub = json.load(open(os.path.join(root, "rubrics/reduction.json")))
+# A timed lab: its timing case is "1" (the simulator's speed), its runs
+# capped at 20 s (no naive measure in CI), and a speed tier in the rubric.
+lab = json.load(open(os.path.join(ROOT, "labs/reduction/lab.json")))
+tmp, root = make_root({"timing_case": "1", "baselines": [],
+                       "cases": [dict(c, timing=(c["name"] == "1")) for c in lab["cases"]],
+                       "limits": {"compile_seconds": 60, "run_seconds": 20, "memory_mb": 16384,
+                                  "device_mb": 64, "timing_device_mb": 16,
+                                  "derive": {"factor": 1, "floor_seconds": 1, "startup_seconds": 0}}})
+rp = os.path.join(root, "rubrics/reduction.json")
+rub = json.load(open(rp))
+rub["speed"] = [{"name": "share of copy bandwidth", "metric": "bandwidth_share",
+                 "requires_correct": True, "tiers": [{"name": "half", "threshold": 0.5, "points": 5}]}]
+json.dump(rub, open(rp, "w"))
 # A lab with its own owner: the reduction's files, and lab.json's python.owner.
 shutil.copytree(os.path.join(root, "labs/reduction"), os.path.join(root, "labs/ownlab"))
 lj = os.path.join(root, "labs/ownlab/lab.json")
 doc = json.load(open(lj))
 doc["python"] = dict(doc.get("python") or {}, owner="own.py")
+doc["lab"] = "ownlab"
 json.dump(doc, open(lj, "w"))
 shutil.copy(os.path.join(root, "labs/common/py/owner.py"), os.path.join(root, "labs/ownlab/own.py"))
-shutil.copy(os.path.join(root, "rubrics/reduction.json"), os.path.join(root, "rubrics/ownlab.json"))
+json.dump(dict(rub, lab="ownlab"), open(os.path.join(root, "rubrics/ownlab.json"), "w"))
 work = os.path.join(tmp, "work")
 
 
@@ -44,8 +56,9 @@ def pjob(i, seed):
             "source": GOOD, "sha256": "x" * 64, "seed": seed, "rubric_version": 1, "rubric": rub}
 
 
-def members():
-    """The pids of this suite's waiting owners (owner.py ... --pool)."""
+def members(mode=b"check"):
+    """The pids of this suite's warm owners (owner.py LAB MODE ... --pool)
+    of their check runs (mode b"time": of their timing runs)."""
     found = []
     for d in os.listdir("/proc"):
         if not d.isdigit():
@@ -55,7 +68,7 @@ def members():
         except OSError:
             continue
         if len(argv) > 6 and argv[0].endswith(b"python3") and argv[3].endswith(b"owner.py") and \
-                b"--pool" in argv and ours(int(d)):
+                argv[5] == mode and b"--pool" in argv and ours(int(d)):
             found.append(int(d))
     return found
 
@@ -75,11 +88,16 @@ def wait(cond, seconds):
 
 
 def result(i):
+    """Job i's status, its points, the runs the pool had
+    started for it, whether it was timed, and the whole result."""
     fake.wait_for(lambda: i in fake.state["results"], 300)
     with fake.lock:
         r = fake.state["results"].get(i) or {}
-    cg = (r.get("result") or {}).get("cugrade") or {}
-    return r.get("status"), (r.get("result") or {}).get("score"), cg.get("check_start"), r
+    res = r.get("result") or {}
+    cg = res.get("cugrade") or {}
+    points = res.get("score")  # correctness and sanitizers: no speed points without a baseline here
+    timed = (cg.get("timing") or {}).get("samples", 0) >= 2
+    return r.get("status"), points, cg.get("warm_runs"), timed, r
 
 
 fake = fakeserver.FakeServer([pjob(1, "0123456789abcdef0123456789abcdef")])
@@ -87,6 +105,7 @@ tok = os.path.join(tmp, "token")
 open(tok, "w").write("cgr_" + "cd" * 32 + "\n")
 logp = os.path.join(tmp, "runner.log")
 log = open(logp, "w+")
+KEEP = os.environ.get("KEEP_LOG")
 env = dict(os.environ, CUGRADE_PY_SIM="1", CUDA_HOME=FAKE_CUDA[tmp], CUGRADE_GPU_HOLD="0")
 p = subprocess.Popen([RUNNER, "--server", f"http://127.0.0.1:{fake.port}", "--token-file", tok,
                       "--root", root, "--cache", os.path.join(tmp, "cache"), "--work", work,
@@ -100,27 +119,29 @@ def logged():
 
 try:
     # 1. The first claim: no warm child yet.
-    st, score, start, r = result(1)
-    ok(st == "graded" and score == 20 and start == "cold",
-       "the lab's first Python claim finds no warm child: graded, its check started cold",
-       json.dumps(r)[:1500] + logged()[-1500:])
+    st, score, warm, timed, r = result(1)
+    ok(st == "graded" and score == 20 and warm == [] and timed,
+       "the lab's first Python claim finds no warm child: graded and timed, its runs started cold",
+       json.dumps((r.get("result") or {}).get("cugrade"))[-2500:] + logged()[-1500:])
 
     # 2. A warm child for the lab, its member waiting in directories of its own.
-    a = wait(lambda: members() if len(members()) == 1 and len(job_dirs()) == 1 else None, 120)
+    a = wait(lambda: members() if len(members()) == 1 and len(members(b"time")) == 1 and
+             len(job_dirs()) == 1 else None, 120)
     dirs_a = job_dirs()
     ok(a and len(dirs_a) == 1,
-       "after the claim, one warm check run of the lab waits, in a job directory of its own",
-       "%s %s %s" % (members(), job_dirs(), logged()[-1500:]))
+       "after the claim, a warm check run and a warm timing run of the lab wait, in a job "
+       "directory of their own", "%s %s %s" % (members(), job_dirs(), logged()[-1500:]))
 
     # 3. The next claim is the warm child's.
     with fake.lock:
         fake.state["queue"].append(pjob(2, "fedcba9876543210fedcba9876543210"))
-    st, score, start, r = result(2)
-    ok(st == "graded" and score == 20 and start == "warm" and
+    st, score, warm, timed, r = result(2)
+    ok(st == "graded" and score == 20 and warm == ["check", "timing"] and timed and
        "job 2: lab reduction, attempt 1 (a warm child)" in logged(),
-       "the next claim goes to the warm child: graded as the cold one was, its check started warm "
-       "with the job's seed (the judge regenerates the inputs from it)",
-       json.dumps(r)[:1500] + logged()[-1500:])
+       "the next claim goes to the warm child: graded and timed as the cold one was, its check "
+       "and timing runs the warm ones, given the job's seed (the judge regenerates the inputs "
+       "from it)",
+       json.dumps((r.get("result") or {}).get("cugrade"))[-2500:] + logged()[-1500:])
     b = wait(lambda: [x for x in members() if x not in a] if len(members()) == 1 and
              len(job_dirs()) == 1 and job_dirs() != dirs_a else None, 120)
     ok(a and b and a[0] not in members() and not [d for d in dirs_a if d in job_dirs()],
@@ -137,8 +158,8 @@ try:
        "%s %s %s" % (b, members(), logged()[-1500:]))
     with fake.lock:
         fake.state["queue"].append(pjob(3, "00112233445566778899aabbccddeeff"))
-    st, score, start, r = result(3)
-    ok(st == "graded" and score == 20 and start == "warm",
+    st, score, warm, timed, r = result(3)
+    ok(st == "graded" and score == 20 and warm == ["check", "timing"] and timed,
        "and the next claim is graded warm by the new member", json.dumps(r)[:1500])
     wait(lambda: len(members()) == 1, 120)
 
@@ -161,6 +182,8 @@ finally:
     except subprocess.TimeoutExpired:
         p.kill()
     fake.stop()
+if KEEP:
+    shutil.copy(logp, KEEP)
 left = wait(lambda: not members() and not job_dirs(), 60)
 ok(left, "the runner stops: its waiting member ends and its directories are removed",
    "%s %s" % (members(), job_dirs()))

@@ -178,16 +178,18 @@ def gate_pass():
     os.close(GATE)
 
 
-def pool_wait():
+def pool_wait(keep):
     """--pool: our warm start is done; the job the runner gives this run
     (owner_gate.wait_job), and its seed. The gate is private to us, so the
     seed reaches no process of the student's, as --seed-fd's does not. A
-    gate closed without a job: we end quietly."""
+    gate closed without a job: we end quietly. keep: a time run's timing
+    gate follows on it."""
     try:
         job = owner_gate.wait_job(GATE)
         if job is None:
             sys.exit(0)
-        os.close(GATE)
+        if not keep:
+            os.close(GATE)
         return job, gen.seed_parse_wide(job["seed"])
     except ValueError as e:
         die("--pool: the runner's job line: %s" % e)
@@ -816,17 +818,7 @@ def run_seed(o):
     env = os.environ.pop("CUGRADE_SEED", None)
     if "seed_fd" in o:
         try:
-            fd = int(o["seed_fd"])
-            data = b""
-            while True:
-                b = os.read(fd, 256)
-                if not b:
-                    break
-                data += b
-                if len(data) > 256:
-                    raise ValueError
-            os.close(fd)
-            s = data.decode("ascii").strip()
+            s = owner_gate.read_seed(int(o["seed_fd"]))
         except (ValueError, OSError, UnicodeError):
             die("--seed-fd: not a descriptor holding a seed")
     else:
@@ -870,9 +862,10 @@ def main():
             die("--gate is for time runs only")
         take_gate()
     if o.get("pool"):
-        if o["mode"] != "check" or o.get("gate"):
-            die("--pool is for check runs only")
-        take_gate()
+        if (o["mode"] == "time") != bool(o.get("gate")):
+            die("--pool: a check run, or a time run with its --gate")
+        if GATE is None:
+            take_gate()
     if "/" in o["lab"] or o["lab"].startswith("."):
         die("bad lab name")
     labs = os.environ.get("CUGRADE_LABS", os.path.join(HERE, "..", ".."))
@@ -889,12 +882,14 @@ def main():
             tenant.send({"op": "imports"})
             owner_gate.preload()
             runtime_ready(tenant)
-            job, seed = pool_wait()
+            job, seed = pool_wait(o.get("gate"))
         except BaseException:  # noqa: B902 - sys.exit too: the tenant goes with us
             tenant.close()
             raise
-        o.update(file=job["file"], cases=job["cases"])
-        tenant.send({"op": "runtime"})   # its context, beside our backend's
+        o["file"] = job["file"]
+        if o["mode"] == "check":
+            o["cases"] = job["cases"]
+            tenant.send({"op": "runtime"})   # its context, beside our backend's
     else:
         seed = run_seed(o)
     if "file" not in o:
@@ -918,6 +913,8 @@ def main():
             if o["mode"] == "time" else None
         if tenant is None:
             tenant = start_tenant(o, lab)
+        elif not tenant.asked:   # a warm time run's: its context now
+            tenant.send({"op": "runtime"})
         runtime_ready(tenant)
         if GATE is not None and o.get("gate"):
             # The gate (time runs): the tenant's interpreter, its libraries

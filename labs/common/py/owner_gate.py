@@ -1,14 +1,17 @@
-"""owner_gate.py - the owner's gate: fd 4, a socket to the runner, the
+"""owner_gate.py - how the owner gets its job from the runner: the seed on
+its own pipe (--seed-fd), and the gate: fd 4, a socket to the runner, the
 owner's alone (owner.py moves it to a private close-on-exec descriptor; the
 tenant's Popen closes every other one, and the owner is not dumpable).
-Two uses (docs/python.md):
+The gate's two uses (docs/python.md):
 
   - a timing run's (--gate, runner/grade/job_time.c): the start-up done
     under the GPU's shared lock, the owner says 'r' and waits for 'g',
     which the runner sends holding the GPU alone;
-  - a warm check run's (--pool, runner/grade/pool.c): the interpreters and
+  - a warm run's (--pool, runner/grade/pool.c; a check run, or a time run
+    whose timing gate follows on the same socket): the interpreters and
     their libraries up, no CUDA context, nothing of a student's loaded,
-    the owner says 'r' and waits for its job, one line of JSON.
+    the owner says 'r' and waits for its job, one line of JSON (its file
+    and seed).
 
 Trusted, like owner.py; shipped with it in the student's bundle
 (labs/bundle.json)."""
@@ -25,6 +28,22 @@ def _read(fd, n):
             return os.read(fd, n)
         except InterruptedError:
             continue
+
+
+def read_seed(fd):
+    """--seed-fd: the seed, the text on fd (a pipe only the owner holds) to
+    its end (at most 256 bytes), fd closed. Raises ValueError, OSError or
+    UnicodeError for anything else."""
+    data = b""
+    while True:
+        b = _read(fd, 256)
+        if not b:
+            break
+        data += b
+        if len(data) > 256:
+            raise ValueError("longer than a seed")
+    os.close(fd)
+    return data.decode("ascii").strip()
 
 
 def wait_go(fd):
