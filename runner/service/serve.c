@@ -786,6 +786,7 @@ static void serve_loop(struct client *cl, struct host *h, const struct grade_env
     struct health hl;
     size_t nk = 0;
     int attempt = 0, claimed = 0;
+    double stop_began = 0;
     assert(jobs >= 1 && queue >= jobs && queue <= 256);
     if (!kids)
         return;
@@ -803,7 +804,10 @@ static void serve_loop(struct client *cl, struct host *h, const struct grade_env
             warm_fill(cl, h, env, kids, nk, jobs);
         if (stopping || (once && claimed)) {
             peers_publish(PEER_STOPPING, nk, kids_pending(kids, nk));
-            if (nk == 0)
+            if (stop_began == 0)
+                stop_began = run_now();
+            /* The warm children end with their runner (at most 30 s). */
+            if (nk == 0 && (warm_ending() == 0 || run_now() - stop_began > 30))
                 break;
             kids_poll(cl, h, &hl, kids, &nk, 200);
             continue;

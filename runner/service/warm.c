@@ -12,6 +12,9 @@
 
 static struct warm_kid warm[WARM_MAX];
 static size_t nwarm;
+#define ENDING_MAX 64
+static pid_t ending[ENDING_MAX]; /* ended, not reaped yet */
+static size_t nending;
 
 static struct want {
     char lab[64];
@@ -63,6 +66,16 @@ static void warm_drop(size_t i)
     warm[i] = warm[--nwarm];
 }
 
+/* End warm child i: its job pipe closed, it is forgotten but for its pid,
+ * which warm_reaped clears. */
+static void warm_end(size_t i)
+{
+    warm_close(&warm[i]);
+    if (nending < ENDING_MAX)
+        ending[nending++] = warm[i].pid;
+    warm_drop(i);
+}
+
 static size_t warm_of(const char *lab)
 {
     size_t n = 0;
@@ -103,8 +116,7 @@ const char *warm_next(size_t room, double now)
         for (size_t k = 0; k < nwarm; k++)
             if (strcmp(warm[k].lab, warm[i].lab) == 0 && warm[k].born < warm[old].born)
                 old = k;
-        warm_close(&warm[old]); /* reaped later: its pid is unknown then */
-        warm_drop(old);
+        warm_end(old);
         return NULL;
     }
     if (nwarm >= room)
@@ -136,6 +148,11 @@ int warm_take(const char *lab, struct warm_kid *out)
 
 int warm_reaped(pid_t pid)
 {
+    for (size_t i = 0; i < nending; i++)
+        if (ending[i] == pid) {
+            ending[i] = ending[--nending];
+            return 1;
+        }
     for (size_t i = 0; i < nwarm; i++)
         if (warm[i].pid == pid) {
             fprintf(stderr, "cugrade-runner: a warm child of %s ended before its job\n",
@@ -151,15 +168,18 @@ void warm_close_inherited(void)
 {
     for (size_t i = 0; i < nwarm; i++)
         warm_close(&warm[i]);
-    nwarm = 0;
-    nwants = 0;
+    nwarm = nwants = nending = 0;
 }
 
 void warm_end_all(void)
 {
-    for (size_t i = 0; i < nwarm; i++)
-        warm_close(&warm[i]);
-    nwarm = 0;
+    while (nwarm)
+        warm_end(nwarm - 1);
+}
+
+size_t warm_ending(void)
+{
+    return nending;
 }
 
 size_t warm_count(void)

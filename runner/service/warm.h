@@ -67,6 +67,11 @@ void warm_close_inherited(void);
 /* End every warm child (the runner stops). */
 void warm_end_all(void);
 
+/* Warm children ended (their job pipe closed) and not reaped yet: the
+ * runner waits for them when it stops, so that its exit means its pool is
+ * gone. */
+size_t warm_ending(void);
+
 /* Warm children now. */
 size_t warm_count(void);
 

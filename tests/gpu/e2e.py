@@ -228,7 +228,7 @@ def main():
     # front lane of 64) while its peer's GPU probe had not answered, and
     # the run ended at its limit with 10 unfinished.
     env.setdefault("CUGRADE_RUNNERS_PER_HOST", str(NGPUS * NRUNNERS))
-    procs = []
+    procs, runners = [], []
     try:
         db = os.path.join(tmp, "cugrade.db")
         p = subprocess.run([SERVER, "init", "--db", db], env=env, capture_output=True, text=True)
@@ -287,12 +287,13 @@ def main():
         for g in range(NGPUS):
             for i in range(NRUNNERS):
                 k = g * NRUNNERS + i
-                procs.append(stamped(subprocess.Popen(
+                runners.append(stamped(subprocess.Popen(
                     [RUNNER, "--server", base, "--token-file", rtoks[k], "--work",
                      os.path.join(tmp, f"work-{k}"), "--name", f"gpu{g}-r{i}", "--gpu", str(g),
                      "--lazy-build"] + common,
                     env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=ROOT),
                     os.path.join(logs, f"runner{k}.log")))
+                procs.append(runners[-1])
         log(f"{NRUNNERS} runner(s) on each of {NGPUS} GPU(s)")
 
         st, users = api(base, "POST", "/api/admin/users", admin,
@@ -375,6 +376,17 @@ def main():
         # baselines in the sandbox): a run still going has processes.
         done = all(sid is not None and sid in results for _, _, sid, _ in subs) and not later
         idle = done and prep.poll() is not None
+        if idle:
+            # The runners stop first, as a deployment stops them: a warm
+            # run waiting for its job (docs/python.md "The warm pool") is
+            # ours and ends with its runner; what is left after is a job's.
+            for p in runners:
+                p.terminate()
+            for p in runners:
+                try:
+                    p.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    p.kill()
         left = leftovers() if idle else None
         if left is None:
             why = "not root" if idle else "jobs unfinished" if not done else "prepare still running"

@@ -184,8 +184,9 @@ finally:
     fake.stop()
 if KEEP:
     shutil.copy(logp, KEEP)
-left = wait(lambda: not members() and not job_dirs(), 60)
-ok(left, "the runner stops: its waiting member ends and its directories are removed",
-   "%s %s" % (members(), job_dirs()))
+left = wait(lambda: not members() and not members(b"time") and not job_dirs(), 5)
+ok(p.returncode is not None and left,
+   "the runner stops: it waits for its warm child, whose waiting runs end and whose "
+   "directories are removed", "%s %s %s" % (members(), members(b"time"), job_dirs()))
 print("1..8")
 sys.exit(1 if failures() else 0)

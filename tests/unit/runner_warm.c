@@ -98,8 +98,13 @@ int main(void)
 
     warm_want("reduction", 1000);
     fill(4, 1000, got, sizeof got);
+    size_t was = warm_ending(), n_end = warm_count();
+    pid_t last = next_pid - 1;
     warm_end_all();
-    check(warm_count() == 0, "the runner stops: every warm child ends");
+    check(warm_count() == 0 && warm_ending() == was + n_end,
+          "the runner stops: every warm child ends, and is waited for until reaped");
+    check(warm_reaped(last) == 1 && warm_ending() == was + n_end - 1,
+          "an ended child reaped is no longer waited for");
     printf("1..%d\n", count);
     return failures ? 1 : 0;
 }
