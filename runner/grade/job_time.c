@@ -281,14 +281,10 @@ static void *time_gate_main(void *p)
 {
     struct time_gate *g = p;
     struct job *j = g->j;
-    char c = 0;
+    char c;
     ssize_t n;
-    do
-        n = read(g->fd, &c, 1);
-    while (n < 0 && errno == EINTR);
-    if (n != 1 || c != 'r')
+    if (!run_gate_ready(g->fd, g->pz))
         return NULL; /* the run ended (or was ended) before the gate */
-    sandbox_pause_begin(g->pz);
     if (g->pre && !time_pre_wait(g->pre)) {
         shutdown(g->fd, SHUT_RDWR); /* no 'g': the run ends at its gate */
         sandbox_pause_end(g->pz);

@@ -87,14 +87,8 @@ static void *warm_run_main(void *p)
 static void *warm_gate_main(void *p)
 {
     struct pool_run *w = p;
-    char c = 0;
-    ssize_t n;
-    do
-        n = read(w->gate, &c, 1);
-    while (n < 0 && errno == EINTR);
-    if (n != 1 || c != 'r')
+    if (!run_gate_ready(w->gate, &w->pause))
         return NULL; /* the run ended (or was ended) before its gate */
-    sandbox_pause_begin(&w->pause);
     run_state(w, M_READY);
     pthread_mutex_lock(&w->mu);
     while (w->go == 0)
@@ -107,6 +101,7 @@ static void *warm_gate_main(void *p)
         return NULL;
     }
     size_t len = strlen(w->line), off = 0;
+    ssize_t n;
     while (off < len) {
         n = send(w->gate, w->line + off, len - off, MSG_NOSIGNAL);
         if (n < 0 && errno == EINTR)

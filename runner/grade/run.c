@@ -427,3 +427,16 @@ void run_jobdir_remove(const char *jobdir, const char *workdir)
         sandbox_workdir_remove(workdir);
     sandbox_workdir_remove(jobdir);
 }
+
+int run_gate_ready(int fd, struct sandbox_pause *pause)
+{
+    char c = 0;
+    ssize_t n;
+    do
+        n = read(fd, &c, 1);
+    while (n < 0 && errno == EINTR);
+    if (n != 1 || c != 'r')
+        return 0;
+    sandbox_pause_begin(pause);
+    return 1;
+}

@@ -152,4 +152,9 @@ int run_mkdir_p(const char *path);
 void run_lab_dir(const struct grade_env *env, const char *lab, char *out, size_t len);
 void run_jobdir_remove(const char *jobdir, const char *workdir);
 
+/* A gated run's word on our end of its gate (fd): 1 when it said 'r' (it
+ * waits at its gate: its wall clock, pause, is stopped from now on), 0
+ * when the gate ended first (the run ended, or was ended). */
+int run_gate_ready(int fd, struct sandbox_pause *pause);
+
 #endif
