@@ -14,7 +14,8 @@ Numba's CUDA simulator.
   - A member serves one job: after it, its owner and its directories are
     gone, and another member with new ones waits.
   - A member that dies waiting (its owner killed) is replaced, and the
-    next claim is graded warm by the new one.
+    next claim is graded warm by the new one; its code, hunting for its
+    seed in /proc and on its descriptors, does not find it.
   - A lab with its own owner (lab.json python.owner) gets no warm child.
   - The runner stops: the unused member ends, its directories removed.
 Prints TAP lines."""
@@ -54,6 +55,46 @@ work = os.path.join(tmp, "work")
 def pjob(i, seed):
     return {"id": i, "lab": "reduction", "attempt": 1, "lease_seconds": 60, "filename": "good.py",
             "source": GOOD, "sha256": "x" * 64, "seed": seed, "rubric_version": 1, "rubric": rub}
+
+
+HUNT = r'''import os, re, subprocess
+_words = set()
+# Controls: a word on a descriptor and one on a command line, which the
+# hunt must find (else it proves nothing).
+_ctl = open("/tmp/ctl", "w+")
+_ctl.write("c0ffee00" * 4)
+_ctl.flush()
+_sh = subprocess.Popen(["/bin/sh", "-c", "sleep 5", "deadbeef" * 4])
+for _pid in [p for p in os.listdir("/proc") if p.isdigit()]:
+    for _f in ("cmdline", "environ"):
+        try:
+            _words.update(re.findall(r"[0-9a-f]{32}", open("/proc/%s/%s" % (_pid, _f), "rb").read().decode("latin1")))
+        except OSError:
+            pass
+    try:
+        for _fd in os.listdir("/proc/%s/fd" % _pid):
+            try:
+                _words.update(re.findall(r"[0-9a-f]{32}", os.readlink("/proc/%s/fd/%s" % (_pid, _fd))))
+            except OSError:
+                pass
+    except OSError:
+        pass
+import socket, stat
+for _fd in range(64):  # peeked, not read: the tenant's own socket must keep working
+    try:
+        _m = os.fstat(_fd).st_mode
+        if stat.S_ISSOCK(_m):
+            _b = socket.socket(fileno=os.dup(_fd)).recv(65536, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+        elif stat.S_ISREG(_m):
+            _b = os.pread(_fd, 65536, 0)
+        else:
+            continue
+        _words.update(re.findall(r"[0-9a-f]{32}", _b.decode("latin1")))
+    except OSError:
+        pass
+_sh.kill()
+print("hunted:", " ".join(sorted(_words)), flush=True)
+'''
 
 
 def members(mode=b"check"):
@@ -156,11 +197,21 @@ try:
     ok(b and c and "ended before its job: starting another" in logged(),
        "a member whose owner was killed while it waited is replaced by a new one",
        "%s %s %s" % (b, members(), logged()[-1500:]))
+    # Its job hunts for its seed as it loads (it reaches the warm owner on
+    # the gate after the tenant exists): every process's cmdline and
+    # environ it can read, where their descriptors point, and what its own
+    # descriptors hold (peeked); it prints every 32-hex-digit word found.
+    seed3 = "00112233445566778899aabbccddeeff"
     with fake.lock:
-        fake.state["queue"].append(pjob(3, "00112233445566778899aabbccddeeff"))
+        fake.state["queue"].append(dict(pjob(3, seed3), source=HUNT + GOOD))
     st, score, warm, timed, r = result(3)
+    out = ((r.get("result") or {}).get("cugrade") or {}).get("program_output") or ""
     ok(st == "graded" and score == 20 and warm == ["check", "timing"] and timed,
        "and the next claim is graded warm by the new member", json.dumps(r)[:1500])
+    ok("c0ffee00" * 4 in out and "deadbeef" * 4 in out and seed3 not in out,
+       "a warm run's student code does not find its seed in /proc or on a descriptor (where "
+       "it finds the words planted there)",
+       out[-1500:] or json.dumps(r)[-2500:])
     wait(lambda: len(members()) == 1, 120)
 
     # 5. A lab with its own owner (lab.json python.owner: no --pool mode,
@@ -188,5 +239,5 @@ left = wait(lambda: not members() and not members(b"time") and not job_dirs(), 5
 ok(p.returncode is not None and left,
    "the runner stops: it waits for its warm child, whose waiting runs end and whose "
    "directories are removed", "%s %s %s" % (members(), members(b"time"), job_dirs()))
-print("1..8")
+print("1..9")
 sys.exit(1 if failures() else 0)
