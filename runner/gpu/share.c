@@ -211,6 +211,14 @@ int share_clock_stop(struct share_clock *c)
     return c->fired;
 }
 
+void share_clock_timeout(struct sandbox_verdict *v, int fired)
+{
+    if (fired && v->cancelled) {
+        v->cancelled = 0; /* the share clock's cancel is the time limit */
+        v->timed_out = 1;
+    }
+}
+
 int share_run(const struct run_ctx *rc, const char *const *argv, int channel_fd, double limit,
               struct run_opts *o, struct sandbox_verdict *v, struct share_clock *sc, int *shared)
 {
@@ -230,9 +238,7 @@ int share_run_yielding(const struct run_ctx *rc, const char *const *argv, int ch
     double wall = *shared ? share_wall_ceiling(rc->limits.ceiling, limit) : limit;
     assert(wall >= limit);
     int r = run_sandboxed_opts(rc, argv, channel_fd, wall, o, v);
-    if (*shared && share_clock_stop(sc) && v->cancelled) {
-        v->cancelled = 0; /* the share clock's cancel is the time limit */
-        v->timed_out = 1;
-    }
+    if (*shared)
+        share_clock_timeout(v, share_clock_stop(sc));
     return r;
 }

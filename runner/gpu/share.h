@@ -110,6 +110,11 @@ char *share_clock_note(const struct share_clock *c, const char *when, char *buf,
  * (the run was cancelled by the clock: a timeout), else 0. */
 int share_clock_stop(struct share_clock *c);
 
+/* The verdict of a run on a share clock that share_clock_stop said fired:
+ * its cancel was the time limit (v->timed_out, not v->cancelled). A no-op
+ * when fired is 0 or the run was not cancelled. */
+void share_clock_timeout(struct sandbox_verdict *v, int fired);
+
 struct run_ctx;
 struct run_opts;
 struct sandbox_verdict;

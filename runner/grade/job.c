@@ -241,14 +241,9 @@ static int job_dirs(struct job *j)
         j->rc.workdir = j->workdir;
         return 0;
     }
-    snprintf(j->rc.jobdir, sizeof j->rc.jobdir, "%s/job-XXXXXX", env->work);
-    /* 0711: the sandbox (which may drop to an unprivileged uid before
-     * bwrap) must traverse to its work dir, but cannot list the job's
-     * directory nor open the channels (0600, root's). */
-    if (run_mkdir_p(env->work) < 0 || !mkdtemp(j->rc.jobdir) || chmod(j->rc.jobdir, 0711) < 0) {
+    if ((r = run_jobdir_make(env, j->rc.jobdir, sizeof j->rc.jobdir)) < 0) {
         snprintf(j->err, sizeof j->err, "cannot create a job directory under %s: %s", env->work,
-                 strerror(errno));
-        j->rc.jobdir[0] = '\0';
+                 strerror(-r));
         return -EIO;
     }
     if ((r = sandbox_workdir_create(j->rc.jobdir, &j->workdir)) < 0)

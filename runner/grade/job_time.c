@@ -265,6 +265,18 @@ static void time_pre_cancel(struct time_pre *tp)
         shutdown(tp->gate_fd, SHUT_RDWR);
 }
 
+/* A pre-started run's gate and cancel fd, for an abort to end it at once
+ * (time_pre_join); ended now when the job already said go -1. */
+static void time_pre_attach(struct time_pre *tp, int gate_fd, int cancel_wfd)
+{
+    pthread_mutex_lock(&tp->mu);
+    tp->gate_fd = gate_fd;
+    tp->cancel_wfd = cancel_wfd;
+    if (tp->go < 0)
+        time_pre_cancel(tp);
+    pthread_mutex_unlock(&tp->mu);
+}
+
 /* In the gate's thread, once the run said 'r': wait for the job's word.
  * Returns 1 to go on, 0 when the job ended without a timing. */
 static int time_pre_wait(struct time_pre *tp)
@@ -334,12 +346,7 @@ static int time_gate_open(struct time_gate *g, struct job *j, struct job_round *
     if (pre) { /* so that an abort ends the run at once (time_pre_join) */
         if (!g->clock && pipe2(pre->cancel_pipe, O_CLOEXEC) == 0)
             o->cancel_fd = pre->cancel_pipe[0];
-        pthread_mutex_lock(&pre->mu);
-        pre->gate_fd = g->fd;
-        pre->cancel_wfd = g->clock ? sc->fds[1] : pre->cancel_pipe[1];
-        if (pre->go < 0)
-            time_pre_cancel(pre);
-        pthread_mutex_unlock(&pre->mu);
+        time_pre_attach(pre, g->fd, g->clock ? sc->fds[1] : pre->cancel_pipe[1]);
     }
     run_task_start(&g->thread, &g->started, time_gate_main, g);
     if (!g->started) {
@@ -387,12 +394,7 @@ static int job_time_gated_warm(struct job *j, int *tlk, int *sampled, char *note
     pre->pt.gate = -1; /* the gate's now: time_gate_close closes it */
     g.pz = pre->pt.pause;
     g.clock = pre->pt.clock;
-    pthread_mutex_lock(&pre->mu);
-    pre->gate_fd = g.fd;
-    pre->cancel_wfd = g.clock->fds[1];
-    if (pre->go < 0)
-        time_pre_cancel(pre);
-    pthread_mutex_unlock(&pre->mu);
+    time_pre_attach(pre, g.fd, g.clock->fds[1]);
     run_task_start(&g.thread, &g.started, time_gate_main, &g);
     if (!g.started) {
         time_pre_cancel(pre); /* the member's run ends at once */
@@ -403,10 +405,7 @@ static int job_time_gated_warm(struct job *j, int *tlk, int *sampled, char *note
     int started = g.started, r = pool_time_join(j->warm, &j->tv);
     *tlk = time_gate_close(&g); /* joined; the cancel fd is no longer the pre-start's */
     *sampled = g.opened;
-    if (pool_time_clock_stop(j->warm) && j->tv.cancelled) {
-        j->tv.cancelled = 0; /* the share clock's cancel is the time limit */
-        j->tv.timed_out = 1;
-    }
+    share_clock_timeout(&j->tv, pool_time_clock_stop(j->warm));
     share_clock_note(g.clock, "before your timed samples", note, len);
     return started ? r : -EAGAIN;
 }
@@ -450,12 +449,10 @@ static int job_time_gated(struct job *j, struct job_round *jr, int k, const char
      * check. */
     if (!g.opened && !pre)
         job_time_let_go(j, k);
-    if (shared && share_clock_stop(&sc) && j->tv.cancelled) {
-        j->tv.cancelled = 0; /* the share clock's cancel is the time limit */
-        j->tv.timed_out = 1;
-    }
-    if (shared)
+    if (shared) {
+        share_clock_timeout(&j->tv, share_clock_stop(&sc));
         share_clock_note(&sc, "before your timed samples", note, len);
+    }
     return r;
 }
 

@@ -2,7 +2,6 @@
  * pool.c - see pool.h and docs/python.md "The warm pool".
  */
 #include "runner/grade/pool.h"
-#include "runner/config.h"
 #include "runner/grade/channel.h"
 #include "runner/grade/python.h"
 #include "runner/gpu/lock.h"
@@ -12,7 +11,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +30,7 @@ struct pool_run {
     int child_gate;
     struct sandbox_pause pause; /* stopped from 'r' to the job */
     struct share_clock sc;
-    int clock_on; /* sc runs (until run_stop) */
+    int clock_on; /* sc runs (until run_clock_stop) */
     double wall;  /* the sandbox's wall ceiling */
     struct python_run pr;
     struct run_opts o;
@@ -100,18 +98,9 @@ static void *warm_gate_main(void *p)
         shutdown(w->gate, SHUT_RDWR);
         return NULL;
     }
-    size_t len = strlen(w->line), off = 0;
-    ssize_t n;
-    while (off < len) {
-        n = send(w->gate, w->line + off, len - off, MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        off += (size_t)n;
-    }
+    int sent = run_write_all(w->gate, w->line, strlen(w->line)) == 0;
     pthread_mutex_lock(&w->mu);
-    w->sent = off == len;
+    w->sent = sent;
     pthread_mutex_unlock(&w->mu);
     return NULL;
 }
@@ -263,12 +252,8 @@ static int member_make(struct pool_member *m, const char *lab)
     m->lab_loaded = 1;
     m->rc.env = env;
     m->rc.lab = &m->lab;
-    snprintf(m->rc.jobdir, sizeof m->rc.jobdir, "%s/job-XXXXXX", env->work);
-    if (run_mkdir_p(env->work) < 0 || !mkdtemp(m->rc.jobdir) || chmod(m->rc.jobdir, 0711) < 0) {
-        m->rc.jobdir[0] = '\0';
-        return -errno;
-    }
-    if ((r = sandbox_workdir_create(m->rc.jobdir, &m->workdir)) < 0)
+    if ((r = run_jobdir_make(env, m->rc.jobdir, sizeof m->rc.jobdir)) < 0 ||
+        (r = sandbox_workdir_create(m->rc.jobdir, &m->workdir)) < 0)
         return r;
     m->rc.workdir = m->workdir;
     (void)python_cupy_seed(env, lab, m->workdir); /* none is no error */
@@ -441,10 +426,7 @@ int pool_go(struct pool_member *m, const struct run_ctx *rc, const char *seed, c
                  cases, seed, limit) < 0)
         return -ESTALE;
     run_end(w, 0);
-    if (run_clock_stop(w) && w->v.cancelled) {
-        w->v.cancelled = 0; /* the share clock's cancel is the time limit */
-        w->v.timed_out = 1;
-    }
+    share_clock_timeout(&w->v, run_clock_stop(w));
     *v = w->v;
     memset(&w->v, 0, sizeof w->v);
     *sc = w->sc;

@@ -170,13 +170,15 @@ int python_run_pool(struct python_run *pr, struct run_opts *o, const char *root,
     pr->path[0] = '\0'; /* the job's file comes through the gate */
     if (timing) {
         assert(lab->timing_case);
-        const char *tail[] = {"--case", lab->timing_case, "--max-ms", TIME_MAX_MS, "--gate"};
+        const char *tail[] = {"--case", lab->timing_case, "--max-ms", TIME_MAX_MS};
         for (size_t i = 0; i < sizeof tail / sizeof *tail; i++)
             pr->argv[n++] = tail[i];
     }
     pr->argv[n++] = "--pool";
     pr->argv[n] = NULL;
     assert((size_t)n < sizeof pr->argv / sizeof *pr->argv);
+    if (timing)
+        python_run_gate(pr);
     return 0;
 }
 

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -154,6 +155,26 @@ void run_slug(const char *in, char *out, size_t len)
     out[o] = '\0';
 }
 
+int run_write_all(int fd, const char *data, size_t len)
+{
+    size_t off = 0;
+    int sock = 1; /* a socket first: send() without SIGPIPE, else write() */
+    while (off < len) {
+        ssize_t n =
+            sock ? send(fd, data + off, len - off, MSG_NOSIGNAL) : write(fd, data + off, len - off);
+        if (n < 0 && sock && errno == ENOTSOCK) {
+            sock = 0;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return n < 0 ? -errno : -EIO;
+        off += (size_t)n;
+    }
+    return 0;
+}
+
 int run_file_write_atomic(const char *path, const char *data, size_t len)
 {
     char tmp[PATH_MAX];
@@ -161,18 +182,11 @@ int run_file_write_atomic(const char *path, const char *data, size_t len)
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0)
         return -errno;
-    size_t off = 0;
-    while (off < len) {
-        ssize_t w = write(fd, data + off, len - off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            int e = -errno;
-            close(fd);
-            unlink(tmp);
-            return e;
-        }
-        off += (size_t)w;
+    int w = run_write_all(fd, data, len);
+    if (w < 0) {
+        close(fd);
+        unlink(tmp);
+        return w;
     }
     close(fd);
     if (rename(tmp, path) < 0) {
@@ -421,6 +435,20 @@ void run_verdict_reset(struct sandbox_verdict *v)
 }
 
 /* Remove the job directory: channels and the sandbox's work dir. */
+int run_jobdir_make(const struct grade_env *env, char *jobdir, size_t len)
+{
+    snprintf(jobdir, len, "%s/job-XXXXXX", env->work);
+    /* 0711: the sandbox (which may drop to an unprivileged uid before
+     * bwrap) must traverse to its work dir, but cannot list the job's
+     * directory nor open the channels (0600, root's). */
+    if (run_mkdir_p(env->work) < 0 || !mkdtemp(jobdir) || chmod(jobdir, 0711) < 0) {
+        int e = errno ? errno : EIO;
+        jobdir[0] = '\0';
+        return -e;
+    }
+    return 0;
+}
+
 void run_jobdir_remove(const char *jobdir, const char *workdir)
 {
     if (workdir)

@@ -150,7 +150,17 @@ void run_slug(const char *in, char *out, size_t len);
 int run_file_write_atomic(const char *path, const char *data, size_t len);
 int run_mkdir_p(const char *path);
 void run_lab_dir(const struct grade_env *env, const char *lab, char *out, size_t len);
+/* Make a job's private directory under env->work (created if missing):
+ * jobdir (len bytes) gets ENV_WORK/job-XXXXXX, mode 0711. Returns 0, or
+ * -errno with jobdir "". Its work directory: sandbox_workdir_create. */
+int run_jobdir_make(const struct grade_env *env, char *jobdir, size_t len);
+
 void run_jobdir_remove(const char *jobdir, const char *workdir);
+
+/* Write all of data to fd: a socket without SIGPIPE (send, MSG_NOSIGNAL),
+ * anything else with write(); EINTR retried. Returns 0 or -errno (-EIO
+ * for a write of 0). */
+int run_write_all(int fd, const char *data, size_t len);
 
 /* A gated run's word on our end of its gate (fd): 1 when it said 'r' (it
  * waits at its gate: its wall clock, pause, is stopped from now on), 0

@@ -620,18 +620,10 @@ static int kid_warm(const struct grade_env *env, const json_t *job, struct kid *
     if (!warm_take(k->lab, &w))
         return 0;
     char *s = json_dumps(job, JSON_COMPACT);
-    size_t len = s ? strlen(s) : 0, off = 0;
-    while (s && off < len) {
-        ssize_t n = write(w.job, s + off, len - off);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        off += (size_t)n;
-    }
+    int r = s ? run_write_all(w.job, s, strlen(s)) : -ENOMEM;
     free(s);
     close(w.job); /* the end of the claim; a child that is gone reads nothing */
-    if (!s || off < len) {
+    if (r < 0) {
         run_fd_close(&w.lane);
         run_fd_close(&w.grant);
         return 0;
