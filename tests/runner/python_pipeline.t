@@ -1,4 +1,7 @@
 #!/usr/bin/python3
+# suite: quiet  (tests/run.sh: its "no speed tier" check compares the owner's
+# NumPy time with the port's in the simulator; beside the pool on 2 cores a
+# fresh-clone run timed NumPy 3.6x slower than the port that wraps it)
 """CI (no GPU, no CuPy): the pipeline lab (labs/pipeline, Lab 1.3.4) as far as
 it runs without CuPy. What runs here:
 
