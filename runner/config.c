@@ -18,7 +18,6 @@
 enum type {
     T_TEXT,   /* any text */
     T_PATH,   /* an absolute path without ".."; or the row's choices, one word */
-    T_ARCH,   /* sm_NN (a letter may follow: sm_90a) */
     T_INT,    /* a whole number in [lo, hi] */
     T_REAL,   /* a number in [lo, hi] */
     T_BOOL,   /* 0 or 1 */
@@ -46,19 +45,14 @@ static const struct row rows[] = {
     /* operator */
     {"CUGRADE_ROOT", T_TEXT, OP, F(root), NULL, 0, 0, NULL, "",
      "source tree with labs/ (--root wins); unset: found from the cwd or the binary"},
-    {"CUGRADE_ARCH", T_ARCH, OP, F(arch), NULL, 0, 0, NULL, "",
-     "GPU architecture when no GPU answers (--arch wins); unset: sm_90"},
-    {"CUGRADE_KEEP_JOBS", T_BOOL, OP, F(keep_jobs), "0", 0, 1, NULL, "",
-     "1 keeps each job's directory for debugging (work dirs then in the host's namespace)"},
     {"CUGRADE_BWRAP", T_PATH, OP, F(bwrap), "/usr/bin/bwrap", 0, 0, NULL, "",
      "the bubblewrap binary the sandbox runs"},
     {"CUGRADE_NCU", T_PATH, OP, F(ncu), "/opt/nvidia/nsight-compute/2025.3.1/ncu", 0, 0, "none", "",
      "Nsight Compute for the profiling hints; none: profiling off runner-wide (a path with "
      "no ncu there: each profile says it is unavailable)"},
     {"CUGRADE_PYTHON", T_PATH, OP, F(python), "/usr/bin/python3", 0, 0, NULL, "",
-     "the interpreter of Python runs: under /usr or under CUGRADE_PYTHON_ROOT"},
-    {"CUGRADE_PYTHON_ROOT", T_PATH, OP, F(python_root), NULL, 0, 0, NULL, "",
-     "a directory outside /usr (a venv) bound read-only into every Python run"},
+     "the interpreter of Python runs: under /usr, or PREFIX/bin/NAME (a venv) whose PREFIX is "
+     "then bound read-only into every Python run"},
     {"CUGRADE_CGROUP", T_TEXT, OP, F(cgroup), NULL, 0, 0, NULL, "",
      "the cgroup under which sandboxes get theirs; unset: the runner's own"},
     /* above the host's own users (regular, systemd's dynamic ones, nobody);
@@ -74,8 +68,6 @@ static const struct row rows[] = {
     /* tuning */
     {"CUGRADE_BASELINE_REFRESH", T_REAL, TU, F(baseline_refresh), "30", 0, 86400, NULL, "s",
      "how often a serving runner refreshes the baseline record; 0: never"},
-    {"CUGRADE_RETIME", T_INT, TU, F(retime), "2", 0, 5, NULL, "rounds",
-     "extra timing rounds at most (a Python submission: 1 at most); 0: no re-timing"},
     {"CUGRADE_FRONT_JOBS", T_INT, TU, F(front_jobs), "0", 0, 256, NULL, "jobs",
      "front passes at once; 0: twice --jobs (at most 256)"},
     {"CUGRADE_FRONT_SECONDS", T_REAL, TU, F(front_seconds), "10", 0, 3600, NULL, "s",
@@ -88,10 +80,9 @@ static const struct row rows[] = {
      "how often a GPU that stopped answering is probed, and how long one probe may take (a "
      "hung driver); the first pause of a runner whose jobs keep ending in system_error"},
     /* test hooks */
-    {"CUGRADE_GPU_HOLD", T_BOOL, TE, F(gpu_hold), "1", 0, 1, NULL, "",
-     "0: no process keeps the GPU initialised (tests with a fake driver)"},
-    {"CUGRADE_PY_SIM", T_BOOL, TE, F(py_sim), "0", 0, 1, NULL, "",
-     "1: Python runs use Numba's CUDA simulator (CI has no GPU)"},
+    {"CUGRADE_NO_GPU", T_BOOL, TE, F(no_gpu), "0", 0, 1, NULL, "",
+     "1: no real GPU here (CI): Python runs use Numba's CUDA simulator, and no process keeps "
+     "the (fake) GPU initialised"},
     {"CUGRADE_SANDBOX_USER", T_CHOICE, TE, F(sandbox_user), "auto", 0, 0, "auto|root|nobody|box",
      "", "forces the sandbox's uid mode (auto: box uids, root-mapped if those fail)"},
 };
@@ -115,16 +106,6 @@ static int choice_index(const char *choices, const char *v)
     return -1;
 }
 
-static int arch_ok(const char *v)
-{
-    if (strncmp(v, "sm_", 3) != 0 || !isdigit((unsigned char)v[3]))
-        return 0;
-    const char *p = v + 3;
-    while (isdigit((unsigned char)*p))
-        p++;
-    return *p == '\0' || (islower((unsigned char)*p) && p[1] == '\0');
-}
-
 /* What a row accepts, in words, into buf. */
 static const char *allowed(const struct row *r, char *buf, size_t len)
 {
@@ -136,8 +117,6 @@ static const char *allowed(const struct row *r, char *buf, size_t len)
             return "an absolute path";
         snprintf(buf, len, "an absolute path|%s", r->choices);
         return buf;
-    case T_ARCH:
-        return "sm_NN";
     case T_BOOL:
         return "0|1";
     case T_CHOICE:
@@ -159,10 +138,6 @@ static int row_set(const struct row *r, struct runner_config *c, const char *v)
     switch (r->type) {
     case T_PATH:
         if (*v && (v[0] != '/' || strstr(v, "..")) && !(r->choices && strcmp(v, r->choices) == 0))
-            return -EINVAL;
-        /* fall through */
-    case T_ARCH:
-        if (r->type == T_ARCH && *v && !arch_ok(v))
             return -EINVAL;
         /* fall through */
     case T_TEXT:
@@ -202,28 +177,40 @@ static int row_set(const struct row *r, struct runner_config *c, const char *v)
 }
 
 /* The rules between switches: the interpreter must be one the sandbox
- * binds, the Python root a directory. */
+ * binds: under /usr, or in the bin/ of an installation (a venv) whose
+ * prefix is a directory other than /. */
 static int cross_check(const struct runner_config *c, char *err, size_t len)
 {
-    struct stat st;
-    if (c->python_root[0] && (strcmp(c->python_root, "/") == 0 || stat(c->python_root, &st) < 0 ||
-                              !S_ISDIR(st.st_mode))) {
+    char prefix[PATH_MAX];
+    if (strncmp(c->python, "/usr/", 5) == 0)
+        return 0;
+    if (runner_python_prefix(c->python, prefix, sizeof prefix) < 0) {
         snprintf(err, len,
-                 "CUGRADE_PYTHON_ROOT=%s: not a directory (expected a directory other "
-                 "than /, bound read-only into Python runs)",
-                 c->python_root);
-        return -EINVAL;
-    }
-    size_t n = strlen(c->python_root);
-    int under_root = n && strncmp(c->python, c->python_root, n) == 0 &&
-                     (c->python[n] == '/' || c->python[n] == '\0' || c->python_root[n - 1] == '/');
-    if (strncmp(c->python, "/usr/", 5) != 0 && !under_root) {
-        snprintf(err, len,
-                 "CUGRADE_PYTHON=%s: not under /usr or CUGRADE_PYTHON_ROOT (the sandbox "
-                 "binds only those)",
+                 "CUGRADE_PYTHON=%s: expected an interpreter under /usr, or PREFIX/bin/NAME "
+                 "with PREFIX a directory other than / (a venv: bound read-only into Python "
+                 "runs)",
                  c->python);
         return -EINVAL;
     }
+    return 0;
+}
+
+int runner_python_prefix(const char *python, char *out, size_t len)
+{
+    assert(python && out && len);
+    const char *slash = strrchr(python, '/');
+    size_t n = slash ? (size_t)(slash - python) : 0;
+    struct stat st;
+    /* ".../bin/NAME": the prefix is what comes before "/bin" */
+    if (python[0] != '/' || n < 4 || strncmp(slash - 4, "/bin", 4) != 0 || n - 4 >= len)
+        return -EINVAL;
+    size_t m = n - 4;
+    memcpy(out, python, m);
+    out[m] = '\0';
+    while (m > 1 && out[m - 1] == '/')
+        out[--m] = '\0';
+    if (!out[0] || strcmp(out, "/") == 0 || stat(out, &st) < 0 || !S_ISDIR(st.st_mode))
+        return -EINVAL;
     return 0;
 }
 

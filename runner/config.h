@@ -37,12 +37,9 @@ enum { RUNNER_USER_AUTO, RUNNER_USER_ROOT, RUNNER_USER_NOBODY, RUNNER_USER_BOX }
 struct runner_config {
     /* operator */
     char root[PATH_MAX];
-    char arch[32];
-    long keep_jobs;
     char bwrap[PATH_MAX];
     char ncu[PATH_MAX];
     char python[PATH_MAX];
-    char python_root[PATH_MAX];
     char cgroup[1024];
     long sandbox_uid_base;
     long runners_per_host;
@@ -50,15 +47,13 @@ struct runner_config {
     double profile_wait;
     /* tuning */
     double baseline_refresh;
-    long retime;
     long front_jobs;
     double front_seconds;
     long compile_nice;
     double gpu_down_wait;
     double gpu_probe_seconds;
     /* test hooks */
-    long gpu_hold;
-    long py_sim;
+    long no_gpu;
     long sandbox_user;
 };
 
@@ -83,6 +78,11 @@ const struct runner_config *runner_cfg(void);
 /* Print the table to f: markdown 0, for a terminal (`--help-env`); 1, the
  * markdown table of docs/runner.md's "Environment switches" section. */
 void runner_config_print(FILE *f, int markdown);
+
+/* The installation prefix of interpreter python, "PREFIX/bin/NAME" (a
+ * venv's), into out (room for len): a directory other than /. Returns 0,
+ * or -EINVAL when python is not in such a bin/. */
+int runner_python_prefix(const char *python, char *out, size_t len);
 
 /* The number of rows in the table (tests), and how many are of kind. */
 size_t runner_config_count(int kind);

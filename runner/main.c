@@ -29,36 +29,39 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: cugrade-runner --server URL --token-file F [--gpu N] [--cache DIR]\n"
-            "                      [--work DIR] [--root DIR] [--name NAME] [--once]\n"
-            "       cugrade-runner grade --lab L --file kernel.cu [--seed HEX] [--rubric F]\n"
-            "                      [--gpu N] [--cache DIR] [--work DIR] [--root DIR]\n"
-            "                      [--arch sm_XX] [--stop-after front|compile|inspect|link]\n"
-            "       cugrade-runner prepare [--gpu N] [--cache DIR] [--root DIR] [--arch sm_XX]\n"
-            "       cugrade-runner --help | --help-env [markdown]\n"
-            "\n"
-            "Claims jobs from a cugrade-server and grades them on one GPU (see docs/runner.md).\n"
-            "`grade` runs the whole pipeline on one file without a server and prints\n"
-            "{\"status\":...,\"result\":{...}}. `prepare` builds every lab and caches the\n"
-            "GPU's device record and the baselines, then exits.\n"
-            "\n"
-            "  --server URL      the cugrade-server, e.g. http://127.0.0.1:8080\n"
-            "  --token-file F    file holding the runner token (cgr_...)\n"
-            "  --gpu N           GPU index (nvidia-smi order); default $CUDA_VISIBLE_DEVICES or 0\n"
-            "  --cache DIR       built labs and cached baselines (default ROOT/var/runner-cache)\n"
-            "  --work DIR        per-job directories (default /tmp/cugrade-runner-gpuN)\n"
-            "  --root DIR        source tree with labs/ and rubrics/ (default: found from cwd/exe)\n"
-            "  --arch sm_XX      GPU architecture when no GPU can be queried (or $CUGRADE_ARCH)\n"
-            "  --once            exit after one job\n"
-            "  --jobs N          jobs compiling at once (the CPU lane; default: cores /\n"
-            "                    $CUGRADE_RUNNERS_PER_HOST)\n"
-            "  --queue M         jobs in flight, compiling or waiting for the GPU (default and\n"
-            "                    most 256: claim ahead, so compile errors never wait for the GPU)\n"
-            "  --lazy-build      build a lab on its first job instead of at start\n"
-            "  --name NAME       runner name reported to the server (default HOST-gpuN)\n"
-            "Environment: CUDA_HOME (default /usr/local/cuda) and the CUGRADE_* switches that\n"
-            "`cugrade-runner --help-env` lists (docs/runner.md, \"Environment switches\").\n");
+    fprintf(
+        f, "usage: cugrade-runner --server URL --token-file F [--gpu N] [--cache DIR]\n"
+           "                      [--work DIR] [--root DIR] [--name NAME] [--once] [--keep-jobs]\n"
+           "       cugrade-runner grade --lab L --file kernel.cu [--seed HEX] [--rubric F]\n"
+           "                      [--gpu N] [--cache DIR] [--work DIR] [--root DIR]\n"
+           "                      [--arch sm_XX] [--stop-after front|compile|inspect|link]\n"
+           "                      [--keep-jobs]\n"
+           "       cugrade-runner prepare [--gpu N] [--cache DIR] [--root DIR] [--arch sm_XX]\n"
+           "       cugrade-runner --help | --help-env [markdown]\n"
+           "\n"
+           "Claims jobs from a cugrade-server and grades them on one GPU (see docs/runner.md).\n"
+           "`grade` runs the whole pipeline on one file without a server and prints\n"
+           "{\"status\":...,\"result\":{...}}. `prepare` builds every lab and caches the\n"
+           "GPU's device record and the baselines, then exits.\n"
+           "\n"
+           "  --server URL      the cugrade-server, e.g. http://127.0.0.1:8080\n"
+           "  --token-file F    file holding the runner token (cgr_...)\n"
+           "  --gpu N           GPU index (nvidia-smi order); default $CUDA_VISIBLE_DEVICES or 0\n"
+           "  --cache DIR       built labs and cached baselines (default ROOT/var/runner-cache)\n"
+           "  --work DIR        per-job directories (default /tmp/cugrade-runner-gpuN)\n"
+           "  --root DIR        source tree with labs/ and rubrics/ (default: found from cwd/exe)\n"
+           "  --arch sm_XX      GPU architecture when no GPU can be queried (default sm_90)\n"
+           "  --once            exit after one job\n"
+           "  --jobs N          jobs compiling at once (the CPU lane; default: cores /\n"
+           "                    $CUGRADE_RUNNERS_PER_HOST)\n"
+           "  --queue M         jobs in flight, compiling or waiting for the GPU (default and\n"
+           "                    most 256: claim ahead, so compile errors never wait for the GPU)\n"
+           "  --lazy-build      build a lab on its first job instead of at start\n"
+           "  --name NAME       runner name reported to the server (default HOST-gpuN)\n"
+           "  --keep-jobs       keep each job's directory for debugging (its work folder is\n"
+           "                    then mounted in the host's namespace)\n"
+           "Environment: CUDA_HOME (default /usr/local/cuda) and the CUGRADE_* switches that\n"
+           "`cugrade-runner --help-env` lists (docs/runner.md, \"Environment switches\").\n");
 }
 
 static char *read_small_file(const char *path, size_t cap)
@@ -103,16 +106,22 @@ static int progress_print(void *arg, const char *phase, const char *detail)
 
 static int cmd_grade(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"lab", required_argument, 0, 'l'},   {"file", required_argument, 0, 'f'},
-        {"seed", required_argument, 0, 's'},  {"rubric", required_argument, 0, 'r'},
-        {"gpu", required_argument, 0, 'g'},   {"cache", required_argument, 0, 'c'},
-        {"work", required_argument, 0, 'w'},  {"root", required_argument, 0, 'R'},
-        {"arch", required_argument, 0, 'a'},  {"stop-after", required_argument, 0, 'S'},
-        {"help", no_argument, 0, 'h'},        {0, 0, 0, 0}};
+    static const struct option opts[] = {{"lab", required_argument, 0, 'l'},
+                                         {"file", required_argument, 0, 'f'},
+                                         {"seed", required_argument, 0, 's'},
+                                         {"rubric", required_argument, 0, 'r'},
+                                         {"gpu", required_argument, 0, 'g'},
+                                         {"cache", required_argument, 0, 'c'},
+                                         {"work", required_argument, 0, 'w'},
+                                         {"root", required_argument, 0, 'R'},
+                                         {"arch", required_argument, 0, 'a'},
+                                         {"stop-after", required_argument, 0, 'S'},
+                                         {"keep-jobs", no_argument, 0, 'K'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
     const char *lab = NULL, *file = NULL, *seed = NULL, *rubric = NULL, *gpu = NULL;
     const char *cache = NULL, *work = NULL, *root = NULL, *arch = NULL, *stop = NULL;
-    int c;
+    int c, keep = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
@@ -126,6 +135,9 @@ static int cmd_grade(int argc, char **argv)
         case 'R': root = optarg; break;
         case 'a': arch = optarg; break;
         case 'S': stop = optarg; break;
+        case 'K':
+            keep = 1;
+            break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -141,8 +153,10 @@ static int cmd_grade(int argc, char **argv)
     }
     struct host h;
     struct grade_env env;
-    host_setup(&h, gpu, cache, work, root, arch);
+    if (host_setup(&h, gpu, cache, work, root, arch) < 0)
+        return 2;
     host_grade_env(&h, &env);
+    env.keep_jobs = keep;
     host_gpu_hold_start(&h); /* initialises the GPU while nvcc compiles */
     char *src = read_small_file(file, 256u << 10);
     if (!src) {
@@ -195,18 +209,24 @@ static int cmd_grade(int argc, char **argv)
 
 static int cmd_serve(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"server", required_argument, 0, 's'}, {"token-file", required_argument, 0, 't'},
-        {"gpu", required_argument, 0, 'g'},    {"cache", required_argument, 0, 'c'},
-        {"work", required_argument, 0, 'w'},   {"root", required_argument, 0, 'R'},
-        {"arch", required_argument, 0, 'a'},   {"once", no_argument, 0, 'o'},
-        {"lazy-build", no_argument, 0, 'L'},   {"name", required_argument, 0, 'n'},
-        {"jobs", required_argument, 0, 'j'},   {"queue", required_argument, 0, 'q'},
-        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
+    static const struct option opts[] = {{"server", required_argument, 0, 's'},
+                                         {"token-file", required_argument, 0, 't'},
+                                         {"gpu", required_argument, 0, 'g'},
+                                         {"cache", required_argument, 0, 'c'},
+                                         {"work", required_argument, 0, 'w'},
+                                         {"root", required_argument, 0, 'R'},
+                                         {"arch", required_argument, 0, 'a'},
+                                         {"once", no_argument, 0, 'o'},
+                                         {"lazy-build", no_argument, 0, 'L'},
+                                         {"name", required_argument, 0, 'n'},
+                                         {"jobs", required_argument, 0, 'j'},
+                                         {"queue", required_argument, 0, 'q'},
+                                         {"keep-jobs", no_argument, 0, 'K'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
     const char *server = NULL, *token_file = NULL, *gpu = NULL, *cache = NULL, *work = NULL;
     const char *root = NULL, *arch = NULL, *rname = NULL;
-    int once = 0, lazy = 0, c, jobs = serve_default_jobs(), queue = 0;
+    int once = 0, lazy = 0, c, jobs = serve_default_jobs(), queue = 0, keep = 0;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
         case 's': server = optarg; break;
@@ -221,6 +241,9 @@ static int cmd_serve(int argc, char **argv)
         case 'j': jobs = atoi(optarg); break;
         case 'q': queue = atoi(optarg); break;
         case 'n': rname = optarg; break;
+        case 'K':
+            keep = 1;
+            break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -250,8 +273,10 @@ static int cmd_serve(int argc, char **argv)
     struct grade_env env;
     struct client cl;
     char name[256];
-    host_setup(&h, gpu, cache, work, root, arch);
+    if (host_setup(&h, gpu, cache, work, root, arch) < 0)
+        return 2;
     host_grade_env(&h, &env);
+    env.keep_jobs = keep;
     host_gpu_hold_start(&h);
     if (rname)
         snprintf(name, sizeof name, "%s", rname);
@@ -310,7 +335,8 @@ static int cmd_prepare(int argc, char **argv)
     }
     struct host h;
     struct grade_env env;
-    host_setup(&h, gpu, cache, work, root, arch);
+    if (host_setup(&h, gpu, cache, work, root, arch) < 0)
+        return 2;
     host_grade_env(&h, &env);
     host_gpu_hold_start(&h);
     fprintf(stderr, "cugrade-runner: preparing labs for GPU %s (%s) in %s\n", h.gpu_name, h.arch,
@@ -324,13 +350,16 @@ static int cmd_prepare(int argc, char **argv)
  * processes and go with the last of them, so a runner killed mid-job (no
  * cleanup of its own) leaves none on the host (tests/runner/killed.t).
  * Slave propagation: the host's later mounts still reach us, ours never
- * reach the host. Without the privilege (not root), or with
- * CUGRADE_KEEP_JOBS, the mounts stay the host's, as before. */
-static void mount_namespace_own(void)
+ * reach the host. Without the privilege (not root), or with --keep-jobs
+ * anywhere on the command line, the mounts stay the host's, as before. */
+static void mount_namespace_own(int argc, char **argv)
 {
-    /* CUGRADE_KEEP_JOBS keeps each job's directory for someone to look
-     * into after the runner: its work tmpfs must then be the host's. */
-    if (geteuid() != 0 || runner_cfg()->keep_jobs)
+    /* --keep-jobs keeps each job's directory for someone to look into
+     * after the runner: its work tmpfs must then be the host's. */
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--keep-jobs") == 0)
+            return;
+    if (geteuid() != 0)
         return;
     if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
         fprintf(stderr,
@@ -355,7 +384,7 @@ int main(int argc, char **argv)
     }
     /* the holder and the probe mount nothing */
     if (!(argc == 2 && (strcmp(argv[1], "gpu-hold") == 0 || strcmp(argv[1], "gpu-probe") == 0)))
-        mount_namespace_own();
+        mount_namespace_own(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "grade") == 0)
         return cmd_grade(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "prepare") == 0)

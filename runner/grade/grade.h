@@ -30,6 +30,7 @@ struct grade_env {
     const char *gpu_index;     /* value of CUDA_VISIBLE_DEVICES inside runs, or NULL */
     const char *const *gpu_devices; /* /dev nodes of this GPU, NULL-terminated; may be NULL */
     const char *launch;        /* cugrade-launch (runner/launch.c): the sanitizers' target */
+    int keep_jobs;             /* 1 (--keep-jobs): each job's directory stays, for debugging */
     int lane_fd;               /* -1, or a pipe to the runner: 'f' when the job's front
                                   pass is done and it asks for a CPU lane slot, 'g' when
                                   it leaves the CPU lane (compile, inspection and link

@@ -188,7 +188,7 @@ void job_free(struct job *j)
         score_sanitizer_clear(&j->sans[i]);
     pool_member_free(j->warm); /* its run ended or ends now; its folders are the job's */
     j->warm = NULL;
-    if (j->rc.jobdir[0] && !runner_cfg()->keep_jobs)
+    if (j->rc.jobdir[0] && !j->env->keep_jobs)
         run_jobdir_remove(j->rc.jobdir, j->workdir);
     free(j->workdir);
     if (j->rub_loaded)

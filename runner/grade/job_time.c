@@ -919,7 +919,7 @@ int job_time(struct job *j)
     struct job_round jr = {.j = j, .pool = &pool, .hold = -1};
     job_round_baselines(&jr);
     struct retime_source src = {job_time_round, &jr};
-    int bound = j->python ? retime_bound_python() : retime_bound_from_env();
+    int bound = j->python ? RETIME_PYTHON_BOUND : RETIME_BOUND;
     int r = retime_run(&j->rub, bound, &src, &pool, &j->in.timing);
     retime_pool_free(&pool);
     json_decref(jr.device);

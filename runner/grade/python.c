@@ -27,15 +27,9 @@ int python_submission(const char *filename)
 const char *python_root(void)
 {
     static char root[PATH_MAX];
-    const char *p = runner_cfg()->python_root;
-    struct stat st;
-    if (!p || p[0] != '/' || strstr(p, "..") || strlen(p) >= sizeof root - 1 ||
-        stat(p, &st) < 0 || !S_ISDIR(st.st_mode) || strcmp(p, "/") == 0)
+    const char *p = runner_cfg()->python;
+    if (strncmp(p, "/usr/", 5) == 0 || runner_python_prefix(p, root, sizeof root) < 0)
         return NULL;
-    snprintf(root, sizeof root, "%s", p);
-    size_t n = strlen(root);
-    while (n > 1 && root[n - 1] == '/')
-        root[--n] = '\0';
     return root;
 }
 
@@ -68,7 +62,7 @@ int python_root_bind(struct sandbox_bind *out)
 
 int python_simulated(void)
 {
-    return runner_cfg()->py_sim != 0;
+    return runner_cfg()->no_gpu != 0;
 }
 
 int python_hidden(struct python_run *pr, const struct lab *lab)
@@ -80,10 +74,11 @@ int python_hidden(struct python_run *pr, const struct lab *lab)
         char full[PATH_MAX];
         glob_t g;
         if (p && strncmp(p, "@python/", 8) == 0) {
-            /* under the Python root (CUGRADE_PYTHON_ROOT): a venv's wheels */
+            /* under the Python root (CUGRADE_PYTHON's venv): its wheels */
             if (!python_root())
                 continue;
-            snprintf(full, sizeof full, "%s/%s", python_root(), p + 8);
+            if (snprintf(full, sizeof full, "%s/%s", python_root(), p + 8) >= (int)sizeof full)
+                continue;
             p = full;
         }
         if (!p || p[0] != '/') {

@@ -27,8 +27,8 @@
 int python_submission(const char *filename);
 
 /* The Python installation's root when it lies outside /usr (a virtual
- * environment, e.g. /opt/torch/.venv on the device tool's image):
- * $CUGRADE_PYTHON_ROOT, an absolute directory, or NULL. Every Python run
+ * environment, e.g. /opt/torch/.venv on the device tool's image): the
+ * prefix of $CUGRADE_PYTHON, PREFIX/bin/NAME, or NULL. Every Python run
  * (the syntax check, the owner and the tenant) gets it bound read-only at
  * the same path; its interpreter may then live in it. */
 const char *python_root(void);
@@ -39,12 +39,12 @@ int python_root_bind(struct sandbox_bind *out);
 
 /* The interpreter every Python run uses, inside the sandbox as outside:
  * $CUGRADE_PYTHON when it is absolute and under /usr or python_root()
- * (the sandbox binds /usr read-only, the root when set, and nothing else
+ * (the sandbox binds /usr read-only, the root when there is one, nothing else
  * of the host's), else /usr/bin/python3. A venv's interpreter is a link to
  * its base one, which must be under /usr. */
 const char *python_interpreter(void);
 
-/* 1 when Python runs use Numba's CUDA simulator (CUGRADE_PY_SIM=1: CI and
+/* 1 when Python runs use Numba's CUDA simulator (CUGRADE_NO_GPU=1: CI and
  * hosts without a GPU; the times mean nothing there). */
 int python_simulated(void);
 

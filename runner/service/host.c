@@ -8,6 +8,7 @@
 #include "lab.h"
 #include "runner/grade/labcache.h"
 
+#include <ctype.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -151,8 +152,6 @@ static void detect_gpu(struct host *h, const char *arch_opt)
     free(out);
     if (arch_opt)
         snprintf(h->arch, sizeof h->arch, "%s", arch_opt);
-    else if (!h->arch[0] && runner_cfg()->arch[0])
-        snprintf(h->arch, sizeof h->arch, "%s", runner_cfg()->arch);
     if (!h->arch[0])
         snprintf(h->arch, sizeof h->arch, "sm_90");
     if (!h->gpu_name[0])
@@ -211,10 +210,26 @@ void host_ensure_uvm(struct host *h, const char *lab)
     host_scan_devices(h);
 }
 
+/* 1 when v is an architecture nvcc takes: sm_NN, a letter may follow
+ * (sm_90a). */
+static int arch_ok(const char *v)
+{
+    if (strncmp(v, "sm_", 3) != 0 || !isdigit((unsigned char)v[3]))
+        return 0;
+    const char *p = v + 3;
+    while (isdigit((unsigned char)*p))
+        p++;
+    return *p == '\0' || (islower((unsigned char)*p) && p[1] == '\0');
+}
+
 int host_setup(struct host *h, const char *gpu, const char *cache, const char *work,
                const char *root, const char *arch)
 {
     memset(h, 0, sizeof *h);
+    if (arch && !arch_ok(arch)) {
+        fprintf(stderr, "cugrade-runner: --arch %.100s: expected sm_NN (sm_90, sm_90a)\n", arch);
+        return -EINVAL;
+    }
     find_root(h, root);
     find_launch(h);
     const char *cvd = getenv("CUDA_VISIBLE_DEVICES");
@@ -298,7 +313,7 @@ int host_gpu_hold_main(void)
 void host_gpu_hold_start(const struct host *h)
 {
     static int write_end = -1;
-    if (!h->have_gpu || write_end >= 0 || !runner_cfg()->gpu_hold)
+    if (!h->have_gpu || write_end >= 0 || runner_cfg()->no_gpu)
         return;
     char exe[PATH_MAX];
     int p[2];

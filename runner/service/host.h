@@ -29,9 +29,10 @@ struct host {
 /* Fill *h: the tree (opt root, $CUGRADE_ROOT, cwd or beside this binary),
  * cache and work directories, cugrade-launch, the GPU (index gpu, else
  * $CUDA_VISIBLE_DEVICES, else 0) from nvidia-smi, its arch (arch, else the
- * GPU's, else $CUGRADE_ARCH, else sm_90) and device nodes; then make
+ * GPU's, else sm_90) and device nodes; then make
  * every CUDA program we start see that one GPU (CUDA_VISIBLE_DEVICES).
- * Returns 0 (a host without a GPU is one with have_gpu 0). */
+ * Returns 0 (a host without a GPU is one with have_gpu 0), or -EINVAL
+ * when arch is not sm_NN (said on stderr). */
 int host_setup(struct host *h, const char *gpu, const char *cache, const char *work,
                const char *root, const char *arch);
 
@@ -52,7 +53,7 @@ void host_grade_env(const struct host *h, struct grade_env *env);
 int host_gpu_hold_main(void);
 
 /* Start the GPU holder (once per process; nothing without a GPU or with
- * CUGRADE_GPU_HOLD=0). Best effort. */
+ * CUGRADE_NO_GPU=1). Best effort. */
 void host_gpu_hold_start(const struct host *h);
 
 /* Build every lab (in parallel), then measure the device record and the

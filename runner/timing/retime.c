@@ -166,14 +166,3 @@ int retime_run(const struct rubric *r, int bound, const struct retime_source *sr
         }
     }
 }
-
-int retime_bound_python(void)
-{
-    int b = retime_bound_from_env();
-    return b < RETIME_PYTHON_BOUND ? b : RETIME_PYTHON_BOUND;
-}
-
-int retime_bound_from_env(void)
-{
-    return (int)runner_cfg()->retime;
-}

@@ -15,11 +15,12 @@
 
 #include <stddef.h>
 
-#define RETIME_DEFAULT_BOUND 2 /* extra rounds at most, unless CUGRADE_RETIME says */
-#define RETIME_MAX_BOUND 5
+/* Extra rounds at most (docs/runner.md "Noise and re-timing"; the bound's
+ * switch went with docs/log/2026-12-01-switches.md). */
+#define RETIME_BOUND 2
 /* A Python submission's round restarts the owner's and the tenant's
  * interpreters, imports and JIT: 60-270 s of re-timing per job on an H100
- * with 2 extra rounds; one extra round (none when CUGRADE_RETIME=0). */
+ * with 2 extra rounds; one extra round. */
 #define RETIME_PYTHON_BOUND 1
 
 /* The timed programs of a job: the student's, then the baselines. */
@@ -82,12 +83,5 @@ struct retime_source {
  * Returns 0, -EINVAL (no usable student sample), or the source's stop. */
 int retime_run(const struct rubric *r, int bound, const struct retime_source *src,
                struct retime_pool *p, struct score_timing *t);
-
-/* The bound from $CUGRADE_RETIME (0 turns re-timing off), else the
- * default; clamped to [0, RETIME_MAX_BOUND]. */
-int retime_bound_from_env(void);
-/* The bound for a Python submission: RETIME_PYTHON_BOUND, or
- * $CUGRADE_RETIME's when that is lower (0 turns re-timing off for both). */
-int retime_bound_python(void);
 
 #endif

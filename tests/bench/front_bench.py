@@ -37,7 +37,7 @@ FILES = os.environ.get("FILES", "matmul/fast.cu matmul/syntax_error.cu").split()
 
 
 def bin_env(extra):
-    env = dict(os.environ, CUGRADE_GPU_HOLD="0", **extra)
+    env = dict(os.environ, CUGRADE_NO_GPU="1", **extra)
     for kv in filter(None, os.environ.get("CUGRADE_BIN_ENV", "").split(";")):
         k, v = kv.split("=", 1)
         env[k] = v

@@ -2,12 +2,11 @@
 # Regrade spread near a tier threshold (GPU host; docs/runner.md, "Noise and
 # re-timing"). The naive reduction (tests/gpu/solutions/reduction/naive.cu)
 # sits on the 100x-over-one-CPU-thread threshold on an H100. It is graded
-# BENCH_N times (default 10) in each of two modes, alternating run by run:
-#   before: CUGRADE_RETIME=0 (one timing batch, no re-timing; the cached
-#           baselines of the grading before issue 11 are gone with its
-#           switch: docs/log/2026-11-28-runner-config.md);
-#   after:  the defaults (the CPU baseline timed in the job beside each
-#           student batch, re-timing near a threshold up to 2 more rounds).
+# BENCH_N times (default 10) as the runner grades (the CPU baseline timed in
+# the job or taken from the host's record, re-timing near a threshold up to
+# 2 more rounds). The "before" mode without re-timing went with its switch,
+# its question answered (docs/log/2026-11-28-history-runner.md, "Noise and
+# re-timing"; docs/log/2026-12-01-switches.md).
 # Prints one row per grade (value, 95% CI, tier, rounds, the timing phase's
 # seconds, the student's and the CPU baseline's medians, the CPU batches
 # behind the latter: 0 = the cached median) and a summary per mode: median, min-max spread, tiers seen and
@@ -36,15 +35,13 @@ LAB = os.environ.get("BENCH_LAB", "reduction")
 FILE = os.environ.get("BENCH_FILE", os.path.join(ROOT, "tests/gpu/solutions", LAB, "naive.cu"))
 DEADLINE = time.time() + float(os.environ.get("BENCH_TIMEOUT", "1e9"))
 OUT = os.environ.get("OUT")
-MODES = {"before": {"CUGRADE_RETIME": "0"}, "after": {}}
+MODES = {"now": {}}
 TIMING_PHASES = ("sanitize_wait", "time_run", "time_baselines", "time_judge", "baselines", "retime")
 
 env = dict(os.environ)
 for kv in filter(None, os.environ.get("CUGRADE_BIN_ENV", "").split(";")):
     k, _, v = kv.partition("=")
     env[k] = v
-for k in ("CUGRADE_RETIME",):
-    env.pop(k, None)
 
 tmp = tempfile.mkdtemp(prefix="cugrade-spread-")
 os.chmod(tmp, 0o755)
@@ -89,7 +86,7 @@ def grade(extra):
 
 
 print(f"== regrade spread: {os.path.relpath(FILE, ROOT)}, lab {LAB}, case {tcase}, "
-      f"metric {rub['speed'][0]['metric']}, {N} grades per mode, alternating")
+      f"metric {rub['speed'][0]['metric']}, {N} grades")
 w = grade({})   # builds the lab, measures the device record, limits and cached baselines
 print(f"warm-up grade: {w and w['status']}, {w and w['total']:.1f} s (lab build, caches)")
 rows = {m: [] for m in MODES}

@@ -15,9 +15,9 @@ left() { [ $(( $(date +%s) - T0 )) -lt "$BUDGET" ]; }
 echo "== env"; command -v python3
 python3 -c "import torch; print('torch', torch.__version__, torch.cuda.is_available() and torch.cuda.get_device_name())" 2>&1 | tail -1
 P=$(command -v python3); V=$(dirname "$(dirname "$P")")
-# a venv outside /usr is bound (CUGRADE_PYTHON_ROOT); another python3 outside
-# /usr is not one the sandbox can run: the runner would refuse to start
-if [ -f "$V/pyvenv.cfg" ]; then export CUGRADE_PYTHON=$P CUGRADE_PYTHON_ROOT=$V
+# a venv's python3 outside /usr is bound with its venv (CUGRADE_PYTHON's
+# prefix); another python3 outside /usr is not one the sandbox can run
+if [ -f "$V/pyvenv.cfg" ]; then export CUGRADE_PYTHON=$P
 else case $P in /usr/*) export CUGRADE_PYTHON=$P ;; esac; fi
 D=/tmp/cgd; R=/tmp/cgroot; W=/tmp/cgw; mkdir -p $D $R $W; cp -r dist/. $D/; cp -r labs reference rubrics tests $R/; chmod -R go+rX $D $R; chmod 755 $D $R $W
 export LD_LIBRARY_PATH=$D/lib CUGRADE_BWRAP=$D/bwrap PATH=/usr/local/cuda/bin:$PATH

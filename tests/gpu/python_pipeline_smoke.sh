@@ -11,9 +11,9 @@ OUT=${OUT:-/tmp}; FILES=${FILES:-"cupy_port cupy_numba_groupby float32 groupby_m
 set -u
 echo "== env"; command -v python3; python3 -c "import sys,numpy,cupy;print(sys.version.split()[0],'numpy',numpy.__version__,'cupy',cupy.__version__)" 2>&1 | tail -1
 P=$(command -v python3); V=$(dirname "$(dirname "$P")")
-# a venv outside /usr is bound (CUGRADE_PYTHON_ROOT); another python3 outside
-# /usr is not one the sandbox can run: the runner would refuse to start
-if [ -f "$V/pyvenv.cfg" ]; then export CUGRADE_PYTHON=$P CUGRADE_PYTHON_ROOT=$V
+# a venv's python3 outside /usr is bound with its venv (CUGRADE_PYTHON's
+# prefix); another python3 outside /usr is not one the sandbox can run
+if [ -f "$V/pyvenv.cfg" ]; then export CUGRADE_PYTHON=$P
 else case $P in /usr/*) export CUGRADE_PYTHON=$P ;; esac; fi
 D=/tmp/cgpd; R=/tmp/cgproot; W=/tmp/cgpw; mkdir -p $D $R $W; cp -r dist/. $D/; cp -r labs reference rubrics tests $R/; chmod -R go+rX $D $R; chmod 755 $D $R $W
 export LD_LIBRARY_PATH=$D/lib CUGRADE_BWRAP=$D/bwrap PATH=/usr/local/cuda/bin:$PATH

@@ -18,7 +18,7 @@ cd "$ROOT" || exit 2
 rc=0
 
 . "$ROOT/tests/tools/dist_env.sh"
-# (dist_env.sh also sets CUGRADE_PYTHON/CUGRADE_PYTHON_ROOT for Python files.)
+# (dist_env.sh also sets CUGRADE_PYTHON for Python files.)
 
 if [ -f tests/gpu/sandbox.sh ] && [ "${CUGRADE_SKIP_SANDBOX:-0}" != 1 ]; then
     echo "== tests/gpu/sandbox.sh"

@@ -34,7 +34,7 @@ with open(os.path.join(smi, "nvidia-smi"), "w") as f:
     f.write('#!/bin/sh\ncase "$1" in --query-gpu=index,name,compute_cap,pci.bus_id) '
             'echo "0, NVIDIA H200, 9.0, 00000000:19:00.0"; exit 0;; esac\nexit 2\n')
 os.chmod(os.path.join(smi, "nvidia-smi"), 0o755)
-ENV = dict(os.environ, PATH=smi + ":" + os.environ.get("PATH", "/usr/bin:/bin"), CUGRADE_GPU_HOLD="0")
+ENV = dict(os.environ, PATH=smi + ":" + os.environ.get("PATH", "/usr/bin:/bin"), CUGRADE_NO_GPU="1")
 COMMON = ["--root", root, "--cache", cache, "--work", os.path.join(tmp, "work"), "--arch", "sm_90"]
 NAIVE = os.path.join(cache, "gpu-0.batch-fakelab-big-naive.json")
 GOOD = 'extern "C" void fill(float* o, int n) { for (int i = 0; i < n; i++) o[i] = 2.0f * i; }\n'

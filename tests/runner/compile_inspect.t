@@ -18,10 +18,10 @@ require_nvcc_root()
 tmp = tempfile.mkdtemp(prefix="cugrade-runner-t-")
 os.chmod(tmp, 0o755)  # the sandbox may drop to an unprivileged uid before bwrap: it must traverse
 
-def grade(lab, fixture, stop="inspect", env=None):
+def grade(lab, fixture, stop="inspect", env=None, extra=()):
     return run_grade(["--lab", lab, "--file", os.path.join(FIX, fixture), "--stop-after", stop,
                       "--root", ROOT, "--cache", os.path.join(tmp, "cache"),
-                      "--work", os.path.join(tmp, "work"), "--arch", "sm_90"], env=env)[0]
+                      "--work", os.path.join(tmp, "work"), "--arch", "sm_90"] + list(extra), env=env)[0]
 
 TOOLS = {"cicc", "cudafe++"}  # both name the file they work on
 
@@ -174,7 +174,7 @@ try:
     # weak __real_ references are resolved to the runtime; without it they
     # would stay weak and undefined.
     work = os.path.join(tmp, "work")
-    d = grade("reduction", "leak_reduction.cu", stop="link", env={"CUGRADE_KEEP_JOBS": "1"})
+    d = grade("reduction", "leak_reduction.cu", stop="link", extra=["--keep-jobs"])
     progs = [os.path.join(dp, "prog") for dp, dn, fn in os.walk(work) if "prog" in fn]
     syms = subprocess.run(["nm", progs[0]], capture_output=True, text=True).stdout if progs else ""
     ok(d["status"] == "graded" and d["result"]["cugrade"].get("stopped_after") == "link" and
@@ -187,7 +187,7 @@ try:
         ok("__wrap_cudaMalloc" in body or "cudaMallocIf" in body,
            "the student's cudaMalloc goes through the ledger", body[:1500])
 finally:
-    # The job kept above (CUGRADE_KEEP_JOBS) keeps its work tmpfs mounted on
+    # The job kept above (--keep-jobs) keeps its work tmpfs mounted on
     # the host, by design: it is for looking into. Ours to take down.
     for line in open("/proc/self/mounts").read().splitlines():
         if line.split()[1].startswith(tmp + "/"):

@@ -50,7 +50,7 @@ def grade(name, env=None):
                         "--cache", os.path.join(tmp, "cache"), "--work", os.path.join(tmp, "work"),
                         "--arch", "sm_90", "--stop-after", "compile"],
                        capture_output=True, text=True, timeout=300,
-                       env=dict(os.environ, CUDA_HOME=fake, CUGRADE_GPU_HOLD="0", **(env or {})))
+                       env=dict(os.environ, CUDA_HOME=fake, CUGRADE_NO_GPU="1", **(env or {})))
     try:
         d = json.loads(p.stdout)
     except ValueError:

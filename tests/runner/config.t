@@ -22,7 +22,10 @@ DELETED = ["CUGRADE_TIME_GATE", "CUGRADE_INTERLEAVE", "CUGRADE_FRONT_HUGETLB",
            # merged into another switch's value (docs/log/2026-12-01-switches.md)
            "CUGRADE_PROFILE", "CUGRADE_FRONT", "CUGRADE_GPU_PROBE_LIMIT",
            # nothing set it (the same log)
-           "CUGRADE_SANDBOX_BOXES"]
+           "CUGRADE_SANDBOX_BOXES",
+           # a constant, a flag, one hook, or derived (docs/log/2026-12-01-switches.md)
+           "CUGRADE_RETIME", "CUGRADE_KEEP_JOBS", "CUGRADE_GPU_HOLD", "CUGRADE_PY_SIM",
+           "CUGRADE_PYTHON_ROOT"]
 
 SOURCES = sorted(glob.glob(os.path.join(ROOT, "runner", "**", "*.[ch]"), recursive=True) +
                  glob.glob(os.path.join(ROOT, "common", "*.[ch]")))
@@ -109,8 +112,9 @@ ok(m is not None and m.group(1).strip() == md.stdout.strip(),
     "\n".join(l for l in set(m.group(1).strip().splitlines()) ^ set(md.stdout.strip().splitlines()))))
 
 # 5. A bad value refuses the start, naming the switch, its range and the value.
-for env, want in (({"CUGRADE_RETIME": "99"}, ["CUGRADE_RETIME=99", "0..5"]),
-                  ({"CUGRADE_KEEP_JOBS": "yes"}, ["CUGRADE_KEEP_JOBS=yes", "0|1"]),
+for env, want in (({"CUGRADE_COMPILE_NICE": "99"}, ["CUGRADE_COMPILE_NICE=99", "0..19"]),
+                  ({"CUGRADE_NO_GPU": "yes"}, ["CUGRADE_NO_GPU=yes", "0|1"]),
+                  ({"CUGRADE_PYTHON": "/opt/python3"}, ["CUGRADE_PYTHON=/opt/python3", "PREFIX/bin/NAME"]),
                   ({"CUGRADE_NCU": "off"}, ["CUGRADE_NCU=off", "an absolute path|none"]),
                   ({"CUGRADE_SANDBOX_USER": "admin"}, ["CUGRADE_SANDBOX_USER=admin", "auto|root|nobody|box"]),
                   ({"CUGRADE_BWRAP": "bwrap"}, ["CUGRADE_BWRAP=bwrap", "absolute path"]),
@@ -119,7 +123,7 @@ for env, want in (({"CUGRADE_RETIME": "99"}, ["CUGRADE_RETIME=99", "0..5"]),
     ok(r.returncode == 2 and all(w in r.stderr for w in want),
        f"{list(env.items())[0][0]}={list(env.values())[0]}: the runner refuses to start and says "
        f"{' and '.join(want)}", f"rc {r.returncode}\n{r.stderr}")
-r = run(["grade", "--help"], {"CUGRADE_RETIME": "3", "CUGRADE_NCU": "none"})
+r = run(["grade", "--help"], {"CUGRADE_COMPILE_NICE": "3", "CUGRADE_NCU": "none"})
 ok("CUGRADE_" not in r.stderr, "values in range start it", r.stderr)
 
 # 6. The deleted toggles are set or read nowhere.

@@ -36,7 +36,7 @@ port, lock, state = fake.port, fake.lock, fake.state
 tok = os.path.join(tmp, "token")
 open(tok, "w").write(TOKEN + "\n")
 log = open(os.path.join(tmp, "runner.log"), "w+")
-env = dict(os.environ, CUGRADE_GPU_MEMORY_MB="1000", CUGRADE_GPU_HOLD="0", CUGRADE_FRONT_JOBS="1")
+env = dict(os.environ, CUGRADE_GPU_MEMORY_MB="1000", CUGRADE_NO_GPU="1", CUGRADE_FRONT_JOBS="1")
 p = subprocess.Popen([RUNNER, "--server", f"http://127.0.0.1:{port}", "--token-file", tok,
                       "--root", root, "--cache", cache, "--work", os.path.join(tmp, "work"),
                       "--arch", "sm_90", "--jobs", "1", "--queue", "8"],

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """CI: the runner's GPU detection with a fake nvidia-smi on PATH: name and
 compute capability -> sm_XX; a driver too old for compute_cap falls back to
---arch; no nvidia-smi at all means no GPU (jobs then fail as system_error,
+--arch (sm_NN, else the runner refuses to start); no nvidia-smi at all means no GPU (jobs then fail as system_error,
 never as the student's fault). And the GPU's number inside the sandbox: the
 sandbox shows one GPU's node, so a job graded on GPU 1 runs with
 CUDA_VISIBLE_DEVICES=0 (its host index named no device there: every run of
@@ -18,7 +18,7 @@ ok = functools.partial(suite_ok, lines=None)  # a failure prints every line of i
 tmp = tempfile.mkdtemp(prefix="cugrade-smi-")
 try:
     os.makedirs(os.path.join(tmp, "root/labs"))
-    def prepare(script, extra=()):
+    def prepare(script, extra=(), rc=False):
         b = os.path.join(tmp, "bin")
         shutil.rmtree(b, ignore_errors=True)
         os.makedirs(b)
@@ -27,11 +27,10 @@ try:
                 f.write("#!/bin/sh\n" + script)
             os.chmod(os.path.join(b, "nvidia-smi"), 0o755)
         env = dict(os.environ, PATH=b + ":/usr/bin:/bin")
-        env.pop("CUGRADE_ARCH", None)
         p = subprocess.run([RUNNER, "prepare", "--root", os.path.join(tmp, "root"), "--cache",
                             os.path.join(tmp, "cache"), "--gpu", "1"] + list(extra),
                            capture_output=True, text=True, env=env, timeout=60)
-        return p.stderr
+        return p.stderr if not rc else (p.returncode, p.stderr)
     new = ('case "$1" in --query-gpu=index,name,compute_cap,pci.bus_id) '
            '[ "$4" = 1 ] && echo "1, NVIDIA H100 80GB HBM3, 9.0, 00000000:19:00.0" && exit 0;; esac\n'
            'echo "Field is not a valid field to query."; exit 2\n')
@@ -41,6 +40,10 @@ try:
            'echo "Field compute_cap is not a valid field to query."; exit 2\n')
     out = prepare(old, ["--arch", "sm_70"])
     ok("GPU Tesla V100 (sm_70)" in out, "an old driver without compute_cap: the arch comes from --arch", out)
+    for bad in ("90", "sm_90ab", "sm_90/../x"):
+        code, out = prepare(old, ["--arch", bad], rc=True)
+        ok(code == 2 and f"--arch {bad}: expected sm_NN" in out,
+           f"--arch {bad}: the runner refuses to start, naming the form", f"rc {code}: {out}")
     out = prepare(None)
     ok("GPU none" in out, "no nvidia-smi: no GPU", out)
 
@@ -72,7 +75,7 @@ try:
                 '    for (int i = 0; i < n; i++) o[i] = q ? 2.0f * i : -1.0f;\n}\n')
     prepare(new)  # leaves bin/nvidia-smi answering for GPU 1
     env = {"PATH": os.path.join(tmp, "bin") + ":" + os.environ.get("PATH", "/usr/bin:/bin"),
-           "CUGRADE_GPU_HOLD": "0"}
+           "CUGRADE_NO_GPU": "1"}
     d, log, _ = grade(["--lab", "fakelab", "--file", src, "--seed", "0123456789abcdef" * 2,
                        "--root", root, "--cache", os.path.join(tmp, "cache2"), "--work",
                        os.path.join(tmp, "work"), "--gpu", "1", "--arch", "sm_90"], env=env)

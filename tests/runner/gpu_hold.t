@@ -2,7 +2,7 @@
 """CI: the runner's GPU holder (`cugrade-runner gpu-hold`, docs/runner.md):
 with a GPU (a fake nvidia-smi) and a fake libcuda.so.1 that records its
 calls, `prepare` starts a holder that retains a context, and the holder ends
-when the runner does; CUGRADE_GPU_HOLD=0 and a host without a GPU start
+when the runner does; CUGRADE_NO_GPU=1 and a host without a GPU start
 none; `gpu-hold` without a driver exits 1 at once. Prints TAP lines."""
 import functools, os, shutil, subprocess, sys, tempfile, time
 
@@ -50,7 +50,7 @@ int cuDevicePrimaryCtxRetain(void **c, int d) { (void)d; *c = (void *)1; mark("r
     def prepare(mark, gpu=True, extra_env=None):
         env = dict(os.environ, PATH=(smi + ":" if gpu else "") + "/usr/bin:/bin",
                    LD_LIBRARY_PATH=lib, FAKE_CUDA_MARK=mark)
-        env.pop("CUGRADE_GPU_HOLD", None)
+        env.pop("CUGRADE_NO_GPU", None)
         env.update(extra_env or {})
         return subprocess.run([RUNNER, "prepare", "--root", os.path.join(tmp, "root"), "--cache",
                                os.path.join(tmp, "cache"), "--work", os.path.join(tmp, "work"),
@@ -78,8 +78,8 @@ int cuDevicePrimaryCtxRetain(void **c, int d) { (void)d; *c = (void *)1; mark("r
        "the holder writes nothing on the runner's stdout", p.stdout[-300:])
 
     m = os.path.join(tmp, "mark2")
-    prepare(m, extra_env={"CUGRADE_GPU_HOLD": "0"})
-    ok(not marks(m, 1.0), "CUGRADE_GPU_HOLD=0: no holder")
+    prepare(m, extra_env={"CUGRADE_NO_GPU": "1"})
+    ok(not marks(m, 1.0), "CUGRADE_NO_GPU=1: no holder")
 
     m = os.path.join(tmp, "mark3")
     prepare(m, gpu=False)

@@ -30,7 +30,7 @@ os.makedirs(cache)
 # The fake GPU (fakegpu.py): cuInit fails while `dead` exists, hangs while `hang` does.
 fake_env, dead, hang = fakegpu.make(tmp)
 env = dict(os.environ, **fake_env,
-           CUGRADE_GPU_HOLD="0", CUGRADE_GPU_PROBE_SECONDS="3", CUGRADE_GPU_DOWN_WAIT="15",
+           CUGRADE_NO_GPU="1", CUGRADE_GPU_PROBE_SECONDS="3", CUGRADE_GPU_DOWN_WAIT="15",
            # the background baseline refresh (its exclusive holds) off: this
            # suite's waits are timed against the GPU's answers alone
            CUGRADE_BASELINE_REFRESH="0")

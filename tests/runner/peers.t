@@ -46,7 +46,7 @@ root = tree.lay_out(os.path.join(tmp, "root"))
 rubric = json.load(open(os.path.join(FAKE, "rubric.json")))
 tok = os.path.join(tmp, "token")
 open(tok, "w").write(TOKEN + "\n")
-ENV = dict(os.environ, CUGRADE_GPU_MEMORY_MB="1000", CUGRADE_GPU_HOLD="0")
+ENV = dict(os.environ, CUGRADE_GPU_MEMORY_MB="1000", CUGRADE_NO_GPU="1")
 
 
 def peers_dir(url):

@@ -64,7 +64,7 @@ def serve(fake, name, extra_env):
     """One runner (--once) serving fake; returns (Popen, its log file)."""
     log = open(os.path.join(tmp, name + ".log"), "w+")
     env = dict(os.environ, PATH=fbin + ":" + os.environ["PATH"],
-               CUGRADE_NCU=os.path.join(ncu_dir, "ncu"), CUGRADE_GPU_HOLD="0", **extra_env)
+               CUGRADE_NCU=os.path.join(ncu_dir, "ncu"), CUGRADE_NO_GPU="1", **extra_env)
     p = subprocess.Popen([RUNNER, "--server", "http://127.0.0.1:%d" % fake.port, "--token-file", tok,
                           "--root", root, "--cache", cache, "--work", os.path.join(tmp, "work"),
                           "--arch", "sm_90", "--once"],

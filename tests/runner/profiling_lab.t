@@ -224,7 +224,7 @@ def grade(src, name):
                         "--cache", os.path.join(tmp, "cache"), "--work", os.path.join(tmp, "work"),
                         "--arch", "sm_90", "--seed", "0123456789abcdef0123456789abcdef"],
                        capture_output=True, text=True, timeout=900,
-                       env=dict(os.environ, CUGRADE_PY_SIM="1"))
+                       env=dict(os.environ, CUGRADE_NO_GPU="1"))
     try:
         return json.loads(p.stdout), p.stderr
     except ValueError:

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """CI (no GPU): a Python (Numba) submission through the real runner and the
-real sandbox, with Numba's CUDA simulator (CUGRADE_PY_SIM=1): the syntax
+real sandbox, with Numba's CUDA simulator (CUGRADE_NO_GPU=1): the syntax
 check in the compile sandbox, the trusted owner (labs/common/py/owner.py)
 and the student's process beside it, the channel, the judge (CI's stand-in,
 tests/runner/simjudge.py), scoring. A correct reduction gets every point; a
@@ -154,9 +154,9 @@ ok(doc["status"] == "runtime_error" and c.get("1", {}).get("passed") and
    str(doc)[:2000] + err[-800:])
 
 # A Python installed outside /usr (a venv, like /opt/torch/.venv on the GPU
-# image): CUGRADE_PYTHON_ROOT is bound read-only at its own path in every
-# Python run, and CUGRADE_PYTHON may be an interpreter inside it (a venv's
-# python3 is a link to its base interpreter under /usr).
+# image): CUGRADE_PYTHON is PREFIX/bin/python3, and PREFIX is bound
+# read-only at its own path in every Python run (a venv's python3 is a link
+# to its base interpreter under /usr).
 pyroot = os.path.join(tmp, "pyroot")
 os.makedirs(os.path.join(pyroot, "bin"))
 os.symlink("/usr/bin/python3", os.path.join(pyroot, "bin", "python3"))
@@ -171,14 +171,14 @@ SEES = GOOD.replace("def reduce_sum(d_in, d_out):\n", "def reduce_sum(d_in, d_ou
                     "        print('exe', sys.executable, open(%r).read().strip(), flush=True)\n"
                     "        os._exit(3)\n" % os.path.join(pyroot, "marker.txt"))
 env_keep = dict(os.environ)
-os.environ.update(CUGRADE_PYTHON=os.path.join(pyroot, "bin", "python3"), CUGRADE_PYTHON_ROOT=pyroot)
+os.environ.update(CUGRADE_PYTHON=os.path.join(pyroot, "bin", "python3"))
 doc, err = grade(tmp, root, "venv.py", SEES)
 os.environ.clear()
 os.environ.update(env_keep)
 out = (doc["result"].get("cugrade", {}) or {}).get("program_output", "") or ""
 ok(("exe " + os.path.join(pyroot, "bin", "python3") + " the Python root is here") in out and
    cases(doc).get("1", {}).get("passed"),
-   "CUGRADE_PYTHON_ROOT is bound in the sandbox and its interpreter runs the owner and the student",
+   "CUGRADE_PYTHON's venv is bound in the sandbox and its interpreter runs the owner and the student",
    out[-800:] + json.dumps(doc)[:1200] + err[-600:])
 
 doc, err = grade(tmp, root, "good.py", GOOD)

@@ -20,7 +20,7 @@ it runs without CuPy. What runs here:
     (tests/gpu/solutions-py/pipeline/host_roundtrip.py, NumPy behind the
     simulator's arrays): every case right, and in the timing run the NumPy
     baseline is timed before the student's module is imported;
-  - the runner end to end (root, the real sandbox, CUGRADE_PY_SIM=1): that
+  - the runner end to end (root, the real sandbox, CUGRADE_NO_GPU=1): that
     file graded with every correctness point, the owner's NumPy time used
     for speedup_vs_cpu; a .cu file refused with the lab's message.
 
@@ -300,7 +300,7 @@ else:
             os.chmod(os.path.join(dd, x_), 0o755)
 
     def grade(path):
-        env = dict(os.environ, CUGRADE_PY_SIM="1", CUGRADE_PYTHON=PY, PYTHON=PY)
+        env = dict(os.environ, CUGRADE_NO_GPU="1", CUGRADE_PYTHON=PY, PYTHON=PY)
         p = subprocess.run([RUNNER, "grade", "--root", root, "--lab", "pipeline", "--file", path,
                             "--cache", os.path.join(tmp, "cache"), "--work", os.path.join(tmp, "work"),
                             "--arch", "sm_90", "--seed", "0123456789abcdef0123456789abcdef"],

@@ -147,7 +147,7 @@ open(tok, "w").write("cgr_" + "cd" * 32 + "\n")
 logp = os.path.join(tmp, "runner.log")
 log = open(logp, "w+")
 KEEP = os.environ.get("KEEP_LOG")
-env = dict(os.environ, CUGRADE_PY_SIM="1", CUDA_HOME=FAKE_CUDA[tmp], CUGRADE_GPU_HOLD="0")
+env = dict(os.environ, CUGRADE_NO_GPU="1", CUDA_HOME=FAKE_CUDA[tmp])
 p = subprocess.Popen([RUNNER, "--server", f"http://127.0.0.1:{fake.port}", "--token-file", tok,
                       "--root", root, "--cache", os.path.join(tmp, "cache"), "--work", work,
                       "--arch", "sm_90", "--jobs", "2", "--queue", "4"],

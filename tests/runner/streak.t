@@ -35,7 +35,7 @@ rubric = json.load(open(os.path.join(FAKE, "rubric.json")))
 cache = os.path.join(tmp, "cache")
 os.makedirs(cache)
 fake_env, _, _ = fakegpu.make(tmp)
-env = dict(os.environ, **fake_env, CUGRADE_GPU_HOLD="0", CUGRADE_GPU_PROBE_SECONDS=str(PAUSE),
+env = dict(os.environ, **fake_env, CUGRADE_NO_GPU="1", CUGRADE_GPU_PROBE_SECONDS=str(PAUSE),
            CUGRADE_BASELINE_REFRESH="0")
 # Jobs 1-6 fail, 7 is graded, 8 and 9 fail.
 jobs = [job(i, rubric, seed=BAD) for i in range(1, 7)] + [job(7, rubric)] + \

@@ -4,8 +4,8 @@
 #   Out: CUGRADE_SERVER_BIN, CUGRADE_RUNNER_BIN (exported), and with dist/
 #   (make dist: our binaries + their libraries + bwrap, for a host without
 #   our build dependencies) CUGRADE_BIN_ENV too, and DIST=$ROOT/dist (else
-#   DIST=""); /usr/local/cuda/bin first on PATH; CUGRADE_PYTHON and
-#   CUGRADE_PYTHON_ROOT for Python submissions (below).
+#   DIST=""); /usr/local/cuda/bin first on PATH; CUGRADE_PYTHON for Python
+#   submissions (below).
 # The sandbox drops to an unprivileged uid before bwrap: bwrap and the
 # libraries must be reachable by it, which a checkout under a 0700 home is
 # not, so dist/ is copied to a fresh /tmp directory, removed on exit.
@@ -25,8 +25,8 @@ fi
 export PATH="/usr/local/cuda/bin:$PATH"
 # Python submissions (docs/python.md): the python3 that has CuPy and Numba.
 # A virtual environment outside /usr (the device tool's image: /opt/torch/.venv)
-# is bound into the sandbox as CUGRADE_PYTHON_ROOT.
+# is bound into the sandbox: CUGRADE_PYTHON's prefix, two folders up.
 if [ -z "${CUGRADE_PYTHON:-}" ] && P=$(command -v python3) && V=$(dirname "$(dirname "$P")") &&
    [ -f "$V/pyvenv.cfg" ]; then
-    export CUGRADE_PYTHON="$P" CUGRADE_PYTHON_ROOT="$V"
+    export CUGRADE_PYTHON="$P"
 fi

@@ -69,8 +69,7 @@ static void test_argv(void)
     memset(&pr, 0, sizeof pr);
     memset(&o, 0, sizeof o);
     unsetenv("CUGRADE_PYTHON");
-    unsetenv("CUGRADE_PYTHON_ROOT");
-    env_switch("CUGRADE_PY_SIM", NULL);
+    env_switch("CUGRADE_NO_GPU", NULL);
     int r =
         python_sanitize_prepare(&pr, &o, root, &reduction, "/usr/local/cuda/bin/compute-sanitizer",
                                 "racecheck", "1000", "00112233aabbccdd", "kernel.py");
@@ -107,12 +106,12 @@ static void test_argv(void)
     check(o.labs_bind && strcmp(o.labs_bind, labs) == 0 && o.control_fd == -1 && !o.secret &&
               !o.extra_env,
           "labs bound read-only, no control socket, no run seed handed over, no simulator");
-    env_switch("CUGRADE_PY_SIM", "1");
+    env_switch("CUGRADE_NO_GPU", "1");
     memset(&o, 0, sizeof o);
     python_sanitize_prepare(&pr, &o, root, &reduction, "cs", "memcheck", "1000", "ab", "k.py");
     check(o.extra_env && strcmp(o.extra_env, "NUMBA_ENABLE_CUDASIM=1") == 0 && o.pids >= 4096,
           "in the simulator: NUMBA_ENABLE_CUDASIM=1 and the simulator's threads");
-    env_switch("CUGRADE_PY_SIM", NULL);
+    env_switch("CUGRADE_NO_GPU", NULL);
 
     struct python_run a, b;
     memset(&a, 0, sizeof a);

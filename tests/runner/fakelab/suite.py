@@ -20,10 +20,10 @@ RUNNER = os.path.join(BUILD, "cugrade-runner")
 FAKE = os.path.join(ROOT, "tests/runner/fakelab")
 FIX = os.path.join(ROOT, "tests/runner/fixtures")
 NVCC = "/usr/local/cuda/bin/nvcc"
-# A one-shot grade's environment for the fake lab's timing suites: no GPU
-# hold between jobs, no re-time (the compile at the runner's priority is
+# A one-shot grade's environment for the fake lab's timing suites: no real
+# GPU, so no GPU hold between jobs (the compile at the runner's priority is
 # every suite's: tests/run.sh).
-NO_HOLD = {"CUGRADE_GPU_HOLD": "0", "CUGRADE_RETIME": "0"}
+NO_HOLD = {"CUGRADE_NO_GPU": "1"}
 
 _failures = 0
 

@@ -4,7 +4,7 @@ reduction lab with the cases the CUDA simulator can run (1 and 1000; no
 speed lines: the simulator's times mean nothing), and a lab build that
 installs CI's stand-in judge (tests/runner/simjudge.py; the real judge
 needs a GPU). grade() runs the real runner binary: `cugrade-runner grade`
-with CUGRADE_PY_SIM=1, in the real sandbox."""
+with CUGRADE_NO_GPU=1, in the real sandbox."""
 import functools, json, os, shutil, subprocess, sys, tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fakelab"))
@@ -118,7 +118,7 @@ def grade(tmp, root, name, source, seed=SEED):
     path = os.path.join(tmp, name)
     with open(path, "w") as f:
         f.write(source)
-    env = dict(os.environ, CUGRADE_PY_SIM="1", CUDA_HOME=FAKE_CUDA.get(tmp, "/usr/local/cuda"))
+    env = dict(os.environ, CUGRADE_NO_GPU="1", CUDA_HOME=FAKE_CUDA.get(tmp, "/usr/local/cuda"))
     p = subprocess.run([RUNNER, "grade", "--root", root, "--lab", "reduction", "--file", path,
                         "--cache", os.path.join(tmp, "cache"), "--work", os.path.join(tmp, "work"),
                         "--arch", "sm_90", "--seed", seed],
