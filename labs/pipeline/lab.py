@@ -45,9 +45,22 @@ def f32_features(xp, seed, start, count):
     return (off + sc * v).astype(xp.float32)
 
 
-def i32_keys(xp, seed, start, count):
-    """key: uniform in [0, 64)."""
-    return (gen.u64(xp, seed, start, count) >> xp.uint64(58)).astype(xp.int32)
+def i32_keys(xp, seed, start, count, keys=NKEYS):
+    """key: uniform in [0, keys), keys a power of two up to 64 (the case's
+    param "keys", default 64): the top bits of the element's hash, so the
+    keys of a case with fewer are the top bits of the same hashes. A case
+    with keys < 64 has empty groups whatever its seed: cupy.bincount
+    without minlength=64 then has too few bins every time, not only when
+    the seed leaves the largest keys out."""
+    assert 1 <= keys <= NKEYS and keys & (keys - 1) == 0, keys
+    shift = 64 - (keys.bit_length() - 1)
+    h = gen.u64(xp, seed, start, count)
+    if shift == 64:
+        return xp.zeros(h.shape, dtype=xp.int32)
+    return (h >> xp.uint64(shift)).astype(xp.int32)
+
+
+i32_keys.case_params = ("keys",)
 
 
 GEN = {"f32_features": f32_features, "i32_keys": i32_keys}

@@ -89,7 +89,7 @@ def inputs(case, seed=SEED):
     n = CASES[case]["n"]
     cs = gen.case_seed(gen.seed_parse_wide(seed), case)
     return (LAB["f32_features"](np, gen.stream(cs, 0), 0, n * 8).reshape(n, 8),
-            LAB["i32_keys"](np, gen.stream(cs, 1), 0, n))
+            gen.generate(np, "i32_keys", gen.stream(cs, 1), 0, n, CASES[case], LAB["i32_keys"]))
 
 
 def right(case, seed=SEED):
@@ -255,6 +255,31 @@ ok(p.returncode == 0 and d.get("complete") and len(d["cases"]) == 3 and all(c["p
 recs = [json.loads(l) for l in chan.split(b"\n") if l.startswith(b'{"type": "case"') or l.startswith(b'{"type":"case"')]
 ok(recs and all(r.get("dtype") == "mixed" and [o["name"] for o in r["outputs"]] == ["cols", "buckets", "means"]
                for r in recs), "owner: a case record carries the three outputs, described", recs[:1])
+
+# bincount without minlength=64 (tests/gpu/solutions-py/pipeline/
+# groupby_minlength.py, in NumPy here) has max(key) + 1 bins: it fails only
+# where the largest keys are absent. Case "1" (one row) once drew its key
+# from 0..63, so a seed whose key was 63 let the bug pass every case (1 in
+# 64 grades; it showed in a burst of 100 on the H200). Its keys are now
+# 0..31 (lab.json "keys": 32): the bug fails case "1" whatever the seed.
+def key_63(seed):
+    cs = gen.case_seed(gen.seed_parse_wide(seed), "1")
+    return int(gen.u64(np, gen.stream(cs, 1), 0, 1)[0] >> np.uint64(58)) == 63  # its top 6 bits
+
+
+lucky = next((s for s in ("%016x" % (0xc0ffee0000 + i) for i in range(4096)) if key_63(s)), None)
+ok(lucky is not None and CASES["1"].get("keys") == 32 and
+   int(inputs("1", lucky)[1].max()) <= 31 and int(inputs("1000")[1].max()) == 63,
+   "case 1's key is drawn from 0..31 (a seed whose key from 0..63 would be 63: %s); case 1000's from 0..63" % lucky,
+   (CASES["1"], inputs("1", lucky or SEED)[1]))
+mf = os.path.join(tmp, "minlength.py")
+open(mf, "w").write(open(os.path.join(SOL, "host_roundtrip.py")).read().replace(", minlength=64", ""))
+p, chan = owner("check", "1,1000", mf, seed=lucky or SEED)
+d, jp = judge(chan, "1,1000", seed=lucky or SEED)
+by = {c["name"]: c for c in d.get("cases") or []}
+ok(p.returncode == 0 and "1" in by and not by["1"]["passed"] and by.get("1000", {}).get("passed"),
+   "owner (simulator) + judge: bincount without minlength fails case 1 even with that seed; case 1000 passes",
+   (d, p.stderr.decode()[-1500:], jp.stderr[-800:]))
 
 stamp = os.path.join(tmp, "imported-at")
 LATE = ("import time\nopen(%r, 'w').write(repr(time.time()))\n" % stamp) + \

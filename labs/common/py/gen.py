@@ -152,13 +152,18 @@ def generate(xp, genname, seed, start, count, params, own=None, at=None, out=Non
     generator's dtype) it writes them there, with no temporary, and
     returns out. Otherwise a new array, which the caller copies.
     Given at (an array of positions; a built-in generator only): the
-    elements at those positions, start and count unused."""
-    extra = [params[p] for p in CASE_PARAMS.get(genname, ())]
+    elements at those positions, start and count unused. A lab's own
+    generator gets, as keyword arguments, the case's values of the params
+    named in its case_params attribute (those the case gives; the others
+    keep the generator's defaults)."""
     if at is not None:
         assert own is None, "a lab's own generator takes a range, not positions"
-        return globals()[genname](xp, seed, 0, 0, *extra, at=at)
     if own is not None:
-        return chunked(xp, lambda s, n: own(xp, seed, s, n), start, count)
+        kw = {p: params[p] for p in getattr(own, "case_params", ()) if p in params}
+        return chunked(xp, lambda s, n: own(xp, seed, s, n, **kw), start, count)
+    extra = [params[p] for p in CASE_PARAMS.get(genname, ())]
+    if at is not None:
+        return globals()[genname](xp, seed, 0, 0, *extra, at=at)
     got = _fused_generate(xp, genname, seed, start, count, extra, out)
     if got is not None:
         return got
