@@ -538,7 +538,7 @@ static int lab__parse_lists(struct lab *lab, const char *file, char *err, size_t
 }
 
 /* limits.derive: wall limits from the naive reference's own time
- * (runner/timing/limit.c), so an endless program is killed in seconds. Returns 0
+ * (runner/run/limit.c), so an endless program is killed in seconds. Returns 0
  * or -errno. */
 static int lab__parse_derive(struct lab *lab, const json_t *limits, const char *file, char *err,
                              size_t errlen)

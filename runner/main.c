@@ -104,24 +104,29 @@ static int progress_print(void *arg, const char *phase, const char *detail)
     return 0;
 }
 
+/* 1 when the command line has --keep-jobs (grade and serving: each job's
+ * directory stays, for debugging). */
+static int keep_jobs_asked(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--keep-jobs") == 0)
+            return 1;
+    return 0;
+}
+
 static int cmd_grade(int argc, char **argv)
 {
-    static const struct option opts[] = {{"lab", required_argument, 0, 'l'},
-                                         {"file", required_argument, 0, 'f'},
-                                         {"seed", required_argument, 0, 's'},
-                                         {"rubric", required_argument, 0, 'r'},
-                                         {"gpu", required_argument, 0, 'g'},
-                                         {"cache", required_argument, 0, 'c'},
-                                         {"work", required_argument, 0, 'w'},
-                                         {"root", required_argument, 0, 'R'},
-                                         {"arch", required_argument, 0, 'a'},
-                                         {"stop-after", required_argument, 0, 'S'},
-                                         {"keep-jobs", no_argument, 0, 'K'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
+    static const struct option opts[] = {
+        {"lab", required_argument, 0, 'l'},  {"file", required_argument, 0, 'f'},
+        {"seed", required_argument, 0, 's'}, {"rubric", required_argument, 0, 'r'},
+        {"gpu", required_argument, 0, 'g'},  {"cache", required_argument, 0, 'c'},
+        {"work", required_argument, 0, 'w'}, {"root", required_argument, 0, 'R'},
+        {"arch", required_argument, 0, 'a'}, {"stop-after", required_argument, 0, 'S'},
+        {"keep-jobs", no_argument, 0, 'K'}, /* keep_jobs_asked */
+        {"help", no_argument, 0, 'h'},       {0, 0, 0, 0}};
     const char *lab = NULL, *file = NULL, *seed = NULL, *rubric = NULL, *gpu = NULL;
     const char *cache = NULL, *work = NULL, *root = NULL, *arch = NULL, *stop = NULL;
-    int c, keep = 0;
+    int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
@@ -136,7 +141,6 @@ static int cmd_grade(int argc, char **argv)
         case 'a': arch = optarg; break;
         case 'S': stop = optarg; break;
         case 'K':
-            keep = 1;
             break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
@@ -156,7 +160,7 @@ static int cmd_grade(int argc, char **argv)
     if (host_setup(&h, gpu, cache, work, root, arch) < 0)
         return 2;
     host_grade_env(&h, &env);
-    env.keep_jobs = keep;
+    env.keep_jobs = keep_jobs_asked(argc, argv);
     host_gpu_hold_start(&h); /* initialises the GPU while nvcc compiles */
     char *src = read_small_file(file, 256u << 10);
     if (!src) {
@@ -226,7 +230,7 @@ static int cmd_serve(int argc, char **argv)
                                          {0, 0, 0, 0}};
     const char *server = NULL, *token_file = NULL, *gpu = NULL, *cache = NULL, *work = NULL;
     const char *root = NULL, *arch = NULL, *rname = NULL;
-    int once = 0, lazy = 0, c, jobs = serve_default_jobs(), queue = 0, keep = 0;
+    int once = 0, lazy = 0, c, jobs = serve_default_jobs(), queue = 0;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
         case 's': server = optarg; break;
@@ -242,7 +246,6 @@ static int cmd_serve(int argc, char **argv)
         case 'q': queue = atoi(optarg); break;
         case 'n': rname = optarg; break;
         case 'K':
-            keep = 1;
             break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
@@ -276,7 +279,7 @@ static int cmd_serve(int argc, char **argv)
     if (host_setup(&h, gpu, cache, work, root, arch) < 0)
         return 2;
     host_grade_env(&h, &env);
-    env.keep_jobs = keep;
+    env.keep_jobs = keep_jobs_asked(argc, argv);
     host_gpu_hold_start(&h);
     if (rname)
         snprintf(name, sizeof name, "%s", rname);
@@ -356,10 +359,7 @@ static void mount_namespace_own(int argc, char **argv)
 {
     /* --keep-jobs keeps each job's directory for someone to look into
      * after the runner: its work tmpfs must then be the host's. */
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "--keep-jobs") == 0)
-            return;
-    if (geteuid() != 0)
+    if (geteuid() != 0 || keep_jobs_asked(argc, argv))
         return;
     if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
         fprintf(stderr,

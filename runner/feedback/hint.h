@@ -21,7 +21,7 @@
 #include <stddef.h>
 
 #include "lab.h"
-#include "runner/grade/score.h"
+#include "runner/run/verdict.h"
 
 #define HINT_MAX 16 /* hints of one job: one per catalogue entry at most */
 #define HINT_TEXT_MAX 720

@@ -10,7 +10,7 @@
 #include "runner/gpu/share.h"
 #include "runner/gpu/admit.h"
 #include "runner/gpu/lock.h"
-#include "runner/grade/run.h"
+#include "runner/run/run.h"
 
 #include <assert.h>
 #include <errno.h>

@@ -5,7 +5,7 @@
 #include "runner/gpu/health.h"
 #include "runner/config.h"
 #include "runner/gpu/lock.h"
-#include "runner/grade/run.h"
+#include "runner/run/run.h"
 
 #include <assert.h>
 #include <dlfcn.h>

@@ -4,7 +4,7 @@
 #include "runner/gpu/lock.h"
 #include "runner/config.h"
 #include "runner/gpu/admit.h"
-#include "runner/grade/run.h"
+#include "runner/run/run.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -11,7 +11,7 @@
 #ifndef CUGRADE_LOCK_H
 #define CUGRADE_LOCK_H
 
-#include "runner/grade/grade.h"
+#include "runner/run/env.h"
 #include "lab.h"
 
 #include <stddef.h>

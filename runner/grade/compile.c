@@ -4,7 +4,7 @@
 #include "runner/grade/compile.h"
 #include "runner/config.h"
 #include "runner/grade/python.h"
-#include "runner/grade/run.h"
+#include "runner/run/run.h"
 #include "runner/sandbox/sandbox.h"
 
 #include <errno.h>
@@ -128,28 +128,6 @@ void compile_result_free(struct compile_result *res)
     res->log = NULL;
 }
 
-static int under_usr(const char *p)
-{
-    return strncmp(p, "/usr/", 5) == 0;
-}
-
-size_t compile_cuda_binds(const char *cuda_home, struct sandbox_bind *out, char *real)
-{
-    size_t n = 0;
-    if (!realpath(cuda_home, real))
-        snprintf(real, PATH_MAX, "%s", cuda_home);
-    /* Binding onto a path that is a symlink inside the sandbox fails, so
-     * a toolkit under /usr (already bound) gets nothing more. */
-    if (!under_usr(real))
-        out[n++] = (struct sandbox_bind){real, real, 0};
-    if (strcmp(real, cuda_home) != 0 && !under_usr(cuda_home)) {
-        struct stat st;
-        if (lstat(cuda_home, &st) == 0 && !S_ISLNK(st.st_mode))
-            out[n++] = (struct sandbox_bind){cuda_home, cuda_home, 0};
-    }
-    return n;
-}
-
 /* Environment of every toolchain run: nothing of the runner's leaks in. */
 static void toolchain_env(const struct compile_toolchain *tc, char *path, size_t pathlen,
                           const char *env[8])
@@ -202,7 +180,7 @@ static int toolchain_run(const struct compile_toolchain *tc, const struct lab *l
         env[5] = step->env;
         env[6] = NULL;
     }
-    nb = compile_cuda_binds(tc->cuda_home, binds, real);
+    nb = sandbox_cuda_binds(tc->cuda_home, binds, real);
     for (size_t i = 0; i < nextra && nb < 4; i++)
         binds[nb++] = extra[i];
     cfg.argv = argv;

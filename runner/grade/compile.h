@@ -133,12 +133,4 @@ char *compile_log_clean(const char *log);
 
 void compile_result_free(struct compile_result *res);
 
-struct sandbox_bind;
-/* Read-only binds that make the CUDA toolkit at cuda_home visible in the
- * sandbox, which already sees /usr: none when it lives under /usr, else the
- * toolkit's real path (and cuda_home itself when that is not a link into
- * it). Fills up to 2 entries of out, using real (PATH_MAX bytes) for the
- * real path; returns how many. */
-size_t compile_cuda_binds(const char *cuda_home, struct sandbox_bind *out, char *real);
-
 #endif

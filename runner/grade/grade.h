@@ -19,28 +19,7 @@
 #include <stddef.h>
 #include <jansson.h>
 
-/* Where and on what the runner grades. Strings are borrowed. */
-struct grade_env {
-    const char *root;          /* source tree: labs/, reference/, rubrics/ */
-    const char *cache;         /* built labs and cached baselines: CACHE/ARCH/LAB/ */
-    const char *work;          /* parent of per-job directories */
-    const char *cuda_home;     /* "/usr/local/cuda" */
-    const char *arch;          /* "sm_90" */
-    const char *gpu_name;      /* "NVIDIA H100 80GB HBM3", "" when none */
-    const char *gpu_index;     /* value of CUDA_VISIBLE_DEVICES inside runs, or NULL */
-    const char *const *gpu_devices; /* /dev nodes of this GPU, NULL-terminated; may be NULL */
-    const char *launch;        /* cugrade-launch (runner/launch.c): the sanitizers' target */
-    int keep_jobs;             /* 1 (--keep-jobs): each job's directory stays, for debugging */
-    int lane_fd;               /* -1, or a pipe to the runner: 'f' when the job's front
-                                  pass is done and it asks for a CPU lane slot, 'g' when
-                                  it leaves the CPU lane (compile, inspection and link
-                                  done), 'w' when it waits for its GPU's memory
-                                  (admission), 'a' when it is admitted */
-    int grant_fd;              /* -1, or a pipe from the runner: one byte grants the
-                                  CPU lane slot asked for with 'f'; later, 'h' asks a
-                                  job that waits for admission to give itself back
-                                  (struct grade_later's release) */
-};
+#include "runner/run/env.h"
 
 /* grade_job_run's answer for a job handed back (docs/runner.md "Hand-back"):
  * the server has it queued again; nothing is posted. */
@@ -60,12 +39,6 @@ struct grade_job {
                                   tests and hosts without a GPU); the status is then
                                   "graded" and the document says "stopped_after" */
 };
-
-/* Called at each phase change ("compiling", "checking" + "3/6", "running",
- * "timing"). Returns 0 to go on, or -ECANCELED when the job must be
- * abandoned (the server answered 409: another runner holds the lease). May
- * be called from a helper thread. */
-typedef int (*grade_progress_fn)(void *arg, const char *phase, const char *detail);
 
 /* Score first, the profile after (docs/runner.md "Profiling hints"): how
  * a served job posts a verdict whose profile follows. arg is theirs. */
@@ -114,17 +87,6 @@ int grade_lab_warm(const struct grade_env *env, const char *lab);
  * baseline_refresh, half the sharing window): what a serving runner does in
  * the background. Nothing without a GPU. Returns 0 or -errno. */
 int grade_lab_refresh(const struct grade_env *env, const char *lab);
-
-/* Run a trusted command outside the sandbox (build script, judge,
- * nvidia-smi) with a wall-clock limit; its process group is killed at the
- * limit. stdout is returned in *out (malloc'd, NUL-terminated, at most cap
- * bytes kept; caller frees; out may be NULL to discard); stderr goes to the
- * runner's stderr. The child gets the runner's environment without
- * LD_LIBRARY_PATH (a dist/ install's, meant for our binaries only), plus
- * extra_env entries ("K=V"). Returns the exit status (>= 0), 128+signal when killed by a
- * signal, -ETIMEDOUT, or -errno. */
-int grade_exec_trusted(const char *const *argv, const char *const *extra_env,
-                       double seconds, size_t cap, char **out);
 
 struct score_sanitizer;
 /* Parse compute-sanitizer's report text into s->findings (at most 10): one

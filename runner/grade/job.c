@@ -10,7 +10,7 @@
 #include "runner/timing/retime.h"
 #include "runner/grade/inspect.h"
 #include "runner/grade/labcache.h"
-#include "runner/timing/limit.h"
+#include "runner/run/limit.h"
 #include "runner/gpu/share.h"
 #include "runner/gpu/lock.h"
 #include "runner/feedback/profile.h"
@@ -614,6 +614,20 @@ static int job_case_list(struct job *j)
     return 0;
 }
 
+const char *job_check_failure(const struct sandbox_verdict *v, const struct run_limits *l,
+                              double lim, const char *case_name, const struct share_clock *sc,
+                              char *buf, size_t len)
+{
+    if (!v->timed_out || v->output_limit || v->cpu_limit)
+        return run_failure(v, buf, len);
+    limit_timeout_message(l, lim, case_name, buf, len);
+    if (sc) {
+        size_t n = strlen(buf);
+        share_clock_note(sc, "during your run", buf + n, len - n);
+    }
+    return buf;
+}
+
 /* How the check run ended badly (j->why, NULL when it did not): the
  * verdict and the channel say it, no judge needed. sc: the run's share
  * clock when it shared the GPU, else NULL. */
@@ -624,7 +638,7 @@ static void job_check_why(struct job *j, double lim, const struct share_clock *s
     const struct sandbox_verdict *v = &j->v;
     const char *running = j->ci.ncases < (int)j->ncase_names ? j->case_names[j->ci.ncases] : NULL;
     j->why =
-        run_check_failure(v, &j->rc.limits, lim, case_visible(&j->rub, running), sc, fail, flen);
+        job_check_failure(v, &j->rc.limits, lim, case_visible(&j->rub, running), sc, fail, flen);
     if (v->exited && v->exit_code == 3) {
         run_fatal_case_message(&j->ci, j->fatal, sizeof j->fatal);
         if (j->fatal[0])

@@ -32,13 +32,13 @@
 #ifndef CUGRADE_JOB_H
 #define CUGRADE_JOB_H
 
-#include "runner/grade/channel.h"
+#include "runner/run/channel.h"
 #include "runner/grade/compile.h"
 #include "runner/grade/grade.h"
 #include "runner/grade/judge.h"
 #include "lab.h"
 #include "rubric.h"
-#include "runner/grade/run.h"
+#include "runner/run/run.h"
 #include "runner/grade/sanitizer.h"
 #include "runner/grade/score.h"
 
@@ -183,5 +183,17 @@ json_t *job_profile_update(struct job *j);
 /* The result document of j's outcome (j->st). Returns 0 with *status and
  * *result (new reference) set, or -ENOMEM. */
 int job_score(struct job *j, const char **status, json_t **result);
+
+struct share_clock;
+/* run_failure (runner/run/run.h) for a check run under limits l and its wall limit lim: a
+ * wall-clock timeout says how the limit was set and which case ran
+ * (case_name, NULL when hidden; limit_timeout_message), and, when its
+ * share clock sc (NULL: the run was not shared) counted it well past lim
+ * on the wall clock, that other jobs shared the GPU; a CPU-time or output
+ * limit keeps run_failure's own sentence, never the wall limit's advice
+ * nor the share's. */
+const char *job_check_failure(const struct sandbox_verdict *v, const struct run_limits *l,
+                              double lim, const char *case_name, const struct share_clock *sc,
+                              char *buf, size_t len);
 
 #endif

@@ -10,7 +10,7 @@
 #ifndef CUGRADE_JUDGE_H
 #define CUGRADE_JUDGE_H
 
-#include "runner/grade/run.h"
+#include "runner/run/run.h"
 #include "runner/grade/score.h"
 
 #include <jansson.h>

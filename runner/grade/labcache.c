@@ -4,7 +4,7 @@
 #include "runner/grade/labcache.h"
 #include "runner/grade/python.h"
 #include "runner/timing/baseline.h"
-#include "runner/grade/run.h"
+#include "runner/run/run.h"
 
 #include <errno.h>
 #include <fcntl.h>

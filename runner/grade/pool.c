@@ -2,7 +2,7 @@
  * pool.c - see pool.h and docs/python.md "The warm pool".
  */
 #include "runner/grade/pool.h"
-#include "runner/grade/channel.h"
+#include "runner/run/channel.h"
 #include "runner/grade/python.h"
 #include "runner/gpu/lock.h"
 #include "runner/timing/baseline.h"

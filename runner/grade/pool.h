@@ -25,7 +25,7 @@
 #define CUGRADE_POOL_H
 
 #include "runner/grade/grade.h"
-#include "runner/grade/run.h"
+#include "runner/run/run.h"
 #include "runner/gpu/share.h"
 
 struct pool_member;

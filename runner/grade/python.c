@@ -3,7 +3,7 @@
  */
 #include "runner/grade/python.h"
 #include "runner/config.h"
-#include "runner/grade/channel.h"
+#include "runner/run/channel.h"
 #include "runner/gpu/lock.h"
 #include "runner/sandbox/sandbox.h"
 

@@ -9,7 +9,7 @@
 #ifndef CUGRADE_PYTHON_H
 #define CUGRADE_PYTHON_H
 
-#include "runner/grade/run.h"
+#include "runner/run/run.h"
 #include "runner/grade/score.h"
 
 #include <limits.h>

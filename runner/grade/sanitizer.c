@@ -2,7 +2,7 @@
  * sanitizer.c - see sanitizer.h.
  */
 #include "runner/grade/sanitizer.h"
-#include "runner/grade/channel.h"
+#include "runner/run/channel.h"
 
 #include <assert.h>
 #include <ctype.h>

@@ -19,7 +19,7 @@
 #define CUGRADE_SANITIZER_H
 
 #include "runner/grade/python.h"
-#include "runner/grade/run.h"
+#include "runner/run/run.h"
 #include "runner/grade/score.h"
 
 #include <pthread.h>

@@ -805,3 +805,25 @@ int sandbox_run(const struct sandbox_config *cfg, struct sandbox_verdict *v)
         rc = -EIO;
     return rc;
 }
+
+static int under_usr(const char *p)
+{
+    return strncmp(p, "/usr/", 5) == 0;
+}
+
+size_t sandbox_cuda_binds(const char *cuda_home, struct sandbox_bind *out, char *real)
+{
+    size_t n = 0;
+    if (!realpath(cuda_home, real))
+        snprintf(real, PATH_MAX, "%s", cuda_home);
+    /* Binding onto a path that is a symlink inside the sandbox fails, so
+     * a toolkit under /usr (already bound) gets nothing more. */
+    if (!under_usr(real))
+        out[n++] = (struct sandbox_bind){real, real, 0};
+    if (strcmp(real, cuda_home) != 0 && !under_usr(cuda_home)) {
+        struct stat st;
+        if (lstat(cuda_home, &st) == 0 && !S_ISLNK(st.st_mode))
+            out[n++] = (struct sandbox_bind){cuda_home, cuda_home, 0};
+    }
+    return n;
+}

@@ -229,4 +229,11 @@ int sandbox_tree_remove(const char *path);
  * were copied, or -errno. */
 int sandbox_copy_files(const char *from, const char *to, uid_t uid, gid_t gid);
 
+/* Read-only binds that make the CUDA toolkit at cuda_home visible in the
+ * sandbox, which already sees /usr: none when it lives under /usr, else the
+ * toolkit's real path (and cuda_home itself when that is not a link into
+ * it). Fills up to 2 entries of out, using real (PATH_MAX bytes) for the
+ * real path; returns how many. */
+size_t sandbox_cuda_binds(const char *cuda_home, struct sandbox_bind *out, char *real);
+
 #endif

@@ -4,7 +4,7 @@
  */
 #include "runner/service/host.h"
 #include "runner/config.h"
-#include "runner/grade/run.h"
+#include "runner/run/run.h"
 #include "lab.h"
 #include "runner/grade/labcache.h"
 

@@ -9,7 +9,7 @@
 #include "runner/timing/baseline.h"
 #include "runner/gpu/health.h"
 #include "runner/service/host.h"
-#include "runner/grade/run.h"
+#include "runner/run/run.h"
 #include "status.h"
 #include "runner/feedback/profile.h"
 #include "runner/service/peers.h"

@@ -2,7 +2,7 @@
  * baseline.c - see baseline.h.
  */
 #include "runner/timing/baseline.h"
-#include "runner/grade/channel.h"
+#include "runner/run/channel.h"
 #include "runner/config.h"
 #include "runner/gpu/lock.h"
 #include "runner/timing/stats.h"

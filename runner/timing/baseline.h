@@ -9,8 +9,7 @@
 #ifndef CUGRADE_BASELINE_H
 #define CUGRADE_BASELINE_H
 
-#include "runner/grade/run.h"
-#include "runner/grade/score.h"
+#include "runner/run/run.h"
 
 #include <jansson.h>
 

@@ -11,7 +11,7 @@
 #define CUGRADE_RETIME_H
 
 #include "rubric.h"
-#include "runner/grade/score.h"
+#include "runner/timing/metric.h"
 
 #include <stddef.h>
 

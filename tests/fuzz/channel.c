@@ -1,5 +1,5 @@
 /*
- * channel.c - libFuzzer target: runner/grade/channel.c, the harness's result
+ * channel.c - libFuzzer target: runner/run/channel.c, the harness's result
  * channel, which a process holding student code writes. The input is the
  * channel file's content (in a memfd, read as the runner reads the real
  * file). channel_next must never read past the file or accept a payload
@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "labs/common/judge_parse.h"
-#include "runner/grade/channel.h"
+#include "runner/run/channel.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

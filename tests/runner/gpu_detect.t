@@ -58,7 +58,7 @@ try:
     for d, _, files in os.walk(tmp):
         os.chmod(d, 0o755)
     # The student's code also reports CUDA_DEVICE_MAX_CONNECTIONS: a check
-    # run has one hardware queue (runner/grade/run.h, RUN_GPU_QUEUES_ENV:
+    # run has one hardware queue (runner/run/run.h, RUN_GPU_QUEUES_ENV:
     # the driver makes contexts one at a time for the whole host, and one
     # queue makes them cheaper); a timing run keeps CUDA's default (unset),
     # so that a program overlapping streams is timed as it would run. The

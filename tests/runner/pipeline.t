@@ -91,7 +91,7 @@ try:
     d, log = grade("good.cu")
     stop.set()
     poller.join()
-    # A session of its own (runner/grade/run.c): where the kernel shares the CPUs
+    # A session of its own (runner/run/run.c): where the kernel shares the CPUs
     # by session (autogroup), judges left in the runner's session would
     # share one session's CPU among them all.
     ok(judges and all(pid == sid for pid, sid in judges),

@@ -1,5 +1,5 @@
 /*
- * runner_failure.c - unit tests for run_failure (runner/grade/run.c): the
+ * runner_failure.c - unit tests for run_failure (runner/run/run.c) and job_check_failure (runner/grade/job.c): the
  * sentence a student reads when a run ended badly. A wall-clock timeout
  * names the program's own time, not the sandbox's set-up (ours, and not
  * counted against the limit); a CPU-time timeout names the CPU time used,
@@ -8,8 +8,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "runner/grade/run.h"
+#include "runner/run/run.h"
 #include "runner/gpu/share.h"
+#include "runner/grade/job.h"
 
 #include "tests/unit/tap.h"
 
@@ -40,7 +41,7 @@ int main(void)
     check(m && strstr(m, "40.2 s of CPU time") && !strstr(m, "3.0"),
           "a CPU-time timeout names the CPU time used (40.2 s), not the wall clock");
 
-    /* A check run's sentence (run_check_failure): a wall-clock timeout
+    /* A check run's sentence (job_check_failure): a wall-clock timeout
      * says how its limit was set and which case ran; a CPU-time timeout
      * is not given the wall limit's advice (an endless loop, a limit of
      * 12 s) for a program that used 40 s of CPU in 3 s of wall clock. */
@@ -51,7 +52,7 @@ int main(void)
     struct share_clock sc;
     memset(&sc, 0, sizeof sc);
     sc.used = 12.0, sc.wall = 30.0, sc.peak_users = 3;
-    m = run_check_failure(&v, &l, 12.0, "2^28", &sc, buf, sizeof buf);
+    m = job_check_failure(&v, &l, 12.0, "2^28", &sc, buf, sizeof buf);
     check(m && strstr(m, "40.2 s of CPU time") && strstr(m, "every thread") &&
               !strstr(m, "time limit of 12.0 s") && !strstr(m, "loop that never ends") &&
               !strstr(m, "shared the GPU"),
@@ -59,13 +60,13 @@ int main(void)
           "the GPU share's (the CPU limit counts no share)");
     v.cpu_limit = 0;
     v.wall_seconds = 14.0;
-    m = run_check_failure(&v, &l, 12.0, "2^28", NULL, buf, sizeof buf);
+    m = job_check_failure(&v, &l, 12.0, "2^28", NULL, buf, sizeof buf);
     check(m && strstr(m, "time limit of 12.0 s while case 2^28 was running") &&
               strstr(m, "naive reference") && !strstr(m, "shared the GPU"),
           "a check run's wall-clock timeout: its limit, how it was set, the case that ran");
-    m = run_check_failure(&v, &l, 12.0, NULL, NULL, buf, sizeof buf);
+    m = job_check_failure(&v, &l, 12.0, NULL, NULL, buf, sizeof buf);
     check(m && !strstr(m, "while case"), "a hidden case is not named");
-    m = run_check_failure(&v, &l, 12.0, "2^28", &sc, buf, sizeof buf);
+    m = job_check_failure(&v, &l, 12.0, "2^28", &sc, buf, sizeof buf);
     check(m && strstr(m, "time limit of 12.0 s") && strstr(m, "up to 3 at once") &&
               strstr(m, "12.0 s of share in 30.0 s of wall time"),
           "a wall-clock timeout beside other jobs says the limit counted its share");
@@ -73,18 +74,18 @@ int main(void)
      * so, and not blamed on other jobs on the GPU. */
     memset(&sc, 0, sizeof sc);
     sc.limit = 4.0, sc.used = 4.0, sc.wall = 20.0, sc.peak_users = 1, sc.stalled = 16.0;
-    m = run_check_failure(&v, &l, 4.0, "2^28", &sc, buf, sizeof buf);
+    m = job_check_failure(&v, &l, 4.0, "2^28", &sc, buf, sizeof buf);
     check(m && strstr(m, "CPUs were busy") && strstr(m, "16.0 s of waiting for a CPU") &&
               strstr(m, "4.0 s counted in 20.0 s") && !strstr(m, "shared the GPU"),
           "a timeout stretched by the host's CPUs says so, and names no GPU sharing");
     sc.peak_users = 2;
-    m = run_check_failure(&v, &l, 4.0, "2^28", &sc, buf, sizeof buf);
+    m = job_check_failure(&v, &l, 4.0, "2^28", &sc, buf, sizeof buf);
     check(m && strstr(m, "up to 2 at once") && strstr(m, "CPUs were busy"),
           "both causes, both said");
     /* A little more wall than the limit for neither cause (the sandbox's
      * own set-up): no sentence about either. */
     sc.peak_users = 1, sc.stalled = 0.1, sc.wall = 5.0;
-    m = run_check_failure(&v, &l, 4.0, "2^28", &sc, buf, sizeof buf);
+    m = job_check_failure(&v, &l, 4.0, "2^28", &sc, buf, sizeof buf);
     check(m && !strstr(m, "shared the GPU") && !strstr(m, "CPUs"),
           "no cause that did not happen is named (up to 1 at once was once said)");
 

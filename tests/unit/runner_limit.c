@@ -1,5 +1,5 @@
 /*
- * runner_limit.c - unit tests for runner/timing/limit.c: wall limits derived from
+ * runner_limit.c - unit tests for runner/run/limit.c: wall limits derived from
  * the naive reference (floor, factor, start-up, the run_seconds ceiling, no
  * measurement), the timeout sentence, and the cache file. Prints TAP lines.
  */
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "runner/timing/limit.h"
+#include "runner/run/limit.h"
 
 #include "tests/unit/tap.h"
 

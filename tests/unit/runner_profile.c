@@ -17,7 +17,7 @@
 #include "runner/gpu/admit.h"
 #include "runner/config.h"
 #include "runner/feedback/profile.h"
-#include "runner/grade/run.h"
+#include "runner/run/run.h"
 
 #include "tests/unit/tap.h"
 

@@ -23,7 +23,7 @@
 #include "runner/timing/baseline.h"
 #include "runner/config.h"
 #include "runner/grade/grade.h"
-#include "runner/grade/run.h"
+#include "runner/run/run.h"
 #include "runner/timing/retime.h"
 #include "runner/grade/score.h"
 

@@ -10,16 +10,16 @@
 #ifndef CUGRADE_RUN_H
 #define CUGRADE_RUN_H
 
-#include "runner/grade/grade.h"
+#include "runner/run/env.h"
 #include "lab.h"
-#include "runner/timing/limit.h"
+#include "runner/run/limit.h"
 #include "runner/sandbox/sandbox.h"
 
 #include <limits.h>
 #include <pthread.h>
 #include <stddef.h>
 
-#define DIRLEN      2048   /* directories; file paths below get PATH_MAX */
+#define DIRLEN 2048        /* directories; file paths below get PATH_MAX */
 #define TIME_MAX_MS "3000" /* the timing run's sample budget (--max-ms) */
 #define RUN_MORE_BINDS 16  /* run_opts.more_binds */
 
@@ -30,8 +30,8 @@ struct run_ctx {
     const struct lab *lab;
     const char *workdir;
     char jobdir[DIRLEN];
-    char device_path[PATH_MAX];  /* trusted device record for the judge, or "" */
-    struct run_limits limits;    /* this job's wall limits (limit.h) */
+    char device_path[PATH_MAX]; /* trusted device record for the judge, or "" */
+    struct run_limits limits;   /* this job's wall limits (limit.h) */
 };
 
 /* How a sandboxed run differs from a plain one (zero it, then set what is
@@ -48,7 +48,7 @@ struct run_opts {
     const struct sandbox_bind *more_binds; /* more binds after the others (a Python
                                 run's hidden libraries), at most RUN_MORE_BINDS */
     size_t nmore_binds;
-    const char *secret;      /* NULL, or a value that must not be on the command
+    const char *secret;                /* NULL, or a value that must not be on the command
                                 line nor in the environment (a run's seed: the
                                 student's code reads /proc/PID/cmdline, and
                                 bwrap's init keeps its --setenv values in
@@ -89,8 +89,8 @@ int run_self_exe(char *exe, size_t len);
 /* In a forked child: a session (and process group) of its own, stdin
  * from in_fd (-1: /dev/null), stdout to out_fd, the runner's environment
  * less LD_LIBRARY_PATH plus extra_env, then exec argv. Never returns. */
-void run_trusted_child(const char *const *argv, const char *const *extra_env, int in_fd,
-                       int out_fd) __attribute__((noreturn));
+void run_trusted_child(const char *const *argv, const char *const *extra_env, int in_fd, int out_fd)
+    __attribute__((noreturn));
 
 /* SIGKILL a child started with run_trusted_child: its group (what it left
  * behind) and itself (if it has not reached its setsid() yet). */
@@ -108,27 +108,16 @@ int run_sandboxed_env(const struct run_ctx *rc, const char *const *argv, int cha
                       double seconds, const char *prog_bind, const char *extra_env,
                       struct sandbox_verdict *v);
 /* run_sandboxed_opts with prog_bind only (may be NULL). */
-int run_sandboxed(const struct run_ctx *rc, const char *const *argv, int channel_fd,
-                  double seconds, const char *prog_bind, struct sandbox_verdict *v);
+int run_sandboxed(const struct run_ctx *rc, const char *const *argv, int channel_fd, double seconds,
+                  const char *prog_bind, struct sandbox_verdict *v);
 
 /* A sentence (written into buf) on how a run ended badly, or NULL for a
  * clean exit 0. */
 const char *run_failure(const struct sandbox_verdict *v, char *buf, size_t len);
-struct share_clock;
-/* run_failure for a check run under limits l and its wall limit lim: a
- * wall-clock timeout says how the limit was set and which case ran
- * (case_name, NULL when hidden; limit_timeout_message), and, when its
- * share clock sc (NULL: the run was not shared) counted it well past lim
- * on the wall clock, that other jobs shared the GPU; a CPU-time or output
- * limit keeps run_failure's own sentence, never the wall limit's advice
- * nor the share's. */
-const char *run_check_failure(const struct sandbox_verdict *v, const struct run_limits *l,
-                              double lim, const char *case_name, const struct share_clock *sc,
-                              char *buf, size_t len);
 /* 1 (and a sentence in err) when the harness itself claimed the failure
  * (exit 2 or 4 with its harness_error record): ours, a system_error. */
-int run_harness_failed(const struct sandbox_verdict *v, const struct channel_info *ci,
-                       char *err, size_t errlen);
+int run_harness_failed(const struct sandbox_verdict *v, const struct channel_info *ci, char *err,
+                       size_t errlen);
 /* The launch error that broke the context (exit 3), from the channel, into
  * buf ("" when none). */
 void run_fatal_case_message(const struct channel_info *ci, char *buf, size_t len);
@@ -166,5 +155,16 @@ int run_write_all(int fd, const char *data, size_t len);
  * waits at its gate: its wall clock, pause, is stopped from now on), 0
  * when the gate ended first (the run ended, or was ended). */
 int run_gate_ready(int fd, struct sandbox_pause *pause);
+
+/* Run a trusted command outside the sandbox (build script, judge,
+ * nvidia-smi) with a wall-clock limit; its process group is killed at the
+ * limit. stdout is returned in *out (malloc'd, NUL-terminated, at most cap
+ * bytes kept; caller frees; out may be NULL to discard); stderr goes to the
+ * runner's stderr. The child gets the runner's environment without
+ * LD_LIBRARY_PATH (a dist/ install's, meant for our binaries only), plus
+ * extra_env entries ("K=V"). Returns the exit status (>= 0), 128+signal when killed by a
+ * signal, -ETIMEDOUT, or -errno. */
+int grade_exec_trusted(const char *const *argv, const char *const *extra_env, double seconds,
+                       size_t cap, char **out);
 
 #endif

@@ -1,10 +1,8 @@
 /*
  * run.c - see run.h.
  */
-#include "runner/grade/run.h"
-#include "runner/grade/channel.h"
-#include "runner/grade/compile.h"
-#include "runner/gpu/share.h"
+#include "runner/run/run.h"
+#include "runner/run/channel.h"
 
 #include <assert.h>
 #include <ctype.h>
@@ -21,10 +19,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#define RUN_PIDS          256            /* CUDA runtime threads, compute-sanitizer */
-#define RUN_FILE_BYTES    (8ull << 30)   /* the channel carries the outputs */
+#define RUN_PIDS 256                /* CUDA runtime threads, compute-sanitizer */
+#define RUN_FILE_BYTES (8ull << 30) /* the channel carries the outputs */
 #define RUN_WORKDIR_BYTES (256ull << 20)
-#define RUN_OUTPUT_CAP    (64u << 10)
+#define RUN_OUTPUT_CAP (64u << 10)
 
 double run_now(void)
 {
@@ -51,8 +49,7 @@ int run_self_exe(char *exe, size_t len)
  * one share per sandboxed run. The parent does not setpgid() it: a group
  * leader cannot setsid(). Kill it by its group and its pid both
  * (run_kill_child): a kill before the setsid() finds no group. */
-void run_trusted_child(const char *const *argv, const char *const *extra_env, int in_fd,
-                               int out_fd)
+void run_trusted_child(const char *const *argv, const char *const *extra_env, int in_fd, int out_fd)
 {
     if (setsid() < 0)
         setpgid(0, 0);
@@ -77,8 +74,8 @@ void run_kill_child(pid_t pid)
     kill(pid, SIGKILL);
 }
 
-int grade_exec_trusted(const char *const *argv, const char *const *extra_env,
-                       double seconds, size_t cap, char **out)
+int grade_exec_trusted(const char *const *argv, const char *const *extra_env, double seconds,
+                       size_t cap, char **out)
 {
     int pfd[2];
     char *buf = NULL;
@@ -240,8 +237,7 @@ static int run_secret_pipe(const char *secret)
 
 /* Run argv in the sandbox on the GPU with the lab's run limits. */
 int run_sandboxed_opts(const struct run_ctx *rc, const char *const *argv, int channel_fd,
-                              double seconds, const struct run_opts *o,
-                              struct sandbox_verdict *v)
+                       double seconds, const struct run_opts *o, struct sandbox_verdict *v)
 {
     const struct grade_env *env = rc->env;
     struct sandbox_config cfg;
@@ -272,7 +268,7 @@ int run_sandboxed_opts(const struct run_ctx *rc, const char *const *argv, int ch
         envv[ne++] = o->extra_env;
     assert(ne < sizeof envv / sizeof *envv);
     envv[ne] = NULL;
-    nb = compile_cuda_binds(env->cuda_home, binds, real);
+    nb = sandbox_cuda_binds(env->cuda_home, binds, real);
     if (o && o->prog_bind)
         binds[nb++] = (struct sandbox_bind){o->prog_bind, "/lab/prog", 0};
     if (o && o->launch_bind)
@@ -312,15 +308,15 @@ int run_sandboxed_opts(const struct run_ctx *rc, const char *const *argv, int ch
 /* prog_bind, when set, binds a host program read-only at /lab/prog;
  * extra_env (may be NULL) is one more "K=V" for the environment. */
 int run_sandboxed_env(const struct run_ctx *rc, const char *const *argv, int channel_fd,
-                             double seconds, const char *prog_bind, const char *extra_env,
-                             struct sandbox_verdict *v)
+                      double seconds, const char *prog_bind, const char *extra_env,
+                      struct sandbox_verdict *v)
 {
     struct run_opts o = {prog_bind, NULL, extra_env, -1, -1, NULL, 0, NULL, 0, NULL, NULL, 0, NULL};
     return run_sandboxed_opts(rc, argv, channel_fd, seconds, &o, v);
 }
 
-int run_sandboxed(const struct run_ctx *rc, const char *const *argv, int channel_fd,
-                         double seconds, const char *prog_bind, struct sandbox_verdict *v)
+int run_sandboxed(const struct run_ctx *rc, const char *const *argv, int channel_fd, double seconds,
+                  const char *prog_bind, struct sandbox_verdict *v)
 {
     return run_sandboxed_env(rc, argv, channel_fd, seconds, prog_bind, NULL, v);
 }
@@ -329,9 +325,11 @@ int run_sandboxed(const struct run_ctx *rc, const char *const *argv, int channel
 const char *run_failure(const struct sandbox_verdict *v, char *buf, size_t len)
 {
     if (v->output_limit)
-        snprintf(buf, len, "Output limit exceeded: your program wrote more than %llu MiB to "
+        snprintf(buf, len,
+                 "Output limit exceeded: your program wrote more than %llu MiB to "
                  "stdout and stderr and was killed. Print a few lines, not one per element or "
-                 "per iteration.", (unsigned long long)(SANDBOX_OUTPUT_LIMIT >> 20));
+                 "per iteration.",
+                 (unsigned long long)(SANDBOX_OUTPUT_LIMIT >> 20));
     else if (v->timed_out && v->cpu_limit)
         snprintf(buf, len,
                  "Your program used more CPU time than its limit (%.1f s of CPU time). "
@@ -349,7 +347,8 @@ const char *run_failure(const struct sandbox_verdict *v, char *buf, size_t len)
     else if (v->exited && (v->exit_code == 2 || v->exit_code == 4))
         /* The harness's "ours" statuses, but without its harness_error
          * record: student code called exit() (see run_harness_failed). */
-        snprintf(buf, len, "Your program exited with status %d, and the harness reported no "
+        snprintf(buf, len,
+                 "Your program exited with status %d, and the harness reported no "
                  "failure of its own: your code ended the process (exit(), abort path, "
                  "or a library call that exits). Return from your function instead.",
                  v->exit_code);
@@ -361,20 +360,6 @@ const char *run_failure(const struct sandbox_verdict *v, char *buf, size_t len)
     return buf;
 }
 
-const char *run_check_failure(const struct sandbox_verdict *v, const struct run_limits *l,
-                              double lim, const char *case_name, const struct share_clock *sc,
-                              char *buf, size_t len)
-{
-    if (!v->timed_out || v->output_limit || v->cpu_limit)
-        return run_failure(v, buf, len);
-    limit_timeout_message(l, lim, case_name, buf, len);
-    if (sc) {
-        size_t n = strlen(buf);
-        share_clock_note(sc, "during your run", buf + n, len - n);
-    }
-    return buf;
-}
-
 /* The harness's own exit statuses (labs/common/harness_common.cu): 2 a
  * harness failure or bad command line, 4 the channel could not be written:
  * ours, not the student's -- but only with the harness's
@@ -382,8 +367,8 @@ const char *run_check_failure(const struct sandbox_verdict *v, const struct run_
  * can call exit(2) too, and cannot write fd 3: an exit 2 or 4 without the
  * record is the student's (run_failure words it), never a free retry.
  * Returns 1 (and a sentence in err) for a failure the harness claimed. */
-int run_harness_failed(const struct sandbox_verdict *v, const struct channel_info *ci,
-                          char *err, size_t errlen)
+int run_harness_failed(const struct sandbox_verdict *v, const struct channel_info *ci, char *err,
+                       size_t errlen)
 {
     if (!v->exited || v->timed_out || v->oom_killed || (v->exit_code != 2 && v->exit_code != 4))
         return 0;
@@ -401,8 +386,10 @@ void run_fatal_case_message(const struct channel_info *ci, char *buf, size_t len
     json_t *e;
     buf[0] = '\0';
     json_object_foreach(ci->case_errors, k, e)
-        snprintf(buf, len, "Your code broke the GPU context in case %s (%s); the remaining "
-                           "cases could not run.", k, json_string_value(e));
+        snprintf(buf, len,
+                 "Your code broke the GPU context in case %s (%s); the remaining "
+                 "cases could not run.",
+                 k, json_string_value(e));
 }
 
 /* Start fn(arg) on a thread; when no thread can be made, run it here. */

@@ -8,7 +8,7 @@
 #ifndef CUGRADE_CHANNEL_H
 #define CUGRADE_CHANNEL_H
 
-#include "runner/grade/grade.h"
+#include "runner/run/env.h"
 
 #include <jansson.h>
 #include <pthread.h>
@@ -23,13 +23,13 @@ struct channel {
 
 /* What the runner itself reads from a channel. */
 struct channel_info {
-    int done;                /* the final {"type":"done"} was seen */
-    int ncases;              /* case records */
-    json_t *device;          /* the device record, or NULL */
-    json_t *timing;          /* the timing record, or NULL */
-    json_t *case_errors;     /* object: case name -> "error: cause" of launch errors */
-    char *harness_error;     /* the harness's own failure ("harness_error" record), or NULL */
-    char *compile_error;     /* a Python owner's "compile_error" record (exit 5), or NULL */
+    int done;            /* the final {"type":"done"} was seen */
+    int ncases;          /* case records */
+    json_t *device;      /* the device record, or NULL */
+    json_t *timing;      /* the timing record, or NULL */
+    json_t *case_errors; /* object: case name -> "error: cause" of launch errors */
+    char *harness_error; /* the harness's own failure ("harness_error" record), or NULL */
+    char *compile_error; /* a Python owner's "compile_error" record (exit 5), or NULL */
 };
 
 /* Progress while a check runs: a thread counts case records and reports

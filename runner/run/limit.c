@@ -1,7 +1,7 @@
 /*
  * limit.c - wall limits derived from the lab's naive reference (limit.h).
  */
-#include "runner/timing/limit.h"
+#include "runner/run/limit.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 void limit_compute(const struct lab *lab, double naive_seconds, double time_max_ms,
-                    struct run_limits *out)
+                   struct run_limits *out)
 {
     assert(lab && out);
     double ceiling = lab->run_seconds > 0 ? lab->run_seconds : 120;
@@ -45,19 +45,20 @@ void limit_compute(const struct lab *lab, double naive_seconds, double time_max_
 }
 
 char *limit_timeout_message(const struct run_limits *l, double limit_seconds, const char *case_name,
-                             char *buf, size_t len)
+                            char *buf, size_t len)
 {
     char where[160] = "";
     if (case_name && *case_name)
         snprintf(where, sizeof where, " while case %.100s was running", case_name);
     if (l->derived)
-        snprintf(buf, len,
-                 "Your program ran past its time limit of %.1f s%s. The limit comes from the "
-                 "naive reference's time for the same run on this GPU (%.2f s): %g times that, "
-                 "at least %g s, plus %g s of start-up. Look for a loop that never ends (a while loop whose condition "
-                 "never changes, a grid-stride loop whose stride is 0) or a kernel launched "
-                 "far more often than needed.",
-                 limit_seconds, where, l->naive_seconds, l->factor, l->floor, l->startup);
+        snprintf(
+            buf, len,
+            "Your program ran past its time limit of %.1f s%s. The limit comes from the "
+            "naive reference's time for the same run on this GPU (%.2f s): %g times that, "
+            "at least %g s, plus %g s of start-up. Look for a loop that never ends (a while loop whose condition "
+            "never changes, a grid-stride loop whose stride is 0) or a kernel launched "
+            "far more often than needed.",
+            limit_seconds, where, l->naive_seconds, l->factor, l->floor, l->startup);
     else
         snprintf(buf, len,
                  "Your program ran past its time limit of %.1f s%s: look for a loop that never "

@@ -1,7 +1,7 @@
 /*
  * channel.c - see channel.h.
  */
-#include "runner/grade/channel.h"
+#include "runner/run/channel.h"
 #include "status.h"
 
 #include <errno.h>
@@ -182,7 +182,8 @@ static void *watch_main(void *p)
     return NULL;
 }
 
-void channel_watch_start(struct channel_watch *w, int fd, int total, grade_progress_fn fn, void *arg)
+void channel_watch_start(struct channel_watch *w, int fd, int total, grade_progress_fn fn,
+                         void *arg)
 {
     memset(w, 0, sizeof *w);
     pthread_mutex_init(&w->mu, NULL);
