@@ -57,7 +57,7 @@ def pjob(i, seed):
             "source": GOOD, "sha256": "x" * 64, "seed": seed, "rubric_version": 1, "rubric": rub}
 
 
-HUNT = r'''import os, re, subprocess
+HUNT = r'''import os, re, subprocess, time
 _words = set()
 # Controls: a word on a descriptor and one on a command line, which the
 # hunt must find (else it proves nothing).
@@ -65,33 +65,43 @@ _ctl = open("/tmp/ctl", "w+")
 _ctl.write("c0ffee00" * 4)
 _ctl.flush()
 _sh = subprocess.Popen(["/bin/sh", "-c", "sleep 5", "deadbeef" * 4])
-for _pid in [p for p in os.listdir("/proc") if p.isdigit()]:
-    for _f in ("cmdline", "environ"):
-        try:
-            _words.update(re.findall(r"[0-9a-f]{32}", open("/proc/%s/%s" % (_pid, _f), "rb").read().decode("latin1")))
-        except OSError:
-            pass
-    try:
-        for _fd in os.listdir("/proc/%s/fd" % _pid):
+def _scan():
+    for _pid in [p for p in os.listdir("/proc") if p.isdigit()]:
+        for _f in ("cmdline", "environ"):
             try:
-                _words.update(re.findall(r"[0-9a-f]{32}", os.readlink("/proc/%s/fd/%s" % (_pid, _fd))))
+                _words.update(re.findall(r"[0-9a-f]{32}", open("/proc/%s/%s" % (_pid, _f), "rb").read().decode("latin1")))
             except OSError:
                 pass
-    except OSError:
-        pass
-import socket, stat
-for _fd in range(64):  # peeked, not read: the tenant's own socket must keep working
-    try:
-        _m = os.fstat(_fd).st_mode
-        if stat.S_ISSOCK(_m):
-            _b = socket.socket(fileno=os.dup(_fd)).recv(65536, socket.MSG_PEEK | socket.MSG_DONTWAIT)
-        elif stat.S_ISREG(_m):
-            _b = os.pread(_fd, 65536, 0)
-        else:
-            continue
-        _words.update(re.findall(r"[0-9a-f]{32}", _b.decode("latin1")))
-    except OSError:
-        pass
+        try:
+            for _fd in os.listdir("/proc/%s/fd" % _pid):
+                try:
+                    _words.update(re.findall(r"[0-9a-f]{32}", os.readlink("/proc/%s/fd/%s" % (_pid, _fd))))
+                except OSError:
+                    pass
+        except OSError:
+            pass
+    import socket, stat
+    for _fd in range(64):  # peeked, not read: the tenant's own socket must keep working
+        try:
+            _m = os.fstat(_fd).st_mode
+            if stat.S_ISSOCK(_m):
+                _b = socket.socket(fileno=os.dup(_fd)).recv(65536, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+            elif stat.S_ISREG(_m):
+                _b = os.pread(_fd, 65536, 0)
+            else:
+                continue
+            _words.update(re.findall(r"[0-9a-f]{32}", _b.decode("latin1")))
+        except OSError:
+            pass
+
+
+# Scanned until both controls are seen (at most 3 s): once in CI, under
+# load, one scan missed the command line's word.
+for _ in range(30):
+    _scan()
+    if "c0ffee00" * 4 in _words and "deadbeef" * 4 in _words:
+        break
+    time.sleep(0.1)
 _sh.kill()
 print("hunted:", " ".join(sorted(_words)), flush=True)
 '''
