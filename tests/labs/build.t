@@ -10,15 +10,6 @@ if [ -z "${NVCC:-}" ]; then
 fi
 export NVCC
 ARCH=${ARCH:-sm_90}
-# nvcc's tools (cudafe++, cicc, cc1plus) fault in hundreds of MB of heap a
-# compile, 4 KiB at a time: 83 000 page faults, a third of its CPU in the
-# kernel on a VM. glibc's malloc asking for transparent huge pages
-# (hugetlb=1: madvise, which the kernel's THP "madvise" mode honours; an
-# older glibc ignores it) cuts them to 38 000 and a test solution's
-# compile from 2.5 s of CPU to 1.7 s alone, ~15% less two at once. The
-# allocator's policy, not the compile: same command, same code.
-GLIBC_TUNABLES=${GLIBC_TUNABLES:+$GLIBC_TUNABLES:}glibc.malloc.hugetlb=1
-export GLIBC_TUNABLES
 # The test solutions that must compile go through the suites' nvcc cache
 # when tests/run.sh gives one (tests/tools/nvcc_cached.py):
 # client/local_test.t's `cugrade test` compiles the same files with the
