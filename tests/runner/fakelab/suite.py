@@ -98,14 +98,8 @@ def overloaded(status, text):
 
 
 def environ(env):
-    """os.environ plus env; a value None removes its variable. The real
-    labs' builds the runner starts (labs/build-lab.sh) go through the
-    suites' nvcc cache when tests/run.sh gives one, as tests/labs/build.t's
-    do (tests/tools/nvcc_cached.py): NVCC, unless env or the caller set it."""
-    e = dict(os.environ)
-    if e.get("CUGRADE_TEST_NVCC") and e.get("CUGRADE_TEST_NVCC_CACHE") and not e.get("NVCC"):
-        e["NVCC"] = e["CUGRADE_TEST_NVCC"]
-    e.update(env or {})
+    """os.environ plus env; a value None removes its variable."""
+    e = dict(os.environ, **(env or {}))
     return {k: v for k, v in e.items() if v is not None}
 
 
