@@ -153,10 +153,10 @@ def check_cuda(t, cli):
                 jobs.append((lab, name, path, status, symbol))
     # nvcc dominates: a few at once where the host has the cores. The
     # client's compiles of these files go through the suites' nvcc cache
-    # when tests/run.sh gives one (tests/tools/nvcc_cached.py), as tests/
-    # labs/build.t's do, with the same command: whichever suite reaches a
-    # file first compiles it for both. What is checked here is the client's
-    # verdict on them. The last run below finds nvcc by itself.
+    # when tests/run.sh gives one (tests/tools/nvcc_cached.py; a run again
+    # finds them there). This is the suite that compiles every test
+    # solution (tests/labs/build.t builds the labs). What is checked here is
+    # the client's verdict on them. The last run below finds nvcc by itself.
     env = {}
     if os.environ.get("CUGRADE_TEST_NVCC") and os.environ.get("CUGRADE_TEST_NVCC_CACHE"):
         env.update(NVCC=os.environ["CUGRADE_TEST_NVCC"],

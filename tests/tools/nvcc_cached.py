@@ -1,11 +1,10 @@
 #!/usr/bin/env python3
 """nvcc behind a content-addressed cache, for the suites' compiles outside
 the runner: the fake lab's build under the runner suites
-(tests/runner/fakelab/build-lab.sh), the test solutions' objects under
-tests/labs/build.t (that each compiles) and client/local_test.t (the
-client's verdict on each), which compile the same files with the same
-command: the first to reach a file compiles it, the other waits for it and
-finds it. A hit is a result nvcc gave on the same inputs in this cache
+(tests/runner/fakelab/build-lab.sh), which several suites build at once
+with the same command (the first to reach a file compiles it, the others
+wait for it and find it), and the test solutions' objects under
+client/local_test.t (the client's verdict on each). A hit is a result nvcc gave on the same inputs in this cache
 (below), so "it compiles, with these warnings" means the same from a hit;
 a failed compile is never stored, so a file that must fail always runs the
 real nvcc. The runner's sandboxed compile of a student's file never comes
