@@ -109,7 +109,9 @@ run(async (t) => {
     });
 
     await t.step('history', async () => {
-      await page.click('header nav >> text=My submissions');
+      // the click navigates: wait for the new page (isVisible does not wait;
+      // once, under load, it looked before the history had loaded)
+      await Promise.all([page.waitForNavigation(), page.click('header nav >> text=My submissions')]);
       t.ok(await page.isVisible(`table.subs a[href="/submissions/${firstId}"]`), 'the history lists the submission');
       t.ok(await page.isVisible('table.subs >> text=88.5 / 100'), 'with its score');
       await page.goto(s.url + '/labs');
