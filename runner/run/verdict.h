@@ -11,30 +11,31 @@
 
 struct score_case {
     char *name;
-    int ran;                   /* 0: no verdict (the program died before it) */
+    int ran; /* 0: no verdict (the program died before it) */
     int passed;
-    double max_abs_err, max_rel_err;   /* NAN when unknown */
-    long long first_bad_index;         /* -1 when none */
-    long long unwritten;               /* -1 when unknown */
-    char *message;             /* may be NULL */
-    int have_value;            /* the judge sent got/expected (a one-value output: a sum) */
-    double got, expected;      /* the output and the reference, when have_value */
+    double max_abs_err, max_rel_err; /* NAN when unknown */
+    long long first_bad_index;       /* -1 when none */
+    long long unwritten;             /* -1 when unknown */
+    char *message;                   /* may be NULL */
+    int have_value;                  /* the judge sent got/expected (a one-value output: a sum) */
+    double got, expected;            /* the output and the reference, when have_value */
 };
 
 struct score_finding {
-    char *file;                /* "kernel.cu", may be NULL */
-    int line;                  /* 0 when unknown */
+    char *file; /* "kernel.cu", may be NULL */
+    int line;   /* 0 when unknown */
     char *message;
-    char *hint;                /* may be NULL */
+    char *hint; /* may be NULL */
 };
 
 struct score_sanitizer {
-    const char *tool;          /* "memcheck" | "racecheck" */
-    int ran;                   /* 0: not run (e.g. the program crashed earlier) */
+    const char *tool; /* "memcheck" | "racecheck" */
+    int ran;          /* 0: not run (e.g. the program crashed earlier) */
     int clean;
-    int infra_failed;          /* the sanitizer could not run for a reason of ours: not charged */
-    struct score_finding *findings; size_t nfindings;
-    char note[256];            /* why not run / how it ended, for the student */
+    int infra_failed; /* the sanitizer could not run for a reason of ours: not charged */
+    struct score_finding *findings;
+    size_t nfindings;
+    char note[256]; /* why not run / how it ended, for the student */
 };
 
 /* Student-influenced text (program output, exception text, a sanitizer's

@@ -22,32 +22,32 @@
  * that the two together hold at >= 95% (Bonferroni). samples == 0: no
  * spread known (a cached baseline: its median only). */
 struct score_spread {
-    double lo, hi;             /* 95% interval of the median */
-    double lo2, hi2;           /* 97.5% interval of the median */
+    double lo, hi;   /* 95% interval of the median */
+    double lo2, hi2; /* 97.5% interval of the median */
     size_t samples;
-    int interleaved;           /* timed in this job, alternating with the student's batches */
-    double cov, cov2;          /* the exact coverage of [lo, hi] and [lo2, hi2]: below the
+    int interleaved;     /* timed in this job, alternating with the student's batches */
+    double cov, cov2;    /* the exact coverage of [lo, hi] and [lo2, hi2]: below the
                                   nominal 95% / 97.5% with too few samples (whole range) */
-    int shared;                /* holds a batch another job of this GPU timed (baseline.h) */
-    double shared_age_s;       /* that batch's age when taken, s */
+    int shared;          /* holds a batch another job of this GPU timed (baseline.h) */
+    double shared_age_s; /* that batch's age when taken, s */
 };
 
 struct score_timing {
-    int have;                  /* 0: not timed */
+    int have; /* 0: not timed */
     const char *case_name;
-    double student_ms;         /* median, runner's statistics */
+    double student_ms; /* median, runner's statistics */
     size_t samples;
     double rel_err;
-    int recheck_passed;        /* the re-check on fresh inputs after timing */
-    double naive_ms, optimized_ms, cublas_ms, cpu_ms;   /* NAN when absent */
-    double bytes, flops;       /* work of the timed case; 0 when unknown */
-    double copy_gbs, peak_gflops;                       /* from the device record */
+    int recheck_passed; /* the re-check on fresh inputs after timing */
+    double naive_ms, optimized_ms, cublas_ms, cpu_ms; /* NAN when absent */
+    double bytes, flops;                              /* work of the timed case; 0 when unknown */
+    double copy_gbs, peak_gflops;                     /* from the device record */
     const char *judge_flag_reason; /* the judge flagged the time (past the floor); NULL if not */
     /* Noise (runner/timing/retime.c): each timing's spread, and the re-timing. */
     struct score_spread student, naive, optimized, cublas, cpu;
-    int retimed;               /* extra timing rounds made because a metric sat on a threshold */
-    int retime_bound;          /* the most that were allowed (0: re-timing off) */
-    char retime_reason[400];   /* why, and how it ended; "" when not re-timed */
+    int retimed;             /* extra timing rounds made because a metric sat on a threshold */
+    int retime_bound;        /* the most that were allowed (0: re-timing off) */
+    char retime_reason[400]; /* why, and how it ended; "" when not re-timed */
 };
 
 /* Value of a rubric metric (a row of common/metric.c's table) from the
