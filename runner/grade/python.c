@@ -43,18 +43,17 @@ static int python_under(const char *path, const char *dir)
 const char *python_interpreter(void)
 {
     const char *p = runner_cfg()->python;
-    const char *root = python_root();
-    /* Only what the sandbox binds is visible there: /usr, and the root. */
-    if (p && p[0] == '/' && !strstr(p, "..") &&
-        (python_under(p, "/usr") || (root && python_under(p, root))))
+    /* Only what the sandbox binds is visible there: /usr, and the root,
+     * which is p's own prefix when there is one. */
+    if (p && p[0] == '/' && !strstr(p, "..") && (python_under(p, "/usr") || python_root()))
         return p;
     return "/usr/bin/python3";
 }
 
 int python_root_bind(struct sandbox_bind *out)
 {
-    const char *root = python_root();
-    if (!root || python_under(root, "/usr"))
+    const char *root = python_root(); /* never under /usr: NULL for an interpreter there */
+    if (!root)
         return 0;
     *out = (struct sandbox_bind){root, root, 0};
     return 1;
