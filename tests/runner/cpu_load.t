@@ -51,6 +51,7 @@ def summary(d, log):
     r = d.get("result", {})
     c = r.get("cugrade") or {}
     return json.dumps({"status": d.get("status"), "message": r.get("status_message") or r.get("message"),
+                       "output": (r.get("output") or "")[:400], "rejection": c.get("rejection"),
                        "phases": c.get("phases")})[:1500] + "\n" + log
 
 
