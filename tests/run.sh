@@ -146,7 +146,7 @@ run_suite() {
         f=$((f + 1))
         echo "not ok - $name is a \`suite: idle\` but used ${cpu} s of CPU (at most $IDLE_CPU_MAX): make it a pool suite" >>"$log"
     fi
-    echo "$p $f $s $secs ${cpu:-0}" >"$RUN_RESULTS/$flat.res"
+    echo "$p $f $s $secs ${cpu:-0} $((start - ${RUN_T0:-$start}))" >"$RUN_RESULTS/$flat.res"
     {
         printf '%-44s %4d passed %3d failed %3d skipped  (%ss)\n' "$name" "$p" "$f" "$s" "$secs"
         if [ "$s" -gt 0 ]; then
@@ -167,7 +167,8 @@ if [ -n "$CHAIN" ]; then
 fi
 
 RUN_RESULTS=$(mktemp -d "${TMPDIR:-/tmp}/cugrade-run.XXXXXX") || exit 2
-export RUN_RESULTS
+RUN_T0=$(date +%s)
+export RUN_RESULTS RUN_T0
 # The pool's background CPU group (made below), removed at the end: it goes
 # once its last process has (a suite's leftover keeps it).
 bg=""
@@ -275,11 +276,11 @@ for n in $(echo "$suites" | awk '{ print $1 }'); do
         echo "not ok - $n did not run to its end (its slot was killed)" | tee -a "$LOGDIR/$flat.log"
         failed=$((failed + 1)); failures="$failures $n"; continue
     fi
-    read -r p f s secs cpu <"$RUN_RESULTS/$flat.res"
+    read -r p f s secs cpu at <"$RUN_RESULTS/$flat.res"
     passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
     [ "$f" -gt 0 ] && case " $failures " in *" $n "*) ;; *) failures="$failures $n" ;; esac
     echo "$n $secs" >>"$RUN_RESULTS/times"
-    echo "$n $cpu $secs" >>"$RUN_RESULTS/cpu"
+    echo "$n $cpu $secs $at" >>"$RUN_RESULTS/cpu"
 done
 if [ -n "${SANITIZER_LOG_DIR:-}" ]; then
     for r in $(find "$SANITIZER_LOG_DIR" -maxdepth 1 -type f 2>/dev/null); do
@@ -291,7 +292,8 @@ if [ -f "$RUN_RESULTS/times" ]; then
     { [ -f "$LOGDIR/suite-times" ] && cat "$LOGDIR/suite-times"; cat "$RUN_RESULTS/times"; } |
         awk '{ t[$1] = $2 } END { for (n in t) print n, t[n] }' | sort >"$RUN_RESULTS/all-times"
     mv "$RUN_RESULTS/all-times" "$LOGDIR/suite-times"
-    # This run's CPU seconds per suite, the most first: "NAME CPU WALL".
+    # This run's CPU seconds per suite, the most first: "NAME CPU WALL
+    # START" (START: seconds after the first suite started).
     sort -k2,2nr "$RUN_RESULTS/cpu" >"$LOGDIR/suite-cpu"
 fi
 

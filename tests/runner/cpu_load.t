@@ -44,7 +44,8 @@ ENDLESS = "c0de99" + "0" * 26  # 99 s of CPU: more than any limit here
 
 
 def grade(seed):
-    return grade_fakelab(tmp, root, cache, "good.cu", GOOD, seed)
+    # A file of its own per seed: the two grades below run at once.
+    return grade_fakelab(tmp, root, cache, "good-%s.cu" % seed[:6], GOOD, seed)
 
 
 def summary(d, log):

@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -132,8 +133,14 @@ def grade_fakelab(tmp, root, cache, name, src, seed):
     (grade() above, with NO_HOLD: work under tmp/work, sm_90, the seed
     given). Returns grade()'s (doc, log, wall)."""
     path = os.path.join(tmp, name)
-    with open(path, "w") as f:
+    # Written whole, then renamed into place: two grades of one name at
+    # once (cpu_load.t's threads did) never see the other's truncation, an
+    # empty file that the inspection rightly rejects for want of the lab's
+    # function.
+    part = "%s.%d.%d" % (path, os.getpid(), threading.get_ident())
+    with open(part, "w") as f:
         f.write(src)
+    os.replace(part, path)
     return grade(["--root", root, "--lab", "fakelab", "--file", path, "--cache", cache,
                   "--work", os.path.join(tmp, "work"), "--arch", "sm_90", "--seed", seed],
                  env=NO_HOLD)
