@@ -731,12 +731,15 @@ static void hc_report_device(void)
     struct cudaDeviceProp prop;
     struct hc_sb b = {NULL, 0, 0};
     int clock_khz = 0, l2 = 0, rt = 0, drv = 0;
+    unsigned flags = 0;
     double peak;
     HC_CUDA(cudaGetDeviceProperties(&prop, 0));
     HC_CUDA(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
     HC_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
     cudaRuntimeGetVersion(&rt);
     cudaDriverGetVersion(&drv);
+    if (cudaGetDeviceFlags(&flags) != cudaSuccess)
+        (void)cudaGetLastError();
     peak = 2.0 * prop.multiProcessorCount * hc_fp32_per_sm(prop.major, prop.minor) *
            (clock_khz * 1e3) / 1e9;
     /* Under compute-sanitizer the channel is never judged and the copies
@@ -747,9 +750,14 @@ static void hc_report_device(void)
     hc_sb_str(&b, prop.name);
     hc_sb_add(&b,
               ",\"cc\":\"%d.%d\",\"sms\":%d,\"copy_gbs\":%.1f,\"peak_fp32_gflops\":%.0f,"
-              "\"clock_mhz\":%d,\"l2_bytes\":%d,\"mem_bytes\":%zu,\"runtime\":%d,\"driver\":%d}",
-              prop.major, prop.minor, prop.multiProcessorCount, copy_gbs, peak,
-              clock_khz / 1000, l2, prop.totalGlobalMem, rt, drv);
+              "\"clock_mhz\":%d,\"l2_bytes\":%d,\"mem_bytes\":%zu,\"runtime\":%d,\"driver\":%d,"
+              "\"sync\":\"%s\"}",
+              prop.major, prop.minor, prop.multiProcessorCount, copy_gbs, peak, clock_khz / 1000,
+              l2, prop.totalGlobalMem, rt, drv,
+              (flags & cudaDeviceScheduleMask) == cudaDeviceScheduleBlockingSync ? "blocking"
+              : (flags & cudaDeviceScheduleMask) == cudaDeviceScheduleSpin       ? "spin"
+              : (flags & cudaDeviceScheduleMask) == cudaDeviceScheduleYield      ? "yield"
+                                                                                 : "auto");
     hc_sb_send(&b);
 }
 
@@ -869,6 +877,16 @@ int main(int argc, char **argv)
         hc_die("unknown case \"%s\"", one);
 
     hc_channel_check();
+    /* A check run waits for the GPU asleep, not spinning on a core (the
+     * default for a process of one context on a host of many cores): in a
+     * burst, every check run and sanitizer run shares the GPU with other
+     * jobs' contexts, and their spinning took the host's CPUs. Before the
+     * context exists (cudaSetDevice makes it). A timing run holds the GPU
+     * alone and waits as the baselines' runs do. Refused: the default
+     * stands (the device record says which). */
+    if (strcmp(mode, "check") == 0 &&
+        cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync) != cudaSuccess)
+        (void)cudaGetLastError();
     HC_CUDA(cudaSetDevice(0));
     HC_CUDA(cudaFree(0));
     HC_CUDA(cudaMalloc(&hc_dcounter, sizeof(*hc_dcounter)));

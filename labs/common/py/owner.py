@@ -55,7 +55,7 @@ sys.path.insert(0, HERE)
 import gen  # noqa: E402
 import owner_gate  # noqa: E402
 from owner_gpu import CudaBackend, SimBackend  # noqa: E402
-from owner_tenant import Tenant  # noqa: E402
+from owner_tenant import Tenant, runtime_msg  # noqa: E402
 
 POISON = 0x7FDEADED
 GUARD_F32 = 0x7FC0FFEE
@@ -208,11 +208,13 @@ def not_dumpable():
 # SimBackend (Numba's simulator) and CudaBackend (CuPy): owner_gpu.py.
 
 
-def backend():
+def backend(blocking=False):
+    """blocking: a check run's context waits for the GPU asleep (vmm.py
+    blocking_sync)."""
     if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
         return SimBackend()
     try:
-        return CudaBackend()
+        return CudaBackend(blocking=blocking)
     except Exception as e:  # no CuPy, no GPU: ours
         hint = ""
         if HIDDEN.get("hide"):
@@ -889,7 +891,7 @@ def main():
         o["file"] = job["file"]
         if o["mode"] == "check":
             o["cases"] = job["cases"]
-            tenant.send({"op": "runtime"})   # its context, beside our backend's
+            tenant.send(runtime_msg(o["mode"]))   # its context, beside our backend's
     else:
         seed = run_seed(o)
     if "file" not in o:
@@ -905,7 +907,7 @@ def main():
             # beside ours (backend): nothing of the student's runs until
             # load, and the seed was read and closed above.
             tenant = start_tenant(o, lab)
-        be = backend()
+        be = backend(blocking=o["mode"] == "check")
         send_record(be.device_record())
         if o["mode"] == "time" and "cpu_baseline" in lab:
             time_cpu(be, lab, cases, names[0], seed)   # before the tenant exists
@@ -914,7 +916,7 @@ def main():
         if tenant is None:
             tenant = start_tenant(o, lab)
         elif not tenant.asked:   # a warm time run's: its context now
-            tenant.send({"op": "runtime"})
+            tenant.send(runtime_msg(o["mode"]))
         runtime_ready(tenant)
         if GATE is not None and o.get("gate"):
             # The gate (time runs): the tenant's interpreter, its libraries
@@ -978,8 +980,9 @@ def start_tenant(o, lab):
     (runtime_ready reads the answer): Numba, CuPy and the tenant's CUDA
     context, before any of the student's code is loaded."""
     tenant = Tenant([o["file"], lab["SYMBOL"]], CALL_LIMIT_S)
-    tenant.send({"op": "runtime"})
+    tenant.send(runtime_msg(o["mode"]))
     return tenant
+
 
 
 def runtime_ready(tenant):

@@ -86,7 +86,10 @@ class CudaBackend:
     /work, which the tenant can write (a poisoned cached kernel)."""
     name = "cuda"
 
-    def __init__(self, cache_in_memory=True):
+    def __init__(self, cache_in_memory=True, blocking=False):
+        import vmm
+        # Before CuPy makes the context: a check run's waits asleep.
+        self.sync = "blocking" if blocking and vmm.blocking_sync() else "auto"
         if cache_in_memory:
             os.environ["CUPY_CACHE_IN_MEMORY"] = "1"
         else:   # owner.py warm: our kernels and the lab's, for the runner to keep
@@ -108,7 +111,7 @@ class CudaBackend:
                 "sms": p["multiProcessorCount"], "copy_gbs": 0.0, "peak_fp32_gflops": 0,
                 "clock_mhz": p.get("clockRate", 0) // 1000, "l2_bytes": p.get("l2CacheSize", 0),
                 "mem_bytes": p["totalGlobalMem"], "runtime": rt.runtimeGetVersion(),
-                "driver": rt.driverGetVersion()}
+                "driver": rt.driverGetVersion(), "sync": self.sync}
 
     def alloc(self, nbytes):
         if not hasattr(self, "vmm"):

@@ -95,3 +95,9 @@ class Tenant:
             self.proc.wait(timeout=5)
         except Exception:
             pass
+
+
+def runtime_msg(mode):
+    """The tenant's "runtime" question: a check run's contexts wait for the
+    GPU asleep, a timing run's as the baselines' do (vmm.py blocking_sync)."""
+    return {"op": "runtime", "blocking": mode == "check"}

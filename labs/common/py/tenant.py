@@ -165,6 +165,16 @@ class HostCopies:
 _VMM = None   # vmm.Vmm, made on the first shared buffer
 
 
+def vmm_module():
+    """vmm.py beside this file, by its path: -I keeps this folder off
+    sys.path."""
+    spec = importlib.util.spec_from_file_location(
+        "cugrade_vmm", os.path.join(os.path.dirname(os.path.abspath(__file__)), "vmm.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 class Buffers:
     """The owner's buffers as the student's device arrays."""
 
@@ -195,12 +205,8 @@ class Buffers:
         global _VMM
         from numba import cuda
         cuda.current_context()
-        if _VMM is None:   # by its path: -I keeps this folder off sys.path
-            spec = importlib.util.spec_from_file_location(
-                "cugrade_vmm", os.path.join(os.path.dirname(os.path.abspath(__file__)), "vmm.py"))
-            mod = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(mod)
-            _VMM = mod.Vmm()
+        if _VMM is None:
+            _VMM = vmm_module().Vmm()
         ptr, handle = _VMM.import_fd(fd, d["size"])
         size = d["size"]
         self.maps.append(_Closer(lambda: _VMM.release(ptr, handle, size)))
@@ -323,6 +329,7 @@ def sanitize(lab_name, case_name, seed_hex, path):
         from numba import cuda
         sim = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
         if not sim:
+            vmm_module().blocking_sync()   # memcheck's slow kernels: waited for asleep
             cuda.current_context()
         lineinfo = lineinfo_default()
         cs = gen.case_seed(gen.seed_parse_wide(seed_hex), case_name)
@@ -372,7 +379,7 @@ def sanitize(lab_name, case_name, seed_hex, path):
 WARM = []   # the start-up ops answered so far: jit_cache_default wraps Numba once
 
 
-def runtime_op(op, sim, cuda):
+def runtime_op(op, sim, cuda, blocking=False):
     """The owner's questions before any of the student's code runs:
     "runtime" (this host's Numba, CuPy where it is installed, and the
     tenant's CUDA context come up: asked as the process starts, beside the
@@ -380,8 +387,9 @@ def runtime_op(op, sim, cuda):
     this one answer only, since nothing of the student's has run yet),
     "imports" (the same without the context: a warm check run of the
     runner's pool, owner.py --pool, before its job is known), "sync" (a
-    round trip, owner.py round_trip). Returns (answer, numba.cuda once
-    imported, else the cuda given)."""
+    round trip, owner.py round_trip). blocking (a check run's "runtime"):
+    the context waits for the GPU asleep (vmm.py blocking_sync). Returns
+    (answer, numba.cuda once imported, else the cuda given)."""
     try:
         from numba import cuda
         if op in ("imports", "runtime") and not sim:
@@ -390,6 +398,8 @@ def runtime_op(op, sim, cuda):
             except ImportError:
                 pass   # a host with Numba only: the student's import says so
             if op == "runtime":
+                if blocking:
+                    vmm_module().blocking_sync()
                 cuda.current_context()
             if op == "imports" or not WARM:
                 jit_cache_default()
@@ -445,7 +455,7 @@ def main():
         msg = json.loads(data)
         ans = {"ok": True}
         if msg["op"] in ("imports", "runtime", "sync"):
-            ans, cuda = runtime_op(msg["op"], bufs.sim, cuda)
+            ans, cuda = runtime_op(msg["op"], bufs.sim, cuda, bool(msg.get("blocking")))
         elif msg["op"] == "load":
             path = msg.get("path") or path
             try:

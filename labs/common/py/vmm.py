@@ -48,6 +48,31 @@ class VmmError(RuntimeError):
     pass
 
 
+_BLOCKING_SYNC = 4   # CU_CTX_SCHED_BLOCKING_SYNC
+
+
+def blocking_sync():
+    """Before this process's first CUDA context: the device's primary
+    context (CuPy's and Numba's both) waits for the GPU asleep on a
+    blocking sync instead of spinning on a core. A process with one context
+    on a host of many cores spins by default (CU_CTX_SCHED_AUTO); in a burst
+    every check run's owner and tenant then burn a core for each wait on a
+    GPU that other jobs' contexts share, and the host's CPUs, not the GPU,
+    bound the burst. Check runs and sanitizer runs only: a timing run holds
+    the GPU alone, and waits as the baselines' runs do. Returns True when
+    the flag is set; False without a driver (the simulator) or when the
+    driver refuses (the default then stands)."""
+    try:
+        cu = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False
+    dev = ctypes.c_int()
+    if cu.cuInit(0) != 0 or cu.cuDeviceGet(ctypes.byref(dev), 0) != 0:
+        return False
+    setf = getattr(cu, "cuDevicePrimaryCtxSetFlags_v2", None) or cu.cuDevicePrimaryCtxSetFlags
+    return setf(dev, ctypes.c_uint(_BLOCKING_SYNC)) == 0
+
+
 class Vmm:
     """Allocate, export, import and release shareable device memory on the
     current context's device. Needs a current CUDA context (CuPy's or
