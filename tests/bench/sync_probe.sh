@@ -62,7 +62,7 @@ for b in old new; do
     done
 done
 
-cat > "$TMP/wait.py" <<EOF
+cat > "$TMP/probe.py" <<EOF
 import resource, sys, time
 sys.path.insert(0, "$ROOT/labs/common/py")
 import vmm
@@ -87,13 +87,13 @@ for mode in default blocking; do
         i=0
         while [ $i -lt "$k" ]; do
             i=$((i + 1))
-            "${PYTHON:-python3}" "$TMP/wait.py" $mode "${LAUNCHES:-20}" "${SPIN_MS:-50}" > "$TMP/w$i" 2>&1 &
+            "${PYTHON:-python3}" "$TMP/probe.py" $mode "${LAUNCHES:-20}" "${SPIN_MS:-50}" > "$TMP/out.$i" 2>&1 &
         done
         wait
         awk -v m=$mode -v k="$k" '$1 ~ /^[0-9.]+$/ { if ($1 > w) w = $1; c += $2; s = $3; n++ }
-            END { printf "| %s | %d | %.2f | %.2f | %s (%d of %d ran) |\n", m, k, w, c, s, n, k }' "$TMP"/w*
-        [ -n "$(grep -L '^[0-9]' "$TMP"/w* 2>/dev/null)" ] && tail -3 $(grep -L '^[0-9]' "$TMP"/w*) >&2
-        rm -f "$TMP"/w*
+            END { printf "| %s | %d | %.2f | %.2f | %s (%d of %d ran) |\n", m, k, w, c, s, n, k }' "$TMP"/out.*
+        for f in $(grep -L '^[0-9]' "$TMP"/out.*); do tail -n 3 "$f" >&2; done
+        rm -f "$TMP"/out.*
     done
 done
 rm -rf "$TMP"

@@ -54,7 +54,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import gen  # noqa: E402
 import owner_gate  # noqa: E402
-from owner_gpu import CudaBackend, SimBackend  # noqa: E402
+from owner_gpu import CudaBackend, Probe, SimBackend  # noqa: E402
 from owner_tenant import Tenant, runtime_msg  # noqa: E402
 
 POISON = 0x7FDEADED
@@ -74,7 +74,6 @@ MAX_SAMPLES, MIN_SAMPLES, TARGET_REL_ERR = 1000, 10, 0.01
 # reach the tenant in "map" messages of at most MAP_FDS descriptors
 # (SCM_MAX_FD is 253) before the call that names them by id.
 BATCH_MS, BATCH_MAX, MAP_FDS = 20.0, 128, 240
-PROBES = 64              # output elements read to stop a sample's clock, over the batch
 
 CHANNEL = None           # our private descriptor of the result channel
 GATE = None              # --gate, --pool: our private descriptor of the runner's gate
@@ -380,36 +379,6 @@ class Case:
         for b in self.bufs.values():
             self.be.free(b)
         self.bufs.clear()
-
-
-class Probe:
-    """What stops a sample's clock: PROBES output elements spread over the
-    batch's cases (every element of an output that has fewer), at positions
-    drawn from os.urandom before the call and kept in our memory and our
-    own device allocation, which the tenant's process cannot read. read()
-    copies them to the host in our context, in one kernel and one copy: it
-    waits for the GPU or finds the poison. Every output is checked whole
-    after the clock, and same() says whether the probed bytes still hold
-    what the clock's read saw (nothing was still being written)."""
-
-    def __init__(self, be, cases):
-        np = be.np
-        outs = [(c, m) for c in cases for m in c.outs()]
-        per = max(2, PROBES // len(outs))
-        spots = []
-        for c, m in outs:
-            n, size = m["count"], m["itemsize"]
-            pos = np.arange(n, dtype="uint64") if n <= per else \
-                np.frombuffer(os.urandom(8 * per), dtype="uint64") % np.uint64(n)
-            offs = (pos[:, None] * np.uint64(size) + np.arange(size, dtype="uint64")).ravel()
-            spots.append((c.bufs[m["name"]], offs))
-        self.be, self.plan = be, be.probe_plan(spots)
-
-    def read(self):
-        return self.be.probe_read(self.plan)
-
-    def same(self, seen):
-        return self.read() == seen
 
 
 # ---------------------------------------------------------------- the tenant
@@ -996,5 +965,31 @@ def runtime_ready(tenant):
             % (text(ans.get("error"), 300) if ans else tenant.death()))
 
 
+# Exceptions that a mistake in our own code raises (a CudaBackend attribute
+# that shadowed its own method ended every Python check run on a GPU as the
+# student's runtime_error, 2026-12-01). Any other exception (the run's memory
+# or processes run out, the GPU fails) stays the run's, as before. A tenant
+# that answers what the owner does not expect could raise one of these too:
+# it then gets system_error (retried, never graded), not a verdict: no gain.
+OUR_BUGS = (TypeError, AttributeError, NameError, KeyError, IndexError, AssertionError,
+            ZeroDivisionError)
+
+
+def guarded(fn):
+    """Run fn (main): an exception of OUR_BUGS is a failure of ours, said
+    as one (a harness_error record, exit 2: system_error, retried) even
+    after the student's code ran, never charged as the student's crash."""
+    try:
+        return fn()
+    except OUR_BUGS as e:
+        import traceback
+        traceback.print_exc()
+        msg = "the owner failed (%s: %s)" % (type(e).__name__, text(e, 200))
+        sys.stderr.write("harness: %s\n" % msg)
+        if CHANNEL is not None:
+            send_record({"type": "harness_error", "message": msg[:400]})
+        sys.exit(2)
+
+
 if __name__ == "__main__":
-    main()
+    guarded(main)

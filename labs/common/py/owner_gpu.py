@@ -2,11 +2,14 @@
 CUDA simulator in CI and CuPy on a GPU. Each allocates the buffers the
 tenant shares (memfd pages, or CUDA virtual memory exported as a
 descriptor: vmm.py), views them as arrays, flushes the L2, reads the probe
-spots that stop a timed sample's clock, and writes the device record.
+spots that stop a timed sample's clock (Probe, at the end: which spots),
+and writes the device record.
 Trusted, like owner.py: started beside it from labs/common/py, shipped with
 it in the student's bundle (labs/bundle.json)."""
 import mmap
 import os
+
+PROBES = 64   # output elements read to stop a sample's clock, over the batch
 
 
 class SimBackend:
@@ -89,7 +92,7 @@ class CudaBackend:
     def __init__(self, cache_in_memory=True, blocking=False):
         import vmm
         # Before CuPy makes the context: a check run's waits asleep.
-        self.sync = "blocking" if blocking and vmm.blocking_sync() else "auto"
+        self.sync_mode = "blocking" if blocking and vmm.blocking_sync() else "auto"
         if cache_in_memory:
             os.environ["CUPY_CACHE_IN_MEMORY"] = "1"
         else:   # owner.py warm: our kernels and the lab's, for the runner to keep
@@ -111,7 +114,7 @@ class CudaBackend:
                 "sms": p["multiProcessorCount"], "copy_gbs": 0.0, "peak_fp32_gflops": 0,
                 "clock_mhz": p.get("clockRate", 0) // 1000, "l2_bytes": p.get("l2CacheSize", 0),
                 "mem_bytes": p["totalGlobalMem"], "runtime": rt.runtimeGetVersion(),
-                "driver": rt.driverGetVersion(), "sync": self.sync}
+                "driver": rt.driverGetVersion(), "sync": self.sync_mode}
 
     def alloc(self, nbytes):
         if not hasattr(self, "vmm"):
@@ -236,3 +239,33 @@ class CudaBackend:
         n = addrs.size
         self.probe_kernel(((n + 255) // 256,), (256,), (addrs, out, self.np.int64(n)))
         return self.cp.asnumpy(out).tobytes()
+
+
+class Probe:
+    """What stops a sample's clock: PROBES output elements spread over the
+    batch's cases (every element of an output that has fewer), at positions
+    drawn from os.urandom before the call and kept in our memory and our
+    own device allocation, which the tenant's process cannot read. read()
+    copies them to the host in our context, in one kernel and one copy: it
+    waits for the GPU or finds the poison. Every output is checked whole
+    after the clock, and same() says whether the probed bytes still hold
+    what the clock's read saw (nothing was still being written)."""
+
+    def __init__(self, be, cases):
+        np = be.np
+        outs = [(c, m) for c in cases for m in c.outs()]
+        per = max(2, PROBES // len(outs))
+        spots = []
+        for c, m in outs:
+            n, size = m["count"], m["itemsize"]
+            pos = np.arange(n, dtype="uint64") if n <= per else \
+                np.frombuffer(os.urandom(8 * per), dtype="uint64") % np.uint64(n)
+            offs = (pos[:, None] * np.uint64(size) + np.arange(size, dtype="uint64")).ravel()
+            spots.append((c.bufs[m["name"]], offs))
+        self.be, self.plan = be, be.probe_plan(spots)
+
+    def read(self):
+        return self.be.probe_read(self.plan)
+
+    def same(self, seen):
+        return self.read() == seen
