@@ -329,7 +329,6 @@ def sanitize(lab_name, case_name, seed_hex, path):
         from numba import cuda
         sim = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
         if not sim:
-            vmm_module().blocking_sync()   # memcheck's slow kernels: waited for asleep
             cuda.current_context()
         lineinfo = lineinfo_default()
         cs = gen.case_seed(gen.seed_parse_wide(seed_hex), case_name)
