@@ -26,11 +26,15 @@ def ok(cond, name, detail=""):
             print("#   " + line)
 
 
+# The group and its weight are read before the start is stamped: a suite
+# that started before the last quiet one ended read its weight before that
+# too (on a loaded host the reads took over a second after the stamp, and
+# the weight had changed in between).
 SUITE = """#!/bin/sh
 {cls}
-echo "{name} start $(date +%s.%N)" >>"$CLASSES_LOG"
 echo "{name} cg $(awk -F: '$2 ~ /(^|,)cpu(,|$)/ {{ print $3 }}' /proc/self/cgroup)" >>"$CLASSES_LOG"
 echo "{name} shares $(cat /sys/fs/cgroup/cpu$(awk -F: '$2 ~ /(^|,)cpu(,|$)/ {{ print $3 }}' /proc/self/cgroup | sed 's,/$,,')/cpu.shares 2>/dev/null)" >>"$CLASSES_LOG"
+echo "{name} start $(date +%s.%N)" >>"$CLASSES_LOG"
 {work}
 echo "{name} end $(date +%s.%N)" >>"$CLASSES_LOG"
 echo "ok - {name}"
