@@ -146,7 +146,6 @@ struct toolchain_step {
     const char *expect_out; /* the file (in workdir) that says it worked */
     double wall;            /* its wall limit; 0: the lab's compile_seconds */
     int nice;               /* its CPU priority (compile_nice, COMPILE_FRONT_NICE, 0) */
-    const char *env;        /* NULL, or one more NAME=value for its environment */
 };
 
 int compile_starved(double wall_limit, double cpu_seconds, double cpu_wait_seconds)
@@ -176,10 +175,6 @@ static int toolchain_run(const struct compile_toolchain *tc, const struct lab *l
     memset(&v, 0, sizeof v);
     sandbox_config_init(&cfg);
     toolchain_env(tc, path, sizeof path, env);
-    if (step->env) {
-        env[5] = step->env;
-        env[6] = NULL;
-    }
     nb = sandbox_cuda_binds(tc->cuda_home, binds, real);
     for (size_t i = 0; i < nextra && nb < 4; i++)
         binds[nb++] = extra[i];
@@ -263,7 +258,7 @@ int compile_student(const struct compile_toolchain *tc, const struct lab *lab,
         memset(res, 0, sizeof *res);
         return -ENOMEM;
     }
-    struct toolchain_step step = {obj, 0, compile_nice(), NULL};
+    struct toolchain_step step = {obj, 0, compile_nice()};
     int rc = toolchain_run(tc, lab, workdir, (const char *const *)argv, NULL, 0, &step, res);
     compile_argv_free(argv);
     return rc;
@@ -319,8 +314,7 @@ int compile_front(const struct compile_toolchain *tc, const struct lab *lab, con
     argv[3] = "front";
     for (size_t i = 0; i < n; i++)
         argv[4 + i] = nv[i];
-    struct toolchain_step step = {".front-ok", compile_front_seconds(), COMPILE_FRONT_NICE,
-                                  "GLIBC_TUNABLES=glibc.malloc.hugetlb=1"};
+    struct toolchain_step step = {".front-ok", compile_front_seconds(), COMPILE_FRONT_NICE};
     int rc = toolchain_run(tc, lab, workdir, argv, NULL, 0, &step, res);
     if (rc == 0 && !res->ok && res->exit_code == 100) {
         res->unavailable = 1;
@@ -367,7 +361,7 @@ int compile_python(const struct compile_toolchain *tc, const struct lab *lab,
                           lab->symbol ? lab->symbol : "", NULL};
     struct sandbox_bind root;
     size_t nroot = (size_t)python_root_bind(&root);
-    struct toolchain_step step = {".python-syntax-ok", 0, 0, NULL};
+    struct toolchain_step step = {".python-syntax-ok", 0, 0};
     int rc = toolchain_run(tc, lab, workdir, argv, nroot ? &root : NULL, nroot, &step, res);
     if (rc == 0 && !res->ok && !res->timed_out && !res->oom)
         snprintf(res->message, sizeof res->message, "%s",
@@ -416,7 +410,7 @@ int compile_link(const struct compile_toolchain *tc, const struct lab *lab,
             goto out;
     if (argv_push(v, &n, cap, "-o") || argv_push(v, &n, cap, prog))
         goto out;
-    struct toolchain_step step = {prog, 0, compile_nice(), NULL};
+    struct toolchain_step step = {prog, 0, compile_nice()};
     rc = toolchain_run(tc, lab, workdir, (const char *const *)v, &hb, 1, &step, res);
 out:
     compile_argv_free(v);

@@ -93,14 +93,12 @@ int compile_nice(void);
  * host at 98-99% CPU at p90 in the burst). Bounded like the rest: its
  * own wall limit (compile_front_seconds) and the sandbox's CPU limit. */
 #define COMPILE_FRONT_NICE (-5)
-/* The front pass's programs run with
- * glibc's malloc on transparent huge pages (GLIBC_TUNABLES=
- * glibc.malloc.hugetlb=1; glibc 2.35 and later, THP "madvise" or
- * "always"; an older glibc ignores it): cudafe++ touches ~180 MiB in
- * ~46,000 page faults. On the H100 host (a virtual machine) a pass took
- * 0.35 s instead of 0.45-0.48 s alone, 16 at once 26-30 passes/s instead
- * of 21-28, 32 at once 31-36 instead of 28-30 (tests/bench/front_bench.sh;
- * docs/runner.md "Where the front pass's CPU goes"). */
+/* The front pass's programs use glibc's default malloc. On transparent
+ * huge pages (GLIBC_TUNABLES=glibc.malloc.hugetlb=1, used until
+ * 2026-12-01) a pass took 0.35 s instead of 0.45-0.48 s on the H100 host,
+ * but about 1 s more on the CI machine, where the kernel's clearing of
+ * fresh 2 MiB pages was most of it: a small gain on one host against a
+ * large loss on another (docs/log/2026-12-01-front-pass-huge-pages.md). */
 
 /* The front pass (docs/runner.md "The front pass"): the preprocessor and
  * cudafe++ steps of the nvcc command compile_student would run, in the

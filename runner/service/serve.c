@@ -695,9 +695,8 @@ static void kids_grant(struct kid *kids, size_t nk, int jobs)
 /* How many children may be in their front pass at once: twice the CPU
  * lane's size (at most 256), or $CUGRADE_FRONT_JOBS (1 to 256). The
  * passes run above the CPU lane's compiles (compile.h): on the idle H100
- * host 32 at once ended 28-36 passes/s against 21-30 with 16, and with
- * huge pages the burst's claims went from ~19/s to ~27/s (docs/runner.md
- * "Two lanes"). */
+ * host 32 at once ended 28-36 passes/s against 21-30 with 16
+ * (docs/runner.md "Two lanes"). */
 static size_t front_width(int jobs)
 {
     long n = runner_cfg()->front_jobs;

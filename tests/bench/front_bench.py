@@ -9,8 +9,7 @@ one pass costs here and whether anything makes it cheaper.
          rows, default the host's cores), FILES (default matmul/fast.cu and
          matmul/syntax_error.cu of tests/gpu/solutions)
 
-Rows, per file (the front pass's malloc on huge pages: always, since the
-switch that turned it off went, docs/log/2026-11-28-runner-config.md):
+Rows, per file:
   - one at a time: the median of `phases.front` of `cugrade-runner grade
     --stop-after compile` (the sandbox, nvcc --dryrun, the preprocessor,
     cudafe++), and the CPU seconds of the whole grade process tree;
