@@ -15,16 +15,8 @@ import tempfile
 
 ROOT = os.environ.get("CUGRADE_ROOT") or os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
 PY = os.path.join(ROOT, "labs", "common", "py")
-n, failed = 0, 0
-
-
-def ok(cond, name, detail=""):
-    global n, failed
-    n += 1
-    print(("ok" if cond else "not ok") + f" {n} - {name}")
-    if not cond:
-        failed += 1
-        print("#   " + str(detail).replace("\n", "\n#   "))
+sys.path.insert(0, os.path.join(ROOT, "tests", "runner", "fakelab"))
+from suite import failures, ok  # noqa: E402  (TAP)
 
 
 FAKE = r"""
@@ -78,4 +70,4 @@ ok(r.returncode == 0 and r.stdout.strip() ==
    "the owner asks for a blocking context in a check run, not in a timing run", r.stdout + r.stderr)
 
 subprocess.run(["rm", "-rf", tmp])
-sys.exit(1 if failed else 0)
+sys.exit(1 if failures() else 0)

@@ -16,16 +16,8 @@ import sys
 
 ROOT = os.environ.get("CUGRADE_ROOT") or os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
 PY = os.path.join(ROOT, "labs", "common", "py")
-n, failed = 0, 0
-
-
-def ok(cond, name, detail=""):
-    global n, failed
-    n += 1
-    print(("ok" if cond else "not ok") + f" {n} - {name}")
-    if not cond:
-        failed += 1
-        print("#   " + str(detail).replace("\n", "\n#   "))
+sys.path.insert(0, os.path.join(ROOT, "tests", "runner", "fakelab"))
+from suite import failures, ok  # noqa: E402  (TAP)
 
 
 def owner_raising(what):
@@ -64,4 +56,4 @@ ok(rc == 1 and not recs, "a MemoryError (the run's memory, shared with the stude
 rc, err, recs = owner_raising("sys.exit(3)")
 ok(rc == 3 and not recs, "the owner's own exits pass through unchanged (3: a case failed fatally)",
    (rc, err[-800:], recs))
-sys.exit(1 if failed else 0)
+sys.exit(1 if failures() else 0)
