@@ -953,7 +953,6 @@ def start_tenant(o, lab):
     return tenant
 
 
-
 def runtime_ready(tenant):
     """The answer to start_tenant's question. Numba in the student's
     process, before any of the student's code runs there: a host whose
