@@ -57,9 +57,10 @@ def blocking_sync():
     blocking sync instead of spinning on a core. A process with one context
     on a host of many cores spins by default (CU_CTX_SCHED_AUTO); in a burst
     every check run's owner and tenant then burn a core for each wait on a
-    GPU that other jobs' contexts share, and the host's CPUs, not the GPU,
-    bound the burst. Check runs and sanitizer runs only: a timing run holds
-    the GPU alone, and waits as the baselines' runs do. Returns True when
+    GPU that other jobs' contexts share (tests/bench/sync_probe.sh). Check
+    runs only: a timing run holds the GPU alone and waits as the baselines'
+    runs do; a sanitizer run with it came back dirty (docs/python.md,
+    "Waiting for the GPU"). Returns True when
     the flag is set; False without a driver (the simulator) or when the
     driver refuses (the default then stands)."""
     try:
