@@ -460,4 +460,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    common.guarded(main)   # an exception of our own code's is ours (owner.py)
