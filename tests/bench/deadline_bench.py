@@ -17,6 +17,10 @@ LANG_BURST=py sends tests/gpu/solutions-py/*/*.py instead (hostile_*.py as
 the hostile share). CUGRADE_BENCH_GPUS=1 serves from GPU 1 alone, so two
 benches can run side by side on a two-GPU host (set
 CUGRADE_RUNNERS_PER_HOST=2 in both: each runner then takes half the cores).
+With OUT set, OUT/deadline-*-subs.json keeps every submission's phases
+and, for each one that missed its expectation, what its result says
+("why": message, output, the owner's or harness's output, sanitizer
+findings).
 
     sh tests/bench/deadline_bench.sh          # on the GPU host, after make dist
 """
@@ -36,6 +40,17 @@ HOSTILE_FILES = ["host_loop.cu", "gpu_loop.cu", "flood.cu", "gpu_membomb.cu", "h
 OUT = os.environ.get("OUT") or None
 PROFILE_WAIT = 60.0  # issue 25: a profile within 60 s of its verdict
 
+
+def why(sub):
+    """What a result that missed its expectation says (kept in the -subs.json:
+    a burst's false verdicts can be read without another run on the GPU)."""
+    r = (sub or {}).get("result") or {}
+    c = r.get("cugrade") or {}
+    return {"status": (sub or {}).get("status"), "message": (r.get("status_message") or "")[:300],
+            "output": (r.get("output") or "")[:600],
+            "program_output": (c.get("program_output") or "")[:1500],
+            "sanitizer": [f.get("message", "")[:300] for t in (c.get("sanitizer") or [])
+                          if isinstance(t, dict) for f in (t.get("findings") or [])[:3]]}
 
 def handed_back(logs):
     """How many jobs the runners handed back (the server logs each)."""
@@ -220,6 +235,7 @@ def main():
                     exp_met += 1
                 else:
                     exp_missed.append(f"{s['lab']}/{s['file']}: {e2e.obs_str(want, e2e.observe(sub or {}))}")
+                    s["why"] = why(sub)
             if done[s["id"]][1] != "graded":
                 s["phases"] = (((sub or {}).get("result") or {}).get("cugrade") or {}).get("phases") or {}
             if done[s["id"]][1] == "graded":
