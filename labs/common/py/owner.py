@@ -83,11 +83,12 @@ CPU_TIMING = {}          # time_cpu's fields for the timing record (a lab with c
 CPU_WARMUP, CPU_SAMPLES, CPU_BUDGET_S = 1, 5, 20.0
 
 
-def die(msg, code=2):
+def die(msg, code=2, claim=False):
     """A failure of ours: a harness_error record (only before any student
-    code ran: after that it may be the student's doing), then exit."""
+    code ran: after that it may be the student's doing; claim: even then,
+    for a mistake of our own code, guarded), then exit."""
     sys.stderr.write("harness: %s\n" % msg)
-    if CHANNEL is not None and not STUDENT_RAN:
+    if CHANNEL is not None and (claim or not STUDENT_RAN):
         send_record({"type": "harness_error", "message": msg[:400]})
     sys.exit(code)
 
@@ -983,11 +984,7 @@ def guarded(fn):
     except OUR_BUGS as e:
         import traceback
         traceback.print_exc()
-        msg = "the owner failed (%s: %s)" % (type(e).__name__, text(e, 200))
-        sys.stderr.write("harness: %s\n" % msg)
-        if CHANNEL is not None:
-            send_record({"type": "harness_error", "message": msg[:400]})
-        sys.exit(2)
+        die("the owner failed (%s: %s)" % (type(e).__name__, text(e, 200)), claim=True)
 
 
 if __name__ == "__main__":

@@ -163,16 +163,19 @@ class HostCopies:
 
 
 _VMM = None   # vmm.Vmm, made on the first shared buffer
+_VMM_MODULE = []   # vmm.py, once loaded
 
 
 def vmm_module():
-    """vmm.py beside this file, by its path: -I keeps this folder off
-    sys.path."""
-    spec = importlib.util.spec_from_file_location(
-        "cugrade_vmm", os.path.join(os.path.dirname(os.path.abspath(__file__)), "vmm.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    """vmm.py beside this file, by its path (-I keeps this folder off
+    sys.path), loaded once."""
+    if not _VMM_MODULE:
+        spec = importlib.util.spec_from_file_location(
+            "cugrade_vmm", os.path.join(os.path.dirname(os.path.abspath(__file__)), "vmm.py"))
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        _VMM_MODULE.append(mod)
+    return _VMM_MODULE[0]
 
 
 class Buffers:
