@@ -286,13 +286,116 @@ static int v2_fallback_parent(const char *from, char *out, size_t cap)
     return v2_prepare(out);
 }
 
+/* Read the pids of one group's cgroup.procs into pids[]. Returns the count
+ * (possibly more than cap, then only cap were stored) or -errno. */
+static int list_pids(const char *dir, pid_t *pids, int cap)
+{
+    char buf[1 << 16];
+    ssize_t n = file_read(dir, "cgroup.procs", buf, sizeof buf);
+    if (n < 0)
+        return (int)n;
+    int cnt = 0;
+    for (char *save, *t = strtok_r(buf, "\n", &save); t; t = strtok_r(NULL, "\n", &save)) {
+        if (cnt < cap)
+            pids[cnt] = (pid_t)atoi(t);
+        cnt++;
+    }
+    return cnt;
+}
+
 /* A runner that crashed (SIGKILL, OOM) never removed its run groups: its
  * sandbox died with it (PDEATHSIG -> bwrap -> --die-with-parent), but the
  * empty directories stay. Remove groups named cugrade-<pid>-<n> below
- * parent whose <pid> is gone, that are empty, and are over a minute old
- * (a runner in another pid namespace sharing this parent has live groups
- * that are never empty for longer than the instant between mkdir and
- * entering them). */
+ * parent whose <pid> is gone and that are over a minute old (a runner in
+ * another pid namespace sharing this parent has live groups that are never
+ * empty for longer than the instant between mkdir and entering them).
+ *
+ * Not every sandbox dies with its runner: bwrap 0.8's init waits on an
+ * eventfd for its parent's go-ahead before it asks for PDEATHSIG, so a
+ * runner killed in that instant leaves it blocked there for good,
+ * re-parented to the host's init, in the run's groups (once in CI, a
+ * runner killed with SIGKILL by deploy/slurm.t). Such a group's members are
+ * killed first when it is orphaned (group_orphaned). */
+/* The parent of pid as this namespace sees it, or -1 (gone). */
+static pid_t proc_parent(pid_t pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = 0;
+    char *r = strrchr(buf, ')');
+    int ppid;
+    return r && sscanf(r + 1, " %*c %d", &ppid) == 1 ? (pid_t)ppid : -1;
+}
+
+/* pid's command name (/proc/PID/comm, no newline) into out, or -1. */
+static int proc_comm(pid_t pid, char *out, size_t cap)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, out, cap - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    out[n] = 0;
+    out[strcspn(out, "\n")] = 0;
+    return 0;
+}
+
+/* A stale group with members is orphaned when nothing of ours supervises
+ * them: every member is visible here (pid 0: one in a namespace we cannot
+ * see into) and none has a parent outside the group that runs this
+ * program (a reaper, the runner's child: a live runner in another pid
+ * namespace, whose own pid we could not check, has one). */
+static int group_orphaned(const char *dir)
+{
+    pid_t pids[256];
+    int n = list_pids(dir, pids, 256);
+    char self[64], comm[64];
+    if (n <= 0 || n > 256 || proc_comm(getpid(), self, sizeof self) < 0)
+        return 0;
+    for (int i = 0; i < n; i++) {
+        if (pids[i] <= 0)
+            return 0;
+        pid_t pp = proc_parent(pids[i]);
+        int inside = 0;
+        for (int k = 0; k < n && !inside; k++)
+            inside = pids[k] == pp;
+        if (pp > 1 && !inside && proc_comm(pp, comm, sizeof comm) == 0 && strcmp(comm, self) == 0)
+            return 0;
+    }
+    return 1;
+}
+
+/* SIGKILL an orphaned group's members; 1 once it is empty (within about a
+ * second), else 0. */
+static int group_reap(const char *dir)
+{
+    pid_t pids[256];
+    for (int i = 0; i < 50; i++) {
+        int n = list_pids(dir, pids, 256);
+        if (n == 0)
+            return 1;
+        if (n < 0)
+            return 0;
+        for (int k = 0; k < n && k < 256; k++)
+            if (pids[k] > 1)
+                kill(pids[k], SIGKILL);
+        struct timespec ts = {0, 20 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    return 0;
+}
+
 static long sweep_min_age = CGROUP_SWEEP_AGE;
 
 void cgroup_sweep_age_set(long seconds)
@@ -324,6 +427,8 @@ static void sweep_stale(const char *parent)
         uint64_t populated = 1;
         if (keyed_u64(dir, "cgroup.events", "populated", &populated) < 0)
             populated = file_read(dir, "cgroup.procs", buf, sizeof buf) != 0;
+        if (populated && group_orphaned(dir))
+            populated = !group_reap(dir);
         if (!populated)
             (void)rmdir(dir);
     }
@@ -504,23 +609,6 @@ uint64_t cgroup_oom_kills(const struct cgroup *cg)
     else if (cg->version == CGROUP_V1)
         (void)keyed_u64(cg->mem, "memory.oom_control", "oom_kill", &v);
     return v;
-}
-
-/* Read the pids of one group's cgroup.procs into pids[]. Returns the count
- * (possibly more than cap, then only cap were stored) or -errno. */
-static int list_pids(const char *dir, pid_t *pids, int cap)
-{
-    char buf[1 << 16];
-    ssize_t n = file_read(dir, "cgroup.procs", buf, sizeof buf);
-    if (n < 0)
-        return (int)n;
-    int cnt = 0;
-    for (char *save, *t = strtok_r(buf, "\n", &save); t; t = strtok_r(NULL, "\n", &save)) {
-        if (cnt < cap)
-            pids[cnt] = (pid_t)atoi(t);
-        cnt++;
-    }
-    return cnt;
 }
 
 int cgroup_populated(const struct cgroup *cg)
