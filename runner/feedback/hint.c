@@ -588,14 +588,28 @@ static const char *oom_evidence(const struct hint_facts *f, const struct score_c
     return NULL;
 }
 
+/* A failed case with no answer: outputs never written, or none at all
+ * (every judge says a case the program never reached is "no result: ...",
+ * docs/formats.md). */
+static int case_unanswered(const struct score_case *c)
+{
+    static const char none[] = "no result:";
+    return case_failed(c) &&
+           (!c->ran || c->unwritten > 0 ||
+            (c->message && strncmp(c->message, none, sizeof none - 1) == 0));
+}
+
 /* device-memory: an allocation failed, and a case failed (its output
- * never written, or an error): the memory, not the grid. */
+ * never written, or an error): the memory, not the grid. Evidence on
+ * stderr alone names the first case left without an answer, never one
+ * that answered wrong (a Numba race's wrong sums before an allocation of
+ * ours failed: the hint blamed the memory for them). */
 static void rec_device_memory(const struct hint_facts *f, struct hint_list *out)
 {
     const struct score_case *c = NULL;
     const char *what = oom_evidence(f, &c);
     for (size_t i = 0; what && !c && i < f->ncases; i++)
-        if (case_failed(&f->cases[i]))
+        if (case_unanswered(&f->cases[i]))
             c = &f->cases[i];
     if (!what || !c)
         return;

@@ -669,6 +669,29 @@ static void test_device_memory(void)
     ok(!hint_find(l, "device-memory") && hint_find(l, "grid-coverage"),
        "...no allocation failed: grid-coverage as before");
     run_free(&r);
+    /* test-gpu on an H200: a Numba race (wrong sums from 2^20+7 on), then
+     * the owner's allocation of the 2.5e9 case failed. The hint named
+     * 2^20+7, which had an answer, "not your grid" beside the race. */
+    f.program_err = "cupy.cuda.memory.OutOfMemoryError: Out of memory allocating "
+                    "10,005,512,192 bytes (allocated so far: 0 bytes).\n";
+    doc = json_pack("{s:[{s:s, s:b}, {s:s, s:b, s:i, s:s}, {s:s, s:b, s:i, s:s}]}", "cases",
+                    "name", "1", "passed", 1, "name", "1000", "passed", 0, "unwritten", 0,
+                    "message", "d_out[0] = -784372.25 but expected -786797.646", "name",
+                    "2^20+7", "passed", 0, "unwritten", 0, "message",
+                    "no result: the program stopped before this case (it crashed, was killed, "
+                    "or ran out of time)");
+    l = recognize(&r, &red, doc, &f);
+    ok(hint_find(l, "device-memory") && strcmp(case_of(l, "device-memory"), "2^20+7") == 0,
+       "device-memory from stderr alone names the case left without an answer, not the one "
+       "that answered wrong: %s", hint_find(l, "device-memory") ? case_of(l, "device-memory") : "none");
+    run_free(&r);
+    doc = json_pack("{s:[{s:s, s:b}, {s:s, s:b, s:i, s:s}]}", "cases", "name", "1", "passed", 1,
+                    "name", "1000", "passed", 0, "unwritten", 0, "message",
+                    "d_out[0] = -784372.25 but expected -786797.646");
+    l = recognize(&r, &red, doc, &f);
+    ok(!hint_find(l, "device-memory"),
+       "...and no device-memory hint when every failed case answered (wrong)");
+    run_free(&r);
 }
 
 /* Issue 26 item 5d: the pipeline's std with ddof=1 (the judge says so). */
