@@ -56,7 +56,7 @@ import gen  # noqa: E402
 import owner_gate  # noqa: E402
 from owner_case import Case  # noqa: E402
 from owner_gpu import CudaBackend, Probe, SimBackend  # noqa: E402
-from owner_tenant import Tenant, runtime_msg  # noqa: E402
+from owner_tenant import OOM_TRIES, OOM_WAIT_S, Tenant, oom_whose, runtime_msg  # noqa: E402
 
 CALL_LIMIT_S = 3600      # the sandbox's wall limit ends a stuck run long before
 MAX_SAMPLES, MIN_SAMPLES, TARGET_REL_ERR = 1000, 10, 0.01
@@ -292,7 +292,7 @@ def warm_up(tenant, be, lab, cases, first):
     """One call on the lab's first case with throwaway inputs before anything
     is judged or timed: the JIT compiles here. A compile error of Numba or
     CuPy (their exception types, not the student's text) is a compile error."""
-    c = Case(be, lab, cases[first], 0x5EED0000C0FFEE, False)
+    c = new_case(tenant, be, lab, first, cases[first], 0x5EED0000C0FFEE, False)
     try:
         c.poison()
         ans, _ = call(tenant, c)
@@ -305,10 +305,28 @@ def warm_up(tenant, be, lab, cases, first):
         c.free()
 
 
+def new_case(tenant, be, lab, name, params, cs, guard):
+    """Case(...) for case name; out of the GPU's memory, ours or the
+    student's (owner_tenant.py oom_whose): what the tenant holds decides,
+    once the student's code has run."""
+    for attempt in range(OOM_TRIES):
+        try:
+            return Case(be, lab, params, cs, guard)
+        except be.oom:
+            held = tenant.held() if tenant is not None and STUDENT_RAN else 0
+            rec, ours = oom_whose(held, name, attempt)
+            if rec:
+                send_record(rec)
+                sys.exit(3)
+            if ours:
+                die(ours, claim=True)
+            time.sleep(OOM_WAIT_S)
+
+
 def run_check(tenant, be, lab, cases, names, seed, guard):
     for name in names:
         cs = gen.case_seed(seed, name)
-        c = Case(be, lab, cases[name], cs, guard)
+        c = new_case(tenant, be, lab, name, cases[name], cs, guard)
         try:
             c.poison()
             ans, t0 = call(tenant, c)

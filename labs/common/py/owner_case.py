@@ -23,10 +23,14 @@ class Case:
         self.be, self.lab, self.params = be, lab, params
         self.guard = GUARD_BYTES if guard else 0
         self.bufs, self.views, self.meta = {}, {}, []
-        for name, dtype, shape, genname, k in lab["INPUTS"]:
-            self._add(name, dtype, shape(params), "in", (genname, k))
-        for name, dtype, shape in lab["OUTPUTS"]:
-            self._add(name, dtype, shape(params), "out", None)
+        try:
+            for name, dtype, shape, genname, k in lab["INPUTS"]:
+                self._add(name, dtype, shape(params), "in", (genname, k))
+            for name, dtype, shape in lab["OUTPUTS"]:
+                self._add(name, dtype, shape(params), "out", None)
+        except BaseException:   # out of memory half way: nothing kept (owner.py new_case)
+            self.free()
+            raise
         self.fill(case_seed)
 
     def _add(self, name, dtype, shape, role, how):

@@ -16,6 +16,7 @@ class SimBackend:
     """Numba's CUDA simulator (CI, no GPU): "device" buffers are memfd pages
     shared with the tenant; NumPy does the owner's work."""
     name = "sim"
+    oom = ()   # host memory: what runs out is the run's, as before (owner.py new_case)
 
     def __init__(self):
         import numpy
@@ -100,6 +101,7 @@ class CudaBackend:
         import numpy
         import cupy
         self.np, self.xp, self.cp = numpy, cupy, cupy
+        self.oom = cupy.cuda.memory.OutOfMemoryError   # alloc's, owner.py new_case
         cupy.cuda.Device(0).use()
         l2 = int(cupy.cuda.runtime.getDeviceProperties(0).get("l2CacheSize", 0))
         # Evicting the inputs before a sample, as the CUDA harness does.

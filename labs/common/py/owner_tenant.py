@@ -76,6 +76,17 @@ class Tenant:
             return None
         return ans if isinstance(ans, dict) else None
 
+    def held(self):
+        """The device memory the student's process holds between calls, in
+        bytes (tenant.py's "held": its allocators' live arrays, once they
+        have handed back what they keep cached); None when it does not
+        answer."""
+        ans = self.ask({"op": "held"})
+        try:
+            return max(0, int(ans["held"])) if ans and ans.get("ok") else None
+        except (KeyError, TypeError, ValueError):
+            return None
+
     def death(self):
         """Why the tenant is gone, in words."""
         try:
@@ -101,3 +112,31 @@ def runtime_msg(mode):
     """The tenant's "runtime" question: a check run's contexts wait for the
     GPU asleep, a timing run's as the baselines' do (vmm.py blocking_sync)."""
     return {"op": "runtime", "blocking": mode == "check"}
+
+
+# Out of device memory for a case's buffers (owner.py new_case): as the CUDA
+# harness tells it (harness_common.cu hc_setup). While the student's process
+# holds less than OOM_STUDENT_BYTES, other jobs have the GPU's memory: wait
+# OOM_WAIT_S and try again, OOM_TRIES in all, then it is ours (system_error,
+# retried, never charged). Once it keeps more past its calls, the case is
+# the student's.
+OOM_TRIES, OOM_WAIT_S, OOM_STUDENT_BYTES = 4, 0.5, 1 << 20
+
+
+def oom_whose(held, name, attempt):
+    """(record, message): the student's fatal case record, or a failure of
+    ours to die with, or (None, None): wait and try again. held: the
+    tenant's answer (None: no answer; 0 before its code ran)."""
+    if held is not None and held >= OOM_STUDENT_BYTES:
+        return {"type": "case", "name": name, "status": "runtime_error",
+                "error": "case %s: could not allocate its buffers: your code kept %d MiB of "
+                         "device memory allocated after it returned" % (name, held >> 20),
+                "error_name": "harness",
+                "cause": "free what you allocate before your function returns (del the arrays, "
+                         "or let CuPy's pool reuse them), and keep nothing on the device "
+                         "between calls", "fatal": True}, None
+    if attempt + 1 < OOM_TRIES:
+        return None, None
+    return None, ("case %s: could not allocate its buffers: the GPU's memory is taken by other "
+                  "jobs (your code holds %s)" % (name, "%d KiB" % (held >> 10)
+                                                 if held is not None else "what it does not say"))

@@ -413,6 +413,32 @@ def runtime_op(op, sim, cuda, blocking=False):
     return {"ok": True}, cuda
 
 
+def device_held(sim):
+    """The owner's "held": the device memory this process holds between
+    calls, in bytes. CuPy's pool and Numba's pending frees are handed back
+    first (what they keep cached is not the student's to answer for), then
+    the live arrays of both allocators are counted: the student's arrays,
+    and nothing of the owner's (its buffers are mapped, not allocated here).
+    0 in the simulator (no device memory). Memory the student's code takes
+    past both allocators is not seen: the owner then calls the GPU full of
+    other jobs' memory, a system_error that grades nothing (no gain)."""
+    if sim:
+        return 0
+    held = 0
+    cp = sys.modules.get("cupy")
+    if cp is not None:
+        pool = cp.get_default_memory_pool()
+        pool.free_all_blocks()
+        held += int(pool.used_bytes())
+    nb = sys.modules.get("numba.cuda")
+    if nb is not None:
+        ctx = nb.current_context()
+        ctx.deallocations.clear()
+        held += sum(int(getattr(m, "size", 0)) for m in list(ctx.memory_manager.allocations.values())
+                    if type(m).__name__ in ("AutoFreePointer", "ManagedMemory"))
+    return held
+
+
 def map_set(mapped, set_id, desc, fds):
     """The owner's buffer set set_id (its description, its descriptors
     among fds) as the student's arrays in mapped, unless it is there."""
@@ -474,6 +500,11 @@ def main():
             except BaseException as e:  # noqa: B902 - everything is the student's
                 w, m = where(e, path)
                 ans = {"ok": False, "error": m, "where": w}
+        elif msg["op"] == "held":
+            try:
+                ans = {"ok": True, "held": device_held(bufs.sim)}
+            except BaseException as e:  # noqa: B902 - the student's module may have broken it
+                ans = {"ok": False, "error": "%s: %s" % (type(e).__name__, e)}
         elif msg["op"] == "map":
             # A timed batch's new sets (owner.py Timed.map_new), mapped and
             # kept beside those already mapped; the next call names them.
