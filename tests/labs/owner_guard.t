@@ -9,39 +9,20 @@ harness_error record on the channel and exit 2 (runner/run/run.c
 run_harness_failed: system_error, retried), even after the student's code
 ran; MemoryError (the run's memory, which the student's process shares)
 still ends it as before: exit 1, no record. Prints TAP lines."""
-import json
 import os
-import subprocess
 import sys
 
 ROOT = os.environ.get("CUGRADE_ROOT") or os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
-PY = os.path.join(ROOT, "labs", "common", "py")
 sys.path.insert(0, os.path.join(ROOT, "tests", "runner", "fakelab"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from suite import failures, ok  # noqa: E402  (TAP)
+from owner_proc import run_owner  # noqa: E402  (the owner in a process of its own)
 
 
 def owner_raising(what):
     """An owner whose main raises what, after the student's code ran: its
     exit status, stderr and the records on its channel."""
-    r, w = os.pipe()
-    code = ("import os, sys; sys.path.insert(0, %r); import owner\n"
-            "owner.CHANNEL = %d; owner.STUDENT_RAN = True\n"
-            "def main():\n    %s\n"
-            "owner.guarded(main)\n" % (PY, w, what))
-    p = subprocess.Popen([sys.executable, "-I", "-c", code], pass_fds=(w,), stderr=subprocess.PIPE,
-                         env=dict(os.environ, NUMBA_ENABLE_CUDASIM="1"))
-    os.close(w)
-    out = b""
-    while True:
-        b = os.read(r, 65536)
-        if not b:
-            break
-        out += b
-    os.close(r)
-    err = p.stderr.read().decode()
-    p.wait()
-    recs = [json.loads(x) for x in out.decode().splitlines() if x.startswith("{")]
-    return p.returncode, err, recs
+    return run_owner("def main():\n    %s\nowner.guarded(main)\n" % what)
 
 
 rc, err, recs = owner_raising("'sync'()   # a str called: the shadowed method")

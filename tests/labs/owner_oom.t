@@ -17,20 +17,17 @@ The owner runs in a process of its own with a backend and a tenant made up
 here. Prints TAP lines."""
 import json
 import os
-import subprocess
 import sys
 
 ROOT = os.environ.get("CUGRADE_ROOT") or os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
-PY = os.path.join(ROOT, "labs", "common", "py")
 sys.path.insert(0, os.path.join(ROOT, "tests", "runner", "fakelab"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from suite import failures, ok  # noqa: E402  (TAP)
+from owner_proc import run_owner  # noqa: E402  (the owner in a process of its own)
 
 SETUP = r"""
-import os, sys, json, numpy
-sys.path.insert(0, %(py)r)
-import owner, owner_tenant
-owner.CHANNEL = %(fd)d
-owner.STUDENT_RAN = True
+import numpy
+import owner_tenant
 owner_tenant.OOM_WAIT_S = 0.01
 
 class OOM(Exception):
@@ -69,24 +66,8 @@ lab = {"INPUTS": [("x", "float32", lambda p: (p["n"],), "f32_reduction", 0)],
 
 
 def owner_with(body):
-    """Run SETUP then body in a process of its own: (exit status, stderr,
-    the records on its channel)."""
-    r, w = os.pipe()
-    code = SETUP % {"py": PY, "fd": w} + body
-    p = subprocess.Popen([sys.executable, "-I", "-c", code], pass_fds=(w,), stderr=subprocess.PIPE,
-                         env=dict(os.environ, NUMBA_ENABLE_CUDASIM="1"))
-    os.close(w)
-    out = b""
-    while True:
-        b = os.read(r, 65536)
-        if not b:
-            break
-        out += b
-    os.close(r)
-    err = p.stderr.read().decode()
-    p.wait()
-    recs = [json.loads(x) for x in out.decode().splitlines() if x.startswith("{")]
-    return p.returncode, err, recs
+    """SETUP then body, as the owner (owner_proc.py run_owner)."""
+    return run_owner(SETUP + body)
 
 
 CHECK = "owner.run_check(Tenant(%s), Backend(99), lab, {'2.5e9': {'n': 4, 'signs': 1}}, ['2.5e9'], 1, False)\n"
