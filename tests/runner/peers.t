@@ -246,8 +246,14 @@ def hand_back(log):
         time.sleep(2)
         with fake.lock:
             by = {jid: r.get("runner") for jid, r in st["results"].items()}
+        kept = [j for j in range(1, 5) if j not in by]
+        with open(log.name) as f:   # (not log.seek: the runners write through its offset)
+            said = [ln for ln in f.read().splitlines() if any("job %d:" % j in ln for j in kept)]
+        with fake.lock:
+            progress = {j: st["progress"].get(j, [])[-4:] for j in kept}
         ok(done and list(by.values()).count("a") == 1,
-           "once its GPU has room, the job it kept is graded there; none twice", by)
+           "once its GPU has room, the job it kept is graded there; none twice",
+           {"results": by, "kept job's progress": progress, "its log": said[-12:]})
     finally:
         end(procs, holder, fake)
 
