@@ -12,7 +12,9 @@ student's. Now, as the CUDA harness does (harness_common.cu hc_setup):
   - it kept device memory past its calls: the case's fatal runtime_error
     record says how many MiB and what to do, exit 3;
   - memory that comes back while we wait: the case is made, nothing said;
-  - a case that ran out half way keeps none of its buffers.
+  - a case that ran out half way keeps none of its buffers;
+  - a timing run's own case (before the tenant exists) is ours; a timed
+    batch that finds less memory than it looked for is smaller.
 The owner runs in a process of its own with a backend and a tenant made up
 here. Prints TAP lines."""
 import json
@@ -44,13 +46,15 @@ class Backend:
             self.fail -= 1
             raise OOM(n)
         self.live += 1
-        return {"n": n}
+        return {"n": n, "size": n}
     def free(self, b):
         self.live -= 1
     def view(self, b, dtype, count, offset=0):
         return numpy.zeros(count, dtype)
     def sync(self):
         pass
+    def spare_bytes(self):
+        return 1 << 40
 
 class Tenant:
     def __init__(self, held):
@@ -108,6 +112,23 @@ rc, err, recs = owner_with(
 got = json.loads(err.strip().splitlines()[-1]) if rc == 0 and err.strip() else {}
 ok(rc == 0 and got.get("live") == 0,
    "a case that ran out of memory half way frees the buffers it had (none kept)", (rc, err[-800:]))
+rc, err, recs = owner_with("owner.Timed(Backend(99), lab, {'n': 4, 'signs': 1}, False, '2^26')\n")
+ok(rc == 2 and recs and recs[0]["type"] == "harness_error" and "2^26" in recs[0]["message"],
+   "a timing run's own case out of memory, before the tenant exists: ours (harness_error, exit 2)",
+   (rc, err[-800:], recs))
+rc, err, recs = owner_with(
+    "class Two(Backend):\n"
+    "    def alloc(self, n):\n"
+    "        if self.live >= 2:\n"
+    "            raise OOM(n)\n"
+    "        return Backend.alloc(self, n)\n"
+    "be = Two(0)\n"
+    "t = owner.Timed(be, lab, {'n': 4, 'signs': 1}, False, '2^26')\n"
+    "t.grow(8)\n"
+    "print(json.dumps({'cases': len(t.cases), 'live': be.live}), file=sys.stderr)\n")
+got = json.loads(err.strip().splitlines()[-1]) if rc == 0 and err.strip() else {}
+ok(rc == 0 and not recs and got == {"cases": 1, "live": 2},
+   "a timed batch that finds less memory than it looked for is smaller, not a failure", (rc, err[-800:]))
 rc, err, recs = owner_with(
     "t = owner_tenant.Tenant(['-', 'reduce_sum'], 60)\n"
     "print(json.dumps({'held': t.held()}), file=sys.stderr)\n"

@@ -308,7 +308,7 @@ def warm_up(tenant, be, lab, cases, first):
 def new_case(tenant, be, lab, name, params, cs, guard):
     """Case(...) for case name; out of the GPU's memory, ours or the
     student's (owner_tenant.py oom_whose): what the tenant holds decides,
-    once the student's code has run."""
+    once the student's code has run (tenant None: before it exists, ours)."""
     for attempt in range(OOM_TRIES):
         try:
             return Case(be, lab, params, cs, guard)
@@ -392,7 +392,7 @@ def time_prepare(be, lab, cases, name, seed, guard):
     this process (its cache is in memory), and that must not eat the sample
     budget (seen on an H100: 3 embedding samples in 3 s without it) nor the
     GPU's exclusive hold (the gate comes after this). Returns the Timed."""
-    t = Timed(be, lab, cases[name], guard)
+    t = Timed(be, lab, cases[name], guard, name)
     c = t.cases[0]
     c.fill(int.from_bytes(os.urandom(8), "little"))
     c.poison()
@@ -410,9 +410,10 @@ class Timed:
     the others once the batch's size is known), each with its own buffers
     and fresh inputs per sample."""
 
-    def __init__(self, be, lab, params, guard):
+    def __init__(self, be, lab, params, guard, name):
         self.be, self.lab, self.params, self.guard = be, lab, params, guard
-        self.cases = [Case(be, lab, params, 0, guard)]
+        # before the tenant exists: out of memory here is ours (new_case)
+        self.cases = [new_case(None, be, lab, name, params, 0, guard)]
         self.sent = set()   # the sets whose buffers the tenant has mapped
 
     def map_new(self, tenant, name):
@@ -447,7 +448,10 @@ class Timed:
         size = sum(b["size"] for b in c.bufs.values())
         spare = self.be.spare_bytes()
         while len(self.cases) < k and spare >= size:
-            self.cases.append(Case(self.be, self.lab, self.params, 0, self.guard))
+            try:
+                self.cases.append(Case(self.be, self.lab, self.params, 0, self.guard))
+            except self.be.oom:   # less than it looked: a smaller batch, no failure
+                break
             spare -= size
 
     def free(self):
@@ -630,7 +634,7 @@ def time_cpu(be, lab, cases, name, seed):
     as cpu_ms (the median) and cpu_samples_ms; the judge passes cpu_ms on,
     and the runner's speedup_vs_cpu uses it instead of a cached baseline."""
     np = be.np
-    c = Case(be, lab, cases[name], gen.case_seed(seed, name), False)
+    c = new_case(None, be, lab, name, cases[name], gen.case_seed(seed, name), False)
     try:
         host = {m["name"]: be.to_host(c.views[m["name"]]) for m in c.meta if m["role"] == "in"}
     finally:
