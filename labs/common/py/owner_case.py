@@ -11,6 +11,11 @@ GUARD_BYTES = 4 << 20
 CHUNK = 1 << 24
 
 
+def guard_word(m):
+    """What an input's guard holds: 0 after int64 data, else GUARD_F32."""
+    return 0 if m["dtype"] == "int64" else GUARD_F32
+
+
 class Case:
     """One case's buffers: inputs (filled from the seed), outputs (poisoned),
     each followed by a guard, shared with the tenant."""
@@ -43,6 +48,14 @@ class Case:
         self.meta.append({"name": name, "dtype": dtype, "shape": list(shape), "role": role,
                           "how": how, "count": count, "itemsize": itemsize})
 
+    def _inputs(self):
+        """Each input: its description, its view and its chunks (start,
+        count): fill and inputs_modified walk the same ones."""
+        for m in self.meta:
+            if m["role"] == "in":
+                yield m, self.views[m["name"]], [(s, min(CHUNK, m["count"] - s))
+                                                 for s in range(0, m["count"], CHUNK)]
+
     def _guard_view(self, m):
         return self.be.view(self.bufs[m["name"]], "uint32", self.guard // 4,
                             m["count"] * m["itemsize"])
@@ -58,19 +71,14 @@ class Case:
         """Inputs from case_seed (chunk by chunk: on a GPU each chunk is
         generated in place, gen.generate's out), guards set; then waits for
         the GPU unless told not to (a batch's fill waits once, time_sample)."""
-        for m in self.meta:
-            if m["role"] != "in":
-                continue
-            v = self.views[m["name"]]
-            for s in range(0, m["count"], CHUNK):
-                c = min(CHUNK, m["count"] - s)
+        for m, v, chunks in self._inputs():
+            for s, c in chunks:
                 dst = v[s:s + c]
                 got = self._gen(m, case_seed, s, c, out=dst)
                 if got is not dst:
                     dst[...] = got
             if self.guard:
-                g = self._guard_view(m)
-                g[:] = 0 if m["dtype"] == "int64" else GUARD_F32
+                self._guard_view(m)[:] = guard_word(m)
         if sync:
             self.be.sync()
 
@@ -86,17 +94,12 @@ class Case:
 
     def inputs_modified(self, case_seed):
         bad = 0
-        for m in self.meta:
-            if m["role"] != "in":
-                continue
-            v = self.views[m["name"]]
-            for s in range(0, m["count"], CHUNK):
-                c = min(CHUNK, m["count"] - s)
+        for m, v, chunks in self._inputs():
+            for s, c in chunks:
                 want = self._gen(m, case_seed, s, c)
                 bad += self.be.count_ne(v[s:s + c].view(want.dtype), want)
             if self.guard:
-                g = self._guard_view(m)
-                bad += self.be.count_ne_word(g, 0 if m["dtype"] == "int64" else GUARD_F32)
+                bad += self.be.count_ne_word(self._guard_view(m), guard_word(m))
         return bad
 
     def oob_writes(self):
