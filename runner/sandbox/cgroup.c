@@ -286,8 +286,9 @@ static int v2_fallback_parent(const char *from, char *out, size_t cap)
     return v2_prepare(out);
 }
 
-/* Read the pids of one group's cgroup.procs into pids[]. Returns the count
- * (possibly more than cap, then only cap were stored) or -errno. */
+/* Read the pids of one group's cgroup.procs into pids[] (cap 0: count
+ * only). Returns the count (possibly more than cap, then only cap were
+ * stored) or -errno. */
 static int list_pids(const char *dir, pid_t *pids, int cap)
 {
     char buf[1 << 16];
@@ -303,19 +304,23 @@ static int list_pids(const char *dir, pid_t *pids, int cap)
     return cnt;
 }
 
-/* A runner that crashed (SIGKILL, OOM) never removed its run groups: its
- * sandbox died with it (PDEATHSIG -> bwrap -> --die-with-parent), but the
- * empty directories stay. Remove groups named cugrade-<pid>-<n> below
- * parent whose <pid> is gone and that are over a minute old (a runner in
- * another pid namespace sharing this parent has live groups that are never
- * empty for longer than the instant between mkdir and entering them).
- *
- * Not every sandbox dies with its runner: bwrap 0.8's init waits on an
- * eventfd for its parent's go-ahead before it asks for PDEATHSIG, so a
- * runner killed in that instant leaves it blocked there for good,
- * re-parented to the host's init, in the run's groups (once in CI, a
- * runner killed with SIGKILL by deploy/slurm.t). Such a group's members are
- * killed first when it is orphaned (group_orphaned). */
+/* SIGKILL every member of the group at dir (cgroup_kill's walk without
+ * cgroup.kill, and the sweep's of an orphaned group). */
+static void kill_members(const char *dir)
+{
+    pid_t pids[4096];
+    int n = list_pids(dir, pids, (int)(sizeof pids / sizeof pids[0]));
+    for (int i = 0; i < n && i < (int)(sizeof pids / sizeof pids[0]); i++)
+        if (pids[i] > 1)
+            kill(pids[i], SIGKILL);
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
 /* The parent of pid as this namespace sees it, or -1 (gone). */
 static pid_t proc_parent(pid_t pid)
 {
@@ -380,22 +385,29 @@ static int group_orphaned(const char *dir)
  * second), else 0. */
 static int group_reap(const char *dir)
 {
-    pid_t pids[256];
     for (int i = 0; i < 50; i++) {
-        int n = list_pids(dir, pids, 256);
-        if (n == 0)
-            return 1;
-        if (n < 0)
-            return 0;
-        for (int k = 0; k < n && k < 256; k++)
-            if (pids[k] > 1)
-                kill(pids[k], SIGKILL);
-        struct timespec ts = {0, 20 * 1000000L};
-        nanosleep(&ts, NULL);
+        int n = list_pids(dir, NULL, 0);
+        if (n <= 0)
+            return n == 0;
+        kill_members(dir);
+        sleep_ms(20);
     }
     return 0;
 }
 
+/* A runner that crashed (SIGKILL, OOM) never removed its run groups: its
+ * sandbox died with it (PDEATHSIG -> bwrap -> --die-with-parent), but the
+ * empty directories stay. Remove groups named cugrade-<pid>-<n> below
+ * parent whose <pid> is gone and that are over a minute old (a runner in
+ * another pid namespace sharing this parent has live groups that are never
+ * empty for longer than the instant between mkdir and entering them).
+ *
+ * Not every sandbox dies with its runner: bwrap 0.8's init waits on an
+ * eventfd for its parent's go-ahead before it asks for PDEATHSIG, so a
+ * runner killed in that instant leaves it blocked there for good,
+ * re-parented to the host's init, in the run's groups (once in CI, a
+ * runner killed with SIGKILL by deploy/slurm.t). Such a group's members are
+ * killed first when it is orphaned (group_orphaned). */
 static long sweep_min_age = CGROUP_SWEEP_AGE;
 
 void cgroup_sweep_age_set(long seconds)
@@ -635,12 +647,6 @@ int cgroup_populated(const struct cgroup *cg)
     return total > 0;
 }
 
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 static long long now_ms(void)
 {
     struct timespec ts;
@@ -651,9 +657,8 @@ static long long now_ms(void)
 int cgroup_kill(const struct cgroup *cg)
 {
     long long deadline = now_ms() + CGROUP_EMPTY_MS;
-    int use_kill_file = cg->version == CGROUP_V2 && cg->v2[0] &&
-                        file_write(cg->v2, "cgroup.kill", "1") == 0;
-    pid_t pids[4096];
+    int use_kill_file =
+        cg->version == CGROUP_V2 && cg->v2[0] && file_write(cg->v2, "cgroup.kill", "1") == 0;
     for (int delay = 1;; delay = delay < 16 ? delay * 2 : 16) {
         int pop = cgroup_populated(cg);
         if (pop <= 0)
@@ -663,14 +668,9 @@ int cgroup_kill(const struct cgroup *cg)
              * and go again; a fork bomb cannot outrun this because pids.max
              * bounds how many children it can have in flight. */
             const char *dirs[CG_NDIRS] = CG_DIRS(cg);
-            for (int d = 0; d < CG_NDIRS; d++) {
-                if (!dirs[d][0])
-                    continue;
-                int n = list_pids(dirs[d], pids, (int)(sizeof pids / sizeof pids[0]));
-                for (int i = 0; i < n && i < (int)(sizeof pids / sizeof pids[0]); i++)
-                    if (pids[i] > 1)
-                        kill(pids[i], SIGKILL);
-            }
+            for (int d = 0; d < CG_NDIRS; d++)
+                if (dirs[d][0])
+                    kill_members(dirs[d]);
         }
         if (now_ms() > deadline)
             return -ETIMEDOUT;
