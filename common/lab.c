@@ -402,14 +402,6 @@ static int lab__parse_cases(struct lab *lab, json_t *cases, const char *file, ch
             return -EINVAL;
         }
         lc->timing = json_is_true(v);
-        v = json_object_get(c, "device_mb");
-        if (v != NULL && (!json_is_integer(v) || json_integer_value(v) < 1 ||
-                          json_integer_value(v) > 16777216)) {
-            lab__err(err, errlen, "%s: cases[%zu].device_mb: must be an integer in [1, 16777216]",
-                     file, i);
-            return -EINVAL;
-        }
-        lc->device_mb = v ? (unsigned long long)json_integer_value(v) : 0;
         lc->name = strdup(name);
         if (lc->name == NULL)
             return -ENOMEM;
@@ -569,54 +561,12 @@ static int lab__parse_derive(struct lab *lab, const json_t *limits, const char *
     return 0;
 }
 
-/* The cases' own "device_mb": each more than limits.device_mb (which
- * must be declared: it is what the others allocate); the lab's peak. */
-static int lab__case_device_mb(struct lab *lab, const char *file, char *err, size_t errlen)
-{
-    lab->peak_device_mb = lab->device_mb;
-    for (size_t i = 0; i < lab->ncases; i++) {
-        unsigned long long own = lab->cases[i].device_mb;
-        if (own == 0)
-            continue;
-        if (own <= lab->device_mb || lab->device_mb == 0) {
-            lab__err(err, errlen,
-                     "%s: cases[%zu].device_mb (%llu) must be more than limits.device_mb (%llu, "
-                     "what the other cases allocate; declare it)",
-                     file, i, own, lab->device_mb);
-            return -EINVAL;
-        }
-        if (own > lab->peak_device_mb)
-            lab->peak_device_mb = own;
-    }
-    return 0;
-}
-
-/* limits.KEY (timing_device_mb, sanitize_device_mb): a part of case
- * name's device memory (lab_case_device_mb; the lab's peak without a
- * case), that case's when not declared, never more. */
-static int lab__case_share(struct lab *lab, json_t *limits, const char *key, const char *name,
-                           unsigned long long *out, const char *file, char *err, size_t errlen)
-{
-    double whole = (double)lab_case_device_mb(lab, lab_case_find(lab, name)), v = 0;
-    int rc = lab__get_number(limits, key, whole, 0, 16777216, &v, file, err, errlen);
-    if (rc < 0)
-        return rc;
-    if (v > whole && whole > 0) {
-        lab__err(err, errlen, "%s: limits.%s (%.0f) is more than %s (%.0f)", file, key, v,
-                 name && lab_case_find(lab, name)->device_mb ? "the case's device_mb" : "device_mb",
-                 whole);
-        return -EINVAL;
-    }
-    *out = (unsigned long long)v;
-    return 0;
-}
-
 /* limits: the compile and run clocks, host and device memory (the
  * biggest case's and the timing case's), derive. Returns 0 or -errno. */
 static int lab__parse_limits(struct lab *lab, const char *file, char *err, size_t errlen)
 {
     json_t *limits = json_object_get(lab->doc, "limits");
-    double mem = 0, dmb = 0;
+    double mem = 0, dmb = 0, tmb = 0, smb = 0;
     int rc;
     if (limits != NULL && !json_is_object(limits)) {
         lab__err(err, errlen, "%s: limits: must be an object", file);
@@ -632,17 +582,29 @@ static int lab__parse_limits(struct lab *lab, const char *file, char *err, size_
         return rc;
     lab->memory_mb = (unsigned long long)mem;
     lab->device_mb = (unsigned long long)dmb;
-    if ((rc = lab__case_device_mb(lab, file, err, errlen)) < 0)
-        return rc;
     /* What is left once the check run is over: the timing case's buffers
-     * (the timing run, its baselines, the profile), and what the
-     * sanitizers' small case needs (their runs are what is left of a job
-     * whose check failed). Not past the case's own. */
-    if ((rc = lab__case_share(lab, limits, "timing_device_mb", lab->timing_case,
-                              &lab->timing_device_mb, file, err, errlen)) < 0 ||
-        (rc = lab__case_share(lab, limits, "sanitize_device_mb", lab->sanitize_case,
-                              &lab->sanitize_device_mb, file, err, errlen)) < 0)
+     * (the timing run, its baselines, the profile). Not past device_mb,
+     * which is the biggest case's. */
+    if ((rc = lab__get_number(limits, "timing_device_mb", dmb, 0, 16777216, &tmb, file, err,
+                              errlen)) < 0)
         return rc;
+    if (tmb > dmb && dmb > 0) {
+        lab__err(err, errlen, "%s: limits.timing_device_mb (%.0f) is more than device_mb (%.0f)",
+                 file, tmb, dmb);
+        return -EINVAL;
+    }
+    lab->timing_device_mb = (unsigned long long)tmb;
+    /* What the sanitizers' small case needs (their runs are what is left
+     * of a job whose check failed): not past device_mb either. */
+    if ((rc = lab__get_number(limits, "sanitize_device_mb", dmb, 0, 16777216, &smb, file, err,
+                              errlen)) < 0)
+        return rc;
+    if (smb > dmb && dmb > 0) {
+        lab__err(err, errlen, "%s: limits.sanitize_device_mb (%.0f) is more than device_mb (%.0f)",
+                 file, smb, dmb);
+        return -EINVAL;
+    }
+    lab->sanitize_device_mb = (unsigned long long)smb;
     return lab__parse_derive(lab, limits, file, err, errlen);
 }
 
@@ -865,14 +827,6 @@ const struct lab_case *lab_case_find(const struct lab *lab, const char *name)
         if (strcmp(lab->cases[i].name, name) == 0)
             return &lab->cases[i];
     return NULL;
-}
-
-unsigned long long lab_case_device_mb(const struct lab *lab, const struct lab_case *c)
-{
-    assert(lab);
-    if (!c)
-        return lab->peak_device_mb;
-    return c->device_mb ? c->device_mb : lab->device_mb;
 }
 
 /* 1 if name matches pattern: exact, or a prefix when pattern ends in '*'

@@ -13,11 +13,6 @@ struct lab_case {
     char *name;
     json_t *params;     /* the case's "params" object (borrowed from lab->doc) */
     int timing;         /* 1 if this case may be timed */
-    /* "device_mb": what this case allocates on the device when it is more
-     * than the lab's limits.device_mb (the big case of a lab); 0: within
-     * it. A Python check run reserves it only while the case runs
-     * (runner/grade/memgate.h). */
-    unsigned long long device_mb;
 };
 
 struct lab_pattern {
@@ -51,19 +46,16 @@ struct lab {
      * on this GPU) + startup). factor 0 (no "derive") keeps run_seconds. */
     double derive_factor, derive_floor_seconds, derive_startup_seconds;
     /* limits.device_mb: the most device memory the harness allocates for
-     * one case that declares no "device_mb" of its own, for GPU memory
-     * admission (runner/gpu/admit.h); 0 when not declared. */
+     * one case (the biggest), for GPU memory admission (runner/gpu/admit.h);
+     * 0 when not declared. */
     unsigned long long device_mb;
-    /* The most of any case: device_mb or a case's own, the larger. */
-    unsigned long long peak_device_mb;
     /* limits.timing_device_mb: what the timing case allocates (the timing
-     * run, its baselines, the profile), <= that case's (lab_case_device_mb);
-     * the case's when not declared. A job's reservation shrinks to it
-     * after the check run. */
+     * run, its baselines, the profile), <= device_mb; device_mb when not
+     * declared. A job's reservation shrinks to it after the check run. */
     unsigned long long timing_device_mb;
     /* limits.sanitize_device_mb: what the sanitize case allocates (under
-     * compute-sanitizer), <= that case's; the case's when not declared.
-     * What a job whose only GPU work left is its sanitizers keeps reserved. */
+     * compute-sanitizer), <= device_mb; device_mb when not declared. What
+     * a job whose only GPU work left is its sanitizers keeps reserved. */
     unsigned long long sanitize_device_mb;
     /* "language": "python": the lab has no CUDA harness, so a .cu file
      * cannot be graded in it (the runner and the server refuse one). 0 for
@@ -90,10 +82,6 @@ int lab_load_all(const char *root, struct lab **labs, char *err, size_t errlen);
 
 /* Find a case by name; NULL if absent. */
 const struct lab_case *lab_case_find(const struct lab *lab, const char *name);
-
-/* What case c allocates on the device: its own "device_mb", else the
- * lab's limits.device_mb (0: unknown). c NULL: the lab's peak. */
-unsigned long long lab_case_device_mb(const struct lab *lab, const struct lab_case *c);
 
 /* What case c costs by the lab's "work" formulas (lab.json; what is
  * "bytes", "flops" or "elements", the most elements one buffer holds),

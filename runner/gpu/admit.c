@@ -19,24 +19,15 @@
 #define ADMIT_MAX_ENTRIES 256
 #define ADMIT_POLL_NS 100000000L /* 100 ms */
 
-int admit_fits_more(const struct admit_entry *e, size_t n, unsigned long long capacity_mb,
-                    unsigned long long need_mb, unsigned long long more_mb)
-{
-    unsigned long long used = 0, room = more_mb;
-    if (n == 0 || capacity_mb == 0)
-        return 1;
-    for (size_t i = 0; i < n; i++) {
-        used += e[i].mb;
-        if (e[i].more > room)
-            room = e[i].more;
-    }
-    return used + need_mb + room <= capacity_mb;
-}
-
 int admit_fits(const struct admit_entry *e, size_t n, unsigned long long capacity_mb,
                unsigned long long need_mb)
 {
-    return admit_fits_more(e, n, capacity_mb, need_mb, 0);
+    unsigned long long used = 0;
+    if (n == 0 || capacity_mb == 0)
+        return 1;
+    for (size_t i = 0; i < n; i++)
+        used += e[i].mb;
+    return used + need_mb <= capacity_mb;
 }
 
 static double mono(void)
@@ -76,9 +67,8 @@ static size_t ledger_read(int fd, struct admit_entry *e)
         return 0;
     buf[len] = '\0';
     for (char *line = strtok(buf, "\n"); line && n < ADMIT_MAX_ENTRIES; line = strtok(NULL, "\n")) {
-        struct admit_entry x = {0, 0, 0, 0};
-        if (sscanf(line, "%ld %lld %llu %llu", &x.pid, &x.token, &x.mb, &x.more) >= 3 &&
-            alive(x.pid))
+        struct admit_entry x;
+        if (sscanf(line, "%ld %lld %llu", &x.pid, &x.token, &x.mb) == 3 && alive(x.pid))
             e[n++] = x;
     }
     return n;
@@ -89,8 +79,8 @@ static int ledger_write(int fd, const struct admit_entry *e, size_t n)
     char buf[ADMIT_MAX_ENTRIES * 64 + 1];
     size_t len = 0;
     for (size_t i = 0; i < n; i++)
-        len += (size_t)snprintf(buf + len, sizeof buf - len, "%ld %lld %llu %llu\n", e[i].pid,
-                                e[i].token, e[i].mb, e[i].more);
+        len += (size_t)snprintf(buf + len, sizeof buf - len, "%ld %lld %llu\n", e[i].pid,
+                                e[i].token, e[i].mb);
     if (ftruncate(fd, 0) < 0 || pwrite(fd, buf, len, 0) != (ssize_t)len)
         return -EIO;
     return 0;
@@ -99,7 +89,7 @@ static int ledger_write(int fd, const struct admit_entry *e, size_t n)
 int admit_reserve(const char *path, unsigned long long capacity_mb, unsigned long long need_mb,
                   double max_wait, long long *token, double *waited)
 {
-    return admit_reserve_turn(path, NULL, capacity_mb, need_mb, 0, max_wait, token, waited, NULL,
+    return admit_reserve_turn(path, NULL, capacity_mb, need_mb, max_wait, token, waited, NULL,
                               NULL);
 }
 
@@ -128,28 +118,27 @@ static long long next_token(void)
     return __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
 }
 
-/* Append this process's line (token t, mb, more) to the ledger at path, at
- * once. Returns 0 or -errno. */
-static int ledger_append(const char *path, long long t, unsigned long long mb,
-                         unsigned long long more)
+/* Append this process's line (token t, mb) to the ledger at path, at once.
+ * Returns 0 or -errno. */
+static int ledger_append(const char *path, long long t, unsigned long long mb)
 {
     struct admit_entry e[ADMIT_MAX_ENTRIES + 1];
     int fd = ledger_open(path);
     if (fd < 0)
         return fd;
     size_t n = ledger_read(fd, e);
-    e[n] = (struct admit_entry){(long)getpid(), t, mb, more};
+    e[n] = (struct admit_entry){(long)getpid(), t, mb};
     int r = n < ADMIT_MAX_ENTRIES ? ledger_write(fd, e, n + 1) : -EAGAIN;
     close(fd);
     return r;
 }
 
-/* One look: admit need_mb (growing by more_mb at times) when it fits
- * beside the ledger's live entries and the waiters ahead (ahead[0..k)).
- * Returns 1 (admitted, *token set), 0 (not yet) or -errno. */
+/* One look: admit need_mb when it fits beside the ledger's live entries
+ * and the waiters ahead (ahead[0..k)). Returns 1 (admitted, *token set),
+ * 0 (not yet) or -errno. */
 static int reserve_once(const char *path, const struct admit_entry *ahead, size_t k,
                         unsigned long long capacity_mb, unsigned long long need_mb,
-                        unsigned long long more_mb, long long *token)
+                        long long *token)
 {
     struct admit_entry e[2 * ADMIT_MAX_ENTRIES + 1];
     int fd = ledger_open(path);
@@ -157,11 +146,11 @@ static int reserve_once(const char *path, const struct admit_entry *ahead, size_
         return fd;
     size_t n = ledger_read(fd, e);
     memcpy(e + n, ahead, k * sizeof *ahead);
-    int ok = n < ADMIT_MAX_ENTRIES && admit_fits_more(e, n + k, capacity_mb, need_mb, more_mb);
+    int ok = n < ADMIT_MAX_ENTRIES && admit_fits(e, n + k, capacity_mb, need_mb);
     int r = 0;
     if (ok) {
         long long t = next_token();
-        e[n] = (struct admit_entry){(long)getpid(), t, need_mb, more_mb};
+        e[n] = (struct admit_entry){(long)getpid(), t, need_mb};
         r = ledger_write(fd, e, n + 1);
         if (r == 0)
             *token = t;
@@ -171,9 +160,8 @@ static int reserve_once(const char *path, const struct admit_entry *ahead, size_
 }
 
 int admit_reserve_turn(const char *path, const char *queue, unsigned long long capacity_mb,
-                       unsigned long long need_mb, unsigned long long more_mb, double max_wait,
-                       long long *token, double *waited, int (*give_up)(void *arg),
-                       void *give_up_arg)
+                       unsigned long long need_mb, double max_wait, long long *token,
+                       double *waited, int (*give_up)(void *arg), void *give_up_arg)
 {
     struct admit_entry ahead[ADMIT_MAX_ENTRIES];
     double t0 = mono();
@@ -187,12 +175,12 @@ int admit_reserve_turn(const char *path, const char *queue, unsigned long long c
         return 0;
     if (queue) {
         qtok = next_token();
-        if (ledger_append(queue, qtok, need_mb, more_mb) < 0)
+        if (ledger_append(queue, qtok, need_mb) < 0)
             qtok = 0; /* not in the queue: admitted by fit alone */
     }
     for (;;) {
         size_t k = qtok ? queue_ahead(queue, qtok, ahead, ADMIT_MAX_ENTRIES) : 0;
-        r = reserve_once(path, ahead, k, capacity_mb, need_mb, more_mb, token);
+        r = reserve_once(path, ahead, k, capacity_mb, need_mb, token);
         if (r != 0)
             break;
         if (mono() - t0 >= max_wait) {
@@ -218,12 +206,11 @@ int admit_reserve_turn(const char *path, const char *queue, unsigned long long c
 long long admit_enter(const char *path)
 {
     long long t = next_token();
-    return ledger_append(path, t, 0, 0) == 0 ? t : 0;
+    return ledger_append(path, t, 0) == 0 ? t : 0;
 }
 
-/* Drop (remove) or shrink to mb this process's entry token, its allowance
- * to grow gone, rewriting the ledger. Returns 0, -ENOENT when a shrink
- * finds no entry, or -errno. */
+/* Drop (remove) or shrink to mb this process's entry token, rewriting the
+ * ledger. Returns 0, -ENOENT when a shrink finds no entry, or -errno. */
 static int ledger_edit(const char *path, long long token, int remove, unsigned long long mb)
 {
     struct admit_entry e[ADMIT_MAX_ENTRIES];
@@ -243,7 +230,6 @@ static int ledger_edit(const char *path, long long token, int remove, unsigned l
              * (admit_reserve), never in place past the others. */
             if (mb < e[i].mb)
                 e[i].mb = mb;
-            e[i].more = 0;
         }
         e[k++] = e[i];
     }
@@ -260,68 +246,6 @@ int admit_release(const char *path, long long token)
 int admit_resize(const char *path, long long token, unsigned long long mb)
 {
     return ledger_edit(path, token, 0, mb);
-}
-
-/* One look for admit_move: the entry moved when mb fits beside the
- * others (or is not more than it holds). Returns 1 (moved), 0 (not yet),
- * -ENOENT or -errno. */
-static int move_once(const char *path, long long token, unsigned long long capacity_mb,
-                     unsigned long long mb, unsigned long long more_mb)
-{
-    struct admit_entry e[ADMIT_MAX_ENTRIES];
-    int fd = ledger_open(path);
-    if (fd < 0)
-        return fd;
-    size_t n = ledger_read(fd, e), me = n;
-    unsigned long long others = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (e[i].pid == (long)getpid() && e[i].token == token)
-            me = i;
-        else
-            others += e[i].mb;
-    }
-    int r = -ENOENT;
-    if (me < n) {
-        r = mb <= e[me].mb || n == 1 || capacity_mb == 0 || others + mb <= capacity_mb;
-        if (r) {
-            e[me].mb = mb;
-            e[me].more = more_mb;
-            r = ledger_write(fd, e, n) < 0 ? -EIO : 1;
-        }
-    }
-    close(fd);
-    return r;
-}
-
-int admit_move(const char *path, long long token, unsigned long long capacity_mb,
-               unsigned long long mb, unsigned long long more_mb, double max_wait, double *waited,
-               int (*give_up)(void *arg), void *give_up_arg)
-{
-    double t0 = mono();
-    int r;
-    assert(path);
-    if (waited)
-        *waited = 0;
-    if (token == 0)
-        return 0; /* admission was off: nothing to move */
-    for (;;) {
-        r = move_once(path, token, capacity_mb, mb, more_mb);
-        if (r != 0)
-            break;
-        if (mono() - t0 >= max_wait) {
-            r = -EBUSY;
-            break;
-        }
-        if (give_up && give_up(give_up_arg)) {
-            r = -EXDEV;
-            break;
-        }
-        struct timespec ts = {0, ADMIT_POLL_NS};
-        nanosleep(&ts, NULL);
-    }
-    if (waited)
-        *waited = mono() - t0;
-    return r < 0 ? r : 0;
 }
 
 int admit_count(const char *path)

@@ -19,23 +19,15 @@
 #include <stddef.h>
 
 /* One reservation: the process that holds it, a token unique in that
- * process, the MiB reserved, and the MiB it may grow by for a while
- * (admit_grow: a Python check run's big case, runner/grade/memgate.h). */
+ * process, and the MiB reserved. */
 struct admit_entry {
     long pid;
     long long token;
     unsigned long long mb;
-    unsigned long long more;
 };
 
 /* Pure: 1 when need_mb fits beside the n live entries within capacity_mb
- * (or when there are none: a job alone always runs), else 0. Room is kept
- * for the largest growth any of them (or this one, more_mb) may ask for:
- * then one that grows, with every other at its reservation, always fits,
- * so growers never wait on each other for good. */
-int admit_fits_more(const struct admit_entry *e, size_t n, unsigned long long capacity_mb,
-                    unsigned long long need_mb, unsigned long long more_mb);
-/* admit_fits_more for a job that never grows (more_mb 0). */
+ * (or when there are none: a job alone always runs), else 0. */
 int admit_fits(const struct admit_entry *e, size_t n, unsigned long long capacity_mb,
                unsigned long long need_mb);
 
@@ -59,22 +51,8 @@ int admit_reserve(const char *path, unsigned long long capacity_mb, unsigned lon
  * returns -EXDEV (the job is handed to another GPU: docs/runner.md
  * "Hand-back"). */
 int admit_reserve_turn(const char *path, const char *queue, unsigned long long capacity_mb,
-                       unsigned long long need_mb, unsigned long long more_mb, double max_wait,
-                       long long *token, double *waited, int (*give_up)(void *arg),
-                       void *give_up_arg);
-
-/* Move this process's reservation token to mb MiB for a while (a big case
- * that runs now): at once when mb is not more than it holds, else waiting
- * -- polling, holding nothing, up to max_wait seconds, asking give_up
- * (may be NULL) as admit_reserve_turn does -- until mb fits beside the
- * other live entries (no room kept for growth: admit_fits_more kept it),
- * or at once when it is alone. Its allowance to grow is set to more_mb
- * (0 while it is grown, the old one when it moves back). Returns 0,
- * -EBUSY, -EXDEV (give_up), -ENOENT (no such entry) or -errno; *waited
- * (may be NULL) the seconds waited. */
-int admit_move(const char *path, long long token, unsigned long long capacity_mb,
-               unsigned long long mb, unsigned long long more_mb, double max_wait, double *waited,
-               int (*give_up)(void *arg), void *give_up_arg);
+                       unsigned long long need_mb, double max_wait, long long *token,
+                       double *waited, int (*give_up)(void *arg), void *give_up_arg);
 
 /* Enter the ledger at path with a line of 0 MiB (a count, not memory:
  * always at once). Returns the token for admit_release, 0 when it could
@@ -87,10 +65,9 @@ int admit_release(const char *path, long long token);
 
 /* Shrink this process's reservation token to mb MiB (a job whose biggest
  * case is behind it keeps only what is left to run: admit.h's ledger then
- * admits the next job sooner), its allowance to grow gone. Never grows
- * one: an mb above the entry's leaves it as it is. Token 0 is a no-op.
- * Returns 0, -ENOENT when the token has no entry, or -errno for the
- * file. */
+ * admits the next job sooner). Never grows one: an mb above the entry's
+ * leaves it as it is. Token 0 is a no-op. Returns 0, -ENOENT when the
+ * token has no entry, or -errno for the file. */
 int admit_resize(const char *path, long long token, unsigned long long mb);
 
 /* The live entries in the ledger at path (dead processes' not counted).

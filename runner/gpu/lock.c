@@ -180,63 +180,35 @@ static unsigned long long run_contexts(int python)
     return python ? 2 : 1;
 }
 
-int lock_admit_asks(const struct lab *lab, int python)
-{
-    return python && !lab->python_owner;
-}
-
-/* What a run of the check allocates for its cases, held for the whole
- * run: every case's (the lab's peak) for a CUDA harness or a lab's own
- * owner; for a run of the common Python owner, which asks before a case of
- * its own device_mb (runner/grade/memgate.h), what the other cases
- * allocate. */
-static unsigned long long check_cases_mb(const struct lab *lab, int python)
-{
-    return lock_admit_asks(lab, python) ? lab->device_mb : lab->peak_device_mb;
-}
-
 unsigned long long lock_admit_need(const struct lab *lab, size_t nsanitizers, int python)
 {
-    return check_cases_mb(lab, python) + ADMIT_STUDENT_MB +
+    return lab->device_mb + ADMIT_STUDENT_MB +
            ADMIT_CONTEXT_MB * (run_contexts(python) + 1 + nsanitizers);
-}
-
-unsigned long long lock_admit_more(const struct lab *lab, int python)
-{
-    return lab->peak_device_mb - check_cases_mb(lab, python);
-}
-
-unsigned long long lock_admit_case_more(const struct lab *lab, const struct lab_case *c, int python)
-{
-    unsigned long long mb = lab_case_device_mb(lab, c), held = check_cases_mb(lab, python);
-    return c && mb > held ? mb - held : 0;
-}
-
-/* A part of the lab's device memory (limits.timing_device_mb,
- * sanitize_device_mb): common/lab.c keeps it within its case's, and so
- * within the peak; an unknown (0) peak caps it. */
-static unsigned long long part_mb(const struct lab *lab, unsigned long long part)
-{
-    return part < lab->peak_device_mb ? part : lab->peak_device_mb;
 }
 
 unsigned long long lock_admit_sanitize_only(const struct lab *lab, size_t nsanitizers)
 {
+    unsigned long long s =
+        lab->sanitize_device_mb < lab->device_mb ? lab->sanitize_device_mb : lab->device_mb;
     unsigned long long mb = ADMIT_CONTEXT_MB; /* the judge's */
     if (nsanitizers)
-        mb += part_mb(lab, lab->sanitize_device_mb) + ADMIT_STUDENT_MB +
-              ADMIT_CONTEXT_MB * nsanitizers;
+        mb += s + ADMIT_STUDENT_MB + ADMIT_CONTEXT_MB * nsanitizers;
     unsigned long long after = lock_admit_after_check(lab, nsanitizers, 0);
     return mb < after ? mb : after;
 }
 
 unsigned long long lock_admit_time_prestart(const struct lab *lab, int python)
 {
-    return part_mb(lab, lab->timing_device_mb) + ADMIT_CONTEXT_MB * run_contexts(python);
+    unsigned long long t =
+        lab->timing_device_mb < lab->device_mb ? lab->timing_device_mb : lab->device_mb;
+    return t + ADMIT_CONTEXT_MB * run_contexts(python);
 }
 
 unsigned long long lock_admit_after_check(const struct lab *lab, size_t nsanitizers, int python)
 {
-    return part_mb(lab, lab->timing_device_mb) + ADMIT_STUDENT_MB +
-           ADMIT_CONTEXT_MB * (run_contexts(python) + 1 + nsanitizers);
+    /* lab.c: timing_device_mb is device_mb when not declared, and never
+     * more when device_mb is known; an unknown (0) device_mb caps it. */
+    unsigned long long t =
+        lab->timing_device_mb < lab->device_mb ? lab->timing_device_mb : lab->device_mb;
+    return t + ADMIT_STUDENT_MB + ADMIT_CONTEXT_MB * (run_contexts(python) + 1 + nsanitizers);
 }

@@ -54,25 +54,11 @@ void lock_admit_queue_path(const struct grade_env *env, char *out, size_t len);
  * the device record's), or 0 (admission off: no GPU or no record). */
 unsigned long long lock_admit_capacity(const struct run_ctx *rc);
 
-/* What a job of lab needs in MiB: its biggest case (a Python job: its
- * biggest but those that declare their own device_mb, which its owner
- * asks for while they run: runner/grade/memgate.h), the student's
+/* What a job of lab needs in MiB: its biggest case, the student's
  * allowance, and a context per process on the GPU: the check run's (a
  * CUDA harness; a Python run's owner and tenant), the judge's and each
  * sanitizer's. */
 unsigned long long lock_admit_need(const struct lab *lab, size_t nsanitizers, int python);
-/* 1 when a job's check run asks for its big cases' memory while they run
- * (runner/grade/memgate.h): a Python run of the common owner (not a lab's
- * own, lab.json python.owner, nor a CUDA harness). */
-int lock_admit_asks(const struct lab *lab, int python);
-/* How much more than lock_admit_need the job may hold for a while: the
- * largest lock_admit_case_more (0 when it does not ask). */
-unsigned long long lock_admit_more(const struct lab *lab, int python);
-/* How much more than lock_admit_need the check run holds while case c
- * runs: what c allocates past the cases held for the whole run (0 for a
- * case of none of its own, for a job that does not ask, or c NULL). */
-unsigned long long lock_admit_case_more(const struct lab *lab, const struct lab_case *c,
-                                        int python);
 /* What the job keeps once its check run is over, in either language: the
  * timing case (limits.timing_device_mb) for the timing run, its baselines
  * one at a time and the profile, the student's allowance, and the timing

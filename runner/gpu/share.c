@@ -145,9 +145,9 @@ int share_clock_start_paused(struct share_clock *c, const char *ledger, double l
 }
 
 int share_clock_start_yield(struct share_clock *c, const char *ledger, double limit,
-                            const struct sandbox_pause *pause, const char *yield_to, int *cancel_fd)
+                            const char *yield_to, int *cancel_fd)
 {
-    return clock_begin(c, ledger, limit, pause, yield_to, cancel_fd);
+    return clock_begin(c, ledger, limit, NULL, yield_to, cancel_fd);
 }
 
 void share_clock_restart(struct share_clock *c, double limit)
@@ -232,7 +232,7 @@ int share_run_yielding(const struct run_ctx *rc, const char *const *argv, int ch
     char users[PATH_MAX];
     assert(limit > 0);
     lock_active_path(rc->env, users, sizeof users);
-    *shared = share_clock_start_yield(sc, users, limit, o->pause, yield_to, &o->cancel_fd) == 0;
+    *shared = share_clock_start_yield(sc, users, limit, yield_to, &o->cancel_fd) == 0;
     if (*shared)
         o->stall = &sc->stall;
     double wall = *shared ? share_wall_ceiling(rc->limits.ceiling, limit) : limit;

@@ -78,12 +78,11 @@ int share_clock_start(struct share_clock *c, const char *ledger, double limit, i
 int share_clock_start_paused(struct share_clock *c, const char *ledger, double limit,
                              const struct sandbox_pause *pause, int *cancel_fd);
 
-/* share_clock_start_paused, and the run is also cut, not as a timeout,
- * once the ledger at yield_to (may be NULL) holds a live line (checked
- * every tick): then c->yielded is 1 and the cancel fd has its byte. */
+/* share_clock_start, and the run is also cut, not as a timeout, once the
+ * ledger at yield_to holds a live line (checked every tick): then c->yielded
+ * is 1 and the cancel fd has its byte. */
 int share_clock_start_yield(struct share_clock *c, const char *ledger, double limit,
-                            const struct sandbox_pause *pause, const char *yield_to,
-                            int *cancel_fd);
+                            const char *yield_to, int *cancel_fd);
 
 /* Count from zero again, to limit seconds: a warm run of the pool
  * (runner/grade/pool.h) started before its job, whose start-up is ours,
@@ -123,8 +122,8 @@ struct sandbox_verdict;
 /* run_sandboxed_opts with the limit counted on the run's share of the
  * job's GPU (the users ledger of lock.h): a wall ceiling of
  * min(max(run_seconds, limit), SHARE_MAX_STRETCH x limit), and the clock's
- * cancel turned into a timeout (v->timed_out). o->cancel_fd is the clock's;
- * o->pause (may be NULL) stops it as it stops the wall ceiling. *shared says whether the clock ran (else the wall clock was the limit);
+ * cancel turned into a timeout (v->timed_out). o->cancel_fd is the clock's.
+ * *shared says whether the clock ran (else the wall clock was the limit);
  * then *sc keeps its numbers (used, wall, peak_users). Returns
  * run_sandboxed_opts's value. */
 int share_run(const struct run_ctx *rc, const char *const *argv, int channel_fd, double limit,

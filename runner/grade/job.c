@@ -15,7 +15,6 @@
 #include "runner/gpu/lock.h"
 #include "runner/feedback/profile.h"
 #include "runner/grade/pool.h"
-#include "runner/grade/memgate.h"
 #include "runner/grade/python.h"
 #include "runner/gpu/health.h"
 #include "runner/feedback/hint.h"
@@ -657,8 +656,7 @@ static int job_check_warm(struct job *j, double lim, struct share_clock *sc, int
     struct channel_watch w;
     j->chk_fd = pool_member_channel(j->warm);
     channel_watch_start(&w, j->chk_fd, (int)j->ncase_names, j->progress, j->arg);
-    const struct memgate_ops ops = {job_case_more, job_case_back, j};
-    int r = pool_go(j->warm, &j->rc, j->seed, j->case_list, j->src, lim, &ops, &j->v, sc, shared);
+    int r = pool_go(j->warm, &j->rc, j->seed, j->case_list, j->src, lim, &j->v, sc, shared);
     *wc = channel_watch_stop(&w);
     if (r == -ESTALE)
         run_fd_close(&j->chk_fd);
@@ -686,19 +684,10 @@ static int job_check_cold(struct job *j, double lim, struct share_clock *sc, int
         }
         argv = pr.argv;
     }
-    /* A Python owner's gate: its big cases' memory (memgate.h). */
-    const struct memgate_ops ops = {job_case_more, job_case_back, j};
-    struct memgate_pair mp = {.ours = -1, .theirs = -1};
-    if (lock_admit_more(&j->lab, j->python) > 0 && memgate_pair_open(&mp, &ops) == 0) {
-        python_run_gate(&pr);
-        o.control_fd = mp.theirs;
-        o.pause = &mp.pause;
-    }
     struct channel_watch w;
     channel_watch_start(&w, j->chk_fd, (int)j->ncase_names, j->progress, j->arg);
     r = share_run(&j->rc, argv, j->chk_fd, lim, &o, &j->v, sc, shared);
     *wc = channel_watch_stop(&w);
-    memgate_pair_close(&mp);
     return r;
 }
 

@@ -108,7 +108,6 @@ struct job {
     /* held on the GPU: reservation first, then the shared lock */
     char admit_file[PATH_MAX];
     long long admit_token;           /* this job's GPU memory reservation, or 0 */
-    unsigned long long admit_mb;     /* what it reserved at admission (MiB) */
     int admitted;                    /* reserved (or admission off): let go in job_free */
     int job_lk;                      /* the shared GPU lock, or -1 */
 

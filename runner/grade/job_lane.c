@@ -182,11 +182,9 @@ int job_reserve(struct job *j, double max_wait, double *waited)
     unsigned long long need = lock_admit_need(&j->lab, job_sanitizers_wanted(j), j->python);
     if (j->lab.timing_case && j->rub.nspeed > 0) /* job_time_prestart's run */
         need += lock_admit_time_prestart(&j->lab, j->python);
-    int r = admit_reserve_turn(j->admit_file, queue, lock_admit_capacity(&j->rc), need,
-                               lock_admit_more(&j->lab, j->python), max_wait, &j->admit_token,
-                               waited, job_asked_back, j);
+    int r = admit_reserve_turn(j->admit_file, queue, lock_admit_capacity(&j->rc), need, max_wait,
+                               &j->admit_token, waited, job_asked_back, j);
     j->admitted = r == 0;
-    j->admit_mb = j->admitted ? need : 0;
     if (j->admitted)
         job_lane_say(j, 'a');
     return r;
@@ -204,43 +202,10 @@ void job_reserve_to(struct job *j, unsigned long long mb)
 {
     if (!j->admitted)
         return;
-    if (mb < j->admit_mb)
-        j->admit_mb = mb;
     int r = admit_resize(j->admit_file, j->admit_token, mb);
     if (r < 0)
         fprintf(stderr, "cugrade-runner: job %lld: cannot shrink its GPU reservation: %s\n",
                 j->g->id, strerror(-r));
-}
-
-int job_case_more(void *arg, const char *case_name, int (*give_up)(void *), void *give_up_arg)
-{
-    struct job *j = arg;
-    const struct lab_case *c = lab_case_find(&j->lab, case_name);
-    if (!c)
-        return -ENOENT; /* not a case of the lab: the owner's question is wrong */
-    unsigned long long more = lock_admit_case_more(&j->lab, c, j->python);
-    if (!j->admitted || !j->admit_token || more == 0)
-        return 0; /* admission off, or nothing past what the job holds */
-    double waited = 0;
-    int r = admit_move(j->admit_file, j->admit_token, lock_admit_capacity(&j->rc),
-                       j->admit_mb + more, 0, ADMIT_MAX_WAIT, &waited, give_up, give_up_arg);
-    if (r < 0 || waited >= 1)
-        fprintf(stderr, "cugrade-runner: job %lld: case %s's %llu MiB more: %s after %.1f s\n",
-                j->g->id, case_name, more, r < 0 ? strerror(-r) : "reserved", waited);
-    return r;
-}
-
-void job_case_back(void *arg, const char *case_name)
-{
-    struct job *j = arg;
-    (void)case_name;
-    if (!j->admitted || !j->admit_token)
-        return;
-    int r = admit_move(j->admit_file, j->admit_token, lock_admit_capacity(&j->rc), j->admit_mb,
-                       lock_admit_more(&j->lab, j->python), 0, NULL, NULL, NULL);
-    if (r < 0)
-        fprintf(stderr, "cugrade-runner: job %lld: cannot give back case %s's memory: %s\n",
-                j->g->id, case_name, strerror(-r));
 }
 
 /* job_reserve for the GPU lane: at once when the job fits now; else the

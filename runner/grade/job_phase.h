@@ -43,11 +43,6 @@ void job_unreserve(struct job *j);
  * its processes' contexts are counted per process, runner/gpu/lock.c). A
  * ledger that cannot be rewritten keeps the bigger reservation. */
 void job_reserve_to(struct job *j, unsigned long long mb);
-/* memgate.h's two sides for the job's Python check run: case_name's
- * memory past what the job holds, waiting its turn (up to ADMIT_MAX_WAIT,
- * give_up asked as admit_move does), and back. job_lane.c. */
-int job_case_more(void *arg, const char *case_name, int (*give_up)(void *), void *give_up_arg);
-void job_case_back(void *arg, const char *case_name);
 
 /* A system_error of ours: the sentence into j->err, r (< 0) returned. */
 __attribute__((format(printf, 3, 4))) int job_fail(struct job *j, int r, const char *fmt, ...);

@@ -417,21 +417,15 @@ static int run_give(struct pool_run *w, double wall, double wait, const char *sr
 }
 
 int pool_go(struct pool_member *m, const struct run_ctx *rc, const char *seed, const char *cases,
-            const char *src, double limit, const struct memgate_ops *ops, struct sandbox_verdict *v,
-            struct share_clock *sc, int *shared)
+            const char *src, double limit, struct sandbox_verdict *v, struct share_clock *sc,
+            int *shared)
 {
     assert(m && rc && strcmp(rc->workdir, m->workdir) == 0 && limit > 0);
     struct pool_run *w = &m->check;
-    struct memgate g = {.fd = -1};
     if (run_give(w, share_wall_ceiling(rc->limits.ceiling, limit), PYTHON_STARTUP_SECONDS, src,
                  cases, seed, limit) < 0)
         return -ESTALE;
-    /* The gate's one user now: the owner's questions for its big cases.
-     * None answered (no thread) ends a question in EOF: ours to retry. */
-    if (ops && w->gate >= 0 && memgate_start(&g, w->gate, &w->pause, ops) < 0)
-        shutdown(w->gate, SHUT_RDWR);
     run_end(w, 0);
-    memgate_stop(&g);
     share_clock_timeout(&w->v, run_clock_stop(w));
     *v = w->v;
     memset(&w->v, 0, sizeof w->v);

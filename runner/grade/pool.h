@@ -27,7 +27,6 @@
 #include "runner/grade/grade.h"
 #include "runner/run/run.h"
 #include "runner/gpu/share.h"
-#include "runner/grade/memgate.h"
 
 struct pool_member;
 
@@ -64,16 +63,15 @@ int pool_member_channel(struct pool_member *m);
 /* Give the member its job: the file /work/src, the cases ("a,b"), the
  * seed, and limit seconds of GPU share (share.h) for the run from now on,
  * under a wall ceiling of share_wall_ceiling(rc->limits.ceiling, limit).
- * Its gate then serves the owner's questions for its big cases with ops
- * (memgate.h; NULL: none answered). Waits for the run to end. Returns run_sandboxed_opts's value with *v,
+ * Waits for the run to end. Returns run_sandboxed_opts's value with *v,
  * *sc (stopped: its numbers) and *shared (1: the share clock counted) as
  * share_run gives them; or -ESTALE when the member could not take the job
  * (it died, or did not say 'r' within PYTHON_STARTUP_SECONDS, or its wall
  * ceiling is not this limit's): then nothing of the job ran, and the caller
  * runs the check cold. */
 int pool_go(struct pool_member *m, const struct run_ctx *rc, const char *seed, const char *cases,
-            const char *src, double limit, const struct memgate_ops *ops, struct sandbox_verdict *v,
-            struct share_clock *sc, int *shared);
+            const char *src, double limit, struct sandbox_verdict *v, struct share_clock *sc,
+            int *shared);
 
 /* The member's timing run, given its job by pool_time_give. */
 struct pool_time {

@@ -49,24 +49,19 @@ static const char *good =
     " \"baselines\":[\"naive\",\"optimized\",\"cublas\"],\n"
     " \"limits\":{\"compile_seconds\":60,\"run_seconds\":120,\"memory_mb\":16384}}\n";
 
-/* base with the first `from` replaced by `to`, into text (size len). */
-static void replace_in(const char *name, const char *base, const char *from, const char *to,
-                       char *text, size_t len)
+/* Replace the first occurrence of from in good by to, write it as lab "name". */
+/* The good lab.json with `from` replaced by `to`, loaded into *lab (the
+ * caller frees it when 0 comes back). */
+static int load_variant_lab(const char *name, const char *from, const char *to, struct lab *lab,
+                            char *err, size_t errlen)
 {
-    const char *p = strstr(base, from);
+    char text[8192], dir[512];
+    const char *p = strstr(good, from);
     if (p == NULL) {
         fprintf(stderr, "# variant %s: pattern not found\n", name);
         exit(2);
     }
-    snprintf(text, len, "%.*s%s%s", (int)(p - base), base, to, p + strlen(from));
-}
-
-/* Write text as lab "name" and load it into *lab (the caller frees it
- * when 0 comes back). */
-static int load_text_lab(const char *name, const char *text, struct lab *lab, char *err,
-                         size_t errlen)
-{
-    char dir[512];
+    snprintf(text, sizeof(text), "%.*s%s%s", (int)(p - good), good, to, p + strlen(from));
     /* root/<name>/matmul: the folder name must match "lab" */
     snprintf(dir, sizeof(dir), "%s/%s", root, name);
     mkdir(dir, 0755);
@@ -74,72 +69,6 @@ static int load_text_lab(const char *name, const char *text, struct lab *lab, ch
     write_file(dir, "lab.json", text);
     snprintf(dir, sizeof(dir), "%s/%s/matmul", root, name);
     return lab_load(dir, lab, err, errlen);
-}
-
-/* The good lab.json with `from` replaced by `to`, loaded into *lab (the
- * caller frees it when 0 comes back). */
-static int load_variant_lab(const char *name, const char *from, const char *to, struct lab *lab,
-                            char *err, size_t errlen)
-{
-    char text[8192];
-    replace_in(name, good, from, to, text, sizeof text);
-    return load_text_lab(name, text, lab, err, errlen);
-}
-
-/* The good lab.json with the timing case's "device_mb" (case_mb, as JSON
- * text) and these limits' members (more, before memory_mb) loaded into
- * *lab. */
-static int load_big_case(const char *name, const char *case_mb, const char *more, struct lab *lab,
-                         char *err, size_t errlen)
-{
-    char one[8192], two[8192], a[256], b[256];
-    snprintf(a, sizeof a, "\"K\":4096},\"device_mb\":%s,", case_mb);
-    replace_in(name, good, "\"K\":4096},", a, one, sizeof one);
-    snprintf(b, sizeof b, "%s\"memory_mb\":16384}", more);
-    replace_in(name, one, "\"memory_mb\":16384}", b, two, sizeof two);
-    return load_text_lab(name, two, lab, err, errlen);
-}
-
-static int err_has(int rc, const char *err, const char *needle);
-
-/* A case's own "device_mb" (the big case of a lab): more than the lab's,
- * which is then what the other cases allocate; the peak; the timing
- * case's share defaults to that case's own. */
-static void test_case_device_mb(void)
-{
-    struct lab l;
-    char err[512];
-    int rc = load_big_case("cdm1", "2000", "\"device_mb\":900,", &l, err, sizeof err);
-    check(rc == 0 && l.device_mb == 900 && l.peak_device_mb == 2000 &&
-              lab_case_device_mb(&l, lab_case_find(&l, "4096^3")) == 2000 &&
-              lab_case_device_mb(&l, lab_case_find(&l, "1x1x1")) == 900 &&
-              lab_case_device_mb(&l, NULL) == 2000,
-          "a case's own device_mb: the peak; the other cases allocate the lab's");
-    check(rc == 0 && l.timing_device_mb == 2000 && l.sanitize_device_mb == 900,
-          "undeclared, the timing case's share is its own (the big one), the sanitize case's "
-          "the lab's");
-    if (rc == 0)
-        lab_free(&l);
-    rc = load_big_case("cdm2", "900", "\"device_mb\":900,", &l, err, sizeof err);
-    check(err_has(rc, err, "cases[2].device_mb (900) must be more than limits.device_mb (900"),
-          "a case's device_mb not above the lab's is refused (it would mean nothing)");
-    rc = load_big_case("cdm3", "2000", "", &l, err, sizeof err);
-    check(err_has(rc, err, "must be more than limits.device_mb (0"),
-          "a case's device_mb without the lab's (what the others allocate) is refused");
-    rc = load_big_case("cdm4", "\"2000\"", "\"device_mb\":900,", &l, err, sizeof err);
-    check(err_has(rc, err, "cases[2].device_mb: must be an integer in [1, 16777216]"),
-          "a case's device_mb that is not a whole number is refused");
-    rc = load_big_case("cdm5", "0", "\"device_mb\":900,", &l, err, sizeof err);
-    check(err_has(rc, err, "cases[2].device_mb: must be an integer"), "0 is refused");
-    rc = load_big_case("cdm6", "2000", "\"device_mb\":900,\"timing_device_mb\":2001,", &l, err,
-                       sizeof err);
-    check(err_has(rc, err, "timing_device_mb (2001) is more than the case's device_mb (2000)"),
-          "the timing share past its (big) case's own is refused");
-    rc = load_big_case("cdm7", "2000", "\"device_mb\":900,\"timing_device_mb\":1500,", &l, err,
-                       sizeof err);
-    check(rc == 0 && l.timing_device_mb == 1500, "within it, it loads");
-    if (rc == 0)
-        lab_free(&l);
 }
 
 static int load_variant(const char *name, const char *from, const char *to, char *err,
@@ -570,7 +499,6 @@ int main(void)
     test_allow_base();
     test_language();
     test_python();
-    test_case_device_mb();
     {
         char cmd[600];
         snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);

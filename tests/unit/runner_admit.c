@@ -7,10 +7,7 @@
  * case, the timing case after it, the sanitizers' small case alone; and
  * the turn: a job waiting for a big reservation is not passed by younger,
  * smaller ones that fit in the gaps; and a waiter asked to give itself
- * back (the runner's hand-back) leaves the queue at once; and growth for
- * a while (a Python check run's big case, memgate.h): room kept for one
- * job's growth beside every reservation, a move up that waits its turn,
- * a move down at once.
+ * back (the runner's hand-back) leaves the queue at once.
  * Prints TAP lines.
  */
 #include <errno.h>
@@ -68,8 +65,8 @@ static pid_t waiter(const char *path, const char *queue, unsigned long long mb, 
     if (pid == 0) {
         long long tok;
         close(res[0]);
-        char c = admit_reserve_turn(path, queue, 1000, mb, 0, 5, &tok, NULL, NULL, NULL) == 0 ? 'y'
-                                                                                              : 'n';
+        char c =
+            admit_reserve_turn(path, queue, 1000, mb, 5, &tok, NULL, NULL, NULL) == 0 ? 'y' : 'n';
         if (write(res[1], &c, 1) != 1)
             _exit(2);
         pause();
@@ -108,10 +105,10 @@ static void check_turn(const char *path)
     check(holder_pid > 0 && older > 0 && waiter_answer(big, 0.3) == 0,
           "800 of 1000 held: a job waiting for 500 waits");
     check(admit_count(queue) == 1, "it is in the queue while it waits");
-    check(admit_reserve_turn(path, queue, 1000, 100, 0, 0.3, &tok, NULL, NULL, NULL) == -EBUSY &&
+    check(admit_reserve_turn(path, queue, 1000, 100, 0.3, &tok, NULL, NULL, NULL) == -EBUSY &&
               tok == 0,
           "a younger job of 100, which fits beside the 800, waits behind it");
-    check(admit_reserve_turn(path, NULL, 1000, 100, 0, 0, &tok, NULL, NULL, NULL) == 0 && tok > 0 &&
+    check(admit_reserve_turn(path, NULL, 1000, 100, 0, &tok, NULL, NULL, NULL) == 0 && tok > 0 &&
               admit_release(path, tok) == 0,
           "(by fit alone, outside the turn, 100 would have been admitted)");
     pid_t younger = waiter(path, queue, 100, &small);
@@ -151,7 +148,7 @@ static void check_give_up(const char *path)
     pid_t holder_pid = holder(path, 800, 1, &go);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    int r = admit_reserve_turn(path, queue, 1000, 500, 0, 30, &tok, NULL, asked, &flag);
+    int r = admit_reserve_turn(path, queue, 1000, 500, 30, &tok, NULL, asked, &flag);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
     if (r != -EXDEV || secs >= 10)
@@ -160,8 +157,8 @@ static void check_give_up(const char *path)
           "800 of 1000 held: a waiter for 500 asked to hand itself back gives up at once, not "
           "after its 30 s");
     check(admit_count(queue) == 0, "and is out of the queue");
-    check(admit_reserve_turn(path, queue, 1000, 100, 0, 5, &tok, NULL, asked, &flag) == 0 &&
-              tok > 0 && admit_release(path, tok) == 0,
+    check(admit_reserve_turn(path, queue, 1000, 100, 5, &tok, NULL, asked, &flag) == 0 && tok > 0 &&
+              admit_release(path, tok) == 0,
           "a job of 100 that fits at its first look is admitted, asked or not");
     kill(holder_pid, SIGKILL);
     waitpid(holder_pid, NULL, 0);
@@ -169,66 +166,9 @@ static void check_give_up(const char *path)
     unlink(queue);
 }
 
-/* Growth (admit_fits_more, admit_move): each of two jobs of 200 may grow
- * by 500 for a while, on 1000. */
-static void check_growth(const char *path)
-{
-    struct admit_entry g[2] = {{1, 1, 200, 500}, {2, 2, 200, 0}};
-    long long a = 0, b = 0, c = 0;
-    double waited = -1;
-    int go = -1;
-    check(admit_fits_more(g, 2, 1000, 100, 0) && !admit_fits_more(g, 2, 1000, 101, 0),
-          "room is kept for the largest growth beside the reservations (200 + 200 + 100 + 500)");
-    check(!admit_fits_more(g, 2, 1000, 100, 501) && admit_fits_more(g, 2, 1000, 99, 501),
-          "a newcomer's own growth counts when it is the largest");
-    check(admit_fits_more(NULL, 0, 1000, 600, 900), "a job alone still always fits");
-    check(admit_reserve_turn(path, NULL, 1000, 200, 500, 0, &a, NULL, NULL, NULL) == 0 &&
-              admit_reserve_turn(path, NULL, 1000, 200, 500, 0, &b, NULL, NULL, NULL) == 0,
-          "two jobs of 200 that may grow by 500 are admitted");
-    check(admit_reserve_turn(path, NULL, 1000, 101, 0, 0.1, &c, NULL, NULL, NULL) == -EBUSY,
-          "a third of 101 is not: 500 stays free for a growth");
-    check(admit_move(path, a, 1000, 700, 0, 0, &waited, NULL, NULL) == 0 && waited < 0.5,
-          "the first grows to 700 at once");
-    check(admit_move(path, b, 1000, 700, 0, 0.2, &waited, NULL, NULL) == -EBUSY && waited >= 0.2,
-          "the second's growth waits while the first is grown (700 + 700 > 1000)");
-    check(admit_reserve_turn(path, NULL, 1000, 100, 0, 0.1, &c, NULL, NULL, NULL) == -EBUSY,
-          "a newcomer still leaves room for the second's growth");
-    check(admit_move(path, a, 1000, 200, 500, 0, NULL, NULL, NULL) == 0 &&
-              admit_move(path, b, 1000, 700, 0, 0, NULL, NULL, NULL) == 0,
-          "the first moves back down at once; then the second grows");
-    check(admit_move(path, b, 1000, 200, 500, 0, NULL, NULL, NULL) == 0 &&
-              admit_move(path, 98765, 1000, 10, 0, 0, NULL, NULL, NULL) == -ENOENT &&
-              admit_move(path, 0, 1000, 10, 0, 0, NULL, NULL, NULL) == 0,
-          "back down; an unknown token -ENOENT; token 0 (admission off) a no-op");
-    check(admit_resize(path, a, 200) == 0 &&
-              admit_reserve_turn(path, NULL, 1000, 100, 0, 0, &c, NULL, NULL, NULL) == 0 &&
-              admit_release(path, c) == 0,
-          "a resize ends the first's allowance to grow: the room for it goes to a newcomer");
-    check(admit_release(path, a) == 0 && admit_release(path, b) == 0, "both let go");
-    check(
-        admit_reserve_turn(path, NULL, 1000, 200, 900, 0, &a, NULL, NULL, NULL) == 0 &&
-            admit_move(path, a, 1000, 1100, 0, 0, NULL, NULL, NULL) == 0 &&
-            admit_release(path, a) == 0,
-        "a job alone grows even past the capacity (it may still fail: then its owner says whose)");
-    pid_t pid = holder(path, 600, 1, &go);
-    check(pid > 0 &&
-              admit_reserve_turn(path, NULL, 1000, 200, 400, 0.1, &a, NULL, NULL, NULL) == -EBUSY,
-          "another process holds 600: a job of 200 that may grow by 400 is not admitted beside it");
-    check(admit_reserve_turn(path, NULL, 1000, 200, 200, 0, &a, NULL, NULL, NULL) == 0 &&
-              admit_move(path, a, 1000, 400, 0, 0, NULL, NULL, NULL) == 0,
-          "one that may grow by 200 is, and its growth beside the other's 600 is at once");
-    check(admit_move(path, a, 1000, 401, 0, 0.1, NULL, NULL, NULL) == -EBUSY,
-          "past what was kept for it, it waits (600 + 401 > 1000)");
-    close(go);
-    waitpid(pid, NULL, 0);
-    check(admit_move(path, a, 1000, 900, 0, 0, NULL, NULL, NULL) == 0 &&
-              admit_release(path, a) == 0,
-          "once the other is gone it grows");
-}
-
 int main(void)
 {
-    struct admit_entry e[2] = {{1, 1, 600, 0}, {2, 2, 300, 0}};
+    struct admit_entry e[2] = {{1, 1, 600}, {2, 2, 300}};
     char path[] = "/tmp/cugrade-admit-XXXXXX", rec[] = "/tmp/cugrade-devrec-XXXXXX";
     long long tok = -1, tok2 = -1, tok3 = -1;
     double waited = 0;
@@ -279,7 +219,6 @@ int main(void)
     admit_release(path, tok);
     check_turn(path);
     check_give_up(path);
-    check_growth(path);
     unlink(path);
 
     fd = mkstemp(rec);
@@ -294,26 +233,12 @@ int main(void)
      * lab's declarations, two sanitizers. */
     struct lab red;
     memset(&red, 0, sizeof red);
-    struct lab_case big = {.name = "2.5e9", .device_mb = 9800}, small = {.name = "1000"};
-    red.device_mb = 1280, red.peak_device_mb = 9800;
-    red.timing_device_mb = 1280, red.sanitize_device_mb = 256;
+    red.device_mb = 9800, red.timing_device_mb = 1280, red.sanitize_device_mb = 256;
     unsigned long long ctx = ADMIT_CONTEXT_MB, al = ADMIT_STUDENT_MB;
     check(lock_admit_need(&red, 2, 0) == 9800 + al + 4 * ctx,
           "the check run: the biggest case, the allowance, check + judge + 2 sanitizers");
-    check(lock_admit_need(&red, 2, 1) == 1280 + al + 5 * ctx,
-          "a Python check run: the cases but the big one (its owner asks for that one), the "
-          "owner's and the tenant's contexts, the judge's, 2 sanitizers'");
-    check(lock_admit_more(&red, 1) == 8520 && lock_admit_more(&red, 0) == 0,
-          "a Python job may grow by the big case's part past the others; a CUDA job never grows");
-    check(lock_admit_case_more(&red, &big, 1) == 8520 &&
-              lock_admit_case_more(&red, &small, 1) == 0 &&
-              lock_admit_case_more(&red, &big, 0) == 0 && lock_admit_case_more(&red, NULL, 1) == 0,
-          "while the big case runs: 8520 more; a small case, a CUDA job, no case: nothing more");
-    red.python_owner = "own.py";
-    check(lock_admit_need(&red, 2, 1) == 9800 + al + 5 * ctx && lock_admit_more(&red, 1) == 0 &&
-              lock_admit_case_more(&red, &big, 1) == 0,
-          "a lab with its own owner (which does not ask): the biggest case for the whole run");
-    red.python_owner = NULL;
+    check(lock_admit_need(&red, 2, 1) == 9800 + al + 5 * ctx,
+          "a Python check run: the owner's and the tenant's contexts, the judge's, 2 sanitizers'");
     check(lock_admit_after_check(&red, 2, 0) == 1280 + al + 4 * ctx &&
               lock_admit_after_check(&red, 0, 0) == 1280 + al + 2 * ctx,
           "timed: the timing case, with the sanitizers' contexts until they end");
@@ -328,7 +253,7 @@ int main(void)
           "a CUDA timing run started beside the check: its case and the harness's context");
     check(lock_admit_time_prestart(&red, 1) == 1280 + 2 * ctx,
           "a Python one: its case, the owner's and the tenant's contexts (both before the gate)");
-    red.sanitize_device_mb = 9800; /* as if the sanitize case were the big one */
+    red.sanitize_device_mb = 9800; /* undeclared: device_mb; never above after_check */
     check(lock_admit_sanitize_only(&red, 2) == lock_admit_after_check(&red, 2, 0),
           "an undeclared sanitize case keeps no more than after the check");
     return failures ? 1 : 0;

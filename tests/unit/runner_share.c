@@ -99,7 +99,7 @@ int main(void)
      * the timing ledger, it runs on; a line there, it is cut at once. */
     char timing[256];
     snprintf(timing, sizeof timing, "%s/gpu-0.timing", dir);
-    check(share_clock_start_yield(&c, ledger, 5.0, NULL, timing, &fd) == 0, "a clock that yields");
+    check(share_clock_start_yield(&c, ledger, 5.0, timing, &fd) == 0, "a clock that yields");
     got = cancelled(fd, 300);
     check(!got && !c.yielded, "no timing run waits: it runs on");
     long long ttok = admit_enter(timing);

@@ -1,6 +1,6 @@
 """owner.py - the trusted owner of a Python submission's run (docs/python.md).
 
-    python3 -I -B owner.py LAB check --cases a,b,c [--gate] --file /work/kernel.py --seed-fd 5
+    python3 -I -B owner.py LAB check --cases a,b,c --file /work/kernel.py --seed-fd 5
     python3 -I -B owner.py LAB time  --case NAME [--max-ms N] [--gate] --file ... --seed-fd 5
     python3 -I -B owner.py LAB check --pool
     (--seed-fd N: the seed is the text on descriptor N, a pipe, read to its
@@ -8,8 +8,7 @@
     or CUGRADE_SEED=HEX are for runs by hand: the runner never puts the seed
     on a command line or in an environment, which the student's code could
     read in /proc or in the memory of bwrap's init)
-    (--gate: fd 4 is the runner's gate; a time run's samples wait for its
-    'g'; a check run asks it for a big case's memory (owner_gate.py);
+    (--gate: fd 4 is the runner's gate; the samples wait for its 'g';
     --batch K: K calls per sample instead of run_time's choice, for tests)
     (--pool: a warm check run of the runner's pool; its job comes on fd 4,
     the gate: owner_gate.py)
@@ -324,51 +323,26 @@ def new_case(tenant, be, lab, name, params, cs, guard):
             time.sleep(OOM_WAIT_S)
 
 
-def case_memory(name, big):
-    """A case with a device_mb of its own (big: their names): the runner's
-    reservation moved up for it first, through the gate (owner_gate.py
-    ask_memory). True when we must give it back after. Without a gate (a
-    run of `cugrade test`): nothing to ask."""
-    if GATE is None or name not in big:
-        return False
-    try:
-        if owner_gate.ask_memory(GATE, name):
-            return True
-    except OSError:
-        pass
-    die("the runner did not reserve case %s's device memory" % name, claim=True)
-
-
-def run_check(tenant, be, lab, cases, names, seed, guard, big=()):
+def run_check(tenant, be, lab, cases, names, seed, guard):
     for name in names:
         cs = gen.case_seed(seed, name)
-        grown = case_memory(name, big)
+        c = new_case(tenant, be, lab, name, cases[name], cs, guard)
         try:
-            check_case(tenant, be, lab, cases, name, cs, guard)
+            c.poison()
+            ans, t0 = call(tenant, c)
+            ms = (time.perf_counter() - t0) * 1e3
+            if ans is None or not ans.get("ok"):
+                rec = case_failed(name, ans, tenant)
+                send_record(rec)
+                if rec["fatal"]:
+                    sys.exit(3)
+                continue
+            if host_copy_refused(lab, ans):
+                send_record(host_copy_record(name, ans))
+                continue
+            report_output(name, c, cs, ms)
         finally:
-            if grown:
-                owner_gate.give_memory(GATE, name)
-
-
-def check_case(tenant, be, lab, cases, name, cs, guard):
-    """One case of a check run: made, called, judged, freed."""
-    c = new_case(tenant, be, lab, name, cases[name], cs, guard)
-    try:
-        c.poison()
-        ans, t0 = call(tenant, c)
-        ms = (time.perf_counter() - t0) * 1e3
-        if ans is None or not ans.get("ok"):
-            rec = case_failed(name, ans, tenant)
-            send_record(rec)
-            if rec["fatal"]:
-                sys.exit(3)
-            return
-        if host_copy_refused(lab, ans):
-            send_record(host_copy_record(name, ans))
-            return
-        report_output(name, c, cs, ms)
-    finally:
-        c.free()
+            c.free()
 
 
 def host_copy_refused(lab, ans):
@@ -728,8 +702,8 @@ def main():
     not_dumpable()
     o = parse(sys.argv[1:])
     if o.get("gate"):
-        if o["mode"] not in ("time", "check"):
-            die("--gate is for time and check runs only")
+        if o["mode"] != "time":
+            die("--gate is for time runs only")
         take_gate()
     if o.get("pool"):
         if (o["mode"] == "time") != bool(o.get("gate")):
@@ -752,7 +726,7 @@ def main():
             tenant.send({"op": "imports"})
             owner_gate.preload()
             runtime_ready(tenant)
-            job, seed = pool_wait(o.get("gate") or o["mode"] == "check")
+            job, seed = pool_wait(o.get("gate"))
         except BaseException:  # noqa: B902 - sys.exit too: the tenant goes with us
             tenant.close()
             raise
@@ -786,7 +760,7 @@ def main():
         elif not tenant.asked:   # a warm time run's: its context now
             tenant.send(runtime_msg(o["mode"]))
         runtime_ready(tenant)
-        if GATE is not None and o.get("gate") and o["mode"] == "time":
+        if GATE is not None and o.get("gate"):
             # The gate (time runs): the tenant's interpreter, its libraries
             # and its context came up under the shared lock; then we wait
             # for the GPU alone. No process here has run the student's code
@@ -801,8 +775,7 @@ def main():
             send_record(case_failed(names[0], None, tenant))
             sys.exit(3)
         if o["mode"] == "check":
-            big = {c["name"] for c in doc["cases"] if c.get("device_mb")}
-            run_check(tenant, be, lab, cases, names, seed, o["guard"], big)
+            run_check(tenant, be, lab, cases, names, seed, o["guard"])
         else:
             run_time(tenant, be, lab, names[0], seed, max_ms, prepared, rt_ms,
                      int(o.get("batch", 0)))

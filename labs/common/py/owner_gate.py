@@ -2,7 +2,7 @@
 its own pipe (--seed-fd), and the gate: fd 4, a socket to the runner, the
 owner's alone (owner.py moves it to a private close-on-exec descriptor; the
 tenant's Popen closes every other one, and the owner is not dumpable).
-The gate's three uses (docs/python.md):
+The gate's two uses (docs/python.md):
 
   - a timing run's (--gate, runner/grade/job_time.c): the start-up done
     under the GPU's shared lock, the owner says 'r' and waits for 'g',
@@ -11,11 +11,7 @@ The gate's three uses (docs/python.md):
     whose timing gate follows on the same socket): the interpreters and
     their libraries up, no CUDA context, nothing of a student's loaded,
     the owner says 'r' and waits for its job, one line of JSON (its file
-    and seed);
-  - a check run's (--gate, or --pool: the same socket after the job):
-    before a case with a device_mb of its own (lab.json: the lab's big
-    case), "m CASE" and a wait for 'g', the runner's reservation moved up
-    for it; after the case, "d CASE" (runner/grade/memgate.h).
+    and seed).
 
 Trusted, like owner.py; shipped with it in the student's bundle
 (labs/bundle.json)."""
@@ -55,22 +51,6 @@ def wait_go(fd):
     closed the gate instead."""
     os.write(fd, b"r")
     return _read(fd, 1) == b"g"
-
-
-def ask_memory(fd, case):
-    """Say "m CASE", wait for 'g': True when the runner reserved the case's
-    memory, False when it could not (or closed the gate)."""
-    os.write(fd, b"m " + case.encode("ascii") + b"\n")
-    return _read(fd, 1) == b"g"
-
-
-def give_memory(fd, case):
-    """Say "d CASE": its memory is ours no more. A gate the runner shut
-    already (its run is ending) needs no word."""
-    try:
-        os.write(fd, b"d " + case.encode("ascii") + b"\n")
-    except OSError:
-        pass
 
 
 def wait_job(fd):
