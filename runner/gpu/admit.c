@@ -1,8 +1,6 @@
 /*
  * admit.c - GPU memory admission (admit.h). The ledger is a text file, one
- * "pid token mb start" line per reservation, rewritten under
- * flock(LOCK_EX). A line of three fields (no start) is read as a start not
- * known: live while its pid is.
+ * "pid token mb" line per reservation, rewritten under flock(LOCK_EX).
  */
 #include "runner/gpu/admit.h"
 
@@ -39,55 +37,9 @@ static double mono(void)
     return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-unsigned long long admit_pid_start(long pid)
+static int alive(long pid)
 {
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    ssize_t len = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (len <= 0)
-        return 0;
-    buf[len] = '\0';
-    /* "pid (comm) state ppid ...": comm may hold spaces and parentheses,
-     * so the fields are counted from the last ')': starttime is the 22nd
-     * field, the 20th after the state. */
-    char *p = strrchr(buf, ')');
-    if (!p)
-        return 0;
-    p++;
-    for (int field = 3; field < 22; field++) { /* p is at the space before field 3 */
-        p = strchr(p + 1, ' ');
-        if (!p)
-            return 0;
-    }
-    return strtoull(p + 1, NULL, 10);
-}
-
-/* This process's start, read once per process (a forked child is another
- * process: it reads its own). */
-static unsigned long long own_start(void)
-{
-    static _Atomic long pid;
-    static _Atomic unsigned long long start;
-    long me = (long)getpid();
-    if (pid != me) {
-        start = admit_pid_start(me);
-        pid = me;
-    }
-    return start;
-}
-
-/* Is the entry's holder alive: its pid a process (of any uid), and when
- * both are known, the process that started when the holder did. */
-static int alive(const struct admit_entry *x)
-{
-    if (x->pid <= 0 || (kill((pid_t)x->pid, 0) < 0 && errno == ESRCH))
-        return 0;
-    unsigned long long now = x->start ? admit_pid_start(x->pid) : 0;
-    return !x->start || !now || now == x->start;
+    return pid > 0 && (kill((pid_t)pid, 0) == 0 || errno != ESRCH);
 }
 
 /* Open and lock the ledger. Returns the fd or -errno. */
@@ -115,8 +67,8 @@ static size_t ledger_read(int fd, struct admit_entry *e)
         return 0;
     buf[len] = '\0';
     for (char *line = strtok(buf, "\n"); line && n < ADMIT_MAX_ENTRIES; line = strtok(NULL, "\n")) {
-        struct admit_entry x = {0, 0, 0, 0};
-        if (sscanf(line, "%ld %lld %llu %llu", &x.pid, &x.token, &x.mb, &x.start) >= 3 && alive(&x))
+        struct admit_entry x;
+        if (sscanf(line, "%ld %lld %llu", &x.pid, &x.token, &x.mb) == 3 && alive(x.pid))
             e[n++] = x;
     }
     return n;
@@ -127,8 +79,8 @@ static int ledger_write(int fd, const struct admit_entry *e, size_t n)
     char buf[ADMIT_MAX_ENTRIES * 64 + 1];
     size_t len = 0;
     for (size_t i = 0; i < n; i++)
-        len += (size_t)snprintf(buf + len, sizeof buf - len, "%ld %lld %llu %llu\n", e[i].pid,
-                                e[i].token, e[i].mb, e[i].start);
+        len += (size_t)snprintf(buf + len, sizeof buf - len, "%ld %lld %llu\n", e[i].pid,
+                                e[i].token, e[i].mb);
     if (ftruncate(fd, 0) < 0 || pwrite(fd, buf, len, 0) != (ssize_t)len)
         return -EIO;
     return 0;
@@ -175,7 +127,7 @@ static int ledger_append(const char *path, long long t, unsigned long long mb)
     if (fd < 0)
         return fd;
     size_t n = ledger_read(fd, e);
-    e[n] = (struct admit_entry){(long)getpid(), t, mb, own_start()};
+    e[n] = (struct admit_entry){(long)getpid(), t, mb};
     int r = n < ADMIT_MAX_ENTRIES ? ledger_write(fd, e, n + 1) : -EAGAIN;
     close(fd);
     return r;
@@ -198,7 +150,7 @@ static int reserve_once(const char *path, const struct admit_entry *ahead, size_
     int r = 0;
     if (ok) {
         long long t = next_token();
-        e[n] = (struct admit_entry){(long)getpid(), t, need_mb, own_start()};
+        e[n] = (struct admit_entry){(long)getpid(), t, need_mb};
         r = ledger_write(fd, e, n + 1);
         if (r == 0)
             *token = t;

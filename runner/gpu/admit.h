@@ -19,13 +19,11 @@
 #include <stddef.h>
 
 /* One reservation: the process that holds it, a token unique in that
- * process, the MiB reserved, and when that process started (admit_pid_start;
- * 0: not known, as in a line of three fields). */
+ * process, and the MiB reserved. */
 struct admit_entry {
     long pid;
     long long token;
     unsigned long long mb;
-    unsigned long long start;
 };
 
 /* Pure: 1 when need_mb fits beside the n live entries within capacity_mb
@@ -71,13 +69,6 @@ int admit_release(const char *path, long long token);
  * leaves it as it is. Token 0 is a no-op. Returns 0, -ENOENT when the
  * token has no entry, or -errno for the file. */
 int admit_resize(const char *path, long long token, unsigned long long mb);
-
-/* When process pid started: /proc/PID/stat's starttime (clock ticks since
- * boot), or 0 when it cannot be read. An entry is live while its pid names
- * a process that started then: a pid reused after its holder died (the
- * counter wraps: 32768 on a Debian host) is not its holder, so a crashed
- * runner's reservation cannot outlive it in another process's name. */
-unsigned long long admit_pid_start(long pid);
 
 /* The live entries in the ledger at path (dead processes' not counted).
  * Returns n >= 0 or -errno. */

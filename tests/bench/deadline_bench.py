@@ -75,12 +75,12 @@ def pct(xs, p):
 
 
 def ledger_mb(path):
-    """The MiB a GPU's admission ledger (CACHE/gpu-N.admit: "pid token mb
-    start" lines) holds for live processes, as runner/gpu/admit.c counts it."""
+    """The MiB a GPU's admission ledger (CACHE/gpu-N.admit: "pid token mb"
+    lines) holds for live processes, as runner/gpu/admit.c counts it."""
     mb = 0
     try:
         for line in open(path).read().splitlines():
-            pid, _, m = line.split()[:3]
+            pid, _, m = line.split()
             if os.path.exists(f"/proc/{pid}"):
                 mb += int(m)
     except (OSError, ValueError):

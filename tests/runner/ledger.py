@@ -1,5 +1,5 @@
 """A GPU memory admission ledger watched from outside (runner/gpu/admit.c:
-"pid token mb start" lines), for the suites that check a job's reservation per
+"pid token mb" lines), for the suites that check a job's reservation per
 phase (pipeline.t for CUDA, python_gate.t for Python), or that look for
 another job's line in it (profile_after.t, time_judge.t)."""
 import os
@@ -14,7 +14,7 @@ def live_lines(path):
     try:
         for line in open(path).read().split("\n"):
             f = line.split()
-            if len(f) in (3, 4):
+            if len(f) == 3:
                 try:
                     os.kill(int(f[0]), 0)
                     out.append(line)

@@ -166,74 +166,9 @@ static void check_give_up(const char *path)
     unlink(queue);
 }
 
-/* A pid reused (admit_pid_start): a line whose pid is a live process
- * that started at another time than the line says is a dead holder's; a
- * line of three fields (no start) is live while its pid is. */
-static void check_reuse(const char *path)
-{
-    char line[128];
-    long long tok = 0;
-    unsigned long long me = admit_pid_start((long)getpid());
-    check(me > 0 && admit_pid_start(999999999) == 0,
-          "a live process's start time is read; a pid that names none has none");
-    pid_t child = fork();
-    if (child == 0) {
-        pause();
-        _exit(0);
-    }
-    unsigned long long other = admit_pid_start((long)child);
-    check(other > 0, "a forked child's start is its own");
-    FILE *f = fopen(path, "w");
-    snprintf(line, sizeof line, "%ld 1 800 %llu\n", (long)child, other + 1);
-    fputs(line, f);
-    fclose(f);
-    check(admit_count(path) == 0 && admit_reserve(path, 1000, 500, 0, &tok, NULL) == 0,
-          "a line whose pid is alive but started at another time (the pid reused) is a dead "
-          "holder's: 500 more fits beside its 800");
-    admit_release(path, tok);
-    f = fopen(path, "w");
-    snprintf(line, sizeof line, "%ld 1 800 %llu\n", (long)child, other);
-    fputs(line, f);
-    fclose(f);
-    check(admit_count(path) == 1 && admit_reserve(path, 1000, 500, 0.1, &tok, NULL) == -EBUSY,
-          "the same line with the child's own start is live: 500 more waits");
-    f = fopen(path, "w");
-    snprintf(line, sizeof line, "%ld 1 800\n", (long)child);
-    fputs(line, f);
-    fclose(f);
-    check(admit_count(path) == 1,
-          "a line of three fields (a ledger written before) is live while its "
-          "pid is");
-    kill(child, SIGKILL);
-    waitpid(child, NULL, 0);
-    check(admit_count(path) == 0, "and dead once its pid is gone");
-    check(admit_reserve(path, 1000, 100, 0, &tok, NULL) == 0, "a reservation of ours");
-    FILE *r = fopen(path, "r");
-    char got[128] = "";
-    if (r) {
-        if (!fgets(got, sizeof got, r))
-            got[0] = '\0';
-        fclose(r);
-    }
-    snprintf(line, sizeof line, "%ld %lld 100 %llu\n", (long)getpid(), tok, me);
-    check(strcmp(got, line) == 0, "our lines carry our pid, token, MiB and start");
-    admit_release(path, tok);
-    pid_t kid = fork();
-    if (kid == 0) {
-        long long t2 = 0;
-        int okay = admit_reserve(path, 1000, 100, 0, &t2, NULL) == 0 && admit_count(path) == 1;
-        _exit(okay ? 0 : 1);
-    }
-    int st = 0;
-    waitpid(kid, &st, 0);
-    check(WIFEXITED(st) && WEXITSTATUS(st) == 0,
-          "a child forked after we read our start writes its own (its line is live in it)");
-    unlink(path);
-}
-
 int main(void)
 {
-    struct admit_entry e[2] = {{1, 1, 600, 0}, {2, 2, 300, 0}};
+    struct admit_entry e[2] = {{1, 1, 600}, {2, 2, 300}};
     char path[] = "/tmp/cugrade-admit-XXXXXX", rec[] = "/tmp/cugrade-devrec-XXXXXX";
     long long tok = -1, tok2 = -1, tok3 = -1;
     double waited = 0;
@@ -282,7 +217,6 @@ int main(void)
     check(admit_reserve(path, 1000, 500, 0, &tok, NULL) == 0,
           "a dead process's reservation is dropped: a crashed runner cannot wedge the GPU");
     admit_release(path, tok);
-    check_reuse(path);
     check_turn(path);
     check_give_up(path);
     unlink(path);
