@@ -325,6 +325,44 @@ static int sanitize_not_started(struct sanitizer_task *t, const struct sandbox_v
     return 0;
 }
 
+/* Is a finding the tool's report of an allocation or launch that found
+ * no device memory? */
+static int oom_finding(const struct score_finding *f)
+{
+    const char *m = f->message ? f->message : "";
+    return strstr(m, "Program hit") &&
+           (strstr(m, "OUT_OF_MEMORY") || strstr(m, "MemoryAllocation") ||
+            strstr(m, "\"out of memory\""));
+}
+
+size_t sanitizer_oom_ours(struct score_sanitizer *s, int errors_exit)
+{
+    size_t k = 0, dropped = 0, n = s->nfindings;
+    for (size_t i = 0; i < n; i++) {
+        struct score_finding *f = &s->findings[i];
+        if (oom_finding(f)) {
+            free(f->file);
+            free(f->message);
+            free(f->hint);
+            dropped++;
+            continue;
+        }
+        s->findings[k++] = *f;
+    }
+    s->nfindings = k;
+    if (dropped && k == 0 && errors_exit) {
+        s->ran = 0;
+        s->clean = 0;
+        s->infra_failed = 1;
+        snprintf(s->note, sizeof s->note,
+                 "the GPU had no memory left for %s's run (other jobs' memory on a busy GPU: our "
+                 "problem, not yours); not charged",
+                 s->tool ? s->tool : "the sanitizer");
+    }
+    assert(k + dropped == n);
+    return dropped;
+}
+
 /* The tool ran: its findings, and clean (exit 0), errors found (exit 86)
  * or how the program failed under it. */
 static void sanitize_findings(struct sanitizer_task *t, const struct sandbox_verdict *v)
@@ -342,9 +380,17 @@ static void sanitize_findings(struct sanitizer_task *t, const struct sandbox_ver
         if (v->err)
             grade_sanitizer_parse(v->err, s);
     }
+    int errors = v->exited && v->exit_code == SANITIZER_EXIT;
+    if (sanitizer_oom_ours(s, errors) && !s->ran) {
+        fprintf(stderr,
+                "cugrade-runner: job %lld: compute-sanitizer %s: out of device memory, "
+                "not charged\n",
+                t->job_id, t->tool);
+        return;
+    }
     if (v->exited && v->exit_code == 0) {
         s->clean = 1;
-    } else if (v->exited && v->exit_code == SANITIZER_EXIT) {
+    } else if (errors) {
         snprintf(s->note, sizeof s->note, "%zu error(s) found", s->nfindings);
     } else {
         char fail[256];

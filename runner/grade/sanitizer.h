@@ -54,6 +54,18 @@ struct sanitizer_task {
  * host path cut from the message. */
 void sanitizer_python_parse(const char *text, struct score_sanitizer *s, const char *student_file);
 
+/* The tool's out-of-memory findings ("Program hit CUDA_ERROR_OUT_OF_MEMORY
+ * ... on CUDA API call to cuLaunchKernel", cudaErrorMemoryAllocation) are
+ * not the student's: a sanitizer run shares the GPU with other jobs, whose
+ * memory (past their reservations, docs/runner.md "GPU memory") can leave
+ * it none (an H200's make test-gpu charged a correct CuPy matmul 10 points
+ * for one). They are dropped from s; when nothing else was found and the
+ * tool said it found errors (errors_exit), the line is ours: not run,
+ * infra_failed, a note that says so (score.c does not charge it). A
+ * student's own allocation that fails fails their check run's cases too.
+ * Returns how many findings were dropped. */
+size_t sanitizer_oom_ours(struct score_sanitizer *s, int errors_exit);
+
 /* Zero t with every fd -1: sanitizer_cancel and sanitizer_finish are safe. */
 void sanitizer_task_init(struct sanitizer_task *t);
 /* Start t (tool, rc, cs, seed, sanitize_case, launch, limit, s filled in)

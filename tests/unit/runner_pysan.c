@@ -211,6 +211,69 @@ static void test_lab_python(void)
     rmdir(dir);
 }
 
+/* The tool's out-of-memory findings are ours (sanitizer_oom_ours): the
+ * message a make test-gpu run on an H200 charged a correct CuPy matmul for
+ * ("Program hit CUDA_ERROR_OUT_OF_MEMORY (error 2) due to \"out of memory\"
+ * on CUDA API call to cuLaunchKernel.", the GPU full of other jobs'
+ * memory), in the tool's layout; and beside a real race, which stays. */
+#define OOM_LINES                                                                                  \
+    "========= Program hit CUDA_ERROR_OUT_OF_MEMORY (error 2) due to \"out of memory\" on CUDA "   \
+    "API call to cuLaunchKernel.\n"                                                                \
+    "=========     Saved host backtrace up to driver entry point at error\n"                       \
+    "=========         Host Frame: matmul in cupy_rawkernel.py:31\n"                               \
+    "=========         Host Frame: call in tenant.py:181\n"                                        \
+    "========= \n"
+static void test_oom_ours(void)
+{
+    struct score_sanitizer s = {.tool = "memcheck"};
+    s.ran = 1;
+    sanitizer_python_parse("========= COMPUTE-SANITIZER\n" OOM_LINES
+                           "========= ERROR SUMMARY: 1 error\n",
+                           &s, "cupy_rawkernel.py");
+    check(s.nfindings == 1, "the tool's out-of-memory line is parsed as a finding");
+    check(sanitizer_oom_ours(&s, 1) == 1 && s.nfindings == 0 && !s.ran && !s.clean &&
+              s.infra_failed && strstr(s.note, "our problem, not yours"),
+          "alone, it is dropped and the line is ours: not run, not charged, the note says why");
+    score_sanitizer_clear(&s);
+
+    struct score_sanitizer c = {.tool = "memcheck"};
+    c.ran = 1;
+    grade_sanitizer_parse("========= COMPUTE-SANITIZER\n"
+                          "========= Program hit cudaErrorMemoryAllocation (error 2) due to "
+                          "\"out of memory\" on CUDA API call to cudaMalloc.\n"
+                          "=========     Saved host backtrace up to driver entry point at error\n"
+                          "========= \n",
+                          &c);
+    check(c.nfindings == 1 && sanitizer_oom_ours(&c, 1) == 1 && c.infra_failed,
+          "a CUDA program's cudaMalloc that found no memory under the tool: ours too");
+    score_sanitizer_clear(&c);
+
+    char *race = fixture("pysan-racecheck.txt");
+    struct score_sanitizer r = {.tool = "racecheck"};
+    r.ran = 1;
+    size_t len = race ? strlen(race) : 0;
+    char *both = malloc(len + sizeof OOM_LINES);
+    if (both) {
+        memcpy(both, race ? race : "", len);
+        memcpy(both + len, OOM_LINES, sizeof OOM_LINES);
+        sanitizer_python_parse(both, &r, "kernel.py");
+    }
+    size_t before = r.nfindings;
+    check(race && before >= 2 && sanitizer_oom_ours(&r, 1) == 1 && r.nfindings == before - 1 &&
+              r.ran && !r.infra_failed && strstr(r.findings[0].message, "Race reported"),
+          "beside a real race, only the out-of-memory finding goes: the race is still charged");
+    score_sanitizer_clear(&r);
+    free(both);
+    free(race);
+
+    struct score_sanitizer n = {.tool = "memcheck"};
+    n.ran = 1;
+    sanitizer_python_parse("========= COMPUTE-SANITIZER\n" OOM_LINES, &n, "cupy_rawkernel.py");
+    check(sanitizer_oom_ours(&n, 0) == 1 && n.ran && !n.infra_failed,
+          "a run that did not end with the tool's errors-found code keeps its own verdict");
+    score_sanitizer_clear(&n);
+}
+
 int main(void)
 {
     char dir[1100], err[512];
@@ -224,6 +287,7 @@ int main(void)
     }
     test_argv();
     test_lab_python();
+    test_oom_ours();
     test_capture("pysan-memcheck.txt", "memcheck", "kernel.py", PYSAN_MEMCHECK_LINE,
                  "Invalid __global__ write", "x.shape[0]");
     test_capture("pysan-racecheck.txt", "racecheck", "kernel.py", PYSAN_RACECHECK_LINE,
