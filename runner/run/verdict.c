@@ -106,13 +106,18 @@ void score_cases_free(struct score_case *cases, size_t n)
     free(cases);
 }
 
+void score_finding_clear(struct score_finding *f)
+{
+    free(f->file);
+    free(f->message);
+    free(f->hint);
+    f->file = f->message = f->hint = NULL;
+}
+
 void score_sanitizer_clear(struct score_sanitizer *s)
 {
-    for (size_t i = 0; i < s->nfindings; i++) {
-        free(s->findings[i].file);
-        free(s->findings[i].message);
-        free(s->findings[i].hint);
-    }
+    for (size_t i = 0; i < s->nfindings; i++)
+        score_finding_clear(&s->findings[i]);
     free(s->findings);
     s->findings = NULL;
     s->nfindings = 0;

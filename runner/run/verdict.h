@@ -50,6 +50,8 @@ struct score_sanitizer {
 size_t score_text_clean(char *dst, size_t len, const char *src, size_t srclen, int flat);
 
 void score_cases_free(struct score_case *cases, size_t n);
+/* Free one finding's strings (the finding itself is its array's). */
+void score_finding_clear(struct score_finding *f);
 void score_sanitizer_clear(struct score_sanitizer *s);
 
 #endif
