@@ -66,7 +66,11 @@ static size_t ledger_read(int fd, struct admit_entry *e)
     if (len <= 0)
         return 0;
     buf[len] = '\0';
-    for (char *line = strtok(buf, "\n"); line && n < ADMIT_MAX_ENTRIES; line = strtok(NULL, "\n")) {
+    /* strtok_r: the runner's threads read ledgers at once (strtok's one
+     * position for the whole process mixed their lines up). */
+    char *save = NULL;
+    for (char *line = strtok_r(buf, "\n", &save); line && n < ADMIT_MAX_ENTRIES;
+         line = strtok_r(NULL, "\n", &save)) {
         struct admit_entry x;
         if (sscanf(line, "%ld %lld %llu", &x.pid, &x.token, &x.mb) == 3 && alive(x.pid))
             e[n++] = x;

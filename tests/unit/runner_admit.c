@@ -7,10 +7,12 @@
  * case, the timing case after it, the sanitizers' small case alone; and
  * the turn: a job waiting for a big reservation is not passed by younger,
  * smaller ones that fit in the gaps; and a waiter asked to give itself
- * back (the runner's hand-back) leaves the queue at once.
+ * back (the runner's hand-back) leaves the queue at once; and threads of
+ * one runner reading and rewriting ledgers at once lose no entry.
  * Prints TAP lines.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -166,6 +168,57 @@ static void check_give_up(const char *path)
     unlink(queue);
 }
 
+/* Threads of one runner use the ledgers at once (job threads, share
+ * clocks reading the GPU's users ledger every 100 ms): one thread's parse
+ * of a ledger must not take lines from another's. With strtok (one hidden
+ * position for the whole process) a rewrite after a mixed-up read dropped
+ * live entries, on an H200 "cannot shrink its GPU reservation: No such
+ * file or directory", and admission let in more than fit. */
+#define THREAD_ROUNDS 5000
+#define THREAD_ENTRIES 60
+
+static void *count_other(void *arg)
+{
+    const char *other = arg;
+    for (int i = 0; i < THREAD_ROUNDS; i++)
+        (void)admit_count(other);
+    return NULL;
+}
+
+static void check_threads(void)
+{
+    char path[] = "/tmp/cugrade-admit-XXXXXX", other[] = "/tmp/cugrade-admit-XXXXXX";
+    long long tok[THREAD_ENTRIES], t;
+    int fd = mkstemp(path), fd2 = mkstemp(other), lost = 0, bad_count = 0;
+    check(fd >= 0 && fd2 >= 0, "two ledger files");
+    close(fd);
+    close(fd2);
+    for (int i = 0; i < THREAD_ENTRIES; i++)
+        if (admit_reserve(path, 1u << 30, 1000 + i, 0, &tok[i], NULL) != 0)
+            tok[i] = 0;
+    for (int i = 0; i < 2; i++)
+        (void)admit_reserve(other, 1u << 30, 7, 0, &t, NULL);
+    check(admit_count(path) == THREAD_ENTRIES && admit_count(other) == 2,
+          "a ledger of 60 entries and another of 2");
+    pthread_t th;
+    int started = pthread_create(&th, NULL, count_other, other) == 0;
+    for (int i = 0; i < THREAD_ROUNDS; i++) {
+        if (admit_resize(path, tok[i % THREAD_ENTRIES], 1000 + i % THREAD_ENTRIES) != 0)
+            lost++;
+        if (admit_count(path) != THREAD_ENTRIES)
+            bad_count++;
+    }
+    if (started)
+        pthread_join(th, NULL);
+    check(started && lost == 0 && bad_count == 0 && admit_count(path) == THREAD_ENTRIES,
+          "5000 rewrites of a ledger while another thread reads another: no entry lost "
+          "(resizes that found none, counts off)");
+    if (lost || bad_count)
+        printf("# %d resizes found no entry, %d counts were off\n", lost, bad_count);
+    unlink(path);
+    unlink(other);
+}
+
 int main(void)
 {
     struct admit_entry e[2] = {{1, 1, 600}, {2, 2, 300}};
@@ -219,6 +272,7 @@ int main(void)
     admit_release(path, tok);
     check_turn(path);
     check_give_up(path);
+    check_threads();
     unlink(path);
 
     fd = mkstemp(rec);
