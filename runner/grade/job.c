@@ -682,6 +682,7 @@ static int job_check_cold(struct job *j, double lim, struct share_clock *sc, int
             return job_fail(j, r, "the lab's hidden libraries (lab.json python.hide): %s",
                             strerror(-r));
         }
+        (void)python_run_kept(&pr, &o, j->env, &j->lab);
         argv = pr.argv;
     }
     struct channel_watch w;

@@ -135,6 +135,7 @@ static void job_profile_run(struct job *j, int plk)
                 close(plk);
             return;
         }
+        (void)python_run_kept(&pr, &o, j->env, &j->lab);
         argv = pr.argv;
     }
     /* The profile waits for the GPU's one profiler holding nothing: the

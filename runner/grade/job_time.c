@@ -495,6 +495,7 @@ static int time_run_setup(struct job *j, int k, struct time_pre *tp)
             return job_fail(j, r, "the lab's hidden libraries (lab.json python.hide): %s",
                             strerror(-r));
         }
+        (void)python_run_kept(&tp->pr, &tp->o, j->env, &j->lab);
         tp->targv = tp->pr.argv;
     }
     return 0;

@@ -179,6 +179,7 @@ static int run_start(struct pool_member *m, struct pool_run *w, const char *name
     w->o.control_fd = w->o.cancel_fd = -1;
     if ((r = python_run_pool(&w->pr, &w->o, env->root, &m->lab, timing)) < 0)
         return r;
+    (void)python_run_kept(&w->pr, &w->o, env, &m->lab);
     w->o.control_fd = w->child_gate;
     w->o.pause = &w->pause;
     w->o.timing = timing;

@@ -303,9 +303,18 @@ int python_cupy_warm(const struct run_ctx *rc, const struct lab *lab)
     snprintf(kept, sizeof kept, "%s/" CUPY_KEPT, dir);
     if (python_simulated() || lab->python_owner || !rc->workdir || stat(path, &ls) < 0)
         return 0;
-    /* Kept since lab.py last changed (prepare, then each runner's start):
-     * not again. A CuPy upgrade changes every kernel's key: remove the
-     * folder then (the next prepare compiles them for the new CuPy). */
+    /* Kept since lab.py and the owner's files last changed (prepare, then
+     * each runner's start): not again. A CuPy upgrade changes every
+     * kernel's key: remove the folder then (the next prepare compiles them
+     * for the new CuPy). */
+    static const char *const owner_files[] = {"owner.py", "owner_case.py", "owner_gpu.py",
+                                              "gen.py"};
+    for (size_t i = 0; i < sizeof owner_files / sizeof *owner_files; i++) {
+        struct stat fs;
+        snprintf(path, sizeof path, "%s/labs/common/py/%s", rc->env->root, owner_files[i]);
+        if (stat(path, &fs) == 0 && fs.st_mtime > ls.st_mtime)
+            ls.st_mtime = fs.st_mtime;
+    }
     if (stat(kept, &ks) == 0 && ks.st_mtime >= ls.st_mtime)
         return 0;
     int fd = channel_open(rc->jobdir, "cupy");
@@ -336,6 +345,24 @@ int python_cupy_warm(const struct run_ctx *rc, const struct lab *lab)
         return r;
     snprintf(path, sizeof path, "%s/.cupy/kernel_cache", rc->workdir);
     return cupy_keep(path, kept);
+}
+
+int python_run_kept(struct python_run *pr, struct run_opts *o, const struct grade_env *env,
+                    const struct lab *lab)
+{
+    char dir[DIRLEN];
+    struct stat st;
+    run_lab_dir(env, lab->name, dir, sizeof dir);
+    if (pr->nhide >= RUN_MORE_BINDS)
+        return 0; /* no room: the owner compiles its kernels, as without them */
+    snprintf(pr->hide_path[pr->nhide], PATH_MAX, "%s/" CUPY_KEPT, dir);
+    if (stat(pr->hide_path[pr->nhide], &st) < 0 || !S_ISDIR(st.st_mode))
+        return 0;
+    pr->hide[pr->nhide] = (struct sandbox_bind){pr->hide_path[pr->nhide], PYTHON_KEPT_AT, 0};
+    pr->nhide++;
+    o->more_binds = pr->hide;
+    o->nmore_binds = pr->nhide;
+    return 1;
 }
 
 int python_cupy_seed(const struct grade_env *env, const char *lab, const char *workdir)

@@ -144,10 +144,23 @@ void python_owner_script(const struct lab *lab, char *out, size_t len);
  * kept, 0, or -errno. */
 int python_cupy_warm(const struct run_ctx *rc, const struct lab *lab);
 
+/* Where an owner run sees the lab's kept CuPy kernels, read-only
+ * (labs/common/py/owner_gpu.py KEPT, kept_kernels). */
+#define PYTHON_KEPT_AT "/lab/cupy-kernels"
+
+/* Bind the lab's kept CuPy kernels (python_cupy_warm) read-only at
+ * PYTHON_KEPT_AT in an owner run prepared by python_run_prepare or
+ * python_run_pool: its owner loads our kernels from there instead of
+ * compiling them in every process (its cache never touches a disk the
+ * tenant can write). Returns 1 when bound, 0 when nothing is kept (or
+ * no bind is left: the owner compiles them, as before). */
+int python_run_kept(struct python_run *pr, struct run_opts *o, const struct grade_env *env,
+                    const struct lab *lab);
+
 /* Copy the lab's kept CuPy kernels (python_cupy_warm) into workdir's
  * .cupy/kernel_cache, owned by workdir's owner: the student's processes
- * (HOME=/work) find them and add their own; the owner's cache stays in
- * memory (docs/python.md). Returns the files copied (0: none kept) or
+ * (HOME=/work) find them and add their own; the owner reads the kept
+ * folder itself, read-only (python_run_kept; docs/python.md). Returns the files copied (0: none kept) or
  * -errno; a job goes on either way. */
 int python_cupy_seed(const struct grade_env *env, const char *lab, const char *workdir);
 

@@ -9,8 +9,11 @@ Here the kept folder is made by hand: a kernel file, a dot file and a link
 to a host file. The student's file checks, at import, that the kernel is
 there with its bytes (or with those an earlier run of the same job, whose
 /work it shares, wrote), that neither the dot file nor the link came, and
-that it may change its copy and add a file; else it raises SEEDMISSING.
-The kept kernel is unchanged after the job. Prints TAP lines."""
+that it may change its copy and add a file, and that the owner's view of
+the kept folder (/lab/cupy-kernels, python_run_kept; read by owner_gpu.py
+kept_kernels) has the kernel and can be neither written nor added to;
+else it raises SEEDMISSING. The kept kernel is unchanged after the job.
+Prints TAP lines."""
 import os, sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "python"))
 from simlab import GOOD, cases, failures, grade, make_root, need, ok  # noqa: E402
@@ -30,6 +33,7 @@ with open(os.path.join(kept, ".hidden"), "w") as f:
 os.symlink("/etc/hostname", os.path.join(kept, "link.cubin"))
 
 CHECK = '''import os as _os
+import sys as _sys
 _d = _os.path.expanduser("~/.cupy/kernel_cache")
 
 
@@ -44,9 +48,31 @@ def _seed_check():
             f.write("CHANGED")     # our own copy
         with open(_d + "/mine.cubin", "w") as f:
             f.write("x")           # and our own kernels beside it
-        return ""
     except OSError as e:
         return "%s: %s" % (type(e).__name__, e)
+    # The owner's view of the kept folder (owner_gpu.py kept_kernels): the
+    # same kernels, read-only to every process of the run (an owner run's:
+    # a sanitizer run has no owner).
+    if "--sanitize" in _sys.argv:
+        return ""
+    try:
+        with open("/lab/cupy-kernels/seed_kernel.cubin") as f:
+            if f.read() != "SEEDKERNEL":
+                return "the owner's kept kernel differs"
+    except OSError as e:
+        return "no owner's view: %s: %s" % (type(e).__name__, e)
+    try:
+        with open("/lab/cupy-kernels/seed_kernel.cubin", "w") as f:
+            f.write("POISON")
+        return "the owner's kept kernel could be written"
+    except OSError:
+        pass
+    try:
+        with open("/lab/cupy-kernels/new.cubin", "w") as f:
+            f.write("POISON")
+        return "a kernel could be added to the owner's folder"
+    except OSError:
+        return ""
 
 
 _why = _seed_check()
@@ -58,7 +84,8 @@ c = cases(doc)
 text = "%s\n%s" % (doc, err[-3000:])
 ok(doc.get("status") == "graded" and c and all(x.get("passed") for x in c.values())
    and "SEEDMISSING" not in text,
-   "the job's CuPy cache holds the lab's kept kernel, writable by the student, no dot file or link",
+   "the job's CuPy cache holds the lab's kept kernel, writable by the student, no dot file or "
+   "link; the owner's view at /lab/cupy-kernels has it, read-only",
    text)
 with open(os.path.join(kept, "seed_kernel.cubin")) as f:
     ok(f.read() == "SEEDKERNEL", "the kept kernel is unchanged after the job")

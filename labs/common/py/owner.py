@@ -387,11 +387,12 @@ def median_rel_err(xs):
 
 def time_prepare(be, lab, cases, name, seed, guard):
     """The timed case's buffers and our own rehearsal, before the student's
-    process has a CUDA context: CuPy compiles each of our kernels (the
-    generator, the reference, the checks, the probe) on its first use, in
-    this process (its cache is in memory), and that must not eat the sample
-    budget (seen on an H100: 3 embedding samples in 3 s without it) nor the
-    GPU's exclusive hold (the gate comes after this). Returns the Timed."""
+    process has a CUDA context: CuPy loads each of our kernels (the
+    generator, the reference, the checks, the probe) on its first use, or
+    compiles those not in the lab's kept folder (owner_gpu.py
+    kept_kernels), and that must not eat the sample budget (seen on an
+    H100: 3 embedding samples in 3 s without it) nor the GPU's exclusive
+    hold (the gate comes after this). Returns the Timed."""
     t = Timed(be, lab, cases[name], guard, name)
     c = t.cases[0]
     c.fill(int.from_bytes(os.urandom(8), "little"))
@@ -785,16 +786,39 @@ def main():
             tenant.close()
 
 
+def rehearse(be, lab, c, cs):
+    """What an owner does with a case's buffers, without a tenant: fill,
+    poison, a timed sample's reference and check, the probe, the checks of
+    the inputs and guards, the record, the L2 flush. Each of our CuPy
+    kernels compiles on its first use here (warm)."""
+    c.fill(cs)
+    c.poison()
+    if "reference" in lab and "sample_ok" in lab:
+        inputs = {m["name"]: c.views[m["name"]] for m in c.meta if m["role"] == "in"}
+        lab["sample_ok"](be.xp, lab["reference"](be.xp, inputs), c.sample_arg())
+    p = Probe(be, [c])
+    p.same(p.read())
+    c.inputs_modified(cs)
+    c.oob_writes()
+    c.record()
+    be.flush_l2()
+    be.sync()
+
+
 def warm(doc, lab, cases):
     """`owner.py LAB warm` (the runner's prepare, runner/grade/python.c
-    python_cupy_warm): the lab's cupy_warm (lab.py: the CuPy calls a
-    student's first version most likely makes) on each case's buffers, with
-    CuPy's kernel cache on disk (HOME/.cupy/kernel_cache). The runner keeps
-    those kernels and copies them into each Python job's /work/.cupy, so a
-    student's cp.sum is not compiled again on every submission. Our code and
-    the lab's only: no tenant, no student file. A case that cannot be
-    warmed (memory) is skipped. Returns the exit status."""
-    if "cupy_warm" not in lab or os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+    python_cupy_warm), with CuPy's kernel cache on disk
+    (HOME/.cupy/kernel_cache), on each case's buffers: our own kernels
+    (rehearse: the generator, poison, reference, checks, probe) and the
+    lab's cupy_warm (lab.py: the CuPy calls a student's first version most
+    likely makes). The runner keeps those kernels: each Python job's owner
+    reads them, read-only (owner_gpu.py kept_kernels), instead of compiling
+    its own in every process; and each job's tenant starts with a copy in
+    its /work/.cupy, so a student's cp.sum is not compiled again on every
+    submission. Our code and the lab's only: no tenant, no student file. A
+    case that cannot be warmed (memory) is skipped. Returns the exit
+    status."""
+    if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
         return 0
     try:
         be = CudaBackend(cache_in_memory=False)
@@ -804,10 +828,11 @@ def warm(doc, lab, cases):
     for c in doc["cases"]:
         case = None
         try:
-            case = Case(be, lab, cases[c["name"]], 0x5EED0000C0FFEE, False)
-            case.fill(0x5EED0000C0FFEE)
+            case = Case(be, lab, cases[c["name"]], 0x5EED0000C0FFEE, True)
+            rehearse(be, lab, case, 0x5EED0000C0FFEE)
             views = {m["name"]: case.views[m["name"]].reshape(m["shape"]) for m in case.meta}
-            lab["cupy_warm"](be.cp, views)
+            if "cupy_warm" in lab:
+                lab["cupy_warm"](be.cp, views)
             be.sync()
         except Exception as e:  # noqa: BLE001 - a case too big here: the others still count
             sys.stderr.write("owner.py warm: case %s: %s: %s\n" % (c["name"], type(e).__name__, e))

@@ -6,10 +6,65 @@ spots that stop a timed sample's clock (Probe, at the end: which spots),
 and writes the device record.
 Trusted, like owner.py: started beside it from labs/common/py, shipped with
 it in the student's bundle (labs/bundle.json)."""
+import importlib
 import mmap
 import os
 
 PROBES = 64   # output elements read to stop a sample's clock, over the batch
+# The lab's CuPy kernels the runner kept at prepare (runner/grade/python.c,
+# python_cupy_warm: our code and the lab's only), bound read-only here.
+KEPT = "/lab/cupy-kernels"
+
+
+def kept_kernels(cupy, kept=KEPT):
+    """The owner's CuPy kernel cache: the kept kernels, read-only, then
+    memory. A kernel found in `kept` (a cubin whose hash prefix holds) is
+    loaded, not compiled; any other is compiled in memory (no source file
+    in a temporary folder the tenant could reach, as CUPY_CACHE_IN_MEMORY)
+    and kept in memory for this process. Nothing is ever written to disk:
+    the tenant, the same uid, can write every folder the owner can.
+    Through CuPy's cache backend (cupy.cuda.compiler, 14.2's private API).
+    Returns True when set; False (CUPY_CACHE_IN_MEMORY as before: every
+    kernel compiled in memory) without the folder or that API."""
+    try:
+        comp = importlib.import_module("cupy.cuda.compiler")
+        disk = importlib.import_module("cupy.cuda._compiler_cache").DiskKernelCacheBackend
+        set_backend, nvrtc = comp._set_kernel_cache_backend, comp._compile_using_nvrtc_no_warning
+    except (ImportError, AttributeError):
+        return False
+    if not os.path.isdir(kept):
+        return False
+
+    class Kept(disk):
+        def __init__(self):
+            super().__init__(kept)
+            self.mem = {}
+
+        def load(self, name):
+            if name in self.mem:
+                return self.mem[name]
+            try:
+                return super().load(name)
+            except OSError:
+                return None
+
+        def save(self, name, cubin, source):
+            self.mem[name] = cubin
+
+    def in_memory(source, options, arch, filename, *args, **kw):
+        # _compile_with_cache_cuda's compile when its cache is on "disk"
+        # (ours): NVRTC from memory, as CUPY_CACHE_IN_MEMORY does (a file
+        # name "" and cache_in_memory True, its 7th argument).
+        if len(args) >= 3:
+            args = args[:2] + (True,) + args[3:]
+        else:
+            kw["cache_in_memory"] = True
+        return nvrtc(source, options, arch, "", *args, **kw)
+
+    set_backend(Kept())
+    comp._compile_using_nvrtc_no_warning = in_memory
+    os.environ.pop("CUPY_CACHE_IN_MEMORY", None)
+    return True
 
 
 class SimBackend:
@@ -86,8 +141,9 @@ class CudaBackend:
     chunk would carry our other arrays with it) made and exported with
     CUDA's virtual memory management (vmm.py says why not legacy IPC: a
     freed buffer the tenant still mapped came back as our next
-    allocation). Kernel cache in memory only: a cache on disk would be in
-    /work, which the tenant can write (a poisoned cached kernel)."""
+    allocation). Kernel cache: the lab's kept kernels read-only, then
+    memory (kept_kernels); never a cache on disk in /work, which the tenant
+    can write (a poisoned cached kernel)."""
     name = "cuda"
 
     def __init__(self, cache_in_memory=True, blocking=False):
@@ -101,6 +157,7 @@ class CudaBackend:
         import numpy
         import cupy
         self.np, self.xp, self.cp = numpy, cupy, cupy
+        self.kept = cache_in_memory and kept_kernels(cupy)
         self.oom = cupy.cuda.memory.OutOfMemoryError   # alloc's, owner.py new_case
         cupy.cuda.Device(0).use()
         l2 = int(cupy.cuda.runtime.getDeviceProperties(0).get("l2CacheSize", 0))
