@@ -31,6 +31,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests/gpu"))
 import e2e  # noqa: E402  (server/runner start-up helpers, expectations)
 sys.path.insert(0, os.path.join(ROOT, "tests/bench"))
 import service  # noqa: E402  (the service as make run starts it)
+import cpu_census  # noqa: E402  (the host's CPU by kind of process)
 
 BURST = int(os.environ.get("BURST", "200"))
 HOSTILE = float(os.environ.get("HOSTILE", "10"))
@@ -157,6 +158,8 @@ def main():
         th.start()
         cpu_samples = []
         threading.Thread(target=sample_cpu, args=(stop, cpu_samples), daemon=True).start()
+        census = cpu_census.Census()
+        census.start()
         subs = []
         t_first = time.time()
         for i, (lab, path) in enumerate(order):
@@ -193,6 +196,7 @@ def main():
                         prof_final[s["id"]] = stt
             time.sleep(0.5)
         stop.set()
+        census.stop()
         t_last = max([v[0] for v in done.values()] or [time.time()])
 
         lat_ok, lat_ce, lat_cerr, false_rt, unfinished = [], [], [], [], 0
@@ -357,9 +361,10 @@ def main():
         print(f"\ndeadline_bench {'Python' if py else 'CUDA'} BURST={BURST} HOSTILE={HOSTILE:g}% GPUs {svc.gpus}")
         for a, b in rows:
             print(f"{a:<{w}} | {b}")
+        print(census.table())
         if OUT:
             with open(os.path.join(OUT, f"deadline-{'py' if py else 'cu'}{int(HOSTILE)}.json"), "w") as f:
-                json.dump({"rows": rows, "subs": [dict(s, done=done.get(s["id"])) for s in subs],
+                json.dump({"rows": rows, "cpu_census": census.rows(), "subs": [dict(s, done=done.get(s["id"])) for s in subs],
                            "gpu_samples": samples}, f, indent=1, default=str)
         return 0
     finally:
