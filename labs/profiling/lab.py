@@ -150,11 +150,20 @@ def trainer(file):
                   env={"OMP_NUM_THREADS": "4", "USER": "student", "LOGNAME": "student"})
 
 
-def start(file, cfg, student):
-    """A trainer with PyTorch up and FILE loaded. The starter's failures are
-    ours (die); the student's load failure is a compile error (exit 5)."""
+def up(file, cfg):
+    """A trainer for FILE, asked to bring PyTorch and its device up
+    ("runtime": our code only; FILE is not imported). ready() reads its
+    answer, so two trainers' start-ups can overlap."""
     t = trainer(file)
-    ans = t.ask({"op": "runtime", "cfg": cfg})
+    t.send({"op": "runtime", "cfg": cfg})
+    return t
+
+
+def ready(t, student):
+    """The answer to up()'s "runtime": PyTorch up on the device. Its
+    failures are ours (die) for either trainer: no student code has run in
+    it. The starter's answer makes the device record."""
+    ans = t.answer()
     if ans is None or not ans.get("ok"):
         t.close()
         common.die("PyTorch did not start in the sandbox: %s"
@@ -166,13 +175,18 @@ def start(file, cfg, student):
         t.close()
         common.die("PyTorch found no GPU in the sandbox of a GPU host (device %s)"
                    % common.text(ans.get("device"), 10))
-    if student:
-        common.STUDENT_RAN = True
-    else:
+    if not student:
         common.send_record({"type": "device", "name": common.text(ans.get("name"), 100),
                             "device": common.text(ans.get("device"), 10),
                             "torch": common.text(ans.get("torch"), 40), "copy_gbs": 0})
-    info = ans
+    return ans
+
+
+def load(t, student):
+    """Import the trainer's FILE and find train(): the starter's failure is
+    ours (die); the student's is a compile error (exit 5)."""
+    if student:
+        common.STUDENT_RAN = True
     ans = t.ask({"op": "load"})
     if ans is None or not ans.get("ok"):
         if not student:
@@ -180,6 +194,13 @@ def start(file, cfg, student):
         common.compile_error("your module could not be loaded: %s" % t.death() if ans is None
                              else common.text(ans.get("error"), 300) + "\n" +
                              common.text(ans.get("where"), 3000))
+
+
+def start(file, cfg, student):
+    """A trainer with PyTorch up and FILE loaded."""
+    t = up(file, cfg)
+    info = ready(t, student)
+    load(t, student)
     return t, info
 
 
@@ -299,16 +320,20 @@ def dump(path, what, counts):
 
 def run_check(cfg, file, starter, names, seed, dump_path=None):
     steps = cfg["check_steps"]
-    base, _ = start(starter, cfg, False)
+    # The student's trainer comes up beside the starter's (our code only);
+    # its module is imported after the starter's profiled call (run_time).
+    me = up(file, cfg)
     try:
-        warm_up(base, cfg, names[0], False)
-        bans, _, bl, bw = run_call(base, cfg, steps, seed, True)
-        if bans is None or not bans.get("ok"):
-            common.die("the starter's profiled call failed: %s" % (bans or {}).get("error"))
-    finally:
-        base.close()
-    me, _ = start(file, cfg, True)
-    try:
+        base, _ = start(starter, cfg, False)
+        try:
+            ready(me, True)
+            warm_up(base, cfg, names[0], False)
+            bans, _, bl, bw = run_call(base, cfg, steps, seed, True)
+            if bans is None or not bans.get("ok"):
+                common.die("the starter's profiled call failed: %s" % (bans or {}).get("error"))
+        finally:
+            base.close()
+        load(me, True)
         ans, good = warm_up(me, cfg, names[0], True)
         if good:
             ans, _, sl, sw = run_call(me, cfg, steps, seed, True)
@@ -363,21 +388,27 @@ def timed_rounds(t, cfg, seeds, budget_s, student):
 def run_time(cfg, file, starter, name, max_ms):
     rounds = max(cfg["time_rounds_min"], cfg["time_rounds_max"])
     seeds = [int.from_bytes(os.urandom(8), "little") for _ in range(rounds)]
-    # The starter first, alone: the student's code has not run in this
-    # sandbox yet, so nothing of it can slow the baseline down (a SIGSTOP
-    # from the same uid) to inflate the speed-up.
-    base, _ = start(starter, cfg, False)
+    # The student's trainer comes up beside the starter's (PyTorch and its
+    # device: our code only), before the gate: its start-up is not in the
+    # GPU's exclusive hold. Its module is imported only after the starter's
+    # timed rounds: the student's code has not run in this sandbox while
+    # the starter is timed, so nothing of it can slow the baseline down (a
+    # SIGSTOP from the same uid) to inflate the speed-up.
+    me = up(file, cfg)
     try:
-        warm_up(base, cfg, name, False)
-        # --gate: the start-up and the warm-up above shared the GPU; what is
-        # timed from here on (the starter's rounds, then the student's
-        # process, started only after the starter's end) has it alone.
-        common.gate_pass()
-        bres = timed_rounds(base, cfg, seeds, max_ms / 1e3, False)
-    finally:
-        base.close()
-    me, _ = start(file, cfg, True)
-    try:
+        base, _ = start(starter, cfg, False)
+        try:
+            ready(me, True)
+            warm_up(base, cfg, name, False)
+            # --gate: the start-ups and the warm-up above shared the GPU;
+            # what is timed from here on (the starter's rounds, then the
+            # student's module, loaded only after the starter's end) has
+            # it alone.
+            common.gate_pass()
+            bres = timed_rounds(base, cfg, seeds, max_ms / 1e3, False)
+        finally:
+            base.close()
+        load(me, True)
         ans, good = warm_up(me, cfg, name, True)
         if not good:
             common.send_record(failed(name, ans, me))

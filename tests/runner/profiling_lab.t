@@ -14,7 +14,7 @@ through the real runner and sandbox: cugrade-runner grade. Speeds are not
 asserted here (a shared CPU): tests/gpu does that. The lab runs with a
 small configuration (its lab.json "train" block shrunk in a copy of the
 tree). Prints TAP lines."""
-import functools, json, os, shutil, subprocess, sys, tempfile
+import functools, json, os, shutil, socket, subprocess, sys, tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakelab"))
 from suite import ROOT, RUNNER, failures, ok as suite_ok  # noqa: E402  (paths, TAP)
@@ -175,6 +175,64 @@ t = t[0] if t else {}
 ok(rc == 0 and t.get("samples_ms") and min(t["samples_ms"]) >= 50 and t.get("recheck_passed"),
    "time: a train() that patches its clocks and sleeps 50 ms a step is timed at >= 50 ms a step",
    str(recs)[:1200] + err[-1200:])
+
+# At the gate of a timing run (--gate, fd 4) the student's trainer is
+# already up, PyTorch and its device (our code only), so its start-up is not
+# in the GPU's exclusive hold; its module is not imported yet: nothing of
+# the student's runs while the starter is timed. After 'g' the run ends as
+# any timing run does.
+MARKED = os.path.join(tmp, "marked.py")
+MARK = os.path.join(tmp, "imported.mark")
+with open(MARKED, "w") as f:
+    f.write("open(%r, 'w').close()\n" % MARK + open(os.path.join(SOL, "fast.py")).read())
+
+
+def trainers_of(pid):
+    """The trainer.py processes whose parent is pid."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            stat = open("/proc/%s/stat" % d).read()
+            argv = open("/proc/%s/cmdline" % d, "rb").read().split(b"\0")
+        except OSError:
+            continue
+        if int(stat[stat.rfind(")") + 2:].split()[1]) == pid and \
+                any(a.endswith(b"trainer.py") for a in argv):
+            out.append(int(d))
+    return out
+
+
+ours, theirs = socket.socketpair()
+chan = os.path.join(tmp, "chan-gate")
+p = subprocess.Popen(["/bin/sh", "-c", 'f=$1; g=$2; shift 2; exec "$@" 3>"$f" 4<&"$g"', "sh", chan,
+                      str(theirs.fileno()), PY, "-I", "-B", OWNER, "profiling", "time", "--case",
+                      "results", "--max-ms", "100", "--file", MARKED, "--gate"],
+                     pass_fds=(theirs.fileno(),), env={"PATH": "/usr/bin:/bin", "CUGRADE_SEED": "1",
+                                                       "NUMBA_ENABLE_CUDASIM": "1"},
+                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+theirs.close()
+ours.settimeout(600)
+try:
+    said = ours.recv(1)
+except OSError:
+    said = b""
+at_gate = trainers_of(p.pid)
+imported = os.path.exists(MARK)
+if said == b"r":
+    ours.send(b"g")
+out, err = p.communicate(timeout=600)
+ours.close()
+recs = [json.loads(x) for x in open(chan, "rb").read().splitlines() if x.strip()]
+ok(said == b"r" and len(at_gate) == 2 and not imported,
+   "time --gate: at the gate the starter's and the student's trainers are both up, the student's "
+   "module not imported", "said %r, trainers %r, imported %r\n%s" % (said, at_gate, imported,
+                                                                       err.decode()[-1500:]))
+t = [r for r in recs if r.get("type") == "timing"]
+ok(p.returncode == 0 and t and t[0].get("recheck_passed") and os.path.exists(MARK),
+   "... and after 'g' the student's module is loaded and timed", str(recs)[:1200] +
+   err.decode()[-1200:])
 
 # ---------------------------------------------------------------- the judge
 JUDGE = os.path.join(root, "reference/profiling/judge.py")
