@@ -137,4 +137,131 @@ got = json.loads(err.strip().splitlines()[-1]) if rc == 0 and err.strip() else {
 ok(rc == 0 and got.get("held") == 0,
    "the real tenant (tenant.py) answers \"held\": 0 in the simulator (no device memory)",
    (rc, err[-800:]))
+
+# The student's own call out of device memory (owner.py check_case,
+# owner_tenant.py call_oom_whose; the tenant says "oom": the bytes asked
+# for, 0 unknown). Within the 2 GiB a job may use, other jobs have the
+# GPU: the case is called again on fresh buffers, then it is ours; past
+# it, the student's case fails (not fatal) saying how much.
+CALLS = r"""
+lab["ARGS"] = ["x", "out"]
+
+class CallBackend(Backend):
+    def __init__(self, free):
+        Backend.__init__(self, 0)
+        self.gpu_free = free
+    def export(self, b):
+        return {}, []
+    def to_host(self, a):
+        return numpy.asarray(a)
+    def count_ne(self, a, b):
+        return 0
+    def count_ne_word(self, a, w):
+        return 0
+    def free_bytes(self):
+        return self.gpu_free
+
+class CallTenant(Tenant):
+    def __init__(self, held, answers):
+        Tenant.__init__(self, held)
+        self.answers, self.calls = list(answers), 0
+    def ask(self, msg, fds=()):
+        self.calls += 1
+        return self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+    def death(self):
+        return "gone"
+
+def oom(n):
+    return {"ok": False, "error": "OutOfMemoryError: out of memory", "where": "k.py line 3",
+            "oom": n}
+
+def run(held, answers, free):
+    t = CallTenant(held, answers)
+    try:
+        owner.run_check(t, CallBackend(free), lab, {'1': {'n': 4, 'signs': 1}}, ['1'], 1, False)
+    finally:
+        print(json.dumps({"calls": t.calls}), file=sys.stderr)
+"""
+MiB = 1 << 20
+
+
+def calls_of(err):
+    lines = [x for x in err.strip().splitlines() if x.startswith("{")]
+    return json.loads(lines[-1]).get("calls") if lines else None
+
+
+rc, err, recs = owner_with(CALLS + "run(0, [oom(64 << 20), {'ok': True}], 1 << 30)\n")
+ok(rc == 0 and calls_of(err) == 2 and len(recs) == 1 and recs[0].get("status") == "ok",
+   "a call out of device memory within the job's 2 GiB is called again on fresh buffers: the "
+   "second call's answer is the case's record", (rc, err[-800:], recs))
+rc, err, recs = owner_with(CALLS + "run(0, [oom(64 << 20)], 10 << 20)\n")
+ok(rc == 2 and calls_of(err) == 4 and recs and recs[0]["type"] == "harness_error" and
+   "taken by other jobs" in recs[0]["message"] and "within its 2048 MiB" in recs[0]["message"],
+   "...every try out of memory within it: ours after 4 calls (harness_error, exit 2: "
+   "system_error, retried, never charged)", (rc, err[-800:], recs))
+rc, err, recs = owner_with(CALLS + "run(0, [oom(3 << 30)], 80 << 30)\n")
+ok(rc == 0 and calls_of(err) == 1 and len(recs) == 1 and recs[0].get("status") == "runtime_error"
+   and recs[0].get("fatal") is False and recs[0].get("error_name") == "device_memory" and
+   "3072 MiB at once" in recs[0].get("error", "") and "2048 MiB" in recs[0].get("cause", ""),
+   "a call that asked for 3 GiB at once: the student's case fails at once (not fatal), saying "
+   "how much and what a job may use", (rc, err[-800:], recs))
+rc, err, recs = owner_with(CALLS + "run(3 << 30, [oom(1 << 20)], 80 << 30)\n")
+ok(rc == 0 and calls_of(err) == 1 and recs and recs[0].get("error_name") == "device_memory" and
+   "holding 3072 MiB" in recs[0].get("error", ""),
+   "a call out of memory while the student's process holds 3 GiB: the student's", (rc, err[-800:], recs))
+rc, err, recs = owner_with(CALLS + "run(0, [oom(0)], 80 << 30)\n")
+ok(rc == 0 and calls_of(err) == 4 and recs and recs[0].get("error_name") == "device_memory" and
+   "had 81920 MiB free" in recs[0].get("error", ""),
+   "an amount not said, and the GPU 80 GiB free after every try: the student's", (rc, err[-800:], recs))
+rc, err, recs = owner_with(CALLS + "run(0, [oom(0)], 100 << 20)\n")
+ok(rc == 2 and calls_of(err) == 4 and recs and recs[0]["type"] == "harness_error",
+   "an amount not said, and the GPU full after every try: ours", (rc, err[-800:], recs))
+rc, err, recs = owner_with(CALLS + "run(0, [dict(oom(5), oom='x')], 1 << 30)\n")
+ok(rc == 0 and calls_of(err) == 1 and recs and recs[0].get("error_name") == "python_exception",
+   "an answer whose \"oom\" is not a number is the student's exception, as any other",
+   (rc, err[-800:], recs))
+
+# What a job may use is one number in three places.
+PYDIR = os.path.join(ROOT, "labs", "common", "py")
+sys.path.insert(0, PYDIR)
+import owner_tenant  # noqa: E402
+import re  # noqa: E402
+lock_h = open(os.path.join(ROOT, "runner", "gpu", "lock.h")).read()
+harness = open(os.path.join(ROOT, "labs", "common", "harness_common.cu")).read()
+a = re.search(r"#define ADMIT_STUDENT_MB (\d+)", lock_h)
+b = re.search(r"#define HC_STUDENT_DEVICE_MB (\d+)", harness)
+ok(a and b and int(a.group(1)) == int(b.group(1)) == owner_tenant.STUDENT_DEVICE_BYTES >> 20,
+   "admission's ADMIT_STUDENT_MB, the harness's HC_STUDENT_DEVICE_MB and the owner's "
+   "STUDENT_DEVICE_BYTES agree", (a and a.group(1), b and b.group(1), owner_tenant.STUDENT_DEVICE_BYTES))
+
+# The tenant's side: which exceptions are out of device memory, by the
+# libraries' own types (made-up modules of those names here).
+import types  # noqa: E402
+import tenant  # noqa: E402
+
+
+class OutOfMemoryError(MemoryError):
+    pass
+
+
+class CudaAPIError(Exception):
+    def __init__(self, code, msg):
+        super().__init__(code, msg)
+        self.code = code
+
+
+for mod, attrs in (("cupy.cuda.memory", {"OutOfMemoryError": OutOfMemoryError}),
+                   ("numba.cuda.cudadrv.driver", {"CudaAPIError": CudaAPIError})):
+    m = types.ModuleType(mod)
+    m.__dict__.update(attrs)
+    sys.modules[mod] = m
+got = [tenant.oom_request(OutOfMemoryError("Out of memory allocating 1,073,741,824 bytes "
+                                           "(allocated so far: 0 bytes).")),
+       tenant.oom_request(OutOfMemoryError("out of memory")),
+       tenant.oom_request(CudaAPIError(2, "CUDA_ERROR_OUT_OF_MEMORY")),
+       tenant.oom_request(CudaAPIError(1, "CUDA_ERROR_INVALID_VALUE")),
+       tenant.oom_request(MemoryError("host")), tenant.oom_request(ValueError("x"))]
+ok(got == [1 << 30, 0, 0, None, None, None],
+   "tenant.oom_request: CuPy's OutOfMemoryError with its size, or 0; Numba's CudaAPIError 2 "
+   "(0: no size); anything else (a host MemoryError too) is not one", got)
 sys.exit(1 if failures() else 0)

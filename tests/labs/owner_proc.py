@@ -28,5 +28,6 @@ def run_owner(body):
     os.close(r)
     err = p.stderr.read().decode()
     p.wait()
-    recs = [json.loads(x) for x in out.decode().splitlines() if x.startswith("{")]
+    # a case record's payload (raw bytes) may follow its line: not JSON, not UTF-8
+    recs = [json.loads(x) for x in out.decode("utf-8", "replace").splitlines() if x.startswith("{")]
     return p.returncode, err, recs

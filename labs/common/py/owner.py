@@ -56,7 +56,8 @@ import gen  # noqa: E402
 import owner_gate  # noqa: E402
 from owner_case import Case  # noqa: E402
 from owner_gpu import CudaBackend, Probe, SimBackend  # noqa: E402
-from owner_tenant import OOM_TRIES, OOM_WAIT_S, Tenant, oom_whose, runtime_msg  # noqa: E402
+from owner_tenant import (OOM_TRIES, OOM_WAIT_S, Tenant, call_oom_whose, oom_whose,  # noqa: E402
+                          runtime_msg)
 
 CALL_LIMIT_S = 3600      # the sandbox's wall limit ends a stuck run long before
 MAX_SAMPLES, MIN_SAMPLES, TARGET_REL_ERR = 1000, 10, 0.01
@@ -325,24 +326,54 @@ def new_case(tenant, be, lab, name, params, cs, guard):
 
 def run_check(tenant, be, lab, cases, names, seed, guard):
     for name in names:
-        cs = gen.case_seed(seed, name)
-        c = new_case(tenant, be, lab, name, cases[name], cs, guard)
+        check_case(tenant, be, lab, name, cases[name], gen.case_seed(seed, name), guard)
+
+
+def check_case(tenant, be, lab, name, params, cs, guard):
+    """One judged case: fresh buffers, one call, its record. A call that
+    ran out of device memory within what the job may use is called again
+    on fresh buffers after OOM_WAIT_S (other jobs' memory), OOM_TRIES in
+    all, then ours; past it, the student's (owner_tenant.py
+    call_oom_whose)."""
+    for attempt in range(OOM_TRIES):
+        c = new_case(tenant, be, lab, name, params, cs, guard)
         try:
             c.poison()
             ans, t0 = call(tenant, c)
             ms = (time.perf_counter() - t0) * 1e3
+            request = oom_asked(ans)
+            if request is not None:
+                rec, ours = call_oom_whose(tenant.held(), request, be.free_bytes(), name, attempt)
+                if ours:
+                    die(ours, claim=True)
+                if rec is None:
+                    time.sleep(OOM_WAIT_S)
+                    continue
+                send_record(rec)
+                return
             if ans is None or not ans.get("ok"):
                 rec = case_failed(name, ans, tenant)
                 send_record(rec)
                 if rec["fatal"]:
                     sys.exit(3)
-                continue
+                return
             if host_copy_refused(lab, ans):
                 send_record(host_copy_record(name, ans))
-                continue
+                return
             report_output(name, c, cs, ms)
+            return
         finally:
             c.free()
+
+
+def oom_asked(ans):
+    """The bytes a failed call's out-of-device-memory error asked for
+    (tenant.py oom_request: 0 unknown), or None: not one. The tenant's
+    answer is data: a number in range or nothing."""
+    if ans is None or ans.get("ok"):
+        return None
+    n = ans.get("oom")
+    return n if isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 1 << 62 else None
 
 
 def host_copy_refused(lab, ans):

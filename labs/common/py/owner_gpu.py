@@ -115,6 +115,9 @@ class SimBackend:
     def spare_bytes(self):
         return 1 << 62
 
+    def free_bytes(self):
+        return 1 << 62
+
     def count_ne(self, a, b):
         """How many elements of a and b (same dtype and size) differ, bit
         for bit (a NaN equals the same NaN)."""
@@ -218,6 +221,10 @@ class CudaBackend:
 
     def spare_bytes(self):
         return int(self.cp.cuda.runtime.memGetInfo()[0]) // 2
+
+    def free_bytes(self):
+        """The GPU's free memory now (owner_tenant.py call_oom_whose)."""
+        return int(self.cp.cuda.runtime.memGetInfo()[0])
 
     # The owner's own checks after every case (inputs modified, guards) as
     # two grid-stride kernels in one module: CuPy's "!=" and ".sum()" would

@@ -121,6 +121,46 @@ def runtime_msg(mode):
 # retried, never charged). Once it keeps more past its calls, the case is
 # the student's.
 OOM_TRIES, OOM_WAIT_S, OOM_STUDENT_BYTES = 4, 0.5, 1 << 20
+# The device memory a job's code may use besides its inputs and outputs:
+# what GPU memory admission reserves for it (runner/gpu/lock.h
+# ADMIT_STUDENT_MB) and the CUDA harness's budget (harness_common.cu
+# HC_STUDENT_DEVICE_MB); tests/labs/owner_oom.t checks the three agree.
+STUDENT_DEVICE_BYTES = 2048 << 20
+
+
+def call_oom_whose(held, request, free, name, attempt):
+    """(record, message) for a call of the student's function that ran out
+    of device memory (tenant.py oom_request: request, the bytes asked for,
+    0 when unknown): the student's case record (not fatal: the next cases
+    run), a failure of ours to die with, or (None, None): wait OOM_WAIT_S
+    and call again. held: what the tenant holds once it has handed back
+    its caches (None: no answer); free: the GPU's free memory now. Within
+    STUDENT_DEVICE_BYTES (held + request) the job asked for no more than
+    admission reserved for it, so the memory was other jobs' (ours: a
+    system_error, retried, never charged). Past it, or asking for an
+    unknown amount with the GPU still that much free after every try, the
+    student's."""
+    budget = STUDENT_DEVICE_BYTES >> 20
+    def theirs(error):
+        return {"type": "case", "name": name, "status": "runtime_error", "error": error,
+                "error_name": "device_memory",
+                "cause": "a job may use %d MiB of device memory besides its inputs and outputs: "
+                         "allocate less at once (work in chunks, reuse one buffer, avoid a "
+                         "float64 copy of the whole input)" % budget, "fatal": False}, None
+    h = held or 0
+    if request > 0 and h + request > STUDENT_DEVICE_BYTES:
+        return theirs("your code ran out of device memory asking for %d MiB at once while "
+                      "holding %d MiB" % (request >> 20, h >> 20))
+    if h > STUDENT_DEVICE_BYTES:
+        return theirs("your code ran out of device memory holding %d MiB" % (h >> 20))
+    if attempt + 1 < OOM_TRIES:
+        return None, None
+    if request == 0 and held is not None and free is not None and \
+            free >= STUDENT_DEVICE_BYTES - held:
+        return theirs("your code ran out of device memory while the GPU had %d MiB free: it "
+                      "asked for more than that at once" % (free >> 20))
+    return None, ("case %s: your code ran out of device memory within its %d MiB (it holds %d "
+                  "MiB): the GPU's memory is taken by other jobs" % (name, budget, h >> 20))
 
 
 def oom_whose(held, name, attempt):

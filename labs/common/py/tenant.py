@@ -19,6 +19,7 @@ import importlib.util
 import json
 import mmap
 import os
+import re
 import socket
 import sys
 import traceback
@@ -79,6 +80,31 @@ def is_compile_error(e):
         if t is not None and isinstance(e, t):
             return True
     return False
+
+
+def oom_request(e):
+    """For an out-of-device-memory error of CuPy or Numba (by the
+    libraries' own types, as is_compile_error): the bytes it asked for, 0
+    when it does not say; None for any other exception. The owner decides
+    whose it is (owner_tenant.py call_oom_whose)."""
+    m = sys.modules.get("cupy.cuda.memory")
+    t = getattr(m, "OutOfMemoryError", None) if m else None
+    if t is not None and isinstance(e, t):
+        n = re.search(r"allocating ([0-9,]+) bytes", str(e))
+        return int(n.group(1).replace(",", "")) if n else 0
+    # CUDA_ERROR_OUT_OF_MEMORY and cudaErrorMemoryAllocation are both 2.
+    for mod, name, attr in (("numba.cuda.cudadrv.driver", "CudaAPIError", "code"),
+                            ("cupy_backends.cuda.api.runtime", "CUDARuntimeError", "status"),
+                            ("cupy_backends.cuda.api.driver", "CUDADriverError", "status")):
+        m = sys.modules.get(mod)
+        t = getattr(m, name, None) if m else None
+        if t is not None and isinstance(e, t):
+            try:
+                if int(getattr(e, attr, -1)) == 2:
+                    return 0
+            except (TypeError, ValueError):
+                pass
+    return None
 
 
 class _Iface:
@@ -545,6 +571,9 @@ def main():
             except BaseException as e:  # noqa: B902
                 w, m = where(e, path)
                 ans = {"ok": False, "error": m, "where": w, "compile": is_compile_error(e)}
+                oom = oom_request(e)
+                if oom is not None:
+                    ans["oom"] = oom
             finally:
                 close_fds(fds)
         sock.send(json.dumps(ans).encode()[:MAX_MSG])
