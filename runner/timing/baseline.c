@@ -511,7 +511,9 @@ void baseline_record_path(const struct run_ctx *rc, const char *case_name, char 
     run_slug(case_name, c, sizeof c);
     snprintf(bdir, sizeof bdir, "%s/baselines", dir);
     run_mkdir_p(bdir);
-    snprintf(out, len, "%s/%s__%s__cpu.batches", bdir, g, c);
+    /* "cputime": batches of CPU time (cpu-baseline's clock); a record of
+     * wall-clock batches from before, under another name, is not mixed in */
+    snprintf(out, len, "%s/%s__%s__cputime.batches", bdir, g, c);
 }
 
 static void limit_cache_path(const struct run_ctx *rc, char *out, size_t len)

@@ -41,7 +41,7 @@ GOOD = 'extern "C" void fill(float* o, int n) { for (int i = 0; i < n; i++) o[i]
 
 
 def cpu_record_path():
-    recs = glob.glob(os.path.join(cache, "sm_90/fakelab/baselines/*__big__cpu.batches"))
+    recs = glob.glob(os.path.join(cache, "sm_90/fakelab/baselines/*__big__cputime.batches"))
     return recs[0] if len(recs) == 1 else None
 
 

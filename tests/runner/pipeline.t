@@ -158,7 +158,7 @@ try:
     # Older batches in the record (as a host that has graded for a while
     # has): the next job takes the record as it is and adds none.
     import glob
-    recs = glob.glob(os.path.join(tmp, "cache/sm_90/fakelab/baselines/*__big__cpu.batches"))
+    recs = glob.glob(os.path.join(tmp, "cache/sm_90/fakelab/baselines/*__big__cputime.batches"))
     rec = recs[0] if len(recs) == 1 else os.path.join(tmp, "no-single-record")
     with open(rec, "a") as f:
         f.write("5.000000\n" * 8)
