@@ -51,7 +51,7 @@ def kept_kernels(cupy, kept=KEPT):
         def save(self, name, cubin, source):
             self.mem[name] = cubin
 
-    def in_memory(source, options, arch, filename, *args, **kw):
+    def in_memory(source, options=(), arch=None, filename="kern.cu", *args, **kw):
         # _compile_with_cache_cuda's compile when its cache is on "disk"
         # (ours): NVRTC from memory, as CUPY_CACHE_IN_MEMORY does (a file
         # name "" and cache_in_memory True, its 7th argument).
