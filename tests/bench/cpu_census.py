@@ -113,22 +113,33 @@ class Census:
                 # parent is seen first: lower pid, or an earlier look);
                 # its CPU so far counts, unless it ran before the census.
                 argv = read_argv(pid)
-                parent = self.seen.get(self.bypid.get(ppid))
-                kind = own_kind(argv)
-                if kind == "runner" and parent and parent[0] == "runner":
-                    kind = "runner's fork (a run's reaper)"
-                elif kind is None and parent and parent[0] not in INFRA:
-                    kind = parent[0]
-                elif kind is None:
-                    kind = "other: " + os.path.basename(argv[0]) if argv else "other"
+                kind = self.kind_of(argv, ppid)
                 rec = self.seen[key] = [kind, cpu if first else 0, " ".join(argv)[:160], 0]
                 self.bypid[pid] = key
                 if not first:
                     self.procs[kind] = self.procs.get(kind, 0) + 1
+            elif rec[0] in INFRA:
+                # A fork of the runner's seen before its exec (a judge, a
+                # probe): named again once its command line changed.
+                argv = read_argv(pid)
+                line = " ".join(argv)[:160]
+                if argv and line != rec[2]:
+                    rec[0], rec[2] = self.kind_of(argv, ppid), line
             delta, rec[1] = cpu - rec[1], cpu
             if delta > 0:
                 self.ticks[rec[0]] = self.ticks.get(rec[0], 0) + delta
                 rec[3] += delta
+
+    def kind_of(self, argv, ppid):
+        parent = self.seen.get(self.bypid.get(ppid))
+        kind = own_kind(argv)
+        if kind == "runner" and parent and parent[0] == "runner":
+            return "runner's fork (a run's reaper)"
+        if kind is None and parent and parent[0] not in INFRA:
+            return parent[0]
+        if kind is None:
+            return "other: " + os.path.basename(argv[0]) if argv else "other"
+        return kind
 
     def run(self):
         while not self.stop_ev.wait(self.interval):
