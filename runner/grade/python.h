@@ -160,8 +160,8 @@ int python_run_kept(struct python_run *pr, struct run_opts *o, const struct grad
 /* Copy the lab's kept CuPy kernels (python_cupy_warm) into workdir's
  * .cupy/kernel_cache, owned by workdir's owner: the student's processes
  * (HOME=/work) find them and add their own; the owner reads the kept
- * folder itself, read-only (python_run_kept; docs/python.md). Returns the files copied (0: none kept) or
- * -errno; a job goes on either way. */
+ * folder itself, read-only (python_run_kept; docs/python.md). Returns the
+ * files copied (0: none kept) or -errno; a job goes on either way. */
 int python_cupy_seed(const struct grade_env *env, const char *lab, const char *workdir);
 
 #endif

@@ -160,7 +160,8 @@ class CudaBackend:
         import numpy
         import cupy
         self.np, self.xp, self.cp = numpy, cupy, cupy
-        self.kept = cache_in_memory and kept_kernels(cupy)
+        if cache_in_memory:
+            kept_kernels(cupy)
         self.oom = cupy.cuda.memory.OutOfMemoryError   # alloc's, owner.py new_case
         cupy.cuda.Device(0).use()
         l2 = int(cupy.cuda.runtime.getDeviceProperties(0).get("l2CacheSize", 0))

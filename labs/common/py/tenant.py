@@ -71,15 +71,18 @@ def quiet_paths():
     warnings.formatwarning = formatwarning
 
 
+def is_a(e, mod, name):
+    """e is an instance of a library's own type mod.name (only when the
+    library is loaded: never imported here)."""
+    m = sys.modules.get(mod)
+    t = getattr(m, name, None) if m else None
+    return t is not None and isinstance(e, t)
+
+
 def is_compile_error(e):
     """A JIT compile error of Numba or CuPy, by the library's own types."""
-    for mod, name in (("numba.core.errors", "NumbaError"),
-                      ("cupy.cuda.compiler", "CompileException")):
-        m = sys.modules.get(mod)
-        t = getattr(m, name, None) if m else None
-        if t is not None and isinstance(e, t):
-            return True
-    return False
+    return is_a(e, "numba.core.errors", "NumbaError") or \
+        is_a(e, "cupy.cuda.compiler", "CompileException")
 
 
 def oom_request(e):
@@ -87,18 +90,14 @@ def oom_request(e):
     libraries' own types, as is_compile_error): the bytes it asked for, 0
     when it does not say; None for any other exception. The owner decides
     whose it is (owner_tenant.py call_oom_whose)."""
-    m = sys.modules.get("cupy.cuda.memory")
-    t = getattr(m, "OutOfMemoryError", None) if m else None
-    if t is not None and isinstance(e, t):
+    if is_a(e, "cupy.cuda.memory", "OutOfMemoryError"):
         n = re.search(r"allocating ([0-9,]+) bytes", str(e))
         return int(n.group(1).replace(",", "")) if n else 0
     # CUDA_ERROR_OUT_OF_MEMORY and cudaErrorMemoryAllocation are both 2.
     for mod, name, attr in (("numba.cuda.cudadrv.driver", "CudaAPIError", "code"),
                             ("cupy_backends.cuda.api.runtime", "CUDARuntimeError", "status"),
                             ("cupy_backends.cuda.api.driver", "CUDADriverError", "status")):
-        m = sys.modules.get(mod)
-        t = getattr(m, name, None) if m else None
-        if t is not None and isinstance(e, t):
+        if is_a(e, mod, name):
             try:
                 if int(getattr(e, attr, -1)) == 2:
                     return 0
