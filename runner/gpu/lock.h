@@ -19,6 +19,11 @@
 #define ADMIT_CONTEXT_MB 600
 #define ADMIT_STUDENT_MB 2048 /* harness_common.cu HC_STUDENT_DEVICE_MB */
 #define ADMIT_MAX_WAIT   3600.0 /* claimed ahead, a job may wait its turn a while */
+/* The CPU priority of a timing run once its gate has given it the exclusive
+ * hold (sandbox_boost): while it holds the GPU, every other job's GPU work
+ * waits for it, so its CPU work goes before theirs. Its start-up before the
+ * gate stays at the runner's nice (docs/runner.md, "CPU priorities"). */
+#define TIME_HOLD_NICE (-10)
 
 struct run_ctx;
 

@@ -673,7 +673,7 @@ static int job_check_cold(struct job *j, double lim, struct share_clock *sc, int
     /* The seed on fd 5 (run_opts.secret), never on the command line. */
     const char *argv_c[] = {"/work/prog", "check", "--seed-fd", "5", "--cases", j->case_list, NULL};
     const char *const *argv = argv_c;
-    struct run_opts o = {NULL, NULL, NULL, -1, -1, NULL, 0, NULL, 0, j->seed, NULL, 0, NULL};
+    struct run_opts o = {.control_fd = -1, .cancel_fd = -1, .secret = j->seed};
     struct python_run pr;
     if (j->python) {
         if ((r = python_run_prepare(&pr, &o, j->env->root, &j->lab, "check", j->seed, j->case_list,

@@ -125,7 +125,7 @@ static void job_profile_run(struct job *j, int plk)
     const char *argv_c[] = {"/work/prog", "check", "--seed-fd", "5", "--cases",
                             j->lab.timing_case, NULL};
     const char *const *argv = argv_c;
-    struct run_opts o = {NULL, NULL, NULL, -1, -1, NULL, 0, NULL, 0, j->seed, NULL, 0, NULL};
+    struct run_opts o = {.control_fd = -1, .cancel_fd = -1, .secret = j->seed};
     struct python_run pr;
     if (j->python) {
         if (python_run_prepare(&pr, &o, j->env->root, &j->lab, "check", j->seed, j->lab.timing_case,

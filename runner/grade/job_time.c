@@ -218,6 +218,8 @@ struct time_gate {
     int opened;             /* 1: 'g' was sent */
     struct sandbox_pause pause; /* the run's wall clock, stopped while we hold it back */
     struct sandbox_pause *pz;   /* &pause, or a warm run's own (pool.h) */
+    struct sandbox_boost boost; /* the run's priority in the hold (TIME_HOLD_NICE) */
+    struct sandbox_boost *bz;   /* &boost, or a warm run's own */
     struct share_clock *clock;  /* the run's share clock (share.h), or NULL: the wall */
     pthread_t thread;
     int started;
@@ -308,6 +310,9 @@ static void *time_gate_main(void *p)
     g->tlk = job_time_hold(j, g->jr, g->k);
     if (g->clock) /* from here on the run is alone on the GPU */
         share_clock_alone(g->clock);
+    if (g->bz) /* and its CPU work goes first, and its judge's */
+        sandbox_boost_ask(g->bz);
+    judge_session_boost(&j->js, TIME_HOLD_NICE);
     sandbox_pause_end(g->pz);
     c = 'g';
     do /* the owner may be gone (killed): no SIGPIPE for us */
@@ -332,6 +337,8 @@ static int time_gate_open(struct time_gate *g, struct job *j, struct job_round *
     g->j = j, g->jr = jr, g->k = k, g->tlk = -1, g->fd = -1, g->pre = pre;
     sandbox_pause_init(&g->pause);
     g->pz = &g->pause;
+    sandbox_boost_init(&g->boost, TIME_HOLD_NICE);
+    g->bz = &g->boost;
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
         return -errno;
     lock_active_path(j->env, users, sizeof users);
@@ -343,6 +350,7 @@ static int time_gate_open(struct time_gate *g, struct job *j, struct job_round *
     *child_fd = sv[1];
     o->control_fd = sv[1];
     o->pause = &g->pause;
+    o->boost = &g->boost;
     if (pre) { /* so that an abort ends the run at once (time_pre_join) */
         if (!g->clock && pipe2(pre->cancel_pipe, O_CLOEXEC) == 0)
             o->cancel_fd = pre->cancel_pipe[0];
@@ -393,6 +401,7 @@ static int job_time_gated_warm(struct job *j, int *tlk, int *sampled, char *note
     g.fd = pre->pt.gate;
     pre->pt.gate = -1; /* the gate's now: time_gate_close closes it */
     g.pz = pre->pt.pause;
+    g.bz = pre->pt.boost;
     g.clock = pre->pt.clock;
     time_pre_attach(pre, g.fd, g.clock->fds[1]);
     run_task_start(&g.thread, &g.started, time_gate_main, &g);
@@ -484,7 +493,7 @@ static int time_run_setup(struct job *j, int k, struct time_pre *tp)
     static_assert(sizeof c <= sizeof tp->targv_c, "targv_c holds the CUDA command line");
     memcpy(tp->targv_c, c, sizeof c);
     tp->targv = tp->targv_c;
-    tp->o = (struct run_opts){NULL, NULL, NULL, -1, -1, NULL, 0, NULL, 0, j->seed, NULL, 1, NULL};
+    tp->o = (struct run_opts){.control_fd = -1, .cancel_fd = -1, .secret = j->seed, .timing = 1};
     tp->tlim = time_run_limit(j);
     if (j->python) {
         int r = python_run_prepare(&tp->pr, &tp->o, j->env->root, &j->lab, "time", j->seed,

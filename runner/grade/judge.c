@@ -2,6 +2,7 @@
  * judge.c - see judge.h.
  */
 #include "runner/grade/judge.h"
+#include "runner/sandbox/bwrap.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -95,6 +97,15 @@ void judge_session_init(struct judge_session *js, const struct run_ctx *rc)
     memset(js, 0, sizeof *js);
     js->rc = rc;
     js->pid = js->in = js->out = -1;
+}
+
+void judge_session_boost(struct judge_session *js, int nice)
+{
+    if (js->pid <= 0)
+        return;
+    /* run_trusted_child made the judge a session (and group) of its own */
+    (void)setpriority(PRIO_PGRP, (id_t)js->pid, nice);
+    bwrap_autogroup_nice(js->pid, nice);
 }
 
 void judge_session_start(const struct run_ctx *rc, struct judge_session *js)

@@ -37,6 +37,11 @@ void judge_session_start(const struct run_ctx *rc, struct judge_session *js);
  * is killed after 10 s) and free what js holds. Safe on an inited js. */
 void judge_session_end(struct judge_session *js);
 
+/* The session's judge at nice (its process group and its session's
+ * autogroup; best effort, as nice is): a timing round's judge runs in the
+ * job's exclusive hold (lock.h TIME_HOLD_NICE). No session: a no-op. */
+void judge_session_boost(struct judge_session *js, int nice);
+
 /* Run the judge on a channel: `judge --seed S --channel F [--cases a,b]
  * [--device D]`, through js when it has a session (js may be NULL).
  * Returns 0 with its verdict document in *doc (new reference) and the

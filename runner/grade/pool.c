@@ -29,6 +29,7 @@ struct pool_run {
     int gate;         /* our end of the gate; the owner's is fd 4 */
     int child_gate;
     struct sandbox_pause pause; /* stopped from 'r' to the job */
+    struct sandbox_boost boost; /* asked for by the timing gate (TIME_HOLD_NICE) */
     struct share_clock sc;
     int clock_on; /* sc runs (until run_clock_stop) */
     double wall;  /* the sandbox's wall ceiling */
@@ -166,6 +167,7 @@ static int run_start(struct pool_member *m, struct pool_run *w, const char *name
     w->chan = w->gate = w->child_gate = -1;
     w->state = M_STARTING;
     sandbox_pause_init(&w->pause);
+    sandbox_boost_init(&w->boost, TIME_HOLD_NICE);
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
     int timing = strcmp(name, "timing") == 0;
@@ -182,6 +184,7 @@ static int run_start(struct pool_member *m, struct pool_run *w, const char *name
     (void)python_run_kept(&w->pr, &w->o, env, &m->lab);
     w->o.control_fd = w->child_gate;
     w->o.pause = &w->pause;
+    w->o.boost = timing ? &w->boost : NULL;
     w->o.timing = timing;
     /* The clock counts from the job (pool_go, pool_time_give restart it);
      * until then its limit is the run's ceiling, as the sandbox's wall is
@@ -453,6 +456,7 @@ int pool_time_give(struct pool_member *m, const struct run_ctx *rc, const char *
     t->chan = w->chan;
     w->chan = -1;
     t->pause = &w->pause;
+    t->boost = &w->boost;
     t->clock = &w->sc;
     return 0;
 }

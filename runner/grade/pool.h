@@ -79,6 +79,7 @@ struct pool_time {
                                       close): the timing gate follows on it */
     int chan;                    /* its channel (channel.h), the caller's */
     struct sandbox_pause *pause; /* its wall clock's pause (the member's) */
+    struct sandbox_boost *boost; /* its priority in the hold (the member's) */
     struct share_clock *clock;   /* its share clock, restarted to tlim (the
                                       member's: pool_time_clock_stop stops it) */
 };

@@ -320,7 +320,7 @@ int python_cupy_warm(const struct run_ctx *rc, const struct lab *lab)
     int fd = channel_open(rc->jobdir, "cupy");
     if (fd < 0)
         return fd;
-    struct run_opts o = {NULL, NULL, NULL, -1, -1, NULL, 0, NULL, 0, NULL, NULL, 0, NULL};
+    struct run_opts o = {.control_fd = -1, .cancel_fd = -1};
     struct python_run pr;
     struct sandbox_verdict v;
     memset(&v, 0, sizeof v);

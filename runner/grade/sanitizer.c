@@ -265,8 +265,8 @@ static int sanitize_run(struct sanitizer_task *t, int fd, struct sandbox_verdict
     /* The sandbox's limit covers the wait for the compile and link too;
      * the run's own (t->limit from the go) is sanitizer_settle's. */
     double lim = t->limit + (rc->lab->compile_seconds > 0 ? rc->lab->compile_seconds : 60) * 2;
-    struct run_opts o = {NULL, t->launch, NULL, t->ctl_child, t->cancel[0], NULL, 0, NULL, 0,
-                         NULL, NULL,      0,    NULL};
+    struct run_opts o = {
+        .launch_bind = t->launch, .control_fd = t->ctl_child, .cancel_fd = t->cancel[0]};
     const char *const *args = argv;
     assert(chanlen > 0);
     if (t->python) {

@@ -289,6 +289,7 @@ int run_sandboxed_opts(const struct run_ctx *rc, const char *const *argv, int ch
     cfg.control_fd = o ? o->control_fd : -1;
     cfg.cancel_fd = o ? o->cancel_fd : -1;
     cfg.pause = o ? o->pause : NULL;
+    cfg.boost = o ? o->boost : NULL;
     cfg.stall = o ? o->stall : NULL;
     if (o && o->secret && (cfg.secret_fd = run_secret_pipe(o->secret)) < 0)
         return cfg.secret_fd;
@@ -311,7 +312,8 @@ int run_sandboxed_env(const struct run_ctx *rc, const char *const *argv, int cha
                       double seconds, const char *prog_bind, const char *extra_env,
                       struct sandbox_verdict *v)
 {
-    struct run_opts o = {prog_bind, NULL, extra_env, -1, -1, NULL, 0, NULL, 0, NULL, NULL, 0, NULL};
+    struct run_opts o = {
+        .prog_bind = prog_bind, .extra_env = extra_env, .control_fd = -1, .cancel_fd = -1};
     return run_sandboxed_opts(rc, argv, channel_fd, seconds, &o, v);
 }
 

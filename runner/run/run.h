@@ -61,6 +61,8 @@ struct run_opts {
      * hardware queues, not RUN_GPU_QUEUES_ENV's one. */
     int timing;
     struct sandbox_stall *stall; /* sandbox_config.stall (a share clock's) */
+    struct sandbox_boost *boost; /* sandbox_config.boost (a timing run's, asked for
+                                    when its gate gives it the exclusive hold) */
 };
 
 /* The CUDA environment of every GPU process of ours except a timing run:

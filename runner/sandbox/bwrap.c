@@ -189,7 +189,7 @@ int bwrap_args_build(const struct sandbox_config *cfg, enum bwrap_mode mode, int
     /* No --new-session: the reaper has already made the run a session of
      * its own, without a controlling terminal (bwrap_child_run), which cuts
      * TIOCSTI as that flag would, and a second setsid() in bwrap would put
-     * the command in a new autogroup at nice 0 (autogroup_nice). */
+     * the command in a new autogroup at nice 0 (bwrap_autogroup_nice). */
     arg_add(&a, "--clearenv");
     for (const char *const *e = cfg->env; e && *e; e++) {
         const char *eq = strchr(*e, '=');
@@ -385,6 +385,19 @@ static _Noreturn void grandchild_run(const struct bwrap_plan *p)
     child_fail(ep, errno);
 }
 
+/* The decimal digits of v, written backwards ending at end (not NUL-
+ * terminated); returns where they begin. Async-signal-safe. */
+static char *digits(char *end, long v)
+{
+    unsigned long u = (unsigned long)(v < 0 ? -v : v);
+    do
+        *--end = (char)('0' + u % 10);
+    while (u /= 10);
+    if (v < 0)
+        *--end = '-';
+    return end;
+}
+
 /* Where the kernel groups CPU time by session (autogroup, on by default
  * in most distributions' kernels: /proc/sys/kernel/sched_autogroup_enabled),
  * a task's nice weighs only against the tasks of its own session; sessions
@@ -393,17 +406,20 @@ static _Noreturn void grandchild_run(const struct bwrap_plan *p)
  * compile at nice 10 would weigh as much as any other session. Best effort
  * (no autogroup: ENOENT; a negative nice needs CAP_SYS_NICE). Async-signal-
  * safe: the runner may have threads. */
-static void autogroup_nice(int nice)
+void bwrap_autogroup_nice(pid_t pid, int nice)
 {
-    char num[8], *e = num + sizeof num;
-    unsigned u = (unsigned)(nice < 0 ? -nice : nice);
-    *--e = 0;
-    do
-        *--e = (char)('0' + u % 10);
-    while ((u /= 10) && e > num + 1);
-    if (nice < 0)
-        *--e = '-';
-    int fd = open("/proc/self/autogroup", O_WRONLY | O_CLOEXEC);
+    char path[40] = "/proc/self/autogroup", num[24], *e = num + sizeof num - 1;
+    *e = 0;
+    if (pid > 0) {
+        char pnum[24], *pe = pnum + sizeof pnum - 1, *d;
+        *pe = 0;
+        d = digits(pe, pid);
+        memcpy(path, "/proc/", 6);
+        memcpy(path + 6, d, (size_t)(pe - d));
+        memcpy(path + 6 + (pe - d), "/autogroup", sizeof "/autogroup");
+    }
+    e = digits(e, nice);
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
     if (fd < 0)
         return;
     ssize_t w = write(fd, e, strlen(e));
@@ -437,7 +453,7 @@ _Noreturn void bwrap_child_run(struct bwrap_plan *p)
         int cur = getpriority(PRIO_PROCESS, 0);
         if (errno == 0 && (p->nice < 0 || cur < p->nice)) {
             (void)setpriority(PRIO_PROCESS, 0, p->nice);
-            autogroup_nice(p->nice);
+            bwrap_autogroup_nice(0, p->nice);
         }
     }
     p->reaper = getpid();

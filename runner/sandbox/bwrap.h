@@ -76,6 +76,11 @@ int bwrap_seccomp_off(const struct sandbox_config *cfg);
 int bwrap_args_build(const struct sandbox_config *cfg, enum bwrap_mode mode, int seccomp_fd,
                      int status_fd);
 
+/* Set the nice of pid's autogroup (its session's; pid 0: the caller's own),
+ * best effort (no autogroup, or a raise without CAP_SYS_NICE: unchanged).
+ * Async-signal-safe. */
+void bwrap_autogroup_nice(pid_t pid, int nice);
+
 /* In the forked child of the runner: become the reaper (a child subreaper
  * outside the cgroup), fork the grandchild that follows p and execs bwrap,
  * reap everything re-parented to us, and exit with bwrap's status (code,

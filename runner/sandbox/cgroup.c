@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <time.h>
@@ -286,22 +287,28 @@ static int v2_fallback_parent(const char *from, char *out, size_t cap)
     return v2_prepare(out);
 }
 
-/* Read the pids of one group's cgroup.procs into pids[] (cap 0: count
- * only). Returns the count (possibly more than cap, then only cap were
- * stored) or -errno. */
-static int list_pids(const char *dir, pid_t *pids, int cap)
+/* Read the ids listed in one group's file (cgroup.procs: processes;
+ * cgroup.threads, or v1's tasks: threads) into ids[] (cap 0: count only).
+ * Returns the count (possibly more than cap, then only cap were stored) or
+ * -errno. */
+static int list_ids(const char *dir, const char *file, pid_t *ids, int cap)
 {
     char buf[1 << 16];
-    ssize_t n = file_read(dir, "cgroup.procs", buf, sizeof buf);
+    ssize_t n = file_read(dir, file, buf, sizeof buf);
     if (n < 0)
         return (int)n;
     int cnt = 0;
     for (char *save, *t = strtok_r(buf, "\n", &save); t; t = strtok_r(NULL, "\n", &save)) {
         if (cnt < cap)
-            pids[cnt] = (pid_t)atoi(t);
+            ids[cnt] = (pid_t)atoi(t);
         cnt++;
     }
     return cnt;
+}
+
+static int list_pids(const char *dir, pid_t *pids, int cap)
+{
+    return list_ids(dir, "cgroup.procs", pids, cap);
 }
 
 /* SIGKILL every member of the group at dir (cgroup_kill's walk without
@@ -594,6 +601,19 @@ double cgroup_cpu_wait_seconds(const struct cgroup *cg)
 double cgroup_cpu_stall_seconds(const struct cgroup *cg)
 {
     return pressure_total(cg, "full");
+}
+
+int cgroup_renice(const struct cgroup *cg, int nice)
+{
+    pid_t tids[4096];
+    int n = cg->version == CGROUP_V2   ? list_ids(cg->v2, "cgroup.threads", tids, 4096)
+            : cg->version == CGROUP_V1 ? list_ids(cg->pids, "tasks", tids, 4096)
+                                       : -ENOENT;
+    int took = 0;
+    for (int i = 0; i < n && i < 4096; i++)
+        if (tids[i] > 0 && setpriority(PRIO_PROCESS, (id_t)tids[i], nice) == 0)
+            took++;
+    return n < 0 ? n : took;
 }
 
 void cgroup_sample(struct cgroup *cg)

@@ -72,6 +72,11 @@ double cgroup_cpu_wait_seconds(const struct cgroup *cg);
  * unknown (no PSI, or a kernel older than 5.13 without the line). */
 double cgroup_cpu_stall_seconds(const struct cgroup *cg);
 
+/* Set the nice of every task (thread) of the group, best effort (a raise
+ * needs CAP_SYS_NICE; a task gone in between is skipped). Returns how many
+ * tasks took it, or -errno when the group's task list is unreadable. */
+int cgroup_renice(const struct cgroup *cg, int nice);
+
 /* Record memory usage now (for hosts without a peak counter). */
 void cgroup_sample(struct cgroup *cg);
 

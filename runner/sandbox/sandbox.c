@@ -123,6 +123,18 @@ double sandbox_pause_seconds(const struct sandbox_pause *p)
     return (double)us / 1e6;
 }
 
+void sandbox_boost_init(struct sandbox_boost *b, int nice)
+{
+    assert(nice >= -20 && nice <= 19);
+    b->nice = nice;
+    atomic_init(&b->asked, 0);
+}
+
+void sandbox_boost_ask(struct sandbox_boost *b)
+{
+    atomic_store(&b->asked, 1);
+}
+
 void sandbox_stall_init(struct sandbox_stall *s)
 {
     atomic_store(&s->us, -1);
@@ -259,6 +271,7 @@ struct run {
     double t0;             /* fork */
     double t_ready;        /* the launcher's byte: the command starts */
     double t_stall;        /* when the stall was last published (cfg->stall) */
+    int boosts;            /* passes of cfg->boost applied (run_boost) */
     /* What the supervisor saw. */
     int ready;             /* 1: the launcher spoke; -1: EOF without a word; 0: not yet */
     int bwrap_exit;        /* the command's status from bwrap's JSON, or -1 */
@@ -566,6 +579,20 @@ static void run_publish_stall(struct run *r)
         atomic_store(&r->cfg->stall->us, (long long)(stalled * 1e6));
 }
 
+/* cfg->boost, once asked: the run's session's autogroup and every task of
+ * its cgroup at the boost's nice, in two passes a tick apart (a thread
+ * born between the first pass's list and its parent's renice is in the
+ * second's; any later one inherits the nice). */
+static void run_boost(struct run *r)
+{
+    const struct sandbox_boost *b = r->cfg->boost;
+    if (!b || r->boosts >= 2 || !atomic_load(&b->asked) || r->pid <= 0)
+        return;
+    if (r->boosts++ == 0)
+        bwrap_autogroup_nice(r->pid, b->nice); /* the reaper leads the run's session */
+    (void)cgroup_renice(&r->cg, b->nice);
+}
+
 /* Supervise until bwrap's outer process is reaped: capture output, read
  * bwrap's status and the ready byte, and kill the whole tree on a flood of
  * output, a cancel, or a clock past its limit. Returns 0 or -errno. */
@@ -625,8 +652,10 @@ static int run_supervise(struct run *r)
         if (!v->timed_out && !v->cancelled && !v->output_limit && !r->done &&
             (rc = run_check_clocks(r)) < 0)
             return rc;
-        if (!r->done)
+        if (!r->done) {
             run_publish_stall(r);
+            run_boost(r);
+        }
     }
     return 0;
 }

@@ -84,6 +84,10 @@ struct sandbox_config {
                                     raising one needs CAP_SYS_NICE). The
                                     front pass runs above the rest, the
                                     compiler's full steps below (compile.h) */
+    struct sandbox_boost *boost; /* NULL, or a raise of the priority that
+                                    another thread of the caller asks for
+                                    while the command runs (a timing run
+                                    given the GPU's exclusive hold) */
 };
 
 /* The default output limit: 8 MiB of stdout + stderr (DOMjudge's default). */
@@ -106,6 +110,19 @@ void sandbox_pause_begin(struct sandbox_pause *p);
 void sandbox_pause_end(struct sandbox_pause *p);
 /* Seconds stopped so far, the pause under way included. */
 double sandbox_pause_seconds(const struct sandbox_pause *p);
+
+/* A raise of a running command's CPU priority, asked for by another thread
+ * of the caller (sandbox_boost_ask) and applied by the supervisor within a
+ * tick: every task of the run's cgroup gets nice (setpriority per thread),
+ * and so does the run's session's autogroup (the reaper's, bwrap.c), which
+ * is what the scheduler weighs where autogroup is on. Best effort, as nice
+ * is; never lowered again (a timing run ends with its hold). */
+struct sandbox_boost {
+    int nice; /* -20..19 */
+    _Atomic int asked;
+};
+void sandbox_boost_init(struct sandbox_boost *b, int nice);
+void sandbox_boost_ask(struct sandbox_boost *b);
 
 /* A run's CPU stall so far, written by the supervisor and read by another
  * thread of the caller's (microseconds; -1 until the run's cgroup has said:

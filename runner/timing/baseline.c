@@ -235,7 +235,8 @@ static json_t *baseline_gpu_samples(const struct run_ctx *rc, const char *name, 
     char ldp[PATH_MAX + 64];
     snprintf(ldp, sizeof ldp, "LD_LIBRARY_PATH=%s/lib64", rc->env->cuda_home);
     /* timed as the student's run is (run.h: timing) */
-    struct run_opts o = {prog, NULL, ldp, -1, -1, NULL, 0, NULL, 0, NULL, NULL, 1, NULL};
+    struct run_opts o = {
+        .prog_bind = prog, .extra_env = ldp, .control_fd = -1, .cancel_fd = -1, .timing = 1};
     int r = run_sandboxed_opts(rc, argv, fd, lim, &o, &v);
     struct channel_info ci;
     memset(&ci, 0, sizeof ci);

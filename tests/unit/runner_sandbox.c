@@ -113,6 +113,69 @@ static void test_nice(const char *parent)
           "nice: the run's session (autogroup: on here, as on most kernels) has the run's nice");
 }
 
+static void *boost_later(void *p)
+{
+    struct timespec ts = {0, 300 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    sandbox_boost_ask(p);
+    return NULL;
+}
+
+/* A raise asked for while the command runs (sandbox_config.boost, what a
+ * timing run's gate asks once it holds the GPU): the shell and a child it
+ * started before the raise both reach the boost's nice, and so does the
+ * run's session's autogroup; a run whose boost is never asked stays. */
+static void test_boost(const char *parent)
+{
+    const char *env[] = {"PATH=/usr/bin:/bin", NULL};
+    const char *argv[] = {
+        "/bin/sh", "-c",
+        "sleep 30 & c=$!; nice; i=0; while [ \"$(nice)\" = 0 ] && [ $i -lt 100 ]; do "
+        "sleep 0.02; i=$((i+1)); done; nice; cut -d' ' -f19 /proc/$c/stat; "
+        "cat /proc/self/autogroup 2>/dev/null || echo none; kill $c",
+        NULL};
+    for (int asked = 0; asked < 2; asked++) {
+        char *wd = NULL;
+        struct sandbox_config cfg;
+        struct sandbox_verdict v;
+        struct sandbox_boost b;
+        pthread_t th;
+        memset(&v, 0, sizeof v);
+        if (sandbox_workdir_create(parent, &wd) != 0) {
+            check(0, "boost: set-up");
+            return;
+        }
+        sandbox_config_init(&cfg);
+        cfg.argv = argv;
+        cfg.env = env;
+        cfg.workdir = wd;
+        sandbox_boost_init(&b, -10);
+        cfg.boost = &b;
+        int started = asked && pthread_create(&th, NULL, boost_later, &b) == 0;
+        int rc = sandbox_run(&cfg, &v);
+        if (started)
+            pthread_join(th, NULL);
+        int before = -99, after = -99, child = -99, ag = -99;
+        if (rc == 0 && v.out && sscanf(v.out, "%d %d %d", &before, &after, &child) == 3) {
+            const char *n = strstr(v.out, " nice ");
+            if (n)
+                ag = atoi(n + 6);
+        }
+        if (asked)
+            check(
+                before == 0 && after == -10 && child == -10 && ag == -10,
+                "boost: asked while the run runs, the shell, its child and its session go to -10");
+        else
+            check(before == 0 && after == 0 && child == 0 && ag == 0,
+                  "boost: never asked, the run stays at the runner's nice");
+        if (before == -99)
+            fprintf(stderr, "# rc %d out: %s\n", rc, v.out ? v.out : "(none)");
+        sandbox_verdict_free(&v);
+        sandbox_workdir_remove(wd);
+        free(wd);
+    }
+}
+
 /* Boxes: each work directory holds its own uid until it is removed; when
  * every box is taken, a new one is -EBUSY (a system error, retried), and a
  * removed directory's box is free again. A run in a directory that holds
@@ -390,6 +453,7 @@ int main(void)
         test_control_and_cancel(parent);
         test_output_limit(parent);
         test_nice(parent);
+        test_boost(parent);
         test_boxes(parent);
     }
 

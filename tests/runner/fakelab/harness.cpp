@@ -138,6 +138,10 @@ int main(int argc, char** argv)
                 sleep(seed_digits(seed, 4));
             }
         }
+        // "de1c" (below): a second of set-up first, so that the run is
+        // seen before its gate too (tests/runner/time_hold_nice.t).
+        if (seed_hook(seed, "de1c", 6))
+            sleep(1);
         // The timing gate, as the real harness's hc_gate_wait: set up, say
         // 'r', and time only after the runner's 'g' (it holds the GPU then).
         if (gate >= 0) {

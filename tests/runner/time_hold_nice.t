@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""CI (no GPU): a timing run's CPU work goes first while it holds the GPU
+(runner/gpu/lock.h TIME_HOLD_NICE; docs/runner.md "CPU priorities").
+
+While one timing run holds the GPU's exclusive lock every other job's GPU
+work waits for it, and in a Python burst on a 16-core H200 host the host
+was at 98% CPU (p90): each run is a session of its own, so the holder's
+owner and tenant got one session's share of the CPUs, and its hold took
+twice as long as alone. The gate now asks the sandbox to raise the run's
+priority (sandbox_boost) once it has the exclusive lock: every task of the
+run and its session's autogroup go to nice -10. Its start-up before the
+gate stays at the runner's nice.
+
+The fake lab's harness (seed "de1c02") sets up for 1 s before its gate and
+holds the GPU 2 s after it; this test reads the harness's nice (and its
+autogroup's) from /proc all along. Prints TAP."""
+import os, sys, tempfile, threading, time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakelab"))
+from suite import failures, ok, require_nvcc_root  # noqa: E402  (paths, TAP)
+from suite import grade_fakelab  # noqa: E402
+import tree  # noqa: E402  (the fake lab laid out as a course tree)
+
+require_nvcc_root()
+
+HOLD_NICE = -10
+tmp = tempfile.mkdtemp(prefix="cugrade-tnice-")
+os.chmod(tmp, 0o755)
+root = tree.lay_out(os.path.join(tmp, "root"),
+                    limits={"run_seconds": 30, "derive": {"floor_seconds": 15}})
+cache = os.path.join(tmp, "cache")
+os.makedirs(cache)
+GOOD = 'extern "C" void fill(float* o, int n) { for (int i = 0; i < n; i++) o[i] = 2.0f * i; }\n'
+
+
+def timing_runs():
+    """{pid: (nice, autogroup nice or None)} of the fake harness's timing
+    runs alive now (`/work/prog time ...` inside the sandbox), and of the
+    job's judge session (`.../judge --serve`) under the key ("judge", pid)."""
+    seen = {}
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % p, "rb") as f:
+                argv = f.read().split(b"\0")
+            judge = b"--serve" in argv and any(a.endswith(b"/judge") for a in argv)
+            if argv[:2] != [b"/work/prog", b"time"] and not judge:
+                continue
+            with open("/proc/%s/stat" % p) as f:
+                nice = int(f.read().rsplit(")", 1)[1].split()[16])  # field 19
+            ag = None
+            try:
+                with open("/proc/%s/autogroup" % p) as f:
+                    ag = int(f.read().split("nice")[1])
+            except (OSError, IndexError, ValueError):
+                pass
+            seen[("judge", int(p)) if judge else int(p)] = (nice, ag)
+        except (OSError, IndexError, ValueError):
+            continue
+    return seen
+
+
+def watch(stop, samples):
+    while not stop.is_set():
+        for pid, v in timing_runs().items():
+            samples.setdefault(pid, [])
+            if not samples[pid] or samples[pid][-1] != v:
+                samples[pid].append(v)
+        time.sleep(0.01)
+
+
+try:
+    d, log, _ = grade_fakelab(tmp, root, cache, "warm.cu", GOOD, "0123456789abcdef0123456789abcdef")
+    ok(d.get("status") == "graded", "a correct file is graded (the lab built, its limits measured)",
+       log[-2000:])
+
+    stop, samples = threading.Event(), {}
+    th = threading.Thread(target=watch, args=(stop, samples))
+    th.start()
+    d, log, _ = grade_fakelab(tmp, root, cache, "good.cu", GOOD, "de1c02" + "0" * 26)
+    stop.set()
+    th.join()
+    ok(d.get("status") == "graded", "the held file is graded", log[-2000:])
+    runs = [v for k, v in samples.items() if v and not isinstance(k, tuple)]
+    judges = [v for k, v in samples.items() if v and isinstance(k, tuple)]
+    ok(len(runs) == 1, "one timing run was seen from outside", samples)
+    seq = runs[0] if runs else []
+    ok(seq and seq[0][0] == 0,
+       "before its gate the timing run is at the runner's nice (0)", seq)
+    ok(any(n == HOLD_NICE for n, _ in seq),
+       "holding the GPU, the timing run is at nice %d" % HOLD_NICE, seq)
+    with open("/proc/sys/kernel/sched_autogroup_enabled") as f:
+        agon = f.read().strip() == "1"
+    ok(agon and seq and seq[0][1] == 0 and any(a == HOLD_NICE for _, a in seq),
+       "and so is its session's autogroup (on here, as on most kernels): 0 before, %d in "
+       "the hold" % HOLD_NICE, seq)
+    ok(all(n in (0, HOLD_NICE) for n, _ in seq) and
+       [n for n, _ in seq] == sorted([n for n, _ in seq], reverse=True),
+       "its nice only goes up once, never back down while it runs", seq)
+    ok(len(judges) == 1 and judges[0][0] == (0, 0) and judges[0][-1] == (HOLD_NICE, HOLD_NICE),
+       "the job's judge (it judges the timing run inside the hold) goes from 0 to %d too"
+       % HOLD_NICE, judges)
+finally:
+    import shutil
+    shutil.rmtree(tmp, ignore_errors=True)
+
+sys.exit(1 if failures() else 0)
