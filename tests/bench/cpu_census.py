@@ -58,7 +58,12 @@ def own_kind(argv):
             tool = argv[argv.index("--tool") + 1] if "--tool" in argv[:-1] else "memcheck"
             return "sanitizer " + tool
         if sub in ("owner.py", "/lab.py"):
-            i = argv.index(next(a for a in argv if a.endswith(sub.lstrip("/"))))
+            # the script as an argument of its own (a shell line that only
+            # mentions it, such as a bench's sampler, is not one)
+            hits = [k for k, a in enumerate(argv) if a.endswith(sub.lstrip("/"))]
+            if not hits:
+                continue
+            i = hits[0]
             mode = argv[i + 2] if len(argv) > i + 2 else "?"
             own = " (the lab's own owner)" if sub == "/lab.py" else ""
             return "python %s%s%s" % (mode, " (pool)" if "--pool" in argv else "", own)
@@ -67,14 +72,14 @@ def own_kind(argv):
 
 
 def read_stat(pid):
-    """(ppid, start ticks, cpu ticks) of pid, or None when it is gone."""
+    """(ppid, start ticks, cpu ticks, nice) of pid, or None when it is gone."""
     try:
         with open("/proc/%d/stat" % pid, "rb") as f:
             s = f.read().decode("ascii", "replace")
     except OSError:
         return None
     rest = s[s.rfind(")") + 2:].split()   # after "pid (comm) "
-    return int(rest[1]), int(rest[19]), int(rest[11]) + int(rest[12])
+    return int(rest[1]), int(rest[19]), int(rest[11]) + int(rest[12]), int(rest[16])
 
 
 def read_argv(pid):
@@ -92,6 +97,7 @@ class Census:
         self.bypid = {}     # pid -> its latest (pid, start)
         self.ticks = {}     # kind -> ticks
         self.procs = {}     # kind -> processes seen
+        self.niced = {}     # kind -> {nice (not 0): ticks spent at it}
         self.host0 = self.host1 = None
         self.stop_ev = threading.Event()
         self.thread = None
@@ -105,7 +111,7 @@ class Census:
             st = read_stat(pid)
             if st is None:
                 continue
-            ppid, start, cpu = st
+            ppid, start, cpu, nice = st
             key = (pid, start)
             rec = self.seen.get(key)
             if rec is None:
@@ -129,6 +135,9 @@ class Census:
             if delta > 0:
                 self.ticks[rec[0]] = self.ticks.get(rec[0], 0) + delta
                 rec[3] += delta
+                if nice:  # the nice seen now, for the whole interval
+                    at = self.niced.setdefault(rec[0], {})
+                    at[nice] = at.get(nice, 0) + delta
 
     def kind_of(self, argv, ppid):
         parent = self.seen.get(self.bypid.get(ppid))
@@ -169,9 +178,12 @@ class Census:
         rows = self.rows()
         seen = sum(r[1] for r in rows)
         busy = (self.host1 - self.host0) / TICK if self.host0 is not None and self.host1 else 0.0
-        lines = ["host CPU by kind of process, s (share of what the census saw; processes)"]
+        lines = ["host CPU by kind of process, s (share of what the census saw; processes; "
+                 "of it at a nice other than 0)"]
         for k, s, n in rows:
-            lines.append("  %-28s %9.1f  %5.1f%%  %d" % (k, s, 100.0 * s / seen if seen else 0.0, n))
+            at = ", ".join("%.1f at %+d" % (t / TICK, v) for v, t in sorted((self.niced.get(k) or {}).items()))
+            lines.append("  %-28s %9.1f  %5.1f%%  %d%s" % (k, s, 100.0 * s / seen if seen else 0.0, n,
+                                                         "  (" + at + ")" if at else ""))
         lines.append("  %-28s %9.1f  (the host's busy time: %.1f s)" % ("seen in all", seen, busy))
         lines.append("the %d processes that used the most, s" % TOP)
         top = sorted(self.seen.values(), key=lambda r: -r[3])[:TOP]
