@@ -57,7 +57,9 @@ import owner_gate  # noqa: E402
 from owner_case import Case  # noqa: E402
 from owner_gpu import CudaBackend, Probe, SimBackend  # noqa: E402
 from owner_tenant import (OOM_TRIES, OOM_WAIT_S, Tenant, call_oom_whose, oom_whose,  # noqa: E402
-                          runtime_msg)
+                          one_blas_thread, runtime_msg)
+
+one_blas_thread()  # before anything of ours imports NumPy
 
 CALL_LIMIT_S = 3600      # the sandbox's wall limit ends a stuck run long before
 MAX_SAMPLES, MIN_SAMPLES, TARGET_REL_ERR = 1000, 10, 0.01

@@ -14,6 +14,20 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MAX_MSG = 1 << 16
+# The owner's own NumPy runs its BLAS on one thread (one_blas_thread): a
+# multi-threaded BLAS keeps its idle threads spinning after every call
+# (OpenBLAS, about 0.1 s each), and on the 16-core GPU host that was 35 s
+# of CPU in each profiling timing run, whose owner multiplies once per
+# call to make its labels (docs/log/2026-12-01-hold-priority.md). The
+# tenant's environment is the student's own: these never reach it.
+OWNER_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def one_blas_thread():
+    """Our BLAS on one thread: called before NumPy is first imported
+    (owner.py, at its own import), as the libraries read it once."""
+    for k in OWNER_THREADS:
+        os.environ[k] = "1"
 
 
 class Tenant:
@@ -31,7 +45,8 @@ class Tenant:
         # the timing run's tenant finds what the check run's compiled; only
         # the student's processes ever read it.
         child = {k: v for k, v in os.environ.items()
-                 if not k.startswith("CUGRADE_") and k != "CUPY_CACHE_IN_MEMORY"}
+                 if not k.startswith("CUGRADE_") and k != "CUPY_CACHE_IN_MEMORY" and
+                 k not in OWNER_THREADS}
         for k, v in (env or {}).items():
             child.setdefault(k, v)
         self.proc = subprocess.Popen(

@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""CI (no GPU): the owner's NumPy runs its BLAS on one thread, and the
+student's process does not inherit that (labs/common/py/owner_tenant.py
+one_blas_thread, OWNER_THREADS).
+
+On the 16-core H200 host the profiling lab's owner (labs/profiling/lab.py)
+used 35 s of CPU in every timing run, most of it inside the GPU's exclusive
+hold: it multiplies once per call to make the call's labels, and a
+multi-threaded OpenBLAS keeps its idle threads spinning after every call.
+The owner sets the thread counts before NumPy is first imported; the
+tenant (and the profiling lab's trainers, which ask for 4 OpenMP threads)
+get the environment they had before. Prints TAP lines."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.environ.get("CUGRADE_ROOT") or os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
+sys.path.insert(0, os.path.join(ROOT, "tests", "runner", "fakelab"))
+from suite import failures, ok  # noqa: E402  (TAP)
+
+PY = os.path.join(ROOT, "labs", "common", "py")
+NAMES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+tmp = tempfile.mkdtemp(prefix="cugrade-othreads-")
+script = os.path.join(tmp, "tenant_env.py")
+with open(script, "w") as f:
+    f.write("import json, os, sys\n"
+            "json.dump({k: os.environ.get(k) for k in %r}, open(sys.argv[1], 'w'))\n" % (NAMES,))
+
+PROG = r"""
+import json, os, sys
+sys.path.insert(0, %r)
+import owner                                  # one_blas_thread() runs at import
+numpy_first = "numpy" in sys.modules          # imported before it: too late
+import numpy  # noqa: F401
+from owner_tenant import Tenant
+out = {"owner": {k: os.environ.get(k) for k in %r}, "numpy_first": numpy_first}
+for name, env in (("tenant", None), ("trainer", {"OMP_NUM_THREADS": "4"})):
+    path = os.path.join(%r, name + ".json")
+    t = Tenant([path], 10, script=%r, env=env)
+    t.proc.wait(timeout=60)
+    out[name] = json.load(open(path))
+print(json.dumps(out))
+""" % (PY, NAMES, tmp, script)
+
+env = {k: v for k, v in os.environ.items() if k not in NAMES}
+p = subprocess.run([sys.executable, "-c", PROG], capture_output=True, text=True, env=env, timeout=120)
+try:
+    got = json.loads(p.stdout.strip().splitlines()[-1])
+except (ValueError, IndexError):
+    got = {}
+ok(got.get("owner") == {k: "1" for k in NAMES},
+   "the owner's BLAS and OpenMP thread counts are 1", got or p.stderr[-2000:])
+ok(got.get("numpy_first") is False,
+   "and were set before NumPy was first imported (importing the owner imports no NumPy)", got)
+ok(got.get("tenant") == {k: None for k in NAMES},
+   "the student's process gets none of them: its environment is its own", got)
+ok(got.get("trainer") == {"OPENBLAS_NUM_THREADS": None, "OMP_NUM_THREADS": "4", "MKL_NUM_THREADS": None},
+   "the profiling lab's trainer gets the 4 OpenMP threads it is started with", got)
+sys.exit(1 if failures() else 0)
