@@ -405,11 +405,15 @@ def run_time(cfg, file, starter, name, max_ms):
             # student's module, loaded only after the starter's end) has
             # it alone.
             common.gate_pass()
+            common.hold_step(None)
             bres = timed_rounds(base, cfg, seeds, max_ms / 1e3, False)
+            common.hold_step("starter_rounds")
         finally:
             base.close()
         load(me, True)
+        common.hold_step("load")
         ans, good = warm_up(me, cfg, name, True)
+        common.hold_step("warm_up")
         if not good:
             common.send_record(failed(name, ans, me))
             sys.exit(3 if ans is None else 0)
@@ -417,6 +421,7 @@ def run_time(cfg, file, starter, name, max_ms):
         # whole time (then time_rounds_min: a slow loop ends sooner).
         btotal = sum(r[1] for r in bres) * cfg["time_steps"] / 1e3
         mres = timed_rounds(me, cfg, seeds[:len(bres)], max(10 * btotal, max_ms / 1e3), True)
+        common.hold_step("student_rounds")
     finally:
         me.close()
     bad = [r for r in mres if r[0] is None or not r[0].get("ok")]
@@ -436,7 +441,7 @@ def run_time(cfg, file, starter, name, max_ms):
         "type": "timing", "name": name, "samples_ms": samples, "median_ms": median(samples),
         "n": len(samples), "warmup": 1, "timed_by": "owner", "steps_per_sample":
         cfg["time_steps"], "baseline_ms": bms, "baseline_samples_ms": [r[1] for r in bres],
-        "wrong_samples": wrong, "recheck_passed": wrong == 0,
+        "wrong_samples": wrong, "recheck_passed": wrong == 0, "hold_s": dict(common.HOLD),
         "recheck_message": "" if wrong == 0 else
         "%d of %d timed calls gave results that differ from the starter's on the same data "
         "(worst relative difference %.3g): no speed points" % (wrong, len(mres), worst)})

@@ -53,6 +53,12 @@ ok(rc == 0 and t.get("batch") == 4 and t.get("wrong_samples") == 0 and len(t.get
    json.dumps(recs)[:1500] + err[-800:])
 ok(t.get("roundtrip_ms", 0) > 0 and t.get("single_ms", 0) > 0,
    "the timing record says the round trip and the warm-up's single call", json.dumps(t)[:600])
+HOLD_STEPS = ("round_trip", "load", "first_call", "warm_up", "batch", "samples")
+hs = t.get("hold_s") or {}
+ok(sorted(hs) == sorted(HOLD_STEPS) and all(isinstance(v, (int, float)) and v >= 0 for v in hs.values())
+   and hs["samples"] > 0 and hs["first_call"] > 0,
+   "the timing record takes the hold apart: seconds of its round trip, module load, first call, "
+   "warm-up, batch sizing and samples", json.dumps(t)[:800])
 
 # The work of every call is in the clock: a call that sleeps 30 ms is timed
 # at >= 30 ms per call, not 30 ms per batch.

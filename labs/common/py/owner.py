@@ -80,6 +80,19 @@ GATE = None              # --gate, --pool: our private descriptor of the runner'
 STUDENT_RAN = False
 HIDDEN = {}              # lab.json "python": the hidden libraries' names and message
 CPU_TIMING = {}          # time_cpu's fields for the timing record (a lab with cpu_baseline)
+HOLD = {}                # a time run's steps after its gate, s (hold_step): the record's hold_s
+HOLD_T = [None]          # when the last step ended
+
+
+def hold_step(name):
+    """A time run's step (after the gate: what holds the GPU alone) ends
+    now: its seconds go to the timing record's hold_s, so that a hold can
+    be taken apart (tests/gpu/py_timing_table.py prints them). None: the
+    hold starts."""
+    now = time.perf_counter()
+    if name is not None and HOLD_T[0] is not None:
+        HOLD[name] = round(now - HOLD_T[0], 4)
+    HOLD_T[0] = now
 CPU_WARMUP, CPU_SAMPLES, CPU_BUDGET_S = 1, 5, 20.0
 
 
@@ -595,6 +608,7 @@ def run_time(tenant, be, lab, name, seed, max_ms, prepared, rt_ms, forced_batch=
     t = prepared
     t.max_ms = max_ms
     single_ms, warm = time_warm_up(tenant, t, name)
+    hold_step("warm_up")
     t.sent.add(t.cases[0].serial)       # mapped by the warm-up's calls
     t.grow(batch_size(single_ms, forced_batch))
     if len(t.cases) > 1:
@@ -609,6 +623,7 @@ def run_time(tenant, be, lab, name, seed, max_ms, prepared, rt_ms, forced_batch=
             if k > len(t.cases):
                 t.grow(k)
                 time_sample(tenant, t, name)
+    hold_step("batch")
     samples, wrong = [], 0
     start = time.perf_counter()
     while True:
@@ -621,6 +636,7 @@ def run_time(tenant, be, lab, name, seed, max_ms, prepared, rt_ms, forced_batch=
         if (n >= MIN_SAMPLES and rel < TARGET_REL_ERR) or n == MAX_SAMPLES or \
                 (el >= max_ms and n >= 3) or el >= 2 * max_ms:
             break
+    hold_step("samples")
     seed2 = gen.recheck_seed(seed)
     k = len(t.cases)
     send_record({"type": "timing", "name": name, "samples_ms": [round(x, 6) for x in samples],
@@ -628,7 +644,8 @@ def run_time(tenant, be, lab, name, seed, max_ms, prepared, rt_ms, forced_batch=
                  "n": n, "converged": n >= MIN_SAMPLES and rel < TARGET_REL_ERR, "warmup": warm,
                  "event_median_ms": 0.0, "flush_bytes": 0, "seed2": "%016x" % seed2,
                  "wrong_samples": wrong, "timed_by": "owner", "batch": k,
-                 "single_ms": round(single_ms, 6), "roundtrip_ms": round(rt_ms, 6), **CPU_TIMING})
+                 "single_ms": round(single_ms, 6), "roundtrip_ms": round(rt_ms, 6),
+                 "hold_s": dict(HOLD), **CPU_TIMING})
     c = t.cases[0]
     cs2 = gen.case_seed(seed2, name)
     c.fill(cs2)
@@ -807,9 +824,13 @@ def main():
             # we wait holding no lock (and while another job is timed).
             be.sync()
             gate_pass()
+        hold_step(None)
         rt_ms = round_trip(tenant, be, prepared) if o["mode"] == "time" else 0.0
+        hold_step("round_trip")
         load(tenant, o["file"])
+        hold_step("load")
         ans = warm_up(tenant, be, lab, cases, doc["cases"][0]["name"])
+        hold_step("first_call")
         if ans is None:
             send_record(case_failed(names[0], None, tenant))
             sys.exit(3)
