@@ -155,7 +155,7 @@ def up(file, cfg):
     ("runtime": our code only; FILE is not imported). ready() reads its
     answer, so two trainers' start-ups can overlap."""
     t = trainer(file)
-    t.send({"op": "runtime", "cfg": cfg})
+    t.send({"op": "runtime", "cfg": cfg, "warm": True})
     return t
 
 
