@@ -28,6 +28,16 @@ from owner_tenant import Tenant
 doc = json.load(open(os.path.join(%(root)r, "labs", "profiling", "lab.json")))
 cfg = dict(doc["train"], rows=2048)          # a small data set: a CPU here
 out = {}
+# A warm-up that fails (here: a batch of 0 rows) is only a saving lost.
+t = Tenant([os.path.join(%(root)r, "tests", "gpu", "solutions-py", "profiling", "fast.py")], 300,
+           script=os.path.join(%(root)r, "labs", "profiling", "trainer.py"), env={"OMP_NUM_THREADS": "1"})
+try:
+    up = t.ask({"op": "runtime", "cfg": dict(cfg, batch=0), "warm": True})
+    t.ask({"op": "load"})
+    ans, secs, lo, w = lab.run_call(t, cfg, 5, 1234, False)
+    out["failed"] = {"up": up, "ok": bool(ans and ans.get("ok")), "losses": lo.tolist()}
+finally:
+    t.close()
 for warm in (False, True):
     t = Tenant([os.path.join(%(root)r, "tests", "gpu", "solutions-py", "profiling", "fast.py")], 300,
                script=os.path.join(%(root)r, "labs", "profiling", "trainer.py"),
@@ -60,4 +70,9 @@ ok(cold.get("losses") and cold.get("losses") == warmed.get("losses") and
    cold.get("weights") == warmed.get("weights"),
    "and the call's losses and final weights are bit for bit those of a trainer that did not",
    json.dumps(got)[:1500])
+bad = got.get("failed") or {}
+ok((bad.get("up") or {}).get("ok") is True and (bad.get("up") or {}).get("warm_error") and
+   bad.get("ok") and bad.get("losses") == cold.get("losses"),
+   "a warm-up that fails is said in the answer, and the trainer comes up and trains as without one",
+   json.dumps(bad)[:1500])
 sys.exit(1 if failures() else 0)
