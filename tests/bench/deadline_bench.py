@@ -331,10 +331,14 @@ def main():
              + (", ".join(f"{k} {v}" for k, v in sorted(__import__('collections').Counter(prof_final.values()).items()))
                 or "none")),
             # The denominator issue 25 means: the graded jobs that have a
-            # profile at all (those that passed and were timed).
+            # profile at all (those that passed and were timed), less the
+            # Python ones, whose profile is unavailable by design
+            # (job_profile.c: "Python submissions are not profiled here").
             ("profiled jobs with a profile (status ok) within 60 s of the verdict",
              f"{sum(1 for k, v in prof_final.items() if v == 'ok' and prof_at[k] <= PROFILE_WAIT)} of "
-             f"{sum(1 for s in subs if s.get('profile'))}"),
+             f"{sum(1 for s in subs if s.get('profile') and not s['file'].endswith('.py'))}"
+             f" (Python jobs, never profiled, left out: "
+             f"{sum(1 for s in subs if s.get('profile') and s['file'].endswith('.py'))})"),
             ("final profiles: in line, s p50/p95; run, s p50/p95; passes given up",
              f"{pct(pf_wait, 50):.1f} / {pct(pf_wait, 95):.1f}; {pct(pf_run, 50):.1f} / "
              f"{pct(pf_run, 95):.1f}; {sum(d.get('yields') or 0 for d in pf_docs)} (n={len(pf_docs)})"),
