@@ -14,32 +14,27 @@ gate stays at the runner's nice.
 The fake lab's harness (seed "de1c02") sets up for 1 s before its gate and
 holds the GPU 2 s after it; this test reads the harness's nice (and its
 autogroup's) from /proc all along. Prints TAP."""
-import os, sys, tempfile, threading, time
+import os, sys, threading, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakelab"))
-from suite import failures, ok, require_nvcc_root  # noqa: E402  (paths, TAP)
-from suite import grade_fakelab  # noqa: E402
-import tree  # noqa: E402  (the fake lab laid out as a course tree)
+from suite import failures, ok, ours, require_nvcc_root  # noqa: E402  (paths, TAP)
+from suite import GOOD_FILL, fake_course, grade_fakelab  # noqa: E402
 
 require_nvcc_root()
 
 HOLD_NICE = -10
-tmp = tempfile.mkdtemp(prefix="cugrade-tnice-")
-os.chmod(tmp, 0o755)
-root = tree.lay_out(os.path.join(tmp, "root"),
-                    limits={"run_seconds": 30, "derive": {"floor_seconds": 15}})
-cache = os.path.join(tmp, "cache")
-os.makedirs(cache)
-GOOD = 'extern "C" void fill(float* o, int n) { for (int i = 0; i < n; i++) o[i] = 2.0f * i; }\n'
+tmp, root, cache = fake_course("cugrade-tnice-", {"run_seconds": 30, "derive": {"floor_seconds": 15}})
+GOOD = GOOD_FILL
 
 
 def timing_runs():
     """{pid: (nice, autogroup nice or None)} of the fake harness's timing
     runs alive now (`/work/prog time ...` inside the sandbox), and of the
-    job's judge session (`.../judge --serve`) under the key ("judge", pid)."""
+    job's judge session (`.../judge --serve`) under the key ("judge", pid):
+    this suite's own (other suites grade the fake lab beside it)."""
     seen = {}
     for p in os.listdir("/proc"):
-        if not p.isdigit():
+        if not p.isdigit() or not ours(int(p)):
             continue
         try:
             with open("/proc/%s/cmdline" % p, "rb") as f:

@@ -13,25 +13,19 @@ Here the fake lab's timing run holds the lock 2 s past its gate (seed
 "de1c02"); while it does, this test puts a live process in the GPU's
 timing ledger (CACHE/gpu-0.timing: another job's timing run waiting) for
 12 s. The job's `time_judge` must not wait for it. Prints TAP."""
-import fcntl, json, os, subprocess, sys, tempfile, threading, time
+import fcntl, json, os, subprocess, sys, threading, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakelab"))
 from suite import failures, ok, require_nvcc_root  # noqa: E402  (paths, TAP)
-from suite import grade_fakelab  # noqa: E402  (a starved compile retried)
-import tree  # noqa: E402  (the fake lab laid out as a course tree)
+from suite import GOOD_FILL, fake_course, grade_fakelab  # noqa: E402  (a starved compile retried)
 from ledger import live_lines  # noqa: E402  (tests/runner/ledger.py)
 
 require_nvcc_root()
 
-tmp = tempfile.mkdtemp(prefix="cugrade-tjudge-")
-os.chmod(tmp, 0o755)
 # run_seconds: room for the 2 s hold
-root = tree.lay_out(os.path.join(tmp, "root"),
-                    limits={"run_seconds": 30, "derive": {"floor_seconds": 15}})
-cache = os.path.join(tmp, "cache")
-os.makedirs(cache)
+tmp, root, cache = fake_course("cugrade-tjudge-", {"run_seconds": 30, "derive": {"floor_seconds": 15}})
 timing = os.path.join(cache, "gpu-0.timing")
-GOOD = 'extern "C" void fill(float* o, int n) { for (int i = 0; i < n; i++) o[i] = 2.0f * i; }\n'
+GOOD = GOOD_FILL
 WAITER_S = 12
 
 

@@ -14,24 +14,18 @@ run of CC seconds.
 - a wrong file with a 9 s set-up beside its check: the verdict does not wait
   for the set-up, and no process of that run is left.
 Prints TAP."""
-import json, os, re, subprocess, sys, tempfile
+import json, os, re, subprocess, sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakelab"))
 from suite import failures, ok, require_nvcc_root  # noqa: E402  (paths, TAP)
-from suite import grade_fakelab  # noqa: E402  (a starved compile retried)
-import tree  # noqa: E402  (the fake lab laid out as a course tree)
+from suite import GOOD_FILL, fake_course, grade_fakelab  # noqa: E402  (a starved compile retried)
 
 require_nvcc_root()
 
-tmp = tempfile.mkdtemp(prefix="cugrade-pre-")
-os.chmod(tmp, 0o755)
 # run_seconds: room for a 5 s check and a 9 s set-up; floor_seconds: the
 # check's derived limit too
-root = tree.lay_out(os.path.join(tmp, "root"),
-                    limits={"run_seconds": 30, "derive": {"floor_seconds": 15}})
-cache = os.path.join(tmp, "cache")
-os.makedirs(cache)
-GOOD = 'extern "C" void fill(float* o, int n) { for (int i = 0; i < n; i++) o[i] = 2.0f * i; }\n'
+tmp, root, cache = fake_course("cugrade-pre-", {"run_seconds": 30, "derive": {"floor_seconds": 15}})
+GOOD = GOOD_FILL
 WRONG = 'extern "C" void fill(float* o, int n) { for (int i = 0; i < n; i++) o[i] = 3.0f * i; }\n'
 
 

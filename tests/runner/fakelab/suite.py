@@ -128,6 +128,24 @@ def grade(args, env=None, timeout=300, tries=3):
     return doc, log, wall
 
 
+# A correct file of the fake lab (its fill() writes 2 * i).
+GOOD_FILL = 'extern "C" void fill(float* o, int n) { for (int i = 0; i < n; i++) o[i] = 2.0f * i; }\n'
+
+
+def fake_course(prefix, limits):
+    """A temporary folder (prefix), the fake lab laid out in it as a course
+    tree with the lab's limits merged (tree.lay_out), and a cache folder:
+    (tmp, root, cache) for grade_fakelab."""
+    import tempfile
+    import tree
+    tmp = tempfile.mkdtemp(prefix=prefix)
+    os.chmod(tmp, 0o755)
+    root = tree.lay_out(os.path.join(tmp, "root"), limits=limits)
+    cache = os.path.join(tmp, "cache")
+    os.makedirs(cache)
+    return tmp, root, cache
+
+
 def grade_fakelab(tmp, root, cache, name, src, seed):
     """Write src to tmp/name and grade it in the fake lab laid out at root
     (grade() above, with NO_HOLD: work under tmp/work, sm_90, the seed
