@@ -357,6 +357,14 @@ def main():
                 f"{statistics.mean(ph.get('check_run', 0) for ph in phs):.0f} / "
                 f"{statistics.mean(ph.get('total', 0) for ph in phs):.0f} (n={len(phs)})"
                 for lab, phs in sorted(per_lab.items())) or "n/a"),
+            # Per lab: what each holds the GPU alone for (the sum of the
+            # holds bounds a Python burst: docs/log/2026-12-01-hold-priority.md).
+            ("timed jobs' mean time_run / retime per lab, s; re-timed", "; ".join(
+                f"{lab} {statistics.mean(ph['time_run'] for ph in phs):.2f} / "
+                f"{statistics.mean(ph.get('retime', 0) for ph in phs):.1f}; "
+                f"{sum(1 for ph in phs if ph.get('retime'))} of {len(phs)}"
+                for lab, phs in sorted((lab, [ph for ph in phs if ph.get('time_run')])
+                                       for lab, phs in per_lab.items()) if phs) or "n/a"),
             ("graded jobs' mean phases, s", ", ".join(f"{k} {v / phase_n:.2f}" for k, v in
                                                      sorted(phase_sum.items(), key=lambda kv: -kv[1])[:9])
              + f" (n={phase_n})" if phase_n else "n/a"),
