@@ -173,6 +173,7 @@ void job_free(struct job *j)
     channel_info_clear(&j->ti);
     sandbox_verdict_free(&j->tv);
     json_decref(j->profile);
+    json_decref(j->hold);
     json_decref(j->pc.obj);
     if (j->chk_fd >= 0)
         close(j->chk_fd);
@@ -958,6 +959,8 @@ int job_score(struct job *j, const char **status, json_t **result)
         json_object_set_new(j->pc.obj, "total", json_real(run_now() - j->pc.start));
         json_object_set(cg, "phases", j->pc.obj);
     }
+    if (j->hold)
+        json_object_set(cg, "hold_s", j->hold);
     const struct sandbox_verdict *v = &j->v;
     if ((v->out && *v->out) || (v->err && *v->err)) {
         /* The student's own prints are feedback, never a verdict: at

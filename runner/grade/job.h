@@ -136,6 +136,8 @@ struct job {
 
     /* profile (docs/runner.md "Profiling hints"): feedback, never the grade */
     json_t *profile;                 /* result.cugrade.profile, or NULL: not profiled */
+    json_t *hold;                    /* result.cugrade.hold_s: the first timing round's steps
+                                        in the exclusive hold as its record says them, or NULL */
     int profile_later;               /* served: the verdict posts first, the profile after */
     const struct grade_later *later; /* served: how to post (NULL: local grading) */
     int profile_pending;             /* ... and this job's profile is due (job_profile_after) */

@@ -588,6 +588,36 @@ void job_time_prestart_end(struct job *j)
     free(tp);
 }
 
+/* HOLD_STEPS at most, each name at most HOLD_NAME - 1 of [a-z_]: what
+ * job_keep_hold copies of a timing record's hold_s. */
+#define HOLD_STEPS 8
+#define HOLD_NAME 24
+
+/* The first timing round's steps after its gate, as its record's "hold_s"
+ * says them ({"load": s, ...}: labs/common/py/owner.py hold_step), into
+ * j->hold for the result (cugrade.hold_s): where a hold's seconds went,
+ * for the benches. Diagnostics only, never graded, and bounded: at most
+ * HOLD_STEPS names of [a-z_], finite seconds >= 0; anything else is left
+ * out (a CUDA harness's record shares its process with the student's
+ * code). */
+static void job_keep_hold(struct job *j)
+{
+    json_t *h = j->ti.timing ? json_object_get(j->ti.timing, "hold_s") : NULL, *v;
+    const char *name;
+    if (j->hold || !json_is_object(h))
+        return;
+    json_t *out = json_object();
+    json_object_foreach(h, name, v) {
+        double s = json_number_value(v);
+        size_t n = strlen(name);
+        if (!out || json_object_size(out) >= HOLD_STEPS || !json_is_number(v) || !isfinite(s) ||
+            s < 0 || n == 0 || n >= HOLD_NAME || strspn(name, "abcdefghijklmnopqrstuvwxyz_") != n)
+            continue;
+        json_object_set_new(out, name, json_real(s));
+    }
+    j->hold = out;
+}
+
 /* The timing run of round k, with the round's GPU baselines in the same
  * exclusive hold: the student first on even rounds, the baselines first
  * on odd ones (a drift of the GPU's clocks within the hold cancels over
@@ -653,6 +683,8 @@ static int job_time_run_held(struct job *j, struct job_round *jr, int k, int *tl
     }
     channel_read_all(fd, &j->ti);
     close(fd);
+    if (k == 0)
+        job_keep_hold(j);
     if (run_harness_failed(&j->tv, &j->ti, j->err, sizeof j->err))
         return -EIO;
     if (j->tv.timed_out && (r = job_timeout_ours(j, "the timing run")) < 0)

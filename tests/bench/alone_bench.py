@@ -13,8 +13,9 @@ job's runs the runner's pool had started before the claim ("warm":
 check+timing when a warm child took it, "-" when none: a lab's first Python
 claim is always cold; docs/python.md "The warm pool"), submit-to-verdict
 (polled every 20 ms), and each phase of the result document (`phases`,
-seconds; the first columns are the ones issue 25's targets name), then the
-median of each file's submit-to-verdict.
+seconds; the first columns are the ones issue 25's targets name), the steps
+of each timing's exclusive hold where the result has them (`hold_s`), then
+the median of each file's submit-to-verdict.
 
     sh tests/bench/alone_bench.sh             # on the GPU host, after make dist
     FILES="solutions/reduction/fast.cu" REPEAT=5 sh tests/bench/alone_bench.sh
@@ -66,13 +67,15 @@ def main():
                 sid, t0 = svc.submit(tok, lab, path)
                 if sid is None:
                     rows.append({"file": f, "round": k + 1, "status": "not accepted", "s": None, "phases": {},
-                                 "warm": ""})
+                                 "hold": {}, "warm": ""})
                     continue
                 t1, sub = wait_verdict(svc, sid)
                 cg = ((sub or {}).get("result") or {}).get("cugrade") or {}
                 ph = cg.get("phases") or {}
+                hs = cg.get("hold_s")
                 rows.append({"file": f, "round": k + 1, "status": (sub or {}).get("status", "?"),
                              "s": (t1 - t0) if t1 else None, "phases": ph if isinstance(ph, dict) else {},
+                             "hold": hs if isinstance(hs, dict) else {},
                              "warm": "+".join(cg.get("warm_runs") or []) or
                              ("-" if "warm_runs" in cg else "")})
                 e2e.log(f"{f} #{k + 1}: {rows[-1]['status']} in "
@@ -96,6 +99,11 @@ def main():
     print("-+-".join("-" * x for x in w))
     for t in table:
         print(" | ".join(v.ljust(w[i]) for i, v in enumerate(t)))
+    held = [r for r in rows if r["hold"]]
+    if held:  # where the timing's exclusive hold went (cugrade.hold_s: Python owners)
+        print("\nthe exclusive hold's steps (cugrade.hold_s), s:")
+        for r in held:
+            print(f"  {r['file']} #{r['round']}: " + ", ".join(f"{k} {v:.3f}" for k, v in r["hold"].items()))
     print("\nmedian submit-to-verdict per file:")
     for f in FILES:
         xs = [r["s"] for r in rows if r["file"] == f and r["s"] is not None]

@@ -225,7 +225,7 @@ def main():
         # Where the time went: the mean of each phase over the graded jobs
         # (the result document's `phases`), to say what bounds throughput.
         phase_sum, phase_n = {}, 0
-        batch_kinds, batch_ages, holds = {}, [], []
+        batch_kinds, batch_ages, holds, hold_by_lab = {}, [], [], {}
         # Each finished one against its file's `expect:` header (as make
         # test-gpu checks them, but profiles: they come after the verdict).
         exp_met, exp_missed = 0, []
@@ -262,6 +262,9 @@ def main():
                     s["profile_doc"] = {k: pf.get(k) for k in ("wait_seconds", "seconds", "yields")}
                 if isinstance(ph, dict) and isinstance(ph.get("time_run"), (int, float)):
                     holds.append(ph["time_run"] + (ph.get("time_baselines") or 0))
+                hs = (((sub or {}).get("result") or {}).get("cugrade") or {}).get("hold_s")
+                if isinstance(hs, dict) and hs:
+                    hold_by_lab.setdefault(s["lab"], []).append(hs)
                 if isinstance(ph, dict) and ph:
                     phase_n += 1
                     for k, v in ph.items():
@@ -365,6 +368,12 @@ def main():
                 f"{sum(1 for ph in phs if ph.get('retime'))} of {len(phs)}"
                 for lab, phs in sorted((lab, [ph for ph in phs if ph.get('time_run')])
                                        for lab, phs in per_lab.items()) if phs) or "n/a"),
+            # Where the holds went (cugrade.hold_s: the owner's steps after
+            # the gate, Python jobs), each step's mean per lab.
+            ("timed jobs' mean hold steps per lab (cugrade.hold_s), s", "; ".join(
+                f"{lab}: " + ", ".join(f"{k} {statistics.mean(h.get(k, 0) for h in hs):.2f}"
+                                       for k in sorted({k for h in hs for k in h}))
+                for lab, hs in sorted(hold_by_lab.items()) if hs) or "n/a"),
             ("graded jobs' mean phases, s", ", ".join(f"{k} {v / phase_n:.2f}" for k, v in
                                                      sorted(phase_sum.items(), key=lambda kv: -kv[1])[:9])
              + f" (n={phase_n})" if phase_n else "n/a"),

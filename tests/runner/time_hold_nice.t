@@ -77,6 +77,10 @@ try:
     stop.set()
     th.join()
     ok(d.get("status") == "graded", "the held file is graded", log[-2000:])
+    cg = d.get("result", {}).get("cugrade") or {}
+    ok(cg.get("hold_s") == {"samples": 0.25, "load": 0.5},
+       "the result carries the steps of the hold its timing record said (cugrade.hold_s), "
+       "names of [a-z_] with seconds >= 0 only", cg.get("hold_s"))
     runs = [v for k, v in samples.items() if v and not isinstance(k, tuple)]
     judges = [v for k, v in samples.items() if v and isinstance(k, tuple)]
     ok(len(runs) == 1, "one timing run was seen from outside", samples)
