@@ -31,6 +31,7 @@ import mmap
 import os
 import socket
 import sys
+import time
 import traceback
 
 MAX_MSG = 1 << 16
@@ -74,7 +75,6 @@ def warm(torch, cfg, device):
     (the data moved once, batches gathered there) and the starter's (rows
     stacked on the host and copied) are taken, and a loss read back.
     Returns the seconds it took."""
-    import time
     t0 = time.perf_counter()
     F = torch.nn.functional
     g = torch.Generator().manual_seed(0)

@@ -22,23 +22,18 @@ ceiling at 40 s:
     limit's worth of running).
 Needs CPU pressure accounting (PSI) with its "full" line in the run's
 cgroup; the CI machine and the GPU hosts have it. Prints TAP lines."""
-import concurrent.futures, json, os, subprocess, sys, tempfile
+import concurrent.futures, json, os, subprocess, sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakelab"))
 from suite import failures, ok, require_nvcc_root  # noqa: E402  (paths, TAP)
-from suite import grade_fakelab  # noqa: E402  (a starved compile retried)
-import tree  # noqa: E402  (the fake lab laid out as a course tree)
+from suite import GOOD_FILL, fake_course, grade_fakelab  # noqa: E402  (a starved compile retried)
 
 require_nvcc_root()
 
-tmp = tempfile.mkdtemp(prefix="cugrade-cpuload-")
-os.chmod(tmp, 0o755)
-root = tree.lay_out(os.path.join(tmp, "root"),
-                    limits={"run_seconds": 40, "derive": {"floor_seconds": 1, "startup_seconds": 1}})
-cache = os.path.join(tmp, "cache")
-os.makedirs(cache)
+tmp, root, cache = fake_course("cugrade-cpuload-",
+                               {"run_seconds": 40, "derive": {"floor_seconds": 1, "startup_seconds": 1}})
 
-GOOD = 'extern "C" void fill(float* o, int n) { for (int i = 0; i < n; i++) o[i] = 2.0f * i; }\n'
+GOOD = GOOD_FILL
 WORK2 = "c0de01" + "0" * 26  # the check run works 1 s of CPU before its cases
 ENDLESS = "c0de99" + "0" * 26  # 99 s of CPU: more than any limit here
 

@@ -14,27 +14,23 @@ hangs while another does) and the fake lab; a file whose fill() never
 returns. With the GPU answering (its memory full included), it is the
 student's timeout; with the GPU gone, or its driver hanging past the
 probe's limit, the same run is a system_error that names the GPU. Prints TAP."""
-import json, os, subprocess, sys, tempfile
+import json, os, subprocess, sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakelab"))
 from suite import NO_HOLD, failures, grade, ok, require_nvcc_root  # noqa: E402  (paths, TAP)
-import tree  # noqa: E402  (the fake lab laid out as a course tree)
+from suite import GOOD_FILL, fake_course  # noqa: E402  (the fake lab laid out as a course tree)
 import fakegpu  # noqa: E402  (a fake nvidia-smi and libcuda.so.1)
 
 require_nvcc_root()
 
-tmp = tempfile.mkdtemp(prefix="cugrade-gpulost-")
-os.chmod(tmp, 0o755)
-root = tree.lay_out(os.path.join(tmp, "root"))
-cache = os.path.join(tmp, "cache")
-os.makedirs(cache)
+tmp, root, cache = fake_course("cugrade-gpulost-", None)
 fake_env, dead, hang = fakegpu.make(tmp)
 env = dict(NO_HOLD, **fake_env, CUGRADE_GPU_PROBE_SECONDS="3")
 SPIN = 'extern "C" void fill(float* o, int n) { for (volatile int i = 0;; i++) {} }\n'
 # Correct in the check run (two calls), endless in the timing run.
 LATE = ('static int calls; extern "C" void fill(float* o, int n) { if (++calls > 3) '
         'for (volatile int i = 0;; i++) {} for (int i = 0; i < n; i++) o[i] = 2.0f * i; }\n')
-GOOD = 'extern "C" void fill(float* o, int n) { for (int i = 0; i < n; i++) o[i] = 2.0f * i; }\n'
+GOOD = GOOD_FILL
 
 
 def run(name, src):
