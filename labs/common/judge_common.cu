@@ -499,6 +499,10 @@ static void jd_read_channel(const char *path, uint64_t seed, struct jd_device *d
                 *fatal = 1;
         } else if (strcmp(t->str, "timing") == 0) {
             jd_timing_record(&jd_rec, tm);
+        } else if (strcmp(t->str, "hold") == 0) {
+            /* The owner's seconds per step of its exclusive hold: the
+             * runner's diagnostics (labs/common/py/owner.py send_hold),
+             * nothing to judge. */
         } else if (strcmp(t->str, "done") == 0) {
             *complete = 1;
         } else if (strcmp(t->str, "harness_error") == 0) {

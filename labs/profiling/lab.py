@@ -437,11 +437,12 @@ def run_time(cfg, file, starter, name, max_ms):
         worst = max(worst, w if w is not None else math.inf)
     samples = [r[1] for r in mres]
     bms = median([r[1] for r in bres])
+    common.send_hold()
     common.send_record({
         "type": "timing", "name": name, "samples_ms": samples, "median_ms": median(samples),
         "n": len(samples), "warmup": 1, "timed_by": "owner", "steps_per_sample":
         cfg["time_steps"], "baseline_ms": bms, "baseline_samples_ms": [r[1] for r in bres],
-        "wrong_samples": wrong, "recheck_passed": wrong == 0, "hold_s": dict(common.HOLD),
+        "wrong_samples": wrong, "recheck_passed": wrong == 0,
         "recheck_message": "" if wrong == 0 else
         "%d of %d timed calls gave results that differ from the starter's on the same data "
         "(worst relative difference %.3g): no speed points" % (wrong, len(mres), worst)})

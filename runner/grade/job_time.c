@@ -593,16 +593,17 @@ void job_time_prestart_end(struct job *j)
 #define HOLD_STEPS 8
 #define HOLD_NAME 24
 
-/* The first timing round's steps after its gate, as its record's "hold_s"
- * says them ({"load": s, ...}: labs/common/py/owner.py hold_step), into
- * j->hold for the result (cugrade.hold_s): where a hold's seconds went,
- * for the benches. Diagnostics only, never graded, and bounded: at most
- * HOLD_STEPS names of [a-z_], finite seconds >= 0; anything else is left
- * out (a CUDA harness's record shares its process with the student's
- * code). */
+/* The first timing round's steps after its gate, as its hold record says
+ * them ({"type": "hold", "load": s, ...}: labs/common/py/owner.py
+ * send_hold), into j->hold for the result (cugrade.hold_s): where a
+ * hold's seconds went, for the benches. Diagnostics only, never graded,
+ * and bounded: at most HOLD_STEPS names of [a-z_], finite seconds >= 0;
+ * anything else is left out (a CUDA harness's records share its process
+ * with the student's code), and so are the record's type and the
+ * channel's _offset. */
 static void job_keep_hold(struct job *j)
 {
-    json_t *h = j->ti.timing ? json_object_get(j->ti.timing, "hold_s") : NULL, *v;
+    json_t *h = j->ti.hold, *v;
     const char *name;
     if (j->hold || !json_is_object(h))
         return;
@@ -610,6 +611,8 @@ static void job_keep_hold(struct job *j)
     json_object_foreach(h, name, v) {
         double s = json_number_value(v);
         size_t n = strlen(name);
+        if (strcmp(name, "_offset") == 0)
+            continue;
         if (!out || json_object_size(out) >= HOLD_STEPS || !json_is_number(v) || !isfinite(s) ||
             s < 0 || n == 0 || n >= HOLD_NAME || strspn(name, "abcdefghijklmnopqrstuvwxyz_") != n)
             continue;

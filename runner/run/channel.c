@@ -89,6 +89,7 @@ void channel_info_clear(struct channel_info *ci)
 {
     json_decref(ci->device);
     json_decref(ci->timing);
+    json_decref(ci->hold);
     json_decref(ci->case_errors);
     free(ci->harness_error);
     free(ci->compile_error);
@@ -124,6 +125,8 @@ int channel_read_all(int fd, struct channel_info *ci)
             ci->device = json_incref(h);
         } else if (strcmp(t, "timing") == 0 && !ci->timing) {
             ci->timing = json_incref(h);
+        } else if (strcmp(t, "hold") == 0 && !ci->hold) {
+            ci->hold = json_incref(h);
         } else if (strcmp(t, "harness_error") == 0 && !ci->harness_error) {
             const char *m = json_string_value(json_object_get(h, "message"));
             ci->harness_error = strndup(m ? m : "", 400);

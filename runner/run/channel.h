@@ -27,6 +27,7 @@ struct channel_info {
     int ncases;          /* case records */
     json_t *device;      /* the device record, or NULL */
     json_t *timing;      /* the timing record, or NULL */
+    json_t *hold;        /* the hold record (a Python owner's steps), or NULL */
     json_t *case_errors; /* object: case name -> "error: cause" of launch errors */
     char *harness_error; /* the harness's own failure ("harness_error" record), or NULL */
     char *compile_error; /* a Python owner's "compile_error" record (exit 5), or NULL */

@@ -13,7 +13,7 @@ embedding and matmul files), on its lab's timing case:
   batch, round trip (before the student's code), single ms (the warm-up's
               fastest single call): from the owner's timing record.
 Then the steps of each owner run after its start-up (what a graded timing
-run does inside the GPU's exclusive hold, the record's hold_s): the round
+run does inside the GPU's exclusive hold, its hold record): the round
 trip's measure, the module's load, its first call (the JIT), the timed
 case's warm-up, the batch's sizing, the samples; and the owner's whole
 wall time.
@@ -102,6 +102,8 @@ def reported(labname, case, path, script=os.path.join(PY, "owner.py")):
     if not t:
         return None, p.stderr.decode(errors="replace")[-400:]
     t[0]["owner_wall_s"] = time.perf_counter() - t0
+    hold = [r for r in recs if r.get("type") == "hold"]
+    t[0]["hold_s"] = {k: v for k, v in (hold[0] if hold else {}).items() if k != "type"}
     return t[0], ""
 
 

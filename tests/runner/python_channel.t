@@ -6,43 +6,16 @@ field within the one limit of labs/common/channel_limits.h, a cut one ending
 in its mark, and no record refused -- before, a ~900-character source line
 in a failing case's "cause" made the judge's 512-byte strings refuse the
 record as malformed, and every later case was "not run". Prints TAP lines."""
-import os, subprocess, sys, tempfile
+import os, sys, tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "python"))
 from simlab import ROOT, failures, ok  # noqa: E402
+import simlab  # noqa: E402
 sys.path.insert(0, os.path.join(ROOT, "labs/common/py"))
 import owner  # noqa: E402
 
-DRIVER = r'''
-#include "judge_parse.h"
-static struct jd_obj o;
-static char line[1 << 20];
-int main(void)
-{
-    while (fgets(line, sizeof line, stdin)) {
-        size_t l = strlen(line);
-        if (l && line[l - 1] == '\n')
-            line[--l] = 0;
-        jd_obj_clear(&o);
-        if (jd_parse_obj(line, l, &o) != 0) {
-            printf("MALFORMED\n");
-            continue;
-        }
-        for (int k = 0; k < o.n; k++)
-            if (o.v[k].type == JD_STR)
-                printf("%s=%zu:%s\n", o.v[k].key, strlen(o.v[k].str), o.v[k].str);
-        printf("END\n");
-    }
-    return 0;
-}
-'''
-
 tmp = tempfile.mkdtemp(prefix="cugrade-chan-")
-src, exe = os.path.join(tmp, "d.c"), os.path.join(tmp, "d")
-with open(src, "w") as f:
-    f.write(DRIVER)
-cc = subprocess.run(["cc", "-std=c17", "-O1", "-I", os.path.join(ROOT, "labs/common"), src, "-o", exe],
-                    capture_output=True, text=True)
-ok(cc.returncode == 0, "the judge's parser compiles as plain C", cc.stderr[-2000:])
+parse, cc_err = simlab.judge_parser(tmp)
+ok(not cc_err, "the judge's parser compiles as plain C", cc_err)
 
 LIM, MARK = owner.FIELD_MAX, owner.CUT_MARK
 line900 = "assert np.allclose(" + "x" * 880 + ")"
@@ -64,19 +37,7 @@ for r in recs:
 os.close(fd)
 with open(path, "rb") as f:
     data = f.read()
-out = subprocess.run([exe], input=data, capture_output=True).stdout.decode()
-parsed, cur = [], {}
-for ln in out.split("\n"):
-    if ln in ("END", "MALFORMED"):
-        parsed.append(cur if ln == "END" else None)
-        cur = {}
-    elif "=" in ln:
-        k, rest = ln.split("=", 1)
-        n, _, v = rest.partition(":")
-        cur[k] = (int(n), v)
-    elif cur and ln:   # a field with a newline in it: the rest of its value
-        k = list(cur)[-1]
-        cur[k] = (cur[k][0], cur[k][1] + "\n" + ln)
+parsed, out = parse(data)
 ok(len(parsed) == len(recs) and all(p is not None for p in parsed),
    "every record the owner wrote is read by the judge (none malformed)", out[:1500])
 if len(parsed) == len(recs) and all(parsed):

@@ -74,6 +74,21 @@ def failed(rec):
     return "the harness reported an unknown status"
 
 
+def flat(rec):
+    """The real judge's parser's rule (labs/common/judge_parse.h
+    jd_parse_obj): an object of at most 32 keys whose values are strings,
+    numbers, booleans, null or arrays of numbers; anything else is a
+    malformed record."""
+    def num(x):
+        return isinstance(x, (int, float)) and not isinstance(x, bool)
+    return isinstance(rec, dict) and len(rec) <= 32 and all(
+        v is None or isinstance(v, (str, bool)) or num(v) or
+        (isinstance(v, list) and all(num(x) for x in v)) for v in rec.values())
+
+
+KNOWN = ("device", "case", "timing", "hold", "done", "harness_error")   # judge_common.cu's
+
+
 def judge(a):
     cases = cases_of()
     seed = gen.seed_parse_wide(a["--seed"])
@@ -87,10 +102,17 @@ def judge(a):
         try:
             rec = json.loads(data[pos:nl])
         except ValueError:
+            rec = None
+        if not flat(rec):
             errors.append("a malformed record in the channel")
-            break
+            break   # framing cannot be trusted past a bad line, as the real judge's
         pos = nl + 1
         t = rec.get("type")
+        if t not in KNOWN:
+            errors.append("a record without a type" if t is None else "a record of unknown type")
+            if "bytes" in rec:
+                break
+            continue
         if t == "device" and device is None:
             device = {"name": rec.get("name", ""), "cc": rec.get("cc", ""), "sms": 0,
                       "copy_gbs": 0.0, "peak_fp32_gflops": 0, "source": "channel"}

@@ -166,12 +166,12 @@ int main(int argc, char** argv)
             for (int r = 0; r < 20; r++) fill(out, n);
             o += snprintf(buf + o, sizeof buf - o, "%s%.6f", s ? "," : "", (now_ms() - t0) / 20);
         }
-        // hold_s: the steps after the gate, as an owner reports them (the
-        // runner keeps names of [a-z_] and seconds >= 0 only:
+        // The hold record: the steps after the gate, as an owner reports
+        // them (the runner keeps names of [a-z_] and seconds >= 0 only:
         // tests/runner/time_hold_nice.t).
-        snprintf(buf + o, sizeof buf - o,
-                 "],\"seed2\":\"0000000000000001\",\"hold_s\":{\"samples\":0.25,\"load\":0.5,"
-                 "\"Bad name\":1,\"late\":-1,\"text\":\"x\"}}");
+        rec("{\"type\":\"hold\",\"samples\":0.25,\"load\":0.5,\"Bad name\":1,\"late\":-1,"
+            "\"text\":\"x\"}");
+        snprintf(buf + o, sizeof buf - o, "],\"seed2\":\"0000000000000001\"}");
         rec(buf);
         char rc[64];
         snprintf(rc, sizeof rc, "%s@recheck", one);

@@ -130,6 +130,63 @@ def grade(tmp, root, name, source, seed=SEED):
     return doc, p.stderr
 
 
+# The judges' own record parser (labs/common/judge_parse.h) built with the
+# host's C compiler: it prints each string field of a record it reads, then
+# END, or MALFORMED for one it refuses (a record that is not flat, ...).
+PARSER = r'''
+#include "judge_parse.h"
+static struct jd_obj o;
+static char line[1 << 20];
+int main(void)
+{
+    while (fgets(line, sizeof line, stdin)) {
+        size_t l = strlen(line);
+        if (l && line[l - 1] == '\n')
+            line[--l] = 0;
+        jd_obj_clear(&o);
+        if (jd_parse_obj(line, l, &o) != 0) {
+            printf("MALFORMED\n");
+            continue;
+        }
+        for (int k = 0; k < o.n; k++)
+            if (o.v[k].type == JD_STR)
+                printf("%s=%zu:%s\n", o.v[k].key, strlen(o.v[k].str), o.v[k].str);
+        printf("END\n");
+    }
+    return 0;
+}
+'''
+
+
+def judge_parser(tmp):
+    """Build the judges' parser in tmp; returns (parse, cc's stderr or "").
+    parse(data) reads channel bytes of one record per line and returns,
+    per record, {key: (length, value)} of its string fields, or None where
+    the judge would refuse it; and the parser's raw output."""
+    src, exe = os.path.join(tmp, "parser.c"), os.path.join(tmp, "parser")
+    with open(src, "w") as f:
+        f.write(PARSER)
+    cc = subprocess.run(["cc", "-std=c17", "-O1", "-I", os.path.join(ROOT, "labs/common"), src,
+                         "-o", exe], capture_output=True, text=True)
+
+    def parse(data):
+        out = subprocess.run([exe], input=data, capture_output=True).stdout.decode()
+        parsed, cur = [], {}
+        for ln in out.split("\n"):
+            if ln in ("END", "MALFORMED"):
+                parsed.append(cur if ln == "END" else None)
+                cur = {}
+            elif "=" in ln:
+                k, rest = ln.split("=", 1)
+                n, _, v = rest.partition(":")
+                cur[k] = (int(n), v)
+            elif cur and ln:   # a field with a newline in it: the rest of its value
+                k = list(cur)[-1]
+                cur[k] = (cur[k][0], cur[k][1] + "\n" + ln)
+        return parsed, out
+    return parse, "" if cc.returncode == 0 else cc.stderr[-2000:] or "cc failed"
+
+
 def cases(doc):
     return {c["name"]: c for c in doc["result"].get("cugrade", {}).get("cases", [])}
 
