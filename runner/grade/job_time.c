@@ -827,6 +827,19 @@ static int job_time_judge(struct job *j, struct job_round *jr, int round)
     free(x);
     if (r == 0)
         r = job_owner_cpu_samples(jr, jdoc);
+    if (r != 0 && j->python && n == 0) {
+        /* A Python job's channel has one writer, our owner (the student's
+         * code runs in its tenant): a judge that took none of its samples
+         * refused our records, not the student's (it did, for every
+         * Python job of three labs, when a record was not flat). */
+        const char *why = json_string_value(json_array_get(json_object_get(jdoc, "errors"), 0));
+        r = job_fail(j, -EIO,
+                     "the judge took none of the timing samples of our Python owner (%s): our "
+                     "failure, not your code's; it is graded again and never charged to you",
+                     why ? why : "it gave no reason");
+        json_decref(jdoc);
+        return r;
+    }
     if (r != 0) {
         json_decref(jdoc);
         j->st = status_name(STATUS_RUNTIME_ERROR);
