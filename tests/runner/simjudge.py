@@ -14,6 +14,8 @@ import sys
 
 sys.path.insert(0, os.path.join(os.environ.get("CUGRADE_ROOT", "/nonexistent"), "labs/common/py"))
 import gen  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakelab"))
+from judge_rule import KNOWN, flat  # noqa: E402  (the real judge's record rules)
 import numpy as np  # noqa: E402
 
 POISON = 0x7FDEADED
@@ -72,21 +74,6 @@ def failed(rec):
     if st == "launch_error":
         return "CUDA error: %s. %s" % (e1, e2)
     return "the harness reported an unknown status"
-
-
-def flat(rec):
-    """The real judge's parser's rule (labs/common/judge_parse.h
-    jd_parse_obj): an object of at most 32 keys whose values are strings,
-    numbers, booleans, null or arrays of numbers; anything else is a
-    malformed record."""
-    def num(x):
-        return isinstance(x, (int, float)) and not isinstance(x, bool)
-    return isinstance(rec, dict) and len(rec) <= 32 and all(
-        v is None or isinstance(v, (str, bool)) or num(v) or
-        (isinstance(v, list) and all(num(x) for x in v)) for v in rec.values())
-
-
-KNOWN = ("device", "case", "timing", "hold", "done", "harness_error")   # judge_common.cu's
 
 
 def judge(a):

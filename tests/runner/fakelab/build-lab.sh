@@ -12,6 +12,7 @@ mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 (cd "$HERE" && "$NVCC" -arch="$ARCH" -Xcompiler -fPIC -c -x cu harness.cpp -o "$OUT/harness.o")
 cp "$HERE/judge.py" "$OUT/judge" && chmod 755 "$OUT/judge"
+cp "$HERE/judge_rule.py" "$OUT/judge_rule.py"
 # The naive reference: about 1 ms a call on the big case, some 90 times the
 # plain loop's (the tiers need 2x); a timing run's 600 calls take 0.5 s of
 # CPU (40 volatile adds an element took 15 ms a call, 7.6 s a run, the

@@ -3,18 +3,29 @@
 # or judge --serve: "ready", then one verdict line per stdin line of
 # tab-separated arguments (labs/common/judge_common.cu).
 import json, struct, sys
+from judge_rule import KNOWN, flat  # the real judge's record rules (copied beside this file)
 
 
 def judge(args):
     data = open(args["--channel"], "rb").read()
-    pos, cases, timing, done = 0, {}, None, False
+    pos, cases, timing, done, errors = 0, {}, None, False, []
     while pos < len(data):
         nl = data.find(b"\n", pos)
         if nl < 0:
             break
-        rec = json.loads(data[pos:nl])
+        try:
+            rec = json.loads(data[pos:nl])
+        except ValueError:
+            rec = None
+        if not flat(rec):
+            errors.append("a malformed record in the channel")
+            break
         pos = nl + 1
-        if rec["type"] == "case":
+        if rec.get("type") not in KNOWN:
+            errors.append("a record of unknown type")
+            if "bytes" in rec:
+                break
+        elif rec["type"] == "case":
             n = rec.get("bytes", 0)
             vals = struct.unpack("<%df" % (n // 4), data[pos:pos + n])
             pos += n
@@ -34,7 +45,7 @@ def judge(args):
             cases[w] = {"name": w, "passed": False, "first_bad_index": -1, "unwritten": 0,
                         "message": "no result: the program stopped before this case"}
     out = {"lab": "fakelab", "complete": done, "device": {"name": "Fake GPU", "copy_gbs": 100.0, "peak_fp32_gflops": 1000},
-           "cases": [c for k, c in cases.items() if not k.endswith("@recheck")], "timing": None, "errors": []}
+           "cases": [c for k, c in cases.items() if not k.endswith("@recheck")], "timing": None, "errors": errors}
     if timing:
         rc = cases.get(timing["name"] + "@recheck", {})
         out["timing"] = {"case": timing["name"], "samples_ms": timing["samples_ms"], "bytes": 400000, "flops": 0,

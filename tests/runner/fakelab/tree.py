@@ -1,6 +1,6 @@
 """The CI stand-in lab (this folder) laid out as a course tree, as the
 runner reads one (--root, or CUGRADE_HOME): DIR/labs/ holds the shared
-build-lab.sh, harness.cpp and judge.py, DIR/labs/fakelab/lab.json the lab,
+build-lab.sh, harness.cpp, judge.py and judge_rule.py, DIR/labs/fakelab/lab.json the lab,
 DIR/rubrics/fakelab.json its rubric. Used by tests/runner/*.t and
 tests/deploy/slurm.t."""
 import json
@@ -16,7 +16,7 @@ def lay_out(root, limits=None):
     merged into the limit of that name)."""
     os.makedirs(os.path.join(root, "labs/fakelab"))
     os.makedirs(os.path.join(root, "rubrics"))
-    for f in ("build-lab.sh", "harness.cpp", "judge.py"):
+    for f in ("build-lab.sh", "harness.cpp", "judge.py", "judge_rule.py"):
         shutil.copy(os.path.join(HERE, f), os.path.join(root, "labs", f))
     with open(os.path.join(HERE, "lab.json")) as f:
         lab = json.load(f)
