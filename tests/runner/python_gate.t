@@ -13,24 +13,13 @@ limit (20 s here) is shorter than the hold, and the job is still
 graded with its samples. Prints TAP lines."""
 import fcntl, json, os, sys, threading, time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "python"))
-from simlab import GOOD, ROOT, failures, grade, make_root, need, ok  # noqa: E402
+from simlab import GOOD, ROOT, failures, grade, make_timed_root, need, ok  # noqa: E402
 from ledger import LedgerWatch  # noqa: E402  (tests/runner/ledger.py)
 
 need()
-lab = json.load(open(os.path.join(ROOT, "labs/reduction/lab.json")))
-cs = [dict(c, timing=(c["name"] == "1000")) for c in lab["cases"]]
 # The timing case is "1000" (the simulator's speed); run_seconds 20 caps
 # every run (no naive measure in CI): the timing run's wall limit is 20 s.
-tmp, root = make_root({"timing_case": "1000", "baselines": [], "cases": cs,
-                       "limits": {"compile_seconds": 60, "run_seconds": 20, "memory_mb": 16384,
-                                  "device_mb": 64, "timing_device_mb": 16, "derive": {"factor": 1, "floor_seconds": 1,
-                                                              "startup_seconds": 0}}})
-rp = os.path.join(root, "rubrics/reduction.json")
-rub = json.load(open(rp))
-rub["speed"] = [{"name": "share of copy bandwidth", "metric": "bandwidth_share",
-                 "requires_correct": True, "tiers": [{"name": "half", "threshold": 0.5, "points": 5}]}]
-with open(rp, "w") as f:
-    json.dump(rub, f)
+tmp, root = make_timed_root("1000", 20, timing_device_mb=16)
 
 # 1. No one else on the GPU: the gate opens at once. The job's GPU memory
 # reservation (CUGRADE_GPU_MEMORY_MB gives the ledger a capacity) is

@@ -11,21 +11,10 @@ through the real runner, the real sandbox and CI's stand-in judge, which
 refuses what the real parser refuses. Prints TAP lines."""
 import json, os, sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "python"))
-from simlab import GOOD, ROOT, failures, grade, make_root, need, ok  # noqa: E402
+from simlab import GOOD, failures, grade, make_timed_root, need, ok  # noqa: E402
 
 need()
-lab = json.load(open(os.path.join(ROOT, "labs/reduction/lab.json")))
-cs = [dict(c, timing=(c["name"] == "1000")) for c in lab["cases"]]
-tmp, root = make_root({"timing_case": "1000", "baselines": [], "cases": cs,
-                       "limits": {"compile_seconds": 60, "run_seconds": 30, "memory_mb": 16384,
-                                  "device_mb": 64, "timing_device_mb": 16,
-                                  "derive": {"factor": 1, "floor_seconds": 1, "startup_seconds": 0}}})
-rp = os.path.join(root, "rubrics/reduction.json")
-rub = json.load(open(rp))
-rub["speed"] = [{"name": "share of copy bandwidth", "metric": "bandwidth_share",
-                 "requires_correct": True, "tiers": [{"name": "half", "threshold": 0.5, "points": 5}]}]
-with open(rp, "w") as f:
-    json.dump(rub, f)
+tmp, root = make_timed_root("1000", 30, timing_device_mb=16)
 
 own = os.path.join(root, "labs/common/py/owner.py")
 src = open(own).read()

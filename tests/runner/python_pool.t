@@ -22,24 +22,15 @@ Prints TAP lines."""
 import json, os, shutil, signal, subprocess, sys, time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "python"))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakelab"))
-from simlab import FAKE_CUDA, GOOD, ROOT, failures, make_root, need, ok  # noqa: E402
+from simlab import FAKE_CUDA, GOOD, failures, make_timed_root, need, ok  # noqa: E402
 from suite import RUNNER, ours  # noqa: E402
 import fakeserver  # noqa: E402
 
 need()
 # A timed lab: its timing case is "1" (the simulator's speed), its runs
 # capped at 20 s (no naive measure in CI), and a speed tier in the rubric.
-lab = json.load(open(os.path.join(ROOT, "labs/reduction/lab.json")))
-tmp, root = make_root({"timing_case": "1", "baselines": [],
-                       "cases": [dict(c, timing=(c["name"] == "1")) for c in lab["cases"]],
-                       "limits": {"compile_seconds": 60, "run_seconds": 20, "memory_mb": 16384,
-                                  "device_mb": 64, "timing_device_mb": 16,
-                                  "derive": {"factor": 1, "floor_seconds": 1, "startup_seconds": 0}}})
-rp = os.path.join(root, "rubrics/reduction.json")
-rub = json.load(open(rp))
-rub["speed"] = [{"name": "share of copy bandwidth", "metric": "bandwidth_share",
-                 "requires_correct": True, "tiers": [{"name": "half", "threshold": 0.5, "points": 5}]}]
-json.dump(rub, open(rp, "w"))
+tmp, root = make_timed_root("1", 20, timing_device_mb=16)
+rub = json.load(open(os.path.join(root, "rubrics/reduction.json")))
 # A lab with its own owner: the reduction's files, and lab.json's python.owner.
 shutil.copytree(os.path.join(root, "labs/reduction"), os.path.join(root, "labs/ownlab"))
 lj = os.path.join(root, "labs/ownlab/lab.json")

@@ -15,7 +15,7 @@ import sys
 sys.path.insert(0, os.path.join(os.environ.get("CUGRADE_ROOT", "/nonexistent"), "labs/common/py"))
 import gen  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakelab"))
-from judge_rule import KNOWN, flat  # noqa: E402  (the real judge's record rules)
+from judge_rule import next_record  # noqa: E402  (the real judge's record rules)
 import numpy as np  # noqa: E402
 
 POISON = 0x7FDEADED
@@ -82,24 +82,10 @@ def judge(a):
     data = open(a["--channel"], "rb").read()
     pos, res, done, fatal, device, errors, timing = 0, {}, False, False, None, [], None
     while pos < len(data):
-        nl = data.find(b"\n", pos)
-        if nl < 0:
-            errors.append("the channel ends in the middle of a record")
+        rec, pos = next_record(data, pos, errors)
+        if rec is None:
             break
-        try:
-            rec = json.loads(data[pos:nl])
-        except ValueError:
-            rec = None
-        if not flat(rec):
-            errors.append("a malformed record in the channel")
-            break   # framing cannot be trusted past a bad line, as the real judge's
-        pos = nl + 1
         t = rec.get("type")
-        if t not in KNOWN:
-            errors.append("a record without a type" if t is None else "a record of unknown type")
-            if "bytes" in rec:
-                break
-            continue
         if t == "device" and device is None:
             device = {"name": rec.get("name", ""), "cc": rec.get("cc", ""), "sms": 0,
                       "copy_gbs": 0.0, "peak_fp32_gflops": 0, "source": "channel"}

@@ -61,6 +61,30 @@ def make_root(lab_extra=None):
     return tmp, root
 
 
+def make_timed_root(case, run_seconds, timing_device_mb=None):
+    """make_root for a suite that times through the runner: the case named
+    case is the timing case (the simulator's speed: "1" or "1000"), every
+    run capped at run_seconds (no naive measure in CI, so no derived
+    limit), and a speed line in the rubric (the bandwidth share, one tier).
+    Returns (tmp, root)."""
+    with open(os.path.join(ROOT, "labs/reduction/lab.json")) as f:
+        lab = json.load(f)
+    limits = {"compile_seconds": 60, "run_seconds": run_seconds, "memory_mb": 16384,
+              "device_mb": 64, "derive": {"factor": 1, "floor_seconds": 1, "startup_seconds": 0}}
+    if timing_device_mb is not None:
+        limits["timing_device_mb"] = timing_device_mb
+    tmp, root = make_root({"timing_case": case, "baselines": [], "limits": limits,
+                           "cases": [dict(c, timing=(c["name"] == case)) for c in lab["cases"]]})
+    rp = os.path.join(root, "rubrics/reduction.json")
+    with open(rp) as f:
+        rub = json.load(f)
+    rub["speed"] = [{"name": "share of copy bandwidth", "metric": "bandwidth_share",
+                     "requires_correct": True, "tiers": [{"name": "half", "threshold": 0.5, "points": 5}]}]
+    with open(rp, "w") as f:
+        json.dump(rub, f)
+    return tmp, root
+
+
 # A stand-in compute-sanitizer (CI has none, and no GPU): it prints the
 # tool's banner, runs its target (the Python harness, in the simulator) and
 # exits with its status, or, when the student's file names a fixture
