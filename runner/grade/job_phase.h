@@ -1,7 +1,7 @@
 /*
  * job_phase.h - what runner/grade/job.c and the phase files split from it
- * (job_time.c, job_lane.c) share. Not for the rest of the runner: job.h is the job's
- * interface.
+ * (job_time.c, job_time_gate.c, job_lane.c) share. Not for the rest of the
+ * runner: job.h is the job's interface.
  */
 #ifndef CUGRADE_RUNNER_JOB_PHASE_H
 #define CUGRADE_RUNNER_JOB_PHASE_H
@@ -63,7 +63,7 @@ int job_gpu_up(struct job *j);
  * out of device memory: the GPU answered). No GPU: 0. job_lane.c. */
 int job_timeout_ours(struct job *j, const char *run);
 
-/* Start the first timing run beside the check run (job_time.c): its
+/* Start the first timing run beside the check run (job_time_gate.c): its
  * start-up overlaps the check, then it waits at its gate for the job's
  * timing (job_time) or ends there (job_time_prestart_end). Under the
  * job's shared lock, after its admission; a no-op for a lab with nothing

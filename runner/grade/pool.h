@@ -87,7 +87,7 @@ struct pool_time {
 /* Give the member's timing run (`owner.py LAB time ... --gate --pool`,
  * started with the check run) the job's file and seed, at once (a run not
  * ready now is ended): it goes on as a cold pre-started timing run does
- * (job_time.c), up to its timing gate, 'r' on t->gate. Returns 0 and *t,
+ * (job_time_gate.c), up to its timing gate, 'r' on t->gate. Returns 0 and *t,
  * or -ESTALE (none, not ready, or its wall ceiling is not
  * share_wall_ceiling(2 x rc's ceiling, tlim)): then the caller starts the
  * timing run cold. */

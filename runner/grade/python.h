@@ -92,7 +92,7 @@ int python_run_prepare(struct python_run *pr, struct run_opts *o, const char *ro
                        const struct lab *lab, const char *mode, const char *seed, const char *cases,
                        const char *max_ms, const char *src);
 
-/* A "time" run's gate (job_time.c): appends --gate, so that the owner waits
+/* A "time" run's gate (job_time_gate.c): appends --gate, so that the owner waits
  * on fd 4 (run_opts.control_fd, a socket to the runner) after its start-up
  * and warm-up, says 'r', and takes its samples only after 'g'. */
 void python_run_gate(struct python_run *pr);

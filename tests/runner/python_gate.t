@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # suite: quiet  (tests/run.sh: beside other suites on 2 cores a simulated sample
 # took 3.1 s and the timing run stopped at 2 samples; its checks want 2)
-"""CI (no GPU): the gate of a Python timing run (runner/grade/job_time.c,
+"""CI (no GPU): the gate of a Python timing run (runner/grade/job_time_gate.c,
 docs/runner.md "Locks"), through the real runner, the real sandbox and the
 real owner in Numba's CUDA simulator. The owner starts up, starts the
 tenant, loads the student's module and warms up under the job's SHARED GPU

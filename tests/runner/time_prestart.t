@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """CI (no GPU): the first timing run starts beside the check run
-(job_time_prestart, runner/grade/job_time.c; docs/runner.md "The timing gate").
+(job_time_prestart, runner/grade/job_time_gate.c; docs/runner.md "The timing gate").
 Its start-up (an interpreter and CuPy, or CUDA's context, and the timed
 case's inputs) overlaps the check, and it waits at its gate, its wall clock
 stopped, until the job reaches its timing; nothing of the student's runs in
