@@ -1,7 +1,7 @@
 /*
  * job_phase.h - what runner/grade/job.c and the phase files split from it
- * (job_time.c, job_time_gate.c, job_lane.c) share. Not for the rest of the
- * runner: job.h is the job's interface.
+ * (job_check.c, job_time.c, job_time_gate.c, job_lane.c) share. Not for
+ * the rest of the runner: job.h is the job's interface.
  */
 #ifndef CUGRADE_RUNNER_JOB_PHASE_H
 #define CUGRADE_RUNNER_JOB_PHASE_H

@@ -1,5 +1,6 @@
 /*
- * runner_failure.c - unit tests for run_failure (runner/run/run.c) and job_check_failure (runner/grade/job.c): the
+ * runner_failure.c - unit tests for run_failure (runner/run/run.c) and
+ * job_check_failure (runner/grade/job_check.c): the
  * sentence a student reads when a run ended badly. A wall-clock timeout
  * names the program's own time, not the sandbox's set-up (ours, and not
  * counted against the limit); a CPU-time timeout names the CPU time used,
