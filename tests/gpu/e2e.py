@@ -437,6 +437,11 @@ def main():
         if OUT:
             with open(os.path.join(OUT, "results.json"), "w") as f:
                 json.dump({str(k): v for k, v in results.items()}, f, indent=1)
+        md = median_decided(results)
+        print(f"\nspeed tiers decided by the median (the interval held a threshold after "
+              f"re-timing; shown, not judged): {len(md)}", flush=True)
+        for line in md:
+            print("  " + line, flush=True)
         print(f"\nverdicts posted per runner: {', '.join(per)}", flush=True)
         print(f"{len(rows) - mismatches} of {len(rows)} match; "
               f"wall {time.time() - T0:.0f} s", flush=True)
@@ -543,6 +548,23 @@ def stall_report(cache, path):
     with open(path, "w") as f:
         f.write("\n".join(out) + "\n")
     log(f"unfinished: the GPUs' ledgers, locks and every process are in {path}")
+
+
+def median_decided(results):
+    """The graded jobs whose speed tier the median decided: re-timed as often
+    as allowed, their interval still held a tier threshold
+    (runner/timing/retime.c retime_run), so another run may give them
+    another tier. Shown, not judged (a file's expect: line judges its tier):
+    a lab whose best solutions land here has a threshold inside its noise
+    (docs/log/2026-12-02-flat-records.md, the profiling lab)."""
+    out = []
+    for v in results.values():
+        t = ((v.get("result") or {}).get("cugrade") or {}).get("timing") or {}
+        why = t.get("retime_reason") or ""
+        if "decided by the median" in why:
+            m = re.search(r"(\w+ = [^,]+, its \d+% CI [^ ]+ holds the tier threshold [^;]+)", why)
+            out.append("%s/%s: %s" % (v.get("lab"), v.get("filename"), m.group(1) if m else why[:160]))
+    return sorted(out)
 
 
 def leftovers():
