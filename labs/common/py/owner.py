@@ -82,6 +82,7 @@ HIDDEN = {}              # lab.json "python": the hidden libraries' names and me
 CPU_TIMING = {}          # time_cpu's fields for the timing record (a lab with cpu_baseline)
 HOLD = {}                # a time run's steps after its gate, s (hold_step): send_hold
 HOLD_T = [None]          # when the last step ended
+CPU_WARMUP, CPU_SAMPLES, CPU_BUDGET_S = 1, 5, 20.0
 
 
 def hold_step(name):
@@ -103,7 +104,6 @@ def send_hold():
     timing record cost every Python job of the C-judged labs its timing).
     The runner keeps the first one (runner/run/channel.c)."""
     send_record({"type": "hold", **HOLD})
-CPU_WARMUP, CPU_SAMPLES, CPU_BUDGET_S = 1, 5, 20.0
 
 
 def die(msg, code=2, claim=False):
