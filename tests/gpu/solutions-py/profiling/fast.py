@@ -1,4 +1,4 @@
-# expect: status=graded correctness=pass tier=any flagged=no note="every bottleneck removed: data, labels and the batch order moved to the device once, batches gathered there, losses kept on the device, no print/sync in the loop"
+# expect: status=graded correctness=pass tier="1.25x faster than the starter" flagged=no note="every bottleneck removed (the speed tier, since the data path is what moves the step time on an H200: tests/labs/profiling_speed.json): data, labels and the batch order moved to the device once, batches gathered there, losses kept on the device, no print/sync in the loop"
 import torch
 import torch.nn.functional as F
 

@@ -1,4 +1,4 @@
-# expect: status=graded correctness=fail tier=any flagged=no note="half done: the data path is fixed (batches gathered on the device) but loss.item() still syncs every step: results and copies pass, syncs fail"
+# expect: status=graded correctness=fail tier="1.25x faster than the starter" flagged=no note="half done: the data path is fixed (batches gathered on the device) but loss.item() still syncs every step: results and copies pass, syncs fail"
 import torch
 import torch.nn.functional as F
 
