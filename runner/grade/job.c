@@ -274,7 +274,9 @@ static int job_prestart_now(struct job *j)
     int r;
     assert(!j->prestarted && j->nsan_tasks == 0);
     assert(j->admitted); /* its contexts are counted in the reservation */
-    judge_session_start(&j->rc, &j->js);
+    if ((r = job_case_list(j)) < 0)
+        return r;
+    judge_session_start(&j->rc, &j->js, j->seed, j->case_list);
     j->prestarted = 1;
     if (!lab->sanitize_case || !(rub->sanitize_memcheck || rub->sanitize_racecheck))
         return 0;

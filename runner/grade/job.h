@@ -166,6 +166,10 @@ int job_inspect(struct job *j);
 int job_link(struct job *j);
 int job_admit(struct job *j);
 int job_check(struct job *j);
+/* The rubric's cases (every case of the lab when it lists none), in the
+ * lab's order, as j->case_names and j->case_list, once (the pre-start's
+ * judge session wants them before the check). 0 or -ENOMEM. */
+int job_case_list(struct job *j);
 int job_time(struct job *j);
 int job_sanitize(struct job *j);
 

@@ -85,9 +85,21 @@ static void *judge_ready_main(void *p)
 {
     struct judge_session *js = p;
     char *l = judge_line(js, run_now() + JUDGE_READY_SECONDS);
-    js->ready = l && strcmp(l, "ready") == 0 ? 1 : -1;
+    int prepare = l && strcmp(l, "ready prepare") == 0;
+    js->ready = l && (prepare || strcmp(l, "ready") == 0) ? 1 : -1;
     if (l)
         judge_line_done(js);
+    if (prepare && js->prepare) {
+        /* No answer comes: the next line on its stdout is a verdict's.
+         * Written before judge_ask's first command (it joins this thread);
+         * a failed write shows there as a broken session. */
+        sigset_t pipe_sig; /* a judge gone since: EPIPE here, not a signal
+                            * (one-shot `grade` keeps SIGPIPE's default) */
+        sigemptyset(&pipe_sig);
+        sigaddset(&pipe_sig, SIGPIPE);
+        pthread_sigmask(SIG_BLOCK, &pipe_sig, NULL);
+        js->prepared = run_write_all(js->in, js->prepare, strlen(js->prepare)) == 0;
+    }
     return NULL;
 }
 
@@ -108,12 +120,28 @@ void judge_session_boost(struct judge_session *js, int nice)
     bwrap_autogroup_nice(js->pid, nice);
 }
 
-void judge_session_start(const struct run_ctx *rc, struct judge_session *js)
+/* "prepare\t--seed\tS[\t--cases\tC]\n" (malloc'd), or NULL when there is
+ * nothing safe to send: a seed that is not hex (job.c valid_seed checks it),
+ * a case list with a tab or a newline (lab.json's names), no memory. */
+static char *judge_prepare_line(const char *seed, const char *cases)
+{
+    if (!seed || !*seed || strspn(seed, "0123456789abcdefABCDEF") != strlen(seed) ||
+        (cases && strpbrk(cases, "\t\n")))
+        return NULL;
+    char *l = NULL;
+    int k = cases && *cases ? asprintf(&l, "prepare\t--seed\t%s\t--cases\t%s\n", seed, cases)
+                            : asprintf(&l, "prepare\t--seed\t%s\n", seed);
+    return k < 0 ? NULL : l;
+}
+
+void judge_session_start(const struct run_ctx *rc, struct judge_session *js, const char *seed,
+                         const char *cases)
 {
     char judge[PATH_MAX], cvd[64];
     const char *extra[4];
     int in[2], out[2];
     judge_session_init(js, rc);
+    js->prepare = judge_prepare_line(seed, cases);
     run_lab_dir(rc->env, rc->lab->name, judge, sizeof judge);
     strncat(judge, "/judge", sizeof judge - strlen(judge) - 1);
     judge_extra_env(rc, cvd, sizeof cvd, extra);
@@ -199,6 +227,8 @@ void judge_session_end(struct judge_session *js)
         }
     }
     js->pid = -1;
+    free(js->prepare);
+    js->prepare = NULL;
     free(js->buf);
     js->buf = NULL;
     js->len = js->cap = 0;

@@ -6,6 +6,14 @@
  * verdict line on its stdout. Without a session (it could not start)
  * judge_run runs the one-shot `judge --seed ...` instead. The judge is
  * ours: every failure of it is a system_error.
+ *
+ * A judge whose work per case does not need the channel (a reference
+ * computed from the seed alone: the pipeline lab's NumPy pipeline) says so
+ * in its first line, "ready prepare"; the session then hands it the job's
+ * seed and cases at once ("prepare\t--seed\tS\t--cases\ta,b", no answer)
+ * and the judge makes the references in the background while the check
+ * run runs
+ * (reference/pipeline/judge.py). "ready" alone: no prepare line.
  */
 #ifndef CUGRADE_JUDGE_H
 #define CUGRADE_JUDGE_H
@@ -26,13 +34,17 @@ struct judge_session {
     pthread_t thread;            /* reads its "ready" */
     int started;
     int ready;                   /* 1 ready, -1 it failed */
+    int prepared;                /* it said "ready prepare" and has the seed */
+    char *prepare;               /* the prepare line (NULL: none to send) */
 };
 
 /* No session (yet): judge_session_end and judge_run are safe on it. */
 void judge_session_init(struct judge_session *js, const struct run_ctx *rc);
 /* Start `judge --serve` for rc's lab (no GPU lock: only its context comes
- * up). On failure js stays without a session. */
-void judge_session_start(const struct run_ctx *rc, struct judge_session *js);
+ * up); seed (hex) and cases (a,b; may be NULL: every case) go to a judge
+ * that asks for them (above). On failure js stays without a session. */
+void judge_session_start(const struct run_ctx *rc, struct judge_session *js, const char *seed,
+                         const char *cases);
 /* End the session in the background (the judge exits at EOF; a straggler
  * is killed after 10 s) and free what js holds. Safe on an inited js. */
 void judge_session_end(struct judge_session *js);

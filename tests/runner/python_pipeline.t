@@ -235,6 +235,77 @@ t = d.get("timing") or {}
 ok(not t.get("recheck_passed") and t.get("flagged") and "re-check" in t.get("flag_reason", ""),
    "judge: a re-check answered with the run seed's outputs (a cached answer) is flagged", t)
 
+# The session (judge --serve): it asks for the job's seed ("ready
+# prepare"), takes "prepare --seed S" without an answer, and its verdicts are
+# the one-shot judge's: the check's cases and the timed case's re-check,
+# made ahead on the prepared seed, and a sanitizer's channel on another seed.
+chan_check = DEV + rec("1000", right("1000")) + rec("65537", right("65537")) + DONE
+chan_time = DEV + json.dumps(TM).encode() + b"\n" + rec("1000@recheck", right("1000", s2)) + DONE
+chan_other = DEV + rec("1000", right("1000", "5eed")) + DONE
+one_shot = []
+for ch, sd in ((chan_check, SEED), (chan_time, SEED), (chan_other, "5eed")):
+    one_shot.append(judge(ch, "1000", sd)[0])
+sv = subprocess.Popen([JUDGE, "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+first, got = sv.stdout.readline().strip(), []
+try:
+    sv.stdin.write("prepare\t--seed\t%s\t--cases\t1000,65537\n" % SEED)
+    for k, (ch, sd) in enumerate(((chan_check, SEED), (chan_time, SEED), (chan_other, "5eed"))):
+        f = os.path.join(tmp, "chan%d" % k)
+        open(f, "wb").write(ch)
+        sv.stdin.write("--seed\t%s\t--channel\t%s\t--cases\t1000\n" % (sd, f))
+        sv.stdin.flush()
+        got.append(json.loads(sv.stdout.readline() or "{}"))
+    sv.stdin.close()
+except (OSError, ValueError) as e:   # a judge that took "prepare" for a verdict's arguments
+    got.append(repr(e))
+sv.kill()
+sv.wait(timeout=60)
+ok(first == "ready prepare", "judge --serve: its first line asks for the seed ('ready prepare')", first)
+ok(got == one_shot and all(c["passed"] for c in got[0]["cases"]) and got[1]["timing"]["recheck_passed"]
+   and got[2]["cases"][0]["passed"],
+   "judge --serve: after prepare, the check's, the re-check's and another seed's verdicts are the one-shot "
+   "judge's", (got, one_shot))
+
+# Prepared references are the ones handed out (in-process, the built judge.py):
+# none is made again for the verdict, and each is handed out once.
+JM = {"__name__": "judge_mod", "__file__": os.path.join(out, "judge.py")}
+exec(compile(open(os.path.join(out, "judge.py")).read(), "judge.py", "exec"), JM)
+if "Prepared" not in JM:
+    ok(False, "judge: prepare makes every case's reference ahead (judge.py has no Prepared)", "")
+else:
+    # the cases up to 65537 rows, timed on 65537 (the bigger ones cost CI 7 s)
+    JM["CASES"] = {k: v for k, v in JM["CASES"].items() if v["n"] <= 65537}
+    JM["DOC"] = dict(JM["DOC"], timing_case="65537")
+    pr = JM["Prepared"]()
+    sw = gen.seed_parse_wide(SEED)
+    pr.start(sw)
+    pr.thread.join(timeout=300)
+    cs65 = gen.case_seed(sw, "65537")
+    csre = gen.case_seed(gen.recheck_seed(sw), "65537")
+    made = {k for k, v in pr.slots.items() if v[1] is not None}
+    ok({("65537", cs65), ("65537", csre)} <= made and len(made) == len(JM["CASES"]) + 1,
+       "judge: prepare makes every case's reference and the timed case's re-check", sorted(made))
+    real, calls = JM["reference"], []
+    JM["reference"] = lambda *a: calls.append(a) or real(*a)
+    x_, key_, rc_, rb_, rm_, near_ = pr.get("65537", CASES["65537"], cs65)
+    ok(not calls and np.array_equal(rc_, P.pipeline(np, x_, key_)[0]) and pr.slots[("65537", cs65)][1] is None,
+       "judge: the verdict takes the prepared reference (none made again) and it is dropped once handed out",
+       calls)
+    pr.get("65537", CASES["65537"], cs65)
+    ok(len(calls) == 1, "judge: asked again, the same case is made afresh (each is handed out once)", calls)
+    JM["reference"] = real
+    pr3 = JM["Prepared"]()
+    pr3.start(sw, ["1000"])
+    pr3.thread.join(timeout=300)
+    ok(set(pr3.slots) == {("1000", gen.case_seed(sw, "1000")), ("65537", csre)},
+       "judge: prepare with --cases makes those cases' references and the re-check only", sorted(pr3.slots))
+    pr2 = JM["Prepared"]()
+    pr2.seed, pr2.recheck = sw, ("65537", csre)
+    pr2.judged(sw)   # the check's verdict is out before the thread gets going
+    pr2._make([("1000", gen.case_seed(sw, "1000")), ("65537", csre)])
+    ok(set(pr2.slots) == {("65537", csre)},
+       "judge: once the check's verdict is out, only the re-check is still made", sorted(pr2.slots))
+
 # ---------------------------------------------------------------- the owner (simulator)
 def owner(mode, case, f, seed=SEED):
     chan = os.path.join(tmp, "ochan")
@@ -310,6 +381,14 @@ else:
     for d_ in ("labs/common", "labs/pipeline", "reference/pipeline"):
         shutil.copytree(os.path.join(ROOT, d_), os.path.join(root, d_))
     shutil.copy(os.path.join(ROOT, "labs/build-lab.sh"), os.path.join(root, "labs/build-lab.sh"))
+    # The root's judge keeps each line the runner sends it (judge.h: the
+    # seed comes first, as "prepare", before any verdict is asked for).
+    jlog = os.path.join(tmp, "judge-stdin.log")
+    jp = os.path.join(root, "reference/pipeline/judge.py")
+    js_ = open(jp).read()
+    assert "        for line in sys.stdin:\n" in js_
+    open(jp, "w").write(js_.replace("        for line in sys.stdin:\n", "        for line in sys.stdin:\n"
+                                    "            open(%r, 'a').write(line)\n" % jlog))
     # The simulator is slow: time case 65537 instead of 2^20, grade the small cases.
     lj = json.load(open(os.path.join(root, "labs/pipeline/lab.json")))
     for c_ in lj["cases"]:
@@ -353,6 +432,13 @@ else:
     ok(r.get("score") == 25 and sp and sp[0].get("tier") in (None, "none", ""),
        "runner: 25 of 25 correctness points, no speed tier (a host round trip is not faster than NumPy)",
        (r.get("score"), r.get("max_score"), sp))
+    sent = open(jlog).read().splitlines() if os.path.exists(jlog) else []
+    ok(sent[:1] == ["prepare\t--seed\t0123456789abcdef0123456789abcdef\t--cases\t1,1000,65537"] and
+       len(sent) >= 3 and
+       all(l.startswith("--seed\t") for l in sent[1:]) and
+       any(l.startswith("--seed\t0123456789abcdef0123456789abcdef\t") for l in sent[1:]),
+       "runner: the judge session gets the job's seed and the rubric's cases first ('prepare'), then the "
+       "check's and the timing's verdicts", sent)
     cu = os.path.join(tmp, "port.cu")
     open(cu, "w").write('extern "C" void pipeline() {}\n')
     os.chmod(cu, 0o644)
