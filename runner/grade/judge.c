@@ -4,6 +4,7 @@
 #include "runner/grade/judge.h"
 #include "runner/sandbox/bwrap.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -98,7 +99,8 @@ static void *judge_ready_main(void *p)
         sigemptyset(&pipe_sig);
         sigaddset(&pipe_sig, SIGPIPE);
         pthread_sigmask(SIG_BLOCK, &pipe_sig, NULL);
-        js->prepared = run_write_all(js->in, js->prepare, strlen(js->prepare)) == 0;
+        assert(js->in >= 0); /* the thread starts once the pipes are up */
+        (void)run_write_all(js->in, js->prepare, strlen(js->prepare));
     }
     return NULL;
 }

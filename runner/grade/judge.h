@@ -12,8 +12,7 @@
  * in its first line, "ready prepare"; the session then hands it the job's
  * seed and cases at once ("prepare\t--seed\tS\t--cases\ta,b", no answer)
  * and the judge makes the references in the background while the check
- * run runs
- * (reference/pipeline/judge.py). "ready" alone: no prepare line.
+ * run runs (reference/pipeline/judge.py). "ready" alone: no prepare line.
  */
 #ifndef CUGRADE_JUDGE_H
 #define CUGRADE_JUDGE_H
@@ -34,7 +33,6 @@ struct judge_session {
     pthread_t thread;            /* reads its "ready" */
     int started;
     int ready;                   /* 1 ready, -1 it failed */
-    int prepared;                /* it said "ready prepare" and has the seed */
     char *prepare;               /* the prepare line (NULL: none to send) */
 };
 
