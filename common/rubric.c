@@ -11,6 +11,7 @@
  */
 #include "rubric.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -263,6 +264,10 @@ static int rubric__parse_tiers(const json_t *arr, struct rubric_speed *sp, const
 
     if (!json_is_array(arr) || json_array_size(arr) == 0) {
         rubric__err(err, errlen, "%s.tiers: must be a non-empty array", where);
+        return -EINVAL;
+    }
+    if (json_array_size(arr) > RUBRIC_MAX_TIERS) {
+        rubric__err(err, errlen, "%s.tiers: at most %d tiers", where, RUBRIC_MAX_TIERS);
         return -EINVAL;
     }
     sp->tiers = calloc(json_array_size(arr), sizeof(*sp->tiers));
@@ -545,6 +550,93 @@ double rubric_speed_points(const struct rubric_speed *s, double value, const cha
     if (tier_name)
         *tier_name = name;
     return best;
+}
+
+/* One tier's threshold as a student reads it: see rubric_tiers_text. */
+static void rubric__threshold_text(const struct metric *m, double t, char *buf, size_t len)
+{
+    if (m->unit[0] == '\0') /* a share of a bandwidth: a percentage */
+        snprintf(buf, len, "%g%%", t * 100);
+    else if (m->lower_is_better)
+        snprintf(buf, len, "within %g%s", t, m->unit);
+    else
+        snprintf(buf, len, "%g%s or more", t, m->unit);
+}
+
+void rubric_tiers_text(const struct rubric_speed *s, char *buf, size_t len)
+{
+    size_t o = 0, done = 0;
+    assert(buf && len > 0);
+    buf[0] = '\0';
+    if (!s || s->ntiers == 0) {
+        snprintf(buf, len, "no speed points");
+        return;
+    }
+    unsigned char used[RUBRIC_MAX_TIERS] = {0};
+    assert(s->ntiers <= RUBRIC_MAX_TIERS); /* rubric__parse_tiers refuses more */
+    while (done < s->ntiers && o < len) {
+        size_t best = s->ntiers;
+        for (size_t i = 0; i < s->ntiers; i++)
+            if (!used[i] && (best == s->ntiers || s->tiers[i].points > s->tiers[best].points))
+                best = i;
+        used[best] = 1;
+        char th[64];
+        rubric__threshold_text(s->metric, s->tiers[best].threshold, th, sizeof th);
+        int n = done == 0
+                    ? snprintf(buf + o, len - o, "**%s: %g points**", th, s->tiers[best].points)
+                    : snprintf(buf + o, len - o, ", %s: %g", th, s->tiers[best].points);
+        if (n < 0)
+            return;
+        o += (size_t)n;
+        done++;
+    }
+}
+
+char *rubric_handout(const struct rubric *r, const char *text)
+{
+    static const char key[] = "{{tiers:";
+    if (!text)
+        return NULL;
+    size_t cap = strlen(text) + 1, o = 0;
+    char *out = malloc(cap);
+    if (!out)
+        return NULL;
+    for (const char *p = text; *p;) {
+        const char *end = strncmp(p, key, sizeof key - 1) == 0 ? strstr(p, "}}") : NULL;
+        char piece[1024], name[64];
+        size_t nlen = end ? (size_t)(end - p) - (sizeof key - 1) : 0;
+        const char *add = p;
+        size_t alen = 1, step = 1;
+        /* a metric's name: [a-z0-9_] (anything else is left as written) */
+        if (end && nlen > 0 && nlen < sizeof name &&
+            strspn(p + sizeof key - 1, "abcdefghijklmnopqrstuvwxyz0123456789_") == nlen) {
+            const struct rubric_speed *sp = NULL;
+            memcpy(name, p + sizeof key - 1, nlen);
+            name[nlen] = '\0';
+            for (size_t i = 0; r && i < r->nspeed && !sp; i++)
+                if (strcmp(r->speed[i].metric->name, name) == 0)
+                    sp = &r->speed[i];
+            rubric_tiers_text(sp, piece, sizeof piece);
+            add = piece;
+            alen = strlen(piece);
+            step = (size_t)(end - p) + 2;
+        }
+        if (o + alen + 1 > cap) {
+            size_t nc = (o + alen + 1) * 2;
+            char *nb = realloc(out, nc);
+            if (!nb) {
+                free(out);
+                return NULL;
+            }
+            out = nb;
+            cap = nc;
+        }
+        memcpy(out + o, add, alen);
+        o += alen;
+        p += step;
+    }
+    out[o] = '\0';
+    return out;
 }
 
 /* Free everything r owns and zero it; safe on a zeroed rubric. */

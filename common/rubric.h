@@ -25,6 +25,8 @@ struct rubric_tier {
     double points;
 };
 
+#define RUBRIC_MAX_TIERS 16 /* a speed line's tiers at most (a handout lists them all) */
+
 struct rubric_speed {
     char *name;
     const struct metric *metric; /* a row of the metric table (static, not freed) */
@@ -54,6 +56,18 @@ int rubric_parse(const json_t *doc, const struct lab *lab, struct rubric *out,
 
 /* Points of the best tier met by value for this speed line (0 if none). */
 double rubric_speed_points(const struct rubric_speed *s, double value, const char **tier_name);
+
+/* The tiers of s as a handout says them, the most points first: "**100x or
+ * more: 15 points**, 30x or more: 8" (a lower-is-better metric "within
+ * 2x", a share "80%"). Into buf (truncated, always terminated). */
+void rubric_tiers_text(const struct rubric_speed *s, char *buf, size_t len);
+
+/* text (a lab's handout) with every "{{tiers:METRIC}}" replaced by
+ * rubric_tiers_text of r's speed line of that metric, or "no speed points"
+ * when r (may be NULL) has none: the handout says the rubric's tiers as
+ * they are now, never a copy that a rubric change left behind. malloc'd;
+ * NULL when text is NULL or out of memory. */
+char *rubric_handout(const struct rubric *r, const char *text);
 
 void rubric_free(struct rubric *r);
 

@@ -44,13 +44,18 @@ int api_lab_get(struct app *app, const struct auth_user *viewer, const char *lab
         return api_fail(e, 404, "not_found", "There is no lab called '%.64s'.", lab);
     double due, hard;
     api_deadlines(app, l, viewer ? viewer->id : 0, &due, &hard);
+    /* the speed tiers the handout names are the rubric's now (rubric.h) */
+    char *handout = rubric_handout(l->has_rubric ? &l->rubric : NULL, l->lab.handout);
+    if (l->lab.handout && !handout)
+        return api_internal(e, -ENOMEM);
     *out = json_pack(
         "{s:s,s:s,s:o,s:o,s:s,s:s?,s:b,s:o,s:i,s:o}", "lab", l->lab.name, "title",
         l->lab.title ? l->lab.title : l->lab.name, "due", app_json_time(due), "hard_deadline",
         app_json_time(hard), "interface", l->lab.interface ? l->lab.interface : "", "handout",
-        l->lab.handout, "open", app_lab_open_now(l, due, hard, db_now()), "opens",
+        handout, "open", app_lab_open_now(l, due, hard, db_now()), "opens",
         app_json_time(l->has_rubric ? l->rubric.opens : 0), "rubric_version", l->rubric_version,
         "max_score", l->has_rubric ? json_real(l->rubric.max_score) : json_null());
+    free(handout);
     return *out ? 0 : api_internal(e, -ENOMEM);
 }
 

@@ -130,6 +130,40 @@ int main(void)
           "speed lines and metric direction");
     check(r.max_score == 5 + 10 + 10 + 30 + 8, "max_score = cases + sanitizer + best tier per line");
 
+    {
+        /* The handout says the rubric's tiers (rubric_handout), best first. */
+        char tx[256];
+        rubric_tiers_text(&r.speed[0], tx, sizeof tx);
+        check(strcmp(tx, "**within 2x: 30 points**, within 3x: 20, within 6x: 10") == 0,
+              "tiers text: a lower-is-better metric says 'within', the most points first");
+        rubric_tiers_text(&r.speed[1], tx, sizeof tx);
+        check(strcmp(tx, "**80%: 8 points**, 50%: 4") == 0,
+              "tiers text: a share is a percentage, ordered by points not by the rubric's order");
+        rubric_tiers_text(NULL, tx, sizeof tx);
+        check(strcmp(tx, "no speed points") == 0, "tiers text: no line, no speed points");
+        rubric_tiers_text(&r.speed[0], tx, 12);
+        check(strlen(tx) == 11, "tiers text: truncated to the buffer, terminated");
+        char *h =
+            rubric_handout(&r, "Speed: {{tiers:ratio_to_cublas}}; copy: {{tiers:bandwidth_share}}."
+                               " {{tiers:speedup_vs_cpu}} {{tiers:nope {{tiers:}} {{server}}");
+        check(h && strcmp(h, "Speed: **within 2x: 30 points**, within 3x: 20, within 6x: 10; copy: "
+                             "**80%: 8 points**, 50%: 4. no speed points {{tiers:nope {{tiers:}} "
+                             "{{server}}") == 0,
+              "handout: each {{tiers:METRIC}} is the rubric's line; a metric it has no line "
+              "of is no speed points; anything else is left as written");
+        free(h);
+        h = rubric_handout(NULL, "a {{tiers:speedup_vs_cpu}}\n");
+        check(h && strcmp(h, "a no speed points\n") == 0, "handout: no rubric, no speed points");
+        free(h);
+        check(rubric_handout(&r, NULL) == NULL, "handout: no text, NULL");
+        char many[4096] = "\"tiers\": [";
+        for (int i = 0; i < RUBRIC_MAX_TIERS; i++) /* and the example's three */
+            snprintf(many + strlen(many), sizeof many - strlen(many),
+                     "{\"name\": \"t%d\", \"threshold\": %d, \"points\": 1}, ", i, i + 2);
+        strcat(many, "{\"name\": \"within 2x of cuBLAS\"");
+        check(refused("\"tiers\": [{\"name\": \"within 2x of cuBLAS\"", many, "at most 16 tiers"),
+              "a speed line of more than RUBRIC_MAX_TIERS tiers is refused");
+    }
     check(rubric_speed_points(&r.speed[0], 1.5, &tier) == 30 && tier &&
               strcmp(tier, "within 2x of cuBLAS") == 0,
           "ratio 1.5 meets the 2x tier (best of all met)");
