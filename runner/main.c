@@ -21,6 +21,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -382,6 +383,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "cugrade-runner: %s\n(cugrade-runner --help-env lists the switches)\n", err);
         return 2;
     }
+    /* A child gone (a judge killed for memory, an owner killed at its
+     * limit) must not take the runner with it: every write to a child's
+     * pipe or socket handles EPIPE (tests/runner/judge_gone.t). For every
+     * subcommand, as the service always had it. */
+    signal(SIGPIPE, SIG_IGN);
     /* the holder and the probe mount nothing */
     if (!(argc == 2 && (strcmp(argv[1], "gpu-hold") == 0 || strcmp(argv[1], "gpu-probe") == 0)))
         mount_namespace_own(argc, argv);

@@ -93,12 +93,8 @@ static void *judge_ready_main(void *p)
     if (prepare && js->prepare) {
         /* No answer comes: the next line on its stdout is a verdict's.
          * Written before judge_ask's first command (it joins this thread);
-         * a failed write shows there as a broken session. */
-        sigset_t pipe_sig; /* a judge gone since: EPIPE here, not a signal
-                            * (one-shot `grade` keeps SIGPIPE's default) */
-        sigemptyset(&pipe_sig);
-        sigaddset(&pipe_sig, SIGPIPE);
-        pthread_sigmask(SIG_BLOCK, &pipe_sig, NULL);
+         * a judge gone since fails it with EPIPE (main() ignores SIGPIPE),
+         * which shows there as a broken session. */
         assert(js->in >= 0); /* the thread starts once the pipes are up */
         (void)run_write_all(js->in, js->prepare, strlen(js->prepare));
     }

@@ -862,8 +862,7 @@ void serve_run(struct client *cl, struct host *h, const struct grade_env *env, i
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
     sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    sigaction(SIGINT, &sa, NULL); /* SIGPIPE: ignored since main() */
     srand((unsigned)time(NULL) ^ (unsigned)getpid());
     serve_loop(cl, h, env, once, jobs, queue);
 }

@@ -17,7 +17,7 @@ int serve_default_jobs(void);
 /* Claim and grade until SIGTERM or SIGINT (or one job with once), then let
  * the jobs in flight finish. jobs: children in their CPU lane at most;
  * queue: children in flight at most (1 <= jobs <= queue <= 256). Installs
- * its own SIGTERM/SIGINT handlers and ignores SIGPIPE. */
+ * its own SIGTERM/SIGINT handlers (SIGPIPE: main() ignores it). */
 void serve_run(struct client *cl, struct host *h, const struct grade_env *env, int once, int jobs,
                int queue);
 
