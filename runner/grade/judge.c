@@ -323,7 +323,20 @@ int judge_run(const struct run_ctx *rc, struct judge_session *js, const char *se
     if (r == -EAGAIN)
         r = grade_exec_trusted(argv, extra, lim, JUDGE_OUTPUT_CAP, &out);
     if (r != 0) {
-        snprintf(err, errlen, "the judge failed (%s %d)", r < 0 ? "error" : "status", r);
+        /* ours either way (a system_error): say what the staff would look for */
+        if (r == -EPIPE)
+            snprintf(err, errlen,
+                     "the judge's session had ended before the verdict was asked for "
+                     "(the judge died: killed for memory?)");
+        else if (r == -EIO)
+            snprintf(err, errlen,
+                     "the judge gave no verdict: its session ended, or it took longer "
+                     "than %.0f s",
+                     lim);
+        else if (r < 0)
+            snprintf(err, errlen, "the judge failed (%s)", strerror(-r));
+        else
+            snprintf(err, errlen, "the judge failed (exit status %d)", r);
         free(out);
         return r < 0 ? r : -EIO;
     }

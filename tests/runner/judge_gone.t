@@ -34,9 +34,9 @@ doc, log, _ = grade_fakelab(tmp, root, cache, "good.cu", GOOD_FILL, "00c0ffee")
 cg = (doc.get("result") or {}).get("cugrade") or {}
 text = str(doc)
 ok(doc.get("status") != "unparsable", "grade prints its document when the judge's session is gone", log)
-ok(doc.get("status") == "system_error" and "judge" in text,
-   "the job is a system_error naming the judge (ours, retried), not a verdict on the student",
-   text[:1500] + log)
+ok(doc.get("status") == "system_error" and "judge" in text and "session" in text and "ended" in text,
+   "the job is a system_error saying the judge's session ended (ours, retried), not a verdict on the "
+   "student", text[:1500] + log)
 ok(not any(c.get("passed") is False for c in cg.get("cases") or []),
    "no case is marked failed for it", cg.get("cases"))
 shutil.rmtree(tmp, ignore_errors=True)
