@@ -555,7 +555,7 @@ double rubric_speed_points(const struct rubric_speed *s, double value, const cha
 /* One tier's threshold as a student reads it: see rubric_tiers_text. */
 static void rubric__threshold_text(const struct metric *m, double t, char *buf, size_t len)
 {
-    if (m->unit[0] == '\0') /* a share of a bandwidth: a percentage */
+    if (m->formula == METRIC_SHARE_OF_COPY) /* a share: a percentage */
         snprintf(buf, len, "%g%%", t * 100);
     else if (m->lower_is_better)
         snprintf(buf, len, "within %g%s", t, m->unit);

@@ -201,10 +201,11 @@ class Prepared:
 PREPARED = Prepared()
 
 
-def judge_case(params, cs, out, name=None):
-    """Compare a case's outputs with the float64 NumPy pipeline."""
+def judge_case(name, params, cs, out):
+    """Compare case name's outputs with the float64 NumPy pipeline (its
+    reference prepared, or made here: Prepared.get)."""
     n = params["n"]
-    x, key, rc, rb, rm, near = (PREPARED.get(name, params, cs) if name else reference(params, cs))
+    x, key, rc, rb, rm, near = PREPARED.get(name, params, cs)
     cols = out["cols"].reshape(n, NC)
     buckets = out["buckets"].reshape(n, NC)
     means = out["means"].reshape(NK, NC)
@@ -322,7 +323,7 @@ def case_result(rec, payload, seed, name):
     out, why = split_payload(rec, payload, params["n"])
     if why:
         return result(False, why)
-    r = judge_case(params, gen.case_seed(s, base), out, base)
+    r = judge_case(base, params, gen.case_seed(s, base), out)
     if rec.get("inputs_modified"):
         r.update(passed=False, message="your code modified its inputs (%d elements changed, "
                  "counting the area just past their ends): x and key are read-only"

@@ -119,12 +119,12 @@ void judge_session_boost(struct judge_session *js, int nice)
 }
 
 /* "prepare\t--seed\tS[\t--cases\tC]\n" (malloc'd), or NULL when there is
- * nothing safe to send: a seed that is not hex (job.c valid_seed checks it),
- * a case list with a tab or a newline (lab.json's names), no memory. */
+ * nothing to send (no seed), nothing safe to send (a tab or a newline in a
+ * field would split the line; the seed is hex, job.c valid_seed, and the
+ * cases are lab.json's names) or no memory. */
 static char *judge_prepare_line(const char *seed, const char *cases)
 {
-    if (!seed || !*seed || strspn(seed, "0123456789abcdefABCDEF") != strlen(seed) ||
-        (cases && strpbrk(cases, "\t\n")))
+    if (!seed || !*seed || strpbrk(seed, "\t\n") || (cases && strpbrk(cases, "\t\n")))
         return NULL;
     char *l = NULL;
     int k = cases && *cases ? asprintf(&l, "prepare\t--seed\t%s\t--cases\t%s\n", seed, cases)

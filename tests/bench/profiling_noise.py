@@ -40,7 +40,7 @@ LOAD = [int(x) for x in os.environ.get("LOAD", "0").split()]
 # trainers on those CPUs only, as a timing run could be.
 PIN = os.environ.get("PIN", "-").split()
 SEED = "0123456789abcdef0123456789abcdef"
-SPIN = "import os\nos.nice(0)\nwhile True:\n    pass\n"
+SPIN = "while True:\n    pass\n"
 
 
 def lab_copy(tmp, steps):
