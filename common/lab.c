@@ -661,8 +661,9 @@ static int lab__parse_language(struct lab *lab, const char *file, char *err, siz
     return -EINVAL;
 }
 
-/* "python": {"owner", "hide"} (lab.h): a bad owner name or hide pattern
- * fails the load, where the runner would otherwise meet it in a job. */
+/* "python": {"owner", "pool", "hide"} (lab.h): a bad owner name, pool
+ * flag or hide pattern fails the load, where the runner would otherwise
+ * meet it in a job. */
 static int lab__parse_python(struct lab *lab, const char *file, char *err, size_t errlen)
 {
     json_t *py = json_object_get(lab->doc, "python");
@@ -681,6 +682,14 @@ static int lab__parse_python(struct lab *lab, const char *file, char *err, size_
     }
     if (v && (lab->python_owner = strdup(v)) == NULL)
         return -ENOMEM;
+    const json_t *pool = json_object_get(py, "pool");
+    if (pool && (!json_is_boolean(pool) || !v)) {
+        lab__err(err, errlen, "%s: python.pool: %s", file,
+                 v ? "must be true or false"
+                   : "only with python.owner (the common owner always has the pool's mode)");
+        return -EINVAL;
+    }
+    lab->python_pool = json_is_true(pool);
     int rc =
         lab__get_str_array(py, "hide", &lab->python_hide, &lab->npython_hide, file, err, errlen);
     for (size_t i = 0; rc == 0 && i < lab->npython_hide; i++) {

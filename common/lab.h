@@ -61,12 +61,16 @@ struct lab {
      * cannot be graded in it (the runner and the server refuse one). 0 for
      * "cuda" or no "language" (then the lab's files decide what it takes). */
     int python_only;
-    /* "python": {"owner": FILE, "hide": [PATTERN, ...]} (docs/python.md):
-     * the lab's own owner script, a plain .py file name beside lab.json
-     * (NULL: labs/common/py/owner.py), and the files its Python runs must
-     * not see, glob patterns that are absolute or start "@python/" (under
-     * the Python root). */
+    /* "python": {"owner": FILE, "pool": BOOL, "hide": [PATTERN, ...]}
+     * (docs/python.md): the lab's own owner script, a plain .py file name
+     * beside lab.json (NULL: labs/common/py/owner.py); whether that owner
+     * has the warm pool's mode (--pool: the runner's pool starts its runs
+     * before their jobs; 0 without an own owner: the common owner always
+     * has it); and the files its
+     * Python runs must not see, glob patterns that are absolute or start
+     * "@python/" (under the Python root). */
     char *python_owner;
+    int python_pool;
     char **python_hide;
     size_t npython_hide;
     json_t *doc;        /* the parsed lab.json (owned) */

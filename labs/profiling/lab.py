@@ -3,6 +3,8 @@ profiling lab"; the trust model is docs/python.md's, as far as it applies).
 
     python3 -I -B lab.py profiling check --cases results,syncs,copies --file F --seed-fd 5
     python3 -I -B lab.py profiling time --case results [--max-ms N] [--gate] --file F --seed-fd 5
+    python3 -I -B lab.py profiling check --pool
+    python3 -I -B lab.py profiling time --case results [--max-ms N] --gate --pool
     (by hand: CUGRADE_SEED=HEX or --seed HEX instead of --seed-fd)
 
 The runner starts it in place of labs/common/py/owner.py (lab.json
@@ -23,6 +25,11 @@ poisoned, keeps the clock and writes every record.
                     the starter's
            syncs    host-device synchronisations per step (torch.profiler)
            copies   host<->device copies per step (torch.profiler)
+  --pool: a warm run of the runner's pool (docs/python.md, "The warm
+         pool"): both trainers started and PyTorch imported in them (no
+         device, no CUDA context, the student's trainer with no file), then
+         'r' on the gate and the job's line ({file, cases, seed}) awaited
+         there, as owner.py --pool does; then the run goes on as above.
   time:  the starter's calls first, then the student's, each on fresh data
          from os.urandom (so nothing can be computed before the clock
          starts), each call's time from our send to our own read of its
@@ -138,8 +145,9 @@ class Call:
 # ------------------------------------------------------------------ processes
 
 def trainer(file):
-    """A trainer.py process running FILE's train(), and our socket to it:
-    started as the other labs' tenant is (owner_tenant.Tenant)."""
+    """A trainer.py process running FILE's train() ("-": the file is named
+    by "load"), and our socket to it: started as the other labs' tenant is
+    (owner_tenant.Tenant)."""
     # A bounded CPU thread pool: the sandbox's pids limit counts threads
     # (a 128-core host would give PyTorch 128 of them); both trainers get
     # the same, so the results and the comparison are unaffected. The
@@ -150,11 +158,12 @@ def trainer(file):
                   env={"OMP_NUM_THREADS": "4", "USER": "student", "LOGNAME": "student"})
 
 
-def up(file, cfg):
-    """A trainer for FILE, asked to bring PyTorch and its device up
-    ("runtime": our code only; FILE is not imported). ready() reads its
-    answer, so two trainers' start-ups can overlap."""
-    t = trainer(file)
+def up(file, cfg, t=None):
+    """A trainer for FILE (or t, a warm one: warm_trainers), asked to bring
+    PyTorch and its device up ("runtime": our code only; FILE is not
+    imported). ready() reads its answer, so two trainers' start-ups can
+    overlap."""
+    t = t or trainer(file)
     t.send({"op": "runtime", "cfg": cfg, "warm": True})
     return t
 
@@ -182,12 +191,13 @@ def ready(t, student):
     return ans
 
 
-def load(t, student):
-    """Import the trainer's FILE and find train(): the starter's failure is
-    ours (die); the student's is a compile error (exit 5)."""
+def load(t, student, path=None):
+    """Import the trainer's FILE (path: a warm trainer's, named now) and
+    find train(): the starter's failure is ours (die); the student's is a
+    compile error (exit 5)."""
     if student:
         common.STUDENT_RAN = True
-    ans = t.ask({"op": "load"})
+    ans = t.ask({"op": "load", "path": path} if path else {"op": "load"})
     if ans is None or not ans.get("ok"):
         if not student:
             common.die("the starter did not load: %s" % (ans or {}).get("error"))
@@ -196,12 +206,31 @@ def load(t, student):
                              common.text(ans.get("where"), 3000))
 
 
-def start(file, cfg, student):
-    """A trainer with PyTorch up and FILE loaded."""
-    t = up(file, cfg)
+def start(file, cfg, student, t=None):
+    """A trainer with PyTorch up and FILE loaded (t: a warm one)."""
+    t = up(file, cfg, t)
     info = ready(t, student)
     load(t, student)
     return t, info
+
+
+def warm_trainers(starter):
+    """--pool: the student's trainer (no file yet) and the starter's, each
+    asked to import PyTorch ("imports": no device, no CUDA context, so no
+    GPU memory is taken before the job holds its reservation; nothing of
+    any student's is loaded). Returns (student's, starter's). A failure is
+    ours (die): the runner replaces a warm run that ended."""
+    ts = (trainer("-"), trainer(starter))
+    for t in ts:
+        t.send({"op": "imports"})
+    for t in ts:
+        ans = t.answer()
+        if ans is None or not ans.get("ok"):
+            for x in ts:
+                x.close()
+            common.die("PyTorch did not import in the sandbox: %s"
+                       % (common.text(ans.get("error"), 300) if ans else "the process died"))
+    return ts
 
 
 def run_call(t, cfg, steps, seed, profile):
@@ -318,13 +347,13 @@ def dump(path, what, counts):
             f.write(json.dumps({"what": what, "counts": counts}) + "\n")
 
 
-def run_check(cfg, file, starter, names, seed, dump_path=None):
+def run_check(cfg, file, starter, names, seed, dump_path=None, warm=(None, None)):
     steps = cfg["check_steps"]
     # The student's trainer comes up beside the starter's (our code only);
     # its module is imported after the starter's profiled call (run_time).
-    me = up(file, cfg)
+    me = up(file, cfg, warm[0])
     try:
-        base, _ = start(starter, cfg, False)
+        base, _ = start(starter, cfg, False, warm[1])
         try:
             ready(me, True)
             warm_up(base, cfg, names[0], False)
@@ -333,7 +362,7 @@ def run_check(cfg, file, starter, names, seed, dump_path=None):
                 common.die("the starter's profiled call failed: %s" % (bans or {}).get("error"))
         finally:
             base.close()
-        load(me, True)
+        load(me, True, file)
         ans, good = warm_up(me, cfg, names[0], True)
         if good:
             ans, _, sl, sw = run_call(me, cfg, steps, seed, True)
@@ -385,7 +414,7 @@ def timed_rounds(t, cfg, seeds, budget_s, student):
     return out
 
 
-def run_time(cfg, file, starter, name, max_ms):
+def run_time(cfg, file, starter, name, max_ms, warm=(None, None)):
     rounds = max(cfg["time_rounds_min"], cfg["time_rounds_max"])
     seeds = [int.from_bytes(os.urandom(8), "little") for _ in range(rounds)]
     # The student's trainer comes up beside the starter's (PyTorch and its
@@ -394,9 +423,9 @@ def run_time(cfg, file, starter, name, max_ms):
     # timed rounds: the student's code has not run in this sandbox while
     # the starter is timed, so nothing of it can slow the baseline down (a
     # SIGSTOP from the same uid) to inflate the speed-up.
-    me = up(file, cfg)
+    me = up(file, cfg, warm[0])
     try:
-        base, _ = start(starter, cfg, False)
+        base, _ = start(starter, cfg, False, warm[1])
         try:
             ready(me, True)
             warm_up(base, cfg, name, False)
@@ -410,7 +439,7 @@ def run_time(cfg, file, starter, name, max_ms):
             common.hold_step("starter_rounds")
         finally:
             base.close()
-        load(me, True)
+        load(me, True, file)
         common.hold_step("load")
         ans, good = warm_up(me, cfg, name, True)
         common.hold_step("warm_up")
@@ -455,8 +484,8 @@ def parse(argv):
     i = 2
     while i < len(argv):
         a = argv[i]
-        if a == "--gate":   # fd 4: the runner's gate (owner.py take_gate)
-            opts["gate"] = True
+        if a in ("--gate", "--pool"):   # fd 4: the runner's gate (owner.py take_gate)
+            opts[a[2:]] = True
             i += 1
             continue
         if i + 1 >= len(argv) or a not in ("--seed", "--seed-fd", "--cases", "--case", "--max-ms", "--file",
@@ -475,10 +504,33 @@ def main():
         if o["mode"] != "time":
             common.die("--gate is for time runs only")
         common.take_gate()
+    if o.get("pool"):
+        if (o["mode"] == "time") != bool(o.get("gate")):
+            common.die("--pool: a check run, or a time run with its --gate")
+        if common.GATE is None:
+            common.take_gate()
     with open(os.path.join(HERE, "lab.json")) as f:
         doc = json.load(f)
     cfg = doc["train"]
-    seed = common.run_seed(o)   # --seed-fd from the runner (owner.py run_seed)
+    # The baseline: the starter as handed out (read-only in the sandbox);
+    # --starter for tests only.
+    starter = o.get("starter") or os.path.join(HERE, "starter.py")
+    warm = (None, None)
+    if o.get("pool"):
+        # The trainers first (the gate is private already: they never
+        # hold it), then the job: its file, cases and seed, on the gate.
+        warm = warm_trainers(starter)
+        try:
+            job, seed = common.pool_wait(o.get("gate"))
+        except BaseException:  # noqa: B902 - sys.exit too: the trainers go with us
+            for t in warm:
+                t.close()
+            raise
+        o["file"] = job["file"]
+        if o["mode"] == "check":
+            o["cases"] = job["cases"]
+    else:
+        seed = common.run_seed(o)   # --seed-fd from the runner (owner.py run_seed)
     if "file" not in o:
         common.die("--file is required")
     known = [c["name"] for c in doc["cases"]]
@@ -486,13 +538,10 @@ def main():
     for n in names:
         if n not in known:
             common.die("unknown case %r" % n)
-    # The baseline: the starter as handed out (read-only in the sandbox);
-    # --starter for tests only.
-    starter = o.get("starter") or os.path.join(HERE, "starter.py")
     if o["mode"] == "check":
-        run_check(cfg, o["file"], starter, names, seed, o.get("dump"))
+        run_check(cfg, o["file"], starter, names, seed, o.get("dump"), warm)
     else:
-        run_time(cfg, o["file"], starter, names[0], float(o["max_ms"]))
+        run_time(cfg, o["file"], starter, names[0], float(o["max_ms"]), warm)
     common.send_record({"type": "done"})
 
 

@@ -1,18 +1,23 @@
 """trainer.py - the process that runs a train() for the profiling lab's owner
 (labs/profiling/lab.py; docs/python.md, docs/labs.md "The profiling lab").
 
-    python3 -I -B trainer.py FILE FD
+    python3 -I -B trainer.py FILE FD     (FILE "-": named by "load")
 
 One trainer runs the starter (the baseline: trusted code, started before any
 student code runs in the sandbox), another the student's file (untrusted
 once imported). The owner sends one JSON message per request on the socket
 FD (SOCK_SEQPACKET) and believes nothing of the answers but "look now":
 
+  {"op":"imports"}  import NumPy and PyTorch, nothing more: no device, no
+                    CUDA context (a warm run of the runner's pool, lab.py
+                    --pool, before its job is known)
   {"op":"runtime","warm":bool}
                     import PyTorch, pick the device (CUDA when there is one);
                     with "warm", train a throwaway model of the lab's shape
                     for a few steps (warm): our code, before any student code
-  {"op":"load"}     import FILE, find train()
+  {"op":"load","path":P}
+                    import FILE (or P: a warm trainer's, started with "-"),
+                    find train()
   {"op":"call","steps":S,"profile":bool,"layout":{...}} + 2 descriptors:
                     the inputs (memfd: X, Y, order, initial weights) and the
                     outputs (memfd, poisoned with NaN by the owner): load the
@@ -201,7 +206,14 @@ def main():
         msg = json.loads(data)
         ans = {"ok": True}
         try:
-            if msg["op"] == "runtime":
+            if msg["op"] == "imports":
+                # A warm trainer's start-up (lab.py --pool): the imports,
+                # which take seconds, before the job; no CUDA context, so
+                # no GPU memory is taken before the job's reservation.
+                import numpy  # noqa: F401
+                import torch
+                ans["torch"] = torch.__version__
+            elif msg["op"] == "runtime":
                 # Before any of the student's code: PyTorch and the device.
                 import numpy as np
                 import torch
@@ -219,6 +231,7 @@ def main():
                            name=torch.cuda.get_device_name() if st["device"].type == "cuda"
                            else "cpu")
             elif msg["op"] == "load":
+                path = msg.get("path") or path
                 spec = importlib.util.spec_from_file_location("submission", path)
                 mod = importlib.util.module_from_spec(spec)
                 sys.modules["submission"] = mod

@@ -8,6 +8,7 @@
 #include "runner/timing/baseline.h"
 
 #include <assert.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -204,8 +205,9 @@ static int run_start(struct pool_member *m, struct pool_run *w, const char *name
 }
 
 /* Load lab into *out (the caller lab_free()s it on 0). Returns 0,
- * -ENOTSUP when its check runs cannot be warm (pool_lab_warmable), or
- * lab_load's -errno. */
+ * -ENOTSUP when its check runs cannot be warm (pool_lab_warmable: the
+ * common owner without the lab's lab.py, or an owner of the lab's own
+ * without the pool's mode, lab.json python.pool), or lab_load's -errno. */
 static int warmable_load(const struct grade_env *env, const char *lab, struct lab *out)
 {
     char dir[PATH_MAX], py[PATH_MAX + 8], err[256];
@@ -215,7 +217,7 @@ static int warmable_load(const struct grade_env *env, const char *lab, struct la
     if (r < 0)
         return r;
     snprintf(py, sizeof py, "%s/lab.py", dir);
-    if (out->python_owner || stat(py, &st) < 0) {
+    if (out->python_owner ? !out->python_pool : stat(py, &st) < 0) {
         lab_free(out);
         return -ENOTSUP;
     }
@@ -312,20 +314,30 @@ void pool_end(void)
 }
 
 /* 1 when a file of the lab's folder that the owner reads changed after
- * the member started (the owner loaded the old one). */
+ * the member started (the owner loaded the old one): lab.json and the
+ * folder's Python files (lab.py; an owner of the lab's own and the scripts
+ * it starts, such as the profiling lab's trainer.py and starter.py). */
 static int lab_changed(const struct pool_member *m)
 {
-    static const char *const files[] = {"lab.json", "lab.py"};
-    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
-        char p[PATH_MAX];
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/labs/%s", m->env->root, m->lab.name);
+    DIR *d = opendir(dir);
+    if (!d)
+        return 1; /* the lab is gone: its member is stale */
+    int changed = 0;
+    struct dirent *e;
+    while (!changed && (e = readdir(d)) != NULL) {
+        size_t n = strlen(e->d_name);
+        if (strcmp(e->d_name, "lab.json") != 0 && (n < 4 || strcmp(e->d_name + n - 3, ".py") != 0))
+            continue;
         struct stat st;
-        snprintf(p, sizeof p, "%s/labs/%s/%s", m->env->root, m->lab.name, files[i]);
-        if (stat(p, &st) == 0 &&
+        changed =
+            fstatat(dirfd(d), e->d_name, &st, 0) == 0 &&
             (st.st_mtim.tv_sec > m->started.tv_sec ||
-             (st.st_mtim.tv_sec == m->started.tv_sec && st.st_mtim.tv_nsec >= m->started.tv_nsec)))
-            return 1;
+             (st.st_mtim.tv_sec == m->started.tv_sec && st.st_mtim.tv_nsec >= m->started.tv_nsec));
     }
-    return 0;
+    closedir(d);
+    return changed;
 }
 
 struct pool_member *pool_take(const char *lab)

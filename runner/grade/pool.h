@@ -30,9 +30,10 @@
 
 struct pool_member;
 
-/* 1 when a check run of lab can be warm: the lab loads, has a Python
- * interface (labs/LAB/lab.py) and uses the common owner (a lab with its
- * own, lab.json's python.owner, has no --pool mode). */
+/* 1 when a check run of lab can be warm: the lab loads, and either uses
+ * the common owner and has a Python interface (labs/LAB/lab.py), or has an
+ * owner of its own (lab.json python.owner) that says it has the --pool
+ * mode (python.pool: the profiling lab's lab.py). */
 int pool_lab_warmable(const struct grade_env *env, const char *lab);
 
 /* Start this process's member: the check run of lab (its name) on env's

@@ -240,6 +240,90 @@ ok(p.returncode == 0 and t and t[0].get("recheck_passed") and os.path.exists(MAR
    "... and after 'g' the student's module is loaded and timed", str(recs)[:1200] +
    err.decode()[-1200:])
 
+# --pool: a warm run of the runner's pool (runner/grade/pool.c). Before its
+# job the owner starts both trainers and has them import PyTorch (no device;
+# the student's trainer has no file), says 'r' on the gate and waits for the
+# job's line; then the run is the cold run's, on the line's file and seed.
+
+
+def pool_run(mode, line):
+    """lab.py MODE --pool on a gate of ours; LINE (bytes, or None: the gate
+    closed instead) sent after its 'r'. Returns (what it said, its trainers'
+    command lines at 'r', the module imported at 'r', exit code, records,
+    stderr). A time run's timing gate ('r' again) is answered 'g'."""
+    if os.path.exists(MARK):
+        os.unlink(MARK)
+    ours, theirs = socket.socketpair()
+    chan = os.path.join(tmp, "chan-pool-" + mode)
+    args = ["check", "--pool"] if mode == "check" else \
+        ["time", "--case", "results", "--max-ms", "100", "--gate", "--pool"]
+    p = subprocess.Popen(["/bin/sh", "-c", 'f=$1; g=$2; shift 2; exec "$@" 3>"$f" 4<&"$g"', "sh",
+                          chan, str(theirs.fileno()), PY, "-I", "-B", OWNER, "profiling"] + args,
+                         pass_fds=(theirs.fileno(),),
+                         env={"PATH": "/usr/bin:/bin", "NUMBA_ENABLE_CUDASIM": "1"},
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    theirs.close()
+    ours.settimeout(600)
+    said = b""
+    try:
+        said = ours.recv(1)
+    except OSError:
+        pass
+    argv = [open("/proc/%d/cmdline" % x, "rb").read().split(b"\0") for x in trainers_of(p.pid)]
+    imported = os.path.exists(MARK)
+    if said == b"r" and line is not None:
+        ours.sendall(line)
+        if mode == "time":
+            try:
+                said += ours.recv(1)
+            except OSError:
+                pass
+            if said == b"rr":
+                ours.send(b"g")
+    else:
+        ours.shutdown(socket.SHUT_RDWR)
+    out, err = p.communicate(timeout=600)
+    ours.close()
+    recs = [json.loads(x) for x in open(chan, "rb").read().splitlines() if x.strip()]
+    return said, argv, imported, p.returncode, recs, err.decode()
+
+
+def job_line(cases_csv):
+    return (json.dumps({"file": MARKED, "cases": cases_csv, "seed": "0123456789abcdef"}) +
+            "\n").encode()
+
+
+said, argv, imported, rc, recs, err = pool_run("check", job_line("results,syncs,copies"))
+files = sorted(a[a.index(b"-B") + 2] if b"-B" in a else b"" for a in argv)
+ok(said == b"r" and len(argv) == 2 and files == [b"-", os.path.join(root, "labs/profiling/starter.py").encode()]
+   and not imported,
+   "check --pool: at 'r' both trainers are up, the student's with no file ('-'), its module not "
+   "imported", "said %r, trainers %r, imported %r\n%s" % (said, argv, imported, err[-1500:]))
+c, cold = cases(recs), cases([json.loads(x) for x in open(fast_chan, "rb").read().splitlines()
+                              if x.strip()])
+ok(rc == 0 and recs and recs[-1] == {"type": "done"} and os.path.exists(MARK) and
+   all(c.get(n, {}).get("passed") for n in ("results", "syncs", "copies")) and
+   c["results"] == cold.get("results") and
+   [c[n].get("value") for n in ("syncs", "copies")] == [cold[n].get("value") for n in ("syncs", "copies")],
+   "check --pool: after the job's line, the cases are the cold run's on the same seed (fast.py; "
+   "the starter's own counts vary a little from run to run, so its baseline is not compared)",
+   "%s\n%s\n%s" % (str(recs)[:1500], str(cold)[:800], err[-1500:]))
+said, argv, imported, rc, recs, err = pool_run("time", job_line("results"))
+t = [r for r in recs if r.get("type") == "timing"]
+ok(said == b"rr" and len(argv) == 2 and not imported and rc == 0 and t and
+   t[0].get("recheck_passed") and len(t[0].get("samples_ms", [])) == 3 and os.path.exists(MARK),
+   "time --gate --pool: 'r' for the job, 'r' again at the timing gate, then timed as a cold run",
+   "said %r, trainers %r, imported %r, exit %s\n%s\n%s" % (said, argv, imported, rc,
+                                                          str(recs)[:1200], err[-1500:]))
+said, argv, imported, rc, recs, err = pool_run("check", None)
+ok(said == b"r" and rc == 0 and recs == [] and not os.path.exists(MARK),
+   "check --pool: a gate closed without a job ends the run quietly, nothing written",
+   "said %r, exit %s\n%s\n%s" % (said, rc, recs, err[-1500:]))
+said, argv, imported, rc, recs, err = pool_run("check", b'{"file": 1}\n')
+ok(said == b"r" and rc == 2 and not os.path.exists(MARK) and "job line" in err,
+   "check --pool: a job line that is not {file, cases, seed} is ours (exit 2), nothing loaded",
+   "said %r, exit %s\n%s\n%s" % (said, rc, recs, err[-1500:]))
+
 # ---------------------------------------------------------------- the judge
 JUDGE = os.path.join(root, "reference/profiling/judge.py")
 

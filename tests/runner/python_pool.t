@@ -16,7 +16,11 @@ Numba's CUDA simulator.
   - A member that dies waiting (its owner killed) is replaced, and the
     next claim is graded warm by the new one; its code, hunting for its
     seed in /proc and on its descriptors, does not find it.
-  - A lab with its own owner (lab.json python.owner) gets no warm child.
+  - A lab with its own owner (lab.json python.owner) gets no warm child,
+    unless its lab.json says that owner has the pool's mode (python.pool,
+    as the profiling lab's lab.py): then its next claim is graded warm,
+    unless a Python file of the lab's folder changed after its member
+    started (then cold).
   - The runner stops: the unused member ends, its directories removed.
 Prints TAP lines."""
 import json, os, shutil, signal, subprocess, sys, time
@@ -38,8 +42,19 @@ doc = json.load(open(lj))
 doc["python"] = dict(doc.get("python") or {}, owner="own.py")
 doc["lab"] = "ownlab"
 json.dump(doc, open(lj, "w"))
-shutil.copy(os.path.join(root, "labs/common/py/owner.py"), os.path.join(root, "labs/ownlab/own.py"))
+# own.py runs the common owner (a copy beside lab.json would not find the
+# modules beside owner.py).
+with open(os.path.join(root, "labs/ownlab/own.py"), "w") as f:
+    f.write("import os, runpy, sys\n"
+            "py = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'common', 'py')\n"
+            "sys.path.insert(0, py)\n"
+            "runpy.run_path(os.path.join(py, 'owner.py'), run_name='__main__')\n")
 json.dump(dict(rub, lab="ownlab"), open(os.path.join(root, "rubrics/ownlab.json"), "w"))
+# The same with python.pool: its own owner (a copy of owner.py) has --pool.
+shutil.copytree(os.path.join(root, "labs/ownlab"), os.path.join(root, "labs/poollab"))
+doc = dict(doc, lab="poollab", python=dict(doc["python"], pool=True))
+json.dump(doc, open(os.path.join(root, "labs/poollab/lab.json"), "w"))
+json.dump(dict(rub, lab="poollab"), open(os.path.join(root, "rubrics/poollab.json"), "w"))
 work = os.path.join(tmp, "work")
 
 
@@ -98,9 +113,10 @@ print("hunted:", " ".join(sorted(_words)), flush=True)
 '''
 
 
-def members(mode=b"check"):
+def members(mode=b"check", script=b"owner.py"):
     """The pids of this suite's warm owners (owner.py LAB MODE ... --pool)
-    of their check runs (mode b"time": of their timing runs)."""
+    of their check runs (mode b"time": of their timing runs); script: a
+    lab's own owner instead."""
     found = []
     for d in os.listdir("/proc"):
         if not d.isdigit():
@@ -109,7 +125,7 @@ def members(mode=b"check"):
             argv = open(f"/proc/{d}/cmdline", "rb").read().split(b"\0")
         except OSError:
             continue
-        if len(argv) > 6 and argv[0].endswith(b"python3") and argv[3].endswith(b"owner.py") and \
+        if len(argv) > 6 and argv[0].endswith(b"python3") and argv[3].endswith(b"/" + script) and \
                 argv[5] == mode and b"--pool" in argv and ours(int(d)):
             found.append(int(d))
     return found
@@ -218,14 +234,51 @@ try:
     # 5. A lab with its own owner (lab.json python.owner: no --pool mode,
     # as the profiling lab) gets no warm child: its claim forks a cold one.
     with fake.lock:
-        fake.state["queue"].append(dict(pjob(4, "00112233445566778899aabbccddeeff"), lab="ownlab"))
+        fake.state["queue"].append(dict(pjob(4, "00112233445566778899aabbccddeeff"), lab="ownlab",
+                                               rubric=dict(rub, lab="ownlab")))
     fake.wait_for(lambda: 4 in fake.state["results"], 300)
     time.sleep(3)
     own = [x for x in members() if b"ownlab" in open(f"/proc/{x}/cmdline", "rb").read()]
-    ok("job 4: lab ownlab, attempt 1\n" in logged() and not own and
+    ok("job 4: lab ownlab, attempt 1\n" in logged() and "job 4: graded, score 20/25" in logged() and
+       not own and
        "check run of ownlab ended" not in logged(),
-       "a lab with its own owner gets no warm child: its claim is forked cold, no member started",
+       "a lab with its own owner gets no warm child: its claim is forked cold and graded, no "
+       "member started",
        "%s %s" % (own, logged()[-1500:]))
+
+    # 6. One whose lab.json says its owner has the pool's mode gets one.
+    with fake.lock:
+        fake.state["queue"].append(dict(pjob(5, "0123456789abcdef0123456789abcdef"), lab="poollab",
+                                               rubric=dict(rub, lab="poollab")))
+    st, score, warm, timed, r = result(5)
+    d = wait(lambda: members(b"check", b"own.py") if len(members(b"check", b"own.py")) == 1 and
+             len(members(b"time", b"own.py")) == 1 else None, 120)
+    ok(st == "graded" and warm == [] and d and
+       b"poollab" in open(f"/proc/{d[0]}/cmdline", "rb").read(),
+       "a lab whose own owner has the pool's mode (python.pool): its first claim cold, then a "
+       "warm check run and timing run of its own owner wait",
+       "%s %s %s" % (st, warm, logged()[-1500:]))
+    with fake.lock:
+        fake.state["queue"].append(dict(pjob(6, "fedcba9876543210fedcba9876543210"), lab="poollab",
+                                               rubric=dict(rub, lab="poollab")))
+    st, score, warm, timed, r = result(6)
+    ok(st == "graded" and score == 20 and warm == ["check", "timing"] and timed,
+       "... and its next claim is graded warm by them",
+       json.dumps((r.get("result") or {}).get("cugrade"))[-2500:] + logged()[-1500:])
+
+    # 7. A member whose owner's script changed after it started (a deploy
+    # of the lab) is not used: the next claim starts cold, on the new file.
+    e = wait(lambda: members(b"check", b"own.py") if len(members(b"check", b"own.py")) == 1 and
+             len(members(b"time", b"own.py")) == 1 else None, 120)
+    time.sleep(0.05)
+    os.utime(os.path.join(root, "labs/poollab/own.py"))
+    with fake.lock:
+        fake.state["queue"].append(dict(pjob(7, "0123456789abcdef0123456789abcdef"), lab="poollab",
+                                        rubric=dict(rub, lab="poollab")))
+    st, score, warm, timed, r = result(7)
+    ok(e and st == "graded" and score == 20 and warm == [] and timed,
+       "a member whose lab's owner script (own.py) changed after it started is not used: the "
+       "next claim is graded cold", "%s %s %s %s" % (e, st, warm, logged()[-1500:]))
 finally:
     # 5. The runner stops: the member waiting ends with it.
     p.send_signal(signal.SIGTERM)
@@ -240,5 +293,5 @@ left = wait(lambda: not members() and not members(b"time") and not job_dirs(), 5
 ok(p.returncode is not None and left,
    "the runner stops: it waits for its warm child, whose waiting runs end and whose "
    "directories are removed", "%s %s %s" % (members(), members(b"time"), job_dirs()))
-print("1..9")
+print("1..12")
 sys.exit(1 if failures() else 0)

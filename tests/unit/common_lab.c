@@ -207,10 +207,26 @@ static void test_python(void)
                          "\"@python/lib/liby.so\"],\"hide_message\":\"no\"},\n \"sanitize_case\"",
                          &lab, err, sizeof err);
     check(rc == 0 && lab.python_owner && strcmp(lab.python_owner, "lab.py") == 0 &&
-              lab.npython_hide == 2 && strcmp(lab.python_hide[1], "@python/lib/liby.so") == 0,
-          "python.owner and python.hide are the lab's fields");
+              lab.npython_hide == 2 && strcmp(lab.python_hide[1], "@python/lib/liby.so") == 0 &&
+              !lab.python_pool,
+          "python.owner and python.hide are the lab's fields; no \"pool\": no warm mode");
     if (rc == 0)
         lab_free(&lab);
+    rc = load_variant_lab("py_pool", " \"sanitize_case\"",
+                          " \"python\":{\"owner\":\"lab.py\",\"pool\":true},\n \"sanitize_case\"",
+                          &lab, err, sizeof err);
+    check(rc == 0 && lab.python_pool, "python.pool true: the own owner has the warm pool's mode");
+    if (rc == 0)
+        lab_free(&lab);
+    rc = load_variant("py_pool_num", " \"sanitize_case\"",
+                      " \"python\":{\"owner\":\"lab.py\",\"pool\":1},\n \"sanitize_case\"", err,
+                      sizeof err);
+    check(err_has(rc, err, "python.pool: must be true or false"),
+          "a pool flag that is not a boolean is refused at load");
+    rc = load_variant("py_pool_alone", " \"sanitize_case\"",
+                      " \"python\":{\"pool\":true},\n \"sanitize_case\"", err, sizeof err);
+    check(err_has(rc, err, "python.pool: only with python.owner"),
+          "a pool flag without an owner of its own is refused at load");
     rc = load_variant_lab("py_none", " \"sanitize_case\"", " \"sanitize_case\"", &lab, err,
                           sizeof err);
     check(rc == 0 && lab.python_owner == NULL && lab.npython_hide == 0,
