@@ -8,7 +8,7 @@ paths under tests/gpu/, LAB/FILE taken from the path) REPEAT times (default
 Default files: a CUDA and a Python reduction, a CUDA matmul, a Python
 pipeline, a compile error in each language.
 
-Prints per submission: the file, the round, its status, which of a Python
+Prints per submission: the file, the round, its status and score, which of a Python
 job's runs the runner's pool had started before the claim ("warm":
 check+timing when a warm child took it, "-" when none: a lab's first Python
 claim is always cold; docs/python.md "The warm pool"), submit-to-verdict
@@ -83,14 +83,17 @@ def main():
                 sid, t0 = svc.submit(tok, lab, path)
                 if sid is None:
                     rows.append({"file": f, "round": k + 1, "status": "not accepted", "s": None, "phases": {},
-                                 "hold": {}, "speed": "", "warm": ""})
+                                 "hold": {}, "speed": "", "warm": "", "score": ""})
                     continue
                 t1, sub = wait_verdict(svc, sid)
                 cg = ((sub or {}).get("result") or {}).get("cugrade") or {}
                 ph = cg.get("phases") or {}
                 hs = cg.get("hold_s")
                 tm = cg.get("timing") if isinstance(cg.get("timing"), dict) else {}
+                pts = [(sub or {}).get("score"), (sub or {}).get("max_score")]
                 rows.append({"file": f, "round": k + 1, "status": (sub or {}).get("status", "?"),
+                             "score": "/".join("%g" % x for x in pts) if all(
+                                 isinstance(x, (int, float)) for x in pts) else "",
                              "s": (t1 - t0) if t1 else None, "phases": ph if isinstance(ph, dict) else {},
                              "hold": hs if isinstance(hs, dict) else {}, "speed": speed_line(tm),
                              "warm": "+".join(cg.get("warm_runs") or []) or
@@ -105,8 +108,8 @@ def main():
     seen = {k for r in rows for k, v in r["phases"].items() if isinstance(v, (int, float)) and k != "total"}
     cols = [c for c in FIRST if c in seen] + sorted(seen - set(FIRST),
                                                     key=lambda c: -max(r["phases"].get(c) or 0 for r in rows))
-    head = ["file", "#", "status", "warm", "verdict_s"] + cols
-    table = [[r["file"], str(r["round"]), r["status"], r["warm"],
+    head = ["file", "#", "status", "score", "warm", "verdict_s"] + cols
+    table = [[r["file"], str(r["round"]), r["status"], r["score"], r["warm"],
               "%.2f" % r["s"] if r["s"] is not None else "-"] +
              ["%.2f" % r["phases"][c] if isinstance(r["phases"].get(c), (int, float)) else "" for c in cols]
              for r in rows]
