@@ -123,21 +123,32 @@ def reference(params, cs):
     return x, key, rc, rb, rm, LAB["_near_edge"](np, x)
 
 
+# Threads that make the prepared references. Two: the biggest case (3000017
+# rows, about 60% of the NumPy work) is made beside the others instead of
+# after them, so a warm check run (2.4 s on an H200) no longer waits for the
+# sum (its verdict waited 1.9-3.1 s in alone_bench, 2026-12-02). More would
+# not help: the biggest case is one reference. NumPy's array work lets go of
+# the GIL, so the two run at once (about 1.5x on this lab's two biggest cases
+# on a 2-core CI machine); the CPU spent is the same.
+PREPARE_WORKERS = 2
+
+
 class Prepared:
     """References made ahead. The runner's session sends "prepare --seed S"
-    (the job's seed) as it starts, before the check run; a thread then makes
-    every case's reference, small cases first, and the timed case's
-    re-check's, while the student's code runs: the verdict waits for the
-    comparisons, not for NumPy (5.6 s of a CuPy port's 15-18 s alone on an
-    H200). A reference the verdict wants first is made there and the thread
-    skips it; one the thread is making is waited for; each is handed out
-    once, then dropped (a job's channels name each case once). A thread that
-    fails leaves its case to the verdict."""
+    (the job's seed) as it starts, before the check run; PREPARE_WORKERS
+    threads then make every case's reference, taking them small cases
+    first, and the timed case's re-check's, while the student's code runs:
+    the verdict waits for the comparisons, not for NumPy (5.6 s of a CuPy
+    port's 15-18 s alone on an H200). A reference the verdict wants first is
+    made there and the threads skip it; one a thread is making is waited
+    for; each is handed out once, then dropped (a job's channels name each
+    case once). A thread that fails leaves its case to the verdict."""
 
     def __init__(self):
         self.lock = threading.Lock()
         self.slots = {}   # (case, case seed) -> [made (Event), reference or None]
         self.seed, self.recheck, self.checked = None, None, False
+        self.threads = []
 
     def _claim(self, k):
         with self.lock:
@@ -148,14 +159,23 @@ class Prepared:
 
     def start(self, seed, cases=None):
         """Make the references of seed's cases (those named, else every
-        one) and of the timed case's re-check, in a thread."""
+        one) and of the timed case's re-check, in PREPARE_WORKERS threads
+        taking them in that order."""
         keys = [(n, gen.case_seed(seed, n)) for n in sorted(CASES, key=lambda n: CASES[n]["n"])
                 if cases is None or n in cases]
         self.seed, self.recheck = seed, (DOC["timing_case"], gen.case_seed(gen.recheck_seed(seed),
                                                                           DOC["timing_case"]))
         keys.append(self.recheck)
-        self.thread = threading.Thread(target=self._make, args=(keys,), daemon=True)
-        self.thread.start()
+        todo = iter(keys)   # shared: each key is taken by one thread (under the lock)
+        self.threads = [threading.Thread(target=self._make, args=(todo,), daemon=True)
+                        for _ in range(PREPARE_WORKERS)]
+        for t in self.threads:
+            t.start()
+
+    def join(self, timeout=None):
+        """Wait for the threads (tests)."""
+        for t in self.threads:
+            t.join(timeout)
 
     def judged(self, seed):
         """A verdict on the prepared seed is out: every case it needed was
@@ -169,16 +189,26 @@ class Prepared:
                         slot[1] = None   # made for a case the run never reached
 
     def _make(self, keys):
-        for k in keys:
+        keys = iter(keys)
+        while True:
+            with self.lock:
+                k = next(keys, None)
+            if k is None:
+                return
             if self.checked and k != self.recheck:
                 continue
             slot = self._claim(k)
             if slot is None:
                 continue
             try:
-                slot[1] = reference(CASES[k[0]], k[1])
+                ref = reference(CASES[k[0]], k[1])
             except Exception:   # the verdict makes its own
-                slot[1] = None
+                ref = None
+            with self.lock:
+                # made while the check's verdict came out without it (a
+                # run that stopped early): dropped, as judged() drops those
+                # made before
+                slot[1] = None if self.checked and k != self.recheck else ref
             slot[0].set()
 
     def get(self, name, params, cs):

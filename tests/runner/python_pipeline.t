@@ -27,7 +27,7 @@ it runs without CuPy. What runs here:
 What does NOT run here: CuPy. The CuPy ports and the speed tiers (>= 10x)
 are verified only on a GPU (make test-gpu, tests/gpu/python_smoke.sh).
 Prints TAP lines."""
-import functools, json, os, shutil, subprocess, sys, tempfile, time
+import functools, json, os, shutil, subprocess, sys, tempfile, threading, time
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakelab"))
@@ -269,6 +269,14 @@ ok(got == one_shot and all(c["passed"] for c in got[0]["cases"]) and got[1]["tim
 # Prepared references are the ones handed out (in-process, the built judge.py):
 # none is made again for the verdict, and each is handed out once.
 JM = {"__name__": "judge_mod", "__file__": os.path.join(out, "judge.py")}
+
+
+def prepared_join(pr, timeout):
+    """Wait for a Prepared's threads (one .thread before there were two)."""
+    for t in getattr(pr, "threads", None) or [pr.thread]:
+        t.join(timeout)
+
+
 exec(compile(open(os.path.join(out, "judge.py")).read(), "judge.py", "exec"), JM)
 if "Prepared" not in JM:
     ok(False, "judge: prepare makes every case's reference ahead (judge.py has no Prepared)", "")
@@ -279,7 +287,7 @@ else:
     pr = JM["Prepared"]()
     sw = gen.seed_parse_wide(SEED)
     pr.start(sw)
-    pr.thread.join(timeout=300)
+    prepared_join(pr, 300)
     cs65 = gen.case_seed(sw, "65537")
     csre = gen.case_seed(gen.recheck_seed(sw), "65537")
     made = {k for k, v in pr.slots.items() if v[1] is not None}
@@ -296,7 +304,7 @@ else:
     JM["reference"] = real
     pr3 = JM["Prepared"]()
     pr3.start(sw, ["1000"])
-    pr3.thread.join(timeout=300)
+    prepared_join(pr3, 300)
     ok(set(pr3.slots) == {("1000", gen.case_seed(sw, "1000")), ("65537", csre)},
        "judge: prepare with --cases makes those cases' references and the re-check only", sorted(pr3.slots))
     pr2 = JM["Prepared"]()
@@ -305,6 +313,39 @@ else:
     pr2._make([("1000", gen.case_seed(sw, "1000")), ("65537", csre)])
     ok(set(pr2.slots) == {("65537", csre)},
        "judge: once the check's verdict is out, only the re-check is still made", sorted(pr2.slots))
+    # Two references at once: the biggest case is made beside the others,
+    # not after them (a stand-in reference that takes 0.3 s and counts how
+    # many run together).
+    busy, peak, blk = [0], [0], threading.Lock()
+
+    def slow_reference(*a):
+        with blk:
+            busy[0] += 1
+            peak[0] = max(peak[0], busy[0])
+        time.sleep(0.3)
+        with blk:
+            busy[0] -= 1
+        return ("made",)
+    JM["reference"] = slow_reference
+    pr4 = JM["Prepared"]()
+    t0 = time.monotonic()
+    pr4.start(sw)
+    prepared_join(pr4, 60)
+    took = time.monotonic() - t0
+    made = [k for k, v in pr4.slots.items() if v[1] == ("made",)]
+    ok(peak[0] == 2 and len(made) == len(JM["CASES"]) + 1,
+       "judge: prepare makes two references at once (every case and the re-check made)",
+       "peak %d, made %d, %.2f s" % (peak[0], len(made), took))
+    pr5 = JM["Prepared"]()
+    pr5.seed, pr5.recheck = sw, ("65537", csre)
+    # the check's verdict comes out while the first reference is being made
+    JM["reference"] = lambda *a: (None if pr5.checked else pr5.judged(sw)) or ("made",)
+    pr5._make([("1000", gen.case_seed(sw, "1000")), ("65537", csre)])
+    ok(pr5.slots[("1000", gen.case_seed(sw, "1000"))][1] is None and
+       pr5.slots[("65537", csre)][1] == ("made",),
+       "judge: a reference finished after the check's verdict came out without it is dropped, "
+       "the re-check's kept", {k: v[1] for k, v in pr5.slots.items()})
+    JM["reference"] = real
 
 # ---------------------------------------------------------------- the owner (simulator)
 def owner(mode, case, f, seed=SEED):
