@@ -182,11 +182,13 @@ void job_time_let_go(struct job *j, int k)
 }
 
 /* The exclusive hold of round k, the round's GPU baselines timed first on
- * odd rounds. Returns the lock's fd for lock_gpu_release (or -1). */
+ * odd rounds: the wait for it (other jobs' GPU work draining, other timing
+ * runs) is the phase hold_wait. Returns the lock's fd for
+ * lock_gpu_release (or -1). */
 int job_time_hold(struct job *j, struct job_round *jr, int k)
 {
     int tlk = lock_gpu(j->env, 1);
-    job_clock_mark(&j->pc, round_phase(k, "sanitize_wait"));
+    job_clock_mark(&j->pc, round_phase(k, "hold_wait"));
     if (k % 2)
         job_round_gpu_baselines(jr, k);
     return tlk;

@@ -101,6 +101,9 @@ static void *time_gate_main(void *p)
     /* A pre-started run: the job thread waits in time_pre_join from here on. */
     job_clock_mark(&j->pc, round_phase(g->k, "time_start"));
     job_time_let_go(j, g->k);
+    /* the job's own sanitizers ended (round 0): apart from the wait for
+     * the exclusive hold, which other jobs' work decides */
+    job_clock_mark(&j->pc, round_phase(g->k, "sanitize_wait"));
     g->tlk = job_time_hold(j, g->jr, g->k);
     if (g->clock) /* from here on the run is alone on the GPU */
         share_clock_alone(g->clock);

@@ -35,8 +35,8 @@ REPEAT = int(os.environ.get("REPEAT", "2"))
 WAIT = float(os.environ.get("BENCH_TIMEOUT", "300"))  # per submission
 OUT = os.environ.get("OUT") or None
 # Phases shown first (the rest follow, biggest first).
-FIRST = ["front", "compile", "gpu_wait", "check_run", "judge", "sanitize_wait", "time_start", "time_run",
-         "time_baselines", "baselines", "profile"]
+FIRST = ["front", "compile", "gpu_wait", "check_run", "judge", "sanitize_wait", "hold_wait", "time_start",
+         "time_run", "time_baselines", "baselines", "profile"]
 
 
 def wait_verdict(svc, sid):

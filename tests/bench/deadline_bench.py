@@ -353,13 +353,14 @@ def main():
             ("GPU baseline batches: own / shared (age p50) / cached",
              f"{batch_kinds.get('own', 0)} / {batch_kinds.get('shared', 0)}"
              f" ({pct(batch_ages, 50) if batch_ages else float('nan'):.1f} s) / {batch_kinds.get('cached', 0)}"),
-            # Per lab: who waits for admission, whose check runs are long.
-            ("graded jobs' mean admit_wait / gpu_wait / check_run / total per lab, s", "; ".join(
-                f"{lab} {statistics.mean(ph.get('admit_wait', 0) for ph in phs):.0f} / "
-                f"{statistics.mean(ph.get('gpu_wait', 0) for ph in phs):.0f} / "
-                f"{statistics.mean(ph.get('check_run', 0) for ph in phs):.0f} / "
-                f"{statistics.mean(ph.get('total', 0) for ph in phs):.0f} (n={len(phs)})"
-                for lab, phs in sorted(per_lab.items())) or "n/a"),
+            # Per lab: who waits for admission, whose check runs are long,
+            # who waits for its own sanitizers and who for the exclusive
+            # hold (others' GPU work draining).
+            ("graded jobs' mean admit_wait / gpu_wait / check_run / sanitize_wait / hold_wait / total "
+             "per lab, s", "; ".join(
+                 f"{lab} " + " / ".join(f"{statistics.mean(ph.get(k, 0) for ph in phs):.0f}" for k in (
+                     "admit_wait", "gpu_wait", "check_run", "sanitize_wait", "hold_wait", "total")) +
+                 f" (n={len(phs)})" for lab, phs in sorted(per_lab.items())) or "n/a"),
             # Per lab: what each holds the GPU alone for (the sum of the
             # holds bounds a Python burst: docs/log/2026-12-01-hold-priority.md).
             ("timed jobs' mean time_run / retime per lab, s; re-timed", "; ".join(

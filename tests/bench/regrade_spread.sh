@@ -36,7 +36,7 @@ FILE = os.environ.get("BENCH_FILE", os.path.join(ROOT, "tests/gpu/solutions", LA
 DEADLINE = time.time() + float(os.environ.get("BENCH_TIMEOUT", "1e9"))
 OUT = os.environ.get("OUT")
 MODES = {"now": {}}
-TIMING_PHASES = ("sanitize_wait", "time_run", "time_baselines", "time_judge", "baselines", "retime")
+TIMING_PHASES = ("sanitize_wait", "hold_wait", "time_run", "time_baselines", "time_judge", "baselines", "retime")
 
 env = dict(os.environ)
 for kv in filter(None, os.environ.get("CUGRADE_BIN_ENV", "").split(";")):

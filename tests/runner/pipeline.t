@@ -189,13 +189,16 @@ try:
     tl = {x.get("name"): x for x in (dh.get("result", {}).get("cugrade", {}).get("timing") or {}).get("timings") or []}
     # When the gate let the run go, in the job's clock: the lock's release
     # at 12 s, however long a loaded host took to reach the gate.
-    gate_end = seconds_through(phh, "sanitize_wait") or 0
+    gate_end = seconds_through(phh, "hold_wait") or 0
     ok(dh["status"] == "graded" and tl.get("student", {}).get("samples", 0) > 0 and
-       time.monotonic() - t0 > 12 and phh.get("sanitize_wait", 0) >= 0.5 and gate_end >= 11 and "time_start" in phh,
+       time.monotonic() - t0 > 12 and phh.get("hold_wait", 0) >= 0.5 and gate_end >= 11 and "time_start" in phh,
        "with the GPU's lock held by another for 12 s, the CUDA timing run waited at its gate "
-       "(sanitize_wait %.1f s, its gate let go %.1f s into the job) and was graded with its samples, not "
-       "timed out" % (phh.get("sanitize_wait", 0), gate_end),
+       "(hold_wait %.1f s, its gate let go %.1f s into the job) and was graded with its samples, not "
+       "timed out" % (phh.get("hold_wait", 0), gate_end),
        json.dumps({"status": dh.get("status"), "phases": phh, "log": logh[-600:]}))
+    ok(phh.get("sanitize_wait", 99) < 0.5 <= phh.get("hold_wait", 0),
+       "that wait is the exclusive hold's (hold_wait), not the job's own sanitizers' (sanitize_wait "
+       "%.2f s: it has none)" % phh.get("sanitize_wait", 99), json.dumps(phh))
     cache = os.path.join(tmp, "cache/sm_90/fakelab/baselines")
     ok(os.path.isdir(cache) and len([f for f in os.listdir(cache) if f.endswith(".json")]) == 2,
        "the baselines are cached per GPU and case",
@@ -388,8 +391,8 @@ exit $rc
     ok(d["status"] == "graded" and len(san) == 2 and all(x["clean"] for x in san) and
        d["result"]["score"] == d["result"]["max_score"] == 45,
        "memcheck and racecheck exit 0: clean, the sanitizer points are earned", json.dumps(d)[:2500] + log[-1500:])
-    AFTER_LINK = ("gpu_wait", "check_run", "device_record", "judge", "sanitize_wait", "time_run", "time_judge",
-                  "baselines", "sanitize")
+    AFTER_LINK = ("gpu_wait", "check_run", "device_record", "judge", "sanitize_wait", "hold_wait", "time_run",
+                  "time_judge", "baselines", "sanitize")
     SOURCES["slow.cu"] = SOURCES["good.cu"]
     d, log = grade("slow.cu", ["--rubric", rpath])
     ph = d.get("result", {}).get("cugrade", {}).get("phases") or {}
