@@ -66,9 +66,8 @@ struct lab {
      * beside lab.json (NULL: labs/common/py/owner.py); whether that owner
      * has the warm pool's mode (--pool: the runner's pool starts its runs
      * before their jobs; 0 without an own owner: the common owner always
-     * has it); and the files its
-     * Python runs must not see, glob patterns that are absolute or start
-     * "@python/" (under the Python root). */
+     * has it); and the files its Python runs must not see, glob patterns
+     * that are absolute or start "@python/" (under the Python root). */
     char *python_owner;
     int python_pool;
     char **python_hide;

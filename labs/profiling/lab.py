@@ -500,15 +500,7 @@ def main():
     common.take_channel()
     common.not_dumpable()
     o = parse(sys.argv[1:])
-    if o.get("gate"):
-        if o["mode"] != "time":
-            common.die("--gate is for time runs only")
-        common.take_gate()
-    if o.get("pool"):
-        if (o["mode"] == "time") != bool(o.get("gate")):
-            common.die("--pool: a check run, or a time run with its --gate")
-        if common.GATE is None:
-            common.take_gate()
+    common.take_gates(o)
     with open(os.path.join(HERE, "lab.json")) as f:
         doc = json.load(f)
     cfg = doc["train"]

@@ -269,14 +269,6 @@ ok(got == one_shot and all(c["passed"] for c in got[0]["cases"]) and got[1]["tim
 # Prepared references are the ones handed out (in-process, the built judge.py):
 # none is made again for the verdict, and each is handed out once.
 JM = {"__name__": "judge_mod", "__file__": os.path.join(out, "judge.py")}
-
-
-def prepared_join(pr, timeout):
-    """Wait for a Prepared's threads (one .thread before there were two)."""
-    for t in getattr(pr, "threads", None) or [pr.thread]:
-        t.join(timeout)
-
-
 exec(compile(open(os.path.join(out, "judge.py")).read(), "judge.py", "exec"), JM)
 if "Prepared" not in JM:
     ok(False, "judge: prepare makes every case's reference ahead (judge.py has no Prepared)", "")
@@ -287,7 +279,7 @@ else:
     pr = JM["Prepared"]()
     sw = gen.seed_parse_wide(SEED)
     pr.start(sw)
-    prepared_join(pr, 300)
+    pr.join(timeout=300)
     cs65 = gen.case_seed(sw, "65537")
     csre = gen.case_seed(gen.recheck_seed(sw), "65537")
     made = {k for k, v in pr.slots.items() if v[1] is not None}
@@ -304,7 +296,7 @@ else:
     JM["reference"] = real
     pr3 = JM["Prepared"]()
     pr3.start(sw, ["1000"])
-    prepared_join(pr3, 300)
+    pr3.join(timeout=300)
     ok(set(pr3.slots) == {("1000", gen.case_seed(sw, "1000")), ("65537", csre)},
        "judge: prepare with --cases makes those cases' references and the re-check only", sorted(pr3.slots))
     pr2 = JM["Prepared"]()
@@ -330,7 +322,7 @@ else:
     pr4 = JM["Prepared"]()
     t0 = time.monotonic()
     pr4.start(sw)
-    prepared_join(pr4, 60)
+    pr4.join(timeout=60)
     took = time.monotonic() - t0
     made = [k for k, v in pr4.slots.items() if v[1] == ("made",)]
     ok(peak[0] == 2 and len(made) == len(JM["CASES"]) + 1,

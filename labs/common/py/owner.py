@@ -189,6 +189,19 @@ def take_gate():
     GATE = private_fd(4, "--gate: fd 4 (the runner's gate) is not open")
 
 
+def take_gates(o):
+    """The command line's --gate (a time run's timing gate) and --pool (a
+    warm check run, or a warm time run with its --gate), checked, and fd 4
+    taken once for either: both owners' (this one's and the profiling
+    lab's lab.py) one rule."""
+    if o.get("gate") and o["mode"] != "time":
+        die("--gate is for time runs only")
+    if o.get("pool") and (o["mode"] == "time") != bool(o.get("gate")):
+        die("--pool: a check run, or a time run with its --gate")
+    if o.get("gate") or o.get("pool"):
+        take_gate()
+
+
 def gate_pass():
     """Our start-up and the tenant's imports ran under the GPU's shared
     lock, before any of the student's code; what follows (their module, its
@@ -767,15 +780,7 @@ def main():
     take_channel()
     not_dumpable()
     o = parse(sys.argv[1:])
-    if o.get("gate"):
-        if o["mode"] != "time":
-            die("--gate is for time runs only")
-        take_gate()
-    if o.get("pool"):
-        if (o["mode"] == "time") != bool(o.get("gate")):
-            die("--pool: a check run, or a time run with its --gate")
-        if GATE is None:
-            take_gate()
+    take_gates(o)
     if "/" in o["lab"] or o["lab"].startswith("."):
         die("bad lab name")
     labs = os.environ.get("CUGRADE_LABS", os.path.join(HERE, "..", ".."))
