@@ -457,11 +457,13 @@ def median_rel_err(xs):
 def time_prepare(be, lab, cases, name, seed, guard):
     """The timed case's buffers and our own rehearsal, before the student's
     process has a CUDA context: CuPy loads each of our kernels (the
-    generator, the reference, the checks, the probe) on its first use, or
-    compiles those not in the lab's kept folder (owner_gpu.py
+    generator, the reference, the checks, the probe, the L2 flush) on its
+    first use, or compiles those not in the lab's kept folder (owner_gpu.py
     kept_kernels), and that must not eat the sample budget (seen on an
     H100: 3 embedding samples in 3 s without it) nor the GPU's exclusive
-    hold (the gate comes after this). Returns the Timed."""
+    hold (the gate comes after this). The check sees a poisoned output
+    here: a lab's sample_ok does the same work whatever the output holds
+    (tests/labs/sample_check.t). Returns the Timed."""
     t = Timed(be, lab, cases[name], guard, name)
     c = t.cases[0]
     c.fill(int.from_bytes(os.urandom(8), "little"))
@@ -471,6 +473,7 @@ def time_prepare(be, lab, cases, name, seed, guard):
     p.same(p.read())
     c.inputs_modified(0)
     c.oob_writes()
+    be.flush_l2()
     be.sync()
     return t
 
