@@ -52,8 +52,9 @@ def wait_verdict(svc, sid):
 
 
 def speed_line(t):
-    """The timed metric as the grade saw it: value, its 95% interval, the
-    baseline's median where it was co-timed, how often it was re-timed
+    """The timed metric as the grade saw it: value, its 95% interval and
+    sample count (3 is the budget's minimum: docs/log/2026-12-02-sample-check.md),
+    the baseline's median where it was co-timed, how often it was re-timed
     ("" when the job was not timed). Shows a tier threshold inside a lab's
     noise (docs/log/2026-12-02-flat-records.md) without a full test-gpu."""
     v = t.get("metric_value")
@@ -61,7 +62,8 @@ def speed_line(t):
         return ""
     out = f"{t.get('metric')} {v:.3f}"
     if isinstance(t.get("ci_low"), (int, float)) and isinstance(t.get("median_ms"), (int, float)):
-        out += f", student {t['median_ms']:.3f} ms (CI {t['ci_low']:.3f}-{t.get('ci_high') or 0:.3f})"
+        out += f", student {t['median_ms']:.3f} ms (CI {t['ci_low']:.3f}-{t.get('ci_high') or 0:.3f}"
+        out += f", {t['samples']} samples)" if isinstance(t.get("samples"), int) else ")"
     refs = {k: x for k, x in (t.get("reference_ms") or {}).items() if isinstance(x, (int, float))}
     out += "".join(f", {k} {x:.3f} ms" for k, x in sorted(refs.items()))
     return out + f", re-timed {t.get('retimed') or 0}" + (", flagged" if t.get("flagged") else "")

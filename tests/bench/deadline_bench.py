@@ -225,7 +225,7 @@ def main():
         # Where the time went: the mean of each phase over the graded jobs
         # (the result document's `phases`), to say what bounds throughput.
         phase_sum, phase_n = {}, 0
-        batch_kinds, batch_ages, holds, hold_by_lab = {}, [], [], {}
+        batch_kinds, batch_ages, holds, hold_by_lab, samples_by_lab = {}, [], [], {}, {}
         # Each finished one against its file's `expect:` header (as make
         # test-gpu checks them, but profiles: they come after the verdict).
         exp_met, exp_missed = 0, []
@@ -262,9 +262,13 @@ def main():
                     s["profile_doc"] = {k: pf.get(k) for k in ("wait_seconds", "seconds", "yields")}
                 if isinstance(ph, dict) and isinstance(ph.get("time_run"), (int, float)):
                     holds.append(ph["time_run"] + (ph.get("time_baselines") or 0))
-                hs = (((sub or {}).get("result") or {}).get("cugrade") or {}).get("hold_s")
+                cg = ((sub or {}).get("result") or {}).get("cugrade") or {}
+                hs = cg.get("hold_s")
                 if isinstance(hs, dict) and hs:
                     hold_by_lab.setdefault(s["lab"], []).append(hs)
+                nsamp = (cg.get("timing") or {}).get("samples") if isinstance(cg.get("timing"), dict) else None
+                if isinstance(nsamp, int) and nsamp > 0:
+                    samples_by_lab.setdefault(s["lab"], []).append(nsamp)
                 if isinstance(ph, dict) and ph:
                     phase_n += 1
                     for k, v in ph.items():
@@ -371,6 +375,12 @@ def main():
                                        for lab, phs in per_lab.items()) if phs) or "n/a"),
             # Where the holds went (cugrade.hold_s: the owner's steps after
             # the gate, Python jobs), each step's mean per lab.
+            # How many samples each timing got: the budget (3 s) ends a
+            # timing at 3 when its samples are slow (a check compiled in
+            # the hold did that to every pipeline job until 115fc2b).
+            ("timed jobs' samples per lab: median (min)", "; ".join(
+                f"{lab} {statistics.median(ns):g} ({min(ns)})"
+                for lab, ns in sorted(samples_by_lab.items())) or "n/a"),
             ("timed jobs' mean hold steps per lab (cugrade.hold_s), s", "; ".join(
                 f"{lab}: " + ", ".join(f"{k} {statistics.mean(h.get(k, 0) for h in hs):.2f}"
                                        for k in sorted({k for h in hs for k in h}))
