@@ -133,6 +133,7 @@ def observe(sub):
     o["tier"] = (speed[0].get("tier") if speed else None) or "none"
     o["tier2"] = (speed[1].get("tier") if len(speed) > 1 else None) or "none"
     o["flagged"] = "yes" if timing.get("flagged") else "no"
+    o["samples"] = timing.get("samples") if isinstance(timing.get("samples"), int) else 0
     o["symbol"] = (cg.get("rejection") or {}).get("symbol", "")
     # profile=<id>: one of the profiling hints (result.cugrade.profile.hints[].id)
     # profile=<id>@<line>: that hint names that line of the student's file
@@ -190,6 +191,10 @@ def matches(exp, obs):
             continue
         if k == "nohint":  # none of the ids of "a,b" among the result's
             if any(i in obs.get("hint", "").split(",") for i in v.split(",")):
+                return False
+            continue
+        if k == "samples":  # at least v timed samples (a timing cut short by its budget has 3)
+            if not v.isdigit() or obs.get("samples", 0) < int(v):
                 return False
             continue
         if k in ("says", "nosay"):  # some hint's text holds v / none does

@@ -1,4 +1,4 @@
-# expect: status=graded correctness=pass tier="10x faster than NumPy" flagged=no note="CuPy for the element-wise steps, a Numba kernel for the group-by: per-block sums in shared memory, one global atomic per bin per block (not yet run on a GPU)"
+# expect: status=graded correctness=pass tier="10x faster than NumPy" flagged=no samples=10 note="CuPy for the element-wise steps, a Numba kernel for the group-by: per-block sums in shared memory, one global atomic per bin per block (not yet run on a GPU)"
 # The faster port: the statistics and the element-wise steps in CuPy (float64),
 # the group-by in a Numba kernel. cupyx.scatter_add (cupy_port.py) sends all
 # n * 8 values to 512 addresses with global atomics, which serialise on those

@@ -1,4 +1,4 @@
-# expect: status=graded correctness=pass tier="10x faster than NumPy" flagged=no note="the NumPy pipeline, line for line in CuPy, float64 inside (H100, directly: 20.3 ms, 15.7x NumPy)"
+# expect: status=graded correctness=pass tier="10x faster than NumPy" flagged=no samples=10 note="the NumPy pipeline, line for line in CuPy, float64 inside (H100, directly: 20.3 ms, 15.7x NumPy)"
 # The pipeline lab's straightforward port: every NumPy call becomes the CuPy
 # call of the same name, on the device, in float64 (the inputs are float32;
 # the columns with large offsets need float64 for the statistics and for

@@ -1,4 +1,4 @@
-# expect: status=graded correctness=pass tier=any flagged=no note="correct, but the group-by is a Python loop over the 64 keys with a host round trip each: H100 directly 96 ms, 3.3x: on the 3x edge, tier not compared"
+# expect: status=graded correctness=pass tier=any flagged=no samples=10 note="correct, but the group-by is a Python loop over the 64 keys with a host round trip each: H100 directly 96 ms, 3.3x: on the 3x edge, tier not compared"
 # Correct and slow on the GPU: the statistics and transforms in CuPy, but the
 # group-by as a Python loop over the keys, each one a boolean mask over all
 # rows, a sum, and a float() that waits for the GPU and copies to the host:
