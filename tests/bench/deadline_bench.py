@@ -240,14 +240,16 @@ def main():
                 else:
                     exp_missed.append(f"{s['lab']}/{s['file']}: {e2e.obs_str(want, e2e.observe(sub or {}))}")
                     s["why"] = why(sub)
+            cg = ((sub or {}).get("result") or {}).get("cugrade") or {}
+            timing = cg.get("timing") if isinstance(cg.get("timing"), dict) else {}
             if done[s["id"]][1] != "graded":
-                s["phases"] = (((sub or {}).get("result") or {}).get("cugrade") or {}).get("phases") or {}
+                s["phases"] = cg.get("phases") or {}
             if done[s["id"]][1] == "graded":
-                ph = (((sub or {}).get("result") or {}).get("cugrade") or {}).get("phases") or {}
+                ph = cg.get("phases") or {}
                 s["phases"] = ph
                 # The GPU baseline batches of the job: timed in its own
                 # exclusive hold, or taken from another job's (shared).
-                tms = ((((sub or {}).get("result") or {}).get("cugrade") or {}).get("timing") or {}).get("timings") or []
+                tms = timing.get("timings") or []
                 for tm in tms:
                     if isinstance(tm, dict) and tm.get("name") not in ("student", "cpu"):
                         key = "shared" if tm.get("shared_age_s") is not None and not tm.get("interleaved") \
@@ -255,20 +257,18 @@ def main():
                         batch_kinds[key] = batch_kinds.get(key, 0) + 1
                         if key == "shared":
                             batch_ages.append(tm["shared_age_s"])
-                pf = (((sub or {}).get("result") or {}).get("cugrade") or {}).get("profile") or {}
+                pf = cg.get("profile") or {}
                 if isinstance(pf, dict) and pf:
                     s["profile"] = ("busy" if "busy" in (pf.get("message") or "")
                                     else (pf.get("status") or "?"))
                     s["profile_doc"] = {k: pf.get(k) for k in ("wait_seconds", "seconds", "yields")}
                 if isinstance(ph, dict) and isinstance(ph.get("time_run"), (int, float)):
                     holds.append(ph["time_run"] + (ph.get("time_baselines") or 0))
-                cg = ((sub or {}).get("result") or {}).get("cugrade") or {}
                 hs = cg.get("hold_s")
                 if isinstance(hs, dict) and hs:
                     hold_by_lab.setdefault(s["lab"], []).append(hs)
-                nsamp = (cg.get("timing") or {}).get("samples") if isinstance(cg.get("timing"), dict) else None
-                if isinstance(nsamp, int) and nsamp > 0:
-                    samples_by_lab.setdefault(s["lab"], []).append(nsamp)
+                if isinstance(timing.get("samples"), int) and timing["samples"] > 0:
+                    samples_by_lab.setdefault(s["lab"], []).append(timing["samples"])
                 if isinstance(ph, dict) and ph:
                     phase_n += 1
                     for k, v in ph.items():
@@ -373,14 +373,14 @@ def main():
                 f"{sum(1 for ph in phs if ph.get('retime'))} of {len(phs)}"
                 for lab, phs in sorted((lab, [ph for ph in phs if ph.get('time_run')])
                                        for lab, phs in per_lab.items()) if phs) or "n/a"),
-            # Where the holds went (cugrade.hold_s: the owner's steps after
-            # the gate, Python jobs), each step's mean per lab.
             # How many samples each timing got: the budget (3 s) ends a
             # timing at 3 when its samples are slow (a check compiled in
             # the hold did that to every pipeline job until 115fc2b).
             ("timed jobs' samples per lab: median (min)", "; ".join(
                 f"{lab} {statistics.median(ns):g} ({min(ns)})"
                 for lab, ns in sorted(samples_by_lab.items())) or "n/a"),
+            # Where the holds went (cugrade.hold_s: the owner's steps after
+            # the gate, Python jobs), each step's mean per lab.
             ("timed jobs' mean hold steps per lab (cugrade.hold_s), s", "; ".join(
                 f"{lab}: " + ", ".join(f"{k} {statistics.mean(h.get(k, 0) for h in hs):.2f}"
                                        for k in sorted({k for h in hs for k in h}))

@@ -55,22 +55,20 @@ class Traced:
 
 def right_outputs(lab, c, inputs):
     """Write the right answer into c's outputs (NumPy, float64 where the
-    judges are), by lab."""
-    v = c.views
+    judges are), by lab; the shapes are the case's params."""
+    v, p = c.views, c.params
     if lab == "reduction":
         v["d_out"][0] = np.float32(inputs["d_in"].astype(np.float64).sum())
     elif lab == "embedding":
-        dim = v["out"].size // inputs["indices"].size
-        v["out"][:] = inputs["weight"].reshape(-1, dim)[inputs["indices"]].reshape(-1)
+        v["out"][:] = inputs["weight"].reshape(-1, p["dim"])[inputs["indices"]].reshape(-1)
     elif lab == "matmul":
-        a, b, out = inputs["A"], inputs["B"], v["C"]
-        k = int(round((a.size * b.size / out.size) ** 0.5))
-        m, n = a.size // k, b.size // k
-        out[:] = (a.reshape(m, k).astype(np.float64) @ b.reshape(k, n)).reshape(-1)
+        a = inputs["A"].reshape(p["M"], p["K"]).astype(np.float64)
+        v["C"][:] = (a @ inputs["B"].reshape(p["K"], p["N"])).reshape(-1)
     elif lab == "pipeline":
         sys.path.insert(0, os.path.join(ROOT, "labs", "pipeline"))
         import pipeline_numpy
-        cols, buckets, means = pipeline_numpy.pipeline(np, inputs["x"].reshape(-1, 8), inputs["key"])
+        x = inputs["x"].reshape(-1, pipeline_numpy.NCOLS)
+        cols, buckets, means = pipeline_numpy.pipeline(np, x, inputs["key"])
         v["cols"][:] = cols.reshape(-1)
         v["buckets"][:] = buckets.reshape(-1)
         v["means"][:] = means.reshape(-1)
