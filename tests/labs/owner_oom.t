@@ -53,6 +53,8 @@ class Backend:
         return numpy.zeros(count, dtype)
     def sync(self):
         pass
+    def fill_word(self, a, w, sync=True):
+        a.view(numpy.uint32)[:] = w
     def spare_bytes(self):
         return 1 << 40
 

@@ -78,17 +78,16 @@ class Case:
                 if got is not dst:
                     dst[...] = got
             if self.guard:
-                self._guard_view(m)[:] = guard_word(m)
+                self.be.fill_word(self._guard_view(m), guard_word(m), sync=False)
         if sync:
             self.be.sync()
 
     def poison(self, sync=True):
         for m in self.meta:
             if m["role"] == "out":
-                v = self.views[m["name"]].view("uint32")
-                v[:] = POISON
+                self.be.fill_word(self.views[m["name"]].view("uint32"), POISON, sync=False)
                 if self.guard:
-                    self._guard_view(m)[:] = POISON
+                    self.be.fill_word(self._guard_view(m), POISON, sync=False)
         if sync:
             self.be.sync()
 

@@ -128,6 +128,10 @@ class SimBackend:
         """How many 32-bit words of a (a uint32 view) are not word."""
         return int((a != self.np.uint32(word)).sum())
 
+    def fill_word(self, a, word, sync=True):
+        """Every 32-bit word of a (a uint32 view) set to word."""
+        a[:] = self.np.uint32(word)
+
     def probe_plan(self, spots):
         """spots: (buf, byte offsets) pairs. What probe_read reads."""
         np = self.np
@@ -166,7 +170,7 @@ class CudaBackend:
         cupy.cuda.Device(0).use()
         l2 = int(cupy.cuda.runtime.getDeviceProperties(0).get("l2CacheSize", 0))
         # Evicting the inputs before a sample, as the CUDA harness does.
-        self.flush = cupy.empty(max(2 * l2, 64 << 20) // 4, dtype=cupy.float32)
+        self.flush = cupy.empty(max(2 * l2, 64 << 20) // 4, dtype=cupy.uint32)
         self.round = 0
 
     def device_record(self):
@@ -217,8 +221,7 @@ class CudaBackend:
 
     def flush_l2(self):
         self.round += 1
-        self.flush.fill(self.round & 0xFF)
-        self.sync()
+        self.fill_word(self.flush, self.round & 0xFF)
 
     def spare_bytes(self):
         return int(self.cp.cuda.runtime.memGetInfo()[0]) // 2
@@ -228,10 +231,13 @@ class CudaBackend:
         return int(self.cp.cuda.runtime.memGetInfo()[0])
 
     # The owner's own checks after every case (inputs modified, guards) as
-    # two grid-stride kernels in one module: CuPy's "!=" and ".sum()" would
+    # grid-stride kernels in one module: CuPy's "!=" and ".sum()" would
     # compile a reduction per size class in every run (its cache is in
     # memory only here: seen on an H200, 3.2 s for case 1 and 3.0 s more
-    # for case 1000 of the reduction lab, every check run).
+    # for case 1000 of the reduction lab, every check run). The poison,
+    # the guards and the L2 flush are a kernel of it too: CuPy's fill, an
+    # elementwise kernel, wrote 4-5 times slower on an H200 (0.33 ms for
+    # an embedding output, every timed call; gen.py says more).
     CHECK_SRC = r"""
     template <typename T>
     __device__ void count_ne(const T *a, const T *b, unsigned long long n, unsigned long long *bad) {
@@ -254,16 +260,23 @@ class CudaBackend:
              i += (unsigned long long)gridDim.x * blockDim.x)
             k += a[i] != w;
         if (k) atomicAdd(bad, k);
+    }
+    extern "C" __global__ void cugrade_fill_word(unsigned *a, unsigned w, unsigned long long n) {
+        for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+             i += (unsigned long long)gridDim.x * blockDim.x)
+            a[i] = w;
     }"""
 
-    def _check(self, name, args, n):
-        cp = self.cp
+    def _module(self):
         if not hasattr(self, "check_mod"):
-            self.check_mod = cp.RawModule(code=self.CHECK_SRC)
-        bad = cp.zeros(1, dtype=cp.uint64)
+            self.check_mod = self.cp.RawModule(code=self.CHECK_SRC)
+        return self.check_mod
+
+    def _check(self, name, args, n):
+        bad = self.cp.zeros(1, dtype=self.cp.uint64)
         if n:
             blocks = int(min((n + 255) // 256, 4096))
-            self.check_mod.get_function(name)((blocks,), (256,), args + (self.np.uint64(n), bad))
+            self._module().get_function(name)((blocks,), (256,), args + (self.np.uint64(n), bad))
         return int(bad.get()[0])
 
     def count_ne(self, a, b):
@@ -280,6 +293,18 @@ class CudaBackend:
     def count_ne_word(self, a, word):
         """How many 32-bit words of a (a contiguous uint32 view) are not word."""
         return self._check("cugrade_ne_word", (a, self.np.uint32(word)), a.size)
+
+    def fill_word(self, a, word, sync=True):
+        """Every 32-bit word of a (a contiguous uint32 view) set to word;
+        then waits for the GPU unless told not to."""
+        assert a.dtype == self.np.uint32 and a.flags.c_contiguous
+        n = a.size
+        if n:
+            blocks = int(min((n + 255) // 256, 4096))
+            self._module().get_function("cugrade_fill_word")(
+                (blocks,), (256,), (a, self.np.uint32(word), self.np.uint64(n)))
+        if sync:
+            self.sync()
 
     PROBE_SRC = r"""
     extern "C" __global__ void cugrade_probe(const unsigned long long *a, unsigned char *o,
