@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """CI (no GPU): the owner's NumPy runs its BLAS on one thread, and the
 student's process does not inherit that (labs/common/py/owner_tenant.py
-one_blas_thread, OWNER_THREADS).
+one_blas_thread, OWNER_THREADS); a sanitizer run's process (tenant.py
+--sanitize, which times nothing) sets them to 1 itself before NumPy is
+first imported.
 
 On the 16-core H200 host the profiling lab's owner (labs/profiling/lab.py)
 used 35 s of CPU in every timing run, most of it inside the GPU's exclusive
@@ -9,7 +11,10 @@ hold: it multiplies once per call to make the call's labels, and a
 multi-threaded OpenBLAS keeps its idle threads spinning after every call.
 The owner sets the thread counts before NumPy is first imported; the
 tenant (and the profiling lab's trainers, which ask for 4 OpenMP threads)
-get the environment they had before. Prints TAP lines."""
+get the environment they had before. A multi-threaded OpenBLAS's threads
+also spin when they start: a bare `import numpy` took 2.1-2.2 s of CPU
+in 0.32 s on that host, in each of a Python job's two sanitizer runs.
+Prints TAP lines."""
 import json
 import os
 import subprocess
@@ -58,4 +63,45 @@ ok(got.get("tenant") == {k: None for k in NAMES},
    "the student's process gets none of them: its environment is its own", got)
 ok(got.get("trainer") == {"OPENBLAS_NUM_THREADS": None, "OMP_NUM_THREADS": "4", "MKL_NUM_THREADS": None},
    "the profiling lab's trainer gets the 4 OpenMP threads it is started with", got)
+
+# A sanitizer run, as the runner starts it under compute-sanitizer (here
+# in Numba's simulator, without the tool): the thread counts as NumPy's
+# import first sees them (an import hook), and as the student's code does.
+SANITIZE = r"""
+import json, os, runpy, sys
+names, out, tenant = %r, %r, %r
+os.dup2(int(sys.argv.pop(1)), 3)   # the run's channel
+
+class Hook:
+    def find_spec(self, name, path, target=None):
+        if name == "numpy" and not os.path.exists(out + ".numpy"):
+            json.dump({k: os.environ.get(k) for k in names}, open(out + ".numpy", "w"))
+        return None
+
+sys.meta_path.insert(0, Hook())
+sys.argv = [tenant] + sys.argv[1:]
+runpy.run_path(tenant, run_name="__main__")
+""" % (NAMES, os.path.join(tmp, "sanitize"), os.path.join(PY, "tenant.py"))
+student = os.path.join(tmp, "kernel.py")
+with open(student, "w") as f:
+    f.write("import json, os\n"
+            "def reduce_sum(*args):\n"
+            "    json.dump({k: os.environ.get(k) for k in %r}, open(%r, 'w'))\n"
+            % (NAMES, os.path.join(tmp, "sanitize.student")))
+chan = os.open(os.path.join(tmp, "sanitize.chan"), os.O_WRONLY | os.O_CREAT, 0o600)
+env["NUMBA_ENABLE_CUDASIM"] = "1"
+p = subprocess.run([sys.executable, "-c", SANITIZE, str(chan), "--sanitize", "reduction", "1000",
+                    "0123456789abcdef", student], capture_output=True, text=True, env=env,
+                   timeout=300, pass_fds=(chan,))
+seen = {}
+for k in ("numpy", "student"):
+    try:
+        seen[k] = json.load(open(os.path.join(tmp, "sanitize." + k)))
+    except (OSError, ValueError):
+        seen[k] = None
+ok(p.returncode == 0 and seen["numpy"] == {k: "1" for k in NAMES},
+   "a sanitizer run's BLAS and OpenMP thread counts are 1 when NumPy is first imported",
+   "exit %d, seen %r\n%s" % (p.returncode, seen, p.stderr[-2000:]))
+ok(seen["student"] == {k: "1" for k in NAMES},
+   "and the student's code in it sees the same (nothing of that run is timed)", seen)
 sys.exit(1 if failures() else 0)

@@ -338,13 +338,22 @@ def sanitize(lab_name, case_name, seed_hex, path):
     context are up and before any of the student's code is imported, and is
     closed then: a run with no such record failed for a reason of ours (not
     charged); after it, a failure is the student's. Exit: 0 done, 1 the
-    student's code raised (the message on stderr), 2 ours."""
+    student's code raised (the message on stderr), 2 ours.
+
+    NumPy's BLAS runs on one thread here, as in the owner (owner_tenant.py
+    one_blas_thread, before NumPy is first imported): nothing of this run
+    is timed, and a multi-threaded OpenBLAS's threads spin when they start
+    (a bare `import numpy` took 2.1-2.2 s of CPU in 0.32 s on the 16-core
+    H200 host), in each of a Python job's two sanitizer runs, which run
+    beside the check runs (docs/python.md, "Sanitizers")."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.insert(0, here)
+    from owner_tenant import one_blas_thread
+    one_blas_thread()
     shim_numpy()
     quiet_paths()
-    here = os.path.dirname(os.path.abspath(__file__))
     try:
         import numpy as np
-        sys.path.insert(0, here)
         import gen
         lab_dir = os.path.join(os.environ.get("CUGRADE_LABS", os.path.join(here, "..", "..")),
                                lab_name)
