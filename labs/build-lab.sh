@@ -34,7 +34,8 @@ case "$ARCH" in sm_[0-9]*) ;; *) echo "build-lab: ARCH must look like sm_90, got
 # A lab without a CUDA harness (Python submissions only: labs/profiling,
 # labs/pipeline): its judge is a trusted Python program,
 # reference/LAB/judge.py, and nothing is compiled. The judge and the Python
-# files it may import (labs/common/py/gen.py, labs/LAB/*.py and lab.json)
+# files it may import (labs/common/py/gen.py and owner_tenant.py,
+# labs/LAB/*.py and lab.json)
 # are copied, so a later change of the tree does not change a built lab;
 # `judge` runs the copy with a Python that has NumPy: $CUGRADE_PYTHON (the
 # submissions' interpreter), else $PYTHON, else /usr/bin/python3.
@@ -46,7 +47,8 @@ if [ ! -f "$ROOT/labs/$LAB/harness.cu" ] && [ -f "$ROOT/reference/$LAB/judge.py"
         if [ -n "$p" ] && "$p" -c "import numpy" >/dev/null 2>&1; then PY=$p; break; fi
     done
     cp "$ROOT/reference/$LAB/judge.py" "$OUT/judge.py"
-    for f in "$ROOT/labs/common/py/gen.py" "$ROOT/labs/$LAB/lab.json" "$ROOT/labs/$LAB/"*.py; do
+    for f in "$ROOT/labs/common/py/gen.py" "$ROOT/labs/common/py/owner_tenant.py" \
+        "$ROOT/labs/$LAB/lab.json" "$ROOT/labs/$LAB/"*.py; do
         if [ -f "$f" ]; then cp "$f" "$OUT/py/"; fi
     done
     printf '#!/bin/sh\nexec %s -I -B "%s/judge.py" "$@"\n' "$PY" "$OUT" > "$OUT/judge.tmp"

@@ -34,6 +34,8 @@ for d in (os.path.join(HERE, "py"),                                  # the built
           os.path.join(HERE, "..", "..", "labs", "pipeline")):
     if os.path.isdir(d):
         sys.path.insert(0, d)
+from owner_tenant import one_blas_thread  # noqa: E402
+one_blas_thread()   # before NumPy's import: its BLAS threads would spin at its start, unused here
 import numpy as np  # noqa: E402
 import gen  # noqa: E402
 import pipeline_numpy as P  # noqa: E402

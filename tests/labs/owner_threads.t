@@ -31,7 +31,8 @@ tmp = tempfile.mkdtemp(prefix="cugrade-othreads-")
 script = os.path.join(tmp, "tenant_env.py")
 with open(script, "w") as f:
     f.write("import json, os, sys\n"
-            "json.dump({k: os.environ.get(k) for k in %r}, open(sys.argv[1], 'w'))\n" % (NAMES,))
+            "json.dump({k: os.environ.get(k) for k in %r + ('OPENBLAS_THREAD_TIMEOUT',)}, "
+            "open(sys.argv[1], 'w'))\n" % (NAMES,))
 
 PROG = r"""
 import json, os, sys
@@ -45,7 +46,9 @@ for name, env in (("tenant", None), ("trainer", {"OMP_NUM_THREADS": "4"})):
     path = os.path.join(%r, name + ".json")
     t = Tenant([path], 10, script=%r, env=env)
     t.proc.wait(timeout=60)
-    out[name] = json.load(open(path))
+    got = json.load(open(path))
+    out[name + "_timeout"] = got.pop("OPENBLAS_THREAD_TIMEOUT")
+    out[name] = got
 print(json.dumps(out))
 """ % (PY, NAMES, tmp, script)
 
@@ -60,7 +63,10 @@ ok(got.get("owner") == {k: "1" for k in NAMES},
 ok(got.get("numpy_first") is False,
    "and were set before NumPy was first imported (importing the owner imports no NumPy)", got)
 ok(got.get("tenant") == {k: None for k in NAMES},
-   "the student's process gets none of them: its environment is its own", got)
+   "the student's process gets none of them: its thread counts are its own", got)
+ok(got.get("tenant_timeout") == "4" and got.get("trainer_timeout") == "4",
+   "but its idle OpenBLAS threads sleep at once (OPENBLAS_THREAD_TIMEOUT 4: no spin as NumPy "
+   "is imported)", got)
 ok(got.get("trainer") == {"OPENBLAS_NUM_THREADS": None, "OMP_NUM_THREADS": "4", "MKL_NUM_THREADS": None},
    "the profiling lab's trainer gets the 4 OpenMP threads it is started with", got)
 

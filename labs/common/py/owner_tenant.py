@@ -21,6 +21,13 @@ MAX_MSG = 1 << 16
 # call to make its labels (docs/log/2026-12-01-hold-priority.md). The
 # tenant's environment is the student's own: these never reach it.
 OWNER_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+# The student's process keeps its thread count, but an idle OpenBLAS
+# thread there sleeps at once instead of spinning first (OpenBLAS's
+# minimum spin, 2^4 cycles): its threads start spinning as NumPy is
+# imported, before any of the student's code, and a bare `import numpy`
+# took 2.1-2.2 s of CPU in 0.32 s on the 16-core H200 host, in both of a
+# Python job's tenants (docs/log/2026-12-02-owner-kernels.md).
+TENANT_ENV = {"OPENBLAS_THREAD_TIMEOUT": "4"}
 
 
 def one_blas_thread():
@@ -47,7 +54,7 @@ class Tenant:
         child = {k: v for k, v in os.environ.items()
                  if not k.startswith("CUGRADE_") and k != "CUPY_CACHE_IN_MEMORY" and
                  k not in OWNER_THREADS}
-        for k, v in (env or {}).items():
+        for k, v in list((env or {}).items()) + list(TENANT_ENV.items()):
             child.setdefault(k, v)
         self.proc = subprocess.Popen(
             [sys.executable, "-I", "-B", script] + list(args) + [str(b.fileno())],
