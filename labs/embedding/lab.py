@@ -74,9 +74,9 @@ def sample_ok(xp, ref, out):
             _check_kernel.append(xp.RawKernel(CHECK_SRC, "cugrade_embedding_check"))
         bad = xp.zeros(1, dtype=xp.uint64)
         c = xp.ascontiguousarray
-        _check_kernel[0]((int(min(n, 4096)),), (256,),
-                         (c(out).view(xp.uint32), c(w).view(xp.uint32), c(idx).astype(xp.int64, copy=False),
-                          numpy.int64(n), numpy.int64(w.size // dim), numpy.int64(dim), bad))
+        args = (c(out).view(xp.uint32), c(w).view(xp.uint32), c(idx).astype(xp.int64, copy=False),
+                numpy.int64(n), numpy.int64(w.size // dim), numpy.int64(dim), bad)
+        _check_kernel[0]((int(min(n, 4096)),), (256,), args)
         return int(bad.get()[0]) == 0
     want = w.reshape(-1, dim)[idx].reshape(-1)
     return bool((out.view(xp.uint32) == want.view(xp.uint32)).all())
