@@ -3,7 +3,9 @@
 -B`, a clean environment and no descriptor but its end of one SOCK_SEQPACKET
 socket, and the messages we send it (owner.py says what each means). The
 profiling lab's owner (labs/profiling/lab.py) starts its trainers the same
-way, with its own script. Trusted: imported by owners only."""
+way, with its own script. Trusted: imported by owners, and for
+one_blas_thread by a sanitizer run's tenant.py before the student's code
+and by the pipeline lab's judge."""
 import json
 import os
 import select
