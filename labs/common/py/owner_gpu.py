@@ -272,11 +272,16 @@ class CudaBackend:
             self.check_mod = self.cp.RawModule(code=self.CHECK_SRC)
         return self.check_mod
 
+    def _launch(self, name, n, args):
+        """Kernel name of the module over n elements (n > 0), grid-stride:
+        256 threads a block, at most 4096 blocks."""
+        blocks = int(min((n + 255) // 256, 4096))
+        self._module().get_function(name)((blocks,), (256,), args)
+
     def _check(self, name, args, n):
         bad = self.cp.zeros(1, dtype=self.cp.uint64)
         if n:
-            blocks = int(min((n + 255) // 256, 4096))
-            self._module().get_function(name)((blocks,), (256,), args + (self.np.uint64(n), bad))
+            self._launch(name, n, args + (self.np.uint64(n), bad))
         return int(bad.get()[0])
 
     def count_ne(self, a, b):
@@ -298,11 +303,9 @@ class CudaBackend:
         """Every 32-bit word of a (a contiguous uint32 view) set to word;
         then waits for the GPU unless told not to."""
         assert a.dtype == self.np.uint32 and a.flags.c_contiguous
-        n = a.size
-        if n:
-            blocks = int(min((n + 255) // 256, 4096))
-            self._module().get_function("cugrade_fill_word")(
-                (blocks,), (256,), (a, self.np.uint32(word), self.np.uint64(n)))
+        if a.size:
+            n = self.np.uint64(a.size)
+            self._launch("cugrade_fill_word", a.size, (a, self.np.uint32(word), n))
         if sync:
             self.sync()
 
