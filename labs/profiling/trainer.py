@@ -129,17 +129,105 @@ def event_counts(prof):
     """{"cpu": {name: n}, "top": {name: n}, "dev": {name: n}} of the
     profile's events: host side (aten ops, CUDA runtime calls), the host
     ops called by train()'s own Python code (no aten op above them), and
-    device side (kernels, memcpys)."""
+    device side (kernels, memcpys). Read from the profiler's raw event list
+    (raw_events); PyTorch's own list (prof.events()) is the fallback where
+    that list is not there. Both give the same counts
+    (tests/labs/profiling_events.t)."""
+    try:
+        evs = raw_events(prof)
+    except (AttributeError, TypeError):
+        evs = tree_events(prof)
     cpu, top, dev = {}, {}, {}
-    for e in prof.events():
-        kind = str(getattr(e, "device_type", "CPU"))
-        name = str(e.name)[:80]
+    for name, kind, is_top in evs:
+        name = name[:80]
         d = cpu if kind.endswith("CPU") else dev
         d[name] = d.get(name, 0) + 1
-        if d is cpu and getattr(e, "cpu_parent", None) is None:
+        if d is cpu and is_top:
             top[name] = top.get(name, 0) + 1
     trim = lambda d: dict(sorted(d.items(), key=lambda kv: -kv[1])[:MAX_NAMES])  # noqa: E731
     return {"cpu": trim(cpu), "top": trim(top), "dev": trim(dev)}
+
+
+def tree_events(prof):
+    """raw_events' list from PyTorch's own (FunctionEvent objects)."""
+    return [(str(e.name), str(getattr(e, "device_type", "CPU")),
+             getattr(e, "cpu_parent", None) is None) for e in prof.events()]
+
+
+def raw_events(prof):
+    """[(name, device kind, no CPU parent)] of a finished profile, as
+    prof.events() lists them, from the profiler's raw (Kineto) events.
+    prof.events() makes a Python object of every event with its shapes and
+    stack, then a tree: 1.9-2.7 s of CPU for the starter's 40 profiled
+    steps on an H200 host, inside the check run, 0.5 s for a fast loop
+    (docs/log/2026-12-02-trainer-cpu.md). This does only what the counts
+    need, the same way PyTorch does it (torch/autograd/profiler.py
+    _parse_kineto_results, profiler_util.py EventList._build_tree): drop
+    the names PyTorch filters out; give a runtime call the thread of the op
+    it belongs to; nest each thread's synchronous CPU events by their
+    [start, end); then drop an event that is its parent's only child and
+    has its parent's name (EventList._remove_dup_nodes). Raises
+    AttributeError where this PyTorch keeps no raw list."""
+    import torch
+    from torch.autograd.profiler_util import _filter_name
+    cpu_type = torch.autograd.DeviceType.CPU
+    ev = []
+    for e in prof.profiler.kineto_results.events():
+        name = e.name()
+        if _filter_name(name) or getattr(e, "is_hidden_event", lambda: False)():
+            continue
+        if hasattr(e, "start_ns"):
+            t0, t1 = e.start_ns(), e.end_ns()
+        else:  # PyTorch 1.x (Debian's, CI): whole microseconds, as its tree has them
+            t0 = e.start_us()
+            t1 = t0 + e.duration_us()
+        dt = e.device_type()
+        sync = dt == cpu_type and not e.is_async() and e.start_thread_id() == e.end_thread_id()
+        ev.append([name, str(dt), t0, t1, e.start_thread_id(), sync, e.correlation_id(),
+                   e.linked_correlation_id()])
+    return nest(ev)
+
+
+def nest(ev):
+    """raw_events' list from its events, each [name, kind, start, end,
+    thread, synchronous CPU event, correlation id, the correlation id of
+    the op it belongs to (0: none)], in the profiler's order."""
+    link = {e[6]: e[4] for e in ev if e[7] == 0 and e[5]}
+    for e in ev:
+        if e[0].startswith("ProfilerStep#"):
+            e[0] = "ProfilerStep*"
+        if e[7] > 0 and e[7] in link:
+            e[4] = link[e[7]]
+    order = sorted(range(len(ev)), key=lambda i: (ev[i][2], -ev[i][3]))
+    parent = [None] * len(ev)
+    kids = [[] for _ in ev]
+    stacks = {}
+    for i in order:
+        if not ev[i][5]:
+            continue
+        st = stacks.setdefault(ev[i][4], [])
+        while st:
+            p = st[-1]
+            if ev[i][2] >= ev[p][3] or ev[i][3] > ev[p][3]:
+                st.pop()
+            else:
+                parent[i] = p
+                kids[p].append(i)
+                break
+        st.append(i)
+    while True:
+        gone = set()
+        for i in order:
+            p = parent[i]
+            if p is not None and ev[p][0] == ev[i][0] and len(kids[p]) == 1:
+                kids[p] = kids[i]
+                for k in kids[i]:
+                    parent[k] = p
+                gone.add(i)
+        if not gone:
+            break
+        order = [i for i in order if i not in gone]
+    return [(ev[i][0], ev[i][1], parent[i] is None) for i in order]
 
 
 def losses_of(np, torch, ret, steps):

@@ -13,6 +13,9 @@
 # Why: on the 16-core H200 host a bare `import numpy` took 2.1-2.2 s of CPU
 # in 0.32 s (OpenBLAS's threads spinning as they start), in every process
 # that imports it (docs/log/2026-12-02-owner-kernels.md).
+# bash's `time` keyword and TIMEFORMAT: `sh` (dash) has neither, and its
+# rows failed on the GPU host, so a run under sh starts bash.
+[ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 PY=${PY:-${CUGRADE_PYTHON:-}}
@@ -65,6 +68,9 @@ row "import numpy, OPENBLAS_THREAD_TIMEOUT=4 (tenants)" env OPENBLAS_THREAD_TIME
 row "import numba.cuda" "$PY" -I -B -c "import numba.cuda"
 row "import numba.cuda, OPENBLAS_THREAD_TIMEOUT=4" env OPENBLAS_THREAD_TIMEOUT=4 "$PY" -I -B -c "import numba.cuda"
 row "import cupy" "$PY" -I -B -c "import cupy"
+row "import cupy, OPENBLAS_THREAD_TIMEOUT=4" env OPENBLAS_THREAD_TIMEOUT=4 "$PY" -I -B -c "import cupy"
+row "import torch, OMP_NUM_THREADS=4 (profiling trainers)" env OMP_NUM_THREADS=4 OPENBLAS_THREAD_TIMEOUT=4 \
+    "$PY" -I -B -c "import numpy, torch"
 row "tenant --sanitize reduction 1000 $(basename "$F")$SIM" "$PY" -I -B "$T" --sanitize reduction 1000 0123456789abcdef "$F"
 if [ -x "$CS" ] && [ -z "$SIM" ]; then
     for tool in memcheck racecheck; do
