@@ -14,6 +14,7 @@
 
 #include <limits.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 /* Seconds added to a Python run's derived wall limit (limit.h): the owner's
  * and the tenant's interpreters, CuPy's and Numba's imports and the JIT's
@@ -43,6 +44,20 @@ int python_root_bind(struct sandbox_bind *out);
  * of the host's), else /usr/bin/python3. A venv's interpreter is a link to
  * its base one, which must be under /usr. */
 const char *python_interpreter(void);
+
+/* Start compiling python_root()'s bytecode in place: its interpreter runs
+ * `-I -m compileall -qq -j 0 ROOT/lib`, which writes a __pycache__ .pyc
+ * for every module that has none or a stale one, and imports nothing it
+ * compiles. Why: a root installed with PYTHONDONTWRITEBYTECODE (the GPU
+ * image's venv: none for torch, numpy or sympy) made every process of ours
+ * compile those modules' source at each import, and every run is -B: on
+ * an H200 host `import torch` took 5.8-7.0 s of CPU and a trainer's first
+ * optimizer step (torch._dynamo) 6.4 s more, four trainers a profiling job
+ * (docs/python.md, "Bytecode"). Returns the child's pid for the caller to
+ * wait on, or -1: no root outside /usr (Debian's packages come compiled),
+ * no ROOT/lib, or no fork. A root we cannot write leaves the imports as
+ * they were. */
+pid_t python_bytecode_start(void);
 
 /* 1 when Python runs use Numba's CUDA simulator (CUGRADE_NO_GPU=1: CI and
  * hosts without a GPU; the times mean nothing there). */

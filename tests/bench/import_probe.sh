@@ -71,6 +71,8 @@ row "import cupy" "$PY" -I -B -c "import cupy"
 row "import cupy, OPENBLAS_THREAD_TIMEOUT=4" env OPENBLAS_THREAD_TIMEOUT=4 "$PY" -I -B -c "import cupy"
 row "import torch, OMP_NUM_THREADS=4 (profiling trainers)" env OMP_NUM_THREADS=4 OPENBLAS_THREAD_TIMEOUT=4 \
     "$PY" -I -B -c "import numpy, torch"
+row "  and torch._dynamo (a trainer's first optimizer step)" env OMP_NUM_THREADS=4 OPENBLAS_THREAD_TIMEOUT=4 \
+    "$PY" -I -B -c "import numpy, torch, torch._dynamo"
 row "tenant --sanitize reduction 1000 $(basename "$F")$SIM" "$PY" -I -B "$T" --sanitize reduction 1000 0123456789abcdef "$F"
 if [ -x "$CS" ] && [ -z "$SIM" ]; then
     for tool in memcheck racecheck; do
