@@ -71,8 +71,9 @@ pid_t python_bytecode_start(void)
     if (access(lib, W_OK) < 0) {
         /* compileall would compile every such module and fail to write it,
          * at every start: say what an admin can do instead. */
-        fprintf(stderr, "cugrade-runner: %s is not ours to write: its modules without bytecode "
-                        "are compiled at every import (once, by its owner: %s -m compileall %s)\n",
+        fprintf(stderr,
+                "cugrade-runner: %s is not ours to write: its modules without bytecode "
+                "are compiled at every import (once, by its owner: %s -m compileall %s)\n",
                 lib, python_interpreter(), lib);
         return -1;
     }

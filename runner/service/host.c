@@ -400,8 +400,9 @@ void host_build_labs(struct host *h, const struct grade_env *env)
         int st = 0;
         while (waitpid(bytecode, &st, 0) < 0 && errno == EINTR)
             ;
-        fprintf(stderr, "cugrade-runner: the Python root's bytecode (%s/lib) compiled where it "
-                        "was missing, %.1f s with the builds (compileall exit %d)\n",
+        fprintf(stderr,
+                "cugrade-runner: the Python root's bytecode (%s/lib) compiled where it "
+                "was missing, %.1f s with the builds (compileall exit %d)\n",
                 python_root(), run_now() - t0, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
     }
     if (n > 0)
