@@ -61,6 +61,18 @@ if ! nvidia-smi -L >/dev/null 2>&1; then
     F=$ROOT/labs/reduction/starter.py
 fi
 echo "python: $PY; $(nproc) CPUs; median of $REPEAT"
+# Whether the modules come compiled (a root without bytecode compiles them
+# at every import in our -B runs: the runner's prepare compiles it,
+# docs/python.md "Bytecode").
+"$PY" -I -B - <<'EOF' 2>/dev/null
+import importlib.util, os
+seen = []
+for name in ("numpy", "numba", "cupy", "torch", "sympy"):
+    spec = importlib.util.find_spec(name)
+    if spec and spec.origin:
+        seen.append("%s %s" % (name, "yes" if os.path.exists(importlib.util.cache_from_source(spec.origin)) else "NO"))
+print("bytecode beside each package's __init__: " + (", ".join(seen) or "none of them installed"))
+EOF
 printf '%-56s | %6s %6s %6s\n' "command" "wall" "user" "sys"
 row "import numpy" "$PY" -I -B -c "import numpy"
 row "import numpy, OPENBLAS_NUM_THREADS=1 (owner, judge)" env OPENBLAS_NUM_THREADS=1 "$PY" -I -B -c "import numpy"
