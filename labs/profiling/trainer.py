@@ -160,7 +160,7 @@ def raw_events(prof):
     prof.events() makes a Python object of every event with its shapes and
     stack, then a tree: 1.9-2.7 s of CPU for the starter's 40 profiled
     steps on an H200 host, inside the check run, 0.5 s for a fast loop
-    (docs/log/2026-12-02-trainer-cpu.md). This does only what the counts
+    (docs/log/2026-12-02-bytecode.md). This does only what the counts
     need, the same way PyTorch does it (torch/autograd/profiler.py
     _parse_kineto_results, profiler_util.py EventList._build_tree): drop
     the names PyTorch filters out; give a runtime call the thread of the op

@@ -3,7 +3,7 @@
 trainer counts a profile's events from PyTorch's raw event list
 (labs/profiling/trainer.py raw_events), not from prof.events(), whose
 Python objects and tree took 1.9-2.7 s of CPU for the starter's 40
-profiled steps on an H200 host (docs/log/2026-12-02-trainer-cpu.md). The
+profiled steps on an H200 host (docs/log/2026-12-02-bytecode.md). The
 syncs and copies cases are judged on those counts, so the two must agree
 event for event: name, device kind, and whether an op has no op above it
 (the CPU stand-in's copies are the aten::to calls made by train() itself).
