@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 int python_submission(const char *filename)
@@ -96,6 +97,24 @@ pid_t python_bytecode_start(void)
     }
     execl(py, py, "-I", "-m", "compileall", "-qq", "-j", "0", lib, (char *)NULL);
     _exit(127);
+}
+
+void python_bytecode_wait(pid_t pid, double t0)
+{
+    assert(pid > 0);
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    int code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    fprintf(stderr,
+            "cugrade-runner: the Python root's bytecode (%s/lib): %s, %.1f s beside the builds\n",
+            python_root(),
+            code == 0 ? "compiled where it was missing"
+            : code == 1
+                ? "compiled where it was missing, but for modules that do not compile (left "
+                  "to their source)"
+                : "compileall failed: Python runs compile their imports from source",
+            run_now() - t0);
 }
 
 int python_simulated(void)

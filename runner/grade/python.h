@@ -59,6 +59,12 @@ const char *python_interpreter(void);
  * they were. */
 pid_t python_bytecode_start(void);
 
+/* Wait for python_bytecode_start's child (started at t0, run_now()) and
+ * say in the log how it ended: compiled, compiled but for modules that do
+ * not compile (left to their source: a package's Python 2 fixtures), or
+ * failed (our runs then compile their imports from source, as before). */
+void python_bytecode_wait(pid_t pid, double t0);
+
 /* 1 when Python runs use Numba's CUDA simulator (CUGRADE_NO_GPU=1: CI and
  * hosts without a GPU; the times mean nothing there). */
 int python_simulated(void);

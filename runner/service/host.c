@@ -396,15 +396,8 @@ void host_build_labs(struct host *h, const struct grade_env *env)
             while (waitpid(kids[i], NULL, 0) < 0 && errno == EINTR)
                 ;
     free(kids);
-    if (bytecode > 0) {
-        int st = 0;
-        while (waitpid(bytecode, &st, 0) < 0 && errno == EINTR)
-            ;
-        fprintf(stderr,
-                "cugrade-runner: the Python root's bytecode (%s/lib) compiled where it "
-                "was missing, %.1f s with the builds (compileall exit %d)\n",
-                python_root(), run_now() - t0, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
-    }
+    if (bytecode > 0)
+        python_bytecode_wait(bytecode, t0);
     if (n > 0)
         host_ensure_uvm(h, labs[0].name);
     /* Then the device record and baselines, one lab at a time (timed). */
