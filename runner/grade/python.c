@@ -82,14 +82,13 @@ pid_t python_bytecode_start(void)
     pid_t pid = fork();
     if (pid != 0)
         return pid;
+    /* The child. Niced: a runner restarted beside others' jobs (mid-burst)
+     * compiles on the cores their runs leave; not niced, it still compiles. */
+    if (nice(19) < 0)
+        errno = 0;
     /* -I: no PYTHON* variable (PYTHONDONTWRITEBYTECODE among them) turns
      * the writes off; -qq: a module that does not compile (a package's
      * Python 2 fixtures) is not the log's business, the exit status says so. */
-    /* Niced: a runner started beside others' jobs (a restart mid-burst)
-     * compiles on the cores their runs leave. */
-    if (nice(19) < 0) {
-        /* not niced: still compiles */
-    }
     int null = open("/dev/null", O_WRONLY);
     if (null >= 0) {
         dup2(null, STDOUT_FILENO);
