@@ -72,6 +72,9 @@ class Service:
             p.wait()
         self.prepare_s = time.time() - t0
         e2e.log(f"prepare on {self.ngpus} GPU(s): {self.prepare_s:.0f} s")
+        for g in self.gpus:
+            for line in e2e.prepare_notes(os.path.join(self.logs, f"bench-prepare{g}.log")):
+                e2e.log(f"prepare GPU {g}: {line}")
         for gi, g in enumerate(self.gpus):
             for i in range(self.per_gpu):
                 k = gi * self.per_gpu + i

@@ -72,6 +72,16 @@ def log(msg):
     print(f"[{time.time() - T0:6.1f}s] {msg}", file=sys.stderr, flush=True)
 
 
+def prepare_notes(path):
+    """The lines of a prepare log worth a bench's own log: how the Python
+    root's bytecode compile ended (docs/python.md, "Bytecode")."""
+    try:
+        with open(path, errors="replace") as f:
+            return [l.strip() for l in f if "bytecode" in l or "not ours to write" in l]
+    except OSError:
+        return []
+
+
 def bin_env():
     env = dict(os.environ)
     for kv in filter(None, os.environ.get("CUGRADE_BIN_ENV", "").split(";")):
@@ -358,6 +368,8 @@ def main():
 
         if prep.poll() is not None:
             log(f"runner prepare exited {prep.returncode}")
+            for line in prepare_notes(os.path.join(logs, "prepare.log")):
+                log(line)
         stuck = [sid for _, _, sid, _ in subs if sid is not None and sid not in results]
         unfinished_report(db, stuck)
         if stuck:
