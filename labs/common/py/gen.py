@@ -201,6 +201,13 @@ BLOCK, GRID_MAX = 256, 4096
 _fused = {}   # "module": the RawModule, or False once it failed to build
 
 
+def blocks(n):
+    """The grid of a grid-stride kernel over n > 0 elements, BLOCK threads
+    a block (our raw kernels: these generators, owner_gpu.py's checks and
+    fills)."""
+    return int(min((n + BLOCK - 1) // BLOCK, GRID_MAX))
+
+
 def module_source():
     """The generators' CUDA module for NVRTC: the prelude, gen.cuh without
     its includes, a kernel per generator (tests/labs/owner_raw_kernels.t
@@ -243,10 +250,9 @@ def _fused_generate(xp, genname, seed, start, count, extra, out=None):
     if count == 0:
         return out
     try:
-        blocks = int(min((count + BLOCK - 1) // BLOCK, GRID_MAX))
         m.get_function("cugrade_gen_" + genname)(
-            (blocks,), (BLOCK,), (out, numpy.uint64(count), numpy.uint64(seed),
-                                  numpy.uint64(start)) + args)
+            (blocks(count),), (BLOCK,), (out, numpy.uint64(count), numpy.uint64(seed),
+                                         numpy.uint64(start)) + args)
     except Exception:   # NVRTC refused it: the ufunc chain from now on
         _fused["module"] = False
         return None

@@ -273,10 +273,10 @@ class CudaBackend:
         return self.check_mod
 
     def _launch(self, name, n, args):
-        """Kernel name of the module over n elements (n > 0), grid-stride:
-        256 threads a block, at most 4096 blocks."""
-        blocks = int(min((n + 255) // 256, 4096))
-        self._module().get_function(name)((blocks,), (256,), args)
+        """Kernel name of the module over n elements (n > 0), grid-stride,
+        in gen.py's geometry (gen.blocks)."""
+        import gen
+        self._module().get_function(name)((gen.blocks(n),), (gen.BLOCK,), args)
 
     def _check(self, name, args, n):
         bad = self.cp.zeros(1, dtype=self.cp.uint64)
