@@ -51,7 +51,10 @@ def i32_keys(xp, seed, start, count, keys=NKEYS):
     keys of a case with fewer are the top bits of the same hashes. A case
     with keys < 64 has empty groups whatever its seed: cupy.bincount
     without minlength=64 then has too few bins every time, not only when
-    the seed leaves the largest keys out."""
+    the seed leaves the largest keys out. Too few is a shape error when
+    the sums go into means, except one bin, which broadcasts: case "1"'s
+    one row with key 0 passes that way, so case "1000" has 32 keys too.
+    """
     assert 1 <= keys <= NKEYS and keys & (keys - 1) == 0, keys
     shift = 64 - (keys.bit_length() - 1)
     h = gen.u64(xp, seed, start, count)

@@ -361,28 +361,41 @@ ok(recs and all(r.get("dtype") == "mixed" and [o["name"] for o in r["outputs"]] 
                for r in recs), "owner: a case record carries the three outputs, described", recs[:1])
 
 # bincount without minlength=64 (tests/gpu/solutions-py/pipeline/
-# groupby_minlength.py, in NumPy here) has max(key) + 1 bins: it fails only
-# where the largest keys are absent. Case "1" (one row) once drew its key
-# from 0..63, so a seed whose key was 63 let the bug pass every case (1 in
-# 64 grades; it showed in a burst of 100 on the H200). Its keys are now
-# 0..31 (lab.json "keys": 32): the bug fails case "1" whatever the seed.
-def key_63(seed):
-    cs = gen.case_seed(gen.seed_parse_wide(seed), "1")
-    return int(gen.u64(np, gen.stream(cs, 1), 0, 1)[0] >> np.uint64(58)) == 63  # its top 6 bits
+# groupby_minlength.py, in NumPy here) has max(key) + 1 bins, and its
+# (k, 8) sums go into means (64, 8): a shape error, except for k == 1,
+# which NumPy and CuPy broadcast to every row. Case "1" (one row) draws its
+# key from 0..31 (lab.json "keys": 32), so k < 64 every time; but when that
+# key is 0 the broadcast row is the right answer for every group (one row:
+# sd = 0, every column 0), and the bug passed case "1" in 1 grade of 32: a
+# wrong file graded 100/100 in a burst of 100 on the H200 (2026-12-02).
+# Case "1000" draws its keys from 0..31 too: k == 32 but for a seed whose
+# thousand keys are all 0 ((1/32)^1000), so the bug fails it whatever the seed.
+def case1_key(seed):
+    return int(inputs("1", seed)[1][0])
 
 
-lucky = next((s for s in ("%016x" % (0xc0ffee0000 + i) for i in range(4096)) if key_63(s)), None)
-ok(lucky is not None and CASES["1"].get("keys") == 32 and
-   int(inputs("1", lucky)[1].max()) <= 31 and int(inputs("1000")[1].max()) == 63,
-   "case 1's key is drawn from 0..31 (a seed whose key from 0..63 would be 63: %s); case 1000's from 0..63" % lucky,
-   (CASES["1"], inputs("1", lucky or SEED)[1]))
+zero = next((s for s in ("%016x" % (0xc0ffee0000 + i) for i in range(4096)) if case1_key(s) == 0), None)
+keys1000 = inputs("1000", zero or SEED)[1]
+ok(zero is not None and CASES["1"].get("keys") == 32 and CASES["1000"].get("keys") == 32 and
+   int(keys1000.max()) == 31 and len(np.unique(keys1000)) == 32,
+   "cases 1 and 1000 draw their keys from 0..31 (a seed whose case-1 key is 0: %s)" % zero,
+   (CASES["1"], CASES["1000"], zero, np.unique(keys1000)))
+cols1, _, means1 = right("1", zero or SEED)
+key1 = inputs("1", zero or SEED)[1]
+cnt = np.bincount(key1)
+lucky = np.zeros((64, 8), np.float32)
+lucky[...] = (np.stack([np.bincount(key1, weights=cols1[:, j]) for j in range(8)], axis=1)
+              / np.maximum(cnt, 1)[:, None])   # groupby_minlength.py's lines, in NumPy
+ok(len(cnt) == 1 and np.array_equal(lucky, means1),
+   "why case 1 cannot catch it: with that seed the bug's broadcast row gives case 1's right means",
+   (cnt, lucky[:2], means1[:2]))
 mf = os.path.join(tmp, "minlength.py")
 open(mf, "w").write(open(os.path.join(SOL, "host_roundtrip.py")).read().replace(", minlength=64", ""))
-p, chan = owner("check", "1,1000", mf, seed=lucky or SEED)
-d, jp = judge(chan, "1,1000", seed=lucky or SEED)
+p, chan = owner("check", "1,1000", mf, seed=zero or SEED)
+d, jp = judge(chan, "1,1000", seed=zero or SEED)
 by = {c["name"]: c for c in d.get("cases") or []}
-ok(p.returncode == 0 and "1" in by and not by["1"]["passed"] and by.get("1000", {}).get("passed"),
-   "owner (simulator) + judge: bincount without minlength fails case 1 even with that seed; case 1000 passes",
+ok(p.returncode == 0 and "1000" in by and not by["1000"]["passed"],
+   "owner (simulator) + judge: bincount without minlength fails case 1000 with that seed",
    (d, p.stderr.decode()[-1500:], jp.stderr[-800:]))
 
 stamp = os.path.join(tmp, "imported-at")
