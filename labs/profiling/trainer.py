@@ -8,9 +8,9 @@ student code runs in the sandbox), another the student's file (untrusted
 once imported). The owner sends one JSON message per request on the socket
 FD (SOCK_SEQPACKET) and believes nothing of the answers but "look now":
 
-  {"op":"imports"}  import NumPy and PyTorch, nothing more: no device, no
-                    CUDA context (a warm run of the runner's pool, lab.py
-                    --pool, before its job is known)
+  {"op":"imports"}  import NumPy, PyTorch and torch._dynamo, nothing more:
+                    no device, no CUDA context (a warm run of the runner's
+                    pool, lab.py --pool, before its job is known)
   {"op":"runtime","warm":bool}
                     import PyTorch, pick the device (CUDA when there is one);
                     with "warm", train a throwaway model of the lab's shape
@@ -281,6 +281,21 @@ def call(st, msg, fds):
     return counts
 
 
+def import_dynamo():
+    """PyTorch 2's optimizer.step() imports torch._dynamo at its first call:
+    1.1 s of CPU on an H200 host with the venv's bytecode (6 s without),
+    which the job's first training step paid under its reservation. A warm
+    trainer imports it before its job instead: no device, no CUDA context
+    (checked on an H200: torch.cuda.is_initialized() stays False and
+    nvidia-smi lists no process). True when imported; a PyTorch without it
+    (Debian's 1.13) or one that refuses it only loses the saving."""
+    try:
+        importlib.import_module("torch._dynamo")
+    except Exception:  # noqa: BLE001 - ImportError, or a RuntimeError of an unsupported Python
+        return False
+    return True
+
+
 def main():
     path, fd = sys.argv[1], int(sys.argv[2])
     sock = socket.socket(fileno=fd)
@@ -302,6 +317,7 @@ def main():
                 import numpy  # noqa: F401
                 import torch
                 ans["torch"] = torch.__version__
+                ans["dynamo"] = import_dynamo()
             elif msg["op"] == "runtime":
                 # Before any of the student's code: PyTorch and the device.
                 import numpy as np

@@ -50,6 +50,21 @@ for warm in (False, True):
                           "losses": lo.tolist(), "weights": [float(x) for x in w[::997]]}
     finally:
         t.close()
+# A pool's trainer: "imports" before its job (PyTorch, and torch._dynamo
+# where there is one), then the job's runtime, file and call.
+import importlib.util
+out["has_dynamo"] = importlib.util.find_spec("torch._dynamo") is not None
+t = lab.trainer("-")
+try:
+    imp = t.ask({"op": "imports"})
+    up = t.ask({"op": "runtime", "cfg": cfg, "warm": False})
+    loaded = t.ask({"op": "load", "path": os.path.join(%(root)r, "tests", "gpu", "solutions-py",
+                                                      "profiling", "fast.py")})
+    ans, secs, lo, w = lab.run_call(t, cfg, 5, 1234, False)
+    out["pooled"] = {"imports": imp, "up": up, "loaded": loaded, "ok": bool(ans and ans.get("ok")),
+                     "losses": lo.tolist()}
+finally:
+    t.close()
 print(json.dumps(out))
 """ % {"root": ROOT}
 
@@ -65,7 +80,7 @@ ok(cold.get("ok") and warmed.get("ok") and (cold.get("loaded") or {}).get("ok"),
 ok("warm_s" in (warmed.get("up") or {}) and (warmed["up"]["warm_s"] or 0) > 0 and
    "warm_s" not in (cold.get("up") or {}),
    "asked to warm up, it trains our throwaway model first and says for how long",
-   json.dumps({k: v.get("up") for k, v in got.items()}))
+   json.dumps({k: v.get("up") for k, v in got.items() if isinstance(v, dict)}))
 ok(cold.get("losses") and cold.get("losses") == warmed.get("losses") and
    cold.get("weights") == warmed.get("weights"),
    "and the call's losses and final weights are bit for bit those of a trainer that did not",
@@ -75,4 +90,13 @@ ok((bad.get("up") or {}).get("ok") is True and (bad.get("up") or {}).get("warm_e
    bad.get("ok") and bad.get("losses") == cold.get("losses"),
    "a warm-up that fails is said in the answer, and the trainer comes up and trains as without one",
    json.dumps(bad)[:1500])
+pooled = got.get("pooled") or {}
+imp = pooled.get("imports") or {}
+ok(imp.get("ok") is True and imp.get("torch") and imp.get("dynamo") is got.get("has_dynamo"),
+   "a pool's trainer imports PyTorch, and torch._dynamo exactly when this PyTorch has one "
+   "(its first optimizer step would import it in the job)", json.dumps(pooled)[:1500])
+ok(pooled.get("ok") and (pooled.get("loaded") or {}).get("ok") and
+   pooled.get("losses") == cold.get("losses"),
+   "then, given its job, it loads fast.py and trains as a trainer started for it",
+   json.dumps(pooled)[:1500])
 sys.exit(1 if failures() else 0)
