@@ -305,7 +305,7 @@ static int cmd_serve(int argc, char **argv)
         fprintf(stderr, "cugrade-runner: no peers directory (%s): this runner does not share "
                         "a burst with the host's others\n", strerror(-pr));
     if (!lazy)
-        host_build_labs(&h, &env);
+        host_build_labs(&h, &env, 1);
 
     serve_run(&cl, &h, &env, once, jobs, queue);
     peers_leave();
@@ -345,7 +345,7 @@ static int cmd_prepare(int argc, char **argv)
     host_gpu_hold_start(&h);
     fprintf(stderr, "cugrade-runner: preparing labs for GPU %s (%s) in %s\n", h.gpu_name, h.arch,
             h.cache);
-    host_build_labs(&h, &env);
+    host_build_labs(&h, &env, 0);
     return 0;
 }
 

@@ -61,6 +61,10 @@ int python_root_bind(struct sandbox_bind *out)
     return 1;
 }
 
+/* python_bytecode_start's child, while it runs, and when it started (run_now()). */
+static pid_t bytecode_pid;
+static double bytecode_t0;
+
 pid_t python_bytecode_start(void)
 {
     const char *root = python_root();
@@ -79,9 +83,13 @@ pid_t python_bytecode_start(void)
         return -1;
     }
     const char *py = python_interpreter();
+    assert(bytecode_pid <= 0); /* one compile at a time */
     pid_t pid = fork();
-    if (pid != 0)
+    if (pid != 0) {
+        bytecode_pid = pid;
+        bytecode_t0 = run_now();
         return pid;
+    }
     /* The child. Niced: a runner restarted beside others' jobs (mid-burst)
      * compiles on the cores their runs leave; not niced, it still compiles. */
     if (nice(19) < 0)
@@ -98,22 +106,37 @@ pid_t python_bytecode_start(void)
     _exit(127);
 }
 
-void python_bytecode_wait(pid_t pid, double t0)
+/* Say in the log how the compile (its wait status st) ended, and when. */
+static void bytecode_said(int st, const char *when)
 {
-    assert(pid > 0);
-    int st = 0;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-        ;
     int code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    fprintf(stderr,
-            "cugrade-runner: the Python root's bytecode (%s/lib): %s, %.1f s beside the builds\n",
+    fprintf(stderr, "cugrade-runner: the Python root's bytecode (%s/lib): %s, %.1f s %s\n",
             python_root(),
             code == 0 ? "compiled where it was missing"
             : code == 1
                 ? "compiled where it was missing, but for modules that do not compile (left "
                   "to their source)"
                 : "compileall failed: Python runs compile their imports from source",
-            run_now() - t0);
+            run_now() - bytecode_t0, when);
+    bytecode_pid = 0;
+}
+
+void python_bytecode_wait(void)
+{
+    if (bytecode_pid <= 0)
+        return;
+    int st = 0;
+    while (waitpid(bytecode_pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    bytecode_said(st, "beside the builds");
+}
+
+int python_bytecode_reaped(pid_t pid, int status)
+{
+    if (pid <= 0 || pid != bytecode_pid)
+        return 0;
+    bytecode_said(status, "while the runner served");
+    return 1;
 }
 
 int python_simulated(void)

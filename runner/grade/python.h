@@ -53,17 +53,27 @@ const char *python_interpreter(void);
  * compile those modules' source at each import, and every run is -B: on
  * an H200 host `import torch` took 5.8-7.0 s of CPU and a trainer's first
  * optimizer step (torch._dynamo) 6.4 s more, four trainers a profiling job
- * (docs/python.md, "Bytecode"). Returns the child's pid for the caller to
- * wait on, or -1: no root outside /usr (Debian's packages come compiled),
+ * (docs/python.md, "Bytecode"). Returns the child's pid (kept for
+ * python_bytecode_wait and python_bytecode_reaped), or -1: no root outside /usr (Debian's packages come compiled),
  * no ROOT/lib, or no fork. A root we cannot write leaves the imports as
  * they were. */
 pid_t python_bytecode_start(void);
 
-/* Wait for python_bytecode_start's child (started at t0, run_now()) and
- * say in the log how it ended: compiled, compiled but for modules that do
- * not compile (left to their source: a package's Python 2 fixtures), or
- * failed (our runs then compile their imports from source, as before). */
-void python_bytecode_wait(pid_t pid, double t0);
+/* Wait for python_bytecode_start's child, if one runs, and say in the log
+ * how it ended: compiled, compiled but for modules that do not compile
+ * (left to their source: a package's Python 2 fixtures), or failed (our
+ * runs then compile their imports from source, as before). `prepare`
+ * waits: it is the deploy step that compiles. */
+void python_bytecode_wait(void);
+
+/* A serving runner does not wait: its claims start at once, and the
+ * compile goes on at nice 19 (a no-op walk of an H200 host's 25,000 files
+ * took 9-12 s beside the start's lab checks, all of it before the first
+ * claim). Its loop reaps every child: 1 when pid (ended with status) was
+ * the compile, said in the log as python_bytecode_wait says it; else 0.
+ * Python runs started meanwhile read the modules' sources, or a .pyc
+ * already written whole (Python writes each by a rename). */
+int python_bytecode_reaped(pid_t pid, int status);
 
 /* 1 when Python runs use Numba's CUDA simulator (CUGRADE_NO_GPU=1: CI and
  * hosts without a GPU; the times mean nothing there). */

@@ -362,7 +362,7 @@ void host_grade_env(const struct host *h, struct grade_env *env)
 
 
 /* Build every lab once at start, so the first student does not wait for it. */
-void host_build_labs(struct host *h, const struct grade_env *env)
+void host_build_labs(struct host *h, const struct grade_env *env, int serving)
 {
     char dir[PATH_MAX + 16], err[512];
     struct lab *labs = NULL;
@@ -374,8 +374,7 @@ void host_build_labs(struct host *h, const struct grade_env *env)
     }
     /* The Python root's bytecode beside the builds (python.h), before any
      * Python run of ours: the labs' warm runs and the pool import from it. */
-    double t0 = run_now();
-    pid_t bytecode = python_bytecode_start();
+    python_bytecode_start();
     /* Builds are independent nvcc runs: one child per lab, in parallel. */
     pid_t *kids = calloc((size_t)n + 1, sizeof *kids);
     for (int i = 0; i < n; i++) {
@@ -396,8 +395,8 @@ void host_build_labs(struct host *h, const struct grade_env *env)
             while (waitpid(kids[i], NULL, 0) < 0 && errno == EINTR)
                 ;
     free(kids);
-    if (bytecode > 0)
-        python_bytecode_wait(bytecode, t0);
+    if (!serving)
+        python_bytecode_wait(); /* a serving runner's loop reaps it (python.h) */
     if (n > 0)
         host_ensure_uvm(h, labs[0].name);
     /* Then the device record and baselines, one lab at a time (timed). */

@@ -58,8 +58,10 @@ void host_gpu_hold_start(const struct host *h);
 
 /* Build every lab (in parallel), then measure the device record and the
  * baselines one lab at a time. Failures are logged; a lab that does not
- * build is built again on its first job. */
-void host_build_labs(struct host *h, const struct grade_env *env);
+ * build is built again on its first job. The Python root's bytecode is
+ * compiled beside the builds; `prepare` waits for it, a serving runner
+ * (serving 1) does not (python.h python_bytecode_reaped). */
+void host_build_labs(struct host *h, const struct grade_env *env, int serving);
 /* The GPU's baseline record of every built lab refreshed where stale
  * (grade_lab_refresh): what a serving runner's background child runs. */
 void host_refresh_baselines(const struct grade_env *env);

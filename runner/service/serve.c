@@ -472,6 +472,8 @@ static void kids_poll(struct client *cl, const struct host *h, struct health *hl
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
         if (health_reaped(hl, pid, status, run_now()))
             continue;
+        if (python_bytecode_reaped(pid, status))
+            continue;
         if (pid == refresh_pid) {
             refresh_pid = 0;
             continue;

@@ -10,14 +10,28 @@ A made-up root (PREFIX/bin/python3, a link to Debian's, as a venv's is)
 with a package that has no bytecode and a module that does not compile:
 after prepare each module that compiles has its .pyc, which an isolated
 -B interpreter then loads instead of the source; the broken one is skipped
-and prepare still ends; a second prepare rewrites nothing. Prints TAP."""
-import functools, importlib.util, os, shutil, subprocess, sys, tempfile
+and prepare still ends; a second prepare rewrites nothing.
+
+A serving runner starts the same compile and does not wait for it: its
+first claim comes at once (a no-op compile of the H200 host's venv took
+9-12 s, all of it before the first claim, so a submission to an idle
+service waited that long), and its log says how the compile ended once it
+has. Here a made-up interpreter holds its compileall until the test lets
+it go, and the runner claims a job of the fake lab meanwhile. Prints TAP."""
+import functools, importlib.util, json, os, shutil, subprocess, sys, tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakelab"))
-from suite import RUNNER, failures, ok as suite_ok  # noqa: E402  (paths, TAP)
+from suite import FAKE, RUNNER, failures, ok as suite_ok, require_nvcc_root  # noqa: E402  (paths, TAP)
+import tree  # noqa: E402  (the fake lab laid out as a course tree)
+import fakeserver  # noqa: E402  (the server's runner protocol, scripted)
+import fakegpu  # noqa: E402  (a fake nvidia-smi and libcuda.so.1)
 ok = functools.partial(suite_ok, lines=None)
+TOKEN = "cgr_" + "ab" * 32
+
+require_nvcc_root()
 
 tmp = tempfile.mkdtemp(prefix="cugrade-pyc-")
+os.chmod(tmp, 0o755)  # the sandbox's uid reads the work directories under it
 try:
     os.makedirs(os.path.join(tmp, "root/labs"))
     pyroot = os.path.join(tmp, "pyroot")
@@ -60,6 +74,61 @@ try:
     rc, err = prepare()
     ok(rc == 0 and os.stat(pyc["sub.py"]).st_mtime_ns == before,
        "a second prepare rewrites nothing (the bytecode is up to date)", err[-1000:])
+
+    # A serving runner: the compile (held while `hold` exists) does not
+    # delay its first claim.
+    slow = os.path.join(tmp, "slowroot")
+    os.makedirs(os.path.join(slow, "bin"))
+    os.makedirs(os.path.join(slow, "lib"))
+    hold, started, ended = (os.path.join(tmp, n) for n in ("hold", "started", "ended"))
+    with open(os.path.join(slow, "bin", "python3"), "w") as f:
+        f.write("#!/bin/sh\n"
+                "case \"$*\" in *compileall*)\n"
+                "  : > %s; while [ -e %s ]; do sleep 0.1; done\n"
+                "  /usr/bin/python3 \"$@\"; rc=$?; : > %s; exit $rc;;\n"
+                "esac\n"
+                "exec /usr/bin/python3 \"$@\"\n" % (started, hold, ended))
+    os.chmod(os.path.join(slow, "bin", "python3"), 0o755)
+    open(hold, "w").close()
+    rubric = json.load(open(os.path.join(FAKE, "rubric.json")))
+    fake = fakeserver.FakeServer([fakeserver.job(1, rubric)])
+    tok = os.path.join(tmp, "token")
+    open(tok, "w").write(TOKEN + "\n")
+    fake_env, _, _ = fakegpu.make(tmp)
+    log = open(os.path.join(tmp, "runner.log"), "w+")
+    r = subprocess.Popen([RUNNER, "--server", "http://127.0.0.1:%d" % fake.port, "--token-file", tok,
+                          "--root", tree.lay_out(os.path.join(tmp, "course")),
+                          "--cache", os.path.join(tmp, "scache"), "--work", os.path.join(tmp, "work"),
+                          "--arch", "sm_90", "--jobs", "1", "--queue", "1"],
+                         stdout=log, stderr=log, start_new_session=True,
+                         env=dict(os.environ, **fake_env, CUGRADE_NO_GPU="1",
+                                  CUGRADE_BASELINE_REFRESH="0",
+                                  CUGRADE_PYTHON=os.path.join(slow, "bin", "python3")))
+
+    def runner_log():
+        log.flush()
+        with open(log.name) as f:
+            return f.read()
+    try:
+        claimed = fake.wait_for(lambda: 1 in fake.state["claimed"], 120)
+        ok(claimed and os.path.exists(started) and not os.path.exists(ended),
+           "a serving runner claims its first job while its bytecode compile still runs",
+           "claimed %s, compile started %s, ended %s; log: %s"
+           % (claimed, os.path.exists(started), os.path.exists(ended), runner_log()[-1500:]))
+        os.unlink(hold)
+        said = fake.wait_for(lambda: "while the runner served" in runner_log(), 60)
+        ok(said and os.path.exists(ended) and
+           ("the Python root's bytecode (%s/lib): compiled where it was missing" % slow) in runner_log(),
+           "once the compile ends, the runner's log says so", runner_log()[-1500:])
+    finally:
+        if os.path.exists(hold):
+            os.unlink(hold)
+        try:
+            os.killpg(r.pid, 15)
+        except ProcessLookupError:
+            pass
+        r.wait(timeout=60)
+        fake.stop()
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
 sys.exit(1 if failures() else 0)
