@@ -12,7 +12,9 @@ p99 of compile errors and rejections, the graded jobs whose profile came
 within 60 s of their verdict, GPU busy share (nvidia-smi sampled
 every 0.5 s while work was queued), and false runtime_errors (a file whose
 `// expect:` header says graded that ended runtime_error, timeout or
-system_error), and the throughput of each GPU's runners. Run it twice, HOSTILE=10 and HOSTILE=0, to compare.
+system_error), the throughput of each GPU's runners, and the warm pool's
+hit rate (the Python jobs whose check and timing runs it had started).
+Run it twice, HOSTILE=10 and HOSTILE=0, to compare.
 LANG_BURST=py sends tests/gpu/solutions-py/*/*.py instead (hostile_*.py as
 the hostile share). CUGRADE_BENCH_GPUS=1 serves from GPU 1 alone, so two
 benches can run side by side on a two-GPU host (set
@@ -65,6 +67,17 @@ def handed_back(logs):
 def hostile(name):
     """A hostile file of either burst: the CUDA list, or a Python hostile_*."""
     return name in HOSTILE_FILES or name.startswith("hostile_")
+
+
+def pool_hits(subs):
+    """Issue 25's pool hit rate: of the finished Python jobs (a result with
+    `cugrade.warm_runs`), how many had their check run, and their timing
+    run, started by the runner's pool before the claim."""
+    runs = [s["warm"] for s in subs if isinstance(s.get("warm"), list)]
+    if not runs:
+        return "no Python job"
+    return "%d / %d of %d" % (sum("check" in w for w in runs), sum("timing" in w for w in runs),
+                              len(runs))
 
 
 def pct(xs, p):
@@ -241,6 +254,8 @@ def main():
                     exp_missed.append(f"{s['lab']}/{s['file']}: {e2e.obs_str(want, e2e.observe(sub or {}))}")
                     s["why"] = why(sub)
             cg = ((sub or {}).get("result") or {}).get("cugrade") or {}
+            if isinstance(cg.get("warm_runs"), list):
+                s["warm"] = cg["warm_runs"]
             timing = cg.get("timing") if isinstance(cg.get("timing"), dict) else {}
             if done[s["id"]][1] != "graded":
                 s["phases"] = cg.get("phases") or {}
@@ -330,6 +345,7 @@ def main():
             # Hand-back (docs/runner.md): jobs a runner gave back while they
             # waited for its GPU's memory and another GPU had room.
             ("jobs handed back to another GPU (the server's log)", f"{handed_back(svc.logs)}"),
+            ("Python jobs whose check / timing run the pool started (warm_runs)", pool_hits(subs)),
             ("graded jobs with a profile (status ok) within 60 s of the verdict",
              f"{sum(1 for k, v in prof_final.items() if v == 'ok' and prof_at[k] <= PROFILE_WAIT)} of "
              f"{sum(1 for v in done.values() if v[1] == 'graded')} (after the verdict p50/p95: "
