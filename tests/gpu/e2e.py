@@ -216,9 +216,14 @@ def matches(exp, obs):
     return True
 
 
-def main():
+class SetupError(Exception):
+    """The service did not come up (said on stderr; exit status 2)."""
+
+
+def pick_files():
+    """The (lab, path) of every solution CUGRADE_GPU_ONLY selects: CUDA C
+    solutions, then Python ones (docs/python.md) beside them."""
     files = []
-    # CUDA C solutions, then Python ones (docs/python.md) beside them.
     for top, ext in (("tests/gpu/solutions", ".cu"), ("tests/gpu/solutions-py", ".py")):
         if not os.path.isdir(os.path.join(ROOT, top)):
             continue
@@ -228,10 +233,251 @@ def main():
                 if f.endswith(ext) and any(fnmatch.fnmatch(f"{lab}/{f}", o) if "*" in o
                                            else o in f"{lab}/{f}" for o in ONLY.split(",")):
                     files.append((lab, os.path.join(d, f)))
+    return files
+
+
+def start_server(tmp, logs, env, procs):
+    """A database with its admin and a runner token per runner, and the
+    server on it (appended to procs). Returns (db, admin token, runner
+    token files, base URL)."""
+    db = os.path.join(tmp, "cugrade.db")
+    p = subprocess.run([SERVER, "init", "--db", db], env=env, capture_output=True, text=True)
+    text = p.stdout + p.stderr
+    m = re.search(r"(cga_[0-9a-f]{64})", text)
+    if not m:
+        raise SetupError("server init failed:\n" + text)
+    admin = m.group(1)
+    rtoks = []
+    for i in range(NRUNNERS * NGPUS):
+        p = subprocess.run([SERVER, "user", "add", "--db", db, f"runner{i}", "runner"], env=env,
+                           capture_output=True, text=True)
+        m = re.search(r"(cgr_[0-9a-f]{64})", p.stdout + p.stderr)
+        if not m:
+            raise SetupError("runner token failed:\n" + p.stdout + p.stderr)
+        tf = os.path.join(tmp, f"runner{i}.token")
+        with open(tf, "w") as f:
+            f.write(m.group(1) + "\n")
+        os.chmod(tf, 0o600)
+        rtoks.append(tf)
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    slog = open(os.path.join(logs, "server.log"), "w")
+    procs.append(subprocess.Popen([SERVER, "serve", "--db", db, "--listen", f"127.0.0.1:{port}",
+                                   "--labs", os.path.join(ROOT, "labs"),
+                                   "--rubrics", os.path.join(ROOT, "rubrics")],
+                                  env=env, stdout=slog, stderr=slog, cwd=ROOT))
+    for _ in range(100):
+        try:
+            urllib.request.urlopen(base + "/healthz", timeout=1)
+            break
+        except Exception:
+            time.sleep(0.1)
+    else:
+        raise SetupError("the server did not start; see server.log")
+    return db, admin, rtoks, base
+
+
+def start_runners(tmp, logs, env, procs, base, rtoks):
+    """`prepare` and the runners (appended to procs). Returns (prepare's
+    process, the runners' processes, the cache directory)."""
+    # CUGRADE_CACHE: built labs and baselines kept between runs (0755 path).
+    cache = os.environ.get("CUGRADE_CACHE") or os.path.join(tmp, "cache")
+    common = ["--cache", cache, "--root", ROOT]
+    # `prepare` builds the labs and times the baselines while the runners
+    # already compile and check: they wait for a lab's build on its lock
+    # file, and the GPU lock keeps every timing run exclusive.
+    prep = stamped(subprocess.Popen([RUNNER, "prepare", "--gpu", "0"] + common +
+                                    ["--work", os.path.join(tmp, "work-prep")], env=env,
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=ROOT),
+                   os.path.join(logs, "prepare.log"))
+    procs.append(prep)
+    # One runner (CUGRADE_GPU_RUNNERS) per GPU, each on its own --gpu
+    # (its own locks and ledgers); runner<k>.log, k = g * NRUNNERS + i.
+    runners = []
+    for g in range(NGPUS):
+        for i in range(NRUNNERS):
+            k = g * NRUNNERS + i
+            runners.append(stamped(subprocess.Popen(
+                [RUNNER, "--server", base, "--token-file", rtoks[k], "--work",
+                 os.path.join(tmp, f"work-{k}"), "--name", f"gpu{g}-r{i}", "--gpu", str(g),
+                 "--lazy-build"] + common,
+                env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=ROOT),
+                os.path.join(logs, f"runner{k}.log")))
+            procs.append(runners[-1])
+    return prep, runners, cache
+
+
+def submit(base, tok, subs, lab, path):
+    """Submit path to lab as the student of token tok; (lab, path, id or
+    None, time) appended to subs."""
+    with open(path, "rb") as f:
+        src = f.read()
+    name = os.path.basename(path)
+    st, r = api(base, "POST", f"/api/labs/{lab}/submissions?filename={name}", tok, src,
+                "application/octet-stream")
+    if st != 202:
+        print(f"e2e: submit {lab}/{name}: {st} {r}", file=sys.stderr)
+        subs.append((lab, path, None, time.time()))
+        return
+    subs.append((lab, path, r["id"], time.time()))
+
+
+def submit_and_wait(base, admin, files):
+    """Submit every file (one student each; after=all ones once the others
+    have their results) and wait for the results, within the timeout.
+    Returns (subs, results {id: submission}, the after=all files not sent)."""
+    st, users = api(base, "POST", "/api/admin/users", admin,
+                    {"users": [{"name": f"s{i}", "role": "student"} for i in range(len(files))]})
+    if st != 201:
+        raise SetupError(f"creating students failed: {st} {users}")
+    toks = [u["token"] for u in users["users"]]
+    subs = []
+    later = [i for i, (_, path) in enumerate(files) if parse_expect(path).get("after") == "all"]
+    for i, (lab, path) in enumerate(files):
+        if i not in later:
+            submit(base, toks[i], subs, lab, path)
+    log(f"submitted {len(subs)} files" + (f", {len(later)} held until they finish" if later else ""))
+    results, scored = {}, {}
+    deadline = time.time() + (TIMEOUT or max(330.0, 120.0 + 9.0 * len(files)))
+    while time.time() < deadline:
+        pending = 0
+        for lab, path, sid, t_sub in subs:
+            if sid is None or sid in results:
+                continue
+            st, sub = api(base, "GET", f"/api/submissions/{sid}", admin)
+            if st == 200 and sub.get("status") in FINAL and sid not in scored:
+                scored[sid] = time.time() - t_sub  # the verdict: submit-to-score
+            # Score first, the profile after (docs/runner.md): a result
+            # whose profile is pending is complete once its update lands.
+            prof = ((sub.get("result") or {}).get("cugrade") or {}).get("profile") or {}
+            if sid in scored and prof.get("status") != "pending":
+                sub["_latency"] = scored[sid]
+                results[sid] = sub
+                log(f"{lab}/{os.path.basename(path)}: {sub['status']} {sub.get('score')}")
+            else:
+                pending += 1
+        if not pending and later:   # after=all: the next job, once the others are done
+            for i in later:
+                submit(base, toks[i], subs, *files[i])
+            log(f"submitted {len(later)} held file(s)")
+            later = []
+            continue
+        if not pending:
+            break
+        time.sleep(1)
+    return subs, results, later
+
+
+def result_rows(subs, results):
+    """A row per file against its expect: header. Returns (rows, mismatches)."""
+    rows, mismatches = [], 0
+    for lab, path, sid, _ in subs:
+        exp = parse_expect(path)
+        sub = results.get(sid) if sid is not None else None
+        fname = f"{lab}/{os.path.basename(path)}"
+        if sub is None:
+            rows.append((fname, "unfinished", "-", "-", exp_str(exp), "no"))
+            mismatches += 1
+            continue
+        obs = observe(sub)
+        ok = matches(exp, obs)
+        mismatches += not ok
+        score = f"{sub.get('score', 0):g}/{sub.get('max_score', 0):g}" if sub.get("score") is not None else "-"
+        rows.append((fname, sub["status"], score, key_metric(sub), exp_str(exp),
+                     "yes" if ok else "NO (" + obs_str(exp, obs) + ")"))
+    return rows, mismatches
+
+
+def host_row(done, prep, runners):
+    """No process of a sandboxed run is left: checked only once every job
+    has ended (done) and `prepare` (which times the baselines in the
+    sandbox) too, as root; the runners are stopped first. Returns (row,
+    mismatch)."""
+    idle = done and prep.poll() is not None
+    if idle:
+        # The runners stop first, as a deployment stops them: a warm
+        # run waiting for its job (docs/python.md "The warm pool") is
+        # ours and ends with its runner; what is left after is a job's.
+        for p in runners:
+            p.terminate()
+        for p in runners:
+            try:
+                p.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                p.kill()
+    left = leftovers() if idle else None
+    if left is None:
+        why = "not root" if idle else "jobs unfinished" if not done else "prepare still running"
+        return ("(host) processes left", "-", "-", f"not checked ({why})", "none", "skipped"), 0
+    if left:
+        log("left behind: " + "; ".join(left))
+    return (("(host) processes left", "-", "-", "; ".join(left)[:60] or "none", "none",
+             "yes" if not left else "NO (" + str(len(left)) + ")"), int(bool(left)))
+
+
+def runner_rows(logs, nfiles):
+    """Each runner's log, read once: its verdicts, and every system_error
+    it posted, retried or not. Those are ours, so a mismatch even when a
+    retry on another runner graded the job (a second GPU's runner once
+    failed every run this way, "no CUDA-capable device", while the table
+    matched: its jobs were requeued to the first GPU). Returns (rows,
+    mismatches, verdicts per runner)."""
+    syserr, per, idle_runners = [], [], []
+    for g in range(NGPUS):
+        for i in range(NRUNNERS):
+            k = g * NRUNNERS + i
+            try:
+                text = open(os.path.join(logs, f"runner{k}.log"), errors="replace").read()
+            except OSError:
+                text = ""
+            n = len(re.findall(r"job \d+: (?:graded|compile_error|rejected|runtime_error|"
+                               r"timeout), score", text))
+            errs = [f"runner{k} job {m.group(1)}: {m.group(2)}"
+                    for m in re.finditer(r"job (\d+): system error: ([^\n]*)", text)]
+            syserr += errs
+            per.append(f"gpu{g}-r{i} {n}" + (f" (and {len(errs)} system errors)" if errs else ""))
+            if n == 0:
+                idle_runners.append(f"gpu{g}-r{i}")
+    mismatches = int(bool(syserr))
+    rows = [("(runners) system errors posted", "-", "-", (syserr[0][:60] if syserr else "none"), "none",
+             "yes" if not syserr else "NO (%d)" % len(syserr))]
+    for line in syserr[:20]:
+        log("system error: " + line[:300])
+    # Every runner grades a share of a full run: one that posted nothing
+    # while the others graded left its GPU idle with jobs waiting (the
+    # Python half on two H200s once: GPU 0's runner posted none of 59).
+    # Not judged when the run has too few files for every runner.
+    if nfiles >= 4 * NRUNNERS * NGPUS:
+        mismatches += bool(idle_runners)
+        rows.append(("(runners) every runner graded", "-", "-",
+                     ("none from " + ", ".join(idle_runners)) if idle_runners else "yes", "yes",
+                     "yes" if not idle_runners else "NO (%d)" % len(idle_runners)))
+    return rows, mismatches, per
+
+
+def report(rows, mismatches, results, per):
+    """The table, results.json (OUT), the speed tiers the median decided,
+    the verdicts per runner and the count. Returns the exit status."""
+    print_table(rows)
+    if OUT:
+        with open(os.path.join(OUT, "results.json"), "w") as f:
+            json.dump({str(k): v for k, v in results.items()}, f, indent=1)
+    md = median_decided(results)
+    print(f"\nspeed tiers decided by the median (the interval held a threshold after "
+          f"re-timing; shown, not judged): {len(md)}", flush=True)
+    for line in md:
+        print("  " + line, flush=True)
+    print(f"\nverdicts posted per runner: {', '.join(per)}", flush=True)
+    print(f"{len(rows) - mismatches} of {len(rows)} match; "
+          f"wall {time.time() - T0:.0f} s", flush=True)
+    return 1 if mismatches else 0
+
+
+def main():
+    files = pick_files()
     if not files:
         print("e2e: no solutions found under tests/gpu/solutions", file=sys.stderr)
         return 2
-
     tmp = tempfile.mkdtemp(prefix="cugrade-e2e-")
     os.chmod(tmp, 0o755)  # the sandbox (uid nobody before bwrap) must reach binds below
     logs = OUT or tmp
@@ -243,129 +489,13 @@ def main():
     # front lane of 64) while its peer's GPU probe had not answered, and
     # the run ended at its limit with 10 unfinished.
     env.setdefault("CUGRADE_RUNNERS_PER_HOST", str(NGPUS * NRUNNERS))
-    procs, runners = [], []
+    procs = []
     try:
-        db = os.path.join(tmp, "cugrade.db")
-        p = subprocess.run([SERVER, "init", "--db", db], env=env, capture_output=True, text=True)
-        text = p.stdout + p.stderr
-        m = re.search(r"(cga_[0-9a-f]{64})", text)
-        if not m:
-            print("e2e: server init failed:\n" + text, file=sys.stderr)
-            return 2
-        admin = m.group(1)
-        rtoks = []
-        for i in range(NRUNNERS * NGPUS):
-            p = subprocess.run([SERVER, "user", "add", "--db", db, f"runner{i}", "runner"], env=env,
-                               capture_output=True, text=True)
-            m = re.search(r"(cgr_[0-9a-f]{64})", p.stdout + p.stderr)
-            if not m:
-                print("e2e: runner token failed:\n" + p.stdout + p.stderr, file=sys.stderr)
-                return 2
-            tf = os.path.join(tmp, f"runner{i}.token")
-            with open(tf, "w") as f:
-                f.write(m.group(1) + "\n")
-            os.chmod(tf, 0o600)
-            rtoks.append(tf)
-
-        port = free_port()
-        base = f"http://127.0.0.1:{port}"
-        slog = open(os.path.join(logs, "server.log"), "w")
-        procs.append(subprocess.Popen([SERVER, "serve", "--db", db, "--listen", f"127.0.0.1:{port}",
-                                       "--labs", os.path.join(ROOT, "labs"),
-                                       "--rubrics", os.path.join(ROOT, "rubrics")],
-                                      env=env, stdout=slog, stderr=slog, cwd=ROOT))
-        for _ in range(100):
-            try:
-                urllib.request.urlopen(base + "/healthz", timeout=1)
-                break
-            except Exception:
-                time.sleep(0.1)
-        else:
-            print("e2e: the server did not start; see server.log", file=sys.stderr)
-            return 2
+        db, admin, rtoks, base = start_server(tmp, logs, env, procs)
         log(f"server on {base}")
-
-        # CUGRADE_CACHE: built labs and baselines kept between runs (0755 path).
-        cache = os.environ.get("CUGRADE_CACHE") or os.path.join(tmp, "cache")
-        common = ["--cache", cache, "--root", ROOT]
-        # `prepare` builds the labs and times the baselines while the runners
-        # already compile and check: they wait for a lab's build on its lock
-        # file, and the GPU lock keeps every timing run exclusive.
-        prep = stamped(subprocess.Popen([RUNNER, "prepare", "--gpu", "0"] + common +
-                                        ["--work", os.path.join(tmp, "work-prep")], env=env,
-                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=ROOT),
-                       os.path.join(logs, "prepare.log"))
-        procs.append(prep)
-
-        # One runner (CUGRADE_GPU_RUNNERS) per GPU, each on its own --gpu
-        # (its own locks and ledgers); runner<k>.log, k = g * NRUNNERS + i.
-        for g in range(NGPUS):
-            for i in range(NRUNNERS):
-                k = g * NRUNNERS + i
-                runners.append(stamped(subprocess.Popen(
-                    [RUNNER, "--server", base, "--token-file", rtoks[k], "--work",
-                     os.path.join(tmp, f"work-{k}"), "--name", f"gpu{g}-r{i}", "--gpu", str(g),
-                     "--lazy-build"] + common,
-                    env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=ROOT),
-                    os.path.join(logs, f"runner{k}.log")))
-                procs.append(runners[-1])
+        prep, runners, cache = start_runners(tmp, logs, env, procs, base, rtoks)
         log(f"{NRUNNERS} runner(s) on each of {NGPUS} GPU(s)")
-
-        st, users = api(base, "POST", "/api/admin/users", admin,
-                        {"users": [{"name": f"s{i}", "role": "student"} for i in range(len(files))]})
-        if st != 201:
-            print(f"e2e: creating students failed: {st} {users}", file=sys.stderr)
-            return 2
-        toks = [u["token"] for u in users["users"]]
-        subs = []
-
-        def submit(i, lab, path):
-            with open(path, "rb") as f:
-                src = f.read()
-            name = os.path.basename(path)
-            st, r = api(base, "POST", f"/api/labs/{lab}/submissions?filename={name}", toks[i], src,
-                        "application/octet-stream")
-            if st != 202:
-                print(f"e2e: submit {lab}/{name}: {st} {r}", file=sys.stderr)
-                subs.append((lab, path, None, time.time()))
-                return
-            subs.append((lab, path, r["id"], time.time()))
-
-        later = [i for i, (_, path) in enumerate(files) if parse_expect(path).get("after") == "all"]
-        for i, (lab, path) in enumerate(files):
-            if i not in later:
-                submit(i, lab, path)
-        log(f"submitted {len(subs)} files" + (f", {len(later)} held until they finish" if later else ""))
-
-        results, scored = {}, {}
-        deadline = time.time() + (TIMEOUT or max(330.0, 120.0 + 9.0 * len(files)))
-        while time.time() < deadline:
-            pending = 0
-            for lab, path, sid, t_sub in subs:
-                if sid is None or sid in results:
-                    continue
-                st, sub = api(base, "GET", f"/api/submissions/{sid}", admin)
-                if st == 200 and sub.get("status") in FINAL and sid not in scored:
-                    scored[sid] = time.time() - t_sub  # the verdict: submit-to-score
-                # Score first, the profile after (docs/runner.md): a result
-                # whose profile is pending is complete once its update lands.
-                prof = ((sub.get("result") or {}).get("cugrade") or {}).get("profile") or {}
-                if sid in scored and prof.get("status") != "pending":
-                    sub["_latency"] = scored[sid]
-                    results[sid] = sub
-                    log(f"{lab}/{os.path.basename(path)}: {sub['status']} {sub.get('score')}")
-                else:
-                    pending += 1
-            if not pending and later:   # after=all: the next job, once the others are done
-                for i in later:
-                    submit(i, *files[i])
-                log(f"submitted {len(later)} held file(s)")
-                later = []
-                continue
-            if not pending:
-                break
-            time.sleep(1)
-
+        subs, results, later = submit_and_wait(base, admin, files)
         if prep.poll() is not None:
             log(f"runner prepare exited {prep.returncode}")
             for line in prepare_notes(os.path.join(logs, "prepare.log")):
@@ -374,95 +504,15 @@ def main():
         unfinished_report(db, stuck)
         if stuck:
             stall_report(cache, os.path.join(logs, "stall.txt"))
-        rows, mismatches = [], 0
-        for lab, path, sid, _ in subs:
-            exp = parse_expect(path)
-            sub = results.get(sid) if sid is not None else None
-            fname = f"{lab}/{os.path.basename(path)}"
-            if sub is None:
-                rows.append((fname, "unfinished", "-", "-", exp_str(exp), "no"))
-                mismatches += 1
-                continue
-            obs = observe(sub)
-            ok = matches(exp, obs)
-            mismatches += not ok
-            score = f"{sub.get('score', 0):g}/{sub.get('max_score', 0):g}" if sub.get("score") is not None else "-"
-            rows.append((fname, sub["status"], score, key_metric(sub), exp_str(exp),
-                         "yes" if ok else "NO (" + obs_str(exp, obs) + ")"))
-        # Only once every job has ended (and `prepare`, which times the
-        # baselines in the sandbox): a run still going has processes.
+        rows, mismatches = result_rows(subs, results)
         done = all(sid is not None and sid in results for _, _, sid, _ in subs) and not later
-        idle = done and prep.poll() is not None
-        if idle:
-            # The runners stop first, as a deployment stops them: a warm
-            # run waiting for its job (docs/python.md "The warm pool") is
-            # ours and ends with its runner; what is left after is a job's.
-            for p in runners:
-                p.terminate()
-            for p in runners:
-                try:
-                    p.wait(timeout=60)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-        left = leftovers() if idle else None
-        if left is None:
-            why = "not root" if idle else "jobs unfinished" if not done else "prepare still running"
-            rows.append(("(host) processes left", "-", "-", f"not checked ({why})", "none", "skipped"))
-        else:
-            mismatches += bool(left)
-            rows.append(("(host) processes left", "-", "-", "; ".join(left)[:60] or "none", "none",
-                         "yes" if not left else "NO (" + str(len(left)) + ")"))
-            if left:
-                log("left behind: " + "; ".join(left))
-        # Each runner's log, read once: its verdicts, and every system_error
-        # it posted, retried or not. Those are ours, so a mismatch even when
-        # a retry on another runner graded the job (a second GPU's runner
-        # once failed every run this way, "no CUDA-capable device", while
-        # the table matched: its jobs were requeued to the first GPU).
-        syserr, per, idle_runners = [], [], []
-        for g in range(NGPUS):
-            for i in range(NRUNNERS):
-                k = g * NRUNNERS + i
-                try:
-                    text = open(os.path.join(logs, f"runner{k}.log"), errors="replace").read()
-                except OSError:
-                    text = ""
-                n = len(re.findall(r"job \d+: (?:graded|compile_error|rejected|runtime_error|"
-                                   r"timeout), score", text))
-                errs = [f"runner{k} job {m.group(1)}: {m.group(2)}"
-                        for m in re.finditer(r"job (\d+): system error: ([^\n]*)", text)]
-                syserr += errs
-                per.append(f"gpu{g}-r{i} {n}" + (f" (and {len(errs)} system errors)" if errs else ""))
-                if n == 0:
-                    idle_runners.append(f"gpu{g}-r{i}")
-        mismatches += bool(syserr)
-        rows.append(("(runners) system errors posted", "-", "-",
-                     (syserr[0][:60] if syserr else "none"), "none",
-                     "yes" if not syserr else "NO (%d)" % len(syserr)))
-        for line in syserr[:20]:
-            log("system error: " + line[:300])
-        # Every runner grades a share of a full run: one that posted nothing
-        # while the others graded left its GPU idle with jobs waiting (the
-        # Python half on two H200s once: GPU 0's runner posted none of 59).
-        # Not judged when the run has too few files for every runner.
-        if len(files) >= 4 * NRUNNERS * NGPUS:
-            mismatches += bool(idle_runners)
-            rows.append(("(runners) every runner graded", "-", "-",
-                         ("none from " + ", ".join(idle_runners)) if idle_runners else "yes", "yes",
-                         "yes" if not idle_runners else "NO (%d)" % len(idle_runners)))
-        print_table(rows)
-        if OUT:
-            with open(os.path.join(OUT, "results.json"), "w") as f:
-                json.dump({str(k): v for k, v in results.items()}, f, indent=1)
-        md = median_decided(results)
-        print(f"\nspeed tiers decided by the median (the interval held a threshold after "
-              f"re-timing; shown, not judged): {len(md)}", flush=True)
-        for line in md:
-            print("  " + line, flush=True)
-        print(f"\nverdicts posted per runner: {', '.join(per)}", flush=True)
-        print(f"{len(rows) - mismatches} of {len(rows)} match; "
-              f"wall {time.time() - T0:.0f} s", flush=True)
-        return 1 if mismatches else 0
+        row, bad = host_row(done, prep, runners)
+        rows.append(row)
+        rrows, rbad, per = runner_rows(logs, len(files))
+        return report(rows + rrows, mismatches + bad + rbad, results, per)
+    except SetupError as e:
+        print(f"e2e: {e}", file=sys.stderr)
+        return 2
     finally:
         for p in reversed(procs):
             p.terminate()
