@@ -367,74 +367,77 @@ def main():
             subprocess.run(["rm", "-rf", tmp])
 
 
-def run(tmp, db, admin, mnt, why_no_freeze, frozen, servers):
-    # The loads but the freeze run against a server whose database is on
-    # this machine's own filesystem; the freeze against a second one started
-    # on a copy of that database in the loop-mounted image.
-    srv = Srv(tmp, db, "server")
-    servers.append(srv)
-    port = srv.port
-    # users: 400 students and a runner, one roster import
+class Bench:
+    """What the loads share: the server's port, the students' tokens, each
+    load's windows (load -> [(t0, t1)], monotonic) and its extra facts."""
+
+    def __init__(self, port, admin, tok):
+        self.port, self.admin, self.tok = port, admin, tok
+        self.students = ["h%03d" % i for i in range(STUDENTS)]
+        self.windows, self.extra = {}, {}
+
+    def submit(self, name, src):
+        return request("POST", "/api/labs/%s/submissions" % LAB, self.tok[name], src)
+
+    def window(self, name, fn):
+        time.sleep(0.3)  # let the previous load drain
+        a = time.monotonic()
+        r = fn()
+        self.windows.setdefault(name, []).append((a, time.monotonic()))
+        return r
+
+
+def users(port, admin):
+    """400 students and a runner, one roster import: {name: token}."""
     csv = "name,role,display_name\n" + "".join("h%03d,student,Student %d\n" % (i, i)
                                                for i in range(STUDENTS)) + "bench_runner,runner,r\n"
     (st, _, body), = burst(port, [request("POST", "/api/admin/users", admin, csv.encode(),
                                           "text/csv")])
     if st != 201:
         sys.exit("healthz_bench: roster import answered %s %r" % (st, body[:200]))
-    tok = {u["name"]: u["token"] for u in json.loads(body)["users"]}
-    students = ["h%03d" % i for i in range(STUDENTS)]
+    return {u["name"]: u["token"] for u in json.loads(body)["users"]}
 
-    def submit(name, src):
-        return request("POST", "/api/labs/%s/submissions" % LAB, tok[name], src)
 
+def seed(b):
+    """SEED stored submissions, 200 at a time. Returns the seconds taken."""
     t0 = time.monotonic()
     for k in range(0, SEED, 200):
-        res = burst(port, [submit(students[i % STUDENTS], SRC + b"// seed %d\n" % i)
-                           for i in range(k, min(SEED, k + 200))])
+        res = burst(b.port, [b.submit(b.students[i % STUDENTS], SRC + b"// seed %d\n" % i)
+                             for i in range(k, min(SEED, k + 200))])
         bad = [r for r in res if r[0] != 202]
         if bad:
             sys.exit("healthz_bench: seeding: %s %r" % (bad[0][0], bad[0][2][:200]))
-    t_seed = time.monotonic() - t0
+    return time.monotonic() - t0
 
-    if os.environ.get("PIDFILE"):
-        with open(os.environ["PIDFILE"], "w") as f:
-            f.write("%d\n" % srv.pid)
-        time.sleep(float(os.environ.get("PAUSE", "0")))
-    samples, rss = [], []
-    watch = Watch(srv, samples, rss)
-    windows = {}  # load -> [(t0, t1)]
-    extra = {}
 
-    def window(name, fn):
-        time.sleep(0.3)  # let the previous load drain
-        a = time.monotonic()
-        r = fn()
-        windows.setdefault(name, []).append((a, time.monotonic()))
-        return r
-
-    # 1. 300 students at once
+def load_submit300(b):
+    """1. 300 students at once."""
     lat = []
     for rep in range(REPEAT if "submit300" in LOADS else 0):
-        reqs = [submit(students[i], SRC + b"// burst %d student %d\n" % (rep, i))
+        reqs = [b.submit(b.students[i], SRC + b"// burst %d student %d\n" % (rep, i))
                 for i in range(300)]
-        res = window("submit300", lambda: burst(port, reqs))
+        res = b.window("submit300", lambda: burst(b.port, reqs))
         lat += [r[1] for r in res if r[0] == 202]
-        extra.setdefault("submit_bad", 0)
-        extra["submit_bad"] += sum(1 for r in res if r[0] != 202)
-    extra["submit_lat"] = lat
+        b.extra.setdefault("submit_bad", 0)
+        b.extra["submit_bad"] += sum(1 for r in res if r[0] != 202)
+    b.extra["submit_lat"] = lat
 
-    # 2. 400 uploads of 256 KiB
+
+def load_upload400(b):
+    """2. 400 uploads of 256 KiB."""
     big = b"// " + b"x" * (256 * 1024 - 200) + b"\n"
     up_bad = 0
     for rep in range(REPEAT if "upload400" in LOADS else 0):
-        reqs = [submit(students[i], SRC + big[:256 * 1024 - len(SRC) - 40] +
-                       b"\n// %d %d\n" % (rep, i)) for i in range(400)]
-        res = window("upload400", lambda: burst(port, reqs))
+        reqs = [b.submit(b.students[i], SRC + big[:256 * 1024 - len(SRC) - 40] +
+                         b"\n// %d %d\n" % (rep, i)) for i in range(400)]
+        res = b.window("upload400", lambda: burst(b.port, reqs))
         up_bad += sum(1 for r in res if r[0] != 202)
-    extra["upload_bad"] = up_bad
+    b.extra["upload_bad"] = up_bad
 
-    # 3. 30 runner results of 8 MiB
-    runner = FakeRunner("http://127.0.0.1:%d" % port, tok["bench_runner"], name="bench-gpu0")
+
+def load_result30(b):
+    """3. 30 runner results of 8 MiB."""
+    runner = FakeRunner("http://127.0.0.1:%d" % b.port, b.tok["bench_runner"], name="bench-gpu0")
     res_bad = 0
     for rep in range(REPEAT if "result30" in LOADS else 0):
         jobs = [runner.claim(wait=0) for _ in range(30)]
@@ -447,48 +450,54 @@ def run(tmp, db, admin, mnt, why_no_freeze, frozen, servers):
                                "attempt": runner.attempts[int(job["id"])],
                                "result": doc}).encode()
             reqs.append(request("POST", "/api/runner/jobs/%s/result" % job["id"],
-                                tok["bench_runner"], body, "application/json"))
-        res = window("result30", lambda: burst(port, reqs, timeout=300))
+                                b.tok["bench_runner"], body, "application/json"))
+        res = b.window("result30", lambda: burst(b.port, reqs, timeout=300))
         res_bad += sum(1 for r in res if r[0] != 200)
-    extra["result_bad"] = res_bad
+    b.extra["result_bad"] = res_bad
 
-    # 3b. a similarity check: sim_c in a child, its pairs stored by the writer
+
+def load_similarity(b):
+    """3b. a similarity check: sim_c in a child, its pairs stored by the writer."""
     def similarity():
         url = "/api/admin/labs/%s/similarity" % LAB
-        (st, _, body), = burst(port, [request("POST", url, admin)])
+        (st, _, body), = burst(b.port, [request("POST", url, b.admin)])
         if st != 202:
-            extra["sim_err"] = "POST answered %s %s" % (st, body[:120])
+            b.extra["sim_err"] = "POST answered %s %s" % (st, body[:120])
             return
         end = time.time() + 300
         while time.time() < end:
-            (st, _, body), = burst(port, [request("GET", url, admin)])
+            (st, _, body), = burst(b.port, [request("GET", url, b.admin)])
             doc = json.loads(body or b"{}") if st == 200 else {}
             run_ = doc.get("run") or {}
             if run_.get("status") != "running":
-                extra["sim"] = "%s, %d pairs listed" % (run_.get("status"),
-                                                        len(doc.get("pairs") or []))
+                b.extra["sim"] = "%s, %d pairs listed" % (run_.get("status"),
+                                                          len(doc.get("pairs") or []))
                 return
             time.sleep(0.05)
     if "similarity" in LOADS:
         if shutil.which("sim_c"):
-            window("similarity", similarity)
+            b.window("similarity", similarity)
         else:
-            extra["sim_err"] = "sim_c is not installed"
+            b.extra["sim_err"] = "sim_c is not installed"
 
-    # 3c. the grades CSV export, REPEAT times
+
+def load_export(b):
+    """3c. the grades CSV export, REPEAT times."""
     exp = []
     for rep in range(REPEAT if "export" in LOADS else 0):
-        res = window("export", lambda: burst(port, [request(
-            "GET", "/api/admin/export/grades.csv", admin)], timeout=120))
+        res = b.window("export", lambda: burst(b.port, [request(
+            "GET", "/api/admin/export/grades.csv", b.admin)], timeout=120))
         exp += [(r[0], len(r[2])) for r in res]
-    extra["export"] = exp
+    b.extra["export"] = exp
 
-    # 4. 10 clients pipeline GET /metrics and never read
+
+def load_pipeline10(b):
+    """4. 10 clients pipeline GET /metrics and never read."""
     def pipeline():
         socks = []
-        one = request("GET", "/metrics", admin)
+        one = request("GET", "/metrics", b.admin)
         for _ in range(10):
-            s = socket.create_connection(("127.0.0.1", port))
+            s = socket.create_connection(("127.0.0.1", b.port))
             s.setblocking(False)
             try:
                 s.send(one * 2000)
@@ -499,16 +508,19 @@ def run(tmp, db, admin, mnt, why_no_freeze, frozen, servers):
         for s in socks:
             s.close()
     if "pipeline10" in LOADS:
-        window("pipeline10", pipeline)
+        b.window("pipeline10", pipeline)
 
-    # 5. 640 connections (10 addresses x 64) pipeline GET /static/style.css
-    # and never read: what they make the server hold is one budget
+
+def load_pipe640(b):
+    """5. 640 connections (10 addresses x 64) pipeline GET
+    /static/style.css and never read: what they make the server hold is
+    one budget."""
     def pipe640():
         socks = []
         one = b"GET /static/style.css HTTP/1.1\r\nHost: bench\r\n\r\n"
         for i in range(640):
             try:
-                s = socket.create_connection(("127.0.0.1", port),
+                s = socket.create_connection(("127.0.0.1", b.port),
                                              source_address=("127.0.0.%d" % (40 + i // 64), 0))
             except OSError:
                 break
@@ -525,62 +537,85 @@ def run(tmp, db, admin, mnt, why_no_freeze, frozen, servers):
         for s in socks:
             s.close()
     if "pipe640" in LOADS:
-        window("pipe640", pipe640)
-    watch.stop()
+        b.window("pipe640", pipe640)
 
-    # 6. the filesystem freezes while 20 students submit: a second server on
-    # a copy of the database in the loop-mounted image
+
+def load_freezes(b, mnt, frozen, why_no_freeze):
+    """6. the filesystem freezes while 20 students submit; 7. a commit,
+    then the freeze at once, and no other load: the first read after a
+    commit writes the -shm, and the lease sweep did that read on the loop
+    (issue 29: /healthz 5.7 s). Against b.port: the server on the
+    loop-mounted image. Returns why_no_freeze, changed when fsfreeze
+    failed."""
+    out = {}
+
+    def freeze():
+        r = sh("fsfreeze", "-f", mnt)
+        if r.returncode:
+            out["err"] = r.stderr.strip()
+            return
+        frozen[0] = True
+        th = threading.Thread(target=lambda: out.update(
+            res=burst(b.port, [b.submit(b.students[i], SRC + b"// frozen %d\n" % i)
+                               for i in range(20)], timeout=FREEZE_S + 60)))
+        th.start()
+        time.sleep(FREEZE_S)
+        sh("fsfreeze", "-u", mnt)
+        frozen[0] = False
+        th.join()
+    b.window("freeze6s", freeze)
+    if "err" in out:
+        why_no_freeze = "fsfreeze -f: " + out["err"]
+        del b.windows["freeze6s"]
+    else:
+        b.extra["freeze_ok"] = sum(1 for r in out["res"] if r[0] == 202)
+
+    def commitfreeze():
+        burst(b.port, [b.submit(b.students[0], SRC + b"// commit then freeze\n")])
+        r = sh("fsfreeze", "-f", mnt)
+        if r.returncode:
+            out["err2"] = r.stderr.strip()
+            return
+        time.sleep(FREEZE_S)
+        sh("fsfreeze", "-u", mnt)
+    if "commitfreeze" in LOADS and "err" not in out:
+        b.window("commitfreeze", commitfreeze)
+        if "err2" in out:
+            del b.windows["commitfreeze"]
+    return why_no_freeze
+
+
+def run(tmp, db, admin, mnt, why_no_freeze, frozen, servers):
+    # The loads but the freeze run against a server whose database is on
+    # this machine's own filesystem; the freeze against a second one started
+    # on a copy of that database in the loop-mounted image.
+    srv = Srv(tmp, db, "server")
+    servers.append(srv)
+    b = Bench(srv.port, admin, users(srv.port, admin))
+    t_seed = seed(b)
+    if os.environ.get("PIDFILE"):
+        with open(os.environ["PIDFILE"], "w") as f:
+            f.write("%d\n" % srv.pid)
+        time.sleep(float(os.environ.get("PAUSE", "0")))
+    samples, rss = [], []
+    watch = Watch(srv, samples, rss)
+    for load in (load_submit300, load_upload400, load_result30, load_similarity, load_export,
+                 load_pipeline10, load_pipe640):
+        load(b)
+    watch.stop()
     if mnt and "freeze6s" in LOADS:
         srv.stop()
         servers.remove(srv)
         shutil.copy(db, os.path.join(mnt, "cugrade.db"))
         srv = Srv(tmp, os.path.join(mnt, "cugrade.db"), "server-frozen")
         servers.append(srv)
-        port = srv.port
+        b.port = srv.port
         watch = Watch(srv, samples, rss)
-        out = {}
-
-        def freeze():
-            r = sh("fsfreeze", "-f", mnt)
-            if r.returncode:
-                out["err"] = r.stderr.strip()
-                return
-            frozen[0] = True
-            th = threading.Thread(target=lambda: out.update(
-                res=burst(port, [submit(students[i], SRC + b"// frozen %d\n" % i)
-                                 for i in range(20)], timeout=FREEZE_S + 60)))
-            th.start()
-            time.sleep(FREEZE_S)
-            sh("fsfreeze", "-u", mnt)
-            frozen[0] = False
-            th.join()
-        window("freeze6s", freeze)
-        if "err" in out:
-            why_no_freeze = "fsfreeze -f: " + out["err"]
-            del windows["freeze6s"]
-        else:
-            extra["freeze_ok"] = sum(1 for r in out["res"] if r[0] == 202)
-
-        # 7. a commit, then the freeze at once, and no other load: the first
-        # read after a commit writes the -shm, and the lease sweep did that
-        # read on the loop (issue 29: /healthz 5.7 s)
-        def commitfreeze():
-            burst(port, [submit(students[0], SRC + b"// commit then freeze\n")])
-            r = sh("fsfreeze", "-f", mnt)
-            if r.returncode:
-                out["err2"] = r.stderr.strip()
-                return
-            time.sleep(FREEZE_S)
-            sh("fsfreeze", "-u", mnt)
-        if "commitfreeze" in LOADS and "err" not in out:
-            window("commitfreeze", commitfreeze)
-            if "err2" in out:
-                del windows["commitfreeze"]
+        why_no_freeze = load_freezes(b, mnt, frozen, why_no_freeze)
         watch.stop()
-
     if os.environ.get("KEEP") == "1":
-        print("windows (monotonic s):", json.dumps(windows))
-    report(samples, rss, windows, extra, why_no_freeze, t_seed)
+        print("windows (monotonic s):", json.dumps(b.windows))
+    report(samples, rss, b.windows, b.extra, why_no_freeze, t_seed)
 
 
 def report(samples, rss, windows, extra, why_no_freeze, t_seed):
