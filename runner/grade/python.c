@@ -65,14 +65,14 @@ int python_root_bind(struct sandbox_bind *out)
 static pid_t bytecode_pid;
 static double bytecode_t0;
 
-pid_t python_bytecode_start(void)
+void python_bytecode_start(void)
 {
     const char *root = python_root();
     char lib[PATH_MAX];
     struct stat st;
     if (!root || snprintf(lib, sizeof lib, "%s/lib", root) >= (int)sizeof lib ||
         stat(lib, &st) < 0 || !S_ISDIR(st.st_mode))
-        return -1;
+        return;
     if (access(lib, W_OK) < 0) {
         /* compileall would compile every such module and fail to write it,
          * at every start: say what an admin can do instead. */
@@ -80,15 +80,15 @@ pid_t python_bytecode_start(void)
                 "cugrade-runner: %s is not ours to write: its modules without bytecode "
                 "are compiled at every import (once, by its owner: %s -m compileall %s)\n",
                 lib, python_interpreter(), lib);
-        return -1;
+        return;
     }
     const char *py = python_interpreter();
     assert(bytecode_pid <= 0); /* one compile at a time */
     pid_t pid = fork();
     if (pid != 0) {
-        bytecode_pid = pid;
+        bytecode_pid = pid; /* -1: no fork, no compile */
         bytecode_t0 = run_now();
-        return pid;
+        return;
     }
     /* The child. Niced: a runner restarted beside others' jobs (mid-burst)
      * compiles on the cores their runs leave; not niced, it still compiles. */

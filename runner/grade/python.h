@@ -53,11 +53,11 @@ const char *python_interpreter(void);
  * compile those modules' source at each import, and every run is -B: on
  * an H200 host `import torch` took 5.8-7.0 s of CPU and a trainer's first
  * optimizer step (torch._dynamo) 6.4 s more, four trainers a profiling job
- * (docs/python.md, "Bytecode"). Returns the child's pid (kept for
- * python_bytecode_wait and python_bytecode_reaped), or -1: no root outside
- * /usr (Debian's packages come compiled), no ROOT/lib, or no fork. A root
- * we cannot write leaves the imports as they were. */
-pid_t python_bytecode_start(void);
+ * (docs/python.md, "Bytecode"). The child is kept for python_bytecode_wait
+ * and python_bytecode_reaped. Nothing starts without a root outside /usr
+ * (Debian's packages come compiled), a ROOT/lib or a fork; a root we cannot
+ * write leaves the imports as they were. */
+void python_bytecode_start(void);
 
 /* Wait for python_bytecode_start's child, if one runs, and say in the log
  * how it ended: compiled, compiled but for modules that do not compile

@@ -372,8 +372,8 @@ void host_build_labs(struct host *h, const struct grade_env *env, int serving)
         fprintf(stderr, "cugrade-runner: cannot load labs from %s: %s\n", dir, err);
         return;
     }
-    /* The Python root's bytecode beside the builds (python.h), before any
-     * Python run of ours: the labs' warm runs and the pool import from it. */
+    /* The Python root's bytecode beside the builds (python.h): prepare's
+     * warm runs import from it; a serving runner's runs from when it ends. */
     python_bytecode_start();
     /* Builds are independent nvcc runs: one child per lab, in parallel. */
     pid_t *kids = calloc((size_t)n + 1, sizeof *kids);
