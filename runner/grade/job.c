@@ -309,7 +309,8 @@ static int job_prestart_now(struct job *j)
         sk->s = &j->sans[j->nsan_tasks];
         j->sans[j->nsan_tasks].tool = tools[t];
         if (j->python) {
-            /* The .py under the Python harness: started at the go (job_admit). */
+            /* The .py under the Python harness, up to its gate now: its
+             * imports and context while the job waits for the GPU. */
             sk->python = 1;
             sk->limit += PYTHON_SANITIZE_SECONDS;
             r = python_sanitize_prepare(&sk->py, &sk->py_opts, j->env->root, lab, j->cs, tools[t],
@@ -317,8 +318,6 @@ static int job_prestart_now(struct job *j)
             if (r < 0)
                 return job_fail(j, r, "the lab's hidden libraries (lab.json python.hide): %s",
                                 strerror(-r));
-            j->nsan_tasks++;
-            continue;
         }
         if ((r = sanitizer_prestart(sk)) < 0) {
             snprintf(j->err, sizeof j->err, "cannot start %s: %s", tools[t], strerror(-r));
@@ -541,12 +540,6 @@ int job_admit(struct job *j)
         return r;
     j->job_lk = lock_gpu_shared_user(j->env); /* waits while timing runs wait or run */
     job_clock_mark(&j->pc, "gpu_wait");
-    for (size_t i = 0; i < j->nsan_tasks && j->python; i++)
-        if ((r = sanitizer_prestart(&j->san_tasks[i])) < 0) {
-            snprintf(j->err, sizeof j->err, "cannot start %s: %s", j->san_tasks[i].tool,
-                     strerror(-r));
-            return r;
-        }
     if (!j->so_failed)
         for (size_t i = 0; i < j->nsan_tasks; i++)
             sanitizer_go(&j->san_tasks[i]);

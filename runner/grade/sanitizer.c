@@ -17,6 +17,10 @@
 
 #define SANITIZER_EXIT        86 /* --error-exitcode: "found errors" */
 #define SANITIZE_LOAD_SECONDS 30 /* a pre-started sanitizer must load the program by then */
+/* How long a Python run pre-started at its gate may wait there for the
+ * job's turn on the GPU (its sandbox's wall ceiling counts it); one that
+ * waited longer ended, and is started again at the go. */
+#define SANITIZE_GATE_WAIT_SECONDS 3600.0
 
 /* ---------------------------------------------------------------------- */
 /* Sanitizer output -> findings with file:line and a hint. Hints are Markdown
@@ -273,6 +277,8 @@ static int sanitize_run(struct sanitizer_task *t, int fd, struct sandbox_verdict
         o = t->py_opts;
         o.cancel_fd = t->cancel[0];
         args = t->py.argv;
+        if (t->gated)
+            lim += SANITIZE_GATE_WAIT_SECONDS;
     }
     /* No lock of its own: the job takes one for all its sanitizers at the
      * go (job_admit). */
@@ -425,6 +431,22 @@ static void sanitize_judge(struct sanitizer_task *t, int r, const struct sandbox
     }
 }
 
+/* Take a Python run's gate away (its run is not running): the next start
+ * is without one. */
+static void sanitize_python_ungate(struct sanitizer_task *t)
+{
+    size_t n = 0;
+    while (t->py.argv[n])
+        n++;
+    if (t->gated && n > 0 && strcmp(t->py.argv[n - 1], "--gate") == 0)
+        t->py.argv[n - 1] = NULL;
+    t->py_opts.control_fd = -1;
+    t->gated = 0;
+    t->early = 0;
+    run_fd_close(&t->ctl);
+    run_fd_close(&t->ctl_child);
+}
+
 /* A sanitizer's thread: open its channel, run the tool, judge the run. */
 static void *sanitize_main(void *p)
 {
@@ -440,9 +462,44 @@ static void *sanitize_main(void *p)
         return NULL;
     }
     int r = sanitize_run(t, fd, &v, chan, sizeof chan);
-    sanitize_judge(t, r, &v, chan);
+    if (t->gated && !t->went)
+        t->early = 1; /* ended at its gate: nothing of the student's ran; sanitizer_go starts it */
+    else
+        sanitize_judge(t, r, &v, chan);
     sandbox_verdict_free(&v);
     return NULL;
+}
+
+/* A Python run's start: its done pipe, and with gated its gate (a
+ * socket, fd 4 in the sandbox) and --gate. A gated run needs its own
+ * thread (the run waits at its gate for our 'g'): where none can be
+ * made, nothing is started and -EAGAIN returned. Returns 0 or -errno. */
+static int sanitize_python_start(struct sanitizer_task *t, int gated)
+{
+    int sv[2];
+    assert(t->python && !t->started);
+    if (t->cancel[0] < 0 && pipe2(t->cancel, O_CLOEXEC) < 0)
+        return -errno;
+    run_fd_close(&t->done[0]);
+    if (pipe2(t->done, O_CLOEXEC) < 0)
+        return -errno;
+    if (gated) {
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+            return -errno;
+        t->ctl = sv[0];
+        t->ctl_child = sv[1];
+        python_run_gate(&t->py);
+        t->py_opts.control_fd = t->ctl_child;
+        t->gated = 1;
+        if (pthread_create(&t->thread, NULL, sanitize_main, t) == 0) {
+            t->started = 1;
+            return 0;
+        }
+        sanitize_python_ungate(t);
+        return -EAGAIN;
+    }
+    run_task_start(&t->thread, &t->started, sanitize_main, t);
+    return 0;
 }
 
 /* Start t (tool, rc, cs, seed... filled in) waiting for its program.
@@ -451,16 +508,13 @@ int sanitizer_prestart(struct sanitizer_task *t)
 {
     int sv[2];
     if (t->python) {
-        /* Nothing to wait for: it runs the .py now (its clock starts at the go). */
-        if (pipe2(t->cancel, O_CLOEXEC) < 0)
-            return -errno;
-        if (pipe2(t->done, O_CLOEXEC) < 0) {
-            int e = -errno;
-            run_fd_close(&t->cancel[0]);
-            run_fd_close(&t->cancel[1]);
-            return e;
-        }
-        run_task_start(&t->thread, &t->started, sanitize_main, t);
+        /* Up to its gate now; a run that could not start so starts at the go. */
+        int r = sanitize_python_start(t, 1);
+        if (r < 0)
+            fprintf(stderr,
+                    "cugrade-runner: job %lld: %s not pre-started (%s): it starts at "
+                    "the go\n",
+                    t->job_id, t->tool, strerror(-r));
         return 0;
     }
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
@@ -482,10 +536,43 @@ int sanitizer_prestart(struct sanitizer_task *t)
 /* The program is linked: let t load it, and wait until it has (so that
  * nothing the student's check run does can change what it loads) or its
  * run has ended. */
+/* sanitizer_go for a Python run: 'g' on its gate; or, when it has none
+ * (not pre-started) or its run already ended at the gate, the run started
+ * now without one. */
+static void sanitizer_go_python(struct sanitizer_task *t)
+{
+    char c = 'g';
+    if (t->gated && t->started) {
+        t->went = 1; /* before the 'g': a run that ends from here on is judged */
+        struct pollfd pf = {t->done[0], POLLIN, 0};
+        if (poll(&pf, 1, 0) == 0 && send(t->ctl, &c, 1, MSG_NOSIGNAL) == 1)
+            return; /* ctl stays open (sanitizer_finish): its 'r' may come after our 'g' */
+        run_task_join(&t->thread, &t->started); /* its end at the gate */
+        if (!t->early)
+            return; /* judged: it ended after the 'g' was due (ours, not charged) */
+        fprintf(stderr,
+                "cugrade-runner: job %lld: %s ended at its gate before the go: "
+                "started again\n",
+                t->job_id, t->tool);
+    }
+    if (t->started)
+        return;
+    sanitize_python_ungate(t);
+    int r = sanitize_python_start(t, 0);
+    if (r < 0) {
+        t->r = r;
+        snprintf(t->err, sizeof t->err, "cannot start %s: %s", t->tool, strerror(-r));
+    }
+}
+
 void sanitizer_go(struct sanitizer_task *t)
 {
     char c = 'g';
     t->deadline = run_now() + t->limit;
+    if (t->python) {
+        sanitizer_go_python(t);
+        return;
+    }
     if (t->ctl < 0 || write(t->ctl, &c, 1) != 1)
         return;
     double end = run_now() + SANITIZE_LOAD_SECONDS;

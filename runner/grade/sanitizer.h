@@ -7,10 +7,15 @@
  * sanitizer_cancel() ends a run whose program never came. Findings are
  * parsed by grade_sanitizer_parse (grade.h) into a score_sanitizer.
  *
- * A Python submission's runs (python != 0) are not pre-started: there is
- * no program to wait for, only the student's .py under the Python harness
- * (python_sanitize_prepare, python.h); sanitizer_prestart starts them
- * right away and sanitizer_go only starts their clock (docs/python.md).
+ * A Python submission's runs (python != 0) have no program to wait for,
+ * only the student's .py under the Python harness (python_sanitize_prepare,
+ * python.h). sanitizer_prestart starts each with a gate (tenant.py
+ * --sanitize ... --gate, fd 4): the tool, the interpreter, its libraries and
+ * the CUDA context come up while the job waits for its turn on the GPU,
+ * then the tenant says 'r' and waits; sanitizer_go sends 'g' (and starts
+ * the run's clock). A run that could not be started so, or that ended
+ * before its go, is started at the go as before, without a gate
+ * (docs/python.md "Sanitizers").
  *
  * A task's thread writes t->s, t->r, t->err, t->gone; the job reads them
  * only after sanitizer_finish.
@@ -44,6 +49,9 @@ struct sanitizer_task {
     int python;                  /* a .py submission: py and py_opts are its run */
     struct python_run py;
     struct run_opts py_opts;
+    int gated;        /* Python: started with its gate (ctl), before the go */
+    _Atomic int went; /* Python, gated: 'g' is being or was sent */
+    int early;        /* Python, gated: ended before its go; not judged */
 };
 
 /* grade_sanitizer_parse for a Python run: positions in the student's file
@@ -69,10 +77,14 @@ size_t sanitizer_oom_ours(struct score_sanitizer *s, int errors_exit);
 /* Zero t with every fd -1: sanitizer_cancel and sanitizer_finish are safe. */
 void sanitizer_task_init(struct sanitizer_task *t);
 /* Start t (tool, rc, cs, seed, sanitize_case, launch, limit, s filled in)
- * waiting for its program. Returns 0, or -errno with nothing started. */
+ * waiting for its program (Python: at its gate). Returns 0, or -errno with
+ * nothing started (Python: never fails; a run not started is started at
+ * the go). */
 int sanitizer_prestart(struct sanitizer_task *t);
 /* The program is linked: let t load it and wait until it has (at most
- * 30 s) or its run ended; its deadline starts now. */
+ * 30 s) or its run ended; its deadline starts now. Python: 'g' on its
+ * gate, or the run started now when it has none (it could not be
+ * pre-started, or ended before its go). */
 void sanitizer_go(struct sanitizer_task *t);
 /* End t's run at once; sanitizer_finish waits for its thread. */
 void sanitizer_cancel(struct sanitizer_task *t);

@@ -13,6 +13,10 @@ The gate's two uses (docs/python.md):
     the owner says 'r' and waits for its job, one line of JSON (its file
     and seed).
 
+tenant.py's sanitizer run uses wait_go too (--sanitize ... --gate,
+runner/grade/sanitizer.c): started before the job's turn on the GPU, it
+says 'r' with its libraries and context up and waits for 'g'.
+
 Trusted, like owner.py; shipped with it in the student's bundle
 (labs/bundle.json)."""
 import importlib

@@ -1,7 +1,7 @@
 """tenant.py - the student's side of a Python run (docs/python.md).
 
     python3 -I -B tenant.py /work/kernel.py SYMBOL SOCKET_FD
-    compute-sanitizer ... python3 -I -B tenant.py --sanitize LAB CASE SEED /work/kernel.py
+    compute-sanitizer ... python3 -I -B tenant.py --sanitize LAB CASE SEED /work/kernel.py [--gate]
 
 Started by owner.py (the first form), or by the runner under
 compute-sanitizer (--sanitize, below). It imports the student's module, then answers the
@@ -324,7 +324,7 @@ def jit_cache_default():
     return jit_default("cache", True)
 
 
-def sanitize(lab_name, case_name, seed_hex, path):
+def sanitize(lab_name, case_name, seed_hex, path, gate=False):
     """One call of the student's function on one small case, in this process,
     for compute-sanitizer (the runner starts `compute-sanitizer ... python3
     tenant.py --sanitize ...` in the sandbox; docs/python.md, "Sanitizers").
@@ -339,6 +339,14 @@ def sanitize(lab_name, case_name, seed_hex, path):
     closed then: a run with no such record failed for a reason of ours (not
     charged); after it, a failure is the student's. Exit: 0 done, 1 the
     student's code raised (the message on stderr), 2 ours.
+
+    gate (--gate, fd 4 a socket to the runner): the run was started before
+    the job's turn on the GPU (sanitizer.c, the pre-start): the imports and
+    the CUDA context come up here first, under the job's memory reservation;
+    then we say 'r' and wait for 'g' before any GPU work and before any of
+    the student's code; the gate is closed before the student's module is
+    imported. A gate closed without 'g' is an exit 2 (ours, never a clean
+    run: the runner ended the run it no longer wants).
 
     NumPy's BLAS runs on one thread here, as in the owner (owner_tenant.py
     one_blas_thread, before NumPy is first imported): nothing of this run
@@ -368,6 +376,13 @@ def sanitize(lab_name, case_name, seed_hex, path):
         if not sim:
             cuda.current_context()
         lineinfo = lineinfo_default()
+        if gate:
+            import owner_gate
+            go = owner_gate.wait_go(4)
+            os.close(4)
+            if not go:
+                sys.stderr.write("harness: the runner closed the sanitizer's gate\n")
+                sys.exit(2)
         cs = gen.case_seed(gen.seed_parse_wide(seed_hex), case_name)
         arrays = {}
         for name, dtype, shape, genname, k in lab["INPUTS"]:
@@ -491,8 +506,11 @@ def close_fds(fds):
 
 
 def main():
-    if len(sys.argv) == 6 and sys.argv[1] == "--sanitize":
-        sanitize(*sys.argv[2:6])
+    if len(sys.argv) in (6, 7) and sys.argv[1] == "--sanitize":
+        if len(sys.argv) == 7 and sys.argv[6] != "--gate":
+            sys.stderr.write("harness: tenant.py --sanitize: unknown option %r\n" % sys.argv[6])
+            sys.exit(2)
+        sanitize(*sys.argv[2:6], gate=len(sys.argv) == 7)
         return
     path, symbol, fd = sys.argv[1], sys.argv[2], int(sys.argv[3])
     sock = socket.socket(fileno=fd)

@@ -97,12 +97,13 @@ def make_timed_root(case, run_seconds, timing_device_mb=None):
 STANDIN = """#!/bin/sh
 tool=$2
 shift 8
-for last in "$@"; do :; done
+for a in "$@"; do [ "$a" = --gate ] || last=$a; done
 fx=$(sed -n 's/^# cugrade-fixture: *//p' "$last" | head -1)
 [ "$fx" = nobanner ] && { echo "error while loading shared libraries" >&2; exit 127; }
 echo "========= COMPUTE-SANITIZER"
 if [ "$fx" = nostart ]; then
-  "$1" "$2" "$3" "$4" "$5" nolab "$7" "$8" "$9"; exit $?
+  a1=$1 a2=$2 a3=$3 a4=$4 a5=$5; shift 6
+  "$a1" "$a2" "$a3" "$a4" "$a5" nolab "$@"; exit $?
 fi
 "$@"
 rc=$?
