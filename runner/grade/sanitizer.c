@@ -266,9 +266,14 @@ static int sanitize_run(struct sanitizer_task *t, int fd, struct sandbox_verdict
                           "--print-limit", "20", "--launch-timeout", "60",
                           "/lab/launch", "/work/prog.so", "check", "--seed", t->seed, "--cases",
                           t->sanitize_case, "--no-guard", NULL};
-    /* The sandbox's limit covers the wait for the compile and link too;
-     * the run's own (t->limit from the go) is sanitizer_settle's. */
+    /* The sandbox's limit covers the wait for the compile and link too,
+     * and for a run at its gate the job's wait for the GPU's shared lock
+     * (a timing drain; a CUDA run killed there by its wall was charged to
+     * the student as "the program failed under" the tool); the run's own
+     * (t->limit from the go) is sanitizer_settle's. */
     double lim = t->limit + (rc->lab->compile_seconds > 0 ? rc->lab->compile_seconds : 60) * 2;
+    if (t->gated)
+        lim += SANITIZE_GATE_WAIT_SECONDS;
     struct run_opts o = {
         .launch_bind = t->launch, .control_fd = t->ctl_child, .cancel_fd = t->cancel[0]};
     const char *const *args = argv;
@@ -277,12 +282,13 @@ static int sanitize_run(struct sanitizer_task *t, int fd, struct sandbox_verdict
         o = t->py_opts;
         o.cancel_fd = t->cancel[0];
         args = t->py.argv;
-        if (t->gated)
-            lim += SANITIZE_GATE_WAIT_SECONDS;
     }
     /* No lock of its own: the job takes one for all its sanitizers at the
      * go (job_admit). */
     int r = run_sandboxed_opts(rc, args, fd, lim, &o, v);
+    /* Decided before done[1] closes: sanitizer_go, which sets went before
+     * it looks at done[0], sees the same. */
+    t->early = t->gated && !t->went;
     chan[0] = '\0';
     if (t->python) {
         ssize_t k = pread(fd, chan, chanlen - 1, 0);
@@ -462,9 +468,7 @@ static void *sanitize_main(void *p)
         return NULL;
     }
     int r = sanitize_run(t, fd, &v, chan, sizeof chan);
-    if (t->gated && !t->went)
-        t->early = 1; /* ended at its gate: nothing of the student's ran; sanitizer_go starts it */
-    else
+    if (!t->early) /* (early: it ended at its gate, nothing of the student's ran) */
         sanitize_judge(t, r, &v, chan);
     sandbox_verdict_free(&v);
     return NULL;
@@ -502,20 +506,18 @@ static int sanitize_python_start(struct sanitizer_task *t, int gated)
     return 0;
 }
 
-/* Start t (tool, rc, cs, seed... filled in) waiting for its program.
+/* A CUDA run's start (again, after a run that ended at its gate): the
+ * launcher under the tool, waiting on its control socket for 'g'.
  * Returns 0, or -errno with nothing started. */
-int sanitizer_prestart(struct sanitizer_task *t)
+static int sanitize_cuda_start(struct sanitizer_task *t)
 {
     int sv[2];
-    if (t->python) {
-        /* Up to its gate now; a run that could not start so starts at the go. */
-        int r = sanitize_python_start(t, 1);
-        if (r < 0)
-            fprintf(stderr,
-                    "cugrade-runner: job %lld: %s not pre-started (%s): it starts at "
-                    "the go\n",
-                    t->job_id, t->tool, strerror(-r));
-        return 0;
+    assert(!t->python && !t->started);
+    run_fd_close(&t->ctl);
+    run_fd_close(&t->ctl_child);
+    for (int i = 0; i < 2; i++) {
+        run_fd_close(&t->cancel[i]);
+        run_fd_close(&t->done[i]);
     }
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
         return -errno;
@@ -529,34 +531,63 @@ int sanitizer_prestart(struct sanitizer_task *t)
         run_fd_close(&t->cancel[1]);
         return e;
     }
+    t->gated = 1;
+    t->early = 0;
     run_task_start(&t->thread, &t->started, sanitize_main, t);
     return 0;
 }
 
-/* The program is linked: let t load it, and wait until it has (so that
- * nothing the student's check run does can change what it loads) or its
- * run has ended. */
+/* Start t (tool, rc, cs, seed... filled in) waiting for its program.
+ * Returns 0, or -errno with nothing started. */
+int sanitizer_prestart(struct sanitizer_task *t)
+{
+    if (t->python) {
+        /* Up to its gate now; a run that could not start so starts at the go. */
+        int r = sanitize_python_start(t, 1);
+        if (r < 0)
+            fprintf(stderr,
+                    "cugrade-runner: job %lld: %s not pre-started (%s): it starts at "
+                    "the go\n",
+                    t->job_id, t->tool, strerror(-r));
+        return 0;
+    }
+    return sanitize_cuda_start(t);
+}
+
+/* At the go: went set (a run that ends from here on is judged), then 1
+ * when t's run had already ended at its gate (its thread joined: it was
+ * not judged; nothing of the student's ran), to be started again. A run
+ * that ends between the two is judged: the student's program never came
+ * to it, and its failure reads as ours (sanitize_not_started) or as the
+ * tool's. */
+static int sanitize_ended_at_gate(struct sanitizer_task *t)
+{
+    t->went = 1;
+    struct pollfd pf = {t->done[0], POLLIN, 0};
+    if (!t->gated || !t->started || poll(&pf, 1, 0) != 1)
+        return 0;
+    run_task_join(&t->thread, &t->started);
+    if (!t->early)
+        return 0;
+    fprintf(stderr, "cugrade-runner: job %lld: %s ended at its gate before the go: started again\n",
+            t->job_id, t->tool);
+    return 1;
+}
+
 /* sanitizer_go for a Python run: 'g' on its gate; or, when it has none
  * (not pre-started) or its run already ended at the gate, the run started
  * now without one. */
 static void sanitizer_go_python(struct sanitizer_task *t)
 {
     char c = 'g';
-    if (t->gated && t->started) {
-        t->went = 1; /* before the 'g': a run that ends from here on is judged */
-        struct pollfd pf = {t->done[0], POLLIN, 0};
-        if (poll(&pf, 1, 0) == 0 && send(t->ctl, &c, 1, MSG_NOSIGNAL) == 1)
+    int again = sanitize_ended_at_gate(t);
+    if (!again && t->gated && t->started) {
+        if (send(t->ctl, &c, 1, MSG_NOSIGNAL) == 1)
             return; /* ctl stays open (sanitizer_finish): its 'r' may come after our 'g' */
-        run_task_join(&t->thread, &t->started); /* its end at the gate */
-        if (!t->early)
-            return; /* judged: it ended after the 'g' was due (ours, not charged) */
-        fprintf(stderr,
-                "cugrade-runner: job %lld: %s ended at its gate before the go: "
-                "started again\n",
-                t->job_id, t->tool);
+        run_task_join(&t->thread, &t->started); /* gone meanwhile: judged (went was set) */
     }
-    if (t->started)
-        return;
+    if (t->started || (t->gated && !again))
+        return; /* running, or ended after the go and judged */
     sanitize_python_ungate(t);
     int r = sanitize_python_start(t, 0);
     if (r < 0) {
@@ -565,6 +596,9 @@ static void sanitizer_go_python(struct sanitizer_task *t)
     }
 }
 
+/* The program is linked: let t load it, and wait until it has (so that
+ * nothing the student's check run does can change what it loads) or its
+ * run has ended. A run that ended at its gate is started again first. */
 void sanitizer_go(struct sanitizer_task *t)
 {
     char c = 'g';
@@ -572,6 +606,14 @@ void sanitizer_go(struct sanitizer_task *t)
     if (t->python) {
         sanitizer_go_python(t);
         return;
+    }
+    if (sanitize_ended_at_gate(t)) {
+        int r = sanitize_cuda_start(t);
+        if (r < 0) {
+            t->r = r;
+            snprintf(t->err, sizeof t->err, "cannot start %s: %s", t->tool, strerror(-r));
+            return;
+        }
     }
     if (t->ctl < 0 || write(t->ctl, &c, 1) != 1)
         return;

@@ -363,6 +363,11 @@ echo "========= COMPUTE-SANITIZER"
 tool=$2
 # The tool's own start-up, before its target: hidden behind the compile.
 [ -f /work/slowstart.cu ] && sleep 1
+# A tool that dies before its go, the first time only (as one killed by
+# its wall while the job waited for the GPU, or by the host).
+if [ -f /work/diesonce.cu ] && [ ! -e /work/.died-$tool ]; then
+  : > /work/.died-$tool; exit 137
+fi
 while [ "$1" != /lab/launch ]; do shift; done
 "$@" >/dev/null
 rc=$?
@@ -400,6 +405,16 @@ exit $rc
     ok(d["status"] == "graded" and d["result"]["score"] == 45 and 1.4 < waited < 2.8,
        "memcheck and racecheck (1.5 s each here) run at once, beside the check: %.2f s after the link, not 3+"
        % waited, json.dumps(ph))
+    # A pre-started run that ended before its go: nothing of the student's
+    # ran in it, so it is started again at the go, never judged (it was
+    # charged: "the program failed under memcheck").
+    SOURCES["diesonce.cu"] = SOURCES["good.cu"]
+    d, log = grade("diesonce.cu", ["--rubric", rpath])
+    san = d.get("result", {}).get("cugrade", {}).get("sanitizer") or []
+    ok(d["status"] == "graded" and len(san) == 2 and all(x["clean"] for x in san) and
+       d["result"]["score"] == 45 and log.count("ended at its gate before the go: started again") == 2,
+       "a sanitizer that died before its go is started again at the go, not charged: clean, 45 of 45",
+       json.dumps(san)[:1500] + log[-1500:])
     SOURCES["slowstart.cu"] = SOURCES["good.cu"]
     d, log = grade("slowstart.cu", ["--rubric", rpath])
     ph = d.get("result", {}).get("cugrade", {}).get("phases") or {}
