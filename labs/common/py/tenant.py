@@ -324,6 +324,36 @@ def jit_cache_default():
     return jit_default("cache", True)
 
 
+def sanitize_gate():
+    """--gate: 'r' on fd 4, then wait for the runner's 'g'; fd 4 closed
+    either way, before any of the student's code. No 'g' (the runner
+    ended the run): exit 2, ours."""
+    import owner_gate
+    go = owner_gate.wait_go(4)
+    os.close(4)
+    if not go:
+        sys.stderr.write("harness: the runner closed the sanitizer's gate\n")
+        sys.exit(2)
+
+
+def sanitize_inputs(np, gen, cuda, lab, params, cs):
+    """The case's buffers as the call's arguments: its inputs from gen.py
+    on case seed cs, its outputs poisoned, each this process's own
+    allocation of the exact size (cuda.to_device)."""
+    arrays = {}
+    for name, dtype, shape, genname, k in lab["INPUTS"]:
+        shp = tuple(shape(params))
+        count = int(np.prod(shp))
+        own = (lab.get("GEN") or {}).get(genname)
+        host = gen.generate(np, genname, gen.stream(cs, k), 0, count, params, own)
+        arrays[name] = cuda.to_device(np.ascontiguousarray(host.astype(dtype).reshape(shp)))
+    for name, dtype, shape in lab["OUTPUTS"]:
+        shp = tuple(shape(params))
+        host = np.full(shp, POISON, dtype="uint32").view(dtype)
+        arrays[name] = cuda.to_device(host)
+    return [arrays[n] for n in lab["ARGS"]]
+
+
 def sanitize(lab_name, case_name, seed_hex, path, gate=False):
     """One call of the student's function on one small case, in this process,
     for compute-sanitizer (the runner starts `compute-sanitizer ... python3
@@ -377,25 +407,9 @@ def sanitize(lab_name, case_name, seed_hex, path, gate=False):
             cuda.current_context()
         lineinfo = lineinfo_default()
         if gate:
-            import owner_gate
-            go = owner_gate.wait_go(4)
-            os.close(4)
-            if not go:
-                sys.stderr.write("harness: the runner closed the sanitizer's gate\n")
-                sys.exit(2)
-        cs = gen.case_seed(gen.seed_parse_wide(seed_hex), case_name)
-        arrays = {}
-        for name, dtype, shape, genname, k in lab["INPUTS"]:
-            shp = tuple(shape(params))
-            count = int(np.prod(shp))
-            own = (lab.get("GEN") or {}).get(genname)
-            host = gen.generate(np, genname, gen.stream(cs, k), 0, count, params, own)
-            arrays[name] = cuda.to_device(np.ascontiguousarray(host.astype(dtype).reshape(shp)))
-        for name, dtype, shape in lab["OUTPUTS"]:
-            shp = tuple(shape(params))
-            host = np.full(shp, POISON, dtype="uint32").view(dtype)
-            arrays[name] = cuda.to_device(host)
-        args = [arrays[n] for n in lab["ARGS"]]
+            sanitize_gate()
+        args = sanitize_inputs(np, gen, cuda, lab, params,
+                               gen.case_seed(gen.seed_parse_wide(seed_hex), case_name))
         symbol = lab["SYMBOL"]
         cuda.synchronize()
     except BaseException as e:  # noqa: B902 - before the student's code: ours
