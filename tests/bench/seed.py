@@ -36,24 +36,15 @@ SRC = (b"__global__ void vadd_kernel(const float* a, const float* b, float* c, i
        b"{ vadd_kernel<<<(n + 255) / 256, 256>>>(a, b, c, n); }\n")
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--url", required=True)
-    ap.add_argument("--admin-token", required=True)
-    ap.add_argument("--lab", default="bench")
-    ap.add_argument("--submissions", type=int, default=10000)
-    ap.add_argument("--students", type=int, default=200)
-    ap.add_argument("--graded", type=int, default=1000)
-    ap.add_argument("--clients", type=int, default=8)
-    ap.add_argument("--out", required=True)
-    a = ap.parse_args()
-    u = urllib.parse.urlsplit(a.url)
+def connector(url):
+    """A function that opens a new connection to url's server."""
+    u = urllib.parse.urlsplit(url)
+    return lambda: http.client.HTTPConnection(u.hostname, u.port, timeout=60)
 
-    def conn():
-        return http.client.HTTPConnection(u.hostname, u.port, timeout=60)
 
-    # 1. users
-    t0 = time.time()
+def seed_users(a, conn):
+    """Step 1: the students, a TA and a runner, one request. Returns their
+    tokens by name."""
     users = [{"name": "s%04d" % i, "role": "student", "display_name": "Student %d" % i}
              for i in range(a.students)]
     users += [{"name": "bench_ta", "role": "ta", "display_name": "Bench TA"},
@@ -66,11 +57,12 @@ def main():
     body = r.read()
     if r.status != 201:
         sys.exit("seed: POST /api/admin/users answered %s %r" % (r.status, body[:300]))
-    tok = {x["name"]: x["token"] for x in json.loads(body)["users"]}
-    t_users = time.time() - t0
+    return {x["name"]: x["token"] for x in json.loads(body)["users"]}
 
-    # 2. submissions
-    t0 = time.time()
+
+def seed_submissions(a, conn, tok):
+    """Step 2: the submissions, round-robin over the students, from
+    a.clients keep-alive connections. Returns their ids in order."""
     ids = [None] * a.submissions
     errors = []
     nxt = [0]
@@ -114,10 +106,12 @@ def main():
         th.join()
     if errors:
         sys.exit("seed: " + errors[0])
-    t_sub = time.time() - t0
+    return ids
 
-    # 3. grading
-    t0 = time.time()
+
+def seed_grading(a, tok):
+    """Step 3: the fake runner grades the oldest a.graded with varied
+    scores. Returns {id: score}."""
     rnd = random.Random(7)
     run = FakeRunner(a.url, tok["bench_runner"], name="bench-gpu0")
     graded = {}
@@ -131,6 +125,29 @@ def main():
         if r.status != 200:
             sys.exit("seed: result for %s answered %s %r" % (job["id"], r.status, r.body[:200]))
         graded[job["id"]] = score
+    return graded
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--url", required=True)
+    ap.add_argument("--admin-token", required=True)
+    ap.add_argument("--lab", default="bench")
+    ap.add_argument("--submissions", type=int, default=10000)
+    ap.add_argument("--students", type=int, default=200)
+    ap.add_argument("--graded", type=int, default=1000)
+    ap.add_argument("--clients", type=int, default=8)
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+    conn = connector(a.url)
+    t0 = time.time()
+    tok = seed_users(a, conn)
+    t_users = time.time() - t0
+    t0 = time.time()
+    ids = seed_submissions(a, conn, tok)
+    t_sub = time.time() - t0
+    t0 = time.time()
+    graded = seed_grading(a, tok)
     t_grade = time.time() - t0
 
     viewer = "s0000"
