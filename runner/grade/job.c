@@ -309,8 +309,8 @@ static int job_prestart_now(struct job *j)
         sk->s = &j->sans[j->nsan_tasks];
         j->sans[j->nsan_tasks].tool = tools[t];
         if (j->python) {
-            /* The .py under the Python harness, up to its gate now: its
-             * imports and context while the job waits for the GPU. */
+            /* The .py under the Python harness: started at job_admit, once
+             * the file compiled (a syntax error starts none). */
             sk->python = 1;
             sk->limit += PYTHON_SANITIZE_SECONDS;
             r = python_sanitize_prepare(&sk->py, &sk->py_opts, j->env->root, lab, j->cs, tools[t],
@@ -318,6 +318,8 @@ static int job_prestart_now(struct job *j)
             if (r < 0)
                 return job_fail(j, r, "the lab's hidden libraries (lab.json python.hide): %s",
                                 strerror(-r));
+            j->nsan_tasks++;
+            continue;
         }
         if ((r = sanitizer_prestart(sk)) < 0) {
             snprintf(j->err, sizeof j->err, "cannot start %s: %s", tools[t], strerror(-r));
@@ -535,6 +537,10 @@ int job_admit(struct job *j)
     j->so_failed = !j->python && j->nsan_tasks && (j->so_task.r < 0 || !j->so_task.res.ok);
     if (j->so_failed)
         job_sanitizers_off(j);
+    /* A Python job's sanitizers, up to their gate now: their imports and
+     * contexts while the job waits for its shared lock (sanitizer.h). */
+    for (size_t i = 0; i < j->nsan_tasks && j->python; i++)
+        (void)sanitizer_prestart(&j->san_tasks[i]); /* (a run not started starts at the go) */
     assert(j->job_lk < 0);
     if ((r = job_gpu_lock_say(j)) < 0)
         return r;
