@@ -17,9 +17,10 @@
 
 #define SANITIZER_EXIT        86 /* --error-exitcode: "found errors" */
 #define SANITIZE_LOAD_SECONDS 30 /* a pre-started sanitizer must load the program by then */
-/* How long a Python run pre-started at its gate may wait there for the
- * job's turn on the GPU (its sandbox's wall ceiling counts it); one that
- * waited longer ended, and is started again at the go. */
+/* How long a run pre-started at its gate (the CUDA launcher's control
+ * socket, the Python tenant's fd 4) may wait there for the job's turn on
+ * the GPU: its sandbox's wall ceiling counts it. One that waited longer
+ * ended, and is started again at the go. */
 #define SANITIZE_GATE_WAIT_SECONDS 3600.0
 
 /* ---------------------------------------------------------------------- */
@@ -485,6 +486,7 @@ static int sanitize_python_start(struct sanitizer_task *t, int gated)
     if (t->cancel[0] < 0 && pipe2(t->cancel, O_CLOEXEC) < 0)
         return -errno;
     run_fd_close(&t->done[0]);
+    run_fd_close(&t->done[1]);
     if (pipe2(t->done, O_CLOEXEC) < 0)
         return -errno;
     if (gated) {
