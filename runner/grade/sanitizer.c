@@ -438,22 +438,6 @@ static void sanitize_judge(struct sanitizer_task *t, int r, const struct sandbox
     }
 }
 
-/* Take a Python run's gate away (its run is not running): the next start
- * is without one. */
-static void sanitize_python_ungate(struct sanitizer_task *t)
-{
-    size_t n = 0;
-    while (t->py.argv[n])
-        n++;
-    if (t->gated && n > 0 && strcmp(t->py.argv[n - 1], "--gate") == 0)
-        t->py.argv[n - 1] = NULL;
-    t->py_opts.control_fd = -1;
-    t->gated = 0;
-    t->early = 0;
-    run_fd_close(&t->ctl);
-    run_fd_close(&t->ctl_child);
-}
-
 /* A sanitizer's thread: open its channel, run the tool, judge the run. */
 static void *sanitize_main(void *p)
 {
@@ -475,67 +459,60 @@ static void *sanitize_main(void *p)
     return NULL;
 }
 
-/* A Python run's start: its done pipe, and with gated its gate (a
- * socket, fd 4 in the sandbox) and --gate. A gated run needs its own
- * thread (the run waits at its gate for our 'g'): where none can be
- * made, nothing is started and -EAGAIN returned. Returns 0 or -errno. */
-static int sanitize_python_start(struct sanitizer_task *t, int gated)
+/* Close t's descriptors (a start's, or what a start that failed left). */
+static void sanitize_fds_close(struct sanitizer_task *t)
 {
-    int sv[2];
-    assert(t->python && !t->started);
-    if (t->cancel[0] < 0 && pipe2(t->cancel, O_CLOEXEC) < 0)
-        return -errno;
-    run_fd_close(&t->done[0]);
-    run_fd_close(&t->done[1]);
-    if (pipe2(t->done, O_CLOEXEC) < 0)
-        return -errno;
-    if (gated) {
-        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
-            return -errno;
-        t->ctl = sv[0];
-        t->ctl_child = sv[1];
-        python_run_gate(&t->py);
-        t->py_opts.control_fd = t->ctl_child;
-        t->gated = 1;
-        if (pthread_create(&t->thread, NULL, sanitize_main, t) == 0) {
-            t->started = 1;
-            return 0;
-        }
-        sanitize_python_ungate(t);
-        return -EAGAIN;
-    }
-    run_task_start(&t->thread, &t->started, sanitize_main, t);
-    return 0;
-}
-
-/* A CUDA run's start (again, after a run that ended at its gate): the
- * launcher under the tool, waiting on its control socket for 'g'.
- * Returns 0, or -errno with nothing started. */
-static int sanitize_cuda_start(struct sanitizer_task *t)
-{
-    int sv[2];
-    assert(!t->python && !t->started);
     run_fd_close(&t->ctl);
     run_fd_close(&t->ctl_child);
     for (int i = 0; i < 2; i++) {
         run_fd_close(&t->cancel[i]);
         run_fd_close(&t->done[i]);
     }
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
-        return -errno;
-    t->ctl = sv[0];
-    t->ctl_child = sv[1];
-    if (pipe2(t->cancel, O_CLOEXEC) < 0 || pipe2(t->done, O_CLOEXEC) < 0) {
+}
+
+/* Start t's run (again, after one that ended at its gate): its cancel
+ * and done pipes and, gated, its gate, a socket that is fd 4 in the
+ * sandbox (the CUDA launcher's control socket; a Python run gets --gate,
+ * and without a gate loses it). A gated run waits at its gate for our
+ * 'g', so it needs a thread of its own: where none can be made nothing
+ * is started (-EAGAIN), never the run in this thread. Returns 0, or
+ * -errno with nothing started. */
+static int sanitize_start(struct sanitizer_task *t, int gated)
+{
+    int sv[2];
+    assert(!t->started && (gated || t->python));
+    sanitize_fds_close(t);
+    t->gated = gated;
+    t->early = 0;
+    if (t->python) {
+        size_t n = 0; /* --gate, python_run_gate's, is the last word when there */
+        while (t->py.argv[n])
+            n++;
+        if (n > 0 && strcmp(t->py.argv[n - 1], "--gate") == 0)
+            t->py.argv[n - 1] = NULL;
+        t->py_opts.control_fd = -1;
+    }
+    if (pipe2(t->cancel, O_CLOEXEC) < 0 || pipe2(t->done, O_CLOEXEC) < 0 ||
+        (gated && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)) {
         int e = -errno;
-        run_fd_close(&t->ctl);
-        run_fd_close(&t->ctl_child);
-        run_fd_close(&t->cancel[0]);
-        run_fd_close(&t->cancel[1]);
+        sanitize_fds_close(t);
         return e;
     }
-    t->gated = 1;
-    t->early = 0;
-    run_task_start(&t->thread, &t->started, sanitize_main, t);
+    if (!gated) {
+        run_task_start(&t->thread, &t->started, sanitize_main, t);
+        return 0;
+    }
+    t->ctl = sv[0];
+    t->ctl_child = sv[1];
+    if (t->python) {
+        python_run_gate(&t->py);
+        t->py_opts.control_fd = t->ctl_child;
+    }
+    if (pthread_create(&t->thread, NULL, sanitize_main, t) != 0) {
+        sanitize_fds_close(t);
+        return -EAGAIN;
+    }
+    t->started = 1;
     return 0;
 }
 
@@ -543,17 +520,15 @@ static int sanitize_cuda_start(struct sanitizer_task *t)
  * Returns 0, or -errno with nothing started. */
 int sanitizer_prestart(struct sanitizer_task *t)
 {
-    if (t->python) {
-        /* Up to its gate now; a run that could not start so starts at the go. */
-        int r = sanitize_python_start(t, 1);
-        if (r < 0)
-            fprintf(stderr,
-                    "cugrade-runner: job %lld: %s not pre-started (%s): it starts at "
-                    "the go\n",
-                    t->job_id, t->tool, strerror(-r));
+    int r = sanitize_start(t, 1);
+    if (r < 0 && t->python) {
+        /* A run that could not start so starts at the go, without a gate. */
+        fprintf(stderr, "cugrade-runner: job %lld: %s not pre-started (%s): it starts at the go\n",
+                t->job_id, t->tool, strerror(-r));
+        t->gated = 0;
         return 0;
     }
-    return sanitize_cuda_start(t);
+    return r;
 }
 
 /* At the go: went set (a run that ends from here on is judged), then 1
@@ -583,15 +558,14 @@ static void sanitizer_go_python(struct sanitizer_task *t)
 {
     char c = 'g';
     int again = sanitize_ended_at_gate(t);
-    if (!again && t->gated && t->started) {
-        if (send(t->ctl, &c, 1, MSG_NOSIGNAL) == 1)
-            return; /* ctl stays open (sanitizer_finish): its 'r' may come after our 'g' */
-        run_task_join(&t->thread, &t->started); /* gone meanwhile: judged (went was set) */
+    if (t->started) { /* at its gate */
+        if (send(t->ctl, &c, 1, MSG_NOSIGNAL) != 1)
+            run_task_join(&t->thread, &t->started); /* gone meanwhile: judged (went was set) */
+        return; /* ctl stays open (sanitizer_finish): its 'r' may come after our 'g' */
     }
-    if (t->started || (t->gated && !again))
-        return; /* running, or ended after the go and judged */
-    sanitize_python_ungate(t);
-    int r = sanitize_python_start(t, 0);
+    if (t->gated && !again)
+        return; /* ended after the go, and judged */
+    int r = sanitize_start(t, 0);
     if (r < 0) {
         t->r = r;
         snprintf(t->err, sizeof t->err, "cannot start %s: %s", t->tool, strerror(-r));
@@ -610,7 +584,7 @@ void sanitizer_go(struct sanitizer_task *t)
         return;
     }
     if (sanitize_ended_at_gate(t)) {
-        int r = sanitize_cuda_start(t);
+        int r = sanitize_start(t, 1);
         if (r < 0) {
             t->r = r;
             snprintf(t->err, sizeof t->err, "cannot start %s: %s", t->tool, strerror(-r));
