@@ -30,8 +30,7 @@ struct pool_run {
     int gate;         /* our end of the gate; the owner's is fd 4 */
     int child_gate;
     struct sandbox_pause pause; /* stopped from 'r' to the job */
-    struct sandbox_boost boost; /* from sandbox_prestart_nice() to 0 at the job's go
-                                   (run_give), then a timing run's hold (TIME_HOLD_NICE) */
+    struct sandbox_boost boost; /* asked for by the timing gate (TIME_HOLD_NICE) */
     struct share_clock sc;
     int clock_on; /* sc runs (until run_clock_stop) */
     double wall;  /* the sandbox's wall ceiling */
@@ -169,10 +168,10 @@ static int run_start(struct pool_member *m, struct pool_run *w, const char *name
     w->chan = w->gate = w->child_gate = -1;
     w->state = M_STARTING;
     sandbox_pause_init(&w->pause);
-    int timing = strcmp(name, "timing") == 0;
-    sandbox_boost_init(&w->boost, timing ? TIME_HOLD_NICE : 0);
+    sandbox_boost_init(&w->boost, TIME_HOLD_NICE);
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
+    int timing = strcmp(name, "timing") == 0;
     if ((w->chan = channel_open(m->rc.jobdir, name)) < 0)
         return w->chan;
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
@@ -186,11 +185,7 @@ static int run_start(struct pool_member *m, struct pool_run *w, const char *name
     (void)python_run_kept(&w->pr, &w->o, env, &m->lab);
     w->o.control_fd = w->child_gate;
     w->o.pause = &w->pause;
-    /* Started before any job, below the jobs that hold the GPU: its
-     * start-up is on no one's path until a job takes it (docs/runner.md
-     * "CPU priorities"); run_give raises it. */
-    w->o.nice = sandbox_prestart_nice();
-    w->o.boost = &w->boost;
+    w->o.boost = timing ? &w->boost : NULL;
     w->o.timing = timing;
     /* The clock counts from the job (pool_go, pool_time_give restart it);
      * until then its limit is the run's ceiling, as the sandbox's wall is
@@ -418,7 +413,6 @@ static int run_give(struct pool_run *w, double wall, double wait, const char *sr
                     const char *cases, const char *seed, double limit)
 {
     char *line = job_line(src, cases, seed);
-    sandbox_boost_ask_at(&w->boost, 0); /* the job's now: the runner's own priority */
     if (!line || wall != w->wall || !run_ready(w, wait)) {
         free(line);
         run_end(w, 0);

@@ -254,7 +254,6 @@ void sanitizer_task_init(struct sanitizer_task *t)
     memset(t, 0, sizeof *t);
     t->ctl = t->ctl_child = -1;
     t->cancel[0] = t->cancel[1] = t->done[0] = t->done[1] = -1;
-    sandbox_boost_init(&t->boost, 0);
 }
 
 /* The tool's run in the sandbox on the channel fd (closed here, and the
@@ -285,11 +284,6 @@ static int sanitize_run(struct sanitizer_task *t, int fd, struct sandbox_verdict
         o.cancel_fd = t->cancel[0];
         args = t->py.argv;
     }
-    /* Ahead of its go, below the jobs that hold the GPU: what it does
-     * there (its start-up) is on no one's path yet (docs/runner.md "CPU
-     * priorities"); sanitizer_go raises it. */
-    o.nice = t->gated && !atomic_load(&t->went) ? sandbox_prestart_nice() : 0;
-    o.boost = &t->boost;
     /* No lock of its own: the job takes one for all its sanitizers at the
      * go (job_admit). */
     int r = run_sandboxed_opts(rc, args, fd, lim, &o, v);
@@ -585,7 +579,6 @@ void sanitizer_go(struct sanitizer_task *t)
 {
     char c = 'g';
     t->deadline = run_now() + t->limit;
-    sandbox_boost_ask(&t->boost); /* the runner's own priority from now on */
     if (t->python) {
         sanitizer_go_python(t);
         return;

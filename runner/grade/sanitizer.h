@@ -52,8 +52,6 @@ struct sanitizer_task {
     int gated;        /* Python: started with its gate (ctl), before the go */
     _Atomic int went; /* Python, gated: 'g' is being or was sent */
     int early;        /* Python, gated: ended before its go; not judged */
-    struct sandbox_boost boost; /* a gated run starts at sandbox_prestart_nice(),
-                                   raised to the runner's own at its go */
 };
 
 /* grade_sanitizer_parse for a Python run: positions in the student's file

@@ -290,7 +290,6 @@ int run_sandboxed_opts(const struct run_ctx *rc, const char *const *argv, int ch
     cfg.cancel_fd = o ? o->cancel_fd : -1;
     cfg.pause = o ? o->pause : NULL;
     cfg.boost = o ? o->boost : NULL;
-    cfg.nice = o ? o->nice : 0;
     cfg.stall = o ? o->stall : NULL;
     if (o && o->secret && (cfg.secret_fd = run_secret_pipe(o->secret)) < 0)
         return cfg.secret_fd;

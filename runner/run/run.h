@@ -62,10 +62,7 @@ struct run_opts {
     int timing;
     struct sandbox_stall *stall; /* sandbox_config.stall (a share clock's) */
     struct sandbox_boost *boost; /* sandbox_config.boost (a timing run's, asked for
-                                    when its gate gives it the exclusive hold; a
-                                    run started ahead of its go's, at the go) */
-    int nice;                    /* sandbox_config.nice: 0, or sandbox_prestart_nice()
-                                    for a run started ahead of its go */
+                                    when its gate gives it the exclusive hold) */
 };
 
 /* The CUDA environment of every GPU process of ours except a timing run:

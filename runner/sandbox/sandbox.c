@@ -127,53 +127,12 @@ void sandbox_boost_init(struct sandbox_boost *b, int nice)
 {
     assert(nice >= -20 && nice <= 19);
     b->nice = nice;
-    atomic_init(&b->want, SANDBOX_BOOST_NONE);
-}
-
-void sandbox_boost_ask_at(struct sandbox_boost *b, int nice)
-{
-    assert(nice >= -20 && nice <= 19);
-    int was = atomic_load(&b->want);
-    while (nice < was && !atomic_compare_exchange_weak(&b->want, &was, nice))
-        ;
+    atomic_init(&b->asked, 0);
 }
 
 void sandbox_boost_ask(struct sandbox_boost *b)
 {
-    sandbox_boost_ask_at(b, b->nice);
-}
-
-/* 1 when this process may set a nice of 0 whatever its own: CAP_SYS_NICE
- * in its effective set (bit 23 of /proc/self/status's CapEff), or an
- * RLIMIT_NICE of 20 or more (the lowest nice allowed is 20 - rlim_cur). */
-static int can_raise_to_zero(void)
-{
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NICE, &rl) == 0 && (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= 20))
-        return 1;
-    FILE *f = fopen("/proc/self/status", "re");
-    char line[256];
-    unsigned long long eff = 0;
-    int seen = 0;
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "CapEff: %llx", &eff) == 1) {
-            seen = 1;
-            break;
-        }
-    if (f)
-        fclose(f);
-    return seen && (eff >> 23 & 1);
-}
-
-int sandbox_prestart_nice(void)
-{
-    static _Atomic int known = -1;
-    int n = atomic_load(&known);
-    if (n < 0) {
-        n = can_raise_to_zero() ? SANDBOX_PRESTART_NICE : 0;
-        atomic_store(&known, n);
-    }
-    return n;
+    atomic_store(&b->asked, 1);
 }
 
 void sandbox_stall_init(struct sandbox_stall *s)
@@ -312,8 +271,7 @@ struct run {
     double t0;             /* fork */
     double t_ready;        /* the launcher's byte: the command starts */
     double t_stall;        /* when the stall was last published (cfg->stall) */
-    int boosts;            /* passes at boost_nice applied (run_boost) */
-    int boost_nice;        /* the nice run_boost applies, SANDBOX_BOOST_NONE before */
+    int boosts;            /* passes of cfg->boost applied (run_boost) */
     /* What the supervisor saw. */
     int ready;             /* 1: the launcher spoke; -1: EOF without a word; 0: not yet */
     int bwrap_exit;        /* the command's status from bwrap's JSON, or -1 */
@@ -339,7 +297,6 @@ static void run_init(struct run *r, const struct sandbox_config *cfg, enum bwrap
         r->hi[i] = -1;
     r->pid = -1;
     r->bwrap_exit = -1;
-    r->boost_nice = SANDBOX_BOOST_NONE;
     r->plan.cg = &r->cg;
     memset(v, 0, sizeof *v);
 }
@@ -622,25 +579,18 @@ static void run_publish_stall(struct run *r)
         atomic_store(&r->cfg->stall->us, (long long)(stalled * 1e6));
 }
 
-/* cfg->boost, at each new nice asked: the run's session's autogroup and
- * every task of its cgroup at that nice, in two passes a tick apart (a
- * thread born between the first pass's list and its parent's renice is in
- * the second's; any later one inherits the nice). */
+/* cfg->boost, once asked: the run's session's autogroup and every task of
+ * its cgroup at the boost's nice, in two passes a tick apart (a thread
+ * born between the first pass's list and its parent's renice is in the
+ * second's; any later one inherits the nice). */
 static void run_boost(struct run *r)
 {
     const struct sandbox_boost *b = r->cfg->boost;
-    int want = b ? atomic_load(&b->want) : SANDBOX_BOOST_NONE;
-    if (want == SANDBOX_BOOST_NONE || r->pid <= 0)
-        return;
-    if (want < r->boost_nice) { /* a new ask: two passes at it */
-        r->boost_nice = want;
-        r->boosts = 0;
-    }
-    if (r->boosts >= 2)
+    if (!b || r->boosts >= 2 || !atomic_load(&b->asked) || r->pid <= 0)
         return;
     if (r->boosts++ == 0)
-        bwrap_autogroup_nice(r->pid, want); /* the reaper leads the run's session */
-    (void)cgroup_renice(&r->cg, want);
+        bwrap_autogroup_nice(r->pid, b->nice); /* the reaper leads the run's session */
+    (void)cgroup_renice(&r->cg, b->nice);
 }
 
 /* Supervise until bwrap's outer process is reaped: capture output, read

@@ -112,31 +112,17 @@ void sandbox_pause_end(struct sandbox_pause *p);
 double sandbox_pause_seconds(const struct sandbox_pause *p);
 
 /* A raise of a running command's CPU priority, asked for by another thread
- * of the caller (sandbox_boost_ask, sandbox_boost_ask_at) and applied by
- * the supervisor within a tick: every task of the run's cgroup gets the
- * nice asked (setpriority per thread), and so does the run's session's
- * autogroup (the reaper's, bwrap.c), which is what the scheduler weighs
- * where autogroup is on. Best effort, as nice is; never lowered again. A
- * run may be raised twice: a run started ahead of its go at
- * sandbox_prestart_nice() to the runner's own at its go, then a timing
- * run to its hold's nice. */
+ * of the caller (sandbox_boost_ask) and applied by the supervisor within a
+ * tick: every task of the run's cgroup gets nice (setpriority per thread),
+ * and so does the run's session's autogroup (the reaper's, bwrap.c), which
+ * is what the scheduler weighs where autogroup is on. Best effort, as nice
+ * is; never lowered again (a timing run ends with its hold). */
 struct sandbox_boost {
-    int nice;         /* -20..19: what sandbox_boost_ask asks */
-    _Atomic int want; /* the lowest nice asked so far, SANDBOX_BOOST_NONE before */
+    int nice; /* -20..19 */
+    _Atomic int asked;
 };
-#define SANDBOX_BOOST_NONE 100
 void sandbox_boost_init(struct sandbox_boost *b, int nice);
 void sandbox_boost_ask(struct sandbox_boost *b);
-/* Ask for nice (-20..19) now; a later ask for a higher nice changes nothing. */
-void sandbox_boost_ask_at(struct sandbox_boost *b, int nice);
-
-/* The nice of a run started ahead of its go (a warm pool member, a gated
- * sanitizer run: docs/runner.md "CPU priorities"), SANDBOX_PRESTART_NICE,
- * when this process can raise the run back to its own priority at the go
- * (CAP_SYS_NICE, or an RLIMIT_NICE that allows nice 0); else 0, so that no
- * run is left below the others for its whole life. */
-#define SANDBOX_PRESTART_NICE 10
-int sandbox_prestart_nice(void);
 
 /* A run's CPU stall so far, written by the supervisor and read by another
  * thread of the caller's (microseconds; -1 until the run's cgroup has said:

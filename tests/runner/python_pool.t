@@ -131,27 +131,6 @@ def members(mode=b"check", script=b"owner.py"):
     return found
 
 
-def can_raise():
-    """Whether the runner (this test's user) may raise a run back to nice
-    0: CAP_SYS_NICE (sandbox.c sandbox_prestart_nice)."""
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("CapEff:"):
-                return int(line.split()[1], 16) >> 23 & 1 == 1
-    return False
-
-
-PRESTART_NICE = 10 if can_raise() else 0   # sandbox.h SANDBOX_PRESTART_NICE
-
-
-def nice_of(pid):
-    try:
-        stat = open(f"/proc/{pid}/stat").read()
-    except OSError:
-        return None
-    return int(stat[stat.rindex(")") + 2:].split()[16])
-
-
 def job_dirs():
     return sorted(d for d in os.listdir(work) if d.startswith("job-")) if os.path.isdir(work) else []
 
@@ -210,10 +189,6 @@ try:
     ok(a and len(dirs_a) == 1,
        "after the claim, a warm check run and a warm timing run of the lab wait, in a job "
        "directory of their own", "%s %s %s" % (members(), job_dirs(), logged()[-1500:]))
-    niced = [nice_of(m) for m in members() + members(b"time")]
-    ok(niced and set(niced) == {PRESTART_NICE},
-       "and they wait below the jobs that hold the GPU (nice %d until a job takes them)"
-       % PRESTART_NICE, niced)
 
     # 3. The next claim is the warm child's.
     with fake.lock:

@@ -176,66 +176,6 @@ static void test_boost(const char *parent)
     }
 }
 
-static void *boost_in_steps(void *p)
-{
-    struct timespec ts = {0, 300 * 1000 * 1000};
-    nanosleep(&ts, NULL);
-    sandbox_boost_ask_at(p, 0); /* the go of a run started ahead of it */
-    nanosleep(&ts, NULL);
-    sandbox_boost_ask(p);       /* its hold */
-    sandbox_boost_ask_at(p, 5); /* never lowered again */
-    return NULL;
-}
-
-/* A run started ahead of its go (sandbox_prestart_nice) and raised twice:
- * to the runner's own at its go, then to its hold's; the shell sees each
- * step, a child started at the first sees the last, and an ask for a
- * higher nice after them changes nothing. */
-static void test_boost_steps(const char *parent)
-{
-    const char *env[] = {"PATH=/usr/bin:/bin", NULL};
-    const char *argv[] = {
-        "/bin/sh", "-c",
-        "sleep 30 & c=$!; nice; i=0; while [ \"$(nice)\" = 10 ] && [ $i -lt 100 ]; do "
-        "sleep 0.02; i=$((i+1)); done; nice; while [ \"$(nice)\" = 0 ] && [ $i -lt 200 ]; do "
-        "sleep 0.02; i=$((i+1)); done; sleep 0.2; nice; cut -d' ' -f19 /proc/$c/stat; kill $c",
-        NULL};
-    char *wd = NULL;
-    struct sandbox_config cfg;
-    struct sandbox_verdict v;
-    struct sandbox_boost b;
-    pthread_t th;
-    memset(&v, 0, sizeof v);
-    check(sandbox_prestart_nice() == SANDBOX_PRESTART_NICE,
-          "boost: this runner (root) starts runs ahead of their go below its own");
-    if (sandbox_workdir_create(parent, &wd) != 0) {
-        check(0, "boost steps: set-up");
-        return;
-    }
-    sandbox_config_init(&cfg);
-    cfg.argv = argv;
-    cfg.env = env;
-    cfg.workdir = wd;
-    cfg.nice = SANDBOX_PRESTART_NICE;
-    sandbox_boost_init(&b, -10);
-    cfg.boost = &b;
-    int started = pthread_create(&th, NULL, boost_in_steps, &b) == 0;
-    int rc = sandbox_run(&cfg, &v);
-    if (started)
-        pthread_join(th, NULL);
-    int n[4] = {-99, -99, -99, -99};
-    if (rc == 0 && v.out)
-        (void)sscanf(v.out, "%d %d %d %d", &n[0], &n[1], &n[2], &n[3]);
-    check(n[0] == 10 && n[1] == 0 && n[2] == -10 && n[3] == -10,
-          "boost steps: 10 until the go, 0 from it, -10 in the hold (the child too), "
-          "not lowered by a later ask");
-    if (n[3] == -99)
-        fprintf(stderr, "# rc %d out: %s\n", rc, v.out ? v.out : "(none)");
-    sandbox_verdict_free(&v);
-    sandbox_workdir_remove(wd);
-    free(wd);
-}
-
 /* Boxes: each work directory holds its own uid until it is removed; when
  * every box is taken, a new one is -EBUSY (a system error, retried), and a
  * removed directory's box is free again. A run in a directory that holds
@@ -514,7 +454,6 @@ int main(void)
         test_output_limit(parent);
         test_nice(parent);
         test_boost(parent);
-        test_boost_steps(parent);
         test_boxes(parent);
     }
 
