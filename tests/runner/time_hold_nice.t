@@ -56,12 +56,16 @@ def timing_runs():
     return seen
 
 
-def watch(stop, samples):
+def watch(stop, samples, seen_at):
+    """samples: each process's values in the order seen; seen_at: when
+    each (process, value) was first and last seen."""
     while not stop.is_set():
+        now = time.time()
         for pid, v in timing_runs().items():
             samples.setdefault(pid, [])
             if not samples[pid] or samples[pid][-1] != v:
                 samples[pid].append(v)
+            seen_at.setdefault((pid, v), [now, now])[1] = now
         time.sleep(0.01)
 
 
@@ -70,8 +74,8 @@ try:
     ok(d.get("status") == "graded", "a correct file is graded (the lab built, its limits measured)",
        log[-2000:])
 
-    stop, samples = threading.Event(), {}
-    th = threading.Thread(target=watch, args=(stop, samples))
+    stop, samples, seen_at = threading.Event(), {}, {}
+    th = threading.Thread(target=watch, args=(stop, samples, seen_at))
     th.start()
     d, log, _ = grade_fakelab(tmp, root, cache, "good.cu", GOOD, "de1c02" + "0" * 26)
     stop.set()
@@ -82,7 +86,13 @@ try:
        "the result carries the steps of the hold its timing record said (cugrade.hold_s), "
        "names of [a-z_] with seconds >= 0 only", cg.get("hold_s"))
     runs = [v for k, v in samples.items() if v and not isinstance(k, tuple)]
-    judges = [v for k, v in samples.items() if v and isinstance(k, tuple)]
+    # The judges alive in the hold (from the timing run's first sighting at
+    # the hold's nice): a judge process that ended before it (seen now and
+    # then beside the job, at nice 0 only) judged nothing there.
+    held = [at[0] for (k, v), at in seen_at.items() if not isinstance(k, tuple) and
+            v[0] == HOLD_NICE]
+    judges = [v for k, v in samples.items() if v and isinstance(k, tuple) and
+              held and seen_at[(k, v[-1])][1] >= min(held)]
     ok(len(runs) == 1, "one timing run was seen from outside", samples)
     seq = runs[0] if runs else []
     ok(seq and seq[0][0] == 0,
