@@ -178,18 +178,33 @@ def reduce_sum(d_in, d_out):
 no_credit("network", NET, ("runtime_error",), expect_out=("net OSError", "packet 97"))
 
 # The seed in the tenant's own memory: every readable anonymous mapping,
-# read through made-up __array_interface__ pointers, searched for the
-# owner's "CUGRADE_SEED=<hex>" (a pattern, so that this file's own text does
-# not match itself). The tenant was exec'd, not forked from the owner, and
-# its environment has no CUGRADE_ variable.
-MEMSCAN = r'''
-import re
-SEED = re.compile(rb"CUGRADE_SEED=[0-9a-fA-F]{16,32}")
+# read through made-up __array_interface__ pointers, searched for this
+# job's seed itself (its hex text in either case, either half of it) -- not
+# for a "CUGRADE_SEED=" in front of it: the seed reaches the owner on a
+# descriptor, so no copy of it would carry that prefix (a search for it
+# passed with the seed sent into the tenant's heap). Each pattern travels as
+# a list of byte values, compared one by one, so that neither the
+# student's source nor its memory ever holds it whole; a word the tenant
+# builds at run time must be found (else the scan read nothing). The
+# tenant was exec'd, not forked from the owner, and no message of the
+# owner's carries the seed.
+MEMSEED = "5eedc0de7a1e9b3c4d2f8a6e1c0b7d93"
+MEMSCAN = r"""
+PATS = %r
+CONTROL = b"memscan" + b"-control-" + b"%%d" %% 20261202
 class View:
     def __init__(self, a, n):
         self.__array_interface__ = {"shape": (n,), "typestr": "|u1", "data": (a, True), "version": 3}
+def holds(a, p):
+    n = len(a) - len(p) + 1
+    if n <= 0:
+        return False
+    for i in np.flatnonzero((a[:n] == p[0]) & (a[1:n + 1] == p[1])):
+        if all(int(a[i + k]) == p[k] for k in range(2, len(p))):
+            return True
+    return False
 def reduce_sum(d_in, d_out):
-    found, scanned = [], 0
+    found, scanned, seen = [], 0, 0
     for line in open("/proc/self/maps"):
         p = line.split()
         lo, hi = (int(x, 16) for x in p[0].split("-"))
@@ -197,12 +212,20 @@ def reduce_sum(d_in, d_out):
         if p[1][0] != "r" or (path and path not in ("[heap]", "[stack]")) or hi - lo > (64 << 20):
             continue
         scanned += hi - lo
-        if SEED.search(np.asarray(View(lo, hi - lo))):
+        a = np.asarray(View(lo, hi - lo))
+        seen += holds(a, list(CONTROL))
+        if any(holds(a, x) for x in PATS):
             found.append(hex(lo))
-    print("memscan %d MiB," % (scanned >> 20), "seed found at %s" % found if found else "seed not in memory", flush=True)
+    print("memscan %%d MiB," %% (scanned >> 20), "control %%s," %% ("seen" if seen else "NOT SEEN"),
+          "seed found at %%s" %% found if found else "seed not in memory", flush=True)
     os._exit(9)   # a run that ends badly keeps its prints as the feedback
-'''
-no_credit("memscan", MEMSCAN, ("runtime_error",), expect_out=("seed not in memory",))
+""" % [list(x.encode()) for x in (MEMSEED[:16], MEMSEED[16:], MEMSEED[:16].upper(), MEMSEED[16:].upper())]
+doc, err = grade(tmp, root, "memscan.py", PRE + MEMSCAN, seed=MEMSEED)
+out = (doc["result"].get("cugrade", {}).get("program_output", "") or "")
+ok(doc["status"] == "runtime_error" and not any(x.get("passed") for x in cases(doc).values()),
+   "memscan: %s, no case passed" % doc["status"], json.dumps(doc)[:2500] + err[-800:])
+ok("control seen, seed not in memory" in out,
+   "memscan: the seed is nowhere in the tenant's memory (a word it made itself is found)", out[-1500:])
 
 # ctypes into libcudart: reset the device, copy to and free made-up device
 # addresses. CI has no driver (every call fails), so this shows only that the
