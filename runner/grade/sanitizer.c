@@ -256,6 +256,16 @@ void sanitizer_task_init(struct sanitizer_task *t)
     t->cancel[0] = t->cancel[1] = t->done[0] = t->done[1] = -1;
 }
 
+/* The most wall time t's run may take from its go: with its clock, the
+ * stretch a check run's share clock allows (share_wall_ceiling, over the
+ * lab's ceiling for sanitizers, three times a check's: limit.c); without
+ * it, its limit. */
+static double sanitize_wall(const struct sanitizer_task *t)
+{
+    double ceiling = t->rc->limits.ceiling > 0 ? 3 * t->rc->limits.ceiling : t->limit;
+    return t->clock_on ? share_wall_ceiling(ceiling, t->limit) : t->limit;
+}
+
 /* The tool's run in the sandbox on the channel fd (closed here, and the
  * task's done pipe with it); chan gets what a Python harness wrote on the
  * channel. Returns run_sandboxed_opts's value with *v filled. */
@@ -272,7 +282,8 @@ static int sanitize_run(struct sanitizer_task *t, int fd, struct sandbox_verdict
      * (a timing drain; a CUDA run killed there by its wall was charged to
      * the student as "the program failed under" the tool); the run's own
      * (t->limit from the go) is sanitizer_settle's. */
-    double lim = t->limit + (rc->lab->compile_seconds > 0 ? rc->lab->compile_seconds : 60) * 2;
+    double lim =
+        sanitize_wall(t) + (rc->lab->compile_seconds > 0 ? rc->lab->compile_seconds : 60) * 2;
     if (t->gated)
         lim += SANITIZE_GATE_WAIT_SECONDS;
     struct run_opts o = {
@@ -283,6 +294,10 @@ static int sanitize_run(struct sanitizer_task *t, int fd, struct sandbox_verdict
         o = t->py_opts;
         o.cancel_fd = t->cancel[0];
         args = t->py.argv;
+    }
+    if (t->clock_on) { /* its limit from the go (sanitizer_settle's backstop aside) */
+        o.cancel_fd = t->sc.fds[0];
+        o.stall = &t->sc.stall;
     }
     /* No lock of its own: the job takes one for all its sanitizers at the
      * go (job_admit). */
@@ -422,12 +437,23 @@ static void sanitize_judge(struct sanitizer_task *t, int r, const struct sandbox
 {
     struct score_sanitizer *s = t->s;
     int cancelled = r == -ECANCELED || (r == 0 && v->cancelled);
-    if (t->overtime && cancelled) {
-        /* Ended by sanitizer_settle: the program (slow under the tool, or
-         * endless) ran past the limit counted from the go. */
+    double used = 0, wall = 0, stalled = 0;
+    int fired = t->clock_on && share_clock_peek(&t->sc, &used, &wall, &stalled);
+    if ((t->overtime || fired) && cancelled) {
+        /* Ended by its clock (or sanitizer_settle's backstop): the program
+         * (slow under the tool, or endless) ran past the limit counted
+         * from the go. */
+        char why[96] = "";
+        if (stalled >= 1)
+            snprintf(why, sizeof why,
+                     ", not counting %.0f s in which the host's CPUs kept it "
+                     "waiting",
+                     stalled);
         s->ran = 1;
-        snprintf(s->note, sizeof s->note, "the program failed under %s: it ran past the "
-                 "time limit (%.0f s) under the tool", t->tool, t->limit);
+        snprintf(s->note, sizeof s->note,
+                 "the program failed under %s: it ran past the "
+                 "time limit (%.0f s) under the tool%s",
+                 t->tool, t->limit, why);
     } else if (cancelled) {
         t->gone = 1;
     } else if (r < 0) {
@@ -470,6 +496,32 @@ static void sanitize_fds_close(struct sanitizer_task *t)
     }
 }
 
+/* Stop t's clock (its run ended: its thread was joined). */
+static void sanitize_clock_stop(struct sanitizer_task *t)
+{
+    if (t->clock_on)
+        (void)share_clock_stop(&t->sc);
+    t->clock_on = t->paused = 0;
+}
+
+/* Start t's clock for a run about to start (stopped until the go when the
+ * run waits for one). Best effort: without it the run's limit is the wall
+ * clock from the go (sanitizer_settle). */
+static void sanitize_clock_start(struct sanitizer_task *t, int gated)
+{
+    int fd;
+    sandbox_pause_init(&t->pz);
+    t->paused = gated && !atomic_load(&t->went);
+    if (t->paused)
+        sandbox_pause_begin(&t->pz);
+    if (share_clock_start_paused(&t->sc, "", t->limit, &t->pz, &fd) < 0) {
+        t->paused = 0;
+        return;
+    }
+    share_clock_alone(&t->sc); /* the wall less the stall, never over GPU users */
+    t->clock_on = 1;
+}
+
 /* Start t's run (again, after one that ended at its gate): its cancel
  * and done pipes and, gated, its gate, a socket that is fd 4 in the
  * sandbox (the CUDA launcher's control socket; a Python run gets --gate,
@@ -482,6 +534,7 @@ static int sanitize_start(struct sanitizer_task *t, int gated)
     int sv[2];
     assert(!t->started && (gated || t->python));
     sanitize_fds_close(t);
+    sanitize_clock_stop(t);
     t->gated = gated;
     t->early = 0;
     if (t->python) {
@@ -498,6 +551,7 @@ static int sanitize_start(struct sanitizer_task *t, int gated)
         sanitize_fds_close(t);
         return e;
     }
+    sanitize_clock_start(t, gated);
     if (!gated) {
         run_task_start(&t->thread, &t->started, sanitize_main, t);
         return 0;
@@ -510,6 +564,7 @@ static int sanitize_start(struct sanitizer_task *t, int gated)
     }
     if (pthread_create(&t->thread, NULL, sanitize_main, t) != 0) {
         sanitize_fds_close(t);
+        sanitize_clock_stop(t);
         return -EAGAIN;
     }
     t->started = 1;
@@ -578,7 +633,12 @@ static void sanitizer_go_python(struct sanitizer_task *t)
 void sanitizer_go(struct sanitizer_task *t)
 {
     char c = 'g';
-    t->deadline = run_now() + t->limit;
+    t->go_at = run_now();
+    t->deadline = t->go_at + t->limit;
+    if (t->paused) { /* its clock counts from now */
+        sandbox_pause_end(&t->pz);
+        t->paused = 0;
+    }
     if (t->python) {
         sanitizer_go_python(t);
         return;
@@ -623,9 +683,10 @@ void sanitizer_go(struct sanitizer_task *t)
  * sanitizer_finish waits for its thread. */
 void sanitizer_cancel(struct sanitizer_task *t)
 {
-    if (t->cancel[1] >= 0) {
+    int fd = t->clock_on ? t->sc.fds[1] : t->cancel[1]; /* what its sandbox polls */
+    if (fd >= 0) {
         char c = 'c';
-        ssize_t w = write(t->cancel[1], &c, 1);
+        ssize_t w = write(fd, &c, 1);
         (void)w;
     }
     run_fd_close(&t->ctl);
@@ -637,15 +698,18 @@ void sanitizer_cancel(struct sanitizer_task *t)
 void sanitizer_settle(struct sanitizer_task *t, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
+        /* With its clock the run ends itself at its limit; the wall bound
+         * is a check run's stretch (share.h), a backstop. */
+        double end = t[i].clock_on ? t[i].go_at + sanitize_wall(&t[i]) : t[i].deadline;
         while (t[i].deadline > 0 && t[i].done[0] >= 0 && !t[i].overtime) {
-            double left = t[i].deadline - run_now();
+            double left = end - run_now();
             struct pollfd pf = {t[i].done[0], POLLIN, 0};
             int k = left > 0 ? poll(&pf, 1, (int)(left * 1000) + 1) : 0;
             if (k < 0 && errno == EINTR)
                 continue;
             if (k > 0)
                 break; /* ended */
-            if (k == 0 && run_now() >= t[i].deadline) {
+            if (k == 0 && run_now() >= end) {
                 t[i].overtime = 1;
                 sanitizer_cancel(&t[i]);
             }
@@ -657,6 +721,7 @@ void sanitizer_settle(struct sanitizer_task *t, size_t n)
 void sanitizer_finish(struct sanitizer_task *t)
 {
     run_task_join(&t->thread, &t->started);
+    sanitize_clock_stop(t);
     run_fd_close(&t->ctl);
     run_fd_close(&t->ctl_child);
     run_fd_close(&t->cancel[0]);

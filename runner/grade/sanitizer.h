@@ -23,6 +23,7 @@
 #ifndef CUGRADE_SANITIZER_H
 #define CUGRADE_SANITIZER_H
 
+#include "runner/gpu/share.h"
 #include "runner/grade/python.h"
 #include "runner/run/run.h"
 #include "runner/grade/score.h"
@@ -52,6 +53,17 @@ struct sanitizer_task {
     int gated;        /* Python: started with its gate (ctl), before the go */
     _Atomic int went; /* Python, gated: 'g' is being or was sent */
     int early;        /* Python, gated: ended before its go; not judged */
+    /* Its limit from the go on the wall clock less the time the host's
+     * CPUs kept it waiting (its CPU stall: share.h), so that a loaded host
+     * is never the program's timeout; not divided among the GPU's users,
+     * as a check run's is: the run holds the job's shared lock, and a
+     * program that hangs under the tool alone would hold every timing
+     * run back for that much longer. */
+    struct share_clock sc;
+    int clock_on;            /* sc runs: started with the run, stopped once after it */
+    struct sandbox_pause pz; /* sc stopped from a gated run's start to its go */
+    int paused;              /* pz under way */
+    double go_at;            /* run_now() at the go, 0 before */
 };
 
 /* grade_sanitizer_parse for a Python run: positions in the student's file
@@ -82,14 +94,15 @@ void sanitizer_task_init(struct sanitizer_task *t);
  * the go). */
 int sanitizer_prestart(struct sanitizer_task *t);
 /* The program is linked: let t load it and wait until it has (at most
- * 30 s) or its run ended; its deadline starts now. Python: 'g' on its
+ * 30 s) or its run ended; its limit counts from now (its clock). Python: 'g' on its
  * gate, or the run started now when it has none (it could not be
  * pre-started, or ended before its go). */
 void sanitizer_go(struct sanitizer_task *t);
 /* End t's run at once; sanitizer_finish waits for its thread. */
 void sanitizer_cancel(struct sanitizer_task *t);
-/* Wait for the n runs that got their program, each until its deadline; one
- * still running then is ended as a timeout of the program's. */
+/* Wait for the n runs that got their program, each until its clock ends
+ * it (or, without one, its limit on the wall clock from the go; with one, a
+ * wall backstop); one ended so is a timeout of the program's. */
 void sanitizer_settle(struct sanitizer_task *t, size_t n);
 /* Wait for t's thread, then close what it held. */
 void sanitizer_finish(struct sanitizer_task *t);
