@@ -85,13 +85,22 @@ def main(t):
               + tok.encode() + b"\r\n\r\n")
     t.ok(r is not None and r.status == 400, "a NUL byte in the request path: 400",
          None if r is None else r.brief())
+    # Other spellings of an id: of alice's own (a lenient parser or a path
+    # normalizer would answer 200 with it: bob's would be refused to her
+    # anyway, whatever the spelling) and of bob's.
+    r = s.get("/api/submissions/%d" % sid, token="alice_q7")
+    t.ok(r.status == 200 and (r.json() or {}).get("id") == sid,
+         "GET /api/submissions/%d (alice's, spelled plainly) as alice: 200" % sid, r.brief())
     for path in ["/api/labs/%00", "/api/submissions/%d%%00" % sid,
                  "/api/submissions/%d%%2f..%%2f%d" % (sid, bid),
                  "/api/submissions/%d/../%d" % (sid, bid),
+                 "/api/submissions/%d%%2f..%%2f%d" % (bid, sid),
+                 "/api/submissions/%d/../%d" % (bid, sid),
                  "/api/labs/..%2f..%2f..%2fetc%2fpasswd", "/api/labs/vadd%2f..%2fvadd",
                  "/api/submissions/99999999999999999999999999", "/api/submissions/-1",
-                 "/api/submissions/0x1", "/api/submissions/%d.0" % bid,
-                 "/api/submissions/+%d" % bid]:
+                 "/api/submissions/0x1", "/api/submissions/0%d" % sid,
+                 "/api/submissions/%d.0" % sid, "/api/submissions/+%d" % sid,
+                 "/api/submissions/%d.0" % bid, "/api/submissions/+%d" % bid]:
         r = s.get(path, token="alice_q7")
         t.ok(400 <= r.status < 500 and r.error() is not None and b"bob" not in r.body,
              "GET %s as alice: a 4xx JSON error, never bob's submission" % path, r.brief())

@@ -3,10 +3,12 @@
 # process) and POST /api/admin/users/{name}/revoke end every web session of
 # the user on the very next request -- not after the session's 12 hours, and
 # not after the 2 s token cache either; a sign-in racing the revocation (its
-# token lookup still cached as valid) starts no session; the rows are gone.
+# token lookup made before the revocation committed) starts no session; the
+# rows are gone.
 import os
 import sqlite3
 import sys
+import threading
 import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cugrade_test import Tap, Server, require_binary, TOKEN_RE  # noqa: E402
@@ -58,9 +60,10 @@ def cli_revoke(t):
     r = s.get("/api/submissions?lab=vadd", headers={"Cookie": "cugrade_session=%s" % s1})
     t.eq(r.status, 401, "a read of her submissions with the old cookie is 401 too")
 
-    # The race: the server holds bob's token as valid in its 2 s cache (it
-    # was just used), the CLI revokes it, and a sign-in with it follows at
-    # once. The cached lookup passes; the session must still not start.
+    # The server holds bob's token as valid in its 2 s cache (it was just
+    # used), the CLI revokes it, and a sign-in with it follows at once. The
+    # sign-in looks the token up in the database, not the cache (so this is
+    # not the race: signin_race below is).
     s.get("/api/me", token="bob_z3")
     s.cli("token", "revoke", "bob_z3", "--db", s.db)
     sess, r = s.login("bob_z3")
@@ -72,6 +75,40 @@ def cli_revoke(t):
     s3, r = s.login(TOKEN_RE.search(p.stdout).group(0))
     t.ok(s3 is not None and me(s, s3).status == 200 and me(s, s1).status == 401,
          "a new token signs in again; the old cookie stays dead", r.brief())
+    s.cleanup()
+
+
+def signin_race(t):
+    """The sign-in's token lookup passes, then the revocation commits before
+    its session row is written: the row is not written (auth_session_create
+    inserts only for a token still live). Another process holds SQLite's
+    write lock with the revocation made but not committed, so the sign-in's
+    lookup (a read) sees the token live and its INSERT waits for the lock;
+    the revocation commits; the INSERT then runs (3 s of the server's 5 s busy
+    timeout: time for a loaded host's sign-in to reach it)."""
+    s = Server(labs=["vadd"], tap=t)
+    ext = sqlite3.connect(s.db, timeout=10, isolation_level=None)
+    ext.execute("BEGIN IMMEDIATE")
+    ext.execute("UPDATE tokens SET revoked = 1 WHERE revoked = 0 AND user_id ="
+                " (SELECT id FROM users WHERE name = 'alice_q7')")
+    box = {}
+    th = threading.Thread(target=lambda: box.update(res=s.login("alice_q7")), daemon=True)
+    th.start()
+    th.join(3.0)
+    waiting = th.is_alive()
+    ext.execute("COMMIT")
+    ext.close()
+    th.join(20)
+    sess, r = box.get("res") or (None, None)
+    t.ok(waiting, "setup: the sign-in's lookup passed and it waits for the write lock to store "
+         "its session (still pending after 3 s)")
+    # "(it was revoked)": the refusal of the session's INSERT, not of the
+    # lookup (which, had it run after the commit, would say only "not valid").
+    t.ok(sess is None and r is not None and r.status == 401
+         and "(it was revoked)" in r.body.decode("utf-8", "replace"),
+         "a sign-in whose lookup passed just before the revocation committed starts no session "
+         "(401, the token was revoked)", r.brief() if r is not None else box)
+    t.eq(sessions_of(s, "alice_q7"), 0, "...and no session row of alice's is left")
     s.cleanup()
 
 
@@ -104,5 +141,6 @@ def api_revoke(t):
 t = Tap()
 require_binary(t)
 t.run(cli_revoke)
+t.run(signin_race)
 t.run(api_revoke)
 t.exit()
