@@ -352,8 +352,8 @@ static const char python_syntax_check[] =
     "    sys.exit(3)\n"
     "open('/work/.python-syntax-ok', 'w').close()\n";
 
-int compile_python(const struct compile_toolchain *tc, const struct lab *lab,
-                   const char *workdir, const char *src, struct compile_result *res)
+int compile_python(const struct compile_toolchain *tc, const struct lab *lab, const char *workdir,
+                   const char *src, int front, struct compile_result *res)
 {
     char path[PATH_MAX];
     snprintf(path, sizeof path, "/work/%s", src);
@@ -361,7 +361,8 @@ int compile_python(const struct compile_toolchain *tc, const struct lab *lab,
                           lab->symbol ? lab->symbol : "", NULL};
     struct sandbox_bind root;
     size_t nroot = (size_t)python_root_bind(&root);
-    struct toolchain_step step = {".python-syntax-ok", 0, 0};
+    struct toolchain_step step = {".python-syntax-ok", front ? compile_front_seconds() : 0,
+                                  front ? COMPILE_FRONT_NICE : 0};
     int rc = toolchain_run(tc, lab, workdir, argv, nroot ? &root : NULL, nroot, &step, res);
     if (rc == 0 && !res->ok && !res->timed_out && !res->oom)
         snprintf(res->message, sizeof res->message, "%s",

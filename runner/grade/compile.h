@@ -120,9 +120,10 @@ int compile_link(const struct compile_toolchain *tc, const struct lab *lab,
 
 /* Check a Python submission's syntax (workdir/src) in the compile sandbox
  * without running it (docs/python.md). Same returns; res->ok when it
- * parses. */
-int compile_python(const struct compile_toolchain *tc, const struct lab *lab,
-                   const char *workdir, const char *src, struct compile_result *res);
+ * parses. front: as the front pass (its time limit, COMPILE_FRONT_NICE),
+ * else with the lab's compile limit at the runner's priority. */
+int compile_python(const struct compile_toolchain *tc, const struct lab *lab, const char *workdir,
+                   const char *src, int front, struct compile_result *res);
 
 /* Clean sandbox paths out of compiler output: "/work/" and nvcc's
  * "/tmp/tmpxft_..._" temporary prefixes disappear, "/lab/" becomes "".

@@ -85,6 +85,7 @@ struct job {
     char seed[33];
     char src[80];                    /* the student's file name in /work */
     int python;                      /* a .py file (docs/python.md): no inspect, no link */
+    int python_parsed;               /* its syntax checked in the front lane (job_front) */
     char *workdir;                   /* the sandbox's /work on the host */
     struct run_ctx rc;
     struct job_clock pc;

@@ -35,21 +35,31 @@ static int front_enabled(void)
 }
 
 /* Before the job waits for a CPU lane slot: nvcc's first two steps on the
- * file, so that a file that does not parse is answered at once, whatever
- * the lane holds. Anything but the student's error (no front pass on this
- * toolkit, a sandbox failure, a limit hit) goes on to the full compile,
- * which says it again in its own words. */
+ * file, or a Python file's whole syntax check, so that a file that does
+ * not parse is answered at once, whatever the lane holds. Anything but the
+ * student's error (no front pass on this toolkit, a sandbox failure, a
+ * limit hit) goes on to the full compile, which says it again in its own
+ * words; a Python file that passed is not checked again. */
 int job_front(struct job *j)
 {
     struct compile_result fr;
-    if (j->python || !front_enabled() || j->lab.python_only)
+    if (!front_enabled() || (!j->python && j->lab.python_only))
         return JOB_NEXT;
     if (progress_call(j, status_name(STATUS_COMPILING), "parsing") == -ECANCELED)
         return -ECANCELED;
-    int r = compile_front(&j->tc, &j->lab, j->workdir, j->src, &fr);
+    int r = j->python ? compile_python(&j->tc, &j->lab, j->workdir, j->src, 1, &fr)
+                      : compile_front(&j->tc, &j->lab, j->workdir, j->src, &fr);
     job_clock_mark(&j->pc, "front");
     if (r < 0)
         return JOB_NEXT;
+    if (j->python && fr.ok) { /* (its log, empty, is the compile's) */
+        j->python_parsed = 1;
+        j->log_keep = fr.log;
+        fr.log = NULL;
+        j->in.compile_log = j->log_keep;
+        compile_result_free(&fr);
+        return JOB_NEXT;
+    }
     if (fr.ok || fr.unavailable || fr.timed_out || fr.oom || !fr.log) {
         if (fr.unavailable)
             fprintf(stderr, "cugrade-runner: job %lld: no front pass on this toolkit (nvcc "

@@ -58,6 +58,10 @@ ok("/work" not in log and "/tmp" not in log and "/lab" not in log and "/usr" not
    "the log names no host or sandbox path", log)
 ok(not doc["result"].get("cugrade", {}).get("cases"), "nothing ran: no case results",
    doc["result"].get("cugrade", {}).get("cases"))
+ph = doc["result"].get("cugrade", {}).get("phases") or {}
+ok("front" in ph and "compile" not in ph and "cpu_wait" not in ph,
+   "it is answered by the front pass, before the job asks for a CPU lane slot (phases: front, "
+   "no compile): a syntax error in a burst does not wait behind the lane", json.dumps(ph))
 
 IMPORT = "import cugrade_no_such_module\n" + GOOD
 doc, err = grade(tmp, root, "imports.py", IMPORT)
@@ -73,9 +77,10 @@ log = doc["result"].get("cugrade", {}).get("compile_log") or ""
 ok(doc["status"] == "compile_error" and "defines no function reduce_sum" in log,
    "a file without reduce_sum is a compile_error that names it", str(doc)[:1500] + err[-800:])
 ph = doc["result"].get("cugrade", {}).get("phases") or {}
-ok(doc["status"] == "compile_error" and not ph.get("check_run"),
-   "... told by the compile step, before any GPU run started (no check_run phase)",
-   json.dumps(ph) + str(doc)[:800])
+ok(doc["status"] == "compile_error" and not ph.get("check_run") and "front" in ph and
+   "compile" not in ph,
+   "... told by the front pass, before any GPU run started (no check_run phase) and before "
+   "the CPU lane (no compile phase)", json.dumps(ph) + str(doc)[:800])
 
 # The compile step's test is the name as a word of the source: a function
 # bound by name from a string still reaches the tenant, which finds it.
