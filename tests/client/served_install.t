@@ -70,14 +70,19 @@ def check_wheel(t, s):
          "the console script is pyproject.toml's")
     t.ok("Tag: py3-none-any" in z.read(info + "WHEEL").decode(), "WHEEL: py3-none-any")
     good = True
+    listed = []
     for line in z.read(info + "RECORD").decode().splitlines():
         path, digest, size = line.split(",")
+        listed.append(path)
         if path == info + "RECORD":
             continue
         data = z.read(path)
         want = "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).decode().rstrip("=")
         good = good and digest == want and int(size) == len(data)
-    t.ok(good, "RECORD's hashes and sizes are right")
+    # Every file of the wheel listed once: a RECORD that left a file out
+    # (an empty one most of all) had no hash to get wrong.
+    t.ok(good and sorted(listed) == sorted(z.namelist()),
+         "RECORD lists every file of the wheel once, its hash and size right", listed)
     body = s.get("/help", token="alice_q7").body.decode("utf-8", "replace")
     t.ok("pip install %s/client/%s" % (s.url, name) in body, "/help shows the pip install line")
     return j.get("wheel")

@@ -9,7 +9,7 @@ timing_device_mb, which the runner keeps after the check run, and the
 sanitize case's in sanitize_device_mb, which a job keeps while only its
 sanitizers run. An undeclared timing_device_mb or sanitize_device_mb
 means device_mb. Prints TAP lines."""
-import json, os, sys
+import collections, json, os, re, sys
 
 ROOT = os.environ.get("CUGRADE_ROOT") or os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
 MiB = 1 << 20
@@ -37,6 +37,14 @@ def ok(cond, name, detail=""):
 
 for lab, bufs in BUFFERS.items():
     d = json.load(open(os.path.join(ROOT, "labs", lab, "lab.json")))
+    # BUFFERS is this file's copy of the harness's allocations: held to the
+    # harness's own hc_alloc calls, or a buffer added there would be
+    # covered by no limit and no check here would notice.
+    with open(os.path.join(ROOT, "labs", lab, "harness.cu")) as f:
+        calls = re.findall(r"\bhc_alloc\s*\(", re.sub(r"//[^\n]*|/\*.*?\*/", "", f.read(), flags=re.S))
+    want = len(bufs(collections.defaultdict(int)))
+    ok(len(calls) == want, f"{lab}: harness.cu makes the {want} hc_alloc calls counted here "
+       f"({len(calls)})", f"{len(calls)} hc_alloc calls in labs/{lab}/harness.cu, {want} in BUFFERS")
     lim = d["limits"]
     dev = lim.get("device_mb", 0) * MiB
     tdev = lim.get("timing_device_mb", lim.get("device_mb", 0)) * MiB

@@ -437,8 +437,12 @@ int main(void)
     check(err_has(rc, err, "limits.memory_mb"), "bad limit is named");
     rc = load_variant("a13", "\"nvcc_flags\":[\"-O3\",", "\"nvcc_flags\":[3,", err, sizeof(err));
     check(err_has(rc, err, "nvcc_flags[0]"), "non-string flag is named");
-    rc = load_variant("a14", "\"limits\"", "\"lab\":\"x\",\"limits\"", err, sizeof(err));
-    check(rc == -EINVAL && strstr(err, "lab.json:") != NULL, "duplicate JSON keys are refused");
+    /* A second title, which alone would load: a second "lab" was refused
+     * as a folder mismatch whether or not duplicates were. */
+    rc = load_variant("a14", "\"limits\"", "\"title\":\"Another title\",\"limits\"", err,
+                      sizeof(err));
+    check(rc == -EINVAL && strstr(err, "lab.json:") != NULL && strstr(err, "duplicate") != NULL,
+          "duplicate JSON keys are refused");
     rc = load_variant("a15", "\"timing\":true", "\"timing\":1", err, sizeof(err));
     check(err_has(rc, err, "cases[2].timing"), "timing must be a boolean");
     rc = load_variant("a16", "\"memory_mb\":16384", "\"memory_mb\":16384,\"derive\":3", err,

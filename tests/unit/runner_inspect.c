@@ -165,10 +165,18 @@ int main(void)
         return 1;
     }
     struct lab red, emb;
+    /* A lab that does not load is a failure, not a check left out: its
+     * objects' inspection would go untested without a word. */
     snprintf(dir, sizeof dir, "%s/labs/reduction", root);
     int have_red = lab_load(dir, &red, err, sizeof err) == 0;
+    if (!have_red)
+        printf("#   %s\n", err);
+    check(have_red, "labs/reduction loads");
     snprintf(dir, sizeof dir, "%s/labs/embedding", root);
     int have_emb = lab_load(dir, &emb, err, sizeof err) == 0;
+    if (!have_emb)
+        printf("#   %s\n", err);
+    check(have_emb, "labs/embedding loads");
 
     expect(&lab, "good_matmul.cu", NULL, 1, NULL, NULL, "a tiled matmul passes inspection");
     if (have_red)

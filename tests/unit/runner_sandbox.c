@@ -317,10 +317,17 @@ static void write_file(const char *dir, const char *name, const char *data, size
  * it removed, not followed (its target outside stays). */
 static void test_tree_remove(const char *parent)
 {
-    char dir[512], path[600], outside[512];
+    char dir[512], path[600], outside[512], outdir[512], keep[600];
     snprintf(dir, sizeof dir, "%s/tree", parent);
     snprintf(outside, sizeof outside, "%s/outside", parent);
     write_file(parent, "outside", "", 0);
+    /* A link to a folder as well as to a file: a remover that follows a
+     * link empties the folder (unlinking a link to a file removes the link
+     * whatever the remover does, so that one alone could never tell). */
+    snprintf(outdir, sizeof outdir, "%s/outside_dir", parent);
+    mkdir(outdir, 0755);
+    write_file(outdir, "keep", "x", 1);
+    snprintf(keep, sizeof keep, "%s/keep", outdir);
     mkdir(dir, 0755);
     write_file(dir, "a", "", 0);
     snprintf(path, sizeof path, "%s/sub", dir);
@@ -328,12 +335,17 @@ static void test_tree_remove(const char *parent)
     write_file(dir, "sub/b", "", 0);
     snprintf(path, sizeof path, "%s/link", dir);
     int linked = symlink(outside, path) == 0;
+    snprintf(path, sizeof path, "%s/sub/dirlink", dir);
+    linked = linked && symlink(outdir, path) == 0;
     struct stat st;
     check(linked && sandbox_tree_remove(dir) == 0 && stat(dir, &st) < 0 && errno == ENOENT,
-          "sandbox_tree_remove: the folder, its files, a subfolder and a link are gone");
-    check(stat(outside, &st) == 0, "sandbox_tree_remove: a link's target outside is left");
+          "sandbox_tree_remove: the folder, its files, a subfolder and links are gone");
+    check(stat(outside, &st) == 0 && stat(keep, &st) == 0,
+          "sandbox_tree_remove: a link's target outside, a file or a folder's files, is left");
     check(sandbox_tree_remove(dir) == 0, "sandbox_tree_remove: a missing folder is no error");
     unlink(outside);
+    unlink(keep);
+    rmdir(outdir);
 }
 
 int main(void)
