@@ -53,6 +53,18 @@ def main(t):
     if ids[0] in holder:
         r = runners[(holder[ids[0]] + 1) % NR].progress(ids[0], "compiling")
         t.eq(r.status, 409, "a runner that does not hold the lease gets 409 on progress")
+        # The lease is the runner account's, not only the name and attempt
+        # in the body: another account naming both is not the holder.
+        other = runners[(holder[ids[0]] + 1) % NR]
+        forged = {"runner": runners[holder[ids[0]]].name, "attempt": 1}
+        r = other.request("POST", "/api/runner/jobs/%d/progress" % ids[0],
+                          dict(forged, phase="compiling"))
+        t.eq(r.status, 409, "another runner account naming the holder's runner and attempt "
+             "gets 409 on progress")
+        r = other.request("POST", "/api/runner/jobs/%d/result" % ids[0],
+                          dict(forged, status="graded", result=canned_result({"id": ids[0]},
+                                                                             score=99)))
+        t.eq(r.status, 409, "...and 409 on a result")
 
     # --- bad progress/result bodies
     j0 = ids[0]

@@ -65,9 +65,13 @@ def main(t):
     r = s.post(path % a2, token="alice_q7", json_body={"reason": "this one too"})
     t.status(r, 201, "another submission may have its own request")
     rid2 = (r.json() or {}).get("id")
-    r = s.post(path % b1, token="bob_z3", json_body={"reason": "bob's question"})
+    # The limit counts characters, not bytes: 2000 two-byte characters
+    # (4000 bytes) are within it, where 2001 were refused above.
+    r = s.post(path % b1, token="bob_z3", json_body={"reason": "é" * 2000})
     rid_b = (r.json() or {}).get("id")
-    t.status(r, 201, "bob asks about his")
+    t.status(r, 201, "bob asks about his, with a reason of exactly 2000 characters (4000 bytes)")
+    got = (r.json() or {}).get("reason") or ""
+    t.ok(got == "é" * 2000, "...kept whole", "%d characters back" % len(got))
     r = s.submit("vadd", kernel("queued"), token="bob_z3")
     r = s.post(path % (r.json() or {}).get("id"), token="bob_z3", json_body={"reason": "x"})
     t.error(r, 409, "not_graded", "a request about a submission that is not graded is refused")

@@ -88,9 +88,14 @@ def main(t):
                headers={"Content-Type": "text/plain"})
     check_stored(r, src, "a UTF-8 source with a BOM")
 
-    # invalid UTF-8
+    # invalid UTF-8 (C0 and C1 never begin a character, so the two-byte
+    # overlongs are refused by their first byte alone; the three- and
+    # four-byte ones start with a lead byte that is fine elsewhere and are
+    # refused only for the value they spell)
     for what, bad in [("an overlong '/' (C0 AF)", b"\xc0\xaf"),
                       ("an overlong NUL (C0 80)", b"\xc0\x80"),
+                      ("a three-byte overlong '/' (E0 80 AF)", b"\xe0\x80\xaf"),
+                      ("a four-byte overlong '/' (F0 80 80 AF)", b"\xf0\x80\x80\xaf"),
                       ("a UTF-16 surrogate (ED A0 80)", b"\xed\xa0\x80"),
                       ("a code point past U+10FFFF (F4 90 80 80)", b"\xf4\x90\x80\x80"),
                       ("a truncated 3-byte sequence (E6 97)", b"\xe6\x97"),
