@@ -213,6 +213,11 @@ const char *http_request_header(const struct http_request *req, const char *name
 /* Decoded query parameter (first occurrence); NULL if absent. Pointers
  * stay valid until the response is finished. */
 const char *http_request_query(struct http_request *req, const char *name);
+/* 1 when the raw query names the parameter name (spelled as is, before any
+ * %-decoding), whether or not its value decoded: a value that did not (a
+ * %00, a bad %-escape) is dropped by http_request_query, and a caller that
+ * must not fall back to a default for it tells the two apart here. */
+int http_request_query_named(const struct http_request *req, const char *name);
 
 /* Route parameter set by the router; NULL if absent. */
 const char *http_request_param(const struct http_request *req, const char *name);

@@ -272,6 +272,19 @@ void request_parse_query(struct http_request *req)
     req->nqparams = i;
 }
 
+int http_request_query_named(const struct http_request *req, const char *name)
+{
+    size_t nl = strlen(name);
+    for (const char *p = req->query; p && *p;) {
+        size_t seg = strcspn(p, "&");
+        size_t klen = strcspn(p, "=&");
+        if (klen == nl && strncmp(p, name, nl) == 0)
+            return 1;
+        p += seg + (p[seg] == '&');
+    }
+    return 0;
+}
+
 const char *http_request_query(struct http_request *req, const char *name)
 {
     if (!req->qparsed)

@@ -58,7 +58,8 @@ static const char *find(const char *hay, size_t hlen, const char *needle, size_t
 }
 
 /* Copy the value of param (name="x" or name=x) from a Content-Disposition
- * header into out. Returns 1 found, 0 absent, -1 malformed. */
+ * header into out. Returns 1 found, 0 absent, -1 malformed, -2 found
+ * with a control byte in its value (out then holds it as sent). */
 static int disposition_param(const char *h, size_t hlen, const char *param, char *out, size_t olen)
 {
     size_t pl = strlen(param);
@@ -77,6 +78,7 @@ static int disposition_param(const char *h, size_t hlen, const char *param, char
             continue;
         i++; /* '=' */
         int match = klen == pl && strncasecmp(h + start, param, pl) == 0;
+        int control = 0; /* a byte below ' ' or DEL in the value: refused, not cut at */
         size_t o = 0;
         if (i < hlen && h[i] == '"') {
             i++;
@@ -84,6 +86,7 @@ static int disposition_param(const char *h, size_t hlen, const char *param, char
                 char ch = h[i];
                 if (ch == '\\' && i + 1 < hlen)
                     ch = h[++i];
+                control |= (unsigned char)ch < 0x20 || ch == 0x7f;
                 if (match) {
                     if (o + 1 >= olen)
                         return -1;
@@ -96,6 +99,7 @@ static int disposition_param(const char *h, size_t hlen, const char *param, char
             i++;
         } else {
             while (i < hlen && h[i] != ';') {
+                control |= (unsigned char)h[i] < 0x20 || h[i] == 0x7f;
                 if (match) {
                     if (o + 1 >= olen)
                         return -1;
@@ -108,7 +112,7 @@ static int disposition_param(const char *h, size_t hlen, const char *param, char
         }
         if (match) {
             out[o] = '\0';
-            return 1;
+            return control ? -2 : 1;
         }
     }
     return 0;
@@ -148,6 +152,12 @@ static int part_headers(const char *h, size_t hlen, struct multipart_part *part,
             }
             r = disposition_param(v + 9, vlen - 9, "filename", part->filename,
                                   sizeof(part->filename));
+            if (r == -2) {
+                snprintf(err, errlen,
+                         "a part's filename has a control character in it (a NUL, "
+                         "a newline, an escape): send a plain name such as kernel.cu.");
+                return -EINVAL;
+            }
             if (r < 0) {
                 snprintf(err, errlen, "a part's filename is malformed or too long.");
                 return -EINVAL;

@@ -41,7 +41,15 @@ static int h_submit(struct app *app, struct http_request *req)
                api_ct_is(ct, "text/x-c")) {
         /* curl --data-binary sends x-www-form-urlencoded unless told
          * otherwise: it is still the raw file, never decoded. */
-        rc = submission_start(app, req, &u, lab, NULL, http_request_query(req, "filename"), &e);
+        const char *fname = http_request_query(req, "filename");
+        if (!fname && http_request_query_named(req, "filename")) {
+            /* Not the default name in its place: the student named a file. */
+            api_fail(&e, 400, "bad_request",
+                     "The filename parameter could not be read (a %%00, a control character or a "
+                     "bad %%-escape in it): send a plain name such as ?filename=kernel.cu.");
+            return api_send_err(req, &e);
+        }
+        rc = submission_start(app, req, &u, lab, NULL, fname, &e);
     } else {
         api_fail(&e, 415, "unsupported_media_type",
                  "Send the file as multipart/form-data (curl -F file=@kernel.cu) or as a raw body "

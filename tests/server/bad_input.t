@@ -146,6 +146,18 @@ def main(t):
     t.error(r, 400, None, "raw body with ?filename=../../etc/passwd is refused")
     r = post_sub(kernel(), query="?filename=%2e%2e%2fx.cu")
     t.error(r, 400, None, "raw body with ?filename=%2e%2e%2fx.cu (encoded ../x.cu) is refused")
+    # A control byte in a name is refused, never cut off: "a\x00.cu" above is
+    # refused for its tail anyway ("a"); these names' heads would pass ("a.cu",
+    # or the default kernel.cu for a ?filename= that did not decode).
+    for name in [b"a.cu\x00.txt", b"a.cu\n.txt", b"k\x1bernel.cu"]:
+        ctype, mp4 = multipart([("file", name, kernel())])
+        r = post_sub(mp4, ctype)
+        t.error(r, 400, None, "multipart filename %r (a control byte) is refused" % (name,))
+        t.ok("control" in ((r.error() or {}).get("message") or ""),
+             "... and the message says why (a control character)", r.brief())
+    for q in ["?filename=a%00.cu", "?filename=a.cu%00.x", "?filename=a.cu%0a.x", "?filename=%zz.cu"]:
+        r = post_sub(kernel(), query=q)
+        t.error(r, 400, None, "raw body with %s is refused, not stored as kernel.cu" % q)
     alive("path-traversal filenames")
 
     # --- auth
