@@ -132,7 +132,6 @@ try:
     d = grade("matmul", "syntax_error.cu")
     log = d["result"]["cugrade"].get("compile_log") or ""
     ok(d["status"] == "compile_error" and "syntax_error.cu(6): error" in log, "a syntax error: compile_error with file(line)", json.dumps(d)[:2000])
-    ok("/work/" not in log and "/tmp/tmpxft" not in log, "the compile log has no sandbox paths", log)
     ph = d["result"]["cugrade"].get("phases") or {}
     ok("front" in ph and "compile" not in ph, "the front pass answered it: no full compile ran", ph)
     # The front pass has its own short limit (compile.h: a hostile file
@@ -149,6 +148,25 @@ try:
     d = grade("matmul", "good_matmul.cu", env={"CUGRADE_FRONT_SECONDS": "0.05"})
     ok(d["status"] == "graded" and d["result"]["cugrade"].get("stopped_after") == "inspect",
        "and a correct file past it compiles as before", json.dumps(d)[:2000])
+
+    # The compile log has no sandbox paths (compile.c, compile_log_clean).
+    # The syntax error above cannot show it: nvcc names the file as given,
+    # relative to /work, so its raw log never held one. These two do: ptxas
+    # names nvcc's intermediate /tmp/tmpxft_* file, and an #include of an
+    # absolute path under /work names that path.
+    good = open(os.path.join(FIX, "good_matmul.cu")).read()
+    for name, src, said, path in [
+            ("ptx_error.cu", '__global__ void kx(float* o) { asm volatile("not_a_ptx_op;"); }\n' + good,
+             "not_a_ptx_op", "/tmp/tmpxft"),
+            ("include_work.cu", '#include "/work/no_such_header.cuh"\n' + good,
+             "no_such_header.cuh", "/work/")]:
+        with open(os.path.join(tmp, name), "w") as f:
+            f.write(src)
+        d = grade("matmul", os.path.join(tmp, name))
+        log = d["result"]["cugrade"].get("compile_log") or ""
+        ok(d["status"] == "compile_error" and said in log and path not in log,
+           "%s: the compile log names the error (%s) and has no sandbox path (%s)" % (name, said, path),
+           log)
 
     # The sandbox failing before nvcc starts is ours, never a compile_error:
     # no bwrap at all, and a "bwrap" that exits at once without starting the
@@ -167,6 +185,12 @@ try:
     root_line = shadow.split("\n")[0] if shadow else "root:"
     ok(d["status"] == "compile_error" and root_line not in log and "/etc/shadow" in log,
        "#include \"/etc/shadow\" shows nothing of it: compile_error", log)
+    # Not there at all (bwrap.c binds only the few files of /etc the
+    # toolchain reads), not merely unreadable: the box's uid would hide a
+    # bound /etc/shadow too ("Permission denied"), and the check above would
+    # pass with the whole of /etc in the sandbox.
+    ok("No such file" in log and "Permission denied" not in log,
+       "/etc/shadow is not in the compile sandbox at all (No such file, not Permission denied)", log)
 
     # The link wraps the student's CUDA allocators into the harness's ledger
     # (labs/common/harness_common.cu): an out-of-memory in the harness is

@@ -58,7 +58,7 @@ ok(doc["status"] == "graded" and rc.get("ran") and not rc.get("clean") and
    not rc.get("runner_problem") and s.get("memcheck", {}).get("clean"),
    "racecheck exit 86 on a Python kernel: not clean, charged; memcheck clean", json.dumps(s)[:2000])
 ok(f.get("file") == "race.py" and f.get("line") == RACE_LINE,
-   "the race's position is the student's race.py:%d (lineinfo), /work/ cut" % RACE_LINE, f)
+   "the race's position is the student's race.py:%d (lineinfo)" % RACE_LINE, f)
 ok("cuda.syncthreads()" in (f.get("hint") or "") and "__syncthreads" not in (f.get("hint") or ""),
    "the hint is in Numba's words (cuda.syncthreads())", f)
 blob = json.dumps(s)
@@ -69,6 +69,24 @@ t = line(doc)
 ok(t.get("score") == 0 and "race.py:%d" % RACE_LINE in t.get("output", "") and
    "racecheck" in t.get("output", ""),
    "the rubric line scores 0 and names racecheck and race.py:%d" % RACE_LINE, t)
+
+# The capture above names the file as "kernel.py": the stand-in gives it this
+# run's basename, so no sandbox path ever reached the runner there. The same
+# capture with the position as the tool also prints it, the sandbox's full
+# path (/work/FILE), must come out the same: the student's file, /work/ cut
+# (runner/grade/sanitizer.c, source_position).
+fx = os.path.join(simlab.FAKE_CUDA[tmp], "fixtures")
+with open(os.path.join(fx, "pysan-racecheck.txt")) as src, \
+        open(os.path.join(fx, "pysan-racecheck-fullpath.txt"), "w") as dst:
+    dst.write(src.read().replace(" in kernel.py:", " in /work/kernel.py:"))
+doc, err = grade(tmp, root, "racepath.py", "# cugrade-fixture: pysan-racecheck-fullpath.txt\n" + GOOD)
+s = sans(doc)
+rc = s.get("racecheck", {})
+f = (rc.get("findings") or [{}])[0]
+ok(rc.get("ran") and not rc.get("clean") and f.get("file") == "racepath.py" and
+   f.get("line") == RACE_LINE and "/work" not in json.dumps(s),
+   "a race the tool places at /work/racepath.py:%d is the student's racepath.py:%d, /work/ cut"
+   % (RACE_LINE, RACE_LINE), json.dumps(rc)[:2000] + err[-800:])
 
 OOB = "# cugrade-fixture: pysan-memcheck.txt\n" + GOOD
 doc, err = grade(tmp, root, "oob.py", OOB)
