@@ -155,7 +155,9 @@ run(async (t) => {
       }
     });
 
-    // [who, path, name, status (200)]; who null = signed out.
+    // [who, path, name, status (200), a selector the page must have]; who
+    // null = signed out. Without the selector the staff result passed with
+    // no staff forms on it: axe-core checked a page without what it names.
     const pages = [
       [null, '/login', 'sign in'],
       ['alice', '/labs', 'labs list'],
@@ -166,7 +168,8 @@ run(async (t) => {
       ['alice', '/submissions', "student's submissions"],
       ['alice', '/labs/vadd/scoreboard', 'scoreboard'],
       ['alice', '/help', 'help'],
-      ['tina', `/submissions/${id}`, 'submission result (staff, with override form)'],
+      ['tina', `/submissions/${id}`, 'submission result (staff, with override form)', 200,
+        `form[action="/submissions/${id}/override"]`],
       ['tina', '/submissions?lab=vadd', 'all submissions (staff)'],
       ['tina', '/labs/vadd/stats', 'lab stats (staff)'],
       ['tina', '/audit', 'audit log'],
@@ -179,7 +182,7 @@ run(async (t) => {
     ];
     const summary = [];
     const sessions = {};
-    for (const [who, p, name, status = 200] of pages) {
+    for (const [who, p, name, status = 200, must = null] of pages) {
       await t.step(name, async () => {
         for (const vp of [DESKTOP, PHONE]) {
           const key = `${who}:${vp.width}`;
@@ -191,6 +194,7 @@ run(async (t) => {
           const r = await page.goto(s.url + p);
           t.eq(r.status(), status, `${name} at ${vp.width} px: ${p} answers ${status}`);
           await page.waitForLoadState('load');
+          if (must) t.eq(await page.locator(must).count(), 1, `${name} at ${vp.width} px: the page has ${must}`);
           const vs = await axeSerious(page);
           summary.push(`${name} @${vp.width}: ${vs.length} serious/critical` + (vs.length ? ` (${vs.map((v) => v.id).join(', ')})` : '') +
             (vs.others.length ? `; also ${vs.others.join(', ')}` : ''));
