@@ -39,6 +39,25 @@ static void forkbomb(void)
         fork();
 }
 
+/* Fork up to n children that wait: how many did the pids limit let in? */
+static void forkcount(int n)
+{
+    int got = 0, err = 0;
+    while (got < n) {
+        pid_t c = fork();
+        if (c < 0) {
+            err = errno;
+            break;
+        }
+        if (c == 0) {
+            pause();
+            _exit(0);
+        }
+        got++;
+    }
+    printf("forked %d (%s)\n", got, err ? strerror(err) : "no error");
+}
+
 static void spin(void)
 {
     for (volatile unsigned long i = 0;; i++)
@@ -382,6 +401,7 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     const char *c = argc > 1 ? argv[1] : "";
     if (!strcmp(c, "forkbomb")) forkbomb();
+    else if (!strcmp(c, "forkcount")) forkcount(atoi(argv[2]));
     else if (!strcmp(c, "spin")) spin();
     else if (!strcmp(c, "orphans")) orphans(argc > 2);
     else if (!strcmp(c, "membomb")) membomb();

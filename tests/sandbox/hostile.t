@@ -42,6 +42,15 @@ check "a slow set-up is not the command's time: exit 0 under a 1 s wall limit af
 run $P --pids 32 --wall 2 -- ./hostile-prog forkbomb
 check "fork bomb: stopped at the time limit" all 'has "\"timed_out\":1"' 'has "time limit exceeded"'
 check "fork bomb: nothing left on the host" host_clean
+# The bomb above ends at the clock whatever pids.max is: count the forks
+# the limit lets through (64 asked, bounded, so a broken limit is harmless).
+run $P --pids 32 --wall 10 -- ./hostile-prog forkcount 64
+forked=$(printf '%s' "$J" | sed -n 's/.*forked \([0-9]*\) (Resource temporarily unavailable).*/\1/p')
+check "pids limit: fork fails with EAGAIN before 32 processes ($forked children)" \
+    all 'test -n "$forked"' 'test "$forked" -gt 0' 'test "$forked" -lt 32' 'has "\"exit_code\":0"'
+run $P --pids 128 --wall 10 -- ./hostile-prog forkcount 64
+check "pids limit, control: the same program forks all 64 under a limit of 128" has "forked 64 (no error)"
+check "pids limit: nothing left on the host" host_clean
 
 # --- endless loop: wall clock and CPU --------------------------------------
 run $P --wall 1.5 --cpu 30 -- ./hostile-prog spin
@@ -66,7 +75,16 @@ check "orphans + sleeping parent: the whole tree is gone" host_clean
 env "$SR" --parent "$T" $P --wall 60 -- ./hostile-prog orphans wait >/dev/null 2>&1 &
 RUNNER=$!
 echo "$RUNNER" >>"$T/pids"
-sleep 1
+# Killed only once its program runs (a slow bwrap set-up on a loaded host
+# would otherwise leave nothing to outlive the runner, and nothing to find).
+started=""
+for i in $(seq 1 300); do
+    started=$(ps -eo pid=,stat=,comm= | awk '$3 == "hostile-prog" && $2 !~ /^Z/')
+    [ -n "$started" ] && break
+    sleep 0.1
+done
+check "runner killed, control: its program was running when the runner was killed" test -n "$started"
+sleep 0.3 # (its orphans forked)
 kill -9 "$RUNNER"; wait "$RUNNER" 2>/dev/null
 alive=""
 for i in 1 2 3 4 5 6 7 8 9 10; do
