@@ -197,12 +197,10 @@ char *share_clock_note(const struct share_clock *c, const char *when, char *buf,
     return buf;
 }
 
-int share_clock_peek(struct share_clock *c, double *used, double *wall, double *stalled)
+int share_clock_peek(struct share_clock *c, double *stalled)
 {
     pthread_mutex_lock(&c->mu);
     int fired = c->fired;
-    *used = c->used;
-    *wall = c->wall;
     *stalled = c->stalled;
     pthread_mutex_unlock(&c->mu);
     return fired;

@@ -106,9 +106,10 @@ double share_wall_ceiling(double ceiling, double limit);
  * not happen. Returns buf. */
 char *share_clock_note(const struct share_clock *c, const char *when, char *buf, size_t len);
 
-/* What a running clock has counted so far, read under its lock (the
- * clock's thread may still tick). Returns 1 when its limit was reached. */
-int share_clock_peek(struct share_clock *c, double *used, double *wall, double *stalled);
+/* Whether a running clock's limit was reached, and the seconds of stall
+ * it has left out so far (*stalled), read under its lock (its thread may
+ * still tick). */
+int share_clock_peek(struct share_clock *c, double *stalled);
 
 /* Stop counting and close the fds. Returns 1 when the limit was reached
  * (the run was cancelled by the clock: a timeout), else 0. */

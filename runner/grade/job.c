@@ -362,6 +362,14 @@ int job_prestart(struct job *j)
 /* ---------------------------------------------------------------------- */
 /* Compile, inspect, link: CPU work. */
 
+void job_keep_compile_log(struct job *j, struct compile_result *res)
+{
+    free(j->log_keep);
+    j->log_keep = res->log;
+    res->log = NULL;
+    j->in.compile_log = j->log_keep;
+}
+
 int job_compile(struct job *j)
 {
     if (progress_call(j, status_name(STATUS_COMPILING), j->python ? "python" : "nvcc") ==
@@ -387,9 +395,7 @@ int job_compile(struct job *j)
         return job_fail(j, r, "the compile sandbox failed: %s", strerror(-r));
     if (j->cres.starved)
         return job_fail(j, -EAGAIN, "%s", j->cres.message);
-    j->log_keep = j->cres.log;
-    j->cres.log = NULL;
-    j->in.compile_log = j->log_keep;
+    job_keep_compile_log(j, &j->cres);
     if (!j->cres.ok) {
         j->st = status_name(STATUS_COMPILE_ERROR);
         snprintf(j->status_msg, sizeof j->status_msg, "%s", j->cres.message);

@@ -54,9 +54,7 @@ int job_front(struct job *j)
         return JOB_NEXT;
     if (j->python && fr.ok) { /* (its log, empty, is the compile's) */
         j->python_parsed = 1;
-        j->log_keep = fr.log;
-        fr.log = NULL;
-        j->in.compile_log = j->log_keep;
+        job_keep_compile_log(j, &fr);
         compile_result_free(&fr);
         return JOB_NEXT;
     }
@@ -70,9 +68,7 @@ int job_front(struct job *j)
         compile_result_free(&fr);
         return JOB_NEXT;
     }
-    j->log_keep = fr.log;
-    fr.log = NULL;
-    j->in.compile_log = j->log_keep;
+    job_keep_compile_log(j, &fr);
     j->st = status_name(STATUS_COMPILE_ERROR);
     snprintf(j->status_msg, sizeof j->status_msg, "%s", fr.message);
     return JOB_VERDICT;

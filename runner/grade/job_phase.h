@@ -51,6 +51,10 @@ __attribute__((format(printf, 3, 4))) int job_fail(struct job *j, int r, const c
  * is one. job_lane.c. */
 void job_lane_say(const struct job *j, char c);
 
+/* res's compile log becomes the one shown to the student (j->log_keep,
+ * j->in.compile_log; res no longer holds it). */
+void job_keep_compile_log(struct job *j, struct compile_result *res);
+
 /* Before the GPU lane: wait while the runner's probe finds the GPU
  * unusable (health.h), holding nothing; 0, or -errno past
  * CUGRADE_GPU_DOWN_WAIT (j->err says so). job_lane.c. */

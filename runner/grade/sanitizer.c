@@ -437,8 +437,8 @@ static void sanitize_judge(struct sanitizer_task *t, int r, const struct sandbox
 {
     struct score_sanitizer *s = t->s;
     int cancelled = r == -ECANCELED || (r == 0 && v->cancelled);
-    double used = 0, wall = 0, stalled = 0;
-    int fired = t->clock_on && share_clock_peek(&t->sc, &used, &wall, &stalled);
+    double stalled = 0;
+    int fired = t->clock_on && share_clock_peek(&t->sc, &stalled);
     if ((t->overtime || fired) && cancelled) {
         /* Ended by its clock (or sanitizer_settle's backstop): the program
          * (slow under the tool, or endless) ran past the limit counted
@@ -634,7 +634,6 @@ void sanitizer_go(struct sanitizer_task *t)
 {
     char c = 'g';
     t->go_at = run_now();
-    t->deadline = t->go_at + t->limit;
     if (t->paused) { /* its clock counts from now */
         sandbox_pause_end(&t->pz);
         t->paused = 0;
@@ -692,16 +691,15 @@ void sanitizer_cancel(struct sanitizer_task *t)
     run_fd_close(&t->ctl);
 }
 
-/* Wait for the runs that got their program, each until its deadline (its
- * limit counted from the go, as a run started then would have had); one
- * still running then is ended, a timeout of the program's. */
+/* Wait for the runs that got their program, each until its clock ends it
+ * at its limit or, past sanitize_wall from the go (the wall backstop, or
+ * without a clock the limit itself), this function does; one ended so is
+ * a timeout of the program's. */
 void sanitizer_settle(struct sanitizer_task *t, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        /* With its clock the run ends itself at its limit; the wall bound
-         * is a check run's stretch (share.h), a backstop. */
-        double end = t[i].clock_on ? t[i].go_at + sanitize_wall(&t[i]) : t[i].deadline;
-        while (t[i].deadline > 0 && t[i].done[0] >= 0 && !t[i].overtime) {
+        double end = t[i].go_at + sanitize_wall(&t[i]);
+        while (t[i].go_at > 0 && t[i].done[0] >= 0 && !t[i].overtime) {
             double left = end - run_now();
             struct pollfd pf = {t[i].done[0], POLLIN, 0};
             int k = left > 0 ? poll(&pf, 1, (int)(left * 1000) + 1) : 0;

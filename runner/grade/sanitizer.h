@@ -43,8 +43,7 @@ struct sanitizer_task {
     int done[2];                 /* [1] closed by the thread when the run ended */
     int gone;                    /* cancelled: nothing to report */
     int overtime;                /* cancelled past its limit: a timeout of the program's */
-    double limit;                /* seconds from go; sanitizer_go sets deadline from it */
-    double deadline;             /* 0 until go */
+    double limit;                /* seconds from go (its clock's, or the wall's) */
     int r;                       /* < 0: the sandbox failed (system_error) */
     char err[256];
     int python;                  /* a .py submission: py and py_opts are its run */
@@ -63,7 +62,7 @@ struct sanitizer_task {
     int clock_on;            /* sc runs: started with the run, stopped once after it */
     struct sandbox_pause pz; /* sc stopped from a gated run's start to its go */
     int paused;              /* pz under way */
-    double go_at;            /* run_now() at the go, 0 before */
+    double go_at;            /* run_now() at the go, 0 before (sanitizer_settle) */
 };
 
 /* grade_sanitizer_parse for a Python run: positions in the student's file
